@@ -1,0 +1,114 @@
+//! [`Cost`]: FLOPs and HBM bytes of some piece of work, split by what the bytes are. Costs add: an
+//! operator's cost summed over layers is a ledger row, rows sum to the step.
+
+use serde::Serialize;
+use std::iter::Sum;
+use std::ops::{Add, AddAssign, Mul};
+
+/// FLOPs and HBM bytes, by category.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// Floating-point (or integer) operations; a multiply-add counts 2.
+    pub flops: f64,
+    /// Weight (parameter) bytes read.
+    pub weight_bytes: f64,
+    /// KV-cache bytes read.
+    pub kv_read_bytes: f64,
+    /// KV-cache bytes written.
+    pub kv_write_bytes: f64,
+    /// Activation bytes read and written (inputs, outputs, intermediates such as attention scores).
+    pub activation_bytes: f64,
+}
+
+impl Cost {
+    /// Zero cost.
+    pub const ZERO: Cost = Cost {
+        flops: 0.0,
+        weight_bytes: 0.0,
+        kv_read_bytes: 0.0,
+        kv_write_bytes: 0.0,
+        activation_bytes: 0.0,
+    };
+
+    /// KV-cache bytes read and written.
+    pub fn kv_bytes(&self) -> f64 {
+        self.kv_read_bytes + self.kv_write_bytes
+    }
+
+    /// All HBM bytes.
+    pub fn bytes(&self) -> f64 {
+        self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes + self.activation_bytes
+    }
+
+    /// Arithmetic intensity, FLOP per byte; `None` when nothing moves (a fused, on-chip operator).
+    pub fn intensity(&self) -> Option<f64> {
+        let b = self.bytes();
+        (b > 0.0).then(|| self.flops / b)
+    }
+}
+
+impl Add for Cost {
+    type Output = Cost;
+    fn add(self, o: Cost) -> Cost {
+        Cost {
+            flops: self.flops + o.flops,
+            weight_bytes: self.weight_bytes + o.weight_bytes,
+            kv_read_bytes: self.kv_read_bytes + o.kv_read_bytes,
+            kv_write_bytes: self.kv_write_bytes + o.kv_write_bytes,
+            activation_bytes: self.activation_bytes + o.activation_bytes,
+        }
+    }
+}
+
+impl AddAssign for Cost {
+    fn add_assign(&mut self, o: Cost) {
+        *self = *self + o;
+    }
+}
+
+impl Mul<f64> for Cost {
+    type Output = Cost;
+    fn mul(self, k: f64) -> Cost {
+        Cost {
+            flops: self.flops * k,
+            weight_bytes: self.weight_bytes * k,
+            kv_read_bytes: self.kv_read_bytes * k,
+            kv_write_bytes: self.kv_write_bytes * k,
+            activation_bytes: self.activation_bytes * k,
+        }
+    }
+}
+
+impl Sum for Cost {
+    fn sum<I: Iterator<Item = Cost>>(iter: I) -> Cost {
+        iter.fold(Cost::ZERO, Add::add)
+    }
+}
+
+impl<'a> Sum<&'a Cost> for Cost {
+    fn sum<I: Iterator<Item = &'a Cost>>(iter: I) -> Cost {
+        iter.fold(Cost::ZERO, |a, b| a + *b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_add_field_by_field() {
+        let a = Cost {
+            flops: 1.0,
+            weight_bytes: 2.0,
+            kv_read_bytes: 3.0,
+            kv_write_bytes: 4.0,
+            activation_bytes: 5.0,
+        };
+        let s: Cost = [a, a * 2.0].iter().sum();
+        assert_eq!(s, a * 3.0);
+        assert_eq!(s.bytes(), 3.0 * 14.0);
+        assert_eq!(s.kv_bytes(), 21.0);
+        assert_eq!(a.intensity(), Some(1.0 / 14.0));
+        assert_eq!(Cost::ZERO.intensity(), None);
+    }
+}

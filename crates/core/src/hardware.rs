@@ -1,0 +1,426 @@
+//! GPUs: dense peaks per math format, memory bandwidth and capacity, and the on-chip limits the
+//! tiling model needs. The built-in catalogue is `data/gpus.toml`, embedded at compile time; a
+//! user's file has the same schema.
+//!
+//! Ridge point of a math format = peak FLOP/s ÷ memory bandwidth (FLOP per byte): operators whose
+//! arithmetic intensity is below it are memory-bound on this GPU (seed 004, rule 3).
+
+use crate::error::{Error, Result};
+use crate::precision::MathFormat;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+/// The embedded catalogue text.
+pub const BUILTIN_GPUS_TOML: &str = include_str!("../../../data/gpus.toml");
+
+/// Dense peak FLOP/s per math format. `None` means the hardware has no such tensor-core path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeakFlops {
+    /// Non-tensor fp32 (CUDA cores / vector ALUs): elementwise ops and fp32 GEMMs without TF32.
+    pub vector: f64,
+    /// TF32 tensor-core peak (informational; fp32 GEMMs are costed at `vector`, PyTorch's default).
+    #[serde(default)]
+    pub tf32: Option<f64>,
+    /// bf16 tensor-core peak with fp32 accumulate.
+    pub bf16: f64,
+    /// fp16 tensor-core peak with fp32 accumulate.
+    pub fp16: f64,
+    /// fp8 tensor-core peak.
+    #[serde(default)]
+    pub fp8: Option<f64>,
+    /// int8 tensor-core peak (OP/s).
+    #[serde(default)]
+    pub int8: Option<f64>,
+    /// fp4 tensor-core peak.
+    #[serde(default)]
+    pub fp4: Option<f64>,
+}
+
+/// On-chip limits of one SM (CU), per compute capability (CUDA C++ Programming Guide, table 27).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnChip {
+    /// Largest shared-memory carve-out per SM, bytes.
+    pub smem_per_sm_bytes: u64,
+    /// Largest shared memory one block may opt in to, bytes (per-SM max minus 1 KiB reserved).
+    pub smem_per_block_bytes: u64,
+    /// Supported shared-memory carve-outs, KiB.
+    pub smem_carveouts_kib: Vec<u64>,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: u64,
+    /// Resident warps (wavefronts) per SM.
+    pub max_warps_per_sm: u64,
+    /// Resident thread blocks per SM.
+    pub max_blocks_per_sm: u64,
+    /// Threads per warp (32 on NVIDIA, 64 on AMD CDNA).
+    pub warp_size: u64,
+}
+
+/// A GPU as the ledger sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gpu {
+    /// Lower-case identifier (`h100-sxm`).
+    pub name: String,
+    /// Other accepted names.
+    pub aliases: Vec<String>,
+    /// Human-readable name.
+    pub display: String,
+    /// Streaming multiprocessors (compute units on AMD).
+    pub sm_count: u64,
+    /// Memory capacity, bytes (vendor label).
+    pub memory_bytes: f64,
+    /// Peak memory bandwidth, bytes per second.
+    pub memory_bandwidth_bytes_per_s: f64,
+    /// L2 (last-level) cache, bytes.
+    pub l2_bytes: f64,
+    /// Dense peaks.
+    pub peak_flops_per_s: PeakFlops,
+    /// On-chip limits.
+    pub onchip: OnChip,
+    /// Approximate on-demand price, USD per GPU-hour (volatile; the user can override it).
+    pub usd_per_gpu_hour: Option<f64>,
+    /// Provenance of the numbers.
+    pub sources: String,
+}
+
+/// `onchip` in the file: a profile name or an inline table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OnChipRef {
+    Profile(String),
+    Inline(OnChip),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuRecord {
+    name: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    display: Option<String>,
+    sm_count: u64,
+    memory_bytes: f64,
+    memory_bandwidth_bytes_per_s: f64,
+    l2_bytes: f64,
+    onchip: OnChipRef,
+    usd_per_gpu_hour: Option<f64>,
+    #[serde(default)]
+    sources: String,
+    peak_flops_per_s: PeakFlops,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuFile {
+    #[serde(default)]
+    onchip: BTreeMap<String, OnChip>,
+    #[serde(default)]
+    gpu: Vec<GpuRecord>,
+}
+
+impl Gpu {
+    /// Peak FLOP/s for a math format, `None` if the GPU has no such path. fp32 GEMMs are costed
+    /// at the vector (non-tensor) rate, as PyTorch runs them without TF32 by default.
+    pub fn peak(&self, math: MathFormat) -> Option<f64> {
+        let p = &self.peak_flops_per_s;
+        match math {
+            MathFormat::Vector | MathFormat::Fp32 => Some(p.vector),
+            MathFormat::Bf16 => Some(p.bf16),
+            MathFormat::Fp16 => Some(p.fp16),
+            MathFormat::Fp8 => p.fp8,
+            MathFormat::Int8 => p.int8,
+            MathFormat::Fp4 => p.fp4,
+        }
+    }
+
+    /// The format a kernel actually runs at on this GPU: `wanted` if supported, otherwise the
+    /// first supported fallback (fp4 → fp8 → bf16; int8 → bf16), as weight-dequantising kernels do.
+    pub fn supported_math(&self, wanted: MathFormat) -> MathFormat {
+        let mut m = wanted;
+        loop {
+            if self.peak(m).is_some() {
+                return m;
+            }
+            match m.fallback() {
+                Some(next) => m = next,
+                None => return MathFormat::Vector,
+            }
+        }
+    }
+
+    /// Ridge point for a math format: peak ÷ bandwidth, FLOP per byte (H100 SXM bf16: 989.4e12 /
+    /// 3.35e12 ≈ 295).
+    pub fn ridge_flops_per_byte(&self, math: MathFormat) -> f64 {
+        self.peak(self.supported_math(math))
+            .unwrap_or(self.peak_flops_per_s.vector)
+            / self.memory_bandwidth_bytes_per_s
+    }
+
+    fn validate(&self) -> Result<()> {
+        let f = |field: &str, v: f64| -> Result<()> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("{}.{field}", self.name),
+                    v,
+                    "a positive finite number",
+                ))
+            }
+        };
+        check_name(&self.name)?;
+        if self.sm_count == 0 || self.sm_count > 100_000 {
+            return Err(Error::invalid(
+                format!("{}.sm_count", self.name),
+                self.sm_count,
+                "1..=100000",
+            ));
+        }
+        f("memory_bytes", self.memory_bytes)?;
+        f(
+            "memory_bandwidth_bytes_per_s",
+            self.memory_bandwidth_bytes_per_s,
+        )?;
+        f("l2_bytes", self.l2_bytes)?;
+        let p = &self.peak_flops_per_s;
+        f("peak_flops_per_s.vector", p.vector)?;
+        f("peak_flops_per_s.bf16", p.bf16)?;
+        f("peak_flops_per_s.fp16", p.fp16)?;
+        for (k, v) in [
+            ("tf32", p.tf32),
+            ("fp8", p.fp8),
+            ("int8", p.int8),
+            ("fp4", p.fp4),
+        ] {
+            if let Some(v) = v {
+                f(&format!("peak_flops_per_s.{k}"), v)?;
+            }
+        }
+        if let Some(usd) = self.usd_per_gpu_hour {
+            f("usd_per_gpu_hour", usd)?;
+        }
+        let o = &self.onchip;
+        for (k, v) in [
+            ("smem_per_sm_bytes", o.smem_per_sm_bytes),
+            ("smem_per_block_bytes", o.smem_per_block_bytes),
+            ("registers_per_sm", o.registers_per_sm),
+            ("max_warps_per_sm", o.max_warps_per_sm),
+            ("max_blocks_per_sm", o.max_blocks_per_sm),
+            ("warp_size", o.warp_size),
+        ] {
+            if v == 0 || v > 1 << 30 {
+                return Err(Error::invalid(
+                    format!("{}.onchip.{k}", self.name),
+                    v,
+                    "a positive integer",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'_'
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "name",
+            format!("{name:?}"),
+            "1-64 characters of a-z, 0-9, '-', '.', '_'",
+        ))
+    }
+}
+
+/// Parse a GPU file (the catalogue schema). Built-in on-chip profiles (`sm80`, `sm90`, …) may be
+/// referenced by name from a user's file.
+pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
+    if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
+        return Err(Error::invalid(
+            "GPU file",
+            format!("{} bytes", text.len()),
+            format!("at most {} bytes", crate::limits::MAX_INPUT_FILE_BYTES),
+        ));
+    }
+    let file: GpuFile = toml::from_str(text).map_err(|e| Error::toml("GPU file", text, &e))?;
+    let builtin_profiles = builtin_profiles();
+    if file.gpu.is_empty() {
+        return Err(Error::MissingField {
+            field: "[[gpu]]".into(),
+            context: "a GPU file (at least one entry)".into(),
+        });
+    }
+    file.gpu
+        .into_iter()
+        .map(|r| {
+            let onchip = match r.onchip {
+                OnChipRef::Inline(o) => o,
+                OnChipRef::Profile(p) => file
+                    .onchip
+                    .get(&p)
+                    .or_else(|| builtin_profiles.get(&p))
+                    .cloned()
+                    .ok_or_else(|| {
+                        let mut names: Vec<&String> =
+                            file.onchip.keys().chain(builtin_profiles.keys()).collect();
+                        names.sort();
+                        names.dedup();
+                        Error::unknown(format!("onchip profile for GPU `{}`", r.name), p, names)
+                    })?,
+            };
+            let gpu = Gpu {
+                display: r.display.unwrap_or_else(|| r.name.clone()),
+                name: r.name,
+                aliases: r.aliases,
+                sm_count: r.sm_count,
+                memory_bytes: r.memory_bytes,
+                memory_bandwidth_bytes_per_s: r.memory_bandwidth_bytes_per_s,
+                l2_bytes: r.l2_bytes,
+                peak_flops_per_s: r.peak_flops_per_s,
+                onchip,
+                usd_per_gpu_hour: r.usd_per_gpu_hour,
+                sources: r.sources,
+            };
+            gpu.validate()?;
+            Ok(gpu)
+        })
+        .collect()
+}
+
+fn builtin_profiles() -> BTreeMap<String, OnChip> {
+    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML)
+        .map(|f| f.onchip)
+        .unwrap_or_default()
+}
+
+/// The built-in catalogue, parsed once.
+pub fn builtin_gpus() -> &'static [Arc<Gpu>] {
+    static GPUS: OnceLock<Vec<Arc<Gpu>>> = OnceLock::new();
+    GPUS.get_or_init(|| {
+        parse_gpu_file(BUILTIN_GPUS_TOML)
+            .expect("embedded data/gpus.toml is valid (checked by tests)")
+            .into_iter()
+            .map(Arc::new)
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(name: &str) -> Arc<Gpu> {
+        builtin_gpus()
+            .iter()
+            .find(|g| g.name == name)
+            .cloned()
+            .unwrap()
+    }
+
+    #[test]
+    fn catalogue_has_the_required_gpus() {
+        for name in [
+            "a100-40gb-sxm",
+            "a100-80gb-sxm",
+            "h100-sxm",
+            "h100-pcie",
+            "h200",
+            "b200",
+            "l40s",
+            "l4",
+            "rtx-4090",
+            "mi300x",
+        ] {
+            assert!(
+                builtin_gpus().iter().any(|g| g.name == name),
+                "{name} missing"
+            );
+        }
+    }
+
+    #[test]
+    fn h100_ridge_point_is_295() {
+        // 989.4e12 / 3.35e12 = 295.34 FLOP/byte (hardware.md sanity check).
+        let r = gpu("h100-sxm").ridge_flops_per_byte(MathFormat::Bf16);
+        assert!((r - 295.343).abs() < 1e-3, "{r}");
+    }
+
+    #[test]
+    fn a100_has_no_fp8_and_falls_back_to_bf16() {
+        let a100 = gpu("a100-80gb-sxm");
+        assert_eq!(a100.peak(MathFormat::Fp8), None);
+        assert_eq!(a100.supported_math(MathFormat::Fp8), MathFormat::Bf16);
+        assert_eq!(
+            gpu("h100-sxm").supported_math(MathFormat::Fp4),
+            MathFormat::Fp8
+        );
+        assert_eq!(gpu("b200").supported_math(MathFormat::Fp4), MathFormat::Fp4);
+    }
+
+    #[test]
+    fn per_sm_flops_per_clock_check_out() {
+        // peak = SMs x FLOP/clk/SM x clock (hardware.md §0): H100 132 x 4096 x 1.83e9 = 989.4e12.
+        let h = gpu("h100-sxm");
+        let per_clk = h.peak_flops_per_s.bf16 / (h.sm_count as f64 * 1.83e9);
+        assert!((per_clk - 4096.0).abs() / 4096.0 < 1e-3, "{per_clk}");
+        // A100: 108 x 2048 x 1.41e9 = 311.9e12.
+        let a = gpu("a100-80gb-sxm");
+        let per_clk = a.peak_flops_per_s.bf16 / (a.sm_count as f64 * 1.41e9);
+        assert!((per_clk - 2048.0).abs() / 2048.0 < 2e-3, "{per_clk}");
+    }
+
+    #[test]
+    fn user_file_can_reference_builtin_profiles() {
+        let text = r#"
+[[gpu]]
+name = "my-gpu"
+sm_count = 10
+memory_bytes = 16e9
+memory_bandwidth_bytes_per_s = 1e12
+l2_bytes = 4e6
+onchip = "sm90"
+[gpu.peak_flops_per_s]
+vector = 10e12
+bf16 = 100e12
+fp16 = 100e12
+"#;
+        let g = parse_gpu_file(text).unwrap();
+        assert_eq!(g[0].onchip.max_warps_per_sm, 64);
+        assert_eq!(g[0].ridge_flops_per_byte(MathFormat::Bf16), 100.0);
+    }
+
+    #[test]
+    fn bad_gpu_files_name_the_problem() {
+        let e = parse_gpu_file("[[gpu]]\nname = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "malformed GPU file: missing field `sm_count` (line 1)");
+        let e = parse_gpu_file("").unwrap_err().to_string();
+        assert!(e.contains("[[gpu]]"), "{e}");
+        let text = BUILTIN_GPUS_TOML.replacen(
+            "memory_bandwidth_bytes_per_s = 1.555e12",
+            "memory_bandwidth_bytes_per_s = -1",
+            1,
+        );
+        let e = parse_gpu_file(&text).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)"
+        );
+        let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
+        let e = parse_gpu_file(&text).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"
+            ),
+            "{e}"
+        );
+    }
+}

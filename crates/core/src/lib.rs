@@ -1,0 +1,42 @@
+//! # llm-ledger core
+//!
+//! Where the FLOPs, the bytes and the time of one LLM forward step go, per operator, on a given
+//! GPU. Pure math: no I/O, no CLI or web types. Data flows one way:
+//!
+//! ```text
+//! config.json / preset ─┐
+//! GPU catalogue ────────┼─> Scenario ─> operators (FLOPs, bytes) ─> roofline ─> Ledger
+//! workload, precisions ─┘
+//! ```
+//!
+//! ```
+//! use llm_ledger_core::{Ledger, Scenario};
+//! // Seed 004: Llama 3 8B decode, batch 1, 2048 cached tokens, on an H100 SXM.
+//! let ledger = Ledger::build(&Scenario::default_decode());
+//! let gb = ledger.summary.cost.weight_bytes / 1e9;
+//! assert!((gb - 15.0).abs() < 0.1, "{gb}");
+//! ```
+#![deny(missing_docs)]
+
+pub mod cost;
+pub mod error;
+pub mod hardware;
+pub mod ledger;
+pub mod limits;
+pub mod model;
+pub mod moe;
+pub mod ops;
+pub mod precision;
+pub mod roofline;
+pub mod scenario;
+pub mod workload;
+
+pub use cost::Cost;
+pub use error::{Error, Result};
+pub use hardware::Gpu;
+pub use ledger::{summarise, Ledger, Row, StepSummary};
+pub use model::ModelSpec;
+pub use precision::{MathFormat, Precision};
+pub use roofline::{Bound, Efficiency, Timing};
+pub use scenario::{Catalog, Scenario, ScenarioRequest};
+pub use workload::{Contexts, Phase, Workload};

@@ -1,0 +1,309 @@
+//! Model families as data: `data/families.toml` (embedded) gives each Hugging Face `model_type`
+//! its defaults and layout switches. The schema is documented at the top of that file.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The embedded family table.
+pub const FAMILIES_TOML: &str = include_str!("../../../../data/families.toml");
+
+/// A default for a dimension that the config may omit.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum DimDefault {
+    /// A fixed number.
+    Value(u64),
+    /// A rule: `"heads"`, `"hidden/heads"` or `"4*hidden"`.
+    Rule(DimRule),
+}
+
+/// Derived defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum DimRule {
+    /// Equal to `num_attention_heads` (MHA).
+    #[serde(rename = "heads")]
+    Heads,
+    /// `hidden_size / num_attention_heads`.
+    #[serde(rename = "hidden/heads")]
+    HiddenOverHeads,
+    /// `4 · hidden_size`.
+    #[serde(rename = "4*hidden")]
+    FourHidden,
+}
+
+/// Whether a bias exists: fixed by the modeling file, or read from a config key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum BiasRule {
+    /// Hard-coded in the modeling file.
+    Fixed(bool),
+    /// Read from `key`, with `default` when absent.
+    Key {
+        /// Config key.
+        key: String,
+        /// Value when the key is absent or null.
+        default: bool,
+    },
+}
+
+/// Layer-selection rule for sliding-window attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowRule {
+    /// No sliding window.
+    None,
+    /// `sliding_window` applies to every layer (mistral, phi3).
+    All,
+    /// Only with `use_sliding_window: true`, on layers `i ≥ max_window_layers` (qwen).
+    OptIn,
+    /// Even (0-based) layers slide, odd ones are global (gemma2, gpt-oss).
+    Even,
+    /// Layer i is global iff `(i+1) % sliding_window_pattern == 0` (gemma3, default 6).
+    Pattern,
+}
+
+/// Which keys define the experts of a MoE family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoeLayout {
+    /// Dense family.
+    None,
+    /// `num_local_experts`, width `intermediate_size`, every layer sparse.
+    Mixtral,
+    /// `num_experts`, `moe_intermediate_size`, `mlp_only_layers`, `decoder_sparse_step`, optional shared expert.
+    Qwen,
+    /// `n_routed_experts`, `moe_intermediate_size`, `n_shared_experts`, `first_k_dense_replace`.
+    Deepseek,
+    /// `num_local_experts`, width `intermediate_size`, biased experts and router, clamped SwiGLU.
+    GptOss,
+}
+
+/// Position encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Positions {
+    /// Rotary embeddings on q and k (no parameters).
+    Rope,
+    /// A learned table of `max_position_embeddings` rows.
+    Learned,
+    /// A learned table of `max_position_embeddings + 2` rows (OPT).
+    LearnedOffset2,
+}
+
+/// Attention layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionLayout {
+    /// MHA/GQA/MQA.
+    Standard,
+    /// DeepSeek MLA.
+    Latent,
+}
+
+/// Norm type (mirrors [`super::spec::NormKind`] in the data file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormName {
+    /// RMSNorm.
+    Rms,
+    /// LayerNorm.
+    Layer,
+}
+
+/// Q/K norm (mirrors [`super::spec::QkNorm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QkNormName {
+    /// None.
+    None,
+    /// Over head_dim.
+    PerHead,
+    /// Over the full projection.
+    Full,
+}
+
+/// MLP layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MlpLayout {
+    /// gate, up, down.
+    Gated,
+    /// up, down.
+    Plain,
+}
+
+/// One family, with every key resolved against `[default]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Family {
+    /// Family key (`llama`).
+    #[serde(skip)]
+    pub name: String,
+    /// Other `model_type` strings for this family.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Default of `num_key_value_heads`.
+    pub kv_heads: DimDefault,
+    /// Default of `head_dim`.
+    pub head_dim: DimDefault,
+    /// Default of `intermediate_size` (none: required).
+    #[serde(default)]
+    pub intermediate_size: Option<DimDefault>,
+    /// Default of `vocab_size` (none: required).
+    #[serde(default)]
+    pub vocab_size: Option<u64>,
+    /// Default of `tie_word_embeddings`.
+    pub tie_word_embeddings: bool,
+    /// Bias on q/k/v.
+    pub qkv_bias: BiasRule,
+    /// Bias on o.
+    pub o_bias: BiasRule,
+    /// Bias on MLP projections.
+    pub mlp_bias: BiasRule,
+    /// MLP layout.
+    pub mlp: MlpLayout,
+    /// Default activation name.
+    pub hidden_act: String,
+    /// Fused qkv storage.
+    pub fused_qkv: bool,
+    /// Fused gate/up storage.
+    pub fused_gate_up: bool,
+    /// Norm type.
+    pub norm: NormName,
+    /// Norms in the attention half.
+    pub attn_norms: u32,
+    /// Norms in the MLP half.
+    pub mlp_norms: u32,
+    /// Parallel attention and MLP.
+    pub parallel: bool,
+    /// Q/K norm.
+    pub qk_norm: QkNormName,
+    /// Position encoding.
+    pub positions: Positions,
+    /// Sliding-window rule.
+    pub window: WindowRule,
+    /// `sliding_window` when the key is absent.
+    #[serde(default)]
+    pub window_default: Option<u64>,
+    /// Attention layout.
+    pub attention: AttentionLayout,
+    /// MoE layout.
+    pub moe: MoeLayout,
+    /// Attention sinks.
+    pub sinks: bool,
+    /// MoE router bias.
+    pub router_bias: bool,
+    /// Activation of routed experts when it differs from `hidden_act`.
+    #[serde(default)]
+    pub expert_activation: Option<String>,
+}
+
+/// All families, keyed by name, parsed once from the embedded table.
+pub fn families() -> &'static BTreeMap<String, Family> {
+    static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
+    F.get_or_init(|| {
+        parse_families(FAMILIES_TOML)
+            .expect("embedded data/families.toml is valid (checked by tests)")
+    })
+}
+
+fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {
+    let malformed = |e: toml::de::Error| Error::toml("families.toml", text, &e);
+    let table: toml::Table = toml::from_str(text).map_err(malformed)?;
+    let default = table
+        .get("default")
+        .and_then(|v| v.as_table())
+        .cloned()
+        .ok_or_else(|| Error::MissingField {
+            field: "[default]".into(),
+            context: "families.toml".into(),
+        })?;
+    let mut out = BTreeMap::new();
+    for (name, v) in &table {
+        if name == "default" {
+            continue;
+        }
+        let mut merged = default.clone();
+        if let Some(t) = v.as_table() {
+            for (k, v) in t {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        let mut fam: Family = toml::Value::Table(merged).try_into().map_err(malformed)?;
+        fam.name = name.clone();
+        out.insert(name.clone(), fam);
+    }
+    Ok(out)
+}
+
+/// Find a family by `model_type` (or alias).
+pub fn find(model_type: &str) -> Option<&'static Family> {
+    let f = families();
+    f.get(model_type).or_else(|| {
+        f.values()
+            .find(|fam| fam.aliases.iter().any(|a| a == model_type))
+    })
+}
+
+/// Find a family from an `architectures` entry (`LlamaForCausalLM` → `llama`), for configs that
+/// lack `model_type` (e.g. the 2019 gpt2 revision).
+pub fn find_by_architecture(arch: &str) -> Option<&'static Family> {
+    let stem = [
+        "ForCausalLM",
+        "LMHeadModel",
+        "ForConditionalGeneration",
+        "Model",
+    ]
+    .iter()
+    .find_map(|suffix| arch.strip_suffix(suffix))
+    .unwrap_or(arch)
+    .to_ascii_lowercase();
+    families()
+        .values()
+        .find(|f| f.name.replace('_', "") == stem)
+}
+
+/// Supported `model_type` names, for error messages.
+pub fn supported_names() -> Vec<String> {
+    families().keys().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_family_table_parses_and_inherits_defaults() {
+        let llama = find("llama").unwrap();
+        assert_eq!(llama.kv_heads, DimDefault::Rule(DimRule::Heads));
+        assert_eq!(llama.window, WindowRule::None);
+        let mistral = find("mistral").unwrap();
+        assert_eq!(mistral.kv_heads, DimDefault::Value(8));
+        assert_eq!(mistral.window_default, Some(4096));
+        assert_eq!(find("gemma3_text").unwrap().name, "gemma3");
+        assert_eq!(
+            find("gpt2").unwrap().intermediate_size,
+            Some(DimDefault::Rule(DimRule::FourHidden))
+        );
+    }
+
+    #[test]
+    fn architectures_map_to_families() {
+        assert_eq!(
+            find_by_architecture("GPT2LMHeadModel").unwrap().name,
+            "gpt2"
+        );
+        assert_eq!(
+            find_by_architecture("Qwen3MoeForCausalLM").unwrap().name,
+            "qwen3_moe"
+        );
+        assert_eq!(
+            find_by_architecture("DeepseekV3ForCausalLM").unwrap().name,
+            "deepseek_v3"
+        );
+        assert_eq!(find_by_architecture("OPTForCausalLM").unwrap().name, "opt");
+        assert!(find_by_architecture("BertModel").is_none());
+    }
+}

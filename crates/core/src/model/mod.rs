@@ -1,0 +1,13 @@
+//! Model specification: families (data), the `config.json` resolver, presets and the resolved
+//! [`ModelSpec`].
+
+pub mod family;
+pub mod hf;
+pub mod presets;
+pub mod quant;
+pub mod spec;
+
+pub use hf::{parse_config_json, HfConfig};
+pub use presets::{builtin_presets, parse_preset_file, Preset};
+pub use quant::{CheckpointQuant, WeightPrecisions};
+pub use spec::*;

@@ -1,0 +1,159 @@
+//! Roofline time of one operator: `max(flops / (peak × compute_efficiency),
+//! bytes / (bandwidth × bandwidth_efficiency))` (seed 004, "Why batching plateaus"); the step is
+//! the sum over operators. The default achieved fractions, 60 % of peak compute and 80 % of peak
+//! bandwidth, are the seed's assumptions; measure your own and set them.
+
+use crate::cost::Cost;
+use crate::error::{Error, Result};
+use crate::hardware::Gpu;
+use crate::precision::MathFormat;
+use serde::Serialize;
+
+/// Achieved fractions of peak.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Efficiency {
+    /// Fraction of peak FLOP/s achieved (default 0.6).
+    pub compute: f64,
+    /// Fraction of peak bandwidth achieved (default 0.8).
+    pub bandwidth: f64,
+}
+
+impl Default for Efficiency {
+    fn default() -> Self {
+        Efficiency {
+            compute: 0.6,
+            bandwidth: 0.8,
+        }
+    }
+}
+
+impl Efficiency {
+    /// Validated constructor: each fraction in (0, 1].
+    pub fn new(compute: f64, bandwidth: f64) -> Result<Self> {
+        for (field, v) in [
+            ("compute_efficiency", compute),
+            ("bandwidth_efficiency", bandwidth),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+                return Err(Error::invalid(field, v, "a fraction in (0, 1]"));
+            }
+        }
+        Ok(Efficiency { compute, bandwidth })
+    }
+}
+
+/// Which roof an operator sits under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// Time set by bytes ÷ achieved bandwidth.
+    Memory,
+    /// Time set by FLOPs ÷ achieved peak.
+    Compute,
+}
+
+impl Bound {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+        }
+    }
+}
+
+/// The two roofs and the time of some work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// FLOPs ÷ (peak × compute efficiency), seconds.
+    pub compute_s: f64,
+    /// Bytes ÷ (bandwidth × bandwidth efficiency), seconds.
+    pub memory_s: f64,
+    /// Roofline time, seconds (max of the two for one operator; a sum of maxima for a total).
+    pub time_s: f64,
+}
+
+impl Timing {
+    /// Roofline of one operator running at `math` on `gpu`.
+    #[inline]
+    pub fn of(cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing {
+        let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector);
+        let compute_s = cost.flops / (peak * eff.compute);
+        let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
+        Timing {
+            compute_s,
+            memory_s,
+            time_s: compute_s.max(memory_s),
+        }
+    }
+
+    /// Which roof dominates.
+    pub fn bound(&self) -> Bound {
+        if self.compute_s > self.memory_s {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        }
+    }
+
+    /// Scale by a count of identical instances.
+    pub fn times(self, n: f64) -> Timing {
+        Timing {
+            compute_s: self.compute_s * n,
+            memory_s: self.memory_s * n,
+            time_s: self.time_s * n,
+        }
+    }
+}
+
+impl std::ops::Add for Timing {
+    type Output = Timing;
+    fn add(self, o: Timing) -> Timing {
+        Timing {
+            compute_s: self.compute_s + o.compute_s,
+            memory_s: self.memory_s + o.memory_s,
+            time_s: self.time_s + o.time_s,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Timing {
+    fn add_assign(&mut self, o: Timing) {
+        *self = *self + o;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::builtin_gpus;
+
+    #[test]
+    fn roofline_takes_the_larger_roof() {
+        let h100 = builtin_gpus()
+            .iter()
+            .find(|g| g.name == "h100-sxm")
+            .unwrap();
+        // 1 GB at 80 % of 3.35 TB/s = 1e9 / 2.68e12 s; 1 GFLOP at 60 % of 989.4 TF is smaller.
+        let c = Cost {
+            flops: 1e9,
+            weight_bytes: 1e9,
+            ..Cost::ZERO
+        };
+        let t = Timing::of(&c, MathFormat::Bf16, h100, Efficiency::default());
+        assert_eq!(t.memory_s, 1e9 / 2.68e12);
+        assert_eq!(t.compute_s, 1e9 / (989.4e12 * 0.6));
+        assert_eq!(t.time_s, t.memory_s);
+        assert_eq!(t.bound(), Bound::Memory);
+    }
+
+    #[test]
+    fn efficiencies_must_be_fractions() {
+        assert!(Efficiency::new(0.0, 0.8).is_err());
+        assert!(Efficiency::new(0.6, 1.5).is_err());
+        assert_eq!(
+            Efficiency::new(f64::NAN, 0.8).unwrap_err().to_string(),
+            "invalid `compute_efficiency`: NaN (a fraction in (0, 1])"
+        );
+    }
+}

@@ -1,0 +1,507 @@
+//! A [`Scenario`] is everything one ledger needs: model, GPU, workload, weight storage,
+//! efficiencies and MoE routing. [`ScenarioRequest`] holds the raw inputs as text (CLI flags and URL
+//! query parameters alike) and [`ScenarioRequest::resolve`] is the one resolver both front ends use,
+//! so they accept the same values and fail with the same messages.
+
+use crate::error::{Error, Result};
+use crate::hardware::{builtin_gpus, Gpu};
+use crate::model::{builtin_presets, CheckpointQuant, Mlp, ModelSpec, Preset, WeightPrecisions};
+use crate::moe::{routing_probabilities, Routing};
+use crate::precision::Precision;
+use crate::roofline::Efficiency;
+use crate::workload::{
+    Causal, ContextBucket, Contexts, Counting, Logits, MlaForm, Phase, Workload,
+};
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// Inputs of one ledger, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The model.
+    pub model: Arc<ModelSpec>,
+    /// The GPU.
+    pub gpu: Arc<Gpu>,
+    /// The step's workload.
+    pub workload: Workload,
+    /// Weight storage per module class.
+    pub weights: WeightPrecisions,
+    /// Achieved fractions of peak.
+    pub efficiency: Efficiency,
+    /// MoE routing distribution.
+    pub routing: Routing,
+}
+
+impl Scenario {
+    /// Assemble and check that the routing fits every MoE layer.
+    pub fn new(
+        model: Arc<ModelSpec>,
+        gpu: Arc<Gpu>,
+        workload: Workload,
+        weights: WeightPrecisions,
+        efficiency: Efficiency,
+        routing: Routing,
+    ) -> Result<Self> {
+        if !matches!(routing, Routing::Uniform) {
+            for (layer, _) in model.layer_groups() {
+                if let Mlp::Moe(m) = &layer.mlp {
+                    routing_probabilities(m.experts, m.top_k, &routing)?;
+                }
+            }
+        }
+        Ok(Scenario {
+            model,
+            gpu,
+            workload,
+            weights,
+            efficiency,
+            routing,
+        })
+    }
+
+    /// The seed's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
+    pub fn default_decode() -> Scenario {
+        ScenarioRequest::default()
+            .resolve(&Catalog::builtin())
+            .expect("built-in defaults resolve")
+    }
+
+    /// The same scenario with another workload.
+    pub fn with_workload(&self, workload: Workload) -> Scenario {
+        Scenario {
+            workload,
+            ..self.clone()
+        }
+    }
+}
+
+/// Built-in GPUs and presets, plus any the user added.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    gpus: Vec<Arc<Gpu>>,
+    presets: Vec<Preset>,
+}
+
+impl Catalog {
+    /// The embedded catalogue.
+    pub fn builtin() -> Catalog {
+        Catalog {
+            gpus: builtin_gpus().to_vec(),
+            presets: builtin_presets().to_vec(),
+        }
+    }
+
+    /// Add GPUs (a user's file); an entry with a built-in name replaces it.
+    pub fn add_gpus(&mut self, gpus: Vec<Gpu>) {
+        for g in gpus {
+            self.gpus.retain(|x| x.name != g.name);
+            self.gpus.push(Arc::new(g));
+        }
+    }
+
+    /// Add presets (a user's preset file); an entry with an existing name replaces it.
+    pub fn add_presets(&mut self, presets: Vec<Preset>) {
+        for p in presets {
+            self.presets.retain(|x| x.name != p.name);
+            self.presets.push(p);
+        }
+    }
+
+    /// Add a model parsed from a user's `config.json`, under its spec name.
+    pub fn add_model(&mut self, spec: ModelSpec) {
+        let name = spec.name.clone();
+        self.add_presets(vec![Preset {
+            display: name.clone(),
+            name,
+            aliases: Vec::new(),
+            published_params: None,
+            published_active_params: None,
+            reference_config: None,
+            spec: Arc::new(spec),
+        }]);
+    }
+
+    /// All GPUs.
+    pub fn gpus(&self) -> &[Arc<Gpu>] {
+        &self.gpus
+    }
+
+    /// All presets.
+    pub fn presets(&self) -> &[Preset] {
+        &self.presets
+    }
+
+    /// Look up a GPU by name or alias (case-insensitive).
+    pub fn gpu(&self, name: &str) -> Result<Arc<Gpu>> {
+        let n = name.trim().to_ascii_lowercase();
+        self.gpus
+            .iter()
+            .find(|g| g.name == n || g.aliases.iter().any(|a| *a == n))
+            .cloned()
+            .ok_or_else(|| Error::unknown("GPU", name, self.gpus.iter().map(|g| g.name.as_str())))
+    }
+
+    /// Look up a preset by name or alias (case-insensitive).
+    pub fn preset(&self, name: &str) -> Result<&Preset> {
+        let n = name.trim().to_ascii_lowercase();
+        self.presets
+            .iter()
+            .find(|p| p.name.to_ascii_lowercase() == n || p.aliases.iter().any(|a| *a == n))
+            .ok_or_else(|| {
+                Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str()))
+            })
+    }
+}
+
+/// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRequest {
+    /// Preset name (default `llama-3-8b`).
+    pub model: Option<String>,
+    /// GPU name (default `h100-sxm`).
+    pub gpu: Option<String>,
+    /// `decode` (default) or `prefill`.
+    pub phase: Option<String>,
+    /// Sequences (default 1).
+    pub batch: Option<String>,
+    /// Cached tokens (decode) or prompt tokens (prefill) per sequence (default 2048).
+    pub ctx: Option<String>,
+    /// A mix of contexts instead of batch × ctx: `2048x8,32768x2` (tokens x count) or a plain
+    /// per-sequence list `1000,2000,3000`.
+    pub contexts: Option<String>,
+    /// Weight storage (default: the checkpoint's `quantization_config`, else bf16).
+    pub weights: Option<String>,
+    /// KV-cache storage (default bf16).
+    pub kv: Option<String>,
+    /// Activation storage (default bf16).
+    pub activations: Option<String>,
+    /// FlashAttention `on` (default) or `off`.
+    pub flash: Option<String>,
+    /// Prefill causal counting `half` (default) or `full`.
+    pub causal: Option<String>,
+    /// Logits `last` (default) or `all`.
+    pub logits: Option<String>,
+    /// Counting `full` (default) or `seed`.
+    pub counting: Option<String>,
+    /// MLA form `auto` (default), `naive` or `absorbed`.
+    pub mla: Option<String>,
+    /// Achieved fraction of peak compute (default 0.6).
+    pub compute_efficiency: Option<String>,
+    /// Achieved fraction of peak bandwidth (default 0.8).
+    pub bandwidth_efficiency: Option<String>,
+    /// MoE routing skew as a Zipf exponent (default 0 = uniform).
+    pub zipf: Option<String>,
+}
+
+/// Parse an integer input, naming the field on failure.
+pub fn parse_u64(field: &str, s: &str) -> Result<u64> {
+    let t = s.trim().replace('_', "");
+    t.parse::<u64>()
+        .map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
+}
+
+/// Parse a finite number, naming the field on failure.
+pub fn parse_f64(field: &str, s: &str) -> Result<f64> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(Error::invalid(field, format!("{s:?}"), "a finite number")),
+    }
+}
+
+/// Parse `on`/`off` (also true/false, yes/no, 1/0).
+pub fn parse_switch(field: &str, s: &str) -> Result<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(Error::unknown(
+            format!("value for `{field}`"),
+            s,
+            ["on", "off"],
+        )),
+    }
+}
+
+/// Parse a context mix: `tokens x count` pairs (`2048x8,32768x2`) or bare per-sequence lengths.
+pub fn parse_contexts(s: &str) -> Result<Contexts> {
+    let mut buckets = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (t, c) = match part.split_once(['x', 'X', '*']) {
+            Some((t, c)) => (parse_u64("contexts", t)?, parse_u64("contexts", c)?),
+            None => (parse_u64("contexts", part)?, 1),
+        };
+        buckets.push(ContextBucket {
+            tokens: t,
+            count: c,
+        });
+    }
+    Contexts::mix(buckets)
+}
+
+/// Parse a context histogram in CSV: `context,count` per line; a header line and `#` comments are
+/// skipped.
+pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
+    if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
+        return Err(Error::invalid(
+            "histogram",
+            format!("{} bytes", text.len()),
+            "at most 4 MiB",
+        ));
+    }
+    let mut buckets = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut cols = line.split(',').map(str::trim);
+        let (a, b) = (cols.next().unwrap_or(""), cols.next());
+        if i == 0 && a.parse::<f64>().is_err() {
+            continue; // header
+        }
+        let field = format!("histogram line {}", i + 1);
+        let tokens = parse_u64(&field, a)?;
+        let count = match b {
+            Some(b) => parse_u64(&field, b)?,
+            None => {
+                return Err(Error::invalid(
+                    field,
+                    format!("{line:?}"),
+                    "two columns: context,count",
+                ))
+            }
+        };
+        buckets.push(ContextBucket { tokens, count });
+    }
+    Contexts::mix(buckets)
+}
+
+impl ScenarioRequest {
+    /// Resolve against a catalogue.
+    pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
+        let preset = catalog.preset(self.model.as_deref().unwrap_or("llama-3-8b"))?;
+        let model = preset.spec.clone();
+        let gpu = catalog.gpu(self.gpu.as_deref().unwrap_or("h100-sxm"))?;
+        let phase: Phase = self.phase.as_deref().unwrap_or("decode").parse()?;
+        let contexts = match (&self.contexts, &self.batch, &self.ctx) {
+            (Some(mix), None, None) => parse_contexts(mix)?,
+            (Some(_), _, _) => {
+                return Err(Error::invalid(
+                    "contexts",
+                    "given together with batch/ctx",
+                    "either contexts or batch and ctx",
+                ))
+            }
+            (None, b, c) => {
+                let batch = b
+                    .as_deref()
+                    .map(|s| parse_u64("batch", s))
+                    .transpose()?
+                    .unwrap_or(1);
+                let ctx = c
+                    .as_deref()
+                    .map(|s| parse_u64("ctx", s))
+                    .transpose()?
+                    .unwrap_or(2048);
+                Contexts::uniform(batch, ctx)?
+            }
+        };
+        if phase == Phase::Prefill && contexts.max_tokens() == 0 {
+            return Err(Error::invalid(
+                "ctx",
+                0,
+                "a prompt of at least 1 token in prefill",
+            ));
+        }
+        let prec = |field: &str, v: &Option<String>, default: Precision| -> Result<Precision> {
+            v.as_deref()
+                .map(|s| Precision::parse_field(field, s))
+                .transpose()
+                .map(|p| p.unwrap_or(default))
+        };
+        let activations = prec("activations", &self.activations, Precision::Bf16)?;
+        if !matches!(
+            activations,
+            Precision::Fp32 | Precision::Bf16 | Precision::Fp16 | Precision::Fp8 | Precision::Int8
+        ) {
+            return Err(Error::unknown(
+                "activation precision",
+                activations.name(),
+                ["fp32", "bf16", "fp16", "fp8", "int8"],
+            ));
+        }
+        let workload = Workload {
+            phase,
+            contexts,
+            kv: prec("kv", &self.kv, Precision::Bf16)?,
+            activations,
+            flash_attention: self
+                .flash
+                .as_deref()
+                .map(|s| parse_switch("flash", s))
+                .transpose()?
+                .unwrap_or(true),
+            causal: self
+                .causal
+                .as_deref()
+                .map(str::parse::<Causal>)
+                .transpose()?
+                .unwrap_or(Causal::Half),
+            logits: self
+                .logits
+                .as_deref()
+                .map(str::parse::<Logits>)
+                .transpose()?
+                .unwrap_or(Logits::Last),
+            counting: self
+                .counting
+                .as_deref()
+                .map(str::parse::<Counting>)
+                .transpose()?
+                .unwrap_or(Counting::Full),
+            mla: self
+                .mla
+                .as_deref()
+                .map(str::parse::<MlaForm>)
+                .transpose()?
+                .unwrap_or(MlaForm::Auto),
+        };
+        let weights = match (&self.weights, &model.checkpoint_quant) {
+            (Some(w), _) => WeightPrecisions::uniform(Precision::parse_field("weights", w)?),
+            (None, Some(CheckpointQuant::Known { weights, .. })) => *weights,
+            (None, Some(CheckpointQuant::Unknown { method })) => {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "quantization_config.quant_method `{method}` of model {}",
+                        model.name
+                    ),
+                    reason: format!(
+                        "known: {}; set the weight precision explicitly",
+                        crate::model::quant::QUANT_METHODS.join(", ")
+                    ),
+                })
+            }
+            (None, None) => WeightPrecisions::uniform(Precision::Bf16),
+        };
+        let f = |field: &str, v: &Option<String>, d: f64| {
+            v.as_deref()
+                .map(|s| parse_f64(field, s))
+                .transpose()
+                .map(|x| x.unwrap_or(d))
+        };
+        let efficiency = Efficiency::new(
+            f("compute_efficiency", &self.compute_efficiency, 0.6)?,
+            f("bandwidth_efficiency", &self.bandwidth_efficiency, 0.8)?,
+        )?;
+        let routing = match &self.zipf {
+            Some(z) => Routing::zipf(parse_f64("zipf", z)?)?,
+            None => Routing::Uniform,
+        };
+        Scenario::new(model, gpu, workload, weights, efficiency, routing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(pairs: &[(&str, &str)]) -> Result<Scenario> {
+        let mut r = ScenarioRequest::default();
+        for (k, v) in pairs {
+            let v = Some(v.to_string());
+            match *k {
+                "model" => r.model = v,
+                "gpu" => r.gpu = v,
+                "phase" => r.phase = v,
+                "batch" => r.batch = v,
+                "ctx" => r.ctx = v,
+                "contexts" => r.contexts = v,
+                "weights" => r.weights = v,
+                "kv" => r.kv = v,
+                _ => unreachable!(),
+            }
+        }
+        r.resolve(&Catalog::builtin())
+    }
+
+    #[test]
+    fn defaults_are_the_seed_scenario() {
+        let s = Scenario::default_decode();
+        assert_eq!(s.model.name, "llama-3-8b");
+        assert_eq!(s.gpu.name, "h100-sxm");
+        assert_eq!(
+            s.workload.contexts,
+            Contexts::Uniform {
+                batch: 1,
+                tokens: 2048
+            }
+        );
+        assert_eq!(s.weights, WeightPrecisions::uniform(Precision::Bf16));
+    }
+
+    #[test]
+    fn bad_inputs_get_one_line_naming_the_field() {
+        let msg = |p: &[(&str, &str)]| req(p).unwrap_err().to_string();
+        assert_eq!(
+            msg(&[("batch", "0")]),
+            "invalid `batch`: 0 (an integer in 1..=1073741824)"
+        );
+        assert_eq!(
+            msg(&[("batch", "-3")]),
+            "invalid `batch`: \"-3\" (a non-negative integer)"
+        );
+        assert!(msg(&[("gpu", "h900")]).starts_with("unknown GPU `h900`; accepted: a100-40gb-sxm,"));
+        assert!(msg(&[("model", "llama-9")])
+            .starts_with("unknown model `llama-9`; accepted: llama-3-8b,"));
+        assert!(msg(&[("kv", "int3")])
+            .starts_with("unknown precision for `kv` `int3`; accepted: fp32, bf16"));
+        assert_eq!(
+            msg(&[("phase", "train")]),
+            "unknown phase `train`; accepted: decode, prefill"
+        );
+        assert_eq!(
+            msg(&[("phase", "prefill"), ("ctx", "0")]),
+            "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"
+        );
+        assert!(msg(&[("contexts", "")]).contains("empty"));
+        for m in [
+            msg(&[("batch", "1e999")]),
+            msg(&[("ctx", "99999999999999999999")]),
+        ] {
+            assert!(!m.contains('\n'), "{m}");
+        }
+    }
+
+    #[test]
+    fn aliases_and_case_resolve() {
+        assert_eq!(req(&[("gpu", "H100")]).unwrap().gpu.name, "h100-sxm");
+        assert_eq!(
+            req(&[("model", "Llama-3.1-8B")]).unwrap().model.name,
+            "llama-3-8b"
+        );
+    }
+
+    #[test]
+    fn checkpoint_quantisation_is_the_default_weight_storage() {
+        let s = req(&[("model", "gpt-oss-20b")]).unwrap();
+        assert_eq!(s.weights.experts, Precision::MxFp4);
+        assert_eq!(s.weights.attention, Precision::Bf16);
+        let s = req(&[("model", "gpt-oss-20b"), ("weights", "bf16")]).unwrap();
+        assert_eq!(s.weights.experts, Precision::Bf16);
+    }
+
+    #[test]
+    fn context_mixes_parse() {
+        let c = parse_contexts("2048x8, 32768x2").unwrap();
+        assert_eq!(c.batch(), 10);
+        assert_eq!(c.total_tokens(), 8.0 * 2048.0 + 2.0 * 32768.0);
+        assert_eq!(parse_contexts("100,200,100").unwrap().batch(), 3);
+        let h = parse_context_histogram("context,count\n# from logs\n1024,3\n4096,1\n").unwrap();
+        assert_eq!(h.total_tokens(), 3.0 * 1024.0 + 4096.0);
+        assert!(parse_context_histogram("context,count\n").is_err());
+        assert!(parse_context_histogram("1024,-1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("histogram line 1"));
+    }
+}

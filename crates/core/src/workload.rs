@@ -1,0 +1,458 @@
+//! What one forward step processes: phase, the sequences and their context lengths, precisions of
+//! the KV cache and activations, and the counting conventions.
+//!
+//! * **decode**: every sequence adds one token; `tokens` of a bucket is the number of tokens
+//!   already cached for each of its sequences. The new token attends to those plus itself.
+//! * **prefill**: every sequence processes its whole prompt; `tokens` is the prompt length.
+
+use crate::error::{Error, Result};
+use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_CONTEXT_BUCKETS};
+use crate::precision::Precision;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// Inference phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Process whole prompts.
+    Prefill,
+    /// Generate one token per sequence.
+    Decode,
+}
+
+impl FromStr for Phase {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "prefill" => Ok(Phase::Prefill),
+            "decode" => Ok(Phase::Decode),
+            _ => Err(Error::unknown("phase", s, ["decode", "prefill"])),
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
+        })
+    }
+}
+
+/// `count` sequences with `tokens` tokens each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct ContextBucket {
+    /// Cached tokens (decode) or prompt tokens (prefill) per sequence.
+    pub tokens: u64,
+    /// Sequences in the bucket.
+    pub count: u64,
+}
+
+/// The batch: a uniform batch, or a histogram of per-sequence contexts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Contexts {
+    /// `batch` sequences of `tokens` each.
+    Uniform {
+        /// Sequences.
+        batch: u64,
+        /// Tokens per sequence.
+        tokens: u64,
+    },
+    /// A histogram (non-empty, every count ≥ 1).
+    Mix(Arc<[ContextBucket]>),
+}
+
+impl Contexts {
+    /// A uniform batch, validated.
+    pub fn uniform(batch: u64, tokens: u64) -> Result<Self> {
+        check_batch("batch", batch)?;
+        check_tokens("ctx", tokens)?;
+        Ok(Contexts::Uniform { batch, tokens })
+    }
+
+    /// A histogram, validated: at least one bucket, counts ≥ 1, sizes in range. Buckets with the
+    /// same length are merged.
+    pub fn mix(buckets: impl IntoIterator<Item = ContextBucket>) -> Result<Self> {
+        let mut v: Vec<ContextBucket> = Vec::new();
+        for b in buckets {
+            if v.len() >= MAX_CONTEXT_BUCKETS {
+                return Err(Error::invalid(
+                    "contexts",
+                    "too many buckets",
+                    format!("at most {MAX_CONTEXT_BUCKETS}"),
+                ));
+            }
+            check_tokens("contexts", b.tokens)?;
+            if b.count == 0 {
+                return Err(Error::invalid(
+                    "contexts",
+                    format!("count 0 for context {}", b.tokens),
+                    "a count of at least 1",
+                ));
+            }
+            match v.iter_mut().find(|x| x.tokens == b.tokens) {
+                Some(x) => x.count = x.count.saturating_add(b.count),
+                None => v.push(b),
+            }
+        }
+        if v.is_empty() {
+            return Err(Error::invalid(
+                "contexts",
+                "an empty list",
+                "at least one sequence",
+            ));
+        }
+        let total: u64 = v.iter().map(|b| b.count).fold(0u64, u64::saturating_add);
+        check_batch("contexts (total sequences)", total)?;
+        if let [only] = v.as_slice() {
+            return Ok(Contexts::Uniform {
+                batch: only.count,
+                tokens: only.tokens,
+            });
+        }
+        v.sort_by_key(|b| b.tokens);
+        Ok(Contexts::Mix(v.into()))
+    }
+
+    /// Visit `(tokens, count)` of every bucket as `f64`.
+    #[inline]
+    pub fn for_each(&self, mut f: impl FnMut(f64, f64)) {
+        match self {
+            Contexts::Uniform { batch, tokens } => f(*tokens as f64, *batch as f64),
+            Contexts::Mix(b) => b.iter().for_each(|b| f(b.tokens as f64, b.count as f64)),
+        }
+    }
+
+    /// Sum of `g(tokens) · count` over buckets.
+    #[inline]
+    pub fn sum(&self, g: impl Fn(f64) -> f64) -> f64 {
+        let mut s = 0.0;
+        self.for_each(|t, c| s += g(t) * c);
+        s
+    }
+
+    /// Number of sequences.
+    pub fn batch(&self) -> u64 {
+        match self {
+            Contexts::Uniform { batch, .. } => *batch,
+            Contexts::Mix(b) => b.iter().map(|b| b.count).sum(),
+        }
+    }
+
+    /// Σ tokens over sequences.
+    pub fn total_tokens(&self) -> f64 {
+        self.sum(|t| t)
+    }
+
+    /// Longest sequence.
+    pub fn max_tokens(&self) -> u64 {
+        match self {
+            Contexts::Uniform { tokens, .. } => *tokens,
+            Contexts::Mix(b) => b.iter().map(|b| b.tokens).max().unwrap_or(0),
+        }
+    }
+
+    /// The buckets as a list (uniform is one bucket).
+    pub fn buckets(&self) -> Vec<ContextBucket> {
+        match self {
+            Contexts::Uniform { batch, tokens } => vec![ContextBucket {
+                tokens: *tokens,
+                count: *batch,
+            }],
+            Contexts::Mix(b) => b.to_vec(),
+        }
+    }
+}
+
+fn check_batch(field: &str, b: u64) -> Result<()> {
+    if (1..=MAX_BATCH).contains(&b) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            field,
+            b,
+            format!("an integer in 1..={MAX_BATCH}"),
+        ))
+    }
+}
+
+fn check_tokens(field: &str, t: u64) -> Result<()> {
+    if t <= MAX_CONTEXT {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            field,
+            t,
+            format!("an integer in 0..={MAX_CONTEXT}"),
+        ))
+    }
+}
+
+/// How causal prefill attention is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Causal {
+    /// Only the p(p+1)/2 score entries on or below the diagonal (what a causal kernel computes).
+    Half,
+    /// The full p² square (what a naive masked implementation computes).
+    Full,
+}
+
+/// Which positions get logits from the LM head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Logits {
+    /// The last position of each sequence (serving).
+    Last,
+    /// Every position (scoring, training-style forward).
+    All,
+}
+
+/// Counting conventions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counting {
+    /// Every operator, with weight, KV and activation bytes.
+    Full,
+    /// Exactly what seed 004's calculator counts: weight and KV-read bytes of qkv_proj, o_proj,
+    /// mlp, attention and lm_head; no minor operators, no activation bytes, no KV writes, and the
+    /// new token attends to the `ctx` cached tokens only.
+    Seed,
+}
+
+/// MLA execution form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MlaForm {
+    /// Absorbed in decode, expanded in prefill (what vLLM and SGLang run).
+    Auto,
+    /// Expand the latent with kv_b_proj and run MHA (the Hugging Face code).
+    Naive,
+    /// Fold W_UK into q and W_UV after attention; attend over the latent (FlashMLA).
+    Absorbed,
+}
+
+macro_rules! parse_enum {
+    ($t:ty, $what:literal, { $($s:literal => $v:expr),+ $(,)? }) => {
+        impl FromStr for $t {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    $($s => Ok($v),)+
+                    _ => Err(Error::unknown($what, s, [$($s),+])),
+                }
+            }
+        }
+    };
+}
+parse_enum!(Causal, "causal counting", { "half" => Causal::Half, "full" => Causal::Full });
+parse_enum!(Logits, "logits mode", { "last" => Logits::Last, "all" => Logits::All });
+parse_enum!(Counting, "counting mode", { "full" => Counting::Full, "seed" => Counting::Seed });
+parse_enum!(MlaForm, "MLA form", { "auto" => MlaForm::Auto, "naive" => MlaForm::Naive, "absorbed" => MlaForm::Absorbed });
+
+/// One forward step's workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Prefill or decode.
+    pub phase: Phase,
+    /// Sequences and their lengths.
+    pub contexts: Contexts,
+    /// KV-cache storage.
+    pub kv: Precision,
+    /// Activation storage and attention math.
+    pub activations: Precision,
+    /// FlashAttention-style fused attention (scores never reach HBM).
+    pub flash_attention: bool,
+    /// Causal counting for prefill.
+    pub causal: Causal,
+    /// Logits positions.
+    pub logits: Logits,
+    /// Counting conventions.
+    pub counting: Counting,
+    /// MLA execution form.
+    pub mla: MlaForm,
+}
+
+impl Workload {
+    /// Decode at `batch` × `ctx`, bf16 everywhere, FlashAttention, full counting.
+    pub fn decode(batch: u64, ctx: u64) -> Result<Self> {
+        Ok(Workload {
+            phase: Phase::Decode,
+            contexts: Contexts::uniform(batch, ctx)?,
+            kv: Precision::Bf16,
+            activations: Precision::Bf16,
+            flash_attention: true,
+            causal: Causal::Half,
+            logits: Logits::Last,
+            counting: Counting::Full,
+            mla: MlaForm::Auto,
+        })
+    }
+
+    /// Prefill of `batch` prompts of `prompt` tokens, otherwise as [`Workload::decode`].
+    pub fn prefill(batch: u64, prompt: u64) -> Result<Self> {
+        Ok(Workload {
+            phase: Phase::Prefill,
+            ..Self::decode(batch, prompt)?
+        })
+    }
+
+    /// Tokens that pass through the layer stack in this step: B (decode) or Σ prompt (prefill).
+    pub fn step_tokens(&self) -> f64 {
+        match self.phase {
+            Phase::Decode => self.contexts.batch() as f64,
+            Phase::Prefill => self.contexts.total_tokens(),
+        }
+    }
+
+    /// Tokens that get logits: B, or every prefill token with [`Logits::All`].
+    pub fn logit_tokens(&self) -> f64 {
+        match (self.phase, self.logits) {
+            (Phase::Prefill, Logits::All) => self.contexts.total_tokens(),
+            _ => self.contexts.batch() as f64,
+        }
+    }
+
+    /// Attention geometry of one layer with the given sliding window, summed over sequences.
+    ///
+    /// * decode: each sequence attends over `S = ctx + 1` positions (`ctx` under seed counting),
+    ///   capped at the window: pairs = Σ min(S, w); K/V of those positions are read; one position
+    ///   per sequence is written.
+    /// * prefill: pairs = Σ p(p+1)/2 (causal half; with a window w < p:
+    ///   w(w+1)/2 + (p−w)·w) or Σ p² (full square); every prompt position is written to the
+    ///   cache and read back once (K/V of one head stay on chip while its queries run, the
+    ///   FlashAttention-2 DRAM model); an unfused kernel materialises the full p² score matrix.
+    pub fn attention_geometry(&self, window: Option<u64>) -> AttentionGeometry {
+        let w = window.map(|w| w as f64);
+        let cap = |s: f64| w.map_or(s, |w| s.min(w));
+        match self.phase {
+            Phase::Decode => {
+                let extra = if self.counting == Counting::Seed {
+                    0.0
+                } else {
+                    1.0
+                };
+                let pairs = self.contexts.sum(|c| cap(c + extra));
+                let b = self.contexts.batch() as f64;
+                AttentionGeometry {
+                    queries: b,
+                    pairs,
+                    kv_positions_read: pairs,
+                    kv_positions_written: if self.counting == Counting::Seed {
+                        0.0
+                    } else {
+                        b
+                    },
+                    materialised_scores: pairs,
+                }
+            }
+            Phase::Prefill => {
+                let causal = |p: f64| match w {
+                    Some(w) if w < p => w * (w + 1.0) / 2.0 + (p - w) * w,
+                    _ => p * (p + 1.0) / 2.0,
+                };
+                let pairs = match self.causal {
+                    Causal::Half => self.contexts.sum(causal),
+                    Causal::Full => self.contexts.sum(|p| p * p),
+                };
+                let t = self.contexts.total_tokens();
+                AttentionGeometry {
+                    queries: t,
+                    pairs,
+                    kv_positions_read: t,
+                    kv_positions_written: t,
+                    materialised_scores: self.contexts.sum(|p| p * p),
+                }
+            }
+        }
+    }
+}
+
+/// Attention work of one layer, per head (query heads for pairs, KV heads for positions).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttentionGeometry {
+    /// Query positions in the step.
+    pub queries: f64,
+    /// (query, key) pairs scored, per query head.
+    pub pairs: f64,
+    /// Cached positions whose K and V are read from HBM, per KV head.
+    pub kv_positions_read: f64,
+    /// Positions appended to the cache, per KV head.
+    pub kv_positions_written: f64,
+    /// Score-matrix entries an unfused kernel writes to HBM, per query head.
+    pub materialised_scores: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_geometry_counts_the_new_token_unless_seed_counting() {
+        let w = Workload::decode(4, 100).unwrap();
+        let g = w.attention_geometry(None);
+        assert_eq!(
+            (g.queries, g.pairs, g.kv_positions_written),
+            (4.0, 404.0, 4.0)
+        );
+        let seed = Workload {
+            counting: Counting::Seed,
+            ..w.clone()
+        };
+        assert_eq!(seed.attention_geometry(None).pairs, 400.0);
+        // A 64-token window caps each sequence at 64 positions.
+        assert_eq!(w.attention_geometry(Some(64)).pairs, 256.0);
+    }
+
+    #[test]
+    fn prefill_geometry_is_the_causal_triangle() {
+        let w = Workload::prefill(2, 10).unwrap();
+        // 2 × 10·11/2 = 110 pairs; full square 2 × 100.
+        assert_eq!(w.attention_geometry(None).pairs, 110.0);
+        assert_eq!(
+            Workload {
+                causal: Causal::Full,
+                ..w.clone()
+            }
+            .attention_geometry(None)
+            .pairs,
+            200.0
+        );
+        // Window 4 over 10 tokens: 4·5/2 + 6·4 = 34 per sequence.
+        assert_eq!(w.attention_geometry(Some(4)).pairs, 68.0);
+        assert_eq!(w.attention_geometry(None).materialised_scores, 200.0);
+    }
+
+    #[test]
+    fn a_mix_of_equal_contexts_is_the_uniform_batch() {
+        let mix = Contexts::mix([
+            ContextBucket {
+                tokens: 2048,
+                count: 3,
+            },
+            ContextBucket {
+                tokens: 2048,
+                count: 5,
+            },
+        ])
+        .unwrap();
+        assert_eq!(mix, Contexts::uniform(8, 2048).unwrap());
+        let e = Contexts::mix([]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid `contexts`: an empty list (at least one sequence)"
+        );
+        let e = Contexts::mix([ContextBucket {
+            tokens: 5,
+            count: 0,
+        }])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("count 0"), "{e}");
+        assert!(Contexts::uniform(0, 5).is_err());
+    }
+}

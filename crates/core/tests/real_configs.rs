@@ -1,0 +1,157 @@
+//! Every real `config.json` under `shared/configs/` (published by the model authors; provenance in
+//! `shared/configs/SOURCES.md`) parses, with the parameter counts computed in
+//! `shared/research/architectures.md`, and every preset with a reference config equals it.
+//!
+//! The directory sits beside the repository (`../shared/configs`), or where `LLM_LEDGER_SHARED`
+//! points. Without it these tests print why they skip, except under `CI`, where they fail.
+
+use llm_ledger_core::model::{builtin_presets, parse_config_json, ModelSpec};
+use std::path::PathBuf;
+
+fn shared_configs() -> Option<PathBuf> {
+    let dir = match std::env::var_os("LLM_LEDGER_SHARED") {
+        Some(d) => PathBuf::from(d).join("configs"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/configs"),
+    };
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "CI is set but {} does not exist: the real-config tests must run in CI",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "SKIP: {} not found (set LLM_LEDGER_SHARED to the shared/ folder to run these tests)",
+        dir.display()
+    );
+    None
+}
+
+fn parse(dir: &PathBuf, name: &str) -> ModelSpec {
+    let text = std::fs::read_to_string(dir.join(name).join("config.json")).unwrap();
+    parse_config_json(&text, name).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// (directory, total parameters, active parameters) from architectures.md, "computed ✓" columns.
+const PUBLISHED: &[(&str, u64, Option<u64>)] = &[
+    ("Llama-3.1-8B", 8_030_261_248, None),
+    ("Llama-3.1-70B", 70_553_706_496, None),
+    ("Llama-3.1-405B", 405_853_388_800, None),
+    ("Llama-3.2-1B-Instruct", 1_235_814_400, None),
+    ("Llama-3.2-3B-Instruct", 3_212_749_824, None),
+    ("Qwen2.5-7B-Instruct", 7_615_616_512, None),
+    ("Qwen3-8B", 8_190_735_360, None),
+    ("Phi-3-mini-128k-instruct", 3_821_079_552, None),
+    ("phi-4", 14_659_507_200, None),
+    ("gemma-3-27b-it-reserialized", 27_009_346_304, None),
+    // MoE: active counts are architectures.md's "3.353 B", "12.88 B" … (with embeddings).
+    ("Mixtral-8x7B-v0.1", 46_702_792_704, Some(12_880_000_000)),
+    ("Mixtral-8x22B-v0.1", 140_620_634_112, Some(39_150_000_000)),
+    ("Qwen3-30B-A3B", 30_532_122_624, Some(3_353_000_000)),
+    ("Qwen3-30B-A3B-FP8", 30_532_122_624, Some(3_353_000_000)),
+    ("Qwen3-235B-A22B", 235_093_634_560, Some(22_190_000_000)),
+    ("DeepSeek-V3", 671_026_419_200, Some(37_550_000_000)),
+    ("DeepSeek-R1", 671_026_419_200, Some(37_550_000_000)),
+    ("gpt-oss-20b", 20_914_757_184, Some(4_187_000_000)),
+    ("gpt-oss-120b", 116_829_156_672, Some(5_712_000_000)),
+];
+
+#[test]
+fn every_real_config_parses_with_the_published_parameter_count() {
+    let Some(dir) = shared_configs() else { return };
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.join("config.json").is_file() {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let (_, total, active) = PUBLISHED
+            .iter()
+            .find(|(d, _, _)| *d == name)
+            .unwrap_or_else(|| panic!("{name}: add its published parameter count to PUBLISHED"));
+        let spec = parse(&dir, &name);
+        assert_eq!(spec.total_params(), *total, "{name} total");
+        if let Some(active) = active {
+            let got = spec.active_params() as f64;
+            // Published to 3-4 significant figures.
+            assert!(
+                (got - *active as f64).abs() / (*active as f64) < 5e-4,
+                "{name} active {got}"
+            );
+        } else {
+            assert_eq!(spec.active_params(), spec.total_params(), "{name} is dense");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, PUBLISHED.len(), "every listed config was found");
+}
+
+#[test]
+fn gpt_oss_active_counts_in_openais_convention() {
+    // OpenAI's active counts exclude the input embedding: 3.61 B (20b) and 5.13 B (120b).
+    let Some(dir) = shared_configs() else { return };
+    for (name, published) in [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)] {
+        let s = parse(&dir, name);
+        let active = (s.active_params() - s.embedding.vocab * s.embedding.dim) as f64;
+        assert!(
+            (active - published).abs() / published < 2e-3,
+            "{name}: {active}"
+        );
+    }
+}
+
+#[test]
+fn presets_equal_the_authors_configs() {
+    let Some(dir) = shared_configs() else { return };
+    let mut checked = 0;
+    for p in builtin_presets() {
+        let Some(reference) = &p.reference_config else {
+            continue;
+        };
+        let real = parse(&dir, reference);
+        assert!(
+            p.spec.same_shape(&real),
+            "{} differs from {reference}:\n{:#?}\nvs\n{:#?}",
+            p.name,
+            p.spec,
+            real
+        );
+        assert_eq!(p.spec.checkpoint_quant, real.checkpoint_quant, "{}", p.name);
+        checked += 1;
+    }
+    assert!(
+        checked >= 14,
+        "only {checked} presets have a reference config"
+    );
+}
+
+#[test]
+fn crlf_line_endings_parse_the_same() {
+    // phi-4 was published with CRLF line endings (SOURCES.md note 4).
+    let Some(dir) = shared_configs() else { return };
+    let text = std::fs::read_to_string(dir.join("phi-4/config.json")).unwrap();
+    let crlf = text.replace("\r\n", "\n").replace('\n', "\r\n");
+    let a = parse_config_json(&text, "phi-4").unwrap();
+    let b = parse_config_json(&crlf, "phi-4").unwrap();
+    assert!(a.same_shape(&b));
+}
+
+#[test]
+fn gemma3_nested_text_config_has_five_local_layers_per_global() {
+    let Some(dir) = shared_configs() else { return };
+    let s = parse(&dir, "gemma-3-27b-it-reserialized");
+    let windows: Vec<Option<u64>> = s
+        .layers()
+        .iter()
+        .map(|l| match &l.attention {
+            llm_ledger_core::model::Attention::Standard(a) => a.window,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(windows.iter().filter(|w| w.is_none()).count(), 10);
+    assert_eq!(windows[5], None);
+    assert_eq!(windows[0], Some(1024));
+}
