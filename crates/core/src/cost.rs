@@ -22,13 +22,8 @@ pub struct Cost {
 
 impl Cost {
     /// Zero cost.
-    pub const ZERO: Cost = Cost {
-        flops: 0.0,
-        weight_bytes: 0.0,
-        kv_read_bytes: 0.0,
-        kv_write_bytes: 0.0,
-        activation_bytes: 0.0,
-    };
+    pub const ZERO: Cost =
+        Cost { flops: 0.0, weight_bytes: 0.0, kv_read_bytes: 0.0, kv_write_bytes: 0.0, activation_bytes: 0.0 };
 
     /// KV-cache bytes read and written.
     pub fn kv_bytes(&self) -> f64 {
@@ -97,13 +92,7 @@ mod tests {
 
     #[test]
     fn costs_add_field_by_field() {
-        let a = Cost {
-            flops: 1.0,
-            weight_bytes: 2.0,
-            kv_read_bytes: 3.0,
-            kv_write_bytes: 4.0,
-            activation_bytes: 5.0,
-        };
+        let a = Cost { flops: 1.0, weight_bytes: 2.0, kv_read_bytes: 3.0, kv_write_bytes: 4.0, activation_bytes: 5.0 };
         let s: Cost = [a, a * 2.0].iter().sum();
         assert_eq!(s, a * 3.0);
         assert_eq!(s.bytes(), 3.0 * 14.0);

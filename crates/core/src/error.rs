@@ -57,16 +57,8 @@ pub enum Error {
 
 impl Error {
     /// Shorthand for [`Error::InvalidField`].
-    pub fn invalid(
-        field: impl Into<String>,
-        value: impl ToString,
-        expected: impl Into<String>,
-    ) -> Self {
-        Error::InvalidField {
-            field: field.into(),
-            value: value.to_string(),
-            expected: expected.into(),
-        }
+    pub fn invalid(field: impl Into<String>, value: impl ToString, expected: impl Into<String>) -> Self {
+        Error::InvalidField { field: field.into(), value: value.to_string(), expected: expected.into() }
     }
 
     /// Shorthand for [`Error::UnknownName`], joining the accepted names with ", ".
@@ -75,22 +67,13 @@ impl Error {
         name: impl Into<String>,
         accepted: impl IntoIterator<Item = S>,
     ) -> Self {
-        let accepted: Vec<String> = accepted
-            .into_iter()
-            .map(|s| s.as_ref().to_string())
-            .collect();
-        Error::UnknownName {
-            what: what.into(),
-            name: name.into(),
-            accepted: accepted.join(", "),
-        }
+        let accepted: Vec<String> = accepted.into_iter().map(|s| s.as_ref().to_string()).collect();
+        Error::UnknownName { what: what.into(), name: name.into(), accepted: accepted.join(", ") }
     }
 
     /// A TOML parse error as one line: the parser's message and the line it points at.
     pub fn toml(what: &str, text: &str, e: &toml::de::Error) -> Self {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
         let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
         Error::Malformed {
             what: what.into(),

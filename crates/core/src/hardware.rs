@@ -153,9 +153,7 @@ impl Gpu {
     /// Ridge point for a math format: peak ÷ bandwidth, FLOP per byte (H100 SXM bf16: 989.4e12 /
     /// 3.35e12 ≈ 295).
     pub fn ridge_flops_per_byte(&self, math: MathFormat) -> f64 {
-        self.peak(self.supported_math(math))
-            .unwrap_or(self.peak_flops_per_s.vector)
-            / self.memory_bandwidth_bytes_per_s
+        self.peak(self.supported_math(math)).unwrap_or(self.peak_flops_per_s.vector) / self.memory_bandwidth_bytes_per_s
     }
 
     fn validate(&self) -> Result<()> {
@@ -163,37 +161,21 @@ impl Gpu {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(Error::invalid(
-                    format!("{}.{field}", self.name),
-                    v,
-                    "a positive finite number",
-                ))
+                Err(Error::invalid(format!("{}.{field}", self.name), v, "a positive finite number"))
             }
         };
         check_name(&self.name)?;
         if self.sm_count == 0 || self.sm_count > 100_000 {
-            return Err(Error::invalid(
-                format!("{}.sm_count", self.name),
-                self.sm_count,
-                "1..=100000",
-            ));
+            return Err(Error::invalid(format!("{}.sm_count", self.name), self.sm_count, "1..=100000"));
         }
         f("memory_bytes", self.memory_bytes)?;
-        f(
-            "memory_bandwidth_bytes_per_s",
-            self.memory_bandwidth_bytes_per_s,
-        )?;
+        f("memory_bandwidth_bytes_per_s", self.memory_bandwidth_bytes_per_s)?;
         f("l2_bytes", self.l2_bytes)?;
         let p = &self.peak_flops_per_s;
         f("peak_flops_per_s.vector", p.vector)?;
         f("peak_flops_per_s.bf16", p.bf16)?;
         f("peak_flops_per_s.fp16", p.fp16)?;
-        for (k, v) in [
-            ("tf32", p.tf32),
-            ("fp8", p.fp8),
-            ("int8", p.int8),
-            ("fp4", p.fp4),
-        ] {
+        for (k, v) in [("tf32", p.tf32), ("fp8", p.fp8), ("int8", p.int8), ("fp4", p.fp4)] {
             if let Some(v) = v {
                 f(&format!("peak_flops_per_s.{k}"), v)?;
             }
@@ -211,11 +193,7 @@ impl Gpu {
             ("warp_size", o.warp_size),
         ] {
             if v == 0 || v > 1 << 30 {
-                return Err(Error::invalid(
-                    format!("{}.onchip.{k}", self.name),
-                    v,
-                    "a positive integer",
-                ));
+                return Err(Error::invalid(format!("{}.onchip.{k}", self.name), v, "a positive integer"));
             }
         }
         Ok(())
@@ -225,17 +203,11 @@ impl Gpu {
 fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'_'
-        });
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'_');
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(
-            "name",
-            format!("{name:?}"),
-            "1-64 characters of a-z, 0-9, '-', '.', '_'",
-        ))
+        Err(Error::invalid("name", format!("{name:?}"), "1-64 characters of a-z, 0-9, '-', '.', '_'"))
     }
 }
 
@@ -252,28 +224,21 @@ pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
     let file: GpuFile = toml::from_str(text).map_err(|e| Error::toml("GPU file", text, &e))?;
     let builtin_profiles = builtin_profiles();
     if file.gpu.is_empty() {
-        return Err(Error::MissingField {
-            field: "[[gpu]]".into(),
-            context: "a GPU file (at least one entry)".into(),
-        });
+        return Err(Error::MissingField { field: "[[gpu]]".into(), context: "a GPU file (at least one entry)".into() });
     }
     file.gpu
         .into_iter()
         .map(|r| {
             let onchip = match r.onchip {
                 OnChipRef::Inline(o) => o,
-                OnChipRef::Profile(p) => file
-                    .onchip
-                    .get(&p)
-                    .or_else(|| builtin_profiles.get(&p))
-                    .cloned()
-                    .ok_or_else(|| {
-                        let mut names: Vec<&String> =
-                            file.onchip.keys().chain(builtin_profiles.keys()).collect();
+                OnChipRef::Profile(p) => {
+                    file.onchip.get(&p).or_else(|| builtin_profiles.get(&p)).cloned().ok_or_else(|| {
+                        let mut names: Vec<&String> = file.onchip.keys().chain(builtin_profiles.keys()).collect();
                         names.sort();
                         names.dedup();
                         Error::unknown(format!("onchip profile for GPU `{}`", r.name), p, names)
-                    })?,
+                    })?
+                }
             };
             let gpu = Gpu {
                 display: r.display.unwrap_or_else(|| r.name.clone()),
@@ -295,9 +260,7 @@ pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
 }
 
 fn builtin_profiles() -> BTreeMap<String, OnChip> {
-    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML)
-        .map(|f| f.onchip)
-        .unwrap_or_default()
+    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML).map(|f| f.onchip).unwrap_or_default()
 }
 
 /// The built-in catalogue, parsed once.
@@ -317,11 +280,7 @@ mod tests {
     use super::*;
 
     fn gpu(name: &str) -> Arc<Gpu> {
-        builtin_gpus()
-            .iter()
-            .find(|g| g.name == name)
-            .cloned()
-            .unwrap()
+        builtin_gpus().iter().find(|g| g.name == name).cloned().unwrap()
     }
 
     #[test]
@@ -338,10 +297,7 @@ mod tests {
             "rtx-4090",
             "mi300x",
         ] {
-            assert!(
-                builtin_gpus().iter().any(|g| g.name == name),
-                "{name} missing"
-            );
+            assert!(builtin_gpus().iter().any(|g| g.name == name), "{name} missing");
         }
     }
 
@@ -357,10 +313,7 @@ mod tests {
         let a100 = gpu("a100-80gb-sxm");
         assert_eq!(a100.peak(MathFormat::Fp8), None);
         assert_eq!(a100.supported_math(MathFormat::Fp8), MathFormat::Bf16);
-        assert_eq!(
-            gpu("h100-sxm").supported_math(MathFormat::Fp4),
-            MathFormat::Fp8
-        );
+        assert_eq!(gpu("h100-sxm").supported_math(MathFormat::Fp4), MathFormat::Fp8);
         assert_eq!(gpu("b200").supported_math(MathFormat::Fp4), MathFormat::Fp4);
     }
 
@@ -398,9 +351,7 @@ fp16 = 100e12
 
     #[test]
     fn bad_gpu_files_name_the_problem() {
-        let e = parse_gpu_file("[[gpu]]\nname = \"x\"\n")
-            .unwrap_err()
-            .to_string();
+        let e = parse_gpu_file("[[gpu]]\nname = \"x\"\n").unwrap_err().to_string();
         assert_eq!(e, "malformed GPU file: missing field `sm_count` (line 1)");
         let e = parse_gpu_file("").unwrap_err().to_string();
         assert!(e.contains("[[gpu]]"), "{e}");
@@ -410,17 +361,9 @@ fp16 = 100e12
             1,
         );
         let e = parse_gpu_file(&text).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)"
-        );
+        assert_eq!(e, "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)");
         let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
-        assert!(
-            e.contains(
-                "unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"
-            ),
-            "{e}"
-        );
+        assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"), "{e}");
     }
 }

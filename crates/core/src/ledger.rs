@@ -72,10 +72,7 @@ fn step_tokens(sc: &Scenario) -> f64 {
 
 impl StepSummary {
     fn empty(sc: &Scenario) -> StepSummary {
-        StepSummary {
-            tokens: step_tokens(sc),
-            ..StepSummary::default()
-        }
+        StepSummary { tokens: step_tokens(sc), ..StepSummary::default() }
     }
 
     /// Add `n` instances of `op`; returns their cost and timing.
@@ -84,10 +81,7 @@ impl StepSummary {
         let nf = n as f64;
         let cost = op.cost * nf;
         let timing = Timing::of(&op.cost, op.math, &sc.gpu, sc.efficiency).times(nf);
-        let peak = sc
-            .gpu
-            .peak(op.math)
-            .unwrap_or(sc.gpu.peak_flops_per_s.vector);
+        let peak = sc.gpu.peak(op.math).unwrap_or(sc.gpu.peak_flops_per_s.vector);
         self.cost += cost;
         self.timing += timing;
         self.compute_floor_s += cost.flops / peak;
@@ -118,30 +112,14 @@ impl Ledger {
                     r.cost += cost;
                     r.timing += timing;
                 }
-                None => rows.push(Row {
-                    op: op.kind,
-                    instances: n,
-                    cost,
-                    math: op.math,
-                    timing,
-                }),
+                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing }),
             }
         });
         if sc.workload.counting == Counting::Seed {
             // The seed lists the weight GEMMs first, then attention, then lm_head.
-            const SEED_ORDER: [OpKind; 5] = [
-                OpKind::QkvProj,
-                OpKind::OProj,
-                OpKind::Mlp,
-                OpKind::Attention,
-                OpKind::LmHead,
-            ];
-            rows.sort_by_key(|r| {
-                SEED_ORDER
-                    .iter()
-                    .position(|k| *k == r.op)
-                    .unwrap_or(SEED_ORDER.len())
-            });
+            const SEED_ORDER: [OpKind; 5] =
+                [OpKind::QkvProj, OpKind::OProj, OpKind::Mlp, OpKind::Attention, OpKind::LmHead];
+            rows.sort_by_key(|r| SEED_ORDER.iter().position(|k| *k == r.op).unwrap_or(SEED_ORDER.len()));
         }
         Ledger { rows, summary }
     }
@@ -153,8 +131,6 @@ impl Ledger {
 
     /// The row with the largest time.
     pub fn largest_row(&self) -> Option<&Row> {
-        self.rows
-            .iter()
-            .max_by(|a, b| a.timing.time_s.total_cmp(&b.timing.time_s))
+        self.rows.iter().max_by(|a, b| a.timing.time_s.total_cmp(&b.timing.time_s))
     }
 }

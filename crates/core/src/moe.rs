@@ -32,29 +32,13 @@ impl Routing {
     /// Validate measured loads: finite, non-negative, not all zero.
     pub fn loads(loads: Vec<f64>) -> Result<Routing> {
         if loads.is_empty() {
-            return Err(Error::invalid(
-                "expert loads",
-                "an empty list",
-                "one load per expert",
-            ));
+            return Err(Error::invalid("expert loads", "an empty list", "one load per expert"));
         }
-        if let Some((i, l)) = loads
-            .iter()
-            .enumerate()
-            .find(|(_, l)| !l.is_finite() || **l < 0.0)
-        {
-            return Err(Error::invalid(
-                "expert loads",
-                format!("{l} for expert {i}"),
-                "finite non-negative numbers",
-            ));
+        if let Some((i, l)) = loads.iter().enumerate().find(|(_, l)| !l.is_finite() || **l < 0.0) {
+            return Err(Error::invalid("expert loads", format!("{l} for expert {i}"), "finite non-negative numbers"));
         }
         if loads.iter().all(|l| *l == 0.0) {
-            return Err(Error::invalid(
-                "expert loads",
-                "all zero",
-                "at least one positive load",
-            ));
+            return Err(Error::invalid("expert loads", "all zero", "at least one positive load"));
         }
         Ok(Routing::Loads(loads.into()))
     }
@@ -62,17 +46,9 @@ impl Routing {
     /// Validate a Zipf exponent.
     pub fn zipf(s: f64) -> Result<Routing> {
         if s.is_finite() && (0.0..=10.0).contains(&s) {
-            Ok(if s == 0.0 {
-                Routing::Uniform
-            } else {
-                Routing::Zipf(s)
-            })
+            Ok(if s == 0.0 { Routing::Uniform } else { Routing::Zipf(s) })
         } else {
-            Err(Error::invalid(
-                "zipf",
-                s,
-                "an exponent in 0..=10 (0 = uniform)",
-            ))
+            Err(Error::invalid("zipf", s, "an exponent in 0..=10 (0 = uniform)"))
         }
     }
 
@@ -92,11 +68,7 @@ impl Routing {
 /// be picked twice by one token) and the remainder is rescaled over the others (water-filling).
 pub fn routing_probabilities(experts: u64, top_k: u64, routing: &Routing) -> Result<Vec<f64>> {
     if experts == 0 || top_k == 0 || top_k > experts {
-        return Err(Error::invalid(
-            "top_k",
-            top_k,
-            format!("1..={experts} (the number of experts)"),
-        ));
+        return Err(Error::invalid("top_k", top_k, format!("1..={experts} (the number of experts)")));
     }
     let e = experts as usize;
     let weights: Vec<f64> = match routing {
@@ -126,12 +98,7 @@ pub fn routing_probabilities(experts: u64, top_k: u64, routing: &Routing) -> Res
     let mut pinned = vec![false; e];
     loop {
         let free_budget = k - pinned.iter().filter(|x| **x).count() as f64;
-        let free_weight: f64 = weights
-            .iter()
-            .zip(&pinned)
-            .filter(|(_, pin)| !**pin)
-            .map(|(w, _)| w)
-            .sum();
+        let free_weight: f64 = weights.iter().zip(&pinned).filter(|(_, pin)| !**pin).map(|(w, _)| w).sum();
         let mut changed = false;
         for i in 0..e {
             if pinned[i] {
@@ -151,12 +118,7 @@ pub fn routing_probabilities(experts: u64, top_k: u64, routing: &Routing) -> Res
 }
 
 /// Expected distinct experts touched by `tokens` independently routed tokens: Σ 1 − (1 − p_i)^N.
-pub fn expected_experts_touched(
-    experts: u64,
-    top_k: u64,
-    tokens: f64,
-    routing: &Routing,
-) -> Result<f64> {
+pub fn expected_experts_touched(experts: u64, top_k: u64, tokens: f64, routing: &Routing) -> Result<f64> {
     if let Routing::Uniform = routing {
         return Ok(uniform_experts_touched(experts, top_k, tokens));
     }
@@ -182,16 +144,12 @@ mod tests {
     #[test]
     fn seed_expected_experts_table() {
         // Seed 004: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16.
-        let got: Vec<f64> = [1.0, 4.0, 8.0, 16.0]
-            .iter()
-            .map(|b| one_decimal(uniform_experts_touched(8, 2, *b)))
-            .collect();
+        let got: Vec<f64> =
+            [1.0, 4.0, 8.0, 16.0].iter().map(|b| one_decimal(uniform_experts_touched(8, 2, *b))).collect();
         assert_eq!(got, [2.0, 5.5, 7.2, 7.9]);
         // 128 experts top-8 → 8, 51.6, 111.8, 125.9 at B = 1, 8, 32, 64.
-        let got: Vec<f64> = [1.0, 8.0, 32.0, 64.0]
-            .iter()
-            .map(|b| one_decimal(uniform_experts_touched(128, 8, *b)))
-            .collect();
+        let got: Vec<f64> =
+            [1.0, 8.0, 32.0, 64.0].iter().map(|b| one_decimal(uniform_experts_touched(128, 8, *b))).collect();
         assert_eq!(got, [8.0, 51.6, 111.8, 125.9]);
     }
 
@@ -201,8 +159,7 @@ mod tests {
         let z = expected_experts_touched(64, 4, 16.0, &Routing::zipf(1.0).unwrap()).unwrap();
         assert!(z < u, "zipf {z} uniform {u}");
         // Loads proportional to 1 everywhere are uniform.
-        let l =
-            expected_experts_touched(64, 4, 16.0, &Routing::loads(vec![3.0; 64]).unwrap()).unwrap();
+        let l = expected_experts_touched(64, 4, 16.0, &Routing::loads(vec![3.0; 64]).unwrap()).unwrap();
         assert!((l - u).abs() < 1e-9);
     }
 
@@ -219,19 +176,11 @@ mod tests {
         assert!(Routing::loads(vec![]).is_err());
         assert!(Routing::loads(vec![1.0, -1.0]).is_err());
         assert!(Routing::zipf(f64::NAN).is_err());
-        let e = expected_experts_touched(8, 2, 4.0, &Routing::loads(vec![1.0; 7]).unwrap())
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid `expert loads`: 7 values (one per expert (8))"
-        );
-        let e = expected_experts_touched(
-            8,
-            2,
-            4.0,
-            &Routing::loads(vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]).unwrap(),
-        )
-        .unwrap_err();
+        let e = expected_experts_touched(8, 2, 4.0, &Routing::loads(vec![1.0; 7]).unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "invalid `expert loads`: 7 values (one per expert (8))");
+        let e =
+            expected_experts_touched(8, 2, 4.0, &Routing::loads(vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]).unwrap())
+                .unwrap_err();
         assert!(e.to_string().contains("at least top_k = 2"), "{e}");
     }
 }

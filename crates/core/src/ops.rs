@@ -19,10 +19,7 @@
 //! lm_head) with weight and KV-read bytes only.
 
 use crate::cost::Cost;
-use crate::model::{
-    Attention, DenseMlp, LatentAttention, LayerSpec, Mlp, MoeMlp, NormKind, QkNorm,
-    StandardAttention,
-};
+use crate::model::{Attention, DenseMlp, LatentAttention, LayerSpec, Mlp, MoeMlp, NormKind, QkNorm, StandardAttention};
 use crate::moe::expected_experts_touched;
 use crate::precision::{gemm_math, MathFormat, Precision};
 use crate::scenario::Scenario;
@@ -178,9 +175,9 @@ impl OpKind {
         match self {
             Embedding => Block::Embedding,
             FinalNorm | LmHead => Block::Head,
-            AttnNorm | QProj | KProj | VProj | QkvProj | QAProj | QANorm | QBProj | KvAProj
-            | KvANorm | QkNorm | Rope | KvWrite | KvBProj | QAbsorb | Attention | AttnScores
-            | Softmax | AttnValues | VUp | OProj | AttnResidual => Block::Attention,
+            AttnNorm | QProj | KProj | VProj | QkvProj | QAProj | QANorm | QBProj | KvAProj | KvANorm | QkNorm
+            | Rope | KvWrite | KvBProj | QAbsorb | Attention | AttnScores | Softmax | AttnValues | VUp | OProj
+            | AttnResidual => Block::Attention,
             _ => Block::Mlp,
         }
     }
@@ -303,16 +300,7 @@ impl<'a> OpBuilder<'a> {
     /// `copies` GEMMs sharing `m_total` rows between them: `2·m_total·k·n` FLOPs, `copies·k·n`
     /// weights read once, inputs read and outputs written.
     #[allow(clippy::too_many_arguments)]
-    fn gemm(
-        &self,
-        kind: OpKind,
-        m_total: f64,
-        k: u64,
-        n: u64,
-        w: Precision,
-        bias: bool,
-        copies: f64,
-    ) -> Op {
+    fn gemm(&self, kind: OpKind, m_total: f64, k: u64, n: u64, w: Precision, bias: bool, copies: f64) -> Op {
         let (kf, nf) = (k as f64, n as f64);
         let bias_f = if bias { 1.0 } else { 0.0 };
         let cost = Cost {
@@ -321,55 +309,25 @@ impl<'a> OpBuilder<'a> {
             activation_bytes: (m_total * kf + m_total * nf) * self.a,
             ..Cost::ZERO
         };
-        let gemm = Gemm {
-            m: m_total / copies.max(1e-300),
-            n,
-            k,
-            weight: w,
-            activation: self.act,
-            instances: copies,
-        };
-        Op {
-            kind,
-            cost,
-            math: self.math(gemm_math(w, self.act)),
-            gemm: Some(gemm),
-        }
+        let gemm = Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies };
+        Op { kind, cost, math: self.math(gemm_math(w, self.act)), gemm: Some(gemm) }
     }
 
     /// Elementwise over `elems` elements: `flops_per` FLOPs each, `tensors` element-sized reads and
     /// writes, plus `param_bytes` of weights.
-    fn elementwise(
-        &self,
-        kind: OpKind,
-        elems: f64,
-        flops_per: f64,
-        tensors: f64,
-        param_bytes: f64,
-    ) -> Op {
+    fn elementwise(&self, kind: OpKind, elems: f64, flops_per: f64, tensors: f64, param_bytes: f64) -> Op {
         let cost = Cost {
             flops: elems * flops_per,
             weight_bytes: param_bytes,
             activation_bytes: elems * tensors * self.a,
             ..Cost::ZERO
         };
-        Op {
-            kind,
-            cost,
-            math: MathFormat::Vector,
-            gemm: None,
-        }
+        Op { kind, cost, math: MathFormat::Vector, gemm: None }
     }
 
     fn norm(&self, kind: OpKind, norm: NormKind, dim: u64, copies: u32) -> Op {
         let param_bytes = norm.params(dim) as f64 * self.sc.weights.attention.unquantised().bytes();
-        let mut op = self.elementwise(
-            kind,
-            self.tokens * dim as f64,
-            norm_flops(norm),
-            2.0,
-            param_bytes,
-        );
+        let mut op = self.elementwise(kind, self.tokens * dim as f64, norm_flops(norm), 2.0, param_bytes);
         op.cost = op.cost * f64::from(copies);
         op
     }
@@ -391,24 +349,9 @@ impl<'a> OpBuilder<'a> {
             ..Cost::ZERO
         };
         if e.dim != self.hidden {
-            cost += self
-                .gemm(
-                    OpKind::Embedding,
-                    t,
-                    e.dim,
-                    self.hidden,
-                    self.sc.weights.embedding,
-                    false,
-                    1.0,
-                )
-                .cost;
+            cost += self.gemm(OpKind::Embedding, t, e.dim, self.hidden, self.sc.weights.embedding, false, 1.0).cost;
         }
-        f(Op {
-            kind: OpKind::Embedding,
-            cost,
-            math: MathFormat::Vector,
-            gemm: None,
-        });
+        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None });
     }
 
     /// The final norm and the LM head.
@@ -418,27 +361,11 @@ impl<'a> OpBuilder<'a> {
             f(self.norm(OpKind::FinalNorm, norm, self.hidden, 1));
         }
         let rows = self.sc.workload.logit_tokens();
-        let mut op = self.gemm(
-            OpKind::LmHead,
-            rows,
-            m.lm_head_in(),
-            m.embedding.vocab,
-            self.sc.weights.lm_head,
-            false,
-            1.0,
-        );
+        let mut op =
+            self.gemm(OpKind::LmHead, rows, m.lm_head_in(), m.embedding.vocab, self.sc.weights.lm_head, false, 1.0);
         if m.lm_head_in() != self.hidden {
-            op.cost += self
-                .gemm(
-                    OpKind::LmHead,
-                    rows,
-                    self.hidden,
-                    m.lm_head_in(),
-                    self.sc.weights.lm_head,
-                    false,
-                    1.0,
-                )
-                .cost;
+            op.cost +=
+                self.gemm(OpKind::LmHead, rows, self.hidden, m.lm_head_in(), self.sc.weights.lm_head, false, 1.0).cost;
         }
         f(op);
     }
@@ -504,10 +431,7 @@ impl<'a> OpBuilder<'a> {
             f(self.elementwise(OpKind::Rope, qk_elems, 3.0, 2.0, 0.0));
         }
         let g = self.sc.workload.attention_geometry(at.window);
-        let per_pos = Operand {
-            kv: kv as f64 * self.kv,
-            act: 0.0,
-        };
+        let per_pos = Operand { kv: kv as f64 * self.kv, act: 0.0 };
         self.kv_write(g, 2.0 * kv as f64, f);
         let core = AttnCore {
             heads: at.heads as f64,
@@ -527,17 +451,8 @@ impl<'a> OpBuilder<'a> {
             return;
         }
         let elems = g.kv_positions_written * elems_per_pos;
-        let cost = Cost {
-            kv_write_bytes: elems * self.kv,
-            activation_bytes: elems * self.a,
-            ..Cost::ZERO
-        };
-        f(Op {
-            kind: OpKind::KvWrite,
-            cost,
-            math: MathFormat::Vector,
-            gemm: None,
-        });
+        let cost = Cost { kv_write_bytes: elems * self.kv, activation_bytes: elems * self.a, ..Cost::ZERO };
+        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None });
     }
 
     /// QKᵀ, softmax and P·V, fused (FlashAttention) or as three kernels.
@@ -547,12 +462,7 @@ impl<'a> OpBuilder<'a> {
         let pv_flops = 2.0 * c.heads * c.v_dim * g.pairs;
         let q_bytes = g.queries * c.heads * c.qk_dim * self.a;
         let o_bytes = g.queries * c.heads * c.v_dim * self.a;
-        let read = |o: Operand| {
-            (
-                g.kv_positions_read * o.kv,
-                g.kv_positions_read * o.act * self.a,
-            )
-        };
+        let read = |o: Operand| (g.kv_positions_read * o.kv, g.kv_positions_read * o.act * self.a);
         let (k_kv, k_act) = read(c.k);
         let (v_kv, v_act) = read(c.v);
         // Softmax: max, subtract, exp, sum, divide = 5 FLOPs per score; sinks add one column.
@@ -564,61 +474,25 @@ impl<'a> OpBuilder<'a> {
                 activation_bytes: q_bytes + k_act + v_act + o_bytes,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::Attention,
-                cost,
-                math,
-                gemm: None,
-            });
+            f(Op { kind: OpKind::Attention, cost, math, gemm: None });
             if !self.seed {
-                let sm = Cost {
-                    flops: 5.0 * (c.heads * g.pairs + sink_cols),
-                    ..Cost::ZERO
-                };
-                f(Op {
-                    kind: OpKind::Softmax,
-                    cost: sm,
-                    math: MathFormat::Vector,
-                    gemm: None,
-                });
+                let sm = Cost { flops: 5.0 * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
+                f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None });
             }
         } else {
             let scores = c.heads * g.materialised_scores * self.a;
-            let qk = Cost {
-                flops: qk_flops,
-                kv_read_bytes: k_kv,
-                activation_bytes: q_bytes + k_act + scores,
-                ..Cost::ZERO
-            };
-            f(Op {
-                kind: OpKind::AttnScores,
-                cost: qk,
-                math,
-                gemm: None,
-            });
+            let qk =
+                Cost { flops: qk_flops, kv_read_bytes: k_kv, activation_bytes: q_bytes + k_act + scores, ..Cost::ZERO };
+            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None });
             let sm = Cost {
                 flops: 5.0 * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::Softmax,
-                cost: sm,
-                math: MathFormat::Vector,
-                gemm: None,
-            });
-            let pv = Cost {
-                flops: pv_flops,
-                kv_read_bytes: v_kv,
-                activation_bytes: scores + v_act + o_bytes,
-                ..Cost::ZERO
-            };
-            f(Op {
-                kind: OpKind::AttnValues,
-                cost: pv,
-                math,
-                gemm: None,
-            });
+            f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None });
+            let pv =
+                Cost { flops: pv_flops, kv_read_bytes: v_kv, activation_bytes: scores + v_act + o_bytes, ..Cost::ZERO };
+            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None });
         }
     }
 
@@ -626,12 +500,7 @@ impl<'a> OpBuilder<'a> {
         let (t, h) = (self.tokens, self.hidden);
         let w = self.sc.weights.attention;
         let nh = at.heads;
-        let (dn, dr, dv, r) = (
-            at.qk_nope_head_dim,
-            at.qk_rope_head_dim,
-            at.v_head_dim,
-            at.kv_lora_rank,
-        );
+        let (dn, dr, dv, r) = (at.qk_nope_head_dim, at.qk_rope_head_dim, at.v_head_dim, at.kv_lora_rank);
         match at.q_lora_rank {
             Some(rq) => {
                 f(self.gemm(OpKind::QAProj, t, h, rq, w, at.bias, 1.0));
@@ -661,19 +530,9 @@ impl<'a> OpBuilder<'a> {
                 heads: nhf,
                 qk_dim: (r + dr) as f64,
                 v_dim: r as f64,
-                k: Operand {
-                    kv: (r + dr) as f64 * kv,
-                    act: 0.0,
-                },
+                k: Operand { kv: (r + dr) as f64 * kv, act: 0.0 },
                 // The fused kernel reads the latent once (as K); an unfused P·V reads it again.
-                v: Operand {
-                    kv: if self.sc.workload.flash_attention {
-                        0.0
-                    } else {
-                        r as f64 * kv
-                    },
-                    act: 0.0,
-                },
+                v: Operand { kv: if self.sc.workload.flash_attention { 0.0 } else { r as f64 * kv }, act: 0.0 },
                 sinks: false,
             };
             self.attention_core(&core, g, f);
@@ -681,8 +540,7 @@ impl<'a> OpBuilder<'a> {
         } else {
             // Expand every attended position's latent into per-head k_nope and v.
             let positions = g.kv_positions_read;
-            let mut expand =
-                self.gemm(OpKind::KvBProj, positions, r, nh * (dn + dv), w, false, 1.0);
+            let mut expand = self.gemm(OpKind::KvBProj, positions, r, nh * (dn + dv), w, false, 1.0);
             // Its input is the cached latent: KV bytes, not activations.
             expand.cost.activation_bytes -= positions * r as f64 * self.a;
             expand.cost.kv_read_bytes += positions * r as f64 * kv;
@@ -691,14 +549,8 @@ impl<'a> OpBuilder<'a> {
                 heads: nhf,
                 qk_dim: (dn + dr) as f64,
                 v_dim: dv as f64,
-                k: Operand {
-                    kv: dr as f64 * kv,
-                    act: (nh * dn) as f64,
-                },
-                v: Operand {
-                    kv: 0.0,
-                    act: (nh * dv) as f64,
-                },
+                k: Operand { kv: dr as f64 * kv, act: (nh * dn) as f64 },
+                v: Operand { kv: 0.0, act: (nh * dv) as f64 },
                 sinks: false,
             };
             self.attention_core(&core, g, f);
@@ -713,21 +565,12 @@ impl<'a> OpBuilder<'a> {
             f(self.gemm(kinds.seed, t, h, mats * i, w, false, 1.0));
             return;
         }
-        self.mlp_body(t, h, m, w, 1.0, kinds, f);
+        self.mlp_body(t, m, w, 1.0, kinds, f);
     }
 
     /// Gate/up, activation and down for `assignments` (token, MLP) pairs over `copies` weight sets.
-    fn mlp_body(
-        &self,
-        assignments: f64,
-        h: u64,
-        m: &DenseMlp,
-        w: Precision,
-        copies: f64,
-        kinds: MlpKinds,
-        f: &mut impl FnMut(Op),
-    ) {
-        let i = m.intermediate;
+    fn mlp_body(&self, assignments: f64, m: &DenseMlp, w: Precision, copies: f64, kinds: MlpKinds, f: &mut impl FnMut(Op)) {
+        let (h, i) = (self.hidden, m.intermediate);
         if m.gated {
             if m.fused_gate_up {
                 f(self.gemm(kinds.gate_up, assignments, h, 2 * i, w, m.bias, copies));
@@ -739,13 +582,7 @@ impl<'a> OpBuilder<'a> {
             f(self.elementwise(kinds.act, assignments * i as f64, per, 3.0, 0.0));
         } else {
             f(self.gemm(kinds.up, assignments, h, i, w, m.bias, copies));
-            f(self.elementwise(
-                kinds.act,
-                assignments * i as f64,
-                m.activation.flops_per_element(),
-                2.0,
-                0.0,
-            ));
+            f(self.elementwise(kinds.act, assignments * i as f64, m.activation.flops_per_element(), 2.0, 0.0));
         }
         f(self.gemm(kinds.down, assignments, i, h, w, m.bias, copies));
     }
@@ -753,52 +590,28 @@ impl<'a> OpBuilder<'a> {
     fn moe(&self, m: &MoeMlp, f: &mut impl FnMut(Op)) {
         let (t, h) = (self.tokens, self.hidden);
         let wts = &self.sc.weights;
-        let mut router = self.gemm(
-            OpKind::Router,
-            t,
-            h,
-            m.experts,
-            wts.router,
-            m.router_bias,
-            1.0,
-        );
+        let mut router = self.gemm(OpKind::Router, t, h, m.experts, wts.router, m.router_bias, 1.0);
         if m.shared_gate {
-            router.cost += self
-                .gemm(OpKind::Router, t, h, 1, wts.router, false, 1.0)
-                .cost;
+            router.cost += self.gemm(OpKind::Router, t, h, 1, wts.router, false, 1.0).cost;
         }
         f(router);
         // Expected distinct experts touched by the step's tokens (prefill counts tokens). The
         // routing was checked against every MoE layer by `Scenario::new`; NaN would surface loudly.
-        let touched =
-            expected_experts_touched(m.experts, m.top_k, t, &self.sc.routing).unwrap_or(f64::NAN);
+        let touched = expected_experts_touched(m.experts, m.top_k, t, &self.sc.routing).unwrap_or(f64::NAN);
         let assignments = t * m.top_k as f64;
         let we = wts.experts;
         if self.seed {
             let mats = if m.expert.gated { 3 } else { 2 };
-            f(self.gemm(
-                OpKind::ExpertUp,
-                assignments,
-                h,
-                mats * m.expert.intermediate,
-                we,
-                false,
-                touched,
-            ));
+            f(self.gemm(OpKind::ExpertUp, assignments, h, mats * m.expert.intermediate, we, false, touched));
         } else {
-            self.mlp_body(assignments, h, &m.expert, we, touched, EXPERT_KINDS, f);
+            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, f);
             // Weighted sum of the k expert outputs per token.
             let cost = Cost {
                 flops: 2.0 * assignments * h as f64,
                 activation_bytes: (assignments + t) * h as f64 * self.a,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::ExpertCombine,
-                cost,
-                math: MathFormat::Vector,
-                gemm: None,
-            });
+            f(Op { kind: OpKind::ExpertCombine, cost, math: MathFormat::Vector, gemm: None });
         }
         if let Some(shared) = &m.shared {
             self.dense_mlp(shared, wts.shared_experts, SHARED_KINDS, f);

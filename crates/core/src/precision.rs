@@ -119,19 +119,8 @@ impl fmt::Display for MathFormat {
 }
 
 /// Names accepted by [`Precision::from_str`], for error messages and help text.
-pub const PRECISION_NAMES: &[&str] = &[
-    "fp32",
-    "bf16",
-    "fp16",
-    "fp8",
-    "fp8-b128",
-    "int8",
-    "int4",
-    "int4-g128",
-    "fp4",
-    "mxfp4",
-    "nvfp4",
-];
+pub const PRECISION_NAMES: &[&str] =
+    &["fp32", "bf16", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"];
 
 impl Precision {
     /// Bytes one element occupies in HBM, scales included (see the module table).
@@ -196,8 +185,7 @@ impl Precision {
 
     /// Parse a precision for the named input field (used in messages).
     pub fn parse_field(field: &str, s: &str) -> Result<Precision> {
-        s.parse::<Precision>()
-            .map_err(|_| Error::unknown(format!("precision for `{field}`"), s, PRECISION_NAMES))
+        s.parse::<Precision>().map_err(|_| Error::unknown(format!("precision for `{field}`"), s, PRECISION_NAMES))
     }
 }
 

@@ -20,20 +20,14 @@ pub struct Efficiency {
 
 impl Default for Efficiency {
     fn default() -> Self {
-        Efficiency {
-            compute: 0.6,
-            bandwidth: 0.8,
-        }
+        Efficiency { compute: 0.6, bandwidth: 0.8 }
     }
 }
 
 impl Efficiency {
     /// Validated constructor: each fraction in (0, 1].
     pub fn new(compute: f64, bandwidth: f64) -> Result<Self> {
-        for (field, v) in [
-            ("compute_efficiency", compute),
-            ("bandwidth_efficiency", bandwidth),
-        ] {
+        for (field, v) in [("compute_efficiency", compute), ("bandwidth_efficiency", bandwidth)] {
             if !(v.is_finite() && v > 0.0 && v <= 1.0) {
                 return Err(Error::invalid(field, v, "a fraction in (0, 1]"));
             }
@@ -80,11 +74,7 @@ impl Timing {
         let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector);
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
-        Timing {
-            compute_s,
-            memory_s,
-            time_s: compute_s.max(memory_s),
-        }
+        Timing { compute_s, memory_s, time_s: compute_s.max(memory_s) }
     }
 
     /// Which roof dominates.
@@ -98,11 +88,7 @@ impl Timing {
 
     /// Scale by a count of identical instances.
     pub fn times(self, n: f64) -> Timing {
-        Timing {
-            compute_s: self.compute_s * n,
-            memory_s: self.memory_s * n,
-            time_s: self.time_s * n,
-        }
+        Timing { compute_s: self.compute_s * n, memory_s: self.memory_s * n, time_s: self.time_s * n }
     }
 }
 
@@ -130,16 +116,9 @@ mod tests {
 
     #[test]
     fn roofline_takes_the_larger_roof() {
-        let h100 = builtin_gpus()
-            .iter()
-            .find(|g| g.name == "h100-sxm")
-            .unwrap();
+        let h100 = builtin_gpus().iter().find(|g| g.name == "h100-sxm").unwrap();
         // 1 GB at 80 % of 3.35 TB/s = 1e9 / 2.68e12 s; 1 GFLOP at 60 % of 989.4 TF is smaller.
-        let c = Cost {
-            flops: 1e9,
-            weight_bytes: 1e9,
-            ..Cost::ZERO
-        };
+        let c = Cost { flops: 1e9, weight_bytes: 1e9, ..Cost::ZERO };
         let t = Timing::of(&c, MathFormat::Bf16, h100, Efficiency::default());
         assert_eq!(t.memory_s, 1e9 / 2.68e12);
         assert_eq!(t.compute_s, 1e9 / (989.4e12 * 0.6));

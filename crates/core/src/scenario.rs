@@ -9,9 +9,7 @@ use crate::model::{builtin_presets, CheckpointQuant, Mlp, ModelSpec, Preset, Wei
 use crate::moe::{routing_probabilities, Routing};
 use crate::precision::Precision;
 use crate::roofline::Efficiency;
-use crate::workload::{
-    Causal, ContextBucket, Contexts, Counting, Logits, MlaForm, Phase, Workload,
-};
+use crate::workload::{Causal, ContextBucket, Contexts, Counting, Logits, MlaForm, Phase, Workload};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -49,29 +47,17 @@ impl Scenario {
                 }
             }
         }
-        Ok(Scenario {
-            model,
-            gpu,
-            workload,
-            weights,
-            efficiency,
-            routing,
-        })
+        Ok(Scenario { model, gpu, workload, weights, efficiency, routing })
     }
 
     /// The seed's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
     pub fn default_decode() -> Scenario {
-        ScenarioRequest::default()
-            .resolve(&Catalog::builtin())
-            .expect("built-in defaults resolve")
+        ScenarioRequest::default().resolve(&Catalog::builtin()).expect("built-in defaults resolve")
     }
 
     /// The same scenario with another workload.
     pub fn with_workload(&self, workload: Workload) -> Scenario {
-        Scenario {
-            workload,
-            ..self.clone()
-        }
+        Scenario { workload, ..self.clone() }
     }
 }
 
@@ -85,10 +71,7 @@ pub struct Catalog {
 impl Catalog {
     /// The embedded catalogue.
     pub fn builtin() -> Catalog {
-        Catalog {
-            gpus: builtin_gpus().to_vec(),
-            presets: builtin_presets().to_vec(),
-        }
+        Catalog { gpus: builtin_gpus().to_vec(), presets: builtin_presets().to_vec() }
     }
 
     /// Add GPUs (a user's file); an entry with a built-in name replaces it.
@@ -136,7 +119,7 @@ impl Catalog {
         let n = name.trim().to_ascii_lowercase();
         self.gpus
             .iter()
-            .find(|g| g.name == n || g.aliases.iter().any(|a| *a == n))
+            .find(|g| g.name == n || g.aliases.contains(&n))
             .cloned()
             .ok_or_else(|| Error::unknown("GPU", name, self.gpus.iter().map(|g| g.name.as_str())))
     }
@@ -146,10 +129,8 @@ impl Catalog {
         let n = name.trim().to_ascii_lowercase();
         self.presets
             .iter()
-            .find(|p| p.name.to_ascii_lowercase() == n || p.aliases.iter().any(|a| *a == n))
-            .ok_or_else(|| {
-                Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str()))
-            })
+            .find(|p| p.name.to_ascii_lowercase() == n || p.aliases.contains(&n))
+            .ok_or_else(|| Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str())))
     }
 }
 
@@ -197,8 +178,7 @@ pub struct ScenarioRequest {
 /// Parse an integer input, naming the field on failure.
 pub fn parse_u64(field: &str, s: &str) -> Result<u64> {
     let t = s.trim().replace('_', "");
-    t.parse::<u64>()
-        .map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
+    t.parse::<u64>().map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
 }
 
 /// Parse a finite number, naming the field on failure.
@@ -214,11 +194,7 @@ pub fn parse_switch(field: &str, s: &str) -> Result<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(Error::unknown(
-            format!("value for `{field}`"),
-            s,
-            ["on", "off"],
-        )),
+        _ => Err(Error::unknown(format!("value for `{field}`"), s, ["on", "off"])),
     }
 }
 
@@ -230,10 +206,7 @@ pub fn parse_contexts(s: &str) -> Result<Contexts> {
             Some((t, c)) => (parse_u64("contexts", t)?, parse_u64("contexts", c)?),
             None => (parse_u64("contexts", part)?, 1),
         };
-        buckets.push(ContextBucket {
-            tokens: t,
-            count: c,
-        });
+        buckets.push(ContextBucket { tokens: t, count: c });
     }
     Contexts::mix(buckets)
 }
@@ -242,11 +215,7 @@ pub fn parse_contexts(s: &str) -> Result<Contexts> {
 /// skipped.
 pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
-        return Err(Error::invalid(
-            "histogram",
-            format!("{} bytes", text.len()),
-            "at most 4 MiB",
-        ));
+        return Err(Error::invalid("histogram", format!("{} bytes", text.len()), "at most 4 MiB"));
     }
     let mut buckets = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -263,13 +232,7 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
         let tokens = parse_u64(&field, a)?;
         let count = match b {
             Some(b) => parse_u64(&field, b)?,
-            None => {
-                return Err(Error::invalid(
-                    field,
-                    format!("{line:?}"),
-                    "two columns: context,count",
-                ))
-            }
+            None => return Err(Error::invalid(field, format!("{line:?}"), "two columns: context,count")),
         };
         buckets.push(ContextBucket { tokens, count });
     }
@@ -293,31 +256,16 @@ impl ScenarioRequest {
                 ))
             }
             (None, b, c) => {
-                let batch = b
-                    .as_deref()
-                    .map(|s| parse_u64("batch", s))
-                    .transpose()?
-                    .unwrap_or(1);
-                let ctx = c
-                    .as_deref()
-                    .map(|s| parse_u64("ctx", s))
-                    .transpose()?
-                    .unwrap_or(2048);
+                let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(1);
+                let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(2048);
                 Contexts::uniform(batch, ctx)?
             }
         };
         if phase == Phase::Prefill && contexts.max_tokens() == 0 {
-            return Err(Error::invalid(
-                "ctx",
-                0,
-                "a prompt of at least 1 token in prefill",
-            ));
+            return Err(Error::invalid("ctx", 0, "a prompt of at least 1 token in prefill"));
         }
         let prec = |field: &str, v: &Option<String>, default: Precision| -> Result<Precision> {
-            v.as_deref()
-                .map(|s| Precision::parse_field(field, s))
-                .transpose()
-                .map(|p| p.unwrap_or(default))
+            v.as_deref().map(|s| Precision::parse_field(field, s)).transpose().map(|p| p.unwrap_or(default))
         };
         let activations = prec("activations", &self.activations, Precision::Bf16)?;
         if !matches!(
@@ -335,46 +283,18 @@ impl ScenarioRequest {
             contexts,
             kv: prec("kv", &self.kv, Precision::Bf16)?,
             activations,
-            flash_attention: self
-                .flash
-                .as_deref()
-                .map(|s| parse_switch("flash", s))
-                .transpose()?
-                .unwrap_or(true),
-            causal: self
-                .causal
-                .as_deref()
-                .map(str::parse::<Causal>)
-                .transpose()?
-                .unwrap_or(Causal::Half),
-            logits: self
-                .logits
-                .as_deref()
-                .map(str::parse::<Logits>)
-                .transpose()?
-                .unwrap_or(Logits::Last),
-            counting: self
-                .counting
-                .as_deref()
-                .map(str::parse::<Counting>)
-                .transpose()?
-                .unwrap_or(Counting::Full),
-            mla: self
-                .mla
-                .as_deref()
-                .map(str::parse::<MlaForm>)
-                .transpose()?
-                .unwrap_or(MlaForm::Auto),
+            flash_attention: self.flash.as_deref().map(|s| parse_switch("flash", s)).transpose()?.unwrap_or(true),
+            causal: self.causal.as_deref().map(str::parse::<Causal>).transpose()?.unwrap_or(Causal::Half),
+            logits: self.logits.as_deref().map(str::parse::<Logits>).transpose()?.unwrap_or(Logits::Last),
+            counting: self.counting.as_deref().map(str::parse::<Counting>).transpose()?.unwrap_or(Counting::Full),
+            mla: self.mla.as_deref().map(str::parse::<MlaForm>).transpose()?.unwrap_or(MlaForm::Auto),
         };
         let weights = match (&self.weights, &model.checkpoint_quant) {
             (Some(w), _) => WeightPrecisions::uniform(Precision::parse_field("weights", w)?),
             (None, Some(CheckpointQuant::Known { weights, .. })) => *weights,
             (None, Some(CheckpointQuant::Unknown { method })) => {
                 return Err(Error::Unsupported {
-                    what: format!(
-                        "quantization_config.quant_method `{method}` of model {}",
-                        model.name
-                    ),
+                    what: format!("quantization_config.quant_method `{method}` of model {}", model.name),
                     reason: format!(
                         "known: {}; set the weight precision explicitly",
                         crate::model::quant::QUANT_METHODS.join(", ")
@@ -384,10 +304,7 @@ impl ScenarioRequest {
             (None, None) => WeightPrecisions::uniform(Precision::Bf16),
         };
         let f = |field: &str, v: &Option<String>, d: f64| {
-            v.as_deref()
-                .map(|s| parse_f64(field, s))
-                .transpose()
-                .map(|x| x.unwrap_or(d))
+            v.as_deref().map(|s| parse_f64(field, s)).transpose().map(|x| x.unwrap_or(d))
         };
         let efficiency = Efficiency::new(
             f("compute_efficiency", &self.compute_efficiency, 0.6)?,
@@ -429,45 +346,25 @@ mod tests {
         let s = Scenario::default_decode();
         assert_eq!(s.model.name, "llama-3-8b");
         assert_eq!(s.gpu.name, "h100-sxm");
-        assert_eq!(
-            s.workload.contexts,
-            Contexts::Uniform {
-                batch: 1,
-                tokens: 2048
-            }
-        );
+        assert_eq!(s.workload.contexts, Contexts::Uniform { batch: 1, tokens: 2048 });
         assert_eq!(s.weights, WeightPrecisions::uniform(Precision::Bf16));
     }
 
     #[test]
     fn bad_inputs_get_one_line_naming_the_field() {
         let msg = |p: &[(&str, &str)]| req(p).unwrap_err().to_string();
-        assert_eq!(
-            msg(&[("batch", "0")]),
-            "invalid `batch`: 0 (an integer in 1..=1073741824)"
-        );
-        assert_eq!(
-            msg(&[("batch", "-3")]),
-            "invalid `batch`: \"-3\" (a non-negative integer)"
-        );
+        assert_eq!(msg(&[("batch", "0")]), "invalid `batch`: 0 (an integer in 1..=1073741824)");
+        assert_eq!(msg(&[("batch", "-3")]), "invalid `batch`: \"-3\" (a non-negative integer)");
         assert!(msg(&[("gpu", "h900")]).starts_with("unknown GPU `h900`; accepted: a100-40gb-sxm,"));
-        assert!(msg(&[("model", "llama-9")])
-            .starts_with("unknown model `llama-9`; accepted: llama-3-8b,"));
-        assert!(msg(&[("kv", "int3")])
-            .starts_with("unknown precision for `kv` `int3`; accepted: fp32, bf16"));
-        assert_eq!(
-            msg(&[("phase", "train")]),
-            "unknown phase `train`; accepted: decode, prefill"
-        );
+        assert!(msg(&[("model", "llama-9")]).starts_with("unknown model `llama-9`; accepted: llama-3-8b,"));
+        assert!(msg(&[("kv", "int3")]).starts_with("unknown precision for `kv` `int3`; accepted: fp32, bf16"));
+        assert_eq!(msg(&[("phase", "train")]), "unknown phase `train`; accepted: decode, prefill");
         assert_eq!(
             msg(&[("phase", "prefill"), ("ctx", "0")]),
             "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"
         );
         assert!(msg(&[("contexts", "")]).contains("empty"));
-        for m in [
-            msg(&[("batch", "1e999")]),
-            msg(&[("ctx", "99999999999999999999")]),
-        ] {
+        for m in [msg(&[("batch", "1e999")]), msg(&[("ctx", "99999999999999999999")])] {
             assert!(!m.contains('\n'), "{m}");
         }
     }
@@ -475,10 +372,7 @@ mod tests {
     #[test]
     fn aliases_and_case_resolve() {
         assert_eq!(req(&[("gpu", "H100")]).unwrap().gpu.name, "h100-sxm");
-        assert_eq!(
-            req(&[("model", "Llama-3.1-8B")]).unwrap().model.name,
-            "llama-3-8b"
-        );
+        assert_eq!(req(&[("model", "Llama-3.1-8B")]).unwrap().model.name, "llama-3-8b");
     }
 
     #[test]
@@ -499,9 +393,6 @@ mod tests {
         let h = parse_context_histogram("context,count\n# from logs\n1024,3\n4096,1\n").unwrap();
         assert_eq!(h.total_tokens(), 3.0 * 1024.0 + 4096.0);
         assert!(parse_context_histogram("context,count\n").is_err());
-        assert!(parse_context_histogram("1024,-1\n")
-            .unwrap_err()
-            .to_string()
-            .contains("histogram line 1"));
+        assert!(parse_context_histogram("1024,-1\n").unwrap_err().to_string().contains("histogram line 1"));
     }
 }

@@ -80,11 +80,7 @@ impl Contexts {
         let mut v: Vec<ContextBucket> = Vec::new();
         for b in buckets {
             if v.len() >= MAX_CONTEXT_BUCKETS {
-                return Err(Error::invalid(
-                    "contexts",
-                    "too many buckets",
-                    format!("at most {MAX_CONTEXT_BUCKETS}"),
-                ));
+                return Err(Error::invalid("contexts", "too many buckets", format!("at most {MAX_CONTEXT_BUCKETS}")));
             }
             check_tokens("contexts", b.tokens)?;
             if b.count == 0 {
@@ -100,19 +96,12 @@ impl Contexts {
             }
         }
         if v.is_empty() {
-            return Err(Error::invalid(
-                "contexts",
-                "an empty list",
-                "at least one sequence",
-            ));
+            return Err(Error::invalid("contexts", "an empty list", "at least one sequence"));
         }
         let total: u64 = v.iter().map(|b| b.count).fold(0u64, u64::saturating_add);
         check_batch("contexts (total sequences)", total)?;
         if let [only] = v.as_slice() {
-            return Ok(Contexts::Uniform {
-                batch: only.count,
-                tokens: only.tokens,
-            });
+            return Ok(Contexts::Uniform { batch: only.count, tokens: only.tokens });
         }
         v.sort_by_key(|b| b.tokens);
         Ok(Contexts::Mix(v.into()))
@@ -159,10 +148,7 @@ impl Contexts {
     /// The buckets as a list (uniform is one bucket).
     pub fn buckets(&self) -> Vec<ContextBucket> {
         match self {
-            Contexts::Uniform { batch, tokens } => vec![ContextBucket {
-                tokens: *tokens,
-                count: *batch,
-            }],
+            Contexts::Uniform { batch, tokens } => vec![ContextBucket { tokens: *tokens, count: *batch }],
             Contexts::Mix(b) => b.to_vec(),
         }
     }
@@ -172,11 +158,7 @@ fn check_batch(field: &str, b: u64) -> Result<()> {
     if (1..=MAX_BATCH).contains(&b) {
         Ok(())
     } else {
-        Err(Error::invalid(
-            field,
-            b,
-            format!("an integer in 1..={MAX_BATCH}"),
-        ))
+        Err(Error::invalid(field, b, format!("an integer in 1..={MAX_BATCH}")))
     }
 }
 
@@ -184,11 +166,7 @@ fn check_tokens(field: &str, t: u64) -> Result<()> {
     if t <= MAX_CONTEXT {
         Ok(())
     } else {
-        Err(Error::invalid(
-            field,
-            t,
-            format!("an integer in 0..={MAX_CONTEXT}"),
-        ))
+        Err(Error::invalid(field, t, format!("an integer in 0..={MAX_CONTEXT}")))
     }
 }
 
@@ -295,10 +273,7 @@ impl Workload {
 
     /// Prefill of `batch` prompts of `prompt` tokens, otherwise as [`Workload::decode`].
     pub fn prefill(batch: u64, prompt: u64) -> Result<Self> {
-        Ok(Workload {
-            phase: Phase::Prefill,
-            ..Self::decode(batch, prompt)?
-        })
+        Ok(Workload { phase: Phase::Prefill, ..Self::decode(batch, prompt)? })
     }
 
     /// Tokens that pass through the layer stack in this step: B (decode) or Σ prompt (prefill).
@@ -331,22 +306,14 @@ impl Workload {
         let cap = |s: f64| w.map_or(s, |w| s.min(w));
         match self.phase {
             Phase::Decode => {
-                let extra = if self.counting == Counting::Seed {
-                    0.0
-                } else {
-                    1.0
-                };
+                let extra = if self.counting == Counting::Seed { 0.0 } else { 1.0 };
                 let pairs = self.contexts.sum(|c| cap(c + extra));
                 let b = self.contexts.batch() as f64;
                 AttentionGeometry {
                     queries: b,
                     pairs,
                     kv_positions_read: pairs,
-                    kv_positions_written: if self.counting == Counting::Seed {
-                        0.0
-                    } else {
-                        b
-                    },
+                    kv_positions_written: if self.counting == Counting::Seed { 0.0 } else { b },
                     materialised_scores: pairs,
                 }
             }
@@ -395,14 +362,8 @@ mod tests {
     fn decode_geometry_counts_the_new_token_unless_seed_counting() {
         let w = Workload::decode(4, 100).unwrap();
         let g = w.attention_geometry(None);
-        assert_eq!(
-            (g.queries, g.pairs, g.kv_positions_written),
-            (4.0, 404.0, 4.0)
-        );
-        let seed = Workload {
-            counting: Counting::Seed,
-            ..w.clone()
-        };
+        assert_eq!((g.queries, g.pairs, g.kv_positions_written), (4.0, 404.0, 4.0));
+        let seed = Workload { counting: Counting::Seed, ..w.clone() };
         assert_eq!(seed.attention_geometry(None).pairs, 400.0);
         // A 64-token window caps each sequence at 64 positions.
         assert_eq!(w.attention_geometry(Some(64)).pairs, 256.0);
@@ -413,15 +374,7 @@ mod tests {
         let w = Workload::prefill(2, 10).unwrap();
         // 2 × 10·11/2 = 110 pairs; full square 2 × 100.
         assert_eq!(w.attention_geometry(None).pairs, 110.0);
-        assert_eq!(
-            Workload {
-                causal: Causal::Full,
-                ..w.clone()
-            }
-            .attention_geometry(None)
-            .pairs,
-            200.0
-        );
+        assert_eq!(Workload { causal: Causal::Full, ..w.clone() }.attention_geometry(None).pairs, 200.0);
         // Window 4 over 10 tokens: 4·5/2 + 6·4 = 34 per sequence.
         assert_eq!(w.attention_geometry(Some(4)).pairs, 68.0);
         assert_eq!(w.attention_geometry(None).materialised_scores, 200.0);
@@ -429,29 +382,12 @@ mod tests {
 
     #[test]
     fn a_mix_of_equal_contexts_is_the_uniform_batch() {
-        let mix = Contexts::mix([
-            ContextBucket {
-                tokens: 2048,
-                count: 3,
-            },
-            ContextBucket {
-                tokens: 2048,
-                count: 5,
-            },
-        ])
-        .unwrap();
+        let mix = Contexts::mix([ContextBucket { tokens: 2048, count: 3 }, ContextBucket { tokens: 2048, count: 5 }])
+            .unwrap();
         assert_eq!(mix, Contexts::uniform(8, 2048).unwrap());
         let e = Contexts::mix([]).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid `contexts`: an empty list (at least one sequence)"
-        );
-        let e = Contexts::mix([ContextBucket {
-            tokens: 5,
-            count: 0,
-        }])
-        .unwrap_err()
-        .to_string();
+        assert_eq!(e, "invalid `contexts`: an empty list (at least one sequence)");
+        let e = Contexts::mix([ContextBucket { tokens: 5, count: 0 }]).unwrap_err().to_string();
         assert!(e.contains("count 0"), "{e}");
         assert!(Contexts::uniform(0, 5).is_err());
     }

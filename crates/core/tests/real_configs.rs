@@ -17,15 +17,9 @@ fn shared_configs() -> Option<PathBuf> {
         return Some(dir);
     }
     if std::env::var_os("CI").is_some() {
-        panic!(
-            "CI is set but {} does not exist: the real-config tests must run in CI",
-            dir.display()
-        );
+        panic!("CI is set but {} does not exist: the real-config tests must run in CI", dir.display());
     }
-    eprintln!(
-        "SKIP: {} not found (set LLM_LEDGER_SHARED to the shared/ folder to run these tests)",
-        dir.display()
-    );
+    eprintln!("SKIP: {} not found (set LLM_LEDGER_SHARED to the shared/ folder to run these tests)", dir.display());
     None
 }
 
@@ -77,10 +71,7 @@ fn every_real_config_parses_with_the_published_parameter_count() {
         if let Some(active) = active {
             let got = spec.active_params() as f64;
             // Published to 3-4 significant figures.
-            assert!(
-                (got - *active as f64).abs() / (*active as f64) < 5e-4,
-                "{name} active {got}"
-            );
+            assert!((got - *active as f64).abs() / (*active as f64) < 5e-4, "{name} active {got}");
         } else {
             assert_eq!(spec.active_params(), spec.total_params(), "{name} is dense");
         }
@@ -96,10 +87,7 @@ fn gpt_oss_active_counts_in_openais_convention() {
     for (name, published) in [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)] {
         let s = parse(&dir, name);
         let active = (s.active_params() - s.embedding.vocab * s.embedding.dim) as f64;
-        assert!(
-            (active - published).abs() / published < 2e-3,
-            "{name}: {active}"
-        );
+        assert!((active - published).abs() / published < 2e-3, "{name}: {active}");
     }
 }
 
@@ -112,20 +100,11 @@ fn presets_equal_the_authors_configs() {
             continue;
         };
         let real = parse(&dir, reference);
-        assert!(
-            p.spec.same_shape(&real),
-            "{} differs from {reference}:\n{:#?}\nvs\n{:#?}",
-            p.name,
-            p.spec,
-            real
-        );
+        assert!(p.spec.same_shape(&real), "{} differs from {reference}:\n{:#?}\nvs\n{:#?}", p.name, p.spec, real);
         assert_eq!(p.spec.checkpoint_quant, real.checkpoint_quant, "{}", p.name);
         checked += 1;
     }
-    assert!(
-        checked >= 14,
-        "only {checked} presets have a reference config"
-    );
+    assert!(checked >= 14, "only {checked} presets have a reference config");
 }
 
 #[test]

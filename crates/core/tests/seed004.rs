@@ -34,12 +34,8 @@ fp16 = 989e12
 }
 
 fn seed_scenario(batch: u64, ctx: u64) -> Scenario {
-    let mut s = ScenarioRequest {
-        counting: Some("seed".into()),
-        ..Default::default()
-    }
-    .resolve(&Catalog::builtin())
-    .unwrap();
+    let mut s =
+        ScenarioRequest { counting: Some("seed".into()), ..Default::default() }.resolve(&Catalog::builtin()).unwrap();
     s.gpu = seed_gpu();
     s.workload.contexts = Contexts::uniform(batch, ctx).unwrap();
     assert_eq!(s.workload.counting, Counting::Seed);
@@ -56,25 +52,11 @@ fn report(s: &Scenario) -> String {
     let mut out = format!("batch={batch} ctx={ctx}\n");
     for r in &l.rows {
         let (f, b) = (r.cost.flops, r.cost.bytes());
-        writeln!(
-            out,
-            "  {:10} {:9.1} GFLOP {:7.2} GB  intensity {:6.1}",
-            r.op.name(),
-            f / 1e9,
-            b / 1e9,
-            f / b
-        )
-        .unwrap();
+        writeln!(out, "  {:10} {:9.1} GFLOP {:7.2} GB  intensity {:6.1}", r.op.name(), f / 1e9, b / 1e9, f / b)
+            .unwrap();
     }
     let (tf, tb) = (l.summary.cost.flops, l.summary.cost.bytes());
-    writeln!(
-        out,
-        "  total      {:9.1} GFLOP {:7.2} GB  intensity {:6.1}",
-        tf / 1e9,
-        tb / 1e9,
-        tf / tb
-    )
-    .unwrap();
+    writeln!(out, "  total      {:9.1} GFLOP {:7.2} GB  intensity {:6.1}", tf / 1e9, tb / 1e9, tf / tb).unwrap();
     writeln!(
         out,
         "  floors: memory {:.2} ms, compute {:.2} ms",
@@ -88,11 +70,7 @@ fn report(s: &Scenario) -> String {
 fn sweep_line(s: &Scenario) -> String {
     let t = summarise(s).step_time_s();
     let b = s.workload.contexts.batch();
-    format!(
-        "{b} {} ms {} tok/s\n",
-        (t * 1e3 * 100.0).round() / 100.0,
-        (b as f64 / t).round()
-    )
+    format!("{b} {} ms {} tok/s\n", (t * 1e3 * 100.0).round() / 100.0, (b as f64 / t).round())
 }
 
 #[test]
@@ -112,16 +90,7 @@ fn seed_tables_come_out_digit_for_digit() {
 fn seed_rows_are_the_seed_rows() {
     let l = Ledger::build(&seed_scenario(1, 2048));
     let ops: Vec<OpKind> = l.rows.iter().map(|r| r.op).collect();
-    assert_eq!(
-        ops,
-        [
-            OpKind::QkvProj,
-            OpKind::OProj,
-            OpKind::Mlp,
-            OpKind::Attention,
-            OpKind::LmHead
-        ]
-    );
+    assert_eq!(ops, [OpKind::QkvProj, OpKind::OProj, OpKind::Mlp, OpKind::Attention, OpKind::LmHead]);
 }
 
 #[test]
@@ -151,10 +120,7 @@ fn seed_prose_figures() {
     assert_eq!(ms(1, 2048), "5.7");
     assert_eq!(ms(64, 2048), "12.0");
     assert_eq!(ms(128, 2048), "18.4");
-    assert_eq!(
-        format!("{:.0}", summarise(&seed_scenario(1, 2048)).tokens_per_s()),
-        "175"
-    );
+    assert_eq!(format!("{:.0}", summarise(&seed_scenario(1, 2048)).tokens_per_s()), "175");
     // "Batch 8 at 32,768 tokens … reads the same 49.4 GB and takes the same 18.4 ms … 430 vs 6,900".
     let long = summarise(&seed_scenario(8, 32768));
     let wide = summarise(&seed_scenario(128, 2048));
@@ -172,10 +138,7 @@ fn attention_intensity_is_the_gqa_group_size() {
     // 4·32·128·L FLOPs over 2·8·128·L·2 bytes = 4, for any batch and context.
     for (b, c) in [(1, 2048), (64, 2048), (8, 32768)] {
         let l = Ledger::build(&seed_scenario(b, c));
-        assert_eq!(
-            l.row(OpKind::Attention).unwrap().cost.intensity(),
-            Some(4.0)
-        );
+        assert_eq!(l.row(OpKind::Attention).unwrap().cost.intensity(), Some(4.0));
     }
 }
 
@@ -195,18 +158,9 @@ fn seed_levers_fp8_kv_and_w4a16() {
     assert_eq!(ms(&fp8kv(seed_scenario(8, 32768))), "12.0");
     assert_eq!(ms(&fp8kv(seed_scenario(64, 2048))), "8.8");
     // "batch 1 drops from 5.7 ms to about 1.5 ms … At batch 64 … from 12.0 ms to 8.0 ms".
-    assert_eq!(
-        ms(&with_weights(seed_scenario(1, 2048), Precision::Int4)),
-        "1.5"
-    );
-    assert_eq!(
-        ms(&with_weights(seed_scenario(64, 2048), Precision::Int4)),
-        "8.0"
-    );
+    assert_eq!(ms(&with_weights(seed_scenario(1, 2048), Precision::Int4)), "1.5");
+    assert_eq!(ms(&with_weights(seed_scenario(64, 2048), Precision::Int4)), "8.0");
     // fp8 KV doubles attention intensity to 8.
     let l = Ledger::build(&fp8kv(seed_scenario(8, 32768)));
-    assert_eq!(
-        l.row(OpKind::Attention).unwrap().cost.intensity(),
-        Some(8.0)
-    );
+    assert_eq!(l.row(OpKind::Attention).unwrap().cost.intensity(), Some(8.0));
 }

@@ -203,10 +203,7 @@ pub struct Family {
 /// All families, keyed by name, parsed once from the embedded table.
 pub fn families() -> &'static BTreeMap<String, Family> {
     static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
-    F.get_or_init(|| {
-        parse_families(FAMILIES_TOML)
-            .expect("embedded data/families.toml is valid (checked by tests)")
-    })
+    F.get_or_init(|| parse_families(FAMILIES_TOML).expect("embedded data/families.toml is valid (checked by tests)"))
 }
 
 fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {
@@ -216,10 +213,7 @@ fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {
         .get("default")
         .and_then(|v| v.as_table())
         .cloned()
-        .ok_or_else(|| Error::MissingField {
-            field: "[default]".into(),
-            context: "families.toml".into(),
-        })?;
+        .ok_or_else(|| Error::MissingField { field: "[default]".into(), context: "families.toml".into() })?;
     let mut out = BTreeMap::new();
     for (name, v) in &table {
         if name == "default" {
@@ -241,28 +235,18 @@ fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {
 /// Find a family by `model_type` (or alias).
 pub fn find(model_type: &str) -> Option<&'static Family> {
     let f = families();
-    f.get(model_type).or_else(|| {
-        f.values()
-            .find(|fam| fam.aliases.iter().any(|a| a == model_type))
-    })
+    f.get(model_type).or_else(|| f.values().find(|fam| fam.aliases.iter().any(|a| a == model_type)))
 }
 
 /// Find a family from an `architectures` entry (`LlamaForCausalLM` → `llama`), for configs that
 /// lack `model_type` (e.g. the 2019 gpt2 revision).
 pub fn find_by_architecture(arch: &str) -> Option<&'static Family> {
-    let stem = [
-        "ForCausalLM",
-        "LMHeadModel",
-        "ForConditionalGeneration",
-        "Model",
-    ]
-    .iter()
-    .find_map(|suffix| arch.strip_suffix(suffix))
-    .unwrap_or(arch)
-    .to_ascii_lowercase();
-    families()
-        .values()
-        .find(|f| f.name.replace('_', "") == stem)
+    let stem = ["ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "Model"]
+        .iter()
+        .find_map(|suffix| arch.strip_suffix(suffix))
+        .unwrap_or(arch)
+        .to_ascii_lowercase();
+    families().values().find(|f| f.name.replace('_', "") == stem)
 }
 
 /// Supported `model_type` names, for error messages.
@@ -283,26 +267,14 @@ mod tests {
         assert_eq!(mistral.kv_heads, DimDefault::Value(8));
         assert_eq!(mistral.window_default, Some(4096));
         assert_eq!(find("gemma3_text").unwrap().name, "gemma3");
-        assert_eq!(
-            find("gpt2").unwrap().intermediate_size,
-            Some(DimDefault::Rule(DimRule::FourHidden))
-        );
+        assert_eq!(find("gpt2").unwrap().intermediate_size, Some(DimDefault::Rule(DimRule::FourHidden)));
     }
 
     #[test]
     fn architectures_map_to_families() {
-        assert_eq!(
-            find_by_architecture("GPT2LMHeadModel").unwrap().name,
-            "gpt2"
-        );
-        assert_eq!(
-            find_by_architecture("Qwen3MoeForCausalLM").unwrap().name,
-            "qwen3_moe"
-        );
-        assert_eq!(
-            find_by_architecture("DeepseekV3ForCausalLM").unwrap().name,
-            "deepseek_v3"
-        );
+        assert_eq!(find_by_architecture("GPT2LMHeadModel").unwrap().name, "gpt2");
+        assert_eq!(find_by_architecture("Qwen3MoeForCausalLM").unwrap().name, "qwen3_moe");
+        assert_eq!(find_by_architecture("DeepseekV3ForCausalLM").unwrap().name, "deepseek_v3");
         assert_eq!(find_by_architecture("OPTForCausalLM").unwrap().name, "opt");
         assert!(find_by_architecture("BertModel").is_none());
     }

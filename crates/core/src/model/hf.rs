@@ -6,8 +6,7 @@
 //! list. Field-by-field rules: `shared/research/architectures.md`.
 
 use super::family::{
-    self, AttentionLayout, BiasRule, DimDefault, DimRule, Family, MlpLayout, MoeLayout, Positions,
-    WindowRule,
+    self, AttentionLayout, BiasRule, DimDefault, DimRule, Family, MlpLayout, MoeLayout, Positions, WindowRule,
 };
 use super::quant::{parse_quantization_config, CheckpointQuant};
 use super::spec::*;
@@ -45,10 +44,8 @@ impl HfConfig {
             ));
         }
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let v: Value = serde_json::from_str(text).map_err(|e| Error::Malformed {
-            what: "config.json".into(),
-            message: e.to_string(),
-        })?;
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Error::Malformed { what: "config.json".into(), message: e.to_string() })?;
         Self::from_value(v)
     }
 
@@ -63,52 +60,30 @@ impl HfConfig {
         let str_list = |o: &Map<String, Value>, k: &str| -> Vec<String> {
             o.get(k)
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
                 .unwrap_or_default()
         };
         let architectures = str_list(&outer, "architectures");
         let quantization = outer.remove("quantization_config");
         let has_vision = outer.contains_key("vision_config");
-        let outer_type = outer
-            .get("model_type")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let outer_type = outer.get("model_type").and_then(Value::as_str).map(str::to_string);
         let (obj, model_type) = match outer.remove("text_config") {
             Some(Value::Object(inner)) => {
-                let t = inner
-                    .get("model_type")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .or(outer_type);
+                let t = inner.get("model_type").and_then(Value::as_str).map(str::to_string).or(outer_type);
                 (inner, t)
             }
             Some(other) if !other.is_null() => {
-                return Err(Error::invalid(
-                    "text_config",
-                    json_kind(&other),
-                    "an object",
-                ));
+                return Err(Error::invalid("text_config", json_kind(&other), "an object"));
             }
             _ => (outer, outer_type),
         };
         let quantization = quantization.or_else(|| obj.get("quantization_config").cloned());
-        Ok(HfConfig {
-            obj,
-            model_type,
-            architectures,
-            quantization,
-            has_vision,
-        })
+        Ok(HfConfig { obj, model_type, architectures, quantization, has_vision })
     }
 
     /// The first of `keys` present with a non-null value.
     fn get(&self, keys: &[&'static str]) -> Option<(&'static str, &Value)> {
-        keys.iter()
-            .find_map(|k| self.obj.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
+        keys.iter().find_map(|k| self.obj.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
     }
 
     /// Whether a key is present at all (null counts as present).
@@ -121,9 +96,7 @@ impl HfConfig {
         let Some((k, v)) = self.get(keys) else {
             return Ok(None);
         };
-        as_u64(v)
-            .map(Some)
-            .ok_or_else(|| Error::invalid(k, v, "a non-negative integer"))
+        as_u64(v).map(Some).ok_or_else(|| Error::invalid(k, v, "a non-negative integer"))
     }
 
     /// A positive integer no larger than `max`.
@@ -157,12 +130,7 @@ impl HfConfig {
         }
     }
 
-    fn list<T>(
-        &self,
-        key: &'static str,
-        item: impl Fn(&Value) -> Option<T>,
-        expected: &str,
-    ) -> Result<Option<Vec<T>>> {
+    fn list<T>(&self, key: &'static str, item: impl Fn(&Value) -> Option<T>, expected: &str) -> Result<Option<Vec<T>>> {
         match self.get(&[key]) {
             None => Ok(None),
             Some((k, Value::Array(a))) => a
@@ -194,18 +162,16 @@ impl HfConfig {
                 name: t.clone(),
                 accepted: supported(),
             }),
-            None => self
-                .architectures
-                .iter()
-                .find_map(|a| family::find_by_architecture(a))
-                .ok_or_else(|| Error::MissingField {
+            None => self.architectures.iter().find_map(|a| family::find_by_architecture(a)).ok_or_else(|| {
+                Error::MissingField {
                     field: "model_type".into(),
                     context: format!(
                         "a config (architectures {:?} not recognised; supported model_type: {})",
                         self.architectures,
                         supported()
                     ),
-                }),
+                }
+            }),
         }
     }
 }
@@ -222,18 +188,11 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 fn as_u64(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
-            .map(|f| f as u64)
-    })
+    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15).map(|f| f as u64))
 }
 
 fn missing(field: &str, fam: &Family) -> Error {
-    Error::MissingField {
-        field: field.into(),
-        context: format!("model_type {}", fam.name),
-    }
+    Error::MissingField { field: field.into(), context: format!("model_type {}", fam.name) }
 }
 
 fn dim_default(d: DimDefault, hidden: u64, heads: u64, field: &str) -> Result<u64> {
@@ -268,11 +227,7 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
     let act_name = cfg.str(ACTIVATION)?.unwrap_or(&fam.hidden_act).to_string();
     let activation = Activation::from_hf(&act_name).ok_or_else(|| {
         Error::invalid(
-            ACTIVATION
-                .iter()
-                .find(|k| cfg.has(k))
-                .copied()
-                .unwrap_or("hidden_act"),
+            ACTIVATION.iter().find(|k| cfg.has(k)).copied().unwrap_or("hidden_act"),
             &act_name,
             "silu, swish, gelu*, relu",
         )
@@ -311,14 +266,7 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
 
     let mut layers = Vec::with_capacity(layers_n as usize);
     for (window, mlp) in windows.into_iter().zip(mlps) {
-        layers.push(LayerSpec {
-            attention: attention_for(window)?,
-            mlp,
-            norm,
-            attn_norms,
-            mlp_norms,
-            parallel,
-        });
+        layers.push(LayerSpec { attention: attention_for(window)?, mlp, norm, attn_norms, mlp_norms, parallel });
     }
 
     let positions = match fam.positions {
@@ -326,27 +274,16 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
         Positions::Learned => cfg.required_dim(MAX_POSITIONS, MAX_DIM, fam)?,
         Positions::LearnedOffset2 => cfg.required_dim(MAX_POSITIONS, MAX_DIM, fam)? + 2,
     };
-    let embed_dim = cfg
-        .dim(&["word_embed_proj_dim"], MAX_DIM)?
-        .unwrap_or(hidden);
-    let tied = cfg
-        .bool("tie_word_embeddings")?
-        .unwrap_or(fam.tie_word_embeddings);
-    let final_norm = if fam.name == "opt" && cfg.bool("do_layer_norm_before")? == Some(false) {
-        None
-    } else {
-        Some(norm)
-    };
+    let embed_dim = cfg.dim(&["word_embed_proj_dim"], MAX_DIM)?.unwrap_or(hidden);
+    let tied = cfg.bool("tie_word_embeddings")?.unwrap_or(fam.tie_word_embeddings);
+    let final_norm =
+        if fam.name == "opt" && cfg.bool("do_layer_norm_before")? == Some(false) { None } else { Some(norm) };
 
     let mut spec = ModelSpec::new(
         name,
         fam.name.clone(),
         hidden,
-        Embedding {
-            vocab,
-            dim: embed_dim,
-            positions,
-        },
+        Embedding { vocab, dim: embed_dim, positions },
         tied,
         final_norm,
         layers,
@@ -367,9 +304,7 @@ fn falcon_norms(cfg: &HfConfig, fam: &Family) -> Result<(u32, u32, bool)> {
         return Ok((1, 1, false));
     }
     let new_arch = cfg.bool("new_decoder_architecture")?.unwrap_or(false);
-    let lns = cfg
-        .u64(&["num_ln_in_parallel_attn"])?
-        .unwrap_or(if new_arch { 2 } else { 1 });
+    let lns = cfg.u64(&["num_ln_in_parallel_attn"])?.unwrap_or(if new_arch { 2 } else { 1 });
     Ok((1, if lns >= 2 { 1 } else { 0 }, true))
 }
 
@@ -394,23 +329,14 @@ fn layer_windows(cfg: &HfConfig, fam: &Family, layers: u64) -> Result<Vec<Option
                 .map(|s| match s.as_str() {
                     "sliding_attention" | "local" | "sliding" => Ok(true),
                     "full_attention" | "global" | "full" => Ok(false),
-                    other => Err(Error::invalid(
-                        "layer_types",
-                        other,
-                        "sliding_attention or full_attention",
-                    )),
+                    other => Err(Error::invalid("layer_types", other, "sliding_attention or full_attention")),
                 })
                 .collect::<Result<_>>()?
         }
         None => {
             let opt_in = cfg.bool("use_sliding_window")?.unwrap_or(false);
             let first_window_layer = cfg.u64(&["max_window_layers"])?.unwrap_or(0);
-            let pattern = cfg
-                .dim(
-                    &["sliding_window_pattern", "_sliding_window_pattern"],
-                    MAX_LAYERS,
-                )?
-                .unwrap_or(6);
+            let pattern = cfg.dim(&["sliding_window_pattern", "_sliding_window_pattern"], MAX_LAYERS)?.unwrap_or(6);
             (0..layers)
                 .map(|i| match fam.window {
                     WindowRule::None => false,
@@ -433,13 +359,7 @@ fn layer_windows(cfg: &HfConfig, fam: &Family, layers: u64) -> Result<Vec<Option
         .collect()
 }
 
-fn standard_attention(
-    cfg: &HfConfig,
-    fam: &Family,
-    hidden: u64,
-    heads: u64,
-    window: Option<u64>,
-) -> Result<Attention> {
+fn standard_attention(cfg: &HfConfig, fam: &Family, hidden: u64, heads: u64, window: Option<u64>) -> Result<Attention> {
     let head_dim = match cfg.dim(&["head_dim"], MAX_DIM)? {
         Some(d) => d,
         None => dim_default(fam.head_dim, hidden, heads, "head_dim")?,
@@ -448,8 +368,7 @@ fn standard_attention(
         // modeling_falcon.py:230-241: new_decoder_architecture reads num_kv_heads; multi_query
         // (the 7B default) means one KV head; otherwise MHA.
         if cfg.bool("new_decoder_architecture")?.unwrap_or(false) {
-            cfg.dim(&["num_kv_heads", "n_head_kv"], MAX_HEADS)?
-                .unwrap_or(heads)
+            cfg.dim(&["num_kv_heads", "n_head_kv"], MAX_HEADS)?.unwrap_or(heads)
         } else if cfg.bool("multi_query")?.unwrap_or(true) {
             1
         } else {
@@ -514,25 +433,16 @@ fn layer_mlps(
         MoeLayout::Deepseek => &["n_routed_experts"],
     };
     let experts = cfg.required_dim(experts_keys, MAX_EXPERTS, fam)?;
-    let top_k = cfg.required_dim(
-        &["num_experts_per_tok", "experts_per_token"],
-        MAX_EXPERTS,
-        fam,
-    )?;
+    let top_k = cfg.required_dim(&["num_experts_per_tok", "experts_per_token"], MAX_EXPERTS, fam)?;
     if top_k > experts {
-        return Err(Error::invalid(
-            "num_experts_per_tok",
-            top_k,
-            format!("at most the number of experts ({experts})"),
-        ));
+        return Err(Error::invalid("num_experts_per_tok", top_k, format!("at most the number of experts ({experts})")));
     }
     let expert_activation = fam
         .expert_activation
         .as_deref()
         .map(|a| {
-            Activation::from_hf(a).ok_or_else(|| {
-                Error::invalid("families.toml expert_activation", a, "a known activation")
-            })
+            Activation::from_hf(a)
+                .ok_or_else(|| Error::invalid("families.toml expert_activation", a, "a known activation"))
         })
         .transpose()?;
     let moe = |width: u64, shared: Option<DenseMlp>, shared_gate: bool| -> Mlp {
@@ -540,14 +450,7 @@ fn layer_mlps(
         if let Some(a) = expert_activation {
             expert.activation = a;
         }
-        Mlp::Moe(MoeMlp {
-            experts,
-            top_k,
-            expert,
-            shared,
-            shared_gate,
-            router_bias: fam.router_bias,
-        })
+        Mlp::Moe(MoeMlp { experts, top_k, expert, shared, shared_gate, router_bias: fam.router_bias })
     };
     let out = match fam.moe {
         MoeLayout::None => unreachable!("handled above"),
@@ -556,13 +459,9 @@ fn layer_mlps(
         }
         MoeLayout::Qwen => {
             let width = cfg.required_dim(&["moe_intermediate_size"], MAX_DIM, fam)?;
-            let only_dense = cfg
-                .list("mlp_only_layers", as_u64, "layer indices")?
-                .unwrap_or_default();
+            let only_dense = cfg.list("mlp_only_layers", as_u64, "layer indices")?.unwrap_or_default();
             let step = cfg.dim(&["decoder_sparse_step"], MAX_LAYERS)?.unwrap_or(1);
-            let shared = cfg
-                .dim(&["shared_expert_intermediate_size"], MAX_DIM)?
-                .map(dense);
+            let shared = cfg.dim(&["shared_expert_intermediate_size"], MAX_DIM)?.map(dense);
             let gate = shared.is_some();
             (0..layers)
                 .map(|i| {
@@ -603,17 +502,14 @@ fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
     }
     for key in ["attn_logit_softcapping", "final_logit_softcapping"] {
         if cfg.get(&[key]).is_some() {
-            notes.push(format!(
-                "{key}: the tanh soft-capping is an elementwise pass that is not counted"
-            ));
+            notes.push(format!("{key}: the tanh soft-capping is an elementwise pass that is not counted"));
         }
     }
     if cfg.has_vision {
         notes.push("vision_config: only the text tower is modelled".into());
     }
     if cfg.bool("alibi")? == Some(true) {
-        notes
-            .push("alibi: the ALiBi bias add is part of the softmax row's elementwise work".into());
+        notes.push("alibi: the ALiBi bias add is part of the softmax row's elementwise work".into());
     }
     if let Some(CheckpointQuant::Unknown { method }) = &spec.checkpoint_quant {
         notes.push(format!(

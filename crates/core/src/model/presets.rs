@@ -51,27 +51,16 @@ struct File {
 /// Parse a preset file (the `data/models.toml` schema).
 pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
-        return Err(Error::invalid(
-            "preset file",
-            format!("{} bytes", text.len()),
-            "at most 4 MiB",
-        ));
+        return Err(Error::invalid("preset file", format!("{} bytes", text.len()), "at most 4 MiB"));
     }
-    let file: File =
-        toml::from_str(text).map_err(|e| Error::toml("model preset file", text, &e))?;
+    let file: File = toml::from_str(text).map_err(|e| Error::toml("model preset file", text, &e))?;
     file.model
         .into_iter()
         .map(|r| {
             let spec = resolve(&HfConfig::from_value(r.config)?, &r.name).map_err(|e| match e {
-                Error::InvalidField {
-                    field,
-                    value,
-                    expected,
-                } => Error::InvalidField {
-                    field: format!("{}: {field}", r.name),
-                    value,
-                    expected,
-                },
+                Error::InvalidField { field, value, expected } => {
+                    Error::InvalidField { field: format!("{}: {field}", r.name), value, expected }
+                }
                 other => other,
             })?;
             Ok(Preset {
@@ -91,8 +80,7 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
 pub fn builtin_presets() -> &'static [Preset] {
     static P: OnceLock<Vec<Preset>> = OnceLock::new();
     P.get_or_init(|| {
-        parse_preset_file(BUILTIN_MODELS_TOML)
-            .expect("embedded data/models.toml is valid (checked by tests)")
+        parse_preset_file(BUILTIN_MODELS_TOML).expect("embedded data/models.toml is valid (checked by tests)")
     })
 }
 
@@ -120,11 +108,7 @@ mod tests {
             let got = p.spec.total_params() as f64;
             let published = p.published_params.unwrap();
             let rel = (got - published).abs() / published;
-            assert!(
-                rel < 0.02,
-                "{}: computed {got}, published {published}",
-                p.name
-            );
+            assert!(rel < 0.02, "{}: computed {got}, published {published}", p.name);
             if let Some(active) = p.published_active_params {
                 let got = p.spec.active_params() as f64;
                 // Active counts differ in convention by the embedding (gpt-oss excludes it).

@@ -52,13 +52,7 @@ impl WeightPrecisions {
         }
         format!(
             "attention {}, mlp {}, experts {}, shared {}, router {}, embedding {}, lm_head {}",
-            self.attention,
-            self.mlp,
-            self.experts,
-            self.shared_experts,
-            self.router,
-            self.embedding,
-            self.lm_head
+            self.attention, self.mlp, self.experts, self.shared_experts, self.router, self.embedding, self.lm_head
         )
     }
 }
@@ -81,31 +75,17 @@ pub enum CheckpointQuant {
 }
 
 /// Methods understood by [`parse_quantization_config`].
-pub const QUANT_METHODS: &[&str] = &[
-    "fp8",
-    "fbgemm_fp8",
-    "mxfp4",
-    "gptq",
-    "awq",
-    "compressed-tensors",
-    "bitsandbytes",
-];
+pub const QUANT_METHODS: &[&str] = &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "compressed-tensors", "bitsandbytes"];
 
 fn excluded(patterns: &[String], needles: &[&str]) -> bool {
-    patterns
-        .iter()
-        .any(|p| needles.iter().any(|n| p.contains(n)))
+    patterns.iter().any(|p| needles.iter().any(|n| p.contains(n)))
 }
 
 fn int4_or_8(field: &str, bits: u64, group: Option<i64>) -> Result<Precision> {
     match (bits, group) {
         (8, _) => Ok(Precision::Int8),
         (4, Some(g)) if g > 0 => format!("int4-g{g}").parse().map_err(|_| {
-            Error::invalid(
-                format!("quantization_config.{field}"),
-                g,
-                "a power of two in 16..=4096, or -1",
-            )
+            Error::invalid(format!("quantization_config.{field}"), g, "a power of two in 16..=4096, or -1")
         }),
         (4, _) => Ok(Precision::Int4),
         (b, _) => Err(Error::invalid("quantization_config.bits", b, "4 or 8")),
@@ -117,9 +97,7 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
     let Some(q) = q.filter(|v| !v.is_null()) else {
         return Ok(None);
     };
-    let obj = q
-        .as_object()
-        .ok_or_else(|| Error::invalid("quantization_config", "non-object", "an object"))?;
+    let obj = q.as_object().ok_or_else(|| Error::invalid("quantization_config", "non-object", "an object"))?;
     let method = obj
         .get("quant_method")
         .and_then(Value::as_str)
@@ -131,11 +109,7 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
     let strings = |key: &str| -> Vec<String> {
         obj.get(key)
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default()
     };
     let mut skip = strings("modules_to_not_convert");
@@ -195,11 +169,9 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
             match (bits, float) {
                 (8, true) => Precision::Fp8,
                 (4, true) => Precision::NvFp4,
-                (b, _) => int4_or_8(
-                    "config_groups.*.weights.group_size",
-                    b,
-                    w.get("group_size").and_then(Value::as_i64),
-                )?,
+                (b, _) => {
+                    int4_or_8("config_groups.*.weights.group_size", b, w.get("group_size").and_then(Value::as_i64))?
+                }
             }
         }
         _ => return Ok(Some(CheckpointQuant::Unknown { method })),
@@ -207,15 +179,10 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
     let pick = |is_skipped: bool, p: Precision| if is_skipped { base } else { p };
     let weights = if method == "mxfp4" {
         // gpt-oss: MXFP4 on the routed experts only; everything else stays bf16.
-        WeightPrecisions {
-            experts: linear,
-            ..WeightPrecisions::uniform(base)
-        }
+        WeightPrecisions { experts: linear, ..WeightPrecisions::uniform(base) }
     } else {
         let attn = excluded(&skip, &["self_attn", ".attn", "attention"]);
-        let mlp = skip
-            .iter()
-            .any(|p| p.ends_with(".mlp") || p.ends_with("mlp.*"));
+        let mlp = skip.iter().any(|p| p.ends_with(".mlp") || p.ends_with("mlp.*"));
         WeightPrecisions {
             attention: pick(attn, linear),
             mlp: pick(mlp, linear),
@@ -237,9 +204,7 @@ mod tests {
     #[test]
     fn deepseek_fp8_block_scales_apply_to_linear_layers_only() {
         let q = json!({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128], "activation_scheme": "dynamic"});
-        let Some(CheckpointQuant::Known { weights, .. }) =
-            parse_quantization_config(Some(&q)).unwrap()
-        else {
+        let Some(CheckpointQuant::Known { weights, .. }) = parse_quantization_config(Some(&q)).unwrap() else {
             panic!()
         };
         assert_eq!(weights.attention, Precision::Fp8Block { block: 128 });
@@ -251,9 +216,7 @@ mod tests {
     #[test]
     fn gpt_oss_mxfp4_is_experts_only() {
         let q = json!({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]});
-        let Some(CheckpointQuant::Known { weights, .. }) =
-            parse_quantization_config(Some(&q)).unwrap()
-        else {
+        let Some(CheckpointQuant::Known { weights, .. }) = parse_quantization_config(Some(&q)).unwrap() else {
             panic!()
         };
         assert_eq!(weights.experts, Precision::MxFp4);
@@ -263,9 +226,7 @@ mod tests {
     #[test]
     fn gptq_group_size_sets_the_scale_overhead() {
         let q = json!({"quant_method": "gptq", "bits": 4, "group_size": 128});
-        let Some(CheckpointQuant::Known { weights, .. }) =
-            parse_quantization_config(Some(&q)).unwrap()
-        else {
+        let Some(CheckpointQuant::Known { weights, .. }) = parse_quantization_config(Some(&q)).unwrap() else {
             panic!()
         };
         assert_eq!(weights.mlp, Precision::Int4Group { group: 128 });
@@ -281,9 +242,7 @@ mod tests {
         let q = json!({"quant_method": "hqq"});
         assert_eq!(
             parse_quantization_config(Some(&q)).unwrap(),
-            Some(CheckpointQuant::Unknown {
-                method: "hqq".into()
-            })
+            Some(CheckpointQuant::Unknown { method: "hqq".into() })
         );
         assert_eq!(parse_quantization_config(None).unwrap(), None);
     }

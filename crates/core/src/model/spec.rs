@@ -308,11 +308,7 @@ impl ModelSpec {
     /// is narrower than the hidden size.
     pub fn embedding_params(&self) -> u64 {
         let e = &self.embedding;
-        let proj = if e.dim != self.hidden_size {
-            2 * e.dim * self.hidden_size
-        } else {
-            0
-        };
+        let proj = if e.dim != self.hidden_size { 2 * e.dim * self.hidden_size } else { 0 };
         e.vocab * e.dim + e.positions * self.hidden_size + proj
     }
 
@@ -335,10 +331,7 @@ impl ModelSpec {
         self.embedding_params()
             + self.final_norm_params()
             + self.lm_head_params()
-            + self
-                .layer_groups()
-                .map(|(l, n)| n * l.params(self.hidden_size).total)
-                .sum::<u64>()
+            + self.layer_groups().map(|(l, n)| n * l.params(self.hidden_size).total).sum::<u64>()
     }
 
     /// Parameters touched by one token: the embedding and LM head, and in MoE layers only the
@@ -347,10 +340,13 @@ impl ModelSpec {
         self.embedding_params()
             + self.final_norm_params()
             + self.lm_head_params()
-            + self
-                .layer_groups()
-                .map(|(l, n)| n * l.params(self.hidden_size).active)
-                .sum::<u64>()
+            + self.layer_groups().map(|(l, n)| n * l.params(self.hidden_size).active).sum::<u64>()
+    }
+
+    /// KV-cache elements per token summed over layers, ignoring sliding windows (Llama 3 8B:
+    /// 32 · 2 · 8 · 128 = 65,536, i.e. 131,072 bytes at bf16, seed 004).
+    pub fn kv_elements_per_token(&self) -> u64 {
+        self.layer_groups().map(|(l, n)| n * l.attention.kv_elements_per_token()).sum()
     }
 
     /// Whether any layer is a mixture of experts.
@@ -372,11 +368,7 @@ impl DenseMlp {
     /// Parameters: gated 3·H·I, plain 2·H·I; biases I per up/gate and H for down.
     pub fn params(&self, hidden: u64) -> u64 {
         let mats = if self.gated { 3 } else { 2 };
-        let bias = if self.bias {
-            (mats - 1) * self.intermediate + hidden
-        } else {
-            0
-        };
+        let bias = if self.bias { (mats - 1) * self.intermediate + hidden } else { 0 };
         mats * hidden * self.intermediate + bias
     }
 }
@@ -400,6 +392,23 @@ impl LatentAttention {
 }
 
 impl Attention {
+    /// KV-cache elements stored per token in this layer: 2·kv·hd (K and V), or r_kv + dr for MLA
+    /// (the compressed latent plus the shared rotary key; architectures.md §8).
+    pub fn kv_elements_per_token(&self) -> u64 {
+        match self {
+            Attention::Standard(a) => 2 * a.kv_dim(),
+            Attention::Latent(a) => a.kv_lora_rank + a.qk_rope_head_dim,
+        }
+    }
+
+    /// Sliding window of this layer, if any.
+    pub fn window(&self) -> Option<u64> {
+        match self {
+            Attention::Standard(a) => a.window,
+            Attention::Latent(_) => None,
+        }
+    }
+
     /// Parameters of the attention block (projections, biases, q/k norms, sinks).
     pub fn params(&self, hidden: u64) -> u64 {
         match self {
@@ -425,17 +434,11 @@ impl Attention {
             Attention::Latent(a) => {
                 let nh = a.heads;
                 let q = match a.q_lora_rank {
-                    Some(r) => {
-                        hidden * r + r + r * nh * a.qk_head_dim() + if a.bias { r } else { 0 }
-                    }
+                    Some(r) => hidden * r + r + r * nh * a.qk_head_dim() + if a.bias { r } else { 0 },
                     None => hidden * nh * a.qk_head_dim(),
                 };
                 let kv_a = hidden * (a.kv_lora_rank + a.qk_rope_head_dim)
-                    + if a.bias {
-                        a.kv_lora_rank + a.qk_rope_head_dim
-                    } else {
-                        0
-                    };
+                    + if a.bias { a.kv_lora_rank + a.qk_rope_head_dim } else { 0 };
                 let kv_norm = a.kv_lora_rank;
                 let kv_b = a.kv_lora_rank * nh * (a.qk_nope_head_dim + a.v_head_dim);
                 let o = nh * a.v_head_dim * hidden;
@@ -453,15 +456,11 @@ impl LayerSpec {
         match &self.mlp {
             Mlp::Dense(m) => {
                 let p = attn + m.params(hidden);
-                LayerParams {
-                    total: p,
-                    active: p,
-                }
+                LayerParams { total: p, active: p }
             }
             Mlp::Moe(m) => {
                 let router = hidden * m.experts + if m.router_bias { m.experts } else { 0 };
-                let shared = m.shared.as_ref().map_or(0, |s| s.params(hidden))
-                    + if m.shared_gate { hidden } else { 0 };
+                let shared = m.shared.as_ref().map_or(0, |s| s.params(hidden)) + if m.shared_gate { hidden } else { 0 };
                 let expert = m.expert.params(hidden);
                 LayerParams {
                     total: attn + router + shared + m.experts * expert,

@@ -1,0 +1,160 @@
+//! Command-line definitions (clap derive). Scenario flags are plain text here and are resolved by
+//! the core's `ScenarioRequest`, the same resolver the web explorer uses, so both accept the same
+//! values and print the same errors.
+
+use clap::{Args, Parser, Subcommand};
+use llm_ledger_core::ScenarioRequest;
+
+/// Where the FLOPs, the bytes and the time of an LLM forward pass go, per operator, on a given GPU.
+#[derive(Debug, Parser)]
+#[command(name = "llm-ledger", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do (default: `ledger` with the seed's scenario).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands. (Parsed once per run, so the size of the scenario variants does not matter.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Per-operator FLOPs, bytes, intensity and roofline time of one forward step.
+    Ledger(LedgerArgs),
+    /// List the built-in model presets with their parameter counts.
+    Models(ListArgs),
+    /// List the GPU catalogue with peaks and ridge points.
+    Gpus(ListArgs),
+}
+
+/// Output options.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format: table, json, csv or md.
+    #[arg(long, short = 'f', default_value = "table")]
+    pub format: String,
+}
+
+/// Options of the listing commands.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Add the GPUs of a user GPU file (the catalogue's TOML schema).
+    #[arg(long, value_name = "FILE")]
+    pub gpu_file: Option<String>,
+    /// Add the presets of a user preset file (the data/models.toml schema).
+    #[arg(long, value_name = "FILE")]
+    pub preset_file: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The inputs of one scenario.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScenarioArgs {
+    /// Model: a preset name, or a path to a config.json (or a directory holding one).
+    #[arg(long, short = 'm', value_name = "NAME|PATH")]
+    pub model: Option<String>,
+    /// GPU: a catalogue name, or a path to a GPU file (its first entry).
+    #[arg(long, short = 'g', value_name = "NAME|PATH")]
+    pub gpu: Option<String>,
+    /// Add the GPUs of a user GPU file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub gpu_file: Option<String>,
+    /// Add the presets of a user preset file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub preset_file: Option<String>,
+    /// Phase: decode or prefill.
+    #[arg(long, short = 'p')]
+    pub phase: Option<String>,
+    /// Sequences in the step.
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+    /// Tokens per sequence: cached (decode) or prompt (prefill).
+    #[arg(long, short = 'c', allow_hyphen_values = true)]
+    pub ctx: Option<String>,
+    /// A mix of contexts instead of --batch/--ctx: `2048x8,32768x2` or `1000,2000,3000`.
+    #[arg(long, allow_hyphen_values = true)]
+    pub contexts: Option<String>,
+    /// A CSV histogram of contexts (`context,count` per line), e.g. from production logs.
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<String>,
+    /// Weight storage: fp32, bf16, fp16, fp8, fp8-b128, int8, int4, int4-g128, fp4, mxfp4, nvfp4
+    /// (default: the checkpoint's quantization_config, else bf16).
+    #[arg(long, short = 'w')]
+    pub weights: Option<String>,
+    /// KV-cache storage (default bf16).
+    #[arg(long, short = 'k')]
+    pub kv: Option<String>,
+    /// Activation storage: fp32, bf16, fp16, fp8, int8 (default bf16).
+    #[arg(long)]
+    pub activations: Option<String>,
+    /// FlashAttention: on (default) or off.
+    #[arg(long)]
+    pub flash: Option<String>,
+    /// Prefill attention FLOPs: half (causal triangle, default) or full (the square).
+    #[arg(long)]
+    pub causal: Option<String>,
+    /// Logits for the last token of each sequence (default) or all tokens.
+    #[arg(long)]
+    pub logits: Option<String>,
+    /// Counting: full (default) or seed (exactly seed 004's rows: weights and KV only).
+    #[arg(long)]
+    pub counting: Option<String>,
+    /// MLA execution form: auto (absorbed in decode, naive in prefill), naive or absorbed.
+    #[arg(long)]
+    pub mla: Option<String>,
+    /// Achieved fraction of peak compute (default 0.6).
+    #[arg(long, allow_hyphen_values = true)]
+    pub compute_efficiency: Option<String>,
+    /// Achieved fraction of peak bandwidth (default 0.8).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bandwidth_efficiency: Option<String>,
+    /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
+    #[arg(long, allow_hyphen_values = true)]
+    pub zipf: Option<String>,
+}
+
+impl ScenarioArgs {
+    /// The text inputs for the core's resolver (file-backed inputs are handled by `inputs`).
+    pub fn request(&self) -> ScenarioRequest {
+        ScenarioRequest {
+            model: self.model.clone(),
+            gpu: self.gpu.clone(),
+            phase: self.phase.clone(),
+            batch: self.batch.clone(),
+            ctx: self.ctx.clone(),
+            contexts: self.contexts.clone(),
+            weights: self.weights.clone(),
+            kv: self.kv.clone(),
+            activations: self.activations.clone(),
+            flash: self.flash.clone(),
+            causal: self.causal.clone(),
+            logits: self.logits.clone(),
+            counting: self.counting.clone(),
+            mla: self.mla.clone(),
+            compute_efficiency: self.compute_efficiency.clone(),
+            bandwidth_efficiency: self.bandwidth_efficiency.clone(),
+            zipf: self.zipf.clone(),
+        }
+    }
+}
+
+/// `ledger` options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LedgerArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Output format: table, json, csv or md.
+    #[arg(long, short = 'f', default_value = "table")]
+    pub format: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand; each turns parsed flags into a report string.
+
+pub mod ledger;
+pub mod list;

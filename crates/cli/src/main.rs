@@ -1,0 +1,42 @@
+//! `llm-ledger`: the command-line front end. Parses flags, reads files, calls the core and prints
+//! a report. Every user error is one line on stderr and exit code 2.
+
+mod cli;
+mod commands;
+mod inputs;
+
+use clap::Parser;
+use cli::{Cli, Command, LedgerArgs};
+use std::io::Write;
+use std::process::ExitCode;
+
+const HINT: &str = "hint: this is `llm-ledger ledger` with its defaults; try `llm-ledger ledger --batch 64 --ctx 8192`, `llm-ledger models`, `llm-ledger gpus` or `llm-ledger --help`";
+
+fn run(cli: Cli) -> anyhow::Result<String> {
+    match cli.command {
+        None => {
+            let out = commands::ledger::run(&LedgerArgs { format: "table".into(), ..Default::default() })?;
+            eprintln!("{HINT}");
+            Ok(out)
+        }
+        Some(Command::Ledger(a)) => commands::ledger::run(&a),
+        Some(Command::Models(a)) => commands::list::models(&a),
+        Some(Command::Gpus(a)) => commands::list::gpus(&a),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(out) => {
+            // A closed pipe (`| head`) is not an error.
+            let _ = std::io::stdout().lock().write_all(out.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let msg = format!("{e:#}");
+            eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The `ledger` report: inputs echoed, one row per operator, totals and the step.
+//!
+//! JSON is a stable interface: `inputs`, `rows[]` (each with at least `op`, `flops`, `bytes`,
+//! `weight_bytes`, `kv_bytes`, `activation_bytes`, `intensity`, `time_s`, `bound`), `total` (the
+//! same fields), `step_time_s`, `tokens_per_s`, floors and notes. Plain SI numbers throughout.
+
+use crate::human;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::model::WeightPrecisions;
+use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
+use llm_ledger_core::{Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, Timing};
+use serde::Serialize;
+
+/// The scenario's inputs, echoed in every report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inputs {
+    /// Model name.
+    pub model: String,
+    /// GPU name.
+    pub gpu: String,
+    /// Phase.
+    pub phase: Phase,
+    /// Sequences in the batch.
+    pub batch: u64,
+    /// Tokens per sequence when the batch is uniform (cached in decode, prompt in prefill).
+    pub ctx: Option<u64>,
+    /// The batch as a histogram of (tokens, count).
+    pub contexts: Vec<ContextBucket>,
+    /// Σ tokens over sequences.
+    pub total_context_tokens: f64,
+    /// Weight storage, one name when uniform.
+    pub weights: String,
+    /// Weight storage per module class.
+    pub weight_precisions: WeightPrecisions,
+    /// KV-cache storage.
+    pub kv: Precision,
+    /// Activation storage.
+    pub activations: Precision,
+    /// FlashAttention on.
+    pub flash_attention: bool,
+    /// Causal counting in prefill.
+    pub causal: Causal,
+    /// Logit positions.
+    pub logits: Logits,
+    /// Counting conventions.
+    pub counting: Counting,
+    /// MLA execution form.
+    pub mla: MlaForm,
+    /// Achieved fraction of peak compute.
+    pub compute_efficiency: f64,
+    /// Achieved fraction of peak bandwidth.
+    pub bandwidth_efficiency: f64,
+    /// MoE routing.
+    pub routing: String,
+}
+
+impl Inputs {
+    /// Echo a scenario.
+    pub fn of(sc: &Scenario) -> Inputs {
+        let w = &sc.workload;
+        Inputs {
+            model: sc.model.name.clone(),
+            gpu: sc.gpu.name.clone(),
+            phase: w.phase,
+            batch: w.contexts.batch(),
+            ctx: match &w.contexts {
+                llm_ledger_core::Contexts::Uniform { tokens, .. } => Some(*tokens),
+                llm_ledger_core::Contexts::Mix(_) => None,
+            },
+            contexts: w.contexts.buckets(),
+            total_context_tokens: w.contexts.total_tokens(),
+            weights: sc.weights.describe(),
+            weight_precisions: sc.weights,
+            kv: w.kv,
+            activations: w.activations,
+            flash_attention: w.flash_attention,
+            causal: w.causal,
+            logits: w.logits,
+            counting: w.counting,
+            mla: w.mla,
+            compute_efficiency: sc.efficiency.compute,
+            bandwidth_efficiency: sc.efficiency.bandwidth,
+            routing: sc.routing.describe(),
+        }
+    }
+
+    /// One-line description for table titles.
+    pub fn headline(&self) -> String {
+        let shape = match self.ctx {
+            Some(c) => format!("batch {} × {} {}", self.batch, human::count(c), ctx_word(self.phase)),
+            None => format!("{} sequences, {} {} in all", self.batch, human::count(self.total_context_tokens as u64), ctx_word(self.phase)),
+        };
+        format!(
+            "{} on {} · {} · {} · weights {} · KV {} · activations {}",
+            self.model, self.gpu, self.phase, shape, self.weights, self.kv, self.activations
+        )
+    }
+}
+
+fn ctx_word(p: Phase) -> &'static str {
+    match p {
+        Phase::Decode => "cached tokens",
+        Phase::Prefill => "prompt tokens",
+    }
+}
+
+/// One row (also the `total`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RowView {
+    /// Operator name (`total` for the total).
+    pub op: String,
+    /// Instances summed (layers).
+    pub layers: u64,
+    /// FLOPs.
+    pub flops: f64,
+    /// All HBM bytes.
+    pub bytes: f64,
+    /// Weight bytes.
+    pub weight_bytes: f64,
+    /// KV-cache bytes read and written.
+    pub kv_bytes: f64,
+    /// KV-cache bytes read.
+    pub kv_read_bytes: f64,
+    /// KV-cache bytes written.
+    pub kv_write_bytes: f64,
+    /// Activation bytes.
+    pub activation_bytes: f64,
+    /// FLOP per byte (`null` when no bytes move).
+    pub intensity: Option<f64>,
+    /// Math format the row runs in (`null` for the total).
+    pub math: Option<MathFormat>,
+    /// Peak of that format, FLOP/s.
+    pub peak_flops_per_s: Option<f64>,
+    /// Ridge point of that format, FLOP per byte.
+    pub ridge_flops_per_byte: Option<f64>,
+    /// FLOPs at achieved peak, seconds.
+    pub compute_time_s: f64,
+    /// Bytes at achieved bandwidth, seconds.
+    pub memory_time_s: f64,
+    /// Roofline time, seconds.
+    pub time_s: f64,
+    /// Share of the step time.
+    pub time_share: f64,
+    /// `memory` or `compute`.
+    pub bound: String,
+}
+
+impl RowView {
+    fn new(op: &str, layers: u64, cost: &Cost, timing: &Timing, math: Option<MathFormat>, sc: &Scenario, step: f64) -> Self {
+        let peak = math.and_then(|m| sc.gpu.peak(m));
+        RowView {
+            op: op.to_string(),
+            layers,
+            flops: cost.flops,
+            bytes: cost.bytes(),
+            weight_bytes: cost.weight_bytes,
+            kv_bytes: cost.kv_bytes(),
+            kv_read_bytes: cost.kv_read_bytes,
+            kv_write_bytes: cost.kv_write_bytes,
+            activation_bytes: cost.activation_bytes,
+            intensity: cost.intensity(),
+            math,
+            peak_flops_per_s: peak,
+            ridge_flops_per_byte: peak.map(|p| p / sc.gpu.memory_bandwidth_bytes_per_s),
+            compute_time_s: timing.compute_s,
+            memory_time_s: timing.memory_s,
+            time_s: timing.time_s,
+            time_share: if step > 0.0 { timing.time_s / step } else { 0.0 },
+            bound: timing.bound().name().to_string(),
+        }
+    }
+
+    /// View of a ledger row.
+    pub fn of_row(r: &Row, sc: &Scenario, step: f64) -> Self {
+        Self::new(r.op.name(), r.instances, &r.cost, &r.timing, Some(r.math), sc, step)
+    }
+}
+
+/// The whole ledger report.
+#[derive(Debug, Clone, Serialize)]
+pub struct LedgerReport {
+    /// Inputs.
+    pub inputs: Inputs,
+    /// GPU peak bandwidth, bytes/s.
+    pub memory_bandwidth_bytes_per_s: f64,
+    /// Rows in execution order.
+    pub rows: Vec<RowView>,
+    /// Sum of rows.
+    pub total: RowView,
+    /// Step time (sum of row times), seconds.
+    pub step_time_s: f64,
+    /// Tokens per second (decode: generated; prefill: processed).
+    pub tokens_per_s: f64,
+    /// All bytes at 100 % bandwidth, seconds.
+    pub memory_floor_s: f64,
+    /// Each row's FLOPs at 100 % of its peak, seconds.
+    pub compute_floor_s: f64,
+    /// What the counting includes, in words.
+    pub counting_note: String,
+    /// Model notes (keys not costed) and other caveats.
+    pub notes: Vec<String>,
+}
+
+impl LedgerReport {
+    /// Build from a scenario and its ledger.
+    pub fn new(sc: &Scenario, l: &Ledger) -> Self {
+        let s = &l.summary;
+        let step = s.step_time_s();
+        let layers = sc.model.num_layers();
+        LedgerReport {
+            inputs: Inputs::of(sc),
+            memory_bandwidth_bytes_per_s: sc.gpu.memory_bandwidth_bytes_per_s,
+            rows: l.rows.iter().map(|r| RowView::of_row(r, sc, step)).collect(),
+            total: RowView::new("total", layers, &s.cost, &s.timing, None, sc, step),
+            step_time_s: step,
+            tokens_per_s: s.tokens_per_s(),
+            memory_floor_s: s.memory_floor_s,
+            compute_floor_s: s.compute_floor_s,
+            counting_note: counting_note(sc),
+            notes: sc.model.notes.clone(),
+        }
+    }
+}
+
+/// What the active counting mode includes.
+pub fn counting_note(sc: &Scenario) -> String {
+    let w = &sc.workload;
+    match w.counting {
+        Counting::Seed => "counting seed: exactly seed 004's rows and bytes (weights and KV reads; no minor operators, activations or KV writes)".into(),
+        Counting::Full => {
+            let attn = if w.flash_attention { "FlashAttention (scores stay on chip)" } else { "unfused attention (scores and probabilities go through HBM)" };
+            let causal = match (w.phase, w.causal) {
+                (Phase::Prefill, Causal::Half) => "; causal half p(p+1)/2 of the score square",
+                (Phase::Prefill, Causal::Full) => "; the full p² score square",
+                _ => "; the new token attends to its cached context plus itself",
+            };
+            format!("counting full: every operator, weight + KV + activation bytes; {attn}{causal}")
+        }
+    }
+}
+
+impl Report for LedgerReport {
+    type CsvRow = RowView;
+
+    fn csv_rows(&self) -> Vec<RowView> {
+        let mut v = self.rows.clone();
+        v.push(self.total.clone());
+        v
+    }
+
+    fn human(&self) -> HumanTable {
+        let cells = |r: &RowView| {
+            vec![
+                r.op.clone(),
+                r.layers.to_string(),
+                human::flops(r.flops),
+                human::bytes(r.weight_bytes),
+                human::bytes(r.kv_bytes),
+                human::bytes(r.activation_bytes),
+                human::bytes(r.bytes),
+                human::intensity(r.intensity),
+                r.math.map(|m| m.name().to_string()).unwrap_or_default(),
+                human::seconds(r.time_s),
+                human::percent(r.time_share),
+                r.bound.clone(),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = self.rows.iter().map(cells).collect();
+        rows.push(cells(&self.total));
+        let bf16_ridge = self.rows.iter().find(|r| r.math == Some(MathFormat::Bf16)).and_then(|r| r.ridge_flops_per_byte);
+        let mut footer = vec![format!(
+            "step {} · {} tok/s · floors: memory {}, compute {}{}",
+            human::seconds(self.step_time_s),
+            human::sig3(self.tokens_per_s),
+            human::seconds(self.memory_floor_s),
+            human::seconds(self.compute_floor_s),
+            bf16_ridge.map(|r| format!(" · bf16 ridge {r:.0} FLOP/B")).unwrap_or_default(),
+        )];
+        footer.push(format!(
+            "roofline per operator: max(FLOPs ÷ {:.0} % of peak, bytes ÷ {:.0} % of bandwidth); step = sum of rows",
+            self.inputs.compute_efficiency * 100.0,
+            self.inputs.bandwidth_efficiency * 100.0,
+        ));
+        footer.push(self.counting_note.clone());
+        footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
+        HumanTable {
+            title: vec![self.inputs.headline()],
+            header: ["op", "n", "FLOPs", "weights", "KV", "activations", "bytes", "FLOP/B", "math", "time", "share", "bound"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            right_aligned: (1..=10).collect(),
+            footer,
+        }
+    }
+}
