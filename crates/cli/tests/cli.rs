@@ -1,0 +1,206 @@
+//! End-to-end tests of the `llm-ledger` binary: the output contract (table snapshots, JSON keys,
+//! CSV/Markdown) and bad input (one line on stderr, exit code 2, no panic).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn cli() -> Command {
+    Command::cargo_bin("llm-ledger").unwrap()
+}
+
+/// Run with arguments; return (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = cli().args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn json(args: &[&str]) -> Value {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// A user error: exit code 2, exactly one line on stderr starting with `error:`, nothing on stdout.
+fn fails(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 2, "args {args:?}: stdout {out} stderr {err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err.trim_end().to_string()
+}
+
+fn temp_file(name: &str, contents: &[u8]) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn no_arguments_prints_the_default_ledger_and_a_hint() {
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("llama-3-8b on h100-sxm · decode · batch 1 × 2,048 cached tokens"), "{out}");
+    assert!(out.contains("lm_head"));
+    assert_eq!(err.lines().count(), 1);
+    assert!(err.starts_with("hint: "));
+    // The default is `ledger` with its defaults.
+    let (_, ledger, _) = run(&["ledger"]);
+    assert_eq!(out, ledger);
+}
+
+#[test]
+fn default_ledger_table() {
+    insta::assert_snapshot!(run(&["ledger"]).1);
+}
+
+#[test]
+fn seed_counting_table_at_batch_64() {
+    insta::assert_snapshot!(run(&["ledger", "--counting", "seed", "--batch", "64"]).1);
+}
+
+#[test]
+fn prefill_table() {
+    insta::assert_snapshot!(
+        run(&["ledger", "--phase", "prefill", "--ctx", "8192", "--batch", "2", "--flash", "off"]).1
+    );
+}
+
+#[test]
+fn models_and_gpus_tables() {
+    insta::assert_snapshot!("models", run(&["models"]).1);
+    insta::assert_snapshot!("gpus", run(&["gpus"]).1);
+}
+
+#[test]
+fn json_is_the_stable_interface() {
+    let v = json(&["ledger", "--format", "json", "--batch", "64"]);
+    for key in ["inputs", "rows", "total", "step_time_s", "tokens_per_s", "memory_floor_s", "compute_floor_s"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["inputs"]["batch"], 64);
+    assert_eq!(v["inputs"]["ctx"], 2048);
+    assert_eq!(v["inputs"]["model"], "llama-3-8b");
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() > 10);
+    for r in rows.iter().chain([&v["total"]]) {
+        for key in
+            ["op", "flops", "bytes", "weight_bytes", "kv_bytes", "activation_bytes", "intensity", "time_s", "bound"]
+        {
+            assert!(r.get(key).is_some(), "row {r} lacks {key}");
+        }
+        assert!(r["flops"].is_number() && r["bytes"].is_number() && r["time_s"].is_number());
+    }
+    // The total is the sum of the rows.
+    let sum: f64 = rows.iter().map(|r| r["bytes"].as_f64().unwrap()).sum();
+    let total = v["total"]["bytes"].as_f64().unwrap();
+    assert!((sum - total).abs() / total < 1e-12);
+    // q_proj at batch 64: 2 · 64 · 4096 · 4096 · 32 layers = 68,719,476,736 FLOPs.
+    let q = rows.iter().find(|r| r["op"] == "q_proj").unwrap();
+    assert_eq!(q["flops"].as_f64().unwrap(), 68_719_476_736.0);
+    assert_eq!(q["layers"], 32);
+}
+
+#[test]
+fn seed_counting_json_matches_the_seed_total() {
+    // Seed 004, batch 64 × 2048: 1029.3 GFLOP, 32.19 GB.
+    let v = json(&["ledger", "--format", "json", "--batch", "64", "--counting", "seed"]);
+    assert_eq!(format!("{:.1}", v["total"]["flops"].as_f64().unwrap() / 1e9), "1029.3");
+    assert_eq!(format!("{:.2}", v["total"]["bytes"].as_f64().unwrap() / 1e9), "32.19");
+    assert_eq!(format!("{:.1}", v["step_time_s"].as_f64().unwrap() * 1e3), "12.0");
+}
+
+#[test]
+fn csv_and_markdown() {
+    let (_, csv, _) = run(&["ledger", "--format", "csv"]);
+    let header = csv.lines().next().unwrap();
+    assert!(header.starts_with("op,layers,flops,bytes,weight_bytes,kv_bytes,"), "{header}");
+    assert!(csv.lines().last().unwrap().starts_with("total,"));
+    let (_, md, _) = run(&["ledger", "--format", "md"]);
+    assert!(md.starts_with("**llama-3-8b on h100-sxm"), "{md}");
+    assert!(md.contains("| op | n | FLOPs |"));
+}
+
+#[test]
+fn a_config_file_or_its_directory_is_a_model() {
+    let text = br#"{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}"#;
+    let path = temp_file("config.json", text);
+    let by_file = json(&["ledger", "--model", &path, "--format", "json"]);
+    let preset = json(&["ledger", "--format", "json"]);
+    assert_eq!(by_file["total"], preset["total"]);
+    let dir = PathBuf::from(&path).parent().unwrap().to_string_lossy().into_owned();
+    let by_dir = json(&["ledger", "--model", &dir, "--format", "json"]);
+    assert_eq!(by_dir["total"], preset["total"]);
+}
+
+#[test]
+fn huge_contexts_compute_in_f64() {
+    // A 10⁹-token context: 4·32·128·(10⁹+1)·32 attention FLOPs, finite and exact to f64.
+    let v = json(&["ledger", "--ctx", "1000000000", "--format", "json"]);
+    let att = v["rows"].as_array().unwrap().iter().find(|r| r["op"] == "attention").unwrap();
+    assert_eq!(att["flops"].as_f64().unwrap(), 4.0 * 32.0 * 128.0 * 1_000_000_001.0 * 32.0);
+}
+
+#[test]
+fn bad_inputs_get_one_line_and_exit_code_2() {
+    let missing = fails(&["ledger", "--model", "/nonexistent/config.json"]);
+    assert!(missing.contains("cannot read config.json `/nonexistent/config.json`"), "{missing}");
+
+    let malformed = temp_file("malformed.json", b"{\"model_type\": \"llama\", ");
+    let e = fails(&["ledger", "--model", &malformed]);
+    assert!(e.contains("malformed config.json: EOF while parsing a value at line 1 column 24"), "{e}");
+
+    let unknown = temp_file("unknown.json", br#"{"model_type": "bert", "hidden_size": 768}"#);
+    let e = fails(&["ledger", "--model", &unknown]);
+    assert!(
+        e.contains("unknown model_type `bert`; accepted: deepseek_v2, deepseek_v3, falcon, gemma2, gemma3, gpt2"),
+        "{e}"
+    );
+
+    let no_layers =
+        temp_file("nolayers.json", br#"{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}"#);
+    let e = fails(&["ledger", "--model", &no_layers]);
+    assert!(e.contains("missing required field `num_hidden_layers` for model_type llama"), "{e}");
+
+    let zero = temp_file(
+        "zero.json",
+        br#"{"model_type": "llama", "hidden_size": 0, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 10}"#,
+    );
+    let e = fails(&["ledger", "--model", &zero]);
+    assert!(e.contains("invalid `hidden_size`: 0 (an integer in 1..=16777216)"), "{e}");
+
+    let negative = temp_file(
+        "negative.json",
+        br#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": -2, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 10}"#,
+    );
+    assert!(fails(&["ledger", "--model", &negative]).contains("invalid `num_hidden_layers`: -2"));
+
+    let heads = temp_file(
+        "heads.json",
+        br#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 3, "intermediate_size": 8, "vocab_size": 10}"#,
+    );
+    assert!(fails(&["ledger", "--model", &heads])
+        .contains("invalid `num_key_value_heads`: 3 (a divisor of num_attention_heads (8))"));
+
+    let binary = temp_file("binary.json", &[0xff, 0xfe, 0x00, 0x7b]);
+    assert!(fails(&["ledger", "--model", &binary]).contains("is not UTF-8 text"));
+
+    assert!(fails(&["ledger", "--gpu", "h900"])
+        .contains("unknown GPU `h900`; accepted: a100-40gb-sxm, a100-80gb-sxm, h100-sxm"));
+    assert!(fails(&["ledger", "--weights", "int3"])
+        .contains("unknown precision for `weights` `int3`; accepted: fp32, bf16"));
+    assert!(fails(&["ledger", "--model", "llama-9"]).contains("unknown model `llama-9`; accepted: llama-3-8b"));
+    assert!(fails(&["ledger", "--batch", "0"]).contains("invalid `batch`: 0"));
+    assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `batch`: \"-4\" (a non-negative integer)"));
+    assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `ctx`: \"lots\""));
+    assert!(fails(&["ledger", "--ctx", "9999999999999999"]).contains("invalid `ctx`"));
+    assert!(fails(&["ledger", "--format", "xml"]).contains("unknown format `xml`; accepted: table, json, csv, md"));
+    assert!(fails(&["ledger", "--compute-efficiency", "1.5"]).contains("invalid `compute_efficiency`: 1.5"));
+    assert!(fails(&["ledger", "--phase", "train"]).contains("unknown phase `train`; accepted: decode, prefill"));
+    assert!(fails(&["ledger", "--gpu-file", "/nonexistent.toml"]).contains("cannot read GPU file"));
+}
