@@ -87,6 +87,10 @@ pub struct ScenarioArgs {
     /// Activation storage: fp32, bf16, fp16, fp8, int8 (default bf16).
     #[arg(long)]
     pub activations: Option<String>,
+    /// Format GEMM inputs are quantised to, e.g. fp8 for W8A8 (default: the checkpoint's scheme, else
+    /// the activation format).
+    #[arg(long)]
+    pub gemm_activations: Option<String>,
     /// FlashAttention: on (default) or off.
     #[arg(long)]
     pub flash: Option<String>,
@@ -111,6 +115,9 @@ pub struct ScenarioArgs {
     /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
     #[arg(long, allow_hyphen_values = true)]
     pub zipf: Option<String>,
+    /// Measured MoE routing: a CSV of per-expert loads (`expert,load` or one load per line).
+    #[arg(long, value_name = "FILE")]
+    pub expert_loads: Option<String>,
 }
 
 impl ScenarioArgs {
@@ -126,6 +133,7 @@ impl ScenarioArgs {
             weights: self.weights.clone(),
             kv: self.kv.clone(),
             activations: self.activations.clone(),
+            gemm_activations: self.gemm_activations.clone(),
             flash: self.flash.clone(),
             causal: self.causal.clone(),
             logits: self.logits.clone(),
@@ -134,6 +142,7 @@ impl ScenarioArgs {
             compute_efficiency: self.compute_efficiency.clone(),
             bandwidth_efficiency: self.bandwidth_efficiency.clone(),
             zipf: self.zipf.clone(),
+            expert_loads: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
 use llm_ledger_core::model::{parse_config_json, parse_preset_file};
-use llm_ledger_core::scenario::parse_context_histogram;
+use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv};
 use llm_ledger_core::{Catalog, Scenario};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -101,6 +101,11 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
             .with_context(|| format!("in histogram `{h}`"))?;
         req.contexts =
             Some(mix.buckets().iter().map(|b| format!("{}x{}", b.tokens, b.count)).collect::<Vec<_>>().join(","));
+    }
+    if let Some(f) = &args.expert_loads {
+        req.expert_loads = Some(
+            parse_expert_loads_csv(&read_text(Path::new(f), "expert loads")?).with_context(|| format!("in `{f}`"))?,
+        );
     }
     Ok(req.resolve(&catalog)?)
 }

@@ -310,7 +310,8 @@ impl<'a> OpBuilder<'a> {
             ..Cost::ZERO
         };
         let gemm = Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies };
-        Op { kind, cost, math: self.math(gemm_math(w, self.act)), gemm: Some(gemm) }
+        let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
+        Op { kind, cost, math, gemm: Some(gemm) }
     }
 
     /// Elementwise over `elems` elements: `flops_per` FLOPs each, `tensors` element-sized reads and

@@ -157,6 +157,9 @@ pub struct ScenarioRequest {
     pub kv: Option<String>,
     /// Activation storage (default bf16).
     pub activations: Option<String>,
+    /// Format GEMM inputs are quantised to (W8A8); default: the checkpoint's scheme when the
+    /// weights come from it, else the activation format.
+    pub gemm_activations: Option<String>,
     /// FlashAttention `on` (default) or `off`.
     pub flash: Option<String>,
     /// Prefill causal counting `half` (default) or `full`.
@@ -173,6 +176,8 @@ pub struct ScenarioRequest {
     pub bandwidth_efficiency: Option<String>,
     /// MoE routing skew as a Zipf exponent (default 0 = uniform).
     pub zipf: Option<String>,
+    /// Measured MoE routing: per-expert loads, comma-separated (any scale).
+    pub expert_loads: Option<String>,
 }
 
 /// Parse an integer input, naming the field on failure.
@@ -239,6 +244,31 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
     Contexts::mix(buckets)
 }
 
+/// Parse per-expert loads from CSV text: `expert,load` rows (a header and `#` comments skipped) or
+/// one load per line. Returns them comma-joined, the form `ScenarioRequest::expert_loads` takes.
+pub fn parse_expert_loads_csv(text: &str) -> Result<String> {
+    if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
+        return Err(Error::invalid("expert loads", format!("{} bytes", text.len()), "at most 4 MiB"));
+    }
+    let mut loads = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let last = line.rsplit(',').next().unwrap_or("").trim();
+        if i == 0 && last.parse::<f64>().is_err() {
+            continue; // header
+        }
+        let v = parse_f64(&format!("expert loads line {}", i + 1), last)?;
+        loads.push(v.to_string());
+    }
+    if loads.is_empty() {
+        return Err(Error::invalid("expert loads", "no rows", "one load per expert"));
+    }
+    Ok(loads.join(","))
+}
+
 impl ScenarioRequest {
     /// Resolve against a catalogue.
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
@@ -278,11 +308,18 @@ impl ScenarioRequest {
                 ["fp32", "bf16", "fp16", "fp8", "int8"],
             ));
         }
+        let checkpoint_inputs = match (&self.weights, &model.checkpoint_quant) {
+            (None, Some(CheckpointQuant::Known { gemm_activations, .. })) => *gemm_activations,
+            _ => None,
+        };
+        let gemm_activations =
+            prec("gemm_activations", &self.gemm_activations, checkpoint_inputs.unwrap_or(activations))?;
         let workload = Workload {
             phase,
             contexts,
             kv: prec("kv", &self.kv, Precision::Bf16)?,
             activations,
+            gemm_activations,
             flash_attention: self.flash.as_deref().map(|s| parse_switch("flash", s)).transpose()?.unwrap_or(true),
             causal: self.causal.as_deref().map(str::parse::<Causal>).transpose()?.unwrap_or(Causal::Half),
             logits: self.logits.as_deref().map(str::parse::<Logits>).transpose()?.unwrap_or(Logits::Last),
@@ -310,9 +347,19 @@ impl ScenarioRequest {
             f("compute_efficiency", &self.compute_efficiency, 0.6)?,
             f("bandwidth_efficiency", &self.bandwidth_efficiency, 0.8)?,
         )?;
-        let routing = match &self.zipf {
-            Some(z) => Routing::zipf(parse_f64("zipf", z)?)?,
-            None => Routing::Uniform,
+        let routing = match (&self.zipf, &self.expert_loads) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid("zipf", "given together with expert_loads", "one routing model"));
+            }
+            (Some(z), None) => Routing::zipf(parse_f64("zipf", z)?)?,
+            (None, Some(l)) => Routing::loads(
+                l.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| parse_f64("expert_loads", s))
+                    .collect::<Result<_>>()?,
+            )?,
+            (None, None) => Routing::Uniform,
         };
         Scenario::new(model, gpu, workload, weights, efficiency, routing)
     }

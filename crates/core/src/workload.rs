@@ -243,6 +243,9 @@ pub struct Workload {
     pub kv: Precision,
     /// Activation storage and attention math.
     pub activations: Precision,
+    /// Format GEMM inputs are quantised to before the matmul (W8A8: fp8 or int8); equals
+    /// `activations` unless the checkpoint or the user says otherwise.
+    pub gemm_activations: Precision,
     /// FlashAttention-style fused attention (scores never reach HBM).
     pub flash_attention: bool,
     /// Causal counting for prefill.
@@ -263,6 +266,7 @@ impl Workload {
             contexts: Contexts::uniform(batch, ctx)?,
             kv: Precision::Bf16,
             activations: Precision::Bf16,
+            gemm_activations: Precision::Bf16,
             flash_attention: true,
             causal: Causal::Half,
             logits: Logits::Last,

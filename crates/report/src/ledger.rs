@@ -36,6 +36,8 @@ pub struct Inputs {
     pub kv: Precision,
     /// Activation storage.
     pub activations: Precision,
+    /// Format GEMM inputs are quantised to (W8A8); equals `activations` unless set.
+    pub gemm_activations: Precision,
     /// FlashAttention on.
     pub flash_attention: bool,
     /// Causal counting in prefill.
@@ -73,6 +75,7 @@ impl Inputs {
             weight_precisions: sc.weights,
             kv: w.kv,
             activations: w.activations,
+            gemm_activations: w.gemm_activations,
             flash_attention: w.flash_attention,
             causal: w.causal,
             logits: w.logits,
@@ -95,8 +98,13 @@ impl Inputs {
                 ctx_word(self.phase)
             ),
         };
+        let gemm_inputs = if self.gemm_activations != self.activations {
+            format!(" (GEMM inputs {})", self.gemm_activations)
+        } else {
+            String::new()
+        };
         format!(
-            "{} on {} · {} · {} · weights {} · KV {} · activations {}",
+            "{} on {} · {} · {} · weights {} · KV {} · activations {}{gemm_inputs}",
             self.model, self.gpu, self.phase, shape, self.weights, self.kv, self.activations
         )
     }

@@ -45,15 +45,40 @@ impl WeightPrecisions {
         }
     }
 
-    /// Short description: one name when uniform, else the per-class list.
+    /// The classes with their precisions, in a fixed order.
+    pub fn classes(&self) -> [(&'static str, Precision); 7] {
+        [
+            ("attention", self.attention),
+            ("mlp", self.mlp),
+            ("experts", self.experts),
+            ("shared", self.shared_experts),
+            ("router", self.router),
+            ("embedding", self.embedding),
+            ("lm_head", self.lm_head),
+        ]
+    }
+
+    /// Short description: one name when uniform (`--weights P`), otherwise the most common format
+    /// with the exceptions (`fp8-b128 (router, embedding, lm_head bf16)`).
     pub fn describe(&self) -> String {
         if *self == Self::uniform(self.attention) {
             return self.attention.name();
         }
-        format!(
-            "attention {}, mlp {}, experts {}, shared {}, router {}, embedding {}, lm_head {}",
-            self.attention, self.mlp, self.experts, self.shared_experts, self.router, self.embedding, self.lm_head
-        )
+        let classes = self.classes();
+        let common = classes
+            .iter()
+            .map(|(_, p)| *p)
+            .max_by_key(|p| classes.iter().filter(|(_, q)| q == p).count())
+            .unwrap_or(Precision::Bf16);
+        let mut by_format: Vec<(Precision, Vec<&str>)> = Vec::new();
+        for (name, p) in classes.iter().filter(|(_, p)| *p != common) {
+            match by_format.iter_mut().find(|(q, _)| q == p) {
+                Some((_, names)) => names.push(name),
+                None => by_format.push((*p, vec![name])),
+            }
+        }
+        let exceptions: Vec<String> = by_format.iter().map(|(p, names)| format!("{} {p}", names.join(", "))).collect();
+        format!("{common} ({})", exceptions.join("; "))
     }
 }
 
@@ -66,6 +91,9 @@ pub enum CheckpointQuant {
         method: String,
         /// Resulting storage per class.
         weights: WeightPrecisions,
+        /// Format the checkpoint quantises GEMM inputs to (W8A8 fp8 with an `activation_scheme`,
+        /// compressed-tensors `input_activations`); `None` for weight-only schemes.
+        gemm_activations: Option<Precision>,
     },
     /// A method this tool does not model; the user must pass `--weights`.
     Unknown {
@@ -118,29 +146,36 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
     let u = |key: &str| obj.get(key).and_then(Value::as_i64);
 
     let base = Precision::Bf16;
+    let mut gemm_activations = None;
     let linear = match method.as_str() {
-        "fp8" | "fbgemm_fp8" => match obj.get("weight_block_size").and_then(Value::as_array) {
-            Some(b) => {
-                let dims: Vec<i64> = b.iter().filter_map(Value::as_i64).collect();
-                match dims.as_slice() {
-                    [a, c] if a == c => format!("fp8-b{a}").parse().map_err(|_| {
-                        Error::invalid(
-                            "quantization_config.weight_block_size",
-                            format!("{dims:?}"),
-                            "a square power-of-two block, 16..=4096",
-                        )
-                    })?,
-                    _ => {
-                        return Err(Error::invalid(
-                            "quantization_config.weight_block_size",
-                            format!("{dims:?}"),
-                            "two equal integers such as [128, 128]",
-                        ))
+        "fp8" | "fbgemm_fp8" => {
+            // `activation_scheme` (dynamic or static) means the inputs are quantised to fp8 too: W8A8.
+            if obj.get("activation_scheme").is_some_and(|v| !v.is_null()) || method == "fbgemm_fp8" {
+                gemm_activations = Some(Precision::Fp8);
+            }
+            match obj.get("weight_block_size").and_then(Value::as_array) {
+                Some(b) => {
+                    let dims: Vec<i64> = b.iter().filter_map(Value::as_i64).collect();
+                    match dims.as_slice() {
+                        [a, c] if a == c => format!("fp8-b{a}").parse().map_err(|_| {
+                            Error::invalid(
+                                "quantization_config.weight_block_size",
+                                format!("{dims:?}"),
+                                "a square power-of-two block, 16..=4096",
+                            )
+                        })?,
+                        _ => {
+                            return Err(Error::invalid(
+                                "quantization_config.weight_block_size",
+                                format!("{dims:?}"),
+                                "two equal integers such as [128, 128]",
+                            ))
+                        }
                     }
                 }
+                None => Precision::Fp8,
             }
-            None => Precision::Fp8,
-        },
+        }
         "mxfp4" => Precision::MxFp4,
         "gptq" | "awq" => {
             let bits = u("bits").unwrap_or(4);
@@ -166,6 +201,22 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
                 })?;
             let bits = w.get("num_bits").and_then(Value::as_u64).unwrap_or(8);
             let float = w.get("type").and_then(Value::as_str) == Some("float");
+            let inputs = obj
+                .get("config_groups")
+                .and_then(Value::as_object)
+                .and_then(|g| g.values().next())
+                .and_then(|g| g.get("input_activations"))
+                .filter(|v| !v.is_null());
+            if let Some(i) = inputs {
+                let ibits = i.get("num_bits").and_then(Value::as_u64).unwrap_or(16);
+                let ifloat = i.get("type").and_then(Value::as_str) == Some("float");
+                gemm_activations = match (ibits, ifloat) {
+                    (8, true) => Some(Precision::Fp8),
+                    (8, false) => Some(Precision::Int8),
+                    (4, true) => Some(Precision::NvFp4),
+                    _ => None,
+                };
+            }
             match (bits, float) {
                 (8, true) => Precision::Fp8,
                 (4, true) => Precision::NvFp4,
@@ -193,7 +244,7 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
             lm_head: base,
         }
     };
-    Ok(Some(CheckpointQuant::Known { method, weights }))
+    Ok(Some(CheckpointQuant::Known { method, weights, gemm_activations }))
 }
 
 #[cfg(test)]
@@ -211,6 +262,10 @@ mod tests {
         assert_eq!(weights.experts, Precision::Fp8Block { block: 128 });
         assert_eq!(weights.lm_head, Precision::Bf16);
         assert_eq!(weights.embedding, Precision::Bf16);
+        let Some(CheckpointQuant::Known { gemm_activations, .. }) = parse_quantization_config(Some(&q)).unwrap() else {
+            panic!()
+        };
+        assert_eq!(gemm_activations, Some(Precision::Fp8), "W8A8: activation_scheme dynamic");
     }
 
     #[test]
