@@ -228,8 +228,8 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
     let activation = Activation::from_hf(&act_name).ok_or_else(|| {
         Error::invalid(
             ACTIVATION.iter().find(|k| cfg.has(k)).copied().unwrap_or("hidden_act"),
-            &act_name,
-            "silu, swish, gelu*, relu",
+            format!("{act_name:?}"),
+            "silu, swish, gelu*, relu, clamped_swiglu",
         )
     })?;
     let norm = match fam.norm {
@@ -329,7 +329,9 @@ fn layer_windows(cfg: &HfConfig, fam: &Family, layers: u64) -> Result<Vec<Option
                 .map(|s| match s.as_str() {
                     "sliding_attention" | "local" | "sliding" => Ok(true),
                     "full_attention" | "global" | "full" => Ok(false),
-                    other => Err(Error::invalid("layer_types", other, "sliding_attention or full_attention")),
+                    other => {
+                        Err(Error::invalid("layer_types", format!("{other:?}"), "sliding_attention or full_attention"))
+                    }
                 })
                 .collect::<Result<_>>()?
         }
