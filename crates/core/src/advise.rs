@@ -70,7 +70,11 @@ pub struct Advice {
 }
 
 fn gb(b: f64) -> String {
-    format!("{:.1} GB", b / 1e9)
+    if b < 1e9 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.1} GB", b / 1e9)
+    }
 }
 
 fn ms(s: f64) -> String {
@@ -186,7 +190,7 @@ impl Advice {
             let l = &r.lever;
             let fits = if l.outcome.fits { "" } else { " (does NOT fit)" };
             out.push(format!(
-                "{}. {} ({}): {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}.",
+                "{}. {} — {}: {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}.",
                 i + 1,
                 l.name,
                 l.description,
@@ -252,7 +256,7 @@ mod tests {
         assert_eq!(a.levers[0].lever.lever, Lever::Batch);
         assert_eq!(a.levers[1].lever.lever, Lever::W4a16);
         assert!(
-            a.lines.iter().any(|l| l.starts_with("2. w4a16 (4-bit weights, 16-bit math (W4A16)): 5.70 ms → 1.5")),
+            a.lines.iter().any(|l| l.starts_with("2. w4a16 — 4-bit weights, 16-bit math (W4A16): 5.70 ms → 1.5")),
             "{:#?}",
             a.lines
         );

@@ -123,12 +123,21 @@ fn seed_levers_through_the_lever_set() {
     };
     let ms = |t: f64| format!("{:.1}", t * 1e3);
     let long = set("8", "32768");
-    assert_eq!((ms(long.baseline.step_time_s), ms(long.get(Lever::KvFp8).unwrap().outcome.step_time_s)), ("18.4".into(), "12.0".into()));
+    assert_eq!(
+        (ms(long.baseline.step_time_s), ms(long.get(Lever::KvFp8).unwrap().outcome.step_time_s)),
+        ("18.4".into(), "12.0".into())
+    );
     let mid = set("64", "2048");
-    assert_eq!((ms(mid.baseline.step_time_s), ms(mid.get(Lever::KvFp8).unwrap().outcome.step_time_s)), ("12.0".into(), "8.8".into()));
+    assert_eq!(
+        (ms(mid.baseline.step_time_s), ms(mid.get(Lever::KvFp8).unwrap().outcome.step_time_s)),
+        ("12.0".into(), "8.8".into())
+    );
     assert_eq!(ms(mid.get(Lever::W4a16).unwrap().outcome.step_time_s), "8.0");
     let one = set("1", "2048");
-    assert_eq!((ms(one.baseline.step_time_s), ms(one.get(Lever::W4a16).unwrap().outcome.step_time_s)), ("5.7".into(), "1.5".into()));
+    assert_eq!(
+        (ms(one.baseline.step_time_s), ms(one.get(Lever::W4a16).unwrap().outcome.step_time_s)),
+        ("5.7".into(), "1.5".into())
+    );
 }
 
 #[test]
