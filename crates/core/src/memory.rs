@@ -177,9 +177,10 @@ const LOGIT_BYTES: f64 = 4.0;
 ///
 /// `T·(2H + X)·a + [unfused attention] nh·S·a + L·V·4`, where `T` is the tokens in the step, `H`
 /// the hidden size, `a` the activation bytes; `X` the widest per-token intermediate of any layer:
-/// attention `q + 2·kv + q` (projections and output; MLA: `nh·(dn+dr) + r + dr + nh·max(r, dn+dv)
-/// + nh·dv`) or MLP `3·I` gated / `2·I` plain (MoE: `top_k` experts plus shared experts plus the
-/// router's `E` logits); `2H` is the residual stream and the normed input. Without
+/// attention `q + 2·kv + q` (projections and output; MLA:
+/// `nh·(dn+dr) + r + dr + nh·max(r, dn+dv) + nh·dv`) or MLP `3·I` gated / `2·I` plain (MoE:
+/// `top_k` experts plus shared experts plus the router's `E` logits); `2H` is the residual stream
+/// and the normed input. Without
 /// FlashAttention one layer's score matrix, `nh · S` entries (`S` the materialised scores per
 /// head), is live. `L` logit rows of `V` entries are kept in fp32. Buffers are assumed to be
 /// reused from layer to layer (what inference engines do); allocator slack belongs in the reserve.
