@@ -56,7 +56,7 @@ impl Progress {
         let projected = elapsed.mul_f64(self.total as f64 / done as f64);
         if self.allowed && projected > LONG {
             let bar = ProgressBar::new(self.total);
-            let style = ProgressStyle::with_template("{bar:40} {human_pos}/{human_len} points · {per_sec} · eta {eta}")
+            let style = ProgressStyle::with_template("{bar:40} {human_pos}/{human_len} points · eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
             bar.set_position(done);
