@@ -26,11 +26,11 @@ pub enum Command {
     Gpus(ListArgs),
     /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
     /// step time, tokens/s, intensity, largest row, memory and whether it fits.
-    Sweep(SweepArgs),
+    Sweep(StepArgs),
     /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
-    Kv(KvArgs),
+    Kv(StepArgs),
     /// Re-run the workload with each lever (W4A16, W8A16, fp8, bigger batch, fp8/int8 KV, fewer KV heads).
-    Levers(KvArgs),
+    Levers(StepArgs),
     /// Time to first token, time per output token and end-to-end latency of a batch of requests.
     Latency(LatencyArgs),
     /// Dollars per million tokens at a batch, and the cheapest batch under a TPOT bound.
@@ -191,20 +191,9 @@ pub struct PriceArgs {
     pub usd_per_hour: Option<String>,
 }
 
-/// `sweep` options: `--batch` and `--ctx` take lists and ranges.
+/// `sweep`, `kv` and `levers` options (in `sweep`, `--batch` and `--ctx` take lists and ranges).
 #[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    pub scenario: ScenarioArgs,
-    #[command(flatten)]
-    pub reserve: ReserveArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `kv` and `levers` options.
-#[derive(Debug, Clone, Args)]
-pub struct KvArgs {
+pub struct StepArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
     #[command(flatten)]

@@ -221,7 +221,6 @@ impl Advice {
 mod tests {
     use super::*;
     use crate::levers::Lever;
-    use crate::scenario::{Catalog, ScenarioRequest};
     use crate::serving::ServingRequest;
 
     fn serving(s: &Scenario) -> Serving {
@@ -229,15 +228,7 @@ mod tests {
     }
 
     fn sc(model: &str, batch: &str, ctx: &str) -> Scenario {
-        ScenarioRequest {
-            model: Some(model.into()),
-            counting: Some("seed".into()),
-            batch: Some(batch.into()),
-            ctx: Some(ctx.into()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap()
+        crate::testing::scenario(&[("model", model), ("counting", "seed"), ("batch", batch), ("ctx", ctx)])
     }
 
     #[test]

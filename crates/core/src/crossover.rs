@@ -77,17 +77,9 @@ impl Crossover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
 
     fn sc(counting: &str, batch: &str, ctx: &str) -> Scenario {
-        ScenarioRequest {
-            counting: Some(counting.into()),
-            batch: Some(batch.into()),
-            ctx: Some(ctx.into()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap()
+        crate::testing::scenario(&[("counting", counting), ("batch", batch), ("ctx", ctx)])
     }
 
     #[test]

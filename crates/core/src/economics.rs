@@ -104,11 +104,10 @@ fn fmt_ms(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
     use crate::serving::PriceSource;
 
     fn sc() -> Scenario {
-        ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap()
+        crate::testing::scenario(&[])
     }
 
     fn serving(prompt: u64, output: u64) -> Serving {

@@ -154,12 +154,9 @@ impl Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
 
     fn sc(model: &str, counting: &str) -> Scenario {
-        ScenarioRequest { model: Some(model.into()), counting: Some(counting.into()), ..Default::default() }
-            .resolve(&Catalog::builtin())
-            .unwrap()
+        crate::testing::scenario(&[("model", model), ("counting", counting)])
     }
 
     /// Seed counting, Llama 3 8B on the H100 at batch 1: every operator is memory-bound, so a

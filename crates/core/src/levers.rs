@@ -276,18 +276,10 @@ impl LeverSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
 
     fn sc(model: &str, counting: &str, batch: u64, ctx: u64) -> Scenario {
-        ScenarioRequest {
-            model: Some(model.into()),
-            counting: Some(counting.into()),
-            batch: Some(batch.to_string()),
-            ctx: Some(ctx.to_string()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap()
+        let (b, c) = (batch.to_string(), ctx.to_string());
+        crate::testing::scenario(&[("model", model), ("counting", counting), ("batch", &b), ("ctx", &c)])
     }
 
     fn ms(t: f64) -> String {

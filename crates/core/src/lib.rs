@@ -38,6 +38,8 @@ pub mod roofline;
 pub mod scenario;
 pub mod serving;
 pub mod sweep;
+#[doc(hidden)]
+pub mod testing;
 pub mod workload;
 
 pub use cost::Cost;

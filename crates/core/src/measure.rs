@@ -110,12 +110,9 @@ impl Utilisation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
 
     fn seed(batch: &str) -> Scenario {
-        ScenarioRequest { counting: Some("seed".into()), batch: Some(batch.into()), ..Default::default() }
-            .resolve(&Catalog::builtin())
-            .unwrap()
+        crate::testing::scenario(&[("counting", "seed"), ("batch", batch)])
     }
 
     #[test]

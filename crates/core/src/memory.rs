@@ -319,28 +319,11 @@ pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
     use crate::workload::ContextBucket;
     use std::sync::Arc;
 
     fn sc(pairs: &[(&str, &str)]) -> Scenario {
-        let mut r = ScenarioRequest::default();
-        for (k, v) in pairs {
-            let v = Some(v.to_string());
-            match *k {
-                "model" => r.model = v,
-                "counting" => r.counting = v,
-                "batch" => r.batch = v,
-                "ctx" => r.ctx = v,
-                "weights" => r.weights = v,
-                "kv" => r.kv = v,
-                "phase" => r.phase = v,
-                "flash" => r.flash = v,
-                "contexts" => r.contexts = v,
-                _ => unreachable!("{k}"),
-            }
-        }
-        r.resolve(&Catalog::builtin()).unwrap()
+        crate::testing::scenario(pairs)
     }
 
     #[test]

@@ -333,7 +333,6 @@ impl Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Catalog, ScenarioRequest};
 
     #[test]
     fn op_kinds_fit_the_slots() {
@@ -386,7 +385,7 @@ mod tests {
     }
 
     fn seed() -> Scenario {
-        ScenarioRequest { counting: Some("seed".into()), ..Default::default() }.resolve(&Catalog::builtin()).unwrap()
+        crate::testing::seed(1, 2048)
     }
 
     #[test]

@@ -46,17 +46,10 @@ mod tests {
     use super::*;
     use crate::render::Format;
     use llm_ledger_core::serving::ServingRequest;
-    use llm_ledger_core::{Catalog, ScenarioRequest};
+    use llm_ledger_core::testing::scenario;
 
     fn report(batch: &str, ctx: &str) -> AdviseReport {
-        let sc = ScenarioRequest {
-            counting: Some("seed".into()),
-            batch: Some(batch.into()),
-            ctx: Some(ctx.into()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap();
+        let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
         let s = ServingRequest { usd_per_hour: Some("3".into()), ..Default::default() }.resolve(&sc).unwrap();
         AdviseReport { inputs: Inputs::of(&sc), advice: Advice::of(&sc, &s) }
     }

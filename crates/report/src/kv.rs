@@ -175,18 +175,10 @@ impl Report for KvReport {
 mod tests {
     use super::*;
     use crate::render::Format;
-    use llm_ledger_core::{Catalog, ScenarioRequest};
+    use llm_ledger_core::testing::scenario;
 
     fn report(counting: &str, batch: &str, ctx: &str) -> KvReport {
-        let sc = ScenarioRequest {
-            counting: Some(counting.into()),
-            batch: Some(batch.into()),
-            ctx: Some(ctx.into()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap();
-        KvReport::new(&sc, 2e9)
+        KvReport::new(&scenario(&[("counting", counting), ("batch", batch), ("ctx", ctx)]), 2e9)
     }
 
     #[test]

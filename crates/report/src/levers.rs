@@ -137,17 +137,10 @@ impl Report for LeverReport {
 mod tests {
     use super::*;
     use crate::render::Format;
-    use llm_ledger_core::{Catalog, ScenarioRequest};
+    use llm_ledger_core::testing::scenario;
 
     fn report(batch: &str, ctx: &str) -> LeverReport {
-        let sc = ScenarioRequest {
-            counting: Some("seed".into()),
-            batch: Some(batch.into()),
-            ctx: Some(ctx.into()),
-            ..Default::default()
-        }
-        .resolve(&Catalog::builtin())
-        .unwrap();
+        let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
         LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9))
     }
 

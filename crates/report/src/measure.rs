@@ -70,12 +70,10 @@ mod tests {
     use super::*;
     use crate::render::Format;
     use llm_ledger_core::serving::Measured;
-    use llm_ledger_core::{Catalog, ScenarioRequest};
+    use llm_ledger_core::testing::scenario;
 
     fn report(ms: f64) -> MeasureReport {
-        let sc = ScenarioRequest { counting: Some("seed".into()), ..Default::default() }
-            .resolve(&Catalog::builtin())
-            .unwrap();
+        let sc = scenario(&[("counting", "seed")]);
         MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, Measured::StepTime(ms / 1e3)))
     }
 

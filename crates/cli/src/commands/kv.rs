@@ -1,6 +1,6 @@
 //! `llm-ledger kv` and `llm-ledger levers`.
 
-use crate::cli::KvArgs;
+use crate::cli::StepArgs;
 use crate::inputs;
 use anyhow::Result;
 use llm_ledger_core::levers::LeverSet;
@@ -10,7 +10,7 @@ use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::{Format, Inputs, Report};
 
 /// KV bytes, the crossover, memory and capacity.
-pub fn kv(args: &KvArgs) -> Result<String> {
+pub fn kv(args: &StepArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
     let sc = inputs::scenario(&args.scenario)?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
@@ -18,7 +18,7 @@ pub fn kv(args: &KvArgs) -> Result<String> {
 }
 
 /// Every lever against the workload.
-pub fn levers(args: &KvArgs) -> Result<String> {
+pub fn levers(args: &StepArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
     let sc = inputs::scenario(&args.scenario)?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;

@@ -3,7 +3,7 @@
 //! the sweep is projected to take more than a second, stderr is a terminal and stdout is not
 //! (the rows are going to a file or a pipe); it never appears when stderr is a pipe.
 
-use crate::cli::SweepArgs;
+use crate::cli::StepArgs;
 use crate::inputs;
 use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -72,7 +72,7 @@ impl Progress {
 }
 
 /// Run the sweep, writing to `out`.
-pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
+pub fn run(args: &StepArgs, out: &mut dyn Write) -> Result<()> {
     let format: Format = args.output.format.parse()?;
     let a = &args.scenario;
     if a.contexts.is_some() || a.histogram.is_some() {
