@@ -24,6 +24,21 @@ pub enum Command {
     Models(ListArgs),
     /// List the GPU catalogue with peaks and ridge points.
     Gpus(ListArgs),
+    /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
+    /// step time, tokens/s, intensity, largest row, memory and whether it fits.
+    Sweep(StepArgs),
+    /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
+    Kv(StepArgs),
+    /// Re-run the workload with each lever (W4A16, W8A16, fp8, bigger batch, fp8/int8 KV, fewer KV heads).
+    Levers(StepArgs),
+    /// Time to first token, time per output token and end-to-end latency of a batch of requests.
+    Latency(LatencyArgs),
+    /// Dollars per million tokens at a batch, and the cheapest batch under a TPOT bound.
+    Cost(CostArgs),
+    /// MBU and MFU of a measured step against the ledger, with the seed's reading.
+    Measure(MeasureArgs),
+    /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
+    Advise(AdviseArgs),
 }
 
 /// Output options.
@@ -155,6 +170,104 @@ pub struct LedgerArgs {
     /// Output format: table, json, csv or md.
     #[arg(long, short = 'f', default_value = "table")]
     pub format: String,
+}
+
+/// The runtime reserve option.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReserveArgs {
+    /// Memory kept back for the CUDA context, allocator and buffers: bytes or `2GB`, `1.5GiB`
+    /// (default 2 GB).
+    #[arg(long, allow_hyphen_values = true)]
+    pub reserve: Option<String>,
+}
+
+/// The request shape.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RequestArgs {
+    /// Prompt tokens per request (default 2048).
+    #[arg(long, allow_hyphen_values = true)]
+    pub prompt: Option<String>,
+    /// Output tokens per request (default 256).
+    #[arg(long, allow_hyphen_values = true)]
+    pub output: Option<String>,
+}
+
+/// The price option.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PriceArgs {
+    /// Price in USD per GPU-hour (default: the catalogue's approximate price).
+    #[arg(long, allow_hyphen_values = true)]
+    pub usd_per_hour: Option<String>,
+}
+
+/// `sweep`, `kv` and `levers` options (in `sweep`, `--batch` and `--ctx` take lists and ranges).
+#[derive(Debug, Clone, Args)]
+pub struct StepArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `latency` options (`--batch` is the number of concurrent requests).
+#[derive(Debug, Clone, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `cost` options.
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+    #[command(flatten)]
+    pub price: PriceArgs,
+    /// Find the cheapest batch whose time per output token is at most this many milliseconds.
+    #[arg(long, allow_hyphen_values = true)]
+    pub tpot_ms: Option<String>,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `measure` options: one of `--step-ms` or `--tokens-per-s`.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Measured step time, milliseconds.
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "tokens_per_s", conflicts_with = "tokens_per_s")]
+    pub step_ms: Option<String>,
+    /// Measured throughput, tokens per second (decode: generated; prefill: processed).
+    #[arg(long, allow_hyphen_values = true)]
+    pub tokens_per_s: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `advise` options.
+#[derive(Debug, Clone, Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub price: PriceArgs,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[cfg(test)]

@@ -22,6 +22,13 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Ledger(a)) => commands::ledger::run(&a),
         Some(Command::Models(a)) => commands::list::models(&a),
         Some(Command::Gpus(a)) => commands::list::gpus(&a),
+        Some(Command::Sweep(a)) => commands::sweep::run(&a, &mut std::io::stdout().lock()).map(|()| String::new()),
+        Some(Command::Kv(a)) => commands::kv::kv(&a),
+        Some(Command::Levers(a)) => commands::kv::levers(&a),
+        Some(Command::Latency(a)) => commands::latency::latency(&a),
+        Some(Command::Cost(a)) => commands::latency::cost(&a),
+        Some(Command::Measure(a)) => commands::measure::measure(&a),
+        Some(Command::Advise(a)) => commands::measure::advise(&a),
     }
 }
 

@@ -92,9 +92,17 @@ impl StepSummary {
 
 /// Totals of one step without building rows.
 pub fn summarise(sc: &Scenario) -> StepSummary {
+    summarise_each(sc, |_, _, _| {})
+}
+
+/// Totals of one step, handing each operator group's kind, cost and timing (summed over the
+/// layers that share its shape) to `f` as it goes; no allocation (the sweep uses it to find the
+/// largest row).
+pub fn summarise_each(sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> StepSummary {
     let mut s = StepSummary::empty(sc);
     for_each_op(sc, |op, n| {
-        s.add(sc, &op, n);
+        let (cost, timing) = s.add(sc, &op, n);
+        f(op.kind, &cost, &timing);
     });
     s
 }

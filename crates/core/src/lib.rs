@@ -18,23 +18,34 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod advise;
 pub mod cost;
+pub mod crossover;
+pub mod economics;
 pub mod error;
 pub mod hardware;
+pub mod latency;
 pub mod ledger;
+pub mod levers;
 pub mod limits;
+pub mod measure;
+pub mod memory;
 pub mod model;
 pub mod moe;
 pub mod ops;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;
+pub mod serving;
+pub mod sweep;
+#[doc(hidden)]
+pub mod testing;
 pub mod workload;
 
 pub use cost::Cost;
 pub use error::{Error, Result};
 pub use hardware::Gpu;
-pub use ledger::{summarise, Ledger, Row, StepSummary};
+pub use ledger::{summarise, summarise_each, Ledger, Row, StepSummary};
 pub use model::ModelSpec;
 pub use precision::{MathFormat, Precision};
 pub use roofline::{Bound, Efficiency, Timing};

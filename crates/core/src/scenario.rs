@@ -223,6 +223,7 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
         return Err(Error::invalid("histogram", format!("{} bytes", text.len()), "at most 4 MiB"));
     }
     let mut buckets = Vec::new();
+    let mut first = true;
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -230,8 +231,9 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
         }
         let mut cols = line.split(',').map(str::trim);
         let (a, b) = (cols.next().unwrap_or(""), cols.next());
-        if i == 0 && a.parse::<f64>().is_err() {
-            continue; // header
+        // The first line that is not a comment may be a header (after any leading comments).
+        if std::mem::take(&mut first) && a.parse::<f64>().is_err() {
+            continue;
         }
         let field = format!("histogram line {}", i + 1);
         let tokens = parse_u64(&field, a)?;
@@ -438,6 +440,7 @@ mod tests {
         assert_eq!(c.total_tokens(), 8.0 * 2048.0 + 2.0 * 32768.0);
         assert_eq!(parse_contexts("100,200,100").unwrap().batch(), 3);
         let h = parse_context_histogram("context,count\n# from logs\n1024,3\n4096,1\n").unwrap();
+        assert_eq!(parse_context_histogram("# logs\ncontext,count\n1024,3\n4096,1\n").unwrap(), h);
         assert_eq!(h.total_tokens(), 3.0 * 1024.0 + 4096.0);
         assert!(parse_context_histogram("context,count\n").is_err());
         assert!(parse_context_histogram("1024,-1\n").unwrap_err().to_string().contains("histogram line 1"));

@@ -2,10 +2,18 @@
 //! Markdown from one report type each. No I/O: every renderer returns a `String`.
 #![deny(missing_docs)]
 
+pub mod advise;
 pub mod catalog;
+pub mod cost;
+pub mod facts;
 pub mod human;
+pub mod kv;
+pub mod latency;
 pub mod ledger;
+pub mod levers;
+pub mod measure;
 pub mod render;
+pub mod sweep;
 
 pub use ledger::{Inputs, LedgerReport, RowView};
 pub use render::{Format, HumanTable, Report};

@@ -1,4 +1,9 @@
 //! One module per subcommand; each turns parsed flags into a report string.
 
+pub mod kv;
+pub mod latency;
 pub mod ledger;
 pub mod list;
+pub mod measure;
+pub mod serving;
+pub mod sweep;

@@ -1,0 +1,26 @@
+//! `llm-ledger kv` and `llm-ledger levers`.
+
+use crate::cli::StepArgs;
+use crate::inputs;
+use anyhow::Result;
+use llm_ledger_core::levers::LeverSet;
+use llm_ledger_core::serving::ServingRequest;
+use llm_ledger_report::kv::KvReport;
+use llm_ledger_report::levers::LeverReport;
+use llm_ledger_report::{Format, Inputs, Report};
+
+/// KV bytes, the crossover, memory and capacity.
+pub fn kv(args: &StepArgs) -> Result<String> {
+    let format: Format = args.output.format.parse()?;
+    let sc = inputs::scenario(&args.scenario)?;
+    let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+    Ok(KvReport::new(&sc, s.reserve_bytes).render(format))
+}
+
+/// Every lever against the workload.
+pub fn levers(args: &StepArgs) -> Result<String> {
+    let format: Format = args.output.format.parse()?;
+    let sc = inputs::scenario(&args.scenario)?;
+    let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+    Ok(LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, s.reserve_bytes)).render(format))
+}

@@ -1,0 +1,116 @@
+//! The economics subcommands end to end: seed figures, stable JSON keys, formats, bad inputs.
+//! `data/histogram.csv` is a made-up production mix (40 × 2,048 + 4 × 32,768 tokens);
+//! `data/empty.csv` and `data/negative.csv` are the bad histograms of issue 3.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn cli() -> Command {
+    Command::cargo_bin("llm-ledger").unwrap()
+}
+
+/// Run with `args`, expect success, return stdout.
+fn ok(args: &[&str]) -> String {
+    let out = cli().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "no progress bar or noise on a pipe: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    serde_json::from_str(&ok(&a)).unwrap()
+}
+
+/// Run with `args`, expect exit 2 and one `error:` line; return it.
+fn fails(args: &[&str]) -> String {
+    let out = cli().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    err
+}
+
+#[test]
+fn seed_sweep_from_the_command_line() {
+    let v = json(&["sweep", "--counting", "seed", "--batch", "1,8,32,64,128,256", "--ctx", "2048"]);
+    let p = v["points"].as_array().unwrap();
+    assert_eq!(p.len(), 6);
+    let ms = |i: usize| format!("{:.1}", p[i]["step_time_s"].as_f64().unwrap() * 1e3);
+    assert_eq!((ms(0), ms(4)), ("5.7".to_string(), "18.4".to_string()));
+    assert_eq!(p[0]["tokens_per_s"].as_f64().unwrap().round(), 175.0);
+    assert_eq!((p[4]["tokens_per_s"].as_f64().unwrap() / 100.0).round() * 100.0, 6900.0);
+    assert_eq!(format!("{:.0}", p[5]["memory_bytes"].as_f64().unwrap() / 1e9), "84");
+    assert_eq!(p[5]["fits"], false);
+    for k in ["batch", "ctx", "step_time_s", "tokens_per_s", "memory_bytes", "fits"] {
+        assert!(p[0].get(k).is_some(), "{k}");
+    }
+}
+
+#[test]
+fn sweep_streams_every_format() {
+    let table = ok(&["sweep", "--batch", "1..4", "--ctx", "0..8192:4096"]);
+    assert_eq!(table.lines().filter(|l| l.ends_with(" yes")).count(), 12);
+    let csv = ok(&["sweep", "--batch", "1..256*2", "-f", "csv"]);
+    assert_eq!(csv.lines().count(), 10);
+    assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,"));
+    let md = ok(&["sweep", "--batch", "1,2", "-f", "md"]);
+    assert!(md.contains("| batch | ctx |"));
+}
+
+#[test]
+fn kv_crossover_and_stable_keys() {
+    let v = json(&["kv", "--counting", "seed", "--batch", "64"]);
+    assert_eq!(v["kv_bytes_per_token"], 131072.0);
+    assert_eq!(v["weight_bytes"], 15009316864.0);
+    assert_eq!((v["crossover_tokens"].as_f64().unwrap() / 100.0).round() * 100.0, 114500.0);
+    assert_eq!(v["side"], "above");
+    assert!(v["max_cached_tokens"].as_u64().unwrap() > 400_000);
+}
+
+#[test]
+fn levers_reproduce_the_seed() {
+    let v = json(&["levers", "--counting", "seed", "--batch", "8", "--ctx", "32768"]);
+    let kv = v["levers"].as_array().unwrap().iter().find(|l| l["name"] == "kv-fp8").unwrap().clone();
+    assert_eq!(format!("{:.1}", kv["outcome"]["step_time_s"].as_f64().unwrap() * 1e3), "12.0");
+    let v = json(&["levers", "--counting", "seed", "--batch", "1"]);
+    let w4 = v["levers"].as_array().unwrap().iter().find(|l| l["name"] == "w4a16").unwrap().clone();
+    assert_eq!(format!("{:.1}", w4["outcome"]["step_time_s"].as_f64().unwrap() * 1e3), "1.5");
+}
+
+#[test]
+fn latency_cost_measure_advise_keys() {
+    let l = json(&["latency", "--batch", "4", "--prompt", "1000", "--output", "50"]);
+    for k in ["ttft_s", "tpot_s", "e2e_s"] {
+        assert!(l[k].is_number(), "{k}");
+    }
+    let c = json(&["cost", "--usd-per-hour", "2", "--tpot-ms", "15"]);
+    assert!(c["usd_per_million_output_tokens"].is_number());
+    assert_eq!(c["price_source"], "user");
+    let m = json(&["measure", "--tokens-per-s", "120"]);
+    assert!(m["mbu"].is_number() && m["mfu"].is_number());
+    let a = json(&["advise", "--histogram", "tests/data/histogram.csv"]);
+    assert_eq!(a["crossover"]["side"], "above");
+    assert!(a["lines"].as_array().unwrap().len() > 3);
+    assert!(ok(&["advise", "--batch", "4", "-f", "csv"]).starts_with("name,side,batch,"));
+}
+
+#[test]
+fn bad_inputs_get_one_line_and_exit_2() {
+    assert!(fails(&["sweep", "--batch", "0..5"]).contains("invalid `batch`: 0 (values in 1..=1073741824)"));
+    assert!(fails(&["sweep", "--batch", "9..1"]).contains("a range a..b with a ≤ b"));
+    assert!(fails(&["sweep", "--batch", "1..10:0"]).contains("a step of at least 1"));
+    assert!(fails(&["sweep", "--batch", "1..100000", "--ctx", "0..100000"]).contains("at most 100000000 points"));
+    assert!(fails(&["sweep", "--contexts", "2048x8"]).contains("a sweep varies --batch and --ctx"));
+    assert!(fails(&["sweep", "--phase", "prefill", "--ctx", "0..10"]).contains("invalid `ctx`: 0"));
+    assert!(fails(&["kv", "--histogram", "tests/data/empty.csv"]).contains("empty"));
+    assert!(fails(&["kv", "--histogram", "tests/data/negative.csv"]).contains("histogram line 2"));
+    assert!(fails(&["cost", "--tpot-ms", "0.5"]).contains("a bound that some batch meets: even batch 1 takes"));
+    assert!(fails(&["cost", "--usd-per-hour", "-1"]).contains("invalid `usd_per_hour`"));
+    assert!(fails(&["latency", "--output", "0"]).contains("invalid `output`: 0"));
+    assert!(fails(&["latency", "--ctx", "100"]).contains("--prompt and --output"));
+    assert!(fails(&["kv", "--reserve", "90GB"]).contains("less than the GPU"));
+    assert!(fails(&["measure", "--step-ms", "0"]).contains("invalid `step_ms`"));
+}

@@ -1,0 +1,359 @@
+//! Levers (seed 004, "Long context changes the mix" and "Weight quantisation in the ledger"):
+//! the same workload re-run with one change each, and what it buys.
+//!
+//! | lever | change | side |
+//! |---|---|---|
+//! | `w4a16` | every GEMM weight stored in 4 bits (0.5 B, scales ignored, the seed's convention), math in 16 bits | weights |
+//! | `w8a16` | GEMM weights in int8, math in 16 bits | weights |
+//! | `fp8` | W8A8: weights and activations in fp8, GEMMs at the fp8 peak where the GPU has one (the ledger has one activation format, so activations between operators are fp8 too) | weights |
+//! | `batch` | the largest batch that fits at the same context (uniform batches only) | weights |
+//! | `kv-fp8`, `kv-int8` | KV cache in 8 bits (halves attention bytes at bf16) | cache |
+//! | `kv-heads/2` | half the KV heads (GQA factor 2; a model change that needs retraining or uptraining) | cache |
+//!
+//! Each lever's effect is measured per output token: `time per token = step time ÷ tokens per
+//! step`, so a precision lever (same tokens) saves what it saves in step time and the batch lever
+//! saves through more tokens per step. The saving in time per token is the saving in cost per
+//! token at a fixed GPU price. The seed ignores dequantisation work, and so does this ledger.
+
+use crate::crossover::Side;
+use crate::ledger::summarise;
+use crate::memory::{max_batch, Footprint, WeightFootprint};
+use crate::model::{Attention, ModelSpec, WeightPrecisions};
+use crate::precision::Precision;
+use crate::scenario::Scenario;
+use crate::workload::Contexts;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One lever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lever {
+    /// 4-bit weights, 16-bit math.
+    W4a16,
+    /// int8 weights, 16-bit math.
+    W8a16,
+    /// fp8 weights and activations.
+    Fp8,
+    /// The largest batch that fits.
+    Batch,
+    /// fp8 KV cache.
+    KvFp8,
+    /// int8 KV cache.
+    KvInt8,
+    /// Half the KV heads.
+    KvHeadsHalf,
+}
+
+impl Lever {
+    /// Every lever, in table order.
+    pub const ALL: [Lever; 7] =
+        [Lever::W4a16, Lever::W8a16, Lever::Fp8, Lever::Batch, Lever::KvFp8, Lever::KvInt8, Lever::KvHeadsHalf];
+
+    /// Short name (`w4a16`, `kv-fp8`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Lever::W4a16 => "w4a16",
+            Lever::W8a16 => "w8a16",
+            Lever::Fp8 => "fp8",
+            Lever::Batch => "batch",
+            Lever::KvFp8 => "kv-fp8",
+            Lever::KvInt8 => "kv-int8",
+            Lever::KvHeadsHalf => "kv-heads/2",
+        }
+    }
+
+    /// What it changes, in words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Lever::W4a16 => "4-bit weights, 16-bit math (W4A16)",
+            Lever::W8a16 => "int8 weights, 16-bit math (W8A16)",
+            Lever::Fp8 => "fp8 weights and activations (W8A8)",
+            Lever::Batch => "the largest batch that fits",
+            Lever::KvFp8 => "fp8 KV cache",
+            Lever::KvInt8 => "int8 KV cache",
+            Lever::KvHeadsHalf => "half the KV heads (GQA ×2; retraining)",
+        }
+    }
+
+    /// Weight side or cache side (which side of the crossover it pays on).
+    pub fn side(self) -> Side {
+        match self {
+            Lever::W4a16 | Lever::W8a16 | Lever::Fp8 | Lever::Batch => Side::Below,
+            Lever::KvFp8 | Lever::KvInt8 | Lever::KvHeadsHalf => Side::Above,
+        }
+    }
+
+    /// The scenario with this lever pulled, or why it does not apply.
+    pub fn apply(self, sc: &Scenario, reserve_bytes: f64) -> std::result::Result<Scenario, String> {
+        let mut s = sc.clone();
+        let weights = |p: Precision| {
+            let w = WeightPrecisions::uniform(p);
+            let now = WeightFootprint::of(&sc.model, &sc.weights).total_bytes();
+            if WeightFootprint::of(&sc.model, &w).total_bytes() < now {
+                Ok(w)
+            } else {
+                Err(format!("weights are already stored in {} or fewer bytes", p.bytes()))
+            }
+        };
+        let kv = |p: Precision| {
+            if p.bytes() < sc.workload.kv.bytes() {
+                Ok(p)
+            } else {
+                Err(format!("the KV cache is already {}", sc.workload.kv))
+            }
+        };
+        match self {
+            Lever::W4a16 => s.weights = weights(Precision::Int4)?,
+            Lever::W8a16 => s.weights = weights(Precision::Int8)?,
+            Lever::Fp8 => {
+                s.weights = weights(Precision::Fp8)?;
+                s.workload.activations = Precision::Fp8;
+            }
+            Lever::Batch => {
+                let Contexts::Uniform { batch, tokens } = sc.workload.contexts else {
+                    return Err("only for a uniform batch (--batch/--ctx)".into());
+                };
+                let most = max_batch(sc, tokens, reserve_bytes);
+                if most <= batch {
+                    return Err(format!("batch {batch} is already the largest that fits ({most})"));
+                }
+                s.workload.contexts = Contexts::Uniform { batch: most, tokens };
+            }
+            Lever::KvFp8 => s.workload.kv = kv(Precision::Fp8)?,
+            Lever::KvInt8 => s.workload.kv = kv(Precision::Int8)?,
+            Lever::KvHeadsHalf => s.model = Arc::new(halve_kv_heads(&sc.model)?),
+        }
+        Ok(s)
+    }
+}
+
+/// The model with every standard-attention layer's KV heads halved.
+fn halve_kv_heads(m: &ModelSpec) -> std::result::Result<ModelSpec, String> {
+    let mut layers = m.layers().to_vec();
+    let mut changed = false;
+    for l in &mut layers {
+        if let Attention::Standard(a) = &mut l.attention {
+            if a.kv_heads < 2 || a.kv_heads % 2 != 0 {
+                return Err(format!("{} KV heads cannot be halved", a.kv_heads));
+            }
+            a.kv_heads /= 2;
+            changed = true;
+        }
+    }
+    if !changed {
+        return Err("MLA caches a latent, not KV heads".into());
+    }
+    let mut spec = ModelSpec::new(
+        format!("{} (kv heads ÷2)", m.name),
+        m.family.clone(),
+        m.hidden_size,
+        m.embedding.clone(),
+        m.tied_embeddings,
+        m.final_norm,
+        layers,
+    )
+    .map_err(|e| e.to_string())?;
+    spec.checkpoint_quant = m.checkpoint_quant.clone();
+    spec.notes = m.notes.clone();
+    Ok(spec)
+}
+
+/// One workload's step, summarised for comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Sequences.
+    pub batch: u64,
+    /// Step time, seconds.
+    pub step_time_s: f64,
+    /// Tokens per second.
+    pub tokens_per_s: f64,
+    /// Step time ÷ tokens per step, seconds (∝ cost per token).
+    pub time_per_token_s: f64,
+    /// Weights + KV + workspace, bytes.
+    pub memory_bytes: f64,
+    /// Fits the GPU after the reserve.
+    pub fits: bool,
+}
+
+impl Outcome {
+    /// Evaluate a scenario.
+    pub fn of(sc: &Scenario, reserve_bytes: f64) -> Outcome {
+        let s = summarise(sc);
+        let fp = Footprint::of(sc, reserve_bytes);
+        Outcome {
+            batch: sc.workload.contexts.batch(),
+            step_time_s: s.step_time_s(),
+            tokens_per_s: s.tokens_per_s(),
+            time_per_token_s: s.step_time_s() / s.tokens,
+            memory_bytes: fp.memory_bytes,
+            fits: fp.fits,
+        }
+    }
+}
+
+/// One lever pulled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeverOutcome {
+    /// The lever.
+    pub lever: Lever,
+    /// Its short name.
+    pub name: &'static str,
+    /// What it changes.
+    pub description: &'static str,
+    /// Which side of the crossover it pays on.
+    pub side: Side,
+    /// The workload with the lever pulled.
+    pub outcome: Outcome,
+    /// Baseline step time ÷ lever step time.
+    pub speedup: f64,
+    /// Step time saved, seconds (negative when the step gets longer, as with a bigger batch).
+    pub step_time_saved_s: f64,
+    /// 1 − (time per token with the lever ÷ without): the fraction of cost per token saved.
+    pub cost_saving: f64,
+}
+
+/// A lever that does not apply to this scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    /// Its short name.
+    pub name: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// Every lever against one baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeverSet {
+    /// The workload as given.
+    pub baseline: Outcome,
+    /// The levers that apply, in [`Lever::ALL`] order.
+    pub levers: Vec<LeverOutcome>,
+    /// The levers that do not apply, with the reason.
+    pub skipped: Vec<Skipped>,
+}
+
+impl LeverSet {
+    /// Pull each lever in turn.
+    pub fn of(sc: &Scenario, reserve_bytes: f64) -> LeverSet {
+        let baseline = Outcome::of(sc, reserve_bytes);
+        let mut levers = Vec::new();
+        let mut skipped = Vec::new();
+        for lever in Lever::ALL {
+            match lever.apply(sc, reserve_bytes) {
+                Ok(s) => {
+                    let o = Outcome::of(&s, reserve_bytes);
+                    levers.push(LeverOutcome {
+                        lever,
+                        name: lever.name(),
+                        description: lever.description(),
+                        side: lever.side(),
+                        speedup: baseline.step_time_s / o.step_time_s,
+                        step_time_saved_s: baseline.step_time_s - o.step_time_s,
+                        cost_saving: 1.0 - o.time_per_token_s / baseline.time_per_token_s,
+                        outcome: o,
+                    });
+                }
+                Err(reason) => skipped.push(Skipped { name: lever.name(), reason }),
+            }
+        }
+        LeverSet { baseline, levers, skipped }
+    }
+
+    /// The outcome of one lever, if it applied.
+    pub fn get(&self, lever: Lever) -> Option<&LeverOutcome> {
+        self.levers.iter().find(|l| l.lever == lever)
+    }
+
+    /// The levers ranked by cost per token saved, best first.
+    pub fn ranked(&self) -> Vec<&LeverOutcome> {
+        let mut v: Vec<&LeverOutcome> = self.levers.iter().collect();
+        v.sort_by(|a, b| b.cost_saving.total_cmp(&a.cost_saving));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sc(model: &str, counting: &str, batch: u64, ctx: u64) -> Scenario {
+        let (b, c) = (batch.to_string(), ctx.to_string());
+        crate::testing::scenario(&[("model", model), ("counting", counting), ("batch", &b), ("ctx", &c)])
+    }
+
+    fn ms(t: f64) -> String {
+        format!("{:.1}", t * 1e3)
+    }
+
+    #[test]
+    fn seed_levers() {
+        let set = |b, c| LeverSet::of(&sc("llama-3-8b", "seed", b, c), 2e9);
+        // "batch 8 at 32k drops from 18.4 ms to 12.0 ms per step; batch 64 at 2k drops from 12.0 ms to 8.8 ms".
+        let long = set(8, 32768);
+        assert_eq!(ms(long.baseline.step_time_s), "18.4");
+        assert_eq!(ms(long.get(Lever::KvFp8).unwrap().outcome.step_time_s), "12.0");
+        let mid = set(64, 2048);
+        assert_eq!(ms(mid.baseline.step_time_s), "12.0");
+        assert_eq!(ms(mid.get(Lever::KvFp8).unwrap().outcome.step_time_s), "8.8");
+        // "W4A16 … batch 1 drops from 5.7 ms to about 1.5 ms … At batch 64 … from 12.0 ms to 8.0 ms".
+        let one = set(1, 2048);
+        assert_eq!(ms(one.baseline.step_time_s), "5.7");
+        assert_eq!(ms(one.get(Lever::W4a16).unwrap().outcome.step_time_s), "1.5");
+        assert_eq!(ms(mid.get(Lever::W4a16).unwrap().outcome.step_time_s), "8.0");
+        // "close to the full 4x" at batch 1.
+        assert!(one.get(Lever::W4a16).unwrap().speedup > 3.7);
+        // int8 KV stores the same bytes as fp8 and takes the same time.
+        assert_eq!(
+            long.get(Lever::KvInt8).unwrap().outcome.step_time_s,
+            long.get(Lever::KvFp8).unwrap().outcome.step_time_s
+        );
+    }
+
+    #[test]
+    fn ranking_follows_the_crossover() {
+        // Batch 1 × 2k is far below the crossover: a weight lever wins; 8 × 32k is above: a cache lever
+        // beats every precision lever on the weights.
+        let below = LeverSet::of(&sc("llama-3-8b", "seed", 1, 2048), 2e9);
+        assert_eq!(below.ranked()[0].side, Side::Below);
+        let above = LeverSet::of(&sc("llama-3-8b", "seed", 8, 32768), 2e9);
+        let kv = above.get(Lever::KvFp8).unwrap().cost_saving;
+        assert!(kv > above.get(Lever::W4a16).unwrap().cost_saving);
+    }
+
+    #[test]
+    fn halving_kv_heads_halves_the_cache_per_token() {
+        let s = sc("llama-3-8b", "seed", 8, 32768);
+        let half = Lever::KvHeadsHalf.apply(&s, 2e9).unwrap();
+        assert_eq!(half.model.kv_elements_per_token() * 2, s.model.kv_elements_per_token());
+        // Halving KV heads or halving KV bytes remove the same attention bytes; K/V projection
+        // weights shrink too, so the head lever is slightly faster.
+        let set = LeverSet::of(&s, 2e9);
+        assert!(
+            set.get(Lever::KvHeadsHalf).unwrap().outcome.step_time_s
+                < set.get(Lever::KvFp8).unwrap().outcome.step_time_s
+        );
+    }
+
+    #[test]
+    fn levers_that_do_not_apply_say_why() {
+        let mut s = sc("llama-3-8b", "full", 1, 2048);
+        s.workload.kv = Precision::Fp8;
+        s.weights = WeightPrecisions::uniform(Precision::Int4);
+        let set = LeverSet::of(&s, 2e9);
+        let names: Vec<&str> = set.skipped.iter().map(|k| k.name).collect();
+        assert_eq!(names, ["w4a16", "w8a16", "fp8", "kv-fp8", "kv-int8"]);
+        assert_eq!(set.skipped[3].reason, "the KV cache is already fp8");
+        let mla = LeverSet::of(&sc("deepseek-v2-lite", "full", 1, 2048), 2e9);
+        assert!(mla.skipped.iter().any(|k| k.name == "kv-heads/2" && k.reason.contains("latent")));
+    }
+
+    #[test]
+    fn the_batch_lever_trades_step_time_for_tokens() {
+        let set = LeverSet::of(&sc("llama-3-8b", "full", 1, 2048), 2e9);
+        let b = set.get(Lever::Batch).unwrap();
+        assert!(b.outcome.batch > 100 && b.outcome.fits);
+        assert!(b.step_time_saved_s < 0.0, "a bigger batch takes longer per step");
+        assert!(b.cost_saving > 0.9, "but costs far less per token: {}", b.cost_saving);
+    }
+}

@@ -1,0 +1,151 @@
+//! Measured against the ledger (seed 004, "Measuring against the ledger"):
+//!
+//! * **MBU** (model bandwidth utilisation) = ledger bytes per step ÷ measured step time ÷ peak
+//!   bandwidth = `memory_floor_s / T`;
+//! * **MFU** (model FLOPs utilisation) = ledger FLOPs ÷ measured time ÷ peak compute =
+//!   `compute_floor_s / T`, where each operator's FLOPs count against the peak of the format it
+//!   runs in (for an all-bf16 model: FLOPs ÷ T ÷ bf16 peak).
+//!
+//! A measured throughput converts to a step time as `T = tokens per step ÷ tokens per second`
+//! (decode: one token per sequence; prefill: every prompt token).
+//!
+//! The seed's reading: healthy decode shows high MBU and low MFU. Below about 60 % of both roofs,
+//! time is going where the ledger does not count — kernel launches and Python overhead (CUDA
+//! Graphs replay a step with one launch), unfused kernels, tensor-parallel communication — so look
+//! there before buying hardware. Above 100 % the measurement is faster than the hardware allows
+//! for the ledger's bytes or FLOPs: an input (precision, batch, context, GPU) does not match.
+
+use crate::ledger::summarise;
+use crate::scenario::Scenario;
+use crate::serving::Measured;
+use serde::Serialize;
+
+/// Utilisation at and above which a step counts as bound by what the ledger counts (seed 004:
+/// "Below about 60 percent, look for launches, unfused kernels and communication").
+pub const HEALTHY_UTILISATION: f64 = 0.6;
+
+/// What the utilisation says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading {
+    /// Above 100 % of a roof: the inputs do not describe what was measured.
+    AboveRoof,
+    /// At least 60 % of a roof: bound by the ledger's bytes or FLOPs.
+    NearRoof,
+    /// Below 60 % of both roofs: overhead the ledger does not count.
+    Overhead,
+}
+
+impl Reading {
+    /// The reading in words.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Reading::AboveRoof => "faster than the hardware allows for the ledger's bytes and FLOPs: check the inputs (precisions, batch, context, GPU) and the measurement",
+            Reading::NearRoof => "within reach of a roof: the step is bound by what the ledger counts; to go faster, move fewer bytes or FLOPs (see `llm-ledger advise`)",
+            Reading::Overhead => "below ~60 % of both roofs: look for kernel launches and Python overhead (CUDA Graphs), unfused kernels and communication before buying hardware",
+        }
+    }
+}
+
+/// A measurement read against the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Utilisation {
+    /// Measured step time, seconds.
+    pub measured_step_s: f64,
+    /// Measured tokens per second.
+    pub measured_tokens_per_s: f64,
+    /// The ledger's roofline step at the scenario's efficiencies, seconds.
+    pub ledger_step_s: f64,
+    /// Ledger bytes at peak bandwidth, seconds.
+    pub memory_floor_s: f64,
+    /// Ledger FLOPs at each operator's peak, seconds.
+    pub compute_floor_s: f64,
+    /// Ledger HBM bytes per step.
+    pub bytes: f64,
+    /// Ledger FLOPs per step.
+    pub flops: f64,
+    /// Model bandwidth utilisation.
+    pub mbu: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// measured ÷ ledger step.
+    pub measured_over_ledger: f64,
+    /// The reading.
+    pub reading: Reading,
+}
+
+impl Utilisation {
+    /// Read a measurement of the scenario's step.
+    pub fn of(sc: &Scenario, measured: Measured) -> Utilisation {
+        let s = summarise(sc);
+        let t = match measured {
+            Measured::StepTime(t) => t,
+            Measured::TokensPerS(r) => s.tokens / r,
+        };
+        let mbu = s.memory_floor_s / t;
+        let mfu = s.compute_floor_s / t;
+        let reading = if mbu > 1.0 || mfu > 1.0 {
+            Reading::AboveRoof
+        } else if mbu.max(mfu) >= HEALTHY_UTILISATION {
+            Reading::NearRoof
+        } else {
+            Reading::Overhead
+        };
+        Utilisation {
+            measured_step_s: t,
+            measured_tokens_per_s: s.tokens / t,
+            ledger_step_s: s.step_time_s(),
+            memory_floor_s: s.memory_floor_s,
+            compute_floor_s: s.compute_floor_s,
+            bytes: s.cost.bytes(),
+            flops: s.cost.flops,
+            mbu,
+            mfu,
+            measured_over_ledger: t / s.step_time_s(),
+            reading,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(batch: &str) -> Scenario {
+        crate::testing::scenario(&[("counting", "seed"), ("batch", batch)])
+    }
+
+    #[test]
+    fn the_ledgers_own_step_reads_as_the_bandwidth_efficiency() {
+        // Batch 1 decode is memory-bound in every row, so the ledger's step is bytes ÷ (0.8 × peak
+        // bandwidth) and a measurement equal to it has MBU = 0.8 exactly.
+        let s = seed("1");
+        let u = Utilisation::of(&s, Measured::StepTime(summarise(&s).step_time_s()));
+        assert!((u.mbu - 0.8).abs() < 1e-12, "{}", u.mbu);
+        assert_eq!(u.reading, Reading::NearRoof);
+        assert!(u.mfu < 0.01, "decode has low MFU: {}", u.mfu);
+    }
+
+    #[test]
+    fn a_slow_step_reads_as_overhead() {
+        // 15,009,316,864 weight + 2,048 × 131,072 KV = 15,277,752,320 bytes in 10 ms on 3.35 TB/s:
+        // MBU = 15.28e9 / 1e-2 / 3.35e12 = 45.6 %.
+        let u = Utilisation::of(&seed("1"), Measured::StepTime(0.010));
+        assert_eq!(u.bytes, 15_277_752_320.0);
+        assert_eq!(format!("{:.3}", u.mbu), "0.456");
+        assert_eq!(u.reading, Reading::Overhead);
+        assert!(u.reading.advice().contains("launches"));
+    }
+
+    #[test]
+    fn throughput_converts_through_tokens_per_step() {
+        // Batch 64 at 6,400 tok/s is 10 ms per step.
+        let s = seed("64");
+        let a = Utilisation::of(&s, Measured::TokensPerS(6400.0));
+        let b = Utilisation::of(&s, Measured::StepTime(0.010));
+        assert_eq!(a.mbu, b.mbu);
+        assert_eq!(a.measured_step_s, 0.01);
+        // 1 ms is faster than 32 GB can move on 3.35 TB/s.
+        assert_eq!(Utilisation::of(&s, Measured::StepTime(0.001)).reading, Reading::AboveRoof);
+    }
+}

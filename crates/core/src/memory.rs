@@ -1,0 +1,472 @@
+//! What one step needs in GPU memory, and how much fits.
+//!
+//! `memory = weights + KV cache + activation workspace`; it fits when
+//! `memory ≤ capacity − reserve` (capacity: the GPU's `memory_bytes`; reserve: a runtime reserve,
+//! [`crate::serving::DEFAULT_RESERVE_BYTES`] unless the user sets one).
+//!
+//! * **Weights** ([`WeightFootprint`]): every stored parameter at its class's precision
+//!   ([`WeightPrecisions`]): matrices at the class precision, biases, norm scales and sinks at
+//!   its unquantised form, the embedding table(s) at the embedding precision, an untied LM head at
+//!   the head precision, all routed experts (not only those a step touches).
+//! * **KV cache**: per token and layer, `Attention::kv_elements_per_token()` elements (2·kv·hd;
+//!   the latent r_kv + d_r for MLA) at the KV precision; a sliding-window layer holds at most
+//!   `window` tokens. A decode step at `ctx` cached tokens holds `ctx + 1` after appending the new
+//!   token (`ctx` under seed counting, as the seed's "84 GB at batch 256" does); prefill holds the
+//!   prompt.
+//! * **Activation workspace** ([`workspace_bytes`]): an estimate of the live activations of one
+//!   step, documented there.
+//!
+//! Under [`Counting::Seed`] the seed's "weights plus cache" is reproduced: the weights without the
+//! embedding table ("15.0 GB (excluding the embedding table)") and no workspace.
+
+use crate::limits::MAX_BATCH;
+use crate::model::{Attention, LayerSpec, Mlp, ModelSpec, WeightPrecisions};
+use crate::precision::Precision;
+use crate::scenario::Scenario;
+use crate::workload::{Contexts, Counting, Phase, Workload};
+use serde::Serialize;
+
+/// Stored weight bytes per module class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct WeightFootprint {
+    /// Token (and position) tables, plus OPT's project_in/out.
+    pub embedding_bytes: f64,
+    /// Attention projections with their biases, q/k norms and sinks.
+    pub attention_bytes: f64,
+    /// Dense MLP projections and biases.
+    pub mlp_bytes: f64,
+    /// All routed experts.
+    pub experts_bytes: f64,
+    /// Shared experts (and their gate).
+    pub shared_experts_bytes: f64,
+    /// MoE routers.
+    pub router_bytes: f64,
+    /// Hidden-size norms of the layers and the final norm.
+    pub norm_bytes: f64,
+    /// An untied LM head (0 when tied to the embedding).
+    pub lm_head_bytes: f64,
+}
+
+impl WeightFootprint {
+    /// Stored bytes of every parameter of `model` under `w`.
+    pub fn of(model: &ModelSpec, w: &WeightPrecisions) -> WeightFootprint {
+        let h = model.hidden_size;
+        let small = w.attention.unquantised().bytes();
+        let mut f = WeightFootprint {
+            embedding_bytes: model.embedding_params() as f64 * w.embedding.bytes(),
+            lm_head_bytes: model.lm_head_params() as f64 * w.lm_head.bytes(),
+            norm_bytes: model.final_norm_params() as f64 * small,
+            ..WeightFootprint::default()
+        };
+        for (layer, n) in model.layer_groups() {
+            let n = n as f64;
+            let l = layer_bytes(layer, h, w);
+            f.attention_bytes += n * l.attention_bytes;
+            f.mlp_bytes += n * l.mlp_bytes;
+            f.experts_bytes += n * l.experts_bytes;
+            f.shared_experts_bytes += n * l.shared_experts_bytes;
+            f.router_bytes += n * l.router_bytes;
+            f.norm_bytes += n * l.norm_bytes;
+        }
+        f
+    }
+
+    /// All stored weight bytes.
+    pub fn total_bytes(&self) -> f64 {
+        self.embedding_bytes
+            + self.attention_bytes
+            + self.mlp_bytes
+            + self.experts_bytes
+            + self.shared_experts_bytes
+            + self.router_bytes
+            + self.norm_bytes
+            + self.lm_head_bytes
+    }
+
+    /// Weight bytes that count toward memory under `counting`: all of them, or without the
+    /// embedding table under seed counting (the seed's 15.0 GB for Llama 3 8B).
+    pub fn counted_bytes(&self, counting: Counting) -> f64 {
+        match counting {
+            Counting::Full => self.total_bytes(),
+            Counting::Seed => self.total_bytes() - self.embedding_bytes,
+        }
+    }
+}
+
+/// Parameters of a matrix block split into matrix weights and small vectors.
+fn split(total: u64, matrices: u64, p: Precision) -> f64 {
+    matrices as f64 * p.bytes() + (total - matrices) as f64 * p.unquantised().bytes()
+}
+
+fn layer_bytes(layer: &LayerSpec, h: u64, w: &WeightPrecisions) -> WeightFootprint {
+    let attn_params = layer.attention.params(h);
+    let attn_matrices = match &layer.attention {
+        Attention::Standard(a) => h * (a.q_dim() + 2 * a.kv_dim()) + a.q_dim() * h,
+        Attention::Latent(a) => {
+            let nh = a.heads;
+            let q = match a.q_lora_rank {
+                Some(r) => h * r + r * nh * a.qk_head_dim(),
+                None => h * nh * a.qk_head_dim(),
+            };
+            q + h * (a.kv_lora_rank + a.qk_rope_head_dim)
+                + a.kv_lora_rank * nh * (a.qk_nope_head_dim + a.v_head_dim)
+                + nh * a.v_head_dim * h
+        }
+    };
+    let norms = u64::from(layer.attn_norms + layer.mlp_norms) * layer.norm.params(h);
+    let mut f = WeightFootprint {
+        attention_bytes: split(attn_params, attn_matrices, w.attention),
+        norm_bytes: norms as f64 * w.attention.unquantised().bytes(),
+        ..WeightFootprint::default()
+    };
+    let dense = |m: &crate::model::DenseMlp, p: Precision| {
+        let mats = if m.gated { 3 } else { 2 };
+        split(m.params(h), mats * h * m.intermediate, p)
+    };
+    match &layer.mlp {
+        Mlp::Dense(m) => f.mlp_bytes = dense(m, w.mlp),
+        Mlp::Moe(m) => {
+            let router = h * m.experts + if m.router_bias { m.experts } else { 0 };
+            let gate = if m.shared_gate { h } else { 0 };
+            f.router_bytes = (router + gate) as f64 * w.router.bytes();
+            f.experts_bytes = m.experts as f64 * dense(&m.expert, w.experts);
+            f.shared_experts_bytes = m.shared.as_ref().map_or(0.0, |s| dense(s, w.shared_experts));
+        }
+    }
+    f
+}
+
+/// KV-cache bytes one token adds across all layers, ignoring windows (Llama 3 8B at bf16:
+/// 32 · 2 · 8 · 128 · 2 = 131,072 bytes, seed 004).
+pub fn kv_bytes_per_token(model: &ModelSpec, kv: Precision) -> f64 {
+    model.kv_elements_per_token() as f64 * kv.bytes()
+}
+
+/// KV-cache bytes one sequence holds with `tokens` positions cached: Σ over layers of
+/// `elements_per_token · min(tokens, window) · bytes`.
+pub fn kv_bytes_per_sequence(model: &ModelSpec, kv: Precision, tokens: f64) -> f64 {
+    model
+        .layer_groups()
+        .map(|(l, n)| {
+            let held = l.attention.window().map_or(tokens, |w| tokens.min(w as f64));
+            n as f64 * l.attention.kv_elements_per_token() as f64 * held
+        })
+        .sum::<f64>()
+        * kv.bytes()
+}
+
+/// Positions a sequence holds in the cache after the step: decode appends the new token
+/// (`ctx + 1`; `ctx` under seed counting), prefill caches the prompt.
+fn held_positions(w: &Workload, tokens: f64) -> f64 {
+    match (w.phase, w.counting) {
+        (Phase::Decode, Counting::Full) => tokens + 1.0,
+        _ => tokens,
+    }
+}
+
+/// KV-cache bytes of the whole batch after the step.
+pub fn kv_cache_bytes(sc: &Scenario) -> f64 {
+    let w = &sc.workload;
+    w.contexts.sum(|t| kv_bytes_per_sequence(&sc.model, w.kv, held_positions(w, t)))
+}
+
+/// Bytes of fp32 logits per vocabulary entry.
+const LOGIT_BYTES: f64 = 4.0;
+
+/// Estimated activation workspace of one step (0 under seed counting).
+///
+/// `T·(2H + X)·a + [unfused attention] nh·S·a + L·V·4`, where `T` is the tokens in the step, `H`
+/// the hidden size, `a` the activation bytes; `X` the widest per-token intermediate of any layer:
+/// attention `q + 2·kv + q` (projections and output; MLA:
+/// `nh·(dn+dr) + r + dr + nh·max(r, dn+dv) + nh·dv`) or MLP `3·I` gated / `2·I` plain (MoE:
+/// `top_k` experts plus shared experts plus the router's `E` logits); `2H` is the residual stream
+/// and the normed input. Without
+/// FlashAttention one layer's score matrix, `nh · S` entries (`S` the materialised scores per
+/// head), is live. `L` logit rows of `V` entries are kept in fp32. Buffers are assumed to be
+/// reused from layer to layer (what inference engines do); allocator slack belongs in the reserve.
+pub fn workspace_bytes(sc: &Scenario) -> f64 {
+    let w = &sc.workload;
+    if w.counting == Counting::Seed {
+        return 0.0;
+    }
+    let m = &sc.model;
+    let a = w.activations.bytes();
+    let (mut widest, mut heads) = (0u64, 0u64);
+    for (l, _) in m.layer_groups() {
+        let attn = match &l.attention {
+            Attention::Standard(x) => {
+                heads = heads.max(x.heads);
+                2 * x.q_dim() + 2 * x.kv_dim()
+            }
+            Attention::Latent(x) => {
+                heads = heads.max(x.heads);
+                let nh = x.heads;
+                nh * x.qk_head_dim()
+                    + x.kv_lora_rank
+                    + x.qk_rope_head_dim
+                    + nh * x.kv_lora_rank.max(x.qk_nope_head_dim + x.v_head_dim)
+                    + nh * x.v_head_dim
+            }
+        };
+        let width = |d: &crate::model::DenseMlp| if d.gated { 3 } else { 2 } * d.intermediate;
+        let mlp = match &l.mlp {
+            Mlp::Dense(d) => width(d),
+            Mlp::Moe(x) => x.top_k * width(&x.expert) + x.shared.as_ref().map_or(0, width) + x.experts,
+        };
+        widest = widest.max(attn).max(mlp);
+    }
+    let t = w.step_tokens();
+    let scores =
+        if w.flash_attention { 0.0 } else { heads as f64 * w.attention_geometry(None).materialised_scores * a };
+    t * (2 * m.hidden_size + widest) as f64 * a + scores + w.logit_tokens() * m.embedding.vocab as f64 * LOGIT_BYTES
+}
+
+/// Memory of one step against the GPU's capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Footprint {
+    /// Weights that count (see [`WeightFootprint::counted_bytes`]).
+    pub weight_bytes: f64,
+    /// KV cache of the batch after the step.
+    pub kv_cache_bytes: f64,
+    /// Activation workspace estimate.
+    pub workspace_bytes: f64,
+    /// weights + KV cache + workspace.
+    pub memory_bytes: f64,
+    /// GPU capacity (vendor label).
+    pub capacity_bytes: f64,
+    /// Runtime reserve.
+    pub reserve_bytes: f64,
+    /// capacity − reserve.
+    pub available_bytes: f64,
+    /// memory ≤ available.
+    pub fits: bool,
+}
+
+impl Footprint {
+    /// The footprint of a scenario with `reserve_bytes` held back.
+    pub fn of(sc: &Scenario, reserve_bytes: f64) -> Footprint {
+        let weight_bytes = WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting);
+        Self::with_weights(sc, weight_bytes, reserve_bytes)
+    }
+
+    /// As [`Footprint::of`] with the weight bytes already known (the sweep computes them once).
+    pub fn with_weights(sc: &Scenario, weight_bytes: f64, reserve_bytes: f64) -> Footprint {
+        let kv = kv_cache_bytes(sc);
+        let ws = workspace_bytes(sc);
+        let memory_bytes = weight_bytes + kv + ws;
+        let available_bytes = sc.gpu.memory_bytes - reserve_bytes;
+        Footprint {
+            weight_bytes,
+            kv_cache_bytes: kv,
+            workspace_bytes: ws,
+            memory_bytes,
+            capacity_bytes: sc.gpu.memory_bytes,
+            reserve_bytes,
+            available_bytes,
+            fits: memory_bytes <= available_bytes,
+        }
+    }
+}
+
+/// The scenario with a uniform batch of `batch` × `tokens` (same phase and precisions).
+pub fn at_uniform(sc: &Scenario, batch: u64, tokens: u64) -> Scenario {
+    let mut s = sc.clone();
+    s.workload.contexts = Contexts::Uniform { batch, tokens };
+    s
+}
+
+/// Largest batch of sequences with `tokens` tokens each that fits (0 when not even one does).
+///
+/// Memory is affine in the batch (`f(b) = f₀ + b·s`: KV and workspace scale with the sequences,
+/// weights do not), so the candidate is `⌊(available − f₀) / s⌋`; it is then checked against the
+/// footprint itself at `b` and `b + 1`, so "exactly fits" and "one more does not" hold to the byte.
+pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
+    let weights = WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting);
+    let fp = |b: u64| Footprint::with_weights(&at_uniform(sc, b, tokens), weights, reserve_bytes);
+    let (f1, f2) = (fp(1), fp(2));
+    if !f1.fits {
+        return 0;
+    }
+    let per_seq = f2.memory_bytes - f1.memory_bytes;
+    let mut b = if per_seq <= 0.0 {
+        MAX_BATCH
+    } else {
+        let base = f1.memory_bytes - per_seq;
+        ((f1.available_bytes - base) / per_seq).floor().clamp(1.0, MAX_BATCH as f64) as u64
+    };
+    while b > 1 && !fp(b).fits {
+        b -= 1;
+    }
+    while b < MAX_BATCH && fp(b + 1).fits {
+        b += 1;
+    }
+    b
+}
+
+/// Cached tokens that fit next to the weights and the workload's workspace, counted at
+/// [`kv_bytes_per_token`] (a sliding-window model can hold more once sequences outgrow the window).
+pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
+    let fp = Footprint::of(sc, reserve_bytes);
+    let free = fp.available_bytes - fp.weight_bytes - fp.workspace_bytes;
+    let per = kv_bytes_per_token(&sc.model, sc.workload.kv);
+    if free <= 0.0 || per <= 0.0 {
+        0
+    } else {
+        (free / per).floor().min(u64::MAX as f64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::ContextBucket;
+    use std::sync::Arc;
+
+    fn sc(pairs: &[(&str, &str)]) -> Scenario {
+        crate::testing::scenario(pairs)
+    }
+
+    #[test]
+    fn llama3_8b_weights_are_its_parameters_at_two_bytes() {
+        let s = sc(&[]);
+        let w = WeightFootprint::of(&s.model, &s.weights);
+        // 8,030,261,248 parameters × 2 bytes.
+        assert_eq!(w.total_bytes(), 16_060_522_496.0);
+        // Embedding 128,256 × 4,096 × 2 = 1,050,673,152; untied head the same.
+        assert_eq!(w.embedding_bytes, 1_050_673_152.0);
+        assert_eq!(w.lm_head_bytes, 1_050_673_152.0);
+        // Seed: the 15,009,316,864 GEMM bytes + 65 norms × 4,096 × 2 = 532,480.
+        assert_eq!(w.counted_bytes(Counting::Seed), 15_009_316_864.0 + 532_480.0);
+    }
+
+    #[test]
+    fn quantised_weights_keep_small_vectors_wide() {
+        let s = sc(&[("weights", "int4")]);
+        let w = WeightFootprint::of(&s.model, &s.weights);
+        // Matrices at 0.5 B; embedding stays bf16; norms stay bf16.
+        let layer_mats = 32.0 * (4096.0 * 6144.0 + 4096.0 * 4096.0 + 3.0 * 4096.0 * 14336.0);
+        assert_eq!(w.attention_bytes + w.mlp_bytes, layer_mats * 0.5);
+        assert_eq!(w.embedding_bytes, 1_050_673_152.0);
+        assert_eq!(w.lm_head_bytes, 1_050_673_152.0 / 4.0);
+        assert_eq!(w.norm_bytes, 65.0 * 4096.0 * 2.0);
+    }
+
+    #[test]
+    fn tied_heads_and_moe_experts() {
+        let s = sc(&[("model", "llama-3.2-1b")]);
+        assert_eq!(WeightFootprint::of(&s.model, &s.weights).lm_head_bytes, 0.0);
+        assert_eq!(WeightFootprint::of(&s.model, &s.weights).total_bytes(), s.model.total_params() as f64 * 2.0);
+        // Every routed expert is stored, so memory follows total (not active) parameters.
+        let m = sc(&[("model", "mixtral-8x7b")]);
+        let w = WeightFootprint::of(&m.model, &m.weights);
+        assert_eq!(w.total_bytes(), m.model.total_params() as f64 * 2.0);
+        assert!(w.experts_bytes > 0.9 * w.total_bytes() - w.embedding_bytes - w.lm_head_bytes - w.attention_bytes);
+    }
+
+    #[test]
+    fn kv_per_token_is_the_seeds_128_kib() {
+        let s = sc(&[]);
+        assert_eq!(kv_bytes_per_token(&s.model, Precision::Bf16), 131_072.0);
+        assert_eq!(kv_bytes_per_token(&s.model, Precision::Fp8), 65_536.0);
+        // One sequence of 2,048 positions: 2,048 × 131,072 = 268,435,456.
+        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 2048.0), 268_435_456.0);
+        // Full counting holds the new token too.
+        let full = sc(&[("batch", "4"), ("ctx", "100")]);
+        assert_eq!(kv_cache_bytes(&full), 4.0 * 101.0 * 131_072.0);
+        let seed = sc(&[("batch", "4"), ("ctx", "100"), ("counting", "seed")]);
+        assert_eq!(kv_cache_bytes(&seed), 4.0 * 100.0 * 131_072.0);
+    }
+
+    #[test]
+    fn sliding_window_layers_hold_at_most_the_window() {
+        // Gemma 2 9B: 42 layers alternating 4,096-token windows and global attention,
+        // 8 KV heads × 256 = 2·8·256 = 4,096 elements per token per layer.
+        let s = sc(&[("model", "gemma-2-9b")]);
+        let per_layer = 4096.0 * 2.0;
+        assert_eq!(kv_bytes_per_token(&s.model, Precision::Bf16), 42.0 * per_layer);
+        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 1000.0), 42.0 * per_layer * 1000.0);
+        // At 10,000 tokens: 21 global layers hold 10,000, 21 windowed layers hold 4,096.
+        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 10_000.0), 21.0 * per_layer * (10_000.0 + 4096.0));
+    }
+
+    #[test]
+    fn mla_caches_the_latent() {
+        // DeepSeek-V3: 61 layers × (512 + 64) elements × 2 bytes = 70,272 bytes per token.
+        let s = sc(&[("model", "deepseek-v3"), ("kv", "bf16")]);
+        assert_eq!(kv_bytes_per_token(&s.model, Precision::Bf16), 61.0 * 576.0 * 2.0);
+    }
+
+    #[test]
+    fn seed_batch_256_needs_about_84_gb_and_does_not_fit() {
+        // "Batch 256 at this context would need about 84 GB for weights plus cache".
+        let s = sc(&[("counting", "seed"), ("batch", "256"), ("ctx", "2048")]);
+        let fp = Footprint::of(&s, 2e9);
+        // 15,009,849,344 + 256 × 2,048 × 131,072 = 83,729,326,080 bytes.
+        assert_eq!(fp.memory_bytes, 83_729_326_080.0);
+        assert_eq!(format!("{:.0}", fp.memory_bytes / 1e9), "84");
+        assert!(!fp.fits);
+        assert!(!Footprint::of(&s, 0.0).fits, "does not fit an 80 GB card even with no reserve");
+        let s128 = at_uniform(&s, 128, 2048);
+        assert!(Footprint::of(&s128, 2e9).fits);
+        // 8 × 32k holds as many tokens as 128 × 2k: the same cache.
+        assert_eq!(kv_cache_bytes(&at_uniform(&s, 8, 32768)), kv_cache_bytes(&s128));
+    }
+
+    fn with_capacity(mut s: Scenario, bytes: f64) -> Scenario {
+        let mut g = (*s.gpu).clone();
+        g.memory_bytes = bytes;
+        s.gpu = Arc::new(g);
+        s
+    }
+
+    #[test]
+    fn max_batch_exactly_fits_and_one_more_does_not() {
+        // Seed counting: weights 15,009,849,344 B, 2,048 × 131,072 = 268,435,456 B per sequence.
+        let exact = 15_009_849_344.0 + 8.0 * 268_435_456.0;
+        let s = with_capacity(sc(&[("counting", "seed")]), exact);
+        assert_eq!(max_batch(&s, 2048, 0.0), 8);
+        assert!(Footprint::of(&at_uniform(&s, 8, 2048), 0.0).fits);
+        assert!(!Footprint::of(&at_uniform(&s, 9, 2048), 0.0).fits);
+        let short = with_capacity(s.clone(), exact - 1.0);
+        assert_eq!(max_batch(&short, 2048, 0.0), 7);
+        // The reserve comes off the capacity.
+        assert_eq!(max_batch(&s, 2048, 268_435_456.0), 7);
+        // Not even the weights fit.
+        assert_eq!(max_batch(&with_capacity(s.clone(), 1e9), 2048, 0.0), 0);
+        // Full counting on the real H100: the answer is checked against the footprint itself.
+        let full = sc(&[]);
+        let b = max_batch(&full, 4096, 2e9);
+        assert!(Footprint::of(&at_uniform(&full, b, 4096), 2e9).fits);
+        assert!(!Footprint::of(&at_uniform(&full, b + 1, 4096), 2e9).fits);
+    }
+
+    #[test]
+    fn cached_token_capacity() {
+        // (80e9 − 15,009,849,344) / 131,072 = 495,835.5 → 495,835 tokens with no reserve.
+        let s = sc(&[("counting", "seed")]);
+        assert_eq!(max_cached_tokens(&s, 0.0), 495_835);
+        // fp8 KV doubles it.
+        let f8 = sc(&[("counting", "seed"), ("kv", "fp8")]);
+        assert_eq!(max_cached_tokens(&f8, 0.0), 991_671);
+    }
+
+    #[test]
+    fn workspace_is_counted_in_full_and_grows_without_flash() {
+        // Decode batch 1, bf16: T·(2H + 3I)·2 + 128,256 × 4 = (8,192 + 43,008)·2 + 513,024.
+        let s = sc(&[]);
+        assert_eq!(workspace_bytes(&s), (8192.0 + 43008.0) * 2.0 + 513_024.0);
+        let pre = sc(&[("phase", "prefill"), ("ctx", "1024")]);
+        let unfused = sc(&[("phase", "prefill"), ("ctx", "1024"), ("flash", "off")]);
+        // 32 heads × 1,024² scores × 2 bytes.
+        assert_eq!(workspace_bytes(&unfused) - workspace_bytes(&pre), 32.0 * 1024.0 * 1024.0 * 2.0);
+        assert_eq!(workspace_bytes(&sc(&[("counting", "seed")])), 0.0);
+    }
+
+    #[test]
+    fn a_mix_is_the_sum_of_its_sequences() {
+        let mix = sc(&[("contexts", "2048x8,32768x2")]);
+        let parts = [ContextBucket { tokens: 2048, count: 8 }, ContextBucket { tokens: 32768, count: 2 }];
+        let expect: f64 = parts.iter().map(|b| b.count as f64 * 131_072.0 * (b.tokens as f64 + 1.0)).sum();
+        assert_eq!(kv_cache_bytes(&mix), expect);
+    }
+}

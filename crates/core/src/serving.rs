@@ -1,0 +1,296 @@
+//! Inputs of the serving economics that are not part of the forward step: the GPU price, the
+//! runtime memory reserve, the request shape (prompt and output lengths), a latency bound, and a
+//! measured step time. [`ServingRequest`] holds them as text (CLI flags and URL query parameters
+//! alike) and [`ServingRequest::resolve`] is the one resolver, next to
+//! [`crate::ScenarioRequest`] for the step itself.
+//!
+//! ```
+//! use llm_ledger_core::serving::{PriceSource, ServingRequest};
+//! use llm_ledger_core::Scenario;
+//! let sc = Scenario::default_decode();
+//! let req = ServingRequest { usd_per_hour: Some("2.5".into()), reserve: Some("4 GiB".into()), ..Default::default() };
+//! let s = req.resolve(&sc).unwrap();
+//! assert_eq!(s.price.unwrap().usd_per_hour, 2.5);
+//! assert_eq!(s.price.unwrap().source, PriceSource::User);
+//! assert_eq!(s.reserve_bytes, 4.0 * 1024.0 * 1024.0 * 1024.0);
+//! ```
+
+use crate::error::{Error, Result};
+use crate::limits::{MAX_BATCH, MAX_CONTEXT};
+use crate::scenario::{parse_f64, parse_u64, Scenario};
+use serde::{Deserialize, Serialize};
+
+/// Default runtime reserve: 2 GB (2 × 10⁹ bytes) of the GPU's memory kept back from weights, KV
+/// cache and activation workspace, for the CUDA context, the allocator's fragmentation and the
+/// communication buffers. Source: `shared/research/hardware.md` §5 pitfall 4 ("the CUDA context
+/// needs 0.5–2 GB more"); the upper end is taken. Set it with `reserve`.
+pub const DEFAULT_RESERVE_BYTES: f64 = 2e9;
+
+/// Default prompt length of a request, tokens (the seed's 2,048-token context).
+pub const DEFAULT_PROMPT_TOKENS: u64 = 2048;
+
+/// Default output length of a request, tokens.
+pub const DEFAULT_OUTPUT_TOKENS: u64 = 256;
+
+/// Largest accepted price, USD per GPU-hour (anything above is a typo).
+pub const MAX_USD_PER_HOUR: f64 = 1e6;
+
+/// Raw serving inputs, as text. Every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServingRequest {
+    /// Price in USD per GPU-hour (default: the catalogue's approximate price for the GPU).
+    pub usd_per_hour: Option<String>,
+    /// Runtime reserve: bytes, or a number with a unit (`2GB`, `1.5 GiB`) (default 2 GB).
+    pub reserve: Option<String>,
+    /// Prompt tokens per request (default 2048).
+    pub prompt: Option<String>,
+    /// Output tokens per request (default 256).
+    pub output: Option<String>,
+    /// Upper bound on the time per output token, milliseconds.
+    pub tpot_ms: Option<String>,
+    /// Measured step time, milliseconds.
+    pub step_ms: Option<String>,
+    /// Measured throughput, tokens per second (decode: generated; prefill: processed).
+    pub tokens_per_s: Option<String>,
+}
+
+/// Where a price comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceSource {
+    /// The GPU catalogue: an approximate on-demand price that goes stale (hardware.md §3).
+    CatalogueApproximate,
+    /// Given by the user.
+    User,
+}
+
+/// A GPU-hour price.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Price {
+    /// USD per GPU-hour.
+    pub usd_per_hour: f64,
+    /// Where it comes from.
+    pub source: PriceSource,
+}
+
+impl Price {
+    /// USD per GPU-second.
+    pub fn usd_per_s(&self) -> f64 {
+        self.usd_per_hour / 3600.0
+    }
+}
+
+/// A measurement of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measured {
+    /// Step time, seconds.
+    StepTime(f64),
+    /// Tokens per second.
+    TokensPerS(f64),
+}
+
+/// Serving inputs, resolved and validated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Serving {
+    /// GPU-hour price, when one is known.
+    pub price: Option<Price>,
+    /// Runtime reserve, bytes.
+    pub reserve_bytes: f64,
+    /// Prompt tokens per request.
+    pub prompt_tokens: u64,
+    /// Output tokens per request (≥ 1; the first comes from prefill).
+    pub output_tokens: u64,
+    /// Upper bound on the time per output token, seconds.
+    pub tpot_bound_s: Option<f64>,
+    /// A measured step time or throughput.
+    pub measured: Option<Measured>,
+}
+
+impl Default for Serving {
+    fn default() -> Self {
+        Serving {
+            price: None,
+            reserve_bytes: DEFAULT_RESERVE_BYTES,
+            prompt_tokens: DEFAULT_PROMPT_TOKENS,
+            output_tokens: DEFAULT_OUTPUT_TOKENS,
+            tpot_bound_s: None,
+            measured: None,
+        }
+    }
+}
+
+impl Serving {
+    /// The price, or an error naming the flag that sets it.
+    pub fn require_price(&self, gpu: &str) -> Result<Price> {
+        self.price.ok_or_else(|| {
+            Error::invalid(
+                "usd_per_hour",
+                format!("none for GPU {gpu}"),
+                "a price in USD per GPU-hour (--usd-per-hour)",
+            )
+        })
+    }
+}
+
+/// A positive finite number no larger than `max`.
+fn positive(field: &str, s: &str, max: f64) -> Result<f64> {
+    let v = parse_f64(field, s)?;
+    if v > 0.0 && v <= max {
+        Ok(v)
+    } else {
+        Err(Error::invalid(field, s.trim(), format!("a number in (0, {max}]")))
+    }
+}
+
+/// Parse a byte size: a plain number of bytes or a number with a decimal (`kB`, `MB`, `GB`, `TB`)
+/// or binary (`KiB`, `MiB`, `GiB`, `TiB`) unit; `B` alone is bytes.
+pub fn parse_bytes(field: &str, s: &str) -> Result<f64> {
+    let t = s.trim();
+    // The unit is the trailing run of letters (so `2e9` stays a number).
+    let split = t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).len();
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(Error::invalid(
+                field,
+                format!("{t:?}"),
+                "bytes, optionally with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
+            ))
+        }
+    };
+    let v = parse_f64(field, num)? * scale;
+    if v >= 0.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(Error::invalid(field, format!("{t:?}"), "a non-negative size"))
+    }
+}
+
+impl ServingRequest {
+    /// Resolve against the scenario (for the GPU's catalogue price and capacity).
+    pub fn resolve(&self, sc: &Scenario) -> Result<Serving> {
+        let price = match &self.usd_per_hour {
+            Some(s) => {
+                Some(Price { usd_per_hour: positive("usd_per_hour", s, MAX_USD_PER_HOUR)?, source: PriceSource::User })
+            }
+            None => {
+                sc.gpu.usd_per_gpu_hour.map(|p| Price { usd_per_hour: p, source: PriceSource::CatalogueApproximate })
+            }
+        };
+        let reserve_bytes = match &self.reserve {
+            Some(s) => parse_bytes("reserve", s)?,
+            None => DEFAULT_RESERVE_BYTES,
+        };
+        if reserve_bytes >= sc.gpu.memory_bytes {
+            return Err(Error::invalid(
+                "reserve",
+                format!("{reserve_bytes} bytes"),
+                format!("less than the GPU's {} bytes", sc.gpu.memory_bytes),
+            ));
+        }
+        let tokens = |field: &str, v: &Option<String>, d: u64, min: u64| -> Result<u64> {
+            let n = v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(d);
+            if (min..=MAX_CONTEXT).contains(&n) {
+                Ok(n)
+            } else {
+                Err(Error::invalid(field, n, format!("an integer in {min}..={MAX_CONTEXT}")))
+            }
+        };
+        let prompt_tokens = tokens("prompt", &self.prompt, DEFAULT_PROMPT_TOKENS, 1)?;
+        let output_tokens = tokens("output", &self.output, DEFAULT_OUTPUT_TOKENS, 1)?;
+        if prompt_tokens + output_tokens > MAX_CONTEXT {
+            return Err(Error::invalid(
+                "prompt + output",
+                prompt_tokens + output_tokens,
+                format!("at most {MAX_CONTEXT} tokens"),
+            ));
+        }
+        // One hour per output token is beyond any serving question.
+        let tpot_bound_s =
+            self.tpot_ms.as_deref().map(|s| positive("tpot_ms", s, 3.6e6)).transpose()?.map(|ms| ms / 1e3);
+        let measured = match (&self.step_ms, &self.tokens_per_s) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "step_ms",
+                    "given together with tokens_per_s",
+                    "one of step_ms or tokens_per_s",
+                ))
+            }
+            (Some(ms), None) => Some(Measured::StepTime(positive("step_ms", ms, 3.6e6)? / 1e3)),
+            (None, Some(t)) => Some(Measured::TokensPerS(positive("tokens_per_s", t, MAX_BATCH as f64 * 1e9)?)),
+            (None, None) => None,
+        };
+        Ok(Serving { price, reserve_bytes, prompt_tokens, output_tokens, tpot_bound_s, measured })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(r: ServingRequest) -> Result<Serving> {
+        r.resolve(&Scenario::default_decode())
+    }
+
+    #[test]
+    fn defaults_take_the_catalogue_price_marked_approximate() {
+        let s = resolve(ServingRequest::default()).unwrap();
+        let p = s.price.unwrap();
+        assert_eq!(p.source, PriceSource::CatalogueApproximate);
+        assert_eq!(p.usd_per_hour, Scenario::default_decode().gpu.usd_per_gpu_hour.unwrap());
+        assert_eq!(s.reserve_bytes, 2e9);
+        assert_eq!((s.prompt_tokens, s.output_tokens), (2048, 256));
+        assert_eq!(s.tpot_bound_s, None);
+    }
+
+    #[test]
+    fn byte_sizes_take_decimal_and_binary_units() {
+        assert_eq!(parse_bytes("reserve", "2e9").unwrap(), 2e9);
+        assert_eq!(parse_bytes("reserve", "1.5GB").unwrap(), 1.5e9);
+        assert_eq!(parse_bytes("reserve", "1 GiB").unwrap(), 1073741824.0);
+        assert_eq!(parse_bytes("reserve", "0").unwrap(), 0.0);
+        let e = parse_bytes("reserve", "3 parsecs").unwrap_err().to_string();
+        assert!(e.starts_with("invalid `reserve`: \"3 parsecs\" (bytes, optionally with a unit"), "{e}");
+        assert!(parse_bytes("reserve", "-1GB").is_err());
+    }
+
+    #[test]
+    fn bad_inputs_name_the_field() {
+        let msg = |r: ServingRequest| resolve(r).unwrap_err().to_string();
+        assert_eq!(
+            msg(ServingRequest { usd_per_hour: Some("-2".into()), ..Default::default() }),
+            "invalid `usd_per_hour`: -2 (a number in (0, 1000000])"
+        );
+        assert_eq!(
+            msg(ServingRequest { output: Some("0".into()), ..Default::default() }),
+            "invalid `output`: 0 (an integer in 1..=1099511627776)"
+        );
+        assert!(
+            msg(ServingRequest { reserve: Some("80GB".into()), ..Default::default() }).contains("less than the GPU")
+        );
+        assert!(
+            msg(ServingRequest { tpot_ms: Some("0".into()), ..Default::default() }).starts_with("invalid `tpot_ms`")
+        );
+        assert!(msg(ServingRequest {
+            step_ms: Some("1".into()),
+            tokens_per_s: Some("5".into()),
+            ..Default::default()
+        })
+        .contains("one of step_ms or tokens_per_s"));
+        assert_eq!(
+            resolve(ServingRequest { step_ms: Some("5.5".into()), ..Default::default() }).unwrap().measured,
+            Some(Measured::StepTime(0.0055))
+        );
+    }
+}

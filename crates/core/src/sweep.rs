@@ -1,0 +1,432 @@
+//! Sweeps: the same scenario over a grid of batch sizes and context lengths, every other input
+//! held fixed. Points past the memory wall are evaluated and marked (`fits = false`), not dropped.
+//!
+//! An [`Axis`] is a comma-separated list of items, each a value or a range (all inclusive):
+//!
+//! | item | values |
+//! |---|---|
+//! | `8` | 8 |
+//! | `1..256` (or `1..=256`) | 1, 2, 3, …, 256 |
+//! | `0..8192:1024` | 0, 1024, 2048, …, 8192 (step 1024) |
+//! | `1..256*2` | 1, 2, 4, …, 256 (each value × 2; stops at the last value ≤ the end) |
+//!
+//! An axis is a few numbers, not a list of values: a 10-million-point range takes a few bytes, and
+//! [`Sweep::run`] evaluates points in chunks of [`CHUNK`] in parallel (rayon) and hands them out
+//! in order, so a sweep of any length runs in bounded memory. Points are ordered context-major:
+//! every batch of the first context, then of the next.
+
+use crate::error::{Error, Result};
+use crate::ledger::summarise_each;
+use crate::limits::{MAX_BATCH, MAX_CONTEXT};
+use crate::memory::{Footprint, WeightFootprint};
+use crate::ops::OpKind;
+use crate::scenario::{parse_u64, Scenario};
+use crate::workload::{Contexts, Phase};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::ops::ControlFlow;
+
+/// Most points one sweep may have (10⁸; a sweep streams, so this bounds run time, not memory).
+pub const MAX_SWEEP_POINTS: u64 = 100_000_000;
+
+/// Most comma-separated items in one axis.
+pub const MAX_AXIS_ITEMS: usize = 4096;
+
+/// Points evaluated per parallel chunk.
+pub const CHUNK: usize = 4096;
+
+/// One item of an axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    /// start, start + step, …, ≤ end.
+    Step { start: u64, end: u64, step: u64 },
+    /// start, start·factor, …, ≤ end.
+    Geometric { start: u64, end: u64, factor: u64 },
+}
+
+impl Segment {
+    fn len(&self) -> u64 {
+        match *self {
+            Segment::Step { start, end, step } => (end - start) / step + 1,
+            Segment::Geometric { start, end, factor } => {
+                let (mut v, mut n) = (start, 0);
+                while v <= end {
+                    n += 1;
+                    match v.checked_mul(factor) {
+                        Some(x) => v = x,
+                        None => break,
+                    }
+                }
+                n
+            }
+        }
+    }
+
+    fn first(&self) -> u64 {
+        match *self {
+            Segment::Step { start, .. } | Segment::Geometric { start, .. } => start,
+        }
+    }
+
+    /// The last value: the end for a unit step, else computed without walking the range.
+    fn last(&self) -> u64 {
+        match *self {
+            Segment::Step { start, end, step } => start + (end - start) / step * step,
+            Segment::Geometric { .. } => self.iter().last().unwrap_or(0),
+        }
+    }
+
+    fn iter(self) -> impl Iterator<Item = u64> {
+        let mut next = Some(self.first());
+        std::iter::from_fn(move || {
+            let v = next?;
+            next = match self {
+                Segment::Step { end, step, .. } => v.checked_add(step).filter(|x| *x <= end),
+                Segment::Geometric { end, factor, .. } => v.checked_mul(factor).filter(|x| *x <= end),
+            };
+            Some(v)
+        })
+    }
+}
+
+/// Values of one swept input (lazy; see the module docs for the syntax).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    segments: Vec<Segment>,
+    len: u64,
+}
+
+impl Axis {
+    /// One value.
+    pub fn single(v: u64) -> Axis {
+        Axis { segments: vec![Segment::Step { start: v, end: v, step: 1 }], len: 1 }
+    }
+
+    /// Parse `text` for `field`; every value must lie in `min..=max`.
+    pub fn parse(field: &str, text: &str, min: u64, max: u64) -> Result<Axis> {
+        let syntax = "a value, a list `1,8,32`, or ranges `1..256`, `0..8192:1024`, `1..256*2`";
+        let items: Vec<&str> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        if items.is_empty() {
+            return Err(Error::invalid(field, format!("{text:?}"), syntax));
+        }
+        if items.len() > MAX_AXIS_ITEMS {
+            return Err(Error::invalid(field, format!("{} items", items.len()), format!("at most {MAX_AXIS_ITEMS}")));
+        }
+        let in_range = |v: u64| {
+            if (min..=max).contains(&v) {
+                Ok(v)
+            } else {
+                Err(Error::invalid(field, v, format!("values in {min}..={max}")))
+            }
+        };
+        let mut segments = Vec::with_capacity(items.len());
+        let mut len = 0u64;
+        for item in items {
+            let seg = match item.split_once("..") {
+                None => {
+                    let v = in_range(parse_u64(field, item)?)?;
+                    Segment::Step { start: v, end: v, step: 1 }
+                }
+                Some((a, rest)) => {
+                    let rest = rest.strip_prefix('=').unwrap_or(rest);
+                    let (b, step, geometric) = match (rest.split_once(':'), rest.split_once('*')) {
+                        (Some((b, s)), None) => (b, Some(s), false),
+                        (None, Some((b, f))) => (b, Some(f), true),
+                        (None, None) => (rest, None, false),
+                        _ => return Err(Error::invalid(field, format!("{item:?}"), syntax)),
+                    };
+                    let start = in_range(parse_u64(field, a)?)?;
+                    let end = in_range(parse_u64(field, b)?)?;
+                    if start > end {
+                        return Err(Error::invalid(field, format!("{item:?}"), "a range a..b with a ≤ b"));
+                    }
+                    let by = step.map(|s| parse_u64(field, s)).transpose()?;
+                    if geometric {
+                        let factor = by.unwrap_or(2);
+                        if factor < 2 {
+                            return Err(Error::invalid(field, format!("{item:?}"), "a factor of at least 2 after `*`"));
+                        }
+                        if start == 0 {
+                            return Err(Error::invalid(
+                                field,
+                                format!("{item:?}"),
+                                "a geometric range starting at 1 or more",
+                            ));
+                        }
+                        Segment::Geometric { start, end, factor }
+                    } else {
+                        let step = by.unwrap_or(1);
+                        if step == 0 {
+                            return Err(Error::invalid(field, format!("{item:?}"), "a step of at least 1 after `:`"));
+                        }
+                        Segment::Step { start, end, step }
+                    }
+                }
+            };
+            len = len.saturating_add(seg.len());
+            segments.push(seg);
+        }
+        if len > MAX_SWEEP_POINTS {
+            return Err(Error::invalid(field, format!("{len} points"), format!("at most {MAX_SWEEP_POINTS} points")));
+        }
+        Ok(Axis { segments, len })
+    }
+
+    /// Smallest value.
+    pub fn min(&self) -> u64 {
+        self.segments.iter().map(|s| s.first()).min().unwrap_or(0)
+    }
+
+    /// Largest value.
+    pub fn max(&self) -> u64 {
+        self.segments.iter().map(Segment::last).max().unwrap_or(0)
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the axis has no values (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values in order, generated lazily.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.segments.iter().flat_map(|s| s.iter())
+    }
+}
+
+/// One evaluated point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// Sequences.
+    pub batch: u64,
+    /// Tokens per sequence (cached in decode, prompt in prefill).
+    pub ctx: u64,
+    /// Step time, seconds.
+    pub step_time_s: f64,
+    /// Tokens per second (decode: generated; prefill: processed).
+    pub tokens_per_s: f64,
+    /// FLOPs of the step.
+    pub flops: f64,
+    /// HBM bytes of the step.
+    pub bytes: f64,
+    /// FLOPs ÷ bytes of the whole step.
+    pub intensity: f64,
+    /// The operator kind with the largest time.
+    pub largest_op: OpKind,
+    /// Its time, seconds.
+    pub largest_op_time_s: f64,
+    /// Weights + KV cache + workspace, bytes (see [`crate::memory`]).
+    pub memory_bytes: f64,
+    /// KV cache after the step, bytes.
+    pub kv_cache_bytes: f64,
+    /// Whether the memory fits the GPU after the reserve.
+    pub fits: bool,
+}
+
+/// A planned sweep.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    base: Scenario,
+    batch: Axis,
+    ctx: Axis,
+    weight_bytes: f64,
+    reserve_bytes: f64,
+}
+
+/// Slots for per-kind times (more than there are operator kinds).
+const KIND_SLOTS: usize = 64;
+
+impl Sweep {
+    /// Plan a sweep of `base` over `batch` × `ctx` (the base's own contexts are replaced).
+    pub fn new(base: Scenario, batch: Axis, ctx: Axis, reserve_bytes: f64) -> Result<Sweep> {
+        let points = batch.len().saturating_mul(ctx.len());
+        if points > MAX_SWEEP_POINTS {
+            return Err(Error::invalid(
+                "batch × ctx",
+                format!("{points} points"),
+                format!("at most {MAX_SWEEP_POINTS} points"),
+            ));
+        }
+        let check = |field: &str, axis: &Axis, min: u64, max: u64| {
+            if axis.min() < min || axis.max() > max {
+                let v = if axis.min() < min { axis.min() } else { axis.max() };
+                return Err(Error::invalid(field, v, format!("values in {min}..={max}")));
+            }
+            Ok(())
+        };
+        check("batch", &batch, 1, MAX_BATCH)?;
+        let min_ctx = if base.workload.phase == Phase::Prefill { 1 } else { 0 };
+        check("ctx", &ctx, min_ctx, MAX_CONTEXT)?;
+        let weight_bytes = WeightFootprint::of(&base.model, &base.weights).counted_bytes(base.workload.counting);
+        Ok(Sweep { base, batch, ctx, weight_bytes, reserve_bytes })
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> u64 {
+        self.batch.len() * self.ctx.len()
+    }
+
+    /// Whether there are no points (never, once planned).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Evaluate one point: [`summarise_each`] (no allocation) plus the memory footprint.
+    pub fn evaluate(&self, batch: u64, ctx: u64) -> SweepPoint {
+        let mut sc = self.base.clone();
+        sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
+        let mut times = [0.0f64; KIND_SLOTS];
+        let mut kinds = [None; KIND_SLOTS];
+        let s = summarise_each(&sc, |kind, _, timing| {
+            let i = kind as usize;
+            times[i] += timing.time_s;
+            kinds[i] = Some(kind);
+        });
+        let (largest, time) = (0..KIND_SLOTS)
+            .filter_map(|i| kinds[i].map(|k| (k, times[i])))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((OpKind::LmHead, 0.0));
+        let fp = Footprint::with_weights(&sc, self.weight_bytes, self.reserve_bytes);
+        let bytes = s.cost.bytes();
+        SweepPoint {
+            batch,
+            ctx,
+            step_time_s: s.step_time_s(),
+            tokens_per_s: s.tokens_per_s(),
+            flops: s.cost.flops,
+            bytes,
+            intensity: if bytes > 0.0 { s.cost.flops / bytes } else { f64::INFINITY },
+            largest_op: largest,
+            largest_op_time_s: time,
+            memory_bytes: fp.memory_bytes,
+            kv_cache_bytes: fp.kv_cache_bytes,
+            fits: fp.fits,
+        }
+    }
+
+    /// Evaluate every point, in order, handing each to `emit`; stop early when it breaks.
+    /// Chunks of [`CHUNK`] points are evaluated in parallel; memory stays bounded by one chunk.
+    pub fn run(&self, mut emit: impl FnMut(&SweepPoint) -> ControlFlow<()>) {
+        let mut grid = self.ctx.iter().flat_map(|c| self.batch.iter().map(move |b| (b, c)));
+        let mut pending: Vec<(u64, u64)> = Vec::with_capacity(CHUNK);
+        let mut done: Vec<SweepPoint> = Vec::with_capacity(CHUNK);
+        loop {
+            pending.clear();
+            pending.extend(grid.by_ref().take(CHUNK));
+            if pending.is_empty() {
+                return;
+            }
+            pending.par_iter().map(|&(b, c)| self.evaluate(b, c)).collect_into_vec(&mut done);
+            for p in &done {
+                if emit(p).is_break() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_kinds_fit_the_slots() {
+        assert!((OpKind::LmHead as usize) < KIND_SLOTS);
+    }
+
+    fn values(text: &str) -> Vec<u64> {
+        Axis::parse("batch", text, 0, 1 << 40).unwrap().iter().collect()
+    }
+
+    #[test]
+    fn axes_parse_lists_and_ranges() {
+        assert_eq!(values("1,8,32"), [1, 8, 32]);
+        assert_eq!(values("1..5"), [1, 2, 3, 4, 5]);
+        assert_eq!(values("1..=3"), [1, 2, 3]);
+        assert_eq!(values("0..8192:2048"), [0, 2048, 4096, 6144, 8192]);
+        assert_eq!(values("0..10:4"), [0, 4, 8]);
+        assert_eq!(values("1..256*2"), [1, 2, 4, 8, 16, 32, 64, 128, 256]);
+        assert_eq!(values("3..100*3"), [3, 9, 27, 81]);
+        assert_eq!(values("1,4..6, 1_000"), [1, 4, 5, 6, 1000]);
+        assert_eq!(
+            Axis::parse("batch", "1..256*2", 1, 10).unwrap_err().to_string(),
+            "invalid `batch`: 256 (values in 1..=10)"
+        );
+        for a in ["1,8,32", "1..256", "0..8192:1024", "1..256*2"] {
+            let ax = Axis::parse("x", a, 0, 1 << 40).unwrap();
+            assert_eq!(ax.len(), ax.iter().count() as u64, "{a}");
+        }
+    }
+
+    #[test]
+    fn bad_axes_get_one_line() {
+        let e = |t: &str| Axis::parse("batch", t, 1, MAX_BATCH).unwrap_err().to_string();
+        assert_eq!(e("0..5"), "invalid `batch`: 0 (values in 1..=1073741824)");
+        assert_eq!(e("5..1"), "invalid `batch`: \"5..1\" (a range a..b with a ≤ b)");
+        assert_eq!(e("1..9:0"), "invalid `batch`: \"1..9:0\" (a step of at least 1 after `:`)");
+        assert_eq!(e("1..9*1"), "invalid `batch`: \"1..9*1\" (a factor of at least 2 after `*`)");
+        assert!(e("").starts_with("invalid `batch`: \"\" (a value, a list"));
+        assert!(e("1..x").contains("a non-negative integer"));
+        assert!(e("-3").contains("a non-negative integer"));
+        assert_eq!(e("1..1073741824"), "invalid `batch`: 1073741824 points (at most 100000000 points)");
+    }
+
+    #[test]
+    fn a_ten_million_point_axis_is_a_few_numbers() {
+        let ax = Axis::parse("batch", "1..10000000", 1, MAX_BATCH).unwrap();
+        assert_eq!(ax.len(), 10_000_000);
+        assert_eq!(ax.segments.len(), 1);
+        assert_eq!(ax.iter().skip(9_999_998).collect::<Vec<_>>(), [9_999_999, 10_000_000]);
+    }
+
+    fn seed() -> Scenario {
+        crate::testing::seed(1, 2048)
+    }
+
+    #[test]
+    fn a_huge_sweep_streams_and_stops_when_asked() {
+        let ax = Axis::parse("batch", "1..10000000", 1, MAX_BATCH).unwrap();
+        let sw = Sweep::new(seed(), ax, Axis::single(2048), 2e9).unwrap();
+        assert_eq!(sw.len(), 10_000_000);
+        let mut seen = Vec::new();
+        sw.run(|p| {
+            seen.push(p.batch);
+            if seen.len() == 5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(seen, [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn too_many_points_in_the_grid_is_refused() {
+        let b = Axis::parse("batch", "1..100000", 1, MAX_BATCH).unwrap();
+        let c = Axis::parse("ctx", "0..10000", 0, MAX_CONTEXT).unwrap();
+        let e = Sweep::new(seed(), b, c, 0.0).unwrap_err().to_string();
+        assert_eq!(e, "invalid `batch × ctx`: 1000100000 points (at most 100000000 points)");
+    }
+
+    #[test]
+    fn points_come_out_in_order_context_major() {
+        let sw = Sweep::new(
+            seed(),
+            Axis::parse("batch", "1,2", 1, MAX_BATCH).unwrap(),
+            Axis::parse("ctx", "10,20", 0, MAX_CONTEXT).unwrap(),
+            0.0,
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        sw.run(|p| {
+            got.push((p.batch, p.ctx));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got, [(1, 10), (2, 10), (1, 20), (2, 20)]);
+    }
+}

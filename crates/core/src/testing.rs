@@ -1,0 +1,19 @@
+//! Test support shared by this crate's tests and the report crate's: a scenario from
+//! `(field, value)` pairs of [`ScenarioRequest`], by field name.
+
+use crate::scenario::{Catalog, Scenario, ScenarioRequest};
+use serde_json::{Map, Value};
+
+/// Resolve the request with these fields set (names as in [`ScenarioRequest`]); panics on a bad
+/// field or value, which in a test is a bug in the test.
+pub fn scenario(pairs: &[(&str, &str)]) -> Scenario {
+    let fields: Map<String, Value> = pairs.iter().map(|(k, v)| (k.to_string(), Value::String(v.to_string()))).collect();
+    let req: ScenarioRequest = serde_json::from_value(Value::Object(fields)).expect("known ScenarioRequest fields");
+    req.resolve(&Catalog::builtin()).expect("the test's scenario resolves")
+}
+
+/// Llama 3 8B on the H100 under seed counting, `batch` × `ctx`.
+pub fn seed(batch: u64, ctx: u64) -> Scenario {
+    let (b, c) = (batch.to_string(), ctx.to_string());
+    scenario(&[("counting", "seed"), ("batch", &b), ("ctx", &c)])
+}

@@ -1,0 +1,102 @@
+//! The `latency` report: TTFT, TPOT and end-to-end latency of a batch of identical requests.
+//!
+//! JSON keys (stable): `inputs`, `batch`, `prompt_tokens`, `output_tokens`, `ttft_s`, `tpot_s`
+//! (`null` with one output token), `decode_s`, `e2e_s`, `output_tokens_per_s`,
+//! `decode_tokens_per_s`, `peak_memory_bytes`, `fits`, `max_batch`, `decode_sum`.
+
+use crate::facts::{facts_table, yes_no};
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::latency::{DecodeSum, Latency, EXACT_DECODE_STEPS, QUADRATURE_PANELS};
+use serde::Serialize;
+
+/// The `latency` report.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyReport {
+    /// Inputs (precisions, GPU; batch and contexts are those of the requests).
+    pub inputs: Inputs,
+    /// The numbers.
+    #[serde(flatten)]
+    pub latency: Latency,
+}
+
+/// How the decode sum was computed, in words.
+pub fn decode_sum_note(d: DecodeSum) -> String {
+    match d {
+        DecodeSum::Exact => format!("decode summed exactly over every step (up to {EXACT_DECODE_STEPS} steps)"),
+        DecodeSum::Quadrature => format!(
+            "decode summed by the trapezoid rule for sums over {QUADRATURE_PANELS} panels (exact where the step time is linear in the context)"
+        ),
+    }
+}
+
+impl Report for LatencyReport {
+    type CsvRow = Latency;
+
+    fn csv_rows(&self) -> Vec<Latency> {
+        vec![self.latency]
+    }
+
+    fn human(&self) -> HumanTable {
+        let l = &self.latency;
+        let i = &self.inputs;
+        let title = format!(
+            "{} on {} · batch {} × (prompt {} + output {}) · weights {} · KV {}",
+            i.model,
+            i.gpu,
+            human::count(l.batch),
+            human::count(l.prompt_tokens),
+            human::count(l.output_tokens),
+            i.weights,
+            i.kv
+        );
+        let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or("— (one output token)".to_string(), f);
+        facts_table(
+            vec![title],
+            vec![
+                ("TTFT (prefill)", human::seconds(l.ttft_s)),
+                ("TPOT (mean decode step)", opt(l.tpot_s, human::seconds)),
+                ("decode", human::seconds(l.decode_s)),
+                ("end to end", human::seconds(l.e2e_s)),
+                ("output tok/s (whole request)", human::sig3(l.output_tokens_per_s)),
+                ("output tok/s (decoding)", opt(l.decode_tokens_per_s, human::sig3)),
+                ("peak memory", human::bytes(l.peak_memory_bytes)),
+                ("fits", yes_no(l.fits)),
+                ("max batch", human::count(l.max_batch)),
+            ],
+            vec![
+                "TTFT = one prefill step of batch × prompt; TPOT = Σ decode steps at prompt … prompt + output − 2 cached tokens ÷ (output − 1); e2e = TTFT + decode".into(),
+                decode_sum_note(l.decode_sum),
+            ],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Format;
+    use llm_ledger_core::{Catalog, ScenarioRequest};
+
+    fn report(output: u64) -> LatencyReport {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let l = Latency::of(&sc, 8, 2048, output, 2e9).unwrap();
+        LatencyReport { inputs: Inputs::of(&sc), latency: l }
+    }
+
+    #[test]
+    fn latency_table() {
+        insta::assert_snapshot!(report(256).render(Format::Table));
+    }
+
+    #[test]
+    fn latency_json_has_the_stable_keys() {
+        let v: serde_json::Value = serde_json::from_str(&report(256).render(Format::Json)).unwrap();
+        for k in ["ttft_s", "tpot_s", "e2e_s"] {
+            assert!(v[k].is_number(), "{k}");
+        }
+        let one: serde_json::Value = serde_json::from_str(&report(1).render(Format::Json)).unwrap();
+        assert!(one["tpot_s"].is_null());
+    }
+}

@@ -1,0 +1,158 @@
+//! The `levers` report: the workload as given, then re-run with each lever.
+//!
+//! JSON keys (stable): `inputs`, `baseline` (`batch`, `step_time_s`, `tokens_per_s`,
+//! `time_per_token_s`, `memory_bytes`, `fits`), `levers[]` (`lever`, `name`, `description`,
+//! `side`, `outcome` as `baseline`, `speedup`, `step_time_saved_s`, `cost_saving`), `skipped[]`
+//! (`name`, `reason`). CSV: one flat row per lever, the baseline first.
+
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::levers::{LeverOutcome, LeverSet, Outcome, Skipped};
+use serde::Serialize;
+
+/// The `levers` report.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeverReport {
+    /// Inputs.
+    pub inputs: Inputs,
+    /// The workload as given.
+    pub baseline: Outcome,
+    /// The levers that apply.
+    pub levers: Vec<LeverOutcome>,
+    /// The levers that do not, with the reason.
+    pub skipped: Vec<Skipped>,
+}
+
+/// One flat row (CSV).
+#[derive(Debug, Clone, Serialize)]
+pub struct LeverRow {
+    /// Lever name (`baseline` for the workload as given).
+    pub name: String,
+    /// `below` (weight side) or `above` (cache side); empty for the baseline.
+    pub side: String,
+    /// Sequences.
+    pub batch: u64,
+    /// Step time, seconds.
+    pub step_time_s: f64,
+    /// Baseline ÷ lever step time.
+    pub speedup: f64,
+    /// Step time saved, seconds.
+    pub step_time_saved_s: f64,
+    /// Tokens per second.
+    pub tokens_per_s: f64,
+    /// Fraction of cost per token saved.
+    pub cost_saving: f64,
+    /// Memory, bytes.
+    pub memory_bytes: f64,
+    /// Fits the GPU after the reserve.
+    pub fits: bool,
+}
+
+impl LeverRow {
+    fn baseline(o: &Outcome) -> LeverRow {
+        LeverRow {
+            name: "baseline".into(),
+            side: String::new(),
+            batch: o.batch,
+            step_time_s: o.step_time_s,
+            speedup: 1.0,
+            step_time_saved_s: 0.0,
+            tokens_per_s: o.tokens_per_s,
+            cost_saving: 0.0,
+            memory_bytes: o.memory_bytes,
+            fits: o.fits,
+        }
+    }
+
+    /// A lever's row.
+    pub fn of(l: &LeverOutcome) -> LeverRow {
+        LeverRow {
+            name: l.name.into(),
+            side: l.side.name().into(),
+            speedup: l.speedup,
+            step_time_saved_s: l.step_time_saved_s,
+            cost_saving: l.cost_saving,
+            ..LeverRow::baseline(&l.outcome)
+        }
+    }
+}
+
+impl LeverReport {
+    /// Build from a lever set, in lever order.
+    pub fn new(inputs: Inputs, set: LeverSet) -> LeverReport {
+        LeverReport { inputs, baseline: set.baseline, levers: set.levers, skipped: set.skipped }
+    }
+}
+
+/// Human cells of a lever table (shared with `advise`).
+pub fn lever_table(
+    baseline: &Outcome,
+    levers: &[&LeverOutcome],
+    skipped: &[Skipped],
+) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    let header = ["lever", "side", "batch", "step", "speedup", "tok/s", "per token", "memory", "fits", "what"]
+        .map(String::from)
+        .to_vec();
+    let cells = |r: &LeverRow, what: &str| {
+        vec![
+            r.name.clone(),
+            r.side.clone(),
+            human::count(r.batch),
+            human::seconds(r.step_time_s),
+            format!("{:.2}×", r.speedup),
+            human::count(r.tokens_per_s.round() as u64),
+            if r.name == "baseline" { "—".into() } else { format!("{:+.0} %", -r.cost_saving * 100.0) },
+            human::bytes(r.memory_bytes),
+            crate::facts::yes_no(r.fits),
+            what.to_string(),
+        ]
+    };
+    let mut rows = vec![cells(&LeverRow::baseline(baseline), "the workload as given")];
+    rows.extend(levers.iter().map(|l| cells(&LeverRow::of(l), l.description)));
+    let footer = skipped.iter().map(|s| format!("not applicable: {} ({})", s.name, s.reason)).collect();
+    (header, rows, footer)
+}
+
+impl Report for LeverReport {
+    type CsvRow = LeverRow;
+
+    fn csv_rows(&self) -> Vec<LeverRow> {
+        let mut v = vec![LeverRow::baseline(&self.baseline)];
+        v.extend(self.levers.iter().map(LeverRow::of));
+        v
+    }
+
+    fn human(&self) -> HumanTable {
+        let refs: Vec<&LeverOutcome> = self.levers.iter().collect();
+        let (header, rows, mut footer) = lever_table(&self.baseline, &refs, &self.skipped);
+        footer.push(
+            "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
+        );
+        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned: (2..=8).collect(), footer }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Format;
+    use llm_ledger_core::testing::scenario;
+
+    fn report(batch: &str, ctx: &str) -> LeverReport {
+        let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
+        LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9))
+    }
+
+    #[test]
+    fn levers_table_long_context() {
+        insta::assert_snapshot!(report("8", "32768").render(Format::Table));
+    }
+
+    #[test]
+    fn levers_csv_rows_start_with_the_baseline() {
+        let csv = report("64", "2048").render(Format::Csv);
+        assert!(csv.starts_with("name,side,batch,step_time_s,speedup,"));
+        assert!(csv.lines().nth(1).unwrap().starts_with("baseline,,64,"));
+    }
+}

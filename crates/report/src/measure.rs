@@ -1,0 +1,92 @@
+//! The `measure` report: MBU and MFU of a measured step against the ledger, and the seed's reading.
+//!
+//! JSON keys (stable): `inputs`, `mbu`, `mfu`, `measured_step_s`, `measured_tokens_per_s`,
+//! `ledger_step_s`, `memory_floor_s`, `compute_floor_s`, `bytes`, `flops`,
+//! `measured_over_ledger`, `reading` (`above_roof`, `near_roof`, `overhead`), `advice`.
+
+use crate::facts::facts_table;
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::measure::Utilisation;
+use serde::Serialize;
+
+/// The flat numbers (also the CSV row).
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasureRow {
+    /// The utilisation.
+    #[serde(flatten)]
+    pub utilisation: Utilisation,
+    /// The reading in words.
+    pub advice: &'static str,
+}
+
+/// The `measure` report.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasureReport {
+    /// Inputs.
+    pub inputs: Inputs,
+    /// The numbers.
+    #[serde(flatten)]
+    pub row: MeasureRow,
+}
+
+impl MeasureReport {
+    /// Build from a utilisation.
+    pub fn new(inputs: Inputs, u: Utilisation) -> MeasureReport {
+        MeasureReport { inputs, row: MeasureRow { utilisation: u, advice: u.reading.advice() } }
+    }
+}
+
+impl Report for MeasureReport {
+    type CsvRow = Utilisation;
+
+    fn csv_rows(&self) -> Vec<Utilisation> {
+        vec![self.row.utilisation]
+    }
+
+    fn human(&self) -> HumanTable {
+        let u = &self.row.utilisation;
+        facts_table(
+            vec![self.inputs.headline()],
+            vec![
+                ("measured step", format!("{} ({} tok/s)", human::seconds(u.measured_step_s), human::sig3(u.measured_tokens_per_s))),
+                ("ledger step", format!("{} (measured is {:.2}× the ledger)", human::seconds(u.ledger_step_s), u.measured_over_ledger)),
+                ("MBU", format!("{} ({} in {})", human::percent(u.mbu), human::bytes(u.bytes), human::seconds(u.measured_step_s))),
+                ("MFU", format!("{} ({})", human::percent(u.mfu), human::flops(u.flops))),
+                ("memory floor", human::seconds(u.memory_floor_s)),
+                ("compute floor", human::seconds(u.compute_floor_s)),
+            ],
+            vec![
+                format!("reading: {}", self.row.advice),
+                "MBU = ledger bytes ÷ measured time ÷ peak bandwidth; MFU = Σ FLOPs ÷ peak of their format ÷ measured time".into(),
+            ],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Format;
+    use llm_ledger_core::serving::Measured;
+    use llm_ledger_core::testing::scenario;
+
+    fn report(ms: f64) -> MeasureReport {
+        let sc = scenario(&[("counting", "seed")]);
+        MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, Measured::StepTime(ms / 1e3)))
+    }
+
+    #[test]
+    fn measure_table() {
+        insta::assert_snapshot!(report(10.0).render(Format::Table));
+    }
+
+    #[test]
+    fn measure_json_has_mbu_and_mfu() {
+        let v: serde_json::Value = serde_json::from_str(&report(10.0).render(Format::Json)).unwrap();
+        assert_eq!(format!("{:.3}", v["mbu"].as_f64().unwrap()), "0.456");
+        assert!(v["mfu"].is_number());
+        assert_eq!(v["reading"], "overhead");
+    }
+}

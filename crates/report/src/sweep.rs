@@ -1,0 +1,248 @@
+//! The `sweep` view, rendered piece by piece so that a sweep of any length streams: a head, one
+//! string per point, a tail. Table and Markdown use fixed column widths (no need to see every
+//! row first); JSON is `{"inputs": …, "capacity_bytes": …, "reserve_bytes": …, "points": [ … ]}`
+//! with one point object per line; CSV has one header line and one line per point, the point
+//! fields of JSON.
+//!
+//! Point keys (stable): `batch`, `ctx`, `step_time_s`, `tokens_per_s`, `flops`, `bytes`,
+//! `intensity`, `largest_op`, `largest_op_time_s`, `memory_bytes`, `kv_cache_bytes`, `fits`.
+
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::Format;
+use llm_ledger_core::sweep::SweepPoint;
+use serde::Serialize;
+
+/// What the head of a sweep says.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepHead {
+    /// The fixed inputs (batch and ctx are those of the base scenario; the sweep replaces them).
+    pub inputs: Inputs,
+    /// The batch axis as given.
+    pub batch_axis: String,
+    /// The context axis as given.
+    pub ctx_axis: String,
+    /// Number of points.
+    pub point_count: u64,
+    /// GPU memory, bytes.
+    pub capacity_bytes: f64,
+    /// Runtime reserve, bytes.
+    pub reserve_bytes: f64,
+}
+
+/// Streaming renderer of a sweep.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepView {
+    format: Format,
+}
+
+/// Column headers and widths of the table and Markdown forms.
+const COLUMNS: [(&str, usize); 8] = [
+    ("batch", 9),
+    ("ctx", 11),
+    ("step", 9),
+    ("tok/s", 10),
+    ("FLOP/B", 7),
+    ("largest row", 20),
+    ("memory", 9),
+    ("fits", 4),
+];
+
+impl SweepView {
+    /// A renderer for `format`.
+    pub fn new(format: Format) -> SweepView {
+        SweepView { format }
+    }
+
+    fn line(&self, cells: &[String]) -> String {
+        match self.format {
+            Format::Md => format!("| {} |\n", cells.join(" | ")),
+            _ => {
+                let mut s = String::new();
+                for (i, (c, (_, w))) in cells.iter().zip(COLUMNS).enumerate() {
+                    if i > 0 {
+                        s.push_str("  ");
+                    }
+                    // The largest-row and fits columns are text: left-aligned.
+                    if i >= 5 && i != 6 {
+                        s.push_str(&format!("{c:<w$}"));
+                    } else {
+                        s.push_str(&format!("{c:>w$}"));
+                    }
+                }
+                s.truncate(s.trim_end().len());
+                s.push('\n');
+                s
+            }
+        }
+    }
+
+    fn rule(&self) -> String {
+        let width: usize = COLUMNS.iter().map(|(_, w)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
+        format!("{}\n", "─".repeat(width))
+    }
+
+    /// Everything before the first point.
+    pub fn head(&self, h: &SweepHead) -> String {
+        let i = &h.inputs;
+        let title = format!(
+            "{} on {} · {} · weights {} · KV {} · sweep batch {} × ctx {} ({} points)",
+            i.model,
+            i.gpu,
+            i.phase,
+            i.weights,
+            i.kv,
+            h.batch_axis,
+            h.ctx_axis,
+            human::count(h.point_count)
+        );
+        let header: Vec<String> = COLUMNS.iter().map(|(n, _)| n.to_string()).collect();
+        match self.format {
+            Format::Json => format!(
+                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"points\": [\n",
+                json(&h.inputs),
+                json(&h.batch_axis),
+                json(&h.ctx_axis),
+                h.point_count,
+                json(&h.capacity_bytes),
+                json(&h.reserve_bytes)
+            ),
+            Format::Csv => String::new(),
+            Format::Md => {
+                let rule: Vec<String> = (0..COLUMNS.len()).map(|i| if i == 5 || i == 7 { "---" } else { "---:" }.into()).collect();
+                format!("**{title}**\n\n{}{}", self.line(&header), self.line(&rule))
+            }
+            Format::Table => format!("{title}\n{}{}{}", self.rule(), self.line(&header), self.rule()),
+        }
+    }
+
+    /// One point; `index` counts from 0.
+    pub fn point(&self, p: &SweepPoint, index: u64) -> String {
+        match self.format {
+            Format::Json => format!("{}    {}", if index == 0 { "" } else { ",\n" }, json(p)),
+            Format::Csv => {
+                let mut w = csv::WriterBuilder::new().has_headers(index == 0).from_writer(Vec::new());
+                w.serialize(p).expect("points serialise to CSV");
+                String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
+            }
+            Format::Table | Format::Md => {
+                let share = if p.step_time_s > 0.0 { p.largest_op_time_s / p.step_time_s } else { 0.0 };
+                let cells = [
+                    human::count(p.batch),
+                    human::count(p.ctx),
+                    human::seconds(p.step_time_s),
+                    human::count(p.tokens_per_s.round() as u64),
+                    human::intensity(Some(p.intensity)),
+                    format!("{} {:.0} %", p.largest_op.name(), share * 100.0),
+                    human::bytes(p.memory_bytes),
+                    if p.fits { "yes".into() } else { "NO".into() },
+                ];
+                self.line(&cells)
+            }
+        }
+    }
+
+    /// Everything after the last point: `points` emitted, `past_wall` of them not fitting.
+    pub fn tail(&self, h: &SweepHead, points: u64, past_wall: u64) -> String {
+        let notes = [
+            format!(
+                "memory = weights + KV cache + workspace; fits = memory ≤ {} − {} reserve",
+                human::bytes(h.capacity_bytes),
+                human::bytes(h.reserve_bytes)
+            ),
+            format!(
+                "{} of {} points past the memory wall (shown, marked NO)",
+                human::count(past_wall),
+                human::count(points)
+            ),
+        ];
+        match self.format {
+            Format::Json => "\n  ]\n}\n".into(),
+            Format::Csv => String::new(),
+            Format::Md => format!("\n{}  \n{}  \n", notes[0], notes[1]),
+            Format::Table => format!("{}{}\n{}\n", self.rule(), notes[0], notes[1]),
+        }
+    }
+
+    /// The whole sweep as one string (for small sweeps and tests).
+    pub fn render_all(&self, h: &SweepHead, points: &[SweepPoint]) -> String {
+        let mut s = self.head(h);
+        for (i, p) in points.iter().enumerate() {
+            s.push_str(&self.point(p, i as u64));
+        }
+        let past = points.iter().filter(|p| !p.fits).count() as u64;
+        s.push_str(&self.tail(h, points.len() as u64, past));
+        s
+    }
+}
+
+fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).expect("values serialise to JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
+    use llm_ledger_core::sweep::{Axis, Sweep};
+    use llm_ledger_core::{Catalog, ScenarioRequest};
+    use std::ops::ControlFlow;
+
+    fn seed_sweep() -> (SweepHead, Vec<SweepPoint>) {
+        let sc = ScenarioRequest { counting: Some("seed".into()), ..Default::default() }
+            .resolve(&Catalog::builtin())
+            .unwrap();
+        let (b, c) = ("1,8,32,64,128,256", "2048");
+        let head = SweepHead {
+            inputs: Inputs::of(&sc),
+            batch_axis: b.into(),
+            ctx_axis: c.into(),
+            point_count: 6,
+            capacity_bytes: sc.gpu.memory_bytes,
+            reserve_bytes: 2e9,
+        };
+        let sw = Sweep::new(
+            sc,
+            Axis::parse("batch", b, 1, MAX_BATCH).unwrap(),
+            Axis::parse("ctx", c, 0, MAX_CONTEXT).unwrap(),
+            2e9,
+        )
+        .unwrap();
+        let mut pts = Vec::new();
+        sw.run(|p| {
+            pts.push(*p);
+            ControlFlow::Continue(())
+        });
+        (head, pts)
+    }
+
+    #[test]
+    fn seed_sweep_table() {
+        let (h, p) = seed_sweep();
+        insta::assert_snapshot!(SweepView::new(Format::Table).render_all(&h, &p));
+    }
+
+    #[test]
+    fn seed_sweep_markdown_and_csv() {
+        let (h, p) = seed_sweep();
+        insta::assert_snapshot!(SweepView::new(Format::Md).render_all(&h, &p));
+        let csv = SweepView::new(Format::Csv).render_all(&h, &p);
+        assert_eq!(csv.lines().count(), 7);
+        assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,flops,bytes,intensity,largest_op,largest_op_time_s,memory_bytes,kv_cache_bytes,fits\n1,2048,"));
+        assert!(csv.lines().last().unwrap().ends_with(",false"));
+    }
+
+    #[test]
+    fn streamed_json_is_one_document_with_stable_keys() {
+        let (h, p) = seed_sweep();
+        let v: serde_json::Value = serde_json::from_str(&SweepView::new(Format::Json).render_all(&h, &p)).unwrap();
+        let pts = v["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 6);
+        for k in ["batch", "ctx", "step_time_s", "tokens_per_s", "memory_bytes", "fits"] {
+            assert!(pts[0].get(k).is_some(), "{k}");
+        }
+        assert_eq!(pts[5]["fits"], false);
+        assert_eq!(pts[5]["batch"], 256);
+        assert_eq!(v["inputs"]["model"], "llama-3-8b");
+    }
+}
