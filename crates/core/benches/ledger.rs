@@ -3,18 +3,11 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use llm_ledger_core::workload::Contexts;
-use llm_ledger_core::{summarise, Catalog, Ledger, Scenario, ScenarioRequest};
+use llm_ledger_core::{summarise, Ledger, Scenario};
 
 fn scenario(model: &str, phase: &str, batch: u64, ctx: u64) -> Scenario {
-    ScenarioRequest {
-        model: Some(model.into()),
-        phase: Some(phase.into()),
-        batch: Some(batch.to_string()),
-        ctx: Some(ctx.to_string()),
-        ..Default::default()
-    }
-    .resolve(&Catalog::builtin())
-    .unwrap()
+    let (b, c) = (batch.to_string(), ctx.to_string());
+    llm_ledger_core::testing::scenario(&[("model", model), ("phase", phase), ("batch", &b), ("ctx", &c)])
 }
 
 fn benches(c: &mut Criterion) {

@@ -4,18 +4,11 @@ use llm_ledger_core::model::{Attention, WeightPrecisions};
 use llm_ledger_core::moe::{expected_experts_touched, routing_probabilities, Routing};
 use llm_ledger_core::ops::OpKind;
 use llm_ledger_core::workload::MlaForm;
-use llm_ledger_core::{Catalog, Contexts, Ledger, Precision, Scenario, ScenarioRequest};
+use llm_ledger_core::{Contexts, Ledger, Precision, Scenario};
 
 fn scenario(model: &str, phase: &str, batch: u64, ctx: u64) -> Scenario {
-    ScenarioRequest {
-        model: Some(model.into()),
-        phase: Some(phase.into()),
-        batch: Some(batch.to_string()),
-        ctx: Some(ctx.to_string()),
-        ..Default::default()
-    }
-    .resolve(&Catalog::builtin())
-    .unwrap()
+    let (b, c) = (batch.to_string(), ctx.to_string());
+    llm_ledger_core::testing::scenario(&[("model", model), ("phase", phase), ("batch", &b), ("ctx", &c)])
 }
 
 /// SplitMix64: a small deterministic generator for the Monte Carlo test.
