@@ -29,6 +29,7 @@ pub mod ops;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;
+pub mod tiling;
 pub mod workload;
 
 pub use cost::Cost;
