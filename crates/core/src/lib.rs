@@ -31,6 +31,7 @@ pub mod roofline;
 pub mod scenario;
 pub mod tiling;
 pub mod workload;
+pub mod zoom;
 
 pub use cost::Cost;
 pub use error::{Error, Result};
@@ -41,3 +42,4 @@ pub use precision::{MathFormat, Precision};
 pub use roofline::{Bound, Efficiency, Timing};
 pub use scenario::{Catalog, Scenario, ScenarioRequest};
 pub use workload::{Contexts, Phase, Workload};
+pub use zoom::ZoomTree;
