@@ -22,6 +22,8 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Ledger(a)) => commands::ledger::run(&a),
         Some(Command::Models(a)) => commands::list::models(&a),
         Some(Command::Gpus(a)) => commands::list::gpus(&a),
+        Some(Command::Zoom(a)) => commands::zoom::run(&a),
+        Some(Command::Tile(a)) => commands::tile::run(&a),
     }
 }
 

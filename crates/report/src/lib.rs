@@ -6,6 +6,10 @@ pub mod catalog;
 pub mod human;
 pub mod ledger;
 pub mod render;
+pub mod tile;
+pub mod zoom;
 
 pub use ledger::{Inputs, LedgerReport, RowView};
 pub use render::{Format, HumanTable, Report};
+pub use tile::TileReport;
+pub use zoom::ZoomReport;

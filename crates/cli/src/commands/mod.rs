@@ -2,3 +2,5 @@
 
 pub mod ledger;
 pub mod list;
+pub mod tile;
+pub mod zoom;

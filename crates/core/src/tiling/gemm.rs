@@ -24,16 +24,22 @@
 //! `time = Σ_waves max(math_w, mem_w)` with
 //!
 //! ```text
-//! math_w = ⌈n_w / SMs⌉ · 2·BM·BN·(T_K·BK) / (peak · compute_efficiency / SMs)
-//! mem_w  = DRAM · (n_w / tiles) / (bandwidth · bandwidth_efficiency · min(n_w, SMs) / SMs)
+//! per tile  = max(2·BM·BN·(T_K·BK) / (peak · compute_efficiency / SMs),        tensor cores
+//!                 2·T_K·BK·(BM·e_A + BN·e_B) / smem_bandwidth_per_SM)           shared-memory feed
+//! math_w    = ⌈n_w / SMs⌉ · per tile
+//! mem_w     = DRAM · (n_w / tiles) / (bandwidth · bandwidth_efficiency · min(n_w, SMs) / SMs)
+//! smem_bandwidth_per_SM = bf16 peak / SMs / tensor_flops_per_smem_byte  (128 B per SM clock)
 //! ```
 //!
 //! for a wave of `n_w` tiles: the SM with the most CTAs sets the math time (a partial tail wave
-//! costs as much as a full one when every SM still holds one tile), and only the SMs holding a tile
-//! issue loads, so a wave that occupies a fraction of the SMs gets that fraction of the bandwidth
-//! (an assumption; real HBM saturates with somewhat fewer SMs). The efficiencies are the ledger's
-//! (default 0.6 and 0.8), so the ratio of this time to the operator's roofline time isolates what
-//! tiling adds.
+//! costs as much as a full one when every SM still holds one tile). Every K step writes the A and
+//! B tiles into shared memory and the MMAs read them once, so a tile whose `BM·BN / (BM·e_A +
+//! BN·e_B)` is below the GPU's tensor FLOPs per shared-memory byte is fed more slowly than its
+//! tensor cores compute (small tiles on Hopper). Only the SMs holding a tile issue loads, so a wave
+//! that occupies a fraction of the SMs gets that fraction of the bandwidth (an assumption; real HBM
+//! saturates with somewhat fewer SMs). The efficiencies are the ledger's (default 0.6 and 0.8), so
+//! the ratio of this time to the operator's roofline time isolates what tiling adds; the
+//! shared-memory feed is taken at its full rate.
 
 use super::candidates::{Candidate, TileConfig, TileRequest, CANDIDATES};
 use super::occupancy::{occupancy, BlockResources, Limiter, Occupancy, MAX_REGISTERS_PER_THREAD};
@@ -222,8 +228,10 @@ pub struct GemmTiling {
     pub dram_bytes: f64,
     /// Tiled ÷ ideal bytes.
     pub reuse_factor: f64,
-    /// Σ over waves of the math part, seconds.
+    /// Σ over waves of the math part (the larger of tensor cores and shared-memory feed), seconds.
     pub compute_s: f64,
+    /// Σ over waves of the shared-memory feed alone, seconds (0 when the GPU does not give it).
+    pub smem_feed_s: f64,
     /// Σ over waves of the memory part, seconds.
     pub memory_s: f64,
     /// Modelled time, seconds.
@@ -357,14 +365,21 @@ pub fn tile_gemm(
     let bw = gpu.memory_bandwidth_bytes_per_s * eff.bandwidth;
     let tile_flops = bm * bn * (2.0 * kp + bias);
     let sf = s as f64;
+    let smem_bw = match chip.tensor_flops_per_smem_byte {
+        r if r > 0.0 => gpu.peak(MathFormat::Bf16).unwrap_or(gpu.peak_flops_per_s.bf16) / sf / r,
+        _ => f64::INFINITY,
+    };
+    let tile_feed_s = 2.0 * kp * (bm * e_a + bn * e_b) / smem_bw;
+    let tile_s = (tile_flops / (peak / sf)).max(tile_feed_s);
     let wave_parts = |n_w: u64| {
-        let math_s = n_w.div_ceil(s) as f64 * tile_flops / (peak / sf);
+        let math_s = n_w.div_ceil(s) as f64 * tile_s;
         let mem_s = dram * (n_w as f64 / tiles as f64) / (bw * n_w.min(s) as f64 / sf);
         (math_s, mem_s)
     };
     let (full_math, full_mem) = wave_parts(wave);
     let (tail_math, tail_mem) = wave_parts(tail);
     let full = (waves - 1) as f64;
+    let smem_feed_s = (full * wave.div_ceil(s) as f64 + tail.div_ceil(s) as f64) * tile_feed_s;
     let compute_s = full * full_math + tail_math;
     let memory_s = full * full_mem + tail_mem;
     let time_s = full * full_math.max(full_mem) + tail_math.max(tail_mem);
@@ -398,6 +413,7 @@ pub fn tile_gemm(
         dram_bytes: dram,
         reuse_factor: tiled / ideal,
         compute_s,
+        smem_feed_s,
         memory_s,
         time_s,
         bound: if compute_s > memory_s { Bound::Compute } else { Bound::Memory },
@@ -487,6 +503,45 @@ pub fn choose_tile(shape: &GemmShape, gpu: &Gpu, eff: Efficiency) -> Result<Tile
         ),
     })?;
     Ok(TileChoice { best, runner_up, fitting, considered })
+}
+
+/// Everything the tiling explorer shows for one GEMM: the tile used (forced, or the default
+/// choice), the runner-up it beat, and every candidate's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GemmExploration {
+    /// The tiling shown.
+    pub chosen: GemmTiling,
+    /// The user forced the tile.
+    pub forced: bool,
+    /// The best candidate after the chosen one (for a forced tile: the default choice).
+    pub runner_up: Option<GemmTiling>,
+    /// Candidates that fit.
+    pub fitting: usize,
+    /// Every candidate, in table order.
+    pub candidates: Vec<CandidateOutcome>,
+}
+
+/// Explore one GEMM: the forced tile if given, else the default choice.
+pub fn explore_gemm(
+    shape: &GemmShape,
+    gpu: &Gpu,
+    eff: Efficiency,
+    forced: Option<&TileRequest>,
+) -> Result<GemmExploration> {
+    let candidates: Vec<CandidateOutcome> = candidates(shape, gpu, eff).collect();
+    let choice = choose_tile(shape, gpu, eff);
+    let (chosen, runner_up, fitting) = match (forced, choice) {
+        (Some(req), choice) => {
+            let t = tile_forced(shape, req, gpu, eff)?;
+            let fitting = choice.as_ref().map_or(0, |c| c.fitting);
+            (t, choice.ok().map(|c| c.best), fitting)
+        }
+        (None, choice) => {
+            let c = choice?;
+            (c.best, c.runner_up, c.fitting)
+        }
+    };
+    Ok(GemmExploration { chosen, forced: forced.is_some(), runner_up, fitting, candidates })
 }
 
 #[cfg(test)]
@@ -592,6 +647,29 @@ mod tests {
                 .unwrap();
         assert_eq!((big.tiles, big.busy_sms), (56, 56));
         assert!(big.time_s > c.best.time_s * 2.0);
+    }
+
+    #[test]
+    fn small_tiles_on_hopper_wait_for_shared_memory() {
+        // 128×32×32 (4 stages) on 4096×14336×4096 bf16, H100: per tile, the tensor cores need
+        // 2·128·32·4096 FLOP / (0.6 · 989.4 TFLOP/s / 132) = 7.46 µs; the shared-memory feed moves
+        // 2·4096·(128·2 + 32·2) B = 2.62 MB at 989.4e12 / 132 / 32 = 234 GB/s = 11.2 µs.
+        let h100 = gpu("h100-sxm");
+        let t = tile_gemm(&bf16(4096, 14336, 4096), tile(128, 32, 32, 4, 4), "t", h100, Efficiency::default()).unwrap();
+        let feed = 2.0 * 4096.0 * (128.0 * 2.0 + 32.0 * 2.0) / (989.4e12 / 132.0 / 32.0);
+        let tensor = 2.0 * 128.0 * 32.0 * 4096.0 / (0.6 * 989.4e12 / 132.0);
+        assert!(feed > tensor);
+        // 14,336 tiles in waves of 660 (5 CTAs/SM): 21 full waves of 5 tiles per SM and a tail of
+        // 476 tiles, 4 on the busiest SM.
+        assert_eq!((t.occupancy.ctas_per_sm, t.waves, t.tail_tiles), (5, 22, 476));
+        let rel = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
+        assert!(rel(t.smem_feed_s, (21.0 * 5.0 + 4.0) * feed));
+        assert!(rel(t.compute_s, t.smem_feed_s));
+        // 128×256 reaches 2·128·256 / (2·(128 + 256)) = 42.7 FLOP/B ≥ 32: the tensor cores set it.
+        let big =
+            tile_gemm(&bf16(4096, 14336, 4096), tile(128, 256, 64, 3, 8), "t", h100, Efficiency::default()).unwrap();
+        assert!(big.smem_feed_s < big.compute_s);
+        assert!(big.time_s < t.time_s);
     }
 
     #[test]

@@ -15,5 +15,5 @@ pub mod occupancy;
 
 pub use attention::{tile_attention, AttentionTiling};
 pub use candidates::{TileConfig, TileRequest, CANDIDATES};
-pub use gemm::{choose_tile, tile_forced, tile_gemm, GemmShape, GemmTiling, TileChoice};
+pub use gemm::{choose_tile, explore_gemm, tile_forced, tile_gemm, GemmExploration, GemmShape, GemmTiling, TileChoice};
 pub use occupancy::{occupancy, BlockResources, Limiter, Occupancy};
