@@ -71,7 +71,8 @@ fn add_model_file(c: &mut Catalog, arg: &str) -> Result<String> {
 
 /// Add the GPUs of a GPU file named on the command line; returns the name of its first entry.
 fn add_gpu_file(c: &mut Catalog, path: &str) -> Result<String> {
-    let gpus = parse_gpu_file(&read_text(Path::new(path), "GPU file")?).with_context(|| format!("in GPU file `{path}`"))?;
+    let gpus =
+        parse_gpu_file(&read_text(Path::new(path), "GPU file")?).with_context(|| format!("in GPU file `{path}`"))?;
     let name = gpus.first().map(|g| g.name.clone()).context("the GPU file has no [[gpu]] entry")?;
     c.add_gpus(gpus);
     Ok(name)

@@ -63,7 +63,9 @@ pub enum NoTiles {
     NotModelled(String),
 }
 
-/// The tile level of an operator.
+/// The tile level of an operator. (A tree holds a few dozen; the GEMM variant's size is not worth
+/// a heap allocation each.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum TileLevel {
@@ -379,16 +381,15 @@ impl ZoomTree {
             model.layers().iter().map(|l| reps.iter().position(|r| *r == l).unwrap_or(0)).collect();
         let mut single: Vec<Op> = Vec::with_capacity(3);
         b.embedding(&mut |op| single.push(op));
-        let embedding = single.pop().map_or_else(
-            || Op {
-                kind: OpKind::Embedding,
-                cost: Cost::ZERO,
-                math: crate::MathFormat::Vector,
-                gemm: None,
-                attention: None,
-            },
-            |op| op,
-        );
+        // Seed counting has no embedding row: an empty one keeps the tree's shape.
+        let none = Op {
+            kind: OpKind::Embedding,
+            cost: Cost::ZERO,
+            math: crate::MathFormat::Vector,
+            gemm: None,
+            attention: None,
+        };
+        let embedding = single.pop().unwrap_or(none);
         let embedding = op_node(sc, embedding, None, Cost::ZERO);
         b.head(&mut |op| single.push(op));
         let mut final_norm = None;

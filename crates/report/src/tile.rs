@@ -199,11 +199,12 @@ pub fn reason(e: &GemmExploration) -> String {
     if e.forced {
         return match &e.runner_up {
             Some(d) => format!(
-                "forced; the default {} ({}) models {} ({} vs this tile)",
+                "forced; it models {}, {} against the default {} ({}) at {}",
+                human::seconds(c.time_s),
+                pct_more(c.time_s, d.time_s),
                 d.tile,
                 d.source,
-                human::seconds(d.time_s),
-                pct_more(c.time_s, d.time_s)
+                human::seconds(d.time_s)
             ),
             None => "forced; no candidate fits this GPU".into(),
         };
@@ -348,7 +349,7 @@ impl TileReport {
                 CandidateRow {
                     tile: c.tile.to_string(),
                     source: c.source.to_string(),
-                    chosen: ok.is_some_and(|t| t.tile == g.tile && t.source == g.source),
+                    chosen: ok.is_some_and(|t| t.tile == g.tile),
                     fits: ok.is_some(),
                     rejection: c.result.as_ref().err().map(rejection_text),
                     warps: c.tile.warps,

@@ -130,6 +130,15 @@ fn child_row(c: &ChildView, parent_time: f64) -> ChildRow {
     }
 }
 
+/// A count: exact with separators below a million, else with an SI prefix (`14.3 k` style).
+fn count_f(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e6 {
+        human::count(v as u64)
+    } else {
+        human::si(v, "").trim_end().to_string()
+    }
+}
+
 fn level_name(l: Level) -> &'static str {
     match l {
         Level::Model => "model",
@@ -244,9 +253,10 @@ fn gemm_addup_lines(n: &OpNode, a: &AddUp, counting_note: Option<&str>, with_rea
     if !with_reasons {
         return out;
     }
+    let batch = if shape.batch > 1 { format!("{} × ", shape.batch) } else { String::new() };
     out.push(if g.padded_flops > g.flops {
         format!(
-            "FLOPs {} ({}): tiles of {}×{}×{} run {}×{}×{} where the GEMM is {}×{}×{}; the padding is computed and thrown away",
+            "FLOPs {} ({}): tiles of {}×{}×{} run {batch}{}×{}×{} where the GEMM is {batch}{}×{}×{}; the padding is computed and thrown away",
             signed(a.flops_difference, human::flops),
             ratio_pct(a.children_flops, a.parent_flops),
             g.tile.bm,
@@ -281,13 +291,13 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
         Phase::Prefill => {
             out.push(format!(
                 "{} blocks of {}×{} (query × key){heads_note}: {} computed, {} skipped{}, {} partial (the diagonal, a window edge or the end of a prompt)",
-                human::si(t.blocks, ""),
+                count_f(t.blocks),
                 t.block_q,
                 t.block_kv,
-                human::si(t.blocks_computed, ""),
-                human::si(t.blocks_skipped, ""),
+                count_f(t.blocks_computed),
+                count_f(t.blocks_skipped),
                 if t.causal { " above the causal diagonal or behind the window" } else { " (no causal masking)" },
-                human::si(t.blocks_partial, ""),
+                count_f(t.blocks_partial),
             ));
             out.push(format!(
                 "FLOPs: {} executed for {} useful ({}): masked halves of diagonal blocks and padded edges",
@@ -308,7 +318,7 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
                 "CTAs = sequences × KV heads × {} query block(s) × {} split(s) = {} against {} SMs ({} slots at {} per SM): {} of the SMs busy",
                 t.query_blocks,
                 t.splits,
-                human::si(t.ctas, ""),
+                count_f(t.ctas),
                 t.sm_count,
                 t.cta_slots,
                 t.cta_slots / t.sm_count.max(1),
@@ -567,7 +577,7 @@ impl Report for ZoomReport {
                 .map(|c| {
                     vec![
                         c.name.clone(),
-                        human::si(c.count, ""),
+                        count_f(c.count),
                         human::flops(c.flops),
                         human::flops(c.executed_flops),
                         human::bytes(c.bytes),

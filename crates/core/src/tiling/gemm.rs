@@ -344,7 +344,7 @@ pub fn tile_gemm(
     ];
 
     let flops = shape.flops();
-    let padded_flops = batch * (tm * tile.bm * tn * tile.bn) as f64 * (2.0 * kp + bias);
+    let padded_flops = batch * (tm * tile.bm) as f64 * (tn * tile.bn) as f64 * (2.0 * kp + bias);
     let ideal = shape.ideal_bytes();
     let tiled_a = batch * e_a * m * k * tn as f64;
     let tiled_b = batch * e_b * k * n * tm as f64;

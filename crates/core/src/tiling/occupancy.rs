@@ -127,11 +127,11 @@ pub fn occupancy(chip: &OnChip, b: &BlockResources) -> Occupancy {
         || regs_per_warp * ceil_to(warps, SUBPARTITIONS) > chip.registers_per_sm
     {
         0
-    } else if regs_per_warp == 0 {
-        chip.max_blocks_per_sm
     } else {
-        let per_subpartition = (chip.registers_per_sm / SUBPARTITIONS) / regs_per_warp;
-        SUBPARTITIONS * per_subpartition / warps
+        // Warps per sub-partition the register file holds (a kernel with no registers: no limit).
+        (chip.registers_per_sm / SUBPARTITIONS)
+            .checked_div(regs_per_warp)
+            .map_or(chip.max_blocks_per_sm, |per_subpartition| SUBPARTITIONS * per_subpartition / warps)
     };
     let limit_warps = chip.max_warps_per_sm / warps;
     let limit_blocks = chip.max_blocks_per_sm;
