@@ -11,9 +11,9 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::roofline::{Bound, Efficiency};
+use llm_ledger_core::roofline::Efficiency;
 use llm_ledger_core::tiling::gemm::{GemmExploration, GemmTiling, Rejection, GROUP_M};
-use llm_ledger_core::{Gpu, MathFormat, Precision};
+use llm_ledger_core::Gpu;
 use serde::Serialize;
 
 /// One candidate tile, ranked.
@@ -55,27 +55,14 @@ pub struct CandidateRow {
     pub time_s: Option<f64>,
 }
 
-/// The `tile` report.
+/// The `tile` report: the tiling shown, flattened to the top level (`tiles`, `waves`, `flops`,
+/// `padded_flops`, `ideal_bytes`, `tiled_bytes`, `reuse_factor`, `time_s`, …, with `shape`,
+/// `tile`, `occupancy` and `classes` as objects), plus the tile and occupancy keys callers read
+/// most, the roofline comparison, the reason and the candidates.
 #[derive(Debug, Clone, Serialize)]
 pub struct TileReport {
     /// GPU name.
     pub gpu: String,
-    /// SMs.
-    pub sm_count: u64,
-    /// Rows of A and C.
-    pub m: u64,
-    /// Columns of B and C.
-    pub n: u64,
-    /// Reduction dimension.
-    pub k: u64,
-    /// Storage of A.
-    pub activations: Precision,
-    /// Storage of B.
-    pub weights: Precision,
-    /// Storage of C.
-    pub output: Precision,
-    /// Math format.
-    pub math: MathFormat,
     /// The tile was forced.
     pub forced: bool,
     /// BM.
@@ -86,71 +73,16 @@ pub struct TileReport {
     pub tile_k: u64,
     /// Pipeline stages.
     pub stages: u64,
-    /// Warps per CTA.
-    pub warps: u64,
-    /// Where the tile comes from.
-    pub source: String,
-    /// Tile rows.
-    pub tiles_m: u64,
-    /// Tile columns.
-    pub tiles_n: u64,
-    /// K steps.
-    pub tiles_k: u64,
-    /// Tiles.
-    pub tiles: u64,
     /// CTAs per SM.
     pub ctas_per_sm: u64,
     /// The binding occupancy limits (ties joined with `+`).
     pub limiter: String,
-    /// Resident warps ÷ maximum.
-    pub occupancy: f64,
-    /// Shared memory per CTA as allocated, bytes.
-    pub smem_per_cta_bytes: u64,
-    /// Registers per thread (estimate).
-    pub registers_per_thread: u64,
-    /// Tiles per wave.
-    pub wave_size: u64,
-    /// Waves.
-    pub waves: u64,
-    /// Tiles in the last wave.
-    pub tail_tiles: u64,
-    /// Tail ÷ wave size.
-    pub tail_utilisation: f64,
-    /// Tiles ÷ (waves × wave size).
-    pub wave_efficiency: f64,
-    /// SMs busy in the first wave.
-    pub busy_sms: u64,
-    /// Useful FLOPs.
-    pub flops: f64,
-    /// Executed FLOPs.
-    pub padded_flops: f64,
-    /// Operands read once, C written once, bytes.
-    pub ideal_bytes: f64,
-    /// Bytes the tiles load and store.
-    pub tiled_bytes: f64,
-    /// A's re-reads, bytes.
-    pub tiled_a_bytes: f64,
-    /// B's re-reads, bytes.
-    pub tiled_b_bytes: f64,
-    /// Wave-panel DRAM estimate, bytes.
-    pub dram_bytes: f64,
-    /// Tiled ÷ ideal.
-    pub reuse_factor: f64,
-    /// Math part, seconds.
-    pub compute_time_s: f64,
-    /// Shared-memory feed part of the math, seconds.
-    pub smem_feed_time_s: f64,
-    /// Memory part, seconds.
-    pub memory_time_s: f64,
-    /// Modelled time, seconds.
-    pub time_s: f64,
     /// The operator roofline's time for the same GEMM (ideal bytes, no tiles), seconds.
     pub roofline_time_s: f64,
-    /// `memory` or `compute`.
-    pub bound: Bound,
     /// Why this tile.
     pub reason: String,
-    /// The whole tiling, with its tile classes.
+    /// The tiling shown.
+    #[serde(flatten)]
     pub tiling: GemmTiling,
     /// Every candidate.
     pub candidates: Vec<CandidateRow>,
@@ -369,50 +301,14 @@ impl TileReport {
             .collect();
         TileReport {
             gpu: gpu.name.clone(),
-            sm_count: gpu.sm_count,
-            m: g.shape.m,
-            n: g.shape.n,
-            k: g.shape.k,
-            activations: g.shape.a,
-            weights: g.shape.b,
-            output: g.shape.c,
-            math: g.math,
             forced: e.forced,
             tile_m: g.tile.bm,
             tile_n: g.tile.bn,
             tile_k: g.tile.bk,
             stages: g.tile.stages,
-            warps: g.tile.warps,
-            source: g.source.to_string(),
-            tiles_m: g.tiles_m,
-            tiles_n: g.tiles_n,
-            tiles_k: g.tiles_k,
-            tiles: g.tiles,
             ctas_per_sm: g.occupancy.ctas_per_sm,
             limiter: limiters(&g.occupancy),
-            occupancy: g.occupancy.occupancy,
-            smem_per_cta_bytes: g.occupancy.smem_per_cta_bytes,
-            registers_per_thread: g.registers_per_thread,
-            wave_size: g.wave_size,
-            waves: g.waves,
-            tail_tiles: g.tail_tiles,
-            tail_utilisation: g.tail_utilisation,
-            wave_efficiency: g.wave_efficiency,
-            busy_sms: g.busy_sms,
-            flops: g.flops,
-            padded_flops: g.padded_flops,
-            ideal_bytes: g.ideal_bytes,
-            tiled_bytes: g.tiled_bytes,
-            tiled_a_bytes: g.tiled_a_bytes,
-            tiled_b_bytes: g.tiled_b_bytes,
-            dram_bytes: g.dram_bytes,
-            reuse_factor: g.reuse_factor,
-            compute_time_s: g.compute_s,
-            smem_feed_time_s: g.smem_feed_s,
-            memory_time_s: g.memory_s,
-            time_s: g.time_s,
             roofline_time_s: roofline_s(g, gpu, eff),
-            bound: g.bound,
             reason: reason(e),
             tiling: *g,
             candidates,
@@ -452,17 +348,18 @@ impl Report for TileReport {
                 ]
             })
             .collect();
+        let (t, sh) = (&self.tiling, &self.tiling.shape);
         let mut title = vec![format!(
             "GEMM {} × {} × {} (A {} · B {} → C {}, {} math) on {} ({} SMs)",
-            human::count(self.m),
-            human::count(self.n),
-            human::count(self.k),
-            self.activations,
-            self.weights,
-            self.output,
-            self.math,
+            human::count(sh.m),
+            human::count(sh.n),
+            human::count(sh.k),
+            sh.a,
+            sh.b,
+            sh.c,
+            t.math,
             self.gpu,
-            self.sm_count
+            t.sm_count
         )];
         title.push(format!(
             "{} tile {}×{}×{}×{}: {}",

@@ -18,33 +18,10 @@ use llm_ledger_core::zoom::{
 use llm_ledger_core::{Cost, Phase, Scenario};
 use serde::Serialize;
 
-/// Totals of the node.
+/// The node, or one of its children.
 #[derive(Debug, Clone, Serialize)]
-pub struct NodeRow {
-    /// Last path segment.
-    pub name: String,
-    /// FLOPs (executed, at the tile level).
-    pub flops: f64,
-    /// HBM bytes (as tiled, at the tile level).
-    pub bytes: f64,
-    /// Weight bytes (exact levels only).
-    pub weight_bytes: Option<f64>,
-    /// KV-cache bytes read and written (exact levels only).
-    pub kv_bytes: Option<f64>,
-    /// Activation bytes (exact levels only).
-    pub activation_bytes: Option<f64>,
-    /// FLOP per byte.
-    pub intensity: Option<f64>,
-    /// Roofline time (exact levels) or modelled time (tiles), seconds.
-    pub time_s: f64,
-    /// `memory` or `compute` (exact levels).
-    pub bound: Option<String>,
-}
-
-/// One child.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChildRow {
-    /// Name.
+pub struct ZoomRow {
+    /// Name (the last path segment; tile classes by what they hold).
     pub name: String,
     /// Path to zoom into it (empty for tile classes).
     pub path: Option<String>,
@@ -68,6 +45,8 @@ pub struct ChildRow {
     pub time_s: f64,
     /// Share of the node's time.
     pub time_share: f64,
+    /// `memory` or `compute` (exact levels).
+    pub bound: Option<String>,
 }
 
 /// Parent against the children, with ratios.
@@ -94,9 +73,9 @@ pub struct ZoomReport {
     /// Paths from the model down to it.
     pub breadcrumb: Vec<String>,
     /// Its totals.
-    pub node: NodeRow,
+    pub node: ZoomRow,
     /// Its children.
-    pub children: Vec<ChildRow>,
+    pub children: Vec<ZoomRow>,
     /// Does it add up?
     pub addup: AddUpView,
     /// Why (or why not), in words.
@@ -113,8 +92,8 @@ fn intensity(flops: f64, bytes: f64) -> Option<f64> {
     (bytes > 0.0).then(|| flops / bytes)
 }
 
-fn child_row(c: &ChildView, parent_time: f64) -> ChildRow {
-    ChildRow {
+fn child_row(c: &ChildView, parent_time: f64) -> ZoomRow {
+    ZoomRow {
         name: c.name.clone(),
         path: c.path.clone(),
         count: c.count,
@@ -127,6 +106,7 @@ fn child_row(c: &ChildView, parent_time: f64) -> ChildRow {
         intensity: intensity(c.executed_flops, c.bytes),
         time_s: c.time_s,
         time_share: if parent_time > 0.0 { c.time_s / parent_time } else { 0.0 },
+        bound: None,
     }
 }
 
@@ -411,16 +391,19 @@ impl ZoomReport {
         let t = &view.totals;
         let exact_level = matches!(view.level, Level::Model | Level::Layer | Level::Block | Level::Op);
         let cost = exact_level.then_some(t.cost);
-        let name = view.path.rsplit('.').next().unwrap_or(&view.path).to_string();
-        let node = NodeRow {
-            name,
+        let node = ZoomRow {
+            name: view.path.rsplit('.').next().unwrap_or(&view.path).to_string(),
+            path: Some(view.path.clone()),
+            count: 1.0,
             flops: t.cost.flops,
+            executed_flops: t.cost.flops,
             bytes: t.cost.bytes(),
             weight_bytes: cost.map(|c| c.weight_bytes),
             kv_bytes: cost.map(|c| c.kv_bytes()),
             activation_bytes: cost.map(|c| c.activation_bytes),
             intensity: intensity(t.cost.flops, t.cost.bytes()),
             time_s: t.timing.time_s,
+            time_share: 1.0,
             bound: exact_level.then(|| t.timing.bound().name().to_string()),
         };
         let a = &view.addup;
@@ -509,9 +492,9 @@ impl ZoomReport {
 }
 
 impl Report for ZoomReport {
-    type CsvRow = ChildRow;
+    type CsvRow = ZoomRow;
 
-    fn csv_rows(&self) -> Vec<ChildRow> {
+    fn csv_rows(&self) -> Vec<ZoomRow> {
         self.children.clone()
     }
 
@@ -577,7 +560,7 @@ impl Report for ZoomReport {
                 .map(|c| {
                     vec![
                         c.name.clone(),
-                        count_f(c.count),
+                        if c.count > 0.0 { count_f(c.count) } else { String::new() },
                         human::flops(c.flops),
                         human::flops(c.executed_flops),
                         human::bytes(c.bytes),
@@ -612,7 +595,7 @@ impl Report for ZoomReport {
         // equals).
         let candidates = self.children.iter().filter(|c| c.path.is_some());
         let layer0 = self.children.iter().find(|c| c.path.as_deref() == Some("layer.0"));
-        let next = layer0.or(candidates.fold(None::<&ChildRow>, |best, c| match best {
+        let next = layer0.or(candidates.fold(None::<&ZoomRow>, |best, c| match best {
             Some(b) if b.time_s >= c.time_s => Some(b),
             _ => Some(c),
         }));
