@@ -375,6 +375,10 @@ fp16 = 100e12
         );
         let e = parse_gpu_file(&text).unwrap_err().to_string();
         assert_eq!(e, "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)");
+        let text =
+            BUILTIN_GPUS_TOML.replacen("tensor_flops_per_smem_byte = 16 ", "tensor_flops_per_smem_byte = -1 ", 1);
+        let e = parse_gpu_file(&text).unwrap_err().to_string();
+        assert_eq!(e, "invalid `a100-40gb-sxm.onchip.tensor_flops_per_smem_byte`: -1 (a finite number ≥ 0)");
         let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
         assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"), "{e}");

@@ -139,7 +139,7 @@ fn signed(v: f64, unit: fn(f64) -> String) -> String {
 
 fn ratio_pct(children: f64, parent: f64) -> String {
     if parent > 0.0 {
-        format!("{:+.1} %", (children / parent - 1.0) * 100.0)
+        format!("{:+.1} %", (children / parent - 1.0) * 100.0).replacen('-', "−", 1)
     } else {
         "n/a".into()
     }

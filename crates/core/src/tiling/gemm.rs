@@ -687,6 +687,33 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_shape_on_any_gpu_keeps_the_tile_invariants(
+            m in 1u64..20_000, n in 1u64..40_000, k in 1u64..20_000, batch in 1u64..9, g in 0usize..16, fp8: bool,
+        ) {
+            let p = if fp8 { Precision::Fp8 } else { Precision::Bf16 };
+            let shape = GemmShape::new(m, n, k, batch, p, p, Precision::Bf16, m % 2 == 0).unwrap();
+            let gpus = builtin_gpus();
+            let gpu = &gpus[g % gpus.len()];
+            for o in candidates(&shape, gpu, Efficiency::default()) {
+                let Ok(t) = o.result else { continue };
+                proptest::prop_assert!(t.padded_flops >= t.flops);
+                proptest::prop_assert!(t.tiled_bytes >= t.ideal_bytes);
+                proptest::prop_assert!(t.ideal_bytes <= t.dram_bytes && t.dram_bytes <= t.tiled_bytes);
+                proptest::prop_assert!(t.waves * t.wave_size >= t.tiles && (t.waves - 1) * t.wave_size < t.tiles);
+                let count: u64 = t.classes.iter().map(|c| c.count).sum();
+                proptest::prop_assert_eq!(count, t.tiles);
+                let sum = |f: fn(&TileClass) -> f64| t.classes.iter().map(f).sum::<f64>();
+                proptest::prop_assert!((sum(|c| c.padded_flops) - t.padded_flops).abs() <= 1e-9 * t.padded_flops);
+                proptest::prop_assert!((sum(|c| c.flops) - t.flops).abs() <= 1e-9 * t.flops);
+                proptest::prop_assert!((sum(|c| c.tiled_bytes) - t.tiled_bytes).abs() <= 1e-9 * t.tiled_bytes);
+                proptest::prop_assert!(t.time_s.is_finite() && t.time_s > 0.0);
+            }
+            proptest::prop_assert!(choose_tile(&shape, gpu, Efficiency::default()).is_ok());
+        }
+    }
+
     #[test]
     fn tiles_too_big_for_the_gpu_are_refused_with_the_field_named() {
         let req: TileRequest = "256x256x128x4".parse().unwrap();
