@@ -2,7 +2,7 @@
 //!
 //! * [`gemm`]: one GEMM's tile grid, tile and wave quantisation, operand re-reads, a modelled time,
 //!   and the default tile (lowest modelled time over [`candidates::CANDIDATES`]).
-//! * [`occupancy`]: CTAs per SM, CUDA's occupancy calculator.
+//! * [`mod@occupancy`]: CTAs per SM, CUDA's occupancy calculator.
 //! * [`candidates`]: the candidate tile shapes and the `BMxBNxBK[xSTAGES]` syntax.
 //! * [`attention`]: FlashAttention's query × key/value blocks, causal skipping, decode split-KV.
 //!
