@@ -39,6 +39,12 @@ pub enum Command {
     Measure(MeasureArgs),
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
+    /// Walk one forward step from the model down to a GEMM tile: a node, its children, the
+    /// breadcrumb, and whether (and why not) the children add up to it.
+    Zoom(ZoomArgs),
+    /// One GEMM cut into thread-block tiles on a GPU: tile and wave quantisation, occupancy,
+    /// re-read traffic, a modelled time and the candidate tiles.
+    Tile(TileArgs),
 }
 
 /// Output options.
@@ -268,6 +274,61 @@ pub struct AdviseArgs {
     pub reserve: ReserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `zoom` options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ZoomArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Node to show: model, embedding, layer.N, layer.N.attn, layer.N.mlp.up, layer.N.mlp.up.tiles,
+    /// final_norm, lm_head, lm_head.tiles …
+    #[arg(long, default_value = "model", value_name = "PATH")]
+    pub at: String,
+    /// Output format: table, json, csv or md.
+    #[arg(long, short = 'f', default_value = "table")]
+    pub format: String,
+}
+
+/// `tile` options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TileArgs {
+    /// Rows of A and C (tokens: batch in decode, batch × prompt in prefill).
+    #[arg(long, allow_hyphen_values = true)]
+    pub m: String,
+    /// Columns of B and C (output features).
+    #[arg(long, allow_hyphen_values = true)]
+    pub n: String,
+    /// Reduction dimension (input features).
+    #[arg(long, allow_hyphen_values = true)]
+    pub k: String,
+    /// GPU: a catalogue name, or a path to a GPU file (its first entry) (default h100-sxm).
+    #[arg(long, short = 'g', value_name = "NAME|PATH")]
+    pub gpu: Option<String>,
+    /// Add the GPUs of a user GPU file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub gpu_file: Option<String>,
+    /// Force a tile: BMxBNxBK or BMxBNxBKxSTAGES (default: the candidate with the lowest modelled time).
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Storage of B, the weights (default bf16).
+    #[arg(long, short = 'w')]
+    pub weights: Option<String>,
+    /// Storage of A, the activations (default bf16).
+    #[arg(long)]
+    pub activations: Option<String>,
+    /// Storage of C, the output (default: the activations' precision).
+    #[arg(long)]
+    pub output: Option<String>,
+    /// Achieved fraction of peak compute (default 0.6).
+    #[arg(long, allow_hyphen_values = true)]
+    pub compute_efficiency: Option<String>,
+    /// Achieved fraction of peak bandwidth (default 0.8).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bandwidth_efficiency: Option<String>,
+    /// Output format: table, json, csv (the candidates) or md.
+    #[arg(long, short = 'f', default_value = "table")]
+    pub format: String,
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@ use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
 use llm_ledger_core::model::{parse_config_json, parse_preset_file};
 use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv};
-use llm_ledger_core::{Catalog, Scenario};
+use llm_ledger_core::{Catalog, Gpu, Scenario};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Read a UTF-8 text file of at most `MAX_INPUT_FILE_BYTES`.
 pub fn read_text(path: &Path, what: &str) -> Result<String> {
@@ -78,6 +79,26 @@ fn add_model_file(c: &mut Catalog, arg: &str) -> Result<String> {
     Ok(name)
 }
 
+/// Add the GPUs of a GPU file named on the command line; returns the name of its first entry.
+fn add_gpu_file(c: &mut Catalog, path: &str) -> Result<String> {
+    let gpus =
+        parse_gpu_file(&read_text(Path::new(path), "GPU file")?).with_context(|| format!("in GPU file `{path}`"))?;
+    let name = gpus.first().map(|g| g.name.clone()).context("the GPU file has no [[gpu]] entry")?;
+    c.add_gpus(gpus);
+    Ok(name)
+}
+
+/// A GPU by name or GPU-file path (default `h100-sxm`), with a user GPU file added.
+pub fn gpu(arg: Option<&str>, gpu_file: Option<&str>) -> Result<Arc<Gpu>> {
+    let mut c = catalog(gpu_file, None)?;
+    let name = match arg {
+        Some(g) if looks_like_path(g) => add_gpu_file(&mut c, g)?,
+        Some(g) => g.to_string(),
+        None => "h100-sxm".to_string(),
+    };
+    Ok(c.gpu(&name)?)
+}
+
 /// Resolve the scenario flags, reading any files they name.
 pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
     let mut catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
@@ -86,10 +107,7 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
         req.model = Some(add_model_file(&mut catalog, m)?);
     }
     if let Some(g) = args.gpu.as_deref().filter(|g| looks_like_path(g)) {
-        let gpus =
-            parse_gpu_file(&read_text(Path::new(g), "GPU file")?).with_context(|| format!("in GPU file `{g}`"))?;
-        req.gpu = gpus.first().map(|g| g.name.clone());
-        catalog.add_gpus(gpus);
+        req.gpu = Some(add_gpu_file(&mut catalog, g)?);
     }
     if let Some(h) = &args.histogram {
         if req.contexts.is_some() || req.batch.is_some() || req.ctx.is_some() {

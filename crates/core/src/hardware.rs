@@ -56,6 +56,11 @@ pub struct OnChip {
     pub max_blocks_per_sm: u64,
     /// Threads per warp (32 on NVIDIA, 64 on AMD CDNA).
     pub warp_size: u64,
+    /// Dense 16-bit tensor FLOPs per SM clock ÷ shared-memory bytes per SM clock (128 B: 32 banks
+    /// × 4 B): the FLOP per shared-memory byte a GEMM tile needs to keep the tensor cores fed
+    /// (H100 4,096 / 128 = 32). 0 (the default) leaves the shared-memory feed out of the tile model.
+    #[serde(default)]
+    pub tensor_flops_per_smem_byte: f64,
 }
 
 /// A GPU as the ledger sees it.
@@ -195,6 +200,14 @@ impl Gpu {
             if v == 0 || v > 1 << 30 {
                 return Err(Error::invalid(format!("{}.onchip.{k}", self.name), v, "a positive integer"));
             }
+        }
+        let r = o.tensor_flops_per_smem_byte;
+        if !(r.is_finite() && r >= 0.0) {
+            return Err(Error::invalid(
+                format!("{}.onchip.tensor_flops_per_smem_byte", self.name),
+                r,
+                "a finite number ≥ 0",
+            ));
         }
         Ok(())
     }
@@ -362,6 +375,10 @@ fp16 = 100e12
         );
         let e = parse_gpu_file(&text).unwrap_err().to_string();
         assert_eq!(e, "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)");
+        let text =
+            BUILTIN_GPUS_TOML.replacen("tensor_flops_per_smem_byte = 16 ", "tensor_flops_per_smem_byte = -1 ", 1);
+        let e = parse_gpu_file(&text).unwrap_err().to_string();
+        assert_eq!(e, "invalid `a100-40gb-sxm.onchip.tensor_flops_per_smem_byte`: -1 (a finite number ≥ 0)");
         let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
         assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"), "{e}");

@@ -40,7 +40,9 @@ pub mod serving;
 pub mod sweep;
 #[doc(hidden)]
 pub mod testing;
+pub mod tiling;
 pub mod workload;
+pub mod zoom;
 
 pub use cost::Cost;
 pub use error::{Error, Result};
@@ -51,3 +53,4 @@ pub use precision::{MathFormat, Precision};
 pub use roofline::{Bound, Efficiency, Timing};
 pub use scenario::{Catalog, Scenario, ScenarioRequest};
 pub use workload::{Contexts, Phase, Workload};
+pub use zoom::ZoomTree;

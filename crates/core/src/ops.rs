@@ -224,6 +224,44 @@ pub struct Gemm {
     pub activation: Precision,
     /// Independent weight matrices.
     pub instances: f64,
+    /// A bias vector is added to each output (`m·n` FLOPs and `n` parameters per instance).
+    pub bias: bool,
+}
+
+impl Gemm {
+    /// FLOPs of the product itself, `instances · (2·m·n·k + m·n if bias)` — what the operator's
+    /// cost counts for this GEMM.
+    pub fn flops(&self) -> f64 {
+        let (n, k) = (self.n as f64, self.k as f64);
+        let bias = if self.bias { self.m * n } else { 0.0 };
+        self.instances * (2.0 * self.m * n * k + bias)
+    }
+}
+
+/// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
+/// ([`crate::tiling::attention`]). Bytes are per position and summed over the KV heads, with the
+/// same per-element sizes the operator's cost uses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AttentionShape {
+    /// Query heads.
+    pub heads: f64,
+    /// Groups that share one K/V stream (KV heads; 1 for MLA's absorbed latent, every head for
+    /// MLA expanded per head).
+    pub kv_heads: f64,
+    /// Query/key dimension per head.
+    pub qk_dim: f64,
+    /// Value dimension per head.
+    pub v_dim: f64,
+    /// Sliding window, tokens.
+    pub window: Option<u64>,
+    /// HBM bytes of K for one position, all KV heads (cache and activation parts).
+    pub k_bytes_per_position: f64,
+    /// HBM bytes of V for one position, all KV heads (0 when the kernel reuses K's load).
+    pub v_bytes_per_position: f64,
+    /// Bytes of one query position's Q (all heads).
+    pub q_bytes_per_query: f64,
+    /// Bytes of one query position's output O (all heads).
+    pub o_bytes_per_query: f64,
 }
 
 /// One operator instance in one layer.
@@ -237,6 +275,8 @@ pub struct Op {
     pub math: MathFormat,
     /// GEMM shape, for GEMM operators.
     pub gemm: Option<Gemm>,
+    /// Attention shape, for the attention core (fused, or its QKᵀ and P·V halves).
+    pub attention: Option<AttentionShape>,
 }
 
 /// FLOPs per element of a norm (RMSNorm: square, accumulate, normalise, scale; LayerNorm adds
@@ -259,6 +299,8 @@ struct Operand {
 /// Attention core parameters shared by standard attention and MLA.
 struct AttnCore {
     heads: f64,
+    kv_heads: f64,
+    window: Option<u64>,
     qk_dim: f64,
     v_dim: f64,
     k: Operand,
@@ -309,9 +351,10 @@ impl<'a> OpBuilder<'a> {
             activation_bytes: (m_total * kf + m_total * nf) * self.a,
             ..Cost::ZERO
         };
-        let gemm = Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies };
+        let gemm =
+            Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies, bias };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
-        Op { kind, cost, math, gemm: Some(gemm) }
+        Op { kind, cost, math, gemm: Some(gemm), attention: None }
     }
 
     /// Elementwise over `elems` elements: `flops_per` FLOPs each, `tensors` element-sized reads and
@@ -323,7 +366,7 @@ impl<'a> OpBuilder<'a> {
             activation_bytes: elems * tensors * self.a,
             ..Cost::ZERO
         };
-        Op { kind, cost, math: MathFormat::Vector, gemm: None }
+        Op { kind, cost, math: MathFormat::Vector, gemm: None, attention: None }
     }
 
     fn norm(&self, kind: OpKind, norm: NormKind, dim: u64, copies: u32) -> Op {
@@ -352,7 +395,7 @@ impl<'a> OpBuilder<'a> {
         if e.dim != self.hidden {
             cost += self.gemm(OpKind::Embedding, t, e.dim, self.hidden, self.sc.weights.embedding, false, 1.0).cost;
         }
-        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None });
+        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None, attention: None });
     }
 
     /// The final norm and the LM head.
@@ -436,6 +479,8 @@ impl<'a> OpBuilder<'a> {
         self.kv_write(g, 2.0 * kv as f64, f);
         let core = AttnCore {
             heads: at.heads as f64,
+            kv_heads: at.kv_heads as f64,
+            window: at.window,
             qk_dim: at.head_dim as f64,
             v_dim: at.head_dim as f64,
             k: per_pos,
@@ -453,7 +498,7 @@ impl<'a> OpBuilder<'a> {
         }
         let elems = g.kv_positions_written * elems_per_pos;
         let cost = Cost { kv_write_bytes: elems * self.kv, activation_bytes: elems * self.a, ..Cost::ZERO };
-        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None });
+        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None, attention: None });
     }
 
     /// QKᵀ, softmax and P·V, fused (FlashAttention) or as three kernels.
@@ -468,6 +513,17 @@ impl<'a> OpBuilder<'a> {
         let (v_kv, v_act) = read(c.v);
         // Softmax: max, subtract, exp, sum, divide = 5 FLOPs per score; sinks add one column.
         let sink_cols = if c.sinks { g.queries * c.heads } else { 0.0 };
+        let shape = Some(AttentionShape {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            qk_dim: c.qk_dim,
+            v_dim: c.v_dim,
+            window: c.window,
+            k_bytes_per_position: c.k.kv + c.k.act * self.a,
+            v_bytes_per_position: c.v.kv + c.v.act * self.a,
+            q_bytes_per_query: c.heads * c.qk_dim * self.a,
+            o_bytes_per_query: c.heads * c.v_dim * self.a,
+        });
         if self.sc.workload.flash_attention || self.seed {
             let cost = Cost {
                 flops: qk_flops + pv_flops,
@@ -475,25 +531,25 @@ impl<'a> OpBuilder<'a> {
                 activation_bytes: q_bytes + k_act + v_act + o_bytes,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Attention, cost, math, gemm: None });
+            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape });
             if !self.seed {
                 let sm = Cost { flops: 5.0 * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
-                f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None });
+                f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None, attention: None });
             }
         } else {
             let scores = c.heads * g.materialised_scores * self.a;
             let qk =
                 Cost { flops: qk_flops, kv_read_bytes: k_kv, activation_bytes: q_bytes + k_act + scores, ..Cost::ZERO };
-            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None });
+            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape });
             let sm = Cost {
                 flops: 5.0 * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None });
+            f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None, attention: None });
             let pv =
                 Cost { flops: pv_flops, kv_read_bytes: v_kv, activation_bytes: scores + v_act + o_bytes, ..Cost::ZERO };
-            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None });
+            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape });
         }
     }
 
@@ -529,6 +585,8 @@ impl<'a> OpBuilder<'a> {
             f(self.gemm(OpKind::QAbsorb, t * nhf, dn, r, w, false, nhf));
             let core = AttnCore {
                 heads: nhf,
+                kv_heads: 1.0,
+                window: None,
                 qk_dim: (r + dr) as f64,
                 v_dim: r as f64,
                 k: Operand { kv: (r + dr) as f64 * kv, act: 0.0 },
@@ -548,6 +606,8 @@ impl<'a> OpBuilder<'a> {
             f(expand);
             let core = AttnCore {
                 heads: nhf,
+                kv_heads: nhf,
+                window: None,
                 qk_dim: (dn + dr) as f64,
                 v_dim: dv as f64,
                 k: Operand { kv: dr as f64 * kv, act: (nh * dn) as f64 },
@@ -620,7 +680,7 @@ impl<'a> OpBuilder<'a> {
                 activation_bytes: (assignments + t) * h as f64 * self.a,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::ExpertCombine, cost, math: MathFormat::Vector, gemm: None });
+            f(Op { kind: OpKind::ExpertCombine, cost, math: MathFormat::Vector, gemm: None, attention: None });
         }
         if let Some(shared) = &m.shared {
             self.dense_mlp(shared, wts.shared_experts, SHARED_KINDS, f);

@@ -14,6 +14,10 @@ pub mod levers;
 pub mod measure;
 pub mod render;
 pub mod sweep;
+pub mod tile;
+pub mod zoom;
 
 pub use ledger::{Inputs, LedgerReport, RowView};
 pub use render::{Format, HumanTable, Report};
+pub use tile::TileReport;
+pub use zoom::ZoomReport;

@@ -7,3 +7,5 @@ pub mod list;
 pub mod measure;
 pub mod serving;
 pub mod sweep;
+pub mod tile;
+pub mod zoom;

@@ -1,0 +1,16 @@
+//! `llm-ledger zoom`.
+
+use crate::cli::ZoomArgs;
+use crate::inputs;
+use anyhow::Result;
+use llm_ledger_core::ZoomTree;
+use llm_ledger_report::{Format, Report, ZoomReport};
+
+/// Render the node at `--at` of the scenario's zoom tree.
+pub fn run(args: &ZoomArgs) -> Result<String> {
+    let format: Format = args.format.parse()?;
+    let sc = inputs::scenario(&args.scenario)?;
+    let tree = ZoomTree::build(&sc);
+    let view = tree.node(&args.at)?;
+    Ok(ZoomReport::new(&sc, &tree, &view).render(format))
+}
