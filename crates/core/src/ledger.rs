@@ -8,7 +8,7 @@
 use crate::cost::Cost;
 use crate::ops::{for_each_op, Op, OpKind};
 use crate::precision::MathFormat;
-use crate::roofline::Timing;
+use crate::roofline::{KernelTimer, Timing};
 use crate::scenario::Scenario;
 use crate::workload::{Counting, Phase};
 
@@ -25,6 +25,8 @@ pub struct Row {
     pub math: MathFormat,
     /// Roofline parts and time over all instances.
     pub timing: Timing,
+    /// Runs inside the previous operator's kernel; `timing.time_s` is the time it adds there.
+    pub fused: bool,
 }
 
 /// Totals of a step, without per-row detail (the sweep hot path; no allocation).
@@ -75,12 +77,13 @@ impl StepSummary {
         StepSummary { tokens: step_tokens(sc), ..StepSummary::default() }
     }
 
-    /// Add `n` instances of `op`; returns their cost and timing.
+    /// Add `n` instances of `op`, timed by `timer` (which knows the kernel it may be fused into);
+    /// returns their cost and timing.
     #[inline]
-    fn add(&mut self, sc: &Scenario, op: &Op, n: u64) -> (Cost, Timing) {
+    fn add(&mut self, sc: &Scenario, timer: &mut KernelTimer, op: &Op, n: u64) -> (Cost, Timing) {
         let nf = n as f64;
         let cost = op.cost * nf;
-        let timing = Timing::of(&op.cost, op.math, &sc.gpu, sc.efficiency).times(nf);
+        let timing = timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency).times(nf);
         let peak = sc.gpu.peak(op.math).unwrap_or(sc.gpu.peak_flops_per_s.vector);
         self.cost += cost;
         self.timing += timing;
@@ -100,8 +103,9 @@ pub fn summarise(sc: &Scenario) -> StepSummary {
 /// largest row).
 pub fn summarise_each(sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> StepSummary {
     let mut s = StepSummary::empty(sc);
+    let mut timer = KernelTimer::new();
     for_each_op(sc, |op, n| {
-        let (cost, timing) = s.add(sc, &op, n);
+        let (cost, timing) = s.add(sc, &mut timer, &op, n);
         f(op.kind, &cost, &timing);
     });
     s
@@ -112,15 +116,16 @@ impl Ledger {
     pub fn build(sc: &Scenario) -> Ledger {
         let mut rows: Vec<Row> = Vec::with_capacity(24);
         let mut summary = StepSummary::empty(sc);
+        let mut timer = KernelTimer::new();
         for_each_op(sc, |op, n| {
-            let (cost, timing) = summary.add(sc, &op, n);
+            let (cost, timing) = summary.add(sc, &mut timer, &op, n);
             match rows.iter_mut().find(|r| r.op == op.kind) {
                 Some(r) => {
                     r.instances += n;
                     r.cost += cost;
                     r.timing += timing;
                 }
-                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing }),
+                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing, fused: op.fused }),
             }
         });
         if sc.workload.counting == Counting::Seed {

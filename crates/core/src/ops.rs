@@ -277,6 +277,9 @@ pub struct Op {
     pub gemm: Option<Gemm>,
     /// Attention shape, for the attention core (fused, or its QKᵀ and P·V halves).
     pub attention: Option<AttentionShape>,
+    /// Runs inside the previous operator's kernel (the softmax of FlashAttention): its roofs add to
+    /// that kernel's, and its time is the marginal time it adds (see [`crate::roofline::KernelTimer`]).
+    pub fused: bool,
 }
 
 /// FLOPs per element of a norm (RMSNorm: square, accumulate, normalise, scale; LayerNorm adds
@@ -354,7 +357,7 @@ impl<'a> OpBuilder<'a> {
         let gemm =
             Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies, bias };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
-        Op { kind, cost, math, gemm: Some(gemm), attention: None }
+        Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false }
     }
 
     /// Elementwise over `elems` elements: `flops_per` FLOPs each, `tensors` element-sized reads and
@@ -366,7 +369,7 @@ impl<'a> OpBuilder<'a> {
             activation_bytes: elems * tensors * self.a,
             ..Cost::ZERO
         };
-        Op { kind, cost, math: MathFormat::Vector, gemm: None, attention: None }
+        Op { kind, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false }
     }
 
     fn norm(&self, kind: OpKind, norm: NormKind, dim: u64, copies: u32) -> Op {
@@ -395,7 +398,7 @@ impl<'a> OpBuilder<'a> {
         if e.dim != self.hidden {
             cost += self.gemm(OpKind::Embedding, t, e.dim, self.hidden, self.sc.weights.embedding, false, 1.0).cost;
         }
-        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None, attention: None });
+        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false });
     }
 
     /// The final norm and the LM head.
@@ -498,7 +501,7 @@ impl<'a> OpBuilder<'a> {
         }
         let elems = g.kv_positions_written * elems_per_pos;
         let cost = Cost { kv_write_bytes: elems * self.kv, activation_bytes: elems * self.a, ..Cost::ZERO };
-        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None, attention: None });
+        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false });
     }
 
     /// QKᵀ, softmax and P·V, fused (FlashAttention) or as three kernels.
@@ -531,25 +534,40 @@ impl<'a> OpBuilder<'a> {
                 activation_bytes: q_bytes + k_act + v_act + o_bytes,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape });
+            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false });
             if !self.seed {
                 let sm = Cost { flops: 5.0 * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
-                f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None, attention: None });
+                // Inside the FlashAttention kernel: charged the marginal time it adds there.
+                f(Op {
+                    kind: OpKind::Softmax,
+                    cost: sm,
+                    math: MathFormat::Vector,
+                    gemm: None,
+                    attention: None,
+                    fused: true,
+                });
             }
         } else {
             let scores = c.heads * g.materialised_scores * self.a;
             let qk =
                 Cost { flops: qk_flops, kv_read_bytes: k_kv, activation_bytes: q_bytes + k_act + scores, ..Cost::ZERO };
-            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape });
+            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape, fused: false });
             let sm = Cost {
                 flops: 5.0 * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Softmax, cost: sm, math: MathFormat::Vector, gemm: None, attention: None });
+            f(Op {
+                kind: OpKind::Softmax,
+                cost: sm,
+                math: MathFormat::Vector,
+                gemm: None,
+                attention: None,
+                fused: false,
+            });
             let pv =
                 Cost { flops: pv_flops, kv_read_bytes: v_kv, activation_bytes: scores + v_act + o_bytes, ..Cost::ZERO };
-            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape });
+            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape, fused: false });
         }
     }
 
@@ -680,7 +698,14 @@ impl<'a> OpBuilder<'a> {
                 activation_bytes: (assignments + t) * h as f64 * self.a,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::ExpertCombine, cost, math: MathFormat::Vector, gemm: None, attention: None });
+            f(Op {
+                kind: OpKind::ExpertCombine,
+                cost,
+                math: MathFormat::Vector,
+                gemm: None,
+                attention: None,
+                fused: false,
+            });
         }
         if let Some(shared) = &m.shared {
             self.dense_mlp(shared, wts.shared_experts, SHARED_KINDS, f);

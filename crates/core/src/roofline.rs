@@ -109,6 +109,38 @@ impl std::ops::AddAssign for Timing {
     }
 }
 
+/// Times operators in execution order, treating an operator marked `fused` as part of the previous
+/// operator's kernel: the kernel's compute and memory roofs are the sums of its parts, its time is
+/// the max of the two, and the fused operator is charged the time it adds,
+/// `max(c₁ + c₂, m₁ + m₂) − max(c₁, m₁)`. So FlashAttention's softmax costs nothing while the kernel
+/// is memory-bound (decode) and its full vector time when it is compute-bound (long prefill), and
+/// the step time is the sum of kernel times either way.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelTimer {
+    kernel: Timing,
+}
+
+impl KernelTimer {
+    /// A timer with no kernel open.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Time of the next operator (one instance).
+    #[inline]
+    pub fn next(&mut self, cost: &Cost, math: MathFormat, fused: bool, gpu: &Gpu, eff: Efficiency) -> Timing {
+        let own = Timing::of(cost, math, gpu, eff);
+        if !fused {
+            self.kernel = own;
+            return own;
+        }
+        let before = self.kernel;
+        let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
+        self.kernel = Timing { compute_s: c, memory_s: m, time_s: c.max(m) };
+        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: self.kernel.time_s - before.time_s }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +156,26 @@ mod tests {
         assert_eq!(t.compute_s, 1e9 / (989.4e12 * 0.6));
         assert_eq!(t.time_s, t.memory_s);
         assert_eq!(t.bound(), Bound::Memory);
+    }
+
+    #[test]
+    fn a_fused_operator_is_charged_its_marginal_time() {
+        let h100 = builtin_gpus().iter().find(|g| g.name == "h100-sxm").unwrap();
+        let eff = Efficiency::default();
+        let (vector, bw) = (66.9e12 * 0.6, 3.35e12 * 0.8);
+        // A memory-bound kernel of 1 ms; a fused op with 0.5 ms of vector work adds nothing while
+        // the compute roofs (0 + 0.5 ms) stay under the memory roof.
+        let mut t = KernelTimer::new();
+        let k = t.next(&Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false, h100, eff);
+        assert!((k.time_s - 1e-3).abs() < 1e-15);
+        let f = t.next(&Cost { flops: vector * 0.5e-3, ..Cost::ZERO }, MathFormat::Vector, true, h100, eff);
+        assert_eq!(f.time_s, 0.0);
+        // Another 1 ms of fused vector work: compute roofs 1.5 ms against 1 ms of memory.
+        let g = t.next(&Cost { flops: vector * 1.0e-3, ..Cost::ZERO }, MathFormat::Vector, true, h100, eff);
+        assert!((g.time_s - 0.5e-3).abs() < 1e-15, "{}", g.time_s);
+        // An unfused operator starts a new kernel.
+        let h = t.next(&Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false, h100, eff);
+        assert!((h.time_s - 1e-3).abs() < 1e-15);
     }
 
     #[test]

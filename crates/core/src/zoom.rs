@@ -26,7 +26,7 @@ use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::model::ModelSpec;
 use crate::ops::{Block, Op, OpBuilder, OpKind};
-use crate::roofline::Timing;
+use crate::roofline::{KernelTimer, Timing};
 use crate::scenario::Scenario;
 use crate::tiling::gemm::{choose_tile, GemmShape, MAX_M};
 use crate::tiling::{tile_attention, AttentionTiling, GemmTiling, TileChoice};
@@ -318,9 +318,9 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
     }
 }
 
-fn op_node(sc: &Scenario, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
+fn op_node(sc: &Scenario, timer: &mut KernelTimer, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
     OpNode {
-        timing: Timing::of(&op.cost, op.math, &sc.gpu, sc.efficiency),
+        timing: timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency),
         tiles: tile_level(sc, &op, unfused, fused),
         op,
     }
@@ -348,7 +348,8 @@ fn layer_detail(
     b.layer(layer, &mut |op| ops.push(op));
     let fused = ops.iter().filter(|o| is_attention_core(o.kind) || o.kind == OpKind::Softmax).map(|o| o.cost).sum();
     let unfused = unfused_sc.map(|u| core_cost(&OpBuilder::new(u), layer));
-    let nodes: Vec<OpNode> = ops.into_iter().map(|op| op_node(sc, op, unfused, fused)).collect();
+    let mut timer = KernelTimer::new();
+    let nodes: Vec<OpNode> = ops.into_iter().map(|op| op_node(sc, &mut timer, op, unfused, fused)).collect();
     let (mut attn, mut mlp) = (Totals::default(), Totals::default());
     for n in &nodes {
         match n.op.kind.block() {
@@ -388,14 +389,16 @@ impl ZoomTree {
             math: crate::MathFormat::Vector,
             gemm: None,
             attention: None,
+            fused: false,
         };
+        let mut timer = KernelTimer::new();
         let embedding = single.pop().unwrap_or(none);
-        let embedding = op_node(sc, embedding, None, Cost::ZERO);
+        let embedding = op_node(sc, &mut timer, embedding, None, Cost::ZERO);
         b.head(&mut |op| single.push(op));
         let mut final_norm = None;
         let mut lm_head = None;
         for op in single {
-            let node = op_node(sc, op, None, Cost::ZERO);
+            let node = op_node(sc, &mut timer, op, None, Cost::ZERO);
             match op.kind {
                 OpKind::FinalNorm => final_norm = Some(node),
                 _ => lm_head = Some(node),

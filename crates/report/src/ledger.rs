@@ -154,7 +154,8 @@ pub struct RowView {
     pub time_s: f64,
     /// Share of the step time.
     pub time_share: f64,
-    /// `memory` or `compute`.
+    /// `memory` or `compute`; `fused` for an operator that runs inside the previous operator's
+    /// kernel, whose `time_s` is the time it adds there.
     pub bound: String,
 }
 
@@ -193,7 +194,12 @@ impl RowView {
 
     /// View of a ledger row.
     pub fn of_row(r: &Row, sc: &Scenario, step: f64) -> Self {
-        Self::new(r.op.name(), r.instances, &r.cost, &r.timing, Some(r.math), sc, step)
+        let mut v = Self::new(r.op.name(), r.instances, &r.cost, &r.timing, Some(r.math), sc, step);
+        if r.fused {
+            // Inside the previous operator's kernel (FlashAttention's softmax).
+            v.bound = "fused".into();
+        }
+        v
     }
 }
 
