@@ -146,6 +146,9 @@ pub struct LedgerArgs {
     /// Output format: table, json, csv or md.
     #[arg(long, short = 'f', default_value = "table")]
     pub format: String,
+    /// Also write the roofline chart (SVG) of the ledger to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
 }
 
 #[cfg(test)]

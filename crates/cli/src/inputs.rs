@@ -22,7 +22,11 @@ pub fn read_text(path: &Path, what: &str) -> Result<String> {
         bail!("{what} `{}` is larger than the {} MiB limit", path.display(), MAX_INPUT_FILE_BYTES >> 20);
     }
     String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!("{what} `{}` is not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
+        anyhow::anyhow!(
+            "{what} `{}` is not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
     })
 }
 
@@ -35,10 +39,15 @@ pub fn looks_like_path(s: &str) -> bool {
 pub fn catalog(gpu_file: Option<&str>, preset_file: Option<&str>) -> Result<Catalog> {
     let mut c = Catalog::builtin();
     if let Some(f) = gpu_file {
-        c.add_gpus(parse_gpu_file(&read_text(Path::new(f), "GPU file")?).with_context(|| format!("in GPU file `{f}`"))?);
+        c.add_gpus(
+            parse_gpu_file(&read_text(Path::new(f), "GPU file")?).with_context(|| format!("in GPU file `{f}`"))?,
+        );
     }
     if let Some(f) = preset_file {
-        c.add_presets(parse_preset_file(&read_text(Path::new(f), "preset file")?).with_context(|| format!("in preset file `{f}`"))?);
+        c.add_presets(
+            parse_preset_file(&read_text(Path::new(f), "preset file")?)
+                .with_context(|| format!("in preset file `{f}`"))?,
+        );
     }
     Ok(c)
 }
@@ -63,7 +72,8 @@ fn add_model_file(c: &mut Catalog, arg: &str) -> Result<String> {
     }
     .filter(|n| !n.is_empty())
     .unwrap_or_else(|| arg.to_string());
-    let spec = parse_config_json(&read_text(&path, "config.json")?, &name).with_context(|| format!("in `{}`", path.display()))?;
+    let spec = parse_config_json(&read_text(&path, "config.json")?, &name)
+        .with_context(|| format!("in `{}`", path.display()))?;
     c.add_model(spec);
     Ok(name)
 }
@@ -76,16 +86,27 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
         req.model = Some(add_model_file(&mut catalog, m)?);
     }
     if let Some(g) = args.gpu.as_deref().filter(|g| looks_like_path(g)) {
-        let gpus = parse_gpu_file(&read_text(Path::new(g), "GPU file")?).with_context(|| format!("in GPU file `{g}`"))?;
+        let gpus =
+            parse_gpu_file(&read_text(Path::new(g), "GPU file")?).with_context(|| format!("in GPU file `{g}`"))?;
         req.gpu = gpus.first().map(|g| g.name.clone());
         catalog.add_gpus(gpus);
     }
     if let Some(h) = &args.histogram {
         if req.contexts.is_some() || req.batch.is_some() || req.ctx.is_some() {
-            bail!("invalid `histogram`: given together with --batch/--ctx/--contexts (use one way to describe the batch)");
+            bail!(
+                "invalid `histogram`: given together with --batch/--ctx/--contexts (use one way to describe the batch)"
+            );
         }
-        let mix = parse_context_histogram(&read_text(Path::new(h), "histogram")?).with_context(|| format!("in histogram `{h}`"))?;
-        req.contexts = Some(mix.buckets().iter().map(|b| format!("{}x{}", b.tokens, b.count)).collect::<Vec<_>>().join(","));
+        let mix = parse_context_histogram(&read_text(Path::new(h), "histogram")?)
+            .with_context(|| format!("in histogram `{h}`"))?;
+        req.contexts =
+            Some(mix.buckets().iter().map(|b| format!("{}x{}", b.tokens, b.count)).collect::<Vec<_>>().join(","));
     }
     Ok(req.resolve(&catalog)?)
+}
+
+/// Write a plot as a standalone SVG file (the CLI's one output file besides stdout).
+pub fn write_svg(path: &str, inline_svg: &str) -> Result<()> {
+    std::fs::write(path, llm_ledger_report::plot::standalone(inline_svg))
+        .with_context(|| format!("cannot write plot `{path}`"))
 }

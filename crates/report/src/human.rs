@@ -9,7 +9,8 @@ pub fn si(value: f64, unit: &str) -> String {
     if value == 0.0 {
         return format!("0 {unit}");
     }
-    const PREFIXES: [(f64, &str); 7] = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
+    const PREFIXES: [(f64, &str); 7] =
+        [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
     let a = value.abs();
     let (scale, p) = PREFIXES.iter().copied().find(|(s, _)| a >= *s * 0.9995).unwrap_or((1.0, ""));
     format!("{} {p}{unit}", sig3(value / scale))

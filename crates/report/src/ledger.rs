@@ -88,7 +88,12 @@ impl Inputs {
     pub fn headline(&self) -> String {
         let shape = match self.ctx {
             Some(c) => format!("batch {} × {} {}", self.batch, human::count(c), ctx_word(self.phase)),
-            None => format!("{} sequences, {} {} in all", self.batch, human::count(self.total_context_tokens as u64), ctx_word(self.phase)),
+            None => format!(
+                "{} sequences, {} {} in all",
+                self.batch,
+                human::count(self.total_context_tokens as u64),
+                ctx_word(self.phase)
+            ),
         };
         format!(
             "{} on {} · {} · {} · weights {} · KV {} · activations {}",
@@ -146,7 +151,15 @@ pub struct RowView {
 }
 
 impl RowView {
-    fn new(op: &str, layers: u64, cost: &Cost, timing: &Timing, math: Option<MathFormat>, sc: &Scenario, step: f64) -> Self {
+    fn new(
+        op: &str,
+        layers: u64,
+        cost: &Cost,
+        timing: &Timing,
+        math: Option<MathFormat>,
+        sc: &Scenario,
+        step: f64,
+    ) -> Self {
         let peak = math.and_then(|m| sc.gpu.peak(m));
         RowView {
             op: op.to_string(),
@@ -267,7 +280,8 @@ impl Report for LedgerReport {
         };
         let mut rows: Vec<Vec<String>> = self.rows.iter().map(cells).collect();
         rows.push(cells(&self.total));
-        let bf16_ridge = self.rows.iter().find(|r| r.math == Some(MathFormat::Bf16)).and_then(|r| r.ridge_flops_per_byte);
+        let bf16_ridge =
+            self.rows.iter().find(|r| r.math == Some(MathFormat::Bf16)).and_then(|r| r.ridge_flops_per_byte);
         let mut footer = vec![format!(
             "step {} · {} tok/s · floors: memory {}, compute {}{}",
             human::seconds(self.step_time_s),
@@ -285,9 +299,22 @@ impl Report for LedgerReport {
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
         HumanTable {
             title: vec![self.inputs.headline()],
-            header: ["op", "n", "FLOPs", "weights", "KV", "activations", "bytes", "FLOP/B", "math", "time", "share", "bound"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "op",
+                "n",
+                "FLOPs",
+                "weights",
+                "KV",
+                "activations",
+                "bytes",
+                "FLOP/B",
+                "math",
+                "time",
+                "share",
+                "bound",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
             right_aligned: (1..=10).collect(),
             footer,

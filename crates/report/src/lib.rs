@@ -5,6 +5,7 @@
 pub mod catalog;
 pub mod human;
 pub mod ledger;
+pub mod plot;
 pub mod render;
 
 pub use ledger::{Inputs, LedgerReport, RowView};

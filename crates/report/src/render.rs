@@ -155,7 +155,10 @@ mod tests {
     #[test]
     fn formats_parse_and_list_the_accepted_names() {
         assert_eq!("JSON".parse::<Format>().unwrap(), Format::Json);
-        assert_eq!("xml".parse::<Format>().unwrap_err().to_string(), "unknown format `xml`; accepted: table, json, csv, md");
+        assert_eq!(
+            "xml".parse::<Format>().unwrap_err().to_string(),
+            "unknown format `xml`; accepted: table, json, csv, md"
+        );
     }
 
     #[test]
