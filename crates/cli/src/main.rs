@@ -22,6 +22,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Ledger(a)) => commands::ledger::run(&a),
         Some(Command::Models(a)) => commands::list::models(&a),
         Some(Command::Gpus(a)) => commands::list::gpus(&a),
+        Some(Command::Serve(a)) => commands::serve::run(&a),
     }
 }
 
