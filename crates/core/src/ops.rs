@@ -569,7 +569,15 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// Gate/up, activation and down for `assignments` (token, MLP) pairs over `copies` weight sets.
-    fn mlp_body(&self, assignments: f64, m: &DenseMlp, w: Precision, copies: f64, kinds: MlpKinds, f: &mut impl FnMut(Op)) {
+    fn mlp_body(
+        &self,
+        assignments: f64,
+        m: &DenseMlp,
+        w: Precision,
+        copies: f64,
+        kinds: MlpKinds,
+        f: &mut impl FnMut(Op),
+    ) {
         let (h, i) = (self.hidden, m.intermediate);
         if m.gated {
             if m.fused_gate_up {

@@ -67,10 +67,17 @@ async fn ledger_get(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -
     ledger(&state, &PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?)
 }
 
-async fn ledger_post(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery, body: Bytes) -> Result<Response, AppError> {
+async fn ledger_post(
+    State(state): State<Arc<AppState>>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Result<Response, AppError> {
     let mut q = PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?;
     if q.config.is_some() {
-        return Err(AppError::bad_request("a config.json in the body and `config` in the query: give one", Some("config")));
+        return Err(AppError::bad_request(
+            "a config.json in the body and `config` in the query: give one",
+            Some("config"),
+        ));
     }
     let text = std::str::from_utf8(&body)
         .map_err(|_| AppError::bad_request("the request body is not UTF-8 text", Some("config")))?;
@@ -106,6 +113,7 @@ async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery)
     let mut chart = Roofline::from_report(&report, &r.scenario.gpu);
     chart.title = Some(plot::title(&report.inputs));
     let svg = chart.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
-    let headers = [(header::CONTENT_TYPE, "image/svg+xml"), (header::CONTENT_SECURITY_POLICY, crate::security::SVG_CSP)];
+    let headers =
+        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CONTENT_SECURITY_POLICY, crate::security::SVG_CSP)];
     Ok((headers, plot::standalone(&svg)).into_response())
 }

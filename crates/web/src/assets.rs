@@ -39,12 +39,16 @@ pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route(
             css_path(),
-            get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, CACHE)], CSS).into_response() }),
+            get(|| async {
+                ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, CACHE)], CSS)
+                    .into_response()
+            }),
         )
         .route(
             js_path(),
             get(|| async {
-                ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, CACHE)], JS).into_response()
+                ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, CACHE)], JS)
+                    .into_response()
             }),
         )
 }

@@ -81,8 +81,14 @@ mod tests {
     #[test]
     fn the_field_is_found_for_every_kind_of_core_error() {
         let e = err(ScenarioRequest { batch: Some("0".into()), ..Default::default() }, &[("batch", "0")]);
-        assert_eq!((e.message.as_str(), e.field.as_deref()), ("invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch")));
-        let e = err(ScenarioRequest { gpu: Some("h900".into()), ..Default::default() }, &[("model", "llama-3-8b"), ("gpu", "h900")]);
+        assert_eq!(
+            (e.message.as_str(), e.field.as_deref()),
+            ("invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch"))
+        );
+        let e = err(
+            ScenarioRequest { gpu: Some("h900".into()), ..Default::default() },
+            &[("model", "llama-3-8b"), ("gpu", "h900")],
+        );
         assert_eq!(e.field.as_deref(), Some("gpu"));
         assert!(e.message.starts_with("unknown GPU `h900`; accepted: "));
         let e = err(ScenarioRequest { kv: Some("int3".into()), ..Default::default() }, &[("kv", "int3")]);

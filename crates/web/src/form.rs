@@ -41,27 +41,130 @@ const ACTIVATIONS: &[&str] = &["bf16", "fp32", "fp16", "fp8", "int8"];
 
 /// The tailored controls, in display order.
 const CONTROLS: &[Control] = &[
-    Control { name: "model", label: "Model", help: "a preset, or upload a config.json below", choices: Choices::Models, advanced: false },
-    Control { name: "gpu", label: "GPU", help: "dense peaks and HBM bandwidth from the catalogue", choices: Choices::Gpus, advanced: false },
-    Control { name: "phase", label: "Phase", help: "decode: one new token per sequence; prefill: whole prompts", choices: Choices::Fixed(&["decode", "prefill"]), advanced: false },
-    Control { name: "ctx", label: "Sequence / context length", help: "tokens per sequence: cached (decode) or prompt (prefill)", choices: Choices::Text("2048"), advanced: false },
-    Control { name: "batch", label: "Batch size", help: "sequences in the step", choices: Choices::Text("1"), advanced: false },
-    Control { name: "weights", label: "Weight precision", help: "storage of the weights in HBM", choices: Choices::Weights, advanced: false },
-    Control { name: "kv", label: "KV-cache precision", help: "storage of the cached keys and values", choices: Choices::Fixed(PRECISION_BF16_FIRST), advanced: false },
-    Control { name: "flash", label: "FlashAttention", help: "fuse the attention ops (scores stay on chip)", choices: Choices::Fixed(&["on", "off"]), advanced: false },
-    Control { name: "contexts", label: "Context mix", help: "instead of batch × length: tokens x count, e.g. 2048x8,32768x2", choices: Choices::Text("e.g. 2048x8,32768x2"), advanced: true },
-    Control { name: "activations", label: "Activation precision", help: "storage of activations between kernels", choices: Choices::Fixed(ACTIVATIONS), advanced: true },
-    Control { name: "causal", label: "Causal counting (prefill)", help: "half: the causal triangle; full: the whole score square", choices: Choices::Fixed(&["half", "full"]), advanced: true },
-    Control { name: "logits", label: "Logits", help: "for the last token of each sequence, or all tokens", choices: Choices::Fixed(&["last", "all"]), advanced: true },
-    Control { name: "counting", label: "Counting", help: "full: every operator; seed: exactly seed 004's rows", choices: Choices::Fixed(&["full", "seed"]), advanced: true },
-    Control { name: "mla", label: "MLA form", help: "auto: absorbed in decode, naive in prefill", choices: Choices::Fixed(&["auto", "naive", "absorbed"]), advanced: true },
-    Control { name: "compute_efficiency", label: "Compute efficiency", help: "achieved fraction of peak FLOP/s, in (0, 1]", choices: Choices::Text("0.6"), advanced: true },
-    Control { name: "bandwidth_efficiency", label: "Bandwidth efficiency", help: "achieved fraction of peak bandwidth, in (0, 1]", choices: Choices::Text("0.8"), advanced: true },
-    Control { name: "zipf", label: "MoE routing skew", help: "Zipf exponent; 0 = uniform routing", choices: Choices::Text("0"), advanced: true },
+    Control {
+        name: "model",
+        label: "Model",
+        help: "a preset, or upload a config.json below",
+        choices: Choices::Models,
+        advanced: false,
+    },
+    Control {
+        name: "gpu",
+        label: "GPU",
+        help: "dense peaks and HBM bandwidth from the catalogue",
+        choices: Choices::Gpus,
+        advanced: false,
+    },
+    Control {
+        name: "phase",
+        label: "Phase",
+        help: "decode: one new token per sequence; prefill: whole prompts",
+        choices: Choices::Fixed(&["decode", "prefill"]),
+        advanced: false,
+    },
+    Control {
+        name: "ctx",
+        label: "Sequence / context length",
+        help: "tokens per sequence: cached (decode) or prompt (prefill)",
+        choices: Choices::Text("2048"),
+        advanced: false,
+    },
+    Control {
+        name: "batch",
+        label: "Batch size",
+        help: "sequences in the step",
+        choices: Choices::Text("1"),
+        advanced: false,
+    },
+    Control {
+        name: "weights",
+        label: "Weight precision",
+        help: "storage of the weights in HBM",
+        choices: Choices::Weights,
+        advanced: false,
+    },
+    Control {
+        name: "kv",
+        label: "KV-cache precision",
+        help: "storage of the cached keys and values",
+        choices: Choices::Fixed(PRECISION_BF16_FIRST),
+        advanced: false,
+    },
+    Control {
+        name: "flash",
+        label: "FlashAttention",
+        help: "fuse the attention ops (scores stay on chip)",
+        choices: Choices::Fixed(&["on", "off"]),
+        advanced: false,
+    },
+    Control {
+        name: "contexts",
+        label: "Context mix",
+        help: "instead of batch × length: tokens x count, e.g. 2048x8,32768x2",
+        choices: Choices::Text("e.g. 2048x8,32768x2"),
+        advanced: true,
+    },
+    Control {
+        name: "activations",
+        label: "Activation precision",
+        help: "storage of activations between kernels",
+        choices: Choices::Fixed(ACTIVATIONS),
+        advanced: true,
+    },
+    Control {
+        name: "causal",
+        label: "Causal counting (prefill)",
+        help: "half: the causal triangle; full: the whole score square",
+        choices: Choices::Fixed(&["half", "full"]),
+        advanced: true,
+    },
+    Control {
+        name: "logits",
+        label: "Logits",
+        help: "for the last token of each sequence, or all tokens",
+        choices: Choices::Fixed(&["last", "all"]),
+        advanced: true,
+    },
+    Control {
+        name: "counting",
+        label: "Counting",
+        help: "full: every operator; seed: exactly seed 004's rows",
+        choices: Choices::Fixed(&["full", "seed"]),
+        advanced: true,
+    },
+    Control {
+        name: "mla",
+        label: "MLA form",
+        help: "auto: absorbed in decode, naive in prefill",
+        choices: Choices::Fixed(&["auto", "naive", "absorbed"]),
+        advanced: true,
+    },
+    Control {
+        name: "compute_efficiency",
+        label: "Compute efficiency",
+        help: "achieved fraction of peak FLOP/s, in (0, 1]",
+        choices: Choices::Text("0.6"),
+        advanced: true,
+    },
+    Control {
+        name: "bandwidth_efficiency",
+        label: "Bandwidth efficiency",
+        help: "achieved fraction of peak bandwidth, in (0, 1]",
+        choices: Choices::Text("0.8"),
+        advanced: true,
+    },
+    Control {
+        name: "zipf",
+        label: "MoE routing skew",
+        help: "Zipf exponent; 0 = uniform routing",
+        choices: Choices::Text("0"),
+        advanced: true,
+    },
 ];
 
 /// The storage formats with the KV default first.
-const PRECISION_BF16_FIRST: &[&str] = &["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"];
+const PRECISION_BF16_FIRST: &[&str] =
+    &["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"];
 
 /// The controls form and the upload form.
 pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
@@ -123,9 +226,15 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let (options, default): (Vec<(String, String)>, String) = match &c.choices {
         Choices::Models => {
             let default = if q.config.is_some() { UPLOAD_NAME } else { "llama-3-8b" };
-            (catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(), default.into())
+            (
+                catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(),
+                default.into(),
+            )
         }
-        Choices::Gpus => (catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(), "h100-sxm".into()),
+        Choices::Gpus => (
+            catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(),
+            "h100-sxm".into(),
+        ),
         Choices::Fixed(values) => (values.iter().map(|v| (v.to_string(), v.to_string())).collect(), values[0].into()),
         Choices::Weights => {
             let mut o = vec![(String::new(), "checkpoint's own (bf16 unless quantised)".to_string())];
@@ -163,7 +272,13 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
 
 /// The option a raw value selects: itself, its case-insensitive match, or the canonical name of a
 /// catalogue alias (`H100` → `h100-sxm`).
-fn selected_value(c: &Control, catalog: &Catalog, raw: Option<&str>, options: &[(String, String)], default: &str) -> String {
+fn selected_value(
+    c: &Control,
+    catalog: &Catalog,
+    raw: Option<&str>,
+    options: &[(String, String)],
+    default: &str,
+) -> String {
     let Some(raw) = raw.map(str::trim) else { return default.to_string() };
     if let Some((v, _)) = options.iter().find(|(v, _)| v.eq_ignore_ascii_case(raw)) {
         return v.clone();

@@ -127,7 +127,8 @@ impl PageQuery {
     /// The scenario as the core's request, deserialised from the query string. With an uploaded
     /// model and no `model`, the uploaded model is the one used.
     pub fn request(&self) -> Result<ScenarioRequest, AppError> {
-        let encoded = serde_urlencoded::to_string(&self.scenario).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+        let encoded =
+            serde_urlencoded::to_string(&self.scenario).map_err(|e| AppError::bad_request(e.to_string(), None))?;
         let mut req: ScenarioRequest = serde_urlencoded::from_str(&encoded).map_err(|e| {
             let message = e.to_string();
             let field = message.split('`').nth(1).map(str::to_string);
@@ -256,7 +257,8 @@ mod tests {
     #[test]
     fn oversized_and_malformed_queries_are_refused() {
         let long = "a".repeat(MAX_QUERY_BYTES + 1);
-        const _: () = assert!(MAX_QUERY_BYTES > upload::MAX_MINIFIED_CONFIG_BYTES * 4 / 3 + 2048 && MAX_QUERY_BYTES < 65_534);
+        const _: () =
+            assert!(MAX_QUERY_BYTES > upload::MAX_MINIFIED_CONFIG_BYTES * 4 / 3 + 2048 && MAX_QUERY_BYTES < 65_534);
         assert_eq!(PageQuery::parse(Some(&long), &[]).unwrap_err().status, StatusCode::URI_TOO_LONG);
         // Invalid UTF-8 in a percent-escape decodes to U+FFFD, which the core then refuses.
         let e = PageQuery::parse(Some("batch=%FF"), &[]).unwrap().resolve(&Catalog::builtin()).err().unwrap();

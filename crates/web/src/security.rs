@@ -55,5 +55,6 @@ pub fn layers(router: Router<Arc<AppState>>) -> Router<Arc<AppState>> {
 }
 
 fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
-    (StatusCode::INTERNAL_SERVER_ERROR, "internal error: this is a bug in llm-ledger; please report the URL").into_response()
+    (StatusCode::INTERNAL_SERVER_ERROR, "internal error: this is a bug in llm-ledger; please report the URL")
+        .into_response()
 }

@@ -36,7 +36,10 @@ pub const PAGE_KEY: &str = "page";
 
 fn too_large(bytes: usize) -> AppError {
     AppError::bad_request(
-        format!("config.json is {bytes} bytes; at most {MAX_CONFIG_BYTES} bytes ({} KiB) are accepted", MAX_CONFIG_BYTES / 1024),
+        format!(
+            "config.json is {bytes} bytes; at most {MAX_CONFIG_BYTES} bytes ({} KiB) are accepted",
+            MAX_CONFIG_BYTES / 1024
+        ),
         Some(crate::query::CONFIG_KEY),
     )
     .with_status(StatusCode::PAYLOAD_TOO_LARGE)

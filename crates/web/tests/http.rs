@@ -56,7 +56,12 @@ fn value_of(html: &str, id: &str) -> f64 {
 fn page_error(html: &str) -> String {
     let at = html.find("<span class=\"message\">").expect("an error box");
     let rest = &html[at + "<span class=\"message\">".len()..];
-    rest[..rest.find("</span>").unwrap()].replace("&#39;", "'").replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    rest[..rest.find("</span>").unwrap()]
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 fn assert_security_headers(h: &HeaderMap) {
@@ -76,11 +81,20 @@ async fn every_page_renders_with_the_navigation_and_security_headers() {
         assert_security_headers(&r.headers);
         assert!(r.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
         for other in PAGES {
-            assert!(r.body.contains(&format!("data-slug=\"{}\"", other.slug)), "{} lacks a link to {}", page.path(), other.slug);
+            assert!(
+                r.body.contains(&format!("data-slug=\"{}\"", other.slug)),
+                "{} lacks a link to {}",
+                page.path(),
+                other.slug
+            );
         }
         assert!(r.body.contains(&format!("<title>{} · llm-ledger</title>", page.title)));
         // CSP: no inline script or style anywhere.
-        assert!(!r.body.contains("<script>") && !r.body.contains(" style=") && !r.body.contains("<style"), "{}", page.path());
+        assert!(
+            !r.body.contains("<script>") && !r.body.contains(" style=") && !r.body.contains("<style"),
+            "{}",
+            page.path()
+        );
         if !page.is_ready() {
             assert!(r.body.contains("id=\"coming\""), "{}", page.path());
             assert!(r.body.contains("Coming with issue"));
@@ -90,7 +104,11 @@ async fn every_page_renders_with_the_navigation_and_security_headers() {
 
 #[tokio::test]
 async fn the_ledger_page_shows_the_clis_numbers() {
-    for pairs in [vec![], vec![("batch", "64"), ("ctx", "8192"), ("kv", "fp8")], vec![("model", "mixtral-8x7b"), ("gpu", "b200"), ("phase", "prefill"), ("ctx", "512")]] {
+    for pairs in [
+        vec![],
+        vec![("batch", "64"), ("ctx", "8192"), ("kv", "fp8")],
+        vec![("model", "mixtral-8x7b"), ("gpu", "b200"), ("phase", "prefill"), ("ctx", "512")],
+    ] {
         let expected = cli_report(&pairs);
         let uri = format!("/ledger?{}", serde_urlencoded::to_string(&pairs).unwrap());
         let r = get(&uri).await;
@@ -99,7 +117,11 @@ async fn the_ledger_page_shows_the_clis_numbers() {
         assert_eq!(value_of(&r.body, "tokens-per-s"), expected.tokens_per_s);
         assert_eq!(value_of(&r.body, "total-bytes"), expected.total.bytes);
         assert_eq!(value_of(&r.body, "total-flops"), expected.total.flops);
-        assert_eq!(r.body.matches("<tr data-op=").count(), expected.rows.len() + 1, "one row per operator plus the total");
+        assert_eq!(
+            r.body.matches("<tr data-op=").count(),
+            expected.rows.len() + 1,
+            "one row per operator plus the total"
+        );
         assert!(r.body.contains(&expected.inputs.headline().replace('·', "·")));
         assert!(r.body.contains("<svg class=\"plot roofline\""), "the roofline is inline");
     }
@@ -117,7 +139,9 @@ async fn the_seed_004_headline_numbers_are_on_the_page() {
 
 #[tokio::test]
 async fn the_json_endpoints_return_the_clis_documents() {
-    for pairs in [vec![], vec![("batch", "64"), ("weights", "int4")], vec![("contexts", "2048x8,32768x2"), ("gpu", "h200")]] {
+    for pairs in
+        [vec![], vec![("batch", "64"), ("weights", "int4")], vec![("contexts", "2048x8,32768x2"), ("gpu", "h200")]]
+    {
         let q = serde_urlencoded::to_string(&pairs).unwrap();
         let r = get(&format!("/api/ledger?{q}")).await;
         assert_eq!(r.status, StatusCode::OK);
@@ -148,7 +172,11 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
         ("phase=prefill&ctx=0", "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)", Some("ctx")),
         ("contexts=2048x8&batch=2", "invalid `contexts`: given together with batch/ctx", Some("contexts")),
         ("flash=maybe", "unknown value for `flash` `maybe`; accepted: on, off", Some("flash")),
-        ("compute_efficiency=1.5", "invalid `compute_efficiency`: 1.5 (a fraction in (0, 1])", Some("compute_efficiency")),
+        (
+            "compute_efficiency=1.5",
+            "invalid `compute_efficiency`: 1.5 (a fraction in (0, 1])",
+            Some("compute_efficiency"),
+        ),
         ("bacth=64", "unknown field `bacth`, expected one of `model`, `gpu`, `phase`", Some("bacth")),
         ("batch=1&batch=2", "duplicate field `batch`", Some("batch")),
         ("config=%21%21", "invalid `config`: not base64url", Some("config")),
@@ -162,7 +190,10 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
         if let Some(f) = field.filter(|f| llm_ledger_web::pages::PAGES.len() > 0 && *f != "bacth" && *f != "config") {
             assert!(page.body.contains(&format!("id=\"f-{f}\"")), "{q}");
             let control = &page.body[page.body.find(&format!("id=\"f-{f}\"")).unwrap()..];
-            assert!(control[..control.find('>').unwrap()].contains("aria-invalid=\"true\""), "{q}: the control is marked");
+            assert!(
+                control[..control.find('>').unwrap()].contains("aria-invalid=\"true\""),
+                "{q}: the control is marked"
+            );
         }
         let api = get(&format!("/api/ledger?{q}")).await;
         assert_eq!(api.status, StatusCode::BAD_REQUEST, "{q}");
@@ -172,7 +203,12 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
     }
     // Every page checks the scenario, also those that only list or are still to come.
     for page in PAGES {
-        assert_eq!(get(&format!("{}?batch=zero", page.path())).await.status, StatusCode::BAD_REQUEST, "{}", page.path());
+        assert_eq!(
+            get(&format!("{}?batch=zero", page.path())).await.status,
+            StatusCode::BAD_REQUEST,
+            "{}",
+            page.path()
+        );
     }
     let r = get("/api/models?batch=1").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
@@ -201,7 +237,10 @@ async fn assets_are_embedded_and_cacheable() {
     let css = home.split("rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
     let js = home.split("<script src=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
     let r = get(&css).await;
-    assert_eq!((r.status, r.headers[header::CONTENT_TYPE].to_str().unwrap()), (StatusCode::OK, "text/css; charset=utf-8"));
+    assert_eq!(
+        (r.status, r.headers[header::CONTENT_TYPE].to_str().unwrap()),
+        (StatusCode::OK, "text/css; charset=utf-8")
+    );
     assert!(r.body.contains("prefers-color-scheme: dark"));
     let r = get(&js).await;
     assert_eq!(r.headers[header::CONTENT_TYPE], "text/javascript; charset=utf-8");
@@ -213,7 +252,25 @@ async fn assets_are_embedded_and_cacheable() {
 async fn the_form_has_a_control_for_every_scenario_field_and_echoes_the_query() {
     let r = get("/ledger?gpu=H100&batch=7&kv=fp8&zipf=0.5").await;
     assert_eq!(r.status, StatusCode::OK);
-    for f in ["model", "gpu", "phase", "batch", "ctx", "contexts", "weights", "kv", "activations", "flash", "causal", "logits", "counting", "mla", "compute_efficiency", "bandwidth_efficiency", "zipf"] {
+    for f in [
+        "model",
+        "gpu",
+        "phase",
+        "batch",
+        "ctx",
+        "contexts",
+        "weights",
+        "kv",
+        "activations",
+        "flash",
+        "causal",
+        "logits",
+        "counting",
+        "mla",
+        "compute_efficiency",
+        "bandwidth_efficiency",
+        "zipf",
+    ] {
         assert!(r.body.contains(&format!("name=\"{f}\"")), "no control for {f}");
     }
     assert!(r.body.contains("<option value=\"h100-sxm\" selected>"), "an alias selects its GPU");
@@ -254,7 +311,10 @@ fn multipart(fields: &[(&str, &str)], file: Option<&str>) -> Request<Body> {
         ));
     }
     body.push_str(&format!("--{b}--\r\n"));
-    Request::post("/upload").header(header::CONTENT_TYPE, format!("multipart/form-data; boundary={b}")).body(Body::from(body)).unwrap()
+    Request::post("/upload")
+        .header(header::CONTENT_TYPE, format!("multipart/form-data; boundary={b}"))
+        .body(Body::from(body))
+        .unwrap()
 }
 
 /// The ledger the CLI prints for `--model config.json` with these flags.
@@ -280,7 +340,9 @@ async fn an_uploaded_config_travels_in_the_url_and_gives_the_clis_numbers() {
     assert_eq!(page.status, StatusCode::OK);
     let expected = cli_report_for_config(GPT2_CONFIG, &[("batch", "16")]);
     assert_eq!(value_of(&page.body, "step-time"), expected.step_time_s);
-    assert!(page.body.contains("<option value=\"uploaded\" selected>uploaded — uploaded config.json (my-gpt2)</option>"));
+    assert!(page
+        .body
+        .contains("<option value=\"uploaded\" selected>uploaded — uploaded config.json (my-gpt2)</option>"));
     // The config rides along in the form and in every link, so later GETs keep the model.
     assert!(page.body.contains("<input type=\"hidden\" name=\"config\""));
     let cfg = location.split("config=").nth(1).unwrap();
@@ -291,10 +353,22 @@ async fn an_uploaded_config_travels_in_the_url_and_gives_the_clis_numbers() {
     assert!(models.body.contains("\"name\": \"uploaded\""));
 
     // The same as a JSON body: to /upload (redirect) and to /api/ledger (the document).
-    let r = send(Request::post("/upload?page=gpus&batch=16").header(header::CONTENT_TYPE, "application/json").body(Body::from(GPT2_CONFIG)).unwrap()).await;
+    let r = send(
+        Request::post("/upload?page=gpus&batch=16")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(GPT2_CONFIG))
+            .unwrap(),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(r.headers[header::LOCATION].to_str().unwrap().starts_with("/gpus?batch=16&config="));
-    let r = send(Request::post("/api/ledger?batch=16").header(header::CONTENT_TYPE, "application/json").body(Body::from(GPT2_CONFIG)).unwrap()).await;
+    let r = send(
+        Request::post("/api/ledger?batch=16")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(GPT2_CONFIG))
+            .unwrap(),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body, expected.render(Format::Json));
 }
@@ -303,9 +377,17 @@ async fn an_uploaded_config_travels_in_the_url_and_gives_the_clis_numbers() {
 async fn bad_uploads_are_refused_with_the_reason() {
     let r = send(multipart(&[("page", "ledger")], Some("{\"model_type\": \"llama\"}"))).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(page_error(&r.body).starts_with("in the uploaded config.json: missing required field"), "{}", page_error(&r.body));
+    assert!(
+        page_error(&r.body).starts_with("in the uploaded config.json: missing required field"),
+        "{}",
+        page_error(&r.body)
+    );
     let r = send(multipart(&[("page", "ledger")], Some("not json"))).await;
-    assert!(page_error(&r.body).starts_with("in the uploaded config.json: malformed config.json"), "{}", page_error(&r.body));
+    assert!(
+        page_error(&r.body).starts_with("in the uploaded config.json: malformed config.json"),
+        "{}",
+        page_error(&r.body)
+    );
     let r = send(multipart(&[("page", "ledger")], None)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(page_error(&r.body).starts_with("no config.json was uploaded"));
@@ -321,7 +403,10 @@ async fn bad_uploads_are_refused_with_the_reason() {
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.body);
     assert!(page_error(&r.body).contains("at most 65536 bytes (64 KiB)"), "{}", page_error(&r.body));
     let huge = "x".repeat(1 << 20);
-    let r = send(Request::post("/api/ledger").header(header::CONTENT_TYPE, "application/json").body(Body::from(huge)).unwrap()).await;
+    let r = send(
+        Request::post("/api/ledger").header(header::CONTENT_TYPE, "application/json").body(Body::from(huge)).unwrap(),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
 }
 
@@ -329,7 +414,28 @@ mod no_panics {
     use super::*;
     use proptest::prelude::*;
 
-    const FIELDS: &[&str] = &["model", "gpu", "phase", "batch", "ctx", "contexts", "weights", "kv", "activations", "flash", "causal", "logits", "counting", "mla", "compute_efficiency", "bandwidth_efficiency", "zipf", "config", "format", "x"];
+    const FIELDS: &[&str] = &[
+        "model",
+        "gpu",
+        "phase",
+        "batch",
+        "ctx",
+        "contexts",
+        "weights",
+        "kv",
+        "activations",
+        "flash",
+        "causal",
+        "logits",
+        "counting",
+        "mla",
+        "compute_efficiency",
+        "bandwidth_efficiency",
+        "zipf",
+        "config",
+        "format",
+        "x",
+    ];
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
@@ -348,4 +454,3 @@ mod no_panics {
         }
     }
 }
-

@@ -10,11 +10,10 @@ use maud::{html, Markup};
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
-    let req = q.request()?;
     // The scenario is checked as on every page (the links below carry it to the ledger).
-    let catalog = ctx.resolve()?.catalog;
-    let list = GpuList::new(&catalog);
-    let current = req.gpu.and_then(|g| catalog.gpu(&g).ok().map(|g| g.name.clone()));
+    let r = ctx.resolve()?;
+    let list = GpuList::new(&r.catalog);
+    let current = Some(r.scenario.gpu.name.clone());
     let peak = |v: Option<f64>| match v {
         Some(v) => num(v, human::sig3(v / 1e12)),
         None => html! { td.num { "—" } },

@@ -11,9 +11,9 @@ use maud::{html, Markup};
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     // The scenario is checked as on every page (the links below carry it to the ledger).
-    let catalog = ctx.resolve()?.catalog;
-    let list = ModelList::new(&catalog);
-    let current = q.request()?.model.and_then(|m| catalog.preset(&m).ok().map(|p| p.name.clone()));
+    let r = ctx.resolve()?;
+    let list = ModelList::new(&r.catalog);
+    let current = Some(r.scenario.model.name.clone());
     Ok(html! {
         h1 { "Models" }
         p.lead {
