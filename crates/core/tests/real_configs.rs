@@ -6,7 +6,7 @@
 //! points. Without it these tests print why they skip, except under `CI`, where they fail.
 
 use llm_ledger_core::model::{builtin_presets, parse_config_json, ModelSpec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn shared_configs() -> Option<PathBuf> {
     let dir = match std::env::var_os("LLM_LEDGER_SHARED") {
@@ -23,7 +23,7 @@ fn shared_configs() -> Option<PathBuf> {
     None
 }
 
-fn parse(dir: &PathBuf, name: &str) -> ModelSpec {
+fn parse(dir: &Path, name: &str) -> ModelSpec {
     let text = std::fs::read_to_string(dir.join(name).join("config.json")).unwrap();
     parse_config_json(&text, name).unwrap_or_else(|e| panic!("{name}: {e}"))
 }

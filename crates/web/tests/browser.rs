@@ -24,12 +24,23 @@ use std::time::{Duration, Instant};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
+/// WebDriver errors as text, for the failure report.
+trait TextErr<T> {
+    fn text_err(self) -> Result<T>;
+}
+
+impl<T, E: std::fmt::Display> TextErr<T> for std::result::Result<T, E> {
+    fn text_err(self) -> Result<T> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
 /// Longest wait for the browser to show something (generous: two shared cores).
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn which(env: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(env) {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     names
@@ -167,13 +178,13 @@ async fn shot(c: &Client, name: &str) -> Result {
         .and_then(|v| v.as_u64())
         .unwrap_or(1800)
         .clamp(600, 6000);
-    c.set_window_size(1280, h as u32 + 140).await.map_err(|e| e.to_string())?;
+    c.set_window_size(1280, h as u32 + 140).await.text_err()?;
     let png = c.screenshot().await.map_err(|e| format!("screenshot {name}: {e}"))?;
     if png.len() < 1000 || !png.starts_with(b"\x89PNG") {
         return Err(format!("screenshot {name} is not a PNG"));
     }
-    std::fs::write(screenshots_dir().join(format!("{name}.png")), png).map_err(|e| e.to_string())?;
-    c.set_window_size(1280, 1800).await.map_err(|e| e.to_string())
+    std::fs::write(screenshots_dir().join(format!("{name}.png")), png).text_err()?;
+    c.set_window_size(1280, 1800).await.text_err()
 }
 
 /// The step time the CLI computes for these inputs, as the page writes it (`{}` of the f64).
@@ -185,39 +196,34 @@ fn cli_step_time(pairs: &[(&str, &str)]) -> String {
 
 async fn with_javascript(c: &Client, base: &str) -> Result {
     // Load the overview.
-    c.goto(base).await.map_err(|e| e.to_string())?;
+    c.goto(base).await.text_err()?;
     wait_heading(c, "Overview").await?;
     let first = until("the step time", || data_value(c, "step-time")).await?;
     assert_eq!(first, cli_step_time(&[]));
     shot(c, "overview").await?;
     // A marker that a full reload would wipe.
-    c.execute("window.__noReload = 1", vec![]).await.map_err(|e| e.to_string())?;
+    c.execute("window.__noReload = 1", vec![]).await.text_err()?;
 
     // Type a batch size and press Enter: the numbers change in place and the URL follows.
-    let batch = c.find(Locator::Id("f-batch")).await.map_err(|e| e.to_string())?;
-    batch.send_keys("64\u{E007}").await.map_err(|e| e.to_string())?;
+    let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
+    batch.send_keys("64\u{E007}").await.text_err()?;
     wait_url(c, "batch=64").await?;
     let expected = cli_step_time(&[("batch", "64")]);
     until("the batch-64 step time", || async { data_value(c, "step-time").await.filter(|v| *v == expected) }).await?;
     assert_ne!(expected, first, "the control changed the numbers");
 
     // A select: the KV cache to fp8.
-    let kv = c.find(Locator::Id("f-kv")).await.map_err(|e| e.to_string())?;
-    kv.select_by_value("fp8").await.map_err(|e| e.to_string())?;
+    let kv = c.find(Locator::Id("f-kv")).await.text_err()?;
+    kv.select_by_value("fp8").await.text_err()?;
     let u = wait_url(c, "kv=fp8").await?;
     assert!(u.contains("batch=64"), "{u}");
     let expected = cli_step_time(&[("batch", "64"), ("kv", "fp8")]);
     until("the fp8-KV step time", || async { data_value(c, "step-time").await.filter(|v| *v == expected) }).await?;
-    let kept = c.execute("return window.__noReload === 1", vec![]).await.map_err(|e| e.to_string())?;
+    let kept = c.execute("return window.__noReload === 1", vec![]).await.text_err()?;
     assert_eq!(kept, json!(true), "the page was updated without a full reload");
 
     // Navigate by the navigation: the state travels along.
-    c.find(Locator::Css("nav a[data-slug='ledger']"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    c.find(Locator::Css("nav a[data-slug='ledger']")).await.text_err()?.click().await.text_err()?;
     wait_heading(c, "Ledger").await?;
     let u = wait_url(c, "/ledger?").await?;
     assert!(u.contains("batch=64") && u.contains("kv=fp8"), "{u}");
@@ -228,16 +234,11 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     shot(c, "ledger").await?;
 
     // One of the seed's experiments, then back and forward.
-    c.find(Locator::LinkText("Drop the weights to INT4"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    c.find(Locator::LinkText("Drop the weights to INT4")).await.text_err()?.click().await.text_err()?;
     wait_url(c, "weights=int4").await?;
     let int4 = cli_step_time(&[("batch", "64"), ("weights", "int4"), ("kv", "fp8")]);
     until("the int4 step time", || async { data_value(c, "step-time").await.filter(|v| *v == int4) }).await?;
-    c.back().await.map_err(|e| e.to_string())?;
+    c.back().await.text_err()?;
     until("the URL before the experiment", || async {
         Some(url(c).await).filter(|u| !u.contains("weights=int4") && u.contains("/ledger?"))
     })
@@ -247,53 +248,38 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
         data_value(c, "step-time").await.filter(|v| *v == expected)
     })
     .await?;
-    c.back().await.map_err(|e| e.to_string())?;
+    c.back().await.text_err()?;
     wait_heading(c, "Overview").await?;
-    c.forward().await.map_err(|e| e.to_string())?;
+    c.forward().await.text_err()?;
     wait_heading(c, "Ledger").await?;
 
     // The listings, a model from the list, a page still to come, and an error.
-    c.find(Locator::Css("nav a[data-slug='models']"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    c.find(Locator::Css("nav a[data-slug='models']")).await.text_err()?.click().await.text_err()?;
     wait_heading(c, "Models").await?;
     shot(c, "models").await?;
-    c.find(Locator::Css("tr[data-model='mistral-7b'] a"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    c.find(Locator::Css("tr[data-model='mistral-7b'] a")).await.text_err()?.click().await.text_err()?;
     wait_url(c, "model=mistral-7b").await?;
     wait_heading(c, "Ledger").await?;
-    c.find(Locator::Css("nav a[data-slug='gpus']"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    c.find(Locator::Css("nav a[data-slug='gpus']")).await.text_err()?.click().await.text_err()?;
     wait_heading(c, "GPUs").await?;
     shot(c, "gpus").await?;
     for page in PAGES.iter().filter(|p| !p.is_ready()) {
-        c.goto(&format!("{base}{}", page.slug)).await.map_err(|e| e.to_string())?;
+        c.goto(&format!("{base}{}", page.slug)).await.text_err()?;
         wait_heading(c, page.title).await?;
         shot(c, &format!("coming-{}", page.slug)).await?;
     }
-    c.goto(&format!("{base}ledger?batch=0&gpu=h100")).await.map_err(|e| e.to_string())?;
+    c.goto(&format!("{base}ledger?batch=0&gpu=h100")).await.text_err()?;
     let msg = until("the error box", || async { c.find(Locator::Css("#error .message")).await.ok() }).await?;
-    assert_eq!(msg.text().await.map_err(|e| e.to_string())?, "invalid `batch`: 0 (an integer in 1..=1073741824)");
+    assert_eq!(msg.text().await.text_err()?, "invalid `batch`: 0 (an integer in 1..=1073741824)");
     shot(c, "error").await?;
 
     // Upload a config.json: it becomes the model, and the URL carries it.
     let file = std::env::temp_dir().join(format!("llm-ledger-browser-{}-config.json", std::process::id()));
-    std::fs::write(&file, GPT2_CONFIG).map_err(|e| e.to_string())?;
-    c.goto(&format!("{base}ledger?batch=4")).await.map_err(|e| e.to_string())?;
+    std::fs::write(&file, GPT2_CONFIG).text_err()?;
+    c.goto(&format!("{base}ledger?batch=4")).await.text_err()?;
     wait_heading(c, "Ledger").await?;
-    let input = c.find(Locator::Id("f-config")).await.map_err(|e| e.to_string())?;
-    input.send_keys(&file.display().to_string()).await.map_err(|e| e.to_string())?;
+    let input = c.find(Locator::Id("f-config")).await.text_err()?;
+    input.send_keys(&file.display().to_string()).await.text_err()?;
     let u = wait_url(c, "config=").await?;
     let _ = std::fs::remove_file(&file);
     assert!(u.contains("/ledger?batch=4&config="), "{u}");
@@ -309,22 +295,12 @@ const GPT2_CONFIG: &str = r#"{"model_type": "gpt2", "_name_or_path": "my-gpt2", 
  "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}"#;
 
 async fn without_javascript(c: &Client, base: &str) -> Result {
-    c.goto(&format!("{base}ledger")).await.map_err(|e| e.to_string())?;
+    c.goto(&format!("{base}ledger")).await.text_err()?;
     wait_heading(c, "Ledger").await?;
-    let batch = c.find(Locator::Id("f-batch")).await.map_err(|e| e.to_string())?;
-    batch.send_keys("32").await.map_err(|e| e.to_string())?;
-    c.find(Locator::Id("f-phase"))
-        .await
-        .map_err(|e| e.to_string())?
-        .select_by_value("prefill")
-        .await
-        .map_err(|e| e.to_string())?;
-    c.find(Locator::Css("#controls button[type=submit]"))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+    let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
+    batch.send_keys("32").await.text_err()?;
+    c.find(Locator::Id("f-phase")).await.text_err()?.select_by_value("prefill").await.text_err()?;
+    c.find(Locator::Css("#controls button[type=submit]")).await.text_err()?.click().await.text_err()?;
     // A plain GET form sends every field; empty ones mean "default".
     let u = wait_url(c, "batch=32").await?;
     assert!(u.contains("phase=prefill") && u.contains("ctx=&"), "{u}");
@@ -334,18 +310,15 @@ async fn without_javascript(c: &Client, base: &str) -> Result {
 }
 
 async fn dark(c: &Client, base: &str) -> Result {
-    c.goto(&format!("{base}ledger?batch=64")).await.map_err(|e| e.to_string())?;
+    c.goto(&format!("{base}ledger?batch=64")).await.text_err()?;
     wait_heading(c, "Ledger").await?;
-    let is_dark = c
-        .execute("return matchMedia('(prefers-color-scheme: dark)').matches", vec![])
-        .await
-        .map_err(|e| e.to_string())?;
+    let is_dark = c.execute("return matchMedia('(prefers-color-scheme: dark)').matches", vec![]).await.text_err()?;
     assert_eq!(is_dark, json!(true), "the dark session prefers a dark scheme");
     // The plot's text takes the page's light foreground colour.
     let fill = c
         .execute("return getComputedStyle(document.querySelector('svg.roofline text')).fill", vec![])
         .await
-        .map_err(|e| e.to_string())?;
+        .text_err()?;
     assert_eq!(fill, json!("rgb(230, 237, 243)"), "plot text follows the dark theme");
     shot(c, "ledger-dark").await
 }

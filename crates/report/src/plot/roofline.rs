@@ -371,7 +371,7 @@ fn tooltip(p: &RooflinePoint, gpu: &Gpu) -> String {
 mod tests {
     use super::*;
     use crate::ledger::LedgerReport;
-    use llm_ledger_core::{Ledger, Scenario};
+    use llm_ledger_core::{Ledger, Scenario, ScenarioRequest};
 
     fn default_chart_svg() -> String {
         let sc = Scenario::default_decode();
@@ -415,6 +415,85 @@ mod tests {
         assert!(!s.contains("#000000"), "the sentinel colour must be rewritten");
         assert!(s.contains("currentColor"));
         assert!(!s.contains("<style"), "inline plots must not need a style element (CSP)");
+    }
+
+    /// `(cx, cy)` of the operator's marker.
+    fn marker(svg: &str, op: &str) -> (f64, f64) {
+        let title = format!("<title>{op} × ");
+        let end = svg.find(&title).unwrap_or_else(|| panic!("no marker for {op}"));
+        let start = svg[..end].rfind("<circle").unwrap();
+        let attr = |name: &str| -> f64 {
+            let s = &svg[start..end];
+            let v = s.split(&format!(" {name}=\"")).nth(1).unwrap();
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        (attr("cx"), attr("cy"))
+    }
+
+    /// The dashed (achieved) segments in a colour: `((x1, y1), (x2, y2))`.
+    fn dashed(svg: &str, colour: &str) -> Vec<((f64, f64), (f64, f64))> {
+        svg.split("<line ")
+            .skip(1)
+            .filter(|l| l.contains(&format!("stroke=\"{colour}\"")) && l.contains("stroke-dasharray"))
+            .map(|l| {
+                let a = |n: &str| -> f64 {
+                    let v = l.split(&format!("{n}=\"")).nth(1).unwrap();
+                    v[..v.find('"').unwrap()].parse().unwrap()
+                };
+                ((a("x1"), a("y1")), (a("x2"), a("y2")))
+            })
+            .collect()
+    }
+
+    fn report_intensity(op: &str) -> f64 {
+        let sc = Scenario::default_decode();
+        let r = LedgerReport::new(&sc, &Ledger::build(&sc));
+        r.rows.iter().find(|r| r.op == op).and_then(|r| r.intensity).unwrap()
+    }
+
+    /// Two paths to one position: a marker placed from its own FLOPs, bytes and time lies on the
+    /// achieved roof drawn from the GPU's peak and bandwidth (to the pixel rounding).
+    #[test]
+    fn markers_lie_on_their_achieved_roofs() {
+        let blue = math_colour(MathFormat::Bf16);
+        // Decode at batch 1: every bf16 operator is memory-bound, so it sits on the dashed slope.
+        let s = default_chart_svg();
+        let [((x1, y1), (x2, y2)), _] = dashed(&s, blue)[..] else { panic!("two dashed bf16 segments") };
+        let slope = (y2 - y1) / (x2 - x1);
+        for op in ["q_proj", "attention", "lm_head"] {
+            let (cx, cy) = marker(&s, op);
+            let on_line = y1 + slope * (cx - x1);
+            assert!((cy - on_line).abs() <= 1.5, "{op}: cy {cy} vs the slope's {on_line}");
+        }
+        // q_proj (1.0 FLOP/B) and attention (4.0 FLOP/B) are log10(4) of a decade apart, the decade
+        // measured between the axis labels "1" and "10".
+        let label_x = |t: &str| -> f64 {
+            let end = s.find(&format!(">\n{t}\n</text>")).unwrap();
+            let start = s[..end].rfind("<text").unwrap();
+            let v = s[start..end].split(" x=\"").nth(1).unwrap();
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        let decade = label_x("10") - label_x("1");
+        let (q, a) = (marker(&s, "q_proj"), marker(&s, "attention"));
+        let intensity_ratio = report_intensity("attention") / report_intensity("q_proj");
+        assert!((a.0 - q.0 - decade * intensity_ratio.log10()).abs() <= 1.5, "{q:?} {a:?} decade {decade}");
+
+        // Prefill at batch 8 × 4096: the MLP GEMMs are compute-bound, on the flat dashed bf16 roof.
+        let sc = ScenarioRequest {
+            phase: Some("prefill".into()),
+            batch: Some("8".into()),
+            ctx: Some("4096".into()),
+            ..Default::default()
+        }
+        .resolve(&llm_ledger_core::Catalog::builtin())
+        .unwrap();
+        let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+        let s = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default()).unwrap();
+        let flat = dashed(&s, blue).into_iter().find(|(a, b)| a.1 == b.1).expect("a flat bf16 roof");
+        for op in ["gate_proj", "up_proj", "down_proj"] {
+            let (_, cy) = marker(&s, op);
+            assert!((cy - flat.0 .1).abs() <= 1.0, "{op}: cy {cy} vs the roof at {}", flat.0 .1);
+        }
     }
 
     #[test]

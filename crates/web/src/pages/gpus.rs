@@ -1,6 +1,6 @@
 //! The GPU catalogue (the CLI's `gpus` listing), each linking to the ledger on that GPU.
 
-use super::parts::num;
+use super::parts::{num, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_report::catalog::GpuList;
@@ -26,14 +26,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             a href=(q.config_only().href("/api/gpus", &[])) { "JSON" }
         }
         table.listing #gpus {
-            thead {
-                tr {
-                    th scope="col" { "GPU" } th.num scope="col" { "bf16" } th.num scope="col" { "fp8" } th.num scope="col" { "int8" }
-                    th.num scope="col" { "fp4" } th.num scope="col" { "HBM bandwidth" } th.num scope="col" { "capacity" }
-                    th.num scope="col" { "ridge bf16" } th.num scope="col" { "ridge fp8" } th.num scope="col" { "SMs" }
-                    th.num scope="col" { "$/h ≈" } th scope="col" { "description" }
-                }
-            }
+            (thead(&[
+                ("GPU", false), ("bf16", true), ("fp8", true), ("int8", true), ("fp4", true), ("HBM bandwidth", true),
+                ("capacity", true), ("ridge bf16", true), ("ridge fp8", true), ("SMs", true), ("$/h ≈", true), ("description", false),
+            ]))
             tbody {
                 @for g in &list.gpus {
                     tr data-gpu=(g.name) aria-current=[(current.as_deref() == Some(g.name.as_str())).then_some("true")] {

@@ -1,7 +1,7 @@
 //! The ledger page: the step summary, the roofline chart, and one row per operator with its
 //! share of the step time — the CLI's `ledger` table, with the same numbers.
 
-use super::parts::{experiments, num, share_bar, summary};
+use super::parts::{experiments, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::Ledger;
@@ -36,14 +36,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         table.ledger #ledger {
             caption { "Per operator, summed over the layers it occurs in" }
-            thead {
-                tr {
-                    th scope="col" { "operator" } th.num scope="col" { "n" } th.num scope="col" { "FLOPs" }
-                    th.num scope="col" { "weights" } th.num scope="col" { "KV" } th.num scope="col" { "activations" }
-                    th.num scope="col" { "bytes" } th.num scope="col" { "FLOP/B" } th scope="col" { "math" }
-                    th.num scope="col" { "time" } th scope="col" { "share of step" } th scope="col" { "bound" }
-                }
-            }
+            (thead(&[
+                ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
+                ("bytes", true), ("FLOP/B", true), ("math", false), ("time", true), ("share of step", false), ("bound", false),
+            ]))
             tbody {
                 @for row in &report.rows { (row_html(row, false)) }
             }

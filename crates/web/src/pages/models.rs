@@ -1,6 +1,6 @@
 //! The model presets (the CLI's `models` listing), each linking to its ledger.
 
-use super::parts::num;
+use super::parts::{num, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_report::catalog::ModelList;
@@ -22,13 +22,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             a href=(q.config_only().href("/api/models", &[])) { "JSON" }
         }
         table.listing #models {
-            thead {
-                tr {
-                    th scope="col" { "model" } th scope="col" { "family" } th.num scope="col" { "layers" }
-                    th.num scope="col" { "hidden" } th.num scope="col" { "params" } th.num scope="col" { "active" }
-                    th.num scope="col" { "KV per token (bf16)" } th scope="col" { "description" }
-                }
-            }
+            (thead(&[
+                ("model", false), ("family", false), ("layers", true), ("hidden", true), ("params", true), ("active", true),
+                ("KV per token (bf16)", true), ("description", false),
+            ]))
             tbody {
                 @for m in &list.models {
                     tr data-model=(m.name) aria-current=[(current.as_deref() == Some(m.name.as_str())).then_some("true")] {

@@ -12,6 +12,19 @@ pub fn num(value: f64, text: String) -> Markup {
     html! { td.num data-value=(value) { (text) } }
 }
 
+/// A table head; `true` marks a numeric (right-aligned) column.
+pub fn thead(cols: &[(&str, bool)]) -> Markup {
+    html! {
+        thead {
+            tr {
+                @for (label, numeric) in cols {
+                    th class=[numeric.then_some("num")] scope="col" { (label) }
+                }
+            }
+        }
+    }
+}
+
 /// A horizontal bar for a share in 0..=1 (inline SVG: no inline style, so the CSP stays strict).
 pub fn share_bar(share: f64) -> Markup {
     let w = (share.clamp(0.0, 1.0) * 100.0 * 100.0).round() / 100.0;
