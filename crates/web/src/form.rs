@@ -178,7 +178,7 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                 div.grid {
                     @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field)) }
                 }
-                details open[CONTROLS.iter().any(|c| c.advanced && q.get(c.name).is_some()) || other.iter().any(|f| q.get(f).is_some())] {
+                details open[CONTROLS.iter().any(|c| c.advanced && changed(c, q)) || other.iter().any(|f| q.get(f).is_some())] {
                     summary { "more inputs" }
                     div.grid {
                         @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field)) }
@@ -189,6 +189,9 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                 }
                 @if let Some(c) = &q.config {
                     input type="hidden" name=(CONFIG_KEY) value=(c);
+                }
+                @for (k, v) in &q.extra {
+                    input type="hidden" name=(k) value=(v);
                 }
                 div.actions {
                     button type="submit" { "Show" }
@@ -210,6 +213,23 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
             }
         }
     }
+}
+
+/// The value a control stands for when its parameter is absent.
+fn default_of(c: &Control, q: &PageQuery) -> &'static str {
+    match c.choices {
+        Choices::Models if q.config.is_some() => UPLOAD_NAME,
+        Choices::Models => "llama-3-8b",
+        Choices::Gpus => "h100-sxm",
+        Choices::Fixed(values) => values[0],
+        Choices::Weights | Choices::Text(_) => "",
+    }
+}
+
+/// Whether the query sets a control to something other than its default (a plain form sends
+/// every field, defaults included).
+fn changed(c: &Control, q: &PageQuery) -> bool {
+    q.get(c.name).is_some_and(|v| !v.trim().eq_ignore_ascii_case(default_of(c, q)))
 }
 
 /// The same page without the uploaded model (and without `model=uploaded`).

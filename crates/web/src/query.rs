@@ -219,6 +219,11 @@ mod tests {
         assert_eq!(&f[..5], ["model", "gpu", "phase", "batch", "ctx"]);
         assert!(f.contains(&"flash") && f.contains(&"kv") && f.contains(&"weights"));
         assert!(!f.contains(&CONFIG_KEY), "`config` must not collide with a scenario field");
+        for page in crate::pages::PAGES {
+            for k in page.keys {
+                assert!(!f.contains(k) && *k != CONFIG_KEY, "page {}: key `{k}` collides", page.slug);
+            }
+        }
     }
 
     #[test]

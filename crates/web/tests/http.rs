@@ -280,6 +280,10 @@ async fn the_form_has_a_control_for_every_scenario_field_and_echoes_the_query() 
     assert!(r.body.contains("<option value=\"fp8\" selected>"));
     assert!(r.body.contains("name=\"batch\" value=\"7\""));
     assert!(r.body.contains("<details open"), "an advanced field in the URL opens its section");
+    let plain_form =
+        get("/ledger?activations=bf16&causal=half&logits=last&counting=full&mla=auto&contexts=&zipf=").await;
+    assert!(!plain_form.body.contains("<details open"), "defaults, as a plain form sends them, keep it closed");
+    assert!(get("/ledger?causal=full").await.body.contains("<details open"));
     // Links carry the state to the other pages.
     assert!(r.body.contains("href=\"/models?gpu=H100&amp;batch=7&amp;kv=fp8&amp;zipf=0.5\""));
 }

@@ -80,6 +80,9 @@ pub struct PageInfo {
     pub title: &'static str,
     /// One line on what the page shows.
     pub summary: &'static str,
+    /// Query keys of the page's own (a zoom path, a selected GEMM …), beside the scenario's.
+    /// The controls keep them; links to other pages drop them.
+    pub keys: &'static [&'static str],
     /// Ready or coming.
     pub kind: PageKind,
 }
@@ -102,12 +105,14 @@ pub static PAGES: &[PageInfo] = &[
         slug: "",
         title: "Overview",
         summary: "The scenario at a glance: step time, throughput, what bounds it, and where to look next.",
+        keys: &[],
         kind: PageKind::Ready { render: home::render, controls: true },
     },
     PageInfo {
         slug: "powers-of-ten",
         title: "Powers of ten",
         summary: "One forward pass at four magnifications — model, layer, operator, GEMM tile — each built from the level below.",
+        keys: &[],
         kind: PageKind::Coming {
             issue: 4,
             plan: "The zoom tree: a level's children with FLOPs, bytes, intensity, time and a share bar; click a child to descend, a breadcrumb to go back up, a \"Does it add up?\" panel, and seed 000's four experiments as one-click links.",
@@ -117,12 +122,14 @@ pub static PAGES: &[PageInfo] = &[
         slug: "ledger",
         title: "Ledger",
         summary: "Per-operator FLOPs, bytes, intensity and roofline time, with the roofline chart.",
+        keys: &[],
         kind: PageKind::Ready { render: ledger::render, controls: true },
     },
     PageInfo {
         slug: "batching",
         title: "Batching",
         summary: "Step time and tokens per second against batch size, with the memory wall and the KV crossover.",
+        keys: &[],
         kind: PageKind::Coming {
             issue: 3,
             plan: "The batch sweep as a curve (step time and tokens/s against batch) with the memory wall and the KV crossover drawn on it.",
@@ -132,6 +139,7 @@ pub static PAGES: &[PageInfo] = &[
         slug: "kv-cache",
         title: "KV cache",
         summary: "The memory decode spends its time reading: cache size per token, per sequence, and what fits.",
+        keys: &[],
         kind: PageKind::Coming {
             issue: 3,
             plan: "KV-cache bytes per token and per sequence, memory left after the weights, and the largest batch that fits.",
@@ -141,12 +149,14 @@ pub static PAGES: &[PageInfo] = &[
         slug: "cost",
         title: "Cost",
         summary: "All of it in dollars: cost per million tokens from the step time and the GPU's hourly price.",
+        keys: &[],
         kind: PageKind::Coming { issue: 3, plan: "Dollars per million tokens against batch and context, from the step time and the GPU-hour price." },
     },
     PageInfo {
         slug: "gemm-tiling",
         title: "GEMM tiling",
         summary: "One GEMM's tile grid drawn to scale: tiles coloured by wave, padding shaded, re-read traffic counted.",
+        keys: &[],
         kind: PageKind::Coming {
             issue: 4,
             plan: "The tile grid of one GEMM drawn to scale, tiles coloured by wave, padding shaded; tile shapes, wave quantisation and SM occupancy.",
@@ -156,6 +166,7 @@ pub static PAGES: &[PageInfo] = &[
         slug: "moe",
         title: "Mixture of experts",
         summary: "Experts touched per step against batch, and what that does to the weight bytes.",
+        keys: &[],
         kind: PageKind::Coming {
             issue: 3,
             plan: "Expected experts touched against batch size (uniform and skewed routing) and the weight bytes each step reads.",
@@ -165,12 +176,14 @@ pub static PAGES: &[PageInfo] = &[
         slug: "models",
         title: "Models",
         summary: "The model presets (and an uploaded config.json) with their computed parameter counts.",
+        keys: &[],
         kind: PageKind::Ready { render: models::render, controls: false },
     },
     PageInfo {
         slug: "gpus",
         title: "GPUs",
         summary: "The GPU catalogue: peaks per math format, bandwidth, capacity and ridge points.",
+        keys: &[],
         kind: PageKind::Ready { render: gpus::render, controls: false },
     },
 ];
@@ -203,7 +216,7 @@ pub fn routes() -> Router<Arc<AppState>> {
 }
 
 fn render(state: &AppState, page: &'static PageInfo, raw_query: Option<&str>) -> Response {
-    let (query, body) = match PageQuery::parse(raw_query, &[]) {
+    let (query, body) = match PageQuery::parse(raw_query, page.keys) {
         Ok(q) => {
             let body = {
                 let ctx = PageCtx { state, query: &q, page };
