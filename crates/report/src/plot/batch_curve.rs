@@ -76,10 +76,12 @@ impl BatchCurve {
         let mut overlay = Overlay::default();
         {
             let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
+            // Title (if any) and legend sit in the top margin, the title first.
+            let legend_y = if self.title.is_some() { 42 } else { 22 };
             let mut builder = ChartBuilder::on(&root);
-            builder.margin(12).margin_top(36).x_label_area_size(46).y_label_area_size(62).right_y_label_area_size(72);
+            builder.margin(12).margin_top(legend_y + 14).x_label_area_size(46).y_label_area_size(62).right_y_label_area_size(72);
             if let Some(t) = &self.title {
-                builder.caption(t, ("sans-serif", 14).into_font().color(&BLACK));
+                overlay.text(((size.width / 2) as i32, 18), t, FONT + 1.0, FG, Anchor::Middle, 0.0);
             }
             let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..t_max)?.set_secondary_coord(x0..x1, 0.0..r_max);
             let font = ("sans-serif", FONT).into_font().color(&BLACK);
@@ -169,7 +171,7 @@ impl BatchCurve {
 
             // Legend above the plot.
             let (lx, _) = at(x0, top);
-            let y = 22;
+            let y = legend_y;
             overlay.line((lx, y - 4), (lx + 24, y - 4), TIME_COLOUR, 2.0, "");
             overlay.text((lx + 30, y), "step time (left axis)", FONT, FG, Anchor::Start, 0.0);
             overlay.line((lx + 190, y - 4), (lx + 214, y - 4), RATE_COLOUR, 2.0, "");

@@ -29,6 +29,7 @@ pub struct Overlay {
 #[derive(Debug, Clone, Copy)]
 pub enum Anchor {
     Start,
+    Middle,
     End,
 }
 
@@ -36,6 +37,7 @@ impl Anchor {
     fn name(self) -> &'static str {
         match self {
             Anchor::Start => "start",
+            Anchor::Middle => "middle",
             Anchor::End => "end",
         }
     }
