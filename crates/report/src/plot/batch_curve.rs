@@ -79,7 +79,12 @@ impl BatchCurve {
             // Title (if any) and legend sit in the top margin, the title first.
             let legend_y = if self.title.is_some() { 42 } else { 22 };
             let mut builder = ChartBuilder::on(&root);
-            builder.margin(12).margin_top(legend_y + 14).x_label_area_size(46).y_label_area_size(62).right_y_label_area_size(72);
+            builder
+                .margin(12)
+                .margin_top(legend_y + 14)
+                .x_label_area_size(46)
+                .y_label_area_size(62)
+                .right_y_label_area_size(72);
             if let Some(t) = &self.title {
                 overlay.text(((size.width / 2) as i32, 18), t, FONT + 1.0, FG, Anchor::Middle, 0.0);
             }
