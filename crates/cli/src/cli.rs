@@ -45,6 +45,28 @@ pub enum Command {
     /// One GEMM cut into thread-block tiles on a GPU: tile and wave quantisation, occupancy,
     /// re-read traffic, a modelled time and the candidate tiles.
     Tile(TileArgs),
+    /// Serve the explorer: a local web page for the ledger, with plots (Ctrl-C to stop).
+    Serve(ServeArgs),
+}
+
+/// `serve` options.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// Address to bind; the default keeps the page on this machine.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Open the explorer in the default browser.
+    #[arg(long)]
+    pub open: bool,
+    /// Add the GPUs of a user GPU file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub gpu_file: Option<String>,
+    /// Add the presets of a user preset file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub preset_file: Option<String>,
 }
 
 /// Output options.
@@ -176,6 +198,9 @@ pub struct LedgerArgs {
     /// Output format: table, json, csv or md.
     #[arg(long, short = 'f', default_value = "table")]
     pub format: String,
+    /// Also write the roofline chart (SVG) of the ledger to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
 }
 
 /// The runtime reserve option.

@@ -127,3 +127,9 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
     }
     Ok(req.resolve(&catalog)?)
 }
+
+/// Write a plot as a standalone SVG file (the CLI's one output file besides stdout).
+pub fn write_svg(path: &str, inline_svg: &str) -> Result<()> {
+    std::fs::write(path, llm_ledger_report::plot::standalone(inline_svg))
+        .with_context(|| format!("cannot write plot `{path}`"))
+}

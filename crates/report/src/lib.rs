@@ -12,6 +12,7 @@ pub mod latency;
 pub mod ledger;
 pub mod levers;
 pub mod measure;
+pub mod plot;
 pub mod render;
 pub mod sweep;
 pub mod tile;

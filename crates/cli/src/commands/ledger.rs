@@ -4,12 +4,18 @@ use crate::cli::LedgerArgs;
 use crate::inputs;
 use anyhow::Result;
 use llm_ledger_core::Ledger;
+use llm_ledger_report::plot::{PlotSize, Roofline};
 use llm_ledger_report::{Format, LedgerReport, Report};
 
-/// Render the ledger of the scenario the flags describe.
+/// Render the ledger of the scenario the flags describe; with `--plot`, also write its roofline.
 pub fn run(args: &LedgerArgs) -> Result<String> {
     let format: Format = args.format.parse()?;
     let sc = inputs::scenario(&args.scenario)?;
-    let ledger = Ledger::build(&sc);
-    Ok(LedgerReport::new(&sc, &ledger).render(format))
+    let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+    if let Some(path) = &args.plot {
+        let mut chart = Roofline::from_report(&report, &sc.gpu);
+        chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
+        inputs::write_svg(path, &chart.svg(PlotSize::default())?)?;
+    }
+    Ok(report.render(format))
 }

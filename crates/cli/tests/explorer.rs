@@ -1,0 +1,145 @@
+//! The CLI's `serve` and `--plot`: the real binary, end to end. The explorer's JSON is compared
+//! with what `llm-ledger ledger --format json` prints for the same inputs.
+
+use assert_cmd::Command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+fn cli(args: &[&str]) -> String {
+    let out = Command::cargo_bin("llm-ledger").unwrap().args(args).assert().success().get_output().stdout.clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// `llm-ledger serve --port 0`, stopped when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let exe = assert_cmd::cargo::cargo_bin("llm-ledger");
+        let mut child = std::process::Command::new(exe)
+            .args(["serve", "--port", "0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        // "llm-ledger explorer: http://127.0.0.1:PORT/  (Ctrl-C to stop)"
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|s| s.split('/').next())
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_string();
+        Server { child, addr }
+    }
+
+    /// GET `path`: (status, body).
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr).unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        (head[9..12].parse().unwrap(), body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn serve_answers_with_the_same_json_as_the_ledger_command() {
+    let server = Server::start(&[]);
+    assert!(server.addr.starts_with("127.0.0.1:"), "binds loopback by default: {}", server.addr);
+    for (query, flags) in [
+        ("", vec![]),
+        ("?batch=64&ctx=8192&kv=fp8", vec!["--batch", "64", "--ctx", "8192", "--kv", "fp8"]),
+        (
+            "?model=qwen3-30b-a3b&gpu=mi300x&phase=prefill&ctx=1024",
+            vec!["-m", "qwen3-30b-a3b", "-g", "mi300x", "-p", "prefill", "-c", "1024"],
+        ),
+    ] {
+        let (status, body) = server.get(&format!("/api/ledger{query}"));
+        assert_eq!(status, 200);
+        let mut args = vec!["ledger", "--format", "json"];
+        args.extend(flags);
+        assert_eq!(body, cli(&args), "{query}");
+    }
+    let (status, page) = server.get("/");
+    assert_eq!(status, 200);
+    assert!(page.contains("llama-3-8b on h100-sxm · decode · batch 1 × 2,048 cached tokens"));
+    // The CLI's refusal and the explorer's are the same line.
+    let (status, body) = server.get("/api/ledger?batch=0");
+    assert_eq!(status, 400);
+    let err = Command::cargo_bin("llm-ledger")
+        .unwrap()
+        .args(["ledger", "--batch", "0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let msg = String::from_utf8(err).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(format!("error: {}\n", v["error"]["message"].as_str().unwrap()), msg);
+}
+
+#[test]
+fn serve_adds_the_users_gpu_file_to_the_catalogue() {
+    let dir = std::env::temp_dir().join(format!("llm-ledger-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gpus.toml");
+    std::fs::write(
+        &file,
+        r#"[[gpu]]
+name = "my-card"
+sm_count = 100
+memory_bytes = 48e9
+memory_bandwidth_bytes_per_s = 1e12
+l2_bytes = 40e6
+onchip = "sm90"
+[gpu.peak_flops_per_s]
+vector = 50e12
+bf16 = 400e12
+fp16 = 400e12
+"#,
+    )
+    .unwrap();
+    let server = Server::start(&["--gpu-file", file.to_str().unwrap()]);
+    let (status, body) = server.get("/api/ledger?gpu=my-card");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, cli(&["ledger", "--gpu-file", file.to_str().unwrap(), "--gpu", "my-card", "--format", "json"]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_refuses_a_bad_address_with_exit_code_2() {
+    Command::cargo_bin("llm-ledger").unwrap().args(["serve", "--bind", "not-an-ip"]).assert().code(2);
+}
+
+#[test]
+fn ledger_plot_writes_a_standalone_roofline_svg() {
+    let path = std::env::temp_dir().join(format!("llm-ledger-plot-{}.svg", std::process::id()));
+    let table = cli(&["ledger", "--batch", "8", "--plot", path.to_str().unwrap()]);
+    assert!(table.contains("step "), "the table is still printed");
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(svg.starts_with("<?xml"));
+    assert!(svg.contains("<svg class=\"plot roofline\"") && svg.contains("prefers-color-scheme: dark"));
+    assert!(svg.contains("llama-3-8b on h100-sxm · decode · batch 8 × 2,048 tokens"), "titled with the scenario");
+    assert!(svg.contains("<title>gate_proj × 32"), "points carry their numbers");
+    let err =
+        Command::cargo_bin("llm-ledger").unwrap().args(["ledger", "--plot", "/nonexistent-dir/x.svg"]).assert().code(2);
+    let msg = String::from_utf8(err.get_output().stderr.clone()).unwrap();
+    assert!(msg.starts_with("error: cannot write plot `/nonexistent-dir/x.svg`"), "{msg}");
+}

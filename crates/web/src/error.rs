@@ -1,0 +1,99 @@
+//! Errors at the web edge: a status, the one-line message (the core's own message wherever the
+//! core produced it) and, where known, the query parameter it is about. Pages show them inside the
+//! page; the JSON endpoints answer `{"error": {"message", "field"}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+
+/// A request the explorer cannot answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppError {
+    /// HTTP status (400 for bad input, 413/414 for oversized input, 404 for unknown pages).
+    #[serde(skip)]
+    pub status: StatusCode,
+    /// One line, naming the field and the accepted values.
+    pub message: String,
+    /// The query parameter or form field the message is about, when there is one.
+    pub field: Option<String>,
+}
+
+impl AppError {
+    /// A 400 about `field`.
+    pub fn bad_request(message: impl Into<String>, field: Option<&str>) -> Self {
+        AppError { status: StatusCode::BAD_REQUEST, message: message.into(), field: field.map(str::to_string) }
+    }
+
+    /// Another status.
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// A core error about the scenario whose raw inputs were `pairs`. The field is the core's
+    /// own (`invalid `batch`: …`) or, for names outside a closed set (`unknown GPU `h900``), the
+    /// parameter whose name or value the message quotes.
+    pub fn from_core(e: &llm_ledger_core::Error, pairs: &[(String, String)]) -> Self {
+        let message = e.to_string();
+        let field = e.field().map(str::to_string).or_else(|| {
+            let quoted = |s: &str| message.contains(&format!("`{s}`"));
+            pairs
+                .iter()
+                .find(|(k, _)| quoted(k))
+                .or_else(|| pairs.iter().find(|(_, v)| quoted(v) || quoted(v.trim())))
+                .map(|(k, _)| k.clone())
+        });
+        AppError { status: StatusCode::BAD_REQUEST, message, field }
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AppError {}
+
+/// The JSON form, for the API.
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            error: &'a AppError,
+        }
+        (self.status, Json(Body { error: &self })).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_ledger_core::{Catalog, ScenarioRequest};
+
+    fn err(req: ScenarioRequest, pairs: &[(&str, &str)]) -> AppError {
+        let e = req.resolve(&Catalog::builtin()).unwrap_err();
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        AppError::from_core(&e, &pairs)
+    }
+
+    #[test]
+    fn the_field_is_found_for_every_kind_of_core_error() {
+        let e = err(ScenarioRequest { batch: Some("0".into()), ..Default::default() }, &[("batch", "0")]);
+        assert_eq!(
+            (e.message.as_str(), e.field.as_deref()),
+            ("invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch"))
+        );
+        let e = err(
+            ScenarioRequest { gpu: Some("h900".into()), ..Default::default() },
+            &[("model", "llama-3-8b"), ("gpu", "h900")],
+        );
+        assert_eq!(e.field.as_deref(), Some("gpu"));
+        assert!(e.message.starts_with("unknown GPU `h900`; accepted: "));
+        let e = err(ScenarioRequest { kv: Some("int3".into()), ..Default::default() }, &[("kv", "int3")]);
+        assert_eq!(e.field.as_deref(), Some("kv"));
+        let e = err(ScenarioRequest { phase: Some("train".into()), ..Default::default() }, &[("phase", "train")]);
+        assert_eq!(e.field.as_deref(), Some("phase"));
+    }
+}

@@ -1,0 +1,351 @@
+//! The scenario controls (seed 000's: model, GPU, phase, context length, batch, weight and KV
+//! precision, FlashAttention; the rest under "more inputs"). One GET form, so everything works
+//! without JavaScript; the script submits it on every change. Every field of the core's
+//! `ScenarioRequest` has a control (a field without a tailored one gets a text box), so a form
+//! submission never loses part of the state.
+//!
+//! A select shows the value in the URL even when the core refuses it (marked "not recognised"),
+//! so an error page still shows what was asked for.
+
+use crate::pages::PageInfo;
+use crate::query::{scenario_fields, PageQuery, CONFIG_KEY};
+use crate::upload::{PAGE_KEY, UPLOAD_NAME};
+use crate::AppState;
+use llm_ledger_core::precision::PRECISION_NAMES;
+use llm_ledger_core::Catalog;
+use maud::{html, Markup};
+
+/// Where a control's choices come from.
+enum Choices {
+    /// The catalogue's presets (plus an uploaded model).
+    Models,
+    /// The catalogue's GPUs.
+    Gpus,
+    /// A closed set; the first is the default.
+    Fixed(&'static [&'static str]),
+    /// Storage formats, with "" meaning the checkpoint's own.
+    Weights,
+    /// Free text with a placeholder showing the default.
+    Text(&'static str),
+}
+
+struct Control {
+    name: &'static str,
+    label: &'static str,
+    help: &'static str,
+    choices: Choices,
+    advanced: bool,
+}
+
+const ACTIVATIONS: &[&str] = &["bf16", "fp32", "fp16", "fp8", "int8"];
+
+/// The tailored controls, in display order.
+const CONTROLS: &[Control] = &[
+    Control {
+        name: "model",
+        label: "Model",
+        help: "a preset, or upload a config.json below",
+        choices: Choices::Models,
+        advanced: false,
+    },
+    Control {
+        name: "gpu",
+        label: "GPU",
+        help: "dense peaks and HBM bandwidth from the catalogue",
+        choices: Choices::Gpus,
+        advanced: false,
+    },
+    Control {
+        name: "phase",
+        label: "Phase",
+        help: "decode: one new token per sequence; prefill: whole prompts",
+        choices: Choices::Fixed(&["decode", "prefill"]),
+        advanced: false,
+    },
+    Control {
+        name: "ctx",
+        label: "Sequence / context length",
+        help: "tokens per sequence: cached (decode) or prompt (prefill)",
+        choices: Choices::Text("2048"),
+        advanced: false,
+    },
+    Control {
+        name: "batch",
+        label: "Batch size",
+        help: "sequences in the step",
+        choices: Choices::Text("1"),
+        advanced: false,
+    },
+    Control {
+        name: "weights",
+        label: "Weight precision",
+        help: "storage of the weights in HBM",
+        choices: Choices::Weights,
+        advanced: false,
+    },
+    Control {
+        name: "kv",
+        label: "KV-cache precision",
+        help: "storage of the cached keys and values",
+        choices: Choices::Fixed(PRECISION_BF16_FIRST),
+        advanced: false,
+    },
+    Control {
+        name: "flash",
+        label: "FlashAttention",
+        help: "fuse the attention ops (scores stay on chip)",
+        choices: Choices::Fixed(&["on", "off"]),
+        advanced: false,
+    },
+    Control {
+        name: "contexts",
+        label: "Context mix",
+        help: "instead of batch × length: tokens x count, e.g. 2048x8,32768x2",
+        choices: Choices::Text("e.g. 2048x8,32768x2"),
+        advanced: true,
+    },
+    Control {
+        name: "activations",
+        label: "Activation precision",
+        help: "storage of activations between kernels",
+        choices: Choices::Fixed(ACTIVATIONS),
+        advanced: true,
+    },
+    Control {
+        name: "causal",
+        label: "Causal counting (prefill)",
+        help: "half: the causal triangle; full: the whole score square",
+        choices: Choices::Fixed(&["half", "full"]),
+        advanced: true,
+    },
+    Control {
+        name: "logits",
+        label: "Logits",
+        help: "for the last token of each sequence, or all tokens",
+        choices: Choices::Fixed(&["last", "all"]),
+        advanced: true,
+    },
+    Control {
+        name: "counting",
+        label: "Counting",
+        help: "full: every operator; seed: exactly seed 004's rows",
+        choices: Choices::Fixed(&["full", "seed"]),
+        advanced: true,
+    },
+    Control {
+        name: "mla",
+        label: "MLA form",
+        help: "auto: absorbed in decode, naive in prefill",
+        choices: Choices::Fixed(&["auto", "naive", "absorbed"]),
+        advanced: true,
+    },
+    Control {
+        name: "compute_efficiency",
+        label: "Compute efficiency",
+        help: "achieved fraction of peak FLOP/s, in (0, 1]",
+        choices: Choices::Text("0.6"),
+        advanced: true,
+    },
+    Control {
+        name: "bandwidth_efficiency",
+        label: "Bandwidth efficiency",
+        help: "achieved fraction of peak bandwidth, in (0, 1]",
+        choices: Choices::Text("0.8"),
+        advanced: true,
+    },
+    Control {
+        name: "zipf",
+        label: "MoE routing skew",
+        help: "Zipf exponent; 0 = uniform routing",
+        choices: Choices::Text("0"),
+        advanced: true,
+    },
+];
+
+/// The storage formats with the KV default first.
+const PRECISION_BF16_FIRST: &[&str] =
+    &["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"];
+
+/// The controls form and the upload form.
+pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
+    // The uploaded model is listed when it decodes; a broken one is reported by the page itself.
+    let catalog = q.catalog(&state.catalog).unwrap_or(std::borrow::Cow::Borrowed(&state.catalog));
+    let other: Vec<&'static str> =
+        scenario_fields().iter().copied().filter(|f| !CONTROLS.iter().any(|c| c.name == *f)).collect();
+    html! {
+        section.controls aria-label="scenario" {
+            form #controls method="get" action=(page.path()) {
+                div.grid {
+                    @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field)) }
+                }
+                details open[CONTROLS.iter().any(|c| c.advanced && changed(c, q)) || other.iter().any(|f| q.get(f).is_some())] {
+                    summary { "more inputs" }
+                    div.grid {
+                        @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field)) }
+                        @for f in &other {
+                            (control(&Control { name: f, label: f, help: "", choices: Choices::Text(""), advanced: true }, &catalog, q, error_field))
+                        }
+                    }
+                }
+                @if let Some(c) = &q.config {
+                    input type="hidden" name=(CONFIG_KEY) value=(c);
+                }
+                @for (k, v) in &q.extra {
+                    input type="hidden" name=(k) value=(v);
+                }
+                div.actions {
+                    button type="submit" { "Show" }
+                    a.reset href=(page.path()) { "reset to the seed's scenario" }
+                }
+            }
+            form #upload method="post" action="/upload" enctype="multipart/form-data" {
+                input type="hidden" name=(PAGE_KEY) value=(page.slug);
+                @for (k, v) in q.scenario.iter().filter(|(k, _)| k != "model") {
+                    input type="hidden" name=(k) value=(v);
+                }
+                label for="f-config" { "Your own model: " }
+                input #f-config type="file" name=(CONFIG_KEY) accept=".json,application/json";
+                button type="submit" { "Upload config.json" }
+                span.help { "read here and carried in the URL; at most 64 KiB; never stored" }
+                @if q.config.is_some() {
+                    " · " a.forget href=(forget_upload(page, q)) { "forget the uploaded model" }
+                }
+            }
+        }
+    }
+}
+
+/// The value a control stands for when its parameter is absent.
+fn default_of(c: &Control, q: &PageQuery) -> &'static str {
+    match c.choices {
+        Choices::Models if q.config.is_some() => UPLOAD_NAME,
+        Choices::Models => "llama-3-8b",
+        Choices::Gpus => "h100-sxm",
+        Choices::Fixed(values) => values[0],
+        Choices::Weights | Choices::Text(_) => "",
+    }
+}
+
+/// Whether the query sets a control to something other than its default (a plain form sends
+/// every field, defaults included).
+fn changed(c: &Control, q: &PageQuery) -> bool {
+    q.get(c.name).is_some_and(|v| !v.trim().eq_ignore_ascii_case(default_of(c, q)))
+}
+
+/// The same page without the uploaded model (and without `model=uploaded`).
+fn forget_upload(page: &PageInfo, q: &PageQuery) -> String {
+    let without = PageQuery { config: None, ..q.clone() };
+    let model = q.get("model").filter(|m| !m.eq_ignore_ascii_case(UPLOAD_NAME));
+    without.href(&page.path(), &[("model", model)])
+}
+
+fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>) -> Markup {
+    let id = format!("f-{}", c.name);
+    let raw = q.get(c.name);
+    let invalid = error_field == Some(c.name);
+    let (options, default): (Vec<(String, String)>, String) = match &c.choices {
+        Choices::Models => {
+            let default = if q.config.is_some() { UPLOAD_NAME } else { "llama-3-8b" };
+            (
+                catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(),
+                default.into(),
+            )
+        }
+        Choices::Gpus => (
+            catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(),
+            "h100-sxm".into(),
+        ),
+        Choices::Fixed(values) => (values.iter().map(|v| (v.to_string(), v.to_string())).collect(), values[0].into()),
+        Choices::Weights => {
+            let mut o = vec![(String::new(), "checkpoint's own (bf16 unless quantised)".to_string())];
+            o.extend(PRECISION_NAMES.iter().map(|v| (v.to_string(), v.to_string())));
+            (o, String::new())
+        }
+        Choices::Text(placeholder) => {
+            return html! {
+                div.field {
+                    label for=(id) { (c.label) }
+                    input #(id) type="text" name=(c.name) value=[raw] placeholder=(placeholder) autocomplete="off"
+                        spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
+                    small #{ (id) "-help" } { (c.help) }
+                }
+            };
+        }
+    };
+    let selected = selected_value(c, catalog, raw, &options, &default);
+    let known = options.iter().any(|(v, _)| *v == selected);
+    html! {
+        div.field {
+            label for=(id) { (c.label) }
+            select #(id) name=(c.name) data-default=(default) aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
+                @if !known {
+                    option value=(selected) selected { (selected) " (not recognised)" }
+                }
+                @for (value, label) in &options {
+                    option value=(value) selected[*value == selected] { (label) }
+                }
+            }
+            small #{ (id) "-help" } { (c.help) }
+        }
+    }
+}
+
+/// The option a raw value selects: itself, its case-insensitive match, or the canonical name of a
+/// catalogue alias (`H100` → `h100-sxm`).
+fn selected_value(
+    c: &Control,
+    catalog: &Catalog,
+    raw: Option<&str>,
+    options: &[(String, String)],
+    default: &str,
+) -> String {
+    let Some(raw) = raw.map(str::trim) else { return default.to_string() };
+    if let Some((v, _)) = options.iter().find(|(v, _)| v.eq_ignore_ascii_case(raw)) {
+        return v.clone();
+    }
+    let canonical = match c.choices {
+        Choices::Models => catalog.preset(raw).ok().map(|p| p.name.clone()),
+        Choices::Gpus => catalog.gpu(raw).ok().map(|g| g.name.clone()),
+        _ => None,
+    };
+    canonical.unwrap_or_else(|| raw.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_ledger_core::ScenarioRequest;
+
+    /// Every value a select offers is one the core accepts (so the form never offers an error).
+    #[test]
+    fn every_offered_choice_resolves() {
+        let catalog = Catalog::builtin();
+        for c in CONTROLS {
+            let values: Vec<String> = match c.choices {
+                Choices::Fixed(v) => v.iter().map(|s| s.to_string()).collect(),
+                Choices::Weights => PRECISION_NAMES.iter().map(|s| s.to_string()).collect(),
+                Choices::Gpus => catalog.gpus().iter().map(|g| g.name.clone()).collect(),
+                Choices::Models => catalog.presets().iter().map(|p| p.name.clone()).collect(),
+                Choices::Text(_) => continue,
+            };
+            for v in values {
+                let q = PageQuery::parse(Some(&format!("{}={}", c.name, v)), &[]).unwrap();
+                let req: ScenarioRequest = q.request().unwrap();
+                // Prefill needs a prompt; the default ctx 2048 is one. MLA forms need an MLA model only to matter.
+                assert!(req.resolve(&catalog).is_ok(), "{}={v} is offered but refused", c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_control_is_a_scenario_field_and_the_kv_list_is_the_core_list() {
+        for c in CONTROLS {
+            assert!(scenario_fields().contains(&c.name), "{} is not a ScenarioRequest field", c.name);
+        }
+        let mut a = PRECISION_BF16_FIRST.to_vec();
+        let mut b = PRECISION_NAMES.to_vec();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,92 @@
+//! The shared page layout: head, navigation (every link carries the scenario), the controls, the
+//! error box or the page's body, and the footer. Server-rendered with `maud`, which escapes every
+//! interpolated value.
+
+use crate::assets;
+use crate::error::AppError;
+use crate::form;
+use crate::pages::{PageInfo, PageKind, PAGES};
+use crate::query::PageQuery;
+use crate::AppState;
+use maud::{html, Markup, DOCTYPE};
+
+/// The whole document.
+pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body: Result<Markup, AppError>) -> Markup {
+    let error = body.as_ref().err();
+    let title = match error {
+        Some(_) => format!("{} · error · llm-ledger", page.title),
+        None => format!("{} · llm-ledger", page.title),
+    };
+    let controls = matches!(page.kind, PageKind::Ready { controls: true, .. } | PageKind::Coming { .. });
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (title) }
+                link rel="stylesheet" href=(assets::css_path());
+                script src=(assets::js_path()) defer {}
+            }
+            body {
+                div #page data-page=(page.slug) {
+                    header.top {
+                        a.brand href=(query.href("/", &[])) { "llm-ledger" }
+                        span.tagline { "where the FLOPs, the bytes and the time of a forward pass go" }
+                    }
+                    (nav(page, query))
+                    @if controls {
+                        (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
+                    }
+                    main #content {
+                        @match &body {
+                            Ok(m) => (m),
+                            Err(e) => (error_box(e)),
+                        }
+                    }
+                    footer.bottom {
+                        "Every number on these pages is the CLI's: "
+                        code { "llm-ledger ledger" } " with the same inputs prints the same ledger. "
+                        "Nothing you enter leaves this page's URL; nothing is stored."
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
+    html! {
+        nav.pages aria-label="pages" {
+            ul {
+                @for p in PAGES {
+                    li {
+                        @let cls = if p.is_ready() { "ready" } else { "coming" };
+                        @if std::ptr::eq(p, current) {
+                            a class=(cls) href=(query.href(&p.path(), &[])) aria-current="page" data-slug=(p.slug) { (p.title) }
+                        } @else {
+                            a class=(cls) href=(query.href(&p.path(), &[])) data-slug=(p.slug) title=(p.summary) { (p.title) }
+                        }
+                        @if !p.is_ready() { " " span.badge { "coming" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The error, with a link to the control it is about.
+pub fn error_box(e: &AppError) -> Markup {
+    html! {
+        div.error #error role="alert" data-status=(e.status.as_u16()) data-field=[e.field.as_deref()] {
+            strong { "Cannot show this page: " }
+            span.message { (e.message) }
+            @if let Some(f) = &e.field {
+                @if crate::query::scenario_fields().contains(&f.as_str()) {
+                    " " a href={ "#f-" (f) } { "(go to " code { (f) } ")" }
+                }
+            }
+        }
+    }
+}

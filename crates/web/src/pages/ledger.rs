@@ -1,0 +1,82 @@
+//! The ledger page: the step summary, the roofline chart, and one row per operator with its
+//! share of the step time — the CLI's `ledger` table, with the same numbers.
+
+use super::parts::{experiments, num, share_bar, summary, thead};
+use super::PageCtx;
+use crate::error::AppError;
+use llm_ledger_core::Ledger;
+use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::{human, LedgerReport, RowView};
+use maud::{html, Markup, PreEscaped};
+
+/// The page body.
+pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+    let r = ctx.resolve()?;
+    let sc = &r.scenario;
+    let report = LedgerReport::new(sc, &Ledger::build(sc));
+    let chart = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default());
+    let q = ctx.query;
+    Ok(html! {
+        h1 { "Ledger" }
+        p.headline #headline { (report.inputs.headline()) }
+        (summary(&report))
+        div.two {
+            figure.plot {
+                @match &chart {
+                    Ok(svg) => (PreEscaped(svg)),
+                    Err(e) => p.error { (e) },
+                }
+                figcaption {
+                    "Roofline on " (sc.gpu.display) ": each operator at its FLOPs per HBM byte and its attained FLOP/s. "
+                    "Below a format's ridge point an operator is memory-bound. "
+                    a href=(q.href("/plot/roofline.svg", &[])) download="roofline.svg" { "SVG" }
+                }
+            }
+            (experiments(q, &r.catalog, &ctx.page.path(), &report))
+        }
+        table.ledger #ledger {
+            caption { "Per operator, summed over the layers it occurs in" }
+            (thead(&[
+                ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
+                ("bytes", true), ("FLOP/B", true), ("math", false), ("time", true), ("share of step", false), ("bound", false),
+            ]))
+            tbody {
+                @for row in &report.rows { (row_html(row, false)) }
+            }
+            tfoot { (row_html(&report.total, true)) }
+        }
+        div.notes {
+            p { (report.counting_note) }
+            p {
+                "Roofline per operator: max(FLOPs ÷ " (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
+                (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
+            }
+            @for n in &report.notes { p.note { "note: " (n) } }
+            p.downloads {
+                "This ledger as "
+                a href=(q.href("/api/ledger", &[])) { "JSON" } ", "
+                a href=(q.href_with("/api/ledger", &[("format", "csv")])) { "CSV" }
+                " — the same documents as " code { "llm-ledger ledger --format json|csv" } "."
+            }
+        }
+    })
+}
+
+fn row_html(r: &RowView, total: bool) -> Markup {
+    html! {
+        tr data-op=(r.op) {
+            @if total { th scope="row" { (r.op) } } @else { td { code { (r.op) } } }
+            td.num { (r.layers) }
+            (num(r.flops, human::flops(r.flops)))
+            (num(r.weight_bytes, human::bytes(r.weight_bytes)))
+            (num(r.kv_bytes, human::bytes(r.kv_bytes)))
+            (num(r.activation_bytes, human::bytes(r.activation_bytes)))
+            (num(r.bytes, human::bytes(r.bytes)))
+            td.num data-value=[r.intensity] { (human::intensity(r.intensity)) }
+            td { (r.math.map(|m| m.name()).unwrap_or("")) }
+            (num(r.time_s, human::seconds(r.time_s)))
+            td.share data-value=(r.time_share) { (share_bar(r.time_share)) span { (human::percent(r.time_share)) } }
+            td class=(format!("bound {}", r.bound)) { (r.bound) }
+        }
+    }
+}

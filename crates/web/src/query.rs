@@ -1,0 +1,272 @@
+//! The URL query: the scenario (the core's `ScenarioRequest`, same names as the CLI flags), an
+//! uploaded model (`config`), and a page's own keys.
+//!
+//! Parsing: the query is split into pairs; `config` and the page's keys are taken out; pairs with
+//! an empty value are dropped (an HTML form sends every field, and an empty field means "the
+//! default", as leaving the flag out does on the CLI); everything else is deserialised into
+//! `ScenarioRequest` from the query string, so an unknown or repeated parameter is refused by serde
+//! (`deny_unknown_fields`) with its name, and the values go through the CLI's own resolver.
+
+use crate::error::AppError;
+use crate::upload;
+use axum::http::StatusCode;
+use llm_ledger_core::{Catalog, Scenario, ScenarioRequest};
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+/// Longest query accepted, bytes: room for an uploaded config (base64url of at most
+/// [`upload::MAX_MINIFIED_CONFIG_BYTES`]) plus the scenario, and below the 65,534-byte URI limit
+/// of the `http` crate.
+pub const MAX_QUERY_BYTES: usize = 60 * 1024;
+
+/// The parameter that carries an uploaded `config.json`.
+pub const CONFIG_KEY: &str = "config";
+
+/// The parameters of the core's `ScenarioRequest`, in declaration order, read from its serde
+/// derive (so a field the core adds appears in the form without a change here).
+pub fn scenario_fields() -> &'static [&'static str] {
+    static FIELDS: OnceLock<&'static [&'static str]> = OnceLock::new();
+    FIELDS.get_or_init(struct_fields::<ScenarioRequest>)
+}
+
+/// The field names a `Deserialize` struct asks its deserializer for.
+fn struct_fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+    struct Capture<'a>(&'a mut &'static [&'static str]);
+    impl<'de> Deserializer<'de> for Capture<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields captured"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Capture(&mut fields));
+    fields
+}
+
+/// A page's query, split.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageQuery {
+    /// Scenario pairs with a value, in URL order (unknown keys included, for serde to refuse).
+    pub scenario: Vec<(String, String)>,
+    /// The uploaded config, as it travels (base64url).
+    pub config: Option<String>,
+    /// The page's own keys.
+    pub extra: Vec<(String, String)>,
+}
+
+/// A resolved scenario and the catalogue it was resolved against (with any uploaded model).
+pub struct Resolved<'a> {
+    /// The catalogue.
+    pub catalog: Cow<'a, Catalog>,
+    /// The scenario.
+    pub scenario: Scenario,
+}
+
+impl PageQuery {
+    /// Split a raw query. Fails only on a query that is too long, not valid form encoding, or
+    /// repeats a non-scenario key.
+    pub fn parse(raw: Option<&str>, page_keys: &[&str]) -> Result<PageQuery, AppError> {
+        let raw = raw.unwrap_or("");
+        if raw.len() > MAX_QUERY_BYTES {
+            return Err(AppError::bad_request(
+                format!("the query is {} bytes; at most {MAX_QUERY_BYTES} are accepted", raw.len()),
+                None,
+            )
+            .with_status(StatusCode::URI_TOO_LONG));
+        }
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
+            .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
+        Self::from_pairs(pairs, page_keys)
+    }
+
+    /// Split already-decoded pairs (form fields).
+    pub fn from_pairs(pairs: Vec<(String, String)>, page_keys: &[&str]) -> Result<PageQuery, AppError> {
+        let mut q = PageQuery::default();
+        for (k, v) in pairs {
+            if k == CONFIG_KEY {
+                if q.config.is_some() {
+                    return Err(AppError::bad_request(format!("duplicate field `{CONFIG_KEY}`"), Some(CONFIG_KEY)));
+                }
+                q.config = Some(v).filter(|v| !v.is_empty());
+            } else if page_keys.contains(&k.as_str()) {
+                if q.extra.iter().any(|(e, _)| *e == k) {
+                    return Err(AppError::bad_request(format!("duplicate field `{k}`"), Some(&k)));
+                }
+                q.extra.push((k, v));
+            } else if !v.trim().is_empty() {
+                q.scenario.push((k, v));
+            }
+        }
+        Ok(q)
+    }
+
+    /// A scenario parameter's raw value.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.scenario.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// A page key's raw value.
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The scenario as the core's request, deserialised from the query string. With an uploaded
+    /// model and no `model`, the uploaded model is the one used.
+    pub fn request(&self) -> Result<ScenarioRequest, AppError> {
+        let encoded =
+            serde_urlencoded::to_string(&self.scenario).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+        let mut req: ScenarioRequest = serde_urlencoded::from_str(&encoded).map_err(|e| {
+            let message = e.to_string();
+            let field = message.split('`').nth(1).map(str::to_string);
+            AppError { field, ..AppError::bad_request(message, None) }
+        })?;
+        if self.config.is_some() && req.model.is_none() {
+            req.model = Some(upload::UPLOAD_NAME.to_string());
+        }
+        Ok(req)
+    }
+
+    /// The catalogue with the uploaded model added, if there is one.
+    pub fn catalog<'a>(&self, base: &'a Catalog) -> Result<Cow<'a, Catalog>, AppError> {
+        match &self.config {
+            None => Ok(Cow::Borrowed(base)),
+            Some(c) => {
+                let mut cat = base.clone();
+                cat.add_presets(vec![upload::preset(&upload::decode(c)?)?]);
+                Ok(Cow::Owned(cat))
+            }
+        }
+    }
+
+    /// Resolve the scenario with the core's resolver.
+    pub fn resolve<'a>(&self, base: &'a Catalog) -> Result<Resolved<'a>, AppError> {
+        let req = self.request()?;
+        let catalog = self.catalog(base)?;
+        let scenario = req.resolve(&catalog).map_err(|e| AppError::from_core(&e, &self.scenario))?;
+        Ok(Resolved { catalog, scenario })
+    }
+
+    /// The state as a query string (`?…`, or empty), with some scenario keys replaced (`Some`) or
+    /// removed (`None`). Page keys are not carried: they belong to the page that set them.
+    pub fn state_query(&self, overrides: &[(&str, Option<&str>)]) -> String {
+        let mut pairs: Vec<(&str, &str)> = self
+            .scenario
+            .iter()
+            .filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        // Overrides go where the scenario fields are declared, so links read in a stable order.
+        for (k, v) in overrides {
+            if let Some(v) = v {
+                let rank = |key: &str| scenario_fields().iter().position(|f| *f == key).unwrap_or(usize::MAX);
+                let at = pairs.iter().position(|(p, _)| rank(p) > rank(k)).unwrap_or(pairs.len());
+                pairs.insert(at, (k, v));
+            }
+        }
+        if let Some(c) = &self.config {
+            pairs.push((CONFIG_KEY, c));
+        }
+        if pairs.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", serde_urlencoded::to_string(&pairs).unwrap_or_default())
+        }
+    }
+
+    /// A link to `path` carrying the state.
+    pub fn href(&self, path: &str, overrides: &[(&str, Option<&str>)]) -> String {
+        format!("{path}{}", self.state_query(overrides))
+    }
+
+    /// Only the uploaded model (for endpoints that take no scenario).
+    pub fn config_only(&self) -> PageQuery {
+        PageQuery { config: self.config.clone(), ..PageQuery::default() }
+    }
+
+    /// A link to `path` carrying the state and some of the target's own keys (`format=csv`).
+    pub fn href_with(&self, path: &str, page_keys: &[(&str, &str)]) -> String {
+        let state = self.state_query(&[]);
+        let extra = serde_urlencoded::to_string(page_keys).unwrap_or_default();
+        match (state.is_empty(), extra.is_empty()) {
+            (_, true) => format!("{path}{state}"),
+            (true, false) => format!("{path}?{extra}"),
+            (false, false) => format!("{path}{state}&{extra}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scenario_fields_are_read_from_the_core() {
+        let f = scenario_fields();
+        assert_eq!(&f[..5], ["model", "gpu", "phase", "batch", "ctx"]);
+        assert!(f.contains(&"flash") && f.contains(&"kv") && f.contains(&"weights"));
+        assert!(!f.contains(&CONFIG_KEY), "`config` must not collide with a scenario field");
+        for page in crate::pages::PAGES {
+            for k in page.keys {
+                assert!(!f.contains(k) && *k != CONFIG_KEY, "page {}: key `{k}` collides", page.slug);
+            }
+        }
+    }
+
+    #[test]
+    fn empty_values_mean_the_default_and_unknown_keys_are_refused_by_serde() {
+        let q = PageQuery::parse(Some("batch=64&ctx=&kv=fp8"), &[]).unwrap();
+        assert_eq!(q.scenario, [("batch".to_string(), "64".to_string()), ("kv".into(), "fp8".into())]);
+        let r = q.request().unwrap();
+        assert_eq!((r.batch.as_deref(), r.ctx, r.kv.as_deref()), (Some("64"), None, Some("fp8")));
+
+        let e = PageQuery::parse(Some("batch=1&bacth=2"), &[]).unwrap().request().unwrap_err();
+        assert!(e.message.starts_with("unknown field `bacth`, expected one of `model`, `gpu`"), "{}", e.message);
+        assert_eq!(e.field.as_deref(), Some("bacth"));
+        let e = PageQuery::parse(Some("batch=1&batch=2"), &[]).unwrap().request().unwrap_err();
+        assert_eq!((e.message.as_str(), e.field.as_deref()), ("duplicate field `batch`", Some("batch")));
+    }
+
+    #[test]
+    fn page_keys_and_config_are_split_off() {
+        let q = PageQuery::parse(Some("format=csv&model=gpt2&config=abc"), &["format"]).unwrap();
+        assert_eq!(q.extra("format"), Some("csv"));
+        assert_eq!(q.get("model"), Some("gpt2"));
+        assert_eq!(q.config.as_deref(), Some("abc"));
+        assert!(PageQuery::parse(Some("format=csv"), &[]).unwrap().request().is_err());
+        assert!(PageQuery::parse(Some("config=a&config=b"), &[]).is_err());
+    }
+
+    #[test]
+    fn links_carry_the_state_with_overrides_in_field_order() {
+        let q = PageQuery::parse(Some("kv=fp8&model=gpt2&config=Zm9v"), &[]).unwrap();
+        assert_eq!(q.href("/ledger", &[]), "/ledger?kv=fp8&model=gpt2&config=Zm9v");
+        assert_eq!(q.href("/ledger", &[("batch", Some("64")), ("model", None)]), "/ledger?batch=64&kv=fp8&config=Zm9v");
+        assert_eq!(PageQuery::default().href("/gpus", &[]), "/gpus");
+        assert_eq!(PageQuery::default().href("/", &[("contexts", Some("2048x8,100"))]), "/?contexts=2048x8%2C100");
+    }
+
+    #[test]
+    fn oversized_and_malformed_queries_are_refused() {
+        let long = "a".repeat(MAX_QUERY_BYTES + 1);
+        const _: () =
+            assert!(MAX_QUERY_BYTES > upload::MAX_MINIFIED_CONFIG_BYTES * 4 / 3 + 2048 && MAX_QUERY_BYTES < 65_534);
+        assert_eq!(PageQuery::parse(Some(&long), &[]).unwrap_err().status, StatusCode::URI_TOO_LONG);
+        // Invalid UTF-8 in a percent-escape decodes to U+FFFD, which the core then refuses.
+        let e = PageQuery::parse(Some("batch=%FF"), &[]).unwrap().resolve(&Catalog::builtin()).err().unwrap();
+        assert_eq!(e.field.as_deref(), Some("batch"));
+    }
+}

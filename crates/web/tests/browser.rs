@@ -1,0 +1,374 @@
+//! The explorer in a real browser: Debian's Chromium, headless, driven through chromedriver
+//! (WebDriver) with `fantoccini`. The server runs in this process on a loopback port; nothing
+//! touches the network.
+//!
+//! What is checked: the page loads; changing a control swaps the numbers without a full reload and
+//! puts the state in the URL; links and the back button move between states; an uploaded
+//! config.json becomes the model; with JavaScript off the same controls work as a plain form; and
+//! a screenshot of every page is saved under `target/browser-screenshots/` (look at them).
+//!
+//! Chromium and chromedriver are found on PATH (or `LLM_LEDGER_CHROMIUM` / `LLM_LEDGER_CHROMEDRIVER`).
+//! Without them the test fails when `CI` is set and otherwise prints why it skipped.
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use llm_ledger_core::{Catalog, Ledger, ScenarioRequest};
+use llm_ledger_report::LedgerReport;
+use llm_ledger_web::pages::PAGES;
+use llm_ledger_web::{app, AppState};
+use serde_json::json;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+/// WebDriver errors as text, for the failure report.
+trait TextErr<T> {
+    fn text_err(self) -> Result<T>;
+}
+
+impl<T, E: std::fmt::Display> TextErr<T> for std::result::Result<T, E> {
+    fn text_err(self) -> Result<T> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+/// Longest wait for the browser to show something (generous: two shared cores).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn which(env: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let path = std::env::var_os("PATH")?;
+    names
+        .iter()
+        .flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n)))
+        .chain(["/usr/lib/chromium/chromedriver"].iter().map(PathBuf::from))
+        .find(|p| p.is_file() && names.iter().any(|n| p.ends_with(n)))
+}
+
+fn screenshots_dir() -> PathBuf {
+    // CARGO_TARGET_TMPDIR is target/tmp.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").join("browser-screenshots");
+    std::fs::create_dir_all(&dir).expect("create target/browser-screenshots");
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// chromedriver, killed (with its browsers) when dropped, also on a failed assertion.
+struct Driver {
+    child: Child,
+    port: u16,
+    profiles: Vec<PathBuf>,
+}
+
+impl Driver {
+    fn start(exe: &Path) -> Result<Driver> {
+        let port = free_port();
+        let child = Command::new(exe)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let d = Driver { child, port, profiles: Vec::new() };
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if start.elapsed() > PATIENCE {
+                return Err("chromedriver did not start listening".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(d)
+    }
+
+    /// A fresh headless browser session; `extra` flags and prefs on top of the required ones.
+    async fn session(&mut self, chromium: &Path, extra: &[&str], prefs: serde_json::Value) -> Result<Client> {
+        let profile =
+            std::env::temp_dir().join(format!("llm-ledger-chromium-{}-{}", std::process::id(), self.profiles.len()));
+        let _ = std::fs::remove_dir_all(&profile);
+        self.profiles.push(profile.clone());
+        let mut args: Vec<String> = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,1800",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.display()));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let caps = json!({ "goog:chromeOptions": { "binary": chromium, "args": args, "prefs": prefs } });
+        let serde_json::Value::Object(caps) = caps else { unreachable!() };
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .map_err(|e| format!("cannot open a browser session: {e}"))
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for p in &self.profiles {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+/// Poll `check` until it yields `Some`, or fail after `PATIENCE` naming `what`.
+async fn until<T, F, Fut>(what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return Ok(v);
+        }
+        if start.elapsed() > PATIENCE {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn data_value(c: &Client, id: &str) -> Option<String> {
+    c.find(Locator::Id(id)).await.ok()?.attr("data-value").await.ok()?
+}
+
+async fn url(c: &Client) -> String {
+    c.current_url().await.map(|u| u.to_string()).unwrap_or_default()
+}
+
+async fn heading(c: &Client) -> Option<String> {
+    c.find(Locator::Css("main h1")).await.ok()?.text().await.ok()
+}
+
+async fn wait_heading(c: &Client, h: &str) -> Result {
+    until(&format!("the heading {h:?}"), || async { heading(c).await.filter(|t| t.starts_with(h)).map(|_| ()) }).await
+}
+
+async fn wait_url(c: &Client, part: &str) -> Result<String> {
+    until(&format!("a URL containing {part:?}"), || async { Some(url(c).await).filter(|u| u.contains(part)) }).await
+}
+
+/// Save a screenshot of the whole page (the window is sized to the document first).
+async fn shot(c: &Client, name: &str) -> Result {
+    let h = c
+        .execute("return Math.ceil(document.documentElement.scrollHeight)", vec![])
+        .await
+        .ok()
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1800)
+        .clamp(600, 6000);
+    c.set_window_size(1280, h as u32 + 140).await.text_err()?;
+    let png = c.screenshot().await.map_err(|e| format!("screenshot {name}: {e}"))?;
+    if png.len() < 1000 || !png.starts_with(b"\x89PNG") {
+        return Err(format!("screenshot {name} is not a PNG"));
+    }
+    std::fs::write(screenshots_dir().join(format!("{name}.png")), png).text_err()?;
+    c.set_window_size(1280, 1800).await.text_err()
+}
+
+/// The step time the CLI computes for these inputs, as the page writes it (`{}` of the f64).
+fn cli_step_time(pairs: &[(&str, &str)]) -> String {
+    let req: ScenarioRequest = serde_urlencoded::from_str(&serde_urlencoded::to_string(pairs).unwrap()).unwrap();
+    let sc = req.resolve(&Catalog::builtin()).unwrap();
+    LedgerReport::new(&sc, &Ledger::build(&sc)).step_time_s.to_string()
+}
+
+async fn with_javascript(c: &Client, base: &str) -> Result {
+    // Load the overview.
+    c.goto(base).await.text_err()?;
+    wait_heading(c, "Overview").await?;
+    let first = until("the step time", || data_value(c, "step-time")).await?;
+    assert_eq!(first, cli_step_time(&[]));
+    shot(c, "overview").await?;
+    // A marker that a full reload would wipe.
+    c.execute("window.__noReload = 1", vec![]).await.text_err()?;
+
+    // Type a batch size and press Enter: the numbers change in place and the URL follows.
+    let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
+    batch.send_keys("64\u{E007}").await.text_err()?;
+    wait_url(c, "batch=64").await?;
+    let expected = cli_step_time(&[("batch", "64")]);
+    until("the batch-64 step time", || async { data_value(c, "step-time").await.filter(|v| *v == expected) }).await?;
+    assert_ne!(expected, first, "the control changed the numbers");
+
+    // A select: the KV cache to fp8.
+    let kv = c.find(Locator::Id("f-kv")).await.text_err()?;
+    kv.select_by_value("fp8").await.text_err()?;
+    let u = wait_url(c, "kv=fp8").await?;
+    assert!(u.contains("batch=64"), "{u}");
+    let expected = cli_step_time(&[("batch", "64"), ("kv", "fp8")]);
+    until("the fp8-KV step time", || async { data_value(c, "step-time").await.filter(|v| *v == expected) }).await?;
+    let kept = c.execute("return window.__noReload === 1", vec![]).await.text_err()?;
+    assert_eq!(kept, json!(true), "the page was updated without a full reload");
+
+    // Navigate by the navigation: the state travels along.
+    c.find(Locator::Css("nav a[data-slug='ledger']")).await.text_err()?.click().await.text_err()?;
+    wait_heading(c, "Ledger").await?;
+    let u = wait_url(c, "/ledger?").await?;
+    assert!(u.contains("batch=64") && u.contains("kv=fp8"), "{u}");
+    until("the roofline points", || async {
+        c.find_all(Locator::Css("svg.roofline circle.op title")).await.ok().filter(|v| v.len() >= 10).map(|_| ())
+    })
+    .await?;
+    shot(c, "ledger").await?;
+
+    // One of the seed's experiments, then back and forward.
+    c.find(Locator::LinkText("Drop the weights to INT4")).await.text_err()?.click().await.text_err()?;
+    wait_url(c, "weights=int4").await?;
+    let int4 = cli_step_time(&[("batch", "64"), ("weights", "int4"), ("kv", "fp8")]);
+    until("the int4 step time", || async { data_value(c, "step-time").await.filter(|v| *v == int4) }).await?;
+    c.back().await.text_err()?;
+    until("the URL before the experiment", || async {
+        Some(url(c).await).filter(|u| !u.contains("weights=int4") && u.contains("/ledger?"))
+    })
+    .await?;
+    let expected = cli_step_time(&[("batch", "64"), ("kv", "fp8")]);
+    until("the numbers before the experiment", || async {
+        data_value(c, "step-time").await.filter(|v| *v == expected)
+    })
+    .await?;
+    c.back().await.text_err()?;
+    wait_heading(c, "Overview").await?;
+    c.forward().await.text_err()?;
+    wait_heading(c, "Ledger").await?;
+
+    // The listings, a model from the list, a page still to come, and an error.
+    c.find(Locator::Css("nav a[data-slug='models']")).await.text_err()?.click().await.text_err()?;
+    wait_heading(c, "Models").await?;
+    shot(c, "models").await?;
+    c.find(Locator::Css("tr[data-model='mistral-7b'] a")).await.text_err()?.click().await.text_err()?;
+    wait_url(c, "model=mistral-7b").await?;
+    wait_heading(c, "Ledger").await?;
+    c.find(Locator::Css("nav a[data-slug='gpus']")).await.text_err()?.click().await.text_err()?;
+    wait_heading(c, "GPUs").await?;
+    shot(c, "gpus").await?;
+    for page in PAGES.iter().filter(|p| !p.is_ready()) {
+        c.goto(&format!("{base}{}", page.slug)).await.text_err()?;
+        wait_heading(c, page.title).await?;
+        shot(c, &format!("coming-{}", page.slug)).await?;
+    }
+    c.goto(&format!("{base}ledger?batch=0&gpu=h100")).await.text_err()?;
+    let msg = until("the error box", || async { c.find(Locator::Css("#error .message")).await.ok() }).await?;
+    assert_eq!(msg.text().await.text_err()?, "invalid `batch`: 0 (an integer in 1..=1073741824)");
+    shot(c, "error").await?;
+
+    // Upload a config.json: it becomes the model, and the URL carries it.
+    let file = std::env::temp_dir().join(format!("llm-ledger-browser-{}-config.json", std::process::id()));
+    std::fs::write(&file, GPT2_CONFIG).text_err()?;
+    c.goto(&format!("{base}ledger?batch=4")).await.text_err()?;
+    wait_heading(c, "Ledger").await?;
+    let input = c.find(Locator::Id("f-config")).await.text_err()?;
+    input.send_keys(&file.display().to_string()).await.text_err()?;
+    let u = wait_url(c, "config=").await?;
+    let _ = std::fs::remove_file(&file);
+    assert!(u.contains("/ledger?batch=4&config="), "{u}");
+    until("the uploaded model in the headline", || async {
+        c.find(Locator::Id("headline")).await.ok()?.text().await.ok().filter(|t| t.starts_with("uploaded on h100-sxm"))
+    })
+    .await?;
+    shot(c, "ledger-uploaded").await?;
+    Ok(())
+}
+
+const GPT2_CONFIG: &str = r#"{"model_type": "gpt2", "_name_or_path": "my-gpt2", "n_embd": 768, "n_head": 12,
+ "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}"#;
+
+async fn without_javascript(c: &Client, base: &str) -> Result {
+    c.goto(&format!("{base}ledger")).await.text_err()?;
+    wait_heading(c, "Ledger").await?;
+    let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
+    batch.send_keys("32").await.text_err()?;
+    c.find(Locator::Id("f-phase")).await.text_err()?.select_by_value("prefill").await.text_err()?;
+    c.find(Locator::Css("#controls button[type=submit]")).await.text_err()?.click().await.text_err()?;
+    // A plain GET form sends every field; empty ones mean "default".
+    let u = wait_url(c, "batch=32").await?;
+    assert!(u.contains("phase=prefill") && u.contains("ctx=&"), "{u}");
+    let expected = cli_step_time(&[("batch", "32"), ("phase", "prefill")]);
+    until("the prefill step time", || async { data_value(c, "step-time").await.filter(|v| *v == expected) }).await?;
+    shot(c, "ledger-no-javascript").await
+}
+
+async fn dark(c: &Client, base: &str) -> Result {
+    c.goto(&format!("{base}ledger?batch=64")).await.text_err()?;
+    wait_heading(c, "Ledger").await?;
+    let is_dark = c.execute("return matchMedia('(prefers-color-scheme: dark)').matches", vec![]).await.text_err()?;
+    assert_eq!(is_dark, json!(true), "the dark session prefers a dark scheme");
+    // The plot's text takes the page's light foreground colour.
+    let fill = c
+        .execute("return getComputedStyle(document.querySelector('svg.roofline text')).fill", vec![])
+        .await
+        .text_err()?;
+    assert_eq!(fill, json!("rgb(230, 237, 243)"), "plot text follows the dark theme");
+    shot(c, "ledger-dark").await
+}
+
+#[test]
+fn the_explorer_works_in_a_real_browser() {
+    let (Some(chromium), Some(chromedriver)) = (
+        which("LLM_LEDGER_CHROMIUM", &["chromium", "chromium-browser"]),
+        which("LLM_LEDGER_CHROMEDRIVER", &["chromedriver"]),
+    ) else {
+        let why = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)";
+        if std::env::var_os("CI").is_some() {
+            panic!("browser tests cannot run in CI: {why}");
+        }
+        eprintln!("skipping the browser tests: {why}");
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let outcome: Result = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+        let base = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app(Arc::new(AppState::builtin()))).await });
+        let mut driver = Driver::start(&chromedriver)?;
+        let mut failures = Vec::new();
+        let no_js = json!({ "profile.managed_default_content_settings.javascript": 2 });
+        for (name, flags, prefs) in [
+            ("with JavaScript", vec![], json!({})),
+            ("without JavaScript", vec![], no_js),
+            ("dark theme", vec!["--force-dark-mode", "--blink-settings=preferredColorScheme=0"], json!({})),
+        ] {
+            let c = driver.session(&chromium, &flags, prefs).await?;
+            let r = match name {
+                "with JavaScript" => with_javascript(&c, &base).await,
+                "without JavaScript" => without_javascript(&c, &base).await,
+                _ => dark(&c, &base).await,
+            };
+            if let Err(e) = r {
+                let _ = shot(&c, &format!("failure-{}", name.replace(' ', "-"))).await;
+                failures.push(format!("{name}: {e} (at {})", url(&c).await));
+            }
+            let _ = c.close().await;
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("\n"))
+        }
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    eprintln!("screenshots: {}", screenshots_dir().display());
+}
