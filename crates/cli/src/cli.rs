@@ -45,6 +45,9 @@ pub enum Command {
     /// One GEMM cut into thread-block tiles on a GPU: tile and wave quantisation, occupancy,
     /// re-read traffic, a modelled time and the candidate tiles.
     Tile(TileArgs),
+    /// The MoE union problem over a batch range: experts touched, tokens per expert, expert weight
+    /// bytes read per step (with --model) or for --experts/--top-k alone.
+    Moe(MoeArgs),
     /// Serve the explorer: a local web page for the ledger, with plots (Ctrl-C to stop).
     Serve(ServeArgs),
 }
@@ -297,6 +300,21 @@ pub struct AdviseArgs {
     pub price: PriceArgs,
     #[command(flatten)]
     pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `moe` options (`--batch` takes lists and ranges, default `1,2,4,8,16,32,64,128`).
+#[derive(Debug, Clone, Args)]
+pub struct MoeArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Routed experts E, without a model.
+    #[arg(long, allow_hyphen_values = true)]
+    pub experts: Option<String>,
+    /// Experts per token k, without a model.
+    #[arg(long, allow_hyphen_values = true)]
+    pub top_k: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

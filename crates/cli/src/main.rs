@@ -31,6 +31,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Advise(a)) => commands::measure::advise(&a),
         Some(Command::Zoom(a)) => commands::zoom::run(&a),
         Some(Command::Tile(a)) => commands::tile::run(&a),
+        Some(Command::Moe(a)) => commands::moe::run(&a),
         Some(Command::Serve(a)) => commands::serve::run(&a),
     }
 }

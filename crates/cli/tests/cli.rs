@@ -204,3 +204,41 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--phase", "train"]).contains("unknown phase `train`; accepted: decode, prefill"));
     assert!(fails(&["ledger", "--gpu-file", "/nonexistent.toml"]).contains("cannot read GPU file"));
 }
+
+#[test]
+fn moe_reproduces_the_seed_union_table() {
+    // Seed 004: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16; 128 top-8 → 8, 51.6, 111.8, 125.9.
+    for (args, expected) in [
+        (["--experts", "8", "--top-k", "2", "--batch", "1,4,8,16"], [2.0, 5.5, 7.2, 7.9]),
+        (["--experts", "128", "--top-k", "8", "--batch", "1,8,32,64"], [8.0, 51.6, 111.8, 125.9]),
+    ] {
+        let mut a = vec!["moe", "--format", "json"];
+        a.extend(args);
+        let v = json(&a);
+        let got: Vec<f64> = v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["experts_touched"].as_f64().unwrap() * 10.0).round() / 10.0)
+            .collect();
+        assert_eq!(got, expected);
+        assert!(v["points"][0]["batch"].is_u64());
+    }
+}
+
+#[test]
+fn moe_with_a_model_table() {
+    insta::assert_snapshot!(run(&["moe", "--model", "mixtral-8x7b", "--batch", "1..16*2"]).1);
+}
+
+#[test]
+fn moe_bad_inputs() {
+    assert!(fails(&["moe"]).contains("unsupported model `llama-3-8b` for moe: it has no mixture-of-experts layers"));
+    assert!(fails(&["moe", "--experts", "8"]).contains("missing required field `top_k`"));
+    assert!(fails(&["moe", "--experts", "8", "--top-k", "9"])
+        .contains("invalid `top_k`: 9 (1..=8 (the number of experts))"));
+    assert!(fails(&["moe", "--experts", "0", "--top-k", "1"]).contains("invalid `experts`: 0"));
+    assert!(fails(&["moe", "--model", "mixtral-8x7b", "--experts", "8", "--top-k", "2"])
+        .contains("given together with --model"));
+    assert!(fails(&["moe", "--experts", "8", "--top-k", "2", "--batch", "0..5"]).contains("invalid `batch`: 0"));
+}

@@ -133,6 +133,80 @@ pub fn uniform_experts_touched(experts: u64, top_k: u64, tokens: f64) -> f64 {
     e * (1.0 - (1.0 - top_k as f64 / e).powf(tokens))
 }
 
+/// The union problem at one token count.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct UnionPoint {
+    /// Tokens routed in the step (decode: batch; prefill: batch × prompt).
+    pub tokens: f64,
+    /// Expected distinct experts touched, Σ 1 − (1 − p_i)^N.
+    pub experts_touched: f64,
+    /// experts_touched ÷ E.
+    pub fraction_touched: f64,
+    /// Mean tokens per touched expert, N·k ÷ experts_touched (the M of each expert's GEMM).
+    pub tokens_per_expert: f64,
+    /// Expected tokens of the busiest expert, N · max p_i (N·k/E under uniform routing).
+    pub busiest_expert_tokens: f64,
+}
+
+/// Experts touched, tokens per expert and the busiest expert's load for `tokens` routed tokens.
+pub fn union_point(experts: u64, top_k: u64, tokens: f64, routing: &Routing) -> Result<UnionPoint> {
+    let p = routing_probabilities(experts, top_k, routing)?;
+    let touched = expected_experts_touched(experts, top_k, tokens, routing)?;
+    let max_p = p.iter().copied().fold(0.0, f64::max);
+    Ok(UnionPoint {
+        tokens,
+        experts_touched: touched,
+        fraction_touched: touched / experts as f64,
+        tokens_per_expert: if touched > 0.0 { tokens * top_k as f64 / touched } else { 0.0 },
+        busiest_expert_tokens: tokens * max_p,
+    })
+}
+
+/// Experts (E) and top-k of a model's MoE layers, `None` for a dense model. Every supported family
+/// sets E and k once for all its MoE layers.
+pub fn moe_shape(model: &crate::ModelSpec) -> Option<(u64, u64)> {
+    model.layer_groups().find_map(|(l, _)| match &l.mlp {
+        crate::model::Mlp::Moe(m) => Some((m.experts, m.top_k)),
+        crate::model::Mlp::Dense(_) => None,
+    })
+}
+
+/// The routed experts' share of one step of a MoE model.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ExpertStep {
+    /// Routed-expert weight bytes read in the step (the union), all MoE layers.
+    pub expert_weight_bytes: f64,
+    /// The same if every expert were read: expert_weight_bytes × E ÷ experts touched.
+    pub all_experts_weight_bytes: f64,
+    /// FLOPs ÷ bytes of the routed-expert operators.
+    pub expert_gemm_intensity: Option<f64>,
+    /// Step time of the whole model, seconds.
+    pub step_time_s: f64,
+    /// Tokens per second of the step.
+    pub tokens_per_s: f64,
+}
+
+/// Expert numbers of one step, from its ledger. `None` for a dense model.
+pub fn expert_step(sc: &crate::Scenario) -> Option<ExpertStep> {
+    use crate::ops::OpKind;
+    let (experts, top_k) = moe_shape(&sc.model)?;
+    let l = crate::Ledger::build(sc);
+    let cost: crate::Cost = l
+        .rows
+        .iter()
+        .filter(|r| matches!(r.op, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown))
+        .map(|r| r.cost)
+        .sum();
+    let touched = expected_experts_touched(experts, top_k, sc.workload.step_tokens(), &sc.routing).ok()?;
+    Some(ExpertStep {
+        expert_weight_bytes: cost.weight_bytes,
+        all_experts_weight_bytes: cost.weight_bytes * experts as f64 / touched,
+        expert_gemm_intensity: cost.intensity(),
+        step_time_s: l.summary.step_time_s(),
+        tokens_per_s: l.summary.tokens_per_s(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +225,16 @@ mod tests {
         let got: Vec<f64> =
             [1.0, 8.0, 32.0, 64.0].iter().map(|b| one_decimal(uniform_experts_touched(128, 8, *b))).collect();
         assert_eq!(got, [8.0, 51.6, 111.8, 125.9]);
+    }
+
+    #[test]
+    fn union_point_splits_the_tokens_over_the_touched_experts() {
+        // Mixtral-style 8 top-2 at 4 tokens: 8·(1 − 0.75⁴) = 5.4688 experts; 8 assignments over them.
+        let u = union_point(8, 2, 4.0, &Routing::Uniform).unwrap();
+        assert!((u.experts_touched - 5.46875).abs() < 1e-12);
+        assert!((u.tokens_per_expert - 8.0 / 5.46875).abs() < 1e-12);
+        assert_eq!(u.busiest_expert_tokens, 1.0); // 4 tokens × 2/8
+        assert!((u.fraction_touched - 5.46875 / 8.0).abs() < 1e-12);
     }
 
     #[test]

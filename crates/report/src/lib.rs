@@ -12,6 +12,7 @@ pub mod latency;
 pub mod ledger;
 pub mod levers;
 pub mod measure;
+pub mod moe;
 pub mod plot;
 pub mod render;
 pub mod sweep;

@@ -5,6 +5,7 @@ pub mod latency;
 pub mod ledger;
 pub mod list;
 pub mod measure;
+pub mod moe;
 pub mod serve;
 pub mod serving;
 pub mod sweep;

@@ -1,0 +1,141 @@
+//! The `moe` report: the union problem of seed 004 over a batch range — experts touched, tokens
+//! per expert, the busiest expert's load, and (with a model) the expert weight bytes each step reads,
+//! the expert GEMMs' intensity and the step time.
+//!
+//! JSON: `{"experts", "top_k", "routing", "model", "phase", "points": [{"batch", "tokens",
+//! "experts_touched", …}]}`.
+
+use crate::human;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::moe::{ExpertStep, UnionPoint};
+use serde::Serialize;
+
+/// One batch point.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MoePoint {
+    /// Sequences.
+    pub batch: u64,
+    /// The union problem at this batch.
+    #[serde(flatten)]
+    pub union: UnionPoint,
+    /// Model numbers, when a model was given.
+    #[serde(flatten)]
+    pub model: Option<ExpertStep>,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct MoeReport {
+    /// Routed experts E.
+    pub experts: u64,
+    /// Experts per token k.
+    pub top_k: u64,
+    /// Routing model.
+    pub routing: String,
+    /// Model name, when given.
+    pub model: Option<String>,
+    /// GPU name, when a model was given.
+    pub gpu: Option<String>,
+    /// `decode` or `prefill`.
+    pub phase: String,
+    /// Prompt tokens per sequence in prefill (tokens = batch × ctx).
+    pub ctx: u64,
+    /// Points in batch order.
+    pub points: Vec<MoePoint>,
+}
+
+/// Flat CSV row.
+#[derive(Debug, Clone, Serialize)]
+pub struct MoeCsvRow {
+    batch: u64,
+    tokens: f64,
+    experts_touched: f64,
+    fraction_touched: f64,
+    tokens_per_expert: f64,
+    busiest_expert_tokens: f64,
+    expert_weight_bytes: Option<f64>,
+    all_experts_weight_bytes: Option<f64>,
+    expert_gemm_intensity: Option<f64>,
+    step_time_s: Option<f64>,
+    tokens_per_s: Option<f64>,
+}
+
+impl Report for MoeReport {
+    type CsvRow = MoeCsvRow;
+
+    fn csv_rows(&self) -> Vec<MoeCsvRow> {
+        self.points
+            .iter()
+            .map(|p| MoeCsvRow {
+                batch: p.batch,
+                tokens: p.union.tokens,
+                experts_touched: p.union.experts_touched,
+                fraction_touched: p.union.fraction_touched,
+                tokens_per_expert: p.union.tokens_per_expert,
+                busiest_expert_tokens: p.union.busiest_expert_tokens,
+                expert_weight_bytes: p.model.map(|m| m.expert_weight_bytes),
+                all_experts_weight_bytes: p.model.map(|m| m.all_experts_weight_bytes),
+                expert_gemm_intensity: p.model.and_then(|m| m.expert_gemm_intensity),
+                step_time_s: p.model.map(|m| m.step_time_s),
+                tokens_per_s: p.model.map(|m| m.tokens_per_s),
+            })
+            .collect()
+    }
+
+    fn human(&self) -> HumanTable {
+        let with_model = self.points.first().is_some_and(|p| p.model.is_some());
+        let mut header: Vec<String> = ["batch", "tokens", "experts touched", "of E", "tokens/expert", "busiest expert"]
+            .map(String::from)
+            .to_vec();
+        if with_model {
+            header.extend(["expert weights read", "of all", "expert FLOP/B", "step", "tok/s"].map(String::from));
+        }
+        let rows = self
+            .points
+            .iter()
+            .map(|p| {
+                let u = &p.union;
+                let mut r = vec![
+                    human::count(p.batch),
+                    human::count(u.tokens as u64),
+                    format!("{:.1}", u.experts_touched),
+                    human::percent(u.fraction_touched),
+                    format!("{:.2}", u.tokens_per_expert),
+                    format!("{:.2}", u.busiest_expert_tokens),
+                ];
+                if let Some(m) = p.model {
+                    r.extend([
+                        human::bytes(m.expert_weight_bytes),
+                        human::percent(m.expert_weight_bytes / m.all_experts_weight_bytes),
+                        human::intensity(m.expert_gemm_intensity),
+                        human::seconds(m.step_time_s),
+                        human::sig3(m.tokens_per_s),
+                    ]);
+                }
+                r
+            })
+            .collect();
+        let title = match &self.model {
+            Some(m) => format!(
+                "{m} on {} · {} · {} experts, top-{} · routing {}",
+                self.gpu.as_deref().unwrap_or(""),
+                self.phase,
+                self.experts,
+                self.top_k,
+                self.routing
+            ),
+            None => format!("{} experts, top-{} · routing {} · {}", self.experts, self.top_k, self.routing, self.phase),
+        };
+        let mut footer = vec![
+            "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), seed 004)".into(),
+            "tokens/expert = N·k ÷ experts touched (each expert GEMM's M); busiest expert = N · max p_i".into(),
+        ];
+        if self.phase == "prefill" {
+            footer.push(format!("prefill counts tokens, not sequences: N = batch × {} prompt tokens", self.ctx));
+        }
+        if with_model {
+            footer.push("expert weights read = experts touched × one expert's weights × MoE layers; the step reads the union, not k experts".into());
+        }
+        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer }
+    }
+}
