@@ -213,6 +213,10 @@ pub struct SweepPoint {
     pub flops: f64,
     /// HBM bytes of the step.
     pub bytes: f64,
+    /// Weight bytes read in the step (grows with batch for MoE: the union of experts touched).
+    pub weight_bytes: f64,
+    /// KV-cache bytes read and written in the step.
+    pub kv_bytes: f64,
     /// FLOPs ÷ bytes of the whole step.
     pub intensity: f64,
     /// The operator kind with the largest time.
@@ -299,6 +303,8 @@ impl Sweep {
             tokens_per_s: s.tokens_per_s(),
             flops: s.cost.flops,
             bytes,
+            weight_bytes: s.cost.weight_bytes,
+            kv_bytes: s.cost.kv_bytes(),
             intensity: if bytes > 0.0 { s.cost.flops / bytes } else { f64::INFINITY },
             largest_op: largest,
             largest_op_time_s: time,

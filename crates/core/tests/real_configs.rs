@@ -134,3 +134,51 @@ fn gemma3_nested_text_config_has_five_local_layers_per_global() {
     assert_eq!(windows[5], None);
     assert_eq!(windows[0], Some(1024));
 }
+
+#[test]
+fn every_real_config_gives_a_ledger_a_sweep_and_a_zoom() {
+    use llm_ledger_core::scenario::{Catalog, ScenarioRequest};
+    use llm_ledger_core::sweep::{Axis, Sweep};
+    use llm_ledger_core::zoom::ZoomTree;
+    use llm_ledger_core::Ledger;
+    let Some(dir) = shared_configs() else { return };
+    for (name, _, _) in PUBLISHED {
+        let mut c = Catalog::builtin();
+        c.add_model(parse(&dir, name));
+        for phase in ["decode", "prefill"] {
+            let req = ScenarioRequest {
+                model: Some(name.to_string()),
+                gpu: Some("b200".into()),
+                phase: Some(phase.into()),
+                batch: Some("4".into()),
+                ctx: Some("1024".into()),
+                ..Default::default()
+            };
+            let sc = req.resolve(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let l = Ledger::build(&sc);
+            assert!(l.summary.step_time_s() > 0.0 && l.summary.step_time_s().is_finite(), "{name}");
+            let tree = ZoomTree::build(&sc);
+            for path in ["model", "layer.0", "layer.0.mlp"] {
+                let node = tree.node(path).unwrap_or_else(|e| panic!("{name} {path}: {e}"));
+                assert!(node.addup.exact, "{name} {phase} {path} must add up exactly");
+            }
+            // The zoom's model total is the ledger's total.
+            let model = tree.node("model").unwrap();
+            assert_eq!(model.totals.cost.flops, l.summary.cost.flops, "{name}");
+            let sweep =
+                Sweep::new(sc, Axis::parse("batch", "1,8,64", 1, 64).unwrap(), Axis::single(1024), 2e9).unwrap();
+            let mut weights = Vec::new();
+            sweep.run(|p| {
+                weights.push(p.weight_bytes);
+                std::ops::ControlFlow::Continue(())
+            });
+            assert_eq!(weights.len(), 3);
+            if phase == "decode" && parse(&dir, name).is_moe() {
+                assert!(
+                    weights[0] < weights[1] && weights[1] < weights[2],
+                    "{name}: MoE union grows with batch {weights:?}"
+                );
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! fields of JSON.
 //!
 //! Point keys (stable): `batch`, `ctx`, `step_time_s`, `tokens_per_s`, `flops`, `bytes`,
-//! `intensity`, `largest_op`, `largest_op_time_s`, `memory_bytes`, `kv_cache_bytes`, `fits`.
+//! `weight_bytes`, `kv_bytes`, `intensity`, `largest_op`, `largest_op_time_s`, `memory_bytes`, `kv_cache_bytes`, `fits`.
 
 use crate::human;
 use crate::ledger::Inputs;
@@ -36,16 +36,18 @@ pub struct SweepView {
     format: Format,
 }
 
-/// Column headers and widths of the table and Markdown forms.
-const COLUMNS: [(&str, usize); 8] = [
-    ("batch", 9),
-    ("ctx", 11),
-    ("step", 9),
-    ("tok/s", 10),
-    ("FLOP/B", 7),
-    ("largest row", 20),
-    ("memory", 9),
-    ("fits", 4),
+/// Column headers, widths and whether the column is text (left-aligned) in the table and Markdown.
+const COLUMNS: [(&str, usize, bool); 10] = [
+    ("batch", 9, false),
+    ("ctx", 11, false),
+    ("step", 9, false),
+    ("tok/s", 10, false),
+    ("weights", 9, false),
+    ("KV", 9, false),
+    ("FLOP/B", 7, false),
+    ("largest row", 20, true),
+    ("memory", 9, false),
+    ("fits", 4, true),
 ];
 
 impl SweepView {
@@ -59,12 +61,11 @@ impl SweepView {
             Format::Md => format!("| {} |\n", cells.join(" | ")),
             _ => {
                 let mut s = String::new();
-                for (i, (c, (_, w))) in cells.iter().zip(COLUMNS).enumerate() {
+                for (i, (c, (_, w, text))) in cells.iter().zip(COLUMNS).enumerate() {
                     if i > 0 {
                         s.push_str("  ");
                     }
-                    // The largest-row and fits columns are text: left-aligned.
-                    if i >= 5 && i != 6 {
+                    if text {
                         s.push_str(&format!("{c:<w$}"));
                     } else {
                         s.push_str(&format!("{c:>w$}"));
@@ -78,7 +79,7 @@ impl SweepView {
     }
 
     fn rule(&self) -> String {
-        let width: usize = COLUMNS.iter().map(|(_, w)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
+        let width: usize = COLUMNS.iter().map(|(_, w, _)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
         format!("{}\n", "─".repeat(width))
     }
 
@@ -96,7 +97,7 @@ impl SweepView {
             h.ctx_axis,
             human::count(h.point_count)
         );
-        let header: Vec<String> = COLUMNS.iter().map(|(n, _)| n.to_string()).collect();
+        let header: Vec<String> = COLUMNS.iter().map(|(n, _, _)| n.to_string()).collect();
         match self.format {
             Format::Json => format!(
                 "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"points\": [\n",
@@ -109,7 +110,7 @@ impl SweepView {
             ),
             Format::Csv => String::new(),
             Format::Md => {
-                let rule: Vec<String> = (0..COLUMNS.len()).map(|i| if i == 5 || i == 7 { "---" } else { "---:" }.into()).collect();
+                let rule: Vec<String> = COLUMNS.iter().map(|(_, _, text)| if *text { "---" } else { "---:" }.into()).collect();
                 format!("**{title}**\n\n{}{}", self.line(&header), self.line(&rule))
             }
             Format::Table => format!("{title}\n{}{}{}", self.rule(), self.line(&header), self.rule()),
@@ -132,6 +133,8 @@ impl SweepView {
                     human::count(p.ctx),
                     human::seconds(p.step_time_s),
                     human::count(p.tokens_per_s.round() as u64),
+                    human::bytes(p.weight_bytes),
+                    human::bytes(p.kv_bytes),
                     human::intensity(Some(p.intensity)),
                     format!("{} {:.0} %", p.largest_op.name(), share * 100.0),
                     human::bytes(p.memory_bytes),
@@ -228,7 +231,7 @@ mod tests {
         insta::assert_snapshot!(SweepView::new(Format::Md).render_all(&h, &p));
         let csv = SweepView::new(Format::Csv).render_all(&h, &p);
         assert_eq!(csv.lines().count(), 7);
-        assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,flops,bytes,intensity,largest_op,largest_op_time_s,memory_bytes,kv_cache_bytes,fits\n1,2048,"));
+        assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,flops,bytes,weight_bytes,kv_bytes,intensity,largest_op,largest_op_time_s,memory_bytes,kv_cache_bytes,fits\n1,2048,"));
         assert!(csv.lines().last().unwrap().ends_with(",false"));
     }
 
