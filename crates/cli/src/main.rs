@@ -29,6 +29,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Cost(a)) => commands::latency::cost(&a),
         Some(Command::Measure(a)) => commands::measure::measure(&a),
         Some(Command::Advise(a)) => commands::measure::advise(&a),
+        Some(Command::Plan(a)) => commands::plan::plan(&a),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod advise;
 pub mod catalog;
 pub mod cost;
+pub mod deployment;
 pub mod facts;
 pub mod human;
 pub mod kv;
@@ -12,6 +13,7 @@ pub mod latency;
 pub mod ledger;
 pub mod levers;
 pub mod measure;
+pub mod plan;
 pub mod render;
 pub mod sweep;
 

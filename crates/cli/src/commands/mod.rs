@@ -5,5 +5,6 @@ pub mod latency;
 pub mod ledger;
 pub mod list;
 pub mod measure;
+pub mod plan;
 pub mod serving;
 pub mod sweep;
