@@ -392,7 +392,18 @@ impl ScenarioRequest {
         if spec == ParallelSpec::default() {
             return Ok(sc);
         }
-        sc.with_parallel(&spec)
+        let sc = sc.with_parallel(&spec)?;
+        if let Contexts::Mix(buckets) = &sc.workload.contexts {
+            let m = sc.parallel.micro_batches_for(sc.workload.contexts.batch());
+            if m > 1 && buckets.len() as u64 * m > crate::parallel::MAX_DEALT_BUCKETS {
+                return Err(Error::invalid(
+                    "contexts",
+                    format!("{} lengths over {m} micro-batches", buckets.len()),
+                    format!("at most {} (length, micro-batch) pairs", crate::parallel::MAX_DEALT_BUCKETS),
+                ));
+            }
+        }
+        Ok(sc)
     }
 
     /// The parallel inputs, parsed (validated against the model and GPU by

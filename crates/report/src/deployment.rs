@@ -171,12 +171,18 @@ pub fn footer(sc: &Scenario, t: &Totals) -> Vec<String> {
         links.push(format!("stage sends over {}", uniq.join(", ")));
     }
     if !links.is_empty() {
-        lines.push(format!(
-            "communication: {}; time = link bytes ÷ ({:.0} % of the link) + {} + hops × per-hop latency; a ring all-reduce sends 2·(N−1)/N of the message in 2·(N−1) hops",
-            links.join("; "),
+        let mut how = vec![format!(
+            "time = link bytes ÷ ({:.0} % of the link) + {} + hops × per-hop latency",
             p.link_efficiency * 100.0,
-            human::seconds(COLLECTIVE_BASE_LATENCY_S),
-        ));
+            human::seconds(COLLECTIVE_BASE_LATENCY_S)
+        )];
+        if p.tp > 1 {
+            how.push("a ring all-reduce sends 2·(N−1)/N of the message in 2·(N−1) hops".into());
+        }
+        if p.ep > 1 {
+            how.push("an all-to-all receives the tokens bound for this group's experts from the N−1 others".into());
+        }
+        lines.push(format!("communication: {}; {}", links.join("; "), how.join("; ")));
     }
     if t.kv_head_replicas > 1 {
         lines.push(format!(

@@ -59,7 +59,6 @@ pub use shard::{expert_share, ExpertShare, OpShard};
 
 use crate::error::{Error, Result};
 use crate::hardware::{Gpu, Link};
-use crate::limits::MAX_BATCH;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec};
 use crate::ops::OpKind;
 use serde::Serialize;
@@ -86,6 +85,12 @@ pub const MAX_STAGES: u64 = 256;
 
 /// Most data-parallel replicas.
 pub const MAX_REPLICAS: u64 = 1 << 20;
+
+/// Most pipeline micro-batches.
+pub const MAX_MICRO_BATCHES: u64 = 4096;
+
+/// Most (context bucket, micro-batch) pairs when a mix of contexts is dealt to micro-batches.
+pub const MAX_DEALT_BUCKETS: u64 = 1 << 20;
 
 /// Which link collectives use where a GPU has both NVLink (or another scale-up link) and PCIe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -252,8 +257,8 @@ impl Parallelism {
             if pp == 1 && m != 1 {
                 return Err(Error::invalid("micro_batches", m, "1 without pipeline parallelism (--pp)"));
             }
-            if !(1..=MAX_BATCH).contains(&m) {
-                return Err(Error::invalid("micro_batches", m, format!("an integer in 1..={MAX_BATCH}")));
+            if !(1..=MAX_MICRO_BATCHES).contains(&m) {
+                return Err(Error::invalid("micro_batches", m, format!("an integer in 1..={MAX_MICRO_BATCHES}")));
             }
         }
         if !(link_efficiency.is_finite() && link_efficiency > 0.0 && link_efficiency <= 1.0) {
