@@ -193,7 +193,7 @@ impl PlanReport {
                 PriceSource::User => "price given",
             }
         ));
-        footer.push("TPOT = the decode step (with pipeline stages, the cycle of its micro-batches); memory/GPU = the fullest GPU; on links = share of the step in collectives and stage sends".into());
+        footer.push("TPOT = the decode step (with pipeline stages, the cycle of its micro-batches); memory/GPU = the fullest GPU; on links = the busiest GPU's share of the step in collectives and stage sends".into());
         self.table(title, &shown, true, footer)
     }
 
