@@ -68,38 +68,30 @@ fn tp_ledger_json_has_link_rows_and_the_deployment() {
 
 #[test]
 fn plan_json_ranks_and_explains() {
-    let v = json(&[
-        "plan",
-        "--model",
-        "llama-3.1-405b",
-        "--weights",
-        "fp8",
-        "--tpot-ms",
-        "30",
-        "--max-gpus",
-        "8",
-        "-f",
-        "json",
-    ]);
+    // 405B at fp8 on at most 8 GPUs at 30 ms: TP 8 is the only layout (core tests/parallel.rs).
+    let fp8 = |format: &str| {
+        ok(&[
+            "plan",
+            "--model",
+            "llama-3.1-405b",
+            "--weights",
+            "fp8",
+            "--tpot-ms",
+            "30",
+            "--max-gpus",
+            "8",
+            "-f",
+            format,
+        ])
+    };
+    let v: Value = serde_json::from_str(&fp8("json")).unwrap();
     let ranked = v["ranked"].as_array().unwrap();
     assert_eq!(ranked.len(), 1);
     assert_eq!((ranked[0]["tp"].as_u64(), ranked[0]["pp"].as_u64()), (Some(8), Some(1)));
     assert!(v["pareto"].as_array().unwrap().len() > 1);
     assert!(v["refused"].as_array().unwrap().iter().any(|r| r["reason"] == "too_slow"));
     assert!(v["refused"].as_array().unwrap().iter().any(|r| r["reason"] == "does_not_fit"));
-    let csv = ok(&[
-        "plan",
-        "--model",
-        "llama-3.1-405b",
-        "--weights",
-        "fp8",
-        "--tpot-ms",
-        "30",
-        "--max-gpus",
-        "8",
-        "-f",
-        "csv",
-    ]);
+    let csv = fp8("csv");
     assert!(csv.starts_with("tp,pp,ep,gpus,batch,tpot_s,"), "{csv}");
     // Candidate batches from --batch.
     let v = json(&[

@@ -380,6 +380,7 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// The embedding gather (plus learned positions and OPT's project_in).
+    #[inline]
     pub fn embedding(&self, f: &mut impl FnMut(Op)) {
         // PARALLEL: this GPU's share (vocab-parallel table) and the all-reduce after it.
         if !self.sc.parallel.is_single() {
@@ -411,6 +412,7 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// The final norm and the LM head.
+    #[inline]
     pub fn head(&self, f: &mut impl FnMut(Op)) {
         // PARALLEL: this GPU's share (vocab-parallel LM head) and the gather of the logits.
         if !self.sc.parallel.is_single() {
@@ -436,6 +438,7 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// Every operator of one decoder layer, in order.
+    #[inline]
     pub fn layer(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
         // PARALLEL: this GPU's share of each operator (tensor and expert parallel) and the
         // communication at the block boundaries.

@@ -72,10 +72,9 @@ pub struct Timing {
     pub memory_s: f64,
     /// Link time of a communication operator, seconds (bytes ÷ achieved link bandwidth + latency).
     pub link_s: f64,
-    /// Time spent waiting for other pipeline stages, seconds.
-    pub wait_s: f64,
     /// Roofline time, seconds: `max(compute, memory)` for one operator, `link_s` for a
-    /// communication operator, `wait_s` for a pipeline wait; a sum of those for a total.
+    /// communication operator, the wait itself for a pipeline wait (no roof); a sum of those for a
+    /// total.
     pub time_s: f64,
 }
 
@@ -86,7 +85,7 @@ impl Timing {
         let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector);
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
-        Timing { compute_s, memory_s, link_s: 0.0, wait_s: 0.0, time_s: compute_s.max(memory_s) }
+        Timing { compute_s, memory_s, link_s: 0.0, time_s: compute_s.max(memory_s) }
     }
 
     /// A communication operator's time on a link.
@@ -94,16 +93,16 @@ impl Timing {
         Timing { link_s, time_s: link_s, ..Timing::default() }
     }
 
-    /// Time spent waiting for other pipeline stages.
+    /// Time spent waiting for other pipeline stages: time under no roof.
     pub fn wait(wait_s: f64) -> Timing {
-        Timing { wait_s, time_s: wait_s, ..Timing::default() }
+        Timing { time_s: wait_s, ..Timing::default() }
     }
 
     /// Which roof dominates: the largest of the parts (compute only when strictly above memory, as
-    /// a tie reads as memory-bound).
+    /// a tie reads as memory-bound); a wait is time under no roof.
     pub fn bound(&self) -> Bound {
         let roof = self.compute_s.max(self.memory_s);
-        if self.wait_s > roof.max(self.link_s) {
+        if self.time_s > 0.0 && roof == 0.0 && self.link_s == 0.0 {
             Bound::Wait
         } else if self.link_s > roof {
             Bound::Link
@@ -120,7 +119,6 @@ impl Timing {
             compute_s: self.compute_s * n,
             memory_s: self.memory_s * n,
             link_s: self.link_s * n,
-            wait_s: self.wait_s * n,
             time_s: self.time_s * n,
         }
     }
@@ -133,7 +131,6 @@ impl std::ops::Add for Timing {
             compute_s: self.compute_s + o.compute_s,
             memory_s: self.memory_s + o.memory_s,
             link_s: self.link_s + o.link_s,
-            wait_s: self.wait_s + o.wait_s,
             time_s: self.time_s + o.time_s,
         }
     }
@@ -160,6 +157,17 @@ mod tests {
         assert_eq!(t.compute_s, 1e9 / (989.4e12 * 0.6));
         assert_eq!(t.time_s, t.memory_s);
         assert_eq!(t.bound(), Bound::Memory);
+    }
+
+    #[test]
+    fn links_and_waits_have_their_own_bound() {
+        let l = Timing::link(2e-6);
+        assert_eq!((l.bound(), l.time_s, l.memory_s), (Bound::Link, 2e-6, 0.0));
+        assert_eq!(Timing::wait(1e-6).bound(), Bound::Wait);
+        // A sum of a memory-bound operator and a shorter link stays memory-bound.
+        let m = Timing { memory_s: 5e-6, time_s: 5e-6, ..Timing::default() };
+        assert_eq!((m + l).bound(), Bound::Memory);
+        assert_eq!((m + l).time_s, 7e-6);
     }
 
     #[test]

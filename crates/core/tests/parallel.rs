@@ -336,10 +336,7 @@ fn bad_layouts_name_the_flag() {
     let msg = |pairs: &[(&str, &str)]| {
         let mut all = vec![("model", "llama-3.1-70b")];
         all.extend_from_slice(pairs);
-        let fields: serde_json::Map<String, serde_json::Value> =
-            all.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
-        let req: ScenarioRequest = serde_json::from_value(serde_json::Value::Object(fields)).unwrap();
-        req.resolve(&Catalog::builtin()).unwrap_err().to_string()
+        scenario_err(&all)
     };
     assert_eq!(msg(&[("tp", "3")]), "invalid `tp`: 3 (a divisor of the 64 attention heads of llama-3.1-70b)");
     assert_eq!(msg(&[("tp", "0")]), "invalid `tp`: 0 (an integer in 1..=4096)");
@@ -356,6 +353,7 @@ fn bad_layouts_name_the_flag() {
     assert_eq!(e, "invalid `ep`: 3 (a divisor of the 8 experts of mixtral-8x7b)");
 }
 
+/// The error of resolving these `ScenarioRequest` fields.
 fn scenario_err(pairs: &[(&str, &str)]) -> String {
     let fields: serde_json::Map<String, serde_json::Value> =
         pairs.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();

@@ -58,6 +58,11 @@ pub fn op_timing(sc: &Scenario, op: &Op) -> Timing {
 /// time of one instance (module docs). On one stage this is [`for_each_op`] with
 /// [`op_timing`], and no allocation; with stages it returns how the pipeline spent the step.
 pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Option<PipelineTiming> {
+    if sc.parallel.is_single() {
+        // One GPU: no communication, the plain roofline (the sweep's hot path).
+        for_each_op(sc, |op, n| f(&op, n, Timing::of(&op.cost, op.math, &sc.gpu, sc.efficiency)));
+        return None;
+    }
     if sc.parallel.pp == 1 {
         for_each_op(sc, |op, n| f(&op, n, op_timing(sc, &op)));
         return None;
