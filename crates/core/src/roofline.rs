@@ -161,13 +161,13 @@ mod tests {
 
     #[test]
     fn links_and_waits_have_their_own_bound() {
-        let l = Timing::link(2e-6);
-        assert_eq!((l.bound(), l.time_s, l.memory_s), (Bound::Link, 2e-6, 0.0));
-        assert_eq!(Timing::wait(1e-6).bound(), Bound::Wait);
+        let l = Timing::link(0.25);
+        assert_eq!((l.bound(), l.time_s, l.memory_s), (Bound::Link, 0.25, 0.0));
+        assert_eq!(Timing::wait(0.5).bound(), Bound::Wait);
         // A sum of a memory-bound operator and a shorter link stays memory-bound.
-        let m = Timing { memory_s: 5e-6, time_s: 5e-6, ..Timing::default() };
+        let m = Timing { memory_s: 0.5, time_s: 0.5, ..Timing::default() };
         assert_eq!((m + l).bound(), Bound::Memory);
-        assert_eq!((m + l).time_s, 7e-6);
+        assert_eq!((m + l).time_s, 0.75);
     }
 
     #[test]
