@@ -48,6 +48,9 @@ pub enum Command {
     /// The MoE union problem over a batch range: experts touched, tokens per expert, expert weight
     /// bytes read per step (with --model) or for --experts/--top-k alone.
     Moe(MoeArgs),
+    /// Search tensor × pipeline (× expert) parallel layouts and batches that fit and meet a time per
+    /// output token, ranked by dollars per million tokens, with the Pareto front.
+    Plan(PlanArgs),
     /// Serve the explorer: a local web page for the ledger, with plots (Ctrl-C to stop).
     Serve(ServeArgs),
 }
@@ -164,6 +167,27 @@ pub struct ScenarioArgs {
     /// Measured MoE routing: a CSV of per-expert loads (`expert,load` or one load per line).
     #[arg(long, value_name = "FILE")]
     pub expert_loads: Option<String>,
+    /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways (default 1).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub tp: Option<String>,
+    /// Pipeline stages: contiguous runs of layers (default 1).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub pp: Option<String>,
+    /// Expert-parallel groups: routed experts spread over them, attention data-parallel (default 1).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub ep: Option<String>,
+    /// Data-parallel replicas of the whole layout (default 1).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub dp: Option<String>,
+    /// Pipeline micro-batches (default: the stages, at most one per sequence).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub micro_batches: Option<String>,
+    /// Link between GPUs: nvlink (default where the GPU has it) or pcie.
+    #[arg(long, help_heading = "Parallel deployment")]
+    pub interconnect: Option<String>,
+    /// Achieved fraction of link bandwidth (default 0.8).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub link_efficiency: Option<String>,
 }
 
 impl ScenarioArgs {
@@ -189,6 +213,13 @@ impl ScenarioArgs {
             bandwidth_efficiency: self.bandwidth_efficiency.clone(),
             zipf: self.zipf.clone(),
             expert_loads: None,
+            tp: self.tp.clone(),
+            pp: self.pp.clone(),
+            ep: self.ep.clone(),
+            dp: self.dp.clone(),
+            micro_batches: self.micro_batches.clone(),
+            interconnect: self.interconnect.clone(),
+            link_efficiency: self.link_efficiency.clone(),
         }
     }
 }
@@ -315,6 +346,25 @@ pub struct MoeArgs {
     /// Experts per token k, without a model.
     #[arg(long, allow_hyphen_values = true)]
     pub top_k: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `plan` options (`--batch` takes lists and ranges: the candidate batches; default every batch).
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Upper bound on the time per output token, milliseconds.
+    #[arg(long, allow_hyphen_values = true, required = true)]
+    pub tpot_ms: Option<String>,
+    /// Most GPUs per replica (default 64).
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_gpus: Option<String>,
+    #[command(flatten)]
+    pub price: PriceArgs,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -33,6 +33,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Tile(a)) => commands::tile::run(&a),
         Some(Command::Moe(a)) => commands::moe::run(&a),
         Some(Command::Serve(a)) => commands::serve::run(&a),
+        Some(Command::Plan(a)) => commands::plan::plan(&a),
     }
 }
 

@@ -1,5 +1,6 @@
-//! [`Cost`]: FLOPs and HBM bytes of some piece of work, split by what the bytes are. Costs add: an
-//! operator's cost summed over layers is a ledger row, rows sum to the step.
+//! [`Cost`]: FLOPs and HBM bytes of some piece of work, split by what the bytes are, plus the bytes
+//! a GPU moves over its link to other GPUs in a parallel deployment. Costs add: an operator's cost
+//! summed over layers is a ledger row, rows sum to the step.
 
 use serde::Serialize;
 use std::iter::Sum;
@@ -18,19 +19,28 @@ pub struct Cost {
     pub kv_write_bytes: f64,
     /// Activation bytes read and written (inputs, outputs, intermediates such as attention scores).
     pub activation_bytes: f64,
+    /// Bytes this GPU sends over a GPU-to-GPU link (per direction) in collectives and pipeline
+    /// sends ([`crate::parallel`]). Not HBM traffic: not part of [`Cost::bytes`].
+    pub link_bytes: f64,
 }
 
 impl Cost {
     /// Zero cost.
-    pub const ZERO: Cost =
-        Cost { flops: 0.0, weight_bytes: 0.0, kv_read_bytes: 0.0, kv_write_bytes: 0.0, activation_bytes: 0.0 };
+    pub const ZERO: Cost = Cost {
+        flops: 0.0,
+        weight_bytes: 0.0,
+        kv_read_bytes: 0.0,
+        kv_write_bytes: 0.0,
+        activation_bytes: 0.0,
+        link_bytes: 0.0,
+    };
 
     /// KV-cache bytes read and written.
     pub fn kv_bytes(&self) -> f64 {
         self.kv_read_bytes + self.kv_write_bytes
     }
 
-    /// All HBM bytes.
+    /// All HBM bytes (link bytes are not HBM traffic).
     pub fn bytes(&self) -> f64 {
         self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes + self.activation_bytes
     }
@@ -51,6 +61,7 @@ impl Add for Cost {
             kv_read_bytes: self.kv_read_bytes + o.kv_read_bytes,
             kv_write_bytes: self.kv_write_bytes + o.kv_write_bytes,
             activation_bytes: self.activation_bytes + o.activation_bytes,
+            link_bytes: self.link_bytes + o.link_bytes,
         }
     }
 }
@@ -70,6 +81,7 @@ impl Mul<f64> for Cost {
             kv_read_bytes: self.kv_read_bytes * k,
             kv_write_bytes: self.kv_write_bytes * k,
             activation_bytes: self.activation_bytes * k,
+            link_bytes: self.link_bytes * k,
         }
     }
 }
@@ -92,10 +104,18 @@ mod tests {
 
     #[test]
     fn costs_add_field_by_field() {
-        let a = Cost { flops: 1.0, weight_bytes: 2.0, kv_read_bytes: 3.0, kv_write_bytes: 4.0, activation_bytes: 5.0 };
+        let a = Cost {
+            flops: 1.0,
+            weight_bytes: 2.0,
+            kv_read_bytes: 3.0,
+            kv_write_bytes: 4.0,
+            activation_bytes: 5.0,
+            link_bytes: 6.0,
+        };
         let s: Cost = [a, a * 2.0].iter().sum();
         assert_eq!(s, a * 3.0);
-        assert_eq!(s.bytes(), 3.0 * 14.0);
+        assert_eq!(s.bytes(), 3.0 * 14.0, "link bytes are not HBM bytes");
+        assert_eq!(s.link_bytes, 18.0);
         assert_eq!(s.kv_bytes(), 21.0);
         assert_eq!(a.intensity(), Some(1.0 / 14.0));
         assert_eq!(Cost::ZERO.intensity(), None);

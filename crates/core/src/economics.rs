@@ -8,6 +8,10 @@
 //! * output tokens pay for decode: `$/M output = p/3600 · TPOT / B · 10⁶`;
 //! * a request pays its share of the whole: `$/request = p/3600 · e2e / B`.
 //!
+//! In a parallel deployment `p` is the price of one replica: the GPU price × `tp·pp·ep` (every
+//! replica serves its own batch at the same cost per token, so data parallelism does not change
+//! it).
+//!
 //! **Cheapest batch under a TPOT bound.** TPOT never falls as the batch grows (more batch never
 //! means fewer FLOPs or bytes), so the batches that meet `TPOT ≤ X` are `1 … B*`, found by
 //! bisection and capped by the largest batch that fits. Among them the largest is the cheapest:
@@ -40,7 +44,7 @@ impl CostPoint {
     /// The cost at `batch`.
     pub fn at(sc: &Scenario, serving: &Serving, price: Price, batch: u64) -> Result<CostPoint> {
         let l = Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
-        let per_s = price.usd_per_s();
+        let per_s = price.usd_per_s() * sc.parallel.gpus_per_replica() as f64;
         let b = batch as f64;
         Ok(CostPoint {
             price,

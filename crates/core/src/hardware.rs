@@ -86,8 +86,87 @@ pub struct Gpu {
     pub onchip: OnChip,
     /// Approximate on-demand price, USD per GPU-hour (volatile; the user can override it).
     pub usd_per_gpu_hour: Option<f64>,
+    /// GPU-to-GPU links (all absent in a file that does not list them: one GPU only).
+    pub interconnect: Interconnect,
     /// Provenance of the numbers.
     pub sources: String,
+}
+
+/// One kind of GPU-to-GPU link, as seen by one GPU.
+///
+/// `bandwidth_bytes_per_s` is **per direction**: vendors print NVLink as the bidirectional sum
+/// (H100 "900 GB/s" is 450 GB/s each way; `shared/research/hardware.md` §2), PCIe Gen5 x16
+/// "128 GB/s" is 64 GB/s each way. `latency_s` is the per-hop (per ring step) latency of a
+/// collective over this link: NCCL's own cost model (`src/graph/tuning.cc`, `hwLat`, ring, LL
+/// protocol) uses 0.6 µs for NVLink, 1.0 µs for PCIe and 2.7 µs for the network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// What it is (`NVLink 4`, `PCIe Gen5 x16`, `InfiniBand NDR 400 Gb/s`).
+    pub name: String,
+    /// Bandwidth per GPU, per direction, bytes per second.
+    pub bandwidth_bytes_per_s: f64,
+    /// Latency per hop (ring step), seconds.
+    pub latency_s: f64,
+    /// GPUs that reach each other over this link (an NVLink domain: 8 in an HGX board, 72 in a
+    /// GB200 NVL72 rack, 2 for bridged pairs; PCIe: the GPUs of one server). Absent for the
+    /// scale-out network, which reaches every node.
+    #[serde(default)]
+    pub gpus: Option<u64>,
+}
+
+/// The links of a GPU, fastest first. Collectives run over the fastest link whose domain holds
+/// the whole group (see [`crate::parallel`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interconnect {
+    /// Scale-up link: NVLink (through NVSwitch or a bridge) or AMD Infinity Fabric.
+    #[serde(default)]
+    pub scale_up: Option<Link>,
+    /// PCIe between the GPUs of one server.
+    #[serde(default)]
+    pub pcie: Option<Link>,
+    /// Scale-out network between servers (InfiniBand or Ethernet), per GPU.
+    #[serde(default)]
+    pub network: Option<Link>,
+}
+
+impl Interconnect {
+    fn validate(&self, gpu: &str) -> Result<()> {
+        let links = [("scale_up", &self.scale_up), ("pcie", &self.pcie), ("network", &self.network)];
+        for (key, link) in links {
+            let Some(l) = link else { continue };
+            let field = |f: &str| format!("{gpu}.interconnect.{key}.{f}");
+            if !(l.bandwidth_bytes_per_s.is_finite() && l.bandwidth_bytes_per_s > 0.0) {
+                return Err(Error::invalid(
+                    field("bandwidth_bytes_per_s"),
+                    l.bandwidth_bytes_per_s,
+                    "a positive finite number",
+                ));
+            }
+            if !(l.latency_s.is_finite() && (0.0..=1.0).contains(&l.latency_s)) {
+                return Err(Error::invalid(field("latency_s"), l.latency_s, "seconds in 0..=1"));
+            }
+            match (key, l.gpus) {
+                ("network", Some(_)) => {
+                    return Err(Error::invalid(field("gpus"), "given", "absent: the network reaches every node"))
+                }
+                ("network", None) => {}
+                (_, None) => {
+                    return Err(Error::MissingField { field: field("gpus"), context: "a scale-up or PCIe link".into() })
+                }
+                (_, Some(n)) if !(2..=crate::parallel::MAX_GPUS_PER_REPLICA).contains(&n) => {
+                    return Err(Error::invalid(
+                        field("gpus"),
+                        n,
+                        format!("2..={}", crate::parallel::MAX_GPUS_PER_REPLICA),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `onchip` in the file: a profile name or an inline table.
@@ -114,6 +193,8 @@ struct GpuRecord {
     #[serde(default)]
     sources: String,
     peak_flops_per_s: PeakFlops,
+    #[serde(default)]
+    interconnect: Interconnect,
 }
 
 #[derive(Deserialize)]
@@ -209,7 +290,7 @@ impl Gpu {
                 "a finite number ≥ 0",
             ));
         }
-        Ok(())
+        self.interconnect.validate(&self.name)
     }
 }
 
@@ -264,6 +345,7 @@ pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
                 peak_flops_per_s: r.peak_flops_per_s,
                 onchip,
                 usd_per_gpu_hour: r.usd_per_gpu_hour,
+                interconnect: r.interconnect,
                 sources: r.sources,
             };
             gpu.validate()?;

@@ -4,11 +4,16 @@
 //! Each operator instance (one layer's q_proj, say) gets its own roofline time, and a row's time is
 //! the sum over its instances; the step is the sum of rows. The floors are the seed's: all bytes at
 //! full bandwidth, and each operator's FLOPs at its full peak.
+//!
+//! In a parallel deployment the rows are one GPU's (the busiest), with communication rows timed on
+//! their link and, with pipeline stages, the time it waits for the others
+//! ([`crate::parallel::for_each_gpu_op`]); the step is still the sum of the rows.
 
 use crate::cost::Cost;
-use crate::ops::{for_each_op, Op, OpKind};
+use crate::ops::{Op, OpKind};
+use crate::parallel::{for_each_gpu_op, PipelineTiming};
 use crate::precision::MathFormat;
-use crate::roofline::{KernelTimer, Timing};
+use crate::roofline::Timing;
 use crate::scenario::Scenario;
 use crate::workload::{Counting, Phase};
 
@@ -42,6 +47,8 @@ pub struct StepSummary {
     pub memory_floor_s: f64,
     /// Tokens the step produces (decode: one per sequence) or processes (prefill: every prompt token).
     pub tokens: f64,
+    /// How a pipeline spent the step (with pipeline stages only).
+    pub pipeline: Option<PipelineTiming>,
 }
 
 impl StepSummary {
@@ -77,13 +84,12 @@ impl StepSummary {
         StepSummary { tokens: step_tokens(sc), ..StepSummary::default() }
     }
 
-    /// Add `n` instances of `op`, timed by `timer` (which knows the kernel it may be fused into);
-    /// returns their cost and timing.
+    /// Add `n` instances of `op`, each taking `one`; returns their cost and timing.
     #[inline]
-    fn add(&mut self, sc: &Scenario, timer: &mut KernelTimer, op: &Op, n: u64) -> (Cost, Timing) {
+    fn add(&mut self, sc: &Scenario, op: &Op, n: u64, one: Timing) -> (Cost, Timing) {
         let nf = n as f64;
         let cost = op.cost * nf;
-        let timing = timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency).times(nf);
+        let timing = one.times(nf);
         let peak = sc.gpu.peak(op.math).unwrap_or(sc.gpu.peak_flops_per_s.vector);
         self.cost += cost;
         self.timing += timing;
@@ -103,9 +109,8 @@ pub fn summarise(sc: &Scenario) -> StepSummary {
 /// largest row).
 pub fn summarise_each(sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> StepSummary {
     let mut s = StepSummary::empty(sc);
-    let mut timer = KernelTimer::new();
-    for_each_op(sc, |op, n| {
-        let (cost, timing) = s.add(sc, &mut timer, &op, n);
+    s.pipeline = for_each_gpu_op(sc, |op, n, one| {
+        let (cost, timing) = s.add(sc, op, n, one);
         f(op.kind, &cost, &timing);
     });
     s
@@ -116,9 +121,8 @@ impl Ledger {
     pub fn build(sc: &Scenario) -> Ledger {
         let mut rows: Vec<Row> = Vec::with_capacity(24);
         let mut summary = StepSummary::empty(sc);
-        let mut timer = KernelTimer::new();
-        for_each_op(sc, |op, n| {
-            let (cost, timing) = summary.add(sc, &mut timer, &op, n);
+        summary.pipeline = for_each_gpu_op(sc, |op, n, one| {
+            let (cost, timing) = summary.add(sc, op, n, one);
             match rows.iter_mut().find(|r| r.op == op.kind) {
                 Some(r) => {
                     r.instances += n;

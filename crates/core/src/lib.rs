@@ -33,6 +33,8 @@ pub mod memory;
 pub mod model;
 pub mod moe;
 pub mod ops;
+pub mod parallel;
+pub mod plan;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;

@@ -18,6 +18,9 @@
 //!
 //! Under [`Counting::Seed`] the seed's "weights plus cache" is reproduced: the weights without the
 //! embedding table ("15.0 GB (excluding the embedding table)") and no workspace.
+//!
+//! In a parallel deployment every footprint is one GPU's, the fullest
+//! ([`crate::parallel::footprint`]).
 
 use crate::limits::MAX_BATCH;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec, WeightPrecisions};
@@ -98,7 +101,7 @@ fn split(total: u64, matrices: u64, p: Precision) -> f64 {
     matrices as f64 * p.bytes() + (total - matrices) as f64 * p.unquantised().bytes()
 }
 
-fn layer_bytes(layer: &LayerSpec, h: u64, w: &WeightPrecisions) -> WeightFootprint {
+pub(crate) fn layer_bytes(layer: &LayerSpec, h: u64, w: &WeightPrecisions) -> WeightFootprint {
     let attn_params = layer.attention.params(h);
     let attn_matrices = match &layer.attention {
         Attention::Standard(a) => h * (a.q_dim() + 2 * a.kv_dim()) + a.q_dim() * h,
@@ -157,7 +160,7 @@ pub fn kv_bytes_per_sequence(model: &ModelSpec, kv: Precision, tokens: f64) -> f
 
 /// Positions a sequence holds in the cache after the step: decode appends the new token
 /// (`ctx + 1`; `ctx` under seed counting), prefill caches the prompt.
-fn held_positions(w: &Workload, tokens: f64) -> f64 {
+pub(crate) fn held_positions(w: &Workload, tokens: f64) -> f64 {
     match (w.phase, w.counting) {
         (Phase::Decode, Counting::Full) => tokens + 1.0,
         _ => tokens,
@@ -185,6 +188,12 @@ const LOGIT_BYTES: f64 = 4.0;
 /// head), is live. `L` logit rows of `V` entries are kept in fp32. Buffers are assumed to be
 /// reused from layer to layer (what inference engines do); allocator slack belongs in the reserve.
 pub fn workspace_bytes(sc: &Scenario) -> f64 {
+    workspace_bytes_split(sc, 1.0)
+}
+
+/// [`workspace_bytes`] on one GPU of a tensor-parallel group of `tp`: the intermediates `X`, the
+/// score matrix and the logits split over the group; the residual stream `2H` does not.
+pub(crate) fn workspace_bytes_split(sc: &Scenario, tp: f64) -> f64 {
     let w = &sc.workload;
     if w.counting == Counting::Seed {
         return 0.0;
@@ -218,7 +227,29 @@ pub fn workspace_bytes(sc: &Scenario) -> f64 {
     let t = w.step_tokens();
     let scores =
         if w.flash_attention { 0.0 } else { heads as f64 * w.attention_geometry(None).materialised_scores * a };
-    t * (2 * m.hidden_size + widest) as f64 * a + scores + w.logit_tokens() * m.embedding.vocab as f64 * LOGIT_BYTES
+    let split = widest as f64 * t * a + scores + w.logit_tokens() * m.embedding.vocab as f64 * LOGIT_BYTES;
+    t * (2 * m.hidden_size) as f64 * a + split / tp
+}
+
+/// Weight bytes one GPU holds, computed once for many batches: one figure per pipeline stage
+/// (one on a single GPU, [`WeightFootprint::counted_bytes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuWeights(Vec<f64>);
+
+impl GpuWeights {
+    /// The weights of `sc`'s model on each stage's GPUs.
+    pub fn of(sc: &Scenario) -> GpuWeights {
+        if sc.parallel.is_single() {
+            GpuWeights(vec![WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting)])
+        } else {
+            GpuWeights((0..sc.parallel.stages.len()).map(|s| crate::parallel::stage_weight_bytes(sc, s)).collect())
+        }
+    }
+
+    /// Weight bytes per stage.
+    pub fn per_stage(&self) -> &[f64] {
+        &self.0
+    }
 }
 
 /// Memory of one step against the GPU's capacity.
@@ -243,14 +274,18 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// The footprint of a scenario with `reserve_bytes` held back.
+    /// The footprint of a scenario with `reserve_bytes` held back (the fullest GPU's in a
+    /// parallel deployment).
     pub fn of(sc: &Scenario, reserve_bytes: f64) -> Footprint {
-        let weight_bytes = WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting);
-        Self::with_weights(sc, weight_bytes, reserve_bytes)
+        Self::with_weights(sc, &GpuWeights::of(sc), reserve_bytes)
     }
 
     /// As [`Footprint::of`] with the weight bytes already known (the sweep computes them once).
-    pub fn with_weights(sc: &Scenario, weight_bytes: f64, reserve_bytes: f64) -> Footprint {
+    pub fn with_weights(sc: &Scenario, weights: &GpuWeights, reserve_bytes: f64) -> Footprint {
+        if !sc.parallel.is_single() {
+            return crate::parallel::footprint_with(sc, weights.per_stage(), reserve_bytes);
+        }
+        let weight_bytes = weights.0[0];
         let kv = kv_cache_bytes(sc);
         let ws = workspace_bytes(sc);
         let memory_bytes = weight_bytes + kv + ws;
@@ -281,8 +316,8 @@ pub fn at_uniform(sc: &Scenario, batch: u64, tokens: u64) -> Scenario {
 /// weights do not), so the candidate is `⌊(available − f₀) / s⌋`; it is then checked against the
 /// footprint itself at `b` and `b + 1`, so "exactly fits" and "one more does not" hold to the byte.
 pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
-    let weights = WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting);
-    let fp = |b: u64| Footprint::with_weights(&at_uniform(sc, b, tokens), weights, reserve_bytes);
+    let weights = GpuWeights::of(sc);
+    let fp = |b: u64| Footprint::with_weights(&at_uniform(sc, b, tokens), &weights, reserve_bytes);
     let (f1, f2) = (fp(1), fp(2));
     if !f1.fits {
         return 0;

@@ -17,6 +17,10 @@
 //!
 //! Under [`Counting::Seed`] only seed 004's rows are produced (qkv_proj, o_proj, mlp, attention,
 //! lm_head) with weight and KV-read bytes only.
+//!
+//! In a parallel deployment ([`crate::parallel`]) the builder hands out one GPU's share of every
+//! operator and adds the communication operators (all-reduces, all-gather, all-to-all) at the
+//! block boundaries; the hooks are marked `PARALLEL` below. On one GPU they are the identity.
 
 use crate::cost::Cost;
 use crate::model::{Attention, DenseMlp, LatentAttention, LayerSpec, Mlp, MoeMlp, NormKind, QkNorm, StandardAttention};
@@ -75,6 +79,16 @@ pub enum OpKind {
     Residual,
     FinalNorm,
     LmHead,
+    // Communication between GPUs of a parallel deployment (crate::parallel): link bytes, no
+    // FLOPs or HBM bytes.
+    AllReduceEmbedding,
+    AllReduceAttn,
+    AllReduceMlp,
+    AllToAllDispatch,
+    AllToAllCombine,
+    AllGatherLogits,
+    PpSend,
+    PipelineWait,
 }
 
 /// Where an operator sits in the model.
@@ -140,7 +154,32 @@ impl OpKind {
             Residual => "residual",
             FinalNorm => "final_norm",
             LmHead => "lm_head",
+            AllReduceEmbedding => "all_reduce_embedding",
+            AllReduceAttn => "all_reduce_attn",
+            AllReduceMlp => "all_reduce_mlp",
+            AllToAllDispatch => "all_to_all_dispatch",
+            AllToAllCombine => "all_to_all_combine",
+            AllGatherLogits => "all_gather_logits",
+            PpSend => "pp_send",
+            PipelineWait => "pipeline_wait",
         }
+    }
+
+    /// Whether this is communication between GPUs (or the pipeline's wait), costed on a link
+    /// rather than on the roofline ([`crate::parallel`]).
+    pub fn is_comm(self) -> bool {
+        use OpKind::*;
+        matches!(
+            self,
+            AllReduceEmbedding
+                | AllReduceAttn
+                | AllReduceMlp
+                | AllToAllDispatch
+                | AllToAllCombine
+                | AllGatherLogits
+                | PpSend
+                | PipelineWait
+        )
     }
 
     /// Short name inside its block, used in zoom paths (`layer.0.mlp.up`): the name without the
@@ -165,6 +204,12 @@ impl OpKind {
             DownProj => "down",
             AttnScores => "scores",
             AttnValues => "values",
+            AllReduceEmbedding | AllReduceAttn | AllReduceMlp => "all_reduce",
+            AllToAllDispatch => "dispatch",
+            AllToAllCombine => "combine",
+            AllGatherLogits => "all_gather",
+            PpSend => "send",
+            PipelineWait => "wait",
             other => other.name(),
         }
     }
@@ -173,11 +218,12 @@ impl OpKind {
     pub fn block(self) -> Block {
         use OpKind::*;
         match self {
-            Embedding => Block::Embedding,
-            FinalNorm | LmHead => Block::Head,
+            Embedding | AllReduceEmbedding => Block::Embedding,
+            // The pipeline's send and wait come after a stage's layers.
+            FinalNorm | LmHead | AllGatherLogits | PpSend | PipelineWait => Block::Head,
             AttnNorm | QProj | KProj | VProj | QkvProj | QAProj | QANorm | QBProj | KvAProj | KvANorm | QkNorm
             | Rope | KvWrite | KvBProj | QAbsorb | Attention | AttnScores | Softmax | AttnValues | VUp | OProj
-            | AttnResidual => Block::Attention,
+            | AttnResidual | AllReduceAttn => Block::Attention,
             _ => Block::Mlp,
         }
     }
@@ -282,6 +328,13 @@ pub struct Op {
     pub fused: bool,
 }
 
+impl Op {
+    /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
+    pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
+        Op { kind, cost, math, gemm: None, attention: None, fused: false }
+    }
+}
+
 /// FLOPs per element of a norm (RMSNorm: square, accumulate, normalise, scale; LayerNorm adds
 /// mean, subtract and shift).
 fn norm_flops(kind: NormKind) -> f64 {
@@ -369,7 +422,7 @@ impl<'a> OpBuilder<'a> {
             activation_bytes: elems * tensors * self.a,
             ..Cost::ZERO
         };
-        Op { kind, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false }
+        Op::plain(kind, cost, MathFormat::Vector)
     }
 
     fn norm(&self, kind: OpKind, norm: NormKind, dim: u64, copies: u32) -> Op {
@@ -380,7 +433,17 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// The embedding gather (plus learned positions and OPT's project_in).
+    #[inline]
     pub fn embedding(&self, f: &mut impl FnMut(Op)) {
+        // PARALLEL: this GPU's share (vocab-parallel table) and the all-reduce after it.
+        if !self.sc.parallel.is_single() {
+            let shard = crate::parallel::OpShard::outside_layers(self.sc, self.tokens);
+            return self.embedding_ops(&mut |op| shard.emit(op, f));
+        }
+        self.embedding_ops(f)
+    }
+
+    fn embedding_ops(&self, f: &mut impl FnMut(Op)) {
         if self.seed {
             return;
         }
@@ -398,11 +461,21 @@ impl<'a> OpBuilder<'a> {
         if e.dim != self.hidden {
             cost += self.gemm(OpKind::Embedding, t, e.dim, self.hidden, self.sc.weights.embedding, false, 1.0).cost;
         }
-        f(Op { kind: OpKind::Embedding, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false });
+        f(Op::plain(OpKind::Embedding, cost, MathFormat::Vector));
     }
 
     /// The final norm and the LM head.
+    #[inline]
     pub fn head(&self, f: &mut impl FnMut(Op)) {
+        // PARALLEL: this GPU's share (vocab-parallel LM head) and the gather of the logits.
+        if !self.sc.parallel.is_single() {
+            let shard = crate::parallel::OpShard::outside_layers(self.sc, self.tokens);
+            return self.head_ops(&mut |op| shard.emit(op, f));
+        }
+        self.head_ops(f)
+    }
+
+    fn head_ops(&self, f: &mut impl FnMut(Op)) {
         let m = &self.sc.model;
         if let (Some(norm), false) = (m.final_norm, self.seed) {
             f(self.norm(OpKind::FinalNorm, norm, self.hidden, 1));
@@ -418,7 +491,18 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// Every operator of one decoder layer, in order.
+    #[inline]
     pub fn layer(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        // PARALLEL: this GPU's share of each operator (tensor and expert parallel) and the
+        // communication at the block boundaries.
+        if !self.sc.parallel.is_single() {
+            let shard = crate::parallel::OpShard::layer(self.sc, layer, self.tokens);
+            return self.layer_ops(layer, &mut |op| shard.emit(op, f));
+        }
+        self.layer_ops(layer, f)
+    }
+
+    fn layer_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
         let minor = !self.seed;
         let h = self.hidden;
         if minor && layer.attn_norms > 0 {
@@ -501,7 +585,7 @@ impl<'a> OpBuilder<'a> {
         }
         let elems = g.kv_positions_written * elems_per_pos;
         let cost = Cost { kv_write_bytes: elems * self.kv, activation_bytes: elems * self.a, ..Cost::ZERO };
-        f(Op { kind: OpKind::KvWrite, cost, math: MathFormat::Vector, gemm: None, attention: None, fused: false });
+        f(Op::plain(OpKind::KvWrite, cost, MathFormat::Vector));
     }
 
     /// QKᵀ, softmax and P·V, fused (FlashAttention) or as three kernels.
@@ -750,7 +834,9 @@ const SHARED_KINDS: MlpKinds = MlpKinds {
 };
 
 /// Visit every operator of the step with its multiplicity: the embedding once, each distinct
-/// layer shape once with the number of layers that have it, then the head.
+/// layer shape once with the number of layers that have it, then the head. In a parallel
+/// deployment these are one GPU's shares of every layer; [`crate::parallel::for_each_gpu_op`]
+/// adds the pipeline (which layers a GPU holds, micro-batches) and the timing of communication.
 pub fn for_each_op(sc: &Scenario, mut f: impl FnMut(Op, u64)) {
     let b = OpBuilder::new(sc);
     b.embedding(&mut |op| f(op, 1));

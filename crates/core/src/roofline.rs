@@ -44,6 +44,11 @@ pub enum Bound {
     Memory,
     /// Time set by FLOPs ÷ achieved peak.
     Compute,
+    /// Time set by a GPU-to-GPU link: link bytes ÷ achieved link bandwidth + latency
+    /// ([`crate::parallel`]).
+    Link,
+    /// Time a pipeline stage waits for the others ([`crate::parallel`]).
+    Wait,
 }
 
 impl Bound {
@@ -52,6 +57,8 @@ impl Bound {
         match self {
             Bound::Memory => "memory",
             Bound::Compute => "compute",
+            Bound::Link => "link",
+            Bound::Wait => "wait",
         }
     }
 }
@@ -63,7 +70,11 @@ pub struct Timing {
     pub compute_s: f64,
     /// Bytes ÷ (bandwidth × bandwidth efficiency), seconds.
     pub memory_s: f64,
-    /// Roofline time, seconds (max of the two for one operator; a sum of maxima for a total).
+    /// Link time of a communication operator, seconds (bytes ÷ achieved link bandwidth + latency).
+    pub link_s: f64,
+    /// Roofline time, seconds: `max(compute, memory)` for one operator, `link_s` for a
+    /// communication operator, the wait itself for a pipeline wait (no roof); a sum of those for a
+    /// total.
     pub time_s: f64,
 }
 
@@ -74,12 +85,28 @@ impl Timing {
         let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector);
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
-        Timing { compute_s, memory_s, time_s: compute_s.max(memory_s) }
+        Timing { compute_s, memory_s, link_s: 0.0, time_s: compute_s.max(memory_s) }
     }
 
-    /// Which roof dominates.
+    /// A communication operator's time on a link.
+    pub fn link(link_s: f64) -> Timing {
+        Timing { link_s, time_s: link_s, ..Timing::default() }
+    }
+
+    /// Time spent waiting for other pipeline stages: time under no roof.
+    pub fn wait(wait_s: f64) -> Timing {
+        Timing { time_s: wait_s, ..Timing::default() }
+    }
+
+    /// Which roof dominates: the largest of the parts (compute only when strictly above memory, as
+    /// a tie reads as memory-bound); a wait is time under no roof.
     pub fn bound(&self) -> Bound {
-        if self.compute_s > self.memory_s {
+        let roof = self.compute_s.max(self.memory_s);
+        if self.time_s > 0.0 && roof == 0.0 && self.link_s == 0.0 {
+            Bound::Wait
+        } else if self.link_s > roof {
+            Bound::Link
+        } else if self.compute_s > self.memory_s {
             Bound::Compute
         } else {
             Bound::Memory
@@ -88,7 +115,12 @@ impl Timing {
 
     /// Scale by a count of identical instances.
     pub fn times(self, n: f64) -> Timing {
-        Timing { compute_s: self.compute_s * n, memory_s: self.memory_s * n, time_s: self.time_s * n }
+        Timing {
+            compute_s: self.compute_s * n,
+            memory_s: self.memory_s * n,
+            link_s: self.link_s * n,
+            time_s: self.time_s * n,
+        }
     }
 }
 
@@ -98,6 +130,7 @@ impl std::ops::Add for Timing {
         Timing {
             compute_s: self.compute_s + o.compute_s,
             memory_s: self.memory_s + o.memory_s,
+            link_s: self.link_s + o.link_s,
             time_s: self.time_s + o.time_s,
         }
     }
@@ -136,8 +169,8 @@ impl KernelTimer {
         }
         let before = self.kernel;
         let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
-        self.kernel = Timing { compute_s: c, memory_s: m, time_s: c.max(m) };
-        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: self.kernel.time_s - before.time_s }
+        self.kernel = Timing { compute_s: c, memory_s: m, time_s: c.max(m), ..Timing::default() };
+        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: self.kernel.time_s - before.time_s, ..own }
     }
 }
 
@@ -176,6 +209,17 @@ mod tests {
         // An unfused operator starts a new kernel.
         let h = t.next(&Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false, h100, eff);
         assert!((h.time_s - 1e-3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn links_and_waits_have_their_own_bound() {
+        let l = Timing::link(0.25);
+        assert_eq!((l.bound(), l.time_s, l.memory_s), (Bound::Link, 0.25, 0.0));
+        assert_eq!(Timing::wait(0.5).bound(), Bound::Wait);
+        // A sum of a memory-bound operator and a shorter link stays memory-bound.
+        let m = Timing { memory_s: 0.5, time_s: 0.5, ..Timing::default() };
+        assert_eq!((m + l).bound(), Bound::Memory);
+        assert_eq!((m + l).time_s, 0.75);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
 use crate::model::{builtin_presets, CheckpointQuant, Mlp, ModelSpec, Preset, WeightPrecisions};
 use crate::moe::{routing_probabilities, Routing};
+use crate::parallel::{ParallelSpec, Parallelism};
 use crate::precision::Precision;
 use crate::roofline::Efficiency;
 use crate::workload::{Causal, ContextBucket, Contexts, Counting, Logits, MlaForm, Phase, Workload};
@@ -28,6 +29,8 @@ pub struct Scenario {
     pub efficiency: Efficiency,
     /// MoE routing distribution.
     pub routing: Routing,
+    /// Tensor, pipeline, expert and data parallelism (one GPU unless asked otherwise).
+    pub parallel: Arc<Parallelism>,
 }
 
 impl Scenario {
@@ -47,7 +50,14 @@ impl Scenario {
                 }
             }
         }
-        Ok(Scenario { model, gpu, workload, weights, efficiency, routing })
+        let parallel = Arc::new(Parallelism::single(&model));
+        Ok(Scenario { model, gpu, workload, weights, efficiency, routing, parallel })
+    }
+
+    /// The same scenario deployed over several GPUs (validated against its model and GPU).
+    pub fn with_parallel(&self, spec: &ParallelSpec) -> Result<Scenario> {
+        let parallel = Arc::new(Parallelism::new(&self.model, &self.gpu, spec)?);
+        Ok(Scenario { parallel, ..self.clone() })
     }
 
     /// The seed's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
@@ -178,6 +188,20 @@ pub struct ScenarioRequest {
     pub zipf: Option<String>,
     /// Measured MoE routing: per-expert loads, comma-separated (any scale).
     pub expert_loads: Option<String>,
+    /// Tensor-parallel GPUs (default 1).
+    pub tp: Option<String>,
+    /// Pipeline stages (default 1).
+    pub pp: Option<String>,
+    /// Expert-parallel groups (default 1).
+    pub ep: Option<String>,
+    /// Data-parallel replicas (default 1).
+    pub dp: Option<String>,
+    /// Pipeline micro-batches (default: the stages, at most one per sequence).
+    pub micro_batches: Option<String>,
+    /// Link between GPUs: `nvlink` (default where the GPU has it) or `pcie`.
+    pub interconnect: Option<String>,
+    /// Achieved fraction of link bandwidth (default 0.8).
+    pub link_efficiency: Option<String>,
 }
 
 /// Parse an integer input, naming the field on failure.
@@ -363,7 +387,42 @@ impl ScenarioRequest {
             )?,
             (None, None) => Routing::Uniform,
         };
-        Scenario::new(model, gpu, workload, weights, efficiency, routing)
+        let sc = Scenario::new(model, gpu, workload, weights, efficiency, routing)?;
+        let spec = self.parallel_spec()?;
+        if spec == ParallelSpec::default() {
+            return Ok(sc);
+        }
+        let sc = sc.with_parallel(&spec)?;
+        if let Contexts::Mix(buckets) = &sc.workload.contexts {
+            let m = sc.parallel.micro_batches_for(sc.workload.contexts.batch());
+            if m > 1 && buckets.len() as u64 * m > crate::parallel::MAX_DEALT_BUCKETS {
+                return Err(Error::invalid(
+                    "contexts",
+                    format!("{} lengths over {m} micro-batches", buckets.len()),
+                    format!("at most {} (length, micro-batch) pairs", crate::parallel::MAX_DEALT_BUCKETS),
+                ));
+            }
+        }
+        Ok(sc)
+    }
+
+    /// The parallel inputs, parsed (validated against the model and GPU by
+    /// [`Parallelism::new`]).
+    pub fn parallel_spec(&self) -> Result<ParallelSpec> {
+        let count = |field: &str, v: &Option<String>| v.as_deref().map(|s| parse_u64(field, s)).transpose();
+        let d = ParallelSpec::default();
+        Ok(ParallelSpec {
+            tp: count("tp", &self.tp)?.unwrap_or(d.tp),
+            pp: count("pp", &self.pp)?.unwrap_or(d.pp),
+            ep: count("ep", &self.ep)?.unwrap_or(d.ep),
+            dp: count("dp", &self.dp)?.unwrap_or(d.dp),
+            micro_batches: count("micro_batches", &self.micro_batches)?,
+            interconnect: self.interconnect.as_deref().map(str::parse).transpose()?,
+            link_efficiency: match &self.link_efficiency {
+                Some(s) => parse_f64("link_efficiency", s)?,
+                None => d.link_efficiency,
+            },
+        })
     }
 }
 

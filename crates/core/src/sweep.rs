@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 use crate::ledger::summarise_each;
 use crate::limits::{MAX_BATCH, MAX_CONTEXT};
-use crate::memory::{Footprint, WeightFootprint};
+use crate::memory::{Footprint, GpuWeights};
 use crate::ops::OpKind;
 use crate::scenario::{parse_u64, Scenario};
 use crate::workload::{Contexts, Phase};
@@ -237,7 +237,7 @@ pub struct Sweep {
     base: Scenario,
     batch: Axis,
     ctx: Axis,
-    weight_bytes: f64,
+    weights: GpuWeights,
     reserve_bytes: f64,
 }
 
@@ -265,8 +265,8 @@ impl Sweep {
         check("batch", &batch, 1, MAX_BATCH)?;
         let min_ctx = if base.workload.phase == Phase::Prefill { 1 } else { 0 };
         check("ctx", &ctx, min_ctx, MAX_CONTEXT)?;
-        let weight_bytes = WeightFootprint::of(&base.model, &base.weights).counted_bytes(base.workload.counting);
-        Ok(Sweep { base, batch, ctx, weight_bytes, reserve_bytes })
+        let weights = GpuWeights::of(&base);
+        Ok(Sweep { base, batch, ctx, weights, reserve_bytes })
     }
 
     /// Number of points.
@@ -294,7 +294,7 @@ impl Sweep {
             .filter_map(|i| kinds[i].map(|k| (k, times[i])))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or((OpKind::LmHead, 0.0));
-        let fp = Footprint::with_weights(&sc, self.weight_bytes, self.reserve_bytes);
+        let fp = Footprint::with_weights(&sc, &self.weights, self.reserve_bytes);
         let bytes = s.cost.bytes();
         SweepPoint {
             batch,
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn op_kinds_fit_the_slots() {
-        assert!((OpKind::LmHead as usize) < KIND_SLOTS);
+        assert!((OpKind::PipelineWait as usize) < KIND_SLOTS);
     }
 
     fn values(text: &str) -> Vec<u64> {

@@ -319,11 +319,7 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
 }
 
 fn op_node(sc: &Scenario, timer: &mut KernelTimer, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
-    OpNode {
-        timing: timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency),
-        tiles: tile_level(sc, &op, unfused, fused),
-        op,
-    }
+    OpNode { timing: crate::parallel::op_timing(sc, timer, &op), tiles: tile_level(sc, &op, unfused, fused), op }
 }
 
 /// The attention-core cost (core + softmax) of one layer under `sc`.
@@ -597,7 +593,7 @@ impl ZoomTree {
         let t = n.tiles.totals().unwrap_or_default();
         let totals = Totals {
             cost: Cost { flops: t.executed_flops, activation_bytes: t.bytes, ..Cost::ZERO },
-            timing: Timing { compute_s: 0.0, memory_s: 0.0, time_s: t.time_s },
+            timing: Timing { compute_s: 0.0, memory_s: 0.0, time_s: t.time_s, ..Timing::default() },
         };
         NodeView::new(path.into(), Level::Tiles, totals, children, NodeDetail::Tiles(n))
     }

@@ -119,6 +119,14 @@ pub struct GpuRow {
     pub usd_per_gpu_hour: Option<f64>,
     /// Human name.
     pub display: String,
+    /// Scale-up link (NVLink, Infinity Fabric) bandwidth per direction, bytes/s.
+    pub scale_up_bandwidth_bytes_per_s: Option<f64>,
+    /// GPUs in one scale-up domain.
+    pub scale_up_gpus: Option<u64>,
+    /// PCIe bandwidth per direction, bytes/s.
+    pub pcie_bandwidth_bytes_per_s: Option<f64>,
+    /// Scale-out network bandwidth per GPU and direction, bytes/s.
+    pub network_bandwidth_bytes_per_s: Option<f64>,
 }
 
 /// The `gpus` listing.
@@ -137,6 +145,7 @@ impl GpuList {
                 .iter()
                 .map(|g| {
                     let p = &g.peak_flops_per_s;
+                    let ic = &g.interconnect;
                     GpuRow {
                         name: g.name.clone(),
                         bf16_flops_per_s: p.bf16,
@@ -150,10 +159,33 @@ impl GpuList {
                         sm_count: g.sm_count,
                         usd_per_gpu_hour: g.usd_per_gpu_hour,
                         display: g.display.clone(),
+                        scale_up_bandwidth_bytes_per_s: ic.scale_up.as_ref().map(|l| l.bandwidth_bytes_per_s),
+                        scale_up_gpus: ic.scale_up.as_ref().and_then(|l| l.gpus),
+                        pcie_bandwidth_bytes_per_s: ic.pcie.as_ref().map(|l| l.bandwidth_bytes_per_s),
+                        network_bandwidth_bytes_per_s: ic.network.as_ref().map(|l| l.bandwidth_bytes_per_s),
                     }
                 })
                 .collect(),
         }
+    }
+}
+
+/// `450 GB/s ×8 · PCIe 64 GB/s · net 50 GB/s`.
+fn links(g: &GpuRow) -> String {
+    let mut parts = Vec::new();
+    if let (Some(bw), Some(n)) = (g.scale_up_bandwidth_bytes_per_s, g.scale_up_gpus) {
+        parts.push(format!("{} ×{n}", human::rate(bw, "B")));
+    }
+    if let Some(bw) = g.pcie_bandwidth_bytes_per_s {
+        parts.push(format!("PCIe {}", human::rate(bw, "B")));
+    }
+    if let Some(bw) = g.network_bandwidth_bytes_per_s {
+        parts.push(format!("net {}", human::rate(bw, "B")));
+    }
+    if parts.is_empty() {
+        "—".into()
+    } else {
+        parts.join(" · ")
     }
 }
 
@@ -165,7 +197,7 @@ impl Report for GpuList {
     fn human(&self) -> HumanTable {
         let opt = |v: Option<f64>| v.map(|v| human::sig3(v / 1e12)).unwrap_or_else(|| "—".into());
         HumanTable {
-            header: ["gpu", "bf16 TFLOP/s", "fp8", "int8", "fp4", "HBM", "capacity", "ridge bf16", "ridge fp8", "SMs", "$/h ≈", "description"]
+            header: ["gpu", "bf16 TFLOP/s", "fp8", "int8", "fp4", "HBM", "capacity", "ridge bf16", "ridge fp8", "SMs", "$/h ≈", "links, each way", "description"]
                 .map(String::from)
                 .to_vec(),
             rows: self
@@ -184,12 +216,16 @@ impl Report for GpuList {
                         g.ridge_fp8_flops_per_byte.map(|r| format!("{r:.0}")).unwrap_or_else(|| "—".into()),
                         g.sm_count.to_string(),
                         g.usd_per_gpu_hour.map(|u| format!("{u:.2}")).unwrap_or_else(|| "—".into()),
+                        links(g),
                         g.display.clone(),
                     ]
                 })
                 .collect(),
             right_aligned: (1..=10).collect(),
-            footer: vec!["dense tensor-core peaks (no 2:4 sparsity); ridge = peak ÷ bandwidth in FLOP/B; prices are approximate on-demand list prices (override with --usd-per-hour)".into()],
+            footer: vec![
+                "dense tensor-core peaks (no 2:4 sparsity); ridge = peak ÷ bandwidth in FLOP/B; prices are approximate on-demand list prices (override with --usd-per-hour)".into(),
+                "links: scale-up (NVLink, Infinity Fabric) × GPUs in its domain, PCIe, network per GPU; per direction (vendors print NVLink as the sum of both)".into(),
+            ],
             ..Default::default()
         }
     }

@@ -157,13 +157,14 @@ impl Report for CostReport {
         };
         HumanTable {
             title: vec![format!(
-                "{} on {} · requests of {} prompt + {} output tokens · weights {} · KV {} · ${}/GPU-hour",
+                "{} on {} · requests of {} prompt + {} output tokens · weights {} · KV {}{} · ${}/GPU-hour",
                 i.model,
                 i.gpu,
                 human::count(self.prompt_tokens),
                 human::count(self.output_tokens),
                 i.weights,
                 i.kv,
+                i.layout_suffix(),
                 self.usd_per_hour
             )],
             header: ["", "batch", "TTFT", "TPOT", "out tok/s", "$/M input", "$/M output", "$/request", "memory", "fits"]

@@ -42,14 +42,15 @@ impl Report for LatencyReport {
         let l = &self.latency;
         let i = &self.inputs;
         let title = format!(
-            "{} on {} · batch {} × (prompt {} + output {}) · weights {} · KV {}",
+            "{} on {} · batch {} × (prompt {} + output {}) · weights {} · KV {}{}",
             i.model,
             i.gpu,
             human::count(l.batch),
             human::count(l.prompt_tokens),
             human::count(l.output_tokens),
             i.weights,
-            i.kv
+            i.kv,
+            i.layout_suffix()
         );
         let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or("— (one output token)".to_string(), f);
         facts_table(

@@ -4,6 +4,7 @@
 //! `weight_bytes`, `kv_bytes`, `activation_bytes`, `intensity`, `time_s`, `bound`), `total` (the
 //! same fields), `step_time_s`, `tokens_per_s`, floors and notes. Plain SI numbers throughout.
 
+use crate::deployment::{Layout, Totals};
 use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::model::WeightPrecisions;
@@ -54,6 +55,9 @@ pub struct Inputs {
     pub bandwidth_efficiency: f64,
     /// MoE routing.
     pub routing: String,
+    /// The parallel layout (absent on one GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<Layout>,
 }
 
 impl Inputs {
@@ -84,6 +88,7 @@ impl Inputs {
             compute_efficiency: sc.efficiency.compute,
             bandwidth_efficiency: sc.efficiency.bandwidth,
             routing: sc.routing.describe(),
+            parallel: Layout::of(sc),
         }
     }
 
@@ -104,10 +109,30 @@ impl Inputs {
             String::new()
         };
         format!(
-            "{} on {} · {} · {} · weights {} · KV {} · activations {}{gemm_inputs}",
-            self.model, self.gpu, self.phase, shape, self.weights, self.kv, self.activations
+            "{} on {} · {} · {} · weights {} · KV {} · activations {}{gemm_inputs}{}",
+            self.model,
+            self.gpu,
+            self.phase,
+            shape,
+            self.weights,
+            self.kv,
+            self.activations,
+            self.layout_suffix()
         )
     }
+
+    /// ` · TP 8 × PP 2 (16 GPUs)` for a parallel deployment, empty on one GPU (for titles).
+    pub fn layout_suffix(&self) -> String {
+        self.parallel.as_ref().map(|p| format!(" · {}", layout_words(p))).unwrap_or_default()
+    }
+}
+
+fn layout_words(p: &Layout) -> String {
+    let mut s = llm_ledger_core::parallel::layout_words(p.tp, p.pp, p.ep);
+    if p.dp > 1 {
+        s.push_str(&format!(" × {} replicas", p.dp));
+    }
+    s
 }
 
 fn ctx_word(p: Phase) -> &'static str {
@@ -154,9 +179,13 @@ pub struct RowView {
     pub time_s: f64,
     /// Share of the step time.
     pub time_share: f64,
-    /// `memory` or `compute`; `fused` for an operator that runs inside the previous operator's
-    /// kernel, whose `time_s` is the time it adds there.
+    /// `memory`, `compute`, `link` (communication), `wait` (pipeline), or `fused` for an operator
+    /// that runs inside the previous operator's kernel, whose `time_s` is the time it adds there.
     pub bound: String,
+    /// Bytes sent over a GPU-to-GPU link (communication rows; not HBM bytes).
+    pub link_bytes: f64,
+    /// Time on the link, seconds.
+    pub link_time_s: f64,
 }
 
 impl RowView {
@@ -189,13 +218,19 @@ impl RowView {
             time_s: timing.time_s,
             time_share: if step > 0.0 { timing.time_s / step } else { 0.0 },
             bound: timing.bound().name().to_string(),
+            link_bytes: cost.link_bytes,
+            link_time_s: timing.link_s,
         }
     }
 
-    /// View of a ledger row.
+    /// View of a ledger row (communication rows have no math format).
     pub fn of_row(r: &Row, sc: &Scenario, step: f64) -> Self {
-        let mut v = Self::new(r.op.name(), r.instances, &r.cost, &r.timing, Some(r.math), sc, step);
-        if r.fused {
+        let math = (!r.op.is_comm()).then_some(r.math);
+        let mut v = Self::new(r.op.name(), r.instances, &r.cost, &r.timing, math, sc, step);
+        if r.op.is_comm() {
+            v.intensity = None;
+            v.bound = if r.op == llm_ledger_core::ops::OpKind::PipelineWait { "wait" } else { "link" }.into();
+        } else if r.fused {
             // Inside the previous operator's kernel (FlashAttention's softmax).
             v.bound = "fused".into();
         }
@@ -226,6 +261,15 @@ pub struct LedgerReport {
     pub counting_note: String,
     /// Model notes (keys not costed) and other caveats.
     pub notes: Vec<String>,
+    /// A parallel deployment's totals (absent on one GPU); the rows are one GPU's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<Totals>,
+    /// How the GPU shown was costed (parallel deployments).
+    #[serde(skip)]
+    deployment_notes: Vec<String>,
+    /// Link used by each communication row, by row index (for the table).
+    #[serde(skip)]
+    row_links: Vec<Option<String>>,
 }
 
 impl LedgerReport {
@@ -234,6 +278,7 @@ impl LedgerReport {
         let s = &l.summary;
         let step = s.step_time_s();
         let layers = sc.model.num_layers();
+        let totals = Totals::of(sc, s);
         LedgerReport {
             inputs: Inputs::of(sc),
             memory_bandwidth_bytes_per_s: sc.gpu.memory_bandwidth_bytes_per_s,
@@ -245,7 +290,30 @@ impl LedgerReport {
             compute_floor_s: s.compute_floor_s,
             counting_note: counting_note(sc),
             notes: sc.model.notes.clone(),
+            deployment: totals.clone(),
+            deployment_notes: totals.as_ref().map(|t| crate::deployment::footer(sc, t)).unwrap_or_default(),
+            row_links: l
+                .rows
+                .iter()
+                .map(|r| {
+                    let stage = s.pipeline.map_or(0, |p| p.stage);
+                    match (r.op.is_comm(), sc.parallel.link_of(r.op, stage)) {
+                        (true, Some(g)) => Some(scope_word(g.scope).to_string()),
+                        (true, None) => Some("—".into()),
+                        _ => None,
+                    }
+                })
+                .collect(),
         }
+    }
+}
+
+fn scope_word(s: llm_ledger_core::parallel::LinkScope) -> &'static str {
+    use llm_ledger_core::parallel::LinkScope::*;
+    match s {
+        ScaleUp => "nvlink",
+        Pcie => "pcie",
+        Network => "network",
     }
 }
 
@@ -276,8 +344,9 @@ impl Report for LedgerReport {
     }
 
     fn human(&self) -> HumanTable {
-        let cells = |r: &RowView| {
-            vec![
+        let parallel = self.deployment.is_some();
+        let cells = |r: &RowView, link: Option<&String>| {
+            let mut c = vec![
                 r.op.clone(),
                 r.layers.to_string(),
                 human::flops(r.flops),
@@ -285,15 +354,27 @@ impl Report for LedgerReport {
                 human::bytes(r.kv_bytes),
                 human::bytes(r.activation_bytes),
                 human::bytes(r.bytes),
-                human::intensity(r.intensity),
-                r.math.map(|m| m.name().to_string()).unwrap_or_default(),
+                match (link, r.intensity) {
+                    (Some(_), _) => "—".into(),
+                    (None, i) => human::intensity(i),
+                },
+                link.cloned().or_else(|| r.math.map(|m| m.name().to_string())).unwrap_or_default(),
                 human::seconds(r.time_s),
                 human::percent(r.time_share),
                 r.bound.clone(),
-            ]
+            ];
+            if parallel {
+                c.insert(6, human::bytes(r.link_bytes));
+            }
+            c
         };
-        let mut rows: Vec<Vec<String>> = self.rows.iter().map(cells).collect();
-        rows.push(cells(&self.total));
+        let mut rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| cells(r, self.row_links.get(i).and_then(Option::as_ref)))
+            .collect();
+        rows.push(cells(&self.total, None));
         let bf16_ridge =
             self.rows.iter().find(|r| r.math == Some(MathFormat::Bf16)).and_then(|r| r.ridge_flops_per_byte);
         let mut footer = vec![format!(
@@ -310,28 +391,18 @@ impl Report for LedgerReport {
             self.inputs.bandwidth_efficiency * 100.0,
         ));
         footer.push(self.counting_note.clone());
+        footer.extend(self.deployment_notes.iter().cloned());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
-        HumanTable {
-            title: vec![self.inputs.headline()],
-            header: [
-                "op",
-                "n",
-                "FLOPs",
-                "weights",
-                "KV",
-                "activations",
-                "bytes",
-                "FLOP/B",
-                "math",
-                "time",
-                "share",
-                "bound",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-            right_aligned: (1..=10).collect(),
-            footer,
+        let mut header: Vec<String> =
+            ["op", "n", "FLOPs", "weights", "KV", "activations", "bytes", "FLOP/B", "math", "time", "share", "bound"]
+                .map(String::from)
+                .to_vec();
+        let mut right_aligned: Vec<usize> = (1..=10).collect();
+        if parallel {
+            header.insert(6, "link".into());
+            header[7] = "HBM bytes".into();
+            right_aligned.push(11);
         }
+        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer }
     }
 }

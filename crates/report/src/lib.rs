@@ -5,6 +5,7 @@
 pub mod advise;
 pub mod catalog;
 pub mod cost;
+pub mod deployment;
 pub mod facts;
 pub mod human;
 pub mod kv;
@@ -13,6 +14,7 @@ pub mod ledger;
 pub mod levers;
 pub mod measure;
 pub mod moe;
+pub mod plan;
 pub mod plot;
 pub mod render;
 pub mod sweep;

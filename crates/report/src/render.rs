@@ -74,16 +74,19 @@ pub trait Report: Serialize {
     /// Render in `format`.
     fn render(&self, format: Format) -> String {
         match format {
-            Format::Json => {
-                let mut s = serde_json::to_string_pretty(self).expect("reports serialise");
-                s.push('\n');
-                s
-            }
+            Format::Json => to_json(self),
             Format::Csv => to_csv(&self.csv_rows()),
             Format::Table => to_table(&self.human()),
             Format::Md => to_markdown(&self.human()),
         }
     }
+}
+
+/// Pretty JSON with a final newline.
+pub fn to_json<R: Serialize + ?Sized>(r: &R) -> String {
+    let mut s = serde_json::to_string_pretty(r).expect("reports serialise");
+    s.push('\n');
+    s
 }
 
 /// CSV from serde rows (header from the field names). Non-finite numbers are written empty.

@@ -87,12 +87,13 @@ impl SweepView {
     pub fn head(&self, h: &SweepHead) -> String {
         let i = &h.inputs;
         let title = format!(
-            "{} on {} · {} · weights {} · KV {} · sweep batch {} × ctx {} ({} points)",
+            "{} on {} · {} · weights {} · KV {}{} · sweep batch {} × ctx {} ({} points)",
             i.model,
             i.gpu,
             i.phase,
             i.weights,
             i.kv,
+            i.layout_suffix(),
             h.batch_axis,
             h.ctx_axis,
             human::count(h.point_count)

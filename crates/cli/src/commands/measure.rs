@@ -1,6 +1,7 @@
 //! `llm-ledger measure` and `llm-ledger advise`.
 
 use crate::cli::{AdviseArgs, MeasureArgs};
+use crate::commands::serving::one_gpu_only;
 use crate::inputs;
 use anyhow::{Context, Result};
 use llm_ledger_core::advise::Advice;
@@ -23,6 +24,7 @@ pub fn measure(args: &MeasureArgs) -> Result<String> {
 /// Below or above the crossover, and the levers ranked.
 pub fn advise(args: &AdviseArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
+    one_gpu_only(&args.scenario, "advise")?;
     let sc = inputs::scenario(&args.scenario)?;
     let req = ServingRequest {
         usd_per_hour: args.price.usd_per_hour.clone(),

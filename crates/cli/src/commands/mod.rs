@@ -6,6 +6,7 @@ pub mod ledger;
 pub mod list;
 pub mod measure;
 pub mod moe;
+pub mod plan;
 pub mod serve;
 pub mod serving;
 pub mod sweep;

@@ -17,3 +17,27 @@ pub fn no_context_flags(args: &ScenarioArgs, command: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// The parallel-deployment flags given, by name.
+pub fn parallel_flags(args: &ScenarioArgs) -> Vec<&'static str> {
+    [
+        ("tp", args.tp.is_some()),
+        ("pp", args.pp.is_some()),
+        ("ep", args.ep.is_some()),
+        ("dp", args.dp.is_some()),
+        ("micro-batches", args.micro_batches.is_some()),
+        ("interconnect", args.interconnect.is_some()),
+        ("link-efficiency", args.link_efficiency.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(f, given)| given.then_some(f))
+    .collect()
+}
+
+/// Refuse the parallel flags in a command that models one GPU (kv, levers, advise).
+pub fn one_gpu_only(args: &ScenarioArgs, command: &str) -> Result<()> {
+    if let Some(flag) = parallel_flags(args).first() {
+        bail!("invalid `{flag}`: `{command}` models one GPU; deployments over several are costed by ledger, sweep, latency, cost and plan");
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! `llm-ledger` across GPUs: the TP ledger table, the plan, their JSON, and bad layouts (one line
+//! on stderr, exit code 2).
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::cargo_bin("llm-ledger").unwrap().args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(&ok(args)).unwrap()
+}
+
+/// A user error: exit code 2, one line on stderr starting with `error:`, nothing on stdout.
+fn fails(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 2, "args {args:?}: stdout {out} stderr {err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("error: ") && !err.contains("panicked"), "{err}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn tp_ledger_table() {
+    insta::assert_snapshot!(ok(&["ledger", "--model", "llama-3.1-70b", "--tp", "8", "--batch", "16"]));
+}
+
+#[test]
+fn pipeline_ledger_table() {
+    insta::assert_snapshot!(ok(&["ledger", "--model", "llama-3.1-405b", "--tp", "8", "--pp", "2", "--batch", "64"]));
+}
+
+#[test]
+fn plan_table() {
+    insta::assert_snapshot!(ok(&["plan", "--model", "llama-3.1-405b", "--tpot-ms", "50", "--max-gpus", "16"]));
+}
+
+#[test]
+fn tp_ledger_json_has_link_rows_and_the_deployment() {
+    let v = json(&["ledger", "--model", "llama-3.1-70b", "--tp", "8", "--format", "json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let ar = rows.iter().find(|r| r["op"] == "all_reduce_attn").unwrap();
+    assert_eq!(ar["bound"], "link");
+    assert_eq!(ar["bytes"], 0.0);
+    assert!(ar["link_bytes"].as_f64().unwrap() > 0.0);
+    assert!(ar["link_time_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["inputs"]["parallel"]["tp"], 8);
+    assert_eq!(v["inputs"]["parallel"]["tp_link"], "NVLink 4 (NVSwitch)");
+    assert_eq!(v["deployment"]["gpus"], 8);
+    let per_gpu = v["deployment"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert!((per_gpu * 8.0 - v["tokens_per_s"].as_f64().unwrap()).abs() < 1e-9);
+    // One GPU has neither key.
+    let one = json(&["ledger", "--format", "json"]);
+    assert!(one["inputs"].get("parallel").is_none() && one.get("deployment").is_none());
+    // CSV carries the link columns.
+    let csv = ok(&["ledger", "--model", "llama-3.1-70b", "--tp", "2", "--format", "csv"]);
+    assert!(csv.lines().next().unwrap().ends_with(",link_bytes,link_time_s"));
+}
+
+#[test]
+fn plan_json_ranks_and_explains() {
+    // 405B at fp8 on at most 8 GPUs at 30 ms: TP 8 is the only layout (core tests/parallel.rs).
+    let fp8 = |format: &str| {
+        ok(&[
+            "plan",
+            "--model",
+            "llama-3.1-405b",
+            "--weights",
+            "fp8",
+            "--tpot-ms",
+            "30",
+            "--max-gpus",
+            "8",
+            "-f",
+            format,
+        ])
+    };
+    let v: Value = serde_json::from_str(&fp8("json")).unwrap();
+    let ranked = v["ranked"].as_array().unwrap();
+    assert_eq!(ranked.len(), 1);
+    assert_eq!((ranked[0]["tp"].as_u64(), ranked[0]["pp"].as_u64()), (Some(8), Some(1)));
+    assert!(v["pareto"].as_array().unwrap().len() > 1);
+    assert!(v["refused"].as_array().unwrap().iter().any(|r| r["reason"] == "too_slow"));
+    assert!(v["refused"].as_array().unwrap().iter().any(|r| r["reason"] == "does_not_fit"));
+    let csv = fp8("csv");
+    assert!(csv.starts_with("tp,pp,ep,gpus,batch,tpot_s,"), "{csv}");
+    // Candidate batches from --batch.
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-3.1-70b",
+        "--tpot-ms",
+        "30",
+        "--max-gpus",
+        "8",
+        "--batch",
+        "1,8,32",
+        "-f",
+        "json",
+    ]);
+    assert!(v["ranked"].as_array().unwrap().iter().all(|p| [1, 8, 32].contains(&p["batch"].as_u64().unwrap())));
+}
+
+#[test]
+fn sweep_latency_and_cost_take_a_layout() {
+    let sweep = ok(&["sweep", "--model", "llama-3.1-70b", "--tp", "4", "--batch", "1,64"]);
+    assert!(
+        sweep.starts_with("llama-3.1-70b on h100-sxm · decode · weights bf16 · KV bf16 · TP 4 (4 GPUs) · sweep"),
+        "{sweep}"
+    );
+    let cost =
+        json(&["cost", "--model", "llama-3.1-70b", "--tp", "4", "--batch", "8", "--usd-per-hour", "2", "-f", "json"]);
+    // A replica of 4 GPUs costs 4 × $2 per hour.
+    let tpot = cost["rows"][0]["tpot_s"].as_f64().unwrap();
+    let usd = cost["usd_per_million_output_tokens"].as_f64().unwrap();
+    assert!((usd - 4.0 * 2.0 / 3600.0 * tpot / 8.0 * 1e6).abs() < 1e-9 * usd, "{usd}");
+    ok(&["latency", "--model", "llama-3.1-405b", "--tp", "8", "--pp", "2", "--output", "8"]);
+}
+
+#[test]
+fn bad_layouts_are_one_line() {
+    let cases: [(&[&str], &str); 11] = [
+        (
+            &["ledger", "--model", "llama-3.1-70b", "--tp", "3"],
+            "error: invalid `tp`: 3 (a divisor of the 64 attention heads of llama-3.1-70b)",
+        ),
+        (&["ledger", "--ep", "2"], "error: invalid `ep`: 2 (1: llama-3-8b has no experts)"),
+        (
+            &["ledger", "--model", "mixtral-8x7b", "--ep", "3"],
+            "error: invalid `ep`: 3 (a divisor of the 8 experts of mixtral-8x7b)",
+        ),
+        (
+            &["ledger", "--pp", "33"],
+            "error: invalid `pp`: 33 (at most the 32 layers of llama-3-8b (one stage per layer))",
+        ),
+        (&["ledger", "--tp", "-2"], "error: invalid `tp`: \"-2\" (a non-negative integer)"),
+        (
+            &["ledger", "--gpu", "l40s", "--tp", "2", "--interconnect", "nvlink"],
+            "error: invalid `interconnect`: nvlink (pcie: l40s has no NVLink or other scale-up link)",
+        ),
+        (&["ledger", "--interconnect", "ethernet"], "error: unknown interconnect `ethernet`; accepted: nvlink, pcie"),
+        (&["kv", "--tp", "2"], "error: invalid `tp`: `kv` models one GPU"),
+        (&["advise", "--pp", "2"], "error: invalid `pp`: `advise` models one GPU"),
+        (&["plan", "--tpot-ms", "50", "--tp", "2"], "error: invalid `tp`: `plan` searches the layouts itself"),
+        (&["plan", "--tpot-ms", "50", "--max-gpus", "0"], "error: invalid `max_gpus`: 0 (an integer in 1..=1024)"),
+    ];
+    for (args, want) in cases {
+        let e = fails(args);
+        assert!(e.starts_with(want), "{args:?}: {e}");
+    }
+    let e = fails(&["plan", "--model", "llama-3.1-405b", "--tpot-ms", "50", "--max-gpus", "1"]);
+    assert!(e.contains("TP 8 × PP 2 (16 GPUs)"), "{e}");
+}

@@ -1,0 +1,268 @@
+//! The `plan` report: layouts ranked by dollars per million output tokens under a TPOT bound,
+//! and the Pareto front of throughput per GPU against TPOT.
+//!
+//! JSON keys (stable): `inputs`, `ctx`, `tpot_bound_s`, `max_gpus`, `usd_per_hour`,
+//! `price_source`, `reserve_bytes`, `weight_bytes` (the whole model), `available_bytes` (per GPU),
+//! `min_gpus_for_weights`,
+//! `layouts`, `ranked[]` and `pareto[]` (each with `tp`, `pp`, `ep`, `gpus`, `batch`, `tpot_s`,
+//! `tokens_per_s`, `tokens_per_s_per_gpu`, `usd_per_million_tokens`, `memory_bytes`,
+//! `weight_bytes`, `max_batch`, `link_share`, `meets_bound`, `replicas`), `refused[]` (`tp`, `pp`,
+//! `ep`, `reason`: `does_not_fit` with `memory_bytes`, `available_bytes`, or `too_slow` with
+//! `tpot_s`). CSV: the ranked layouts.
+
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
+use llm_ledger_core::parallel::layout_words;
+use llm_ledger_core::plan::{Plan, PlanPoint, Refusal};
+use llm_ledger_core::serving::PriceSource;
+use serde::Serialize;
+
+/// Ranked layouts shown in the table (all are in JSON).
+pub const SHOWN: usize = 10;
+
+/// The `plan` report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanReport {
+    /// Inputs (model, GPU, precisions).
+    pub inputs: Inputs,
+    /// Cached tokens per sequence.
+    pub ctx: u64,
+    /// The TPOT bound, seconds.
+    pub tpot_bound_s: f64,
+    /// Most GPUs per replica.
+    pub max_gpus: u64,
+    /// Price, USD per GPU-hour.
+    pub usd_per_hour: f64,
+    /// Where the price comes from.
+    pub price_source: PriceSource,
+    /// Runtime reserve per GPU, bytes.
+    pub reserve_bytes: f64,
+    /// All stored weights of the model, bytes.
+    pub weight_bytes: f64,
+    /// Memory per GPU after the reserve, bytes.
+    pub available_bytes: f64,
+    /// GPUs needed just to hold the weights: `⌈weights ÷ (capacity − reserve)⌉`.
+    pub min_gpus_for_weights: u64,
+    /// Layouts the model can take within the budget.
+    pub layouts: usize,
+    /// The cheapest batch of each layout that meets the bound, cheapest first.
+    pub ranked: Vec<PlanPoint>,
+    /// Throughput per GPU against TPOT.
+    pub pareto: Vec<PlanPoint>,
+    /// Layouts refused, and why.
+    pub refused: Vec<llm_ledger_core::plan::Refused>,
+}
+
+/// Everything the report echoes besides the plan.
+#[derive(Debug, Clone)]
+pub struct PlanContext {
+    /// Inputs.
+    pub inputs: Inputs,
+    /// Cached tokens per sequence.
+    pub ctx: u64,
+    /// The bound, seconds.
+    pub tpot_bound_s: f64,
+    /// Most GPUs.
+    pub max_gpus: u64,
+    /// Price.
+    pub price: llm_ledger_core::serving::Price,
+    /// Reserve, bytes.
+    pub reserve_bytes: f64,
+    /// The model's weights, bytes.
+    pub weight_bytes: f64,
+    /// GPU memory, bytes.
+    pub capacity_bytes: f64,
+}
+
+impl PlanReport {
+    /// Build from a plan.
+    pub fn new(c: PlanContext, plan: Plan) -> PlanReport {
+        let available = c.capacity_bytes - c.reserve_bytes;
+        PlanReport {
+            inputs: c.inputs,
+            ctx: c.ctx,
+            tpot_bound_s: c.tpot_bound_s,
+            max_gpus: c.max_gpus,
+            usd_per_hour: c.price.usd_per_hour,
+            price_source: c.price.source,
+            reserve_bytes: c.reserve_bytes,
+            weight_bytes: c.weight_bytes,
+            available_bytes: available,
+            min_gpus_for_weights: (c.weight_bytes / available).ceil() as u64,
+            layouts: plan.layouts,
+            ranked: plan.ranked,
+            pareto: plan.pareto,
+            refused: plan.refused,
+        }
+    }
+
+    fn table(&self, title: Vec<String>, points: &[PlanPoint], rank: bool, footer: Vec<String>) -> HumanTable {
+        let rows = points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = vec![
+                    layout_words(p.tp, p.pp, p.ep),
+                    human::count(p.batch),
+                    human::seconds(p.tpot_s),
+                    human::count(p.tokens_per_s.round() as u64),
+                    human::sig3(p.tokens_per_s_per_gpu),
+                    usd(p.usd_per_million_tokens),
+                    human::bytes(p.memory_bytes),
+                    human::percent(p.link_share),
+                    if p.meets_bound { "yes" } else { "no" }.into(),
+                ];
+                if rank {
+                    r.insert(0, (i + 1).to_string());
+                }
+                r
+            })
+            .collect();
+        let mut header: Vec<String> =
+            ["layout", "batch", "TPOT", "tok/s", "tok/s/GPU", "$/M tokens", "memory/GPU", "on links", "meets"]
+                .map(String::from)
+                .to_vec();
+        let mut right_aligned: Vec<usize> = (1..=7).collect();
+        if rank {
+            header.insert(0, "#".into());
+            right_aligned = (0..=8).filter(|i| *i != 1).collect();
+        }
+        HumanTable { title, header, rows, right_aligned, footer }
+    }
+
+    fn ranked_table(&self) -> HumanTable {
+        let i = &self.inputs;
+        let title = vec![format!(
+            "{} on {} · decode at {} cached tokens · weights {} · KV {} · TPOT ≤ {} · at most {} GPUs · ${}/GPU-hour",
+            i.model,
+            i.gpu,
+            human::count(self.ctx),
+            i.weights,
+            i.kv,
+            human::seconds(self.tpot_bound_s),
+            self.max_gpus,
+            self.usd_per_hour
+        )];
+        let shown: Vec<PlanPoint> = self.ranked.iter().take(SHOWN).copied().collect();
+        let mut footer = Vec::new();
+        if let Some(best) = self.ranked.first() {
+            footer.push(format!(
+                "answer: {} at batch {}: {} per output token, {} tok/s, ${:.3} per million output tokens{}",
+                layout_words(best.tp, best.pp, best.ep),
+                human::count(best.batch),
+                human::seconds(best.tpot_s),
+                human::count(best.tokens_per_s.round() as u64),
+                best.usd_per_million_tokens,
+                if best.replicas > 1 {
+                    format!(
+                        "; {} replicas fit in {} GPUs ({} tok/s)",
+                        best.replicas,
+                        self.max_gpus,
+                        human::count((best.tokens_per_s * best.replicas as f64).round() as u64)
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+            footer.push(format!(
+                "why: the weights are {} ({}), at least {} GPUs of {} after the {} reserve; {} holds {} of weights per GPU and fits {} sequences at {} tokens; {} of its step is on links",
+                human::bytes(self.weight_bytes),
+                i.weights,
+                self.min_gpus_for_weights,
+                human::bytes(self.available_bytes),
+                human::bytes(self.reserve_bytes),
+                layout_words(best.tp, best.pp, best.ep),
+                human::bytes(best.weight_bytes),
+                human::count(best.max_batch),
+                human::count(self.ctx),
+                human::percent(best.link_share)
+            ));
+        }
+        match self.ranked.len().saturating_sub(SHOWN) {
+            0 => {}
+            1 => footer.push("1 more layout meets the bound (--format json lists all)".into()),
+            n => footer.push(format!("{n} more layouts meet the bound (--format json lists all)")),
+        }
+        footer.push(self.refusals());
+        footer.push(format!(
+            "$/M tokens = GPUs × ${}/3600 × TPOT ÷ batch × 10⁶ ({}); the largest batch that fits and meets the bound is each layout's cheapest",
+            self.usd_per_hour,
+            match self.price_source {
+                PriceSource::CatalogueApproximate => "catalogue price, approximate: set yours with --usd-per-hour",
+                PriceSource::User => "price given",
+            }
+        ));
+        footer.push("TPOT = the decode step (with pipeline stages, the cycle of its micro-batches); memory/GPU = the fullest GPU; on links = the busiest GPU's share of the step in collectives and stage sends".into());
+        self.table(title, &shown, true, footer)
+    }
+
+    fn refusals(&self) -> String {
+        let mut fit = self.refused.iter().filter_map(|r| match r.refusal {
+            Refusal::DoesNotFit { memory_bytes, available_bytes } => Some((r, memory_bytes, available_bytes)),
+            Refusal::TooSlow { .. } => None,
+        });
+        let n_fit = fit.clone().count();
+        let mut slow = self.refused.iter().filter_map(|r| match r.refusal {
+            Refusal::TooSlow { tpot_s } => Some((r, tpot_s)),
+            Refusal::DoesNotFit { .. } => None,
+        });
+        let n_slow = slow.clone().count();
+        let mut parts = vec![format!("{} layouts tried", self.layouts)];
+        if let Some((r, m, a)) = fit.next() {
+            parts.push(format!(
+                "{n_fit} do not fit one sequence (e.g. {}: {} on its fullest GPU of {})",
+                layout_words(r.tp, r.pp, r.ep),
+                human::bytes(m),
+                human::bytes(a)
+            ));
+        }
+        if let Some((r, t)) = slow.next() {
+            parts.push(format!(
+                "{n_slow} miss the bound even at batch 1 (e.g. {}: {})",
+                layout_words(r.tp, r.pp, r.ep),
+                human::seconds(t)
+            ));
+        }
+        format!("refused: {}", parts.join("; "))
+    }
+
+    fn pareto_table(&self) -> HumanTable {
+        let title =
+            vec!["Pareto front: throughput per GPU against time per output token (every layout and batch that fits)"
+                .into()];
+        let footer =
+            vec!["each point beats every other on TPOT or on tokens/s per GPU; lower TPOT costs throughput per GPU"
+                .into()];
+        self.table(title, &self.pareto, false, footer)
+    }
+}
+
+fn usd(v: f64) -> String {
+    if v >= 100.0 {
+        format!("${v:.0}")
+    } else {
+        format!("${v:.3}")
+    }
+}
+
+impl Report for PlanReport {
+    type CsvRow = PlanPoint;
+
+    fn csv_rows(&self) -> Vec<PlanPoint> {
+        self.ranked.clone()
+    }
+
+    fn human(&self) -> HumanTable {
+        self.ranked_table()
+    }
+
+    fn render(&self, format: Format) -> String {
+        match format {
+            Format::Table => format!("{}\n{}", to_table(&self.ranked_table()), to_table(&self.pareto_table())),
+            Format::Md => format!("{}\n{}", to_markdown(&self.ranked_table()), to_markdown(&self.pareto_table())),
+            Format::Json => to_json(self),
+            Format::Csv => to_csv(&self.csv_rows()),
+        }
+    }
+}
