@@ -19,6 +19,16 @@ fn benches(c: &mut Criterion) {
     c.bench_function("summary decode llama-3-8b", |b| b.iter(|| summarise(black_box(&decode))));
     c.bench_function("ledger decode deepseek-v3 (MoE + MLA)", |b| b.iter(|| Ledger::build(black_box(&moe))));
 
+    c.bench_function("zoom tree with tiles, llama-3-8b decode", |b| {
+        b.iter(|| llm_ledger_core::zoom::ZoomTree::build(black_box(&decode)))
+    });
+    c.bench_function("zoom tree with tiles, llama-3-8b prefill", |b| {
+        b.iter(|| llm_ledger_core::zoom::ZoomTree::build(black_box(&prefill)))
+    });
+    c.bench_function("zoom tree with tiles, deepseek-v3 decode", |b| {
+        b.iter(|| llm_ledger_core::zoom::ZoomTree::build(black_box(&moe)))
+    });
+
     // 1,000 points: batch 1..=40 × 25 contexts, summarised (the sweep hot path), on one core.
     let mut group = c.benchmark_group("sweep");
     group.throughput(Throughput::Elements(1000));
@@ -33,6 +43,24 @@ fn benches(c: &mut Criterion) {
                 }
             }
             black_box(acc)
+        })
+    });
+    // The sweep engine itself: memory footprint per point, chunks evaluated in parallel (rayon).
+    let sweep = llm_ledger_core::sweep::Sweep::new(
+        decode.clone(),
+        llm_ledger_core::sweep::Axis::parse("batch", "1..40", 1, 1 << 20).unwrap(),
+        llm_ledger_core::sweep::Axis::parse("ctx", "512..12800:512", 0, 1 << 40).unwrap(),
+        2e9,
+    )
+    .unwrap();
+    group.bench_function("1000-point Sweep::run (all cores), llama-3-8b", |b| {
+        b.iter(|| {
+            let mut n = 0u32;
+            sweep.run(|p| {
+                n += p.fits as u32;
+                std::ops::ControlFlow::Continue(())
+            });
+            black_box(n)
         })
     });
     group.finish();

@@ -1,0 +1,92 @@
+//! The README's examples are real output: every `$ llm-ledger …` line in a fenced block is run, and
+//! every output line the README shows under it must appear, in order, in what the command prints
+//! (a README may show an excerpt; a line `…` marks an elision). Commands run from the repository
+//! root, so example files such as `examples/mix.csv` resolve.
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+struct Example {
+    line: usize,
+    args: Vec<String>,
+    shown: Vec<String>,
+}
+
+fn examples(readme: &str) -> Vec<Example> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    let mut current: Option<Example> = None;
+    for (i, line) in readme.lines().enumerate() {
+        if line.starts_with("```") {
+            if in_block {
+                out.extend(current.take());
+            }
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        if let Some(cmd) = line.strip_prefix("$ llm-ledger") {
+            out.extend(current.take());
+            // Drop a trailing shell comment (`  # …`).
+            let cmd = cmd.split("  #").next().unwrap_or("");
+            current = Some(Example {
+                line: i + 1,
+                args: cmd.split_whitespace().map(str::to_string).collect(),
+                shown: Vec::new(),
+            });
+        } else if line.starts_with("$ ") {
+            out.extend(current.take());
+        } else if let Some(e) = current.as_mut() {
+            e.shown.push(line.trim_end().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_examples_are_real_output() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let examples = examples(&readme);
+    assert!(examples.len() >= 20, "the README shows {} examples", examples.len());
+    let mut failures = Vec::new();
+    for e in &examples {
+        if e.args.first().is_some_and(|a| a == "serve") {
+            continue; // a server; the explorer has its own tests
+        }
+        let out = Command::cargo_bin("llm-ledger").unwrap().args(&e.args).current_dir(&root).output().unwrap();
+        if !out.status.success() {
+            failures.push(format!(
+                "README line {}: `llm-ledger {}` failed: {}",
+                e.line,
+                e.args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+            continue;
+        }
+        let actual: Vec<String> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_end().to_string()).collect();
+        let mut pos = 0;
+        for shown in e.shown.iter().filter(|l| !l.is_empty() && *l != "…" && *l != "...") {
+            match actual[pos..].iter().position(|a| a == shown) {
+                Some(p) => pos += p + 1,
+                None => {
+                    failures.push(format!(
+                        "README line {}: `llm-ledger {}` does not print (in order):\n  {shown}",
+                        e.line,
+                        e.args.join(" ")
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} README examples differ from the real output:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
