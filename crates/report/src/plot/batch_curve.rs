@@ -45,6 +45,14 @@ const WALL_COLOUR: &str = "#E5484D";
 const CROSS_COLOUR: &str = "#A371F7";
 const FONT: f64 = 12.0;
 
+/// The range of a log₂ batch axis: whole powers of two around the batches (at least one octave).
+pub(crate) fn log2_axis(batches: impl Iterator<Item = u64> + Clone) -> (f64, f64) {
+    let lo = batches.clone().min().unwrap_or(1).max(1) as f64;
+    let hi = batches.max().unwrap_or(1).max(1) as f64;
+    let x0 = lo.log2().floor();
+    (x0, hi.log2().ceil().max(x0 + 1.0))
+}
+
 impl BatchCurve {
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
@@ -65,10 +73,7 @@ impl BatchCurve {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
         let lb = |b: f64| b.log2();
-        let b_min = pts.iter().map(|p| p.batch).min().unwrap_or(1) as f64;
-        let b_max = pts.iter().map(|p| p.batch).max().unwrap_or(1) as f64;
-        let x0 = lb(b_min).floor();
-        let x1 = lb(b_max).ceil().max(x0 + 1.0);
+        let (x0, x1) = log2_axis(pts.iter().map(|p| p.batch));
         let t_max = pts.iter().map(|p| p.step_time_s * 1e3).fold(0.0, f64::max) * 1.12;
         let r_max = pts.iter().map(|p| p.tokens_per_s).fold(0.0, f64::max).max(1.0) * 1.12;
 

@@ -11,11 +11,17 @@
 //! hovering shows them in any browser without script.
 
 pub mod batch_curve;
+pub mod kv_chart;
+pub mod moe_curve;
 pub mod roofline;
 mod svg;
+pub mod tile_grid;
 
 pub use batch_curve::{BatchCurve, BatchPoint};
+pub use kv_chart::KvChart;
+pub use moe_curve::{MoeCurve, MoeCurvePoint};
 pub use roofline::{Roofline, RooflinePoint};
+pub use tile_grid::TileGrid;
 
 use llm_ledger_core::MathFormat;
 use std::fmt;
