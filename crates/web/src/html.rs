@@ -5,7 +5,7 @@
 use crate::assets;
 use crate::error::AppError;
 use crate::form;
-use crate::pages::{PageInfo, PageKind, PAGES};
+use crate::pages::{PageInfo, PAGES};
 use crate::query::PageQuery;
 use crate::AppState;
 use maud::{html, Markup, DOCTYPE};
@@ -17,7 +17,6 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
         Some(_) => format!("{} · error · llm-ledger", page.title),
         None => format!("{} · llm-ledger", page.title),
     };
-    let controls = matches!(page.kind, PageKind::Ready { controls: true, .. } | PageKind::Coming { .. });
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -36,7 +35,7 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
                         span.tagline { "where the FLOPs, the bytes and the time of a forward pass go" }
                     }
                     (nav(page, query))
-                    @if controls {
+                    @if page.controls {
                         (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
                     }
                     main #content {
@@ -62,13 +61,11 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
             ul {
                 @for p in PAGES {
                     li {
-                        @let cls = if p.is_ready() { "ready" } else { "coming" };
                         @if std::ptr::eq(p, current) {
-                            a class=(cls) href=(query.href(&p.path(), &[])) aria-current="page" data-slug=(p.slug) { (p.title) }
+                            a href=(query.href(&p.path(), &[])) aria-current="page" data-slug=(p.slug) { (p.title) }
                         } @else {
-                            a class=(cls) href=(query.href(&p.path(), &[])) data-slug=(p.slug) title=(p.summary) { (p.title) }
+                            a href=(query.href(&p.path(), &[])) data-slug=(p.slug) title=(p.summary) { (p.title) }
                         }
-                        @if !p.is_ready() { " " span.badge { "coming" } }
                     }
                 }
             }
@@ -83,7 +80,7 @@ pub fn error_box(e: &AppError) -> Markup {
             strong { "Cannot show this page: " }
             span.message { (e.message) }
             @if let Some(f) = &e.field {
-                @if crate::query::scenario_fields().contains(&f.as_str()) {
+                @if crate::query::scenario_fields().contains(&f.as_str()) || crate::pages::PAGES.iter().any(|p| p.inputs.iter().any(|i| i.name == f)) {
                     " " a href={ "#f-" (f) } { "(go to " code { (f) } ")" }
                 }
             }

@@ -6,6 +6,35 @@ use llm_ledger_core::{summarise, Catalog};
 use llm_ledger_report::{human, LedgerReport};
 use maud::{html, Markup};
 
+/// Most points (batch sizes) a page or JSON endpoint computes for one answer; the CLI streams or
+/// computes more.
+pub const MAX_POINTS: u64 = 2048;
+
+/// The line linking a page's data as the CLI's JSON and CSV documents.
+pub fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
+    html! {
+        p.downloads.notes {
+            "These numbers as " a href=(json) { "JSON" } ", " a href=(csv) { "CSV" }
+            " — the same documents as " code { (cli) } "."
+        }
+    }
+}
+
+/// A list of facts: (label, id, plain value, text, note).
+pub fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Markup {
+    html! {
+        dl.summary {
+            @for (label, id, value, text, note) in items {
+                div {
+                    dt { (label) }
+                    dd id=[(!id.is_empty()).then_some(id)] data-value=[value] { (text) }
+                    @if !note.is_empty() { small { (note) } }
+                }
+            }
+        }
+    }
+}
+
 /// A table cell showing `text` and carrying the plain SI value in `data-value` (what tests and
 /// scripts read; the text is for people).
 pub fn num(value: f64, text: String) -> Markup {
