@@ -124,7 +124,9 @@ impl CostReport {
     }
 }
 
-fn usd(v: f64) -> String {
+/// Dollars for tables: whole dollars from $100, three decimals from a cent, else two significant
+/// figures in scientific notation.
+pub fn usd(v: f64) -> String {
     if v >= 100.0 {
         format!("${v:.0}")
     } else if v >= 0.01 {
