@@ -30,8 +30,7 @@ impl LatencyReport {
     /// prompt and output lengths of `serving`.
     pub fn build(sc: &Scenario, serving: &Serving) -> Result<LatencyReport> {
         let batch = sc.workload.contexts.batch();
-        let latency =
-            Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
+        let latency = Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
         Ok(LatencyReport { inputs: Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens)), latency })
     }
 }

@@ -75,7 +75,11 @@ impl MoeReport {
     pub fn build(base: &Scenario, req: &MoeRequest, max_points: u64) -> Result<MoeReport> {
         let batches = Axis::parse("batch", req.batch.unwrap_or(DEFAULT_BATCH_AXIS), 1, MAX_BATCH)?;
         if batches.len() > max_points {
-            return Err(Error::invalid("batch", format!("{} points", batches.len()), format!("at most {max_points} points")));
+            return Err(Error::invalid(
+                "batch",
+                format!("{} points", batches.len()),
+                format!("at most {max_points} points"),
+            ));
         }
         let standalone = req.experts.is_some() || req.top_k.is_some();
         if standalone && req.model_given {
@@ -87,7 +91,8 @@ impl MoeReport {
         }
         let (experts, top_k) = if standalone {
             let field = |name: &str, v: Option<&str>| -> Result<u64> {
-                let v = v.ok_or_else(|| Error::MissingField { field: name.into(), context: "moe without --model".into() })?;
+                let v =
+                    v.ok_or_else(|| Error::MissingField { field: name.into(), context: "moe without --model".into() })?;
                 let n = parse_u64(name, v)?;
                 if !(1..=MAX_EXPERTS).contains(&n) {
                     return Err(Error::invalid(name, n, format!("an integer in 1..={MAX_EXPERTS}")));

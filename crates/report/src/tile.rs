@@ -11,8 +11,8 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::roofline::Efficiency;
 use llm_ledger_core::error::Result;
+use llm_ledger_core::roofline::Efficiency;
 use llm_ledger_core::tiling::gemm::{explore_gemm, GemmExploration, GemmTiling, Rejection, GROUP_M};
 use llm_ledger_core::tiling::GemmInputs;
 use llm_ledger_core::Gpu;

@@ -23,6 +23,7 @@
 //! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input).
 
 use crate::error::AppError;
+use crate::pages::parts::MAX_POINTS;
 use crate::query::PageQuery;
 use crate::upload::{self, MAX_BODY_BYTES};
 use crate::AppState;
@@ -32,7 +33,6 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use crate::pages::parts::MAX_POINTS;
 use llm_ledger_core::serving::{step_shape_refused, ServingRequest};
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_core::tiling::GemmRequest;

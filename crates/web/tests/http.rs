@@ -422,7 +422,8 @@ mod no_panics {
     fn fields() -> Vec<&'static str> {
         let own = PAGES.iter().flat_map(|p| p.keys.iter().copied());
         let api = ["batch", "ctx", "at", "m", "n", "k", "experts", "top_k"];
-        let mut f: Vec<&str> = SCENARIO_FIELDS.iter().copied().chain(own).chain(api).chain(["config", "format", "x"]).collect();
+        let mut f: Vec<&str> =
+            SCENARIO_FIELDS.iter().copied().chain(own).chain(api).chain(["config", "format", "x"]).collect();
         f.sort_unstable();
         f.dedup();
         f
@@ -541,7 +542,11 @@ async fn powers_of_ten_shows_the_zoom_report_at_every_level() {
 async fn powers_of_ten_explains_the_tile_level_and_links_to_the_tiling_page() {
     let r = get("/powers-of-ten?at=layer.0.mlp.up.tiles").await;
     // Decode, batch 1: the up-projection is 1 × 14,336 × 4,096 (Llama 3 8B's intermediate and hidden sizes).
-    assert!(r.body.contains("href=\"/gemm-tiling?weights=bf16&amp;activations=bf16&amp;m=1&amp;n=14336&amp;k=4096\""), "{}", r.body);
+    assert!(
+        r.body.contains("href=\"/gemm-tiling?weights=bf16&amp;activations=bf16&amp;m=1&amp;n=14336&amp;k=4096\""),
+        "{}",
+        r.body
+    );
     // The add-up panel compares the operator with its tiles: bytes grow by the reuse factor.
     let sc = scenario(&[]);
     let tree = llm_ledger_core::ZoomTree::build(&sc);
@@ -552,7 +557,10 @@ async fn powers_of_ten_explains_the_tile_level_and_links_to_the_tiling_page() {
     let g = *op.op().unwrap().tiles.gemm().unwrap();
     assert_eq!(value_of(&r.body, "reuse-factor"), g.reuse_factor);
     assert_eq!(g.reuse_factor, g.tiled_bytes / g.ideal_bytes);
-    assert!(r.body.contains("Why don&#39;t the bytes add up at the tile level?") || r.body.contains("Why don't the bytes add up"));
+    assert!(
+        r.body.contains("Why don&#39;t the bytes add up at the tile level?")
+            || r.body.contains("Why don't the bytes add up")
+    );
     // The model level explains FLOPs per token against 2 × parameters, part by part.
     let m = get("/powers-of-ten").await;
     assert!(m.body.contains("id=\"gap\""));
@@ -624,7 +632,10 @@ async fn batching_draws_the_sweep_with_the_wall_and_the_crossover() {
     assert!(svg.body.starts_with("<?xml") && svg.body.contains("memory wall: batch 235"));
     // Changing a control changes the curve.
     let long = get("/batching?counting=seed&batches=1..512*2&ctx=8192").await;
-    assert_eq!(format!("{:.2}", value_of(&long.body, "kv-crossover")), format!("{:.2}", 15_009_316_864.0 / (8192.0 * 131_072.0)));
+    assert_eq!(
+        format!("{:.2}", value_of(&long.body, "kv-crossover")),
+        format!("{:.2}", 15_009_316_864.0 / (8192.0 * 131_072.0))
+    );
 }
 
 #[tokio::test]
@@ -634,14 +645,21 @@ async fn batching_refuses_bad_axes_and_context_mixes() {
     let r = get("/batching?batches=1..100000").await;
     assert_page_refuses(&r, "invalid `batch`: 100000 points (at most 2048 points here", "batches");
     let r = get("/batching?contexts=2048x8").await;
-    assert_page_refuses(&r, "invalid `contexts`: a fixed mix of contexts (a sweep varies --batch and --ctx", "contexts");
+    assert_page_refuses(
+        &r,
+        "invalid `contexts`: a fixed mix of contexts (a sweep varies --batch and --ctx",
+        "contexts",
+    );
     let r = get("/batching?reserve=90GB").await;
     assert_page_refuses(&r, "invalid `reserve`", "reserve");
     let (status, message, field) = api_error("/api/sweep?batch=1,2&ctx=1024,x").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("ctx")));
     assert!(message.starts_with("invalid `ctx`: \"x\" (a non-negative integer)"), "{message}");
     let (_, message, _) = api_error("/plot/batch-curve.svg?batch=1,2&ctx=1024,2048").await;
-    assert!(message.starts_with("invalid `ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"), "{message}");
+    assert!(
+        message.starts_with("invalid `ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"),
+        "{message}"
+    );
     let (_, _, field) = api_error("/api/sweep?batches=1").await;
     assert_eq!(field.as_deref(), Some("batches"), "a page key is not an API key");
 }
@@ -649,7 +667,11 @@ async fn batching_refuses_bad_axes_and_context_mixes() {
 #[tokio::test]
 async fn kv_cache_page_and_endpoint_are_the_kv_report() {
     use llm_ledger_report::kv::KvReport;
-    for pairs in [vec![], vec![("batch", "64"), ("kv", "fp8")], vec![("model", "gpt-oss-20b"), ("ctx", "32768"), ("reserve", "4GB")]] {
+    for pairs in [
+        vec![],
+        vec![("batch", "64"), ("kv", "fp8")],
+        vec![("model", "gpt-oss-20b"), ("ctx", "32768"), ("reserve", "4GB")],
+    ] {
         let (scenario_pairs, reserve) = match pairs.iter().position(|(k, _)| *k == "reserve") {
             Some(i) => {
                 let mut p = pairs.clone();
@@ -714,7 +736,11 @@ async fn cost_says_when_no_batch_meets_the_bound_and_refuses_step_shapes_in_the_
     let r = get("/cost?tpot_ms=1").await;
     assert_eq!(r.status, StatusCode::OK, "the page answers the rest");
     assert!(r.body.contains("id=\"no-batch\""));
-    assert!(r.body.contains("invalid `tpot_ms`: 1.000 ms (a bound that some batch meets: even batch 1 takes"), "{}", r.body);
+    assert!(
+        r.body.contains("invalid `tpot_ms`: 1.000 ms (a bound that some batch meets: even batch 1 takes"),
+        "{}",
+        r.body
+    );
     let (status, message, field) = api_error("/api/cost?tpot_ms=1").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("tpot_ms")));
     assert!(message.contains("even batch 1 takes"));
@@ -725,7 +751,10 @@ async fn cost_says_when_no_batch_meets_the_bound_and_refuses_step_shapes_in_the_
     assert_eq!(value_of(&page.body, "ttft"), value_of(&get("/cost").await.body, "ttft"));
     let (status, message, field) = api_error("/api/cost?ctx=512").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("ctx")));
-    assert!(message.starts_with("invalid `ctx`: given to `cost` (it builds its steps from --prompt and --output"), "{message}");
+    assert!(
+        message.starts_with("invalid `ctx`: given to `cost` (it builds its steps from --prompt and --output"),
+        "{message}"
+    );
     let (_, message, _) = api_error("/api/latency?phase=decode").await;
     assert!(message.starts_with("invalid `phase`: given to `latency`"), "{message}");
     let (_, message, field) = api_error("/api/latency?tpot_ms=5").await;
@@ -766,7 +795,8 @@ async fn gemm_tiling_draws_the_grid_and_shows_the_tile_report() {
     assert_eq!(value_of(&r.body, "tiles"), 64.0);
     assert_eq!(value_of(&r.body, "padded-flops"), 2.0 * 1024f64.powi(3));
     assert_eq!(r.body.matches("<rect class=\"pad\"").count(), 16);
-    let forced = TileReport::build(&req("1000", "1000", "1000", Some("128x128x64x4")).resolve().unwrap(), &gpu).unwrap();
+    let forced =
+        TileReport::build(&req("1000", "1000", "1000", Some("128x128x64x4")).resolve().unwrap(), &gpu).unwrap();
     assert!(forced.forced);
     assert_eq!(value_of(&r.body, "reuse-factor"), forced.tiling.reuse_factor);
     let href = r.body.split("These numbers as <a href=\"").nth(1).unwrap();
@@ -816,7 +846,10 @@ async fn moe_page_counts_the_union_and_the_expert_bytes() {
     let base = scenario(&[("model", "mixtral-8x7b"), ("zipf", "1")]);
     let expected = MoeReport::build(&base, &MoeRequest { batch: None, ..Default::default() }, 100).unwrap();
     let r = get("/moe?model=mixtral-8x7b&zipf=1").await;
-    assert_eq!(values_of_class(&r.body, "num touched"), expected.points.iter().map(|p| p.union.experts_touched).collect::<Vec<_>>());
+    assert_eq!(
+        values_of_class(&r.body, "num touched"),
+        expected.points.iter().map(|p| p.union.experts_touched).collect::<Vec<_>>()
+    );
     for p in &expected.points {
         let m = p.model.unwrap();
         assert!(r.body.contains(&format!("data-value=\"{}\"", m.expert_weight_bytes)), "batch {}", p.batch);
@@ -834,11 +867,18 @@ async fn moe_explains_a_dense_model_and_refuses_what_the_cli_refuses() {
     assert!(r.body.contains("href=\"/moe?model=mixtral-8x7b\""));
     let (status, message, _) = api_error("/api/moe").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(message.starts_with("unsupported model `llama-3-8b` for moe: it has no mixture-of-experts layers"), "{message}");
+    assert!(
+        message.starts_with("unsupported model `llama-3-8b` for moe: it has no mixture-of-experts layers"),
+        "{message}"
+    );
     let (_, message, field) = api_error("/api/moe?model=mixtral-8x7b&experts=8&top_k=2").await;
     assert_eq!(message, "invalid `experts`: given together with --model (a model brings its own experts and top-k)");
     assert_eq!(field.as_deref(), Some("experts"));
-    assert_page_refuses(&get("/moe?experts=8").await, "missing required field `top_k` for moe without --model", "top_k");
+    assert_page_refuses(
+        &get("/moe?experts=8").await,
+        "missing required field `top_k` for moe without --model",
+        "top_k",
+    );
     assert_page_refuses(&get("/moe?experts=8&top_k=9").await, "invalid `top_k`: 9", "top_k");
     assert_page_refuses(&get("/moe?model=mixtral-8x7b&batches=0..5").await, "invalid `batch`: 0", "batches");
     // The page ignores the model when E and k are given (and says so).

@@ -115,7 +115,8 @@ mod tests {
         assert_eq!(g.shape.batch, 1);
         assert_eq!(g.efficiency, Efficiency::default());
         // The output follows the activations unless given.
-        let g = req(&[("m", "1"), ("n", "8"), ("k", "8"), ("activations", "fp8"), ("weights", "int4")]).resolve().unwrap();
+        let g =
+            req(&[("m", "1"), ("n", "8"), ("k", "8"), ("activations", "fp8"), ("weights", "int4")]).resolve().unwrap();
         assert_eq!((g.shape.a, g.shape.b, g.shape.c), (Precision::Fp8, Precision::Int4, Precision::Fp8));
         let g = req(&[("m", "1"), ("n", "8"), ("k", "8"), ("tile", "64x64x64")]).resolve().unwrap();
         assert!(g.forced.is_some());
@@ -126,7 +127,8 @@ mod tests {
         let msg = |p: &[(&str, &str)]| req(p).resolve().unwrap_err().to_string();
         assert_eq!(msg(&[("n", "8"), ("k", "8")]), "missing required field `m` for a GEMM (m, n and k)");
         assert_eq!(msg(&[("m", "0"), ("n", "8"), ("k", "8")]), "invalid `m`: 0 (an integer in 1..=1099511627776)");
-        assert!(msg(&[("m", "1"), ("n", "8"), ("k", "8"), ("weights", "int3")]).starts_with("unknown precision for `weights`"));
+        assert!(msg(&[("m", "1"), ("n", "8"), ("k", "8"), ("weights", "int3")])
+            .starts_with("unknown precision for `weights`"));
         assert!(msg(&[("m", "1"), ("n", "8"), ("k", "8"), ("tile", "big")]).starts_with("invalid `tile`"));
         assert!(msg(&[("m", "1"), ("n", "8"), ("k", "8"), ("compute_efficiency", "2")])
             .starts_with("invalid `compute_efficiency`"));

@@ -138,7 +138,14 @@ impl KvChart {
             o.text((lx + 30, y), &kv_label, FONT, FG, Anchor::Start, 0.0);
             let x = lx + 60 + (kv_label.chars().count() as f64 * FONT * 0.6) as i32;
             o.line((x, y - 4), (x + 24, y - 4), WEIGHTS, 2.0, "");
-            o.text((x + 30, y), &format!("weight bytes ({})", human::bytes(self.weight_bytes)), FONT, FG, Anchor::Start, 0.0);
+            o.text(
+                (x + 30, y),
+                &format!("weight bytes ({})", human::bytes(self.weight_bytes)),
+                FONT,
+                FG,
+                Anchor::Start,
+                0.0,
+            );
             root.present()?;
         }
         Ok(finish(&buf, o, "plot kv-chart", "KV bytes and weight bytes read per step against cached tokens"))

@@ -208,7 +208,12 @@ mod tests {
         assert_eq!(s.matches("<circle class=\"touched\"").count(), 4);
         assert!(s.contains("E = 8 experts: every expert read"));
         assert!(s.contains("k = 2: one token&#39;s experts"));
-        assert!(s.contains("<title>batch 4 (4 tokens)\n5.5 of 8 experts touched (68.4 %)\n1.46 tokens per touched expert</title>"), "{s}");
+        assert!(
+            s.contains(
+                "<title>batch 4 (4 tokens)\n5.5 of 8 experts touched (68.4 %)\n1.46 tokens per touched expert</title>"
+            ),
+            "{s}"
+        );
         assert!(!s.contains("uniform routing<"));
         assert!(!s.contains("#000000"));
     }

@@ -92,7 +92,17 @@ impl Overlay {
 impl Overlay {
     /// A rectangle in fractional user units with a class, an optional outline and a hover tooltip.
     #[allow(clippy::too_many_arguments)]
-    pub fn cell(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, opacity: f64, class: &str, tooltip: Option<&str>) {
+    pub fn cell(
+        &mut self,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+        fill: &str,
+        opacity: f64,
+        class: &str,
+        tooltip: Option<&str>,
+    ) {
         let _ = write!(
             self.buf,
             "<rect class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\"",
@@ -124,7 +134,9 @@ impl Overlay {
 /// [`finish`] does.
 pub fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str) -> String {
     let (w, h) = size;
-    let shell = format!("<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\"></svg>");
+    let shell = format!(
+        "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\"></svg>"
+    );
     finish(&shell, overlay, class, label)
 }
 

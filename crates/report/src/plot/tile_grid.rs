@@ -229,8 +229,10 @@ impl TileGrid<'_> {
                     };
                     let colour = wave_colour(w0, t.waves);
                     // Padding: the part of the cell past M (below) or past N (right), faded and hatched.
-                    let (real_h, real_w) =
-                        (((m - (r0 as f64) * bm) * scale).clamp(0.0, h), ((n - (c0 as f64) * bn) * scale).clamp(0.0, w));
+                    let (real_h, real_w) = (
+                        ((m - (r0 as f64) * bm) * scale).clamp(0.0, h),
+                        ((n - (c0 as f64) * bn) * scale).clamp(0.0, w),
+                    );
                     o.cell(x, y, w, h, &colour, 0.3, "tile", Some(&tip));
                     o.cell(x, y, real_w, real_h, &colour, 0.9, "real", None);
                     if real_w < w {
@@ -277,19 +279,40 @@ impl TileGrid<'_> {
             *y += size + 4.0;
         };
         line(o, &mut y, &format!("tile {}×{}×{}, {} stages", t.tile.bm, t.tile.bn, t.tile.bk, t.tile.stages), FONT);
-        line(o, &mut y, &format!("grid {} × {} = {} tiles", human::count(t.tiles_m), human::count(t.tiles_n), human::count(t.tiles)), FONT - 1.0);
+        line(
+            o,
+            &mut y,
+            &format!(
+                "grid {} × {} = {} tiles",
+                human::count(t.tiles_m),
+                human::count(t.tiles_n),
+                human::count(t.tiles)
+            ),
+            FONT - 1.0,
+        );
         line(o, &mut y, &format!("{} K steps of {}", human::count(t.tiles_k), t.tile.bk), FONT - 1.0);
         y += 4.0;
         line(
             o,
             &mut y,
-            &format!("{} CTA/SM × {} SMs = waves of {}", t.occupancy.ctas_per_sm, t.sm_count, human::count(t.wave_size)),
+            &format!(
+                "{} CTA/SM × {} SMs = waves of {}",
+                t.occupancy.ctas_per_sm,
+                t.sm_count,
+                human::count(t.wave_size)
+            ),
             FONT - 1.0,
         );
         line(
             o,
             &mut y,
-            &format!("{} wave{}, last {} tiles ({})", t.waves, if t.waves == 1 { "" } else { "s" }, human::count(t.tail_tiles), human::percent(t.tail_utilisation)),
+            &format!(
+                "{} wave{}, last {} tiles ({})",
+                t.waves,
+                if t.waves == 1 { "" } else { "s" },
+                human::count(t.tail_tiles),
+                human::percent(t.tail_utilisation)
+            ),
             FONT - 1.0,
         );
         if t.waves <= WAVE_COLOURS.len() as u64 {
@@ -322,7 +345,12 @@ impl TileGrid<'_> {
         y += 17.0;
         line(o, &mut y, &format!("SMs busy: {} of {}", t.busy_sms, t.sm_count), FONT - 1.0);
         line(o, &mut y, &format!("bytes ×{:.2} re-read (reuse factor)", t.reuse_factor), FONT - 1.0);
-        line(o, &mut y, &format!("{} tiled vs {} read once", human::bytes(t.tiled_bytes), human::bytes(t.ideal_bytes)), FONT - 2.0);
+        line(
+            o,
+            &mut y,
+            &format!("{} tiled vs {} read once", human::bytes(t.tiled_bytes), human::bytes(t.ideal_bytes)),
+            FONT - 2.0,
+        );
         line(o, &mut y, &format!("time {} ({}-bound)", human::seconds(t.time_s), t.bound.name()), FONT - 1.0);
         y += 4.0;
         if l.f > 1 {
@@ -335,7 +363,12 @@ impl TileGrid<'_> {
         if t.shape.batch > 1 {
             line(o, &mut y, &format!("instance 1 of {} shown", human::count(t.shape.batch)), FONT - 2.0);
         }
-        line(o, &mut y, &format!("to scale: M {} × N {}", human::count(t.shape.m), human::count(t.shape.n)), FONT - 2.0);
+        line(
+            o,
+            &mut y,
+            &format!("to scale: M {} × N {}", human::count(t.shape.m), human::count(t.shape.n)),
+            FONT - 2.0,
+        );
         y
     }
 }

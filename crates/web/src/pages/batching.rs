@@ -67,7 +67,12 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         base.href_page(
             path,
             &[("batch", None), ("ctx", None)],
-            &[("batch", Some(&h.batch_axis)), ("ctx", Some(&h.ctx_axis)), ("reserve", q.extra("reserve")), ("format", format)],
+            &[
+                ("batch", Some(&h.batch_axis)),
+                ("ctx", Some(&h.ctx_axis)),
+                ("reserve", q.extra("reserve")),
+                ("format", format),
+            ],
         )
     };
     let unit = if h.inputs.phase == llm_ledger_core::Phase::Decode { "tokens generated" } else { "prompt tokens" };

@@ -85,9 +85,21 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             usd(cost.usd_per_million_input_tokens),
             "prefill: price × TTFT ÷ (batch × prompt)".to_string(),
         ),
-        ("$ per request", "usd-per-request", Some(cost.usd_per_request), usd(cost.usd_per_request), "price × end-to-end ÷ batch".into()),
+        (
+            "$ per request",
+            "usd-per-request",
+            Some(cost.usd_per_request),
+            usd(cost.usd_per_request),
+            "price × end-to-end ÷ batch".into(),
+        ),
         ("price", "usd-per-hour", Some(price), format!("${price}/GPU-hour"), source.to_string()),
-        ("TTFT", "ttft", Some(l.ttft_s), human::seconds(l.ttft_s), format!("one prefill of {} × {} tokens", l.batch, human::count(l.prompt_tokens))),
+        (
+            "TTFT",
+            "ttft",
+            Some(l.ttft_s),
+            human::seconds(l.ttft_s),
+            format!("one prefill of {} × {} tokens", l.batch, human::count(l.prompt_tokens)),
+        ),
         (
             "TPOT",
             "tpot",
@@ -95,13 +107,23 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             l.tpot_s.map(human::seconds).unwrap_or_else(|| "— (one output token)".into()),
             "mean decode step as the context grows".into(),
         ),
-        ("end to end", "e2e", Some(l.e2e_s), human::seconds(l.e2e_s), format!("prefill and decode; {} output tokens/s over whole requests", human::sig3(l.output_tokens_per_s))),
+        (
+            "end to end",
+            "e2e",
+            Some(l.e2e_s),
+            human::seconds(l.e2e_s),
+            format!("prefill and decode; {} output tokens/s over whole requests", human::sig3(l.output_tokens_per_s)),
+        ),
         (
             "memory",
             "peak-memory",
             Some(l.peak_memory_bytes),
             human::bytes(l.peak_memory_bytes),
-            format!("{}; at most {} requests fit", if l.fits { "fits" } else { "does NOT fit" }, human::count(l.max_batch)),
+            format!(
+                "{}; at most {} requests fit",
+                if l.fits { "fits" } else { "does NOT fit" },
+                human::count(l.max_batch)
+            ),
         ),
     ];
     let rows = batch_rows(&sc, &unbounded, l.max_batch, at.batch);
@@ -193,7 +215,8 @@ fn batch_rows(
     current: u64,
 ) -> Vec<CostPoint> {
     let Some(price) = serving.price else { return Vec::new() };
-    let mut batches: Vec<u64> = std::iter::successors(Some(1u64), |b| b.checked_mul(2)).take_while(|b| *b <= max_batch.max(1)).collect();
+    let mut batches: Vec<u64> =
+        std::iter::successors(Some(1u64), |b| b.checked_mul(2)).take_while(|b| *b <= max_batch.max(1)).collect();
     if max_batch > 0 && !batches.contains(&max_batch) {
         batches.push(max_batch);
     }

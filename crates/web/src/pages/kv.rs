@@ -52,7 +52,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "crossover-tokens",
             Some(k.crossover_tokens),
             format!("{} tokens", tokens(k.crossover_tokens)),
-            format!("{} of weights ÷ {} of KV per token", human::bytes(k.weight_bytes), human::bytes(k.kv_bytes_per_token)),
+            format!(
+                "{} of weights ÷ {} of KV per token",
+                human::bytes(k.weight_bytes),
+                human::bytes(k.kv_bytes_per_token)
+            ),
         ),
         (
             "this workload",
@@ -87,7 +91,13 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         ),
     ];
     if let (Some(b), Some(c)) = (k.max_batch, report.inputs.ctx) {
-        items.push(("max batch", "max-batch", Some(b as f64), human::count(b), format!("sequences of {} tokens", human::count(c))));
+        items.push((
+            "max batch",
+            "max-batch",
+            Some(b as f64),
+            human::count(b),
+            format!("sequences of {} tokens", human::count(c)),
+        ));
     }
     let here = report.inputs.kv.name();
     let api = |format: Option<&str>| q.href_page("/api/kv", &[], &[("format", format)]);

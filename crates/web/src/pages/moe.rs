@@ -62,7 +62,8 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let axis = req.batch.unwrap_or(DEFAULT_BATCH_AXIS);
     let api = |format: Option<&str>| {
         let base = PageQuery { extra: Vec::new(), ..q.clone() };
-        let model_out: &[(&str, Option<&str>)] = if standalone { &[("batch", None), ("model", None)] } else { &[("batch", None)] };
+        let model_out: &[(&str, Option<&str>)] =
+            if standalone { &[("batch", None), ("model", None)] } else { &[("batch", None)] };
         let base = if standalone { PageQuery { config: None, ..base } } else { base };
         base.href_page(
             "/api/moe",
@@ -73,8 +74,20 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let first = report.points.first();
     let last = report.points.last();
     let items = vec![
-        ("experts E", "experts", Some(report.experts as f64), human::count(report.experts), "routed experts per MoE layer".to_string()),
-        ("top-k", "top-k", Some(report.top_k as f64), human::count(report.top_k), "experts each token is routed to".into()),
+        (
+            "experts E",
+            "experts",
+            Some(report.experts as f64),
+            human::count(report.experts),
+            "routed experts per MoE layer".to_string(),
+        ),
+        (
+            "top-k",
+            "top-k",
+            Some(report.top_k as f64),
+            human::count(report.top_k),
+            "experts each token is routed to".into(),
+        ),
         ("routing", "routing", None, report.routing.clone(), "uniform, or a Zipf skew (zipf under more inputs)".into()),
         (
             "experts touched",
@@ -85,11 +98,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 first.map_or(0.0, |p| p.union.experts_touched),
                 last.map_or(0.0, |p| p.union.experts_touched)
             ),
-            format!(
-                "from batch {} to {}",
-                first.map_or(0, |p| p.batch),
-                last.map_or(0, |p| p.batch)
-            ),
+            format!("from batch {} to {}", first.map_or(0, |p| p.batch), last.map_or(0, |p| p.batch)),
         ),
     ];
     Ok(html! {

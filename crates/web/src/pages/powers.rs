@@ -96,7 +96,8 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
 }
 
 fn crumb_label(path: &str) -> &str {
-    path.rsplit_once('.').map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
+    path.rsplit_once('.')
+        .map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
 }
 
 fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
@@ -104,7 +105,15 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
     let a = &r.addup.addup;
     // Tile classes have no time of their own: their share is of the bytes.
     let total_bytes: f64 = r.children.iter().map(|c| c.bytes).sum();
-    let share = |c: &ZoomRow| if exact { c.time_share } else if total_bytes > 0.0 { c.bytes / total_bytes } else { 0.0 };
+    let share = |c: &ZoomRow| {
+        if exact {
+            c.time_share
+        } else if total_bytes > 0.0 {
+            c.bytes / total_bytes
+        } else {
+            0.0
+        }
+    };
     html! {
         table.ledger #children {
             caption {

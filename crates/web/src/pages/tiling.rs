@@ -108,21 +108,37 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "tile",
             None,
             format!("{}×{}×{}", report.tile_m, report.tile_n, report.tile_k),
-            format!("{} stages, {} warps; {}", report.stages, t.tile.warps, if report.forced { "forced" } else { "the fastest candidate" }),
+            format!(
+                "{} stages, {} warps; {}",
+                report.stages,
+                t.tile.warps,
+                if report.forced { "forced" } else { "the fastest candidate" }
+            ),
         ),
         (
             "tiles",
             "tiles",
             Some(t.tiles as f64),
             human::count(t.tiles),
-            format!("{} rows × {} columns, {} K steps", human::count(t.tiles_m), human::count(t.tiles_n), human::count(t.tiles_k)),
+            format!(
+                "{} rows × {} columns, {} K steps",
+                human::count(t.tiles_m),
+                human::count(t.tiles_n),
+                human::count(t.tiles_k)
+            ),
         ),
         (
             "waves",
             "waves",
             Some(t.waves as f64),
             human::count(t.waves),
-            format!("of {} ({} SMs × {} CTA/SM); the last {} full", t.wave_size, t.sm_count, report.ctas_per_sm, human::percent(t.tail_utilisation)),
+            format!(
+                "of {} ({} SMs × {} CTA/SM); the last {} full",
+                t.wave_size,
+                t.sm_count,
+                report.ctas_per_sm,
+                human::percent(t.tail_utilisation)
+            ),
         ),
         (
             "occupancy",
@@ -136,7 +152,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "padded-flops",
             Some(t.padded_flops),
             human::flops(t.padded_flops),
-            format!("for {} useful ({:+.1} % padding)", human::flops(t.flops), (t.padded_flops / t.flops - 1.0) * 100.0),
+            format!(
+                "for {} useful ({:+.1} % padding)",
+                human::flops(t.flops),
+                (t.padded_flops / t.flops - 1.0) * 100.0
+            ),
         ),
         (
             "reuse factor",
