@@ -89,31 +89,19 @@ impl MoeCurve {
         let mut o = Overlay::default();
         {
             let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let legend_y = if self.title.is_some() { 42 } else { 22 };
-            if let Some(t) = &self.title {
-                o.text(((size.width / 2) as i32, 18), t, FONT + 1.0, FG, Anchor::Middle, 0.0);
-            }
-            let mut chart = ChartBuilder::on(&root)
-                .margin(12)
-                .margin_top(legend_y + 14)
-                .margin_right(24)
-                .x_label_area_size(46)
-                .y_label_area_size(62)
-                .build_cartesian_2d(x0..x1, 0.0..y_max)?;
-            let font = ("sans-serif", FONT).into_font().color(&BLACK);
-            chart
-                .configure_mesh()
-                .x_labels((x1 - x0) as usize + 1)
-                .x_label_formatter(&|v| format!("{}", 2f64.powf(*v).round()))
-                .y_label_formatter(&|v| human::sig3(*v))
-                .x_desc("batch (sequences, log scale)")
-                .y_desc("experts touched per step")
-                .bold_line_style(BLACK.mix(0.12))
-                .light_line_style(TRANSPARENT)
-                .axis_style(BLACK)
-                .label_style(font.clone())
-                .axis_desc_style(font)
-                .draw()?;
+            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y_max)?;
+            super::draw_mesh(
+                &mut chart,
+                &super::Mesh {
+                    x_labels: (x1 - x0) as usize + 1,
+                    y_labels: None,
+                    x_fmt: &|v| format!("{}", 2f64.powf(*v).round()),
+                    y_fmt: &|v| human::sig3(*v),
+                    x_desc: "batch (sequences, log scale)",
+                    y_desc: "experts touched per step",
+                },
+            )?;
             let area = chart.plotting_area().clone();
             let at = |x: f64, y: f64| area.map_coordinate(&(x, y));
             // The ceiling E and the floor k.

@@ -2,7 +2,7 @@
 //! (the CLI's `sweep --batch <axis> --ctx <ctx>`), drawn as the batch curve with the memory wall and
 //! the KV crossover, and the points as a table.
 
-use super::parts::{downloads, num, thead, MAX_POINTS};
+use super::parts::{downloads, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -11,7 +11,7 @@ use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_report::human;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::SweepPlan;
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// The page key of the batch axis.
 pub const BATCHES: &str = "batches";
@@ -110,17 +110,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 }
             }
         }
-        figure.plot.wide {
-            @match &chart {
-                Ok(svg) => (PreEscaped(svg)),
-                Err(e) => p.error { (e) },
-            }
-            figcaption {
+        (figure(&chart, true, html! {
                 "Step time (left axis) and tokens per second (right axis) against batch, log₂ across. "
                 "The shaded region is past the memory wall. "
                 a href=(api_query("/plot/batch-curve.svg", None)) download="batch-curve.svg" { "SVG" }
-            }
-        }
+        }))
         table.ledger #sweep {
             caption { "Every batch size of the sweep (the current batch is marked)" }
             (thead(&[("batch", true), ("step", true), (unit, true), ("FLOP/B", true), ("largest row", false),

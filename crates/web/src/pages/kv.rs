@@ -2,14 +2,14 @@
 //! crossover and which side of it the workload is on, the memory the step needs and the cached
 //! tokens that fit — with the KV and weight lines against cached tokens.
 
-use super::parts::{downloads, facts};
+use super::parts::{downloads, facts, figure};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::human;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::plot::{KvChart, PlotSize};
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
@@ -110,16 +110,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         p.headline #headline { (report.inputs.headline()) }
         (facts(&items))
         div.two {
-            figure.plot {
-                @match &chart {
-                    Ok(svg) => (PreEscaped(svg)),
-                    Err(e) => p.error { (e) },
-                }
-                figcaption {
+            (figure(&chart, false, html! {
                     "KV bytes a step reads grow with the tokens cached across the batch (windows ignored on the line, applied at "
                     "the point); the weight bytes it reads do not. Past the red line the cache no longer fits."
-                }
-            }
+            }))
             section.experiments aria-label="try this" {
                 h2 { "Try this" }
                 ol {

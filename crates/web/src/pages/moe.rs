@@ -7,7 +7,7 @@
 //! without them is not an error here: the page says so and links to MoE models.
 
 use super::batching::axis_error;
-use super::parts::{downloads, facts, num, thead, MAX_POINTS};
+use super::parts::{downloads, facts, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -15,7 +15,7 @@ use llm_ledger_core::moe::moe_shape;
 use llm_ledger_report::human;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, DEFAULT_BATCH_AXIS};
 use llm_ledger_report::plot::{MoeCurve, PlotSize};
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// The page's keys.
 pub const KEYS: &[&str] = &[super::batching::BATCHES, "experts", "top_k"];
@@ -122,13 +122,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         (facts(&items))
         div.two {
-            figure.plot {
-                @match &chart {
-                    Ok(svg) => (PreEscaped(svg)),
-                    Err(e) => p.error { (e) },
-                }
-                figcaption { "Expected experts touched per step, Σ 1 − (1 − pᵢ)ᴺ over the experts, against batch (log₂ across); E is the ceiling." }
-            }
+            (figure(&chart, false, html! { "Expected experts touched per step, Σ 1 − (1 − pᵢ)ᴺ over the experts, against batch (log₂ across); E is the ceiling." }))
             section.experiments aria-label="try this" {
                 h2 { "Try this" }
                 ol {

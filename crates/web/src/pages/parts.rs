@@ -3,8 +3,9 @@
 
 use crate::query::PageQuery;
 use llm_ledger_core::{summarise, Catalog};
+use llm_ledger_report::plot::PlotError;
 use llm_ledger_report::{human, LedgerReport};
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 
 /// Most points (batch sizes) a page or JSON endpoint computes for one answer; the CLI streams or
 /// computes more.
@@ -16,6 +17,19 @@ pub fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
         p.downloads.notes {
             "These numbers as " a href=(json) { "JSON" } ", " a href=(csv) { "CSV" }
             " — the same documents as " code { (cli) } "."
+        }
+    }
+}
+
+/// A plot (inline SVG, or why it could not be drawn) with its caption; `wide` plots take the page's width.
+pub fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) -> Markup {
+    html! {
+        figure.plot.wide[wide] {
+            @match chart {
+                Ok(svg) => (PreEscaped(svg)),
+                Err(e) => p.error { (e) },
+            }
+            figcaption { (caption) }
         }
     }
 }

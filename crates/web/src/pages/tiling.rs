@@ -6,7 +6,7 @@
 //! activation storage and the efficiencies are the scenario's keys of the same names, as the
 //! `tile` command's flags are.
 
-use super::parts::{downloads, facts, num, thead};
+use super::parts::{downloads, facts, figure, num, thead};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -14,7 +14,7 @@ use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_report::plot::{PlotSize, TileGrid};
 use llm_ledger_report::tile::gemm_lines;
 use llm_ledger_report::{human, TileReport};
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// The page's keys.
 pub const KEYS: &[&str] = &["m", "n", "k", "tile", "output"];
@@ -192,16 +192,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             (t.math.name()) " math) on " (gpu.display) " (" (t.sm_count) " SMs)"
         }
         (facts(&items))
-        figure.plot.wide {
-            @match &grid {
-                Ok(svg) => (PreEscaped(svg)),
-                Err(e) => p.error { (e) },
-            }
-            figcaption {
+        (figure(&grid, true, html! {
                 "The output C drawn to scale, one rectangle per tile, coloured by the wave it runs in (tiles launch in "
                 "groups of 8 tile rows, column by column); hatched: padding the tile computes past M or N. Hover a tile for its wave."
-            }
-        }
+        }))
         section.addup aria-label="why" {
             h2 { "Why this tile, and what it costs" }
             p #reason { (report.reason) }
