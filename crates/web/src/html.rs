@@ -41,7 +41,7 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
                     main #content {
                         @match &body {
                             Ok(m) => (m),
-                            Err(e) => (error_box(e)),
+                            Err(e) => (error_box(e, page, query)),
                         }
                     }
                     footer.bottom {
@@ -73,8 +73,10 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
     }
 }
 
-/// The error, with a link to the control it is about.
-pub fn error_box(e: &AppError) -> Markup {
+/// The error, with a link to the control it is about (or, for a page key without a control such
+/// as a zoom path, a link to the page without it).
+pub fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
+    let hidden_key = e.field.as_deref().filter(|f| page.keys.contains(f) && !page.inputs.iter().any(|i| i.name == *f));
     html! {
         div.error #error role="alert" data-status=(e.status.as_u16()) data-field=[e.field.as_deref()] {
             strong { "Cannot show this page: " }
@@ -82,6 +84,9 @@ pub fn error_box(e: &AppError) -> Markup {
             @if let Some(f) = &e.field {
                 @if crate::query::scenario_fields().contains(&f.as_str()) || crate::pages::PAGES.iter().any(|p| p.inputs.iter().any(|i| i.name == f)) {
                     " " a href={ "#f-" (f) } { "(go to " code { (f) } ")" }
+                }
+                @if let Some(k) = hidden_key {
+                    " " a #drop-key href=(query.href_page(&page.path(), &[], &[(k, None)])) { "(start again without " code { (k) } ")" }
                 }
             }
         }

@@ -592,8 +592,9 @@ async fn powers_of_ten_experiments_keep_the_zoom_path_and_show_the_intensity_aft
 
 #[tokio::test]
 async fn powers_of_ten_refuses_an_unknown_path_naming_at() {
-    let r = get("/powers-of-ten?at=layer.99").await;
+    let r = get("/powers-of-ten?at=layer.99&batch=4").await;
     assert_page_refuses(&r, "unknown zoom path `layer.99`; accepted: embedding, layer.0 … layer.31", "at");
+    assert!(r.body.contains("id=\"drop-key\" href=\"/powers-of-ten?batch=4\""), "a way back to the model");
     let (status, message, field) = api_error("/api/zoom?at=layer.0.mlp.nope").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("at")));
     assert!(message.starts_with("unknown zoom path `layer.0.mlp.nope`; accepted: layer.0.mlp.norm"), "{message}");
