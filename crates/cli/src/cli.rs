@@ -26,7 +26,7 @@ pub enum Command {
     Gpus(ListArgs),
     /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
     /// step time, tokens/s, intensity, largest row, memory and whether it fits.
-    Sweep(StepArgs),
+    Sweep(SweepArgs),
     /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
     Kv(StepArgs),
     /// Re-run the workload with each lever (W4A16, W8A16, fp8, bigger batch, fp8/int8 KV, fewer KV heads).
@@ -274,6 +274,17 @@ pub struct StepArgs {
     pub reserve: ReserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `sweep` options.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub step: StepArgs,
+    /// Also write the batch curve (SVG: step time and tokens/s against batch, with the memory wall
+    /// and the KV crossover) to FILE; needs one --ctx value and at most 4,096 batch sizes.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
 }
 
 /// `latency` options (`--batch` is the number of concurrent requests).

@@ -143,3 +143,107 @@ fn ledger_plot_writes_a_standalone_roofline_svg() {
     let msg = String::from_utf8(err.get_output().stderr.clone()).unwrap();
     assert!(msg.starts_with("error: cannot write plot `/nonexistent-dir/x.svg`"), "{msg}");
 }
+
+/// Every page's JSON endpoint answers what the matching command prints for the same flags, byte
+/// for byte (the query keys are the flags' names with `_`).
+#[test]
+fn serve_answers_every_command_as_the_cli_does() {
+    let server = Server::start(&[]);
+    let cases: &[(&str, &[&str])] = &[
+        ("/api/zoom?at=layer.0.mlp.up.tiles", &["zoom", "--at", "layer.0.mlp.up.tiles"]),
+        ("/api/zoom?phase=prefill&ctx=512&at=model", &["zoom", "--phase", "prefill", "--ctx", "512"]),
+        (
+            "/api/sweep?batch=1..256*2&ctx=2048&reserve=4GB",
+            &["sweep", "--batch", "1..256*2", "--ctx", "2048", "--reserve", "4GB"],
+        ),
+        (
+            "/api/sweep?model=mixtral-8x7b&batch=1,8&ctx=1024,4096",
+            &["sweep", "-m", "mixtral-8x7b", "--batch", "1,8", "--ctx", "1024,4096"],
+        ),
+        ("/api/kv?batch=64&kv=fp8", &["kv", "--batch", "64", "--kv", "fp8"]),
+        (
+            "/api/cost?batch=16&usd_per_hour=3&tpot_ms=20",
+            &["cost", "--batch", "16", "--usd-per-hour", "3", "--tpot-ms", "20"],
+        ),
+        (
+            "/api/latency?batch=8&prompt=1000&output=100",
+            &["latency", "--batch", "8", "--prompt", "1000", "--output", "100"],
+        ),
+        (
+            "/api/tile?m=1000&n=1000&k=1000&tile=128x128x64",
+            &["tile", "--m", "1000", "--n", "1000", "--k", "1000", "--tile", "128x128x64"],
+        ),
+        (
+            "/api/tile?m=64&n=4096&k=4096&gpu=b200&weights=fp8&activations=fp8",
+            &["tile", "--m", "64", "--n", "4096", "--k", "4096", "--gpu", "b200", "-w", "fp8", "--activations", "fp8"],
+        ),
+        ("/api/moe?model=mixtral-8x7b&zipf=1", &["moe", "-m", "mixtral-8x7b", "--zipf", "1"]),
+        (
+            "/api/moe?experts=64&top_k=4&batch=1..64*4",
+            &["moe", "--experts", "64", "--top-k", "4", "--batch", "1..64*4"],
+        ),
+    ];
+    for (path, args) in cases {
+        let (status, body) = server.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        let mut a = args.to_vec();
+        a.extend(["--format", "json"]);
+        assert_eq!(body, cli(&a), "{path}");
+        let (_, csv) = server.get(&format!("{path}&format=csv"));
+        a.truncate(a.len() - 1);
+        a.push("csv");
+        assert_eq!(csv, cli(&a), "{path} as CSV");
+    }
+    // The refusals are the CLI's lines.
+    for (path, args) in [
+        ("/api/cost?ctx=512", vec!["cost", "--ctx", "512"]),
+        ("/api/moe", vec!["moe"]),
+        ("/api/sweep?contexts=2048x8", vec!["sweep", "--contexts", "2048x8"]),
+        ("/api/tile?m=0&n=8&k=8", vec!["tile", "--m", "0", "--n", "8", "--k", "8"]),
+    ] {
+        let (status, body) = server.get(path);
+        assert_eq!(status, 400, "{path}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let err = Command::cargo_bin("llm-ledger").unwrap().args(&args).assert().code(2).get_output().stderr.clone();
+        assert_eq!(
+            format!("error: {}\n", v["error"]["message"].as_str().unwrap()),
+            String::from_utf8(err).unwrap(),
+            "{path}"
+        );
+    }
+    // The plot of `sweep --plot` is the page's.
+    let (status, svg) = server.get("/plot/batch-curve.svg?batch=1..512*2&ctx=2048");
+    assert_eq!(status, 200);
+    let path = std::env::temp_dir().join(format!("llm-ledger-sweep-plot-{}.svg", std::process::id()));
+    cli(&["sweep", "--batch", "1..512*2", "--ctx", "2048", "--plot", path.to_str().unwrap()]);
+    let file = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(file, svg);
+}
+
+#[test]
+fn sweep_plot_writes_the_batch_curve_and_refuses_what_it_cannot_draw() {
+    let path = std::env::temp_dir().join(format!("llm-ledger-sweep-{}.svg", std::process::id()));
+    let p = path.to_str().unwrap();
+    let table = cli(&["sweep", "--counting", "seed", "--batch", "1..512*2", "--plot", p]);
+    assert!(table.contains("fits"), "the table is still printed");
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg class=\"plot batch-curve\""));
+    // Seed counting: (80e9 − 2e9 − 15.0 GB) ÷ 268,435,456 B per sequence = 234.6; 15.0 GB ÷ (2,048 × 131,072 B) = 55.9.
+    assert!(svg.contains("memory wall: batch 235"), "{svg}");
+    assert!(svg.contains("KV bytes = weight bytes: batch 55.9"));
+    assert!(svg.contains("llama-3-8b on h100-sxm · decode · 2,048 tokens per sequence"));
+    let fails = |args: &[&str]| {
+        let out = Command::cargo_bin("llm-ledger").unwrap().args(args).assert().code(2).get_output().stderr.clone();
+        String::from_utf8(out).unwrap()
+    };
+    let e = fails(&["sweep", "--ctx", "1024,2048", "--plot", p]);
+    assert!(
+        e.starts_with("error: invalid `ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"),
+        "{e}"
+    );
+    let e = fails(&["sweep", "--batch", "1..5000", "--plot", p]);
+    assert!(e.starts_with("error: invalid `plot`: 5000 batch sizes (at most 4096 for a plot)"), "{e}");
+    assert!(!path.exists(), "nothing is written when the plot is refused");
+}

@@ -12,7 +12,8 @@
 //! on is decided by the ledger's own KV-read and weight bytes, which do account for windows.
 
 use crate::ledger::summarise;
-use crate::memory::kv_bytes_per_token;
+use crate::limits::MAX_BATCH;
+use crate::memory::{at_uniform, kv_bytes_per_token};
 use crate::scenario::Scenario;
 use serde::Serialize;
 
@@ -74,6 +75,40 @@ impl Crossover {
     }
 }
 
+/// The batch of `ctx`-token sequences at which the step's KV bytes read reach its weight bytes
+/// read (the seed's crossover as a batch size: 114,512.6 tokens ÷ 2,048 = 55.9 for Llama 3 8B),
+/// or `None` when no batch up to [`MAX_BATCH`] gets there (a context of 0, or every layer's window
+/// below the weights).
+///
+/// The ratio `r(B) = kv_read_bytes(B) ÷ weight_bytes(B)` of [`Crossover::of`] at a uniform batch
+/// `B × ctx` never falls as `B` grows (KV bytes grow in proportion to `B`; weight bytes are fixed,
+/// or for MoE grow concavely with the experts touched), so the first whole batch with `r > 1` is
+/// found by bisection, and the crossing is interpolated linearly between it and the batch before
+/// (exact for a dense model, where `r` is linear in `B`): `B* = (B − 1) + (1 − r(B − 1)) ÷ (r(B) −
+/// r(B − 1))`. Windows are accounted for, since `r` uses the ledger's own KV bytes.
+pub fn crossover_batch(sc: &Scenario, ctx: u64) -> Option<f64> {
+    if ctx == 0 {
+        return None;
+    }
+    let ratio = |b: u64| Crossover::of(&at_uniform(sc, b, ctx)).kv_to_weight_ratio;
+    if ratio(MAX_BATCH) <= 1.0 {
+        return None;
+    }
+    let (mut lo, mut hi) = (0u64, MAX_BATCH);
+    // Invariant: r(lo) ≤ 1 (or lo = 0), r(hi) > 1.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ratio(mid) > 1.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let r_hi = ratio(hi);
+    let r_lo = if lo == 0 { 0.0 } else { ratio(lo) };
+    Some(lo as f64 + (1.0 - r_lo) / (r_hi - r_lo))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +143,30 @@ mod tests {
         // 64 × 2,048 × 131,072 = 17,179,869,184 KV bytes; 17.18 / 15.01 = 1.145.
         assert_eq!(c.kv_read_bytes, 17_179_869_184.0);
         assert_eq!(format!("{:.3}", c.kv_to_weight_ratio), "1.145");
+    }
+
+    #[test]
+    fn the_crossover_batch_is_the_seeds_55_9_sequences_at_2048_tokens() {
+        // Seed counting: r(B) = B · 2,048 · 131,072 ÷ 15,009,316,864, linear in B, so the
+        // interpolation is exact: B* = 15,009,316,864 ÷ (2,048 · 131,072) = 55.915…
+        let b = crossover_batch(&sc("seed", "1", "2048"), 2048).unwrap();
+        assert!((b - 15_009_316_864.0 / (2048.0 * 131_072.0)).abs() < 1e-9, "{b}");
+        // Full counting reads one embedding row per sequence too, so the weights grow a little with
+        // the batch; the crossing still lies between 55 and 56.
+        let f = crossover_batch(&sc("full", "1", "2048"), 2048).unwrap();
+        assert!(f > 55.0 && f < 56.0, "{f}");
+        // Twice the context, half the batch.
+        let half = crossover_batch(&sc("seed", "1", "2048"), 4096).unwrap();
+        assert!((half - b / 2.0).abs() < 1e-9);
+        assert_eq!(crossover_batch(&sc("seed", "1", "2048"), 0), None);
+    }
+
+    #[test]
+    fn a_moe_crossover_batch_is_where_its_side_flips() {
+        let s = crate::testing::scenario(&[("model", "mixtral-8x7b"), ("ctx", "4096")]);
+        let b = crossover_batch(&s, 4096).unwrap();
+        let side = |n: u64| Crossover::of(&at_uniform(&s, n, 4096)).side;
+        assert_eq!(side(b.floor() as u64), Side::Below, "{b}");
+        assert_eq!(side(b.ceil() as u64), Side::Above, "{b}");
     }
 }

@@ -338,6 +338,12 @@ pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
     b
 }
 
+/// The memory wall: the first batch of `tokens`-token sequences that does not fit (`max_batch + 1`:
+/// 1 when not even one sequence fits), or `None` when every batch up to [`MAX_BATCH`] fits.
+pub fn memory_wall_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> Option<u64> {
+    Some(max_batch(sc, tokens, reserve_bytes) + 1).filter(|b| *b <= MAX_BATCH)
+}
+
 /// Cached tokens that fit next to the weights and the workload's workspace, counted at
 /// [`kv_bytes_per_token`] (a sliding-window model can hold more once sequences outgrow the window).
 pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
@@ -468,6 +474,10 @@ mod tests {
         assert_eq!(max_batch(&s, 2048, 268_435_456.0), 7);
         // Not even the weights fit.
         assert_eq!(max_batch(&with_capacity(s.clone(), 1e9), 2048, 0.0), 0);
+        // The wall is the first batch past it: 9 on the exact card, 1 when nothing fits.
+        assert_eq!(memory_wall_batch(&s, 2048, 0.0), Some(9));
+        assert_eq!(memory_wall_batch(&with_capacity(s.clone(), 1e9), 2048, 0.0), Some(1));
+        assert_eq!(memory_wall_batch(&with_capacity(s.clone(), 1e30), 2048, 0.0), None);
         // Full counting on the real H100: the answer is checked against the footprint itself.
         let full = sc(&[]);
         let b = max_batch(&full, 4096, 2e9);

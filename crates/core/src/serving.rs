@@ -134,6 +134,16 @@ impl Serving {
     }
 }
 
+/// The refusal of an input that shapes a step's contexts (`ctx`, `contexts`, a histogram, `phase`)
+/// in a command that builds its own steps from `prompt` and `output` (`latency`, `cost`).
+pub fn step_shape_refused(field: &str, command: &str) -> Error {
+    Error::invalid(
+        field,
+        format!("given to `{command}`"),
+        "it builds its steps from --prompt and --output: prefill, then decode with a growing context; use --batch for concurrent requests",
+    )
+}
+
 /// A positive finite number no larger than `max`.
 fn positive(field: &str, s: &str, max: f64) -> Result<f64> {
     let v = parse_f64(field, s)?;

@@ -198,6 +198,16 @@ impl Axis {
     }
 }
 
+/// The refusal of a fixed mix of contexts (`contexts`, or a histogram file) in a sweep, which varies
+/// batch and context itself.
+pub fn mix_refused() -> Error {
+    Error::invalid(
+        "contexts",
+        "a fixed mix of contexts",
+        "a sweep varies --batch and --ctx, as lists and ranges; a fixed mix is one `ledger` or `kv` step",
+    )
+}
+
 /// One evaluated point.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SweepPoint {

@@ -11,8 +11,11 @@
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::economics::CostPoint;
-use llm_ledger_core::serving::PriceSource;
+use llm_ledger_core::economics::{cheapest_under_tpot, CostPoint};
+use llm_ledger_core::error::Result;
+use llm_ledger_core::memory::at_uniform;
+use llm_ledger_core::serving::{PriceSource, Serving};
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// One batch's cost.
@@ -87,6 +90,19 @@ pub struct CostReport {
 }
 
 impl CostReport {
+    /// The `cost` command's report for a scenario (its batch is the number of concurrent requests)
+    /// and resolved serving inputs: the cost at the batch and, when `serving` has a TPOT bound, the
+    /// cheapest batch under it (an error naming `tpot_ms` when no batch meets it).
+    pub fn build(sc: &Scenario, serving: &Serving) -> Result<CostReport> {
+        let price = serving.require_price(&sc.gpu.name)?;
+        let batch = sc.workload.contexts.batch();
+        let at = CostPoint::at(sc, serving, price, batch)?;
+        let cheapest =
+            serving.tpot_bound_s.map(|b| cheapest_under_tpot(sc, serving, price, b).map(|c| (b, c))).transpose()?;
+        let inputs = Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens));
+        Ok(CostReport::new(inputs, &at, cheapest.as_ref().map(|(b, c)| (*b, c))))
+    }
+
     /// Build from the cost at the given batch and, optionally, the cheapest under `bound_s`.
     pub fn new(inputs: Inputs, at: &CostPoint, cheapest: Option<(f64, &CostPoint)>) -> CostReport {
         let mut rows = vec![CostRow::of("batch", at)];
@@ -108,7 +124,9 @@ impl CostReport {
     }
 }
 
-fn usd(v: f64) -> String {
+/// Dollars for tables: whole dollars from $100, three decimals from a cent, else two significant
+/// figures in scientific notation.
+pub fn usd(v: f64) -> String {
     if v >= 100.0 {
         format!("${v:.0}")
     } else if v >= 0.01 {

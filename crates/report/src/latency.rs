@@ -8,7 +8,11 @@ use crate::facts::{facts_table, yes_no};
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
+use llm_ledger_core::error::Result;
 use llm_ledger_core::latency::{DecodeSum, Latency, EXACT_DECODE_STEPS, QUADRATURE_PANELS};
+use llm_ledger_core::memory::at_uniform;
+use llm_ledger_core::serving::Serving;
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// The `latency` report.
@@ -19,6 +23,16 @@ pub struct LatencyReport {
     /// The numbers.
     #[serde(flatten)]
     pub latency: Latency,
+}
+
+impl LatencyReport {
+    /// The `latency` command's report: a batch of `sc`'s batch size of identical requests with the
+    /// prompt and output lengths of `serving`.
+    pub fn build(sc: &Scenario, serving: &Serving) -> Result<LatencyReport> {
+        let batch = sc.workload.contexts.batch();
+        let latency = Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
+        Ok(LatencyReport { inputs: Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens)), latency })
+    }
 }
 
 /// How the decode sum was computed, in words.

@@ -9,9 +9,21 @@
 
 use crate::human;
 use crate::ledger::Inputs;
+use crate::plot::{BatchCurve, BatchPoint};
 use crate::render::Format;
-use llm_ledger_core::sweep::SweepPoint;
+use llm_ledger_core::crossover::crossover_batch;
+use llm_ledger_core::error::{Error, Result};
+use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
+use llm_ledger_core::memory::{at_uniform, memory_wall_batch};
+use llm_ledger_core::sweep::{Axis, Sweep, SweepPoint};
+use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
+use std::ops::ControlFlow;
+
+/// The batch axis when none is given (`sweep` without `--batch`).
+pub const DEFAULT_BATCH_AXIS: &str = "1";
+/// The context axis when none is given.
+pub const DEFAULT_CTX_AXIS: &str = "2048";
 
 /// What the head of a sweep says.
 #[derive(Debug, Clone, Serialize)]
@@ -28,6 +40,96 @@ pub struct SweepHead {
     pub capacity_bytes: f64,
     /// Runtime reserve, bytes.
     pub reserve_bytes: f64,
+}
+
+/// A sweep ready to run: its head and the core's [`Sweep`]. The one way the CLI's `sweep` and the
+/// explorer's Batching page turn a scenario and two axes into points.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    /// What the head says.
+    pub head: SweepHead,
+    /// The planned sweep.
+    pub sweep: Sweep,
+    /// The base scenario (its batch and contexts are replaced point by point).
+    pub base: Scenario,
+    /// The context axis.
+    pub ctx: Axis,
+}
+
+impl SweepPlan {
+    /// Plan `base` (resolved without batch and context) over the batch and context axes as text
+    /// (defaults [`DEFAULT_BATCH_AXIS`] and [`DEFAULT_CTX_AXIS`]), `reserve_bytes` held back.
+    pub fn new(base: Scenario, batch: Option<&str>, ctx: Option<&str>, reserve_bytes: f64) -> Result<SweepPlan> {
+        let (batch_text, ctx_text) = (batch.unwrap_or(DEFAULT_BATCH_AXIS), ctx.unwrap_or(DEFAULT_CTX_AXIS));
+        let batch = Axis::parse("batch", batch_text, 1, MAX_BATCH)?;
+        let min_ctx = if base.workload.phase == Phase::Prefill { 1 } else { 0 };
+        let ctx = Axis::parse("ctx", ctx_text, min_ctx, MAX_CONTEXT)?;
+        let head = SweepHead {
+            inputs: Inputs::of(&base),
+            batch_axis: batch_text.trim().to_string(),
+            ctx_axis: ctx_text.trim().to_string(),
+            point_count: batch.len() * ctx.len(),
+            capacity_bytes: base.gpu.memory_bytes,
+            reserve_bytes,
+        };
+        let sweep = Sweep::new(base.clone(), batch, ctx.clone(), reserve_bytes)?;
+        Ok(SweepPlan { head, sweep, base, ctx })
+    }
+
+    /// Every point, refusing a sweep of more than `limit` points (for callers that keep them all).
+    pub fn points(&self, limit: u64) -> Result<Vec<SweepPoint>> {
+        if self.head.point_count > limit {
+            return Err(Error::invalid(
+                "batch",
+                format!("{} points", self.head.point_count),
+                format!("at most {limit} points here (`llm-ledger sweep` streams any number)"),
+            ));
+        }
+        let mut out = Vec::with_capacity(self.head.point_count as usize);
+        self.sweep.run(|p| {
+            out.push(*p);
+            ControlFlow::Continue(())
+        });
+        Ok(out)
+    }
+
+    /// The whole sweep in `format` (the CLI's output for a sweep of at most `limit` points).
+    pub fn render(&self, format: Format, limit: u64) -> Result<String> {
+        Ok(SweepView::new(format).render_all(&self.head, &self.points(limit)?))
+    }
+
+    /// The batch curve of `points` (this plan's), with the memory wall ([`memory_wall_batch`]) and
+    /// the KV crossover ([`crossover_batch`]) at the sweep's one context length. A sweep over
+    /// several context lengths has no single curve: an error naming `ctx`.
+    pub fn batch_curve(&self, points: &[SweepPoint]) -> Result<BatchCurve> {
+        if self.ctx.len() != 1 {
+            return Err(Error::invalid(
+                "ctx",
+                format!("{:?} ({} values)", self.head.ctx_axis, self.ctx.len()),
+                "one context length for a batch curve",
+            ));
+        }
+        let ctx = self.ctx.min();
+        let at_ctx = at_uniform(&self.base, 1, ctx);
+        let i = &self.head.inputs;
+        Ok(BatchCurve {
+            points: points
+                .iter()
+                .map(|p| BatchPoint { batch: p.batch, step_time_s: p.step_time_s, tokens_per_s: p.tokens_per_s })
+                .collect(),
+            memory_wall_batch: memory_wall_batch(&at_ctx, ctx, self.head.reserve_bytes).map(|b| b as f64),
+            kv_crossover_batch: crossover_batch(&at_ctx, ctx),
+            title: Some(format!(
+                "{} on {} · {} · {} tokens per sequence · weights {} · KV {}",
+                i.model,
+                i.gpu,
+                i.phase,
+                human::count(ctx),
+                if i.weights.contains(' ') { "mixed" } else { i.weights.as_str() },
+                i.kv
+            )),
+        })
+    }
 }
 
 /// Streaming renderer of a sweep.
@@ -234,6 +336,28 @@ mod tests {
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,flops,bytes,weight_bytes,kv_bytes,intensity,largest_op,largest_op_time_s,memory_bytes,kv_cache_bytes,fits\n1,2048,"));
         assert!(csv.lines().last().unwrap().ends_with(",false"));
+    }
+
+    #[test]
+    fn a_plan_renders_what_the_streamed_views_render_and_draws_its_curve() {
+        let sc = ScenarioRequest { counting: Some("seed".into()), ..Default::default() }
+            .resolve(&Catalog::builtin())
+            .unwrap();
+        let plan = SweepPlan::new(sc, Some("1,8,32,64,128,256"), None, 2e9).unwrap();
+        let (h, p) = seed_sweep();
+        assert_eq!(plan.render(Format::Json, 100).unwrap(), SweepView::new(Format::Json).render_all(&h, &p));
+        let e = plan.points(5).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `batch`: 6 points (at most 5 points here"), "{e}");
+        let curve = plan.batch_curve(&p).unwrap();
+        assert_eq!(curve.points.len(), 6);
+        // Seed counting, 2 GB reserve: (80e9 − 2e9 − 15,009,316,864) ÷ 268,435,456 = 234.6 → 234 fit, 235 does not.
+        assert_eq!(curve.memory_wall_batch, Some(235.0));
+        // 15,009,316,864 ÷ (2,048 × 131,072) = 55.9.
+        assert_eq!(format!("{:.1}", curve.kv_crossover_batch.unwrap()), "55.9");
+        assert!(curve.svg(crate::plot::PlotSize::default()).is_ok());
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let two = SweepPlan::new(sc, Some("1,2"), Some("1024,2048"), 2e9).unwrap();
+        assert!(two.batch_curve(&[]).unwrap_err().to_string().starts_with("invalid `ctx`: \"1024,2048\" (2 values)"));
     }
 
     #[test]

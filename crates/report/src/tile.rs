@@ -11,8 +11,10 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
+use llm_ledger_core::error::Result;
 use llm_ledger_core::roofline::Efficiency;
-use llm_ledger_core::tiling::gemm::{GemmExploration, GemmTiling, Rejection, GROUP_M};
+use llm_ledger_core::tiling::gemm::{explore_gemm, GemmExploration, GemmTiling, Rejection, GROUP_M};
+use llm_ledger_core::tiling::GemmInputs;
 use llm_ledger_core::Gpu;
 use serde::Serialize;
 
@@ -270,6 +272,13 @@ pub fn gemm_lines(g: &GemmTiling, roofline_time_s: f64) -> Vec<String> {
 }
 
 impl TileReport {
+    /// The `tile` command's report: explore the GEMM of `inputs` on `gpu` (the forced tile, or
+    /// the default choice among the candidates).
+    pub fn build(inputs: &GemmInputs, gpu: &Gpu) -> Result<TileReport> {
+        let e = explore_gemm(&inputs.shape, gpu, inputs.efficiency, inputs.forced.as_ref())?;
+        Ok(TileReport::new(&e, gpu, inputs.efficiency))
+    }
+
     /// Build from an exploration.
     pub fn new(e: &GemmExploration, gpu: &Gpu, eff: Efficiency) -> Self {
         let g = &e.chosen;

@@ -7,10 +7,23 @@
 //! | `GET /api/models[?format=…]` | `llm-ledger models --format …` |
 //! | `GET /api/gpus[?format=…]` | `llm-ledger gpus --format …` |
 //! | `GET /plot/roofline.svg?<scenario>` | `llm-ledger ledger <flags> --plot FILE.svg` |
+//! | `GET /api/zoom?<scenario>&at=PATH` | `llm-ledger zoom <flags> --at PATH` |
+//! | `GET /api/sweep?<scenario>&batch=AXIS&ctx=AXIS[&reserve=]` | `llm-ledger sweep <flags>` |
+//! | `GET /plot/batch-curve.svg?<as /api/sweep>` | `llm-ledger sweep <flags> --plot FILE.svg` |
+//! | `GET /api/kv?<scenario>[&reserve=]` | `llm-ledger kv <flags>` |
+//! | `GET /api/cost?<scenario>[&usd_per_hour=&reserve=&prompt=&output=&tpot_ms=]` | `llm-ledger cost <flags>` |
+//! | `GET /api/latency?<scenario>[&reserve=&prompt=&output=]` | `llm-ledger latency <flags>` |
+//! | `GET /api/tile?m=&n=&k=[&gpu=&tile=&weights=&activations=&output=&…_efficiency=]` | `llm-ledger tile <flags>` |
+//! | `GET /api/moe?<scenario>&batch=AXIS[&experts=&top_k=]` | `llm-ledger moe <flags>` |
+//!
+//! Every endpoint takes `format=json|csv|md|table` (default json). The command's own flags are
+//! query keys of the same names; anything else is the scenario's, refused by its resolver when
+//! unknown. Sweeps and MoE ranges are limited to [`MAX_POINTS`] points here (the CLI takes more).
 //!
 //! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input).
 
 use crate::error::AppError;
+use crate::pages::parts::MAX_POINTS;
 use crate::query::PageQuery;
 use crate::upload::{self, MAX_BODY_BYTES};
 use crate::AppState;
@@ -20,10 +33,18 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use llm_ledger_core::Ledger;
+use llm_ledger_core::serving::{step_shape_refused, ServingRequest};
+use llm_ledger_core::sweep::mix_refused;
+use llm_ledger_core::tiling::GemmRequest;
+use llm_ledger_core::{Ledger, ZoomTree};
 use llm_ledger_report::catalog::{GpuList, ModelList};
+use llm_ledger_report::cost::CostReport;
+use llm_ledger_report::kv::KvReport;
+use llm_ledger_report::latency::LatencyReport;
+use llm_ledger_report::moe::{MoeReport, MoeRequest};
 use llm_ledger_report::plot::{self, PlotSize, Roofline};
-use llm_ledger_report::{Format, LedgerReport, Report};
+use llm_ledger_report::sweep::SweepPlan;
+use llm_ledger_report::{Format, LedgerReport, Report, TileReport, ZoomReport};
 use std::sync::Arc;
 
 const FORMAT_KEY: &str = "format";
@@ -35,6 +56,14 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/api/models", get(models))
         .route("/api/gpus", get(gpus))
         .route("/plot/roofline.svg", get(roofline_svg))
+        .route("/api/zoom", get(zoom))
+        .route("/api/sweep", get(sweep))
+        .route("/plot/batch-curve.svg", get(batch_curve_svg))
+        .route("/api/kv", get(kv))
+        .route("/api/cost", get(cost))
+        .route("/api/latency", get(latency))
+        .route("/api/tile", get(tile))
+        .route("/api/moe", get(moe))
 }
 
 fn format_of(q: &PageQuery) -> Result<Format, AppError> {
@@ -106,6 +135,125 @@ async fn gpus(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Resu
     Ok(rendered(&GpuList::new(&*q.catalog(&state.catalog)?), format))
 }
 
+/// A command's query: its own keys (and `format`) beside the scenario's.
+fn command(raw: Option<&str>, keys: &[&str]) -> Result<(PageQuery, Format), AppError> {
+    let mut all = keys.to_vec();
+    all.push(FORMAT_KEY);
+    let q = PageQuery::parse(raw, &all)?;
+    let f = format_of(&q)?;
+    Ok((q, f))
+}
+
+fn svg_response(svg: &str) -> Response {
+    let headers =
+        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CONTENT_SECURITY_POLICY, crate::security::SVG_CSP)];
+    (headers, plot::standalone(svg)).into_response()
+}
+
+async fn zoom(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), &["at"])?;
+    let r = q.resolve(&state.catalog)?;
+    let tree = ZoomTree::build(&r.scenario);
+    let view = tree.node(q.extra("at").unwrap_or("model")).map_err(|e| q.core_error(&e).with_field("at"))?;
+    Ok(rendered(&ZoomReport::new(&r.scenario, &tree, &view), format))
+}
+
+const SWEEP_KEYS: &[&str] = &["batch", "ctx", "reserve"];
+
+/// The sweep of `llm-ledger sweep`: the scenario without batch and context, over the axes.
+fn sweep_plan(state: &AppState, q: &PageQuery) -> Result<SweepPlan, AppError> {
+    if q.get("contexts").is_some() {
+        return Err(q.core_error(&mix_refused()));
+    }
+    let base = q.resolve(&state.catalog)?.scenario;
+    let serving: ServingRequest = q.extras_as(&["reserve"])?;
+    let reserve = serving.resolve(&base).map_err(|e| q.core_error(&e))?.reserve_bytes;
+    SweepPlan::new(base, q.extra("batch"), q.extra("ctx"), reserve).map_err(|e| q.core_error(&e))
+}
+
+async fn sweep(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), SWEEP_KEYS)?;
+    let plan = sweep_plan(&state, &q)?;
+    let text = plan.render(format, MAX_POINTS).map_err(|e| q.core_error(&e))?;
+    Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
+}
+
+async fn batch_curve_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let q = PageQuery::parse(q.as_deref(), SWEEP_KEYS)?;
+    let plan = sweep_plan(&state, &q)?;
+    let points = plan.points(MAX_POINTS).map_err(|e| q.core_error(&e))?;
+    let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
+    let svg = curve.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+    Ok(svg_response(&svg))
+}
+
+async fn kv(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), &["reserve"])?;
+    let sc = q.resolve(&state.catalog)?.scenario;
+    let serving: ServingRequest = q.extras_as(&["reserve"])?;
+    let serving = serving.resolve(&sc).map_err(|e| q.core_error(&e))?;
+    Ok(rendered(&KvReport::new(&sc, serving.reserve_bytes), format))
+}
+
+/// The scenario and serving inputs of `cost` and `latency`, which refuse the step-shaping keys
+/// as the CLI does.
+fn serving_inputs(
+    state: &AppState,
+    q: &PageQuery,
+    keys: &[&str],
+    command: &str,
+) -> Result<(llm_ledger_core::Scenario, llm_ledger_core::serving::Serving), AppError> {
+    if let Some(k) = ["ctx", "contexts", "phase"].into_iter().find(|k| q.get(k).is_some()) {
+        return Err(q.core_error(&step_shape_refused(k, command)));
+    }
+    let sc = q.resolve(&state.catalog)?.scenario;
+    let req: ServingRequest = q.extras_as(keys)?;
+    let serving = req.resolve(&sc).map_err(|e| q.core_error(&e))?;
+    Ok((sc, serving))
+}
+
+const COST_KEYS: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms"];
+const LATENCY_KEYS: &[&str] = &["reserve", "prompt", "output"];
+
+async fn cost(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), COST_KEYS)?;
+    let (sc, serving) = serving_inputs(&state, &q, COST_KEYS, "cost")?;
+    Ok(rendered(&CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
+}
+
+async fn latency(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), LATENCY_KEYS)?;
+    let (sc, serving) = serving_inputs(&state, &q, LATENCY_KEYS, "latency")?;
+    Ok(rendered(&LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
+}
+
+/// `llm-ledger tile`: the query is the command's flags (no scenario).
+async fn tile(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let q = PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?;
+    if q.config.is_some() {
+        return Err(AppError::bad_request("unknown field `config`: `tile` takes no model", Some("config")));
+    }
+    let format = format_of(&q)?;
+    let as_extra = PageQuery { extra: q.scenario.clone(), ..PageQuery::default() };
+    let keys: Vec<&str> = q.scenario.iter().map(|(k, _)| k.as_str()).collect();
+    let req: GemmRequest = as_extra.extras_as(&keys)?;
+    let inputs = req.resolve().map_err(|e| as_extra.core_error(&e))?;
+    let gpu = state.catalog.gpu(req.gpu.as_deref().unwrap_or("h100-sxm")).map_err(|e| as_extra.core_error(&e))?;
+    Ok(rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format))
+}
+
+async fn moe(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
+    let (q, format) = command(q.as_deref(), &["batch", "experts", "top_k"])?;
+    let base = q.resolve(&state.catalog)?.scenario;
+    let req = MoeRequest {
+        batch: q.extra("batch"),
+        experts: q.extra("experts"),
+        top_k: q.extra("top_k"),
+        model_given: q.get("model").is_some() || q.config.is_some(),
+    };
+    Ok(rendered(&MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| q.core_error(&e))?, format))
+}
+
 async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
     let q = PageQuery::parse(q.as_deref(), &[])?;
     let r = q.resolve(&state.catalog)?;
@@ -113,7 +261,5 @@ async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery)
     let mut chart = Roofline::from_report(&report, &r.scenario.gpu);
     chart.title = Some(plot::title(&report.inputs));
     let svg = chart.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
-    let headers =
-        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CONTENT_SECURITY_POLICY, crate::security::SVG_CSP)];
-    Ok((headers, plot::standalone(&svg)).into_response())
+    Ok(svg_response(&svg))
 }

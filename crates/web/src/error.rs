@@ -31,6 +31,12 @@ impl AppError {
         self
     }
 
+    /// The same error about `field`.
+    pub fn with_field(mut self, field: &str) -> Self {
+        self.field = Some(field.to_string());
+        self
+    }
+
     /// A core error about the scenario whose raw inputs were `pairs`. The field is the core's
     /// own (`invalid `batch`: …`) or, for names outside a closed set (`unknown GPU `h900``), the
     /// parameter whose name or value the message quotes.

@@ -7,7 +7,7 @@
 //! A select shows the value in the URL even when the core refuses it (marked "not recognised"),
 //! so an error page still shows what was asked for.
 
-use crate::pages::PageInfo;
+use crate::pages::{PageInfo, PageInput};
 use crate::query::{scenario_fields, PageQuery, CONFIG_KEY};
 use crate::upload::{PAGE_KEY, UPLOAD_NAME};
 use crate::AppState;
@@ -172,35 +172,47 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
     let catalog = q.catalog(&state.catalog).unwrap_or(std::borrow::Cow::Borrowed(&state.catalog));
     let other: Vec<&'static str> =
         scenario_fields().iter().copied().filter(|f| !CONTROLS.iter().any(|c| c.name == *f)).collect();
+    let unused = |name: &str| page.unused.contains(&name);
     html! {
         section.controls aria-label="scenario" {
             form #controls method="get" action=(page.path()) {
                 div.grid {
-                    @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field)) }
+                    @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
+                }
+                @if !page.inputs.is_empty() {
+                    fieldset.page-inputs {
+                        legend { (page.title) " inputs" }
+                        div.grid {
+                            @for i in page.inputs { (page_input(i, q, error_field)) }
+                        }
+                    }
                 }
                 details open[CONTROLS.iter().any(|c| c.advanced && changed(c, q)) || other.iter().any(|f| q.get(f).is_some())] {
                     summary { "more inputs" }
                     div.grid {
-                        @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field)) }
+                        @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
                         @for f in &other {
-                            (control(&Control { name: f, label: f, help: "", choices: Choices::Text(""), advanced: true }, &catalog, q, error_field))
+                            (control(&Control { name: f, label: f, help: "", choices: Choices::Text(""), advanced: true }, &catalog, q, error_field, unused(f)))
                         }
                     }
                 }
                 @if let Some(c) = &q.config {
                     input type="hidden" name=(CONFIG_KEY) value=(c);
                 }
-                @for (k, v) in &q.extra {
+                @for (k, v) in q.extra.iter().filter(|(k, _)| !page.inputs.iter().any(|i| i.name == k)) {
                     input type="hidden" name=(k) value=(v);
                 }
                 div.actions {
                     button type="submit" { "Show" }
                     a.reset href=(page.path()) { "reset to the seed's scenario" }
+                    @if !page.unused.is_empty() {
+                        span.help { "greyed inputs are not used on this page; they are kept for the others" }
+                    }
                 }
             }
             form #upload method="post" action="/upload" enctype="multipart/form-data" {
                 input type="hidden" name=(PAGE_KEY) value=(page.slug);
-                @for (k, v) in q.scenario.iter().filter(|(k, _)| k != "model") {
+                @for (k, v) in q.scenario.iter().filter(|(k, _)| k != "model").chain(&q.extra) {
                     input type="hidden" name=(k) value=(v);
                 }
                 label for="f-config" { "Your own model: " }
@@ -211,6 +223,20 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                     " · " a.forget href=(forget_upload(page, q)) { "forget the uploaded model" }
                 }
             }
+        }
+    }
+}
+
+/// A text box for one of the page's own keys.
+fn page_input(i: &PageInput, q: &PageQuery, error_field: Option<&str>) -> Markup {
+    let id = format!("f-{}", i.name);
+    let invalid = error_field == Some(i.name);
+    html! {
+        div.field {
+            label for=(id) { (i.label) }
+            input #(id) type="text" name=(i.name) value=[q.extra(i.name)] placeholder=(i.placeholder) autocomplete="off"
+                spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
+            small #{ (id) "-help" } { (i.help) }
         }
     }
 }
@@ -236,13 +262,15 @@ fn changed(c: &Control, q: &PageQuery) -> bool {
 fn forget_upload(page: &PageInfo, q: &PageQuery) -> String {
     let without = PageQuery { config: None, ..q.clone() };
     let model = q.get("model").filter(|m| !m.eq_ignore_ascii_case(UPLOAD_NAME));
-    without.href(&page.path(), &[("model", model)])
+    without.href_page(&page.path(), &[("model", model)], &[])
 }
 
-fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>) -> Markup {
+fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>, unused: bool) -> Markup {
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
     let invalid = error_field == Some(c.name);
+    let help = if unused { "not used on this page" } else { c.help };
+    let class = if unused { "field unused" } else { "field" };
     let (options, default): (Vec<(String, String)>, String) = match &c.choices {
         Choices::Models => {
             let default = if q.config.is_some() { UPLOAD_NAME } else { "llama-3-8b" };
@@ -263,11 +291,11 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
         }
         Choices::Text(placeholder) => {
             return html! {
-                div.field {
+                div class=(class) {
                     label for=(id) { (c.label) }
                     input #(id) type="text" name=(c.name) value=[raw] placeholder=(placeholder) autocomplete="off"
                         spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
-                    small #{ (id) "-help" } { (c.help) }
+                    small #{ (id) "-help" } { (help) }
                 }
             };
         }
@@ -275,7 +303,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let selected = selected_value(c, catalog, raw, &options, &default);
     let known = options.iter().any(|(v, _)| *v == selected);
     html! {
-        div.field {
+        div class=(class) {
             label for=(id) { (c.label) }
             select #(id) name=(c.name) data-default=(default) aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
                 @if !known {
@@ -285,7 +313,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                     option value=(value) selected[*value == selected] { (label) }
                 }
             }
-            small #{ (id) "-help" } { (c.help) }
+            small #{ (id) "-help" } { (help) }
         }
     }
 }

@@ -5,7 +5,7 @@
 use crate::assets;
 use crate::error::AppError;
 use crate::form;
-use crate::pages::{PageInfo, PageKind, PAGES};
+use crate::pages::{PageInfo, PAGES};
 use crate::query::PageQuery;
 use crate::AppState;
 use maud::{html, Markup, DOCTYPE};
@@ -17,7 +17,6 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
         Some(_) => format!("{} · error · llm-ledger", page.title),
         None => format!("{} · llm-ledger", page.title),
     };
-    let controls = matches!(page.kind, PageKind::Ready { controls: true, .. } | PageKind::Coming { .. });
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -36,13 +35,13 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
                         span.tagline { "where the FLOPs, the bytes and the time of a forward pass go" }
                     }
                     (nav(page, query))
-                    @if controls {
+                    @if page.controls {
                         (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
                     }
                     main #content {
                         @match &body {
                             Ok(m) => (m),
-                            Err(e) => (error_box(e)),
+                            Err(e) => (error_box(e, page, query)),
                         }
                     }
                     footer.bottom {
@@ -62,13 +61,11 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
             ul {
                 @for p in PAGES {
                     li {
-                        @let cls = if p.is_ready() { "ready" } else { "coming" };
                         @if std::ptr::eq(p, current) {
-                            a class=(cls) href=(query.href(&p.path(), &[])) aria-current="page" data-slug=(p.slug) { (p.title) }
+                            a href=(query.href(&p.path(), &[])) aria-current="page" data-slug=(p.slug) { (p.title) }
                         } @else {
-                            a class=(cls) href=(query.href(&p.path(), &[])) data-slug=(p.slug) title=(p.summary) { (p.title) }
+                            a href=(query.href(&p.path(), &[])) data-slug=(p.slug) title=(p.summary) { (p.title) }
                         }
-                        @if !p.is_ready() { " " span.badge { "coming" } }
                     }
                 }
             }
@@ -76,15 +73,20 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
     }
 }
 
-/// The error, with a link to the control it is about.
-pub fn error_box(e: &AppError) -> Markup {
+/// The error, with a link to the control it is about (or, for a page key without a control such
+/// as a zoom path, a link to the page without it).
+pub fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
+    let hidden_key = e.field.as_deref().filter(|f| page.keys.contains(f) && !page.inputs.iter().any(|i| i.name == *f));
     html! {
         div.error #error role="alert" data-status=(e.status.as_u16()) data-field=[e.field.as_deref()] {
             strong { "Cannot show this page: " }
             span.message { (e.message) }
             @if let Some(f) = &e.field {
-                @if crate::query::scenario_fields().contains(&f.as_str()) {
+                @if crate::query::scenario_fields().contains(&f.as_str()) || crate::pages::PAGES.iter().any(|p| p.inputs.iter().any(|i| i.name == f)) {
                     " " a href={ "#f-" (f) } { "(go to " code { (f) } ")" }
+                }
+                @if let Some(k) = hidden_key {
+                    " " a #drop-key href=(query.href_page(&page.path(), &[], &[(k, None)])) { "(start again without " code { (k) } ")" }
                 }
             }
         }

@@ -106,7 +106,10 @@ impl PageQuery {
                 if q.extra.iter().any(|(e, _)| *e == k) {
                     return Err(AppError::bad_request(format!("duplicate field `{k}`"), Some(&k)));
                 }
-                q.extra.push((k, v));
+                // As for the scenario, an empty field means the default.
+                if !v.trim().is_empty() {
+                    q.extra.push((k, v));
+                }
             } else if !v.trim().is_empty() {
                 q.scenario.push((k, v));
             }
@@ -156,8 +159,28 @@ impl PageQuery {
     pub fn resolve<'a>(&self, base: &'a Catalog) -> Result<Resolved<'a>, AppError> {
         let req = self.request()?;
         let catalog = self.catalog(base)?;
-        let scenario = req.resolve(&catalog).map_err(|e| AppError::from_core(&e, &self.scenario))?;
+        let scenario = req.resolve(&catalog).map_err(|e| self.core_error(&e))?;
         Ok(Resolved { catalog, scenario })
+    }
+
+    /// A core error about this query: the field is the core's, or the parameter (scenario or
+    /// page key) its message quotes.
+    pub fn core_error(&self, e: &llm_ledger_core::Error) -> AppError {
+        let pairs: Vec<(String, String)> = self.scenario.iter().chain(&self.extra).cloned().collect();
+        AppError::from_core(e, &pairs)
+    }
+
+    /// The page keys as a struct the core (or the report crate) deserialises, such as
+    /// `ServingRequest`: the keys in `keys` only, so the struct's own unknown-field check applies
+    /// to nothing else.
+    pub fn extras_as<T: serde::de::DeserializeOwned>(&self, keys: &[&str]) -> Result<T, AppError> {
+        let pairs: Vec<&(String, String)> = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).collect();
+        let encoded = serde_urlencoded::to_string(&pairs).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+        serde_urlencoded::from_str(&encoded).map_err(|e| {
+            let message = e.to_string();
+            let field = message.split('`').nth(1).map(str::to_string);
+            AppError { field, ..AppError::bad_request(message, None) }
+        })
     }
 
     /// The state as a query string (`?…`, or empty), with some scenario keys replaced (`Some`) or
@@ -190,6 +213,25 @@ impl PageQuery {
     /// A link to `path` carrying the state.
     pub fn href(&self, path: &str, overrides: &[(&str, Option<&str>)]) -> String {
         format!("{path}{}", self.state_query(overrides))
+    }
+
+    /// A link to `path` carrying the state and the page keys, with scenario keys and page keys
+    /// replaced (`Some`) or removed (`None`). Page keys follow the scenario, in their order.
+    pub fn href_page(&self, path: &str, scenario: &[(&str, Option<&str>)], page: &[(&str, Option<&str>)]) -> String {
+        let state = self.state_query(scenario);
+        let mut extra: Vec<(&str, &str)> = self
+            .extra
+            .iter()
+            .filter(|(k, _)| !page.iter().any(|(o, _)| o == k))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        extra.extend(page.iter().filter_map(|(k, v)| v.map(|v| (*k, v))));
+        let extra = serde_urlencoded::to_string(&extra).unwrap_or_default();
+        match (state.is_empty(), extra.is_empty()) {
+            (_, true) => format!("{path}{state}"),
+            (true, false) => format!("{path}?{extra}"),
+            (false, false) => format!("{path}{state}&{extra}"),
+        }
     }
 
     /// Only the uploaded model (for endpoints that take no scenario).
@@ -257,6 +299,16 @@ mod tests {
         assert_eq!(q.href("/ledger", &[("batch", Some("64")), ("model", None)]), "/ledger?batch=64&kv=fp8&config=Zm9v");
         assert_eq!(PageQuery::default().href("/gpus", &[]), "/gpus");
         assert_eq!(PageQuery::default().href("/", &[("contexts", Some("2048x8,100"))]), "/?contexts=2048x8%2C100");
+    }
+
+    #[test]
+    fn page_links_keep_the_page_keys_with_their_overrides() {
+        let q = PageQuery::parse(Some("batch=8&at=layer.0&x=1"), &["at", "x"]).unwrap();
+        assert_eq!(q.href_page("/p", &[], &[]), "/p?batch=8&at=layer.0&x=1");
+        assert_eq!(q.href_page("/p", &[("batch", None)], &[("at", Some("model")), ("x", None)]), "/p?at=model");
+        // Empty page fields mean the default, as empty scenario fields do.
+        let q = PageQuery::parse(Some("at=&batch="), &["at"]).unwrap();
+        assert_eq!(q, PageQuery::default());
     }
 
     #[test]

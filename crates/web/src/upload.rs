@@ -143,11 +143,15 @@ async fn upload(State(state): State<Arc<AppState>>, req: Request) -> Response {
         Ok(f) => f,
         Err(e) => return pages::error_page(&state, pages::home(), &fallback, e),
     };
-    let mut q = match PageQuery::from_pairs(form.pairs, &[PAGE_KEY]) {
+    // The page first (a name only matched against the page list), then the fields with its keys.
+    let slug = form.pairs.iter().find(|(k, _)| k == PAGE_KEY).map(|(_, v)| v.clone()).unwrap_or_default();
+    let page: &'static PageInfo = pages::find(&slug).unwrap_or(pages::home());
+    let keys: Vec<&str> = std::iter::once(PAGE_KEY).chain(page.keys.iter().copied()).collect();
+    let mut q = match PageQuery::from_pairs(form.pairs, &keys) {
         Ok(q) => q,
         Err(e) => return pages::error_page(&state, pages::home(), &fallback, e),
     };
-    let page: &'static PageInfo = pages::find(q.extra(PAGE_KEY).unwrap_or("")).unwrap_or(pages::home());
+    q.extra.retain(|(k, _)| k != PAGE_KEY);
     // An upload selects the uploaded model.
     q.scenario.retain(|(k, _)| k != "model");
     let accepted = config_text(form.config).and_then(|text| encode(&text)).and_then(|c| {
@@ -156,7 +160,7 @@ async fn upload(State(state): State<Arc<AppState>>, req: Request) -> Response {
         Ok(with)
     });
     match accepted {
-        Ok(with) => Redirect::to(&with.href(&page.path(), &[])).into_response(),
+        Ok(with) => Redirect::to(&with.href_page(&page.path(), &[], &[])).into_response(),
         Err(e) => pages::error_page(&state, page, &q, e),
     }
 }

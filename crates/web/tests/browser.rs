@@ -3,9 +3,12 @@
 //! touches the network.
 //!
 //! What is checked: the page loads; changing a control swaps the numbers without a full reload and
-//! puts the state in the URL; links and the back button move between states; an uploaded
+//! puts the state in the URL; links and the back button move between states; Powers of ten
+//! descends from the model to a GEMM's tiles and comes back by the breadcrumb, and an experiment
+//! changes the intensity; a control on Batching changes the curve and the table; an uploaded
 //! config.json becomes the model; with JavaScript off the same controls work as a plain form; and
-//! a screenshot of every page is saved under `target/browser-screenshots/` (look at them).
+//! a screenshot of every page, in the light and the dark theme, is saved under
+//! `target/browser-screenshots/` (look at them).
 //!
 //! Chromium and chromedriver are found on PATH (or `LLM_LEDGER_CHROMIUM` / `LLM_LEDGER_CHROMEDRIVER`).
 //! Without them the test fails when `CI` is set and otherwise prints why it skipped.
@@ -263,10 +266,13 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     c.find(Locator::Css("nav a[data-slug='gpus']")).await.text_err()?.click().await.text_err()?;
     wait_heading(c, "GPUs").await?;
     shot(c, "gpus").await?;
-    for page in PAGES.iter().filter(|p| !p.is_ready()) {
-        c.goto(&format!("{base}{}", page.slug)).await.text_err()?;
+    powers_of_ten(c, base).await?;
+    batching(c, base).await?;
+    for (slug, query) in PAGE_SHOTS {
+        let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
+        c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
         wait_heading(c, page.title).await?;
-        shot(c, &format!("coming-{}", page.slug)).await?;
+        shot(c, slug).await?;
     }
     c.goto(&format!("{base}ledger?batch=0&gpu=h100")).await.text_err()?;
     let msg = until("the error box", || async { c.find(Locator::Css("#error .message")).await.ok() }).await?;
@@ -288,6 +294,99 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     })
     .await?;
     shot(c, "ledger-uploaded").await?;
+    Ok(())
+}
+
+/// The pages screenshotted as they are (Powers of ten and Batching have their own walks), with a query
+/// that shows what they are for.
+const PAGE_SHOTS: &[(&str, &str)] = &[
+    ("kv-cache", "?batch=64"),
+    ("cost", "?batch=16&tpot_ms=20"),
+    ("gemm-tiling", "?m=1000&n=1000&k=1000"),
+    ("moe", "?model=mixtral-8x7b&zipf=1"),
+];
+
+async fn node_path(c: &Client) -> Option<String> {
+    c.find(Locator::Id("node")).await.ok()?.attr("data-path").await.ok()?
+}
+
+async fn wait_node(c: &Client, path: &str) -> Result {
+    until(&format!("the node {path}"), || async { node_path(c).await.filter(|p| p == path).map(|_| ()) }).await
+}
+
+/// Click the child row `path` of the current node and wait for it.
+async fn descend(c: &Client, path: &str) -> Result {
+    c.find(Locator::Css(&format!("#children tr[data-path='{path}'] a"))).await.text_err()?.click().await.text_err()?;
+    wait_url(c, &format!("at={path}")).await?;
+    wait_node(c, path).await
+}
+
+/// Seed 000 by clicking: from the model down to a GEMM's tiles, back up by the breadcrumb, and an
+/// experiment that changes the intensity.
+async fn powers_of_ten(c: &Client, base: &str) -> Result {
+    // The seed's scenario (Llama 3 8B, decode, batch 1), then by the navigation.
+    c.goto(base).await.text_err()?;
+    wait_heading(c, "Overview").await?;
+    c.find(Locator::Css("nav a[data-slug='powers-of-ten']")).await.text_err()?.click().await.text_err()?;
+    wait_heading(c, "Powers of ten").await?;
+    wait_node(c, "model").await?;
+    shot(c, "powers-of-ten").await?;
+    for path in ["layer.0", "layer.0.mlp", "layer.0.mlp.up", "layer.0.mlp.up.tiles"] {
+        descend(c, path).await?;
+    }
+    let level = c.find(Locator::Id("node")).await.text_err()?.attr("data-level").await.text_err()?;
+    assert_eq!(level.as_deref(), Some("tiles"));
+    until("the reuse factor", || data_value(c, "reuse-factor")).await?;
+    shot(c, "powers-of-ten-tiles").await?;
+    // Back up by the breadcrumb, two levels at once.
+    c.find(Locator::Css("#breadcrumb a[data-path='layer.0.mlp']")).await.text_err()?.click().await.text_err()?;
+    wait_node(c, "layer.0.mlp").await?;
+    assert!(url(c).await.contains("at=layer.0.mlp") && !url(c).await.contains("up"));
+    // Switch to prefill: the same node, its intensity up by orders of magnitude.
+    let before: f64 = until("the intensity", || data_value(c, "node-intensity")).await?.parse().text_err()?;
+    c.find(Locator::Id("exp-phase")).await.text_err()?.click().await.text_err()?;
+    let u = wait_url(c, "phase=prefill").await?;
+    assert!(u.contains("at=layer.0.mlp"), "the experiment keeps the zoom path: {u}");
+    let after: f64 = until("the prefill intensity", || async {
+        data_value(c, "node-intensity").await.and_then(|v| v.parse().ok()).filter(|v: &f64| (*v - before).abs() > 1e-9)
+    })
+    .await?;
+    assert!(after > 100.0 * before, "decode {before} → prefill {after} FLOP/B");
+    // And the whole way back to the model by the breadcrumb.
+    c.find(Locator::Css("#breadcrumb a[data-path='model']")).await.text_err()?.click().await.text_err()?;
+    wait_node(c, "model").await?;
+    Ok(())
+}
+
+async fn rows(c: &Client, css: &str) -> usize {
+    c.find_all(Locator::Css(css)).await.map(|v| v.len()).unwrap_or(0)
+}
+
+/// Batching: a control changes the curve and the table in place.
+async fn batching(c: &Client, base: &str) -> Result {
+    c.goto(&format!("{base}batching")).await.text_err()?;
+    wait_heading(c, "Batching").await?;
+    until("the batch curve", || async { c.find(Locator::Css("svg.batch-curve circle.step")).await.ok().map(|_| ()) })
+        .await?;
+    assert_eq!(rows(c, "#sweep tbody tr").await, 11, "1..1024*2");
+    shot(c, "batching").await?;
+    c.execute("window.__noReload = 2", vec![]).await.text_err()?;
+    let crossover = until("the crossover", || data_value(c, "kv-crossover")).await?;
+    // A longer context: the crossover comes at a quarter of the batch.
+    c.find(Locator::Id("f-ctx")).await.text_err()?.send_keys("8192\u{E007}").await.text_err()?;
+    wait_url(c, "ctx=8192").await?;
+    let shorter =
+        until("the new crossover", || async { data_value(c, "kv-crossover").await.filter(|v| *v != crossover) })
+            .await?;
+    let (a, b): (f64, f64) = (crossover.parse().text_err()?, shorter.parse().text_err()?);
+    assert!((b * 4.0 / a - 1.0).abs() < 0.01, "crossover {a} at 2,048 tokens, {b} at 8,192");
+    // Fewer batch sizes: the table and the curve follow.
+    c.find(Locator::Id("f-batches")).await.text_err()?.send_keys("1..64*2\u{E007}").await.text_err()?;
+    wait_url(c, "batches=1..64*2").await?;
+    until("seven rows", || async { (rows(c, "#sweep tbody tr").await == 7).then_some(()) }).await?;
+    assert_eq!(rows(c, "svg.batch-curve circle.step").await, 7);
+    let kept = c.execute("return window.__noReload === 2", vec![]).await.text_err()?;
+    assert_eq!(kept, json!(true), "updated without a full reload");
     Ok(())
 }
 
@@ -320,7 +419,15 @@ async fn dark(c: &Client, base: &str) -> Result {
         .await
         .text_err()?;
     assert_eq!(fill, json!("rgb(230, 237, 243)"), "plot text follows the dark theme");
-    shot(c, "ledger-dark").await
+    shot(c, "ledger-dark").await?;
+    let walks: &[(&str, &str)] = &[("powers-of-ten", "?at=layer.0.mlp.up.tiles"), ("batching", "")];
+    for (slug, query) in walks.iter().chain(PAGE_SHOTS) {
+        let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
+        c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
+        wait_heading(c, page.title).await?;
+        shot(c, &format!("{slug}-dark")).await?;
+    }
+    Ok(())
 }
 
 #[test]

@@ -116,10 +116,7 @@ async fn every_page_renders_with_the_navigation_and_security_headers() {
             "{}",
             page.path()
         );
-        if !page.is_ready() {
-            assert!(r.body.contains("id=\"coming\""), "{}", page.path());
-            assert!(r.body.contains("Coming with issue"));
-        }
+        assert!(!r.body.contains("coming"), "{}: no placeholders are left", page.path());
     }
 }
 
@@ -222,7 +219,7 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
         assert!(v["error"]["message"].as_str().unwrap().starts_with(message), "{q}: {v}");
         assert_eq!(v["error"]["field"].as_str(), *field, "{q}");
     }
-    // Every page checks the scenario, also those that only list or are still to come.
+    // Every page checks the scenario, also those that only list.
     for page in PAGES {
         assert_eq!(
             get(&format!("{}?batch=zero", page.path())).await.status,
@@ -421,26 +418,472 @@ mod no_panics {
     use super::*;
     use proptest::prelude::*;
 
-    /// The scenario's fields, the page keys, and one unknown key.
+    /// The scenario's fields, every page's and endpoint's own keys, and one unknown key.
     fn fields() -> Vec<&'static str> {
-        SCENARIO_FIELDS.iter().copied().chain(["config", "format", "x"]).collect()
+        let own = PAGES.iter().flat_map(|p| p.keys.iter().copied());
+        let api = ["batch", "ctx", "at", "m", "n", "k", "experts", "top_k"];
+        let mut f: Vec<&str> =
+            SCENARIO_FIELDS.iter().copied().chain(own).chain(api).chain(["config", "format", "x"]).collect();
+        f.sort_unstable();
+        f.dedup();
+        f
     }
 
+    /// Every JSON endpoint and plot.
+    const ENDPOINTS: &[&str] = &[
+        "/api/ledger",
+        "/api/zoom",
+        "/api/sweep",
+        "/plot/batch-curve.svg",
+        "/api/kv",
+        "/api/cost",
+        "/api/latency",
+        "/api/tile",
+        "/api/moe",
+        "/plot/roofline.svg",
+    ];
+
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
         /// Whatever the query, every page and the API answer 200 or a 4xx, never a 5xx.
         #[test]
         fn arbitrary_queries_never_make_a_server_error(
-            pairs in proptest::collection::vec((0..20usize, "[ -~]{0,12}|[0-9]{1,25}|[0-9]{1,6}x[0-9]{1,6}"), 0..4),
-            page in 0..PAGES.len() + 1,
+            pairs in proptest::collection::vec((0..64usize, "[ -~]{0,12}|[0-9]{1,25}|[0-9]{1,6}x[0-9]{1,6}|[0-9]{1,4}\\.\\.[0-9]{1,5}"), 0..4),
+            page in 0..PAGES.len() + ENDPOINTS.len(),
         ) {
             let fields = fields();
             let q: Vec<(&str, String)> = pairs.iter().map(|(i, v)| (fields[*i % fields.len()], v.clone())).collect();
             let q = serde_urlencoded::to_string(&q).unwrap();
-            let path = PAGES.get(page).map(|p| p.path()).unwrap_or_else(|| "/api/ledger".into());
+            let path = PAGES.get(page).map(|p| p.path()).unwrap_or_else(|| ENDPOINTS[page - PAGES.len()].into());
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let r = rt.block_on(get(&format!("{path}?{q}")));
             prop_assert!(r.status.is_success() || r.status.is_client_error(), "{path}?{q} → {}", r.status);
         }
     }
+}
+
+// ---- The pages of the zoom, sweeps, memory, money, tiling and MoE (and their endpoints). ----
+
+/// The scenario the CLI resolves for these flags.
+fn scenario(pairs: &[(&str, &str)]) -> llm_ledger_core::Scenario {
+    let q = serde_urlencoded::to_string(pairs).unwrap();
+    let req: ScenarioRequest = serde_urlencoded::from_str(&q).unwrap();
+    req.resolve(&Catalog::builtin()).unwrap()
+}
+
+/// The error of a JSON endpoint: (status, message, field).
+async fn api_error(uri: &str) -> (StatusCode, String, Option<String>) {
+    let r = get(uri).await;
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{uri}: {e}: {}", r.body));
+    (r.status, v["error"]["message"].as_str().unwrap_or("").to_string(), v["error"]["field"].as_str().map(String::from))
+}
+
+/// A page refusal: status 400, the message on the page and the control it names marked.
+#[track_caller]
+fn assert_page_refuses(r: &Reply, message: &str, field: &str) {
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", page_error(&r.body));
+    assert!(page_error(&r.body).starts_with(message), "{}", page_error(&r.body));
+    assert!(r.body.contains(&format!("data-field=\"{field}\"")), "field {field}: {}", page_error(&r.body));
+}
+
+/// `data-value`s of the cells with `class` (in document order).
+fn values_of_class(html: &str, class: &str) -> Vec<f64> {
+    let marker = format!("class=\"{class}\" data-value=\"");
+    html.split(&marker).skip(1).map(|s| s[..s.find('"').unwrap()].parse().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn powers_of_ten_shows_the_zoom_report_at_every_level() {
+    use llm_ledger_core::ZoomTree;
+    use llm_ledger_report::ZoomReport;
+    for (pairs, at) in [
+        (vec![], "model"),
+        (vec![], "layer.0"),
+        (vec![], "layer.0.mlp"),
+        (vec![], "layer.0.mlp.up"),
+        (vec![], "layer.0.mlp.up.tiles"),
+        (vec![("phase", "prefill"), ("ctx", "1000")], "layer.3.attn.attention.tiles"),
+        (vec![("model", "mixtral-8x7b"), ("batch", "16")], "layer.0.mlp"),
+    ] {
+        let sc = scenario(&pairs);
+        let tree = ZoomTree::build(&sc);
+        let expected = ZoomReport::new(&sc, &tree, &tree.node(at).unwrap());
+        let mut q = pairs.clone();
+        q.push(("at", at));
+        let q = serde_urlencoded::to_string(&q).unwrap();
+        let r = get(&format!("/powers-of-ten?{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.body);
+        assert_eq!(value_of(&r.body, "node-flops"), expected.node.flops, "{q}");
+        assert_eq!(value_of(&r.body, "node-bytes"), expected.node.bytes, "{q}");
+        assert_eq!(value_of(&r.body, "node-time"), expected.node.time_s, "{q}");
+        // One row per child, each a link one level down (tile classes are not).
+        let rows = r.body.split("<table class=\"ledger\" id=\"children\"").nth(1).unwrap();
+        let rows = &rows[..rows.find("</tbody>").unwrap()];
+        assert_eq!(rows.matches("<tr").count() - 1, expected.children.len(), "{q}");
+        for c in expected.children.iter().filter_map(|c| c.path.as_deref()) {
+            assert!(rows.contains(&format!("at={c}\"")), "{q}: no link to {c}");
+        }
+        // The breadcrumb links back up every level but the current one.
+        let crumbs = r.body.split("<ol id=\"breadcrumb\">").nth(1).unwrap();
+        let crumbs = &crumbs[..crumbs.find("</ol>").unwrap()];
+        assert_eq!(crumbs.matches("<a ").count(), expected.breadcrumb.len() - 1, "{q}");
+        // The JSON and CSV are the CLI's `zoom --at` documents.
+        let api = get(&format!("/api/zoom?{q}")).await;
+        assert_eq!(api.body, expected.render(Format::Json), "{q}");
+        assert_eq!(get(&format!("/api/zoom?{q}&format=csv")).await.body, expected.render(Format::Csv));
+        for line in &expected.explanation {
+            let escaped = line.trim_start().replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+            assert!(r.body.contains(&escaped), "{q}: the add-up sentence {line:?} is on the page");
+        }
+    }
+}
+
+#[tokio::test]
+async fn powers_of_ten_explains_the_tile_level_and_links_to_the_tiling_page() {
+    let r = get("/powers-of-ten?at=layer.0.mlp.up.tiles").await;
+    // Decode, batch 1: the up-projection is 1 × 14,336 × 4,096 (Llama 3 8B's intermediate and hidden sizes).
+    assert!(
+        r.body.contains("href=\"/gemm-tiling?weights=bf16&amp;activations=bf16&amp;m=1&amp;n=14336&amp;k=4096\""),
+        "{}",
+        r.body
+    );
+    // The add-up panel compares the operator with its tiles: bytes grow by the reuse factor.
+    let sc = scenario(&[]);
+    let tree = llm_ledger_core::ZoomTree::build(&sc);
+    let op = tree.node("layer.0.mlp.up").unwrap();
+    assert!(!op.addup.exact);
+    assert_eq!(value_of(&r.body, "bytes-ratio"), op.addup.bytes_ratio());
+    assert_eq!(value_of(&r.body, "flops-ratio"), op.addup.flops_ratio());
+    let g = *op.op().unwrap().tiles.gemm().unwrap();
+    assert_eq!(value_of(&r.body, "reuse-factor"), g.reuse_factor);
+    assert_eq!(g.reuse_factor, g.tiled_bytes / g.ideal_bytes);
+    assert!(
+        r.body.contains("Why don&#39;t the bytes add up at the tile level?")
+            || r.body.contains("Why don't the bytes add up")
+    );
+    // The model level explains FLOPs per token against 2 × parameters, part by part.
+    let m = get("/powers-of-ten").await;
+    assert!(m.body.contains("id=\"gap\""));
+    assert!(m.body.contains("Why is the model total not 2 × the parameter count?"));
+    assert!(m.body.contains("data-exact=\"true\""), "model = Σ children exactly");
+}
+
+#[tokio::test]
+async fn powers_of_ten_experiments_keep_the_zoom_path_and_show_the_intensity_after() {
+    use llm_ledger_core::ZoomTree;
+    use llm_ledger_report::ZoomReport;
+    let r = get("/powers-of-ten?at=layer.0.mlp").await;
+    // Switch to prefill: the link keeps `at`, and the page states the node's intensity after.
+    let href = r.body.split("id=\"exp-phase\" href=\"").nth(1).unwrap();
+    let href = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    assert_eq!(href, "/powers-of-ten?phase=prefill&at=layer.0.mlp");
+    let sc = scenario(&[("phase", "prefill")]);
+    let tree = ZoomTree::build(&sc);
+    let after = ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp").unwrap()).node.intensity.unwrap();
+    let shown = r.body.split("class=\"after\" data-value=\"").nth(1).unwrap();
+    assert_eq!(shown[..shown.find('"').unwrap()].parse::<f64>().unwrap(), after);
+    // Decode to prefill raises the intensity by orders of magnitude (2,048 query rows share the weights).
+    assert!(after > 100.0 * value_of(&r.body, "node-intensity"));
+    for id in ["exp-batch", "exp-int4", "exp-tiles"] {
+        assert!(r.body.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(r.body.contains("at=layer.0.mlp.up.tiles\""), "the tile experiment goes to the up-projection's tiles");
+}
+
+#[tokio::test]
+async fn powers_of_ten_refuses_an_unknown_path_naming_at() {
+    let r = get("/powers-of-ten?at=layer.99&batch=4").await;
+    assert_page_refuses(&r, "unknown zoom path `layer.99`; accepted: embedding, layer.0 … layer.31", "at");
+    assert!(r.body.contains("id=\"drop-key\" href=\"/powers-of-ten?batch=4\""), "a way back to the model");
+    let (status, message, field) = api_error("/api/zoom?at=layer.0.mlp.nope").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("at")));
+    assert!(message.starts_with("unknown zoom path `layer.0.mlp.nope`; accepted: layer.0.mlp.norm"), "{message}");
+    let (status, _, field) = api_error("/api/zoom?at=model&batch=0").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
+}
+
+#[tokio::test]
+async fn batching_draws_the_sweep_with_the_wall_and_the_crossover() {
+    use llm_ledger_report::sweep::SweepPlan;
+    // Seed counting: the wall at (80e9 − 2e9 − 15.0 GB) ÷ 268,435,456 B = 234.6 → the first batch that
+    // does not fit is 235; the crossover at 15,009,316,864 ÷ (2,048 × 131,072) = 55.9 sequences.
+    let r = get("/batching?counting=seed&batches=1..512*2").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(value_of(&r.body, "memory-wall"), 235.0);
+    assert_eq!(format!("{:.1}", value_of(&r.body, "kv-crossover")), "55.9");
+    assert!(r.body.contains("<svg class=\"plot batch-curve\""));
+    assert!(r.body.contains("memory wall: batch 235"));
+    let base = scenario(&[("counting", "seed")]);
+    let plan = SweepPlan::new(base, Some("1..512*2"), None, 2e9).unwrap();
+    let points = plan.points(100).unwrap();
+    assert_eq!(r.body.matches("<tr data-batch=").count(), points.len());
+    for p in &points {
+        assert!(r.body.contains(&format!("data-value=\"{}\"", p.step_time_s)), "batch {}", p.batch);
+    }
+    // The current batch (1) is marked.
+    assert!(r.body.contains("<tr data-batch=\"1\" aria-current=\"true\">"));
+    // The JSON link is the CLI's sweep, byte for byte.
+    let href = r.body.split("These numbers as <a href=\"").nth(1).unwrap();
+    let href = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    assert_eq!(href, "/api/sweep?counting=seed&batch=1..512*2&ctx=2048");
+    assert_eq!(get(&href).await.body, plan.render(Format::Json, 100).unwrap());
+    assert_eq!(get(&format!("{href}&format=csv")).await.body, plan.render(Format::Csv, 100).unwrap());
+    let svg = get(&href.replace("/api/sweep", "/plot/batch-curve.svg")).await;
+    assert_eq!(svg.headers[header::CONTENT_TYPE], "image/svg+xml");
+    assert!(svg.body.starts_with("<?xml") && svg.body.contains("memory wall: batch 235"));
+    // Changing a control changes the curve.
+    let long = get("/batching?counting=seed&batches=1..512*2&ctx=8192").await;
+    assert_eq!(
+        format!("{:.2}", value_of(&long.body, "kv-crossover")),
+        format!("{:.2}", 15_009_316_864.0 / (8192.0 * 131_072.0))
+    );
+}
+
+#[tokio::test]
+async fn batching_refuses_bad_axes_and_context_mixes() {
+    let r = get("/batching?batches=0..8").await;
+    assert_page_refuses(&r, "invalid `batch`: 0 (values in 1..=1073741824)", "batches");
+    let r = get("/batching?batches=1..100000").await;
+    assert_page_refuses(&r, "invalid `batch`: 100000 points (at most 2048 points here", "batches");
+    let r = get("/batching?contexts=2048x8").await;
+    assert_page_refuses(
+        &r,
+        "invalid `contexts`: a fixed mix of contexts (a sweep varies --batch and --ctx",
+        "contexts",
+    );
+    let r = get("/batching?reserve=90GB").await;
+    assert_page_refuses(&r, "invalid `reserve`", "reserve");
+    let (status, message, field) = api_error("/api/sweep?batch=1,2&ctx=1024,x").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("ctx")));
+    assert!(message.starts_with("invalid `ctx`: \"x\" (a non-negative integer)"), "{message}");
+    let (_, message, _) = api_error("/plot/batch-curve.svg?batch=1,2&ctx=1024,2048").await;
+    assert!(
+        message.starts_with("invalid `ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"),
+        "{message}"
+    );
+    let (_, _, field) = api_error("/api/sweep?batches=1").await;
+    assert_eq!(field.as_deref(), Some("batches"), "a page key is not an API key");
+}
+
+#[tokio::test]
+async fn kv_cache_page_and_endpoint_are_the_kv_report() {
+    use llm_ledger_report::kv::KvReport;
+    for pairs in [
+        vec![],
+        vec![("batch", "64"), ("kv", "fp8")],
+        vec![("model", "gpt-oss-20b"), ("ctx", "32768"), ("reserve", "4GB")],
+    ] {
+        let (scenario_pairs, reserve) = match pairs.iter().position(|(k, _)| *k == "reserve") {
+            Some(i) => {
+                let mut p = pairs.clone();
+                p.remove(i);
+                (p, 4e9)
+            }
+            None => (pairs.clone(), 2e9),
+        };
+        let expected = KvReport::new(&scenario(&scenario_pairs), reserve);
+        let q = serde_urlencoded::to_string(&pairs).unwrap();
+        let r = get(&format!("/kv-cache?{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}");
+        assert_eq!(value_of(&r.body, "kv-per-token"), expected.row.kv_bytes_per_token);
+        assert_eq!(value_of(&r.body, "crossover-tokens"), expected.row.crossover_tokens);
+        assert_eq!(value_of(&r.body, "max-cached-tokens"), expected.row.max_cached_tokens as f64);
+        assert_eq!(value_of(&r.body, "memory"), expected.row.memory_bytes);
+        assert!(r.body.contains("<svg class=\"plot kv-chart\""));
+        assert_eq!(get(&format!("/api/kv?{q}")).await.body, expected.render(Format::Json), "{q}");
+    }
+    // Seed 004: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token.
+    assert_eq!(value_of(&get("/kv-cache").await.body, "kv-per-token"), 131_072.0);
+    let r = get("/kv-cache?reserve=lots").await;
+    assert_page_refuses(&r, "invalid `reserve`: \"lots\" (bytes, optionally with a unit", "reserve");
+    let (status, _, field) = api_error("/api/kv?reserve=81GB").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("reserve")));
+}
+
+#[tokio::test]
+async fn cost_page_and_endpoints_are_the_cost_and_latency_reports() {
+    use llm_ledger_core::serving::ServingRequest;
+    use llm_ledger_report::cost::CostReport;
+    use llm_ledger_report::latency::LatencyReport;
+    let sc = scenario(&[("batch", "16")]);
+    let serving = ServingRequest { usd_per_hour: Some("3".into()), tpot_ms: Some("20".into()), ..Default::default() }
+        .resolve(&sc)
+        .unwrap();
+    let expected = CostReport::build(&sc, &serving).unwrap();
+    let r = get("/cost?batch=16&usd_per_hour=3&tpot_ms=20").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(value_of(&r.body, "usd-per-million-output"), expected.usd_per_million_output_tokens.unwrap());
+    assert_eq!(value_of(&r.body, "usd-per-million-input"), expected.usd_per_million_input_tokens);
+    assert_eq!(value_of(&r.body, "usd-per-request"), expected.usd_per_request);
+    assert_eq!(value_of(&r.body, "cheapest-batch"), expected.rows[1].batch as f64);
+    assert!(expected.rows[1].tpot_s.unwrap() <= 0.020);
+    assert_eq!(get("/api/cost?batch=16&usd_per_hour=3&tpot_ms=20").await.body, expected.render(Format::Json));
+    let latency = LatencyReport::build(&sc, &serving).unwrap();
+    assert_eq!(value_of(&r.body, "ttft"), latency.latency.ttft_s);
+    assert_eq!(value_of(&r.body, "tpot"), latency.latency.tpot_s.unwrap());
+    assert_eq!(get("/api/latency?batch=16").await.body, latency.render(Format::Json));
+    // The JSON link is the CLI's cost with the page's serving keys.
+    let href = r.body.split("These numbers as <a href=\"").nth(1).unwrap();
+    assert_eq!(&href[..href.find('"').unwrap()], "/api/cost?batch=16&amp;usd_per_hour=3&amp;tpot_ms=20");
+    // $/M output = $3/h ÷ 3600 × TPOT ÷ batch × 10⁶.
+    let at = &expected.rows[0];
+    assert!((at.usd_per_million_output_tokens.unwrap() - 3.0 / 3600.0 * at.tpot_s.unwrap() / 16.0 * 1e6).abs() < 1e-12);
+    // The cost table's rows: batch 1, 2, 4 … up to the largest that fits, and 16.
+    assert!(r.body.contains("<tr data-batch=\"16\" aria-current=\"true\">"));
+}
+
+#[tokio::test]
+async fn cost_says_when_no_batch_meets_the_bound_and_refuses_step_shapes_in_the_api() {
+    let r = get("/cost?tpot_ms=1").await;
+    assert_eq!(r.status, StatusCode::OK, "the page answers the rest");
+    assert!(r.body.contains("id=\"no-batch\""));
+    assert!(
+        r.body.contains("invalid `tpot_ms`: 1.000 ms (a bound that some batch meets: even batch 1 takes"),
+        "{}",
+        r.body
+    );
+    let (status, message, field) = api_error("/api/cost?tpot_ms=1").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("tpot_ms")));
+    assert!(message.contains("even batch 1 takes"));
+    // The page leaves the step's shape out (kept for the other pages); the API refuses it as the CLI does.
+    let page = get("/cost?phase=prefill&ctx=512").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("class=\"field unused\""));
+    assert_eq!(value_of(&page.body, "ttft"), value_of(&get("/cost").await.body, "ttft"));
+    let (status, message, field) = api_error("/api/cost?ctx=512").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("ctx")));
+    assert!(
+        message.starts_with("invalid `ctx`: given to `cost` (it builds its steps from --prompt and --output"),
+        "{message}"
+    );
+    let (_, message, _) = api_error("/api/latency?phase=decode").await;
+    assert!(message.starts_with("invalid `phase`: given to `latency`"), "{message}");
+    let (_, message, field) = api_error("/api/latency?tpot_ms=5").await;
+    assert!(message.starts_with("unknown field `tpot_ms`"), "latency takes no bound: {message}");
+    assert_eq!(field.as_deref(), Some("tpot_ms"));
+    let r = get("/cost?output=0").await;
+    assert_page_refuses(&r, "invalid `output`: 0 (an integer in 1..=1099511627776)", "output");
+    let r = get("/cost?usd_per_hour=-1").await;
+    assert_page_refuses(&r, "invalid `usd_per_hour`: -1", "usd_per_hour");
+}
+
+#[tokio::test]
+async fn gemm_tiling_draws_the_grid_and_shows_the_tile_report() {
+    use llm_ledger_core::tiling::GemmRequest;
+    use llm_ledger_report::TileReport;
+    let gpu = Catalog::builtin().gpu("h100-sxm").unwrap();
+    let req = |m: &str, n: &str, k: &str, tile: Option<&str>| GemmRequest {
+        m: Some(m.into()),
+        n: Some(n.into()),
+        k: Some(k.into()),
+        tile: tile.map(String::from),
+        ..Default::default()
+    };
+    // The default GEMM: Llama 3 8B's up-projection for a 2,048-token prompt.
+    let expected = TileReport::build(&req("2048", "14336", "4096", None).resolve().unwrap(), &gpu).unwrap();
+    let r = get("/gemm-tiling").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(value_of(&r.body, "tiles"), expected.tiling.tiles as f64);
+    assert_eq!(value_of(&r.body, "waves"), expected.tiling.waves as f64);
+    assert_eq!(value_of(&r.body, "reuse-factor"), expected.tiling.reuse_factor);
+    assert_eq!(value_of(&r.body, "time"), expected.tiling.time_s);
+    assert!(r.body.contains("<svg class=\"plot tile-grid\""));
+    assert_eq!(r.body.matches("<rect class=\"tile\"").count() as u64, expected.tiling.tiles, "one rectangle per tile");
+    assert_eq!(get("/api/tile?m=2048&n=14336&k=4096").await.body, expected.render(Format::Json));
+    // A forced tile on an uneven GEMM: 1000 = 7·128 + 104, so 8 × 8 tiles, 2·1024³ FLOPs executed
+    // for 2·10⁹ useful, and the last tile row and column padded.
+    let r = get("/gemm-tiling?m=1000&n=1000&k=1000&tile=128x128x64x4").await;
+    assert_eq!(value_of(&r.body, "tiles"), 64.0);
+    assert_eq!(value_of(&r.body, "padded-flops"), 2.0 * 1024f64.powi(3));
+    assert_eq!(r.body.matches("<rect class=\"pad\"").count(), 16);
+    let forced =
+        TileReport::build(&req("1000", "1000", "1000", Some("128x128x64x4")).resolve().unwrap(), &gpu).unwrap();
+    assert!(forced.forced);
+    assert_eq!(value_of(&r.body, "reuse-factor"), forced.tiling.reuse_factor);
+    let href = r.body.split("These numbers as <a href=\"").nth(1).unwrap();
+    let href = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    assert_eq!(href, "/api/tile?m=1000&n=1000&k=1000&gpu=h100-sxm&tile=128x128x64x4");
+    assert_eq!(get(&href).await.body, forced.render(Format::Json));
+    // The scenario's GPU and storage are the GEMM's.
+    let b200 = get("/gemm-tiling?gpu=b200&weights=fp8&activations=fp8&m=64&n=4096&k=4096").await;
+    let b = Catalog::builtin().gpu("b200").unwrap();
+    let mut rq = req("64", "4096", "4096", None);
+    rq.weights = Some("fp8".into());
+    rq.activations = Some("fp8".into());
+    let e = TileReport::build(&rq.resolve().unwrap(), &b).unwrap();
+    assert_eq!(value_of(&b200.body, "time"), e.tiling.time_s);
+    assert!(b200.body.contains("fp8 math"));
+}
+
+#[tokio::test]
+async fn gemm_tiling_refuses_bad_shapes_and_tiles() {
+    assert_page_refuses(&get("/gemm-tiling?m=0").await, "invalid `m`: 0 (an integer in 1..=1099511627776)", "m");
+    assert_page_refuses(&get("/gemm-tiling?tile=huge").await, "invalid `tile`: \"huge\"", "tile");
+    assert_page_refuses(&get("/gemm-tiling?output=int3").await, "unknown precision for `output` `int3`", "output");
+    let (status, message, field) = api_error("/api/tile?n=8&k=8").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("m")));
+    assert_eq!(message, "missing required field `m` for a GEMM (m, n and k)");
+    let (_, message, field) = api_error("/api/tile?m=1&n=8&k=8&batch=2").await;
+    assert!(message.starts_with("unknown field `batch`, expected one of `m`, `n`, `k`"), "{message}");
+    assert_eq!(field.as_deref(), Some("batch"));
+    let (_, message, field) = api_error("/api/tile?m=1&n=8&k=8&gpu=h900").await;
+    assert!(message.starts_with("unknown GPU `h900`"), "{message}");
+    assert_eq!(field.as_deref(), Some("gpu"));
+}
+
+#[tokio::test]
+async fn moe_page_counts_the_union_and_the_expert_bytes() {
+    use llm_ledger_report::moe::{MoeReport, MoeRequest};
+    // Seed 004: 8 experts, top-2 → 2.0, 5.5, 7.2, 7.9 experts touched at batch 1, 4, 8, 16.
+    let r = get("/moe?experts=8&top_k=2&batches=1,4,8,16").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let touched: Vec<String> = values_of_class(&r.body, "num touched").iter().map(|v| format!("{v:.1}")).collect();
+    assert_eq!(touched, ["2.0", "5.5", "7.2", "7.9"]);
+    assert!(r.body.contains("<svg class=\"plot moe-curve\"") && r.body.contains("E = 8 experts: every expert read"));
+    let href = r.body.split("These numbers as <a href=\"").nth(1).unwrap();
+    let href = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    assert_eq!(href, "/api/moe?batch=1%2C4%2C8%2C16&experts=8&top_k=2");
+    // With a model: the CLI's report, expert weight bytes included.
+    let base = scenario(&[("model", "mixtral-8x7b"), ("zipf", "1")]);
+    let expected = MoeReport::build(&base, &MoeRequest { batch: None, ..Default::default() }, 100).unwrap();
+    let r = get("/moe?model=mixtral-8x7b&zipf=1").await;
+    assert_eq!(
+        values_of_class(&r.body, "num touched"),
+        expected.points.iter().map(|p| p.union.experts_touched).collect::<Vec<_>>()
+    );
+    for p in &expected.points {
+        let m = p.model.unwrap();
+        assert!(r.body.contains(&format!("data-value=\"{}\"", m.expert_weight_bytes)), "batch {}", p.batch);
+    }
+    assert!(r.body.contains("uniform routing<"), "a skewed curve is drawn against the uniform one");
+    assert_eq!(get("/api/moe?model=mixtral-8x7b&zipf=1").await.body, expected.render(Format::Json));
+    assert_eq!(get("/api/moe?model=mixtral-8x7b&zipf=1&format=csv").await.body, expected.render(Format::Csv));
+}
+
+#[tokio::test]
+async fn moe_explains_a_dense_model_and_refuses_what_the_cli_refuses() {
+    let r = get("/moe").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("id=\"dense\"") && r.body.contains("has no mixture-of-experts layers"));
+    assert!(r.body.contains("href=\"/moe?model=mixtral-8x7b\""));
+    let (status, message, _) = api_error("/api/moe").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        message.starts_with("unsupported model `llama-3-8b` for moe: it has no mixture-of-experts layers"),
+        "{message}"
+    );
+    let (_, message, field) = api_error("/api/moe?model=mixtral-8x7b&experts=8&top_k=2").await;
+    assert_eq!(message, "invalid `experts`: given together with --model (a model brings its own experts and top-k)");
+    assert_eq!(field.as_deref(), Some("experts"));
+    assert_page_refuses(
+        &get("/moe?experts=8").await,
+        "missing required field `top_k` for moe without --model",
+        "top_k",
+    );
+    assert_page_refuses(&get("/moe?experts=8&top_k=9").await, "invalid `top_k`: 9", "top_k");
+    assert_page_refuses(&get("/moe?model=mixtral-8x7b&batches=0..5").await, "invalid `batch`: 0", "batches");
+    // The page ignores the model when E and k are given (and says so).
+    let r = get("/moe?model=mixtral-8x7b&experts=64&top_k=4").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("the model is not used"));
 }

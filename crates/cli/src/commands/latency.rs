@@ -4,13 +4,10 @@ use crate::cli::{CostArgs, LatencyArgs};
 use crate::commands::serving::no_context_flags;
 use crate::inputs;
 use anyhow::Result;
-use llm_ledger_core::economics::{cheapest_under_tpot, CostPoint};
-use llm_ledger_core::latency::Latency;
-use llm_ledger_core::memory::at_uniform;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::latency::LatencyReport;
-use llm_ledger_report::{Format, Inputs, Report};
+use llm_ledger_report::{Format, Report};
 
 /// TTFT, TPOT and end-to-end latency.
 pub fn latency(args: &LatencyArgs) -> Result<String> {
@@ -23,11 +20,7 @@ pub fn latency(args: &LatencyArgs) -> Result<String> {
         reserve: args.reserve.reserve.clone(),
         ..Default::default()
     };
-    let s = req.resolve(&sc)?;
-    let batch = sc.workload.contexts.batch();
-    let l = Latency::of(&sc, batch, s.prompt_tokens, s.output_tokens, s.reserve_bytes)?;
-    let inputs = Inputs::of(&at_uniform(&sc, batch, s.prompt_tokens));
-    Ok(LatencyReport { inputs, latency: l }.render(format))
+    Ok(LatencyReport::build(&sc, &req.resolve(&sc)?)?.render(format))
 }
 
 /// Dollars per million tokens, and the cheapest batch under a TPOT bound.
@@ -43,11 +36,5 @@ pub fn cost(args: &CostArgs) -> Result<String> {
         tpot_ms: args.tpot_ms.clone(),
         ..Default::default()
     };
-    let s = req.resolve(&sc)?;
-    let price = s.require_price(&sc.gpu.name)?;
-    let batch = sc.workload.contexts.batch();
-    let at = CostPoint::at(&sc, &s, price, batch)?;
-    let cheapest = s.tpot_bound_s.map(|b| cheapest_under_tpot(&sc, &s, price, b).map(|c| (b, c))).transpose()?;
-    let inputs = Inputs::of(&at_uniform(&sc, batch, s.prompt_tokens));
-    Ok(CostReport::new(inputs, &at, cheapest.as_ref().map(|(b, c)| (*b, c))).render(format))
+    Ok(CostReport::build(&sc, &req.resolve(&sc)?)?.render(format))
 }

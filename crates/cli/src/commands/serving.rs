@@ -1,7 +1,8 @@
 //! Shared by the economics commands.
 
 use crate::cli::ScenarioArgs;
-use anyhow::{bail, Result};
+use anyhow::Result;
+use llm_ledger_core::serving::step_shape_refused;
 
 /// Refuse the flags that describe a step's contexts in a command that builds its own from
 /// `--prompt`/`--output` (latency, cost).
@@ -12,10 +13,10 @@ pub fn no_context_flags(args: &ScenarioArgs, command: &str) -> Result<()> {
         ("histogram", args.histogram.is_some()),
         ("phase", args.phase.is_some()),
     ];
-    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-        bail!("invalid `{flag}`: `{command}` builds its steps from --prompt and --output (prefill, then decode with a growing context); use --batch for concurrent requests");
+    match given.iter().find(|(_, g)| *g) {
+        Some((flag, _)) => Err(step_shape_refused(flag, command).into()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The parallel-deployment flags given, by name.

@@ -2,23 +2,29 @@
 //! so a sweep of any length runs in bounded memory. A progress bar appears on stderr only when
 //! the sweep is projected to take more than a second, stderr is a terminal and stdout is not
 //! (the rows are going to a file or a pipe); it never appears when stderr is a pipe.
+//!
+//! With `--plot`, the points are also kept (at most [`MAX_PLOT_POINTS`]) and drawn as the batch
+//! curve once the sweep is done.
 
-use crate::cli::StepArgs;
+use crate::cli::SweepArgs;
 use crate::inputs;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::{Axis, Sweep};
-use llm_ledger_core::Phase;
-use llm_ledger_report::sweep::{SweepHead, SweepView};
-use llm_ledger_report::{Format, Inputs};
+use llm_ledger_core::sweep::mix_refused;
+use llm_ledger_core::Error;
+use llm_ledger_report::plot::PlotSize;
+use llm_ledger_report::sweep::{SweepPlan, SweepView};
+use llm_ledger_report::Format;
 use std::io::{BufWriter, ErrorKind, IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 /// How long to run before deciding whether the sweep deserves a bar.
 const PROBE: Duration = Duration::from_millis(250);
+
+/// Most points `--plot` draws.
+pub const MAX_PLOT_POINTS: u64 = 4096;
 
 /// Projected run time above which a bar is shown.
 const LONG: Duration = Duration::from_secs(1);
@@ -72,29 +78,30 @@ impl Progress {
 }
 
 /// Run the sweep, writing to `out`.
-pub fn run(args: &StepArgs, out: &mut dyn Write) -> Result<()> {
-    let format: Format = args.output.format.parse()?;
-    let a = &args.scenario;
+pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
+    let step = &args.step;
+    let format: Format = step.output.format.parse()?;
+    let a = &step.scenario;
     if a.contexts.is_some() || a.histogram.is_some() {
-        bail!("invalid `contexts`: a sweep varies --batch and --ctx (lists and ranges); a fixed mix of contexts is one `ledger` or `kv` step");
+        return Err(mix_refused().into());
     }
     let base_args = crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() };
     let sc = inputs::scenario(&base_args)?;
-    let batch_text = a.batch.as_deref().unwrap_or("1");
-    let ctx_text = a.ctx.as_deref().unwrap_or("2048");
-    let batch = Axis::parse("batch", batch_text, 1, MAX_BATCH)?;
-    let min_ctx = if sc.workload.phase == Phase::Prefill { 1 } else { 0 };
-    let ctx = Axis::parse("ctx", ctx_text, min_ctx, MAX_CONTEXT)?;
-    let serving = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-    let head = SweepHead {
-        inputs: Inputs::of(&sc),
-        batch_axis: batch_text.trim().to_string(),
-        ctx_axis: ctx_text.trim().to_string(),
-        point_count: batch.len() * ctx.len(),
-        capacity_bytes: sc.gpu.memory_bytes,
-        reserve_bytes: serving.reserve_bytes,
-    };
-    let sweep = Sweep::new(sc, batch, ctx, serving.reserve_bytes)?;
+    let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+    let plan = SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?;
+    if args.plot.is_some() {
+        // Check before running, so a sweep that cannot be drawn fails at once.
+        plan.batch_curve(&[])?;
+        if plan.head.point_count > MAX_PLOT_POINTS {
+            return Err(Error::invalid(
+                "plot",
+                format!("{} batch sizes", plan.head.point_count),
+                format!("at most {MAX_PLOT_POINTS} for a plot"),
+            )
+            .into());
+        }
+    }
+    let head = &plan.head;
     let view = SweepView::new(format);
     let mut w = BufWriter::new(out);
     let mut write = |s: String| match w.write_all(s.as_bytes()) {
@@ -102,16 +109,20 @@ pub fn run(args: &StepArgs, out: &mut dyn Write) -> Result<()> {
         Err(e) => Err(e),
         Ok(()) => Ok(true),
     };
-    if !write(view.head(&head))? {
+    if !write(view.head(head))? {
         return Ok(());
     }
-    let mut progress = Progress::new(sweep.len());
+    let mut progress = Progress::new(plan.sweep.len());
     let (mut done, mut past_wall) = (0u64, 0u64);
+    let mut kept = Vec::new();
     let mut failed = None;
-    sweep.run(|p| match write(view.point(p, done)) {
+    plan.sweep.run(|p| match write(view.point(p, done)) {
         Ok(true) => {
             done += 1;
             past_wall += u64::from(!p.fits);
+            if args.plot.is_some() {
+                kept.push(*p);
+            }
             progress.tick(done);
             ControlFlow::Continue(())
         }
@@ -126,10 +137,14 @@ pub fn run(args: &StepArgs, out: &mut dyn Write) -> Result<()> {
         return Err(e.into());
     }
     if done == head.point_count {
-        write(view.tail(&head, done, past_wall))?;
+        write(view.tail(head, done, past_wall))?;
     }
     match w.flush() {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
+    if let Some(path) = &args.plot {
+        inputs::write_svg(path, &plan.batch_curve(&kept)?.svg(PlotSize::default())?)?;
+    }
+    Ok(())
 }

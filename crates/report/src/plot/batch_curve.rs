@@ -45,6 +45,14 @@ const WALL_COLOUR: &str = "#E5484D";
 const CROSS_COLOUR: &str = "#A371F7";
 const FONT: f64 = 12.0;
 
+/// The range of a log₂ batch axis: whole powers of two around the batches (at least one octave).
+pub(crate) fn log2_axis(batches: impl Iterator<Item = u64> + Clone) -> (f64, f64) {
+    let lo = batches.clone().min().unwrap_or(1).max(1) as f64;
+    let hi = batches.max().unwrap_or(1).max(1) as f64;
+    let x0 = lo.log2().floor();
+    (x0, hi.log2().ceil().max(x0 + 1.0))
+}
+
 impl BatchCurve {
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
@@ -65,10 +73,7 @@ impl BatchCurve {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
         let lb = |b: f64| b.log2();
-        let b_min = pts.iter().map(|p| p.batch).min().unwrap_or(1) as f64;
-        let b_max = pts.iter().map(|p| p.batch).max().unwrap_or(1) as f64;
-        let x0 = lb(b_min).floor();
-        let x1 = lb(b_max).ceil().max(x0 + 1.0);
+        let (x0, x1) = log2_axis(pts.iter().map(|p| p.batch));
         let t_max = pts.iter().map(|p| p.step_time_s * 1e3).fold(0.0, f64::max) * 1.12;
         let r_max = pts.iter().map(|p| p.tokens_per_s).fold(0.0, f64::max).max(1.0) * 1.12;
 
@@ -77,32 +82,21 @@ impl BatchCurve {
         {
             let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
             // Title (if any) and legend sit in the top margin, the title first.
-            let legend_y = if self.title.is_some() { 42 } else { 22 };
-            let mut builder = ChartBuilder::on(&root);
-            builder
-                .margin(12)
-                .margin_top(legend_y + 14)
-                .x_label_area_size(46)
-                .y_label_area_size(62)
-                .right_y_label_area_size(72);
-            if let Some(t) = &self.title {
-                overlay.text(((size.width / 2) as i32, 18), t, FONT + 1.0, FG, Anchor::Middle, 0.0);
-            }
+            let (mut builder, legend_y) =
+                super::line_chart(&root, self.title.as_deref(), size.width, &mut overlay, true);
             let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..t_max)?.set_secondary_coord(x0..x1, 0.0..r_max);
+            super::draw_mesh(
+                &mut chart,
+                &super::Mesh {
+                    x_labels: (x1 - x0) as usize + 1,
+                    y_labels: None,
+                    x_fmt: &|v| format!("{}", 2f64.powf(*v).round()),
+                    y_fmt: &|v| human::sig3(*v),
+                    x_desc: "batch (sequences, log scale)",
+                    y_desc: "step time (ms)",
+                },
+            )?;
             let font = ("sans-serif", FONT).into_font().color(&BLACK);
-            chart
-                .configure_mesh()
-                .x_labels((x1 - x0) as usize + 1)
-                .x_label_formatter(&|v| format!("{}", 2f64.powf(*v).round()))
-                .y_label_formatter(&|v| human::sig3(*v))
-                .x_desc("batch (sequences, log scale)")
-                .y_desc("step time (ms)")
-                .bold_line_style(BLACK.mix(0.12))
-                .light_line_style(TRANSPARENT)
-                .axis_style(BLACK)
-                .label_style(font.clone())
-                .axis_desc_style(font.clone())
-                .draw()?;
             chart
                 .configure_secondary_axes()
                 .y_desc("tokens per second")

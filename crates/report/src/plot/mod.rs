@@ -11,13 +11,22 @@
 //! hovering shows them in any browser without script.
 
 pub mod batch_curve;
+pub mod kv_chart;
+pub mod moe_curve;
 pub mod roofline;
 mod svg;
+pub mod tile_grid;
 
 pub use batch_curve::{BatchCurve, BatchPoint};
+pub use kv_chart::KvChart;
+pub use moe_curve::{MoeCurve, MoeCurvePoint};
 pub use roofline::{Roofline, RooflinePoint};
+pub use tile_grid::TileGrid;
 
 use llm_ledger_core::MathFormat;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
 use std::fmt;
 
 /// A plot that could not be drawn (empty or non-finite data); one line, like every error here.
@@ -51,6 +60,70 @@ impl Default for PlotSize {
     fn default() -> Self {
         PlotSize { width: 800, height: 480 }
     }
+}
+
+/// Font size of the line charts' labels.
+const CHART_FONT: f64 = 12.0;
+
+/// The labelled mesh of a line chart (batch curve, MoE curve, KV chart).
+pub(crate) struct Mesh<'a> {
+    /// Labels across, and up (`None`: plotters' default).
+    pub x_labels: usize,
+    pub y_labels: Option<usize>,
+    /// Label text for a value.
+    pub x_fmt: &'a dyn Fn(&f64) -> String,
+    pub y_fmt: &'a dyn Fn(&f64) -> String,
+    /// Axis descriptions, with units.
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+}
+
+/// A line chart's builder: the title (drawn into `overlay`) and room for a one-line legend in the
+/// top margin, label areas, and a right label area for a secondary axis. Returns the builder and
+/// the legend's baseline.
+pub(crate) fn line_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: Option<&str>,
+    width: u32,
+    overlay: &mut svg::Overlay,
+    right_axis: bool,
+) -> (ChartBuilder<'a, 'b, SVGBackend<'b>>, i32) {
+    let legend_y = if title.is_some() { 42 } else { 22 };
+    if let Some(t) = title {
+        overlay.text(((width / 2) as i32, 18), t, CHART_FONT + 1.0, svg::FG, svg::Anchor::Middle, 0.0);
+    }
+    let mut b = ChartBuilder::on(root);
+    b.margin(12).margin_top(legend_y + 14).x_label_area_size(46).y_label_area_size(62);
+    if right_axis {
+        b.right_y_label_area_size(72);
+    } else {
+        b.margin_right(24);
+    }
+    (b, legend_y)
+}
+
+/// Draw the mesh: faint grid lines, axes and labels in the sentinel colour (the page's text colour).
+pub(crate) fn draw_mesh(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    m: &Mesh,
+) -> Result<(), PlotError> {
+    let font = ("sans-serif", CHART_FONT).into_font().color(&BLACK);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_labels(m.x_labels)
+        .x_label_formatter(m.x_fmt)
+        .y_label_formatter(m.y_fmt)
+        .x_desc(m.x_desc)
+        .y_desc(m.y_desc)
+        .bold_line_style(BLACK.mix(0.12))
+        .light_line_style(TRANSPARENT)
+        .axis_style(BLACK)
+        .label_style(font.clone())
+        .axis_desc_style(font);
+    if let Some(n) = m.y_labels {
+        mesh.y_labels(n);
+    }
+    mesh.draw()?;
+    Ok(())
 }
 
 /// Colour of a math format's points and ceilings: mid-tones that read on white and on near-black.

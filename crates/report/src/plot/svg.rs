@@ -89,6 +89,57 @@ impl Overlay {
     }
 }
 
+impl Overlay {
+    /// A rectangle in fractional user units with a class, an optional outline and a hover tooltip.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cell(
+        &mut self,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+        fill: &str,
+        opacity: f64,
+        class: &str,
+        tooltip: Option<&str>,
+    ) {
+        let _ = write!(
+            self.buf,
+            "<rect class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\"",
+            esc(class)
+        );
+        match tooltip {
+            Some(t) => {
+                let _ = write!(self.buf, "><title>{}</title></rect>", esc(t));
+            }
+            None => self.buf.push_str("/>"),
+        }
+    }
+
+    /// Markup as given (definitions such as a `<pattern>`); the caller escapes what it interpolates.
+    pub fn raw(&mut self, markup: &str) {
+        self.buf.push_str(markup);
+    }
+
+    /// The outline of a rectangle in fractional user units.
+    pub fn outline(&mut self, x: f64, y: f64, w: f64, h: f64, stroke: &str, width: f64) {
+        let _ = write!(
+            self.buf,
+            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{width}\"/>"
+        );
+    }
+}
+
+/// A plain SVG document of `size` holding `overlay` (for plots drawn without plotters), finished as
+/// [`finish`] does.
+pub fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str) -> String {
+    let (w, h) = size;
+    let shell = format!(
+        "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\"></svg>"
+    );
+    finish(&shell, overlay, class, label)
+}
+
 /// The sentinel for "the surrounding text colour".
 pub const FG: &str = "#000000";
 

@@ -66,9 +66,8 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             h2 { "Pages" }
             ul {
                 @for p in PAGES.iter().skip(1) {
-                    li class=(if p.is_ready() { "ready" } else { "coming" }) {
+                    li {
                         a href=(q.href(&p.path(), &[])) { (p.title) }
-                        @if !p.is_ready() { " " span.badge { "coming" } }
                         " — " (p.summary)
                     }
                 }

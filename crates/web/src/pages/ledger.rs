@@ -1,13 +1,13 @@
 //! The ledger page: the step summary, the roofline chart, and one row per operator with its
 //! share of the step time — the CLI's `ledger` table, with the same numbers.
 
-use super::parts::{experiments, num, share_bar, summary, thead};
+use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::Ledger;
 use llm_ledger_report::plot::{PlotSize, Roofline};
 use llm_ledger_report::{human, LedgerReport, RowView};
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
@@ -21,17 +21,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         p.headline #headline { (report.inputs.headline()) }
         (summary(&report))
         div.two {
-            figure.plot {
-                @match &chart {
-                    Ok(svg) => (PreEscaped(svg)),
-                    Err(e) => p.error { (e) },
-                }
-                figcaption {
+            (figure(&chart, false, html! {
                     "Roofline on " (sc.gpu.display) ": each operator at its FLOPs per HBM byte and its attained FLOP/s. "
                     "Below a format's ridge point an operator is memory-bound. "
                     a href=(q.href("/plot/roofline.svg", &[])) download="roofline.svg" { "SVG" }
-                }
-            }
+            }))
             (experiments(q, &r.catalog, &ctx.page.path(), &report))
         }
         table.ledger #ledger {

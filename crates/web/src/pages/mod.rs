@@ -1,18 +1,23 @@
 //! The pages. Each is an entry in [`PAGES`] (its path, its navigation label, one line on what it
-//! shows) and a render function from the request to the page's body; the shared layout adds the
-//! navigation, the scenario controls and any error. A page that is still to come has no render
-//! function: it is listed in the navigation, marked "coming", and answers with a placeholder.
+//! shows, its own query keys) and a render function from the request to the page's body; the
+//! shared layout adds the navigation, the scenario controls (with the page's own inputs) and any
+//! error.
 //!
 //! Adding a page: write `pages/<name>.rs` with `pub fn render(ctx: &PageCtx) -> Result<Markup,
-//! AppError>`, and add its [`PageInfo`] to [`PAGES`] (or give an existing "coming" entry its
-//! render function). Routing, navigation and the controls follow from the entry.
+//! AppError>`, and add its [`PageInfo`] to [`PAGES`]. Routing, navigation and the controls follow
+//! from the entry.
 
-mod coming;
+mod batching;
+mod cost;
 mod gpus;
 mod home;
+mod kv;
 mod ledger;
 mod models;
+mod moe;
 pub(crate) mod parts;
+mod powers;
+mod tiling;
 
 use crate::error::AppError;
 use crate::html;
@@ -48,28 +53,27 @@ impl PageCtx<'_> {
     pub fn catalog(&self) -> Result<Cow<'_, Catalog>, AppError> {
         self.query.catalog(&self.state.catalog)
     }
+
+    /// A link to this page with the state and page keys, some of both replaced (`Some`) or
+    /// removed (`None`).
+    pub fn self_href(&self, scenario: &[(&str, Option<&str>)], page: &[(&str, Option<&str>)]) -> String {
+        self.query.href_page(&self.page.path(), scenario, page)
+    }
 }
 
 /// A page's body.
 pub type Render = fn(&PageCtx) -> Result<Markup, AppError>;
 
-/// Whether a page is there yet.
-#[derive(Clone, Copy)]
-pub enum PageKind {
-    /// Rendered by its function; `controls` says whether the scenario form is shown above it.
-    Ready {
-        /// The body.
-        render: Render,
-        /// Show the scenario controls.
-        controls: bool,
-    },
-    /// Listed and linked, with a placeholder, until the issue that builds its data lands.
-    Coming {
-        /// The project issue that brings it.
-        issue: u32,
-        /// What it will show.
-        plan: &'static str,
-    },
+/// A text box for one of a page's own query keys, shown with the scenario controls.
+pub struct PageInput {
+    /// The query key.
+    pub name: &'static str,
+    /// Label.
+    pub label: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// Placeholder: the value used when the box is empty.
+    pub placeholder: &'static str,
 }
 
 /// One page of the explorer.
@@ -80,11 +84,17 @@ pub struct PageInfo {
     pub title: &'static str,
     /// One line on what the page shows.
     pub summary: &'static str,
-    /// Query keys of the page's own (a zoom path, a selected GEMM …), beside the scenario's.
+    /// Query keys of the page's own (a zoom path, a batch range …), beside the scenario's.
     /// The controls keep them; links to other pages drop them.
     pub keys: &'static [&'static str],
-    /// Ready or coming.
-    pub kind: PageKind,
+    /// The keys with a text box among the controls (the others travel as hidden fields).
+    pub inputs: &'static [PageInput],
+    /// Scenario keys the page does not use (their controls are marked, their values kept).
+    pub unused: &'static [&'static str],
+    /// The body.
+    pub render: Render,
+    /// Show the scenario controls.
+    pub controls: bool,
 }
 
 impl PageInfo {
@@ -92,12 +102,17 @@ impl PageInfo {
     pub fn path(&self) -> String {
         format!("/{}", self.slug)
     }
-
-    /// Whether the page is built.
-    pub fn is_ready(&self) -> bool {
-        matches!(self.kind, PageKind::Ready { .. })
-    }
 }
+
+const RESERVE: PageInput = PageInput {
+    name: "reserve",
+    label: "Memory reserve",
+    help: "kept back for the CUDA context and allocator: bytes, or 2GB, 1.5GiB",
+    placeholder: "2GB",
+};
+
+/// Scenario keys that only shape a step's contexts (the Cost page builds its own from prompt and output).
+const STEP_SHAPE: &[&str] = &["phase", "ctx", "contexts"];
 
 /// Every page, in navigation order.
 pub static PAGES: &[PageInfo] = &[
@@ -106,85 +121,100 @@ pub static PAGES: &[PageInfo] = &[
         title: "Overview",
         summary: "The scenario at a glance: step time, throughput, what bounds it, and where to look next.",
         keys: &[],
-        kind: PageKind::Ready { render: home::render, controls: true },
+        inputs: &[],
+        unused: &[],
+        render: home::render,
+        controls: true,
     },
     PageInfo {
         slug: "powers-of-ten",
         title: "Powers of ten",
         summary: "One forward pass at four magnifications — model, layer, operator, GEMM tile — each built from the level below.",
-        keys: &[],
-        kind: PageKind::Coming {
-            issue: 4,
-            plan: "The zoom tree: a level's children with FLOPs, bytes, intensity, time and a share bar; click a child to descend, a breadcrumb to go back up, a \"Does it add up?\" panel, and seed 000's four experiments as one-click links.",
-        },
+        keys: &[powers::AT],
+        inputs: &[],
+        unused: &[],
+        render: powers::render,
+        controls: true,
     },
     PageInfo {
         slug: "ledger",
         title: "Ledger",
         summary: "Per-operator FLOPs, bytes, intensity and roofline time, with the roofline chart.",
         keys: &[],
-        kind: PageKind::Ready { render: ledger::render, controls: true },
+        inputs: &[],
+        unused: &[],
+        render: ledger::render,
+        controls: true,
     },
     PageInfo {
         slug: "batching",
         title: "Batching",
         summary: "Step time and tokens per second against batch size, with the memory wall and the KV crossover.",
-        keys: &[],
-        kind: PageKind::Coming {
-            issue: 3,
-            plan: "The batch sweep as a curve (step time and tokens/s against batch) with the memory wall and the KV crossover drawn on it.",
-        },
+        keys: &[batching::BATCHES, "reserve"],
+        inputs: &[batching::BATCHES_INPUT, RESERVE],
+        unused: &[],
+        render: batching::render,
+        controls: true,
     },
     PageInfo {
         slug: "kv-cache",
         title: "KV cache",
         summary: "The memory decode spends its time reading: cache size per token, per sequence, and what fits.",
-        keys: &[],
-        kind: PageKind::Coming {
-            issue: 3,
-            plan: "KV-cache bytes per token and per sequence, memory left after the weights, and the largest batch that fits.",
-        },
+        keys: &["reserve"],
+        inputs: &[RESERVE],
+        unused: &[],
+        render: kv::render,
+        controls: true,
     },
     PageInfo {
         slug: "cost",
         title: "Cost",
         summary: "All of it in dollars: cost per million tokens from the step time and the GPU's hourly price.",
-        keys: &[],
-        kind: PageKind::Coming { issue: 3, plan: "Dollars per million tokens against batch and context, from the step time and the GPU-hour price." },
+        keys: cost::KEYS,
+        inputs: cost::INPUTS,
+        unused: STEP_SHAPE,
+        render: cost::render,
+        controls: true,
     },
     PageInfo {
         slug: "gemm-tiling",
         title: "GEMM tiling",
         summary: "One GEMM's tile grid drawn to scale: tiles coloured by wave, padding shaded, re-read traffic counted.",
-        keys: &[],
-        kind: PageKind::Coming {
-            issue: 4,
-            plan: "The tile grid of one GEMM drawn to scale, tiles coloured by wave, padding shaded; tile shapes, wave quantisation and SM occupancy.",
-        },
+        keys: tiling::KEYS,
+        inputs: tiling::INPUTS,
+        unused: tiling::UNUSED,
+        render: tiling::render,
+        controls: true,
     },
     PageInfo {
         slug: "moe",
         title: "Mixture of experts",
         summary: "Experts touched per step against batch, and what that does to the weight bytes.",
-        keys: &[],
-        kind: PageKind::Coming {
-            issue: 3,
-            plan: "Expected experts touched against batch size (uniform and skewed routing) and the weight bytes each step reads.",
-        },
+        keys: moe::KEYS,
+        inputs: moe::INPUTS,
+        unused: &[],
+        render: moe::render,
+        controls: true,
     },
     PageInfo {
         slug: "models",
         title: "Models",
         summary: "The model presets (and an uploaded config.json) with their computed parameter counts.",
         keys: &[],
-        kind: PageKind::Ready { render: models::render, controls: false },
+        inputs: &[],
+        unused: &[],
+        render: models::render,
+        controls: false,
     },
     PageInfo {
         slug: "gpus",
         title: "GPUs",
         summary: "The GPU catalogue: peaks per math format, bandwidth, capacity and ridge points.",
         keys: &[],
-        kind: PageKind::Ready { render: gpus::render, controls: false },
+        inputs: &[],
+        unused: &[],
+        render: gpus::render,
+        controls: false,
     },
 ];
 
@@ -218,16 +248,7 @@ pub fn routes() -> Router<Arc<AppState>> {
 fn render(state: &AppState, page: &'static PageInfo, raw_query: Option<&str>) -> Response {
     let (query, body) = match PageQuery::parse(raw_query, page.keys) {
         Ok(q) => {
-            let body = {
-                let ctx = PageCtx { state, query: &q, page };
-                match page.kind {
-                    PageKind::Ready { render, .. } => render(&ctx),
-                    PageKind::Coming { issue, plan } => {
-                        // The scenario is still checked, so a coming page refuses what others refuse.
-                        q.resolve(&state.catalog).map(|_| coming::render(page, issue, plan, &q))
-                    }
-                }
-            };
+            let body = (page.render)(&PageCtx { state, query: &q, page });
             (q, body)
         }
         Err(e) => (PageQuery::default(), Err(e)),

@@ -3,8 +3,51 @@
 
 use crate::query::PageQuery;
 use llm_ledger_core::{summarise, Catalog};
+use llm_ledger_report::plot::PlotError;
 use llm_ledger_report::{human, LedgerReport};
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
+
+/// Most points (batch sizes) a page or JSON endpoint computes for one answer; the CLI streams or
+/// computes more.
+pub const MAX_POINTS: u64 = 2048;
+
+/// The line linking a page's data as the CLI's JSON and CSV documents.
+pub fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
+    html! {
+        p.downloads.notes {
+            "These numbers as " a href=(json) { "JSON" } ", " a href=(csv) { "CSV" }
+            " — the same documents as " code { (cli) } "."
+        }
+    }
+}
+
+/// A plot (inline SVG, or why it could not be drawn) with its caption; `wide` plots take the page's width.
+pub fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) -> Markup {
+    html! {
+        figure.plot.wide[wide] {
+            @match chart {
+                Ok(svg) => (PreEscaped(svg)),
+                Err(e) => p.error { (e) },
+            }
+            figcaption { (caption) }
+        }
+    }
+}
+
+/// A list of facts: (label, id, plain value, text, note).
+pub fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Markup {
+    html! {
+        dl.summary {
+            @for (label, id, value, text, note) in items {
+                div {
+                    dt { (label) }
+                    dd id=[(!id.is_empty()).then_some(id)] data-value=[value] { (text) }
+                    @if !note.is_empty() { small { (note) } }
+                }
+            }
+        }
+    }
+}
 
 /// A table cell showing `text` and carrying the plain SI value in `data-value` (what tests and
 /// scripts read; the text is for people).

@@ -1,0 +1,182 @@
+//! KV bytes against cached tokens (seed 004, "a clean crossover rule"): the KV bytes a decode step
+//! reads grow with the tokens cached across the batch (`kv_bytes_per_token × tokens`, windows
+//! ignored), the weight bytes it reads do not, and the two lines cross at the crossover; the
+//! workload is a point, and the memory wall (the cached tokens that fit next to the weights) a
+//! shaded region. Linear axes from 0: tokens across, GB up.
+
+use super::roofline::rgb;
+use super::svg::{finish, Anchor, Overlay, FG};
+use super::{PlotError, PlotSize};
+use crate::human;
+use crate::kv::KvReport;
+use plotters::prelude::*;
+
+/// The chart's data (a `kv` report's numbers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvChart {
+    /// KV bytes per cached token, all layers.
+    pub kv_bytes_per_token: f64,
+    /// Weight bytes read per step.
+    pub weight_bytes: f64,
+    /// weight_bytes ÷ kv_bytes_per_token.
+    pub crossover_tokens: f64,
+    /// Cached tokens of the workload.
+    pub cached_tokens: f64,
+    /// KV bytes the workload's step reads (windows applied).
+    pub kv_read_bytes: f64,
+    /// Cached tokens that fit next to the weights and the workspace.
+    pub capacity_tokens: f64,
+    /// Title line above the chart.
+    pub title: Option<String>,
+}
+
+const KV: &str = "#3B82F6";
+const WEIGHTS: &str = "#E8710A";
+const CROSS: &str = "#A371F7";
+const WALL: &str = "#E5484D";
+const FONT: f64 = 12.0;
+
+impl KvChart {
+    /// The chart of a `kv` report.
+    pub fn from_report(r: &KvReport) -> KvChart {
+        let k = &r.row;
+        KvChart {
+            kv_bytes_per_token: k.kv_bytes_per_token,
+            weight_bytes: k.weight_bytes,
+            crossover_tokens: k.crossover_tokens,
+            cached_tokens: k.cached_tokens,
+            kv_read_bytes: k.kv_read_bytes,
+            capacity_tokens: k.max_cached_tokens as f64,
+            title: None,
+        }
+    }
+
+    /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
+    pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        let finite = [self.kv_bytes_per_token, self.weight_bytes, self.cached_tokens, self.kv_read_bytes]
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0);
+        if !finite || self.kv_bytes_per_token <= 0.0 {
+            return Err(PlotError("KV bytes per token must be positive and the numbers finite".into()));
+        }
+        if size.width < 300 || size.height < 200 {
+            return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
+        }
+        // Room for the crossover and the workload, and for the wall unless it is far beyond them.
+        let near = self.crossover_tokens.min(1e15).max(self.cached_tokens).max(1.0);
+        let x_max = 1.25 * near.max(self.capacity_tokens.min(3.0 * near));
+        let y_max = 1.2 * (self.weight_bytes.max(self.kv_read_bytes).max(self.kv_bytes_per_token * x_max / 1.25)) / 1e9;
+        let mut buf = String::new();
+        let mut o = Overlay::default();
+        {
+            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
+            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let mut chart = builder.build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+            super::draw_mesh(
+                &mut chart,
+                &super::Mesh {
+                    x_labels: 6,
+                    y_labels: Some(6),
+                    x_fmt: &|v| human::si(*v, "").trim_end().to_string(),
+                    y_fmt: &|v| human::sig3(*v),
+                    x_desc: "tokens cached across the batch",
+                    y_desc: "bytes read per step (GB)",
+                },
+            )?;
+            let area = chart.plotting_area().clone();
+            let at = |x: f64, y: f64| area.map_coordinate(&(x, y / 1e9));
+            // Past the wall the cache does not fit: shade it.
+            if self.capacity_tokens < x_max {
+                o.rect(at(self.capacity_tokens, y_max * 1e9), at(x_max, 0.0), WALL, 0.10);
+                let (px, top) = at(self.capacity_tokens, y_max * 1e9);
+                o.line((px, top), at(self.capacity_tokens, 0.0), WALL, 1.5, "5 4");
+                let label = format!("memory full: {} tokens", human::si(self.capacity_tokens, "").trim_end());
+                o.text((px - 4, top + 14), &label, FONT - 1.0, WALL, Anchor::End, 0.0);
+            } else {
+                let (px, top) = at(x_max, y_max * 1e9);
+                let label = format!("memory full at {} tokens →", human::si(self.capacity_tokens, "").trim_end());
+                o.text((px - 4, top + 14), &label, FONT - 1.0, WALL, Anchor::End, 0.0);
+            }
+            chart.draw_series(LineSeries::new(
+                [(0.0, self.weight_bytes / 1e9), (x_max, self.weight_bytes / 1e9)],
+                rgb(WEIGHTS).stroke_width(2),
+            ))?;
+            let kv_end = (x_max, self.kv_bytes_per_token * x_max / 1e9);
+            chart.draw_series(LineSeries::new([(0.0, 0.0), kv_end], rgb(KV).stroke_width(2)))?;
+            if self.crossover_tokens.is_finite() && self.crossover_tokens < x_max {
+                let (px, top) = at(self.crossover_tokens, y_max * 1e9);
+                o.line((px, top), at(self.crossover_tokens, 0.0), CROSS, 1.5, "5 4");
+                let label = format!("crossover: {} tokens", human::count(self.crossover_tokens.round() as u64));
+                o.text((px + 4, top + 14), &label, FONT - 1.0, CROSS, Anchor::Start, 0.0);
+            }
+            let tip = format!(
+                "this workload: {} cached tokens\nKV read {} · weights {}\nKV ÷ weights = {:.2}",
+                human::count(self.cached_tokens.round() as u64),
+                human::bytes(self.kv_read_bytes),
+                human::bytes(self.weight_bytes),
+                if self.weight_bytes > 0.0 { self.kv_read_bytes / self.weight_bytes } else { f64::INFINITY }
+            );
+            o.point(at(self.cached_tokens, self.kv_read_bytes), 5.0, KV, "workload", &tip);
+            // Legend above the plot.
+            let (lx, _) = at(0.0, y_max * 1e9);
+            let y = legend_y;
+            o.line((lx, y - 4), (lx + 24, y - 4), KV, 2.0, "");
+            let kv_label = format!("KV bytes ({} per token)", human::bytes(self.kv_bytes_per_token));
+            o.text((lx + 30, y), &kv_label, FONT, FG, Anchor::Start, 0.0);
+            let x = lx + 60 + (kv_label.chars().count() as f64 * FONT * 0.6) as i32;
+            o.line((x, y - 4), (x + 24, y - 4), WEIGHTS, 2.0, "");
+            o.text(
+                (x + 30, y),
+                &format!("weight bytes ({})", human::bytes(self.weight_bytes)),
+                FONT,
+                FG,
+                Anchor::Start,
+                0.0,
+            );
+            root.present()?;
+        }
+        Ok(finish(&buf, o, "plot kv-chart", "KV bytes and weight bytes read per step against cached tokens"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart() -> KvChart {
+        // Seed 004: 131,072 B per token, 15.0 GB of weights, crossover 114,513 tokens; batch 64 × 2,048.
+        KvChart {
+            kv_bytes_per_token: 131_072.0,
+            weight_bytes: 15_009_316_864.0,
+            crossover_tokens: 15_009_316_864.0 / 131_072.0,
+            cached_tokens: 131_072.0,
+            kv_read_bytes: 17_179_869_184.0,
+            capacity_tokens: 480_576.0,
+            title: None,
+        }
+    }
+
+    #[test]
+    fn draws_both_lines_the_crossover_the_wall_and_the_workload() {
+        let s = chart().svg(PlotSize::default()).unwrap();
+        assert!(s.contains("crossover: 114,512 tokens"), "{s}");
+        assert!(s.contains("memory full: 481 k tokens"), "{s}");
+        assert!(s.contains("<title>this workload: 131,072 cached tokens\nKV read 17.2 GB · weights 15.0 GB\nKV ÷ weights = 1.14</title>"), "{s}");
+        assert!(s.contains("KV bytes (131 kB per token)") && s.contains("weight bytes (15.0 GB)"));
+        assert!(!s.contains("#000000"));
+    }
+
+    #[test]
+    fn a_far_wall_is_named_at_the_edge() {
+        let mut c = chart();
+        c.capacity_tokens = 1e9;
+        assert!(c.svg(PlotSize::default()).unwrap().contains("memory full at 1.00 G tokens →"));
+    }
+
+    #[test]
+    fn bad_numbers_are_an_error() {
+        let mut c = chart();
+        c.kv_bytes_per_token = 0.0;
+        assert!(c.svg(PlotSize::default()).is_err());
+    }
+}

@@ -1,0 +1,404 @@
+//! Powers of ten (seed 000): one forward step as a tree — model, layer, block, operator, GEMM tile
+//! — one level at a time. The node at `at` (a zoom path, as `llm-ledger zoom --at`) with its
+//! children as a table, the breadcrumb back up, the "Does it add up?" panel (the report's own
+//! comparison and sentences), and the seed's four experiments as links. Every number is the
+//! CLI's `zoom` report for the same inputs.
+
+use super::parts::{num, share_bar, thead};
+use super::PageCtx;
+use crate::error::AppError;
+use crate::query::PageQuery;
+use llm_ledger_core::zoom::{block_name, GapKind, Level, TileLevel};
+use llm_ledger_core::{Catalog, Phase, Scenario, ZoomTree};
+use llm_ledger_report::zoom::ZoomRow;
+use llm_ledger_report::{human, ZoomReport};
+use maud::{html, Markup};
+
+/// The page key of the zoom path.
+pub const AT: &str = "at";
+
+/// The report of the node at `at` in the query's scenario (errors name `at` for a bad path).
+fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport), AppError> {
+    let r = q.resolve(catalog)?;
+    let tree = ZoomTree::build(&r.scenario);
+    let view = tree.node(at).map_err(|e| q.core_error(&e).with_field(AT))?;
+    let report = ZoomReport::new(&r.scenario, &tree, &view);
+    Ok((r.scenario, report))
+}
+
+fn level_word(l: Level) -> &'static str {
+    match l {
+        Level::Model => "model",
+        Level::Layer => "layer",
+        Level::Block => "block",
+        Level::Op => "operator",
+        Level::Tiles => "tiles",
+    }
+}
+
+/// The page body.
+pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+    let q = ctx.query;
+    let at = q.extra(AT).unwrap_or("model");
+    let catalog = &ctx.state.catalog;
+    let (sc, report) = report(q, catalog, at)?;
+    let path = report.path.clone();
+    let link = |p: &str| ctx.self_href(&[], &[(AT, Some(p))]);
+    let n = &report.node;
+    let exact = matches!(report.level, Level::Model | Level::Layer | Level::Block | Level::Op);
+    let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
+    Ok(html! {
+        h1 { "Powers of ten" }
+        p.lead {
+            "One forward pass at four magnifications. Each level's totals are built from the level below, so the levels "
+            "cannot disagree — and the places where the sums stop being exact are where memory traffic and wasted "
+            "arithmetic come from. Click a row to zoom in; use the breadcrumb to go back up."
+        }
+        p.headline #headline { (report.inputs.headline()) }
+        nav.breadcrumb aria-label="zoom path" {
+            ol #breadcrumb {
+                @for (i, crumb) in report.breadcrumb.iter().enumerate() {
+                    li {
+                        @if i + 1 == report.breadcrumb.len() {
+                            span aria-current="location" data-path=(crumb) { (crumb_label(crumb)) }
+                        } @else {
+                            a href=(link(crumb)) data-path=(crumb) { (crumb_label(crumb)) }
+                        }
+                    }
+                }
+            }
+        }
+        dl.summary #node data-path=(path) data-level=(level_word(report.level)) {
+            div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } } }
+            div { dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) } }
+            div { dt { (if exact { "HBM bytes" } else { "bytes the tiles move" }) } dd #node-bytes data-value=(n.bytes) { (human::bytes(n.bytes)) } }
+            div { dt { "intensity" } dd #node-intensity data-value=[n.intensity] { (human::intensity(n.intensity)) " FLOP/B" } }
+            div {
+                dt { (if exact { "roofline time" } else { "modelled time" }) }
+                dd #node-time data-value=(n.time_s) { (human::seconds(n.time_s)) }
+                @if let Some(b) = &n.bound { small { (b) "-bound" } }
+            }
+        }
+        div.two {
+            div {
+                (children_table(&report, &link))
+                (addup(&report, &sc, q, catalog))
+            }
+            (experiments(ctx, catalog, &sc, &report))
+        }
+        p.downloads.notes {
+            "This node as "
+            a href=(api) { "JSON" } ", "
+            a href=(q.href_page("/api/zoom", &[], &[(AT, Some(&path)), ("format", Some("csv"))])) { "CSV" }
+            " — the same documents as " code { "llm-ledger zoom --at " (path) " --format json|csv" } "."
+        }
+    })
+}
+
+fn crumb_label(path: &str) -> &str {
+    path.rsplit_once('.')
+        .map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
+}
+
+fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
+    let exact = r.children.iter().all(|c| c.weight_bytes.is_some());
+    let a = &r.addup.addup;
+    // Tile classes have no time of their own: their share is of the bytes.
+    let total_bytes: f64 = r.children.iter().map(|c| c.bytes).sum();
+    let share = |c: &ZoomRow| {
+        if exact {
+            c.time_share
+        } else if total_bytes > 0.0 {
+            c.bytes / total_bytes
+        } else {
+            0.0
+        }
+    };
+    html! {
+        table.ledger #children {
+            caption {
+                @if r.children.is_empty() { "No children: " (r.path) " is a leaf" }
+                @else if exact { "What this level is made of (click a row to zoom in)" }
+                @else { "The tiles, by class: how many, what they compute and what they load" }
+            }
+            @if exact {
+                (thead(&[("child", false), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
+                    ("bytes", true), ("FLOP/B", true), ("time", true), ("share of time", false)]))
+            } @else {
+                (thead(&[("child", false), ("count", true), ("useful FLOPs", true), ("executed FLOPs", true),
+                    ("bytes", true), ("FLOP/B", true), ("time", true), ("share of bytes", false)]))
+            }
+            tbody {
+                @for c in &r.children {
+                    tr data-path=[c.path.as_deref()] {
+                        td {
+                            @match &c.path {
+                                Some(p) => a.zoom href=(link(p)) { code { (c.name) } },
+                                None => (c.name),
+                            }
+                        }
+                        @if exact {
+                            (num(c.flops, human::flops(c.flops)))
+                            (opt_bytes(c.weight_bytes))
+                            (opt_bytes(c.kv_bytes))
+                            (opt_bytes(c.activation_bytes))
+                        } @else {
+                            td.num data-value=(c.count) { (human::si(c.count, "").trim_end()) }
+                            (num(c.flops, human::flops(c.flops)))
+                            (num(c.executed_flops, human::flops(c.executed_flops)))
+                        }
+                        (num(c.bytes, human::bytes(c.bytes)))
+                        td.num data-value=[c.intensity] { (human::intensity(c.intensity)) }
+                        @if c.time_s > 0.0 { (num(c.time_s, human::seconds(c.time_s))) } @else { td.num {} }
+                        td.share data-value=(share(c)) { (share_bar(share(c))) span { (human::percent(share(c))) } }
+                    }
+                }
+            }
+            @if !a.leaf {
+                tfoot {
+                    tr #sum {
+                        th scope="row" { "Σ children" }
+                        @if exact {
+                            (num(a.children_flops, human::flops(a.children_flops)))
+                            td {} td {} td {}
+                        } @else {
+                            td {}
+                            @let useful: f64 = r.children.iter().map(|c| c.flops).sum();
+                            (num(useful, human::flops(useful)))
+                            (num(a.children_flops, human::flops(a.children_flops)))
+                        }
+                        (num(a.children_bytes, human::bytes(a.children_bytes)))
+                        td {} td {} td {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn opt_bytes(v: Option<f64>) -> Markup {
+    match v {
+        Some(b) => num(b, human::bytes(b)),
+        None => html! { td.num {} },
+    }
+}
+
+/// The "Does it add up?" panel: parent against children, the report's sentences, and the seed's
+/// three "why" notes where they apply.
+fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Markup {
+    // At the tile level the comparison that matters is one level up: the operator against its
+    // tiles (the tile classes add up to the tiles exactly).
+    let op_level = (r.level == Level::Tiles)
+        .then(|| report(q, catalog, r.path.trim_end_matches(".tiles")).ok().map(|(_, op)| op.addup))
+        .flatten();
+    let view = op_level.as_ref().unwrap_or(&r.addup);
+    let a = &view.addup;
+    let (parent, children) = match r.level {
+        Level::Tiles | Level::Op => ("the operator", "its tiles"),
+        _ => ("this node", "Σ children"),
+    };
+    let tiles = matches!(r.level, Level::Op | Level::Tiles) && r.tiles.as_ref().is_some_and(|t| t.totals().is_some());
+    let gemm = r.tiles.as_ref().and_then(|t| match t {
+        TileLevel::Gemm { shape, choice } => Some((shape, choice)),
+        _ => None,
+    });
+    html! {
+        section.addup #addup data-exact=(a.exact) aria-labelledby="addup-h" {
+            h2 #addup-h { "Does it add up?" }
+            @if a.leaf {
+                p { "This node has no children to add up." }
+            } @else {
+                p.verdict class=(if a.exact { "exact" } else { "inexact" }) {
+                    @if a.exact { "Yes: the children add up to this node exactly." }
+                    @else { "No: zoomed into tiles, the numbers grow — and that growth is the point." }
+                }
+                table.addup {
+                    (thead(&[("", false), (parent, true), (children, true), ("difference", true), ("ratio", true)]))
+                    tbody {
+                        tr {
+                            th scope="row" { "FLOPs" }
+                            (num(a.parent_flops, human::flops(a.parent_flops)))
+                            (num(a.children_flops, human::flops(a.children_flops)))
+                            (num(a.flops_difference, human::flops(a.flops_difference)))
+                            td.num #flops-ratio data-value=(view.flops_ratio) { (format!("×{:.3}", view.flops_ratio)) }
+                        }
+                        tr {
+                            th scope="row" { "bytes" }
+                            (num(a.parent_bytes, human::bytes(a.parent_bytes)))
+                            (num(a.children_bytes, human::bytes(a.children_bytes)))
+                            (num(a.bytes_difference, human::bytes(a.bytes_difference)))
+                            td.num #bytes-ratio data-value=(view.bytes_ratio) { (format!("×{:.2}", view.bytes_ratio)) }
+                        }
+                    }
+                }
+            }
+            @if let Some((_, choice)) = gemm {
+                p.reuse {
+                    "Reuse factor " strong #reuse-factor data-value=(choice.best.reuse_factor) { (format!("×{:.2}", choice.best.reuse_factor)) }
+                    ": the tiles move " (human::bytes(choice.best.tiled_bytes)) " where an ideal machine, reading each operand once, moves "
+                    (human::bytes(choice.best.ideal_bytes)) "."
+                }
+            }
+            ul.explanation {
+                @for line in &r.explanation { li { (line.trim_start()) } }
+            }
+            @if let Some(g) = &r.gap {
+                table.gap #gap {
+                    caption { "FLOPs per token against 2 × parameters, by part" }
+                    (thead(&[("part", false), ("FLOPs per token", true)]))
+                    tbody {
+                        tr { th scope="row" { "2 × parameters" } (num(g.two_params_flops, human::flops(g.two_params_flops))) }
+                        @for item in &g.items {
+                            tr { td { (gap_name(item.kind)) } (num(item.flops_per_token, signed_flops(item.flops_per_token))) }
+                        }
+                    }
+                    tfoot { tr { th scope="row" { "= FLOPs per token" } (num(g.flops_per_token, human::flops(g.flops_per_token))) } }
+                }
+            }
+            @if tiles {
+                p.why {
+                    strong { "Why don't the bytes add up at the tile level? " }
+                    "A tile cannot keep the whole matrix: every left-hand strip is re-read by each tile in its row, and every "
+                    "right-hand strip by each tile in its column. The arithmetic is counted correctly at every level; only the "
+                    "traffic grows as you look closer, by the factor tiling exists to minimise."
+                }
+                p.why {
+                    strong { "Why do the FLOPs sometimes not add up either? " }
+                    "A tile grid that does not divide the output computes rows and columns that are thrown away. Small or "
+                    "awkwardly shaped matrices pay this; large ones barely notice."
+                }
+            }
+            @if r.level == Level::Model {
+                p.why {
+                    strong { "Why is the model total not 2 × the parameter count? " }
+                    "That shortcut counts weights as multiply-adds. The embedding is a gather, the LM head runs for the tokens that "
+                    "get logits, attention scores are FLOPs without parameters, and MoE experts a token skips do nothing; the table "
+                    "above adds the parts up exactly."
+                }
+            }
+            @if let Some((shape, _)) = gemm {
+                p {
+                    a #open-tiling href=(tiling_href(q, sc, shape)) { "Open this GEMM in GEMM tiling →" }
+                    " (" (human::count(shape.m)) " × " (human::count(shape.n)) " × " (human::count(shape.k))
+                    @if shape.batch > 1 { ", one of " (human::count(shape.batch)) " instances" }
+                    ")"
+                }
+            }
+        }
+    }
+}
+
+fn signed_flops(v: f64) -> String {
+    if v < 0.0 {
+        format!("−{}", human::flops(-v))
+    } else {
+        format!("+{}", human::flops(v))
+    }
+}
+
+fn gap_name(k: GapKind) -> &'static str {
+    match k {
+        GapKind::EmbeddingGather => "embedding: a gather, not a product",
+        GapKind::LmHead => "LM head: only the tokens that get logits",
+        GapKind::InactiveExperts => "MoE experts a token is not routed to",
+        GapKind::AttentionScores => "attention over the context (no parameters)",
+        GapKind::Elementwise => "norms, RoPE, activations, residuals, softmax",
+        GapKind::LayerWeights => "layer GEMMs against their parameters",
+    }
+}
+
+/// The GEMM tiling page with this GEMM's shape and precisions (the scenario's GPU and efficiencies
+/// travel with the state).
+fn tiling_href(q: &PageQuery, _sc: &Scenario, shape: &llm_ledger_core::tiling::GemmShape) -> String {
+    let (m, n, k) = (shape.m.to_string(), shape.n.to_string(), shape.k.to_string());
+    let (a, b, c) = (shape.a.name(), shape.b.name(), shape.c.name());
+    let base = PageQuery { extra: Vec::new(), ..q.clone() };
+    base.href_page(
+        "/gemm-tiling",
+        &[("weights", Some(&b)), ("activations", Some(&a))],
+        &[("m", Some(&m)), ("n", Some(&n)), ("k", Some(&k)), ("output", (c != a).then_some(c.as_str()))],
+    )
+}
+
+/// The zoom path of the tiles of the first layer's MLP up-projection, or else of its slowest GEMM
+/// (seed 000's fourth experiment).
+fn largest_gemm_tiles(sc: &Scenario) -> Option<String> {
+    let tree = ZoomTree::build(sc);
+    let layer = tree.layer(0)?;
+    let gemms = layer.ops.iter().filter(|o| matches!(o.tiles, TileLevel::Gemm { .. }));
+    let op = gemms
+        .clone()
+        .find(|o| o.name() == "up")
+        .or_else(|| gemms.reduce(|a, b| if b.timing.time_s > a.timing.time_s { b } else { a }))?;
+    Some(format!("layer.0.{}.{}.tiles", block_name(op.op.kind.block()), op.name()))
+}
+
+/// Seed 000's four "try this" experiments, from the current node, with its intensity before and after.
+fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) -> Markup {
+    let q = ctx.query;
+    let decode = sc.workload.phase == Phase::Decode;
+    let batch = sc.workload.contexts.batch();
+    let batch_up = batch.saturating_mul(8).clamp(8, llm_ledger_core::limits::MAX_BATCH).to_string();
+    let here = r.node.intensity;
+    let after = |scenario: &[(&str, Option<&str>)], at: &str| -> Option<(Option<f64>, f64)> {
+        let q2 = q.clone_with(scenario);
+        let (_, r2) = report(&q2, catalog, at).ok()?;
+        Some((r2.node.intensity, r2.node.time_s))
+    };
+    let effect = |res: Option<(Option<f64>, f64)>| -> Markup {
+        match res {
+            Some((i, t)) => html! {
+                span.effect {
+                    "Here: intensity " (human::intensity(here)) " → " span.after data-value=[i] { (human::intensity(i)) } " FLOP/B, time "
+                    (human::seconds(r.node.time_s)) " → " (human::seconds(t)) "."
+                }
+            },
+            None => html! {},
+        }
+    };
+    let at = r.path.as_str();
+    let phase_to = if decode { "prefill" } else { "decode" };
+    let phase_overrides = [("phase", Some(phase_to))];
+    let batch_overrides = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
+    let int4 = [("weights", Some("int4"))];
+    let tiles_at = largest_gemm_tiles(sc);
+    html! {
+        section.experiments aria-label="try this" {
+            h2 { "Try this" }
+            ol {
+                li {
+                    a.experiment #exp-phase href=(ctx.self_href(&phase_overrides, &[])) {
+                        @if decode { "Switch phase from decode to prefill" } @else { "Switch phase from prefill to decode" }
+                    }
+                    " and watch the arithmetic intensity "
+                    @if decode { "recover" } @else { "collapse" }
+                    ". Nothing about the model changes — only how many query rows share the weights that had to be fetched. "
+                    (effect(after(&phase_overrides, at)))
+                }
+                li {
+                    a.experiment #exp-batch href=(ctx.self_href(&batch_overrides, &[])) { "Raise the batch size in decode (to " (batch_up) ")" }
+                    ". Intensity climbs roughly linearly, because the same fetched weights now serve more rows. "
+                    (effect(after(&batch_overrides, at)))
+                }
+                li {
+                    a.experiment #exp-int4 href=(ctx.self_href(&int4, &[])) { "Drop the weights to INT4" }
+                    ". Bytes fall, intensity rises, and an operation can flip from memory-bound to compute-bound without its FLOPs changing. "
+                    (effect(after(&int4, at)))
+                }
+                @if let Some(t) = &tiles_at {
+                    li {
+                        a.experiment #exp-tiles href=(ctx.self_href(&[], &[(AT, Some(t))])) { "Go to the tile level" }
+                        " of " code { (t.trim_end_matches(".tiles")) } " and compare the bytes the tiles move with the bytes an ideal machine would move. "
+                        "That ratio is the reuse factor."
+                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
+                            " " span.effect {
+                                "Here: " (human::bytes(g.tiled_bytes)) " moved against " (human::bytes(g.ideal_bytes))
+                                " read once, a reuse factor of ×" (format!("{:.2}", g.reuse_factor)) "."
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
