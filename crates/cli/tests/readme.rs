@@ -56,18 +56,28 @@ fn readme_examples_are_real_output() {
         if e.args.first().is_some_and(|a| a == "serve") {
             continue; // a server; the explorer has its own tests
         }
-        let out = Command::cargo_bin("llm-ledger").unwrap().args(&e.args).current_dir(&root).output().unwrap();
-        if !out.status.success() {
+        // Files the examples write go to the test's temporary directory, not the repository.
+        let mut args = e.args.clone();
+        for i in 1..args.len() {
+            if args[i - 1] == "--plot" {
+                args[i] = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&args[i]).to_string_lossy().into_owned();
+            }
+        }
+        let out = Command::cargo_bin("llm-ledger").unwrap().args(&args).current_dir(&root).output().unwrap();
+        // An example that shows `error: …` documents a refusal: compare stderr instead.
+        let expects_error = e.shown.iter().find(|l| !l.is_empty()).is_some_and(|l| l.starts_with("error: "));
+        if out.status.success() == expects_error {
             failures.push(format!(
-                "README line {}: `llm-ledger {}` failed: {}",
+                "README line {}: `llm-ledger {}` exited with {:?}: {}",
                 e.line,
                 e.args.join(" "),
+                out.status.code(),
                 String::from_utf8_lossy(&out.stderr)
             ));
             continue;
         }
-        let actual: Vec<String> =
-            String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_end().to_string()).collect();
+        let text = if expects_error { &out.stderr } else { &out.stdout };
+        let actual: Vec<String> = String::from_utf8_lossy(text).lines().map(|l| l.trim_end().to_string()).collect();
         let mut pos = 0;
         for shown in e.shown.iter().filter(|l| !l.is_empty() && *l != "…" && *l != "...") {
             match actual[pos..].iter().position(|a| a == shown) {

@@ -1,7 +1,7 @@
 //! Shared by the economics commands.
 
 use crate::cli::ScenarioArgs;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use llm_ledger_core::serving::step_shape_refused;
 
 /// Refuse the flags that describe a step's contexts in a command that builds its own from
