@@ -242,3 +242,29 @@ fn moe_bad_inputs() {
         .contains("given together with --model"));
     assert!(fails(&["moe", "--experts", "8", "--top-k", "2", "--batch", "0..5"]).contains("invalid `batch`: 0"));
 }
+
+#[test]
+fn a_sweep_compares_gpus_and_precisions_as_series() {
+    let v = json(&["sweep", "--gpu", "h100-sxm,h200", "--weights", "bf16,int4", "--batch", "1,64", "--format", "json"]);
+    assert_eq!(v["variants"].as_array().unwrap().len(), 4);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 8);
+    assert_eq!(v["point_count"], 8);
+    // Series in order gpu × weights, each carrying its labels.
+    assert_eq!((points[0]["gpu"].as_str(), points[0]["weights"].as_str()), (Some("h100-sxm"), Some("bf16")));
+    assert_eq!((points[2]["gpu"].as_str(), points[2]["weights"].as_str()), (Some("h100-sxm"), Some("int4")));
+    assert_eq!(points[4]["gpu"], "h200");
+    // Same bytes on both GPUs; the H200's 4.8 TB/s against the H100's 3.35 TB/s shows in the
+    // memory-bound batch-1 step: the ratio of step times is at most 4.8/3.35.
+    assert_eq!(points[0]["bytes"], points[4]["bytes"]);
+    let ratio = points[0]["step_time_s"].as_f64().unwrap() / points[4]["step_time_s"].as_f64().unwrap();
+    assert!(ratio > 1.3 && ratio <= 4.8 / 3.35 + 1e-9, "{ratio}");
+    // int4 weights read a quarter of the bf16 GEMM weight bytes (embedding rows stay 16-bit).
+    assert!(points[2]["weight_bytes"].as_f64().unwrap() < points[0]["weight_bytes"].as_f64().unwrap() * 0.26);
+    let (_, csv, _) = run(&["sweep", "--gpu", "h100-sxm,h200", "--batch", "1", "--format", "csv"]);
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().starts_with("gpu,weights,kv,batch,ctx,step_time_s,"));
+    assert!(lines.next().unwrap().starts_with("h100-sxm,bf16,bf16,1,2048,"));
+    assert!(lines.next().unwrap().starts_with("h200,bf16,bf16,1,2048,"));
+    assert!(fails(&["sweep", "--gpu", "h100-sxm,h200", "--plot", "x.svg"]).contains("invalid `plot`: 2 series"));
+}

@@ -25,6 +25,7 @@ use crate::scenario::Scenario;
 use crate::serving::Price;
 use crate::sweep::Axis;
 use crate::workload::Phase;
+use rayon::prelude::*;
 use serde::Serialize;
 
 /// Most GPUs a plan may use.
@@ -198,6 +199,50 @@ fn largest_meeting(sc: &Scenario, req: &PlanRequest, step: u64, most: u64) -> Pl
     evaluate(sc, req, lo * step, most)
 }
 
+/// What one layout gives: its best point under the bound, or why it is refused, and every batch
+/// it evaluated (for the Pareto front).
+struct Assessed {
+    best: Option<PlanPoint>,
+    refused: Option<Refused>,
+    evaluated: Vec<PlanPoint>,
+}
+
+fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
+    let p = &sc.parallel;
+    let step = p.ep;
+    let most = max_batch(sc, req.ctx, req.reserve_bytes);
+    let most = most - most % step;
+    if most == 0 {
+        let fp = Footprint::of(&at_uniform(sc, step, req.ctx), req.reserve_bytes);
+        let refusal = Refusal::DoesNotFit { memory_bytes: fp.memory_bytes, available_bytes: fp.available_bytes };
+        return Assessed {
+            best: None,
+            refused: Some(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal }),
+            evaluated: Vec::new(),
+        };
+    }
+    let batches: Vec<u64> = match &req.batches {
+        Some(axis) => axis.iter().filter(|b| *b <= most && b % step == 0).collect(),
+        None => {
+            std::iter::successors(Some(step), |b| b.checked_mul(2)).take_while(|b| *b <= most).chain([most]).collect()
+        }
+    };
+    let evaluated: Vec<PlanPoint> = batches.iter().map(|b| evaluate(sc, req, *b, most)).collect();
+    let first = evaluate(sc, req, step, most);
+    let best = match &req.batches {
+        Some(_) => evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch).copied(),
+        None if first.meets_bound => Some(largest_meeting(sc, req, step, most)),
+        None => None,
+    };
+    let refused = best.is_none().then(|| Refused {
+        tp: p.tp,
+        pp: p.pp,
+        ep: p.ep,
+        refusal: Refusal::TooSlow { tpot_s: first.tpot_s },
+    });
+    Assessed { best, refused, evaluated }
+}
+
 /// Plan the deployment of `base`'s model on `base`'s GPU (module docs). Errors when no layout
 /// fits or none meets the bound, saying what would.
 pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
@@ -208,45 +253,16 @@ pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
         return Err(Error::invalid("max_gpus", req.max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")));
     }
     let candidates = layouts(base, req.max_gpus);
+    // Layouts are independent: assess them in parallel (rayon), then gather in layout order.
+    let outcomes: Vec<Assessed> = candidates.par_iter().map(|sc| assess(sc, req)).collect();
     let (mut ranked, mut points, mut refused) = (Vec::new(), Vec::new(), Vec::new());
-    for sc in &candidates {
-        let p = &sc.parallel;
-        let step = p.ep;
-        let most = max_batch(sc, req.ctx, req.reserve_bytes);
-        let most = most - most % step;
-        if most == 0 {
-            let fp = Footprint::of(&at_uniform(sc, step, req.ctx), req.reserve_bytes);
-            let refusal = Refusal::DoesNotFit { memory_bytes: fp.memory_bytes, available_bytes: fp.available_bytes };
-            refused.push(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal });
-            continue;
+    for a in outcomes {
+        if let Some(b) = a.best {
+            ranked.push(b);
+            points.push(b);
         }
-        let candidates: Vec<u64> = match &req.batches {
-            Some(axis) => axis.iter().filter(|b| *b <= most && b % step == 0).collect(),
-            None => std::iter::successors(Some(step), |b| b.checked_mul(2))
-                .take_while(|b| *b <= most)
-                .chain([most])
-                .collect(),
-        };
-        let evaluated: Vec<PlanPoint> = candidates.iter().map(|b| evaluate(sc, req, *b, most)).collect();
-        let first = evaluate(sc, req, step, most);
-        let best = match &req.batches {
-            Some(_) => evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch).copied(),
-            None if first.meets_bound => Some(largest_meeting(sc, req, step, most)),
-            None => None,
-        };
-        match best {
-            Some(b) => {
-                ranked.push(b);
-                points.push(b);
-            }
-            None => refused.push(Refused {
-                tp: p.tp,
-                pp: p.pp,
-                ep: p.ep,
-                refusal: Refusal::TooSlow { tpot_s: first.tpot_s },
-            }),
-        }
-        points.extend(evaluated);
+        refused.extend(a.refused);
+        points.extend(a.evaluated);
     }
     if ranked.is_empty() {
         return Err(explain(base, req, &candidates, &refused));

@@ -4,6 +4,10 @@
 //! with one point object per line; CSV has one header line and one line per point, the point
 //! fields of JSON.
 //!
+//! A compared sweep (`--gpu a,b --weights bf16,fp8 --kv …`: one series per combination) adds a
+//! `variants` list to the head and leads each point with its `gpu`, `weights` and `kv` (JSON keys,
+//! CSV columns, a `series` column in tables).
+//!
 //! Point keys (stable): `batch`, `ctx`, `step_time_s`, `tokens_per_s`, `flops`, `bytes`,
 //! `weight_bytes`, `kv_bytes`, `intensity`, `largest_op`, `largest_op_time_s`, `memory_bytes`, `kv_cache_bytes`, `fits`.
 
@@ -40,6 +44,33 @@ pub struct SweepHead {
     pub capacity_bytes: f64,
     /// Runtime reserve, bytes.
     pub reserve_bytes: f64,
+    /// The series of a compared sweep (several GPUs or precisions), in output order; empty for one.
+    /// `inputs` and `capacity_bytes` are then those of the first series.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
+}
+
+/// One series of a compared sweep: the GPU and the weight and KV precisions it runs with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    /// GPU name.
+    pub gpu: String,
+    /// Weight storage.
+    pub weights: String,
+    /// KV-cache storage.
+    pub kv: String,
+}
+
+impl Variant {
+    /// The series a scenario belongs to.
+    pub fn of(sc: &Scenario) -> Variant {
+        Variant { gpu: sc.gpu.name.clone(), weights: sc.weights.describe(), kv: sc.workload.kv.name() }
+    }
+
+    /// `h200 · w fp8 · kv bf16`.
+    pub fn label(&self) -> String {
+        format!("{} · w {} · kv {}", self.gpu, self.weights, self.kv)
+    }
 }
 
 /// A sweep ready to run: its head and the core's [`Sweep`]. The one way the CLI's `sweep` and the
@@ -71,6 +102,7 @@ impl SweepPlan {
             point_count: batch.len() * ctx.len(),
             capacity_bytes: base.gpu.memory_bytes,
             reserve_bytes,
+            variants: Vec::new(),
         };
         let sweep = Sweep::new(base.clone(), batch, ctx.clone(), reserve_bytes)?;
         Ok(SweepPlan { head, sweep, base, ctx })
@@ -136,6 +168,8 @@ impl SweepPlan {
 #[derive(Debug, Clone, Copy)]
 pub struct SweepView {
     format: Format,
+    /// Width of the leading `series` column of a compared sweep (0: one series, no column).
+    series_width: usize,
 }
 
 /// Column headers, widths and whether the column is text (left-aligned) in the table and Markdown.
@@ -155,14 +189,27 @@ const COLUMNS: [(&str, usize, bool); 10] = [
 impl SweepView {
     /// A renderer for `format`.
     pub fn new(format: Format) -> SweepView {
-        SweepView { format }
+        SweepView { format, series_width: 0 }
     }
 
-    fn line(&self, cells: &[String]) -> String {
+    /// A renderer for a compared sweep over `variants`: every point carries its series.
+    pub fn compare(format: Format, variants: &[Variant]) -> SweepView {
+        let width = variants.iter().map(|v| v.label().chars().count()).max().unwrap_or(0).max("series".len());
+        SweepView { format, series_width: if variants.len() > 1 { width } else { 0 } }
+    }
+
+    /// `cells`, with the series cell first when the sweep compares series.
+    fn line(&self, series: Option<&str>, cells: &[String]) -> String {
         match self.format {
-            Format::Md => format!("| {} |\n", cells.join(" | ")),
+            Format::Md => match series.filter(|_| self.series_width > 0) {
+                Some(v) => format!("| {v} | {} |\n", cells.join(" | ")),
+                None => format!("| {} |\n", cells.join(" | ")),
+            },
             _ => {
                 let mut s = String::new();
+                if let Some(v) = series.filter(|_| self.series_width > 0) {
+                    s.push_str(&format!("{v:<w$}  ", w = self.series_width));
+                }
                 for (i, (c, (_, w, text))) in cells.iter().zip(COLUMNS).enumerate() {
                     if i > 0 {
                         s.push_str("  ");
@@ -181,53 +228,103 @@ impl SweepView {
     }
 
     fn rule(&self) -> String {
-        let width: usize = COLUMNS.iter().map(|(_, w, _)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
+        let series = if self.series_width > 0 { self.series_width + 2 } else { 0 };
+        let width: usize = series + COLUMNS.iter().map(|(_, w, _)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
         format!("{}\n", "─".repeat(width))
     }
 
     /// Everything before the first point.
     pub fn head(&self, h: &SweepHead) -> String {
         let i = &h.inputs;
-        let title = format!(
-            "{} on {} · {} · weights {} · KV {}{} · sweep batch {} × ctx {} ({} points)",
-            i.model,
-            i.gpu,
-            i.phase,
-            i.weights,
-            i.kv,
-            i.layout_suffix(),
-            h.batch_axis,
-            h.ctx_axis,
-            human::count(h.point_count)
-        );
+        let title = if h.variants.len() > 1 {
+            format!(
+                "{} · {} · {} series (GPU · weights · KV){} · sweep batch {} × ctx {} ({} points)",
+                i.model,
+                i.phase,
+                h.variants.len(),
+                i.layout_suffix(),
+                h.batch_axis,
+                h.ctx_axis,
+                human::count(h.point_count)
+            )
+        } else {
+            format!(
+                "{} on {} · {} · weights {} · KV {}{} · sweep batch {} × ctx {} ({} points)",
+                i.model,
+                i.gpu,
+                i.phase,
+                i.weights,
+                i.kv,
+                i.layout_suffix(),
+                h.batch_axis,
+                h.ctx_axis,
+                human::count(h.point_count)
+            )
+        };
         let header: Vec<String> = COLUMNS.iter().map(|(n, _, _)| n.to_string()).collect();
         match self.format {
             Format::Json => format!(
-                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"points\": [\n",
+                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n{}  \"points\": [\n",
                 json(&h.inputs),
                 json(&h.batch_axis),
                 json(&h.ctx_axis),
                 h.point_count,
                 json(&h.capacity_bytes),
-                json(&h.reserve_bytes)
+                json(&h.reserve_bytes),
+                if h.variants.len() > 1 { format!("  \"variants\": {},\n", json(&h.variants)) } else { String::new() }
             ),
             Format::Csv => String::new(),
             Format::Md => {
                 let rule: Vec<String> = COLUMNS.iter().map(|(_, _, text)| if *text { "---" } else { "---:" }.into()).collect();
-                format!("**{title}**\n\n{}{}", self.line(&header), self.line(&rule))
+                format!("**{title}**\n\n{}{}", self.line(Some("series"), &header), self.line(Some("---"), &rule))
             }
-            Format::Table => format!("{title}\n{}{}{}", self.rule(), self.line(&header), self.rule()),
+            Format::Table => format!("{title}\n{}{}{}", self.rule(), self.line(Some("series"), &header), self.rule()),
         }
     }
 
-    /// One point; `index` counts from 0.
+    /// One point; `index` counts from 0 over the whole output.
     pub fn point(&self, p: &SweepPoint, index: u64) -> String {
+        self.point_of(None, p, index)
+    }
+
+    /// One point of a series of a compared sweep (its `gpu`, `weights` and `kv` lead the point's
+    /// JSON keys and CSV columns); `index` counts from 0 over the whole output.
+    pub fn point_of(&self, variant: Option<&Variant>, p: &SweepPoint, index: u64) -> String {
+        let variant = variant.filter(|_| self.series_width > 0);
         match self.format {
-            Format::Json => format!("{}    {}", if index == 0 { "" } else { ",\n" }, json(p)),
+            Format::Json => {
+                let body = match variant {
+                    Some(v) => {
+                        let (mut head, point) = (json(v), json(p));
+                        head.pop(); // `}`
+                        format!("{head},{}", &point[1..])
+                    }
+                    None => json(p),
+                };
+                format!("{}    {body}", if index == 0 { "" } else { ",\n" })
+            }
             Format::Csv => {
                 let mut w = csv::WriterBuilder::new().has_headers(index == 0).from_writer(Vec::new());
                 w.serialize(p).expect("points serialise to CSV");
-                String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
+                let rows = String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8");
+                match variant {
+                    Some(v) => {
+                        let mut f = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+                        f.write_record([&v.gpu, &v.weights, &v.kv]).expect("in-memory writer");
+                        let fields = String::from_utf8(f.into_inner().expect("in-memory writer")).expect("UTF-8");
+                        let fields = fields.trim_end();
+                        let mut lines = rows.lines();
+                        let mut out = String::new();
+                        if index == 0 {
+                            out.push_str(&format!("gpu,weights,kv,{}\n", lines.next().unwrap_or("")));
+                        }
+                        for l in lines {
+                            out.push_str(&format!("{fields},{l}\n"));
+                        }
+                        out
+                    }
+                    None => rows,
+                }
             }
             Format::Table | Format::Md => {
                 let share = if p.step_time_s > 0.0 { p.largest_op_time_s / p.step_time_s } else { 0.0 };
@@ -243,7 +340,7 @@ impl SweepView {
                     human::bytes(p.memory_bytes),
                     if p.fits { "yes".into() } else { "NO".into() },
                 ];
-                self.line(&cells)
+                self.line(variant.map(Variant::label).as_deref(), &cells)
             }
         }
     }
@@ -251,11 +348,18 @@ impl SweepView {
     /// Everything after the last point: `points` emitted, `past_wall` of them not fitting.
     pub fn tail(&self, h: &SweepHead, points: u64, past_wall: u64) -> String {
         let notes = [
-            format!(
-                "memory = weights + KV cache + workspace; fits = memory ≤ {} − {} reserve",
-                human::bytes(h.capacity_bytes),
-                human::bytes(h.reserve_bytes)
-            ),
+            if h.variants.len() > 1 {
+                format!(
+                    "memory = weights + KV cache + workspace; fits = memory ≤ each series' GPU capacity − {} reserve",
+                    human::bytes(h.reserve_bytes)
+                )
+            } else {
+                format!(
+                    "memory = weights + KV cache + workspace; fits = memory ≤ {} − {} reserve",
+                    human::bytes(h.capacity_bytes),
+                    human::bytes(h.reserve_bytes)
+                )
+            },
             format!(
                 "{} of {} points past the memory wall (shown, marked NO)",
                 human::count(past_wall),

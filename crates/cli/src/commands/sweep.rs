@@ -14,7 +14,7 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::PlotSize;
-use llm_ledger_report::sweep::{SweepPlan, SweepView};
+use llm_ledger_report::sweep::{SweepPlan, SweepView, Variant};
 use llm_ledger_report::Format;
 use std::io::{BufWriter, ErrorKind, IsTerminal, Write};
 use std::ops::ControlFlow;
@@ -77,6 +77,32 @@ impl Progress {
     }
 }
 
+/// The scenario flags of each series: the cartesian product of the comma-separated values of
+/// `--gpu` (names, not file paths), `--weights` and `--kv`.
+fn series(a: &crate::cli::ScenarioArgs) -> Vec<crate::cli::ScenarioArgs> {
+    let split = |v: &Option<String>, allow: bool| -> Vec<Option<String>> {
+        match v {
+            Some(s) if allow && s.contains(',') => s.split(',').map(|x| Some(x.trim().to_string())).collect(),
+            other => vec![other.clone()],
+        }
+    };
+    let gpu_is_path = a.gpu.as_deref().is_some_and(inputs::looks_like_path);
+    let mut out = Vec::new();
+    for gpu in split(&a.gpu, !gpu_is_path) {
+        for weights in split(&a.weights, true) {
+            for kv in split(&a.kv, true) {
+                out.push(crate::cli::ScenarioArgs {
+                    gpu: gpu.clone(),
+                    weights: weights.clone(),
+                    kv: kv.clone(),
+                    ..a.clone()
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Run the sweep, writing to `out`.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let step = &args.step;
@@ -85,10 +111,29 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     if a.contexts.is_some() || a.histogram.is_some() {
         return Err(mix_refused().into());
     }
-    let base_args = crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() };
-    let sc = inputs::scenario(&base_args)?;
-    let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-    let plan = SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?;
+    // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
+    let series_args = series(&crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() });
+    let mut plans = Vec::with_capacity(series_args.len());
+    for sa in &series_args {
+        let sc = inputs::scenario(sa)?;
+        let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+        plans.push(SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?);
+    }
+    let variants: Vec<Variant> = plans.iter().map(|p| Variant::of(&p.base)).collect();
+    if variants.len() > 1 && args.plot.is_some() {
+        return Err(Error::invalid(
+            "plot",
+            format!("{} series", variants.len()),
+            "one GPU, weight and KV precision for a plot",
+        )
+        .into());
+    }
+    let mut head = plans[0].head.clone();
+    head.point_count = plans.iter().map(|p| p.head.point_count).sum();
+    if variants.len() > 1 {
+        head.variants = variants.clone();
+    }
+    let plan = &plans[0];
     if args.plot.is_some() {
         // Check before running, so a sweep that cannot be drawn fails at once.
         plan.batch_curve(&[])?;
@@ -101,8 +146,8 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
             .into());
         }
     }
-    let head = &plan.head;
-    let view = SweepView::new(format);
+    let head = &head;
+    let view = SweepView::compare(format, &variants);
     let mut w = BufWriter::new(out);
     let mut write = |s: String| match w.write_all(s.as_bytes()) {
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(false),
@@ -112,26 +157,36 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     if !write(view.head(head))? {
         return Ok(());
     }
-    let mut progress = Progress::new(plan.sweep.len());
+    let mut progress = Progress::new(head.point_count);
     let (mut done, mut past_wall) = (0u64, 0u64);
     let mut kept = Vec::new();
     let mut failed = None;
-    plan.sweep.run(|p| match write(view.point(p, done)) {
-        Ok(true) => {
-            done += 1;
-            past_wall += u64::from(!p.fits);
-            if args.plot.is_some() {
-                kept.push(*p);
+    let mut stopped = false;
+    for (plan, variant) in plans.iter().zip(&variants) {
+        if stopped {
+            break;
+        }
+        plan.sweep.run(|p| match write(view.point_of(Some(variant), p, done)) {
+            Ok(true) => {
+                done += 1;
+                past_wall += u64::from(!p.fits);
+                if args.plot.is_some() {
+                    kept.push(*p);
+                }
+                progress.tick(done);
+                ControlFlow::Continue(())
             }
-            progress.tick(done);
-            ControlFlow::Continue(())
-        }
-        Ok(false) => ControlFlow::Break(()),
-        Err(e) => {
-            failed = Some(e);
-            ControlFlow::Break(())
-        }
-    });
+            Ok(false) => {
+                stopped = true;
+                ControlFlow::Break(())
+            }
+            Err(e) => {
+                failed = Some(e);
+                stopped = true;
+                ControlFlow::Break(())
+            }
+        });
+    }
     progress.finish();
     if let Some(e) = failed {
         return Err(e.into());
