@@ -410,6 +410,7 @@ mod tests {
             point_count: 6,
             capacity_bytes: sc.gpu.memory_bytes,
             reserve_bytes: 2e9,
+            variants: Vec::new(),
         };
         let sw = Sweep::new(
             sc,
