@@ -1,4 +1,4 @@
-//! The README's examples are real output: every `$ llm-ledger …` line in a fenced block is run, and
+//! The README's and docs/' examples are real output: every `$ llm-ledger …` line in a fenced block is run, and
 //! every output line the README shows under it must appear, in order, in what the command prints
 //! (a README may show an excerpt; a line `…` marks an elision). Commands run from the repository
 //! root, so example files such as `examples/mix.csv` resolve.
@@ -7,6 +7,7 @@ use assert_cmd::Command;
 use std::path::PathBuf;
 
 struct Example {
+    page: String,
     line: usize,
     args: Vec<String>,
     shown: Vec<String>,
@@ -32,6 +33,7 @@ fn examples(readme: &str) -> Vec<Example> {
             // Drop a trailing shell comment (`  # …`).
             let cmd = cmd.split("  #").next().unwrap_or("");
             current = Some(Example {
+                page: String::new(),
                 line: i + 1,
                 args: cmd.split_whitespace().map(str::to_string).collect(),
                 shown: Vec::new(),
@@ -48,9 +50,19 @@ fn examples(readme: &str) -> Vec<Example> {
 #[test]
 fn readme_examples_are_real_output() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let examples = examples(&readme);
-    assert!(examples.len() >= 20, "the README shows {} examples", examples.len());
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()).collect();
+    docs.sort();
+    pages.extend(docs.into_iter().filter(|p| p.extension().is_some_and(|e| e == "md")));
+    let mut examples = Vec::new();
+    for page in &pages {
+        let name = page.file_name().unwrap().to_string_lossy().into_owned();
+        for mut e in self::examples(&std::fs::read_to_string(page).unwrap()) {
+            e.page = name.clone();
+            examples.push(e);
+        }
+    }
+    assert!(examples.len() >= 30, "the README and docs show {} examples", examples.len());
     let mut failures = Vec::new();
     for e in &examples {
         if e.args.first().is_some_and(|a| a == "serve") {
@@ -68,7 +80,8 @@ fn readme_examples_are_real_output() {
         let expects_error = e.shown.iter().find(|l| !l.is_empty()).is_some_and(|l| l.starts_with("error: "));
         if out.status.success() == expects_error {
             failures.push(format!(
-                "README line {}: `llm-ledger {}` exited with {:?}: {}",
+                "{} line {}: `llm-ledger {}` exited with {:?}: {}",
+                e.page,
                 e.line,
                 e.args.join(" "),
                 out.status.code(),
@@ -84,7 +97,8 @@ fn readme_examples_are_real_output() {
                 Some(p) => pos += p + 1,
                 None => {
                     failures.push(format!(
-                        "README line {}: `llm-ledger {}` does not print (in order):\n  {shown}",
+                        "{} line {}: `llm-ledger {}` does not print (in order):\n  {shown}",
+                        e.page,
                         e.line,
                         e.args.join(" ")
                     ));
