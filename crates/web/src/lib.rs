@@ -46,12 +46,15 @@ use std::sync::Arc;
 pub struct AppState {
     /// GPUs and model presets (built-in plus any files given to `serve`).
     pub catalog: Catalog,
+    /// Answer only requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`),
+    /// the guard against DNS rebinding when the server listens on loopback (the default).
+    pub loopback_hosts_only: bool,
 }
 
 impl AppState {
     /// The built-in catalogue.
     pub fn builtin() -> Self {
-        AppState { catalog: Catalog::builtin() }
+        AppState { catalog: Catalog::builtin(), loopback_hosts_only: true }
     }
 }
 
@@ -59,5 +62,5 @@ impl AppState {
 /// size-limit and timeout layers.
 pub fn app(state: Arc<AppState>) -> Router {
     let router = pages::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());
-    security::layers(router).with_state(state)
+    security::layers(router, state.clone()).with_state(state)
 }

@@ -17,7 +17,10 @@ pub struct ServeOptions {
 }
 
 /// Serve until Ctrl-C (blocking; builds its own runtime).
-pub fn serve(opts: ServeOptions, state: AppState) -> io::Result<()> {
+pub fn serve(opts: ServeOptions, mut state: AppState) -> io::Result<()> {
+    // Listening on loopback only makes sense for local pages: refuse other Host names (DNS
+    // rebinding). Bound elsewhere on purpose, any Host is the user's choice.
+    state.loopback_hosts_only = opts.bind.is_loopback();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let want = SocketAddr::new(opts.bind, opts.port);

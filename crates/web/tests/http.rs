@@ -887,3 +887,23 @@ async fn moe_explains_a_dense_model_and_refuses_what_the_cli_refuses() {
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body.contains("the model is not used"));
 }
+
+#[tokio::test]
+async fn only_loopback_host_names_are_answered_dns_rebinding() {
+    let with_host = |host: &str| Request::builder().uri("/ledger").header("host", host).body(Body::empty()).unwrap();
+    let ok = send(with_host("localhost:8765")).await;
+    assert_eq!(ok.status, StatusCode::OK);
+    assert_eq!(send(with_host("127.0.0.1:8765")).await.status, StatusCode::OK);
+    let evil = send(with_host("attacker.example:8765")).await;
+    assert_eq!(evil.status, StatusCode::MISDIRECTED_REQUEST);
+    assert!(evil.body.contains("answers only localhost"), "{}", evil.body);
+    assert_security_headers(&evil.headers);
+    // Bound elsewhere on purpose, the check is off.
+    let open = llm_ledger_web::app(std::sync::Arc::new(llm_ledger_web::AppState {
+        loopback_hosts_only: false,
+        ..llm_ledger_web::AppState::builtin()
+    }));
+    use tower::ServiceExt;
+    let r = open.oneshot(with_host("attacker.example:8765")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
