@@ -93,6 +93,11 @@ pub fn layers(router: Router<Arc<AppState>>, state: Arc<AppState>) -> Router<Arc
     router
 }
 
+fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
+    (StatusCode::INTERNAL_SERVER_ERROR, "internal error: this is a bug in llm-ledger; please report the URL")
+        .into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_loopback_host;
@@ -117,9 +122,4 @@ mod tests {
             assert!(!is_loopback_host(bad), "{bad}");
         }
     }
-}
-
-fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
-    (StatusCode::INTERNAL_SERVER_ERROR, "internal error: this is a bug in llm-ledger; please report the URL")
-        .into_response()
 }
