@@ -32,6 +32,13 @@ use crate::tiling::gemm::{choose_tile, GemmShape, MAX_M};
 use crate::tiling::{tile_attention, AttentionTiling, GemmTiling, TileChoice};
 use serde::Serialize;
 
+mod gap;
+mod view;
+
+use gap::flops_gap;
+pub use gap::{FlopsGap, GapItem, GapKind};
+pub use view::{AddUp, ChildView, NodeDetail, NodeView};
+
 /// Levels of the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -186,72 +193,6 @@ impl LayerDetail {
     }
 }
 
-/// What makes FLOPs per token differ from 2 × parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GapKind {
-    /// The embedding is a gather: its parameters do no multiply-adds.
-    EmbeddingGather,
-    /// The LM head runs for the tokens that get logits only (and, when tied, reuses the table).
-    LmHead,
-    /// MoE experts a token is not routed to.
-    InactiveExperts,
-    /// QKᵀ and P·V over the context: FLOPs without parameters.
-    AttentionScores,
-    /// Norms, RoPE, activations, residual adds, softmax: FLOPs without 2 per parameter.
-    Elementwise,
-    /// The remaining weights' GEMM FLOPs against 2 × their parameters (norm scales and biases are
-    /// parameters without 2 FLOPs each; MLA's absorbed projections; routing expectations).
-    LayerWeights,
-}
-
-/// One line of the gap: FLOPs per token it adds (negative: removes) relative to 2 × parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct GapItem {
-    /// Which part.
-    pub kind: GapKind,
-    /// FLOPs per token, signed.
-    pub flops_per_token: f64,
-}
-
-/// FLOPs per token against the 2 × parameters shortcut, decomposed so that
-/// `2·params + Σ items = flops_per_token` exactly (up to rounding):
-///
-/// ```text
-/// embedding gather   = embedding FLOPs/T − 2·embedding params
-/// lm_head            = lm_head FLOPs/T − 2·untied lm_head params
-/// inactive experts   = −2·(layer params − active layer params)
-/// attention scores   = attention-core FLOPs/T
-/// elementwise        = elementwise FLOPs/T (layers and final norm)
-/// layer weights      = layer GEMM FLOPs/T − 2·(active layer params + final-norm params)
-/// ```
-///
-/// with `T` the tokens through the stack in this step.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FlopsGap {
-    /// Tokens through the layer stack.
-    pub tokens: f64,
-    /// Total parameters.
-    pub params: u64,
-    /// Parameters touched by one token (MoE: k experts).
-    pub active_params: u64,
-    /// Parameters of the layer stack alone.
-    pub stack_params: u64,
-    /// Model FLOPs ÷ tokens.
-    pub flops_per_token: f64,
-    /// 2 × parameters.
-    pub two_params_flops: f64,
-    /// The parts of the difference.
-    pub items: [GapItem; 6],
-}
-
-impl FlopsGap {
-    /// FLOPs per token − 2 × parameters.
-    pub fn gap_flops_per_token(&self) -> f64 {
-        self.flops_per_token - self.two_params_flops
-    }
-}
-
 /// The whole tree of one step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ZoomTree {
@@ -277,7 +218,7 @@ pub struct ZoomTree {
     pub gap: FlopsGap,
 }
 
-fn is_attention_core(kind: OpKind) -> bool {
+pub(super) fn is_attention_core(kind: OpKind) -> bool {
     matches!(kind, OpKind::Attention | OpKind::AttnScores | OpKind::AttnValues)
 }
 
@@ -623,261 +564,6 @@ fn block_of(s: &str) -> Option<Block> {
         "mlp" => Some(Block::Mlp),
         _ => None,
     }
-}
-
-fn flops_gap(
-    sc: &Scenario,
-    groups: &[LayerDetail],
-    embedding: &OpNode,
-    final_norm: Option<&OpNode>,
-    lm_head: &OpNode,
-    total_flops: f64,
-) -> FlopsGap {
-    let m = &sc.model;
-    let t = sc.workload.step_tokens();
-    let (mut gemm, mut attn, mut elementwise) = (0.0, 0.0, 0.0);
-    for g in groups {
-        let n = g.count as f64;
-        for o in &g.ops {
-            let f = o.op.cost.flops * n;
-            if o.op.gemm.is_some() {
-                gemm += f;
-            } else if is_attention_core(o.op.kind) {
-                attn += f;
-            } else {
-                elementwise += f;
-            }
-        }
-    }
-    elementwise += final_norm.map_or(0.0, |n| n.op.cost.flops);
-    let h = m.hidden_size;
-    let (mut stack, mut stack_active) = (0u64, 0u64);
-    for (l, n) in m.layer_groups() {
-        let p = l.params(h);
-        stack += n * p.total;
-        stack_active += n * p.active;
-    }
-    let two = |p: u64| 2.0 * p as f64;
-    let item = |kind, flops_per_token| GapItem { kind, flops_per_token };
-    let items = [
-        item(GapKind::EmbeddingGather, embedding.op.cost.flops / t - two(m.embedding_params())),
-        item(GapKind::LmHead, lm_head.op.cost.flops / t - two(m.lm_head_params())),
-        item(GapKind::InactiveExperts, -two(stack - stack_active)),
-        item(GapKind::AttentionScores, attn / t),
-        item(GapKind::Elementwise, elementwise / t),
-        item(GapKind::LayerWeights, gemm / t - two(stack_active + m.final_norm_params())),
-    ];
-    FlopsGap {
-        tokens: t,
-        params: m.total_params(),
-        active_params: m.active_params(),
-        stack_params: stack,
-        flops_per_token: total_flops / t,
-        two_params_flops: two(m.total_params()),
-        items,
-    }
-}
-
-/// One child row of a node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChildView {
-    /// Name (`layer.3`, `mlp`, `up`, `tiles`, `full tiles` …).
-    pub name: String,
-    /// Path to zoom into it (`None` for tile classes).
-    pub path: Option<String>,
-    /// How many: 1 for structural children, tiles or blocks at tile level.
-    pub count: f64,
-    /// Useful FLOPs (what the level above counts).
-    pub flops: f64,
-    /// FLOPs executed (tiles: padded; otherwise = `flops`).
-    pub executed_flops: f64,
-    /// HBM bytes (tiles: as the tiles load and store them).
-    pub bytes: f64,
-    /// The cost by category, at exact levels.
-    pub cost: Option<Cost>,
-    /// Roofline time (exact levels) or modelled time (tiles), seconds; 0 for tile classes.
-    pub time_s: f64,
-}
-
-impl ChildView {
-    fn exact(name: String, path: Option<String>, t: &Totals) -> Self {
-        ChildView {
-            name,
-            path,
-            count: 1.0,
-            flops: t.cost.flops,
-            executed_flops: t.cost.flops,
-            bytes: t.cost.bytes(),
-            cost: Some(t.cost),
-            time_s: t.timing.time_s,
-        }
-    }
-
-    fn of_op(path: &str, n: &OpNode) -> Self {
-        let name = path.rsplit('.').next().unwrap_or(path).to_string();
-        Self::exact(name, Some(path.to_string()), &Totals { cost: n.op.cost, timing: n.timing })
-    }
-}
-
-/// Parent against the sum of its children.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AddUp {
-    /// The parent's FLOPs.
-    pub parent_flops: f64,
-    /// Σ children's FLOPs (executed FLOPs at the tile level).
-    pub children_flops: f64,
-    /// The parent's bytes.
-    pub parent_bytes: f64,
-    /// Σ children's bytes.
-    pub children_bytes: f64,
-    /// Children − parent, FLOPs.
-    pub flops_difference: f64,
-    /// Children − parent, bytes.
-    pub bytes_difference: f64,
-    /// The children add up to the parent (within 1e−9 relative; exactly at model, layer and block).
-    pub exact: bool,
-    /// The node has no children (nothing to add up; the children fields repeat the parent).
-    pub leaf: bool,
-}
-
-impl AddUp {
-    fn of(parent: &Totals, children: &[ChildView]) -> AddUp {
-        let (pf, pb) = (parent.cost.flops, parent.cost.bytes());
-        let leaf = children.is_empty();
-        let cf: f64 = if leaf { pf } else { children.iter().map(|c| c.executed_flops).sum() };
-        // Exact levels add their children's costs field by field, as the parent was built.
-        let costs: Option<Cost> = children.iter().map(|c| c.cost).sum();
-        let cb: f64 = match costs {
-            _ if leaf => pb,
-            Some(c) => c.bytes(),
-            None => children.iter().map(|c| c.bytes).sum(),
-        };
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
-        AddUp {
-            parent_flops: pf,
-            children_flops: cf,
-            parent_bytes: pb,
-            children_bytes: cb,
-            flops_difference: cf - pf,
-            bytes_difference: cb - pb,
-            exact: close(pf, cf) && close(pb, cb),
-            leaf,
-        }
-    }
-
-    /// Children ÷ parent bytes (the reuse factor at the tile level).
-    pub fn bytes_ratio(&self) -> f64 {
-        if self.parent_bytes > 0.0 {
-            self.children_bytes / self.parent_bytes
-        } else {
-            1.0
-        }
-    }
-
-    /// Children ÷ parent FLOPs.
-    pub fn flops_ratio(&self) -> f64 {
-        if self.parent_flops > 0.0 {
-            self.children_flops / self.parent_flops
-        } else {
-            1.0
-        }
-    }
-}
-
-/// What a node is, beyond its totals.
-#[derive(Debug, Clone, Copy)]
-pub enum NodeDetail<'t> {
-    /// The model, with the FLOPs-per-token gap.
-    Model(&'t FlopsGap),
-    /// A layer.
-    Layer {
-        /// Its index.
-        index: usize,
-        /// Its (shared) detail.
-        detail: &'t LayerDetail,
-    },
-    /// A block of a layer.
-    Block(Block),
-    /// An operator.
-    Op(&'t OpNode),
-    /// An operator's tiles.
-    Tiles(&'t OpNode),
-}
-
-/// A node of the tree as seen from `path`: its totals, children, breadcrumb and add-up report.
-#[derive(Debug, Clone)]
-pub struct NodeView<'t> {
-    /// Its path.
-    pub path: String,
-    /// Its level.
-    pub level: Level,
-    /// Its totals (at the tile level: executed FLOPs in `cost.flops`, tiled bytes in
-    /// `cost.activation_bytes`, modelled time).
-    pub totals: Totals,
-    /// Its children.
-    pub children: Vec<ChildView>,
-    /// Parent against the children.
-    pub addup: AddUp,
-    /// Paths from the model down to this node.
-    pub breadcrumb: Vec<String>,
-    /// Level-specific detail.
-    pub detail: NodeDetail<'t>,
-}
-
-impl<'t> NodeView<'t> {
-    fn new(path: String, level: Level, totals: Totals, children: Vec<ChildView>, detail: NodeDetail<'t>) -> Self {
-        let addup = AddUp::of(&totals, &children);
-        let breadcrumb = breadcrumb(&path);
-        NodeView { path, level, totals, children, addup, breadcrumb, detail }
-    }
-
-    /// Why a leaf has no children (for messages).
-    pub fn leaf_reason(&self) -> &'static str {
-        match self.detail {
-            NodeDetail::Op(n) => match &n.tiles {
-                TileLevel::None(NoTiles::Elementwise) => "an elementwise operator has no tiles",
-                TileLevel::None(NoTiles::Gather) => "the embedding is a gather and has no tiles",
-                TileLevel::None(NoTiles::Unfused) => "unfused attention is not tiled; use --flash on",
-                TileLevel::None(NoTiles::NotModelled(_)) => "its tiles are not modelled",
-                _ => "a leaf",
-            },
-            NodeDetail::Tiles(_) => "the tile level is the bottom",
-            _ => "a leaf",
-        }
-    }
-
-    /// The operator at an op or tiles node.
-    pub fn op(&self) -> Option<&'t OpNode> {
-        match self.detail {
-            NodeDetail::Op(n) | NodeDetail::Tiles(n) => Some(n),
-            _ => None,
-        }
-    }
-}
-
-/// `layer.0.mlp.up.tiles` → `model`, `layer.0`, `layer.0.mlp`, `layer.0.mlp.up`, `…tiles`.
-fn breadcrumb(path: &str) -> Vec<String> {
-    let mut out = vec!["model".to_string()];
-    if path == "model" {
-        return out;
-    }
-    let segs: Vec<&str> = path.split('.').collect();
-    let mut cur = String::new();
-    let mut i = 0;
-    while i < segs.len() {
-        if !cur.is_empty() {
-            cur.push('.');
-        }
-        cur.push_str(segs[i]);
-        if segs[i] == "layer" && i + 1 < segs.len() {
-            cur.push('.');
-            cur.push_str(segs[i + 1]);
-            i += 1;
-        }
-        out.push(cur.clone());
-        i += 1;
-    }
-    out
 }
 
 #[cfg(test)]
