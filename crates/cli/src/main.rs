@@ -38,7 +38,17 @@ fn run(cli: Cli) -> anyhow::Result<String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{first} (see `llm-ledger --help`)");
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(out) => {
             // A closed pipe (`| head`) is not an error.

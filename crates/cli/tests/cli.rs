@@ -268,3 +268,13 @@ fn a_sweep_compares_gpus_and_precisions_as_series() {
     assert!(lines.next().unwrap().starts_with("h200,bf16,bf16,1,2048,"));
     assert!(fails(&["sweep", "--gpu", "h100-sxm,h200", "--plot", "x.svg"]).contains("invalid `plot`: 2 series"));
 }
+
+#[test]
+fn usage_errors_are_one_line_too() {
+    assert_eq!(fails(&["ledger", "--bogus"]), "error: unexpected argument '--bogus' found (see `llm-ledger --help`)");
+    assert_eq!(fails(&["bogus"]), "error: unrecognized subcommand 'bogus' (see `llm-ledger --help`)");
+    assert!(fails(&["serve", "--port", "99999"]).contains("99999 is not in 0..=65535"));
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: llm-ledger"));
+}
