@@ -426,20 +426,8 @@ mod tests {
 
     #[test]
     fn user_file_can_reference_builtin_profiles() {
-        let text = r#"
-[[gpu]]
-name = "my-gpu"
-sm_count = 10
-memory_bytes = 16e9
-memory_bandwidth_bytes_per_s = 1e12
-l2_bytes = 4e6
-onchip = "sm90"
-[gpu.peak_flops_per_s]
-vector = 10e12
-bf16 = 100e12
-fp16 = 100e12
-"#;
-        let g = parse_gpu_file(text).unwrap();
+        let text = crate::testing::minimal_gpu_toml("my-gpu");
+        let g = parse_gpu_file(&text).unwrap();
         assert_eq!(g[0].onchip.max_warps_per_sm, 64);
         assert_eq!(g[0].ridge_flops_per_byte(MathFormat::Bf16), 100.0);
     }

@@ -17,3 +17,12 @@ pub fn seed(batch: u64, ctx: u64) -> Scenario {
     let (b, c) = (batch.to_string(), ctx.to_string());
     scenario(&[("counting", "seed"), ("batch", &b), ("ctx", &c)])
 }
+
+/// A minimal user GPU file (no interconnect, the built-in `sm90` on-chip profile): 80 GB at
+/// 1 TB/s, bf16/fp16 at 100 TFLOP/s (ridge 100 FLOP/B), vector 10 TFLOP/s.
+pub fn minimal_gpu_toml(name: &str) -> String {
+    format!(
+        "[[gpu]]\nname = \"{name}\"\nsm_count = 10\nmemory_bytes = 80e9\nmemory_bandwidth_bytes_per_s = 1e12\n\
+         l2_bytes = 4e6\nonchip = \"sm90\"\n[gpu.peak_flops_per_s]\nvector = 10e12\nbf16 = 100e12\nfp16 = 100e12\n"
+    )
+}

@@ -311,21 +311,9 @@ fn links_follow_the_gpu_and_the_choice() {
     .to_string();
     assert_eq!(e, "invalid `interconnect`: nvlink (pcie: l40s has no NVLink or other scale-up link)");
     // A user GPU file without links is one GPU only.
-    let text = r#"
-[[gpu]]
-name = "lonely"
-sm_count = 10
-memory_bytes = 80e9
-memory_bandwidth_bytes_per_s = 1e12
-l2_bytes = 4e6
-onchip = "sm90"
-[gpu.peak_flops_per_s]
-vector = 10e12
-bf16 = 100e12
-fp16 = 100e12
-"#;
+    let text = llm_ledger_core::testing::minimal_gpu_toml("lonely");
     let mut c = Catalog::builtin();
-    c.add_gpus(parse_gpu_file(text).unwrap());
+    c.add_gpus(parse_gpu_file(&text).unwrap());
     let req = ScenarioRequest { gpu: Some("lonely".into()), tp: Some("2".into()), ..Default::default() };
     let e = req.resolve(&c).unwrap_err().to_string();
     assert!(e.starts_with("invalid `tp`: 2 (a group of at most 1 GPUs: lonely lists no link for more"), "{e}");
