@@ -1,26 +1,23 @@
-//! Every real `config.json` under `shared/configs/` (published by the model authors; provenance in
-//! `shared/configs/SOURCES.md`) parses, with the parameter counts computed in
-//! `shared/research/architectures.md`, and every preset with a reference config equals it.
+//! Every real `config.json` in `tests/data/configs/` (published by the model authors; provenance,
+//! byte counts and checksums in `tests/data/configs/SOURCES.md`) parses, with the parameter counts
+//! computed in `shared/research/architectures.md`, and every preset with a reference config equals
+//! it.
 //!
-//! The directory sits beside the repository (`../shared/configs`), or where `LLM_LEDGER_SHARED`
-//! points. Without it these tests print why they skip, except under `CI`, where they fail.
+//! The files are part of the repository, so these tests run on every clone; none of them can pass
+//! by skipping (`configs_dir` asserts the directory holds every listed config).
 
 use llm_ledger_core::model::{builtin_presets, parse_config_json, ModelSpec};
 use std::path::{Path, PathBuf};
 
-fn shared_configs() -> Option<PathBuf> {
-    let dir = match std::env::var_os("LLM_LEDGER_SHARED") {
-        Some(d) => PathBuf::from(d).join("configs"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/configs"),
-    };
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set but {} does not exist: the real-config tests must run in CI", dir.display());
-    }
-    eprintln!("SKIP: {} not found (set LLM_LEDGER_SHARED to the shared/ folder to run these tests)", dir.display());
-    None
+/// The vendored configs, one folder per model (`<dir>/config.json`).
+fn configs_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/configs");
+    let found = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().join("config.json").is_file()))
+        .count();
+    assert!(found >= PUBLISHED.len(), "{} holds {found} configs, expected {}", dir.display(), PUBLISHED.len());
+    dir
 }
 
 fn parse(dir: &Path, name: &str) -> ModelSpec {
@@ -54,7 +51,7 @@ const PUBLISHED: &[(&str, u64, Option<u64>)] = &[
 
 #[test]
 fn every_real_config_parses_with_the_published_parameter_count() {
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -83,7 +80,7 @@ fn every_real_config_parses_with_the_published_parameter_count() {
 #[test]
 fn gpt_oss_active_counts_in_openais_convention() {
     // OpenAI's active counts exclude the input embedding: 3.61 B (20b) and 5.13 B (120b).
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     for (name, published) in [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)] {
         let s = parse(&dir, name);
         let active = (s.active_params() - s.embedding.vocab * s.embedding.dim) as f64;
@@ -93,7 +90,7 @@ fn gpt_oss_active_counts_in_openais_convention() {
 
 #[test]
 fn presets_equal_the_authors_configs() {
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     let mut checked = 0;
     for p in builtin_presets() {
         let Some(reference) = &p.reference_config else {
@@ -110,7 +107,7 @@ fn presets_equal_the_authors_configs() {
 #[test]
 fn crlf_line_endings_parse_the_same() {
     // phi-4 was published with CRLF line endings (SOURCES.md note 4).
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     let text = std::fs::read_to_string(dir.join("phi-4/config.json")).unwrap();
     let crlf = text.replace("\r\n", "\n").replace('\n', "\r\n");
     let a = parse_config_json(&text, "phi-4").unwrap();
@@ -120,7 +117,7 @@ fn crlf_line_endings_parse_the_same() {
 
 #[test]
 fn gemma3_nested_text_config_has_five_local_layers_per_global() {
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     let s = parse(&dir, "gemma-3-27b-it-reserialized");
     let windows: Vec<Option<u64>> = s
         .layers()
@@ -141,7 +138,7 @@ fn every_real_config_gives_a_ledger_a_sweep_and_a_zoom() {
     use llm_ledger_core::sweep::{Axis, Sweep};
     use llm_ledger_core::zoom::ZoomTree;
     use llm_ledger_core::Ledger;
-    let Some(dir) = shared_configs() else { return };
+    let dir = configs_dir();
     for (name, _, _) in PUBLISHED {
         let mut c = Catalog::builtin();
         c.add_model(parse(&dir, name));
@@ -181,4 +178,23 @@ fn every_real_config_gives_a_ledger_a_sweep_and_a_zoom() {
             }
         }
     }
+}
+
+#[test]
+fn every_vendored_config_has_the_size_its_sources_table_records() {
+    // SOURCES.md lists each file's source, commit, sha256 and byte count; the byte count catches a
+    // truncated copy or converted line endings (phi-4 is CRLF).
+    let dir = configs_dir();
+    let sources = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap();
+    let mut checked = 0;
+    for line in sources.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let name = cells[0].split('`').nth(1).unwrap();
+        let bytes: u64 = cells.last().unwrap().parse().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let len = std::fs::metadata(dir.join(name).join("config.json")).unwrap().len();
+        assert_eq!(len, bytes, "{name}: {len} bytes, SOURCES.md says {bytes}");
+        checked += 1;
+    }
+    assert_eq!(checked, PUBLISHED.len(), "every vendored config has a SOURCES.md row");
+    assert!(checked >= 19);
 }

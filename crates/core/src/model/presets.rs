@@ -23,7 +23,8 @@ pub struct Preset {
     pub published_params: Option<f64>,
     /// Published active parameter count (MoE).
     pub published_active_params: Option<f64>,
-    /// Directory under `shared/configs/` with the authors' config for the same shapes.
+    /// Directory under `crates/core/tests/data/configs/` with the authors' config for the same shapes
+    /// (checked by `crates/core/tests/real_configs.rs`).
     pub reference_config: Option<String>,
     /// The resolved spec.
     pub spec: Arc<ModelSpec>,
