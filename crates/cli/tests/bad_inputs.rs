@@ -55,6 +55,23 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("top_k above experts", Config(br#"{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10, "num_local_experts": 4, "num_experts_per_tok": 5}"#.to_vec()), "invalid `num_experts_per_tok`: 5 (at most the number of experts (4))"),
         ("bad quantization bits", Config(llama_with("\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 3}")), "invalid `quantization_config.bits`: 3 (4 or 8)"),
         ("unknown quant method", Config(llama_with("\"quantization_config\": {\"quant_method\": \"hqq\"}")), "unsupported quantization_config.quant_method `hqq`"),
+        ("gptq bits 5", Config(llama_with(r#""quantization_config": {"quant_method": "gptq", "bits": 5}"#)), "invalid `quantization_config.bits`: 5 (4 or 8)"),
+        ("gptq group_size 0", Config(llama_with(r#""quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 0}"#)), "invalid `quantization_config.group_size`: 0 (a power of two in 16..=4096, or -1 for one scale per output channel)"),
+        ("gptq group_size 7", Config(llama_with(r#""quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 7}"#)), "invalid `quantization_config.group_size`: 7 (a power of two in 16..=4096, or -1 for one scale per output channel)"),
+        ("gptq group_size -2", Config(llama_with(r#""quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": -2}"#)), "invalid `quantization_config.group_size`: -2 (a power of two in 16..=4096, or -1 for one scale per output channel)"),
+        ("gptq bits as string", Config(llama_with(r#""quantization_config": {"quant_method": "gptq", "bits": "4"}"#)), "invalid `quantization_config.bits`: \"4\" (an integer)"),
+        ("awq bits 8", Config(llama_with(r#""quantization_config": {"quant_method": "awq", "bits": 8}"#)), "invalid `quantization_config.bits`: 8 (4: AWQ stores 4-bit weights)"),
+        ("fp8 block [0, 128]", Config(llama_with(r#""quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 128]}"#)), "invalid `quantization_config.weight_block_size`: [0,128] (two equal powers of two in 16..=4096, such as [128, 128])"),
+        ("fp8 block not a list", Config(llama_with(r#""quantization_config": {"quant_method": "fp8", "weight_block_size": 128}"#)), "invalid `quantization_config.weight_block_size`: 128 (two equal powers of two in 16..=4096, such as [128, 128])"),
+        ("fp8 unknown fmt", Config(llama_with(r#""quantization_config": {"quant_method": "fp8", "fmt": "e3m4"}"#)), "invalid `quantization_config.fmt`: \"e3m4\" (one of e4m3, e5m2)"),
+        ("fp8 unknown activation_scheme", Config(llama_with(r#""quantization_config": {"quant_method": "fp8", "activation_scheme": "lazy"}"#)), "invalid `quantization_config.activation_scheme`: \"lazy\" (one of dynamic, static)"),
+        ("skip list not a list", Config(llama_with(r#""quantization_config": {"quant_method": "fp8", "modules_to_not_convert": "lm_head"}"#)), "invalid `quantization_config.modules_to_not_convert`: \"lm_head\" (a list of module names)"),
+        ("mxfp4 bits 8", Config(llama_with(r#""quantization_config": {"quant_method": "mxfp4", "bits": 8}"#)), "invalid `quantization_config.bits`: 8 (4: MXFP4 stores 4-bit e2m1 values)"),
+        ("mxfp4 group_size 16", Config(llama_with(r#""quantization_config": {"quant_method": "mxfp4", "group_size": 16}"#)), "invalid `quantization_config.group_size`: 16 (32: MXFP4 shares one scale per 32 values)"),
+        ("bitsandbytes neither 4 nor 8 bit", Config(llama_with(r#""quantization_config": {"quant_method": "bitsandbytes"}"#)), "invalid `quantization_config.load_in_4bit`: false with load_in_8bit false (exactly one of load_in_4bit and load_in_8bit true)"),
+        ("compressed-tensors 2-bit", Config(llama_with(r#""quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 2}}}}"#)), "invalid `quantization_config.config_groups.group_0.weights.num_bits`: 2 (4 or 8)"),
+        ("compressed-tensors mixed groups", Config(llama_with(r#""quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"a": {"weights": {"num_bits": 8, "type": "float"}}, "b": {"weights": {"num_bits": 4}}}}"#)), "unsupported quantization_config.config_groups `a` and `b` with different schemes: one scheme for every group (the weights and the GEMM inputs of each) is modelled"),
+        ("quant_method not a string", Config(llama_with(r#""quantization_config": {"quant_method": 4}"#)), "invalid `quantization_config.quant_method`: 4 (a method name: fp8, fbgemm_fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes)"),
         ("text_config not an object", Config(llama_with("\"text_config\": 5")), "invalid `text_config`: a number (an object)"),
         ("deeply nested JSON", Config(deep.into_bytes()), "malformed config.json: recursion limit exceeded"),
         ("50 MB file", Config(big.into_bytes()), "is larger than the 4 MiB limit"),
@@ -115,4 +132,32 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Odd quantisation settings that have a sound fallback are accepted, and the fallback is said in
+/// the ledger's notes (table footer and JSON `notes`); settings the model covers add no note.
+#[test]
+fn quantisation_fallbacks_are_noted_in_the_ledger() {
+    let ledger = |name: &str, q: &str, format: &str| {
+        let path = temp(name, &llama_with(&format!("\"quantization_config\": {q}")));
+        let out = Command::cargo_bin("llm-ledger")
+            .unwrap()
+            .args(["ledger", "--model", &path, "--format", format])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{q}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let int8_groups = r#"{"quant_method": "gptq", "bits": 8, "group_size": 128}"#;
+    let note = "quantization_config: gptq 8-bit weights with a scale per 128 values are counted as int8 without the scales (3.1 % of the weight bytes left out)";
+    assert!(ledger("q-int8.json", int8_groups, "table").contains(&format!("note: {note}")));
+    let json: serde_json::Value = serde_json::from_str(&ledger("q-int8.json", int8_groups, "json")).unwrap();
+    assert!(json["notes"].as_array().unwrap().iter().any(|n| n == note), "{}", json["notes"]);
+    let double = r#"{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_use_double_quant": true}"#;
+    assert!(ledger("q-bnb.json", double, "table").contains("note: quantization_config.bnb_4bit_use_double_quant"));
+    // Per-channel GPTQ (-1) is modelled (int4), so it parses without a note.
+    let per_channel = ledger("q-g-1.json", r#"{"quant_method": "gptq", "bits": 4, "group_size": -1}"#, "table");
+    assert!(!per_channel.contains("quantization_config"), "{per_channel}");
+    assert!(per_channel.contains("int4"), "{per_channel}");
 }

@@ -198,3 +198,34 @@ fn every_vendored_config_has_the_size_its_sources_table_records() {
     assert_eq!(checked, PUBLISHED.len(), "every vendored config has a SOURCES.md row");
     assert!(checked >= 19);
 }
+
+#[test]
+fn quantised_real_configs_keep_their_weight_storage() {
+    // (dir, method, expert weight format, weight bytes), pinned from the parse before issue 11's
+    // stricter quantization_config reader (identical under both): the authors' own quantised
+    // configs parse as before, with no quantisation note.
+    use llm_ledger_core::memory::WeightFootprint;
+    use llm_ledger_core::model::CheckpointQuant;
+    use llm_ledger_core::precision::Precision;
+    let dir = configs_dir();
+    let fp8 = Precision::Fp8Block { block: 128 };
+    let cases = [
+        ("Qwen3-30B-A3B-FP8", "fp8", fp8, 32_080_293_888.0),
+        ("DeepSeek-V3", "fp8", fp8, 673_150_575_280.0),
+        ("DeepSeek-R1", "fp8", fp8, 673_150_575_280.0),
+        ("gpt-oss-20b", "mxfp4", Precision::MxFp4, 13_761_264_768.0),
+        ("gpt-oss-120b", "mxfp4", Precision::MxFp4, 65_248_815_744.0),
+    ];
+    for (name, method, format, bytes) in cases {
+        let s = parse(&dir, name);
+        let Some(CheckpointQuant::Known { method: m, weights, .. }) = &s.checkpoint_quant else {
+            panic!("{name}: {:?}", s.checkpoint_quant)
+        };
+        assert_eq!(m, method, "{name}");
+        assert_eq!(weights.experts, format, "{name}");
+        assert_eq!(weights.lm_head, Precision::Bf16, "{name}");
+        let got = WeightFootprint::of(&s, weights).total_bytes();
+        assert_eq!(got, bytes, "{name} weight bytes");
+        assert!(!s.notes.iter().any(|n| n.contains("quantization_config")), "{name}: {:?}", s.notes);
+    }
+}

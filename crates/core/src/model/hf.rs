@@ -8,7 +8,7 @@
 use super::family::{
     self, AttentionLayout, BiasRule, DimDefault, DimRule, Family, MlpLayout, MoeLayout, Positions, WindowRule,
 };
-use super::quant::{parse_quantization_config, CheckpointQuant};
+use super::quant::{parse_quantization_config_with_notes, CheckpointQuant};
 use super::spec::*;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_INPUT_FILE_BYTES, MAX_LAYERS, MAX_VOCAB};
@@ -288,8 +288,10 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
         final_norm,
         layers,
     )?;
-    spec.checkpoint_quant = parse_quantization_config(cfg.quantization.as_ref())?;
+    let (quant, quant_notes) = parse_quantization_config_with_notes(cfg.quantization.as_ref())?.unzip();
+    spec.checkpoint_quant = quant;
     spec.notes = notes(cfg, &spec)?;
+    spec.notes.extend(quant_notes.into_iter().flatten());
     Ok(spec)
 }
 

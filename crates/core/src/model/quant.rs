@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Storage precision of each class of weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -105,132 +105,301 @@ pub enum CheckpointQuant {
 /// Methods understood by [`parse_quantization_config`].
 pub const QUANT_METHODS: &[&str] = &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "compressed-tensors", "bitsandbytes"];
 
+/// Expected-value text for a GPTQ/AWQ/compressed-tensors integer group size.
+const GROUP_SIZES: &str = "a power of two in 16..=4096, or -1 for one scale per output channel";
+
 fn excluded(patterns: &[String], needles: &[&str]) -> bool {
     patterns.iter().any(|p| needles.iter().any(|n| p.contains(n)))
 }
 
-fn int4_or_8(field: &str, bits: u64, group: Option<i64>) -> Result<Precision> {
+/// A JSON value for a message, cut to its first 60 characters.
+fn shown(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// Typed reads from one object of `quantization_config` (the top level or a compressed-tensors
+/// group), naming `prefix.key` in every error. Absent and `null` read as `None`.
+struct Keys<'a> {
+    obj: &'a Map<String, Value>,
+    prefix: String,
+}
+
+impl<'a> Keys<'a> {
+    fn field(&self, key: &str) -> String {
+        format!("{}.{key}", self.prefix)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    fn invalid(&self, key: &str, v: &Value, expected: impl Into<String>) -> Error {
+        Error::invalid(self.field(key), shown(v), expected)
+    }
+
+    /// An integer (`4` or `4.0`).
+    fn int(&self, key: &str) -> Result<Option<i64>> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        v.as_i64()
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
+            .map(Some)
+            .ok_or_else(|| self.invalid(key, v, "an integer"))
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.invalid(key, v, "true or false")),
+        }
+    }
+
+    /// A string from a closed set (compared without case).
+    fn one_of(&self, key: &str, accepted: &[&str]) -> Result<Option<String>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) if accepted.iter().any(|a| a.eq_ignore_ascii_case(s)) => {
+                Ok(Some(s.to_ascii_lowercase()))
+            }
+            Some(v) => Err(self.invalid(key, v, format!("one of {}", accepted.join(", ")))),
+        }
+    }
+
+    /// A list of module-name patterns.
+    fn names(&self, key: &str) -> Result<Vec<String>> {
+        let Some(v) = self.get(key) else { return Ok(Vec::new()) };
+        let list = v.as_array().ok_or_else(|| self.invalid(key, v, "a list of module names"))?;
+        list.iter()
+            .map(|x| x.as_str().map(str::to_string).ok_or_else(|| self.invalid(key, x, "a list of module names")))
+            .collect()
+    }
+
+    /// An object (a compressed-tensors scheme or group).
+    fn object(&self, key: &str) -> Result<Option<Keys<'a>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Object(o)) => Ok(Some(Keys { obj: o, prefix: self.field(key) })),
+            Some(v) => Err(self.invalid(key, v, "an object")),
+        }
+    }
+
+    /// A square scaling block `[N, N]`, N a power of two in 16..=4096 (what `fp8-bN` models).
+    fn square_block(&self, key: &str) -> Result<Option<u32>> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        let edge = match v.as_array().map(Vec::as_slice) {
+            Some([a, b]) if a == b => a.as_u64().and_then(|n| u32::try_from(n).ok()),
+            _ => None,
+        };
+        match edge {
+            Some(n) if n.is_power_of_two() && (16..=4096).contains(&n) => Ok(Some(n)),
+            _ => Err(self.invalid(key, v, "two equal powers of two in 16..=4096, such as [128, 128]")),
+        }
+    }
+
+    /// Integer group size: absent gives `default`; -1 is per output channel (`None`); otherwise a
+    /// power of two in 16..=4096 (what `int4-gN` models).
+    fn group_size(&self, key: &str, default: Option<u32>) -> Result<Option<u32>> {
+        match self.int(key)? {
+            None => Ok(default),
+            Some(-1) => Ok(None),
+            Some(g) => match u32::try_from(g) {
+                Ok(g) if g.is_power_of_two() && (16..=4096).contains(&g) => Ok(Some(g)),
+                _ => Err(self.invalid(key, &Value::from(g), GROUP_SIZES)),
+            },
+        }
+    }
+}
+
+/// Integer weights of `bits` bits with one scale per `group` values (`None`: per output channel).
+/// int8 has no grouped format here: its group scales (4/g B per weight) are left out, with a note.
+fn int_weights(k: &Keys, method: &str, bits: i64, group: Option<u32>, notes: &mut Vec<String>) -> Precision {
     match (bits, group) {
-        (8, _) => Ok(Precision::Int8),
-        (4, Some(g)) if g > 0 => format!("int4-g{g}").parse().map_err(|_| {
-            Error::invalid(format!("quantization_config.{field}"), g, "a power of two in 16..=4096, or -1")
-        }),
-        (4, _) => Ok(Precision::Int4),
-        (b, _) => Err(Error::invalid("quantization_config.bits", b, "4 or 8")),
+        (4, Some(g)) => Precision::Int4Group { group: g },
+        (4, None) => Precision::Int4,
+        _ => {
+            if let Some(g) = group {
+                notes.push(format!(
+                    "{}: {method} 8-bit weights with a scale per {g} values are counted as int8 without the scales \
+                     ({:.1} % of the weight bytes left out)",
+                    k.prefix,
+                    400.0 / f64::from(g)
+                ));
+            }
+            Precision::Int8
+        }
+    }
+}
+
+/// `bits` of GPTQ/AWQ/compressed-tensors integer weights: one of `accepted`.
+fn int_bits(k: &Keys, key: &str, bits: i64, accepted: &[i64], what: &str) -> Result<i64> {
+    if accepted.contains(&bits) {
+        Ok(bits)
+    } else {
+        Err(k.invalid(key, &Value::from(bits), what))
     }
 }
 
 /// Read `quantization_config`. Returns `None` when absent or null.
+///
+/// Notes for settings counted by a stated fallback go to [`parse_quantization_config_with_notes`].
 pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQuant>> {
+    Ok(parse_quantization_config_with_notes(q)?.map(|(quant, _)| quant))
+}
+
+/// Read `quantization_config`, with a note for each setting that is counted by a stated fallback
+/// (the notes join the model's notes and reach the ledger's output). `None` when absent or null.
+///
+/// Every key that changes bytes or FLOPs is modelled, refused with the accepted values, or noted:
+///
+/// | method | key | handling |
+/// |---|---|---|
+/// | all | `quant_method` | one of [`QUANT_METHODS`]; another name is recorded as [`CheckpointQuant::Unknown`] (the scenario then needs `--weights`) |
+/// | all | `modules_to_not_convert`, `ignored_layers`, `ignore`, `llm_int8_skip_modules` | lists of module names; matching classes stay bf16 |
+/// | `fp8`, `fbgemm_fp8` | `fmt` | `e4m3` or `e5m2` (both 1 B, the fp8 peak); else refused |
+/// | | `weight_block_size` | `[N, N]`, N a power of two in 16..=4096 → `fp8-bN`; else refused |
+/// | | `activation_scheme` | `dynamic` or `static` → W8A8 (GEMMs at the fp8 peak); else refused |
+/// | `mxfp4` | `dequantize` | `true`: transformers loads the experts as bf16, counted so (noted) |
+/// | | `bits`, `group_size` | if given, 4 and 32 (the MXFP4 format); else refused |
+/// | `gptq` | `bits` | required; 4 or 8; else refused |
+/// | `awq` | `bits` | 4 (default 4); else refused |
+/// | `gptq`, `awq` | `group_size` | default 128; -1 (per channel, `int4`) or a power of two in 16..=4096 (`int4-gN`); else refused; 8-bit groups noted |
+/// | `gptq` | `modules_in_block_to_quantize` | noted: every linear layer of a block is counted quantised |
+/// | `bitsandbytes` | `load_in_4bit`, `load_in_8bit` | exactly one true; else refused |
+/// | | `bnb_4bit_quant_type` | `nf4` or `fp4` (4 bits + an fp32 absmax per 64 = `int4-g64`); else refused |
+/// | | `bnb_4bit_use_double_quant` | `true` noted (counted at 4.5 bits; double quantisation stores ≈4.13) |
+/// | | `bnb_4bit_compute_dtype` | a 16-bit float (GEMMs at the activation format); `float32` noted; else refused |
+/// | | `llm_int8_has_fp16_weight` | `true` (fp16 training weights) refused |
+/// | `compressed-tensors` | `config_groups` | required; every group must give the same scheme, else refused |
+/// | | `…weights.num_bits`, `.type` | 8 float (`fp8`, or `fp8-bN` with `strategy` `block`), 4 float with `group_size` 16 (`nvfp4`) or 32 (`mxfp4`), 4 or 8 int; else refused |
+/// | | `…weights.group_size` | as GPTQ for int; 8-bit groups noted |
+/// | | `…input_activations` | 8 float → fp8, 8 int → int8, 4 float → nvfp4 (W8A8/W4A4 math), 16 bits → weight-only; else refused |
+/// | | `kv_cache_scheme` | noted: the KV cache is counted at `--kv` |
+/// | | `sparsity_config` | noted: weights are counted dense |
+///
+/// Keys not listed (`desc_act`, `sym`, `damp_percent`, `zero_point`, `version`, `checkpoint_format`,
+/// `activation_scale_ub`, `format`, …) change neither bytes nor FLOPs in this model.
+pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<(CheckpointQuant, Vec<String>)>> {
     let Some(q) = q.filter(|v| !v.is_null()) else {
         return Ok(None);
     };
-    let obj = q.as_object().ok_or_else(|| Error::invalid("quantization_config", "non-object", "an object"))?;
-    let method = obj
-        .get("quant_method")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::MissingField {
-            field: "quantization_config.quant_method".into(),
-            context: "a quantised checkpoint".into(),
-        })?
-        .to_string();
-    let strings = |key: &str| -> Vec<String> {
-        obj.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
+    let obj = q.as_object().ok_or_else(|| Error::invalid("quantization_config", shown(q), "an object"))?;
+    let k = Keys { obj, prefix: "quantization_config".into() };
+    let method = match k.get("quant_method") {
+        Some(Value::String(m)) => m.clone(),
+        Some(v) => return Err(k.invalid("quant_method", v, format!("a method name: {}", QUANT_METHODS.join(", ")))),
+        None => {
+            return Err(Error::MissingField {
+                field: "quantization_config.quant_method".into(),
+                context: "a quantised checkpoint".into(),
+            })
+        }
     };
-    let mut skip = strings("modules_to_not_convert");
-    skip.extend(strings("ignored_layers"));
-    skip.extend(strings("ignore"));
-    let u = |key: &str| obj.get(key).and_then(Value::as_i64);
+    let mut notes = Vec::new();
+    let mut skip = Vec::new();
+    for key in ["modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules"] {
+        skip.extend(k.names(key)?);
+    }
 
     let base = Precision::Bf16;
     let mut gemm_activations = None;
     let linear = match method.as_str() {
         "fp8" | "fbgemm_fp8" => {
+            k.one_of("fmt", &["e4m3", "e5m2"])?;
             // `activation_scheme` (dynamic or static) means the inputs are quantised to fp8 too: W8A8.
-            if obj.get("activation_scheme").is_some_and(|v| !v.is_null()) || method == "fbgemm_fp8" {
+            if k.one_of("activation_scheme", &["dynamic", "static"])?.is_some() || method == "fbgemm_fp8" {
                 gemm_activations = Some(Precision::Fp8);
             }
-            match obj.get("weight_block_size").and_then(Value::as_array) {
-                Some(b) => {
-                    let dims: Vec<i64> = b.iter().filter_map(Value::as_i64).collect();
-                    match dims.as_slice() {
-                        [a, c] if a == c => format!("fp8-b{a}").parse().map_err(|_| {
-                            Error::invalid(
-                                "quantization_config.weight_block_size",
-                                format!("{dims:?}"),
-                                "a square power-of-two block, 16..=4096",
-                            )
-                        })?,
-                        _ => {
-                            return Err(Error::invalid(
-                                "quantization_config.weight_block_size",
-                                format!("{dims:?}"),
-                                "two equal integers such as [128, 128]",
-                            ))
-                        }
-                    }
-                }
+            match k.square_block("weight_block_size")? {
+                Some(n) => Precision::Fp8Block { block: n },
                 None => Precision::Fp8,
             }
         }
-        "mxfp4" => Precision::MxFp4,
+        "mxfp4" => {
+            if let Some(b) = k.int("bits")?.filter(|b| *b != 4) {
+                return Err(k.invalid("bits", &Value::from(b), "4: MXFP4 stores 4-bit e2m1 values"));
+            }
+            if let Some(g) = k.int("group_size")?.filter(|g| *g != 32) {
+                return Err(k.invalid("group_size", &Value::from(g), "32: MXFP4 shares one scale per 32 values"));
+            }
+            if k.bool("dequantize")? == Some(true) {
+                notes.push(
+                    "quantization_config.dequantize = true: transformers dequantises the MXFP4 experts when it loads them, so they are counted at bf16".into(),
+                );
+                skip.push("experts".into());
+            }
+            Precision::MxFp4
+        }
         "gptq" | "awq" => {
-            let bits = u("bits").unwrap_or(4);
-            int4_or_8("group_size", bits.max(0) as u64, u("group_size"))?
+            let bits = if method == "gptq" {
+                let bits = k.int("bits")?.ok_or_else(|| Error::MissingField {
+                    field: "quantization_config.bits".into(),
+                    context: "quant_method gptq".into(),
+                })?;
+                int_bits(&k, "bits", bits, &[4, 8], "4 or 8")?
+            } else {
+                int_bits(&k, "bits", k.int("bits")?.unwrap_or(4), &[4], "4: AWQ stores 4-bit weights")?
+            };
+            // transformers' GPTQConfig and AwqConfig both default group_size to 128.
+            let group = k.group_size("group_size", Some(128))?;
+            if k.get("modules_in_block_to_quantize").is_some() {
+                notes.push(
+                    "quantization_config.modules_in_block_to_quantize is not modelled: every linear layer of a block is counted quantised".into(),
+                );
+            }
+            int_weights(&k, &method, bits, group, &mut notes)
         }
         "bitsandbytes" => {
-            if obj.get("load_in_8bit").and_then(Value::as_bool) == Some(true) {
-                Precision::Int8
-            } else {
-                // NF4: 4 bits + an fp32 absmax per 64 values = 4.5 bits, the size of int4-g64.
-                Precision::Int4Group { group: 64 }
+            if k.bool("llm_int8_has_fp16_weight")? == Some(true) {
+                return Err(k.invalid(
+                    "llm_int8_has_fp16_weight",
+                    &Value::Bool(true),
+                    "false: fp16 training weights are not modelled",
+                ));
             }
-        }
-        "compressed-tensors" => {
-            let w = obj
-                .get("config_groups")
-                .and_then(Value::as_object)
-                .and_then(|g| g.values().next())
-                .and_then(|g| g.get("weights"))
-                .ok_or_else(|| Error::MissingField {
-                    field: "quantization_config.config_groups.*.weights".into(),
-                    context: "compressed-tensors".into(),
-                })?;
-            let bits = w.get("num_bits").and_then(Value::as_u64).unwrap_or(8);
-            let float = w.get("type").and_then(Value::as_str) == Some("float");
-            let inputs = obj
-                .get("config_groups")
-                .and_then(Value::as_object)
-                .and_then(|g| g.values().next())
-                .and_then(|g| g.get("input_activations"))
-                .filter(|v| !v.is_null());
-            if let Some(i) = inputs {
-                let ibits = i.get("num_bits").and_then(Value::as_u64).unwrap_or(16);
-                let ifloat = i.get("type").and_then(Value::as_str) == Some("float");
-                gemm_activations = match (ibits, ifloat) {
-                    (8, true) => Some(Precision::Fp8),
-                    (8, false) => Some(Precision::Int8),
-                    (4, true) => Some(Precision::NvFp4),
-                    _ => None,
-                };
-            }
-            match (bits, float) {
-                (8, true) => Precision::Fp8,
-                (4, true) => Precision::NvFp4,
-                (b, _) => {
-                    int4_or_8("config_groups.*.weights.group_size", b, w.get("group_size").and_then(Value::as_i64))?
+            match (k.bool("load_in_4bit")?.unwrap_or(false), k.bool("load_in_8bit")?.unwrap_or(false)) {
+                (false, true) => Precision::Int8,
+                (true, false) => {
+                    k.one_of("bnb_4bit_quant_type", &["nf4", "fp4"])?;
+                    let compute =
+                        k.one_of("bnb_4bit_compute_dtype", &["bfloat16", "float16", "bf16", "fp16", "float32", "fp32"])?;
+                    if compute.as_deref().is_some_and(|c| c.ends_with("32")) {
+                        notes.push(
+                            "quantization_config.bnb_4bit_compute_dtype = float32 is not modelled: the GEMMs are counted at the activation format (--activations, bf16 by default)".into(),
+                        );
+                    }
+                    if k.bool("bnb_4bit_use_double_quant")? == Some(true) {
+                        notes.push(
+                            "quantization_config.bnb_4bit_use_double_quant: counted at 4.5 bits per weight (int4-g64, fp32 scales); double quantisation stores about 4.13"
+                                .into(),
+                        );
+                    }
+                    // NF4/FP4: 4 bits + an fp32 absmax per 64 values = 4.5 bits, the size of int4-g64.
+                    Precision::Int4Group { group: 64 }
+                }
+                (a, b) => {
+                    return Err(Error::invalid(
+                        k.field("load_in_4bit"),
+                        format!("{a} with load_in_8bit {b}"),
+                        "exactly one of load_in_4bit and load_in_8bit true",
+                    ))
                 }
             }
         }
-        _ => return Ok(Some(CheckpointQuant::Unknown { method })),
+        "compressed-tensors" => {
+            let (w, inputs) = compressed_tensors_scheme(&k, &mut notes)?;
+            gemm_activations = inputs;
+            w
+        }
+        _ => return Ok(Some((CheckpointQuant::Unknown { method }, notes))),
     };
     let pick = |is_skipped: bool, p: Precision| if is_skipped { base } else { p };
     let weights = if method == "mxfp4" {
         // gpt-oss: MXFP4 on the routed experts only; everything else stays bf16.
-        WeightPrecisions { experts: linear, ..WeightPrecisions::uniform(base) }
+        WeightPrecisions { experts: pick(excluded(&skip, &["experts"]), linear), ..WeightPrecisions::uniform(base) }
     } else {
         let attn = excluded(&skip, &["self_attn", ".attn", "attention"]);
         let mlp = skip.iter().any(|p| p.ends_with(".mlp") || p.ends_with("mlp.*"));
@@ -244,7 +413,100 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
             lm_head: base,
         }
     };
-    Ok(Some(CheckpointQuant::Known { method, weights, gemm_activations }))
+    Ok(Some((CheckpointQuant::Known { method, weights, gemm_activations }, notes)))
+}
+
+/// One compressed-tensors quantisation scheme: (weights, GEMM input format).
+fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<(Precision, Option<Precision>)> {
+    let groups = k.object("config_groups")?.ok_or_else(|| Error::MissingField {
+        field: "quantization_config.config_groups".into(),
+        context: "quant_method compressed-tensors".into(),
+    })?;
+    let mut scheme: Option<(String, Precision, Option<Precision>)> = None;
+    for name in groups.obj.keys() {
+        let g = groups.object(name)?.ok_or_else(|| groups.invalid(name, &Value::Null, "an object"))?;
+        let w = g.object("weights")?.ok_or_else(|| Error::MissingField {
+            field: g.field("weights"),
+            context: "compressed-tensors".into(),
+        })?;
+        let weights = compressed_tensors_weights(&w, notes)?;
+        let inputs = match g.object("input_activations")? {
+            None => None,
+            Some(i) => {
+                let float = i.one_of("type", &["int", "float"])?.as_deref() == Some("float");
+                match (i.int("num_bits")?.unwrap_or(8), float) {
+                    (8, true) => Some(Precision::Fp8),
+                    (8, false) => Some(Precision::Int8),
+                    (4, true) => Some(Precision::NvFp4),
+                    (16, _) => None,
+                    (b, _) => {
+                        return Err(i.invalid(
+                            "num_bits",
+                            &Value::from(b),
+                            "8 int or float, 4 float, or 16 for weight-only",
+                        ))
+                    }
+                }
+            }
+        };
+        match &scheme {
+            None => scheme = Some((name.clone(), weights, inputs)),
+            Some((first, w0, i0)) if (*w0, *i0) != (weights, inputs) => {
+                return Err(Error::Unsupported {
+                    what: format!("quantization_config.config_groups `{first}` and `{name}` with different schemes"),
+                    reason: "one scheme for every group (the weights and the GEMM inputs of each) is modelled".into(),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    let (_, weights, inputs) =
+        scheme.ok_or_else(|| Error::invalid("quantization_config.config_groups", "{}", "at least one group"))?;
+    if k.get("kv_cache_scheme").is_some() {
+        notes.push(
+            "quantization_config.kv_cache_scheme is not applied: the KV cache is counted at --kv (bf16 by default); pass --kv fp8 to match an fp8 cache".into(),
+        );
+    }
+    if k.get("sparsity_config").is_some() {
+        notes.push("quantization_config.sparsity_config is not modelled: the weights are counted dense".into());
+    }
+    Ok((weights, inputs))
+}
+
+/// The `weights` scheme of one compressed-tensors group (defaults as compressed-tensors'
+/// `QuantizationArgs`: 8 bits, `int`).
+fn compressed_tensors_weights(w: &Keys, notes: &mut Vec<String>) -> Result<Precision> {
+    let float = w.one_of("type", &["int", "float"])?.as_deref() == Some("float");
+    let bits = w.int("num_bits")?.unwrap_or(8);
+    match (bits, float) {
+        (8, true) => {
+            if w.one_of("strategy", &["tensor", "channel", "token", "block", "group", "tensor_group"])?.as_deref()
+                == Some("block")
+            {
+                let block = w.square_block("block_structure")?;
+                let block = block.ok_or_else(|| Error::MissingField {
+                    field: w.field("block_structure"),
+                    context: "strategy block".into(),
+                })?;
+                return Ok(Precision::Fp8Block { block });
+            }
+            Ok(Precision::Fp8)
+        }
+        (4, true) => match w.int("group_size")? {
+            Some(16) => Ok(Precision::NvFp4),
+            Some(32) => Ok(Precision::MxFp4),
+            g => Err(w.invalid(
+                "group_size",
+                &g.map_or(Value::Null, Value::from),
+                "16 for nvfp4 or 32 for mxfp4, with 4-bit float weights",
+            )),
+        },
+        (4 | 8, false) => {
+            let group = w.group_size("group_size", None)?;
+            Ok(int_weights(w, "compressed-tensors", bits, group, notes))
+        }
+        (b, _) => Err(w.invalid("num_bits", &Value::from(b), "4 or 8")),
+    }
 }
 
 #[cfg(test)]
@@ -285,11 +547,100 @@ mod tests {
             panic!()
         };
         assert_eq!(weights.mlp, Precision::Int4Group { group: 128 });
-        let q = json!({"quant_method": "awq", "bits": 3, "group_size": 128});
+        let q = json!({"quant_method": "gptq", "bits": 3, "group_size": 128});
         assert_eq!(
             parse_quantization_config(Some(&q)).unwrap_err().to_string(),
             "invalid `quantization_config.bits`: 3 (4 or 8)"
         );
+    }
+
+    /// The weights of a config that parses, and its notes.
+    fn parsed(q: Value) -> (WeightPrecisions, Option<Precision>, Vec<String>) {
+        match parse_quantization_config_with_notes(Some(&q)).unwrap() {
+            Some((CheckpointQuant::Known { weights, gemm_activations, .. }, notes)) => (weights, gemm_activations, notes),
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+
+    fn refused(q: Value) -> String {
+        parse_quantization_config(Some(&q)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn gptq_and_awq_group_sizes_default_to_128_and_minus_one_is_per_channel() {
+        // transformers' GPTQConfig/AwqConfig default group_size = 128.
+        assert_eq!(parsed(json!({"quant_method": "awq"})).0.mlp, Precision::Int4Group { group: 128 });
+        assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4})).0.mlp, Precision::Int4Group { group: 128 });
+        assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4, "group_size": -1})).0.mlp, Precision::Int4);
+        assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4.0, "group_size": 32})).0.mlp, Precision::Int4Group { group: 32 });
+    }
+
+    #[test]
+    fn odd_quantisation_settings_are_refused_naming_the_accepted_values() {
+        let cases = [
+            (json!({"quant_method": "gptq", "bits": 5}), "invalid `quantization_config.bits`: 5 (4 or 8)"),
+            (json!({"quant_method": "gptq", "bits": "4"}), "invalid `quantization_config.bits`: \"4\" (an integer)"),
+            (json!({"quant_method": "gptq"}), "missing required field `quantization_config.bits` for quant_method gptq"),
+            (json!({"quant_method": "gptq", "bits": 4, "group_size": 0}), "invalid `quantization_config.group_size`: 0 (a power of two in 16..=4096, or -1 for one scale per output channel)"),
+            (json!({"quant_method": "gptq", "bits": 4, "group_size": 7}), "invalid `quantization_config.group_size`: 7 ("),
+            (json!({"quant_method": "gptq", "bits": 4, "group_size": -2}), "invalid `quantization_config.group_size`: -2 ("),
+            (json!({"quant_method": "awq", "bits": 8}), "invalid `quantization_config.bits`: 8 (4: AWQ stores 4-bit weights)"),
+            (json!({"quant_method": "fp8", "weight_block_size": [0, 128]}), "invalid `quantization_config.weight_block_size`: [0,128] (two equal powers of two in 16..=4096, such as [128, 128])"),
+            (json!({"quant_method": "fp8", "weight_block_size": 128}), "invalid `quantization_config.weight_block_size`: 128 ("),
+            (json!({"quant_method": "fp8", "weight_block_size": [96, 96]}), "invalid `quantization_config.weight_block_size`: [96,96] ("),
+            (json!({"quant_method": "fp8", "fmt": "e3m4"}), "invalid `quantization_config.fmt`: \"e3m4\" (one of e4m3, e5m2)"),
+            (json!({"quant_method": "fp8", "activation_scheme": "sometimes"}), "invalid `quantization_config.activation_scheme`: \"sometimes\" (one of dynamic, static)"),
+            (json!({"quant_method": "fp8", "modules_to_not_convert": "lm_head"}), "invalid `quantization_config.modules_to_not_convert`: \"lm_head\" (a list of module names)"),
+            (json!({"quant_method": "fp8", "ignored_layers": [3]}), "invalid `quantization_config.ignored_layers`: 3 (a list of module names)"),
+            (json!({"quant_method": 4}), "invalid `quantization_config.quant_method`: 4 (a method name: fp8, "),
+            (json!({"quant_method": "mxfp4", "bits": 8}), "invalid `quantization_config.bits`: 8 (4: MXFP4 stores 4-bit e2m1 values)"),
+            (json!({"quant_method": "mxfp4", "group_size": 16}), "invalid `quantization_config.group_size`: 16 (32: MXFP4 shares one scale per 32 values)"),
+            (json!({"quant_method": "mxfp4", "dequantize": "yes"}), "invalid `quantization_config.dequantize`: \"yes\" (true or false)"),
+            (json!({"quant_method": "bitsandbytes"}), "invalid `quantization_config.load_in_4bit`: false with load_in_8bit false (exactly one of load_in_4bit and load_in_8bit true)"),
+            (json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "int4"}), "invalid `quantization_config.bnb_4bit_quant_type`: \"int4\" (one of nf4, fp4)"),
+            (json!({"quant_method": "bitsandbytes", "load_in_8bit": true, "llm_int8_has_fp16_weight": true}), "invalid `quantization_config.llm_int8_has_fp16_weight`: true ("),
+            (json!({"quant_method": "compressed-tensors"}), "missing required field `quantization_config.config_groups` for quant_method compressed-tensors"),
+            (json!({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 2}}}}), "invalid `quantization_config.config_groups.group_0.weights.num_bits`: 2 (4 or 8)"),
+            (json!({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 64}}}}), "invalid `quantization_config.config_groups.group_0.weights.group_size`: 64 (16 for nvfp4 or 32 for mxfp4, with 4-bit float weights)"),
+            (json!({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "fixed"}}}}), "invalid `quantization_config.config_groups.group_0.weights.type`: \"fixed\" (one of int, float)"),
+            (json!({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8}, "input_activations": {"num_bits": 4, "type": "int"}}}}), "invalid `quantization_config.config_groups.group_0.input_activations.num_bits`: 4 ("),
+            (json!({"quant_method": "compressed-tensors", "config_groups": {"a": {"weights": {"num_bits": 8, "type": "float"}}, "b": {"weights": {"num_bits": 4, "group_size": 128}}}}), "unsupported quantization_config.config_groups `a` and `b` with different schemes"),
+        ];
+        for (q, expected) in cases {
+            let got = refused(q.clone());
+            assert!(got.starts_with(expected), "{q}: {got}");
+        }
+    }
+
+    #[test]
+    fn settings_counted_by_a_fallback_say_which() {
+        let (w, _, notes) = parsed(json!({"quant_method": "gptq", "bits": 8, "group_size": 128}));
+        assert_eq!(w.mlp, Precision::Int8);
+        assert_eq!(notes, ["quantization_config: gptq 8-bit weights with a scale per 128 values are counted as int8 without the scales (3.1 % of the weight bytes left out)"]);
+        let (w, _, notes) = parsed(json!({"quant_method": "mxfp4", "dequantize": true}));
+        assert_eq!(w.experts, Precision::Bf16);
+        assert!(notes[0].contains("counted at bf16"), "{notes:?}");
+        let (w, _, notes) = parsed(json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true}));
+        assert_eq!(w.mlp, Precision::Int4Group { group: 64 });
+        assert!(notes[0].contains("4.5 bits"), "{notes:?}");
+        let (_, _, notes) = parsed(json!({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+            "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}}));
+        assert!(notes[0].contains("pass --kv fp8"), "{notes:?}");
+        // Settings the model covers leave no note.
+        assert!(parsed(json!({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})).2.is_empty());
+    }
+
+    #[test]
+    fn compressed_tensors_schemes() {
+        let ct = |w: Value, i: Value| json!({"quant_method": "compressed-tensors", "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": w, "input_activations": i}}});
+        let (w, a, _) = parsed(ct(json!({"num_bits": 4, "type": "float", "group_size": 16}), json!({"num_bits": 4, "type": "float"})));
+        assert_eq!((w.mlp, a), (Precision::NvFp4, Some(Precision::NvFp4)));
+        let (w, a, _) = parsed(ct(json!({"num_bits": 4, "type": "int", "group_size": 128, "strategy": "group"}), Value::Null));
+        assert_eq!((w.attention, a), (Precision::Int4Group { group: 128 }, None));
+        let (w, a, _) = parsed(ct(json!({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}), json!({"num_bits": 8, "type": "float"})));
+        assert_eq!((w.experts, a), (Precision::Fp8Block { block: 128 }, Some(Precision::Fp8)));
+        assert_eq!(w.lm_head, Precision::Bf16);
     }
 
     #[test]
