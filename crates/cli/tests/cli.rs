@@ -224,6 +224,22 @@ fn moe_reproduces_the_seed_union_table() {
         assert_eq!(got, expected);
         assert!(v["points"][0]["batch"].is_u64());
     }
+    // "each expert sees only about B x k / E tokens": 0.25 at batch 1 (k = 2, E = 8) beside the
+    // tokens per touched expert (1.00); the table shows both.
+    let v = json(&["moe", "--format", "json", "--experts", "8", "--top-k", "2", "--batch", "1,4,8,16"]);
+    let all: Vec<f64> =
+        v["points"].as_array().unwrap().iter().map(|p| p["tokens_per_expert_all_experts"].as_f64().unwrap()).collect();
+    assert_eq!(all, [0.25, 1.0, 2.0, 4.0]);
+    assert_eq!(v["points"][0]["tokens_per_expert"], 1.0);
+    let table = run(&["moe", "--experts", "8", "--top-k", "2", "--batch", "1"]).1;
+    assert!(table.contains("tokens/expert   N·k/E"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()[..]
+                == ["1", "1", "2.0", "25.0", "%", "1.00", "0.25", "0.25"]),
+        "{table}"
+    );
 }
 
 #[test]

@@ -144,6 +144,10 @@ pub struct UnionPoint {
     pub fraction_touched: f64,
     /// Mean tokens per touched expert, N·k ÷ experts_touched (the M of each expert's GEMM).
     pub tokens_per_expert: f64,
+    /// Mean tokens per expert over all E experts, idle ones included: N·k ÷ E (the reference
+    /// calculator's "each expert sees only about B × k / E tokens"; 0.25 at N = 1, k = 2, E = 8).
+    /// Never above `tokens_per_expert`; the two meet once every expert is touched.
+    pub tokens_per_expert_all_experts: f64,
     /// Expected tokens of the busiest expert, N · max p_i (N·k/E under uniform routing).
     pub busiest_expert_tokens: f64,
 }
@@ -158,6 +162,7 @@ pub fn union_point(experts: u64, top_k: u64, tokens: f64, routing: &Routing) -> 
         experts_touched: touched,
         fraction_touched: touched / experts as f64,
         tokens_per_expert: if touched > 0.0 { tokens * top_k as f64 / touched } else { 0.0 },
+        tokens_per_expert_all_experts: tokens * top_k as f64 / experts as f64,
         busiest_expert_tokens: tokens * max_p,
     })
 }
@@ -234,6 +239,23 @@ mod tests {
         assert!((u.experts_touched - 5.46875).abs() < 1e-12);
         assert!((u.tokens_per_expert - 8.0 / 5.46875).abs() < 1e-12);
         assert_eq!(u.busiest_expert_tokens, 1.0); // 4 tokens × 2/8
+        assert_eq!(u.tokens_per_expert_all_experts, 1.0); // N·k/E = 4·2/8, uniform or not
+    }
+
+    #[test]
+    fn tokens_per_expert_over_all_experts_is_the_reference_calculators_b_k_over_e() {
+        // "each expert sees only about B x k / E tokens": 0.25 at batch 1 with k = 2, E = 8, where
+        // the tokens per touched expert are 1.00 (two experts, one token each).
+        let u = union_point(8, 2, 1.0, &Routing::Uniform).unwrap();
+        assert_eq!(u.tokens_per_expert_all_experts, 0.25);
+        assert!((u.tokens_per_expert - 1.0).abs() < 1e-12);
+        // Skew moves tokens between experts but not the total: N·k/E is unchanged; it never exceeds
+        // the mean over touched experts.
+        for b in [1.0, 8.0, 64.0, 4096.0] {
+            let z = union_point(64, 4, b, &Routing::zipf(1.2).unwrap()).unwrap();
+            assert_eq!(z.tokens_per_expert_all_experts, b * 4.0 / 64.0);
+            assert!(z.tokens_per_expert_all_experts <= z.tokens_per_expert + 1e-9);
+        }
         assert!((u.fraction_touched - 5.46875 / 8.0).abs() < 1e-12);
     }
 

@@ -8,7 +8,7 @@
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::levers::{LeverOutcome, LeverSet, Outcome, Skipped};
+use llm_ledger_core::levers::{Lever, LeverOutcome, LeverSet, Outcome, Skipped};
 use serde::Serialize;
 
 /// The `levers` report.
@@ -110,9 +110,19 @@ pub fn lever_table(
     };
     let mut rows = vec![cells(&LeverRow::baseline(baseline), "the workload as given")];
     rows.extend(levers.iter().map(|l| cells(&LeverRow::of(l), l.description)));
-    let footer = skipped.iter().map(|s| format!("not applicable: {} ({})", s.name, s.reason)).collect();
+    let mut footer: Vec<String> =
+        skipped.iter().map(|s| format!("not applicable: {} ({})", s.name, s.reason)).collect();
+    let weight_only: Vec<&str> =
+        levers.iter().filter(|l| matches!(l.lever, Lever::W4a16 | Lever::W8a16)).map(|l| l.name).collect();
+    if !weight_only.is_empty() {
+        footer.push(format!("{}: {WEIGHT_ONLY_DEQUANT}", weight_only.join(", ")));
+    }
     (header, rows, footer)
 }
+
+/// What the weight-only levers (W4A16, W8A16) leave out, said wherever they are shown.
+pub const WEIGHT_ONLY_DEQUANT: &str =
+    "dequantising the weights inside each GEMM is not counted (as in the reference calculator); kernels pay it, most at large batches";
 
 impl Report for LeverReport {
     type CsvRow = LeverRow;
@@ -147,6 +157,16 @@ mod tests {
     #[test]
     fn levers_table_long_context() {
         insta::assert_snapshot!(report("8", "32768").render(Format::Table));
+    }
+
+    #[test]
+    fn weight_only_levers_say_that_dequantisation_is_not_counted() {
+        let table = report("8", "32768").render(Format::Table);
+        assert!(table.contains(&format!("w4a16, w8a16: {WEIGHT_ONLY_DEQUANT}")), "{table}");
+        // Not said when the weight-only levers do not apply (weights already 4-bit).
+        let sc = scenario(&[("counting", "seed"), ("weights", "int4")]);
+        let table = LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9)).render(Format::Table);
+        assert!(!table.contains(WEIGHT_ONLY_DEQUANT), "{table}");
     }
 
     #[test]

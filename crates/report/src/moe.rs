@@ -138,6 +138,7 @@ pub struct MoeCsvRow {
     experts_touched: f64,
     fraction_touched: f64,
     tokens_per_expert: f64,
+    tokens_per_expert_all_experts: f64,
     busiest_expert_tokens: f64,
     expert_weight_bytes: Option<f64>,
     all_experts_weight_bytes: Option<f64>,
@@ -158,6 +159,7 @@ impl Report for MoeReport {
                 experts_touched: p.union.experts_touched,
                 fraction_touched: p.union.fraction_touched,
                 tokens_per_expert: p.union.tokens_per_expert,
+                tokens_per_expert_all_experts: p.union.tokens_per_expert_all_experts,
                 busiest_expert_tokens: p.union.busiest_expert_tokens,
                 expert_weight_bytes: p.model.map(|m| m.expert_weight_bytes),
                 all_experts_weight_bytes: p.model.map(|m| m.all_experts_weight_bytes),
@@ -170,9 +172,10 @@ impl Report for MoeReport {
 
     fn human(&self) -> HumanTable {
         let with_model = self.points.first().is_some_and(|p| p.model.is_some());
-        let mut header: Vec<String> = ["batch", "tokens", "experts touched", "of E", "tokens/expert", "busiest expert"]
-            .map(String::from)
-            .to_vec();
+        let mut header: Vec<String> =
+            ["batch", "tokens", "experts touched", "of E", "tokens/expert", "N·k/E", "busiest expert"]
+                .map(String::from)
+                .to_vec();
         if with_model {
             header.extend(["expert weights read", "of all", "expert FLOP/B", "step", "tok/s"].map(String::from));
         }
@@ -187,6 +190,7 @@ impl Report for MoeReport {
                     format!("{:.1}", u.experts_touched),
                     human::percent(u.fraction_touched),
                     format!("{:.2}", u.tokens_per_expert),
+                    format!("{:.2}", u.tokens_per_expert_all_experts),
                     format!("{:.2}", u.busiest_expert_tokens),
                 ];
                 if let Some(m) = p.model {
@@ -214,7 +218,8 @@ impl Report for MoeReport {
         };
         let mut footer = vec![
             "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), seed 004)".into(),
-            "tokens/expert = N·k ÷ experts touched (each expert GEMM's M); busiest expert = N · max p_i".into(),
+            "tokens/expert = N·k ÷ experts touched (tokens per touched expert: each expert GEMM's M); busiest expert = N · max p_i".into(),
+            "N·k/E = tokens per expert over all E experts, idle ones included (the reference calculator's \"about B × k / E tokens\" per expert; under uniform routing also the busiest expert's load)".into(),
         ];
         if self.phase == "prefill" {
             footer.push(format!("prefill counts tokens, not sequences: N = batch × {} prompt tokens", self.ctx));

@@ -364,8 +364,10 @@ pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<
                 (false, true) => Precision::Int8,
                 (true, false) => {
                     k.one_of("bnb_4bit_quant_type", &["nf4", "fp4"])?;
-                    let compute =
-                        k.one_of("bnb_4bit_compute_dtype", &["bfloat16", "float16", "bf16", "fp16", "float32", "fp32"])?;
+                    let compute = k.one_of(
+                        "bnb_4bit_compute_dtype",
+                        &["bfloat16", "float16", "bf16", "fp16", "float32", "fp32"],
+                    )?;
                     if compute.as_deref().is_some_and(|c| c.ends_with("32")) {
                         notes.push(
                             "quantization_config.bnb_4bit_compute_dtype = float32 is not modelled: the GEMMs are counted at the activation format (--activations, bf16 by default)".into(),
@@ -425,10 +427,9 @@ fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<(Preci
     let mut scheme: Option<(String, Precision, Option<Precision>)> = None;
     for name in groups.obj.keys() {
         let g = groups.object(name)?.ok_or_else(|| groups.invalid(name, &Value::Null, "an object"))?;
-        let w = g.object("weights")?.ok_or_else(|| Error::MissingField {
-            field: g.field("weights"),
-            context: "compressed-tensors".into(),
-        })?;
+        let w = g
+            .object("weights")?
+            .ok_or_else(|| Error::MissingField { field: g.field("weights"), context: "compressed-tensors".into() })?;
         let weights = compressed_tensors_weights(&w, notes)?;
         let inputs = match g.object("input_activations")? {
             None => None,
@@ -557,7 +558,9 @@ mod tests {
     /// The weights of a config that parses, and its notes.
     fn parsed(q: Value) -> (WeightPrecisions, Option<Precision>, Vec<String>) {
         match parse_quantization_config_with_notes(Some(&q)).unwrap() {
-            Some((CheckpointQuant::Known { weights, gemm_activations, .. }, notes)) => (weights, gemm_activations, notes),
+            Some((CheckpointQuant::Known { weights, gemm_activations, .. }, notes)) => {
+                (weights, gemm_activations, notes)
+            }
             other => panic!("{q}: {other:?}"),
         }
     }
@@ -572,7 +575,10 @@ mod tests {
         assert_eq!(parsed(json!({"quant_method": "awq"})).0.mlp, Precision::Int4Group { group: 128 });
         assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4})).0.mlp, Precision::Int4Group { group: 128 });
         assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4, "group_size": -1})).0.mlp, Precision::Int4);
-        assert_eq!(parsed(json!({"quant_method": "gptq", "bits": 4.0, "group_size": 32})).0.mlp, Precision::Int4Group { group: 32 });
+        assert_eq!(
+            parsed(json!({"quant_method": "gptq", "bits": 4.0, "group_size": 32})).0.mlp,
+            Precision::Int4Group { group: 32 }
+        );
     }
 
     #[test]
@@ -620,10 +626,13 @@ mod tests {
         let (w, _, notes) = parsed(json!({"quant_method": "mxfp4", "dequantize": true}));
         assert_eq!(w.experts, Precision::Bf16);
         assert!(notes[0].contains("counted at bf16"), "{notes:?}");
-        let (w, _, notes) = parsed(json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true}));
+        let (w, _, notes) = parsed(
+            json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true}),
+        );
         assert_eq!(w.mlp, Precision::Int4Group { group: 64 });
         assert!(notes[0].contains("4.5 bits"), "{notes:?}");
-        let (_, _, notes) = parsed(json!({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+        let (_, _, notes) =
+            parsed(json!({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
             "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}}));
         assert!(notes[0].contains("pass --kv fp8"), "{notes:?}");
         // Settings the model covers leave no note.
@@ -632,13 +641,22 @@ mod tests {
 
     #[test]
     fn compressed_tensors_schemes() {
-        let ct = |w: Value, i: Value| json!({"quant_method": "compressed-tensors", "ignore": ["lm_head"],
-            "config_groups": {"group_0": {"targets": ["Linear"], "weights": w, "input_activations": i}}});
-        let (w, a, _) = parsed(ct(json!({"num_bits": 4, "type": "float", "group_size": 16}), json!({"num_bits": 4, "type": "float"})));
+        let ct = |w: Value, i: Value| {
+            json!({"quant_method": "compressed-tensors", "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": w, "input_activations": i}}})
+        };
+        let (w, a, _) = parsed(ct(
+            json!({"num_bits": 4, "type": "float", "group_size": 16}),
+            json!({"num_bits": 4, "type": "float"}),
+        ));
         assert_eq!((w.mlp, a), (Precision::NvFp4, Some(Precision::NvFp4)));
-        let (w, a, _) = parsed(ct(json!({"num_bits": 4, "type": "int", "group_size": 128, "strategy": "group"}), Value::Null));
+        let (w, a, _) =
+            parsed(ct(json!({"num_bits": 4, "type": "int", "group_size": 128, "strategy": "group"}), Value::Null));
         assert_eq!((w.attention, a), (Precision::Int4Group { group: 128 }, None));
-        let (w, a, _) = parsed(ct(json!({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}), json!({"num_bits": 8, "type": "float"})));
+        let (w, a, _) = parsed(ct(
+            json!({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}),
+            json!({"num_bits": 8, "type": "float"}),
+        ));
         assert_eq!((w.experts, a), (Precision::Fp8Block { block: 128 }, Some(Precision::Fp8)));
         assert_eq!(w.lm_head, Precision::Bf16);
     }

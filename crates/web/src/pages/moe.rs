@@ -136,10 +136,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         table.ledger #moe {
             caption { "Per batch size (the current batch is marked)" }
             @if with_model {
-                (thead(&[("batch", true), ("tokens", true), ("experts touched", true), ("of E", true), ("tokens/expert", true),
+                (thead(&[("batch", true), ("tokens", true), ("experts touched", true), ("of E", true), ("tokens/expert", true), ("N·k/E", true),
                     ("busiest expert", true), ("expert weights read", true), ("of all", true), ("expert FLOP/B", true), ("step", true), ("tok/s", true)]))
             } @else {
-                (thead(&[("batch", true), ("tokens", true), ("experts touched", true), ("of E", true), ("tokens/expert", true), ("busiest expert", true)]))
+                (thead(&[("batch", true), ("tokens", true), ("experts touched", true), ("of E", true), ("tokens/expert", true), ("N·k/E", true), ("busiest expert", true)]))
             }
             tbody {
                 @for p in &report.points {
@@ -150,6 +150,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                         td.num.touched data-value=(u.experts_touched) { (format!("{:.1}", u.experts_touched)) }
                         (num(u.fraction_touched, human::percent(u.fraction_touched)))
                         td.num data-value=(u.tokens_per_expert) { (format!("{:.2}", u.tokens_per_expert)) }
+                        td.num data-value=(u.tokens_per_expert_all_experts) { (format!("{:.2}", u.tokens_per_expert_all_experts)) }
                         td.num data-value=(u.busiest_expert_tokens) { (format!("{:.2}", u.busiest_expert_tokens)) }
                         @if let Some(m) = &p.model {
                             (num(m.expert_weight_bytes, human::bytes(m.expert_weight_bytes)))
@@ -163,7 +164,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         div.notes {
-            p { "experts touched = Σ 1 − (1 − pᵢ)ᴺ over experts, pᵢ a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)ᴺ), seed 004); tokens/expert = N·k ÷ experts touched (each expert GEMM's M); busiest expert = N · max pᵢ." }
+            p { "experts touched = Σ 1 − (1 − pᵢ)ᴺ over experts, pᵢ a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)ᴺ), seed 004); tokens/expert = N·k ÷ experts touched (tokens per touched expert: each expert GEMM's M); N·k/E = tokens per expert over all E experts, idle ones included (the reference calculator's “about B × k / E tokens” per expert; under uniform routing also the busiest expert's load); busiest expert = N · max pᵢ." }
             @if with_model { p { "expert weights read = experts touched × one expert's weights × MoE layers: a step reads the union, not k experts." } }
             @if report.phase == "prefill" { p { "Prefill counts tokens, not sequences: N = batch × " (human::count(report.ctx)) " prompt tokens." } }
         }
