@@ -239,6 +239,7 @@ mod tests {
         assert!((u.experts_touched - 5.46875).abs() < 1e-12);
         assert!((u.tokens_per_expert - 8.0 / 5.46875).abs() < 1e-12);
         assert_eq!(u.busiest_expert_tokens, 1.0); // 4 tokens × 2/8
+        assert!((u.fraction_touched - 5.46875 / 8.0).abs() < 1e-12);
         assert_eq!(u.tokens_per_expert_all_experts, 1.0); // N·k/E = 4·2/8, uniform or not
     }
 
@@ -256,7 +257,6 @@ mod tests {
             assert_eq!(z.tokens_per_expert_all_experts, b * 4.0 / 64.0);
             assert!(z.tokens_per_expert_all_experts <= z.tokens_per_expert + 1e-9);
         }
-        assert!((u.fraction_touched - 5.46875 / 8.0).abs() < 1e-12);
     }
 
     #[test]
