@@ -21,6 +21,22 @@
 //!
 //! In a parallel deployment every footprint is one GPU's, the fullest
 //! ([`crate::parallel::footprint`]).
+//!
+//! **Does it fit** ([`Fit`]) is answered in one place, on one of two bases ([`FitBasis`]) that
+//! every output names (`fit_basis`):
+//!
+//! * [`FitBasis::Step`] — one step as given (`kv`, `sweep`, `levers`, `advise`, `plan`): the
+//!   step's own cache after it runs (a decode step at `ctx` cached tokens holds `ctx + 1`, the
+//!   token it writes; a prefill step holds its prompt) plus its workspace;
+//! * [`FitBasis::RequestPeak`] — a static batch of requests of prompt `P` and output `O`
+//!   (`latency`, `cost`): the fuller of its prefill step (`P` held, the workspace of the whole
+//!   prompt) and its last decode step (at `P + O − 2` cached tokens, holding `P + O − 1` after
+//!   writing its token; the last output token is never written to the cache). The cache only
+//!   grows between the two and the decode workspace does not shrink, so no step of the request
+//!   needs more. The same requests fit exactly when both steps fit on the step basis.
+//!
+//! Either way `fits = memory ≤ capacity − reserve`, and the largest batch is [`max_batch`] of each
+//! step covered (the smaller one for a request).
 
 use crate::limits::MAX_BATCH;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec, WeightPrecisions};
@@ -354,6 +370,157 @@ pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
         0
     } else {
         (free / per).floor().min(u64::MAX as f64) as u64
+    }
+}
+
+/// Which steps a "does it fit" answer covers (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FitBasis {
+    /// One step as given: its cache after it runs and its workspace.
+    Step,
+    /// A static batch of requests: the fuller of its prefill step and its last decode step.
+    RequestPeak,
+}
+
+impl FitBasis {
+    /// The rule in one line, for footers (`fit basis: …`).
+    pub fn rule(self, counting: Counting) -> String {
+        let rule = match self {
+            FitBasis::Step => {
+                "fit basis: this step — each sequence's cache after the step (decode: its cached tokens plus the one it writes; prefill: its prompt), with the step's workspace"
+            }
+            FitBasis::RequestPeak => {
+                "fit basis: the requests' peak — the fuller of the prefill step (each prompt, with the prefill workspace) and the last decode step (prompt + output − 1 tokens held per sequence)"
+            }
+        };
+        match counting {
+            Counting::Full => rule.to_string(),
+            Counting::Seed => {
+                format!("{rule}; under seed counting a decode step holds its cached tokens only, the weights exclude the embedding table and there is no workspace")
+            }
+        }
+    }
+}
+
+/// One step a [`Fit`] covers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FitStep {
+    /// Its phase.
+    pub phase: Phase,
+    /// Positions each sequence holds in the cache after the step (uniform batches only).
+    pub held_tokens: Option<u64>,
+    /// Its memory against the GPU.
+    pub footprint: Footprint,
+}
+
+/// A batch of identical requests: `batch` sequences, each a prompt of `prompt_tokens` and
+/// `output_tokens` generated tokens (the first from the prefill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Requests {
+    /// Requests in the batch.
+    pub batch: u64,
+    /// Prompt tokens per request.
+    pub prompt_tokens: u64,
+    /// Output tokens per request (≥ 1).
+    pub output_tokens: u64,
+}
+
+impl Requests {
+    /// The prefill step of the requests (`sc`'s model, GPU and precisions; its phase and contexts
+    /// replaced).
+    pub fn prefill(&self, sc: &Scenario) -> crate::error::Result<Scenario> {
+        self.step(sc, Phase::Prefill, self.prompt_tokens)
+    }
+
+    /// The decode step at `ctx` cached tokens per sequence.
+    pub fn decode(&self, sc: &Scenario, ctx: u64) -> crate::error::Result<Scenario> {
+        self.step(sc, Phase::Decode, ctx)
+    }
+
+    /// Cached tokens per sequence at the last decode step: `P + O − 2` (none when `O = 1`).
+    pub fn last_decode_ctx(&self) -> Option<u64> {
+        (self.output_tokens >= 2).then(|| self.prompt_tokens + self.output_tokens - 2)
+    }
+
+    fn step(&self, sc: &Scenario, phase: Phase, tokens: u64) -> crate::error::Result<Scenario> {
+        Ok(sc.with_workload(Workload { phase, contexts: Contexts::uniform(self.batch, tokens)?, ..sc.workload.clone() }))
+    }
+}
+
+/// "Does it fit": the one answer every command gives (module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fit {
+    /// Which steps it covers.
+    pub basis: FitBasis,
+    /// The steps covered: the step, or the prefill and the last decode step of the requests.
+    pub steps: Vec<FitStep>,
+    /// The footprint of the fullest step covered, which decides.
+    pub footprint: Footprint,
+    /// The phase of that step.
+    pub deciding_phase: Phase,
+    /// Largest batch that fits on the same basis (`None` for a mix of contexts).
+    pub max_batch: Option<u64>,
+}
+
+impl Fit {
+    /// One step as given ([`FitBasis::Step`]).
+    pub fn step(sc: &Scenario, reserve_bytes: f64) -> Fit {
+        Fit::over(FitBasis::Step, std::slice::from_ref(sc), reserve_bytes)
+    }
+
+    /// A static batch of requests ([`FitBasis::RequestPeak`]) on `sc`'s model, GPU and precisions.
+    pub fn requests(sc: &Scenario, r: &Requests, reserve_bytes: f64) -> crate::error::Result<Fit> {
+        let mut steps = vec![r.prefill(sc)?];
+        if let Some(ctx) = r.last_decode_ctx() {
+            steps.push(r.decode(sc, ctx)?);
+        }
+        Ok(Fit::over(FitBasis::RequestPeak, &steps, reserve_bytes))
+    }
+
+    /// The definition: every step's footprint; the fullest decides; the largest batch is the
+    /// smallest [`max_batch`] over the steps.
+    fn over(basis: FitBasis, steps: &[Scenario], reserve_bytes: f64) -> Fit {
+        let covered: Vec<FitStep> = steps
+            .iter()
+            .map(|s| FitStep {
+                phase: s.workload.phase,
+                held_tokens: uniform_tokens(s).map(|t| held_positions(&s.workload, t as f64) as u64),
+                footprint: Footprint::of(s, reserve_bytes),
+            })
+            .collect();
+        // The fullest step decides; the first of equals (the prefill, for a request).
+        let deciding = (1..covered.len())
+            .fold(0, |best, i| if covered[i].footprint.memory_bytes > covered[best].footprint.memory_bytes { i } else { best });
+        let max_batch = steps
+            .iter()
+            .map(|s| uniform_tokens(s).map(|t| max_batch(s, t, reserve_bytes)))
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().min());
+        Fit { basis, footprint: covered[deciding].footprint, deciding_phase: covered[deciding].phase, steps: covered, max_batch }
+    }
+
+    /// Whether it fits: the fullest step's memory ≤ capacity − reserve.
+    pub fn fits(&self) -> bool {
+        self.footprint.fits
+    }
+
+    /// Memory the fullest step needs, bytes.
+    pub fn needed_bytes(&self) -> f64 {
+        self.footprint.memory_bytes
+    }
+
+    /// Capacity − reserve, bytes.
+    pub fn available_bytes(&self) -> f64 {
+        self.footprint.available_bytes
+    }
+}
+
+/// Tokens per sequence of a uniform batch.
+fn uniform_tokens(sc: &Scenario) -> Option<u64> {
+    match sc.workload.contexts {
+        Contexts::Uniform { tokens, .. } => Some(tokens),
+        Contexts::Mix(_) => None,
     }
 }
 
