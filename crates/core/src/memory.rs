@@ -385,19 +385,19 @@ pub enum FitBasis {
 
 impl FitBasis {
     /// The rule in one line, for footers (`fit basis: …`).
-    pub fn rule(self, counting: Counting) -> String {
-        let rule = match self {
-            FitBasis::Step => {
-                "fit basis: this step — each sequence's cache after the step (decode: its cached tokens plus the one it writes; prefill: its prompt), with the step's workspace"
+    pub fn rule(self, counting: Counting) -> &'static str {
+        match (self, counting) {
+            (FitBasis::Step, Counting::Full) => {
+                "fit basis: this step — each sequence's cache after it (decode: ctx cached + the token it writes; prefill: the prompt) plus the step's workspace"
             }
-            FitBasis::RequestPeak => {
-                "fit basis: the requests' peak — the fuller of the prefill step (each prompt, with the prefill workspace) and the last decode step (prompt + output − 1 tokens held per sequence)"
+            (FitBasis::Step, Counting::Seed) => {
+                "fit basis: this step, seed counting — each sequence's ctx cached tokens and the weights without the embedding table, no workspace"
             }
-        };
-        match counting {
-            Counting::Full => rule.to_string(),
-            Counting::Seed => {
-                format!("{rule}; under seed counting a decode step holds its cached tokens only, the weights exclude the embedding table and there is no workspace")
+            (FitBasis::RequestPeak, Counting::Full) => {
+                "fit basis: the requests' peak — the fuller of the prefill step (the prompt, with its workspace) and the last decode step (prompt + output − 1 tokens held)"
+            }
+            (FitBasis::RequestPeak, Counting::Seed) => {
+                "fit basis: the requests' peak, seed counting — the fuller of the prefill step (the prompt) and the last decode step (prompt + output − 2 cached tokens), weights without the embedding table, no workspace"
             }
         }
     }
@@ -444,7 +444,11 @@ impl Requests {
     }
 
     fn step(&self, sc: &Scenario, phase: Phase, tokens: u64) -> crate::error::Result<Scenario> {
-        Ok(sc.with_workload(Workload { phase, contexts: Contexts::uniform(self.batch, tokens)?, ..sc.workload.clone() }))
+        Ok(sc.with_workload(Workload {
+            phase,
+            contexts: Contexts::uniform(self.batch, tokens)?,
+            ..sc.workload.clone()
+        }))
     }
 }
 
@@ -490,14 +494,25 @@ impl Fit {
             })
             .collect();
         // The fullest step decides; the first of equals (the prefill, for a request).
-        let deciding = (1..covered.len())
-            .fold(0, |best, i| if covered[i].footprint.memory_bytes > covered[best].footprint.memory_bytes { i } else { best });
+        let deciding = (1..covered.len()).fold(0, |best, i| {
+            if covered[i].footprint.memory_bytes > covered[best].footprint.memory_bytes {
+                i
+            } else {
+                best
+            }
+        });
         let max_batch = steps
             .iter()
             .map(|s| uniform_tokens(s).map(|t| max_batch(s, t, reserve_bytes)))
             .collect::<Option<Vec<u64>>>()
             .and_then(|v| v.into_iter().min());
-        Fit { basis, footprint: covered[deciding].footprint, deciding_phase: covered[deciding].phase, steps: covered, max_batch }
+        Fit {
+            basis,
+            footprint: covered[deciding].footprint,
+            deciding_phase: covered[deciding].phase,
+            steps: covered,
+            max_batch,
+        }
     }
 
     /// Whether it fits: the fullest step's memory ≤ capacity − reserve.
@@ -672,6 +687,47 @@ mod tests {
         // 32 heads × 1,024² scores × 2 bytes.
         assert_eq!(workspace_bytes(&unfused) - workspace_bytes(&pre), 32.0 * 1024.0 * 1024.0 * 2.0);
         assert_eq!(workspace_bytes(&sc(&[("counting", "seed")])), 0.0);
+    }
+
+    #[test]
+    fn a_step_fit_is_the_step_footprint_and_its_max_batch() {
+        let s = sc(&[("batch", "4"), ("ctx", "1000")]);
+        let f = Fit::step(&s, 2e9);
+        assert_eq!((f.basis, f.deciding_phase), (FitBasis::Step, Phase::Decode));
+        assert_eq!(f.footprint, Footprint::of(&s, 2e9));
+        assert_eq!(f.max_batch, Some(max_batch(&s, 1000, 2e9)));
+        // A decode step at 1,000 cached tokens holds 1,001 (the token it writes); seed counting 1,000.
+        assert_eq!(f.steps[0].held_tokens, Some(1001));
+        let seed = Fit::step(&sc(&[("batch", "4"), ("ctx", "1000"), ("counting", "seed")]), 2e9);
+        assert_eq!(seed.steps[0].held_tokens, Some(1000));
+        // A mix has no single largest batch.
+        assert_eq!(Fit::step(&sc(&[("contexts", "2048x8,32768x2")]), 2e9).max_batch, None);
+    }
+
+    #[test]
+    fn a_request_fit_covers_its_prefill_and_its_last_decode_step() {
+        let s = sc(&[]);
+        let r = Requests { batch: 8, prompt_tokens: 2048, output_tokens: 256 };
+        let f = Fit::requests(&s, &r, 2e9).unwrap();
+        assert_eq!(f.basis, FitBasis::RequestPeak);
+        let phases: Vec<(Phase, Option<u64>)> = f.steps.iter().map(|x| (x.phase, x.held_tokens)).collect();
+        // The last decode step runs at 2,048 + 256 − 2 cached tokens and holds 2,048 + 256 − 1.
+        assert_eq!(phases, [(Phase::Prefill, Some(2048)), (Phase::Decode, Some(2303))]);
+        let pre = Footprint::of(&r.prefill(&s).unwrap(), 2e9);
+        let last = Footprint::of(&r.decode(&s, 2302).unwrap(), 2e9);
+        // Llama 3 8B: the prefill of 8 × 2,048 tokens needs more (its workspace) than the cache grows.
+        assert!(pre.memory_bytes > last.memory_bytes);
+        assert_eq!((f.footprint, f.deciding_phase), (pre, Phase::Prefill));
+        let most =
+            max_batch(&r.prefill(&s).unwrap(), 2048, 2e9).min(max_batch(&r.decode(&s, 2302).unwrap(), 2302, 2e9));
+        assert_eq!(f.max_batch, Some(most));
+        // Long outputs: the last decode step decides.
+        let long = Requests { batch: 8, prompt_tokens: 128, output_tokens: 60_000 };
+        let f = Fit::requests(&s, &long, 2e9).unwrap();
+        assert_eq!((f.deciding_phase, f.steps[1].held_tokens), (Phase::Decode, Some(128 + 60_000 - 1)));
+        // One output token: the prefill alone.
+        let one = Fit::requests(&s, &Requests { output_tokens: 1, ..r }, 2e9).unwrap();
+        assert_eq!(one.steps.len(), 1);
     }
 
     #[test]

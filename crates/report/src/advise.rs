@@ -34,7 +34,7 @@ impl Report for AdviseReport {
         let a = &self.advice;
         let ranked: Vec<&LeverOutcome> = a.levers.iter().map(|r| &r.lever).collect();
         let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped);
-        footer.push(a.fit_basis.rule(self.inputs.counting));
+        footer.push(a.fit_basis.rule(self.inputs.counting).into());
         let mut title = vec![self.inputs.headline(), String::new()];
         title.extend(a.lines.iter().cloned());
         title.push(String::new());

@@ -15,8 +15,8 @@ use crate::render::{HumanTable, Report};
 use llm_ledger_core::economics::{cheapest_under_tpot, CostPoint};
 use llm_ledger_core::error::Result;
 use llm_ledger_core::memory::at_uniform;
-use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::memory::FitBasis;
+use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
 
@@ -186,7 +186,7 @@ impl Report for CostReport {
             "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch".into(),
             "the cheapest batch under a TPOT bound is the largest batch that meets it and fits (TPOT ÷ batch never rises with the batch)".into(),
         ];
-        footer.extend(self.rows.first().map(|r| r.fit_basis.rule(i.counting)));
+        footer.extend(self.rows.first().map(|r| r.fit_basis.rule(i.counting).to_string()));
         HumanTable {
             title: vec![format!(
                 "{} on {} · requests of {} prompt + {} output tokens · weights {} · KV {}{} · ${}/GPU-hour",
@@ -199,9 +199,20 @@ impl Report for CostReport {
                 i.layout_suffix(),
                 self.usd_per_hour
             )],
-            header: ["", "batch", "TTFT", "TPOT", "out tok/s", "$/M input", "$/M output", "$/request", "memory", "fits"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "",
+                "batch",
+                "TTFT",
+                "TPOT",
+                "out tok/s",
+                "$/M input",
+                "$/M output",
+                "$/request",
+                "memory",
+                "fits",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
             right_aligned: (1..=8).collect(),
             footer,

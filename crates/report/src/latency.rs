@@ -40,8 +40,8 @@ impl LatencyReport {
 /// The step of a request's memory peak, in words.
 pub fn peak_step(phase: Phase) -> &'static str {
     match phase {
-        Phase::Prefill => "the prefill step",
-        Phase::Decode => "the last decode step",
+        Phase::Prefill => "prefill",
+        Phase::Decode => "last decode step",
     }
 }
 
@@ -93,7 +93,7 @@ impl Report for LatencyReport {
             vec![
                 "TTFT = one prefill step of batch × prompt; TPOT = Σ decode steps at prompt … prompt + output − 2 cached tokens ÷ (output − 1); e2e = TTFT + decode".into(),
                 decode_sum_note(l.decode_sum),
-                l.fit_basis.rule(i.counting),
+                l.fit_basis.rule(i.counting).into(),
             ],
         )
     }

@@ -139,7 +139,7 @@ impl Report for LeverReport {
         footer.push(
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
-        footer.push(self.fit_basis.rule(self.inputs.counting));
+        footer.push(self.fit_basis.rule(self.inputs.counting).into());
         HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned: (2..=8).collect(), footer }
     }
 }

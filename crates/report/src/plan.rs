@@ -197,7 +197,7 @@ impl PlanReport {
             }
         ));
         footer.push("TPOT = the decode step (with pipeline stages, the cycle of its micro-batches); memory/GPU = the fullest GPU; on links = the busiest GPU's share of the step in collectives and stage sends".into());
-        footer.push(self.fit_basis.rule(self.inputs.counting));
+        footer.push(self.fit_basis.rule(self.inputs.counting).into());
         self.table(title, &shown, true, footer)
     }
 

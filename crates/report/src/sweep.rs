@@ -370,7 +370,7 @@ impl SweepView {
                 human::count(past_wall),
                 human::count(points)
             ),
-            h.fit_basis.rule(h.inputs.counting),
+            h.fit_basis.rule(h.inputs.counting).to_string(),
         ];
         match self.format {
             Format::Json => "\n  ]\n}\n".into(),
