@@ -21,12 +21,20 @@ enum Input {
     Histogram(Vec<u8>),
     /// Plain arguments after `ledger`.
     Args(&'static [&'static str]),
+    /// A whole command line: the subcommand and its arguments.
+    Cmd(Vec<String>),
 }
 
 fn cases() -> Vec<(&'static str, Input, &'static str)> {
     use Input::*;
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let big = format!("{{\"model_type\": \"llama\", \"pad\": \"{}\"}}", "x".repeat(50 << 20));
+    let words = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+    // 200 GPUs × 11 weight formats × 10⁸ batches: every axis within the cap, the grid far past it.
+    let many_series = words(&format!(
+        "sweep --gpu {} --weights bf16,fp16,fp8,int8,int4,int4-g128,mxfp4,nvfp4,fp8-b128,bf16,fp8 --batch 1..100000000",
+        vec!["h100-sxm"; 200].join(",")
+    ));
     vec![
         ("truncated JSON", Config(br#"{"model_type": "llama", "hidden_size": 40"#.to_vec()), "malformed config.json: EOF while parsing"),
         ("empty file", Config(Vec::new()), "malformed config.json: EOF while parsing a value"),
@@ -94,6 +102,8 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("contexts garbage", Args(&["--contexts", "10y2"]), "invalid `contexts`: \"10y2\""),
         ("zipf negative", Args(&["--zipf", "-1"]), "invalid `zipf`: -1"),
         ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"),
+        ("sweep series past the point cap", Cmd(many_series), "invalid `gpu × weights × kv × batch × ctx`: 200 × 11 × 1 × 100000000 × 1 = 220000000000 points (at most 100000000 points in all)"),
+        ("sweep grid past the point cap", Cmd(words("sweep --batch 1..100000 --ctx 0..10000")), "invalid `batch × ctx`: 100000 × 10001 = 1000100000 points (at most 100000000 points in all)"),
     ]
 }
 
@@ -112,12 +122,15 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
     let mut failures = Vec::new();
     for (i, (name, input, expected)) in cases.into_iter().enumerate() {
         let mut cmd = Command::cargo_bin("llm-ledger").unwrap();
-        cmd.arg("ledger");
+        if !matches!(input, Input::Cmd(_)) {
+            cmd.arg("ledger");
+        }
         match &input {
             Input::Config(b) => cmd.args(["--model", &temp(&format!("case{i}.json"), b)]),
             Input::GpuFile(b) => cmd.args(["--gpu", &temp(&format!("case{i}.toml"), b)]),
             Input::Histogram(b) => cmd.args(["--histogram", &temp(&format!("case{i}.csv"), b)]),
             Input::Args(a) => cmd.args(*a),
+            Input::Cmd(a) => cmd.args(a),
         };
         let out = cmd.timeout(std::time::Duration::from_secs(60)).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

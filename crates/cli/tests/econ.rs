@@ -114,3 +114,65 @@ fn bad_inputs_get_one_line_and_exit_2() {
     assert!(fails(&["kv", "--reserve", "90GB"]).contains("less than the GPU"));
     assert!(fails(&["measure", "--step-ms", "0"]).contains("invalid `step_ms`"));
 }
+
+/// Issue 11, item 4: "does it fit" has one answer per basis, and every output says which. Llama
+/// 3.1 70B fp8 on an A100 80GB: a decode step at 2,048 cached tokens fits batch 9 (kv, sweep,
+/// levers, advise, plan); requests of 2,048 + 256 tokens fit batch 5 (latency, cost), because
+/// their prefill step of 5 × 2,048 tokens with its workspace is their peak — the step basis of
+/// `kv --phase prefill --ctx 2048` says the same.
+#[test]
+fn does_it_fit_has_one_answer_per_basis_and_every_output_names_it() {
+    let m = ["--model", "llama-3.1-70b", "--gpu", "a100-80gb-sxm", "--weights", "fp8"];
+    let with = |rest: &[&str]| -> Vec<String> { rest.iter().chain(&m).map(|s| s.to_string()).collect() };
+    let j = |rest: &[&str]| {
+        let a = with(rest);
+        json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let table = |rest: &[&str]| {
+        let a = with(rest);
+        ok(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Step basis, decode at 2,048 cached tokens.
+    let kv = j(&["kv", "--batch", "9"]);
+    assert_eq!((&kv["fits"], &kv["max_batch"], &kv["fit_basis"]), (&true.into(), &9.into(), &"step".into()));
+    assert_eq!(j(&["kv", "--batch", "10"])["fits"], false);
+    let sw = j(&["sweep", "--batch", "9,10"]);
+    assert_eq!(sw["fit_basis"], "step");
+    let fits: Vec<bool> = sw["points"].as_array().unwrap().iter().map(|p| p["fits"].as_bool().unwrap()).collect();
+    assert_eq!(fits, [true, false]);
+    let lv = j(&["levers"]);
+    assert_eq!(lv["fit_basis"], "step");
+    let batch = lv["levers"].as_array().unwrap().iter().find(|l| l["name"] == "batch").unwrap().clone();
+    assert_eq!((&batch["outcome"]["batch"], &batch["outcome"]["fits"]), (&9.into(), &true.into()));
+    let ad = j(&["advise"]);
+    assert_eq!((&ad["max_batch"], &ad["fit_basis"]), (&9.into(), &"step".into()));
+    let pl = j(&["plan", "--tpot-ms", "1000", "--max-gpus", "1"]);
+    assert_eq!((&pl["ranked"][0]["max_batch"], &pl["fit_basis"]), (&9.into(), &"step".into()));
+    // Request-peak basis: the prefill step decides.
+    let la = j(&["latency"]);
+    assert_eq!(
+        (&la["max_batch"], &la["fit_basis"], &la["peak_phase"]),
+        (&5.into(), &"request_peak".into(), &"prefill".into())
+    );
+    assert_eq!(j(&["latency", "--batch", "5"])["fits"], true);
+    assert_eq!(j(&["latency", "--batch", "6"])["fits"], false);
+    for (b, fits) in [("5", true), ("6", false), ("9", false)] {
+        let c = j(&["cost", "--batch", b]);
+        assert_eq!(
+            (&c["rows"][0]["fits"], &c["rows"][0]["fit_basis"]),
+            (&fits.into(), &"request_peak".into()),
+            "cost --batch {b}"
+        );
+    }
+    assert_eq!(j(&["kv", "--phase", "prefill", "--ctx", "2048"])["max_batch"], 5);
+    // The last decode step holds 2,048 + 256 − 1 tokens: at ctx 2,302 a step fits 8.
+    assert_eq!(j(&["kv", "--ctx", "2302"])["max_batch"], 8);
+    // Every table says which basis it used.
+    for cmd in [&["kv"][..], &["sweep"], &["levers"], &["advise"], &["plan", "--tpot-ms", "1000", "--max-gpus", "1"]] {
+        assert!(table(cmd).contains("fit basis: this step — "), "{cmd:?}");
+    }
+    for cmd in ["latency", "cost"] {
+        assert!(table(&[cmd]).contains("fit basis: the requests' peak — "), "{cmd}");
+    }
+    assert!(table(&["latency"]).contains("peak memory                    72.7 GB (prefill)"));
+}

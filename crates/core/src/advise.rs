@@ -13,12 +13,12 @@
 
 use crate::crossover::{Crossover, Side};
 use crate::levers::{LeverOutcome, LeverSet};
-use crate::memory::{max_batch, Footprint};
+use crate::memory::{Fit, FitBasis, Footprint};
 use crate::model::Mlp;
 use crate::moe::expected_experts_touched;
 use crate::scenario::Scenario;
 use crate::serving::{Price, Serving};
-use crate::workload::{Contexts, Phase};
+use crate::workload::Phase;
 use serde::Serialize;
 
 /// Expected experts touched per MoE layer in one step.
@@ -53,6 +53,8 @@ pub struct Advice {
     pub footprint: Footprint,
     /// Largest batch that fits at this context (uniform batches only).
     pub max_batch: Option<u64>,
+    /// The basis of `footprint.fits` and `max_batch`: this step ([`FitBasis::Step`]).
+    pub fit_basis: FitBasis,
     /// The price used, if any.
     pub price: Option<Price>,
     /// USD per million tokens of the step as given, when a price is known.
@@ -98,7 +100,7 @@ impl Advice {
     pub fn of(sc: &Scenario, serving: &Serving) -> Advice {
         let reserve = serving.reserve_bytes;
         let crossover = Crossover::of(sc);
-        let footprint = Footprint::of(sc, reserve);
+        let fit = Fit::step(sc, reserve);
         let set = LeverSet::of(sc, reserve);
         let price = serving.price;
         let usd = |time_per_token_s: f64| price.map(|p| p.usd_per_s() * time_per_token_s * 1e6);
@@ -107,10 +109,6 @@ impl Advice {
             .into_iter()
             .map(|l| RankedLever { usd_per_million_tokens: usd(l.outcome.time_per_token_s), lever: l.clone() })
             .collect();
-        let max_batch = match sc.workload.contexts {
-            Contexts::Uniform { tokens, .. } => Some(max_batch(sc, tokens, reserve)),
-            Contexts::Mix(_) => None,
-        };
         let experts_touched = sc.model.layer_groups().find_map(|(l, _)| match &l.mlp {
             Mlp::Moe(m) => {
                 let tokens = sc.workload.step_tokens();
@@ -121,8 +119,9 @@ impl Advice {
         });
         let mut a = Advice {
             crossover,
-            footprint,
-            max_batch,
+            footprint: fit.footprint,
+            max_batch: fit.max_batch,
+            fit_basis: fit.basis,
             price,
             usd_per_million_tokens: usd(set.baseline.time_per_token_s),
             baseline: set.baseline,

@@ -8,6 +8,9 @@
 //!   `D = Σ_{c=P}^{P+N−2} t(c)` with `t(c)` the ledger's step time at `B × c`.
 //! * **TPOT** (time per output token) = `D / (N − 1)`; none when `N = 1`.
 //! * **End to end** = `TTFT + D`; output throughput `B·N / e2e`; decode throughput `B / TPOT`.
+//! * **Memory**: whether the requests fit, and the largest batch of them that does, on the
+//!   requests' peak ([`crate::memory::FitBasis::RequestPeak`]): the fuller of the prefill step
+//!   and the last decode step (at `P + N − 2` cached tokens, `P + N − 1` held after it).
 //!
 //! The sum is exact (every step evaluated) up to [`EXACT_DECODE_STEPS`] steps. Longer outputs use
 //! [`QUADRATURE_PANELS`] panels with the trapezoid rule for sums: over a panel of `n` integers
@@ -20,9 +23,9 @@
 
 use crate::error::Result;
 use crate::ledger::summarise;
-use crate::memory::{max_batch, Footprint};
+use crate::memory::{Fit, FitBasis, Requests};
 use crate::scenario::Scenario;
-use crate::workload::{Contexts, Phase, Workload};
+use crate::workload::{Contexts, Phase};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -65,17 +68,16 @@ pub struct Latency {
     pub decode_tokens_per_s: Option<f64>,
     /// Largest memory along the way (prefill, or the last decode step), bytes.
     pub peak_memory_bytes: f64,
+    /// The step of the peak: `prefill` or `decode` (the last decode step).
+    pub peak_phase: Phase,
     /// Whether the peak fits the GPU after the reserve.
     pub fits: bool,
     /// Largest batch of these requests that fits at the peak.
     pub max_batch: u64,
+    /// The basis of `fits` and `max_batch`: always the requests' peak.
+    pub fit_basis: FitBasis,
     /// How the decode sum was computed.
     pub decode_sum: DecodeSum,
-}
-
-/// The scenario at `phase` with `batch` × `tokens` (other inputs unchanged).
-fn at(sc: &Scenario, phase: Phase, batch: u64, tokens: u64) -> Result<Scenario> {
-    Ok(sc.with_workload(Workload { phase, contexts: Contexts::uniform(batch, tokens)?, ..sc.workload.clone() }))
 }
 
 /// Step time of a decode step at `batch` × `ctx`.
@@ -109,10 +111,11 @@ impl Latency {
     /// Latency of `batch` requests of `prompt` + `output` tokens on the scenario's model, GPU and
     /// precisions (its own phase and contexts are replaced).
     pub fn of(sc: &Scenario, batch: u64, prompt: u64, output: u64, reserve_bytes: f64) -> Result<Latency> {
-        let prefill = at(sc, Phase::Prefill, batch, prompt)?;
+        let requests = Requests { batch, prompt_tokens: prompt, output_tokens: output };
+        let prefill = requests.prefill(sc)?;
         let ttft_s = summarise(&prefill).step_time_s();
         let steps = output.saturating_sub(1);
-        let decode = at(sc, Phase::Decode, batch, prompt)?;
+        let decode = requests.decode(sc, prompt)?;
         let (decode_s, decode_sum) = if steps == 0 {
             (0.0, DecodeSum::Exact)
         } else if steps <= EXACT_DECODE_STEPS {
@@ -126,13 +129,7 @@ impl Latency {
         let tpot_s = (steps > 0).then(|| decode_s / steps as f64);
         let e2e_s = ttft_s + decode_s;
         // Memory peaks at prefill (workspace) or at the last decode step (longest cache).
-        let last = if steps > 0 { at(sc, Phase::Decode, batch, prompt + steps - 1)? } else { prefill.clone() };
-        let (fp_pre, fp_last) = (Footprint::of(&prefill, reserve_bytes), Footprint::of(&last, reserve_bytes));
-        let peak = if fp_pre.memory_bytes >= fp_last.memory_bytes { fp_pre } else { fp_last };
-        let max_batch = max_batch(&prefill, prompt, reserve_bytes).min(match &last.workload.contexts {
-            Contexts::Uniform { tokens, .. } => max_batch(&last, *tokens, reserve_bytes),
-            Contexts::Mix(_) => unreachable!("built uniform"),
-        });
+        let fit = Fit::requests(sc, &requests, reserve_bytes)?;
         Ok(Latency {
             batch,
             prompt_tokens: prompt,
@@ -143,9 +140,11 @@ impl Latency {
             e2e_s,
             output_tokens_per_s: (batch * output) as f64 / e2e_s,
             decode_tokens_per_s: tpot_s.map(|t| batch as f64 / t),
-            peak_memory_bytes: peak.memory_bytes,
-            fits: peak.fits,
-            max_batch,
+            peak_memory_bytes: fit.needed_bytes(),
+            peak_phase: fit.deciding_phase,
+            fits: fit.fits(),
+            max_batch: fit.max_batch.unwrap_or(0),
+            fit_basis: fit.basis,
             decode_sum,
         })
     }
@@ -199,7 +198,7 @@ mod tests {
     fn quadrature_matches_the_exact_sum_across_a_window_kink() {
         // Gemma 2 9B: half the layers stop growing at 4,096 tokens, a kink inside the range.
         let s = sc("gemma-2-9b", "full");
-        let base = at(&s, Phase::Decode, 4, 1000).unwrap();
+        let base = Requests { batch: 4, prompt_tokens: 1000, output_tokens: 2 }.decode(&s, 1000).unwrap();
         let exact = decode_sum_exact(&base, 4, 1000, 9000);
         let quad = decode_sum_quadrature(&base, 4, 1000, 9000, 64);
         assert!(close(quad, exact, 1e-4), "{quad} vs {exact}");

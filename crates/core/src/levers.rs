@@ -17,7 +17,7 @@
 
 use crate::crossover::Side;
 use crate::ledger::summarise;
-use crate::memory::{max_batch, Footprint, WeightFootprint};
+use crate::memory::{Fit, FitBasis, WeightFootprint};
 use crate::model::{Attention, ModelSpec, WeightPrecisions};
 use crate::precision::Precision;
 use crate::scenario::Scenario;
@@ -114,7 +114,7 @@ impl Lever {
                 let Contexts::Uniform { batch, tokens } = sc.workload.contexts else {
                     return Err("only for a uniform batch (--batch/--ctx)".into());
                 };
-                let most = max_batch(sc, tokens, reserve_bytes);
+                let most = Fit::step(sc, reserve_bytes).max_batch.unwrap_or(0);
                 if most <= batch {
                     return Err(format!("batch {batch} is already the largest that fits ({most})"));
                 }
@@ -172,7 +172,7 @@ pub struct Outcome {
     pub time_per_token_s: f64,
     /// Weights + KV + workspace, bytes.
     pub memory_bytes: f64,
-    /// Fits the GPU after the reserve.
+    /// Fits the GPU after the reserve ([`FitBasis::Step`]).
     pub fits: bool,
 }
 
@@ -180,7 +180,7 @@ impl Outcome {
     /// Evaluate a scenario.
     pub fn of(sc: &Scenario, reserve_bytes: f64) -> Outcome {
         let s = summarise(sc);
-        let fp = Footprint::of(sc, reserve_bytes);
+        let fp = Fit::step(sc, reserve_bytes).footprint;
         Outcome {
             batch: sc.workload.contexts.batch(),
             step_time_s: s.step_time_s(),
@@ -225,6 +225,8 @@ pub struct Skipped {
 /// Every lever against one baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LeverSet {
+    /// The basis of every `fits` and of the batch lever: this step ([`FitBasis::Step`]).
+    pub fit_basis: FitBasis,
     /// The workload as given.
     pub baseline: Outcome,
     /// The levers that apply, in [`Lever::ALL`] order.
@@ -257,7 +259,7 @@ impl LeverSet {
                 Err(reason) => skipped.push(Skipped { name: lever.name(), reason }),
             }
         }
-        LeverSet { baseline, levers, skipped }
+        LeverSet { fit_basis: FitBasis::Step, baseline, levers, skipped }
     }
 
     /// The outcome of one lever, if it applied.

@@ -21,6 +21,22 @@
 //!
 //! In a parallel deployment every footprint is one GPU's, the fullest
 //! ([`crate::parallel::footprint`]).
+//!
+//! **Does it fit** ([`Fit`]) is answered in one place, on one of two bases ([`FitBasis`]) that
+//! every output names (`fit_basis`):
+//!
+//! * [`FitBasis::Step`] — one step as given (`kv`, `sweep`, `levers`, `advise`, `plan`): the
+//!   step's own cache after it runs (a decode step at `ctx` cached tokens holds `ctx + 1`, the
+//!   token it writes; a prefill step holds its prompt) plus its workspace;
+//! * [`FitBasis::RequestPeak`] — a static batch of requests of prompt `P` and output `O`
+//!   (`latency`, `cost`): the fuller of its prefill step (`P` held, the workspace of the whole
+//!   prompt) and its last decode step (at `P + O − 2` cached tokens, holding `P + O − 1` after
+//!   writing its token; the last output token is never written to the cache). The cache only
+//!   grows between the two and the decode workspace does not shrink, so no step of the request
+//!   needs more. The same requests fit exactly when both steps fit on the step basis.
+//!
+//! Either way `fits = memory ≤ capacity − reserve`, and the largest batch is [`max_batch`] of each
+//! step covered (the smaller one for a request).
 
 use crate::limits::MAX_BATCH;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec, WeightPrecisions};
@@ -357,6 +373,172 @@ pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
     }
 }
 
+/// Which steps a "does it fit" answer covers (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FitBasis {
+    /// One step as given: its cache after it runs and its workspace.
+    Step,
+    /// A static batch of requests: the fuller of its prefill step and its last decode step.
+    RequestPeak,
+}
+
+impl FitBasis {
+    /// The rule in one line, for footers (`fit basis: …`).
+    pub fn rule(self, counting: Counting) -> &'static str {
+        match (self, counting) {
+            (FitBasis::Step, Counting::Full) => {
+                "fit basis: this step — each sequence's cache after it (decode: ctx cached + the token it writes; prefill: the prompt) plus the step's workspace"
+            }
+            (FitBasis::Step, Counting::Seed) => {
+                "fit basis: this step, seed counting — each sequence's ctx cached tokens and the weights without the embedding table, no workspace"
+            }
+            (FitBasis::RequestPeak, Counting::Full) => {
+                "fit basis: the requests' peak — the fuller of the prefill step (the prompt, with its workspace) and the last decode step (prompt + output − 1 tokens held)"
+            }
+            (FitBasis::RequestPeak, Counting::Seed) => {
+                "fit basis: the requests' peak, seed counting — the fuller of the prefill step (the prompt) and the last decode step (prompt + output − 2 cached tokens), weights without the embedding table, no workspace"
+            }
+        }
+    }
+}
+
+/// One step a [`Fit`] covers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FitStep {
+    /// Its phase.
+    pub phase: Phase,
+    /// Positions each sequence holds in the cache after the step (uniform batches only).
+    pub held_tokens: Option<u64>,
+    /// Its memory against the GPU.
+    pub footprint: Footprint,
+}
+
+/// A batch of identical requests: `batch` sequences, each a prompt of `prompt_tokens` and
+/// `output_tokens` generated tokens (the first from the prefill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Requests {
+    /// Requests in the batch.
+    pub batch: u64,
+    /// Prompt tokens per request.
+    pub prompt_tokens: u64,
+    /// Output tokens per request (≥ 1).
+    pub output_tokens: u64,
+}
+
+impl Requests {
+    /// The prefill step of the requests (`sc`'s model, GPU and precisions; its phase and contexts
+    /// replaced).
+    pub fn prefill(&self, sc: &Scenario) -> crate::error::Result<Scenario> {
+        self.step(sc, Phase::Prefill, self.prompt_tokens)
+    }
+
+    /// The decode step at `ctx` cached tokens per sequence.
+    pub fn decode(&self, sc: &Scenario, ctx: u64) -> crate::error::Result<Scenario> {
+        self.step(sc, Phase::Decode, ctx)
+    }
+
+    /// Cached tokens per sequence at the last decode step: `P + O − 2` (none when `O = 1`).
+    pub fn last_decode_ctx(&self) -> Option<u64> {
+        (self.output_tokens >= 2).then(|| self.prompt_tokens + self.output_tokens - 2)
+    }
+
+    fn step(&self, sc: &Scenario, phase: Phase, tokens: u64) -> crate::error::Result<Scenario> {
+        Ok(sc.with_workload(Workload {
+            phase,
+            contexts: Contexts::uniform(self.batch, tokens)?,
+            ..sc.workload.clone()
+        }))
+    }
+}
+
+/// "Does it fit": the one answer every command gives (module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fit {
+    /// Which steps it covers.
+    pub basis: FitBasis,
+    /// The steps covered: the step, or the prefill and the last decode step of the requests.
+    pub steps: Vec<FitStep>,
+    /// The footprint of the fullest step covered, which decides.
+    pub footprint: Footprint,
+    /// The phase of that step.
+    pub deciding_phase: Phase,
+    /// Largest batch that fits on the same basis (`None` for a mix of contexts).
+    pub max_batch: Option<u64>,
+}
+
+impl Fit {
+    /// One step as given ([`FitBasis::Step`]).
+    pub fn step(sc: &Scenario, reserve_bytes: f64) -> Fit {
+        Fit::over(FitBasis::Step, std::slice::from_ref(sc), reserve_bytes)
+    }
+
+    /// A static batch of requests ([`FitBasis::RequestPeak`]) on `sc`'s model, GPU and precisions.
+    pub fn requests(sc: &Scenario, r: &Requests, reserve_bytes: f64) -> crate::error::Result<Fit> {
+        let mut steps = vec![r.prefill(sc)?];
+        if let Some(ctx) = r.last_decode_ctx() {
+            steps.push(r.decode(sc, ctx)?);
+        }
+        Ok(Fit::over(FitBasis::RequestPeak, &steps, reserve_bytes))
+    }
+
+    /// The definition: every step's footprint; the fullest decides; the largest batch is the
+    /// smallest [`max_batch`] over the steps.
+    fn over(basis: FitBasis, steps: &[Scenario], reserve_bytes: f64) -> Fit {
+        let covered: Vec<FitStep> = steps
+            .iter()
+            .map(|s| FitStep {
+                phase: s.workload.phase,
+                held_tokens: uniform_tokens(s).map(|t| held_positions(&s.workload, t as f64) as u64),
+                footprint: Footprint::of(s, reserve_bytes),
+            })
+            .collect();
+        // The fullest step decides; the first of equals (the prefill, for a request).
+        let deciding = (1..covered.len()).fold(0, |best, i| {
+            if covered[i].footprint.memory_bytes > covered[best].footprint.memory_bytes {
+                i
+            } else {
+                best
+            }
+        });
+        let max_batch = steps
+            .iter()
+            .map(|s| uniform_tokens(s).map(|t| max_batch(s, t, reserve_bytes)))
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().min());
+        Fit {
+            basis,
+            footprint: covered[deciding].footprint,
+            deciding_phase: covered[deciding].phase,
+            steps: covered,
+            max_batch,
+        }
+    }
+
+    /// Whether it fits: the fullest step's memory ≤ capacity − reserve.
+    pub fn fits(&self) -> bool {
+        self.footprint.fits
+    }
+
+    /// Memory the fullest step needs, bytes.
+    pub fn needed_bytes(&self) -> f64 {
+        self.footprint.memory_bytes
+    }
+
+    /// Capacity − reserve, bytes.
+    pub fn available_bytes(&self) -> f64 {
+        self.footprint.available_bytes
+    }
+}
+
+/// Tokens per sequence of a uniform batch.
+fn uniform_tokens(sc: &Scenario) -> Option<u64> {
+    match sc.workload.contexts {
+        Contexts::Uniform { tokens, .. } => Some(tokens),
+        Contexts::Mix(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,6 +687,47 @@ mod tests {
         // 32 heads × 1,024² scores × 2 bytes.
         assert_eq!(workspace_bytes(&unfused) - workspace_bytes(&pre), 32.0 * 1024.0 * 1024.0 * 2.0);
         assert_eq!(workspace_bytes(&sc(&[("counting", "seed")])), 0.0);
+    }
+
+    #[test]
+    fn a_step_fit_is_the_step_footprint_and_its_max_batch() {
+        let s = sc(&[("batch", "4"), ("ctx", "1000")]);
+        let f = Fit::step(&s, 2e9);
+        assert_eq!((f.basis, f.deciding_phase), (FitBasis::Step, Phase::Decode));
+        assert_eq!(f.footprint, Footprint::of(&s, 2e9));
+        assert_eq!(f.max_batch, Some(max_batch(&s, 1000, 2e9)));
+        // A decode step at 1,000 cached tokens holds 1,001 (the token it writes); seed counting 1,000.
+        assert_eq!(f.steps[0].held_tokens, Some(1001));
+        let seed = Fit::step(&sc(&[("batch", "4"), ("ctx", "1000"), ("counting", "seed")]), 2e9);
+        assert_eq!(seed.steps[0].held_tokens, Some(1000));
+        // A mix has no single largest batch.
+        assert_eq!(Fit::step(&sc(&[("contexts", "2048x8,32768x2")]), 2e9).max_batch, None);
+    }
+
+    #[test]
+    fn a_request_fit_covers_its_prefill_and_its_last_decode_step() {
+        let s = sc(&[]);
+        let r = Requests { batch: 8, prompt_tokens: 2048, output_tokens: 256 };
+        let f = Fit::requests(&s, &r, 2e9).unwrap();
+        assert_eq!(f.basis, FitBasis::RequestPeak);
+        let phases: Vec<(Phase, Option<u64>)> = f.steps.iter().map(|x| (x.phase, x.held_tokens)).collect();
+        // The last decode step runs at 2,048 + 256 − 2 cached tokens and holds 2,048 + 256 − 1.
+        assert_eq!(phases, [(Phase::Prefill, Some(2048)), (Phase::Decode, Some(2303))]);
+        let pre = Footprint::of(&r.prefill(&s).unwrap(), 2e9);
+        let last = Footprint::of(&r.decode(&s, 2302).unwrap(), 2e9);
+        // Llama 3 8B: the prefill of 8 × 2,048 tokens needs more (its workspace) than the cache grows.
+        assert!(pre.memory_bytes > last.memory_bytes);
+        assert_eq!((f.footprint, f.deciding_phase), (pre, Phase::Prefill));
+        let most =
+            max_batch(&r.prefill(&s).unwrap(), 2048, 2e9).min(max_batch(&r.decode(&s, 2302).unwrap(), 2302, 2e9));
+        assert_eq!(f.max_batch, Some(most));
+        // Long outputs: the last decode step decides.
+        let long = Requests { batch: 8, prompt_tokens: 128, output_tokens: 60_000 };
+        let f = Fit::requests(&s, &long, 2e9).unwrap();
+        assert_eq!((f.deciding_phase, f.steps[1].held_tokens), (Phase::Decode, Some(128 + 60_000 - 1)));
+        // One output token: the prefill alone.
+        let one = Fit::requests(&s, &Requests { output_tokens: 1, ..r }, 2e9).unwrap();
+        assert_eq!(one.steps.len(), 1);
     }
 
     #[test]

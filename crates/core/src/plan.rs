@@ -6,7 +6,8 @@
 //! skipped) the decode step at `ctx` cached tokens per sequence is costed per GPU
 //! ([`crate::parallel`]):
 //!
-//! * **memory**: the largest batch whose fullest GPU fits ([`crate::memory::max_batch`]);
+//! * **memory**: the largest batch whose fullest GPU fits this decode step
+//!   ([`crate::memory::Fit::step`], [`FitBasis::Step`]: `ctx + 1` tokens held per sequence);
 //! * **latency**: TPOT = the step time (the pipeline's cycle with stages); the batches that meet
 //!   `TPOT ≤ X` are `1 … B*` (TPOT never falls as the batch grows), found by bisection;
 //! * **money**: `$/M output tokens = GPUs × price/3600 × TPOT ÷ batch × 10⁶`; the largest batch
@@ -19,7 +20,7 @@
 
 use crate::error::{Error, Result};
 use crate::ledger::summarise;
-use crate::memory::{at_uniform, max_batch, Footprint};
+use crate::memory::{at_uniform, Fit, FitBasis, Footprint};
 use crate::parallel::{layout_words as words, ParallelSpec, Parallelism, MAX_GPUS_PER_REPLICA};
 use crate::scenario::Scenario;
 use crate::serving::Price;
@@ -126,6 +127,8 @@ pub struct Plan {
     pub refused: Vec<Refused>,
     /// Layouts the model can take within the GPU budget.
     pub layouts: usize,
+    /// The basis of every fit: the decode step at `ctx`.
+    pub fit_basis: FitBasis,
 }
 
 /// Layouts of at most `max_gpus` GPUs that `base`'s model and GPU can take: TP and EP powers of
@@ -210,7 +213,7 @@ struct Assessed {
 fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
     let p = &sc.parallel;
     let step = p.ep;
-    let most = max_batch(sc, req.ctx, req.reserve_bytes);
+    let most = Fit::step(&at_uniform(sc, step, req.ctx), req.reserve_bytes).max_batch.unwrap_or(0);
     let most = most - most % step;
     if most == 0 {
         let fp = Footprint::of(&at_uniform(sc, step, req.ctx), req.reserve_bytes);
@@ -268,7 +271,7 @@ pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
         return Err(explain(base, req, &candidates, &refused));
     }
     ranked.sort_by(|a, b| a.usd_per_million_tokens.total_cmp(&b.usd_per_million_tokens).then(a.gpus.cmp(&b.gpus)));
-    Ok(Plan { ranked, pareto: pareto(points), refused, layouts: candidates.len() })
+    Ok(Plan { ranked, pareto: pareto(points), refused, layouts: candidates.len(), fit_basis: FitBasis::Step })
 }
 
 /// The points no other beats on both lower TPOT and higher tokens/s per GPU, by TPOT.

@@ -26,8 +26,28 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::ops::ControlFlow;
 
-/// Most points one sweep may have (10⁸; a sweep streams, so this bounds run time, not memory).
+/// Most points one sweep may have (10⁸; a sweep streams, so this bounds run time, not memory),
+/// counted over every axis, series included ([`grid_points`]).
 pub const MAX_SWEEP_POINTS: u64 = 100_000_000;
+
+/// The points of a grid of `axes` (each its name and its number of values: the series axes such as
+/// `gpu`, `weights` and `kv`, then `batch` and `ctx`), or an error naming every axis when the
+/// product passes [`MAX_SWEEP_POINTS`]: the one cap on the size of a sweep.
+pub fn grid_points(axes: &[(&str, u64)]) -> Result<u64> {
+    let product = axes.iter().fold(1u128, |p, (_, n)| p.saturating_mul(u128::from(*n)));
+    match u64::try_from(product) {
+        Ok(points) if points <= MAX_SWEEP_POINTS => Ok(points),
+        _ => {
+            let names: Vec<&str> = axes.iter().map(|(name, _)| *name).collect();
+            let sizes: Vec<String> = axes.iter().map(|(_, n)| n.to_string()).collect();
+            Err(Error::invalid(
+                names.join(" × "),
+                format!("{} = {product} points", sizes.join(" × ")),
+                format!("at most {MAX_SWEEP_POINTS} points in all"),
+            ))
+        }
+    }
+}
 
 /// Most comma-separated items in one axis.
 pub const MAX_AXIS_ITEMS: usize = 4096;
@@ -237,7 +257,8 @@ pub struct SweepPoint {
     pub memory_bytes: f64,
     /// KV cache after the step, bytes.
     pub kv_cache_bytes: f64,
-    /// Whether the memory fits the GPU after the reserve.
+    /// Whether the memory fits the GPU after the reserve, on this step's own basis
+    /// ([`crate::memory::FitBasis::Step`]).
     pub fits: bool,
 }
 
@@ -257,14 +278,7 @@ const KIND_SLOTS: usize = 64;
 impl Sweep {
     /// Plan a sweep of `base` over `batch` × `ctx` (the base's own contexts are replaced).
     pub fn new(base: Scenario, batch: Axis, ctx: Axis, reserve_bytes: f64) -> Result<Sweep> {
-        let points = batch.len().saturating_mul(ctx.len());
-        if points > MAX_SWEEP_POINTS {
-            return Err(Error::invalid(
-                "batch × ctx",
-                format!("{points} points"),
-                format!("at most {MAX_SWEEP_POINTS} points"),
-            ));
-        }
+        grid_points(&[("batch", batch.len()), ("ctx", ctx.len())])?;
         let check = |field: &str, axis: &Axis, min: u64, max: u64| {
             if axis.min() < min || axis.max() > max {
                 let v = if axis.min() < min { axis.min() } else { axis.max() };
@@ -282,6 +296,11 @@ impl Sweep {
     /// Number of points.
     pub fn len(&self) -> u64 {
         self.batch.len() * self.ctx.len()
+    }
+
+    /// The grid's axes, for [`grid_points`]: `batch` and `ctx` with their numbers of values.
+    pub fn axes(&self) -> [(&'static str, u64); 2] {
+        [("batch", self.batch.len()), ("ctx", self.ctx.len())]
     }
 
     /// Whether there are no points (never, once planned).
@@ -426,7 +445,22 @@ mod tests {
         let b = Axis::parse("batch", "1..100000", 1, MAX_BATCH).unwrap();
         let c = Axis::parse("ctx", "0..10000", 0, MAX_CONTEXT).unwrap();
         let e = Sweep::new(seed(), b, c, 0.0).unwrap_err().to_string();
-        assert_eq!(e, "invalid `batch × ctx`: 1000100000 points (at most 100000000 points)");
+        assert_eq!(e, "invalid `batch × ctx`: 100000 × 10001 = 1000100000 points (at most 100000000 points in all)");
+    }
+
+    #[test]
+    fn the_cap_counts_every_axis_series_included() {
+        // 200 GPUs × 11 formats × 10⁸ batches: each axis alone is within the cap, the grid is not.
+        let axes = [("gpu", 200), ("weights", 11), ("kv", 1), ("batch", MAX_SWEEP_POINTS), ("ctx", 1)];
+        let e = grid_points(&axes).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid `gpu × weights × kv × batch × ctx`: 200 × 11 × 1 × 100000000 × 1 = 220000000000 points (at most 100000000 points in all)"
+        );
+        assert_eq!(grid_points(&[("gpu", 2), ("batch", MAX_SWEEP_POINTS / 2)]).unwrap(), MAX_SWEEP_POINTS);
+        assert!(grid_points(&[("gpu", 2), ("batch", MAX_SWEEP_POINTS / 2 + 1)]).is_err());
+        // No overflow however large the axes.
+        assert!(grid_points(&[("a", u64::MAX), ("b", u64::MAX), ("c", u64::MAX)]).is_err());
     }
 
     #[test]

@@ -161,3 +161,138 @@ fn every_preset_runs_every_view() {
         assert!(!sweep(s, "1,64", "1024").is_empty());
     }
 }
+
+/// One "does it fit" answer (issue 11, item 4): for the same inputs every command agrees. The
+/// step basis (`kv`, `sweep`, `levers`, `advise`, `plan`) at a decode step of `ctx` cached tokens;
+/// the request-peak basis (`latency`, `cost`) for prompt `P` and output `O` is the step basis of
+/// its prefill step at `P` and of its last decode step at `P + O − 2` cached tokens (`P + O − 1`
+/// held), both at once. The first case is the reproduction: Llama 3.1 70B fp8 on an A100 80GB.
+#[test]
+fn every_command_gives_one_fit_answer_on_its_stated_basis() {
+    use llm_ledger_core::advise::Advice;
+    use llm_ledger_core::economics::CostPoint;
+    use llm_ledger_core::latency::Latency;
+    use llm_ledger_core::memory::{memory_wall_batch, Fit, FitBasis, Requests};
+    use llm_ledger_core::plan::{plan, PlanRequest};
+    use llm_ledger_core::serving::{Price, PriceSource, ServingRequest};
+    const R: f64 = 2e9;
+    let price = Price { usd_per_hour: 2.0, source: PriceSource::User };
+    let scenario = |model: &str, gpu: &str, weights: &str, phase: &str, batch: u64, ctx: u64| {
+        ScenarioRequest {
+            model: Some(model.into()),
+            gpu: Some(gpu.into()),
+            weights: Some(weights.into()),
+            phase: Some(phase.into()),
+            batch: Some(batch.to_string()),
+            ctx: Some(ctx.to_string()),
+            ..Default::default()
+        }
+        .resolve(&Catalog::builtin())
+        .unwrap()
+    };
+    let step_max = |sc: &Scenario| Fit::step(sc, R).max_batch.unwrap();
+    // The reproduction first: batch 9 fits a decode step at 2,048 cached tokens, while requests
+    // of 2,048 + 256 tokens fit 5 (their prefill step of 5 × 2,048 tokens, with its workspace).
+    let repro = scenario("llama-3.1-70b", "a100-80gb-sxm", "fp8", "decode", 9, 2048);
+    assert_eq!(step_max(&repro), 9);
+    let r = Requests { batch: 9, prompt_tokens: 2048, output_tokens: 256 };
+    let fit = Fit::requests(&repro, &r, R).unwrap();
+    assert_eq!((fit.basis, fit.max_batch, fit.fits()), (FitBasis::RequestPeak, Some(5), false));
+    assert_eq!(fit.steps[1].held_tokens, Some(2048 + 256 - 1));
+
+    let mut cases = 0;
+    for (model, weights) in [
+        ("llama-3.1-70b", "fp8"),
+        ("llama-3-8b", "bf16"),
+        ("mixtral-8x7b", "fp8"),
+        ("gemma-2-9b", "bf16"),
+        ("deepseek-v2-lite", "bf16"),
+    ] {
+        for gpu in ["a100-80gb-sxm", "h100-sxm", "l4"] {
+            // Step basis at ctx C: sweep, memory wall, advise, levers and plan agree with Fit::step.
+            for ctx in [512, 4096] {
+                let one = scenario(model, gpu, weights, "decode", 1, ctx);
+                let max = step_max(&one);
+                let batches: Vec<u64> = [1, max, max + 1].into_iter().filter(|b| *b >= 1).collect();
+                let axis: Vec<String> = batches.iter().map(u64::to_string).collect();
+                for p in sweep_with(one.clone(), &axis.join(","), &ctx.to_string(), R) {
+                    assert_eq!(p.fits, p.batch <= max, "{model} {gpu} ctx {ctx} sweep batch {}", p.batch);
+                }
+                assert_eq!(memory_wall_batch(&one, ctx, R), Some(max + 1).filter(|b| *b <= MAX_BATCH));
+                let serving =
+                    ServingRequest { reserve: Some(R.to_string()), ..Default::default() }.resolve(&one).unwrap();
+                for b in batches {
+                    let a = Advice::of(&scenario(model, gpu, weights, "decode", b, ctx), &serving);
+                    assert_eq!((a.max_batch, a.footprint.fits, a.fit_basis), (Some(max), b <= max, FitBasis::Step));
+                }
+                let set = LeverSet::of(&one, R);
+                assert_eq!(set.baseline.fits, max >= 1);
+                match set.get(Lever::Batch) {
+                    Some(l) => assert_eq!((l.outcome.batch, l.outcome.fits), (max, true)),
+                    None => assert!(max <= 1, "{model} {gpu} ctx {ctx}: no batch lever with max {max}"),
+                }
+                if max >= 1 {
+                    let req =
+                        PlanRequest { ctx, tpot_bound_s: 3600.0, max_gpus: 1, price, reserve_bytes: R, batches: None };
+                    let p = plan(&one, &req).unwrap();
+                    assert_eq!((p.ranked[0].max_batch, p.ranked[0].batch, p.fit_basis), (max, max, FitBasis::Step));
+                }
+                cases += 1;
+            }
+            // Request basis: latency and cost agree, and equal the step basis of both steps.
+            for (prompt, output) in [(512, 1), (512, 2), (2048, 64)] {
+                let base = scenario(model, gpu, weights, "decode", 1, 1);
+                let pre = step_max(&scenario(model, gpu, weights, "prefill", 1, prompt));
+                let last =
+                    (output >= 2).then(|| step_max(&scenario(model, gpu, weights, "decode", 1, prompt + output - 2)));
+                let expect = last.map_or(pre, |l| l.min(pre));
+                let s = ServingRequest {
+                    prompt: Some(prompt.to_string()),
+                    output: Some(output.to_string()),
+                    reserve: Some(R.to_string()),
+                    ..Default::default()
+                }
+                .resolve(&base)
+                .unwrap();
+                for b in [1, expect, expect + 1].into_iter().filter(|b| *b >= 1) {
+                    let l = Latency::of(&base, b, prompt, output, R).unwrap();
+                    let c = CostPoint::at(&base, &s, price, b).unwrap().latency;
+                    let what = format!("{model} {gpu} batch {b} × ({prompt} + {output})");
+                    assert_eq!(
+                        (l.max_batch, l.fits, l.fit_basis),
+                        (expect, b <= expect, FitBasis::RequestPeak),
+                        "{what}"
+                    );
+                    assert_eq!(
+                        (c.max_batch, c.fits, c.peak_memory_bytes),
+                        (l.max_batch, l.fits, l.peak_memory_bytes),
+                        "{what}"
+                    );
+                    // The peak is the fuller of the two steps, each on the step basis.
+                    let fp = |phase, ctx| Footprint::of(&scenario(model, gpu, weights, phase, b, ctx), R);
+                    let mut peak = fp("prefill", prompt);
+                    if output >= 2 {
+                        let d = fp("decode", prompt + output - 2);
+                        if d.memory_bytes > peak.memory_bytes {
+                            peak = d;
+                        }
+                    }
+                    assert_eq!((l.peak_memory_bytes, l.fits), (peak.memory_bytes, peak.fits), "{what}");
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 5 * 3 * 5);
+}
+
+fn sweep_with(base: Scenario, batch: &str, ctx: &str, reserve_bytes: f64) -> Vec<SweepPoint> {
+    let b = Axis::parse("batch", batch, 1, MAX_BATCH).unwrap();
+    let c = Axis::parse("ctx", ctx, 0, MAX_CONTEXT).unwrap();
+    let mut out = Vec::new();
+    Sweep::new(base, b, c, reserve_bytes).unwrap().run(|p| {
+        out.push(*p);
+        ControlFlow::Continue(())
+    });
+    out
+}

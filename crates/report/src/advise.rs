@@ -2,8 +2,9 @@
 //! they save.
 //!
 //! JSON keys (stable): `inputs`, `lines[]` (the sentences), `crossover` (as `kv`), `footprint`,
-//! `max_batch`, `price`, `usd_per_million_tokens`, `baseline`, `levers[]` (ranked; lever fields as
-//! in `levers` plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`.
+//! `max_batch`, `fit_basis` (`step`: `footprint.fits` and `max_batch` are this step's),
+//! `price`, `usd_per_million_tokens`, `baseline`, `levers[]` (ranked; lever fields as in `levers`
+//! plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`.
 
 use crate::ledger::Inputs;
 use crate::levers::{lever_table, LeverRow};
@@ -32,7 +33,8 @@ impl Report for AdviseReport {
     fn human(&self) -> HumanTable {
         let a = &self.advice;
         let ranked: Vec<&LeverOutcome> = a.levers.iter().map(|r| &r.lever).collect();
-        let (header, rows, footer) = lever_table(&a.baseline, &ranked, &a.skipped);
+        let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped);
+        footer.push(a.fit_basis.rule(self.inputs.counting).into());
         let mut title = vec![self.inputs.headline(), String::new()];
         title.extend(a.lines.iter().cloned());
         title.push(String::new());

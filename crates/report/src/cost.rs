@@ -6,7 +6,8 @@
 //! `usd_per_request` (all at the given batch), `tpot_bound_s`, `rows[]` (the given batch, then the
 //! cheapest batch under the bound when one is asked for; each with `label`, `batch`, `ttft_s`,
 //! `tpot_s`, `e2e_s`, `output_tokens_per_s`, `usd_per_million_input_tokens`,
-//! `usd_per_million_output_tokens`, `usd_per_request`, `peak_memory_bytes`, `fits`).
+//! `usd_per_million_output_tokens`, `usd_per_request`, `peak_memory_bytes`, `peak_phase`, `fits`,
+//! `fit_basis` (`request_peak`: [`llm_ledger_core::memory::FitBasis::RequestPeak`])).
 
 use crate::human;
 use crate::ledger::Inputs;
@@ -14,8 +15,9 @@ use crate::render::{HumanTable, Report};
 use llm_ledger_core::economics::{cheapest_under_tpot, CostPoint};
 use llm_ledger_core::error::Result;
 use llm_ledger_core::memory::at_uniform;
+use llm_ledger_core::memory::FitBasis;
 use llm_ledger_core::serving::{PriceSource, Serving};
-use llm_ledger_core::Scenario;
+use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
 
 /// One batch's cost.
@@ -41,8 +43,12 @@ pub struct CostRow {
     pub usd_per_request: f64,
     /// Peak memory, bytes.
     pub peak_memory_bytes: f64,
+    /// The step of the peak: `prefill` or `decode` (the last decode step).
+    pub peak_phase: Phase,
     /// Fits the GPU after the reserve.
     pub fits: bool,
+    /// The basis of `fits`: the requests' peak.
+    pub fit_basis: FitBasis,
 }
 
 impl CostRow {
@@ -59,7 +65,9 @@ impl CostRow {
             usd_per_million_output_tokens: c.usd_per_million_output_tokens,
             usd_per_request: c.usd_per_request,
             peak_memory_bytes: l.peak_memory_bytes,
+            peak_phase: l.peak_phase,
             fits: l.fits,
+            fit_basis: l.fit_basis,
         }
     }
 }
@@ -173,6 +181,12 @@ impl Report for CostReport {
             }
             PriceSource::User => "price given",
         };
+        let mut footer = vec![
+            format!("${}/GPU-hour: {source}", self.usd_per_hour),
+            "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch".into(),
+            "the cheapest batch under a TPOT bound is the largest batch that meets it and fits (TPOT ÷ batch never rises with the batch)".into(),
+        ];
+        footer.extend(self.rows.first().map(|r| r.fit_basis.rule(i.counting).to_string()));
         HumanTable {
             title: vec![format!(
                 "{} on {} · requests of {} prompt + {} output tokens · weights {} · KV {}{} · ${}/GPU-hour",
@@ -185,16 +199,23 @@ impl Report for CostReport {
                 i.layout_suffix(),
                 self.usd_per_hour
             )],
-            header: ["", "batch", "TTFT", "TPOT", "out tok/s", "$/M input", "$/M output", "$/request", "memory", "fits"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "",
+                "batch",
+                "TTFT",
+                "TPOT",
+                "out tok/s",
+                "$/M input",
+                "$/M output",
+                "$/request",
+                "memory",
+                "fits",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
             right_aligned: (1..=8).collect(),
-            footer: vec![
-                format!("${}/GPU-hour: {source}", self.usd_per_hour),
-                "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch".into(),
-                "the cheapest batch under a TPOT bound is the largest batch that meets it and fits (TPOT ÷ batch never rises with the batch)".into(),
-            ],
+            footer,
         }
     }
 }

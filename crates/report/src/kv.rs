@@ -4,14 +4,15 @@
 //! JSON keys (stable): `inputs`, `kv_bytes_per_token`, `weight_bytes` (read per step),
 //! `crossover_tokens`, `cached_tokens`, `kv_read_bytes`, `kv_to_weight_ratio`, `side`,
 //! `weight_memory_bytes`, `kv_cache_bytes`, `workspace_bytes`, `memory_bytes`, `capacity_bytes`,
-//! `reserve_bytes`, `fits`, `max_cached_tokens`, `max_batch`, `kv_bytes_per_sequence`.
+//! `reserve_bytes`, `fits`, `max_cached_tokens`, `max_batch`, `fit_basis` (`step`: `fits` and
+//! `max_batch` are this step's, [`FitBasis::Step`]), `kv_bytes_per_sequence`.
 
 use crate::facts::{facts_table, yes_no};
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::crossover::Crossover;
-use llm_ledger_core::memory::{kv_bytes_per_sequence, max_batch, max_cached_tokens, Footprint};
+use llm_ledger_core::memory::{kv_bytes_per_sequence, max_cached_tokens, Fit, FitBasis};
 use llm_ledger_core::{Contexts, Scenario};
 use serde::Serialize;
 
@@ -50,6 +51,8 @@ pub struct KvRow {
     pub max_cached_tokens: u64,
     /// Largest batch that fits at this context (uniform batches only).
     pub max_batch: Option<u64>,
+    /// The basis of `fits` and `max_batch`: this step.
+    pub fit_basis: FitBasis,
     /// KV bytes of one sequence at this context (uniform batches only; windows applied).
     pub kv_bytes_per_sequence: Option<f64>,
 }
@@ -68,7 +71,8 @@ impl KvReport {
     /// Build for a scenario with `reserve_bytes` held back.
     pub fn new(sc: &Scenario, reserve_bytes: f64) -> KvReport {
         let c = Crossover::of(sc);
-        let fp = Footprint::of(sc, reserve_bytes);
+        let fit = Fit::step(sc, reserve_bytes);
+        let fp = fit.footprint;
         let uniform = match sc.workload.contexts {
             Contexts::Uniform { tokens, .. } => Some(tokens),
             Contexts::Mix(_) => None,
@@ -91,7 +95,8 @@ impl KvReport {
                 reserve_bytes: fp.reserve_bytes,
                 fits: fp.fits,
                 max_cached_tokens: max_cached_tokens(sc, reserve_bytes),
-                max_batch: uniform.map(|t| max_batch(sc, t, reserve_bytes)),
+                max_batch: fit.max_batch,
+                fit_basis: fit.basis,
                 kv_bytes_per_sequence: uniform.map(|t| kv_bytes_per_sequence(&sc.model, sc.workload.kv, t as f64)),
             },
         }
@@ -166,6 +171,7 @@ impl Report for KvReport {
             vec![
                 "crossover = weight bytes read per step ÷ KV bytes per token (seed 004); above it every extra sequence is paid in full".into(),
                 "capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token".into(),
+                r.fit_basis.rule(self.inputs.counting).into(),
             ],
         )
     }

@@ -2,7 +2,9 @@
 //!
 //! JSON keys (stable): `inputs`, `batch`, `prompt_tokens`, `output_tokens`, `ttft_s`, `tpot_s`
 //! (`null` with one output token), `decode_s`, `e2e_s`, `output_tokens_per_s`,
-//! `decode_tokens_per_s`, `peak_memory_bytes`, `fits`, `max_batch`, `decode_sum`.
+//! `decode_tokens_per_s`, `peak_memory_bytes`, `peak_phase` (`prefill` or `decode`: the step of
+//! the peak), `fits`, `max_batch`, `fit_basis` (`request_peak`:
+//! [`llm_ledger_core::memory::FitBasis::RequestPeak`]), `decode_sum`.
 
 use crate::facts::{facts_table, yes_no};
 use crate::human;
@@ -12,7 +14,7 @@ use llm_ledger_core::error::Result;
 use llm_ledger_core::latency::{DecodeSum, Latency, EXACT_DECODE_STEPS, QUADRATURE_PANELS};
 use llm_ledger_core::memory::at_uniform;
 use llm_ledger_core::serving::Serving;
-use llm_ledger_core::Scenario;
+use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
 
 /// The `latency` report.
@@ -32,6 +34,14 @@ impl LatencyReport {
         let batch = sc.workload.contexts.batch();
         let latency = Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
         Ok(LatencyReport { inputs: Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens)), latency })
+    }
+}
+
+/// The step of a request's memory peak, in words.
+pub fn peak_step(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Prefill => "prefill",
+        Phase::Decode => "last decode step",
     }
 }
 
@@ -76,13 +86,14 @@ impl Report for LatencyReport {
                 ("end to end", human::seconds(l.e2e_s)),
                 ("output tok/s (whole request)", human::sig3(l.output_tokens_per_s)),
                 ("output tok/s (decoding)", opt(l.decode_tokens_per_s, human::sig3)),
-                ("peak memory", human::bytes(l.peak_memory_bytes)),
+                ("peak memory", format!("{} ({})", human::bytes(l.peak_memory_bytes), peak_step(l.peak_phase))),
                 ("fits", yes_no(l.fits)),
                 ("max batch", human::count(l.max_batch)),
             ],
             vec![
                 "TTFT = one prefill step of batch × prompt; TPOT = Σ decode steps at prompt … prompt + output − 2 cached tokens ÷ (output − 1); e2e = TTFT + decode".into(),
                 decode_sum_note(l.decode_sum),
+                l.fit_basis.rule(i.counting).into(),
             ],
         )
     }

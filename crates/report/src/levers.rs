@@ -3,12 +3,14 @@
 //! JSON keys (stable): `inputs`, `baseline` (`batch`, `step_time_s`, `tokens_per_s`,
 //! `time_per_token_s`, `memory_bytes`, `fits`), `levers[]` (`lever`, `name`, `description`,
 //! `side`, `outcome` as `baseline`, `speedup`, `step_time_saved_s`, `cost_saving`), `skipped[]`
-//! (`name`, `reason`). CSV: one flat row per lever, the baseline first.
+//! (`name`, `reason`), `fit_basis` (`step`: every `fits` and the batch lever are this step's,
+//! [`FitBasis::Step`]). CSV: one flat row per lever, the baseline first.
 
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::levers::{Lever, LeverOutcome, LeverSet, Outcome, Skipped};
+use llm_ledger_core::memory::FitBasis;
 use serde::Serialize;
 
 /// The `levers` report.
@@ -22,6 +24,8 @@ pub struct LeverReport {
     pub levers: Vec<LeverOutcome>,
     /// The levers that do not, with the reason.
     pub skipped: Vec<Skipped>,
+    /// The basis of every `fits`.
+    pub fit_basis: FitBasis,
 }
 
 /// One flat row (CSV).
@@ -81,7 +85,13 @@ impl LeverRow {
 impl LeverReport {
     /// Build from a lever set, in lever order.
     pub fn new(inputs: Inputs, set: LeverSet) -> LeverReport {
-        LeverReport { inputs, baseline: set.baseline, levers: set.levers, skipped: set.skipped }
+        LeverReport {
+            inputs,
+            baseline: set.baseline,
+            levers: set.levers,
+            skipped: set.skipped,
+            fit_basis: set.fit_basis,
+        }
     }
 }
 
@@ -139,6 +149,7 @@ impl Report for LeverReport {
         footer.push(
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
+        footer.push(self.fit_basis.rule(self.inputs.counting).into());
         HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned: (2..=8).collect(), footer }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! JSON keys (stable): `inputs`, `ctx`, `tpot_bound_s`, `max_gpus`, `usd_per_hour`,
 //! `price_source`, `reserve_bytes`, `weight_bytes` (the whole model), `available_bytes` (per GPU),
-//! `min_gpus_for_weights`,
+//! `min_gpus_for_weights`, `fit_basis` (`step`: the decode step at `ctx`),
 //! `layouts`, `ranked[]` and `pareto[]` (each with `tp`, `pp`, `ep`, `gpus`, `batch`, `tpot_s`,
 //! `tokens_per_s`, `tokens_per_s_per_gpu`, `usd_per_million_tokens`, `memory_bytes`,
 //! `weight_bytes`, `max_batch`, `link_share`, `meets_bound`, `replicas`), `refused[]` (`tp`, `pp`,
@@ -52,6 +52,8 @@ pub struct PlanReport {
     pub pareto: Vec<PlanPoint>,
     /// Layouts refused, and why.
     pub refused: Vec<llm_ledger_core::plan::Refused>,
+    /// The basis of every fit.
+    pub fit_basis: llm_ledger_core::memory::FitBasis,
 }
 
 /// Everything the report echoes besides the plan.
@@ -94,6 +96,7 @@ impl PlanReport {
             ranked: plan.ranked,
             pareto: plan.pareto,
             refused: plan.refused,
+            fit_basis: plan.fit_basis,
         }
     }
 
@@ -194,6 +197,7 @@ impl PlanReport {
             }
         ));
         footer.push("TPOT = the decode step (with pipeline stages, the cycle of its micro-batches); memory/GPU = the fullest GPU; on links = the busiest GPU's share of the step in collectives and stage sends".into());
+        footer.push(self.fit_basis.rule(self.inputs.counting).into());
         self.table(title, &shown, true, footer)
     }
 

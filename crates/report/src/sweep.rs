@@ -1,6 +1,7 @@
 //! The `sweep` view, rendered piece by piece so that a sweep of any length streams: a head, one
 //! string per point, a tail. Table and Markdown use fixed column widths (no need to see every
-//! row first); JSON is `{"inputs": …, "capacity_bytes": …, "reserve_bytes": …, "points": [ … ]}`
+//! row first); JSON is `{"inputs": …, "capacity_bytes": …, "reserve_bytes": …, "fit_basis": "step",
+//! "points": [ … ]}` (every point's `fits` is its own step's, [`FitBasis::Step`])
 //! with one point object per line; CSV has one header line and one line per point, the point
 //! fields of JSON.
 //!
@@ -18,7 +19,7 @@ use crate::render::Format;
 use llm_ledger_core::crossover::crossover_batch;
 use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
-use llm_ledger_core::memory::{at_uniform, memory_wall_batch};
+use llm_ledger_core::memory::{at_uniform, memory_wall_batch, FitBasis};
 use llm_ledger_core::sweep::{Axis, Sweep, SweepPoint};
 use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
@@ -44,6 +45,8 @@ pub struct SweepHead {
     pub capacity_bytes: f64,
     /// Runtime reserve, bytes.
     pub reserve_bytes: f64,
+    /// The basis of every point's `fits`: its own step.
+    pub fit_basis: FitBasis,
     /// The series of a compared sweep (several GPUs or precisions), in output order; empty for one.
     /// `inputs` and `capacity_bytes` are then those of the first series.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -102,6 +105,7 @@ impl SweepPlan {
             point_count: batch.len() * ctx.len(),
             capacity_bytes: base.gpu.memory_bytes,
             reserve_bytes,
+            fit_basis: FitBasis::Step,
             variants: Vec::new(),
         };
         let sweep = Sweep::new(base.clone(), batch, ctx.clone(), reserve_bytes)?;
@@ -264,13 +268,14 @@ impl SweepView {
         let header: Vec<String> = COLUMNS.iter().map(|(n, _, _)| n.to_string()).collect();
         match self.format {
             Format::Json => format!(
-                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n{}  \"points\": [\n",
+                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"fit_basis\": {},\n{}  \"points\": [\n",
                 json(&h.inputs),
                 json(&h.batch_axis),
                 json(&h.ctx_axis),
                 h.point_count,
                 json(&h.capacity_bytes),
                 json(&h.reserve_bytes),
+                json(&h.fit_basis),
                 if h.variants.len() > 1 { format!("  \"variants\": {},\n", json(&h.variants)) } else { String::new() }
             ),
             Format::Csv => String::new(),
@@ -365,12 +370,13 @@ impl SweepView {
                 human::count(past_wall),
                 human::count(points)
             ),
+            h.fit_basis.rule(h.inputs.counting).to_string(),
         ];
         match self.format {
             Format::Json => "\n  ]\n}\n".into(),
             Format::Csv => String::new(),
-            Format::Md => format!("\n{}  \n{}  \n", notes[0], notes[1]),
-            Format::Table => format!("{}{}\n{}\n", self.rule(), notes[0], notes[1]),
+            Format::Md => format!("\n{}  \n{}  \n{}  \n", notes[0], notes[1], notes[2]),
+            Format::Table => format!("{}{}\n{}\n{}\n", self.rule(), notes[0], notes[1], notes[2]),
         }
     }
 
@@ -410,6 +416,7 @@ mod tests {
             point_count: 6,
             capacity_bytes: sc.gpu.memory_bytes,
             reserve_bytes: 2e9,
+            fit_basis: FitBasis::Step,
             variants: Vec::new(),
         };
         let sw = Sweep::new(

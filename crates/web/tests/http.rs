@@ -907,3 +907,25 @@ async fn only_loopback_host_names_are_answered_dns_rebinding() {
     let r = open.oneshot(with_host("attacker.example:8765")).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+/// Issue 11, item 4: the explorer's pages and API say which basis "fits" is decided on, as the CLI
+/// does (the step for KV and Batching, the requests' peak for Cost).
+#[tokio::test]
+async fn pages_and_the_api_name_the_fit_basis() {
+    let m = "model=llama-3.1-70b&gpu=a100-80gb-sxm&weights=fp8";
+    for (page, rule) in [
+        (format!("/kv-cache?{m}&batch=9"), "fit basis: this step — "),
+        (format!("/batching?{m}&batches=8..10"), "fit basis: this step — "),
+        (format!("/cost?{m}&batch=9"), "fit basis: the requests' peak — "),
+    ] {
+        let r = get(&page).await;
+        assert_eq!(r.status, StatusCode::OK, "{page}: {}", r.body);
+        let note = r.body.split("id=\"fit-basis\">").nth(1).unwrap_or_else(|| panic!("{page}: no fit-basis note"));
+        assert!(note.starts_with(rule), "{page}: {}", &note[..note.len().min(200)]);
+    }
+    assert!(get(&format!("/cost?{m}&batch=9")).await.body.contains("; peak: prefill."));
+    let kv: serde_json::Value = serde_json::from_str(&get(&format!("/api/kv?{m}&batch=9")).await.body).unwrap();
+    assert_eq!((&kv["fits"], &kv["max_batch"], &kv["fit_basis"]), (&true.into(), &9.into(), &"step".into()));
+    let l: serde_json::Value = serde_json::from_str(&get(&format!("/api/latency?{m}")).await.body).unwrap();
+    assert_eq!((&l["max_batch"], &l["fit_basis"]), (&5.into(), &"request_peak".into()));
+}

@@ -11,7 +11,7 @@ use crate::inputs;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::mix_refused;
+use llm_ledger_core::sweep::{grid_points, mix_refused};
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::{SweepPlan, SweepView, Variant};
@@ -78,8 +78,9 @@ impl Progress {
 }
 
 /// The scenario flags of each series: the cartesian product of the comma-separated values of
-/// `--gpu` (names, not file paths), `--weights` and `--kv`.
-fn series(a: &crate::cli::ScenarioArgs) -> Vec<crate::cli::ScenarioArgs> {
+/// `--gpu` (names, not file paths), `--weights` and `--kv`; and those three axes with their
+/// numbers of values (for the cap on points, [`grid_points`]).
+fn series(a: &crate::cli::ScenarioArgs) -> (Vec<crate::cli::ScenarioArgs>, [(&'static str, u64); 3]) {
     let split = |v: &Option<String>, allow: bool| -> Vec<Option<String>> {
         match v {
             Some(s) if allow && s.contains(',') => s.split(',').map(|x| Some(x.trim().to_string())).collect(),
@@ -87,10 +88,12 @@ fn series(a: &crate::cli::ScenarioArgs) -> Vec<crate::cli::ScenarioArgs> {
         }
     };
     let gpu_is_path = a.gpu.as_deref().is_some_and(inputs::looks_like_path);
+    let (gpus, formats, kvs) = (split(&a.gpu, !gpu_is_path), split(&a.weights, true), split(&a.kv, true));
+    let axes = [("gpu", gpus.len() as u64), ("weights", formats.len() as u64), ("kv", kvs.len() as u64)];
     let mut out = Vec::new();
-    for gpu in split(&a.gpu, !gpu_is_path) {
-        for weights in split(&a.weights, true) {
-            for kv in split(&a.kv, true) {
+    for gpu in &gpus {
+        for weights in &formats {
+            for kv in &kvs {
                 out.push(crate::cli::ScenarioArgs {
                     gpu: gpu.clone(),
                     weights: weights.clone(),
@@ -100,7 +103,7 @@ fn series(a: &crate::cli::ScenarioArgs) -> Vec<crate::cli::ScenarioArgs> {
             }
         }
     }
-    out
+    (out, axes)
 }
 
 /// Run the sweep, writing to `out`.
@@ -112,12 +115,18 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         return Err(mix_refused().into());
     }
     // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
-    let series_args = series(&crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() });
+    let (series_args, series_axes) = series(&crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() });
     let mut plans = Vec::with_capacity(series_args.len());
-    for sa in &series_args {
+    for (i, sa) in series_args.iter().enumerate() {
         let sc = inputs::scenario(sa)?;
         let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-        plans.push(SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?);
+        let plan = SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?;
+        if i == 0 {
+            // Every series has the same batch and ctx axes: cap the whole grid before the rest.
+            let axes: Vec<(&str, u64)> = series_axes.iter().chain(&plan.sweep.axes()).copied().collect();
+            grid_points(&axes)?;
+        }
+        plans.push(plan);
     }
     let variants: Vec<Variant> = plans.iter().map(|p| Variant::of(&p.base)).collect();
     if variants.len() > 1 && args.plot.is_some() {

@@ -134,6 +134,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 }
             }
         }
+        p.note #fit-basis { (h.fit_basis.rule(h.inputs.counting)) "." }
         (downloads(&api_query("/api/sweep", None), &api_query("/api/sweep", Some("csv")),
             &format!("llm-ledger sweep --batch {} --ctx {} --format json|csv", h.batch_axis, h.ctx_axis)))
     })

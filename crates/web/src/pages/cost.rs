@@ -196,6 +196,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         div.notes {
             p { "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch." }
             p { (llm_ledger_report::latency::decode_sum_note(l.decode_sum)) "." }
+            p #fit-basis { (l.fit_basis.rule(i.counting)) "; peak: " (llm_ledger_report::latency::peak_step(l.peak_phase)) "." }
             @if STEP_SHAPE.iter().any(|k| q.get(k).is_some()) {
                 p.note { "Phase and context length are not used here: requests are a prefill of the prompt, then decode of the output with a growing context." }
             }
