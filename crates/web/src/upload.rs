@@ -8,7 +8,8 @@ use crate::error::AppError;
 use crate::pages::{self, PageInfo};
 use crate::query::PageQuery;
 use crate::AppState;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
+use http_body_util::BodyExt;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -117,17 +118,23 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
+    let (parts, body) = req.into_parts();
+    let body = read_body(body).await?;
     if is_json {
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.uri().query().unwrap_or(""))
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
-        let body = Bytes::from_request(req, state).await.map_err(|e| body_error(e.status(), e.body_text()))?;
         return Ok(Form { pairs, config: Some(body.to_vec()) });
     }
-    let mut mp = Multipart::from_request(req, state).await.map_err(|e| body_error(e.status(), e.body_text()))?;
+    // The body is whole and within the limit here: what is left to fail is its form.
+    let req = Request::from_parts(parts, Body::from(body));
+    let malformed = |text: String| {
+        AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY))
+    };
+    let mut mp = Multipart::from_request(req, state).await.map_err(|e| malformed(e.body_text()))?;
     let mut form = Form { pairs: Vec::new(), config: None };
-    while let Some(field) = mp.next_field().await.map_err(|e| body_error(e.status(), e.body_text()))? {
+    while let Some(field) = mp.next_field().await.map_err(|e| malformed(e.body_text()))? {
         let name = field.name().unwrap_or("").to_string();
-        let bytes = field.bytes().await.map_err(|e| body_error(e.status(), e.body_text()))?;
+        let bytes = field.bytes().await.map_err(|e| malformed(e.body_text()))?;
         if name == crate::query::CONFIG_KEY {
             form.config = Some(bytes.to_vec());
         } else {
@@ -135,6 +142,42 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
         }
     }
     Ok(form)
+}
+
+/// A whole request body of at most [`MAX_BODY_BYTES`], however it is sent (with a
+/// Content-Length, or chunked without one): more is 413 (the limit named), a body that breaks
+/// off is 400. Every handler that reads a body reads it here.
+pub async fn read_body(body: Body) -> Result<Bytes, AppError> {
+    let mut body = body;
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            if is_length_limit(&e) {
+                too_large(MAX_BODY_BYTES + 1)
+            } else {
+                AppError::bad_request(format!("cannot read the request body: {e}"), None)
+            }
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > MAX_BODY_BYTES {
+                return Err(too_large(buf.len() + data.len()));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Whether `e` (or an error it wraps) is a body-size limit's.
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 async fn upload(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -175,12 +218,6 @@ fn config_text(bytes: Option<Vec<u8>>) -> Result<String, AppError> {
     }
 }
 
-fn body_error(status: StatusCode, text: String) -> AppError {
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
-        return too_large(MAX_BODY_BYTES + 1);
-    }
-    AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY)).with_status(status)
-}
 
 #[cfg(test)]
 mod tests {

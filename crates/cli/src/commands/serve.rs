@@ -10,7 +10,7 @@ pub fn run(args: &ServeArgs) -> Result<String> {
     let catalog = inputs::catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
     serve(
         ServeOptions { bind: args.bind, port: args.port, open: args.open },
-        AppState { catalog, loopback_hosts_only: true },
+        AppState::new(catalog),
     )?;
     Ok(String::new())
 }
