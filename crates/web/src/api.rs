@@ -18,16 +18,20 @@
 //!
 //! Every endpoint takes `format=json|csv|md|table` (default json). The command's own flags are
 //! query keys of the same names; anything else is the scenario's, refused by its resolver when
-//! unknown. Sweeps and MoE ranges are limited to [`MAX_POINTS`] points here (the CLI takes more).
+//! unknown. Sweeps and MoE ranges are limited to [`MAX_POINTS`] points here, and a MoE answer to
+//! [`MAX_MOE_EXPERT_POINTS`](crate::MAX_MOE_EXPERT_POINTS) batch sizes × experts (the CLI takes
+//! more). The endpoints whose work grows with their parameters run on the heavy-work pool
+//! ([`crate::work`]).
 //!
-//! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input).
+//! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input, 503
+//! past the request deadline).
 
 use crate::error::AppError;
 use crate::pages::parts::MAX_POINTS;
 use crate::query::PageQuery;
 use crate::upload::{self, MAX_BODY_BYTES};
-use crate::AppState;
 use crate::work::Work;
+use crate::AppState;
 use axum::extract::{DefaultBodyLimit, Extension, RawQuery, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};

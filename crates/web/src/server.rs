@@ -375,7 +375,8 @@ fn own_answer(out: &[u8]) -> Option<Vec<u8>> {
     let head_end = out.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&out[..head_end]).ok()?;
     let status = head.strip_prefix("HTTP/1.")?.get(2..5)?;
-    if !(status.starts_with('4') || status.starts_with('5')) || head.to_ascii_lowercase().contains("content-security-policy:")
+    if !(status.starts_with('4') || status.starts_with('5'))
+        || head.to_ascii_lowercase().contains("content-security-policy:")
     {
         return None;
     }

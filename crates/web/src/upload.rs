@@ -9,7 +9,6 @@ use crate::pages::{self, PageInfo};
 use crate::query::PageQuery;
 use crate::AppState;
 use axum::body::{Body, Bytes};
-use http_body_util::BodyExt;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -17,6 +16,7 @@ use axum::routing::post;
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use http_body_util::BodyExt;
 use llm_ledger_core::model::{parse_config_json, Preset};
 use std::sync::Arc;
 
@@ -127,9 +127,8 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
     }
     // The body is whole and within the limit here: what is left to fail is its form.
     let req = Request::from_parts(parts, Body::from(body));
-    let malformed = |text: String| {
-        AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY))
-    };
+    let malformed =
+        |text: String| AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY));
     let mut mp = Multipart::from_request(req, state).await.map_err(|e| malformed(e.body_text()))?;
     let mut form = Form { pairs: Vec::new(), config: None };
     while let Some(field) = mp.next_field().await.map_err(|e| malformed(e.body_text()))? {
@@ -217,7 +216,6 @@ fn config_text(bytes: Option<Vec<u8>>) -> Result<String, AppError> {
         _ => Err(AppError::bad_request("no config.json was uploaded (form field `config`)", field)),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -981,7 +981,8 @@ async fn oversized_bodies_are_413_however_they_are_sent() {
 #[tokio::test]
 async fn two_host_headers_are_refused() {
     for state in [AppState::builtin(), AppState { loopback_hosts_only: false, ..AppState::builtin() }] {
-        let req = Request::get("/ledger").header("host", "localhost").header("host", "evil.example").body(Body::empty());
+        let req =
+            Request::get("/ledger").header("host", "localhost").header("host", "evil.example").body(Body::empty());
         let res = app(Arc::new(state)).oneshot(req.unwrap()).await.unwrap();
         assert_eq!(res.status(), StatusCode::BAD_REQUEST);
         assert_security_headers(res.headers());
@@ -1102,7 +1103,12 @@ mod over_tcp {
 
     fn assert_security_headers_in(answer: &str) {
         let head = answer.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
-        for h in ["content-security-policy: default-src 'none'", "x-content-type-options: nosniff", "x-frame-options: deny", "referrer-policy: no-referrer"] {
+        for h in [
+            "content-security-policy: default-src 'none'",
+            "x-content-type-options: nosniff",
+            "x-frame-options: deny",
+            "referrer-policy: no-referrer",
+        ] {
             assert!(head.contains(h), "{h} missing in {head}");
         }
     }
@@ -1174,8 +1180,11 @@ mod over_tcp {
         // The router's own 414 (a query over its limit, under hyper's) keeps its page.
         let answer = exchange(
             addr,
-            format!("GET /ledger?contexts={} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "1,".repeat(31_000))
-                .as_bytes(),
+            format!(
+                "GET /ledger?contexts={} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                "1,".repeat(31_000)
+            )
+            .as_bytes(),
         )
         .await;
         assert!(answer.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{answer:.300}");
@@ -1183,7 +1192,8 @@ mod over_tcp {
         assert!(answer.contains("<span class=\"message\">the query is"), "{answer:.300}");
         // Two Host headers on the wire, too.
         let answer =
-            exchange(addr, b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n").await;
+            exchange(addr, b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+                .await;
         assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{answer:.300}");
         assert!(answer.ends_with("more than one Host header: send exactly one"), "{answer:.300}");
     }

@@ -24,8 +24,8 @@ pub(crate) use moe::check_cost as moe_check_cost;
 use crate::error::AppError;
 use crate::html;
 use crate::query::{PageQuery, Resolved};
-use crate::AppState;
 use crate::work::Work;
+use crate::AppState;
 use axum::extract::{Extension, RawQuery, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
@@ -249,23 +249,28 @@ pub fn home() -> &'static PageInfo {
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
     for page in PAGES {
-        router = router.route(
-            &page.path(),
-            get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| async move {
-                if !page.heavy {
-                    return render(&state, page, q.as_deref());
-                }
-                let st = state.clone();
-                let raw = q.clone();
-                match work.run(move || render(&st, page, raw.as_deref())).await {
-                    Ok(res) => res,
-                    Err(e) => {
-                        let query = PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default();
-                        error_page(&state, page, &query, e)
-                    }
-                }
-            }),
-        );
+        router =
+            router.route(
+                &page.path(),
+                get(
+                    move |State(state): State<Arc<AppState>>,
+                          Extension(work): Extension<Work>,
+                          RawQuery(q): RawQuery| async move {
+                        if !page.heavy {
+                            return render(&state, page, q.as_deref());
+                        }
+                        let st = state.clone();
+                        let raw = q.clone();
+                        match work.run(move || render(&st, page, raw.as_deref())).await {
+                            Ok(res) => res,
+                            Err(e) => {
+                                let query = PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default();
+                                error_page(&state, page, &query, e)
+                            }
+                        }
+                    },
+                ),
+            );
     }
     router.fallback(|State(state): State<Arc<AppState>>| async move {
         let e = AppError::bad_request("no such page", None).with_status(axum::http::StatusCode::NOT_FOUND);
