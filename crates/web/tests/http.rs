@@ -926,7 +926,7 @@ impl axum::body::HttpBody for Chunked {
 }
 
 fn chunked(text: String) -> Body {
-    let chunks = text.into_bytes().chunks(8 * 1024).map(|c| axum::body::Bytes::copy_from_slice(c)).collect();
+    let chunks = text.into_bytes().chunks(8 * 1024).map(axum::body::Bytes::copy_from_slice).collect();
     Body::new(Chunked(chunks))
 }
 
