@@ -249,33 +249,30 @@ pub fn home() -> &'static PageInfo {
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
     for page in PAGES {
-        router =
-            router.route(
-                &page.path(),
-                get(
-                    move |State(state): State<Arc<AppState>>,
-                          Extension(work): Extension<Work>,
-                          RawQuery(q): RawQuery| async move {
-                        if !page.heavy {
-                            return render(&state, page, q.as_deref());
-                        }
-                        let st = state.clone();
-                        let raw = q.clone();
-                        match work.run(move || render(&st, page, raw.as_deref())).await {
-                            Ok(res) => res,
-                            Err(e) => {
-                                let query = PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default();
-                                error_page(&state, page, &query, e)
-                            }
-                        }
-                    },
-                ),
-            );
+        router = router.route(
+            &page.path(),
+            get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| {
+                answer(state, work, page, q)
+            }),
+        );
     }
     router.fallback(|State(state): State<Arc<AppState>>| async move {
         let e = AppError::bad_request("no such page", None).with_status(axum::http::StatusCode::NOT_FOUND);
         error_page(&state, home(), &PageQuery::default(), e)
     })
+}
+
+/// A page: rendered here, or on the heavy-work pool when its work grows with its parameters
+/// (then a 503 page past the request's deadline).
+async fn answer(state: Arc<AppState>, work: Work, page: &'static PageInfo, q: Option<String>) -> Response {
+    if !page.heavy {
+        return render(&state, page, q.as_deref());
+    }
+    let (st, raw) = (state.clone(), q.clone());
+    match work.run(move || render(&st, page, raw.as_deref())).await {
+        Ok(res) => res,
+        Err(e) => error_page(&state, page, &PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default(), e),
+    }
 }
 
 fn render(state: &AppState, page: &'static PageInfo, raw_query: Option<&str>) -> Response {
