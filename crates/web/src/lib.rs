@@ -104,8 +104,8 @@ impl AppState {
     }
 }
 
-/// The whole explorer as an axum router: pages, JSON endpoints, assets, and the security,
-/// size-limit and deadline layers. Each call has its own heavy-work pool
+/// The whole explorer as an axum router: pages, JSON endpoints, assets, and the security and
+/// deadline layers (bodies are limited where they are read). Each call has its own heavy-work pool
 /// ([`Limits::heavy_workers`] threads).
 pub fn app(state: Arc<AppState>) -> Router {
     let router = pages::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());

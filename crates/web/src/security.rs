@@ -1,5 +1,5 @@
 //! Layers around every route: a Host check against DNS rebinding, security headers, a request
-//! deadline ([`crate::work`]), a body-size limit, and a last-resort panic guard (which no test ever
+//! deadline ([`crate::work`]), and a last-resort panic guard (which no test ever
 //! needs: a panic is a bug, reported as a plain 500).
 //!
 //! DNS rebinding: a web page on another origin can point its own host name at 127.0.0.1 and read a
@@ -15,7 +15,6 @@
 //! (no inline script or style; plots are inline SVG with presentation attributes, which CSP does
 //! not govern), no framing, no referrer, and no MIME sniffing.
 
-use crate::upload::MAX_BODY_BYTES;
 use crate::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
@@ -25,7 +24,6 @@ use axum::Router;
 use std::any::Any;
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 /// The Content-Security-Policy of every response.
@@ -81,7 +79,7 @@ async fn check_host(State(state): State<Arc<AppState>>, req: Request, next: Next
 
 /// Wrap the routes in the layers.
 pub fn layers(router: Router<Arc<AppState>>, state: Arc<AppState>) -> Router<Arc<AppState>> {
-    let router = router.layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES));
+    // Bodies are limited where they are read (`upload::read_body`), with the page's message.
     let mut router = crate::work::layer(router, &state.limits)
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(axum::middleware::from_fn_with_state(state, check_host));

@@ -46,6 +46,17 @@ fn too_large(bytes: usize) -> AppError {
     .with_status(StatusCode::PAYLOAD_TOO_LARGE)
 }
 
+fn body_too_large() -> AppError {
+    AppError::bad_request(
+        format!(
+            "the request body is over {MAX_BODY_BYTES} bytes: a config.json is at most {MAX_CONFIG_BYTES} bytes ({} KiB)",
+            MAX_CONFIG_BYTES / 1024
+        ),
+        Some(crate::query::CONFIG_KEY),
+    )
+    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+}
+
 /// Check a config with the core's parser and encode it for the URL.
 pub fn encode(text: &str) -> Result<String, AppError> {
     if text.len() > MAX_CONFIG_BYTES {
@@ -144,22 +155,23 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
 }
 
 /// A whole request body of at most [`MAX_BODY_BYTES`], however it is sent (with a
-/// Content-Length, or chunked without one): more is 413 (the limit named), a body that breaks
-/// off is 400. Every handler that reads a body reads it here.
+/// Content-Length, or chunked without one): more is 413 (the limit named; reading stops there),
+/// a body that breaks off is 400. Every handler that reads a body reads it here, so there is no
+/// body-size layer in front of them with an answer of its own.
 pub async fn read_body(body: Body) -> Result<Bytes, AppError> {
     let mut body = body;
     let mut buf = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             if is_length_limit(&e) {
-                too_large(MAX_BODY_BYTES + 1)
+                body_too_large()
             } else {
                 AppError::bad_request(format!("cannot read the request body: {e}"), None)
             }
         })?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > MAX_BODY_BYTES {
-                return Err(too_large(buf.len() + data.len()));
+                return Err(body_too_large());
             }
             buf.extend_from_slice(&data);
         }
