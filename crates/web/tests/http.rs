@@ -1082,12 +1082,22 @@ mod over_tcp {
         (addr, tx)
     }
 
-    /// Send `request` on a new connection and read until the server closes it.
+    /// Send `request` on a new connection and read until the server closes it. The server may
+    /// answer and close before it has read everything (a head over its limit), so a failed write
+    /// or a reset after the answer are not errors here.
     async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
         let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(request).await.unwrap();
+        let _ = s.write_all(request).await;
         let mut out = Vec::new();
-        timeout(BOUND, s.read_to_end(&mut out)).await.expect("the server answers and closes").unwrap();
+        let mut buf = [0u8; 8192];
+        loop {
+            match timeout(BOUND, s.read(&mut buf)).await.expect("the server answers and closes") {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) if !out.is_empty() => break,
+                Err(e) => panic!("no answer: {e}"),
+            }
+        }
         String::from_utf8_lossy(&out).into_owned()
     }
 
