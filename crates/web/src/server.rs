@@ -372,6 +372,9 @@ impl AsyncWrite for Guarded {
 /// one hyper wrote itself: every response of the router has them — the same status with the
 /// headers and a one-line message (hyper closes the connection after these).
 fn own_answer(out: &[u8]) -> Option<Vec<u8>> {
+    if !out.starts_with(b"HTTP/1.") {
+        return None;
+    }
     let head_end = out.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&out[..head_end]).ok()?;
     let status = head.strip_prefix("HTTP/1.")?.get(2..5)?;
