@@ -37,8 +37,8 @@ async fn main() {
         None => {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
             let addr = listener.local_addr().unwrap().to_string();
-            let app = llm_ledger_web::app(Arc::new(llm_ledger_web::AppState::builtin()));
-            tokio::spawn(async move { axum::serve(listener, app).await });
+            let state = Arc::new(llm_ledger_web::AppState::builtin());
+            tokio::spawn(llm_ledger_web::serve_listener(listener, state, std::future::pending()));
             addr
         }
     };

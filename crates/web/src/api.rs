@@ -18,20 +18,24 @@
 //!
 //! Every endpoint takes `format=json|csv|md|table` (default json). The command's own flags are
 //! query keys of the same names; anything else is the scenario's, refused by its resolver when
-//! unknown. Sweeps and MoE ranges are limited to [`MAX_POINTS`] points here (the CLI takes more).
+//! unknown. Sweeps and MoE ranges are limited to [`MAX_POINTS`] points here, and a MoE answer to
+//! [`MAX_MOE_EXPERT_POINTS`](crate::MAX_MOE_EXPERT_POINTS) batch sizes × experts (the CLI takes
+//! more). The endpoints whose work grows with their parameters run on the heavy-work pool
+//! ([`crate::work`]).
 //!
-//! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input).
+//! Errors are `{"error": {"message", "field"}}` with status 400 (413/414 for oversized input, 503
+//! past the request deadline).
 
 use crate::error::AppError;
 use crate::pages::parts::MAX_POINTS;
 use crate::query::PageQuery;
 use crate::upload::{self, MAX_BODY_BYTES};
+use crate::work::Work;
 use crate::AppState;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::extract::{DefaultBodyLimit, Extension, RawQuery, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, MethodRouter};
 use axum::Router;
 use llm_ledger_core::serving::{step_shape_refused, ServingRequest};
 use llm_ledger_core::sweep::mix_refused;
@@ -56,14 +60,22 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/api/models", get(models))
         .route("/api/gpus", get(gpus))
         .route("/plot/roofline.svg", get(roofline_svg))
-        .route("/api/zoom", get(zoom))
-        .route("/api/sweep", get(sweep))
-        .route("/plot/batch-curve.svg", get(batch_curve_svg))
+        .route("/api/zoom", heavy(zoom))
+        .route("/api/sweep", heavy(sweep))
+        .route("/plot/batch-curve.svg", heavy(batch_curve_svg))
         .route("/api/kv", get(kv))
-        .route("/api/cost", get(cost))
-        .route("/api/latency", get(latency))
-        .route("/api/tile", get(tile))
-        .route("/api/moe", get(moe))
+        .route("/api/cost", heavy(cost))
+        .route("/api/latency", heavy(latency))
+        .route("/api/tile", heavy(tile))
+        .route("/api/moe", heavy(moe))
+}
+
+/// A GET endpoint whose work grows with its parameters: `f` runs on the heavy-work pool
+/// ([`crate::work`]), and a request past its deadline is answered 503.
+fn heavy(f: fn(&AppState, Option<&str>) -> Result<Response, AppError>) -> MethodRouter<Arc<AppState>> {
+    get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| async move {
+        work.run(move || f(&state, q.as_deref())).await.and_then(|r| r)
+    })
 }
 
 fn format_of(q: &PageQuery) -> Result<Format, AppError> {
@@ -96,18 +108,15 @@ async fn ledger_get(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -
     ledger(&state, &PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?)
 }
 
-async fn ledger_post(
-    State(state): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Result<Response, AppError> {
-    let mut q = PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?;
+async fn ledger_post(State(state): State<Arc<AppState>>, req: Request) -> Result<Response, AppError> {
+    let mut q = PageQuery::parse(req.uri().query(), &[FORMAT_KEY])?;
     if q.config.is_some() {
         return Err(AppError::bad_request(
             "a config.json in the body and `config` in the query: give one",
             Some("config"),
         ));
     }
+    let body = upload::read_body(req.into_body()).await?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| AppError::bad_request("the request body is not UTF-8 text", Some("config")))?;
     q.config = Some(upload::encode(text)?);
@@ -150,8 +159,8 @@ fn svg_response(svg: &str) -> Response {
     (headers, plot::standalone(svg)).into_response()
 }
 
-async fn zoom(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let (q, format) = command(q.as_deref(), &["at"])?;
+fn zoom(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let (q, format) = command(q, &["at"])?;
     let r = q.resolve(&state.catalog)?;
     let tree = ZoomTree::build(&r.scenario);
     let view = tree.node(q.extra("at").unwrap_or("model")).map_err(|e| q.core_error(&e).with_field("at"))?;
@@ -171,16 +180,16 @@ fn sweep_plan(state: &AppState, q: &PageQuery) -> Result<SweepPlan, AppError> {
     SweepPlan::new(base, q.extra("batch"), q.extra("ctx"), reserve).map_err(|e| q.core_error(&e))
 }
 
-async fn sweep(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let (q, format) = command(q.as_deref(), SWEEP_KEYS)?;
-    let plan = sweep_plan(&state, &q)?;
+fn sweep(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let (q, format) = command(q, SWEEP_KEYS)?;
+    let plan = sweep_plan(state, &q)?;
     let text = plan.render(format, MAX_POINTS).map_err(|e| q.core_error(&e))?;
     Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
 }
 
-async fn batch_curve_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let q = PageQuery::parse(q.as_deref(), SWEEP_KEYS)?;
-    let plan = sweep_plan(&state, &q)?;
+fn batch_curve_svg(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let q = PageQuery::parse(q, SWEEP_KEYS)?;
+    let plan = sweep_plan(state, &q)?;
     let points = plan.points(MAX_POINTS).map_err(|e| q.core_error(&e))?;
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
     let svg = curve.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
@@ -215,21 +224,21 @@ fn serving_inputs(
 const COST_KEYS: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms"];
 const LATENCY_KEYS: &[&str] = &["reserve", "prompt", "output"];
 
-async fn cost(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let (q, format) = command(q.as_deref(), COST_KEYS)?;
-    let (sc, serving) = serving_inputs(&state, &q, COST_KEYS, "cost")?;
+fn cost(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let (q, format) = command(q, COST_KEYS)?;
+    let (sc, serving) = serving_inputs(state, &q, COST_KEYS, "cost")?;
     Ok(rendered(&CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
 }
 
-async fn latency(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let (q, format) = command(q.as_deref(), LATENCY_KEYS)?;
-    let (sc, serving) = serving_inputs(&state, &q, LATENCY_KEYS, "latency")?;
+fn latency(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let (q, format) = command(q, LATENCY_KEYS)?;
+    let (sc, serving) = serving_inputs(state, &q, LATENCY_KEYS, "latency")?;
     Ok(rendered(&LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
 }
 
 /// `llm-ledger tile`: the query is the command's flags (no scenario).
-async fn tile(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let q = PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?;
+fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let q = PageQuery::parse(q, &[FORMAT_KEY])?;
     if q.config.is_some() {
         return Err(AppError::bad_request("unknown field `config`: `tile` takes no model", Some("config")));
     }
@@ -242,8 +251,8 @@ async fn tile(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Resu
     Ok(rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format))
 }
 
-async fn moe(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let (q, format) = command(q.as_deref(), &["batch", "experts", "top_k"])?;
+fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+    let (q, format) = command(q, &["batch", "experts", "top_k"])?;
     let base = q.resolve(&state.catalog)?.scenario;
     let req = MoeRequest {
         batch: q.extra("batch"),
@@ -251,6 +260,7 @@ async fn moe(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Resul
         top_k: q.extra("top_k"),
         model_given: q.get("model").is_some() || q.config.is_some(),
     };
+    crate::pages::moe_check_cost(&base, &req).map_err(|e| q.core_error(&e))?;
     Ok(rendered(&MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| q.core_error(&e))?, format))
 }
 

@@ -33,13 +33,52 @@ mod query;
 mod security;
 mod server;
 mod upload;
+mod work;
 
 pub use error::AppError;
-pub use server::{serve, ServeOptions};
+pub use server::{serve, serve_listener, ServeOptions};
+pub use work::MAX_MOE_EXPERT_POINTS;
 
 use axum::Router;
 use llm_ledger_core::Catalog;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a server waits for clients, how many it holds, and how much work one request may
+/// take. The defaults ([`Limits::default`]) are the documented ones (docs/explorer.md); tests
+/// shorten them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// A request head (request line and headers) must be complete this long after its first
+    /// byte arrives, or the connection is closed (default 10 s).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress and no byte received for this long is closed
+    /// (keep-alive idle; default 30 s).
+    pub idle_timeout: Duration,
+    /// Open connections at most (default 256). At the limit a new connection closes the one
+    /// that has waited longest without a request in progress; if every connection is busy
+    /// with a request, it waits for one to finish.
+    pub max_connections: usize,
+    /// Requests whose work grows with their parameters (sweeps, MoE, tiling, zoom, cost) run on
+    /// at most this many threads at once, off the threads that accept and answer requests
+    /// (default: the number of CPU cores).
+    pub heavy_workers: usize,
+    /// Every request is answered within this time (default 10 s): work still running at the
+    /// deadline is answered 503 with a one-line message.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 256,
+            heavy_workers: std::thread::available_parallelism().map_or(4, |n| n.get()),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
 
 /// Read-only state shared by all requests.
 #[derive(Debug, Clone)]
@@ -49,17 +88,25 @@ pub struct AppState {
     /// Answer only requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`),
     /// the guard against DNS rebinding when the server listens on loopback (the default).
     pub loopback_hosts_only: bool,
+    /// Timeouts, the connection limit and the heavy-work pool's size.
+    pub limits: Limits,
 }
 
 impl AppState {
+    /// `catalog` with the default limits, answering loopback host names only.
+    pub fn new(catalog: Catalog) -> Self {
+        AppState { catalog, loopback_hosts_only: true, limits: Limits::default() }
+    }
+
     /// The built-in catalogue.
     pub fn builtin() -> Self {
-        AppState { catalog: Catalog::builtin(), loopback_hosts_only: true }
+        AppState::new(Catalog::builtin())
     }
 }
 
-/// The whole explorer as an axum router: pages, JSON endpoints, assets, and the security,
-/// size-limit and timeout layers.
+/// The whole explorer as an axum router: pages, JSON endpoints, assets, and the security and
+/// deadline layers (bodies are limited where they are read). Each call has its own heavy-work pool
+/// ([`Limits::heavy_workers`] threads).
 pub fn app(state: Arc<AppState>) -> Router {
     let router = pages::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());
     security::layers(router, state.clone()).with_state(state)

@@ -1,17 +1,20 @@
 //! Layers around every route: a Host check against DNS rebinding, security headers, a request
-//! timeout, a body-size limit, and a last-resort panic guard (which no test ever needs: a panic is a
-//! bug, reported as a plain 500).
+//! deadline ([`crate::work`]), and a last-resort panic guard (which no test ever
+//! needs: a panic is a bug, reported as a plain 500).
 //!
 //! DNS rebinding: a web page on another origin can point its own host name at 127.0.0.1 and read a
 //! local server's answers. On loopback the explorer answers only `Host` names that are loopback
 //! (`localhost`, `127.0.0.1`, `[::1]`, any port) and refuses the rest with 421; a request without a
-//! `Host` (HTTP/1.0, in-process tests) is let through.
+//! `Host` (HTTP/1.0, in-process tests) is let through. A request with more than one `Host` is
+//! refused (400) whatever the binding: which one counts would be a guess.
+//!
+//! The same headers are on the answers hyper writes itself, below the router (a malformed
+//! request, a URI or head too long): the server adds them ([`crate::server`]).
 //!
 //! Headers: a Content-Security-Policy that allows only this server's own script and stylesheet
 //! (no inline script or style; plots are inline SVG with presentation attributes, which CSP does
 //! not govern), no framing, no referrer, and no MIME sniffing.
 
-use crate::upload::MAX_BODY_BYTES;
 use crate::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
@@ -20,11 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::timeout::TimeoutLayer;
 
 /// The Content-Security-Policy of every response.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
@@ -33,8 +33,16 @@ connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 /// The policy of a standalone SVG document: its own `<style>` element and nothing else.
 pub const SVG_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
-/// How long one request may take before it is answered 408.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The headers of every response, the answers hyper writes itself included. A route may set
+/// its own Content-Security-Policy (the standalone SVG needs its `<style>`); the rest are fixed.
+pub const HEADERS: [(&str, &str); 6] = [
+    ("content-security-policy", CSP),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("x-frame-options", "DENY"),
+    ("cross-origin-opener-policy", "same-origin"),
+    ("cross-origin-resource-policy", "same-origin"),
+];
 
 /// Whether a `Host` header value names this machine's loopback interface.
 pub fn is_loopback_host(host: &str) -> bool {
@@ -51,6 +59,9 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 async fn check_host(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return (StatusCode::BAD_REQUEST, "more than one Host header: send exactly one").into_response();
+    }
     if state.loopback_hosts_only {
         if let Some(host) = req.headers().get(header::HOST) {
             let ok = host.to_str().is_ok_and(is_loopback_host);
@@ -68,22 +79,12 @@ async fn check_host(State(state): State<Arc<AppState>>, req: Request, next: Next
 
 /// Wrap the routes in the layers.
 pub fn layers(router: Router<Arc<AppState>>, state: Arc<AppState>) -> Router<Arc<AppState>> {
-    let headers: [(HeaderName, &'static str); 6] = [
-        (header::CONTENT_SECURITY_POLICY, CSP),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_FRAME_OPTIONS, "DENY"),
-        (HeaderName::from_static("cross-origin-opener-policy"), "same-origin"),
-        (HeaderName::from_static("cross-origin-resource-policy"), "same-origin"),
-    ];
-    let mut router = router
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
+    // Bodies are limited where they are read (`upload::read_body`), with the page's message.
+    let mut router = crate::work::layer(router, &state.limits)
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(axum::middleware::from_fn_with_state(state, check_host));
-    for (name, value) in headers {
-        // A route may set its own policy (the standalone SVG needs its <style>); the rest are fixed.
-        let value = HeaderValue::from_static(value);
+    for (name, value) in HEADERS {
+        let (name, value) = (HeaderName::from_static(name), HeaderValue::from_static(value));
         router = if name == header::CONTENT_SECURITY_POLICY {
             router.layer(SetResponseHeaderLayer::if_not_present(name, value))
         } else {

@@ -8,7 +8,7 @@ use crate::error::AppError;
 use crate::pages::{self, PageInfo};
 use crate::query::PageQuery;
 use crate::AppState;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -16,6 +16,7 @@ use axum::routing::post;
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use http_body_util::BodyExt;
 use llm_ledger_core::model::{parse_config_json, Preset};
 use std::sync::Arc;
 
@@ -38,6 +39,17 @@ fn too_large(bytes: usize) -> AppError {
     AppError::bad_request(
         format!(
             "config.json is {bytes} bytes; at most {MAX_CONFIG_BYTES} bytes ({} KiB) are accepted",
+            MAX_CONFIG_BYTES / 1024
+        ),
+        Some(crate::query::CONFIG_KEY),
+    )
+    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+}
+
+fn body_too_large() -> AppError {
+    AppError::bad_request(
+        format!(
+            "the request body is over {MAX_BODY_BYTES} bytes: a config.json is at most {MAX_CONFIG_BYTES} bytes ({} KiB)",
             MAX_CONFIG_BYTES / 1024
         ),
         Some(crate::query::CONFIG_KEY),
@@ -117,17 +129,22 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
+    let (parts, body) = req.into_parts();
+    let body = read_body(body).await?;
     if is_json {
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.uri().query().unwrap_or(""))
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
-        let body = Bytes::from_request(req, state).await.map_err(|e| body_error(e.status(), e.body_text()))?;
         return Ok(Form { pairs, config: Some(body.to_vec()) });
     }
-    let mut mp = Multipart::from_request(req, state).await.map_err(|e| body_error(e.status(), e.body_text()))?;
+    // The body is whole and within the limit here: what is left to fail is its form.
+    let req = Request::from_parts(parts, Body::from(body));
+    let malformed =
+        |text: String| AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY));
+    let mut mp = Multipart::from_request(req, state).await.map_err(|e| malformed(e.body_text()))?;
     let mut form = Form { pairs: Vec::new(), config: None };
-    while let Some(field) = mp.next_field().await.map_err(|e| body_error(e.status(), e.body_text()))? {
+    while let Some(field) = mp.next_field().await.map_err(|e| malformed(e.body_text()))? {
         let name = field.name().unwrap_or("").to_string();
-        let bytes = field.bytes().await.map_err(|e| body_error(e.status(), e.body_text()))?;
+        let bytes = field.bytes().await.map_err(|e| malformed(e.body_text()))?;
         if name == crate::query::CONFIG_KEY {
             form.config = Some(bytes.to_vec());
         } else {
@@ -135,6 +152,43 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
         }
     }
     Ok(form)
+}
+
+/// A whole request body of at most [`MAX_BODY_BYTES`], however it is sent (with a
+/// Content-Length, or chunked without one): more is 413 (the limit named; reading stops there),
+/// a body that breaks off is 400. Every handler that reads a body reads it here, so there is no
+/// body-size layer in front of them with an answer of its own.
+pub async fn read_body(body: Body) -> Result<Bytes, AppError> {
+    let mut body = body;
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            if is_length_limit(&e) {
+                body_too_large()
+            } else {
+                AppError::bad_request(format!("cannot read the request body: {e}"), None)
+            }
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > MAX_BODY_BYTES {
+                return Err(body_too_large());
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Whether `e` (or an error it wraps) is a body-size limit's.
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 async fn upload(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -173,13 +227,6 @@ fn config_text(bytes: Option<Vec<u8>>) -> Result<String, AppError> {
         }
         _ => Err(AppError::bad_request("no config.json was uploaded (form field `config`)", field)),
     }
-}
-
-fn body_error(status: StatusCode, text: String) -> AppError {
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
-        return too_large(MAX_BODY_BYTES + 1);
-    }
-    AppError::bad_request(format!("cannot read the upload: {text}"), Some(crate::query::CONFIG_KEY)).with_status(status)
 }
 
 #[cfg(test)]

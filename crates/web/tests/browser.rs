@@ -11,13 +11,15 @@
 //! `target/browser-screenshots/` (look at them).
 //!
 //! Chromium and chromedriver are found on PATH (or `LLM_LEDGER_CHROMIUM` / `LLM_LEDGER_CHROMEDRIVER`).
-//! Without them the test fails when `CI` is set and otherwise prints why it skipped.
+//! Without them the test prints `SKIP: <reason>` on stderr (past the test harness's capture, so
+//! it shows in a plain `cargo test`), and fails when `CI` is set (to anything but empty, `0` or
+//! `false`).
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use llm_ledger_core::{Catalog, Ledger, ScenarioRequest};
 use llm_ledger_report::LedgerReport;
 use llm_ledger_web::pages::PAGES;
-use llm_ledger_web::{app, AppState};
+use llm_ledger_web::{serve_listener, AppState};
 use serde_json::json;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -35,6 +37,22 @@ trait TextErr<T> {
 impl<T, E: std::fmt::Display> TextErr<T> for std::result::Result<T, E> {
     fn text_err(self) -> Result<T> {
         self.map_err(|e| e.to_string())
+    }
+}
+
+/// Whether the environment variable `CI` (its value `ci`) asks that every test run: set, and not
+/// empty, `0` or `false`.
+fn is_ci(ci: Option<&str>) -> bool {
+    ci.map(str::trim).is_some_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// A test that cannot run: say so where it is seen, and fail in CI.
+fn skip(why: &str) {
+    use std::io::Write;
+    // Straight to the process's stderr: the harness captures `eprintln!` of passing tests.
+    let _ = writeln!(std::io::stderr(), "SKIP: {why}");
+    if is_ci(std::env::var("CI").ok().as_deref()) {
+        panic!("this test cannot be skipped in CI: {why}");
     }
 }
 
@@ -436,18 +454,14 @@ fn the_explorer_works_in_a_real_browser() {
         which("LLM_LEDGER_CHROMIUM", &["chromium", "chromium-browser"]),
         which("LLM_LEDGER_CHROMEDRIVER", &["chromedriver"]),
     ) else {
-        let why = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)";
-        if std::env::var_os("CI").is_some() {
-            panic!("browser tests cannot run in CI: {why}");
-        }
-        eprintln!("skipping the browser tests: {why}");
+        skip("the browser test needs chromium and chromedriver (apt-get install chromium chromium-driver, or set LLM_LEDGER_CHROMIUM and LLM_LEDGER_CHROMEDRIVER)");
         return;
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let outcome: Result = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
         let base = format!("http://{}/", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app(Arc::new(AppState::builtin()))).await });
+        tokio::spawn(serve_listener(listener, Arc::new(AppState::builtin()), std::future::pending()));
         let mut driver = Driver::start(&chromedriver)?;
         let mut failures = Vec::new();
         let no_js = json!({ "profile.managed_default_content_settings.javascript": 2 });
@@ -478,4 +492,42 @@ fn the_explorer_works_in_a_real_browser() {
         panic!("{e}");
     }
     eprintln!("screenshots: {}", screenshots_dir().display());
+}
+
+#[test]
+fn ci_means_set_and_not_empty_0_or_false() {
+    for (v, ci) in [
+        (None, false),
+        (Some(""), false),
+        (Some("0"), false),
+        (Some("false"), false),
+        (Some("FALSE"), false),
+        (Some("1"), true),
+        (Some("true"), true),
+        (Some("yes"), true),
+    ] {
+        assert_eq!(is_ci(v), ci, "CI={v:?}");
+    }
+}
+
+/// The browser test without a browser, run as its own process (the SKIP line is the process's
+/// stderr, not the harness's captured output): it says SKIP, passes, and fails in CI.
+#[test]
+fn without_a_browser_the_test_says_skip_and_fails_in_ci() {
+    let exe = std::env::current_exe().expect("this test's executable");
+    for (ci, passes) in [(None, true), (Some("0"), true), (Some("1"), false), (Some("true"), false)] {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["the_explorer_works_in_a_real_browser", "--exact", "--test-threads=1"])
+            .env("LLM_LEDGER_CHROMIUM", "/nonexistent/chromium")
+            .env("LLM_LEDGER_CHROMEDRIVER", "/nonexistent/chromedriver")
+            .env_remove("CI")
+            .stdin(Stdio::null());
+        if let Some(v) = ci {
+            cmd.env("CI", v);
+        }
+        let out = cmd.output().expect("run the test binary");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("SKIP: the browser test needs chromium and chromedriver"), "CI={ci:?}: {stderr}");
+        assert_eq!(out.status.success(), passes, "CI={ci:?}: {stderr}\n{}", String::from_utf8_lossy(&out.stdout));
+    }
 }

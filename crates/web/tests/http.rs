@@ -929,3 +929,306 @@ async fn pages_and_the_api_name_the_fit_basis() {
     let l: serde_json::Value = serde_json::from_str(&get(&format!("/api/latency?{m}")).await.body).unwrap();
     assert_eq!((&l["max_batch"], &l["fit_basis"]), (&5.into(), &"request_peak".into()));
 }
+
+// ---- Bodies, connections, heavy work and hyper's own answers (issue 11, items 7–10). ----
+
+/// A body sent in chunks with no Content-Length (as `Transfer-Encoding: chunked`).
+struct Chunked(Vec<axum::body::Bytes>);
+
+impl axum::body::HttpBody for Chunked {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let next = if self.0.is_empty() { None } else { Some(self.0.remove(0)) };
+        std::task::Poll::Ready(next.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+fn chunked(text: String) -> Body {
+    let chunks = text.into_bytes().chunks(8 * 1024).map(axum::body::Bytes::copy_from_slice).collect();
+    Body::new(Chunked(chunks))
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_413_however_they_are_sent() {
+    let big = format!("{{\"model_type\": \"gpt2\", \"pad\": \"{}\"}}", "x".repeat(1 << 20));
+    // Every path that reads a body: the upload form, the upload as JSON, and the API's POST.
+    let b = "XyZboundary42";
+    let form = format!(
+        "--{b}\r\nContent-Disposition: form-data; name=\"page\"\r\n\r\nledger\r\n--{b}\r\nContent-Disposition: form-data; name=\"config\"; filename=\"config.json\"\r\n\r\n{big}\r\n--{b}--\r\n"
+    );
+    let requests = [
+        ("/upload", format!("multipart/form-data; boundary={b}"), form),
+        ("/upload?page=ledger", "application/json".to_string(), big.clone()),
+        ("/api/ledger", "application/json".to_string(), big.clone()),
+    ];
+    for (uri, ctype, body) in requests {
+        for sized in [false, true] {
+            let mut req = Request::post(uri).header(header::CONTENT_TYPE, &ctype);
+            if sized {
+                req = req.header(header::CONTENT_LENGTH, body.len());
+            }
+            let body = if sized { Body::from(body.clone()) } else { chunked(body.clone()) };
+            let r = send(req.body(body).unwrap()).await;
+            assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{uri} sized={sized}: {}", r.body);
+            assert_security_headers(&r.headers);
+            assert!(
+                r.body.contains("the request body is over 81920 bytes: a config.json is at most 65536 bytes (64 KiB)"),
+                "{uri}: {}",
+                r.body
+            );
+        }
+    }
+    // A small chunked upload still works.
+    let r = send(
+        Request::post("/api/ledger?batch=16")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(chunked(GPT2_CONFIG.to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // A multipart body that is not one is a 400, not a 500.
+    let r = send(
+        Request::post("/upload")
+            .header(header::CONTENT_TYPE, "multipart/form-data; boundary=nope")
+            .body(chunked("garbage".into()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+}
+
+#[tokio::test]
+async fn two_host_headers_are_refused() {
+    for state in [AppState::builtin(), AppState { loopback_hosts_only: false, ..AppState::builtin() }] {
+        let req =
+            Request::get("/ledger").header("host", "localhost").header("host", "evil.example").body(Body::empty());
+        let res = app(Arc::new(state)).oneshot(req.unwrap()).await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert_security_headers(res.headers());
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(String::from_utf8_lossy(&body), "more than one Host header: send exactly one");
+    }
+}
+
+fn get_req(uri: &str) -> Request<Body> {
+    Request::get(uri).body(Body::empty()).unwrap()
+}
+
+/// A valid request whose work is a few seconds in a debug build (a fraction in release):
+/// 64 batch sizes × 65,536 Zipf-routed experts, the most one MoE request may ask.
+const HEAVY: &str = "/moe?experts=65536&top_k=1&batches=1..64&zipf=1";
+
+#[tokio::test]
+async fn a_trivial_page_answers_while_heavy_ones_run() {
+    // One thread for every request, as a worst case: heavy work must not run on it.
+    let app = router();
+    let t0 = std::time::Instant::now();
+    let heavy: Vec<_> = (0..4).map(|_| tokio::spawn(app.clone().oneshot(get_req(HEAVY)))).collect();
+    tokio::task::yield_now().await;
+    let r = app.clone().oneshot(get_req("/gpus")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let waited = t0.elapsed();
+    assert!(waited < std::time::Duration::from_secs(2), "a trivial page waited {waited:?} behind heavy ones");
+    for h in heavy {
+        let r = h.await.unwrap().unwrap();
+        let status = r.status();
+        let body = String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        // The answer, or (on a crowded machine) the deadline's one-line 503.
+        match status {
+            StatusCode::OK => assert!(body.contains("id=\"moe\""), "{body}"),
+            StatusCode::SERVICE_UNAVAILABLE => assert!(page_error(&body).starts_with("no answer within 10 s")),
+            s => panic!("heavy page answered {s}: {body}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn heavy_requests_are_bounded_by_parameter_limits_and_the_deadline() {
+    // Past the cost limit: one line naming the parameter and what is accepted.
+    let r = get("/moe?experts=65536&top_k=1&batches=1..2048&zipf=1").await;
+    assert_page_refuses(
+        &r,
+        "invalid `batch`: 2048 batch sizes with 65536 experts (at most 64 batch sizes with 65536 experts: batch sizes × experts ≤ 4194304 per request here)",
+        "batches",
+    );
+    let (status, message, field) = api_error("/api/moe?experts=65536&top_k=1&batch=1..2048&zipf=1").await;
+    assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
+    assert!(message.contains("at most 64 batch sizes with 65536 experts"), "{message}");
+    assert_eq!(get("/moe?experts=2048&top_k=2&batches=1..2048").await.status, StatusCode::OK);
+
+    // At the deadline (here: at once) heavy work is answered 503 with one line, in the
+    // endpoint's own form; light pages are not held up by it.
+    let limits = llm_ledger_web::Limits { request_timeout: std::time::Duration::ZERO, ..Default::default() };
+    let app = app(Arc::new(AppState { limits, ..AppState::builtin() }));
+    let page = app.clone().oneshot(get_req(HEAVY)).await.unwrap();
+    assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_security_headers(page.headers());
+    let body = String::from_utf8(page.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(page_error(&body).starts_with("no answer within 0 s, the explorer's limit per request"), "{body}");
+    let api = app.clone().oneshot(get_req("/api/moe?experts=65536&top_k=1&batch=1..64&zipf=1")).await.unwrap();
+    assert_eq!(api.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = api.into_body().collect().await.unwrap().to_bytes();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("no answer within 0 s"), "{v}");
+    assert_eq!(app.oneshot(get_req("/gpus")).await.unwrap().status(), StatusCode::OK);
+}
+
+mod over_tcp {
+    //! The server itself (`serve_listener`) on a loopback port: slow and idle clients, and the
+    //! answers hyper writes below the router. Every wait is bounded.
+    use super::*;
+    use llm_ledger_web::{serve_listener, Limits};
+    use std::net::SocketAddr;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::time::timeout;
+
+    /// Longest wait for anything in these tests (a hang fails instead of blocking the suite).
+    const BOUND: Duration = Duration::from_secs(10);
+
+    /// A server under `limits`, stopped when the sender is dropped.
+    async fn start(limits: Limits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(AppState { limits, ..AppState::builtin() });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve_listener(listener, state, async {
+            let _ = rx.await;
+        }));
+        (addr, tx)
+    }
+
+    /// Send `request` on a new connection and read until the server closes it. The server may
+    /// answer and close before it has read everything (a head over its limit), so a failed write
+    /// or a reset after the answer are not errors here.
+    async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let _ = s.write_all(request).await;
+        let mut out = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match timeout(BOUND, s.read(&mut buf)).await.expect("the server answers and closes") {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) if !out.is_empty() => break,
+                Err(e) => panic!("no answer: {e}"),
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Whether the server has closed `s` (end of file or reset) within the bound.
+    async fn closed_by_server(s: &mut TcpStream, deadline: tokio::time::Instant) -> bool {
+        let mut buf = [0u8; 1024];
+        loop {
+            match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn assert_security_headers_in(answer: &str) {
+        let head = answer.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+        for h in [
+            "content-security-policy: default-src 'none'",
+            "x-content-type-options: nosniff",
+            "x-frame-options: deny",
+            "referrer-policy: no-referrer",
+        ] {
+            assert!(head.contains(h), "{h} missing in {head}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stalled_connections_are_closed_and_do_not_lock_out_new_ones() {
+        let limits = Limits { header_read_timeout: Duration::from_secs(1), ..Limits::default() };
+        assert_eq!(limits.max_connections, 256);
+        let (addr, _stop) = start(limits).await;
+        // More stalled clients than the connection limit, each with half a request head.
+        let mut stalled = Vec::new();
+        for _ in 0..300 {
+            let mut s = timeout(BOUND, TcpStream::connect(addr)).await.expect("connect").unwrap();
+            s.write_all(b"GET / HTTP/1.1\r\nHost: local").await.unwrap();
+            stalled.push(s);
+        }
+        let t0 = std::time::Instant::now();
+        let answer = exchange(addr, b"GET /gpus HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:.200}");
+        assert!(t0.elapsed() < Duration::from_secs(3), "a new request waited {:?} behind stalled ones", t0.elapsed());
+        // Every stalled connection is closed by the server: past the header timeout (1 s), or
+        // earlier to admit a new connection at the limit.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        for (i, s) in stalled.iter_mut().enumerate() {
+            assert!(closed_by_server(s, deadline).await, "stalled connection {i} is still open");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_keep_alive_connections_are_closed() {
+        let limits = Limits { idle_timeout: Duration::from_secs(1), ..Limits::default() };
+        let (addr, _stop) = start(limits).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        // Two requests on one keep-alive connection, then silence.
+        for _ in 0..2 {
+            s.write_all(b"GET /assets/none HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&got).contains("</html>") {
+                let n = timeout(BOUND, s.read(&mut buf)).await.expect("an answer").unwrap();
+                assert!(n > 0, "closed before the answer: {}", String::from_utf8_lossy(&got));
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(got.starts_with(b"HTTP/1.1 404"), "{}", String::from_utf8_lossy(&got));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        assert!(closed_by_server(&mut s, deadline).await, "an idle keep-alive connection stays open");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hypers_own_answers_carry_the_security_headers() {
+        let (addr, _stop) = start(Limits::default()).await;
+        let long_uri = format!("GET /ledger?batch={} HTTP/1.1\r\nHost: localhost\r\n\r\n", "1".repeat(70_000));
+        let many_fields: String = (0..150).map(|i| format!("X-F{i}: v\r\n")).collect();
+        let many = format!("GET / HTTP/1.1\r\nHost: localhost\r\n{many_fields}\r\n");
+        let huge = format!("GET / HTTP/1.1\r\nHost: localhost\r\nCookie: {}\r\n\r\n", "c".repeat(200_000));
+        for (request, status, message) in [
+            (long_uri.as_str(), "414 URI Too Long", "the URL is longer than 65534 bytes"),
+            (many.as_str(), "431 Request Header Fields Too Large", "the request's headers are over"),
+            (huge.as_str(), "431 Request Header Fields Too Large", "the request's headers are over"),
+            ("NOT HTTP\r\n\r\n", "400 Bad Request", "malformed HTTP request"),
+        ] {
+            let answer = exchange(addr, request.as_bytes()).await;
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{answer:.300}");
+            assert_security_headers_in(&answer);
+            let body = answer.split("\r\n\r\n").nth(1).unwrap();
+            assert!(body.starts_with(message) && body.ends_with('\n') && body.lines().count() == 1, "{body}");
+        }
+        // The router's own 414 (a query over its limit, under hyper's) keeps its page.
+        let answer = exchange(
+            addr,
+            format!(
+                "GET /ledger?contexts={} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                "1,".repeat(31_000)
+            )
+            .as_bytes(),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{answer:.300}");
+        assert_security_headers_in(&answer);
+        assert!(answer.contains("<span class=\"message\">the query is"), "{answer:.300}");
+        // Two Host headers on the wire, too.
+        let answer =
+            exchange(addr, b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+                .await;
+        assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{answer:.300}");
+        assert!(answer.ends_with("more than one Host header: send exactly one"), "{answer:.300}");
+    }
+}

@@ -19,11 +19,14 @@ pub(crate) mod parts;
 mod powers;
 mod tiling;
 
+pub(crate) use moe::check_cost as moe_check_cost;
+
 use crate::error::AppError;
 use crate::html;
 use crate::query::{PageQuery, Resolved};
+use crate::work::Work;
 use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -95,6 +98,10 @@ pub struct PageInfo {
     pub render: Render,
     /// Show the scenario controls.
     pub controls: bool,
+    /// The page's work grows with its parameters (an axis, experts, a tile grid, a zoom tree,
+    /// a search over batches): it runs on the heavy-work pool ([`crate::work`]), off the
+    /// threads that answer the other requests.
+    pub heavy: bool,
 }
 
 impl PageInfo {
@@ -125,6 +132,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: home::render,
         controls: true,
+        heavy: false,
     },
     PageInfo {
         slug: "powers-of-ten",
@@ -135,6 +143,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: powers::render,
         controls: true,
+        heavy: true,
     },
     PageInfo {
         slug: "ledger",
@@ -145,6 +154,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: ledger::render,
         controls: true,
+        heavy: false,
     },
     PageInfo {
         slug: "batching",
@@ -155,6 +165,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: batching::render,
         controls: true,
+        heavy: true,
     },
     PageInfo {
         slug: "kv-cache",
@@ -165,6 +176,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: kv::render,
         controls: true,
+        heavy: false,
     },
     PageInfo {
         slug: "cost",
@@ -175,6 +187,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: STEP_SHAPE,
         render: cost::render,
         controls: true,
+        heavy: true,
     },
     PageInfo {
         slug: "gemm-tiling",
@@ -185,6 +198,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: tiling::UNUSED,
         render: tiling::render,
         controls: true,
+        heavy: true,
     },
     PageInfo {
         slug: "moe",
@@ -195,6 +209,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: moe::render,
         controls: true,
+        heavy: true,
     },
     PageInfo {
         slug: "models",
@@ -205,6 +220,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: models::render,
         controls: false,
+        heavy: false,
     },
     PageInfo {
         slug: "gpus",
@@ -215,6 +231,7 @@ pub static PAGES: &[PageInfo] = &[
         unused: &[],
         render: gpus::render,
         controls: false,
+        heavy: false,
     },
 ];
 
@@ -234,8 +251,8 @@ pub fn routes() -> Router<Arc<AppState>> {
     for page in PAGES {
         router = router.route(
             &page.path(),
-            get(move |State(state): State<Arc<AppState>>, RawQuery(q): RawQuery| async move {
-                render(&state, page, q.as_deref())
+            get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| {
+                answer(state, work, page, q)
             }),
         );
     }
@@ -243,6 +260,19 @@ pub fn routes() -> Router<Arc<AppState>> {
         let e = AppError::bad_request("no such page", None).with_status(axum::http::StatusCode::NOT_FOUND);
         error_page(&state, home(), &PageQuery::default(), e)
     })
+}
+
+/// A page: rendered here, or on the heavy-work pool when its work grows with its parameters
+/// (then a 503 page past the request's deadline).
+async fn answer(state: Arc<AppState>, work: Work, page: &'static PageInfo, q: Option<String>) -> Response {
+    if !page.heavy {
+        return render(&state, page, q.as_deref());
+    }
+    let (st, raw) = (state.clone(), q.clone());
+    match work.run(move || render(&st, page, raw.as_deref())).await {
+        Ok(res) => res,
+        Err(e) => error_page(&state, page, &PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default(), e),
+    }
 }
 
 fn render(state: &AppState, page: &'static PageInfo, raw_query: Option<&str>) -> Response {

@@ -11,7 +11,11 @@ use super::parts::{downloads, facts, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
+use crate::work::MAX_MOE_EXPERT_POINTS;
+use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::moe::moe_shape;
+use llm_ledger_core::sweep::Axis;
+use llm_ledger_core::Scenario;
 use llm_ledger_report::human;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, DEFAULT_BATCH_AXIS};
 use llm_ledger_report::plot::{MoeCurve, PlotSize};
@@ -37,6 +41,31 @@ pub const INPUTS: &[PageInput] = &[
     PageInput { name: "top_k", label: "Top-k", help: "without a model: experts per token", placeholder: "the model's" },
 ];
 
+/// Refuse a MoE answer costing more than [`MAX_MOE_EXPERT_POINTS`] expert × batch-size
+/// evaluations (a core error about `batch`, naming the batch sizes accepted with these experts).
+/// Inputs that do not parse are left to [`MoeReport::build`], which names them.
+pub(crate) fn check_cost(base: &Scenario, req: &MoeRequest) -> Result<(), llm_ledger_core::Error> {
+    let Ok(axis) = Axis::parse("batch", req.batch.unwrap_or(DEFAULT_BATCH_AXIS), 1, MAX_BATCH) else {
+        return Ok(());
+    };
+    let experts = if req.experts.is_some() || req.top_k.is_some() {
+        req.experts.and_then(|e| e.trim().parse::<u64>().ok())
+    } else {
+        moe_shape(&base.model).map(|(e, _)| e)
+    };
+    match experts {
+        Some(e) if e > 0 && axis.len().saturating_mul(e) > MAX_MOE_EXPERT_POINTS => Err(llm_ledger_core::Error::invalid(
+            "batch",
+            format!("{} batch sizes with {e} experts", axis.len()),
+            format!(
+                "at most {} batch sizes with {e} experts: batch sizes × experts ≤ {MAX_MOE_EXPERT_POINTS} per request here",
+                MAX_MOE_EXPERT_POINTS / e
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// MoE presets offered when the model is dense.
 const MOE_MODELS: &[&str] = &["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-20b"];
 
@@ -56,6 +85,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         top_k: q.extra("top_k"),
         model_given: false,
     };
+    check_cost(&base, &req).map_err(|e| axis_error(q, &e))?;
     let report = MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| axis_error(q, &e))?;
     let chart = MoeCurve::from_report(&report).svg(PlotSize::default());
     let with_model = report.model.is_some();
