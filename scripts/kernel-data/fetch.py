@@ -268,12 +268,21 @@ class Grid:
         self.n_dropped = self.n_measured - self.n_kept()
         self.dropped_errs = errs[errs > 1e-12] if self.n_dropped else np.array([])
 
-    def render_header(self, value_col: str) -> list[str]:
-        lines = ["table " + " ".join(f"{k}={v}" for k, v in self.attrs.items())]
-        for (name, vals), k in zip(self.axes, self.keep):
-            lines.append(f"axis {name} " + " ".join(fmt_axis(v) for v, kk in zip(vals, k) if kk))
-        lines.append(f"values {value_col} {self.kept_values().size}")
-        return lines
+    def render_line(self, prev: "Grid | None") -> str:
+        """'table KEYVALUES | AXIS0 | AXIS1 ...'; an axis equal to the previous table's is '='."""
+        keys = [str(v) for v in self.attrs.values()]
+        assert all(k and not any(c.isspace() for c in k) and k not in "|=" for k in keys), keys
+        parts = ["table " + " ".join(keys)]
+        for d, ((_, vals), k) in enumerate(zip(self.axes, self.keep)):
+            kept = [fmt_axis(v) for v, kk in zip(vals, k) if kk]
+            if prev is not None and prev.kept_axis(d) == kept:
+                parts.append("=")
+            else:
+                parts.append(" ".join(kept))
+        return " | ".join(parts)
+
+    def kept_axis(self, d: int) -> list[str]:
+        return [fmt_axis(v) for v, kk in zip(self.axes[d][1], self.keep[d]) if kk]
 
     def codes(self) -> np.ndarray:
         flat = self.kept_values().reshape(-1)
@@ -366,19 +375,28 @@ class Writer:
             "# licence: Apache-2.0; " + " / ".join(self.copyright)
             + " Full text: data/kernels/LICENSE-aiconfigurator.txt",
             "# unit: latency_us = microseconds per kernel call (source column `latency`, ms, x 1000)",
-            f"# encoding: after the line 'data N' follow N little-endian u16 codes, the tables' values"
-            f" in header order; latency_us = {CODE_BASE_US} * exp(code / {CODE_SCALE});"
-            f" code {CODE_MISSING} (0xFFFF) = not measured",
-            "# layout: 'table k=v ...', 'axis NAME v1 v2 ...' per axis, 'values COLUMN COUNT'; each"
-            " table's COUNT values are row-major over its axes (last axis fastest)",
+            "# layout: line 'keys K1 K2 ...' names the table keys, 'axes A1 A2 ...' the grid axes,"
+            " 'values COLUMN' the value; then one line per table: 'table k1 k2 ... | a1 values | a2"
+            " values ...' ('=' = same axis values as the previous table); then 'data N'",
+            f"# encoding: after 'data N' follow N little-endian u16 codes: every table's values in"
+            f" table order, row-major over its axes (last axis fastest);"
+            f" latency_us = {CODE_BASE_US} * exp(code / {CODE_SCALE}); code {CODE_MISSING} (0xFFFF)"
+            " = not measured",
         ]
         return h + [f"# {n}" for n in notes]
 
     def write(self, relpath: str, header: list[str], grids: list[Grid], value_col: str,
               meta: dict):
         lines = [MAGIC] + list(header)
+        lines.append("keys " + " ".join(meta["keys"]))
+        lines.append("axes " + " ".join(meta["axes"]))
+        lines.append(f"values {value_col}")
+        prev = None
         for g in grids:
-            lines.extend(g.render_header(value_col))
+            assert list(g.attrs) == meta["keys"], (list(g.attrs), meta["keys"])
+            assert [n for n, _ in g.axes] == meta["axes"]
+            lines.append(g.render_line(prev))
+            prev = g
         codes = np.concatenate([g.codes() for g in grids]) if grids else np.zeros(0, "<u2")
         lines.append(f"data {codes.size}")
         blob = ("\n".join(lines) + "\n").encode() + codes.astype("<u2").tobytes()
@@ -437,7 +455,8 @@ def read_kernel_file(path: Path):
     """Returns (comment lines, [(attrs, [(axis, values)], value_col, np.ndarray)])."""
     raw = Path(path).read_bytes()
     pos = 0
-    comments, tables, cur = [], [], None
+    comments, tables = [], []
+    keys = axes = col = None
     first = True
     while True:
         end = raw.index(b"\n", pos)
@@ -448,18 +467,25 @@ def read_kernel_file(path: Path):
             first = False
         elif line.startswith("#"):
             comments.append(line)
-        elif line.startswith("table"):
-            cur = [dict(kv.split("=", 1) for kv in line.split()[1:]), [], None, 0]
-            tables.append(cur)
-        elif line.startswith("axis "):
-            parts = line.split()
-            cur[1].append((parts[1], [int(v) for v in parts[2:]]))
+        elif line.startswith("keys "):
+            keys = line.split()[1:]
+        elif line.startswith("axes "):
+            axes = line.split()[1:]
         elif line.startswith("values "):
-            _, col, count = line.split()
-            cur[2], cur[3] = col, int(count)
+            col = line.split()[1]
+        elif line.startswith("table "):
+            parts = [p.split() for p in line[len("table "):].split("|")]
+            attrs = dict(zip(keys, parts[0]))
+            assert len(attrs) == len(keys) and len(parts) == 1 + len(axes), line
+            ax = []
+            for d, p in enumerate(parts[1:]):
+                ax.append((axes[d], tables[-1][1][d][1] if p == ["="] else [int(v) for v in p]))
+            tables.append((attrs, ax, col, int(np.prod([len(v) for _, v in ax]))))
         elif line.startswith("data "):
             total = int(line.split()[1])
             break
+        else:
+            raise ValueError(f"{path}: unexpected line {line!r}")
     codes = np.frombuffer(raw[pos:], dtype="<u2")
     assert codes.size == total == sum(t[3] for t in tables), f"{path}: size mismatch"
     out, off = [], 0
@@ -568,6 +594,50 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
                                                       "head_dim", "window_size", "num_heads",
                                                       "num_kv_heads"],
                          "axes": ["batch_size", lencol]})
+
+            # MLA (DeepSeek-style multi-head latent attention), small tables: where measured.
+            for op, fam, fname, lencol in [
+                ("context_mla", "mla", "context_mla_perf", "isl"),
+                ("generation_mla", "mla", "generation_mla_perf", "step"),
+            ]:
+                src = f"{base}/{fam}/{eng}/{ver}/{fname}.parquet"
+                if src not in present:
+                    continue
+                rows = rows_of(wheel.table(src))
+                keys = ["kernel_source", "mla_dtype", "kv_cache_dtype", "num_heads", "tp_size"]
+                ren = {"kernel_source": "kernel"}
+                grids, dups = build_grids(rows, keys, ["batch_size", lencol], rename=ren)
+                for g in grids:
+                    g.thin(["batch_size", lencol])
+                notes = [
+                    "keys: kernel, mla_dtype, kv_cache_dtype, num_heads, tp_size (as in the source);"
+                    f" axes: batch_size, {lencol} (same meaning as in the attention tables)",
+                    "one latency = the MLA attention core of ONE layer",
+                    f"thinning: whole batch/length lines dropped only where log-space interpolation"
+                    f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+                ]
+                w.write(f"{gpu}/{eng}/{op}.bin",
+                        w.header(src, gpu, device_name(rows), eng, ver, op,
+                                 notes + repeats_note(dups)),
+                        grids, "latency_us",
+                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": op,
+                         "repeats_averaged": dups, "source_path": src,
+                         "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", lencol]})
+            src = f"{base}/mla_bmm/{eng}/{ver}/mla_bmm_perf.parquet"
+            if src in present:
+                rows = rows_of(wheel.table(src))
+                keys = ["op_name", "kernel_source", "bmm_dtype", "num_heads"]
+                ren = {"kernel_source": "kernel", "bmm_dtype": "dtype"}
+                grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
+                notes = ["keys: op (mla_gen_pre / mla_gen_post: the batched matmuls around MLA"
+                         " decode), kernel, dtype, num_heads; axis: num_tokens", "not thinned"]
+                w.write(f"{gpu}/{eng}/mla_bmm.bin",
+                        w.header(src, gpu, device_name(rows), eng, ver, "mla_bmm",
+                                 notes + repeats_note(dups)),
+                        grids, "latency_us",
+                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "mla_bmm",
+                         "repeats_averaged": dups, "source_path": src,
+                         "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
 
             # Custom (engine-owned) all-reduce: grid per (kernel, dtype, num_gpus) over message size.
             src = f"{base}/comm/{eng}/{ver}/custom_allreduce_perf.parquet"
