@@ -713,11 +713,21 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
          f"license_file = {toml_str('LICENSE-aiconfigurator.txt')}",
          f"unit = {toml_str('latency_us: microseconds per call')}",
          f"thinning_tolerance = {THIN_TOL!r}",
-         ""]
+         f"value_encoding = {toml_str(f'u16 LE; latency_us = {CODE_BASE_US} * exp(code / {CODE_SCALE}); {CODE_MISSING} = not measured')}",
+         "",
+         "# Engine versions used per GPU: the 'current' slot of systems/query_versions.yaml;",
+         "# nccl = misc.nccl_version of systems/<gpu>.yaml.",
+         "[engine_versions]"]
+    for gpu in gpus:
+        m.append(f"{gpu} = {{ " + ", ".join(
+            f"{eng} = {toml_str(versions[(gpu, eng)])}" for eng in ENGINES)
+            + f", nccl = {toml_str(nccl_version(wheel, gpu))} }}")
+    m.append("")
     for e in sorted(w.manifest, key=lambda e: e["file"]):
         m.append("[[file]]")
-        for k in ["file", "gpu", "engine", "engine_version", "op", "source_path", "keys", "axes",
-                  "value_column", "tables", "rows", "source_rows", "repeats_averaged", "bytes",
+        e["columns"] = e["keys"] + e["axes"] + [e["value_column"]]
+        for k in ["file", "gpu", "engine", "engine_version", "op", "source_path", "columns", "keys",
+                  "axes", "value_column", "tables", "rows", "source_rows", "repeats_averaged", "bytes",
                   "thinned_max_rel_err"]:
             m.append(f"{k} = {toml_val(e[k])}")
         m.append("")
