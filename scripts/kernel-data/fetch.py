@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -440,8 +441,8 @@ def toml_val(v) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    if isinstance(v, float):
-        return repr(v)
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
     if isinstance(v, list):
         return "[" + ", ".join(toml_val(x) for x in v) + "]"
     return toml_str(v)
@@ -731,7 +732,9 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
                   "thinned_max_rel_err"]:
             m.append(f"{k} = {toml_val(e[k])}")
         m.append("")
-    (out / "manifest.toml").write_text("\n".join(m))
+    manifest_text = "\n".join(m)
+    tomllib.loads(manifest_text)  # must parse
+    (out / "manifest.toml").write_text(manifest_text)
 
     # Thinning report (stdout, for the README).
     print("| file | source points | kept | dropped | median err of dropped | p95 | max |")
