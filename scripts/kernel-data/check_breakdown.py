@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # leave no __pycache__ in the repository
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fetch import read_kernel_file  # noqa: E402
 

@@ -6,9 +6,9 @@ Reproducible pipeline (see README.md in this folder):
 1. ``pip download --no-deps aiconfigurator-core==0.12.0`` into a temporary directory (pinned
    platform tags, so every host gets the same wheel) and check its sha256 against the pin below.
 2. Read the parquet tables under ``aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/``.
-3. Write grid files under ``data/kernels/`` (see README.md for the format), a manifest and the
-   licence. Output is deterministic: sorted tables and axes, fixed number formatting, so a
-   re-run gives byte-identical files.
+3. Write grid files under ``data/kernels/`` (text header + u16 log-encoded latencies; see
+   README.md for the format), a manifest and the licence. Output is deterministic: sorted
+   tables and axes, a fixed encoding, so a re-run gives byte-identical files.
 
 Nothing is written outside the temporary directory except the output files (and, with
 ``--inventory``, the inventory listing).
@@ -17,6 +17,7 @@ Usage:
     python3 scripts/kernel-data/fetch.py                  # download, check, write data/kernels/
     python3 scripts/kernel-data/fetch.py --wheel W.whl    # use a wheel already on disk (sha checked)
     python3 scripts/kernel-data/fetch.py --inventory scripts/kernel-data/inventory.tsv
+    python3 scripts/kernel-data/fetch.py --dump data/kernels/h100_sxm/trtllm/gemm.bin
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def sha256_of(path: Path) -> str:
 
 def download_wheel(tmp: Path) -> Path:
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--only-binary=:all:",
         "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
         "--implementation", "cp", "--abi", "abi3",
         f"{PACKAGE}=={VERSION}", "-d", str(tmp),
@@ -302,7 +303,7 @@ def rows_of(table) -> list[dict]:
 
 def build_grids(rows, key_cols, axis_cols, rename=None, value_col="latency"):
     """Group rows by key_cols, make one Grid per group over axis_cols. Latency ms → µs,
-    rounded to SIG_DIGITS. Repeated measurements of one point are averaged; returns the number
+    quantised to the stored code. Repeated measurements of one point are averaged; returns the number
     of extra repeats so the header can say so."""
     rename = rename or {}
     raw = defaultdict(lambda: defaultdict(list))
@@ -691,10 +692,11 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
            "The wheel ships no LICENSE or NOTICE file; its files carry these copyright lines:",
            ""] + [f"    {c}" for c in w.copyright] + [
            "",
-           "Modifications by llm-ledger: selected tables were converted from parquet to text grids,",
-           "latencies converted from milliseconds to microseconds and rounded to 4 significant",
-           "digits, and some grid planes dropped where interpolation reproduces them within 2 %",
-           "(scripts/kernel-data/fetch.py).",
+           "Modifications by llm-ledger (scripts/kernel-data/fetch.py): selected tables were",
+           "converted from parquet to grids with a text header and 16-bit log-encoded latencies",
+           "(microseconds instead of milliseconds, relative rounding error <= 0.024 %), repeated",
+           "measurements of one point averaged, and some grid planes of the attention and MLA",
+           "tables dropped where log-space interpolation reproduces them within 2 %.",
            "", "=" * 78, ""]
     (out / "LICENSE-aiconfigurator.txt").write_text("\n".join(lic) + apache)
 
