@@ -144,14 +144,35 @@ impl Catalog {
     }
 }
 
+/// A model or GPU a front end loaded from a file: the request carries it, so it is used as is and
+/// never looked up by name (a file in a folder named like a preset is still that file). Its name
+/// (the model's `name`, the GPU's `name`) is the label reports show: the file's path.
+/// Two are equal when they are the same loaded value (the same `Arc`).
+#[derive(Debug, Clone)]
+pub struct Loaded<T>(pub Arc<T>);
+
+impl<T> PartialEq for Loaded<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> Eq for Loaded<T> {}
+
 /// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioRequest {
     /// Preset name (default `llama-3-8b`).
     pub model: Option<String>,
+    /// A model loaded from a file (a `config.json`); used instead of `model` when present.
+    #[serde(skip)]
+    pub model_file: Option<Loaded<ModelSpec>>,
     /// GPU name (default `h100-sxm`).
     pub gpu: Option<String>,
+    /// A GPU loaded from a file; used instead of `gpu` when present.
+    #[serde(skip)]
+    pub gpu_file: Option<Loaded<Gpu>>,
     /// `decode` (default) or `prefill`.
     pub phase: Option<String>,
     /// Sequences (default 1).
@@ -161,6 +182,10 @@ pub struct ScenarioRequest {
     /// A mix of contexts instead of batch × ctx: `2048x8,32768x2` (tokens x count) or a plain
     /// per-sequence list `1000,2000,3000`.
     pub contexts: Option<String>,
+    /// A mix of contexts already parsed (a histogram file); like `contexts`, exclusive with it
+    /// and with batch/ctx.
+    #[serde(skip)]
+    pub context_mix: Option<Contexts>,
     /// Weight storage (default: the checkpoint's `quantization_config`, else bf16).
     pub weights: Option<String>,
     /// KV-cache storage (default bf16).
@@ -298,20 +323,29 @@ pub fn parse_expert_loads_csv(text: &str) -> Result<String> {
 impl ScenarioRequest {
     /// Resolve against a catalogue.
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
-        let preset = catalog.preset(self.model.as_deref().unwrap_or("llama-3-8b"))?;
-        let model = preset.spec.clone();
-        let gpu = catalog.gpu(self.gpu.as_deref().unwrap_or("h100-sxm"))?;
+        let model = match &self.model_file {
+            Some(file) => file.0.clone(),
+            None => catalog.preset(self.model.as_deref().unwrap_or("llama-3-8b"))?.spec.clone(),
+        };
+        let gpu = match &self.gpu_file {
+            Some(file) => file.0.clone(),
+            None => catalog.gpu(self.gpu.as_deref().unwrap_or("h100-sxm"))?,
+        };
         let phase: Phase = self.phase.as_deref().unwrap_or("decode").parse()?;
-        let contexts = match (&self.contexts, &self.batch, &self.ctx) {
-            (Some(mix), None, None) => parse_contexts(mix)?,
-            (Some(_), _, _) => {
+        let contexts = match (&self.contexts, &self.context_mix, &self.batch, &self.ctx) {
+            (Some(mix), None, None, None) => parse_contexts(mix)?,
+            (None, Some(mix), None, None) => mix.clone(),
+            (Some(_), Some(_), _, _) => {
+                return Err(Error::invalid("contexts", "given together with a histogram", "one context mix"))
+            }
+            (Some(_), _, _, _) | (_, Some(_), _, _) => {
                 return Err(Error::invalid(
                     "contexts",
                     "given together with batch/ctx",
                     "either contexts or batch and ctx",
                 ))
             }
-            (None, b, c) => {
+            (None, None, b, c) => {
                 let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(1);
                 let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(2048);
                 Contexts::uniform(batch, ctx)?

@@ -146,12 +146,12 @@ mod tests {
 
     #[test]
     fn levers_table_long_context() {
-        insta::assert_snapshot!(report("8", "32768").render(Format::Table));
+        insta::assert_snapshot!(report("8", "32768").render(Format::Table).unwrap());
     }
 
     #[test]
     fn levers_csv_rows_start_with_the_baseline() {
-        let csv = report("64", "2048").render(Format::Csv);
+        let csv = report("64", "2048").render(Format::Csv).unwrap();
         assert!(csv.starts_with("name,side,batch,step_time_s,speedup,"));
         assert!(csv.lines().nth(1).unwrap().starts_with("baseline,,64,"));
     }

@@ -71,8 +71,20 @@ pub trait Report: Serialize {
     /// The human layout for table and Markdown output.
     fn human(&self) -> HumanTable;
 
-    /// Render in `format`.
-    fn render(&self, format: Format) -> String {
+    /// Render in `format`, after checking that no number in the report (its serde form) or in
+    /// its CSV rows is a NaN or an infinity: that would be a bug, reported as
+    /// [`Error::NonFinite`] instead of printed.
+    fn render(&self, format: Format) -> Result<String> {
+        crate::finite::check("", self)?;
+        if format == Format::Csv {
+            crate::finite::check("csv", &self.csv_rows())?;
+        }
+        Ok(self.layout(format))
+    }
+
+    /// The text of [`Self::render`], unchecked: the one method a report with its own layout
+    /// overrides.
+    fn layout(&self, format: Format) -> String {
         match format {
             Format::Json => to_json(self),
             Format::Csv => to_csv(&self.csv_rows()),

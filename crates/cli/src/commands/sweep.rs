@@ -166,7 +166,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         if stopped {
             break;
         }
-        plan.sweep.run(|p| match write(view.point_of(Some(variant), p, done)) {
+        plan.sweep.run(|p| match view.point_of(Some(variant), p, done).map_err(anyhow::Error::from).and_then(|line| Ok(write(line)?)) {
             Ok(true) => {
                 done += 1;
                 past_wall += u64::from(!p.fits);
@@ -189,7 +189,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     }
     progress.finish();
     if let Some(e) = failed {
-        return Err(e.into());
+        return Err(e);
     }
     if done == head.point_count {
         write(view.tail(head, done, past_wall))?;

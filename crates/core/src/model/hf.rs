@@ -91,12 +91,16 @@ impl HfConfig {
         self.obj.contains_key(key)
     }
 
-    /// A non-negative integer (accepts `4096.0`).
-    fn u64(&self, keys: &[&'static str]) -> Result<Option<u64>> {
+    /// A count that may be 0, no larger than `max` (accepts `4096.0`). Every integer key is read
+    /// through this or [`Self::dim`], so no key reaches the arithmetic unbounded.
+    fn count(&self, keys: &[&'static str], max: u64) -> Result<Option<u64>> {
         let Some((k, v)) = self.get(keys) else {
             return Ok(None);
         };
-        as_u64(v).map(Some).ok_or_else(|| Error::invalid(k, v, "a non-negative integer"))
+        match as_u64(v) {
+            Some(n) if n <= max => Ok(Some(n)),
+            _ => Err(Error::invalid(k, v, format!("an integer in 0..={max}"))),
+        }
     }
 
     /// A positive integer no larger than `max`.
@@ -304,7 +308,7 @@ fn falcon_norms(cfg: &HfConfig, fam: &Family) -> Result<(u32, u32, bool)> {
         return Ok((1, 1, false));
     }
     let new_arch = cfg.bool("new_decoder_architecture")?.unwrap_or(false);
-    let lns = cfg.u64(&["num_ln_in_parallel_attn"])?.unwrap_or(if new_arch { 2 } else { 1 });
+    let lns = cfg.count(&["num_ln_in_parallel_attn"], MAX_LAYERS)?.unwrap_or(if new_arch { 2 } else { 1 });
     Ok((1, if lns >= 2 { 1 } else { 0 }, true))
 }
 
@@ -337,7 +341,7 @@ fn layer_windows(cfg: &HfConfig, fam: &Family, layers: u64) -> Result<Vec<Option
         }
         None => {
             let opt_in = cfg.bool("use_sliding_window")?.unwrap_or(false);
-            let first_window_layer = cfg.u64(&["max_window_layers"])?.unwrap_or(0);
+            let first_window_layer = cfg.count(&["max_window_layers"], MAX_LAYERS)?.unwrap_or(0);
             let pattern = cfg.dim(&["sliding_window_pattern", "_sliding_window_pattern"], MAX_LAYERS)?.unwrap_or(6);
             (0..layers)
                 .map(|i| match fam.window {
@@ -461,7 +465,9 @@ fn layer_mlps(
         }
         MoeLayout::Qwen => {
             let width = cfg.required_dim(&["moe_intermediate_size"], MAX_DIM, fam)?;
-            let only_dense = cfg.list("mlp_only_layers", as_u64, "layer indices")?.unwrap_or_default();
+            let only_dense = cfg
+                .list("mlp_only_layers", |v| as_u64(v).filter(|i| *i < MAX_LAYERS), "layer indices below 4096")?
+                .unwrap_or_default();
             let step = cfg.dim(&["decoder_sparse_step"], MAX_LAYERS)?.unwrap_or(1);
             let shared = cfg.dim(&["shared_expert_intermediate_size"], MAX_DIM)?.map(dense);
             let gate = shared.is_some();
@@ -477,9 +483,17 @@ fn layer_mlps(
         }
         MoeLayout::Deepseek => {
             let width = cfg.required_dim(&["moe_intermediate_size"], MAX_DIM, fam)?;
-            let n_shared = cfg.u64(&["n_shared_experts"])?.unwrap_or(0);
-            let first_dense = cfg.u64(&["first_k_dense_replace"])?.unwrap_or(0);
-            let shared = (n_shared > 0).then(|| dense(width * n_shared));
+            let n_shared = cfg.count(&["n_shared_experts"], MAX_EXPERTS)?.unwrap_or(0);
+            let first_dense = cfg.count(&["first_k_dense_replace"], MAX_LAYERS)?.unwrap_or(0);
+            // The shared experts run as one MLP of n_shared × moe_intermediate_size.
+            let shared_width = width.checked_mul(n_shared).filter(|w| *w <= MAX_DIM).ok_or_else(|| {
+                Error::invalid(
+                    "n_shared_experts",
+                    n_shared,
+                    format!("at most {MAX_DIM} ÷ moe_intermediate_size ({width}) = {}", MAX_DIM / width),
+                )
+            })?;
+            let shared = (n_shared > 0).then(|| dense(shared_width));
             (0..layers)
                 .map(|i| {
                     if i < first_dense {
@@ -497,7 +511,7 @@ fn layer_mlps(
 /// Keys that change the real model but are not part of this ledger, reported rather than dropped.
 fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
     let mut notes = Vec::new();
-    if let Some(n) = cfg.u64(&["num_nextn_predict_layers"])?.filter(|n| *n > 0) {
+    if let Some(n) = cfg.count(&["num_nextn_predict_layers"], MAX_LAYERS)?.filter(|n| *n > 0) {
         notes.push(format!(
             "num_nextn_predict_layers = {n}: the multi-token-prediction module is stored in the checkpoint but is not part of the standard forward pass and is not counted"
         ));
