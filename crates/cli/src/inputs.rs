@@ -4,7 +4,7 @@
 use crate::cli::ScenarioArgs;
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::hardware::parse_gpu_file;
-use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
+use llm_ledger_core::limits::{MAX_HISTOGRAM_BYTES, MAX_INPUT_FILE_BYTES};
 use llm_ledger_core::model::{parse_config_json, parse_preset_file, ModelSpec};
 use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv, Loaded};
 use llm_ledger_core::{Catalog, Gpu, Scenario};
@@ -16,17 +16,22 @@ use std::sync::Arc;
 /// a device, a socket, a directory) is refused by its metadata before it is opened, since opening
 /// or reading one can block forever.
 pub fn read_text(path: &Path, what: &str) -> Result<String> {
+    read_text_at_most(path, what, MAX_INPUT_FILE_BYTES)
+}
+
+/// [`read_text`] with another size limit, bytes.
+fn read_text_at_most(path: &Path, what: &str, limit: usize) -> Result<String> {
     let meta = std::fs::metadata(path).with_context(|| format!("cannot read {what} `{}`", path.display()))?;
     if !meta.is_file() {
         bail!("{what} `{}` is not a regular file", path.display());
     }
     let file = std::fs::File::open(path).with_context(|| format!("cannot read {what} `{}`", path.display()))?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_FILE_BYTES as u64 + 1)
+    file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)
         .with_context(|| format!("cannot read {what} `{}`", path.display()))?;
-    if bytes.len() > MAX_INPUT_FILE_BYTES {
-        bail!("{what} `{}` is larger than the {} MiB limit", path.display(), MAX_INPUT_FILE_BYTES >> 20);
+    if bytes.len() > limit {
+        bail!("{what} `{}` is larger than the {} MiB limit", path.display(), limit >> 20);
     }
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
@@ -112,7 +117,7 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
             );
         }
         req.context_mix = Some(
-            parse_context_histogram(&read_text(Path::new(h), "histogram")?)
+            parse_context_histogram(&read_text_at_most(Path::new(h), "histogram", MAX_HISTOGRAM_BYTES)?)
                 .with_context(|| format!("in histogram `{h}`"))?,
         );
     }

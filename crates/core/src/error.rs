@@ -14,9 +14,14 @@ pub const MAX_ECHO_CHARS: usize = 80;
 /// with the input's full length; a long plain number (`1e308` printed as 309 digits) is shown
 /// compactly ([`compact_f64`]) instead. Every variant of [`Error`] echoes input through this.
 pub fn echo(s: &str) -> String {
-    if s.len() > 24 && s.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) {
-        if let Some(v) = s.parse::<f64>().ok().filter(|v| v.is_finite()) {
-            return compact_f64(v);
+    // A number, possibly quoted as the parsers quote what they could not read.
+    let (quote, bare) = match s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(t) => ("\"", t),
+        None => ("", s),
+    };
+    if bare.len() > 24 && bare.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) {
+        if let Some(v) = bare.parse::<f64>().ok().filter(|v| v.is_finite()) {
+            return format!("{quote}{}{quote}", compact_f64(v));
         }
     }
     match s.char_indices().nth(MAX_ECHO_CHARS) {

@@ -7,6 +7,10 @@ use crate::error::{compact_f64, Error, Result};
 /// Largest config/GPU/histogram file accepted (real `config.json` files are under 10 KB).
 pub const MAX_INPUT_FILE_BYTES: usize = 4 << 20;
 
+/// Largest context histogram file: 32 MiB, room for [`MAX_CONTEXT_BUCKETS`] lines of
+/// `context,count` (a 1M-line histogram of distinct lengths is about 14 MB).
+pub const MAX_HISTOGRAM_BYTES: usize = 32 << 20;
+
 /// Largest model dimension (hidden, intermediate, head_dim, LoRA ranks …): 2²⁴.
 pub const MAX_DIM: u64 = 1 << 24;
 

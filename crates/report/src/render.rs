@@ -177,6 +177,27 @@ mod tests {
     }
 
     #[test]
+    fn a_report_holding_a_nan_is_refused_in_every_format() {
+        use crate::LedgerReport;
+        use llm_ledger_core::{Ledger, Scenario};
+        let sc = Scenario::default_decode();
+        let mut r = LedgerReport::new(&sc, &Ledger::build(&sc));
+        for f in [Format::Table, Format::Json, Format::Csv, Format::Md] {
+            assert!(r.render(f).is_ok());
+        }
+        r.rows[2].time_s = f64::NAN;
+        for f in [Format::Table, Format::Json, Format::Csv, Format::Md] {
+            assert_eq!(
+                r.render(f).unwrap_err().to_string(),
+                "internal error: non-finite value in rows[2].time_s; please report this with the command line"
+            );
+        }
+        r.rows[2].time_s = 0.0;
+        r.tokens_per_s = f64::INFINITY;
+        assert_eq!(r.render(Format::Json).unwrap_err(), Error::NonFinite { path: "tokens_per_s".into() });
+    }
+
+    #[test]
     fn markdown_escapes_pipes_and_aligns_numbers() {
         let t = HumanTable {
             header: vec!["op".into(), "n".into()],

@@ -540,3 +540,90 @@ fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
 pub fn parse_config_json(text: &str, name: &str) -> Result<ModelSpec> {
     resolve(&HfConfig::from_json(text)?, name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Small configs of each layout, with every integer key they read present.
+    fn bases() -> Vec<Value> {
+        let llama = json!({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "word_embed_proj_dim": 64, "num_nextn_predict_layers": 0});
+        let qwen = json!({"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "use_sliding_window": true, "sliding_window": 64, "max_window_layers": 1});
+        let gemma = json!({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "sliding_window": 64, "sliding_window_pattern": 2});
+        let qwen_moe = json!({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+            "decoder_sparse_step": 1, "mlp_only_layers": [0], "shared_expert_intermediate_size": 32});
+        let deepseek = json!({"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "q_lora_rank": 32,
+            "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8,
+            "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
+            "first_k_dense_replace": 1, "num_nextn_predict_layers": 1});
+        let falcon = json!({"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "vocab_size": 100, "new_decoder_architecture": true, "num_kv_heads": 2,
+            "num_ln_in_parallel_attn": 2});
+        let gpt2 = json!({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+            "n_positions": 128, "n_inner": 256});
+        vec![llama, qwen, gemma, qwen_moe, deepseek, falcon, gpt2]
+    }
+
+    fn parse(v: &Value) -> Result<ModelSpec> {
+        resolve(&HfConfig::from_value(v.clone())?, "t")
+    }
+
+    /// Every integer a config may hold, set to 2⁵³ (a debug build once panicked on
+    /// `n_shared_experts = 2^53` and a release build wrapped it to a 0-FLOP shared expert), 10¹²
+    /// and u64::MAX, is refused naming its key, in every layout that reads it.
+    #[test]
+    fn every_integer_key_rejects_absurd_values() {
+        let mut checked = std::collections::BTreeSet::new();
+        for base in bases() {
+            parse(&base).unwrap_or_else(|e| panic!("base {} parses: {e}", base["model_type"]));
+            for (key, v) in base.as_object().unwrap() {
+                let list = v.is_array();
+                if !(v.is_u64() || list) {
+                    continue;
+                }
+                for bad in [1u64 << 53, 1_000_000_000_000, u64::MAX] {
+                    let mut c = base.clone();
+                    c[key] = if list { json!([bad]) } else { json!(bad) };
+                    let e = parse(&c).map(|_| ()).unwrap_err().to_string();
+                    assert!(e.contains(&format!("`{key}`")), "{key} = {bad} in {}: {e}", base["model_type"]);
+                }
+                checked.insert(key.clone());
+            }
+        }
+        for key in ["n_shared_experts", "first_k_dense_replace", "max_window_layers", "mlp_only_layers",
+            "num_ln_in_parallel_attn", "num_nextn_predict_layers", "decoder_sparse_step", "sliding_window_pattern"]
+        {
+            assert!(checked.contains(key), "{key} not covered");
+        }
+    }
+
+    #[test]
+    fn shared_experts_wider_than_a_dimension_are_refused() {
+        let mut c = bases().swap_remove(4);
+        c["n_shared_experts"] = json!(1 << 16);
+        c["moe_intermediate_size"] = json!(1 << 12);
+        let e = parse(&c).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `n_shared_experts`: 65536 (at most 16777216 ÷ moe_intermediate_size"), "{e}");
+    }
+
+    #[test]
+    fn parameter_counts_past_the_limit_are_refused_not_wrapped() {
+        // Every dimension in range, but 2²⁴ × 2²⁴ × 3 × 2¹⁶ experts × 4096 layers ≈ 2⁸⁶ parameters.
+        let c = json!({"model_type": "mixtral", "hidden_size": 1 << 24, "num_hidden_layers": 4096,
+            "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 24,
+            "intermediate_size": 1 << 24, "vocab_size": 1 << 24, "num_local_experts": 1 << 16,
+            "num_experts_per_tok": 1});
+        let e = parse(&c).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `model parameters`: "), "{e}");
+    }
+}
