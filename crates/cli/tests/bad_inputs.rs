@@ -24,7 +24,7 @@ fn deepseek_with(extra: &str) -> Vec<u8> {
 
 /// A valid one-GPU file with `key = value` set (keys before the peaks table; `peak.*` inside it).
 fn gpu_with(key: &str, value: &str) -> Vec<u8> {
-    let mut fields = vec![
+    let mut fields = [
         ("name", "\"x\"".to_string()),
         ("sm_count", "10".into()),
         ("memory_bytes", "80e9".into()),
@@ -33,7 +33,7 @@ fn gpu_with(key: &str, value: &str) -> Vec<u8> {
         ("onchip", "\"sm90\"".into()),
         ("usd_per_gpu_hour", "2".into()),
     ];
-    let mut peaks = vec![("vector", "10e12".to_string()), ("bf16", "100e12".into()), ("fp16", "100e12".into())];
+    let mut peaks = [("vector", "10e12".to_string()), ("bf16", "100e12".into()), ("fp16", "100e12".into())];
     match key.strip_prefix("peak.") {
         Some(k) => peaks.iter_mut().filter(|(n, _)| *n == k).for_each(|p| p.1 = value.into()),
         None => fields.iter_mut().filter(|(n, _)| *n == key).for_each(|f| f.1 = value.into()),

@@ -101,8 +101,7 @@ const FLAG: &str = "flag, URL parameter";
 /// Achieved fraction of peak compute (`--compute-efficiency`); below 1 % no roofline is meaningful.
 pub const COMPUTE_EFFICIENCY: Range = range("compute_efficiency", 0.01, 1.0, "fraction of peak FLOP/s", FLAG);
 /// Achieved fraction of peak memory bandwidth (`--bandwidth-efficiency`).
-pub const BANDWIDTH_EFFICIENCY: Range =
-    range("bandwidth_efficiency", 0.01, 1.0, "fraction of peak bandwidth", FLAG);
+pub const BANDWIDTH_EFFICIENCY: Range = range("bandwidth_efficiency", 0.01, 1.0, "fraction of peak bandwidth", FLAG);
 /// Achieved fraction of link bandwidth (`--link-efficiency`).
 pub const LINK_EFFICIENCY: Range = range("link_efficiency", 0.01, 1.0, "fraction of link bandwidth", FLAG);
 /// MoE routing skew, a Zipf exponent (`--zipf`; 0 = uniform).
@@ -124,8 +123,7 @@ pub const TOKENS_PER_S: Range = range("tokens_per_s", 1e-3, 1e15, "tokens per se
 /// A GPU's memory capacity, bytes (GPU file `memory_bytes`): 1 MB to 1 PB.
 pub const GPU_MEMORY_BYTES: Range = range("memory_bytes", 1e6, 1e15, "bytes", "GPU file");
 /// A GPU's memory bandwidth, bytes/s (GPU file `memory_bandwidth_bytes_per_s`): 1 MB/s to 1 PB/s.
-pub const GPU_BANDWIDTH: Range =
-    range("memory_bandwidth_bytes_per_s", 1e6, 1e15, "bytes per second", "GPU file");
+pub const GPU_BANDWIDTH: Range = range("memory_bandwidth_bytes_per_s", 1e6, 1e15, "bytes per second", "GPU file");
 /// A GPU's last-level cache, bytes (GPU file `l2_bytes`).
 pub const GPU_L2_BYTES: Range = range("l2_bytes", 1e3, 1e12, "bytes", "GPU file");
 /// A dense peak of one math format, FLOP/s (GPU file `peak_flops_per_s.*`): 1 MFLOP/s to 1 EFLOP/s.
@@ -215,6 +213,10 @@ mod tests {
     #[test]
     fn readme_states_the_input_ranges_from_this_definition() {
         let readme = include_str!("../../../README.md");
-        assert!(readme.contains(&ranges_markdown()), "README.md's \"Input ranges\" table differs from limits::ranges_markdown():\n{}", ranges_markdown());
+        assert!(
+            readme.contains(&ranges_markdown()),
+            "README.md's \"Input ranges\" table differs from limits::ranges_markdown():\n{}",
+            ranges_markdown()
+        );
     }
 }

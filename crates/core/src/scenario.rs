@@ -291,7 +291,8 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
             continue;
         }
         let field = || format!("histogram line {}", i + 1);
-        let tokens = parse_u64("", a).map_err(|_| Error::invalid(field(), format!("{a:?}"), "a non-negative integer"))?;
+        let tokens =
+            parse_u64("", a).map_err(|_| Error::invalid(field(), format!("{a:?}"), "a non-negative integer"))?;
         let count = match b {
             Some(b) => {
                 parse_u64("", b).map_err(|_| Error::invalid(field(), format!("{b:?}"), "a non-negative integer"))?

@@ -15,7 +15,7 @@
 //! assert_eq!(s.reserve_bytes, 4.0 * 1024.0 * 1024.0 * 1024.0);
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{compact_f64, Error, Result};
 use crate::limits::{self, MAX_CONTEXT};
 use crate::scenario::{parse_f64, parse_u64, Scenario};
 use serde::{Deserialize, Serialize};
@@ -181,9 +181,7 @@ impl ServingRequest {
     /// Resolve against the scenario (for the GPU's catalogue price and capacity).
     pub fn resolve(&self, sc: &Scenario) -> Result<Serving> {
         let price = match &self.usd_per_hour {
-            Some(s) => {
-                Some(Price { usd_per_hour: limits::USD_PER_HOUR.parse(s)?, source: PriceSource::User })
-            }
+            Some(s) => Some(Price { usd_per_hour: limits::USD_PER_HOUR.parse(s)?, source: PriceSource::User }),
             None => {
                 sc.gpu.usd_per_gpu_hour.map(|p| Price { usd_per_hour: p, source: PriceSource::CatalogueApproximate })
             }
@@ -195,8 +193,8 @@ impl ServingRequest {
         if reserve_bytes >= sc.gpu.memory_bytes {
             return Err(Error::invalid(
                 "reserve",
-                format!("{reserve_bytes} bytes"),
-                format!("less than the GPU's {} bytes", sc.gpu.memory_bytes),
+                format!("{} bytes", compact_f64(reserve_bytes)),
+                format!("less than the GPU's {} bytes", compact_f64(sc.gpu.memory_bytes)),
             ));
         }
         let tokens = |field: &str, v: &Option<String>, d: u64, min: u64| -> Result<u64> {

@@ -290,4 +290,17 @@ mod tests {
         r.rows[1].peak = Some(f64::NEG_INFINITY);
         assert_eq!(check("r", &r).unwrap_err(), Error::NonFinite { path: "r.rows[1].peak".into() });
     }
+
+    #[test]
+    fn a_streamed_sweep_point_holding_a_nan_is_refused() {
+        use crate::sweep::{SweepPlan, SweepView};
+        use crate::Format;
+        let plan = SweepPlan::new(llm_ledger_core::Scenario::default_decode(), Some("1,2"), None, 2e9).unwrap();
+        let mut points = plan.points(10).unwrap();
+        let view = SweepView::new(Format::Csv);
+        assert!(view.point(&points[1], 1).is_ok());
+        points[1].tokens_per_s = f64::NAN;
+        assert_eq!(view.point(&points[1], 1).unwrap_err(), Error::NonFinite { path: "points[1].tokens_per_s".into() });
+        assert!(view.render_all(&plan.head, &points).is_err());
+    }
 }

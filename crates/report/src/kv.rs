@@ -188,7 +188,8 @@ mod tests {
 
     #[test]
     fn kv_json_has_the_stable_keys() {
-        let v: serde_json::Value = serde_json::from_str(&report("full", "1", "2048").render(Format::Json).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&report("full", "1", "2048").render(Format::Json).unwrap()).unwrap();
         for k in ["kv_bytes_per_token", "weight_bytes", "crossover_tokens", "max_cached_tokens"] {
             assert!(v[k].is_number(), "{k}");
         }

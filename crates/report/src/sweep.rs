@@ -470,7 +470,8 @@ mod tests {
     #[test]
     fn streamed_json_is_one_document_with_stable_keys() {
         let (h, p) = seed_sweep();
-        let v: serde_json::Value = serde_json::from_str(&SweepView::new(Format::Json).render_all(&h, &p).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&SweepView::new(Format::Json).render_all(&h, &p).unwrap()).unwrap();
         let pts = v["points"].as_array().unwrap();
         assert_eq!(pts.len(), 6);
         for k in ["batch", "ctx", "step_time_s", "tokens_per_s", "memory_bytes", "fits"] {

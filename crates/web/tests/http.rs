@@ -169,8 +169,14 @@ async fn the_json_endpoints_return_the_clis_documents() {
         assert_eq!(csv.body, cli_report(&pairs).render(Format::Csv).unwrap());
     }
     let c = Catalog::builtin();
-    assert_eq!(get("/api/models").await.body, llm_ledger_report::catalog::ModelList::new(&c).render(Format::Json).unwrap());
-    assert_eq!(get("/api/gpus?format=md").await.body, llm_ledger_report::catalog::GpuList::new(&c).render(Format::Md).unwrap());
+    assert_eq!(
+        get("/api/models").await.body,
+        llm_ledger_report::catalog::ModelList::new(&c).render(Format::Json).unwrap()
+    );
+    assert_eq!(
+        get("/api/gpus?format=md").await.body,
+        llm_ledger_report::catalog::GpuList::new(&c).render(Format::Md).unwrap()
+    );
     let svg = get("/plot/roofline.svg?batch=8").await;
     assert_eq!(svg.headers[header::CONTENT_TYPE], "image/svg+xml");
     assert!(svg.body.starts_with("<?xml") && svg.body.contains("<svg class=\"plot roofline\""));

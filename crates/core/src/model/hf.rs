@@ -600,9 +600,16 @@ mod tests {
                 checked.insert(key.clone());
             }
         }
-        for key in ["n_shared_experts", "first_k_dense_replace", "max_window_layers", "mlp_only_layers",
-            "num_ln_in_parallel_attn", "num_nextn_predict_layers", "decoder_sparse_step", "sliding_window_pattern"]
-        {
+        for key in [
+            "n_shared_experts",
+            "first_k_dense_replace",
+            "max_window_layers",
+            "mlp_only_layers",
+            "num_ln_in_parallel_attn",
+            "num_nextn_predict_layers",
+            "decoder_sparse_step",
+            "sliding_window_pattern",
+        ] {
             assert!(checked.contains(key), "{key} not covered");
         }
     }

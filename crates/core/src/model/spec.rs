@@ -288,7 +288,10 @@ impl ModelSpec {
     /// [`Self::total_params`] in u128 (no overflow for any dimensions within [`crate::limits`]).
     fn total_params_wide(&self) -> u128 {
         let layers: u128 = self.layer_groups().map(|(l, n)| u128::from(n) * l.params_wide(self.hidden_size).0).sum();
-        u128::from(self.embedding_params()) + u128::from(self.final_norm_params()) + u128::from(self.lm_head_params()) + layers
+        u128::from(self.embedding_params())
+            + u128::from(self.final_norm_params())
+            + u128::from(self.lm_head_params())
+            + layers
     }
 
     /// The decoder layers in order.
@@ -350,7 +353,6 @@ impl ModelSpec {
             + self.lm_head_params()
             + self.layer_groups().map(|(l, n)| n * l.params(self.hidden_size).total).sum::<u64>()
     }
-
 
     /// Parameters touched by one token: the embedding and LM head, and in MoE layers only the
     /// router, `k` routed experts and the shared experts (DeepSeek's "activated" convention).
