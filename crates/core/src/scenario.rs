@@ -231,8 +231,9 @@ pub struct ScenarioRequest {
 
 /// Parse an integer input, naming the field on failure.
 pub fn parse_u64(field: &str, s: &str) -> Result<u64> {
-    let t = s.trim().replace('_', "");
-    t.parse::<u64>().map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
+    let t = s.trim();
+    let parsed = if t.contains('_') { t.replace('_', "").parse::<u64>() } else { t.parse::<u64>() };
+    parsed.map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
 }
 
 /// Parse a finite number, naming the field on failure.
