@@ -220,6 +220,7 @@ impl ScenarioArgs {
             micro_batches: self.micro_batches.clone(),
             interconnect: self.interconnect.clone(),
             link_efficiency: self.link_efficiency.clone(),
+            ..Default::default()
         }
     }
 }

@@ -4,23 +4,34 @@
 use crate::cli::ScenarioArgs;
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::hardware::parse_gpu_file;
-use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
-use llm_ledger_core::model::{parse_config_json, parse_preset_file};
-use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv};
+use llm_ledger_core::limits::{MAX_HISTOGRAM_BYTES, MAX_INPUT_FILE_BYTES};
+use llm_ledger_core::model::{parse_config_json, parse_preset_file, ModelSpec};
+use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv, Loaded};
 use llm_ledger_core::{Catalog, Gpu, Scenario};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Read a UTF-8 text file of at most `MAX_INPUT_FILE_BYTES`.
+/// Read a UTF-8 text file of at most `MAX_INPUT_FILE_BYTES`. Anything but a regular file (a FIFO,
+/// a device, a socket, a directory) is refused by its metadata before it is opened, since opening
+/// or reading one can block forever.
 pub fn read_text(path: &Path, what: &str) -> Result<String> {
+    read_text_at_most(path, what, MAX_INPUT_FILE_BYTES)
+}
+
+/// [`read_text`] with another size limit, bytes.
+fn read_text_at_most(path: &Path, what: &str, limit: usize) -> Result<String> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {what} `{}`", path.display()))?;
+    if !meta.is_file() {
+        bail!("{what} `{}` is not a regular file", path.display());
+    }
     let file = std::fs::File::open(path).with_context(|| format!("cannot read {what} `{}`", path.display()))?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_FILE_BYTES as u64 + 1)
+    file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)
         .with_context(|| format!("cannot read {what} `{}`", path.display()))?;
-    if bytes.len() > MAX_INPUT_FILE_BYTES {
-        bail!("{what} `{}` is larger than the {} MiB limit", path.display(), MAX_INPUT_FILE_BYTES >> 20);
+    if bytes.len() > limit {
+        bail!("{what} `{}` is larger than the {} MiB limit", path.display(), limit >> 20);
     }
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
@@ -54,60 +65,50 @@ pub fn catalog(gpu_file: Option<&str>, preset_file: Option<&str>) -> Result<Cata
 }
 
 /// Load a model from a path: a config.json, a directory holding one, or a preset TOML (first entry).
-/// Returns the name it was registered under.
-fn add_model_file(c: &mut Catalog, arg: &str) -> Result<String> {
+/// The model is the file's, whatever the path looks like, and is named by the path (the label
+/// report titles show), except a preset entry, which keeps its own name.
+fn model_file(arg: &str) -> Result<ModelSpec> {
     let mut path = PathBuf::from(arg);
     if path.is_dir() {
         path.push("config.json");
     }
     if path.extension().is_some_and(|e| e == "toml") {
         let presets = parse_preset_file(&read_text(&path, "preset file")?).with_context(|| format!("in `{arg}`"))?;
-        let name = presets.first().map(|p| p.name.clone()).context("the preset file has no [[model]] entry")?;
-        c.add_presets(presets);
-        return Ok(name);
+        let first = presets.into_iter().next().context("the preset file has no [[model]] entry")?;
+        return Ok((*first.spec).clone());
     }
-    let name = if path.file_name().is_some_and(|n| n == "config.json") {
-        path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned())
-    } else {
-        path.file_stem().map(|n| n.to_string_lossy().into_owned())
-    }
-    .filter(|n| !n.is_empty())
-    .unwrap_or_else(|| arg.to_string());
-    let spec = parse_config_json(&read_text(&path, "config.json")?, &name)
-        .with_context(|| format!("in `{}`", path.display()))?;
-    c.add_model(spec);
-    Ok(name)
+    let label = path.display().to_string();
+    parse_config_json(&read_text(&path, "config.json")?, &label).with_context(|| format!("in `{label}`"))
 }
 
-/// Add the GPUs of a GPU file named on the command line; returns the name of its first entry.
-fn add_gpu_file(c: &mut Catalog, path: &str) -> Result<String> {
+/// The first GPU of a GPU file named on the command line, named by the file's path.
+fn gpu_file(path: &str) -> Result<Gpu> {
     let gpus =
         parse_gpu_file(&read_text(Path::new(path), "GPU file")?).with_context(|| format!("in GPU file `{path}`"))?;
-    let name = gpus.first().map(|g| g.name.clone()).context("the GPU file has no [[gpu]] entry")?;
-    c.add_gpus(gpus);
-    Ok(name)
+    let mut gpu = gpus.into_iter().next().context("the GPU file has no [[gpu]] entry")?;
+    gpu.name = path.to_string();
+    Ok(gpu)
 }
 
 /// A GPU by name or GPU-file path (default `h100-sxm`), with a user GPU file added.
-pub fn gpu(arg: Option<&str>, gpu_file: Option<&str>) -> Result<Arc<Gpu>> {
-    let mut c = catalog(gpu_file, None)?;
-    let name = match arg {
-        Some(g) if looks_like_path(g) => add_gpu_file(&mut c, g)?,
-        Some(g) => g.to_string(),
-        None => "h100-sxm".to_string(),
-    };
-    Ok(c.gpu(&name)?)
+pub fn gpu(arg: Option<&str>, gpu_file_arg: Option<&str>) -> Result<Arc<Gpu>> {
+    match arg {
+        Some(g) if looks_like_path(g) => Ok(Arc::new(gpu_file(g)?)),
+        g => Ok(catalog(gpu_file_arg, None)?.gpu(g.unwrap_or("h100-sxm"))?),
+    }
 }
 
 /// Resolve the scenario flags, reading any files they name.
 pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
-    let mut catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
+    let catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
     let mut req = args.request();
     if let Some(m) = args.model.as_deref().filter(|m| looks_like_path(m)) {
-        req.model = Some(add_model_file(&mut catalog, m)?);
+        req.model = None;
+        req.model_file = Some(Loaded(Arc::new(model_file(m)?)));
     }
     if let Some(g) = args.gpu.as_deref().filter(|g| looks_like_path(g)) {
-        req.gpu = Some(add_gpu_file(&mut catalog, g)?);
+        req.gpu = None;
+        req.gpu_file = Some(Loaded(Arc::new(gpu_file(g)?)));
     }
     if let Some(h) = &args.histogram {
         if req.contexts.is_some() || req.batch.is_some() || req.ctx.is_some() {
@@ -115,10 +116,10 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
                 "invalid `histogram`: given together with --batch/--ctx/--contexts (use one way to describe the batch)"
             );
         }
-        let mix = parse_context_histogram(&read_text(Path::new(h), "histogram")?)
-            .with_context(|| format!("in histogram `{h}`"))?;
-        req.contexts =
-            Some(mix.buckets().iter().map(|b| format!("{}x{}", b.tokens, b.count)).collect::<Vec<_>>().join(","));
+        req.context_mix = Some(
+            parse_context_histogram(&read_text_at_most(Path::new(h), "histogram", MAX_HISTOGRAM_BYTES)?)
+                .with_context(|| format!("in histogram `{h}`"))?,
+        );
     }
     if let Some(f) = &args.expert_loads {
         req.expert_loads = Some(

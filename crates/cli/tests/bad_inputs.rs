@@ -12,6 +12,43 @@ fn llama_with(extra: &str) -> Vec<u8> {
     format!("{{{LLAMA}, {extra}}}").into_bytes()
 }
 
+const DEEPSEEK: &str = r#""model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "q_lora_rank": 32, "kv_lora_rank": 16,
+    "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8, "n_routed_experts": 8, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1"#;
+
+/// A DeepSeek config.json with `extra` appended.
+fn deepseek_with(extra: &str) -> Vec<u8> {
+    format!("{{{DEEPSEEK}, {extra}}}").into_bytes()
+}
+
+/// A valid one-GPU file with `key = value` set (keys before the peaks table; `peak.*` inside it).
+fn gpu_with(key: &str, value: &str) -> Vec<u8> {
+    let mut fields = [
+        ("name", "\"x\"".to_string()),
+        ("sm_count", "10".into()),
+        ("memory_bytes", "80e9".into()),
+        ("memory_bandwidth_bytes_per_s", "1e12".into()),
+        ("l2_bytes", "4e6".into()),
+        ("onchip", "\"sm90\"".into()),
+        ("usd_per_gpu_hour", "2".into()),
+    ];
+    let mut peaks = [("vector", "10e12".to_string()), ("bf16", "100e12".into()), ("fp16", "100e12".into())];
+    match key.strip_prefix("peak.") {
+        Some(k) => peaks.iter_mut().filter(|(n, _)| *n == k).for_each(|p| p.1 = value.into()),
+        None => fields.iter_mut().filter(|(n, _)| *n == key).for_each(|f| f.1 = value.into()),
+    }
+    let mut t = String::from("[[gpu]]\n");
+    fields.iter().for_each(|(k, v)| t.push_str(&format!("{k} = {v}\n")));
+    t.push_str("[gpu.peak_flops_per_s]\n");
+    peaks.iter().for_each(|(k, v)| t.push_str(&format!("{k} = {v}\n")));
+    t.into_bytes()
+}
+
+fn cmd(args: &[&str]) -> Input {
+    Input::Cmd(args.iter().map(|s| s.to_string()).collect())
+}
+
 enum Input {
     /// Contents of a config.json passed with --model.
     Config(Vec<u8>),
@@ -21,7 +58,7 @@ enum Input {
     Histogram(Vec<u8>),
     /// Plain arguments after `ledger`.
     Args(&'static [&'static str]),
-    /// A whole command line: the subcommand and its arguments.
+    /// A whole command line (subcommand first).
     Cmd(Vec<String>),
 }
 
@@ -104,8 +141,40 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"),
         ("sweep series past the point cap", Cmd(many_series), "invalid `gpu × weights × kv × batch × ctx`: 200 × 11 × 1 × 100000000 × 1 = 220000000000 points (at most 100000000 points in all)"),
         ("sweep grid past the point cap", Cmd(words("sweep --batch 1..100000 --ctx 0..10000")), "invalid `batch × ctx`: 100000 × 10001 = 1000100000 points (at most 100000000 points in all)"),
+        // Issue 11, item 2: every float input has a range (limits::RANGES); these once printed NaN or inf.
+        ("compute efficiency 5e-324", Args(&["--compute-efficiency", "5e-324"]), "invalid `compute_efficiency`: 5e-324 (a number in [0.01, 1])"),
+        ("bandwidth efficiency 0.001", Args(&["--bandwidth-efficiency", "0.001"]), "invalid `bandwidth_efficiency`: 0.001 (a number in [0.01, 1])"),
+        ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `link_efficiency`: 1e-300 (a number in [0.01, 1])"),
+        ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `zipf`: 1e308 (a number in [0, 10])"),
+        ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `step_ms`: 1e-320 (a number in [0.001, 3.6e6])"),
+        ("measure 1e-300 tokens/s", cmd(&["measure", "--tokens-per-s", "1e-300"]), "invalid `tokens_per_s`: 1e-300 (a number in [0.001, 1e15])"),
+        ("cost tpot 1e-320 ms", cmd(&["cost", "--tpot-ms", "1e-320"]), "invalid `tpot_ms`: 1e-320 (a number in [0.001, 3.6e6])"),
+        ("cost price 1e308 flag", cmd(&["cost", "--usd-per-hour", "1e308"]), "invalid `usd_per_hour`: 1e308 (a number in (0, 1e6])"),
+        ("GPU file bandwidth 1e-300", GpuFile(gpu_with("memory_bandwidth_bytes_per_s", "1e-300")), "invalid `x.memory_bandwidth_bytes_per_s`: 1e-300 (a number in [1e6, 1e15])"),
+        ("GPU file peak 1e-300", GpuFile(gpu_with("peak.bf16", "1e-300")), "invalid `x.peak_flops_per_s.bf16`: 1e-300 (a number in [1e6, 1e18])"),
+        ("GPU file vector peak 1e300", GpuFile(gpu_with("peak.vector", "1e300")), "invalid `x.peak_flops_per_s.vector`: 1e300 (a number in [1e6, 1e18])"),
+        ("GPU file memory 1e-300", GpuFile(gpu_with("memory_bytes", "1e-300")), "invalid `x.memory_bytes`: 1e-300 (a number in [1e6, 1e15])"),
+        ("GPU file price 1e308", GpuFile(gpu_with("usd_per_gpu_hour", "1e308")), "invalid `x.usd_per_gpu_hour`: 1e308 (a number in (0, 1e6])"),
+        ("GPU file sm_count 2^53", GpuFile(gpu_with("sm_count", "9007199254740992")), "invalid `x.sm_count`: 9007199254740992 (an integer in 1..=100000)"),
+        // Item 3: every integer key of config.json is bounded; products are checked.
+        ("shared experts 2^53", Config(deepseek_with("\"n_shared_experts\": 9007199254740992")), "invalid `n_shared_experts`: 9007199254740992 (an integer in 0..=65536)"),
+        ("shared experts 10^12", Config(deepseek_with("\"n_shared_experts\": 1000000000000")), "invalid `n_shared_experts`: 1000000000000 (an integer in 0..=65536)"),
+        ("first dense layers 2^53", Config(deepseek_with("\"first_k_dense_replace\": 9007199254740992")), "invalid `first_k_dense_replace`: 9007199254740992 (an integer in 0..=4096)"),
+        ("nextn layers 2^64-1", Config(deepseek_with("\"num_nextn_predict_layers\": 18446744073709551615")), "invalid `num_nextn_predict_layers`: 18446744073709551615"),
+        ("max_window_layers 10^12", Config(llama_with("\"max_window_layers\": 1000000000000")), "invalid `max_window_layers`: 1000000000000 (an integer in 0..=4096)"),
+        ("shared experts too wide", Config(deepseek_with("\"n_shared_experts\": 65536, \"moe_intermediate_size\": 4096")), "invalid `n_shared_experts`: 65536 (at most 16777216 ÷ moe_intermediate_size (4096) = 4096)"),
+        ("parameters past 2^50", Config(llama_with("\"hidden_size\": 16777216, \"num_attention_heads\": 65536, \"num_key_value_heads\": 65536, \"head_dim\": 16777216, \"num_hidden_layers\": 4096")), "invalid `model parameters`: "),
+        // Item 13: echoed input is cut; extreme numbers are compact.
+        // (One argument is at most 128 KiB on Linux; the 3 MB line goes through a histogram file.)
+        ("100 kB --contexts value", Input::Cmd(vec!["ledger".into(), "--contexts".into(), "7".repeat(100_000) + "x"]), "…(100002 bytes)"),
+        ("3 MB histogram line", Histogram(format!("1024,1\n{}x,1\n", "7".repeat(3 << 20)).into_bytes()), "invalid `histogram line 2`: \"7777"),
+        ("1e308 digits as a batch", Input::Cmd(vec!["ledger".into(), "--batch".into(), format!("1{}", "0".repeat(308))]), "invalid `batch`: \"1e308\" (a non-negative integer)"),
+        ("1e308 digits as a price", cmd(&["cost", "--usd-per-hour", "100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"]), "invalid `usd_per_hour`: 1e110 (a number in (0, 1e6])"),
     ]
 }
+
+/// No error line is longer than this, whatever the input (issue 11, item 13).
+const MAX_ERROR_LINE_BYTES: usize = 1000;
 
 fn temp(name: &str, bytes: &[u8]) -> String {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bad-inputs");
@@ -137,6 +206,7 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
         let ok = out.status.code() == Some(2)
             && out.stdout.is_empty()
             && err.lines().count() == 1
+            && err.len() <= MAX_ERROR_LINE_BYTES
             && err.starts_with("error: ")
             && err.contains(expected)
             && !err.contains("panicked");
@@ -173,4 +243,132 @@ fn quantisation_fallbacks_are_noted_in_the_ledger() {
     let per_channel = ledger("q-g-1.json", r#"{"quant_method": "gptq", "bits": 4, "group_size": -1}"#, "table");
     assert!(!per_channel.contains("quantization_config"), "{per_channel}");
     assert!(per_channel.contains("int4"), "{per_channel}");
+}
+
+fn llm_ledger(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("llm-ledger").unwrap().args(args).timeout(std::time::Duration::from_secs(120)).output().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Llama 3.1 8B's config.json with 16 layers instead of 32.
+const LLAMA_16_LAYERS: &str = r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+    "vocab_size": 128256, "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16"}"#;
+
+/// Issue 11, item 1: a file in a folder named like a preset (or a file named like one) is that file,
+/// not the preset, and the title names the file.
+#[test]
+fn a_model_path_always_means_that_file_even_when_it_looks_like_a_preset() {
+    let dir = scratch("preset-lookalikes");
+    let write = |rel: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, LLAMA_16_LAYERS).unwrap();
+        p
+    };
+    let mine = write("my-llama/config.json");
+    let json = |arg: &str| -> serde_json::Value {
+        let out = llm_ledger(&["ledger", "--model", arg, "--format", "json"]);
+        assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let expected = json(dir.join("my-llama").to_str().unwrap());
+    let preset = json("llama-3.1-8b");
+    assert_eq!(expected["rows"][1]["layers"], 16, "attn_norm runs in 16 layers");
+    assert_eq!(preset["rows"][1]["layers"], 32);
+    assert!(expected["step_time_s"].as_f64().unwrap() < 0.6 * preset["step_time_s"].as_f64().unwrap());
+    write("Llama-3.1-8B/config.json");
+    write("llama-3.1-8b.json");
+    write("DeepSeek-R1/config.json");
+    let cases = [
+        (dir.join("Llama-3.1-8B"), dir.join("Llama-3.1-8B").join("config.json")),
+        (dir.join("Llama-3.1-8B").join("config.json"), dir.join("Llama-3.1-8B").join("config.json")),
+        (dir.join("llama-3.1-8b.json"), dir.join("llama-3.1-8b.json")),
+        (dir.join("DeepSeek-R1"), dir.join("DeepSeek-R1").join("config.json")),
+        (mine.clone(), mine),
+    ];
+    for (arg, file) in cases {
+        let arg = arg.to_str().unwrap();
+        let v = json(arg);
+        for key in ["rows", "total", "step_time_s", "tokens_per_s"] {
+            assert_eq!(v[key], expected[key], "{arg}: {key}");
+        }
+        assert_eq!(v["inputs"]["model"], file.to_str().unwrap(), "{arg}");
+        let table = llm_ledger(&["ledger", "--model", arg]);
+        let title = String::from_utf8_lossy(&table.stdout).lines().next().unwrap_or("").to_string();
+        assert!(title.starts_with(&format!("{} on h100-sxm · decode", file.display())), "{title}");
+    }
+}
+
+/// The same for `--gpu PATH`: a GPU file whose entry is named like a built-in GPU (`h100`) is used,
+/// and the title names the file.
+#[test]
+fn a_gpu_path_always_means_that_file() {
+    let dir = scratch("gpu-lookalike");
+    let file = dir.join("h100.toml");
+    std::fs::write(&file, String::from_utf8(gpu_with("name", "\"h100\"")).unwrap()).unwrap();
+    let path = file.to_str().unwrap();
+    let step = |args: &[&str]| -> f64 {
+        let out = llm_ledger(&[&["ledger", "--format", "json"], args].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["step_time_s"].as_f64().unwrap()
+    };
+    // 1 TB/s against the H100's 3.35 TB/s: a memory-bound step 3.35× as long.
+    let ratio = step(&["--gpu", path]) / step(&["--gpu", "h100"]);
+    assert!((ratio - 3.35).abs() < 0.01, "{ratio}");
+    let out = llm_ledger(&["ledger", "--gpu", path]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("llama-3-8b on {path} · decode")));
+    let out = llm_ledger(&["tile", "--m", "16", "--n", "4096", "--k", "4096", "--gpu", path, "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Issue 11, item 5: a FIFO (any non-regular file) named by any file flag is refused by its
+/// metadata at once, instead of blocking on open or read.
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_at_once_by_every_file_flag() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("input");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = fifo.to_str().unwrap();
+    for flag in ["--model", "--histogram", "--gpu", "--gpu-file", "--preset-file", "--expert-loads"] {
+        let out = Command::cargo_bin("llm-ledger")
+            .unwrap()
+            .args(["ledger", flag, fifo])
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flag}: {err}");
+        assert!(err.contains(&format!("`{fifo}` is not a regular file")), "{flag}: {err}");
+    }
+    // A directory as --model still means its config.json.
+    let out = llm_ledger(&["ledger", "--model", dir.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("config.json"), "{out:?}");
+}
+
+/// Issue 11, item 5: a histogram of 1,048,576 distinct lengths (once 179 s for 3.8 MB: a quadratic
+/// merge) loads; the bound only catches a hang (speed: `cargo bench -p llm-ledger-core -- histogram`).
+#[test]
+fn a_one_million_line_histogram_loads() {
+    let dir = scratch("big-histogram");
+    let n = 1u64 << 20;
+    let mut text = String::from("context,count\n");
+    for i in 0..n {
+        text.push_str(&format!("{},1\n", (i * 769_957) % n + 1));
+    }
+    let file = dir.join("mix.csv");
+    std::fs::write(&file, text).unwrap();
+    let out = llm_ledger(&["kv", "--histogram", file.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["inputs"]["batch"], n);
 }

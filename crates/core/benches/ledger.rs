@@ -1,5 +1,5 @@
 //! Speed of the core: one ledger, one allocation-free summary, a 1,000-point batch × context grid,
-//! and a MoE + MLA ledger. Run with `cargo bench -p llm-ledger-core`.
+//! a MoE + MLA ledger, and a 1M-line context histogram parsed and resolved. Run with `cargo bench -p llm-ledger-core`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use llm_ledger_core::workload::Contexts;
@@ -66,5 +66,29 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(core, benches);
+/// A context histogram of 1,048,576 distinct lengths (one line each, about 14 MB), parsed and
+/// resolved into a scenario: the issue-11 case that once took minutes (a quadratic bucket merge).
+/// Must stay under a second.
+fn histogram(c: &mut Criterion) {
+    use llm_ledger_core::scenario::{parse_context_histogram, Catalog, ScenarioRequest};
+    let lines = llm_ledger_core::limits::MAX_CONTEXT_BUCKETS as u64;
+    let mut text = String::from("context,count\n");
+    for i in 0..lines {
+        // Distinct lengths in a scrambled order (a multiplicative permutation of 0..2^20).
+        text.push_str(&format!("{},{}\n", (i * 769_957) % lines + 1, 1 + i % 3));
+    }
+    let catalog = Catalog::builtin();
+    let mut group = c.benchmark_group("histogram");
+    group.sample_size(10).throughput(Throughput::Elements(lines));
+    group.bench_function("parse and resolve a 1M-line histogram", |b| {
+        b.iter(|| {
+            let mix = parse_context_histogram(black_box(&text)).unwrap();
+            let req = ScenarioRequest { context_mix: Some(mix), ..Default::default() };
+            black_box(req.resolve(&catalog).unwrap().workload.contexts.batch())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(core, benches, histogram);
 criterion_main!(core);

@@ -6,11 +6,47 @@ use thiserror::Error;
 /// Result alias used throughout the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Longest echo of user input in a message, characters; longer input is cut to this many and
+/// followed by `…(N bytes)` ([`echo`]).
+pub const MAX_ECHO_CHARS: usize = 80;
+
+/// User input as it appears in a message: at most [`MAX_ECHO_CHARS`] characters, then `…(N bytes)`
+/// with the input's full length; a long plain number (`1e308` printed as 309 digits) is shown
+/// compactly ([`compact_f64`]) instead. Every variant of [`Error`] echoes input through this.
+pub fn echo(s: &str) -> String {
+    // A number, possibly quoted as the parsers quote what they could not read.
+    let (quote, bare) = match s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(t) => ("\"", t),
+        None => ("", s),
+    };
+    if bare.len() > 24 && bare.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) {
+        if let Some(v) = bare.parse::<f64>().ok().filter(|v| v.is_finite()) {
+            return format!("{quote}{}{quote}", compact_f64(v));
+        }
+    }
+    match s.char_indices().nth(MAX_ECHO_CHARS) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}…({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// A number for a message, compactly: plain decimal between 10⁻³ and 10⁶ (`0.01`, `2048`,
+/// `3.35`), otherwise scientific with the shortest exact mantissa (`1e308`, `5e-324`, `3.6e6`);
+/// `NaN` and `inf` as such. The one formatter for floats in messages.
+pub fn compact_f64(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() || a == 0.0 || (1e-3..1e6).contains(&a) {
+        v.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// Everything that can go wrong when turning user input into a ledger.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum Error {
     /// A field holds a value of the wrong type or out of range.
-    #[error("invalid `{field}`: {value} ({expected})")]
+    #[error("invalid `{}`: {} ({expected})", echo(field), echo(value))]
     InvalidField {
         /// Field name as the user wrote it (config key, flag or query parameter).
         field: String,
@@ -20,7 +56,7 @@ pub enum Error {
         expected: String,
     },
     /// A field that the model family needs is absent.
-    #[error("missing required field `{field}` for {context}")]
+    #[error("missing required field `{}` for {context}", echo(field))]
     MissingField {
         /// Field name.
         field: String,
@@ -28,7 +64,7 @@ pub enum Error {
         context: String,
     },
     /// A name that is not in a closed set (GPU, preset, precision, family …).
-    #[error("unknown {what} `{name}`; accepted: {accepted}")]
+    #[error("unknown {what} `{}`; accepted: {accepted}", echo(name))]
     UnknownName {
         /// What kind of name it is ("GPU", "model", "precision" …).
         what: String,
@@ -38,7 +74,7 @@ pub enum Error {
         accepted: String,
     },
     /// The input text is not valid JSON/TOML.
-    #[error("malformed {what}: {message}")]
+    #[error("malformed {what}: {}", echo_message(message))]
     Malformed {
         /// What was being parsed ("config.json", "GPU file" …).
         what: String,
@@ -46,17 +82,36 @@ pub enum Error {
         message: String,
     },
     /// The input is structurally fine but describes something this tool does not model.
-    #[error("unsupported {what}: {reason}")]
+    #[error("unsupported {}: {reason}", echo(what))]
     Unsupported {
         /// What is unsupported.
         what: String,
         /// Why, and what is supported instead.
         reason: String,
     },
+    /// A report holds a NaN or an infinity: a bug (every input is range-checked), caught before
+    /// anything is printed.
+    #[error("internal error: non-finite value in {path}; please report this with the command line")]
+    NonFinite {
+        /// Where in the report's serde form (`rows[3].time_s`).
+        path: String,
+    },
+}
+
+/// A parser's message may quote the input: keep its head and its tail (the `(line N)`).
+fn echo_message(m: &str) -> String {
+    const KEEP: usize = 3 * MAX_ECHO_CHARS;
+    if m.chars().count() <= KEEP {
+        return m.to_string();
+    }
+    let head: String = m.chars().take(2 * MAX_ECHO_CHARS).collect();
+    let tail: String = m.chars().rev().take(16).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("{head}…({} bytes)…{tail}", m.len())
 }
 
 impl Error {
-    /// Shorthand for [`Error::InvalidField`].
+    /// Shorthand for [`Error::InvalidField`]. Pass numbers through [`compact_f64`]; the message
+    /// cuts long values ([`echo`]) whatever they are.
     pub fn invalid(field: impl Into<String>, value: impl ToString, expected: impl Into<String>) -> Self {
         Error::InvalidField { field: field.into(), value: value.to_string(), expected: expected.into() }
     }
@@ -90,5 +145,26 @@ impl Error {
             Error::InvalidField { field, .. } | Error::MissingField { field, .. } => Some(field),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_input_is_cut_and_numbers_are_compact() {
+        let long = "7".repeat(3_000_000) + "x";
+        let m = Error::invalid("contexts", format!("{long:?}"), "tokens x count").to_string();
+        assert!(m.len() < 200, "{}", m.len());
+        assert!(m.contains("…(3000003 bytes)"), "{m}");
+        assert_eq!(Error::invalid("usd", 1e308, "x").to_string(), "invalid `usd`: 1e308 (x)");
+        assert_eq!(echo(&format!("1{}", "0".repeat(308))), "1e308");
+        assert_eq!(compact_f64(1e6), "1e6");
+        assert_eq!(compact_f64(0.01), "0.01");
+        assert_eq!(compact_f64(5e-324), "5e-324");
+        assert_eq!(compact_f64(2048.0), "2048");
+        let u = Error::unknown("GPU", "é".repeat(100), ["a"]).to_string();
+        assert!(u.contains(&format!("{}…(200 bytes)", "é".repeat(80))), "{u}");
     }
 }

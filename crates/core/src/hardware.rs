@@ -6,6 +6,7 @@
 //! arithmetic intensity is below it are memory-bound on this GPU (seed 004, rule 3).
 
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::precision::MathFormat;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -137,16 +138,8 @@ impl Interconnect {
         for (key, link) in links {
             let Some(l) = link else { continue };
             let field = |f: &str| format!("{gpu}.interconnect.{key}.{f}");
-            if !(l.bandwidth_bytes_per_s.is_finite() && l.bandwidth_bytes_per_s > 0.0) {
-                return Err(Error::invalid(
-                    field("bandwidth_bytes_per_s"),
-                    l.bandwidth_bytes_per_s,
-                    "a positive finite number",
-                ));
-            }
-            if !(l.latency_s.is_finite() && (0.0..=1.0).contains(&l.latency_s)) {
-                return Err(Error::invalid(field("latency_s"), l.latency_s, "seconds in 0..=1"));
-            }
+            limits::LINK_BANDWIDTH.check(&field("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s)?;
+            limits::LINK_LATENCY_S.check(&field("latency_s"), l.latency_s)?;
             match (key, l.gpus) {
                 ("network", Some(_)) => {
                     return Err(Error::invalid(field("gpus"), "given", "absent: the network reaches every node"))
@@ -242,32 +235,33 @@ impl Gpu {
         self.peak(self.supported_math(math)).unwrap_or(self.peak_flops_per_s.vector) / self.memory_bandwidth_bytes_per_s
     }
 
+    /// Every number in its range ([`crate::limits`]: physical bounds, so no ratio or time the
+    /// ledger derives from them can overflow or vanish).
     fn validate(&self) -> Result<()> {
-        let f = |field: &str, v: f64| -> Result<()> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!("{}.{field}", self.name), v, "a positive finite number"))
-            }
+        let f = |range: limits::Range, field: &str, v: f64| -> Result<f64> {
+            range.check(&format!("{}.{field}", self.name), v)
         };
         check_name(&self.name)?;
-        if self.sm_count == 0 || self.sm_count > 100_000 {
-            return Err(Error::invalid(format!("{}.sm_count", self.name), self.sm_count, "1..=100000"));
+        if !(1..=limits::MAX_SM_COUNT).contains(&self.sm_count) {
+            return Err(Error::invalid(
+                format!("{}.sm_count", self.name),
+                self.sm_count,
+                format!("an integer in 1..={}", limits::MAX_SM_COUNT),
+            ));
         }
-        f("memory_bytes", self.memory_bytes)?;
-        f("memory_bandwidth_bytes_per_s", self.memory_bandwidth_bytes_per_s)?;
-        f("l2_bytes", self.l2_bytes)?;
+        f(limits::GPU_MEMORY_BYTES, "memory_bytes", self.memory_bytes)?;
+        f(limits::GPU_BANDWIDTH, "memory_bandwidth_bytes_per_s", self.memory_bandwidth_bytes_per_s)?;
+        f(limits::GPU_L2_BYTES, "l2_bytes", self.l2_bytes)?;
         let p = &self.peak_flops_per_s;
-        f("peak_flops_per_s.vector", p.vector)?;
-        f("peak_flops_per_s.bf16", p.bf16)?;
-        f("peak_flops_per_s.fp16", p.fp16)?;
-        for (k, v) in [("tf32", p.tf32), ("fp8", p.fp8), ("int8", p.int8), ("fp4", p.fp4)] {
+        let peaks = [("vector", Some(p.vector)), ("bf16", Some(p.bf16)), ("fp16", Some(p.fp16))];
+        let optional = [("tf32", p.tf32), ("fp8", p.fp8), ("int8", p.int8), ("fp4", p.fp4)];
+        for (k, v) in peaks.into_iter().chain(optional) {
             if let Some(v) = v {
-                f(&format!("peak_flops_per_s.{k}"), v)?;
+                f(limits::GPU_PEAK_FLOPS, &format!("peak_flops_per_s.{k}"), v)?;
             }
         }
         if let Some(usd) = self.usd_per_gpu_hour {
-            f("usd_per_gpu_hour", usd)?;
+            f(limits::USD_PER_HOUR, "usd_per_gpu_hour", usd)?;
         }
         let o = &self.onchip;
         for (k, v) in [
@@ -278,18 +272,15 @@ impl Gpu {
             ("max_blocks_per_sm", o.max_blocks_per_sm),
             ("warp_size", o.warp_size),
         ] {
-            if v == 0 || v > 1 << 30 {
-                return Err(Error::invalid(format!("{}.onchip.{k}", self.name), v, "a positive integer"));
+            if !(1..=limits::MAX_ONCHIP).contains(&v) {
+                return Err(Error::invalid(
+                    format!("{}.onchip.{k}", self.name),
+                    v,
+                    format!("an integer in 1..={}", limits::MAX_ONCHIP),
+                ));
             }
         }
-        let r = o.tensor_flops_per_smem_byte;
-        if !(r.is_finite() && r >= 0.0) {
-            return Err(Error::invalid(
-                format!("{}.onchip.tensor_flops_per_smem_byte", self.name),
-                r,
-                "a finite number ≥ 0",
-            ));
-        }
+        f(limits::GPU_TENSOR_FLOPS_PER_SMEM_BYTE, "onchip.tensor_flops_per_smem_byte", o.tensor_flops_per_smem_byte)?;
         self.interconnect.validate(&self.name)
     }
 }
@@ -444,11 +435,11 @@ mod tests {
             1,
         );
         let e = parse_gpu_file(&text).unwrap_err().to_string();
-        assert_eq!(e, "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a positive finite number)");
+        assert_eq!(e, "invalid `a100-40gb-sxm.memory_bandwidth_bytes_per_s`: -1 (a number in [1e6, 1e15])");
         let text =
             BUILTIN_GPUS_TOML.replacen("tensor_flops_per_smem_byte = 16 ", "tensor_flops_per_smem_byte = -1 ", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
-        assert_eq!(e, "invalid `a100-40gb-sxm.onchip.tensor_flops_per_smem_byte`: -1 (a finite number ≥ 0)");
+        assert_eq!(e, "invalid `a100-40gb-sxm.onchip.tensor_flops_per_smem_byte`: -1 (a number in [0, 1e6])");
         let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
         assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"), "{e}");

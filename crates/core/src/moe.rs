@@ -34,8 +34,13 @@ impl Routing {
         if loads.is_empty() {
             return Err(Error::invalid("expert loads", "an empty list", "one load per expert"));
         }
-        if let Some((i, l)) = loads.iter().enumerate().find(|(_, l)| !l.is_finite() || **l < 0.0) {
-            return Err(Error::invalid("expert loads", format!("{l} for expert {i}"), "finite non-negative numbers"));
+        let range = crate::limits::EXPERT_LOAD;
+        if let Some((i, l)) = loads.iter().enumerate().find(|(_, l)| !range.contains(**l)) {
+            return Err(Error::invalid(
+                "expert loads",
+                format!("{} for expert {i}", crate::error::compact_f64(*l)),
+                range.expected(),
+            ));
         }
         if loads.iter().all(|l| *l == 0.0) {
             return Err(Error::invalid("expert loads", "all zero", "at least one positive load"));
@@ -43,13 +48,10 @@ impl Routing {
         Ok(Routing::Loads(loads.into()))
     }
 
-    /// Validate a Zipf exponent.
+    /// Validate a Zipf exponent ([`crate::limits::ZIPF`]: 0 to 10; 0 is uniform).
     pub fn zipf(s: f64) -> Result<Routing> {
-        if s.is_finite() && (0.0..=10.0).contains(&s) {
-            Ok(if s == 0.0 { Routing::Uniform } else { Routing::Zipf(s) })
-        } else {
-            Err(Error::invalid("zipf", s, "an exponent in 0..=10 (0 = uniform)"))
-        }
+        let s = crate::limits::ZIPF.check("zipf", s)?;
+        Ok(if s == 0.0 { Routing::Uniform } else { Routing::Zipf(s) })
     }
 
     /// Short description.

@@ -4,7 +4,7 @@
 //! bandwidth, are the seed's assumptions; measure your own and set them.
 
 use crate::cost::Cost;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hardware::Gpu;
 use crate::precision::MathFormat;
 use serde::Serialize;
@@ -25,14 +25,14 @@ impl Default for Efficiency {
 }
 
 impl Efficiency {
-    /// Validated constructor: each fraction in (0, 1].
+    /// Validated constructor: each fraction in its range ([`crate::limits::COMPUTE_EFFICIENCY`],
+    /// [`crate::limits::BANDWIDTH_EFFICIENCY`]: 0.01 to 1).
     pub fn new(compute: f64, bandwidth: f64) -> Result<Self> {
-        for (field, v) in [("compute_efficiency", compute), ("bandwidth_efficiency", bandwidth)] {
-            if !(v.is_finite() && v > 0.0 && v <= 1.0) {
-                return Err(Error::invalid(field, v, "a fraction in (0, 1]"));
-            }
-        }
-        Ok(Efficiency { compute, bandwidth })
+        use crate::limits::{BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY};
+        Ok(Efficiency {
+            compute: COMPUTE_EFFICIENCY.check(COMPUTE_EFFICIENCY.name, compute)?,
+            bandwidth: BANDWIDTH_EFFICIENCY.check(BANDWIDTH_EFFICIENCY.name, bandwidth)?,
+        })
     }
 }
 
@@ -228,7 +228,7 @@ mod tests {
         assert!(Efficiency::new(0.6, 1.5).is_err());
         assert_eq!(
             Efficiency::new(f64::NAN, 0.8).unwrap_err().to_string(),
-            "invalid `compute_efficiency`: NaN (a fraction in (0, 1])"
+            "invalid `compute_efficiency`: NaN (a number in [0.01, 1])"
         );
     }
 }

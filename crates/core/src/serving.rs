@@ -15,8 +15,8 @@
 //! assert_eq!(s.reserve_bytes, 4.0 * 1024.0 * 1024.0 * 1024.0);
 //! ```
 
-use crate::error::{Error, Result};
-use crate::limits::{MAX_BATCH, MAX_CONTEXT};
+use crate::error::{compact_f64, Error, Result};
+use crate::limits::{self, MAX_CONTEXT};
 use crate::scenario::{parse_f64, parse_u64, Scenario};
 use serde::{Deserialize, Serialize};
 
@@ -32,8 +32,8 @@ pub const DEFAULT_PROMPT_TOKENS: u64 = 2048;
 /// Default output length of a request, tokens.
 pub const DEFAULT_OUTPUT_TOKENS: u64 = 256;
 
-/// Largest accepted price, USD per GPU-hour (anything above is a typo).
-pub const MAX_USD_PER_HOUR: f64 = 1e6;
+/// Largest accepted price, USD per GPU-hour (anything above is a typo): [`limits::USD_PER_HOUR`].
+pub const MAX_USD_PER_HOUR: f64 = limits::USD_PER_HOUR.max;
 
 /// Raw serving inputs, as text. Every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -144,16 +144,6 @@ pub fn step_shape_refused(field: &str, command: &str) -> Error {
     )
 }
 
-/// A positive finite number no larger than `max`.
-fn positive(field: &str, s: &str, max: f64) -> Result<f64> {
-    let v = parse_f64(field, s)?;
-    if v > 0.0 && v <= max {
-        Ok(v)
-    } else {
-        Err(Error::invalid(field, s.trim(), format!("a number in (0, {max}]")))
-    }
-}
-
 /// Parse a byte size: a plain number of bytes or a number with a decimal (`kB`, `MB`, `GB`, `TB`)
 /// or binary (`KiB`, `MiB`, `GiB`, `TiB`) unit; `B` alone is bytes.
 pub fn parse_bytes(field: &str, s: &str) -> Result<f64> {
@@ -191,9 +181,7 @@ impl ServingRequest {
     /// Resolve against the scenario (for the GPU's catalogue price and capacity).
     pub fn resolve(&self, sc: &Scenario) -> Result<Serving> {
         let price = match &self.usd_per_hour {
-            Some(s) => {
-                Some(Price { usd_per_hour: positive("usd_per_hour", s, MAX_USD_PER_HOUR)?, source: PriceSource::User })
-            }
+            Some(s) => Some(Price { usd_per_hour: limits::USD_PER_HOUR.parse(s)?, source: PriceSource::User }),
             None => {
                 sc.gpu.usd_per_gpu_hour.map(|p| Price { usd_per_hour: p, source: PriceSource::CatalogueApproximate })
             }
@@ -205,8 +193,8 @@ impl ServingRequest {
         if reserve_bytes >= sc.gpu.memory_bytes {
             return Err(Error::invalid(
                 "reserve",
-                format!("{reserve_bytes} bytes"),
-                format!("less than the GPU's {} bytes", sc.gpu.memory_bytes),
+                format!("{} bytes", compact_f64(reserve_bytes)),
+                format!("less than the GPU's {} bytes", compact_f64(sc.gpu.memory_bytes)),
             ));
         }
         let tokens = |field: &str, v: &Option<String>, d: u64, min: u64| -> Result<u64> {
@@ -226,9 +214,7 @@ impl ServingRequest {
                 format!("at most {MAX_CONTEXT} tokens"),
             ));
         }
-        // One hour per output token is beyond any serving question.
-        let tpot_bound_s =
-            self.tpot_ms.as_deref().map(|s| positive("tpot_ms", s, 3.6e6)).transpose()?.map(|ms| ms / 1e3);
+        let tpot_bound_s = self.tpot_ms.as_deref().map(|s| limits::TPOT_MS.parse(s)).transpose()?.map(|ms| ms / 1e3);
         let measured = match (&self.step_ms, &self.tokens_per_s) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid(
@@ -237,8 +223,8 @@ impl ServingRequest {
                     "one of step_ms or tokens_per_s",
                 ))
             }
-            (Some(ms), None) => Some(Measured::StepTime(positive("step_ms", ms, 3.6e6)? / 1e3)),
-            (None, Some(t)) => Some(Measured::TokensPerS(positive("tokens_per_s", t, MAX_BATCH as f64 * 1e9)?)),
+            (Some(ms), None) => Some(Measured::StepTime(limits::STEP_MS.parse(ms)? / 1e3)),
+            (None, Some(t)) => Some(Measured::TokensPerS(limits::TOKENS_PER_S.parse(t)?)),
             (None, None) => None,
         };
         Ok(Serving { price, reserve_bytes, prompt_tokens, output_tokens, tpot_bound_s, measured })
@@ -280,7 +266,7 @@ mod tests {
         let msg = |r: ServingRequest| resolve(r).unwrap_err().to_string();
         assert_eq!(
             msg(ServingRequest { usd_per_hour: Some("-2".into()), ..Default::default() }),
-            "invalid `usd_per_hour`: -2 (a number in (0, 1000000])"
+            "invalid `usd_per_hour`: -2 (a number in (0, 1e6])"
         );
         assert_eq!(
             msg(ServingRequest { output: Some("0".into()), ..Default::default() }),

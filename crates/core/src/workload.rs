@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_CONTEXT_BUCKETS};
 use crate::precision::Precision;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -75,11 +76,11 @@ impl Contexts {
     }
 
     /// A histogram, validated: at least one bucket, counts ≥ 1, sizes in range. Buckets with the
-    /// same length are merged.
+    /// same length are merged (through a hash map: linear in the number of buckets, then one sort).
     pub fn mix(buckets: impl IntoIterator<Item = ContextBucket>) -> Result<Self> {
-        let mut v: Vec<ContextBucket> = Vec::new();
+        let mut merged: HashMap<u64, u64> = HashMap::new();
         for b in buckets {
-            if v.len() >= MAX_CONTEXT_BUCKETS {
+            if merged.len() >= MAX_CONTEXT_BUCKETS && !merged.contains_key(&b.tokens) {
                 return Err(Error::invalid("contexts", "too many buckets", format!("at most {MAX_CONTEXT_BUCKETS}")));
             }
             check_tokens("contexts", b.tokens)?;
@@ -90,11 +91,11 @@ impl Contexts {
                     "a count of at least 1",
                 ));
             }
-            match v.iter_mut().find(|x| x.tokens == b.tokens) {
-                Some(x) => x.count = x.count.saturating_add(b.count),
-                None => v.push(b),
-            }
+            let count = merged.entry(b.tokens).or_insert(0);
+            *count = count.saturating_add(b.count);
         }
+        let mut v: Vec<ContextBucket> =
+            merged.into_iter().map(|(tokens, count)| ContextBucket { tokens, count }).collect();
         if v.is_empty() {
             return Err(Error::invalid("contexts", "an empty list", "at least one sequence"));
         }
@@ -103,7 +104,7 @@ impl Contexts {
         if let [only] = v.as_slice() {
             return Ok(Contexts::Uniform { batch: only.count, tokens: only.tokens });
         }
-        v.sort_by_key(|b| b.tokens);
+        v.sort_unstable_by_key(|b| b.tokens);
         Ok(Contexts::Mix(v.into()))
     }
 

@@ -334,7 +334,7 @@ fn bad_layouts_name_the_flag() {
     assert_eq!(msg(&[("micro_batches", "4")]), "invalid `micro_batches`: 4 (1 without pipeline parallelism (--pp))");
     assert_eq!(
         msg(&[("link_efficiency", "1.5"), ("tp", "2")]),
-        "invalid `link_efficiency`: 1.5 (a fraction in (0, 1])"
+        "invalid `link_efficiency`: 1.5 (a number in [0.01, 1])"
     );
     assert_eq!(msg(&[("interconnect", "ib")]), "unknown interconnect `ib`; accepted: nvlink, pcie");
     let e = scenario_err(&[("model", "mixtral-8x7b"), ("ep", "3")]);

@@ -58,12 +58,12 @@ mod tests {
 
     #[test]
     fn advise_table_above_the_crossover() {
-        insta::assert_snapshot!(report("8", "32768").render(Format::Table));
+        insta::assert_snapshot!(report("8", "32768").render(Format::Table).unwrap());
     }
 
     #[test]
     fn advise_json_carries_the_sentences_and_ranked_levers() {
-        let v: serde_json::Value = serde_json::from_str(&report("1", "2048").render(Format::Json)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report("1", "2048").render(Format::Json).unwrap()).unwrap();
         assert!(v["lines"][0].as_str().unwrap().starts_with("Below the crossover"));
         assert_eq!(v["crossover"]["side"], "below");
         assert_eq!(v["levers"][0]["name"], "batch");

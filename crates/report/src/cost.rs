@@ -242,12 +242,12 @@ mod tests {
 
     #[test]
     fn cost_table() {
-        insta::assert_snapshot!(report().render(Format::Table));
+        insta::assert_snapshot!(report().render(Format::Table).unwrap());
     }
 
     #[test]
     fn cost_json_has_the_stable_keys() {
-        let v: serde_json::Value = serde_json::from_str(&report().render(Format::Json)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report().render(Format::Json).unwrap()).unwrap();
         assert!(v["usd_per_million_output_tokens"].is_number());
         assert_eq!(v["price_source"], "user");
         assert_eq!(v["rows"].as_array().unwrap().len(), 2);

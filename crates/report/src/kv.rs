@@ -189,12 +189,13 @@ mod tests {
 
     #[test]
     fn kv_table_seed() {
-        insta::assert_snapshot!(report("seed", "64", "2048").render(Format::Table));
+        insta::assert_snapshot!(report("seed", "64", "2048").render(Format::Table).unwrap());
     }
 
     #[test]
     fn kv_json_has_the_stable_keys() {
-        let v: serde_json::Value = serde_json::from_str(&report("full", "1", "2048").render(Format::Json)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&report("full", "1", "2048").render(Format::Json).unwrap()).unwrap();
         for k in ["kv_bytes_per_token", "weight_bytes", "crossover_tokens", "max_cached_tokens"] {
             assert!(v[k].is_number(), "{k}");
         }

@@ -113,16 +113,16 @@ mod tests {
 
     #[test]
     fn latency_table() {
-        insta::assert_snapshot!(report(256).render(Format::Table));
+        insta::assert_snapshot!(report(256).render(Format::Table).unwrap());
     }
 
     #[test]
     fn latency_json_has_the_stable_keys() {
-        let v: serde_json::Value = serde_json::from_str(&report(256).render(Format::Json)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report(256).render(Format::Json).unwrap()).unwrap();
         for k in ["ttft_s", "tpot_s", "e2e_s"] {
             assert!(v[k].is_number(), "{k}");
         }
-        let one: serde_json::Value = serde_json::from_str(&report(1).render(Format::Json)).unwrap();
+        let one: serde_json::Value = serde_json::from_str(&report(1).render(Format::Json).unwrap()).unwrap();
         assert!(one["tpot_s"].is_null());
     }
 }

@@ -167,22 +167,22 @@ mod tests {
 
     #[test]
     fn levers_table_long_context() {
-        insta::assert_snapshot!(report("8", "32768").render(Format::Table));
+        insta::assert_snapshot!(report("8", "32768").render(Format::Table).unwrap());
     }
 
     #[test]
     fn weight_only_levers_say_that_dequantisation_is_not_counted() {
-        let table = report("8", "32768").render(Format::Table);
+        let table = report("8", "32768").render(Format::Table).unwrap();
         assert!(table.contains(&format!("w4a16, w8a16: {WEIGHT_ONLY_DEQUANT}")), "{table}");
         // Not said when the weight-only levers do not apply (weights already 4-bit).
         let sc = scenario(&[("counting", "seed"), ("weights", "int4")]);
-        let table = LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9)).render(Format::Table);
+        let table = LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9)).render(Format::Table).unwrap();
         assert!(!table.contains(WEIGHT_ONLY_DEQUANT), "{table}");
     }
 
     #[test]
     fn levers_csv_rows_start_with_the_baseline() {
-        let csv = report("64", "2048").render(Format::Csv);
+        let csv = report("64", "2048").render(Format::Csv).unwrap();
         assert!(csv.starts_with("name,side,batch,step_time_s,speedup,"));
         assert!(csv.lines().nth(1).unwrap().starts_with("baseline,,64,"));
     }

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod cost;
 pub mod deployment;
 pub mod facts;
+pub mod finite;
 pub mod human;
 pub mod kv;
 pub mod latency;

@@ -79,12 +79,12 @@ mod tests {
 
     #[test]
     fn measure_table() {
-        insta::assert_snapshot!(report(10.0).render(Format::Table));
+        insta::assert_snapshot!(report(10.0).render(Format::Table).unwrap());
     }
 
     #[test]
     fn measure_json_has_mbu_and_mfu() {
-        let v: serde_json::Value = serde_json::from_str(&report(10.0).render(Format::Json)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report(10.0).render(Format::Json).unwrap()).unwrap();
         assert_eq!(format!("{:.3}", v["mbu"].as_f64().unwrap()), "0.456");
         assert!(v["mfu"].is_number());
         assert_eq!(v["reading"], "overhead");

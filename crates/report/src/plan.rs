@@ -261,7 +261,7 @@ impl Report for PlanReport {
         self.ranked_table()
     }
 
-    fn render(&self, format: Format) -> String {
+    fn layout(&self, format: Format) -> String {
         match format {
             Format::Table => format!("{}\n{}", to_table(&self.ranked_table()), to_table(&self.pareto_table())),
             Format::Md => format!("{}\n{}", to_markdown(&self.ranked_table()), to_markdown(&self.pareto_table())),

@@ -71,8 +71,20 @@ pub trait Report: Serialize {
     /// The human layout for table and Markdown output.
     fn human(&self) -> HumanTable;
 
-    /// Render in `format`.
-    fn render(&self, format: Format) -> String {
+    /// Render in `format`, after checking that no number in the report (its serde form) or in
+    /// its CSV rows is a NaN or an infinity: that would be a bug, reported as
+    /// [`Error::NonFinite`] instead of printed.
+    fn render(&self, format: Format) -> Result<String> {
+        crate::finite::check("", self)?;
+        if format == Format::Csv {
+            crate::finite::check("csv", &self.csv_rows())?;
+        }
+        Ok(self.layout(format))
+    }
+
+    /// The text of [`Self::render`], unchecked: the one method a report with its own layout
+    /// overrides.
+    fn layout(&self, format: Format) -> String {
         match format {
             Format::Json => to_json(self),
             Format::Csv => to_csv(&self.csv_rows()),
@@ -162,6 +174,27 @@ mod tests {
             "xml".parse::<Format>().unwrap_err().to_string(),
             "unknown format `xml`; accepted: table, json, csv, md"
         );
+    }
+
+    #[test]
+    fn a_report_holding_a_nan_is_refused_in_every_format() {
+        use crate::LedgerReport;
+        use llm_ledger_core::{Ledger, Scenario};
+        let sc = Scenario::default_decode();
+        let mut r = LedgerReport::new(&sc, &Ledger::build(&sc));
+        for f in [Format::Table, Format::Json, Format::Csv, Format::Md] {
+            assert!(r.render(f).is_ok());
+        }
+        r.rows[2].time_s = f64::NAN;
+        for f in [Format::Table, Format::Json, Format::Csv, Format::Md] {
+            assert_eq!(
+                r.render(f).unwrap_err().to_string(),
+                "internal error: non-finite value in rows[2].time_s; please report this with the command line"
+            );
+        }
+        r.rows[2].time_s = 0.0;
+        r.tokens_per_s = f64::INFINITY;
+        assert_eq!(r.render(Format::Json).unwrap_err(), Error::NonFinite { path: "tokens_per_s".into() });
     }
 
     #[test]

@@ -131,7 +131,7 @@ impl SweepPlan {
 
     /// The whole sweep in `format` (the CLI's output for a sweep of at most `limit` points).
     pub fn render(&self, format: Format, limit: u64) -> Result<String> {
-        Ok(SweepView::new(format).render_all(&self.head, &self.points(limit)?))
+        SweepView::new(format).render_all(&self.head, &self.points(limit)?)
     }
 
     /// The batch curve of `points` (this plan's), with the memory wall ([`memory_wall_batch`]) and
@@ -288,15 +288,17 @@ impl SweepView {
     }
 
     /// One point; `index` counts from 0 over the whole output.
-    pub fn point(&self, p: &SweepPoint, index: u64) -> String {
+    pub fn point(&self, p: &SweepPoint, index: u64) -> Result<String> {
         self.point_of(None, p, index)
     }
 
     /// One point of a series of a compared sweep (its `gpu`, `weights` and `kv` lead the point's
-    /// JSON keys and CSV columns); `index` counts from 0 over the whole output.
-    pub fn point_of(&self, variant: Option<&Variant>, p: &SweepPoint, index: u64) -> String {
+    /// JSON keys and CSV columns); `index` counts from 0 over the whole output. A point holding a
+    /// NaN or an infinity is refused ([`crate::finite`]), as a whole report would be.
+    pub fn point_of(&self, variant: Option<&Variant>, p: &SweepPoint, index: u64) -> Result<String> {
+        crate::finite::check(&format!("points[{index}]"), p)?;
         let variant = variant.filter(|_| self.series_width > 0);
-        match self.format {
+        Ok(match self.format {
             Format::Json => {
                 let body = match variant {
                     Some(v) => {
@@ -347,7 +349,7 @@ impl SweepView {
                 ];
                 self.line(variant.map(Variant::label).as_deref(), &cells)
             }
-        }
+        })
     }
 
     /// Everything after the last point: `points` emitted, `past_wall` of them not fitting.
@@ -381,14 +383,14 @@ impl SweepView {
     }
 
     /// The whole sweep as one string (for small sweeps and tests).
-    pub fn render_all(&self, h: &SweepHead, points: &[SweepPoint]) -> String {
+    pub fn render_all(&self, h: &SweepHead, points: &[SweepPoint]) -> Result<String> {
         let mut s = self.head(h);
         for (i, p) in points.iter().enumerate() {
-            s.push_str(&self.point(p, i as u64));
+            s.push_str(&self.point(p, i as u64)?);
         }
         let past = points.iter().filter(|p| !p.fits).count() as u64;
         s.push_str(&self.tail(h, points.len() as u64, past));
-        s
+        Ok(s)
     }
 }
 
@@ -437,14 +439,14 @@ mod tests {
     #[test]
     fn seed_sweep_table() {
         let (h, p) = seed_sweep();
-        insta::assert_snapshot!(SweepView::new(Format::Table).render_all(&h, &p));
+        insta::assert_snapshot!(SweepView::new(Format::Table).render_all(&h, &p).unwrap());
     }
 
     #[test]
     fn seed_sweep_markdown_and_csv() {
         let (h, p) = seed_sweep();
-        insta::assert_snapshot!(SweepView::new(Format::Md).render_all(&h, &p));
-        let csv = SweepView::new(Format::Csv).render_all(&h, &p);
+        insta::assert_snapshot!(SweepView::new(Format::Md).render_all(&h, &p).unwrap());
+        let csv = SweepView::new(Format::Csv).render_all(&h, &p).unwrap();
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.starts_with("batch,ctx,step_time_s,tokens_per_s,flops,bytes,weight_bytes,kv_bytes,intensity,largest_op,largest_op_time_s,memory_bytes,kv_cache_bytes,fits\n1,2048,"));
         assert!(csv.lines().last().unwrap().ends_with(",false"));
@@ -457,7 +459,7 @@ mod tests {
             .unwrap();
         let plan = SweepPlan::new(sc, Some("1,8,32,64,128,256"), None, 2e9).unwrap();
         let (h, p) = seed_sweep();
-        assert_eq!(plan.render(Format::Json, 100).unwrap(), SweepView::new(Format::Json).render_all(&h, &p));
+        assert_eq!(plan.render(Format::Json, 100).unwrap(), SweepView::new(Format::Json).render_all(&h, &p).unwrap());
         let e = plan.points(5).unwrap_err().to_string();
         assert!(e.starts_with("invalid `batch`: 6 points (at most 5 points here"), "{e}");
         let curve = plan.batch_curve(&p).unwrap();
@@ -475,7 +477,8 @@ mod tests {
     #[test]
     fn streamed_json_is_one_document_with_stable_keys() {
         let (h, p) = seed_sweep();
-        let v: serde_json::Value = serde_json::from_str(&SweepView::new(Format::Json).render_all(&h, &p)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&SweepView::new(Format::Json).render_all(&h, &p).unwrap()).unwrap();
         let pts = v["points"].as_array().unwrap();
         assert_eq!(pts.len(), 6);
         for k in ["batch", "ctx", "step_time_s", "tokens_per_s", "memory_bytes", "fits"] {

@@ -94,14 +94,15 @@ fn content_type(f: Format) -> &'static str {
     }
 }
 
-fn rendered(report: &impl Report, format: Format) -> Response {
-    ([(header::CONTENT_TYPE, content_type(format))], report.render(format)).into_response()
+fn rendered(report: &impl Report, format: Format) -> Result<Response, AppError> {
+    let text = report.render(format).map_err(|e| AppError::from_core(&e, &[]))?;
+    Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
 }
 
 fn ledger(state: &AppState, q: &PageQuery) -> Result<Response, AppError> {
     let format = format_of(q)?;
     let r = q.resolve(&state.catalog)?;
-    Ok(rendered(&LedgerReport::new(&r.scenario, &Ledger::build(&r.scenario)), format))
+    rendered(&LedgerReport::new(&r.scenario, &Ledger::build(&r.scenario)), format)
 }
 
 async fn ledger_get(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
@@ -136,12 +137,12 @@ fn listing_query(q: Option<&str>) -> Result<(PageQuery, Format), AppError> {
 
 async fn models(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
     let (q, format) = listing_query(q.as_deref())?;
-    Ok(rendered(&ModelList::new(&*q.catalog(&state.catalog)?), format))
+    rendered(&ModelList::new(&*q.catalog(&state.catalog)?), format)
 }
 
 async fn gpus(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
     let (q, format) = listing_query(q.as_deref())?;
-    Ok(rendered(&GpuList::new(&*q.catalog(&state.catalog)?), format))
+    rendered(&GpuList::new(&*q.catalog(&state.catalog)?), format)
 }
 
 /// A command's query: its own keys (and `format`) beside the scenario's.
@@ -164,7 +165,7 @@ fn zoom(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     let r = q.resolve(&state.catalog)?;
     let tree = ZoomTree::build(&r.scenario);
     let view = tree.node(q.extra("at").unwrap_or("model")).map_err(|e| q.core_error(&e).with_field("at"))?;
-    Ok(rendered(&ZoomReport::new(&r.scenario, &tree, &view), format))
+    rendered(&ZoomReport::new(&r.scenario, &tree, &view), format)
 }
 
 const SWEEP_KEYS: &[&str] = &["batch", "ctx", "reserve"];
@@ -201,7 +202,7 @@ async fn kv(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result
     let sc = q.resolve(&state.catalog)?.scenario;
     let serving: ServingRequest = q.extras_as(&["reserve"])?;
     let serving = serving.resolve(&sc).map_err(|e| q.core_error(&e))?;
-    Ok(rendered(&KvReport::new(&sc, serving.reserve_bytes), format))
+    rendered(&KvReport::new(&sc, serving.reserve_bytes), format)
 }
 
 /// The scenario and serving inputs of `cost` and `latency`, which refuse the step-shaping keys
@@ -227,13 +228,13 @@ const LATENCY_KEYS: &[&str] = &["reserve", "prompt", "output"];
 fn cost(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     let (q, format) = command(q, COST_KEYS)?;
     let (sc, serving) = serving_inputs(state, &q, COST_KEYS, "cost")?;
-    Ok(rendered(&CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
+    rendered(&CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format)
 }
 
 fn latency(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     let (q, format) = command(q, LATENCY_KEYS)?;
     let (sc, serving) = serving_inputs(state, &q, LATENCY_KEYS, "latency")?;
-    Ok(rendered(&LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format))
+    rendered(&LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format)
 }
 
 /// `llm-ledger tile`: the query is the command's flags (no scenario).
@@ -248,7 +249,7 @@ fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     let req: GemmRequest = as_extra.extras_as(&keys)?;
     let inputs = req.resolve().map_err(|e| as_extra.core_error(&e))?;
     let gpu = state.catalog.gpu(req.gpu.as_deref().unwrap_or("h100-sxm")).map_err(|e| as_extra.core_error(&e))?;
-    Ok(rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format))
+    rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format)
 }
 
 fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
@@ -261,7 +262,7 @@ fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
         model_given: q.get("model").is_some() || q.config.is_some(),
     };
     crate::pages::moe_check_cost(&base, &req).map_err(|e| q.core_error(&e))?;
-    Ok(rendered(&MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| q.core_error(&e))?, format))
+    rendered(&MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| q.core_error(&e))?, format)
 }
 
 async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {

@@ -50,7 +50,12 @@ impl AppError {
                 .or_else(|| pairs.iter().find(|(_, v)| quoted(v) || quoted(v.trim())))
                 .map(|(k, _)| k.clone())
         });
-        AppError { status: StatusCode::BAD_REQUEST, message, field }
+        // A non-finite number in a report is the explorer's fault, not the request's.
+        let status = match e {
+            llm_ledger_core::Error::NonFinite { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        AppError { status, message, field }
     }
 }
 

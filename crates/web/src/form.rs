@@ -142,14 +142,14 @@ const CONTROLS: &[Control] = &[
     Control {
         name: "compute_efficiency",
         label: "Compute efficiency",
-        help: "achieved fraction of peak FLOP/s, in (0, 1]",
+        help: "achieved fraction of peak FLOP/s, in [0.01, 1]",
         choices: Choices::Text("0.6"),
         advanced: true,
     },
     Control {
         name: "bandwidth_efficiency",
         label: "Bandwidth efficiency",
-        help: "achieved fraction of peak bandwidth, in (0, 1]",
+        help: "achieved fraction of peak bandwidth, in [0.01, 1]",
         choices: Choices::Text("0.8"),
         advanced: true,
     },

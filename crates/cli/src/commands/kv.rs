@@ -16,7 +16,7 @@ pub fn kv(args: &StepArgs) -> Result<String> {
     one_gpu_only(&args.scenario, "kv")?;
     let sc = inputs::scenario(&args.scenario)?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-    Ok(KvReport::new(&sc, s.reserve_bytes).render(format))
+    Ok(KvReport::new(&sc, s.reserve_bytes).render(format)?)
 }
 
 /// Every lever against the workload.
@@ -25,5 +25,5 @@ pub fn levers(args: &StepArgs) -> Result<String> {
     one_gpu_only(&args.scenario, "levers")?;
     let sc = inputs::scenario(&args.scenario)?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-    Ok(LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, s.reserve_bytes)).render(format))
+    Ok(LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, s.reserve_bytes)).render(format)?)
 }

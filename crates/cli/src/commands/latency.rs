@@ -20,7 +20,7 @@ pub fn latency(args: &LatencyArgs) -> Result<String> {
         reserve: args.reserve.reserve.clone(),
         ..Default::default()
     };
-    Ok(LatencyReport::build(&sc, &req.resolve(&sc)?)?.render(format))
+    Ok(LatencyReport::build(&sc, &req.resolve(&sc)?)?.render(format)?)
 }
 
 /// Dollars per million tokens, and the cheapest batch under a TPOT bound.
@@ -36,5 +36,5 @@ pub fn cost(args: &CostArgs) -> Result<String> {
         tpot_ms: args.tpot_ms.clone(),
         ..Default::default()
     };
-    Ok(CostReport::build(&sc, &req.resolve(&sc)?)?.render(format))
+    Ok(CostReport::build(&sc, &req.resolve(&sc)?)?.render(format)?)
 }

@@ -17,5 +17,5 @@ pub fn run(args: &LedgerArgs) -> Result<String> {
         chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
         inputs::write_svg(path, &chart.svg(PlotSize::default())?)?;
     }
-    Ok(report.render(format))
+    Ok(report.render(format)?)
 }

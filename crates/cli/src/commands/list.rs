@@ -10,12 +10,12 @@ use llm_ledger_report::{Format, Report};
 pub fn models(args: &ListArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
     let c = inputs::catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
-    Ok(ModelList::new(&c).render(format))
+    Ok(ModelList::new(&c).render(format)?)
 }
 
 /// The GPU catalogue.
 pub fn gpus(args: &ListArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
     let c = inputs::catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
-    Ok(GpuList::new(&c).render(format))
+    Ok(GpuList::new(&c).render(format)?)
 }

@@ -18,7 +18,7 @@ pub fn measure(args: &MeasureArgs) -> Result<String> {
     let req =
         ServingRequest { step_ms: args.step_ms.clone(), tokens_per_s: args.tokens_per_s.clone(), ..Default::default() };
     let measured = req.resolve(&sc)?.measured.context("invalid `step_ms`: none given (--step-ms or --tokens-per-s)")?;
-    Ok(MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, measured)).render(format))
+    Ok(MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, measured)).render(format)?)
 }
 
 /// Below or above the crossover, and the levers ranked.
@@ -32,5 +32,5 @@ pub fn advise(args: &AdviseArgs) -> Result<String> {
         ..Default::default()
     };
     let s = req.resolve(&sc)?;
-    Ok(AdviseReport { inputs: Inputs::of(&sc), advice: Advice::of(&sc, &s) }.render(format))
+    Ok(AdviseReport { inputs: Inputs::of(&sc), advice: Advice::of(&sc, &s) }.render(format)?)
 }

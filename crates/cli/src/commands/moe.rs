@@ -19,5 +19,5 @@ pub fn run(args: &MoeArgs) -> Result<String> {
         top_k: args.top_k.as_deref(),
         model_given: args.scenario.model.is_some(),
     };
-    Ok(MoeReport::build(&base, &req, MAX_POINTS)?.render(format))
+    Ok(MoeReport::build(&base, &req, MAX_POINTS)?.render(format)?)
 }

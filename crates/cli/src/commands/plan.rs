@@ -58,5 +58,5 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         weight_bytes: WeightFootprint::of(&sc.model, &sc.weights).total_bytes(),
         capacity_bytes: sc.gpu.memory_bytes,
     };
-    Ok(PlanReport::new(context, plan).render(format))
+    Ok(PlanReport::new(context, plan).render(format)?)
 }

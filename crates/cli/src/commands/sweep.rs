@@ -175,30 +175,32 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         if stopped {
             break;
         }
-        plan.sweep.run(|p| match write(view.point_of(Some(variant), p, done)) {
-            Ok(true) => {
-                done += 1;
-                past_wall += u64::from(!p.fits);
-                if args.plot.is_some() {
-                    kept.push(*p);
+        plan.sweep.run(|p| {
+            match view.point_of(Some(variant), p, done).map_err(anyhow::Error::from).and_then(|line| Ok(write(line)?)) {
+                Ok(true) => {
+                    done += 1;
+                    past_wall += u64::from(!p.fits);
+                    if args.plot.is_some() {
+                        kept.push(*p);
+                    }
+                    progress.tick(done);
+                    ControlFlow::Continue(())
                 }
-                progress.tick(done);
-                ControlFlow::Continue(())
-            }
-            Ok(false) => {
-                stopped = true;
-                ControlFlow::Break(())
-            }
-            Err(e) => {
-                failed = Some(e);
-                stopped = true;
-                ControlFlow::Break(())
+                Ok(false) => {
+                    stopped = true;
+                    ControlFlow::Break(())
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    stopped = true;
+                    ControlFlow::Break(())
+                }
             }
         });
     }
     progress.finish();
     if let Some(e) = failed {
-        return Err(e.into());
+        return Err(e);
     }
     if done == head.point_count {
         write(view.tail(head, done, past_wall))?;

@@ -23,5 +23,5 @@ pub fn run(args: &TileArgs) -> Result<String> {
     };
     let g = req.resolve()?;
     let gpu = inputs::gpu(args.gpu.as_deref(), args.gpu_file.as_deref())?;
-    Ok(TileReport::build(&g, &gpu)?.render(format))
+    Ok(TileReport::build(&g, &gpu)?.render(format)?)
 }

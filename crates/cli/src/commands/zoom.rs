@@ -12,5 +12,5 @@ pub fn run(args: &ZoomArgs) -> Result<String> {
     let sc = inputs::scenario(&args.scenario)?;
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;
-    Ok(ZoomReport::new(&sc, &tree, &view).render(format))
+    Ok(ZoomReport::new(&sc, &tree, &view).render(format)?)
 }

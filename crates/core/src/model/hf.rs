@@ -91,12 +91,16 @@ impl HfConfig {
         self.obj.contains_key(key)
     }
 
-    /// A non-negative integer (accepts `4096.0`).
-    fn u64(&self, keys: &[&'static str]) -> Result<Option<u64>> {
+    /// A count that may be 0, no larger than `max` (accepts `4096.0`). Every integer key is read
+    /// through this or [`Self::dim`], so no key reaches the arithmetic unbounded.
+    fn count(&self, keys: &[&'static str], max: u64) -> Result<Option<u64>> {
         let Some((k, v)) = self.get(keys) else {
             return Ok(None);
         };
-        as_u64(v).map(Some).ok_or_else(|| Error::invalid(k, v, "a non-negative integer"))
+        match as_u64(v) {
+            Some(n) if n <= max => Ok(Some(n)),
+            _ => Err(Error::invalid(k, v, format!("an integer in 0..={max}"))),
+        }
     }
 
     /// A positive integer no larger than `max`.
@@ -306,7 +310,7 @@ fn falcon_norms(cfg: &HfConfig, fam: &Family) -> Result<(u32, u32, bool)> {
         return Ok((1, 1, false));
     }
     let new_arch = cfg.bool("new_decoder_architecture")?.unwrap_or(false);
-    let lns = cfg.u64(&["num_ln_in_parallel_attn"])?.unwrap_or(if new_arch { 2 } else { 1 });
+    let lns = cfg.count(&["num_ln_in_parallel_attn"], MAX_LAYERS)?.unwrap_or(if new_arch { 2 } else { 1 });
     Ok((1, if lns >= 2 { 1 } else { 0 }, true))
 }
 
@@ -339,7 +343,7 @@ fn layer_windows(cfg: &HfConfig, fam: &Family, layers: u64) -> Result<Vec<Option
         }
         None => {
             let opt_in = cfg.bool("use_sliding_window")?.unwrap_or(false);
-            let first_window_layer = cfg.u64(&["max_window_layers"])?.unwrap_or(0);
+            let first_window_layer = cfg.count(&["max_window_layers"], MAX_LAYERS)?.unwrap_or(0);
             let pattern = cfg.dim(&["sliding_window_pattern", "_sliding_window_pattern"], MAX_LAYERS)?.unwrap_or(6);
             (0..layers)
                 .map(|i| match fam.window {
@@ -463,7 +467,9 @@ fn layer_mlps(
         }
         MoeLayout::Qwen => {
             let width = cfg.required_dim(&["moe_intermediate_size"], MAX_DIM, fam)?;
-            let only_dense = cfg.list("mlp_only_layers", as_u64, "layer indices")?.unwrap_or_default();
+            let only_dense = cfg
+                .list("mlp_only_layers", |v| as_u64(v).filter(|i| *i < MAX_LAYERS), "layer indices below 4096")?
+                .unwrap_or_default();
             let step = cfg.dim(&["decoder_sparse_step"], MAX_LAYERS)?.unwrap_or(1);
             let shared = cfg.dim(&["shared_expert_intermediate_size"], MAX_DIM)?.map(dense);
             let gate = shared.is_some();
@@ -479,9 +485,17 @@ fn layer_mlps(
         }
         MoeLayout::Deepseek => {
             let width = cfg.required_dim(&["moe_intermediate_size"], MAX_DIM, fam)?;
-            let n_shared = cfg.u64(&["n_shared_experts"])?.unwrap_or(0);
-            let first_dense = cfg.u64(&["first_k_dense_replace"])?.unwrap_or(0);
-            let shared = (n_shared > 0).then(|| dense(width * n_shared));
+            let n_shared = cfg.count(&["n_shared_experts"], MAX_EXPERTS)?.unwrap_or(0);
+            let first_dense = cfg.count(&["first_k_dense_replace"], MAX_LAYERS)?.unwrap_or(0);
+            // The shared experts run as one MLP of n_shared × moe_intermediate_size.
+            let shared_width = width.checked_mul(n_shared).filter(|w| *w <= MAX_DIM).ok_or_else(|| {
+                Error::invalid(
+                    "n_shared_experts",
+                    n_shared,
+                    format!("at most {MAX_DIM} ÷ moe_intermediate_size ({width}) = {}", MAX_DIM / width),
+                )
+            })?;
+            let shared = (n_shared > 0).then(|| dense(shared_width));
             (0..layers)
                 .map(|i| {
                     if i < first_dense {
@@ -499,7 +513,7 @@ fn layer_mlps(
 /// Keys that change the real model but are not part of this ledger, reported rather than dropped.
 fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
     let mut notes = Vec::new();
-    if let Some(n) = cfg.u64(&["num_nextn_predict_layers"])?.filter(|n| *n > 0) {
+    if let Some(n) = cfg.count(&["num_nextn_predict_layers"], MAX_LAYERS)?.filter(|n| *n > 0) {
         notes.push(format!(
             "num_nextn_predict_layers = {n}: the multi-token-prediction module is stored in the checkpoint but is not part of the standard forward pass and is not counted"
         ));
@@ -527,4 +541,102 @@ fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
 /// Parse `config.json` text and resolve it.
 pub fn parse_config_json(text: &str, name: &str) -> Result<ModelSpec> {
     resolve(&HfConfig::from_json(text)?, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Small configs of each layout, with every integer key they read present.
+    fn bases() -> Vec<Value> {
+        let llama = json!({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "word_embed_proj_dim": 64, "num_nextn_predict_layers": 0});
+        let qwen = json!({"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "use_sliding_window": true, "sliding_window": 64, "max_window_layers": 1});
+        let gemma = json!({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "sliding_window": 64, "sliding_window_pattern": 2});
+        let qwen_moe = json!({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+            "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+            "decoder_sparse_step": 1, "mlp_only_layers": [0], "shared_expert_intermediate_size": 32});
+        let deepseek = json!({"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "q_lora_rank": 32,
+            "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8,
+            "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
+            "first_k_dense_replace": 1, "num_nextn_predict_layers": 1});
+        let falcon = json!({"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "vocab_size": 100, "new_decoder_architecture": true, "num_kv_heads": 2,
+            "num_ln_in_parallel_attn": 2});
+        let gpt2 = json!({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+            "n_positions": 128, "n_inner": 256});
+        vec![llama, qwen, gemma, qwen_moe, deepseek, falcon, gpt2]
+    }
+
+    fn parse(v: &Value) -> Result<ModelSpec> {
+        resolve(&HfConfig::from_value(v.clone())?, "t")
+    }
+
+    /// Every integer a config may hold, set to 2⁵³ (a debug build once panicked on
+    /// `n_shared_experts = 2^53` and a release build wrapped it to a 0-FLOP shared expert), 2⁴¹
+    /// and u64::MAX, is refused naming its key, in every layout that reads it.
+    #[test]
+    fn every_integer_key_rejects_absurd_values() {
+        let mut checked = std::collections::BTreeSet::new();
+        for base in bases() {
+            parse(&base).unwrap_or_else(|e| panic!("base {} parses: {e}", base["model_type"]));
+            for (key, v) in base.as_object().unwrap() {
+                let list = v.is_array();
+                if !(v.is_u64() || list) {
+                    continue;
+                }
+                // 2⁴¹ is past every bound (the largest, sliding_window's, is 2⁴⁰).
+                for bad in [1u64 << 53, 1 << 41, u64::MAX] {
+                    let mut c = base.clone();
+                    c[key] = if list { json!([bad]) } else { json!(bad) };
+                    let Err(e) = parse(&c).map(|_| ()) else {
+                        panic!("{key} = {bad} accepted in {}", base["model_type"]);
+                    };
+                    let e = e.to_string();
+                    assert!(e.contains(&format!("`{key}`")), "{key} = {bad} in {}: {e}", base["model_type"]);
+                }
+                checked.insert(key.clone());
+            }
+        }
+        for key in [
+            "n_shared_experts",
+            "first_k_dense_replace",
+            "max_window_layers",
+            "mlp_only_layers",
+            "num_ln_in_parallel_attn",
+            "num_nextn_predict_layers",
+            "decoder_sparse_step",
+            "sliding_window_pattern",
+        ] {
+            assert!(checked.contains(key), "{key} not covered");
+        }
+    }
+
+    #[test]
+    fn shared_experts_wider_than_a_dimension_are_refused() {
+        let mut c = bases().swap_remove(4);
+        c["n_shared_experts"] = json!(1 << 16);
+        c["moe_intermediate_size"] = json!(1 << 12);
+        let e = parse(&c).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `n_shared_experts`: 65536 (at most 16777216 ÷ moe_intermediate_size"), "{e}");
+    }
+
+    #[test]
+    fn parameter_counts_past_the_limit_are_refused_not_wrapped() {
+        // Every dimension in range, but 2²⁴ × 2²⁴ × 3 × 2¹⁶ experts × 4096 layers ≈ 2⁸⁶ parameters.
+        let c = json!({"model_type": "mixtral", "hidden_size": 1 << 24, "num_hidden_layers": 4096,
+            "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 24,
+            "intermediate_size": 1 << 24, "vocab_size": 1 << 24, "num_local_experts": 1 << 16,
+            "num_experts_per_tok": 1});
+        let e = parse(&c).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `model parameters`: "), "{e}");
+    }
 }

@@ -8,6 +8,7 @@
 
 use super::quant::CheckpointQuant;
 use crate::error::{Error, Result};
+use crate::limits::MAX_PARAMS;
 use serde::Serialize;
 
 /// Normalisation layer type.
@@ -271,7 +272,26 @@ impl ModelSpec {
             layers,
             groups,
         };
+        // Every parameter count below is exact in u64 once the total is at most MAX_PARAMS; the
+        // total itself is summed in u128, where no in-range dimensions can overflow.
+        let total = spec.total_params_wide();
+        if total > u128::from(MAX_PARAMS) {
+            return Err(Error::invalid(
+                "model parameters",
+                crate::error::compact_f64(total as f64),
+                format!("at most {MAX_PARAMS} (2⁵⁰): check the dimension fields of the config"),
+            ));
+        }
         Ok(spec)
+    }
+
+    /// [`Self::total_params`] in u128 (no overflow for any dimensions within [`crate::limits`]).
+    fn total_params_wide(&self) -> u128 {
+        let layers: u128 = self.layer_groups().map(|(l, n)| u128::from(n) * l.params_wide(self.hidden_size).0).sum();
+        u128::from(self.embedding_params())
+            + u128::from(self.final_norm_params())
+            + u128::from(self.lm_head_params())
+            + layers
     }
 
     /// The decoder layers in order.
@@ -411,9 +431,16 @@ impl Attention {
 
     /// Parameters of the attention block (projections, biases, q/k norms, sinks).
     pub fn params(&self, hidden: u64) -> u64 {
+        narrow(self.params_wide(hidden))
+    }
+
+    /// [`Self::params`] in u128: products of three dimensions can pass 2⁶⁴.
+    fn params_wide(&self, hidden: u64) -> u128 {
+        let w = u128::from;
+        let hidden = w(hidden);
         match self {
             Attention::Standard(a) => {
-                let (q, kv) = (a.q_dim(), a.kv_dim());
+                let (q, kv) = (w(a.q_dim()), w(a.kv_dim()));
                 let mut p = hidden * (q + 2 * kv) + q * hidden;
                 if a.qkv_bias {
                     p += q + 2 * kv;
@@ -423,25 +450,25 @@ impl Attention {
                 }
                 p += match a.qk_norm {
                     QkNorm::None => 0,
-                    QkNorm::PerHead => 2 * a.head_dim,
+                    QkNorm::PerHead => 2 * w(a.head_dim),
                     QkNorm::Full => q + kv,
                 };
                 if a.sinks {
-                    p += a.heads;
+                    p += w(a.heads);
                 }
                 p
             }
             Attention::Latent(a) => {
-                let nh = a.heads;
-                let q = match a.q_lora_rank {
-                    Some(r) => hidden * r + r + r * nh * a.qk_head_dim() + if a.bias { r } else { 0 },
-                    None => hidden * nh * a.qk_head_dim(),
+                let nh = w(a.heads);
+                let (r_kv, dr) = (w(a.kv_lora_rank), w(a.qk_rope_head_dim));
+                let q = match a.q_lora_rank.map(w) {
+                    Some(r) => hidden * r + r + r * nh * w(a.qk_head_dim()) + if a.bias { r } else { 0 },
+                    None => hidden * nh * w(a.qk_head_dim()),
                 };
-                let kv_a = hidden * (a.kv_lora_rank + a.qk_rope_head_dim)
-                    + if a.bias { a.kv_lora_rank + a.qk_rope_head_dim } else { 0 };
-                let kv_norm = a.kv_lora_rank;
-                let kv_b = a.kv_lora_rank * nh * (a.qk_nope_head_dim + a.v_head_dim);
-                let o = nh * a.v_head_dim * hidden;
+                let kv_a = hidden * (r_kv + dr) + if a.bias { r_kv + dr } else { 0 };
+                let kv_norm = r_kv;
+                let kv_b = r_kv * nh * w(a.qk_nope_head_dim + a.v_head_dim);
+                let o = nh * w(a.v_head_dim) * hidden;
                 q + kv_a + kv_norm + kv_b + o
             }
         }
@@ -451,22 +478,33 @@ impl Attention {
 impl LayerSpec {
     /// Parameter count of the layer, total and active.
     pub fn params(&self, hidden: u64) -> LayerParams {
-        let norms = u64::from(self.attn_norms + self.mlp_norms) * self.norm.params(hidden);
-        let attn = self.attention.params(hidden) + norms;
+        let (total, active) = self.params_wide(hidden);
+        LayerParams { total: narrow(total), active: narrow(active) }
+    }
+
+    /// [`Self::params`] in u128, `(total, active)`.
+    fn params_wide(&self, hidden: u64) -> (u128, u128) {
+        let w = u128::from;
+        let norms = w(u64::from(self.attn_norms + self.mlp_norms)) * w(self.norm.params(hidden));
+        let attn = self.attention.params_wide(hidden) + norms;
         match &self.mlp {
             Mlp::Dense(m) => {
-                let p = attn + m.params(hidden);
-                LayerParams { total: p, active: p }
+                let p = attn + w(m.params(hidden));
+                (p, p)
             }
             Mlp::Moe(m) => {
-                let router = hidden * m.experts + if m.router_bias { m.experts } else { 0 };
-                let shared = m.shared.as_ref().map_or(0, |s| s.params(hidden)) + if m.shared_gate { hidden } else { 0 };
-                let expert = m.expert.params(hidden);
-                LayerParams {
-                    total: attn + router + shared + m.experts * expert,
-                    active: attn + router + shared + m.top_k * expert,
-                }
+                let router = w(hidden) * w(m.experts) + if m.router_bias { w(m.experts) } else { 0 };
+                let shared =
+                    w(m.shared.as_ref().map_or(0, |s| s.params(hidden))) + if m.shared_gate { w(hidden) } else { 0 };
+                let expert = w(m.expert.params(hidden));
+                (attn + router + shared + w(m.experts) * expert, attn + router + shared + w(m.top_k) * expert)
             }
         }
     }
+}
+
+/// A parameter count back in u64: exact for every spec [`ModelSpec::new`] accepts (at most
+/// [`MAX_PARAMS`]); saturates otherwise rather than wrapping.
+fn narrow(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -261,9 +261,7 @@ impl Parallelism {
                 return Err(Error::invalid("micro_batches", m, format!("an integer in 1..={MAX_MICRO_BATCHES}")));
             }
         }
-        if !(link_efficiency.is_finite() && link_efficiency > 0.0 && link_efficiency <= 1.0) {
-            return Err(Error::invalid("link_efficiency", link_efficiency, "a fraction in (0, 1]"));
-        }
+        crate::limits::LINK_EFFICIENCY.check("link_efficiency", link_efficiency)?;
         check_tp(model, tp)?;
         check_ep(model, ep)?;
         let ic = &gpu.interconnect;
