@@ -7,7 +7,7 @@ mod inputs;
 
 use clap::Parser;
 use cli::{Cli, Command, LedgerArgs};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 const HINT: &str = "hint: this is `llm-ledger ledger` with its defaults; try `llm-ledger ledger --batch 64 --ctx 8192`, `llm-ledger models`, `llm-ledger gpus` or `llm-ledger --help`";
@@ -37,28 +37,81 @@ fn run(cli: Cli) -> anyhow::Result<String> {
     }
 }
 
+/// A clap usage error as one line: the error line, the arguments it names and its tip, without the
+/// usage block and the "For more information" line; it points at the subcommand's help.
+fn usage_error_line(rendered: &str) -> String {
+    let mut line = String::new();
+    let mut help = "llm-ledger --help".to_string();
+    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(usage) = l.strip_prefix("Usage: ") {
+            // `Usage: llm-ledger tile --m <M> …`: the subcommand, when there is one.
+            let mut words = usage.split_whitespace().skip(1);
+            if let Some(sub) = words.next().filter(|w| w.chars().all(|c| c.is_ascii_lowercase())) {
+                help = format!("llm-ledger {sub} --help");
+            }
+            break;
+        }
+        if l.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(l);
+    }
+    if line.is_empty() {
+        line.push_str("error: invalid arguments");
+    }
+    format!("{line} (see `{help}`)")
+}
+
+/// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a
+/// user error is 2. Renders as one line, `cannot write output: No space left on device`.
+#[derive(Debug)]
+pub struct OutputError(pub std::io::Error);
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let msg = self.0.to_string();
+        let msg = match self.0.raw_os_error() {
+            Some(code) => msg.strip_suffix(&format!(" (os error {code})")).map(str::to_string).unwrap_or(msg),
+            None => msg,
+        };
+        write!(f, "cannot write output: {msg}")
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+/// Exit code of an [`OutputError`].
+const OUTPUT_FAILED: u8 = 1;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{first} (see `llm-ledger --help`)");
+            eprintln!("{}", usage_error_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
-    match run(cli) {
-        Ok(out) => {
-            // A closed pipe (`| head`) is not an error.
-            let _ = std::io::stdout().lock().write_all(out.as_bytes());
-            ExitCode::SUCCESS
+    let written = run(cli).map(|out| {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush())
+    });
+    match written {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        // A closed pipe (`| head`) is not an error: the reader has what it wanted.
+        Ok(Err(e)) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", OutputError(e));
+            ExitCode::from(OUTPUT_FAILED)
         }
         Err(e) => {
             let msg = format!("{e:#}");
             eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
-            ExitCode::from(2)
+            ExitCode::from(if e.is::<OutputError>() { OUTPUT_FAILED } else { 2 })
         }
     }
 }

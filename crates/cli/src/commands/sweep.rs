@@ -154,7 +154,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         Err(e) => Err(e),
         Ok(()) => Ok(true),
     };
-    if !write(view.head(head))? {
+    if !write(view.head(head)).map_err(crate::OutputError)? {
         return Ok(());
     }
     let mut progress = Progress::new(head.point_count);
@@ -189,13 +189,13 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     }
     progress.finish();
     if let Some(e) = failed {
-        return Err(e.into());
+        return Err(crate::OutputError(e).into());
     }
     if done == head.point_count {
-        write(view.tail(head, done, past_wall))?;
+        write(view.tail(head, done, past_wall)).map_err(crate::OutputError)?;
     }
     match w.flush() {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(e.into()),
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(crate::OutputError(e).into()),
         _ => {}
     }
     if let Some(path) = &args.plot {
