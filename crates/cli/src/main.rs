@@ -5,7 +5,7 @@ mod cli;
 mod commands;
 mod inputs;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, LedgerArgs};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -39,19 +39,10 @@ fn run(cli: Cli) -> anyhow::Result<String> {
 
 /// A clap usage error as one line: the error line, the arguments it names and its tip, without the
 /// usage block and the "For more information" line; it points at the subcommand's help.
-fn usage_error_line(rendered: &str) -> String {
+fn usage_error_line(rendered: &str, subcommand: Option<&str>) -> String {
     let mut line = String::new();
-    let mut help = "llm-ledger --help".to_string();
     for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if let Some(usage) = l.strip_prefix("Usage: ") {
-            // `Usage: llm-ledger tile --m <M> …`: the subcommand, when there is one.
-            let mut words = usage.split_whitespace().skip(1);
-            if let Some(sub) = words.next().filter(|w| w.chars().all(|c| c.is_ascii_lowercase())) {
-                help = format!("llm-ledger {sub} --help");
-            }
-            break;
-        }
-        if l.starts_with("For more information") {
+        if l.starts_with("Usage: ") || l.starts_with("For more information") {
             break;
         }
         if !line.is_empty() {
@@ -62,7 +53,10 @@ fn usage_error_line(rendered: &str) -> String {
     if line.is_empty() {
         line.push_str("error: invalid arguments");
     }
-    format!("{line} (see `{help}`)")
+    match subcommand {
+        Some(sub) => format!("{line} (see `llm-ledger {sub} --help`)"),
+        None => format!("{line} (see `llm-ledger --help`)"),
+    }
 }
 
 /// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a
@@ -92,7 +86,8 @@ fn main() -> ExitCode {
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            eprintln!("{}", usage_error_line(&e.render().to_string()));
+            let sub = std::env::args().nth(1).filter(|s| Cli::command().find_subcommand(s).is_some());
+            eprintln!("{}", usage_error_line(&e.render().to_string(), sub.as_deref()));
             return ExitCode::from(2);
         }
     };
