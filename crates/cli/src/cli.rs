@@ -240,8 +240,8 @@ pub struct LedgerArgs {
 /// The runtime reserve option.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ReserveArgs {
-    /// Memory kept back for the CUDA context, allocator and buffers: bytes or `2GB`, `1.5GiB`
-    /// (default 2 GB).
+    /// Memory kept back for the CUDA context, allocator and buffers: a size with a unit, `2GB`,
+    /// `1.5GiB`, `512MB` (default 2GB).
     #[arg(long, allow_hyphen_values = true)]
     pub reserve: Option<String>,
 }

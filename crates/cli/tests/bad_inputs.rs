@@ -21,6 +21,8 @@ enum Input {
     Histogram(Vec<u8>),
     /// Plain arguments after `ledger`.
     Args(&'static [&'static str]),
+    /// Plain arguments, the subcommand first.
+    Cli(&'static [&'static str]),
 }
 
 fn cases() -> Vec<(&'static str, Input, &'static str)> {
@@ -77,6 +79,9 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("contexts garbage", Args(&["--contexts", "10y2"]), "invalid `contexts`: \"10y2\""),
         ("zipf negative", Args(&["--zipf", "-1"]), "invalid `zipf`: -1"),
         ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"),
+        ("issue 11: reserve without a unit", Cli(&["kv", "--reserve", "4"]), "invalid `reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB;"),
+        ("issue 11: reserve in plain bytes", Cli(&["cost", "--reserve", "2e9"]), "(a size needs a unit, e.g. 2e9GB"),
+        ("issue 11: reserve in parsecs", Cli(&["sweep", "--reserve", "3pc"]), "(a size with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
     ]
 }
 
@@ -95,12 +100,14 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
     let mut failures = Vec::new();
     for (i, (name, input, expected)) in cases.into_iter().enumerate() {
         let mut cmd = Command::cargo_bin("llm-ledger").unwrap();
-        cmd.arg("ledger");
+        if !matches!(input, Input::Cli(_)) {
+            cmd.arg("ledger");
+        }
         match &input {
             Input::Config(b) => cmd.args(["--model", &temp(&format!("case{i}.json"), b)]),
             Input::GpuFile(b) => cmd.args(["--gpu", &temp(&format!("case{i}.toml"), b)]),
             Input::Histogram(b) => cmd.args(["--histogram", &temp(&format!("case{i}.csv"), b)]),
-            Input::Args(a) => cmd.args(*a),
+            Input::Args(a) | Input::Cli(a) => cmd.args(*a),
         };
         let out = cmd.timeout(std::time::Duration::from_secs(60)).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
