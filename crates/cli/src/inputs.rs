@@ -94,7 +94,7 @@ pub fn gpu(arg: Option<&str>, gpu_file: Option<&str>) -> Result<Arc<Gpu>> {
     let name = match arg {
         Some(g) if looks_like_path(g) => add_gpu_file(&mut c, g)?,
         Some(g) => g.to_string(),
-        None => "h100-sxm".to_string(),
+        None => llm_ledger_core::scenario::DEFAULT_GPU.to_string(),
     };
     Ok(c.gpu(&name)?)
 }

@@ -5,7 +5,7 @@ mod cli;
 mod commands;
 mod inputs;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LedgerArgs};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -59,6 +59,36 @@ fn usage_error_line(rendered: &str, subcommand: Option<&str>) -> String {
     }
 }
 
+/// An error as the user reads it: a core error about a scenario input names the flag as typed
+/// (`--tpot-ms`, not `tpot_ms`); errors in a file (with context) keep the file's key names.
+fn user_message(e: &anyhow::Error) -> String {
+    use llm_ledger_core::Error as CoreError;
+    let Some(core) = e.downcast_ref::<CoreError>().filter(|_| e.chain().count() == 1) else {
+        return format!("{e:#}");
+    };
+    // `prompt + output` names two flags.
+    let flags = |field: &str| -> String {
+        let parts: Option<Vec<String>> = field.split(" + ").map(cli::flag_of).collect();
+        parts.map(|p| p.join(" + ")).unwrap_or_else(|| field.to_string())
+    };
+    let renamed = match core.clone() {
+        CoreError::InvalidField { field, value, expected } => {
+            CoreError::InvalidField { field: flags(&field), value, expected }
+        }
+        CoreError::MissingField { field, context } => CoreError::MissingField { field: flags(&field), context },
+        // `precision for `kv``: the backquoted name is the field.
+        CoreError::UnknownName { what, name, accepted } => {
+            let what = match what.split('`').nth(1) {
+                Some(field) => what.replace(&format!("`{field}`"), &format!("`{}`", flags(field))),
+                None => what,
+            };
+            CoreError::UnknownName { what, name, accepted }
+        }
+        other => other,
+    };
+    renamed.to_string()
+}
+
 /// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a
 /// user error is 2. Renders as one line, `cannot write output: No space left on device`.
 #[derive(Debug)]
@@ -81,7 +111,7 @@ impl std::error::Error for OutputError {}
 const OUTPUT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
@@ -104,7 +134,7 @@ fn main() -> ExitCode {
             ExitCode::from(OUTPUT_FAILED)
         }
         Err(e) => {
-            let msg = format!("{e:#}");
+            let msg = user_message(&e);
             eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
             ExitCode::from(if e.is::<OutputError>() { OUTPUT_FAILED } else { 2 })
         }

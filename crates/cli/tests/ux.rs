@@ -122,3 +122,140 @@ fn issue_11_ci_installs_only_what_is_missing_and_says_how_when_it_cannot() {
     assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
     assert!(std::fs::read_to_string(repo_root().join(".ci/run")).unwrap().contains(".ci/browser-deps"));
 }
+
+// ---- item 16: --help lists only what the command accepts ----
+
+/// The long flags a subcommand's `--help` lists.
+fn listed_flags(sub: &str) -> Vec<String> {
+    let (code, help, _) = run(&[sub, "--help"]);
+    assert_eq!(code, 0);
+    help.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l =
+                l.strip_prefix("-").filter(|r| r.chars().nth(1) == Some(',')).map(|r| r[2..].trim_start()).unwrap_or(l);
+            l.strip_prefix("--").map(|r| r.split([' ', '=', '<']).next().unwrap().to_string())
+        })
+        .filter(|f| f != "help" && f != "version")
+        .collect()
+}
+
+/// A valid value for a flag (`None`: a switch), with the arguments the command needs beside it.
+fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let base: Vec<String> = match sub {
+        "measure" if flag == "step-ms" || flag == "tokens-per-s" => vec![],
+        "measure" => s(&["--step-ms", "10"]),
+        "plan" if flag == "tpot-ms" => s(&["--max-gpus", "2"]),
+        "plan" if flag == "max-gpus" => s(&["--tpot-ms", "50"]),
+        "plan" => s(&["--tpot-ms", "50", "--max-gpus", "2"]),
+        "tile" if ["m", "n", "k"].contains(&flag) => vec![],
+        "tile" => s(&["--m", "1", "--n", "4096", "--k", "4096"]),
+        "moe" if flag == "experts" || flag == "top-k" || flag == "model" => vec![],
+        "moe" => s(&["--model", "mixtral-8x7b"]),
+        _ => vec![],
+    };
+    let root = repo_root();
+    let file = |name: &str, text: &str| {
+        let p = tmp.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let value: &[String] = &match (sub, flag) {
+        ("moe", "model") => s(&["mixtral-8x7b"]),
+        ("moe", "experts") => s(&["8", "--top-k", "2"]),
+        ("moe", "top-k") => s(&["2", "--experts", "8"]),
+        ("tile", "m") => s(&["1", "--n", "4096", "--k", "4096"]),
+        ("tile", "n") => s(&["4096", "--m", "1", "--k", "4096"]),
+        ("tile", "k") => s(&["4096", "--m", "1", "--n", "4096"]),
+        ("tile", "output") => s(&["bf16"]),
+        ("sweep", "plot") => s(&[&tmp.join("curve.svg").to_string_lossy()]),
+        (_, "plot") => s(&[&tmp.join("roofline.svg").to_string_lossy()]),
+        (_, "model") => s(&["llama-3-8b"]),
+        (_, "gpu") => s(&["h200"]),
+        (_, "gpu-file") => s(&[&file("gpu.toml", &llm_ledger_core::testing::minimal_gpu_toml("my-gpu"))]),
+        (_, "preset-file") => s(&[&root.join("data/models.toml").to_string_lossy()]),
+        (_, "phase") => s(&["decode"]),
+        (_, "batch") => s(&["2"]),
+        (_, "ctx") => s(&["1024"]),
+        (_, "contexts") => s(&["1000,2000"]),
+        (_, "histogram") => s(&[&root.join("crates/cli/tests/data/histogram.csv").to_string_lossy()]),
+        (_, "weights") => s(&["fp8"]),
+        (_, "kv") => s(&["fp8"]),
+        (_, "activations" | "gemm-activations") => s(&["bf16"]),
+        (_, "flash") => s(&["off"]),
+        (_, "causal") => s(&["full"]),
+        (_, "logits") => s(&["all"]),
+        (_, "counting") => s(&["seed"]),
+        (_, "mla") => s(&["naive"]),
+        (_, "compute-efficiency" | "bandwidth-efficiency" | "link-efficiency") => s(&["0.5"]),
+        (_, "zipf") => s(&["0.5"]),
+        (_, "expert-loads") => s(&[&file("loads.csv", "2\n1\n1\n1\n1\n1\n1\n1\n")]),
+        (_, "tp" | "pp" | "dp") => s(&["2"]),
+        (_, "ep" | "micro-batches") => s(&["1"]),
+        (_, "interconnect") => s(&["pcie"]),
+        (_, "reserve") => s(&["4GB"]),
+        (_, "prompt") => s(&["1000"]),
+        (_, "output") => s(&["100"]),
+        (_, "usd-per-hour") => s(&["2"]),
+        (_, "tpot-ms") => s(&["50"]),
+        (_, "step-ms") => s(&["10"]),
+        (_, "tokens-per-s") => s(&["100"]),
+        (_, "max-gpus") => s(&["2"]),
+        (_, "at") => s(&["layer.0"]),
+        (_, "format") => s(&["json"]),
+        (_, "tile") => s(&["128x128x64"]),
+        _ => panic!("no valid value known for `{sub} --{flag}`: add one to this table"),
+    };
+    let mut args = vec![format!("--{flag}")];
+    args.extend(value.iter().cloned());
+    (base, args)
+}
+
+#[test]
+fn issue_11_every_flag_a_help_lists_is_accepted_alone() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("help-flags");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let subs = ["ledger", "models", "gpus", "sweep", "kv", "levers", "latency", "cost", "measure", "advise", "zoom"];
+    let subs = subs.into_iter().chain(["tile", "moe", "plan"]);
+    let mut failures = Vec::new();
+    let mut tried = 0;
+    for sub in subs {
+        for flag in listed_flags(sub) {
+            let (base, args) = valid(sub, &flag, &tmp);
+            let mut all = vec![sub.to_string()];
+            all.extend(base);
+            all.extend(args);
+            let out = Command::new(bin()).args(&all).output().unwrap();
+            tried += 1;
+            if !out.status.success() {
+                failures.push(format!("`{}`: {}", all.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+            }
+        }
+    }
+    assert!(tried > 200, "{tried} flags tried");
+    assert!(failures.is_empty(), "flags listed in --help but refused:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn issue_11_the_reproductions_are_not_listed() {
+    for sub in ["cost", "latency"] {
+        let flags = listed_flags(sub);
+        for refused in ["phase", "ctx", "contexts", "histogram"] {
+            assert!(!flags.iter().any(|f| f == refused), "{sub} lists --{refused}");
+        }
+    }
+    for sub in ["kv", "levers", "advise"] {
+        assert!(!listed_flags(sub)
+            .iter()
+            .any(|f| ["tp", "pp", "ep", "dp", "micro-batches", "interconnect"].contains(&f.as_str())));
+    }
+    let plan = listed_flags("plan");
+    assert!(!plan.iter().any(|f| ["tp", "pp", "ep", "dp", "phase", "contexts"].contains(&f.as_str())), "{plan:?}");
+    assert!(plan.iter().any(|f| f == "interconnect"));
+    // The defaults the core applies are in the help.
+    let (_, help, _) = run(&["ledger", "--help"]);
+    for d in ["[default: llama-3-8b]", "[default: h100-sxm]", "[default: 1]", "[default: 2048]"] {
+        assert!(help.contains(d), "{d}");
+    }
+}

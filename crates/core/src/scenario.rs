@@ -144,6 +144,17 @@ impl Catalog {
     }
 }
 
+/// Default model preset of a scenario.
+pub const DEFAULT_MODEL: &str = "llama-3-8b";
+/// Default GPU of a scenario.
+pub const DEFAULT_GPU: &str = "h100-sxm";
+/// Default phase of a scenario.
+pub const DEFAULT_PHASE: &str = "decode";
+/// Default sequences in a step.
+pub const DEFAULT_BATCH: u64 = 1;
+/// Default tokens per sequence: cached (decode) or prompt (prefill).
+pub const DEFAULT_CTX: u64 = 2048;
+
 /// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -298,10 +309,10 @@ pub fn parse_expert_loads_csv(text: &str) -> Result<String> {
 impl ScenarioRequest {
     /// Resolve against a catalogue.
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
-        let preset = catalog.preset(self.model.as_deref().unwrap_or("llama-3-8b"))?;
+        let preset = catalog.preset(self.model.as_deref().unwrap_or(DEFAULT_MODEL))?;
         let model = preset.spec.clone();
-        let gpu = catalog.gpu(self.gpu.as_deref().unwrap_or("h100-sxm"))?;
-        let phase: Phase = self.phase.as_deref().unwrap_or("decode").parse()?;
+        let gpu = catalog.gpu(self.gpu.as_deref().unwrap_or(DEFAULT_GPU))?;
+        let phase: Phase = self.phase.as_deref().unwrap_or(DEFAULT_PHASE).parse()?;
         let contexts = match (&self.contexts, &self.batch, &self.ctx) {
             (Some(mix), None, None) => parse_contexts(mix)?,
             (Some(_), _, _) => {
@@ -312,8 +323,8 @@ impl ScenarioRequest {
                 ))
             }
             (None, b, c) => {
-                let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(1);
-                let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(2048);
+                let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(DEFAULT_BATCH);
+                let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(DEFAULT_CTX);
                 Contexts::uniform(batch, ctx)?
             }
         };
@@ -370,8 +381,8 @@ impl ScenarioRequest {
             v.as_deref().map(|s| parse_f64(field, s)).transpose().map(|x| x.unwrap_or(d))
         };
         let efficiency = Efficiency::new(
-            f("compute_efficiency", &self.compute_efficiency, 0.6)?,
-            f("bandwidth_efficiency", &self.bandwidth_efficiency, 0.8)?,
+            f("compute_efficiency", &self.compute_efficiency, Efficiency::default().compute)?,
+            f("bandwidth_efficiency", &self.bandwidth_efficiency, Efficiency::default().bandwidth)?,
         )?;
         let routing = match (&self.zipf, &self.expert_loads) {
             (Some(_), Some(_)) => {

@@ -11,7 +11,6 @@ use crate::inputs;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::{SweepPlan, SweepView, Variant};
@@ -105,19 +104,14 @@ fn series(a: &crate::cli::ScenarioArgs) -> Vec<crate::cli::ScenarioArgs> {
 
 /// Run the sweep, writing to `out`.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
-    let step = &args.step;
-    let format: Format = step.output.format.parse()?;
-    let a = &step.scenario;
-    if a.contexts.is_some() || a.histogram.is_some() {
-        return Err(mix_refused().into());
-    }
+    let format: Format = args.output.format.parse()?;
     // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
-    let series_args = series(&crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() });
+    let series_args = series(&args.base());
     let mut plans = Vec::with_capacity(series_args.len());
     for sa in &series_args {
         let sc = inputs::scenario(sa)?;
-        let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-        plans.push(SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?);
+        let serving = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+        plans.push(SweepPlan::new(sc, args.shape.batch.as_deref(), args.shape.ctx.as_deref(), serving.reserve_bytes)?);
     }
     let variants: Vec<Variant> = plans.iter().map(|p| Variant::of(&p.base)).collect();
     if variants.len() > 1 && args.plot.is_some() {
