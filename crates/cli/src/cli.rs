@@ -12,6 +12,13 @@ pub struct Cli {
     /// What to do (default: `ledger` with the seed's scenario).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Tables: every column, however wide (the default when stdout is not a terminal).
+    #[arg(long, global = true, help_heading = "Table width")]
+    pub wide: bool,
+    /// Tables: fit this many columns, hiding the less important ones (default: the terminal's
+    /// width, or $COLUMNS, when stdout is a terminal).
+    #[arg(long, global = true, value_name = "COLUMNS", conflicts_with = "wide", help_heading = "Table width")]
+    pub width: Option<usize>,
 }
 
 /// Subcommands. (Parsed once per run, so the size of the scenario variants does not matter.)

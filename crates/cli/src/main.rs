@@ -59,6 +59,20 @@ fn usage_error_line(rendered: &str, subcommand: Option<&str>) -> String {
     }
 }
 
+/// The width tables are fitted to: `--width`, else (unless `--wide`) the terminal's when stdout is
+/// one ($COLUMNS first); `None` means every column.
+fn table_width(cli: &Cli) -> Option<usize> {
+    if cli.wide {
+        return None;
+    }
+    if let Some(w) = cli.width {
+        return Some(w.max(1));
+    }
+    let terminal = llm_ledger_report::render::terminal_width()?;
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|c| *c > 0);
+    Some(columns.unwrap_or(terminal))
+}
+
 /// An error as the user reads it: a core error about a scenario input names the flag as typed
 /// (`--tpot-ms`, not `tpot_ms`); errors in a file (with context) keep the file's key names.
 fn user_message(e: &anyhow::Error) -> String {
@@ -121,6 +135,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Tables fit the terminal; pipes and files get every column. The explorer renders for browsers.
+    if !matches!(cli.command, Some(Command::Serve(_))) {
+        if let Some(w) = table_width(&cli) {
+            llm_ledger_report::render::fit_tables_to(w);
+        }
+    }
     let written = run(cli).map(|out| {
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush())

@@ -205,6 +205,8 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         (_, "at") => s(&["layer.0"]),
         (_, "format") => s(&["json"]),
         (_, "tile") => s(&["128x128x64"]),
+        (_, "wide") => vec![],
+        (_, "width") => s(&["100"]),
         _ => panic!("no valid value known for `{sub} --{flag}`: add one to this table"),
     };
     let mut args = vec![format!("--{flag}")];
@@ -258,4 +260,76 @@ fn issue_11_the_reproductions_are_not_listed() {
     for d in ["[default: llama-3-8b]", "[default: h100-sxm]", "[default: 1]", "[default: 2048]"] {
         assert!(help.contains(d), "{d}");
     }
+}
+
+// ---- item 17: tables fit the terminal and no line ends in a space ----
+
+/// Every report type, as the commands print it.
+const REPORTS: &[&[&str]] = &[
+    &["ledger"],
+    &["ledger", "--tp", "2"],
+    &["models"],
+    &["gpus"],
+    &["sweep", "--batch", "1,8"],
+    &["sweep", "--gpu", "h100-sxm,h200"],
+    &["kv"],
+    &["levers"],
+    &["latency"],
+    &["cost", "--tpot-ms", "20"],
+    &["measure", "--step-ms", "10"],
+    &["advise"],
+    &["zoom"],
+    &["zoom", "--at", "layer.0.mlp.up.tiles"],
+    &["tile", "--m", "1", "--n", "14336", "--k", "4096"],
+    &["moe", "--model", "mixtral-8x7b"],
+    &["plan", "--tpot-ms", "50", "--max-gpus", "8"],
+];
+
+#[test]
+fn issue_11_no_line_of_a_table_or_markdown_ends_in_a_space() {
+    for report in REPORTS {
+        for extra in [&["--format", "table"][..], &["--format", "md"], &["--width", "100"]] {
+            let mut args = report.to_vec();
+            args.extend(extra);
+            let (code, out, err) = run(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            for (i, line) in out.lines().enumerate() {
+                assert!(!line.ends_with(' '), "{args:?} line {}: {line:?}", i + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn issue_11_tables_fit_a_forced_width_and_say_what_they_hid() {
+    // Output to a pipe is never cut: every column, as before.
+    let (_, full, _) = run(&["gpus"]);
+    assert!(full.lines().map(|l| l.chars().count()).max().unwrap() > 200);
+    assert!(full.contains("description") && !full.contains("hidden to fit"));
+    for args in [
+        &["gpus"][..],
+        &["plan", "--tpot-ms", "50", "--max-gpus", "8"],
+        &["tile", "--m", "1", "--n", "14336", "--k", "4096"],
+        &["advise"],
+        &["models"],
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--width", "100"]);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 100, "{a:?}: {} columns: {line}", line.chars().count());
+        }
+    }
+    let (_, narrow, _) = run(&["gpus", "--width", "100"]);
+    assert!(
+        narrow.contains(
+            "hidden to fit the terminal: ridge fp8; SMs; links, each way; description (--wide shows every column)"
+        ),
+        "{narrow}"
+    );
+    assert!(narrow.contains(" h100-sxm ") && narrow.contains("3.35 TB/s"), "the important columns stay");
+    // --wide wins over nothing, and --width with --wide is refused.
+    assert_eq!(run(&["gpus", "--wide"]).1, full);
+    assert!(fails(&["gpus", "--wide", "--width", "80"]).contains("cannot be used with"));
 }

@@ -37,7 +37,7 @@ impl Report for AdviseReport {
         title.extend(a.lines.iter().cloned());
         title.push(String::new());
         title.push("Levers, ranked by cost per token saved:".into());
-        HumanTable { title, header, rows, right_aligned: (2..=8).collect(), footer }
+        HumanTable { title, header, rows, right_aligned: (2..=8).collect(), footer, ..Default::default() }
     }
 }
 

@@ -190,6 +190,8 @@ impl Report for CostReport {
                 .to_vec(),
             rows,
             right_aligned: (1..=8).collect(),
+            // Hidden first on a narrow terminal: memory, then the dollar columns, then TTFT and tok/s.
+            priority: vec![0, 0, 1, 0, 1, 2, 2, 2, 3, 0],
             footer: vec![
                 format!("${}/GPU-hour: {source}", self.usd_per_hour),
                 "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch".into(),

@@ -10,6 +10,7 @@ pub fn facts_table(title: Vec<String>, facts: Vec<(&str, String)>, footer: Vec<S
         rows: facts.into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
         right_aligned: Vec::new(),
         footer,
+        ..Default::default()
     }
 }
 

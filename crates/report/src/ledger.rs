@@ -403,6 +403,6 @@ impl Report for LedgerReport {
             header[7] = "HBM bytes".into();
             right_aligned.push(11);
         }
-        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer }
+        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, ..Default::default() }
     }
 }

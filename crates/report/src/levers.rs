@@ -129,7 +129,14 @@ impl Report for LeverReport {
         footer.push(
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
-        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned: (2..=8).collect(), footer }
+        HumanTable {
+            title: vec![self.inputs.headline()],
+            header,
+            rows,
+            right_aligned: (2..=8).collect(),
+            footer,
+            ..Default::default()
+        }
     }
 }
 

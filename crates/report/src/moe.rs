@@ -222,6 +222,13 @@ impl Report for MoeReport {
         if with_model {
             footer.push("expert weights read = experts touched × one expert's weights × MoE layers; the step reads the union, not k experts".into());
         }
-        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer }
+        HumanTable {
+            title: vec![title],
+            right_aligned: (0..header.len()).collect(),
+            header,
+            rows,
+            footer,
+            ..Default::default()
+        }
     }
 }

@@ -602,6 +602,13 @@ impl Report for ZoomReport {
         if let Some(c) = next.and_then(|c| c.path.as_deref()) {
             footer.push(format!("zoom in: --at {c}"));
         }
-        HumanTable { title, header: header.into_iter().map(String::from).collect(), rows, right_aligned: right, footer }
+        HumanTable {
+            title,
+            header: header.into_iter().map(String::from).collect(),
+            rows,
+            right_aligned: right,
+            footer,
+            ..Default::default()
+        }
     }
 }
