@@ -9,7 +9,7 @@ use llm_ledger_core::ScenarioRequest;
 #[derive(Debug, Parser)]
 #[command(name = "llm-ledger", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do (default: `ledger` with the seed's scenario).
+    /// What to do (default: `ledger` with the default scenario).
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Tables: every column, however wide (the default when stdout is not a terminal).
@@ -42,7 +42,7 @@ pub enum Command {
     Latency(LatencyArgs),
     /// Dollars per million tokens at a batch, and the cheapest batch under a TPOT bound.
     Cost(CostArgs),
-    /// MBU and MFU of a measured step against the ledger, with the seed's reading.
+    /// MBU and MFU of a measured step against the ledger, and what they mean for the next step.
     Measure(MeasureArgs),
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
@@ -176,9 +176,9 @@ pub struct SetupArgs {
     /// Logits for the last token of each sequence (default) or all tokens.
     #[arg(long)]
     pub logits: Option<String>,
-    /// Counting: full (default: every operator) or reference (also `seed`): only the weight and KV
+    /// Counting: full (default: every operator) or seed (also `reference`): only the weight and KV
     /// reads of the q/k/v/o and MLP projections, attention and lm_head, as the reference decode
-    /// calculator counts them (the project's seed document 004).
+    /// calculator counts them (the project's seed document 004, README "The reference calculator").
     #[arg(long)]
     pub counting: Option<String>,
     /// MLA execution form: auto (absorbed in decode, naive in prefill), naive or absorbed.

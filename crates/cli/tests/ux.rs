@@ -333,3 +333,49 @@ fn issue_11_tables_fit_a_forced_width_and_say_what_they_hid() {
     assert_eq!(run(&["gpus", "--wide"]).1, full);
     assert!(fails(&["gpus", "--wide", "--width", "80"]).contains("cannot be used with"));
 }
+
+// ---- item 20: conventions named for what they are ----
+
+/// Mentions of the seed documents that do not define them: `seed 004`, `the seed's`, … (a
+/// definition reads `seed document 004`).
+fn undefined_seed_mentions(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    ["seed 00", "seed's", "seed rule", "(seed)", "seed:"]
+        .iter()
+        .flat_map(|p| {
+            lower.match_indices(p).map(|(i, _)| lower[i.saturating_sub(30)..(i + 30).min(lower.len())].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn issue_11_help_output_and_docs_name_the_reference_calculator() {
+    let mut texts = vec![("--help".to_string(), run(&["--help"]).1)];
+    for sub in
+        ["ledger", "sweep", "kv", "levers", "latency", "cost", "measure", "advise", "zoom", "tile", "moe", "plan"]
+    {
+        texts.push((format!("{sub} --help"), run(&[sub, "--help"]).1));
+    }
+    for report in REPORTS {
+        texts.push((report.join(" "), run(report).1));
+    }
+    texts.push(("ledger --counting seed".into(), run(&["ledger", "--counting", "seed"]).1));
+    let root = repo_root();
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()));
+    for page in pages.into_iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
+        texts.push((page.display().to_string(), std::fs::read_to_string(&page).unwrap()));
+    }
+    let mut bare = Vec::new();
+    for (name, text) in &texts {
+        bare.extend(undefined_seed_mentions(text).into_iter().map(|m| format!("{name}: …{m}…")));
+    }
+    assert!(bare.is_empty(), "seed documents named without a definition:\n{}", bare.join("\n"));
+    // The README defines the name the tool uses.
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("**The reference calculator.**") && readme.contains("(seed\ndocument 004)"));
+    // The counting help says what it counts, and `reference` is the same convention as `seed`.
+    let help = run(&["ledger", "--help"]).1;
+    assert!(help.contains("only the weight and KV reads of the q/k/v/o and MLP projections, attention and lm_head"));
+    assert_eq!(run(&["ledger", "--counting", "reference"]).1, run(&["ledger", "--counting", "seed"]).1);
+}

@@ -321,7 +321,7 @@ fn scope_word(s: llm_ledger_core::parallel::LinkScope) -> &'static str {
 pub fn counting_note(sc: &Scenario) -> String {
     let w = &sc.workload;
     match w.counting {
-        Counting::Seed => "counting seed: exactly seed 004's rows and bytes (weights and KV reads; no minor operators, activations or KV writes)".into(),
+        Counting::Seed => "counting seed (the reference calculator's): only the weight and KV reads of the projections, attention and lm_head; no minor operators, activations or KV writes".into(),
         Counting::Full => {
             let attn = if w.flash_attention { "FlashAttention (scores stay on chip)" } else { "unfused attention (scores and probabilities go through HBM)" };
             let causal = match (w.phase, w.causal) {

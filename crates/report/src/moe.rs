@@ -213,7 +213,7 @@ impl Report for MoeReport {
             None => format!("{} experts, top-{} · routing {} · {}", self.experts, self.top_k, self.routing, self.phase),
         };
         let mut footer = vec![
-            "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), seed 004)".into(),
+            "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), the reference calculator's formula)".into(),
             "tokens/expert = N·k ÷ experts touched (each expert GEMM's M); busiest expert = N · max p_i".into(),
         ];
         if self.phase == "prefill" {
