@@ -1,5 +1,7 @@
 //! `llm-ledger`: the command-line front end. Parses flags, reads files, calls the core and prints
-//! a report. Every user error is one line on stderr and exit code 2.
+//! a report. Every user error is one line on stderr and exit code 2 (a usage error keeps clap's
+//! content: the missing argument, the "did you mean" tip). Output that cannot be written (a full
+//! disk) is one line and exit code 1; a closed pipe (`| head`) is not an error.
 
 mod cli;
 mod commands;

@@ -398,11 +398,14 @@ impl Report for LedgerReport {
                 .map(String::from)
                 .to_vec();
         let mut right_aligned: Vec<usize> = (1..=10).collect();
+        // On a narrow terminal the byte breakdown goes first; op, FLOPs, bytes, time and bound stay.
+        let mut priority = vec![0, 2, 1, 3, 3, 3, 0, 2, 3, 0, 1, 0];
         if parallel {
             header.insert(6, "link".into());
             header[7] = "HBM bytes".into();
             right_aligned.push(11);
+            priority.insert(6, 1);
         }
-        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, ..Default::default() }
+        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, priority }
     }
 }

@@ -85,6 +85,20 @@ impl LeverReport {
     }
 }
 
+/// Which lever columns a narrow terminal hides first: the explanation, then the side and memory;
+/// the lever, its step, speed-up and whether it fits stay.
+pub(crate) fn lever_priority(header: &[String]) -> Vec<u8> {
+    header
+        .iter()
+        .map(|h| match h.as_str() {
+            "lever" | "step" | "speedup" | "fits" => 0,
+            "batch" | "tok/s" | "per token" => 1,
+            "side" | "memory" => 2,
+            _ => 3,
+        })
+        .collect()
+}
+
 /// Human cells of a lever table (shared with `advise`).
 pub fn lever_table(
     baseline: &Outcome,
@@ -129,13 +143,14 @@ impl Report for LeverReport {
         footer.push(
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
+        let priority = lever_priority(&header);
         HumanTable {
             title: vec![self.inputs.headline()],
             header,
             rows,
             right_aligned: (2..=8).collect(),
             footer,
-            ..Default::default()
+            priority,
         }
     }
 }

@@ -222,13 +222,16 @@ impl Report for MoeReport {
         if with_model {
             footer.push("expert weights read = experts touched × one expert's weights × MoE layers; the step reads the union, not k experts".into());
         }
-        HumanTable {
-            title: vec![title],
-            right_aligned: (0..header.len()).collect(),
-            header,
-            rows,
-            footer,
-            ..Default::default()
-        }
+        // On a narrow terminal the batch, the experts touched and the step time stay longest.
+        let priority = header
+            .iter()
+            .map(|h| match h.as_str() {
+                "batch" | "experts touched" | "step" => 0,
+                "tokens/expert" | "expert weights read" | "tok/s" => 1,
+                "of all" | "expert FLOP/B" => 3,
+                _ => 2,
+            })
+            .collect();
+        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer, priority }
     }
 }
