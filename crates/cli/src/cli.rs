@@ -246,16 +246,16 @@ pub struct LinkArgs {
 /// A deployment over several GPUs.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ParallelArgs {
-    /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways (default 1).
+    /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub tp: Option<String>,
-    /// Pipeline stages: contiguous runs of layers (default 1).
+    /// Pipeline stages: contiguous runs of layers.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub pp: Option<String>,
-    /// Expert-parallel groups: routed experts spread over them, attention data-parallel (default 1).
+    /// Expert-parallel groups: routed experts spread over them, attention data-parallel.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub ep: Option<String>,
-    /// Data-parallel replicas of the whole layout (default 1).
+    /// Data-parallel replicas of the whole layout.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub dp: Option<String>,
     /// Pipeline micro-batches (default: the stages, at most one per sequence).
@@ -646,7 +646,7 @@ pub struct TileArgs {
 /// Each comes from the constant the resolver uses, so the default is written once; a flag whose
 /// help already states its own default (`moe --batch`) keeps it.
 fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
-    use llm_ledger_core::parallel::DEFAULT_LINK_EFFICIENCY;
+    use llm_ledger_core::parallel::{ParallelSpec, DEFAULT_LINK_EFFICIENCY};
     use llm_ledger_core::scenario::{DEFAULT_BATCH, DEFAULT_CTX, DEFAULT_GPU, DEFAULT_MODEL, DEFAULT_PHASE};
     use llm_ledger_core::serving::{DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_RESERVE_BYTES};
     use llm_ledger_core::Efficiency;
@@ -664,6 +664,10 @@ fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
         ("compute_efficiency", Efficiency::default().compute.to_string()),
         ("bandwidth_efficiency", Efficiency::default().bandwidth.to_string()),
         ("link_efficiency", DEFAULT_LINK_EFFICIENCY.to_string()),
+        ("tp", ParallelSpec::default().tp.to_string()),
+        ("pp", ParallelSpec::default().pp.to_string()),
+        ("ep", ParallelSpec::default().ep.to_string()),
+        ("dp", ParallelSpec::default().dp.to_string()),
         ("reserve", format!("{}GB", DEFAULT_RESERVE_BYTES / 1e9)),
         ("prompt", DEFAULT_PROMPT_TOKENS.to_string()),
         ("output", DEFAULT_OUTPUT_TOKENS.to_string()),
@@ -795,9 +799,8 @@ mod tests {
     fn issue_11_help_states_the_core_defaults_once() {
         let mut cmd = command();
         let ledger = cmd.find_subcommand_mut("ledger").unwrap().render_long_help().to_string();
-        for shown in
-            ["[default: llama-3-8b]", "[default: h100-sxm]", "[default: 1]", "[default: 2048]", "[default: 0.6]"]
-        {
+        assert!(ledger.contains("Sequences in the step [default: 1]"), "{ledger}");
+        for shown in ["[default: llama-3-8b]", "[default: h100-sxm]", "[default: 2048]", "[default: 0.6]"] {
             assert_eq!(ledger.matches(shown).count(), 1, "{shown}\n{ledger}");
         }
         let cost = cmd.find_subcommand_mut("cost").unwrap().render_long_help().to_string();
