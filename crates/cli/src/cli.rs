@@ -32,7 +32,8 @@ pub enum Command {
     /// List the GPU catalogue with peaks and ridge points.
     Gpus(ListArgs),
     /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
-    /// step time, tokens/s, intensity, largest row, memory and whether it fits.
+    /// step time, tokens/s, intensity, largest row, memory and whether it fits; lists in `--gpu`,
+    /// `--weights` and `--kv` compare them as series.
     Sweep(SweepArgs),
     /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
     Kv(StepArgs),
