@@ -9,9 +9,16 @@ use llm_ledger_core::ScenarioRequest;
 #[derive(Debug, Parser)]
 #[command(name = "llm-ledger", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do (default: `ledger` with the seed's scenario).
+    /// What to do (default: `ledger` with the default scenario).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Tables: every column, however wide (the default when stdout is not a terminal).
+    #[arg(long, global = true, help_heading = "Table width")]
+    pub wide: bool,
+    /// Tables: fit this many columns, hiding the less important ones (default: the terminal's
+    /// width, or $COLUMNS, when stdout is a terminal).
+    #[arg(long, global = true, value_name = "COLUMNS", conflicts_with = "wide", help_heading = "Table width")]
+    pub width: Option<usize>,
 }
 
 /// Subcommands. (Parsed once per run, so the size of the scenario variants does not matter.)
@@ -25,7 +32,8 @@ pub enum Command {
     /// List the GPU catalogue with peaks and ridge points.
     Gpus(ListArgs),
     /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
-    /// step time, tokens/s, intensity, largest row, memory and whether it fits.
+    /// step time, tokens/s, intensity, largest row, memory and whether it fits; lists in `--gpu`,
+    /// `--weights` and `--kv` compare them as series.
     Sweep(SweepArgs),
     /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
     Kv(StepArgs),
@@ -35,7 +43,7 @@ pub enum Command {
     Latency(LatencyArgs),
     /// Dollars per million tokens at a batch, and the cheapest batch under a TPOT bound.
     Cost(CostArgs),
-    /// MBU and MFU of a measured step against the ledger, with the seed's reading.
+    /// MBU and MFU of a measured step against the ledger, and what they mean for the next step.
     Measure(MeasureArgs),
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
@@ -96,9 +104,44 @@ pub struct ListArgs {
     pub output: OutputArgs,
 }
 
-/// The inputs of one scenario.
-#[derive(Debug, Clone, Default, Args)]
+/// The inputs of one scenario, gathered from a command's flag groups for the resolver
+/// (`inputs::scenario`). A command fills only the fields of the groups it accepts.
+#[derive(Debug, Clone, Default)]
 pub struct ScenarioArgs {
+    pub model: Option<String>,
+    pub gpu: Option<String>,
+    pub gpu_file: Option<String>,
+    pub preset_file: Option<String>,
+    pub phase: Option<String>,
+    pub batch: Option<String>,
+    pub ctx: Option<String>,
+    pub contexts: Option<String>,
+    pub histogram: Option<String>,
+    pub weights: Option<String>,
+    pub kv: Option<String>,
+    pub activations: Option<String>,
+    pub gemm_activations: Option<String>,
+    pub flash: Option<String>,
+    pub causal: Option<String>,
+    pub logits: Option<String>,
+    pub counting: Option<String>,
+    pub mla: Option<String>,
+    pub compute_efficiency: Option<String>,
+    pub bandwidth_efficiency: Option<String>,
+    pub zipf: Option<String>,
+    pub expert_loads: Option<String>,
+    pub tp: Option<String>,
+    pub pp: Option<String>,
+    pub ep: Option<String>,
+    pub dp: Option<String>,
+    pub micro_batches: Option<String>,
+    pub interconnect: Option<String>,
+    pub link_efficiency: Option<String>,
+}
+
+/// The model, the GPU and how the step is computed: every scenario command takes these.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SetupArgs {
     /// Model: a preset name, or a path to a config.json (or a directory holding one).
     #[arg(long, short = 'm', value_name = "NAME|PATH")]
     pub model: Option<String>,
@@ -111,21 +154,6 @@ pub struct ScenarioArgs {
     /// Add the presets of a user preset file to the catalogue.
     #[arg(long, value_name = "FILE")]
     pub preset_file: Option<String>,
-    /// Phase: decode or prefill.
-    #[arg(long, short = 'p')]
-    pub phase: Option<String>,
-    /// Sequences in the step.
-    #[arg(long, short = 'b', allow_hyphen_values = true)]
-    pub batch: Option<String>,
-    /// Tokens per sequence: cached (decode) or prompt (prefill).
-    #[arg(long, short = 'c', allow_hyphen_values = true)]
-    pub ctx: Option<String>,
-    /// A mix of contexts instead of --batch/--ctx: `2048x8,32768x2` or `1000,2000,3000`.
-    #[arg(long, allow_hyphen_values = true)]
-    pub contexts: Option<String>,
-    /// A CSV histogram of contexts (`context,count` per line), e.g. from production logs.
-    #[arg(long, value_name = "FILE")]
-    pub histogram: Option<String>,
     /// Weight storage: fp32, bf16, fp16, fp8, fp8-b128, int8, int4, int4-g128, fp4, mxfp4, nvfp4
     /// (default: the checkpoint's quantization_config, else bf16).
     #[arg(long, short = 'w')]
@@ -149,16 +177,18 @@ pub struct ScenarioArgs {
     /// Logits for the last token of each sequence (default) or all tokens.
     #[arg(long)]
     pub logits: Option<String>,
-    /// Counting: full (default) or seed (exactly seed 004's rows: weights and KV only).
+    /// Counting: full (default: every operator) or seed (also `reference`): only the weight and KV
+    /// reads of the q/k/v/o and MLP projections, attention and lm_head, as the reference decode
+    /// calculator counts them (the project's seed document 004, README "The reference calculator").
     #[arg(long)]
     pub counting: Option<String>,
     /// MLA execution form: auto (absorbed in decode, naive in prefill), naive or absorbed.
     #[arg(long)]
     pub mla: Option<String>,
-    /// Achieved fraction of peak compute (default 0.6).
+    /// Achieved fraction of peak compute.
     #[arg(long, allow_hyphen_values = true)]
     pub compute_efficiency: Option<String>,
-    /// Achieved fraction of peak bandwidth (default 0.8).
+    /// Achieved fraction of peak bandwidth.
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
     /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
@@ -167,30 +197,135 @@ pub struct ScenarioArgs {
     /// Measured MoE routing: a CSV of per-expert loads (`expert,load` or one load per line).
     #[arg(long, value_name = "FILE")]
     pub expert_loads: Option<String>,
-    /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways (default 1).
+}
+
+/// The shape of one step: its phase and its sequences.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StepShapeArgs {
+    /// Phase: decode or prefill.
+    #[arg(long, short = 'p')]
+    pub phase: Option<String>,
+    /// Sequences in the step.
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+    /// Tokens per sequence: cached (decode) or prompt (prefill).
+    #[arg(long, short = 'c', allow_hyphen_values = true)]
+    pub ctx: Option<String>,
+    /// A mix of contexts instead of --batch/--ctx: `2048x8,32768x2` or `1000,2000,3000`.
+    #[arg(long, allow_hyphen_values = true)]
+    pub contexts: Option<String>,
+    /// A CSV histogram of contexts (`context,count` per line), e.g. from production logs.
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<String>,
+}
+
+/// The axes of a sweep (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SweepShapeArgs {
+    /// Phase: decode or prefill.
+    #[arg(long, short = 'p')]
+    pub phase: Option<String>,
+    /// Sequences per step: a value, a list or a range.
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+    /// Tokens per sequence, cached (decode) or prompt (prefill): a value, a list or a range.
+    #[arg(long, short = 'c', allow_hyphen_values = true)]
+    pub ctx: Option<String>,
+}
+
+/// Link flags of a deployment over several GPUs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LinkArgs {
+    /// Link between GPUs: nvlink (default where the GPU has it) or pcie.
+    #[arg(long, help_heading = "Parallel deployment")]
+    pub interconnect: Option<String>,
+    /// Achieved fraction of link bandwidth.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    pub link_efficiency: Option<String>,
+}
+
+/// A deployment over several GPUs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ParallelArgs {
+    /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub tp: Option<String>,
-    /// Pipeline stages: contiguous runs of layers (default 1).
+    /// Pipeline stages: contiguous runs of layers.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub pp: Option<String>,
-    /// Expert-parallel groups: routed experts spread over them, attention data-parallel (default 1).
+    /// Expert-parallel groups: routed experts spread over them, attention data-parallel.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub ep: Option<String>,
-    /// Data-parallel replicas of the whole layout (default 1).
+    /// Data-parallel replicas of the whole layout.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub dp: Option<String>,
     /// Pipeline micro-batches (default: the stages, at most one per sequence).
     #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
     pub micro_batches: Option<String>,
-    /// Link between GPUs: nvlink (default where the GPU has it) or pcie.
-    #[arg(long, help_heading = "Parallel deployment")]
-    pub interconnect: Option<String>,
-    /// Achieved fraction of link bandwidth (default 0.8).
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
-    pub link_efficiency: Option<String>,
+    #[command(flatten)]
+    pub link: LinkArgs,
+}
+
+impl SetupArgs {
+    /// The scenario of these flags alone (the step shape and the layout at their defaults).
+    pub fn scenario(&self) -> ScenarioArgs {
+        let s = self.clone();
+        ScenarioArgs {
+            model: s.model,
+            gpu: s.gpu,
+            gpu_file: s.gpu_file,
+            preset_file: s.preset_file,
+            weights: s.weights,
+            kv: s.kv,
+            activations: s.activations,
+            gemm_activations: s.gemm_activations,
+            flash: s.flash,
+            causal: s.causal,
+            logits: s.logits,
+            counting: s.counting,
+            mla: s.mla,
+            compute_efficiency: s.compute_efficiency,
+            bandwidth_efficiency: s.bandwidth_efficiency,
+            zipf: s.zipf,
+            expert_loads: s.expert_loads,
+            ..Default::default()
+        }
+    }
 }
 
 impl ScenarioArgs {
+    /// With a step's shape.
+    pub fn with_shape(self, a: &StepShapeArgs) -> ScenarioArgs {
+        let a = a.clone();
+        ScenarioArgs {
+            phase: a.phase,
+            batch: a.batch,
+            ctx: a.ctx,
+            contexts: a.contexts,
+            histogram: a.histogram,
+            ..self
+        }
+    }
+
+    /// With a deployment over several GPUs.
+    pub fn with_parallel(self, a: &ParallelArgs) -> ScenarioArgs {
+        let a = a.clone();
+        ScenarioArgs {
+            tp: a.tp,
+            pp: a.pp,
+            ep: a.ep,
+            dp: a.dp,
+            micro_batches: a.micro_batches,
+            ..self.with_link(&a.link)
+        }
+    }
+
+    /// With the link flags alone.
+    pub fn with_link(self, a: &LinkArgs) -> ScenarioArgs {
+        let a = a.clone();
+        ScenarioArgs { interconnect: a.interconnect, link_efficiency: a.link_efficiency, ..self }
+    }
+
     /// The text inputs for the core's resolver (file-backed inputs are handled by `inputs`).
     pub fn request(&self) -> ScenarioRequest {
         ScenarioRequest {
@@ -229,7 +364,11 @@ impl ScenarioArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct LedgerArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: StepShapeArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Output format: table, json, csv or md.
     #[arg(long, short = 'f', default_value = "table")]
     pub format: String,
@@ -241,8 +380,8 @@ pub struct LedgerArgs {
 /// The runtime reserve option.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ReserveArgs {
-    /// Memory kept back for the CUDA context, allocator and buffers: bytes or `2GB`, `1.5GiB`
-    /// (default 2 GB).
+    /// Memory kept back for the CUDA context, allocator and buffers: a size with a unit, `2GB`,
+    /// `1.5GiB`, `512MB`.
     #[arg(long, allow_hyphen_values = true)]
     pub reserve: Option<String>,
 }
@@ -250,10 +389,10 @@ pub struct ReserveArgs {
 /// The request shape.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RequestArgs {
-    /// Prompt tokens per request (default 2048).
+    /// Prompt tokens per request.
     #[arg(long, allow_hyphen_values = true)]
     pub prompt: Option<String>,
-    /// Output tokens per request (default 256).
+    /// Output tokens per request.
     #[arg(long, allow_hyphen_values = true)]
     pub output: Option<String>,
 }
@@ -266,33 +405,55 @@ pub struct PriceArgs {
     pub usd_per_hour: Option<String>,
 }
 
-/// `sweep`, `kv` and `levers` options (in `sweep`, `--batch` and `--ctx` take lists and ranges).
+/// `kv` and `levers` options: one step on one GPU.
 #[derive(Debug, Clone, Args)]
 pub struct StepArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: StepShapeArgs,
     #[command(flatten)]
     pub reserve: ReserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
-/// `sweep` options.
+/// `sweep` options (`--gpu`, `--weights` and `--kv` may list several values: one series each).
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     #[command(flatten)]
-    pub step: StepArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: SweepShapeArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also write the batch curve (SVG: step time and tokens/s against batch, with the memory wall
     /// and the KV crossover) to FILE; needs one --ctx value and at most 4,096 batch sizes.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<String>,
 }
 
-/// `latency` options (`--batch` is the number of concurrent requests).
+/// The concurrency of the economics commands.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConcurrencyArgs {
+    /// Concurrent requests, decoded together.
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+}
+
+/// `latency` options (the steps come from --prompt and --output).
 #[derive(Debug, Clone, Args)]
 pub struct LatencyArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
@@ -301,11 +462,15 @@ pub struct LatencyArgs {
     pub output: OutputArgs,
 }
 
-/// `cost` options.
+/// `cost` options (the steps come from --prompt and --output).
 #[derive(Debug, Clone, Args)]
 pub struct CostArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
@@ -323,7 +488,11 @@ pub struct CostArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: StepShapeArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Measured step time, milliseconds.
     #[arg(long, allow_hyphen_values = true, required_unless_present = "tokens_per_s", conflicts_with = "tokens_per_s")]
     pub step_ms: Option<String>,
@@ -338,7 +507,9 @@ pub struct MeasureArgs {
 #[derive(Debug, Clone, Args)]
 pub struct AdviseArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: StepShapeArgs,
     #[command(flatten)]
     pub price: PriceArgs,
     #[command(flatten)]
@@ -347,11 +518,29 @@ pub struct AdviseArgs {
     pub output: OutputArgs,
 }
 
-/// `moe` options (`--batch` takes lists and ranges, default `1,2,4,8,16,32,64,128`).
+/// The batch axis of `moe`, with the rest of its step.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MoeShapeArgs {
+    /// Phase: decode or prefill.
+    #[arg(long, short = 'p')]
+    pub phase: Option<String>,
+    /// Sequences per step: a list or a range (default 1,2,4,8,16,32,64,128).
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+    /// Tokens per sequence: cached (decode) or prompt (prefill).
+    #[arg(long, short = 'c', allow_hyphen_values = true)]
+    pub ctx: Option<String>,
+}
+
+/// `moe` options.
 #[derive(Debug, Clone, Args)]
 pub struct MoeArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: MoeShapeArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Routed experts E, without a model.
     #[arg(long, allow_hyphen_values = true)]
     pub experts: Option<String>,
@@ -362,15 +551,30 @@ pub struct MoeArgs {
     pub output: OutputArgs,
 }
 
-/// `plan` options (`--batch` takes lists and ranges: the candidate batches; default every batch).
+/// The decode step a plan sizes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PlanShapeArgs {
+    /// The candidate batches: a list or a range (default every batch that fits).
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    pub batch: Option<String>,
+    /// Cached tokens per sequence.
+    #[arg(long, short = 'c', allow_hyphen_values = true)]
+    pub ctx: Option<String>,
+}
+
+/// `plan` options (it searches the layouts itself: only the link flags of a deployment apply).
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: PlanShapeArgs,
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// Upper bound on the time per output token, milliseconds.
     #[arg(long, allow_hyphen_values = true, required = true)]
     pub tpot_ms: Option<String>,
-    /// Most GPUs per replica (default 64).
+    /// Most GPUs per replica.
     #[arg(long, allow_hyphen_values = true)]
     pub max_gpus: Option<String>,
     #[command(flatten)]
@@ -385,7 +589,11 @@ pub struct PlanArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ZoomArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub shape: StepShapeArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Node to show: model, embedding, layer.N, layer.N.attn, layer.N.mlp.up, layer.N.mlp.up.tiles,
     /// final_norm, lm_head, lm_head.tiles …
     #[arg(long, default_value = "model", value_name = "PATH")]
@@ -407,7 +615,7 @@ pub struct TileArgs {
     /// Reduction dimension (input features).
     #[arg(long, allow_hyphen_values = true)]
     pub k: String,
-    /// GPU: a catalogue name, or a path to a GPU file (its first entry) (default h100-sxm).
+    /// GPU: a catalogue name, or a path to a GPU file (its first entry).
     #[arg(long, short = 'g', value_name = "NAME|PATH")]
     pub gpu: Option<String>,
     /// Add the GPUs of a user GPU file to the catalogue.
@@ -425,15 +633,157 @@ pub struct TileArgs {
     /// Storage of C, the output (default: the activations' precision).
     #[arg(long)]
     pub output: Option<String>,
-    /// Achieved fraction of peak compute (default 0.6).
+    /// Achieved fraction of peak compute.
     #[arg(long, allow_hyphen_values = true)]
     pub compute_efficiency: Option<String>,
-    /// Achieved fraction of peak bandwidth (default 0.8).
+    /// Achieved fraction of peak bandwidth.
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
     /// Output format: table, json, csv (the candidates) or md.
     #[arg(long, short = 'f', default_value = "table")]
     pub format: String,
+}
+
+/// The defaults the core applies to a subcommand's flags, shown in `--help` as `[default: …]`.
+/// Each comes from the constant the resolver uses, so the default is written once; a flag whose
+/// help already states its own default (`moe --batch`) keeps it.
+fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
+    use llm_ledger_core::parallel::{ParallelSpec, DEFAULT_LINK_EFFICIENCY};
+    use llm_ledger_core::scenario::{DEFAULT_BATCH, DEFAULT_CTX, DEFAULT_GPU, DEFAULT_MODEL, DEFAULT_PHASE};
+    use llm_ledger_core::serving::{DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_RESERVE_BYTES};
+    use llm_ledger_core::Efficiency;
+    use llm_ledger_report::sweep::{DEFAULT_BATCH_AXIS, DEFAULT_CTX_AXIS};
+    let (batch, ctx) = match subcommand {
+        "sweep" => (DEFAULT_BATCH_AXIS.to_string(), DEFAULT_CTX_AXIS.to_string()),
+        _ => (DEFAULT_BATCH.to_string(), DEFAULT_CTX.to_string()),
+    };
+    vec![
+        ("model", DEFAULT_MODEL.to_string()),
+        ("gpu", DEFAULT_GPU.to_string()),
+        ("phase", DEFAULT_PHASE.to_string()),
+        ("batch", batch),
+        ("ctx", ctx),
+        ("compute_efficiency", Efficiency::default().compute.to_string()),
+        ("bandwidth_efficiency", Efficiency::default().bandwidth.to_string()),
+        ("link_efficiency", DEFAULT_LINK_EFFICIENCY.to_string()),
+        ("tp", ParallelSpec::default().tp.to_string()),
+        ("pp", ParallelSpec::default().pp.to_string()),
+        ("ep", ParallelSpec::default().ep.to_string()),
+        ("dp", ParallelSpec::default().dp.to_string()),
+        ("reserve", format!("{}GB", DEFAULT_RESERVE_BYTES / 1e9)),
+        ("prompt", DEFAULT_PROMPT_TOKENS.to_string()),
+        ("output", DEFAULT_OUTPUT_TOKENS.to_string()),
+        ("max_gpus", crate::commands::plan::DEFAULT_MAX_GPUS.to_string()),
+    ]
+}
+
+/// The command-line definition with the core's defaults written into the help.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
+            for (id, default) in help_defaults(&name) {
+                let help = sub.get_arguments().find(|a| a.get_id() == id).map(|a| a.get_help().map(|h| h.to_string()));
+                match help {
+                    Some(h) if !h.as_deref().unwrap_or("").contains("default") => {
+                        let h = h.unwrap_or_default();
+                        sub = sub.mut_arg(id, |a| a.help(format!("{h} [default: {default}]")));
+                    }
+                    _ => {}
+                }
+            }
+            sub
+        });
+    }
+    cmd
+}
+
+/// The flag a field name of the core's errors is typed as (`tpot_ms` → `--tpot-ms`), from the
+/// command-line definition itself: the field names are the flags' ids. `None` for names that are
+/// not flags (config.json keys such as `hidden_size`).
+pub fn flag_of(field: &str) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let long = cmd
+        .get_subcommands()
+        .flat_map(|s| s.get_arguments())
+        .find(|a| a.get_id() == field)
+        .and_then(|a| a.get_long())
+        .map(|l| format!("--{l}"));
+    long
+}
+
+impl LedgerArgs {
+    /// The scenario these flags describe.
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_shape(&self.shape).with_parallel(&self.parallel)
+    }
+}
+
+impl StepArgs {
+    /// The scenario these flags describe (one GPU).
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_shape(&self.shape)
+    }
+}
+
+impl SweepArgs {
+    /// The scenario of the sweep's series flags, without the axes (`--batch`, `--ctx`).
+    pub fn base(&self) -> ScenarioArgs {
+        ScenarioArgs { phase: self.shape.phase.clone(), ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+}
+
+impl LatencyArgs {
+    /// The scenario these flags describe (its steps come from the request shape).
+    pub fn scenario(&self) -> ScenarioArgs {
+        ScenarioArgs { batch: self.concurrency.batch.clone(), ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+}
+
+impl CostArgs {
+    /// The scenario these flags describe (its steps come from the request shape).
+    pub fn scenario(&self) -> ScenarioArgs {
+        ScenarioArgs { batch: self.concurrency.batch.clone(), ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+}
+
+impl MeasureArgs {
+    /// The scenario these flags describe.
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_shape(&self.shape).with_parallel(&self.parallel)
+    }
+}
+
+impl AdviseArgs {
+    /// The scenario these flags describe (one GPU).
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_shape(&self.shape)
+    }
+}
+
+impl MoeArgs {
+    /// The scenario of the rest of the step, without the batch axis.
+    pub fn base(&self) -> ScenarioArgs {
+        let sh = self.shape.clone();
+        ScenarioArgs { phase: sh.phase, ctx: sh.ctx, ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+}
+
+impl PlanArgs {
+    /// The scenario of the plan, without the batch candidates (`--batch`).
+    pub fn base(&self) -> ScenarioArgs {
+        ScenarioArgs { ctx: self.shape.ctx.clone(), ..self.setup.scenario().with_link(&self.link) }
+    }
+}
+
+impl ZoomArgs {
+    /// The scenario these flags describe.
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_shape(&self.shape).with_parallel(&self.parallel)
+    }
 }
 
 #[cfg(test)]
@@ -444,5 +794,28 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn issue_11_help_states_the_core_defaults_once() {
+        let mut cmd = command();
+        let ledger = cmd.find_subcommand_mut("ledger").unwrap().render_long_help().to_string();
+        assert!(ledger.contains("Sequences in the step [default: 1]"), "{ledger}");
+        for shown in ["[default: llama-3-8b]", "[default: h100-sxm]", "[default: 2048]", "[default: 0.6]"] {
+            assert_eq!(ledger.matches(shown).count(), 1, "{shown}\n{ledger}");
+        }
+        let cost = cmd.find_subcommand_mut("cost").unwrap().render_long_help().to_string();
+        assert!(cost.contains("[default: 2GB]") && cost.contains("[default: 256]"), "{cost}");
+        let moe = cmd.find_subcommand_mut("moe").unwrap().render_long_help().to_string();
+        assert!(moe.contains("(default 1,2,4,8,16,32,64,128)") && !moe.contains("128) [default"), "{moe}");
+    }
+
+    #[test]
+    fn issue_11_core_field_names_map_to_the_flags_as_typed() {
+        assert_eq!(flag_of("tpot_ms").as_deref(), Some("--tpot-ms"));
+        assert_eq!(flag_of("compute_efficiency").as_deref(), Some("--compute-efficiency"));
+        assert_eq!(flag_of("batch").as_deref(), Some("--batch"));
+        assert_eq!(flag_of("hidden_size"), None);
     }
 }

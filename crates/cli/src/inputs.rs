@@ -94,7 +94,7 @@ fn gpu_file(path: &str) -> Result<Gpu> {
 pub fn gpu(arg: Option<&str>, gpu_file_arg: Option<&str>) -> Result<Arc<Gpu>> {
     match arg {
         Some(g) if looks_like_path(g) => Ok(Arc::new(gpu_file(g)?)),
-        g => Ok(catalog(gpu_file_arg, None)?.gpu(g.unwrap_or("h100-sxm"))?),
+        g => Ok(catalog(gpu_file_arg, None)?.gpu(g.unwrap_or(llm_ledger_core::scenario::DEFAULT_GPU))?),
     }
 }
 

@@ -1,13 +1,15 @@
 //! `llm-ledger`: the command-line front end. Parses flags, reads files, calls the core and prints
-//! a report. Every user error is one line on stderr and exit code 2.
+//! a report. Every user error is one line on stderr and exit code 2 (a usage error keeps clap's
+//! content: the missing argument, the "did you mean" tip). Output that cannot be written (a full
+//! disk) is one line and exit code 1; a closed pipe (`| head`) is not an error.
 
 mod cli;
 mod commands;
 mod inputs;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LedgerArgs};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 const HINT: &str = "hint: this is `llm-ledger ledger` with its defaults; try `llm-ledger ledger --batch 64 --ctx 8192`, `llm-ledger models`, `llm-ledger gpus` or `llm-ledger --help`";
@@ -37,28 +39,126 @@ fn run(cli: Cli) -> anyhow::Result<String> {
     }
 }
 
+/// A clap usage error as one line: the error line, the arguments it names and its tip, without the
+/// usage block and the "For more information" line; it points at the subcommand's help.
+fn usage_error_line(rendered: &str, subcommand: Option<&str>) -> String {
+    let mut line = String::new();
+    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if l.starts_with("Usage: ") || l.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(l);
+    }
+    if line.is_empty() {
+        line.push_str("error: invalid arguments");
+    }
+    match subcommand {
+        Some(sub) => format!("{line} (see `llm-ledger {sub} --help`)"),
+        None => format!("{line} (see `llm-ledger --help`)"),
+    }
+}
+
+/// The width tables are fitted to: `--width`, else (unless `--wide`) the terminal's when stdout is
+/// one ($COLUMNS first); `None` means every column.
+fn table_width(cli: &Cli) -> Option<usize> {
+    if cli.wide {
+        return None;
+    }
+    if let Some(w) = cli.width {
+        return Some(w.max(1));
+    }
+    let terminal = llm_ledger_report::render::terminal_width()?;
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|c| *c > 0);
+    Some(columns.unwrap_or(terminal))
+}
+
+/// An error as the user reads it: a core error about a scenario input names the flag as typed
+/// (`--tpot-ms`, not `tpot_ms`); errors in a file (with context) keep the file's key names.
+fn user_message(e: &anyhow::Error) -> String {
+    use llm_ledger_core::Error as CoreError;
+    let Some(core) = e.downcast_ref::<CoreError>().filter(|_| e.chain().count() == 1) else {
+        return format!("{e:#}");
+    };
+    // `prompt + output` names two flags.
+    let flags = |field: &str| -> String {
+        let parts: Option<Vec<String>> = field.split(" + ").map(cli::flag_of).collect();
+        parts.map(|p| p.join(" + ")).unwrap_or_else(|| field.to_string())
+    };
+    let renamed = match core.clone() {
+        CoreError::InvalidField { field, value, expected } => {
+            CoreError::InvalidField { field: flags(&field), value, expected }
+        }
+        CoreError::MissingField { field, context } => CoreError::MissingField { field: flags(&field), context },
+        // `precision for `kv``: the backquoted name is the field.
+        CoreError::UnknownName { what, name, accepted } => {
+            let what = match what.split('`').nth(1) {
+                Some(field) => what.replace(&format!("`{field}`"), &format!("`{}`", flags(field))),
+                None => what,
+            };
+            CoreError::UnknownName { what, name, accepted }
+        }
+        other => other,
+    };
+    renamed.to_string()
+}
+
+/// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a
+/// user error is 2. Renders as one line, `cannot write output: No space left on device`.
+#[derive(Debug)]
+pub struct OutputError(pub std::io::Error);
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let msg = self.0.to_string();
+        let msg = match self.0.raw_os_error() {
+            Some(code) => msg.strip_suffix(&format!(" (os error {code})")).map(str::to_string).unwrap_or(msg),
+            None => msg,
+        };
+        write!(f, "cannot write output: {msg}")
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+/// Exit code of an [`OutputError`].
+const OUTPUT_FAILED: u8 = 1;
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{first} (see `llm-ledger --help`)");
+            let sub = std::env::args().nth(1).filter(|s| Cli::command().find_subcommand(s).is_some());
+            eprintln!("{}", usage_error_line(&e.render().to_string(), sub.as_deref()));
             return ExitCode::from(2);
         }
     };
-    match run(cli) {
-        Ok(out) => {
-            // A closed pipe (`| head`) is not an error.
-            let _ = std::io::stdout().lock().write_all(out.as_bytes());
-            ExitCode::SUCCESS
+    // Tables fit the terminal; pipes and files get every column. The explorer renders for browsers.
+    if !matches!(cli.command, Some(Command::Serve(_))) {
+        if let Some(w) = table_width(&cli) {
+            llm_ledger_report::render::fit_tables_to(w);
+        }
+    }
+    let written = run(cli).map(|out| {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush())
+    });
+    match written {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        // A closed pipe (`| head`) is not an error: the reader has what it wanted.
+        Ok(Err(e)) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", OutputError(e));
+            ExitCode::from(OUTPUT_FAILED)
         }
         Err(e) => {
-            let msg = format!("{e:#}");
+            let msg = user_message(&e);
             eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
-            ExitCode::from(2)
+            ExitCode::from(if e.is::<OutputError>() { OUTPUT_FAILED } else { 2 })
         }
     }
 }

@@ -60,6 +60,8 @@ enum Input {
     Args(&'static [&'static str]),
     /// A whole command line (subcommand first).
     Cmd(Vec<String>),
+    /// Plain arguments, the subcommand first.
+    Cli(&'static [&'static str]),
 }
 
 fn cases() -> Vec<(&'static str, Input, &'static str)> {
@@ -127,29 +129,29 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("histogram negative count", Histogram(b"context,count\n1024,-3\n".to_vec()), "invalid `histogram line 2`: \"-3\""),
         ("histogram empty", Histogram(b"context,count\n".to_vec()), "invalid `contexts`: an empty list (at least one sequence)"),
         ("histogram one column", Histogram(b"1024\n".to_vec()), "two columns: context,count"),
-        ("batch negative", Args(&["--batch", "-1"]), "invalid `batch`: \"-1\" (a non-negative integer)"),
-        ("batch zero", Args(&["--batch", "0"]), "invalid `batch`: 0 (an integer in 1..=1073741824)"),
-        ("batch absurd", Args(&["--batch", "99999999999"]), "invalid `batch`: 99999999999"),
-        ("ctx NaN", Args(&["--ctx", "NaN"]), "invalid `ctx`: \"NaN\""),
-        ("efficiency Infinity", Args(&["--bandwidth-efficiency", "inf"]), "invalid `bandwidth_efficiency`: \"inf\" (a finite number)"),
+        ("batch negative", Args(&["--batch", "-1"]), "invalid `--batch`: \"-1\" (a non-negative integer)"),
+        ("batch zero", Args(&["--batch", "0"]), "invalid `--batch`: 0 (an integer in 1..=1073741824)"),
+        ("batch absurd", Args(&["--batch", "99999999999"]), "invalid `--batch`: 99999999999"),
+        ("ctx NaN", Args(&["--ctx", "NaN"]), "invalid `--ctx`: \"NaN\""),
+        ("efficiency Infinity", Args(&["--bandwidth-efficiency", "inf"]), "invalid `--bandwidth-efficiency`: \"inf\" (a finite number)"),
         ("unknown GPU", Args(&["--gpu", "tpu-v9"]), "unknown GPU `tpu-v9`; accepted:"),
-        ("unknown precision", Args(&["--kv", "fp6"]), "unknown precision for `kv` `fp6`; accepted:"),
+        ("unknown precision", Args(&["--kv", "fp6"]), "unknown precision for `--kv` `fp6`; accepted:"),
         ("int4 activations", Args(&["--activations", "int4"]), "unknown activation precision `int4`; accepted: fp32, bf16, fp16, fp8, int8"),
-        ("contexts with batch", Args(&["--contexts", "10x2", "--batch", "4"]), "invalid `contexts`: given together with batch/ctx"),
-        ("contexts garbage", Args(&["--contexts", "10y2"]), "invalid `contexts`: \"10y2\""),
-        ("zipf negative", Args(&["--zipf", "-1"]), "invalid `zipf`: -1"),
-        ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)"),
+        ("contexts with batch", Args(&["--contexts", "10x2", "--batch", "4"]), "invalid `--contexts`: given together with batch/ctx"),
+        ("contexts garbage", Args(&["--contexts", "10y2"]), "invalid `--contexts`: \"10y2\""),
+        ("zipf negative", Args(&["--zipf", "-1"]), "invalid `--zipf`: -1"),
+        ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `--ctx`: 0 (a prompt of at least 1 token in prefill)"),
         ("sweep series past the point cap", Cmd(many_series), "invalid `gpu × weights × kv × batch × ctx`: 200 × 11 × 1 × 100000000 × 1 = 220000000000 points (at most 100000000 points in all)"),
         ("sweep grid past the point cap", Cmd(words("sweep --batch 1..100000 --ctx 0..10000")), "invalid `batch × ctx`: 100000 × 10001 = 1000100000 points (at most 100000000 points in all)"),
         // Issue 11, item 2: every float input has a range (limits::RANGES); these once printed NaN or inf.
-        ("compute efficiency 5e-324", Args(&["--compute-efficiency", "5e-324"]), "invalid `compute_efficiency`: 5e-324 (a number in [0.01, 1])"),
-        ("bandwidth efficiency 0.001", Args(&["--bandwidth-efficiency", "0.001"]), "invalid `bandwidth_efficiency`: 0.001 (a number in [0.01, 1])"),
-        ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `link_efficiency`: 1e-300 (a number in [0.01, 1])"),
-        ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `zipf`: 1e308 (a number in [0, 10])"),
-        ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `step_ms`: 1e-320 (a number in [0.001, 3.6e6])"),
-        ("measure 1e-300 tokens/s", cmd(&["measure", "--tokens-per-s", "1e-300"]), "invalid `tokens_per_s`: 1e-300 (a number in [0.001, 1e15])"),
-        ("cost tpot 1e-320 ms", cmd(&["cost", "--tpot-ms", "1e-320"]), "invalid `tpot_ms`: 1e-320 (a number in [0.001, 3.6e6])"),
-        ("cost price 1e308 flag", cmd(&["cost", "--usd-per-hour", "1e308"]), "invalid `usd_per_hour`: 1e308 (a number in (0, 1e6])"),
+        ("compute efficiency 5e-324", Args(&["--compute-efficiency", "5e-324"]), "invalid `--compute-efficiency`: 5e-324 (a number in [0.01, 1])"),
+        ("bandwidth efficiency 0.001", Args(&["--bandwidth-efficiency", "0.001"]), "invalid `--bandwidth-efficiency`: 0.001 (a number in [0.01, 1])"),
+        ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `--link-efficiency`: 1e-300 (a number in [0.01, 1])"),
+        ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `--zipf`: 1e308 (a number in [0, 10])"),
+        ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `--step-ms`: 1e-320 (a number in [0.001, 3.6e6])"),
+        ("measure 1e-300 tokens/s", cmd(&["measure", "--tokens-per-s", "1e-300"]), "invalid `--tokens-per-s`: 1e-300 (a number in [0.001, 1e15])"),
+        ("cost tpot 1e-320 ms", cmd(&["cost", "--tpot-ms", "1e-320"]), "invalid `--tpot-ms`: 1e-320 (a number in [0.001, 3.6e6])"),
+        ("cost price 1e308 flag", cmd(&["cost", "--usd-per-hour", "1e308"]), "invalid `--usd-per-hour`: 1e308 (a number in (0, 1e6])"),
         ("GPU file bandwidth 1e-300", GpuFile(gpu_with("memory_bandwidth_bytes_per_s", "1e-300")), "invalid `x.memory_bandwidth_bytes_per_s`: 1e-300 (a number in [1e6, 1e15])"),
         ("GPU file peak 1e-300", GpuFile(gpu_with("peak.bf16", "1e-300")), "invalid `x.peak_flops_per_s.bf16`: 1e-300 (a number in [1e6, 1e18])"),
         ("GPU file vector peak 1e300", GpuFile(gpu_with("peak.vector", "1e300")), "invalid `x.peak_flops_per_s.vector`: 1e300 (a number in [1e6, 1e18])"),
@@ -168,8 +170,15 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         // (One argument is at most 128 KiB on Linux; the 3 MB line goes through a histogram file.)
         ("100 kB --contexts value", Input::Cmd(vec!["ledger".into(), "--contexts".into(), "7".repeat(100_000) + "x"]), "…(100002 bytes)"),
         ("3 MB histogram line", Histogram(format!("1024,1\n{}x,1\n", "7".repeat(3 << 20)).into_bytes()), "invalid `histogram line 2`: \"7777"),
-        ("1e308 digits as a batch", Input::Cmd(vec!["ledger".into(), "--batch".into(), format!("1{}", "0".repeat(308))]), "invalid `batch`: \"1e308\" (a non-negative integer)"),
-        ("1e308 digits as a price", cmd(&["cost", "--usd-per-hour", "100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"]), "invalid `usd_per_hour`: 1e110 (a number in (0, 1e6])"),
+        ("1e308 digits as a batch", Input::Cmd(vec!["ledger".into(), "--batch".into(), format!("1{}", "0".repeat(308))]), "invalid `--batch`: \"1e308\" (a non-negative integer)"),
+        ("1e308 digits as a price", cmd(&["cost", "--usd-per-hour", "100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"]), "invalid `--usd-per-hour`: 1e110 (a number in (0, 1e6])"),
+        ("issue 11: a flag error names the flag as typed", Cli(&["cost", "--tpot-ms", "-3"]), "invalid `--tpot-ms`: -3 (a number in [0.001, 3.6e6])"),
+        ("issue 11: two GPUs outside sweep", Args(&["--gpu", "h100-sxm,h200"]), "invalid `--gpu`: \"h100-sxm,h200\" (one value for `ledger`; `llm-ledger sweep` compares several as series)"),
+        ("issue 11: cost takes no --ctx", Cli(&["cost", "--ctx", "4096"]), "unexpected argument '--ctx' found"),
+        ("issue 11: kv takes no --tp", Cli(&["kv", "--tp", "2"]), "unexpected argument '--tp' found"),
+        ("issue 11: reserve without a unit", Cli(&["kv", "--reserve", "4"]), "invalid `--reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB;"),
+        ("issue 11: reserve in plain bytes", Cli(&["cost", "--reserve", "2e9"]), "(a size needs a unit, e.g. 2e9GB"),
+        ("issue 11: reserve in parsecs", Cli(&["sweep", "--reserve", "3pc"]), "(a size with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
     ]
 }
 
@@ -191,14 +200,14 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
     let mut failures = Vec::new();
     for (i, (name, input, expected)) in cases.into_iter().enumerate() {
         let mut cmd = Command::cargo_bin("llm-ledger").unwrap();
-        if !matches!(input, Input::Cmd(_)) {
+        if !matches!(input, Input::Cmd(_) | Input::Cli(_)) {
             cmd.arg("ledger");
         }
         match &input {
             Input::Config(b) => cmd.args(["--model", &temp(&format!("case{i}.json"), b)]),
             Input::GpuFile(b) => cmd.args(["--gpu", &temp(&format!("case{i}.toml"), b)]),
             Input::Histogram(b) => cmd.args(["--histogram", &temp(&format!("case{i}.csv"), b)]),
-            Input::Args(a) => cmd.args(*a),
+            Input::Args(a) | Input::Cli(a) => cmd.args(*a),
             Input::Cmd(a) => cmd.args(a),
         };
         let out = cmd.timeout(std::time::Duration::from_secs(60)).output().unwrap();

@@ -193,14 +193,14 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--gpu", "h900"])
         .contains("unknown GPU `h900`; accepted: a100-40gb-sxm, a100-80gb-sxm, h100-sxm"));
     assert!(fails(&["ledger", "--weights", "int3"])
-        .contains("unknown precision for `weights` `int3`; accepted: fp32, bf16"));
+        .contains("unknown precision for `--weights` `int3`; accepted: fp32, bf16"));
     assert!(fails(&["ledger", "--model", "llama-9"]).contains("unknown model `llama-9`; accepted: llama-3-8b"));
-    assert!(fails(&["ledger", "--batch", "0"]).contains("invalid `batch`: 0"));
-    assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `batch`: \"-4\" (a non-negative integer)"));
-    assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `ctx`: \"lots\""));
-    assert!(fails(&["ledger", "--ctx", "9999999999999999"]).contains("invalid `ctx`"));
+    assert!(fails(&["ledger", "--batch", "0"]).contains("invalid `--batch`: 0"));
+    assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `--batch`: \"-4\" (a non-negative integer)"));
+    assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `--ctx`: \"lots\""));
+    assert!(fails(&["ledger", "--ctx", "9999999999999999"]).contains("invalid `--ctx`"));
     assert!(fails(&["ledger", "--format", "xml"]).contains("unknown format `xml`; accepted: table, json, csv, md"));
-    assert!(fails(&["ledger", "--compute-efficiency", "1.5"]).contains("invalid `compute_efficiency`: 1.5"));
+    assert!(fails(&["ledger", "--compute-efficiency", "1.5"]).contains("invalid `--compute-efficiency`: 1.5"));
     assert!(fails(&["ledger", "--phase", "train"]).contains("unknown phase `train`; accepted: decode, prefill"));
     assert!(fails(&["ledger", "--gpu-file", "/nonexistent.toml"]).contains("cannot read GPU file"));
 }
@@ -250,13 +250,13 @@ fn moe_with_a_model_table() {
 #[test]
 fn moe_bad_inputs() {
     assert!(fails(&["moe"]).contains("unsupported model `llama-3-8b` for moe: it has no mixture-of-experts layers"));
-    assert!(fails(&["moe", "--experts", "8"]).contains("missing required field `top_k`"));
+    assert!(fails(&["moe", "--experts", "8"]).contains("missing required field `--top-k`"));
     assert!(fails(&["moe", "--experts", "8", "--top-k", "9"])
-        .contains("invalid `top_k`: 9 (1..=8 (the number of experts))"));
-    assert!(fails(&["moe", "--experts", "0", "--top-k", "1"]).contains("invalid `experts`: 0"));
+        .contains("invalid `--top-k`: 9 (1..=8 (the number of experts))"));
+    assert!(fails(&["moe", "--experts", "0", "--top-k", "1"]).contains("invalid `--experts`: 0"));
     assert!(fails(&["moe", "--model", "mixtral-8x7b", "--experts", "8", "--top-k", "2"])
         .contains("given together with --model"));
-    assert!(fails(&["moe", "--experts", "8", "--top-k", "2", "--batch", "0..5"]).contains("invalid `batch`: 0"));
+    assert!(fails(&["moe", "--experts", "8", "--top-k", "2", "--batch", "0..5"]).contains("invalid `--batch`: 0"));
 }
 
 #[test]
@@ -282,12 +282,12 @@ fn a_sweep_compares_gpus_and_precisions_as_series() {
     assert!(lines.next().unwrap().starts_with("gpu,weights,kv,batch,ctx,step_time_s,"));
     assert!(lines.next().unwrap().starts_with("h100-sxm,bf16,bf16,1,2048,"));
     assert!(lines.next().unwrap().starts_with("h200,bf16,bf16,1,2048,"));
-    assert!(fails(&["sweep", "--gpu", "h100-sxm,h200", "--plot", "x.svg"]).contains("invalid `plot`: 2 series"));
+    assert!(fails(&["sweep", "--gpu", "h100-sxm,h200", "--plot", "x.svg"]).contains("invalid `--plot`: 2 series"));
 }
 
 #[test]
 fn usage_errors_are_one_line_too() {
-    assert_eq!(fails(&["ledger", "--bogus"]), "error: unexpected argument '--bogus' found (see `llm-ledger --help`)");
+    assert!(fails(&["ledger", "--bogus"]).starts_with("error: unexpected argument '--bogus' found"));
     assert_eq!(fails(&["bogus"]), "error: unrecognized subcommand 'bogus' (see `llm-ledger --help`)");
     assert!(fails(&["serve", "--port", "99999"]).contains("99999 is not in 0..=65535"));
     let (code, out, _) = run(&["--help"]);

@@ -91,7 +91,9 @@ fn serve_answers_with_the_same_json_as_the_ledger_command() {
         .clone();
     let msg = String::from_utf8(err).unwrap();
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(format!("error: {}\n", v["error"]["message"].as_str().unwrap()), msg);
+    // The explorer names the query parameter, the CLI the flag as typed.
+    let web = v["error"]["message"].as_str().unwrap().replace("`batch`", "`--batch`");
+    assert_eq!(format!("error: {web}\n"), msg);
 }
 
 #[test]
@@ -194,22 +196,25 @@ fn serve_answers_every_command_as_the_cli_does() {
         a.push("csv");
         assert_eq!(csv, cli(&a), "{path} as CSV");
     }
-    // The refusals are the CLI's lines.
-    for (path, args) in [
-        ("/api/cost?ctx=512", vec!["cost", "--ctx", "512"]),
-        ("/api/moe", vec!["moe"]),
-        ("/api/sweep?contexts=2048x8", vec!["sweep", "--contexts", "2048x8"]),
-        ("/api/tile?m=0&n=8&k=8", vec!["tile", "--m", "0", "--n", "8", "--k", "8"]),
-    ] {
+    // The refusals are the CLI's lines, with the query parameter named as the flag.
+    for (path, args) in
+        [("/api/moe", vec!["moe"]), ("/api/tile?m=0&n=8&k=8", vec!["tile", "--m", "0", "--n", "8", "--k", "8"])]
+    {
         let (status, body) = server.get(path);
         assert_eq!(status, 400, "{path}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let err = Command::cargo_bin("llm-ledger").unwrap().args(&args).assert().code(2).get_output().stderr.clone();
-        assert_eq!(
-            format!("error: {}\n", v["error"]["message"].as_str().unwrap()),
-            String::from_utf8(err).unwrap(),
-            "{path}"
-        );
+        let web = v["error"]["message"].as_str().unwrap().replace("`m`", "`--m`");
+        assert_eq!(format!("error: {web}\n"), String::from_utf8(err).unwrap(), "{path}");
+    }
+    // Inputs a page refuses are flags the command does not have (its help does not list them).
+    for (path, args) in [
+        ("/api/cost?ctx=512", vec!["cost", "--ctx", "512"]),
+        ("/api/sweep?contexts=2048x8", vec!["sweep", "--contexts", "2048x8"]),
+    ] {
+        assert_eq!(server.get(path).0, 400, "{path}");
+        let err = Command::cargo_bin("llm-ledger").unwrap().args(&args).assert().code(2).get_output().stderr.clone();
+        assert!(String::from_utf8(err).unwrap().contains(&format!("unexpected argument '{}' found", args[1])));
     }
     // The plot of `sweep --plot` is the page's.
     let (status, svg) = server.get("/plot/batch-curve.svg?batch=1..512*2&ctx=2048");
@@ -240,10 +245,10 @@ fn sweep_plot_writes_the_batch_curve_and_refuses_what_it_cannot_draw() {
     };
     let e = fails(&["sweep", "--ctx", "1024,2048", "--plot", p]);
     assert!(
-        e.starts_with("error: invalid `ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"),
+        e.starts_with("error: invalid `--ctx`: \"1024,2048\" (2 values) (one context length for a batch curve)"),
         "{e}"
     );
     let e = fails(&["sweep", "--batch", "1..5000", "--plot", p]);
-    assert!(e.starts_with("error: invalid `plot`: 5000 batch sizes (at most 4096 for a plot)"), "{e}");
+    assert!(e.starts_with("error: invalid `--plot`: 5000 batch sizes (at most 4096 for a plot)"), "{e}");
     assert!(!path.exists(), "nothing is written when the plot is refused");
 }

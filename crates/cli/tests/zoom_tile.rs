@@ -136,18 +136,21 @@ fn tile_json_has_the_documented_fields() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_code_2() {
-    fails(&["tile", "--m", "0", "--n", "1", "--k", "1"], "invalid `m`: 0 (an integer in 1..=");
-    fails(&["tile", "--m", "1", "--n", "99999999999", "--k", "1"], "invalid `n`: 99999999999");
-    fails(&["tile", "--m", "-1", "--n", "1", "--k", "1"], "invalid `m`: \"-1\" (a non-negative integer)");
-    fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--tile", "128x"], "invalid `tile`: \"128x\" (BMxBNxBK");
+    fails(&["tile", "--m", "0", "--n", "1", "--k", "1"], "invalid `--m`: 0 (an integer in 1..=");
+    fails(&["tile", "--m", "1", "--n", "99999999999", "--k", "1"], "invalid `--n`: 99999999999");
+    fails(&["tile", "--m", "-1", "--n", "1", "--k", "1"], "invalid `--m`: \"-1\" (a non-negative integer)");
+    fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--tile", "128x"], "invalid `--tile`: \"128x\" (BMxBNxBK");
     fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--tile", "100x128x64"], "multiples of 16");
     fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--tile", "512x512x256x8"], "h100-sxm allows 232448 B");
     fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--gpu", "h900"], "unknown GPU `h900`");
-    fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--weights", "int3"], "unknown precision for `weights` `int3`");
+    fails(
+        &["tile", "--m", "1", "--n", "1", "--k", "1", "--weights", "int3"],
+        "unknown precision for `--weights` `int3`",
+    );
     fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--format", "xml"], "unknown format `xml`");
     fails(&["zoom", "--at", "layer.0.mlp.upp"], "accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up,");
     fails(&["zoom", "--at", "layer.32"], "accepted: embedding, layer.0 … layer.31, final_norm, lm_head");
     fails(&["zoom", "--at", "layer.0.attn.norm.tiles"], "an elementwise operator has no tiles");
     fails(&["zoom", "--at", "embedding.tiles"], "the embedding is a gather");
-    fails(&["zoom", "--batch", "0"], "invalid `batch`: 0");
+    fails(&["zoom", "--batch", "0"], "invalid `--batch`: 0");
 }

@@ -39,6 +39,7 @@ pub mod precision;
 pub mod roofline;
 pub mod scenario;
 pub mod serving;
+pub mod size;
 pub mod sweep;
 #[doc(hidden)]
 pub mod testing;

@@ -159,6 +159,17 @@ impl<T> PartialEq for Loaded<T> {
 
 impl<T> Eq for Loaded<T> {}
 
+/// Default model preset of a scenario.
+pub const DEFAULT_MODEL: &str = "llama-3-8b";
+/// Default GPU of a scenario.
+pub const DEFAULT_GPU: &str = "h100-sxm";
+/// Default phase of a scenario.
+pub const DEFAULT_PHASE: &str = "decode";
+/// Default sequences in a step.
+pub const DEFAULT_BATCH: u64 = 1;
+/// Default tokens per sequence: cached (decode) or prompt (prefill).
+pub const DEFAULT_CTX: u64 = 2048;
+
 /// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -335,13 +346,13 @@ impl ScenarioRequest {
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
         let model = match &self.model_file {
             Some(file) => file.0.clone(),
-            None => catalog.preset(self.model.as_deref().unwrap_or("llama-3-8b"))?.spec.clone(),
+            None => catalog.preset(self.model.as_deref().unwrap_or(DEFAULT_MODEL))?.spec.clone(),
         };
         let gpu = match &self.gpu_file {
             Some(file) => file.0.clone(),
-            None => catalog.gpu(self.gpu.as_deref().unwrap_or("h100-sxm"))?,
+            None => catalog.gpu(self.gpu.as_deref().unwrap_or(DEFAULT_GPU))?,
         };
-        let phase: Phase = self.phase.as_deref().unwrap_or("decode").parse()?;
+        let phase: Phase = self.phase.as_deref().unwrap_or(DEFAULT_PHASE).parse()?;
         let contexts = match (&self.contexts, &self.context_mix, &self.batch, &self.ctx) {
             (Some(mix), None, None, None) => parse_contexts(mix)?,
             (None, Some(mix), None, None) => mix.clone(),
@@ -356,8 +367,8 @@ impl ScenarioRequest {
                 ))
             }
             (None, None, b, c) => {
-                let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(1);
-                let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(2048);
+                let batch = b.as_deref().map(|s| parse_u64("batch", s)).transpose()?.unwrap_or(DEFAULT_BATCH);
+                let ctx = c.as_deref().map(|s| parse_u64("ctx", s)).transpose()?.unwrap_or(DEFAULT_CTX);
                 Contexts::uniform(batch, ctx)?
             }
         };
@@ -414,8 +425,8 @@ impl ScenarioRequest {
             v.as_deref().map(|s| parse_f64(field, s)).transpose().map(|x| x.unwrap_or(d))
         };
         let efficiency = Efficiency::new(
-            f("compute_efficiency", &self.compute_efficiency, 0.6)?,
-            f("bandwidth_efficiency", &self.bandwidth_efficiency, 0.8)?,
+            f("compute_efficiency", &self.compute_efficiency, Efficiency::default().compute)?,
+            f("bandwidth_efficiency", &self.bandwidth_efficiency, Efficiency::default().bandwidth)?,
         )?;
         let routing = match (&self.zipf, &self.expert_loads) {
             (Some(_), Some(_)) => {

@@ -17,7 +17,7 @@
 
 use crate::error::{compact_f64, Error, Result};
 use crate::limits::{self, MAX_CONTEXT};
-use crate::scenario::{parse_f64, parse_u64, Scenario};
+use crate::scenario::{parse_u64, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// Default runtime reserve: 2 GB (2 × 10⁹ bytes) of the GPU's memory kept back from weights, KV
@@ -41,7 +41,7 @@ pub const MAX_USD_PER_HOUR: f64 = limits::USD_PER_HOUR.max;
 pub struct ServingRequest {
     /// Price in USD per GPU-hour (default: the catalogue's approximate price for the GPU).
     pub usd_per_hour: Option<String>,
-    /// Runtime reserve: bytes, or a number with a unit (`2GB`, `1.5 GiB`) (default 2 GB).
+    /// Runtime reserve: a size with a unit (`2GB`, `1.5 GiB`; see [`crate::size`]) (default 2 GB).
     pub reserve: Option<String>,
     /// Prompt tokens per request (default 2048).
     pub prompt: Option<String>,
@@ -144,38 +144,7 @@ pub fn step_shape_refused(field: &str, command: &str) -> Error {
     )
 }
 
-/// Parse a byte size: a plain number of bytes or a number with a decimal (`kB`, `MB`, `GB`, `TB`)
-/// or binary (`KiB`, `MiB`, `GiB`, `TiB`) unit; `B` alone is bytes.
-pub fn parse_bytes(field: &str, s: &str) -> Result<f64> {
-    let t = s.trim();
-    // The unit is the trailing run of letters (so `2e9` stays a number).
-    let split = t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).len();
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(Error::invalid(
-                field,
-                format!("{t:?}"),
-                "bytes, optionally with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
-            ))
-        }
-    };
-    let v = parse_f64(field, num)? * scale;
-    if v >= 0.0 && v.is_finite() {
-        Ok(v)
-    } else {
-        Err(Error::invalid(field, format!("{t:?}"), "a non-negative size"))
-    }
-}
+pub use crate::size::parse_bytes;
 
 impl ServingRequest {
     /// Resolve against the scenario (for the GPU's catalogue price and capacity).
@@ -248,17 +217,6 @@ mod tests {
         assert_eq!(s.reserve_bytes, 2e9);
         assert_eq!((s.prompt_tokens, s.output_tokens), (2048, 256));
         assert_eq!(s.tpot_bound_s, None);
-    }
-
-    #[test]
-    fn byte_sizes_take_decimal_and_binary_units() {
-        assert_eq!(parse_bytes("reserve", "2e9").unwrap(), 2e9);
-        assert_eq!(parse_bytes("reserve", "1.5GB").unwrap(), 1.5e9);
-        assert_eq!(parse_bytes("reserve", "1 GiB").unwrap(), 1073741824.0);
-        assert_eq!(parse_bytes("reserve", "0").unwrap(), 0.0);
-        let e = parse_bytes("reserve", "3 parsecs").unwrap_err().to_string();
-        assert!(e.starts_with("invalid `reserve`: \"3 parsecs\" (bytes, optionally with a unit"), "{e}");
-        assert!(parse_bytes("reserve", "-1GB").is_err());
     }
 
     #[test]

@@ -230,7 +230,8 @@ macro_rules! parse_enum {
 }
 parse_enum!(Causal, "causal counting", { "half" => Causal::Half, "full" => Causal::Full });
 parse_enum!(Logits, "logits mode", { "last" => Logits::Last, "all" => Logits::All });
-parse_enum!(Counting, "counting mode", { "full" => Counting::Full, "seed" => Counting::Seed });
+// `reference` names the convention; `seed` (the seed document it comes from) stays for scripts.
+parse_enum!(Counting, "counting mode", { "full" => Counting::Full, "seed" => Counting::Seed, "reference" => Counting::Seed });
 parse_enum!(MlaForm, "MLA form", { "auto" => MlaForm::Auto, "naive" => MlaForm::Naive, "absorbed" => MlaForm::Absorbed });
 
 /// One forward step's workload.

@@ -220,7 +220,7 @@ fn every_command_gives_one_fit_answer_on_its_stated_basis() {
                 }
                 assert_eq!(memory_wall_batch(&one, ctx, R), Some(max + 1).filter(|b| *b <= MAX_BATCH));
                 let serving =
-                    ServingRequest { reserve: Some(R.to_string()), ..Default::default() }.resolve(&one).unwrap();
+                    ServingRequest { reserve: Some(format!("{R}B")), ..Default::default() }.resolve(&one).unwrap();
                 for b in batches {
                     let a = Advice::of(&scenario(model, gpu, weights, "decode", b, ctx), &serving);
                     assert_eq!((a.max_batch, a.footprint.fits, a.fit_basis), (Some(max), b <= max, FitBasis::Step));
@@ -249,7 +249,7 @@ fn every_command_gives_one_fit_answer_on_its_stated_basis() {
                 let s = ServingRequest {
                     prompt: Some(prompt.to_string()),
                     output: Some(output.to_string()),
-                    reserve: Some(R.to_string()),
+                    reserve: Some(format!("{R}B")),
                     ..Default::default()
                 }
                 .resolve(&base)

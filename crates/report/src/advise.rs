@@ -39,7 +39,8 @@ impl Report for AdviseReport {
         title.extend(a.lines.iter().cloned());
         title.push(String::new());
         title.push("Levers, ranked by cost per token saved:".into());
-        HumanTable { title, header, rows, right_aligned: (2..=8).collect(), footer }
+        let priority = crate::levers::lever_priority(&header);
+        HumanTable { title, header, rows, right_aligned: (2..=8).collect(), footer, priority }
     }
 }
 

@@ -86,6 +86,8 @@ impl Report for ModelList {
                 })
                 .collect(),
             right_aligned: vec![2, 3, 4, 5, 6],
+            // On a narrow terminal the description goes first, then the family and the shape.
+            priority: vec![0, 3, 2, 2, 1, 1, 1, 4],
             footer: vec!["params are computed from the shapes (embedding + layers + untied LM head); active = per token (MoE: router, top-k and shared experts)".into()],
             ..Default::default()
         }
@@ -222,6 +224,8 @@ impl Report for GpuList {
                 })
                 .collect(),
             right_aligned: (1..=10).collect(),
+            // On a narrow terminal the description and the links go first, then the rarer formats.
+            priority: vec![0, 0, 2, 3, 3, 1, 1, 2, 3, 3, 2, 4, 5],
             footer: vec![
                 "dense tensor-core peaks (no 2:4 sparsity); ridge = peak ÷ bandwidth in FLOP/B; prices are approximate on-demand list prices (override with --usd-per-hour)".into(),
                 "links: scale-up (NVLink, Infinity Fabric) × GPUs in its domain, PCIe, network per GPU; per direction (vendors print NVLink as the sum of both)".into(),

@@ -215,6 +215,8 @@ impl Report for CostReport {
             .to_vec(),
             rows,
             right_aligned: (1..=8).collect(),
+            // Hidden first on a narrow terminal: memory, then the dollar columns, then TTFT and tok/s.
+            priority: vec![0, 0, 1, 0, 1, 2, 2, 2, 3, 0],
             footer,
         }
     }

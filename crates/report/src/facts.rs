@@ -10,6 +10,8 @@ pub fn facts_table(title: Vec<String>, facts: Vec<(&str, String)>, footer: Vec<S
         rows: facts.into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
         right_aligned: Vec::new(),
         footer,
+        // A quantity without its value says nothing: neither column is hidden (the lines wrap).
+        priority: vec![0, 0],
     }
 }
 

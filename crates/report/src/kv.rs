@@ -169,7 +169,7 @@ impl Report for KvReport {
             vec![self.inputs.headline()],
             facts,
             vec![
-                "crossover = weight bytes read per step ÷ KV bytes per token (seed 004); above it every extra sequence is paid in full".into(),
+                "crossover = weight bytes read per step ÷ KV bytes per token (the reference calculator's rule); above it every extra sequence is paid in full".into(),
                 "capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token".into(),
                 r.fit_basis.rule(self.inputs.counting).into(),
             ],

@@ -321,7 +321,7 @@ fn scope_word(s: llm_ledger_core::parallel::LinkScope) -> &'static str {
 pub fn counting_note(sc: &Scenario) -> String {
     let w = &sc.workload;
     match w.counting {
-        Counting::Seed => "counting seed: exactly seed 004's rows and bytes (weights and KV reads; no minor operators, activations or KV writes)".into(),
+        Counting::Seed => "counting seed (the reference calculator's): only the weight and KV reads of the projections, attention and lm_head; no minor operators, activations or KV writes".into(),
         Counting::Full => {
             let attn = if w.flash_attention { "FlashAttention (scores stay on chip)" } else { "unfused attention (scores and probabilities go through HBM)" };
             let causal = match (w.phase, w.causal) {
@@ -398,11 +398,14 @@ impl Report for LedgerReport {
                 .map(String::from)
                 .to_vec();
         let mut right_aligned: Vec<usize> = (1..=10).collect();
+        // On a narrow terminal the byte breakdown goes first; op, FLOPs, bytes, time and bound stay.
+        let mut priority = vec![0, 2, 1, 3, 3, 3, 0, 2, 3, 0, 1, 0];
         if parallel {
             header.insert(6, "link".into());
             header[7] = "HBM bytes".into();
             right_aligned.push(11);
+            priority.insert(6, 1);
         }
-        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer }
+        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, priority }
     }
 }

@@ -95,6 +95,20 @@ impl LeverReport {
     }
 }
 
+/// Which lever columns a narrow terminal hides first: the explanation, then the side and memory;
+/// the lever, its step, speed-up and whether it fits stay.
+pub(crate) fn lever_priority(header: &[String]) -> Vec<u8> {
+    header
+        .iter()
+        .map(|h| match h.as_str() {
+            "lever" | "step" | "speedup" | "fits" => 0,
+            "batch" | "tok/s" | "per token" => 1,
+            "side" | "memory" => 2,
+            _ => 3,
+        })
+        .collect()
+}
+
 /// Human cells of a lever table (shared with `advise`).
 pub fn lever_table(
     baseline: &Outcome,
@@ -150,7 +164,15 @@ impl Report for LeverReport {
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
         footer.push(self.fit_basis.rule(self.inputs.counting).into());
-        HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned: (2..=8).collect(), footer }
+        let priority = lever_priority(&header);
+        HumanTable {
+            title: vec![self.inputs.headline()],
+            header,
+            rows,
+            right_aligned: (2..=8).collect(),
+            footer,
+            priority,
+        }
     }
 }
 

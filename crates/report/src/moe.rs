@@ -217,7 +217,7 @@ impl Report for MoeReport {
             None => format!("{} experts, top-{} · routing {} · {}", self.experts, self.top_k, self.routing, self.phase),
         };
         let mut footer = vec![
-            "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), seed 004)".into(),
+            "experts touched = Σ 1 − (1 − p_i)^N over experts, p_i = a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)^N), the reference calculator's formula)".into(),
             "tokens/expert = N·k ÷ experts touched (tokens per touched expert: each expert GEMM's M); busiest expert = N · max p_i".into(),
             "N·k/E = tokens per expert over all E experts, idle ones included (the reference calculator's \"about B × k / E tokens\" per expert; under uniform routing also the busiest expert's load)".into(),
         ];
@@ -227,6 +227,16 @@ impl Report for MoeReport {
         if with_model {
             footer.push("expert weights read = experts touched × one expert's weights × MoE layers; the step reads the union, not k experts".into());
         }
-        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer }
+        // On a narrow terminal the batch, the experts touched and the step time stay longest.
+        let priority = header
+            .iter()
+            .map(|h| match h.as_str() {
+                "batch" | "experts touched" | "step" => 0,
+                "tokens/expert" | "expert weights read" | "tok/s" => 1,
+                "of all" | "expert FLOP/B" => 3,
+                _ => 2,
+            })
+            .collect();
+        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer, priority }
     }
 }

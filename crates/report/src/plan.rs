@@ -127,11 +127,14 @@ impl PlanReport {
                 .map(String::from)
                 .to_vec();
         let mut right_aligned: Vec<usize> = (1..=7).collect();
+        // Layout, batch, TPOT, cost and whether it meets the bound stay on a narrow terminal.
+        let mut priority = vec![0, 0, 0, 2, 1, 0, 2, 3, 0];
         if rank {
             header.insert(0, "#".into());
             right_aligned = (0..=8).filter(|i| *i != 1).collect();
+            priority.insert(0, 1);
         }
-        HumanTable { title, header, rows, right_aligned, footer }
+        HumanTable { title, header, rows, right_aligned, footer, priority }
     }
 
     fn ranked_table(&self) -> HumanTable {

@@ -6,6 +6,7 @@ use llm_ledger_core::error::{Error, Result};
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,6 +59,9 @@ pub struct HumanTable {
     pub right_aligned: Vec<usize>,
     /// Lines printed below the table.
     pub footer: Vec<String>,
+    /// How readily each column is hidden when the table is fitted to a width: 0 never, higher
+    /// first (ties: the rightmost first). Empty: every column but the first, rightmost first.
+    pub priority: Vec<u8>,
 }
 
 /// Something that renders in every [`Format`].
@@ -110,31 +114,128 @@ pub fn to_csv<R: Serialize>(rows: &[R]) -> String {
     String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
 }
 
-/// An aligned text table (comfy-table, no borders beyond a header rule).
+/// Widest a table may be, in columns (0: no limit). Set once by a front end writing to a
+/// terminal ([`fit_tables_to`]); pipes, files and the explorer leave it unset and get every column.
+static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
+
+/// The width of the terminal stdout writes to, when it is one (`None` for a pipe or a file).
+pub fn terminal_width() -> Option<usize> {
+    let table = comfy_table::Table::new();
+    table.is_tty().then(|| table.width()).flatten().map(usize::from)
+}
+
+/// Fit every text table rendered from now on into `columns` (see [`to_table_width`]).
+pub fn fit_tables_to(columns: usize) {
+    TABLE_WIDTH.store(columns, Ordering::Relaxed);
+}
+
+/// An aligned text table (comfy-table, no borders beyond a header rule), fitted to the width set
+/// by [`fit_tables_to`], if any.
 pub fn to_table(t: &HumanTable) -> String {
+    match TABLE_WIDTH.load(Ordering::Relaxed) {
+        0 => to_table_width(t, None),
+        w => to_table_width(t, Some(w)),
+    }
+}
+
+/// The table's rows and header alone, with the columns in `keep`; no line ends in a space.
+fn grid(t: &HumanTable, keep: &[usize]) -> String {
     use comfy_table::{CellAlignment, ContentArrangement, Table};
     // Rules above and below the table and under the header; no lines between rows.
     const STYLE: &str = "  ── ──      ──    ";
+    let pick = |r: &[String]| keep.iter().map(|i| r.get(*i).cloned().unwrap_or_default()).collect::<Vec<_>>();
     let mut table = Table::new();
     table.load_preset(STYLE).set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(&t.header);
+    table.set_header(pick(&t.header));
     for r in &t.rows {
-        table.add_row(r);
+        table.add_row(pick(r));
     }
-    for i in &t.right_aligned {
-        if let Some(c) = table.column_mut(*i) {
-            c.set_cell_alignment(CellAlignment::Right);
+    for (at, i) in keep.iter().enumerate() {
+        if t.right_aligned.contains(i) {
+            if let Some(c) = table.column_mut(at) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
         }
     }
-    let mut out = String::new();
-    for l in &t.title {
-        out.push_str(l);
-        out.push('\n');
+    table.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// Display width of a line, in terminal columns (every character here is one column wide).
+fn width_of(line: &str) -> usize {
+    line.chars().count()
+}
+
+/// Break a line at spaces into lines of at most `width` columns (a longer word stays whole; a
+/// number stays with the unit after it); continuation lines keep the line's indent plus two.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    if width_of(line) <= width {
+        return vec![line.to_string()];
     }
-    out.push_str(&table.to_string());
-    out.push('\n');
-    for l in &t.footer {
-        out.push_str(l);
+    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+    // Words, with `2.0 GB` and `98 %` kept together.
+    let mut words: Vec<String> = Vec::new();
+    for w in line.split(' ').filter(|w| !w.is_empty()) {
+        let unit = w.chars().count() <= 5 && w.starts_with(|c: char| c.is_alphabetic() || c == '%');
+        match words.last_mut() {
+            Some(prev) if unit && prev.ends_with(|c: char| c.is_ascii_digit()) => {
+                prev.push(' ');
+                prev.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in words {
+        if !cur.is_empty() && width_of(&indent) + width_of(&cur) + 1 + width_of(&word) > width {
+            let prefix = if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
+            out.push(format!("{prefix}{}", std::mem::take(&mut cur)));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(&word);
+    }
+    let prefix = if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
+    out.push(format!("{prefix}{cur}"));
+    out
+}
+
+/// An aligned text table; with `max_width`, columns are hidden (by [`HumanTable::priority`]) until
+/// the grid fits, a footer line names them, and title and footer lines are wrapped at spaces.
+/// No line ends in a space.
+pub fn to_table_width(t: &HumanTable, max_width: Option<usize>) -> String {
+    let all: Vec<usize> = (0..t.header.len()).collect();
+    let mut keep = all.clone();
+    let mut body = grid(t, &keep);
+    let mut hidden = Vec::new();
+    if let Some(w) = max_width {
+        let priority = |i: usize| t.priority.get(i).copied().unwrap_or(u8::from(i > 0));
+        while body.lines().map(width_of).max().unwrap_or(0) > w {
+            // The least important column left (the rightmost among equals); never a priority-0 one.
+            let Some(pos) = (0..keep.len()).filter(|p| priority(keep[*p]) > 0).max_by_key(|p| (priority(keep[*p]), *p))
+            else {
+                break;
+            };
+            hidden.push(keep.remove(pos));
+            body = grid(t, &keep);
+        }
+    }
+    let lines = |ls: &[String]| -> Vec<String> {
+        match max_width {
+            Some(w) => ls.iter().flat_map(|l| wrap(l, w)).collect(),
+            None => ls.to_vec(),
+        }
+    };
+    let mut footer = t.footer.clone();
+    if !hidden.is_empty() {
+        hidden.sort_unstable();
+        let names: Vec<&str> = hidden.iter().map(|i| t.header[*i].as_str()).collect();
+        footer.push(format!("hidden to fit the terminal: {} (--wide shows every column)", names.join("; ")));
+    }
+    let mut out = String::new();
+    for l in lines(&t.title).iter().chain(std::iter::once(&body)).chain(lines(&footer).iter()) {
+        out.push_str(l.trim_end());
         out.push('\n');
     }
     out
@@ -154,11 +255,10 @@ pub fn to_markdown(t: &HumanTable) -> String {
     for r in &t.rows {
         out.push_str(&format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
     }
-    if !t.footer.is_empty() {
+    // Each footer line its own paragraph (no trailing-space line breaks).
+    for l in &t.footer {
         out.push('\n');
-        for l in &t.footer {
-            out.push_str(&format!("{}  \n", esc(l)));
-        }
+        out.push_str(&format!("{}\n", esc(l)));
     }
     out
 }
@@ -174,6 +274,52 @@ mod tests {
             "xml".parse::<Format>().unwrap_err().to_string(),
             "unknown format `xml`; accepted: table, json, csv, md"
         );
+    }
+
+    fn wide() -> HumanTable {
+        HumanTable {
+            title: vec!["a title line that is much longer than the twenty-four columns we allow".into()],
+            header: vec!["name".into(), "detail".into(), "value".into(), "note".into()],
+            rows: vec![vec!["x".into(), "a long detail cell".into(), "1".into(), "".into()]],
+            right_aligned: vec![2],
+            footer: vec!["footer".into()],
+            priority: vec![0, 2, 0, 1],
+        }
+    }
+
+    #[test]
+    fn issue_11_no_table_line_ends_in_a_space() {
+        for width in [None, Some(24), Some(200)] {
+            let out = to_table_width(&wide(), width);
+            assert!(out.lines().all(|l| !l.ends_with(' ')), "{out:?}");
+        }
+        let md = to_markdown(&HumanTable { footer: vec!["one".into(), "two".into()], ..wide() });
+        assert!(md.lines().all(|l| !l.ends_with(' ')), "{md:?}");
+        assert!(md.ends_with("\none\n\ntwo\n"), "{md:?}");
+    }
+
+    #[test]
+    fn issue_11_a_fitted_table_hides_the_least_important_columns_and_wraps_prose() {
+        let full = to_table_width(&wide(), None);
+        assert!(full.contains("a long detail cell") && !full.contains("hidden"));
+        let out = to_table_width(&wide(), Some(24));
+        assert!(
+            out.lines().all(|l| l.chars().count() <= 24 || l.starts_with("hidden") || l.starts_with("  ")),
+            "{out}"
+        );
+        // `detail` (2) goes before `note` (1); `name` and `value` (0) never go.
+        assert!(!out.contains("a long detail cell") && out.contains(" x ") && out.contains('1'), "{out}");
+        assert!(out.replace("\n  ", " ").contains("hidden to fit the terminal: detail (--wide"), "{out}");
+        assert!(out.starts_with("a title line that is\n  much longer"), "{out}");
+        // Without priorities the rightmost columns go first and the first stays.
+        let plain = to_table_width(&HumanTable { priority: vec![], ..wide() }, Some(12));
+        assert!(plain.contains("\n name\n"), "{plain}");
+    }
+
+    #[test]
+    fn wrapping_keeps_a_number_with_its_unit() {
+        assert_eq!(wrap("after a 2.0 GB reserve", 12), vec!["after a", "  2.0 GB", "  reserve"]);
+        assert_eq!(wrap("short", 12), vec!["short"]);
     }
 
     #[test]

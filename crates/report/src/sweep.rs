@@ -377,7 +377,7 @@ impl SweepView {
         match self.format {
             Format::Json => "\n  ]\n}\n".into(),
             Format::Csv => String::new(),
-            Format::Md => format!("\n{}  \n{}  \n{}  \n", notes[0], notes[1], notes[2]),
+            Format::Md => format!("\n{}\n\n{}\n\n{}\n", notes[0], notes[1], notes[2]),
             Format::Table => format!("{}{}\n{}\n{}\n", self.rule(), notes[0], notes[1], notes[2]),
         }
     }

@@ -387,6 +387,8 @@ impl Report for TileReport {
                 .to_vec(),
             rows,
             right_aligned: vec![2, 4, 5, 6, 7, 8, 9, 10, 11],
+            // The tile and its time stay; the byte and FLOP detail goes first on a narrow terminal.
+            priority: vec![0, 3, 2, 2, 1, 1, 1, 3, 3, 3, 2, 0],
             footer: vec![
                 "candidates: tiles of CUTLASS, Triton, cuBLAS and vLLM configurations for 16-bit operands; BK scales with the math width (* = shown)".into(),
                 "time per wave = max(math of the busiest SM: tensor cores or shared-memory feed, its share of DRAM at the bandwidth of the busy SMs); efficiencies as the ledger's".into(),

@@ -353,7 +353,7 @@ fn no_tiles_line(n: &NoTiles) -> String {
 /// Explanation lines for an operator or its tiles (shared by both levels).
 fn op_tile_lines(n: &OpNode, a: &AddUp, sc: &Scenario, view: &NodeView) -> Vec<String> {
     let counting = (sc.workload.counting == llm_ledger_core::workload::Counting::Seed)
-        .then_some("seed counting leaves activations out of the operation");
+        .then_some("seed (reference) counting leaves activations out of the operation");
     match &n.tiles {
         TileLevel::Gemm { choice, .. } => {
             let mut out = gemm_addup_lines(n, a, counting, view.level == Level::Op);
@@ -602,6 +602,13 @@ impl Report for ZoomReport {
         if let Some(c) = next.and_then(|c| c.path.as_deref()) {
             footer.push(format!("zoom in: --at {c}"));
         }
-        HumanTable { title, header: header.into_iter().map(String::from).collect(), rows, right_aligned: right, footer }
+        HumanTable {
+            title,
+            header: header.into_iter().map(String::from).collect(),
+            rows,
+            right_aligned: right,
+            footer,
+            ..Default::default()
+        }
     }
 }

@@ -128,7 +128,7 @@ const CONTROLS: &[Control] = &[
     Control {
         name: "counting",
         label: "Counting",
-        help: "full: every operator; seed: exactly seed 004's rows",
+        help: "full: every operator; seed: only the weight and KV reads of the projections, attention and lm_head, as the reference decode calculator counts them",
         choices: Choices::Fixed(&["full", "seed"]),
         advanced: true,
     },
@@ -204,7 +204,7 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                 }
                 div.actions {
                     button type="submit" { "Show" }
-                    a.reset href=(page.path()) { "reset to the seed's scenario" }
+                    a.reset href=(page.path()) { "reset to the default scenario" }
                     @if !page.unused.is_empty() {
                         span.help { "greyed inputs are not used on this page; they are kept for the others" }
                     }

@@ -701,7 +701,10 @@ async fn kv_cache_page_and_endpoint_are_the_kv_report() {
     // Seed 004: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token.
     assert_eq!(value_of(&get("/kv-cache").await.body, "kv-per-token"), 131_072.0);
     let r = get("/kv-cache?reserve=lots").await;
-    assert_page_refuses(&r, "invalid `reserve`: \"lots\" (bytes, optionally with a unit", "reserve");
+    assert_page_refuses(&r, "invalid `reserve`: \"lots\" (a size with a unit: B, kB, MB, GB", "reserve");
+    // Issue 11: a bare number is not taken as bytes (the CLI's --reserve shares the parser).
+    let r = get("/kv-cache?reserve=4").await;
+    assert_page_refuses(&r, "invalid `reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB", "reserve");
     let (status, _, field) = api_error("/api/kv?reserve=81GB").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("reserve")));
 }

@@ -1,8 +1,6 @@
 //! `llm-ledger kv` and `llm-ledger levers`.
 
 use crate::cli::StepArgs;
-use crate::commands::serving::one_gpu_only;
-use crate::inputs;
 use anyhow::Result;
 use llm_ledger_core::levers::LeverSet;
 use llm_ledger_core::serving::ServingRequest;
@@ -13,8 +11,7 @@ use llm_ledger_report::{Format, Inputs, Report};
 /// KV bytes, the crossover, memory and capacity.
 pub fn kv(args: &StepArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
-    one_gpu_only(&args.scenario, "kv")?;
-    let sc = inputs::scenario(&args.scenario)?;
+    let sc = super::scenario(&args.scenario(), "kv")?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
     Ok(KvReport::new(&sc, s.reserve_bytes).render(format)?)
 }
@@ -22,8 +19,7 @@ pub fn kv(args: &StepArgs) -> Result<String> {
 /// Every lever against the workload.
 pub fn levers(args: &StepArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
-    one_gpu_only(&args.scenario, "levers")?;
-    let sc = inputs::scenario(&args.scenario)?;
+    let sc = super::scenario(&args.scenario(), "levers")?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
     Ok(LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, s.reserve_bytes)).render(format)?)
 }

@@ -1,8 +1,6 @@
 //! `llm-ledger latency` and `llm-ledger cost`.
 
 use crate::cli::{CostArgs, LatencyArgs};
-use crate::commands::serving::no_context_flags;
-use crate::inputs;
 use anyhow::Result;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::cost::CostReport;
@@ -12,8 +10,7 @@ use llm_ledger_report::{Format, Report};
 /// TTFT, TPOT and end-to-end latency.
 pub fn latency(args: &LatencyArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
-    no_context_flags(&args.scenario, "latency")?;
-    let sc = inputs::scenario(&args.scenario)?;
+    let sc = super::scenario(&args.scenario(), "latency")?;
     let req = ServingRequest {
         prompt: args.request.prompt.clone(),
         output: args.request.output.clone(),
@@ -26,8 +23,7 @@ pub fn latency(args: &LatencyArgs) -> Result<String> {
 /// Dollars per million tokens, and the cheapest batch under a TPOT bound.
 pub fn cost(args: &CostArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
-    no_context_flags(&args.scenario, "cost")?;
-    let sc = inputs::scenario(&args.scenario)?;
+    let sc = super::scenario(&args.scenario(), "cost")?;
     let req = ServingRequest {
         prompt: args.request.prompt.clone(),
         output: args.request.output.clone(),

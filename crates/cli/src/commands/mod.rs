@@ -12,3 +12,5 @@ pub mod serving;
 pub mod sweep;
 pub mod tile;
 pub mod zoom;
+
+pub use serving::scenario;

@@ -1,15 +1,14 @@
 //! `llm-ledger plan`.
 
-use crate::cli::{PlanArgs, ScenarioArgs};
-use crate::commands::serving::parallel_flags;
-use crate::inputs;
-use anyhow::{bail, Result};
+use crate::cli::PlanArgs;
+use anyhow::Result;
 use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::memory::WeightFootprint;
 use llm_ledger_core::plan::{plan as search, PlanRequest, MAX_PLAN_GPUS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::Axis;
+use llm_ledger_core::Error;
 use llm_ledger_report::plan::{PlanContext, PlanReport};
 use llm_ledger_report::{Format, Inputs, Report};
 
@@ -19,23 +18,15 @@ pub const DEFAULT_MAX_GPUS: u64 = 64;
 /// Rank the layouts that fit and meet the TPOT bound.
 pub fn plan(args: &PlanArgs) -> Result<String> {
     let format: Format = args.output.format.parse()?;
-    let a = &args.scenario;
-    if let Some(flag) = parallel_flags(a).into_iter().find(|f| *f != "interconnect" && *f != "link-efficiency") {
-        bail!("invalid `{flag}`: `plan` searches the layouts itself (use --max-gpus to bound them)");
-    }
-    let given = [("contexts", a.contexts.is_some()), ("histogram", a.histogram.is_some())];
-    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-        bail!("invalid `{flag}`: `plan` sizes a decode step of --batch sequences at --ctx cached tokens each");
-    }
     let max_gpus = match &args.max_gpus {
         Some(s) => parse_u64("max_gpus", s)?,
         None => DEFAULT_MAX_GPUS,
     };
     if !(1..=MAX_PLAN_GPUS).contains(&max_gpus) {
-        bail!("invalid `max_gpus`: {max_gpus} (an integer in 1..={MAX_PLAN_GPUS})");
+        return Err(Error::invalid("max_gpus", max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")).into());
     }
-    let batches = a.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
-    let sc = inputs::scenario(&ScenarioArgs { batch: None, ..a.clone() })?;
+    let batches = args.shape.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
+    let sc = super::scenario(&args.base(), "plan")?;
     let req = ServingRequest {
         usd_per_hour: args.price.usd_per_hour.clone(),
         reserve: args.reserve.reserve.clone(),
@@ -44,7 +35,9 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
     };
     let s = req.resolve(&sc)?;
     let price = s.require_price(&sc.gpu.name)?;
-    let Some(tpot_bound_s) = s.tpot_bound_s else { bail!("invalid `tpot_ms`: none given (a bound in milliseconds)") };
+    let Some(tpot_bound_s) = s.tpot_bound_s else {
+        return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds").into());
+    };
     let ctx = sc.workload.contexts.max_tokens();
     let request = PlanRequest { ctx, tpot_bound_s, max_gpus, price, reserve_bytes: s.reserve_bytes, batches };
     let plan = search(&sc, &request)?;

@@ -11,7 +11,7 @@ use crate::inputs;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::{grid_points, mix_refused};
+use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::{SweepPlan, SweepView, Variant};
@@ -108,19 +108,14 @@ fn series(a: &crate::cli::ScenarioArgs) -> (Vec<crate::cli::ScenarioArgs>, [(&'s
 
 /// Run the sweep, writing to `out`.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
-    let step = &args.step;
-    let format: Format = step.output.format.parse()?;
-    let a = &step.scenario;
-    if a.contexts.is_some() || a.histogram.is_some() {
-        return Err(mix_refused().into());
-    }
+    let format: Format = args.output.format.parse()?;
     // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
-    let (series_args, series_axes) = series(&crate::cli::ScenarioArgs { batch: None, ctx: None, ..a.clone() });
+    let (series_args, series_axes) = series(&args.base());
     let mut plans = Vec::with_capacity(series_args.len());
     for (i, sa) in series_args.iter().enumerate() {
         let sc = inputs::scenario(sa)?;
-        let serving = ServingRequest { reserve: step.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-        let plan = SweepPlan::new(sc, a.batch.as_deref(), a.ctx.as_deref(), serving.reserve_bytes)?;
+        let serving = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
+        let plan = SweepPlan::new(sc, args.shape.batch.as_deref(), args.shape.ctx.as_deref(), serving.reserve_bytes)?;
         if i == 0 {
             // Every series has the same batch and ctx axes: cap the whole grid before the rest.
             let axes: Vec<(&str, u64)> = series_axes.iter().chain(&plan.sweep.axes()).copied().collect();
@@ -163,7 +158,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         Err(e) => Err(e),
         Ok(()) => Ok(true),
     };
-    if !write(view.head(head))? {
+    if !write(view.head(head)).map_err(crate::OutputError)? {
         return Ok(());
     }
     let mut progress = Progress::new(head.point_count);
@@ -176,7 +171,11 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
             break;
         }
         plan.sweep.run(|p| {
-            match view.point_of(Some(variant), p, done).map_err(anyhow::Error::from).and_then(|line| Ok(write(line)?)) {
+            match view
+                .point_of(Some(variant), p, done)
+                .map_err(anyhow::Error::from)
+                .and_then(|line| write(line).map_err(|e| crate::OutputError(e).into()))
+            {
                 Ok(true) => {
                     done += 1;
                     past_wall += u64::from(!p.fits);
@@ -203,10 +202,10 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         return Err(e);
     }
     if done == head.point_count {
-        write(view.tail(head, done, past_wall))?;
+        write(view.tail(head, done, past_wall)).map_err(crate::OutputError)?;
     }
     match w.flush() {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(e.into()),
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(crate::OutputError(e).into()),
         _ => {}
     }
     if let Some(path) = &args.plot {

@@ -1,7 +1,6 @@
 //! `llm-ledger zoom`.
 
 use crate::cli::ZoomArgs;
-use crate::inputs;
 use anyhow::Result;
 use llm_ledger_core::ZoomTree;
 use llm_ledger_report::{Format, Report, ZoomReport};
@@ -9,7 +8,7 @@ use llm_ledger_report::{Format, Report, ZoomReport};
 /// Render the node at `--at` of the scenario's zoom tree.
 pub fn run(args: &ZoomArgs) -> Result<String> {
     let format: Format = args.format.parse()?;
-    let sc = inputs::scenario(&args.scenario)?;
+    let sc = super::scenario(&args.scenario(), "zoom")?;
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;
     Ok(ZoomReport::new(&sc, &tree, &view).render(format)?)

@@ -127,7 +127,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         div.notes {
-            p { "crossover = weight bytes read per step ÷ KV bytes per token (seed 004); capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token." }
+            p { "crossover = weight bytes read per step ÷ KV bytes per token (the reference calculator's rule); capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token." }
             p #fit-basis { (k.fit_basis.rule(report.inputs.counting)) "." }
         }
         (downloads(&api(None), &api(Some("csv")), "llm-ledger kv --format json|csv"))

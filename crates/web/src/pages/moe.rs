@@ -157,7 +157,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 h2 { "Try this" }
                 ol {
                     li { a.experiment href=(ctx.self_href(&[("zipf", Some("1.2"))], &[])) { "Skew the routing (Zipf 1.2)" } ": popular experts soak up the tokens and the union grows more slowly." }
-                    li { a.experiment href=(ctx.self_href(&[("zipf", None)], &[])) { "Uniform routing" } ": seed 004's E·(1 − (1 − k/E)ᴺ)." }
+                    li { a.experiment href=(ctx.self_href(&[("zipf", None)], &[])) { "Uniform routing" } ": the reference calculator's E·(1 − (1 − k/E)ᴺ)." }
                     li { a.experiment href=(ctx.self_href(&[], &[("experts", Some("128")), ("top_k", Some("8"))])) { "128 experts, top-8" } " (Qwen3-style), without a model." }
                     li { a.experiment href=(ctx.self_href(&[("model", Some("deepseek-v3"))], &[("experts", None), ("top_k", None)])) { "DeepSeek-V3" } ": 256 experts, top-8, with its weight bytes." }
                 }
@@ -194,7 +194,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         div.notes {
-            p { "experts touched = Σ 1 − (1 − pᵢ)ᴺ over experts, pᵢ a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)ᴺ), seed 004); tokens/expert = N·k ÷ experts touched (tokens per touched expert: each expert GEMM's M); N·k/E = tokens per expert over all E experts, idle ones included (the reference calculator's “about B × k / E tokens” per expert; under uniform routing also the busiest expert's load); busiest expert = N · max pᵢ." }
+            p { "experts touched = Σ 1 − (1 − pᵢ)ᴺ over experts, pᵢ a token's chance of routing to expert i (uniform: E·(1 − (1 − k/E)ᴺ), the reference calculator's formula); tokens/expert = N·k ÷ experts touched (tokens per touched expert: each expert GEMM's M); N·k/E = tokens per expert over all E experts, idle ones included (the reference calculator's “about B × k / E tokens” per expert; under uniform routing also the busiest expert's load); busiest expert = N · max pᵢ." }
             @if with_model { p { "expert weights read = experts touched × one expert's weights × MoE layers: a step reads the union, not k experts." } }
             @if report.phase == "prefill" { p { "Prefill counts tokens, not sequences: N = batch × " (human::count(report.ctx)) " prompt tokens." } }
         }

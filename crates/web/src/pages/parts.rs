@@ -141,7 +141,7 @@ pub fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &Ledger
         },
         Experiment {
             title: "Halve the KV cache with FP8",
-            watch: "Attention bytes halve and attention intensity doubles (seed 004's cache-side lever).",
+            watch: "Attention bytes halve and attention intensity doubles (the reference calculator's cache-side lever).",
             changes: vec![("kv", Some("fp8".into()))],
         },
     ];
