@@ -165,6 +165,13 @@ impl PageQuery {
 
     /// A core error about this query: the field is the core's, or the parameter (scenario or
     /// page key) its message quotes.
+    /// `value` itself when every number in its serde form is finite; otherwise the internal error
+    /// (500) that [`llm_ledger_report::finite::check`] names: a page never shows `NaN` or `inf`.
+    pub fn checked<T: serde::Serialize>(&self, value: T) -> Result<T, AppError> {
+        llm_ledger_report::finite::check("", &value).map_err(|e| self.core_error(&e))?;
+        Ok(value)
+    }
+
     pub fn core_error(&self, e: &llm_ledger_core::Error) -> AppError {
         let pairs: Vec<(String, String)> = self.scenario.iter().chain(&self.extra).cloned().collect();
         AppError::from_core(e, &pairs)
@@ -320,5 +327,21 @@ mod tests {
         // Invalid UTF-8 in a percent-escape decodes to U+FFFD, which the core then refuses.
         let e = PageQuery::parse(Some("batch=%FF"), &[]).unwrap().resolve(&Catalog::builtin()).err().unwrap();
         assert_eq!(e.field.as_deref(), Some("batch"));
+    }
+
+    /// Issue 11, item 2: a page never shows `NaN` or `inf` with status 200; a non-finite number in
+    /// a report is the explorer's internal error (500), named by its path.
+    #[test]
+    fn a_page_with_a_non_finite_number_is_an_internal_error() {
+        #[derive(serde::Serialize)]
+        struct Row {
+            time_s: f64,
+        }
+        let q = PageQuery::default();
+        assert!(q.checked(Row { time_s: 1.0 }).is_ok());
+        let e = q.checked(Row { time_s: f64::NAN }).err().expect("NaN is refused");
+        assert_eq!(e.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(e.message.contains("time_s"), "{}", e.message);
+        assert!(!e.message.contains('\n'), "{}", e.message);
     }
 }

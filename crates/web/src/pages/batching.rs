@@ -56,7 +56,7 @@ pub(crate) fn axis_error(q: &PageQuery, e: &llm_ledger_core::Error) -> AppError 
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let (plan, current) = plan(q, &ctx.state.catalog)?;
-    let points = plan.points(MAX_POINTS).map_err(|e| axis_error(q, &e))?;
+    let points = q.checked(plan.points(MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
     let chart = curve.svg(PlotSize::default());
     let h = &plan.head;

@@ -57,11 +57,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let sc = q_step.resolve(&ctx.state.catalog)?.scenario;
     let req: ServingRequest = q.extras_as(KEYS)?;
     let serving = req.resolve(&sc).map_err(|e| q.core_error(&e))?;
-    let latency = LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?;
+    let latency = q.checked(LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?)?;
     // The cost at the batch; the bound is answered below, so a bound no batch meets is a message,
     // not a failed page.
     let unbounded = llm_ledger_core::serving::Serving { tpot_bound_s: None, ..serving };
-    let cost = CostReport::build(&sc, &unbounded).map_err(|e| q.core_error(&e))?;
+    let cost = q.checked(CostReport::build(&sc, &unbounded).map_err(|e| q.core_error(&e))?)?;
     let bounded = serving.tpot_bound_s.map(|b| (b, CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))));
     let l = &latency.latency;
     let at = &cost.rows[0];

@@ -12,7 +12,7 @@ use maud::{html, Markup};
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
-    let report = LedgerReport::new(sc, &Ledger::build(sc));
+    let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
     let q = ctx.query;
     let m = &sc.model;
     let g = &sc.gpu;

@@ -18,7 +18,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let sc = &r.scenario;
     let serving: ServingRequest = q.extras_as(&["reserve"])?;
     let serving = serving.resolve(sc).map_err(|e| q.core_error(&e))?;
-    let report = KvReport::new(sc, serving.reserve_bytes);
+    let report = q.checked(KvReport::new(sc, serving.reserve_bytes))?;
     let k = &report.row;
     let chart = KvChart::from_report(&report).svg(PlotSize::default());
     let tokens = |v: f64| human::count(v.round() as u64);

@@ -13,7 +13,7 @@ use maud::{html, Markup};
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
-    let report = LedgerReport::new(sc, &Ledger::build(sc));
+    let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
     let chart = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default());
     let q = ctx.query;
     Ok(html! {

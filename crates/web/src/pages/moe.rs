@@ -86,7 +86,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         model_given: false,
     };
     check_cost(&base, &req).map_err(|e| axis_error(q, &e))?;
-    let report = MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| axis_error(q, &e))?;
+    let report = q.checked(MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
     let chart = MoeCurve::from_report(&report).svg(PlotSize::default());
     let with_model = report.model.is_some();
     let axis = req.batch.unwrap_or(DEFAULT_BATCH_AXIS);

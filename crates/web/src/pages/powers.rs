@@ -22,7 +22,7 @@ fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomR
     let r = q.resolve(catalog)?;
     let tree = ZoomTree::build(&r.scenario);
     let view = tree.node(at).map_err(|e| q.core_error(&e).with_field(AT))?;
-    let report = ZoomReport::new(&r.scenario, &tree, &view);
+    let report = q.checked(ZoomReport::new(&r.scenario, &tree, &view))?;
     Ok((r.scenario, report))
 }
 

@@ -98,7 +98,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let gpu = &r.scenario.gpu;
     let req = request(q);
     let inputs = req.resolve().map_err(|e| q.core_error(&e))?;
-    let report = TileReport::build(&inputs, gpu).map_err(|e| q.core_error(&e))?;
+    let report = q.checked(TileReport::build(&inputs, gpu).map_err(|e| q.core_error(&e))?)?;
     let t = &report.tiling;
     let grid = TileGrid { tiling: t, title: None }.svg(PlotSize { width: 820, height: 560 });
     let sh = &t.shape;
