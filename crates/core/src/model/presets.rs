@@ -24,7 +24,7 @@ pub struct Preset {
     /// Published active parameter count (MoE).
     pub published_active_params: Option<f64>,
     /// Directory under `crates/core/tests/data/configs/` with the authors' config for the same shapes
-    /// (checked by `crates/core/tests/real_configs.rs`).
+    /// (checked by `crates/core/tests/it/real_configs.rs`).
     pub reference_config: Option<String>,
     /// The resolved spec.
     pub spec: Arc<ModelSpec>,

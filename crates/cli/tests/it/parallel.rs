@@ -1,33 +1,8 @@
 //! `llm-ledger` across GPUs: the TP ledger table, the plan, their JSON, and bad layouts (one line
 //! on stderr, exit code 2).
 
-use assert_cmd::Command;
+use crate::harness::{fails, json, ok};
 use serde_json::Value;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("llm-ledger").unwrap().args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    out
-}
-
-fn json(args: &[&str]) -> Value {
-    serde_json::from_str(&ok(args)).unwrap()
-}
-
-/// A user error: exit code 2, one line on stderr starting with `error:`, nothing on stdout.
-fn fails(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "args {args:?}: stdout {out} stderr {err}");
-    assert!(out.is_empty(), "{out}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.starts_with("error: ") && !err.contains("panicked"), "{err}");
-    err.trim_end().to_string()
-}
 
 #[test]
 fn tp_ledger_table() {

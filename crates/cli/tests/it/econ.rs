@@ -2,35 +2,13 @@
 //! `data/histogram.csv` is a made-up production mix (40 × 2,048 + 4 × 32,768 tokens);
 //! `data/empty.csv` and `data/negative.csv` are the bad histograms of issue 3.
 
-use assert_cmd::Command;
+use crate::harness::{fails, ok_quiet as ok};
 use serde_json::Value;
-
-fn cli() -> Command {
-    Command::cargo_bin("llm-ledger").unwrap()
-}
-
-/// Run with `args`, expect success, return stdout.
-fn ok(args: &[&str]) -> String {
-    let out = cli().args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "no progress bar or noise on a pipe: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn json(args: &[&str]) -> Value {
     let mut a = args.to_vec();
     a.extend(["--format", "json"]);
     serde_json::from_str(&ok(&a)).unwrap()
-}
-
-/// Run with `args`, expect exit 2 and one `error:` line; return it.
-fn fails(args: &[&str]) -> String {
-    let out = cli().args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("error: "), "{err}");
-    err
 }
 
 #[test]

@@ -13,7 +13,7 @@ use llm_ledger_core::{summarise, Catalog, Ledger, Precision, Scenario, ScenarioR
 use std::fmt::Write;
 use std::sync::Arc;
 
-const GOLDEN: &str = include_str!("golden/seed004_report.txt");
+const GOLDEN: &str = include_str!("../golden/seed004_report.txt");
 
 /// The seed calculator's hardware: 989e12 FLOP/s peak, 3.35e12 B/s (it rounds 989.4 to 989).
 fn seed_gpu() -> Arc<llm_ledger_core::Gpu> {

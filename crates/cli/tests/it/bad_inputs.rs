@@ -1,6 +1,7 @@
 //! The bad-input catalogue: malformed or hostile inputs, each answered by one line on stderr that
 //! names the problem, exit code 2, and no panic.
 
+use crate::harness::temp_file as temp;
 use assert_cmd::Command;
 use std::path::PathBuf;
 
@@ -184,14 +185,6 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
 
 /// No error line is longer than this, whatever the input (issue 11, item 13).
 const MAX_ERROR_LINE_BYTES: usize = 1000;
-
-fn temp(name: &str, bytes: &[u8]) -> String {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bad-inputs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p.to_string_lossy().into_owned()
-}
 
 #[test]
 fn every_bad_input_gets_one_clear_line_and_exit_code_2() {

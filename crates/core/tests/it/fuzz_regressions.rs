@@ -1,7 +1,7 @@
 //! Replays every saved fuzz input (crash reproducers and interesting seeds) through the same checks
 //! the fuzz targets run. See README "Fuzzing" for how to run the fuzzers.
 
-mod fuzz_checks;
+use crate::fuzz_checks;
 
 use std::path::PathBuf;
 

@@ -2,6 +2,7 @@
 //! that keep clap's content on one line, help that lists only accepted flags, tables that fit the
 //! terminal, byte sizes with units, and the build and CI set-up.
 
+use crate::harness::{fails, run};
 use assert_cmd::Command;
 use std::io::Read;
 use std::path::PathBuf;
@@ -9,21 +10,6 @@ use std::process::Stdio;
 
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("llm-ledger")
-}
-
-/// Run with arguments; return (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin()).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
-
-/// A usage or input error: exit code 2 and exactly one line on stderr; returns the line.
-fn fails(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "args {args:?}: stdout {out} stderr {err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.starts_with("error: "), "{err}");
-    err.trim_end().to_string()
 }
 
 fn repo_root() -> PathBuf {

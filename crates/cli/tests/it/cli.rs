@@ -1,44 +1,8 @@
 //! End-to-end tests of the `llm-ledger` binary: the output contract (table snapshots, JSON keys,
 //! CSV/Markdown) and bad input (one line on stderr, exit code 2, no panic).
 
-use assert_cmd::Command;
-use serde_json::Value;
+use crate::harness::{fails, json, run, temp_file};
 use std::path::PathBuf;
-
-fn cli() -> Command {
-    Command::cargo_bin("llm-ledger").unwrap()
-}
-
-/// Run with arguments; return (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = cli().args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
-
-fn json(args: &[&str]) -> Value {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap()
-}
-
-/// A user error: exit code 2, exactly one line on stderr starting with `error:`, nothing on stdout.
-fn fails(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "args {args:?}: stdout {out} stderr {err}");
-    assert!(out.is_empty(), "{out}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.starts_with("error: "), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err.trim_end().to_string()
-}
-
-fn temp_file(name: &str, contents: &[u8]) -> String {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, contents).unwrap();
-    p.to_string_lossy().into_owned()
-}
 
 #[test]
 fn no_arguments_prints_the_default_ledger_and_a_hint() {

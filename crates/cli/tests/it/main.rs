@@ -1,0 +1,12 @@
+//! The CLI's integration tests, one test binary (one link on a 2-core machine) with a module per
+//! concern and one shared harness.
+
+mod bad_inputs;
+mod cli;
+mod econ;
+mod explorer;
+mod harness;
+mod parallel;
+mod readme;
+mod ux;
+mod zoom_tile;

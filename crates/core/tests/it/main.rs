@@ -1,0 +1,11 @@
+//! The core's integration tests, one test binary with a module per concern.
+
+mod architectures;
+mod econ;
+#[path = "../fuzz_checks/mod.rs"]
+mod fuzz_checks;
+mod fuzz_regressions;
+mod invariants;
+mod parallel;
+mod real_configs;
+mod seed004;
