@@ -23,6 +23,7 @@ pub mod cost;
 pub mod crossover;
 pub mod economics;
 pub mod error;
+pub mod gemm;
 pub mod hardware;
 pub mod latency;
 pub mod ledger;

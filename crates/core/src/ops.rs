@@ -23,6 +23,7 @@
 //! block boundaries; the hooks are marked `PARALLEL` below. On one GPU they are the identity.
 
 use crate::cost::Cost;
+pub use crate::gemm::Gemm;
 use crate::model::{Attention, DenseMlp, LatentAttention, LayerSpec, Mlp, MoeMlp, NormKind, QkNorm, StandardAttention};
 use crate::moe::expected_experts_touched;
 use crate::precision::{gemm_math, MathFormat, Precision};
@@ -254,36 +255,6 @@ impl OpKind {
     }
 }
 
-/// Shape of a GEMM operator: `instances` independent products of `[m×k]·[k×n]`, each with its own
-/// weight matrix (1 for a dense projection; experts touched for MoE; heads for MLA absorption).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Gemm {
-    /// Rows (tokens) per instance; fractional for the average tokens per expert.
-    pub m: f64,
-    /// Output columns.
-    pub n: u64,
-    /// Reduction dimension.
-    pub k: u64,
-    /// Weight storage.
-    pub weight: Precision,
-    /// Activation storage.
-    pub activation: Precision,
-    /// Independent weight matrices.
-    pub instances: f64,
-    /// A bias vector is added to each output (`m·n` FLOPs and `n` parameters per instance).
-    pub bias: bool,
-}
-
-impl Gemm {
-    /// FLOPs of the product itself, `instances · (2·m·n·k + m·n if bias)` — what the operator's
-    /// cost counts for this GEMM.
-    pub fn flops(&self) -> f64 {
-        let (n, k) = (self.n as f64, self.k as f64);
-        let bias = if self.bias { self.m * n } else { 0.0 };
-        self.instances * (2.0 * self.m * n * k + bias)
-    }
-}
-
 /// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
 /// ([`crate::tiling::attention`]). Bytes are per position and summed over the KV heads, with the
 /// same per-element sizes the operator's cost uses.
@@ -395,20 +366,18 @@ impl<'a> OpBuilder<'a> {
         self.sc.gpu.supported_math(m)
     }
 
-    /// `copies` GEMMs sharing `m_total` rows between them: `2·m_total·k·n` FLOPs, `copies·k·n`
-    /// weights read once, inputs read and outputs written.
+    /// `copies` GEMMs sharing `m_total` rows between them ([`Gemm`]: FLOPs, weights read once,
+    /// inputs read and outputs written).
     #[allow(clippy::too_many_arguments)]
     fn gemm(&self, kind: OpKind, m_total: f64, k: u64, n: u64, w: Precision, bias: bool, copies: f64) -> Op {
-        let (kf, nf) = (k as f64, n as f64);
-        let bias_f = if bias { 1.0 } else { 0.0 };
-        let cost = Cost {
-            flops: 2.0 * m_total * kf * nf + bias_f * m_total * nf,
-            weight_bytes: copies * (kf * nf * w.bytes() + bias_f * nf * w.unquantised().bytes()),
-            activation_bytes: (m_total * kf + m_total * nf) * self.a,
-            ..Cost::ZERO
-        };
         let gemm =
             Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies, bias };
+        let cost = Cost {
+            flops: gemm.flops(),
+            weight_bytes: gemm.weight_bytes(),
+            activation_bytes: if self.seed { 0.0 } else { gemm.activation_bytes() },
+            ..Cost::ZERO
+        };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
         Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false }
     }
