@@ -19,12 +19,14 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod conventions;
 pub mod cost;
 pub mod crossover;
 pub mod economics;
 pub mod error;
 pub mod gemm;
 pub mod hardware;
+pub mod kinds;
 pub mod latency;
 pub mod ledger;
 pub mod levers;
