@@ -40,7 +40,7 @@ impl OpBuilder<'_> {
     pub fn embedding(&self, f: &mut impl FnMut(Op)) {
         // PARALLEL: this GPU's share (vocab-parallel table) and the all-reduce after it.
         if !self.sc.parallel.is_single() {
-            let shard = crate::parallel::OpShard::outside_layers(self.sc, self.tokens);
+            let shard = super::shard::OpShard::outside_layers(self.sc, self.tokens);
             return self.embedding_ops(&mut |op| shard.emit(op, f));
         }
         self.embedding_ops(f)
@@ -72,7 +72,7 @@ impl OpBuilder<'_> {
     pub fn head(&self, f: &mut impl FnMut(Op)) {
         // PARALLEL: this GPU's share (vocab-parallel LM head) and the gather of the logits.
         if !self.sc.parallel.is_single() {
-            let shard = crate::parallel::OpShard::outside_layers(self.sc, self.tokens);
+            let shard = super::shard::OpShard::outside_layers(self.sc, self.tokens);
             return self.head_ops(&mut |op| shard.emit(op, f));
         }
         self.head_ops(f)

@@ -34,9 +34,11 @@ use serde::Serialize;
 mod attention;
 mod minor;
 mod mlp;
+mod shard;
 
 pub use crate::kinds::{Block, OpKind};
 use mlp::DENSE_KINDS;
+pub use shard::{expert_share, ExpertShare, OpShard};
 
 /// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
 /// ([`crate::tiling::attention`]). Bytes are per position and summed over the KV heads, with the
@@ -141,7 +143,7 @@ impl<'a> OpBuilder<'a> {
         // PARALLEL: this GPU's share of each operator (tensor and expert parallel) and the
         // communication at the block boundaries.
         if !self.sc.parallel.is_single() {
-            let shard = crate::parallel::OpShard::layer(self.sc, layer, self.tokens);
+            let shard = shard::OpShard::layer(self.sc, layer, self.tokens);
             return self.layer_ops(layer, &mut |op| shard.emit(op, f));
         }
         self.layer_ops(layer, f)

@@ -170,13 +170,6 @@ pub(crate) fn micro_batches(sc: &Scenario) -> Vec<(Scenario, u64)> {
     }
 }
 
-/// Reused by the deployment's memory: the largest micro-batch's share of the batch.
-pub(crate) fn largest_micro_batch_share(sc: &Scenario) -> f64 {
-    let b = sc.workload.contexts.batch();
-    let m = sc.parallel.micro_batches_for(b);
-    b.div_ceil(m) as f64 / b as f64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
