@@ -496,7 +496,6 @@ fn check_ep(model: &ModelSpec, ep: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parallel::*;
     use crate::testing::scenario;
 
     #[test]
