@@ -3,8 +3,8 @@
 //! Counting rules (seed 004 rules 1–3, extended to every operator; `T` tokens in the step, `a`
 //! bytes per activation element, `w` bytes per weight, `e` bytes per KV element):
 //!
-//! * **GEMM** `[T×K]·[K×N]`: `2·T·K·N` FLOPs (+`T·N` for a bias); weights `K·N·w` read once per
-//!   step whatever `T` is; activations `(T·K + T·N)·a` (input read, output written).
+//! * **GEMM** `[T×K]·[K×N]`: FLOPs, weight and activation bytes as [`Gemm`] counts them; the
+//!   weights are read once per step whatever `T` is, the input read and the output written once.
 //! * **Attention** per layer: `2·nh·d_qk` FLOPs per (query, key) pair for QKᵀ and `2·nh·d_v` for
 //!   P·V; K and V of every attended position read from the cache (`2·kv·hd·e` per position); Q
 //!   read and O written. With FlashAttention the scores stay on chip; without it the score matrix

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! T_M = ⌈M/BM⌉, T_N = ⌈N/BN⌉, T_K = ⌈K/BK⌉           tiles = batch · T_M · T_N
-//! padded FLOPs  = batch · 2·(T_M·BM)·(T_N·BN)·(T_K·BK)   (+ T_M·BM·T_N·BN with a bias)
+//! padded FLOPs  = the GEMM's FLOPs (crate::gemm::Gemm) of the padded (T_M·BM, T_N·BN, T_K·BK)
 //! wave size W   = SMs · CTAs_per_SM                    waves = ⌈tiles / W⌉
 //! tail tiles    = tiles − (waves − 1)·W                tail utilisation = tail / W
 //! ideal bytes   = batch · (e_A·M·K + e_B·K·N + e_C·M·N)          each operand read once (§1)
@@ -118,7 +118,7 @@ impl GemmShape {
         }
     }
 
-    /// FLOPs of the product: `batch · (2·M·N·K + M·N if bias)` ([`Gemm::flops`]).
+    /// FLOPs of the product, as the ledger counts them ([`Gemm::flops`] of [`GemmShape::cost`]).
     pub fn flops(&self) -> f64 {
         self.cost().flops()
     }
