@@ -148,11 +148,11 @@ impl Interconnect {
                 (_, None) => {
                     return Err(Error::MissingField { field: field("gpus"), context: "a scale-up or PCIe link".into() })
                 }
-                (_, Some(n)) if !(2..=crate::parallel::MAX_GPUS_PER_REPLICA).contains(&n) => {
+                (_, Some(n)) if !(2..=crate::limits::MAX_GPUS_PER_REPLICA).contains(&n) => {
                     return Err(Error::invalid(
                         field("gpus"),
                         n,
-                        format!("2..={}", crate::parallel::MAX_GPUS_PER_REPLICA),
+                        format!("2..={}", crate::limits::MAX_GPUS_PER_REPLICA),
                     ))
                 }
                 _ => {}

@@ -9,6 +9,24 @@
 //! workload, precisions ─┘
 //! ```
 //!
+//! ## Layers
+//!
+//! The modules form a DAG (checked by `tests/module_layers.rs`); each row imports only rows
+//! above it:
+//!
+//! ```text
+//! leaves     error  cost  kinds (operator kinds)  conventions (FLOPs per element)
+//! inputs     precision  limits  gemm (the GEMM cost)
+//!            model  workload  hardware
+//!            moe (routing math)  layout (parallel inputs)  roofline (TimeModel, KernelTimer)
+//! scenario   scenario
+//! operators  ops (+ ops::shard)  memory (+ memory::parallel)  size
+//!            parallel (pipeline, op_timing)  tiling  serving
+//! ledger     ledger
+//! views      zoom  sweep  latency  crossover  measure  expert_step
+//!            economics  levers  plan  advise
+//! ```
+//!
 //! ```
 //! use llm_ledger_core::{Ledger, Scenario};
 //! // Seed 004: Llama 3 8B decode, batch 1, 2048 cached tokens, on an H100 SXM.
@@ -19,12 +37,17 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod conventions;
 pub mod cost;
 pub mod crossover;
 pub mod economics;
 pub mod error;
+pub mod expert_step;
+pub mod gemm;
 pub mod hardware;
+pub mod kinds;
 pub mod latency;
+pub mod layout;
 pub mod ledger;
 pub mod levers;
 pub mod limits;

@@ -32,6 +32,9 @@ pub const MAX_BATCH: u64 = 1 << 30;
 /// Largest context or prompt length, tokens (≈1.1 × 10¹²).
 pub const MAX_CONTEXT: u64 = 1 << 40;
 
+/// Most GPUs in one replica (`tp × pp × ep`).
+pub const MAX_GPUS_PER_REPLICA: u64 = 4096;
+
 /// Most buckets in a context histogram or per-sequence list.
 pub const MAX_CONTEXT_BUCKETS: usize = 1 << 20;
 
@@ -86,9 +89,9 @@ impl Range {
         }
     }
 
-    /// Parse text (see [`crate::scenario::parse_f64`]) and check it, under this range's name.
+    /// Parse text (see [`parse_f64`]) and check it, under this range's name.
     pub fn parse(&self, s: &str) -> Result<f64> {
-        self.check(self.name, crate::scenario::parse_f64(self.name, s)?)
+        self.check(self.name, parse_f64(self.name, s)?)
     }
 }
 
@@ -187,6 +190,14 @@ pub fn ranges_markdown() -> String {
         s.push_str(&format!("| {name} | {min}..={max} | {what} | integer |\n"));
     }
     s
+}
+
+/// Parse a finite number, naming the field on failure.
+pub fn parse_f64(field: &str, s: &str) -> Result<f64> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(Error::invalid(field, format!("{s:?}"), "a finite number")),
+    }
 }
 
 #[cfg(test)]

@@ -178,42 +178,6 @@ pub fn moe_shape(model: &crate::ModelSpec) -> Option<(u64, u64)> {
     })
 }
 
-/// The routed experts' share of one step of a MoE model.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct ExpertStep {
-    /// Routed-expert weight bytes read in the step (the union), all MoE layers.
-    pub expert_weight_bytes: f64,
-    /// The same if every expert were read: expert_weight_bytes × E ÷ experts touched.
-    pub all_experts_weight_bytes: f64,
-    /// FLOPs ÷ bytes of the routed-expert operators.
-    pub expert_gemm_intensity: Option<f64>,
-    /// Step time of the whole model, seconds.
-    pub step_time_s: f64,
-    /// Tokens per second of the step.
-    pub tokens_per_s: f64,
-}
-
-/// Expert numbers of one step, from its ledger. `None` for a dense model.
-pub fn expert_step(sc: &crate::Scenario) -> Option<ExpertStep> {
-    use crate::ops::OpKind;
-    let (experts, top_k) = moe_shape(&sc.model)?;
-    let l = crate::Ledger::build(sc);
-    let cost: crate::Cost = l
-        .rows
-        .iter()
-        .filter(|r| matches!(r.op, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown))
-        .map(|r| r.cost)
-        .sum();
-    let touched = expected_experts_touched(experts, top_k, sc.workload.step_tokens(), &sc.routing).ok()?;
-    Some(ExpertStep {
-        expert_weight_bytes: cost.weight_bytes,
-        all_experts_weight_bytes: cost.weight_bytes * experts as f64 / touched,
-        expert_gemm_intensity: cost.intensity(),
-        step_time_s: l.summary.step_time_s(),
-        tokens_per_s: l.summary.tokens_per_s(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,27 +142,57 @@ impl std::ops::AddAssign for Timing {
     }
 }
 
-/// Times operators in execution order, treating an operator marked `fused` as part of the previous
+/// How long one operator (one instance, in a kernel of its own) takes on a GPU: the one place a time
+/// model plugs in. Every operator's time (ledger, sweep, zoom, the parallel pipeline) comes from
+/// [`crate::parallel::op_timing`] through a [`KernelTimer`], which asks its model; [`Roofline`] is
+/// the model used today. A second model (measured kernel times, say) implements this trait and is
+/// handed to [`KernelTimer::with_model`].
+pub trait TimeModel {
+    /// The operator's compute and memory times and its time, seconds.
+    fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing;
+}
+
+/// The roofline ([`Timing::of`]): `max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth ×
+/// bandwidth efficiency))`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Roofline;
+
+impl TimeModel for Roofline {
+    #[inline]
+    fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing {
+        Timing::of(cost, math, gpu, eff)
+    }
+}
+
+/// Times operators in execution order with a [`TimeModel`] (the [`Roofline`] by default), treating an operator marked `fused` as part of the previous
 /// operator's kernel: the kernel's compute and memory roofs are the sums of its parts, its time is
 /// the max of the two, and the fused operator is charged the time it adds,
 /// `max(c₁ + c₂, m₁ + m₂) − max(c₁, m₁)`. So FlashAttention's softmax costs nothing while the kernel
 /// is memory-bound (decode) and its full vector time when it is compute-bound (long prefill), and
 /// the step time is the sum of kernel times either way.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct KernelTimer {
+pub struct KernelTimer<M: TimeModel = Roofline> {
     kernel: Timing,
+    model: M,
 }
 
 impl KernelTimer {
-    /// A timer with no kernel open.
+    /// A roofline timer with no kernel open.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+impl<M: TimeModel> KernelTimer<M> {
+    /// A timer with no kernel open that times each operator with `model`.
+    pub fn with_model(model: M) -> Self {
+        KernelTimer { kernel: Timing::default(), model }
     }
 
     /// Time of the next operator (one instance).
     #[inline]
     pub fn next(&mut self, cost: &Cost, math: MathFormat, fused: bool, gpu: &Gpu, eff: Efficiency) -> Timing {
-        let own = Timing::of(cost, math, gpu, eff);
+        let own = self.model.op_time(cost, math, gpu, eff);
         if !fused {
             self.kernel = own;
             return own;
@@ -178,6 +208,22 @@ impl KernelTimer {
 mod tests {
     use super::*;
     use crate::hardware::builtin_gpus;
+
+    #[test]
+    fn a_second_time_model_plugs_into_the_kernel_timer() {
+        struct Twice;
+        impl TimeModel for Twice {
+            fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing {
+                Roofline.op_time(cost, math, gpu, eff).times(2.0)
+            }
+        }
+        let gpu = &builtin_gpus()[0];
+        let c = Cost { flops: 1e12, weight_bytes: 1e9, ..Cost::ZERO };
+        let roof = KernelTimer::new().next(&c, MathFormat::Bf16, false, gpu, Efficiency::default());
+        assert_eq!(roof, Timing::of(&c, MathFormat::Bf16, gpu, Efficiency::default()));
+        let twice = KernelTimer::with_model(Twice).next(&c, MathFormat::Bf16, false, gpu, Efficiency::default());
+        assert_eq!(twice.time_s, 2.0 * roof.time_s);
+    }
 
     #[test]
     fn roofline_takes_the_larger_roof() {

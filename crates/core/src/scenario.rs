@@ -5,9 +5,9 @@
 
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
+use crate::layout::{ParallelSpec, Parallelism};
 use crate::model::{builtin_presets, CheckpointQuant, Mlp, ModelSpec, Preset, WeightPrecisions};
 use crate::moe::{routing_probabilities, Routing};
-use crate::parallel::{ParallelSpec, Parallelism};
 use crate::precision::Precision;
 use crate::roofline::Efficiency;
 use crate::workload::{Causal, ContextBucket, Contexts, Counting, Logits, MlaForm, Phase, Workload};
@@ -247,13 +247,7 @@ pub fn parse_u64(field: &str, s: &str) -> Result<u64> {
     parsed.map_err(|_| Error::invalid(field, format!("{s:?}"), "a non-negative integer"))
 }
 
-/// Parse a finite number, naming the field on failure.
-pub fn parse_f64(field: &str, s: &str) -> Result<f64> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(Error::invalid(field, format!("{s:?}"), "a finite number")),
-    }
-}
+pub use crate::limits::parse_f64;
 
 /// Parse `on`/`off` (also true/false, yes/no, 1/0).
 pub fn parse_switch(field: &str, s: &str) -> Result<bool> {
@@ -450,11 +444,11 @@ impl ScenarioRequest {
         let sc = sc.with_parallel(&spec)?;
         if let Contexts::Mix(buckets) = &sc.workload.contexts {
             let m = sc.parallel.micro_batches_for(sc.workload.contexts.batch());
-            if m > 1 && buckets.len() as u64 * m > crate::parallel::MAX_DEALT_BUCKETS {
+            if m > 1 && buckets.len() as u64 * m > crate::layout::MAX_DEALT_BUCKETS {
                 return Err(Error::invalid(
                     "contexts",
                     format!("{} lengths over {m} micro-batches", buckets.len()),
-                    format!("at most {} (length, micro-batch) pairs", crate::parallel::MAX_DEALT_BUCKETS),
+                    format!("at most {} (length, micro-batch) pairs", crate::layout::MAX_DEALT_BUCKETS),
                 ));
             }
         }

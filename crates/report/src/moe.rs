@@ -8,8 +8,9 @@
 use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::{Error, Result};
+use llm_ledger_core::expert_step::{expert_step, ExpertStep};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_EXPERTS};
-use llm_ledger_core::moe::{expert_step, moe_shape, routing_probabilities, union_point, ExpertStep, UnionPoint};
+use llm_ledger_core::moe::{moe_shape, routing_probabilities, union_point, UnionPoint};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Contexts, Phase, Scenario};

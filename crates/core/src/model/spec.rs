@@ -7,6 +7,7 @@
 //! head adds no parameters.
 
 use super::quant::CheckpointQuant;
+use crate::conventions;
 use crate::error::{Error, Result};
 use crate::limits::MAX_PARAMS;
 use serde::Serialize;
@@ -59,13 +60,13 @@ pub enum Activation {
 }
 
 impl Activation {
-    /// FLOPs per element of the activation itself (without the gate product).
+    /// FLOPs per element of the activation itself, without the gate product ([`crate::conventions`]).
     pub fn flops_per_element(self) -> f64 {
         match self {
-            Activation::Relu => 1.0,
-            Activation::Silu => 4.0,
-            Activation::Gelu => 8.0,
-            Activation::ClampedSwiglu => 7.0,
+            Activation::Relu => conventions::RELU_FLOPS_PER_ELEMENT,
+            Activation::Silu => conventions::SILU_FLOPS_PER_ELEMENT,
+            Activation::Gelu => conventions::GELU_FLOPS_PER_ELEMENT,
+            Activation::ClampedSwiglu => conventions::CLAMPED_SWIGLU_FLOPS_PER_ELEMENT,
         }
     }
 

@@ -25,7 +25,7 @@
 use crate::cost::Cost;
 use crate::ops::{for_each_op, Op, OpBuilder, OpKind};
 use crate::precision::MathFormat;
-use crate::roofline::{KernelTimer, Timing};
+use crate::roofline::{KernelTimer, TimeModel, Timing};
 use crate::scenario::Scenario;
 use crate::workload::{ContextBucket, Contexts, Phase, Workload};
 use serde::Serialize;
@@ -45,10 +45,11 @@ pub struct PipelineTiming {
     pub idle_fraction: f64,
 }
 
-/// Roofline time of an operator (through `timer`, which charges an operator fused into the
+/// Time of an operator, the one entry point for every operator time in the crate: its
+/// [`TimeModel`] time (the roofline) through `timer`, which charges an operator fused into the
 /// previous kernel its marginal time); a collective's time on its group's link. The pipeline's
 /// send and wait are timed by [`for_each_gpu_op`], which knows the stage.
-pub fn op_timing(sc: &Scenario, timer: &mut KernelTimer, op: &Op) -> Timing {
+pub fn op_timing<M: TimeModel>(sc: &Scenario, timer: &mut KernelTimer<M>, op: &Op) -> Timing {
     match sc.parallel.collective(op.kind) {
         Some((l, hops)) => Timing::link(sc.parallel.link_time_s(&l.link, op.cost.link_bytes, hops)),
         None => timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency),
@@ -168,13 +169,6 @@ pub(crate) fn micro_batches(sc: &Scenario) -> Vec<(Scenario, u64)> {
             out.into_iter().map(|(c, n)| (at(c), n)).collect()
         }
     }
-}
-
-/// Reused by the deployment's memory: the largest micro-batch's share of the batch.
-pub(crate) fn largest_micro_batch_share(sc: &Scenario) -> f64 {
-    let b = sc.workload.contexts.batch();
-    let m = sc.parallel.micro_batches_for(b);
-    b.div_ceil(m) as f64 / b as f64
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! T_M = ⌈M/BM⌉, T_N = ⌈N/BN⌉, T_K = ⌈K/BK⌉           tiles = batch · T_M · T_N
-//! padded FLOPs  = batch · 2·(T_M·BM)·(T_N·BN)·(T_K·BK)   (+ T_M·BM·T_N·BN with a bias)
+//! padded FLOPs  = the GEMM's FLOPs (crate::gemm::Gemm) of the padded (T_M·BM, T_N·BN, T_K·BK)
 //! wave size W   = SMs · CTAs_per_SM                    waves = ⌈tiles / W⌉
 //! tail tiles    = tiles − (waves − 1)·W                tail utilisation = tail / W
 //! ideal bytes   = batch · (e_A·M·K + e_B·K·N + e_C·M·N)          each operand read once (§1)
@@ -44,6 +44,7 @@
 use super::candidates::{Candidate, TileConfig, TileRequest, CANDIDATES};
 use super::occupancy::{occupancy, BlockResources, Limiter, Occupancy, MAX_REGISTERS_PER_THREAD};
 use crate::error::{Error, Result};
+use crate::gemm::{gemm_flops, Gemm};
 use crate::hardware::Gpu;
 use crate::limits::{MAX_DIM, MAX_EXPERTS};
 use crate::precision::{gemm_math, MathFormat, Precision};
@@ -104,10 +105,22 @@ impl GemmShape {
         gpu.supported_math(gemm_math(self.b, self.a))
     }
 
-    /// FLOPs of the product: `batch · (2·M·N·K + M·N if bias)`.
+    /// The GEMM's cost as the ledger counts it ([`Gemm`], `batch` instances).
+    pub fn cost(&self) -> Gemm {
+        Gemm {
+            m: self.m as f64,
+            n: self.n,
+            k: self.k,
+            weight: self.b,
+            activation: self.a,
+            instances: self.batch as f64,
+            bias: self.bias,
+        }
+    }
+
+    /// FLOPs of the product, as the ledger counts them ([`Gemm::flops`] of [`GemmShape::cost`]).
     pub fn flops(&self) -> f64 {
-        let (m, n, k) = (self.m as f64, self.n as f64, self.k as f64);
-        self.batch as f64 * (2.0 * m * n * k + if self.bias { m * n } else { 0.0 })
+        self.cost().flops()
     }
 
     fn bias_bytes(&self) -> f64 {
@@ -315,7 +328,6 @@ pub fn tile_gemm(
     let (m, n, k, batch) = (shape.m as f64, shape.n as f64, shape.k as f64, shape.batch as f64);
     let (bm, bn) = (tile.bm as f64, tile.bn as f64);
     let kp = (tk * tile.bk) as f64;
-    let bias = if shape.bias { 1.0 } else { 0.0 };
     let e_bias = shape.bias_bytes();
 
     // Tile classes: real rows and columns of the last tile row and column.
@@ -328,8 +340,8 @@ pub fn tile_gemm(
             count,
             rows,
             cols,
-            flops: cnt * (2.0 * r * c * k + bias * r * c),
-            padded_flops: cnt * (2.0 * bm * bn * kp + bias * bm * bn),
+            flops: gemm_flops(r, c, k, cnt, shape.bias),
+            padded_flops: gemm_flops(bm, bn, kp, cnt, shape.bias),
             tiled_bytes: cnt * (r * k * e_a + k * c * e_b + r * c * e_c + c * e_bias),
         }
     };
@@ -344,7 +356,7 @@ pub fn tile_gemm(
     ];
 
     let flops = shape.flops();
-    let padded_flops = batch * (tm * tile.bm) as f64 * (tn * tile.bn) as f64 * (2.0 * kp + bias);
+    let padded_flops = gemm_flops((tm * tile.bm) as f64, (tn * tile.bn) as f64, kp, batch, shape.bias);
     let ideal = shape.ideal_bytes();
     let tiled_a = batch * e_a * m * k * tn as f64;
     let tiled_b = batch * e_b * k * n * tm as f64;
@@ -363,7 +375,7 @@ pub fn tile_gemm(
 
     let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector) * eff.compute;
     let bw = gpu.memory_bandwidth_bytes_per_s * eff.bandwidth;
-    let tile_flops = bm * bn * (2.0 * kp + bias);
+    let tile_flops = gemm_flops(bm, bn, kp, 1.0, shape.bias);
     let sf = s as f64;
     let smem_bw = match chip.tensor_flops_per_smem_byte {
         r if r > 0.0 => gpu.peak(MathFormat::Bf16).unwrap_or(gpu.peak_flops_per_s.bf16) / sf / r,

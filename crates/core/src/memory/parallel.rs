@@ -14,9 +14,8 @@
 //! * **Workspace**: [`crate::memory::workspace_bytes_split`] with the per-token intermediates and
 //!   logits split over TP, for the largest micro-batch, `1/ep` of it.
 
-use super::pipeline::largest_micro_batch_share;
-use super::Parallelism;
-use crate::memory::{held_positions, layer_bytes, workspace_bytes_split, Footprint, WeightFootprint};
+use super::{held_positions, layer_bytes, workspace_bytes_split, Footprint, WeightFootprint};
+use crate::layout::Parallelism;
 use crate::model::{Attention, ModelSpec};
 use crate::scenario::Scenario;
 use crate::workload::Counting;
@@ -126,4 +125,11 @@ pub(crate) fn footprint_with(sc: &Scenario, weights: &[f64], reserve_bytes: f64)
 pub fn footprint(sc: &Scenario, reserve_bytes: f64) -> Footprint {
     let weights: Vec<f64> = (0..sc.parallel.stages.len()).map(|s| stage_weight_bytes(sc, s)).collect();
     footprint_with(sc, &weights, reserve_bytes)
+}
+
+/// Reused by the deployment's memory: the largest micro-batch's share of the batch.
+pub(crate) fn largest_micro_batch_share(sc: &Scenario) -> f64 {
+    let b = sc.workload.contexts.batch();
+    let m = sc.parallel.micro_batches_for(b);
+    b.div_ceil(m) as f64 / b as f64
 }

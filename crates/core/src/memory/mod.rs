@@ -38,6 +38,8 @@
 //! Either way `fits = memory ≤ capacity − reserve`, and the largest batch is [`max_batch`] of each
 //! step covered (the smaller one for a request).
 
+pub(crate) mod parallel;
+
 use crate::limits::MAX_BATCH;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec, WeightPrecisions};
 use crate::precision::Precision;
@@ -258,7 +260,7 @@ impl GpuWeights {
         if sc.parallel.is_single() {
             GpuWeights(vec![WeightFootprint::of(&sc.model, &sc.weights).counted_bytes(sc.workload.counting)])
         } else {
-            GpuWeights((0..sc.parallel.stages.len()).map(|s| crate::parallel::stage_weight_bytes(sc, s)).collect())
+            GpuWeights((0..sc.parallel.stages.len()).map(|s| parallel::stage_weight_bytes(sc, s)).collect())
         }
     }
 
@@ -299,7 +301,7 @@ impl Footprint {
     /// As [`Footprint::of`] with the weight bytes already known (the sweep computes them once).
     pub fn with_weights(sc: &Scenario, weights: &GpuWeights, reserve_bytes: f64) -> Footprint {
         if !sc.parallel.is_single() {
-            return crate::parallel::footprint_with(sc, weights.per_stage(), reserve_bytes);
+            return parallel::footprint_with(sc, weights.per_stage(), reserve_bytes);
         }
         let weight_bytes = weights.0[0];
         let kv = kv_cache_bytes(sc);

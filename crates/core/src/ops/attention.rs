@@ -1,0 +1,221 @@
+//! Attention operators: standard (MHA/GQA/MQA, sliding windows, sinks) and multi-head latent
+//! attention (MLA), absorbed or expanded; the core fused (FlashAttention) or as three kernels.
+
+use super::minor::norm_flops;
+use super::{AttentionShape, Op, OpBuilder, OpKind};
+use crate::conventions::{ROPE_FLOPS_PER_ELEMENT, SOFTMAX_FLOPS_PER_SCORE};
+use crate::cost::Cost;
+use crate::model::{LatentAttention, NormKind, QkNorm, StandardAttention};
+use crate::precision::MathFormat;
+use crate::workload::{AttentionGeometry, MlaForm, Phase};
+
+/// Bytes per position read from the cache (`kv`) or from activations (`act`) for one operand of
+/// attention.
+#[derive(Clone, Copy)]
+struct Operand {
+    kv: f64,
+    act: f64,
+}
+
+/// Attention core parameters shared by standard attention and MLA.
+struct AttnCore {
+    heads: f64,
+    kv_heads: f64,
+    window: Option<u64>,
+    qk_dim: f64,
+    v_dim: f64,
+    k: Operand,
+    v: Operand,
+    sinks: bool,
+}
+
+impl OpBuilder<'_> {
+    pub(super) fn standard_attention(&self, at: &StandardAttention, f: &mut impl FnMut(Op)) {
+        let (t, h) = (self.tokens, self.hidden);
+        let w = self.sc.weights.attention;
+        let (q, kv) = (at.q_dim(), at.kv_dim());
+        if at.fused_qkv || self.seed {
+            f(self.gemm(OpKind::QkvProj, t, h, q + 2 * kv, w, at.qkv_bias, 1.0));
+        } else {
+            f(self.gemm(OpKind::QProj, t, h, q, w, at.qkv_bias, 1.0));
+            f(self.gemm(OpKind::KProj, t, h, kv, w, at.qkv_bias, 1.0));
+            f(self.gemm(OpKind::VProj, t, h, kv, w, at.qkv_bias, 1.0));
+        }
+        let minor = !self.seed;
+        let qk_elems = t * (q + kv) as f64;
+        if minor && at.qk_norm != QkNorm::None {
+            let params = match at.qk_norm {
+                QkNorm::PerHead => 2 * at.head_dim,
+                _ => q + kv,
+            };
+            f(self.elementwise(
+                OpKind::QkNorm,
+                qk_elems,
+                norm_flops(NormKind::Rms),
+                2.0,
+                params as f64 * w.unquantised().bytes(),
+            ));
+        }
+        if minor && at.rope {
+            f(self.elementwise(OpKind::Rope, qk_elems, ROPE_FLOPS_PER_ELEMENT, 2.0, 0.0));
+        }
+        let g = self.sc.workload.attention_geometry(at.window);
+        let per_pos = Operand { kv: kv as f64 * self.kv, act: 0.0 };
+        self.kv_write(g, 2.0 * kv as f64, f);
+        let core = AttnCore {
+            heads: at.heads as f64,
+            kv_heads: at.kv_heads as f64,
+            window: at.window,
+            qk_dim: at.head_dim as f64,
+            v_dim: at.head_dim as f64,
+            k: per_pos,
+            v: per_pos,
+            sinks: at.sinks,
+        };
+        self.attention_core(&core, g, f);
+        f(self.gemm(OpKind::OProj, t, q, h, w, at.o_bias, 1.0));
+    }
+
+    /// Append this step's K/V (`elems_per_pos` values per position) to the cache.
+    fn kv_write(&self, g: AttentionGeometry, elems_per_pos: f64, f: &mut impl FnMut(Op)) {
+        if self.seed {
+            return;
+        }
+        let elems = g.kv_positions_written * elems_per_pos;
+        let cost = Cost { kv_write_bytes: elems * self.kv, activation_bytes: elems * self.a, ..Cost::ZERO };
+        f(Op::plain(OpKind::KvWrite, cost, MathFormat::Vector));
+    }
+
+    /// QKᵀ, softmax and P·V, fused (FlashAttention) or as three kernels.
+    fn attention_core(&self, c: &AttnCore, g: AttentionGeometry, f: &mut impl FnMut(Op)) {
+        let math = self.math(self.act.native_math());
+        let qk_flops = 2.0 * c.heads * c.qk_dim * g.pairs;
+        let pv_flops = 2.0 * c.heads * c.v_dim * g.pairs;
+        let q_bytes = g.queries * c.heads * c.qk_dim * self.a;
+        let o_bytes = g.queries * c.heads * c.v_dim * self.a;
+        let read = |o: Operand| (g.kv_positions_read * o.kv, g.kv_positions_read * o.act * self.a);
+        let (k_kv, k_act) = read(c.k);
+        let (v_kv, v_act) = read(c.v);
+        // Softmax: SOFTMAX_FLOPS_PER_SCORE per score; sinks add one column.
+        let sink_cols = if c.sinks { g.queries * c.heads } else { 0.0 };
+        let shape = Some(AttentionShape {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            qk_dim: c.qk_dim,
+            v_dim: c.v_dim,
+            window: c.window,
+            k_bytes_per_position: c.k.kv + c.k.act * self.a,
+            v_bytes_per_position: c.v.kv + c.v.act * self.a,
+            q_bytes_per_query: c.heads * c.qk_dim * self.a,
+            o_bytes_per_query: c.heads * c.v_dim * self.a,
+        });
+        if self.sc.workload.flash_attention || self.seed {
+            let cost = Cost {
+                flops: qk_flops + pv_flops,
+                kv_read_bytes: k_kv + v_kv,
+                activation_bytes: q_bytes + k_act + v_act + o_bytes,
+                ..Cost::ZERO
+            };
+            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false });
+            if !self.seed {
+                let sm = Cost { flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
+                // Inside the FlashAttention kernel: charged the marginal time it adds there.
+                f(Op {
+                    kind: OpKind::Softmax,
+                    cost: sm,
+                    math: MathFormat::Vector,
+                    gemm: None,
+                    attention: None,
+                    fused: true,
+                });
+            }
+        } else {
+            let scores = c.heads * g.materialised_scores * self.a;
+            let qk =
+                Cost { flops: qk_flops, kv_read_bytes: k_kv, activation_bytes: q_bytes + k_act + scores, ..Cost::ZERO };
+            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape, fused: false });
+            let sm = Cost {
+                flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
+                activation_bytes: 2.0 * scores,
+                ..Cost::ZERO
+            };
+            f(Op {
+                kind: OpKind::Softmax,
+                cost: sm,
+                math: MathFormat::Vector,
+                gemm: None,
+                attention: None,
+                fused: false,
+            });
+            let pv =
+                Cost { flops: pv_flops, kv_read_bytes: v_kv, activation_bytes: scores + v_act + o_bytes, ..Cost::ZERO };
+            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape, fused: false });
+        }
+    }
+
+    pub(super) fn latent_attention(&self, at: &LatentAttention, f: &mut impl FnMut(Op)) {
+        let (t, h) = (self.tokens, self.hidden);
+        let w = self.sc.weights.attention;
+        let nh = at.heads;
+        let (dn, dr, dv, r) = (at.qk_nope_head_dim, at.qk_rope_head_dim, at.v_head_dim, at.kv_lora_rank);
+        match at.q_lora_rank {
+            Some(rq) => {
+                f(self.gemm(OpKind::QAProj, t, h, rq, w, at.bias, 1.0));
+                if !self.seed {
+                    f(self.norm(OpKind::QANorm, NormKind::Rms, rq, 1));
+                }
+                f(self.gemm(OpKind::QBProj, t, rq, nh * (dn + dr), w, false, 1.0));
+            }
+            None => f(self.gemm(OpKind::QProj, t, h, nh * (dn + dr), w, false, 1.0)),
+        }
+        f(self.gemm(OpKind::KvAProj, t, h, r + dr, w, at.bias, 1.0));
+        if !self.seed {
+            f(self.norm(OpKind::KvANorm, NormKind::Rms, r, 1));
+            f(self.elementwise(OpKind::Rope, t * ((nh + 1) * dr) as f64, ROPE_FLOPS_PER_ELEMENT, 2.0, 0.0));
+        }
+        let g = self.sc.workload.attention_geometry(None);
+        self.kv_write(g, (r + dr) as f64, f);
+        let form = match (self.sc.workload.mla, self.sc.workload.phase) {
+            (MlaForm::Auto, Phase::Decode) | (MlaForm::Absorbed, _) => MlaForm::Absorbed,
+            _ => MlaForm::Naive,
+        };
+        let (nhf, kv) = (nh as f64, self.kv);
+        if form == MlaForm::Absorbed {
+            // Fold W_UK into q: per head [T×dn]·[dn×r].
+            f(self.gemm(OpKind::QAbsorb, t * nhf, dn, r, w, false, nhf));
+            let core = AttnCore {
+                heads: nhf,
+                kv_heads: 1.0,
+                window: None,
+                qk_dim: (r + dr) as f64,
+                v_dim: r as f64,
+                k: Operand { kv: (r + dr) as f64 * kv, act: 0.0 },
+                // The fused kernel reads the latent once (as K); an unfused P·V reads it again.
+                v: Operand { kv: if self.sc.workload.flash_attention { 0.0 } else { r as f64 * kv }, act: 0.0 },
+                sinks: false,
+            };
+            self.attention_core(&core, g, f);
+            f(self.gemm(OpKind::VUp, t * nhf, r, dv, w, false, nhf));
+        } else {
+            // Expand every attended position's latent into per-head k_nope and v.
+            let positions = g.kv_positions_read;
+            let mut expand = self.gemm(OpKind::KvBProj, positions, r, nh * (dn + dv), w, false, 1.0);
+            // Its input is the cached latent: KV bytes, not activations.
+            expand.cost.activation_bytes -= positions * r as f64 * self.a;
+            expand.cost.kv_read_bytes += positions * r as f64 * kv;
+            f(expand);
+            let core = AttnCore {
+                heads: nhf,
+                kv_heads: nhf,
+                window: None,
+                qk_dim: (dn + dr) as f64,
+                v_dim: dv as f64,
+                k: Operand { kv: dr as f64 * kv, act: (nh * dn) as f64 },
+                v: Operand { kv: 0.0, act: (nh * dv) as f64 },
+                sinks: false,
+            };
+            self.attention_core(&core, g, f);
+        }
+        f(self.gemm(OpKind::OProj, t, nh * dv, h, w, false, 1.0));
+    }
+}

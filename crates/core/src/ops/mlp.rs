@@ -1,0 +1,122 @@
+//! Feed-forward operators: the dense MLP (gated or not) and the MoE layer (router, routed
+//! experts, their combine, shared experts).
+
+use super::{Op, OpBuilder, OpKind};
+use crate::conventions::{EXPERT_COMBINE_FLOPS_PER_ELEMENT, GATE_PRODUCT_FLOPS_PER_ELEMENT};
+use crate::cost::Cost;
+use crate::model::{DenseMlp, MoeMlp};
+use crate::moe::expected_experts_touched;
+use crate::precision::{MathFormat, Precision};
+
+impl OpBuilder<'_> {
+    pub(super) fn dense_mlp(&self, m: &DenseMlp, w: Precision, kinds: MlpKinds, f: &mut impl FnMut(Op)) {
+        let (t, h, i) = (self.tokens, self.hidden, m.intermediate);
+        if self.seed {
+            let mats = if m.gated { 3 } else { 2 };
+            f(self.gemm(kinds.seed, t, h, mats * i, w, false, 1.0));
+            return;
+        }
+        self.mlp_body(t, m, w, 1.0, kinds, f);
+    }
+
+    /// Gate/up, activation and down for `assignments` (token, MLP) pairs over `copies` weight sets.
+    fn mlp_body(
+        &self,
+        assignments: f64,
+        m: &DenseMlp,
+        w: Precision,
+        copies: f64,
+        kinds: MlpKinds,
+        f: &mut impl FnMut(Op),
+    ) {
+        let (h, i) = (self.hidden, m.intermediate);
+        if m.gated {
+            if m.fused_gate_up {
+                f(self.gemm(kinds.gate_up, assignments, h, 2 * i, w, m.bias, copies));
+            } else {
+                f(self.gemm(kinds.gate, assignments, h, i, w, m.bias, copies));
+                f(self.gemm(kinds.up, assignments, h, i, w, m.bias, copies));
+            }
+            let per = m.activation.flops_per_element() + GATE_PRODUCT_FLOPS_PER_ELEMENT;
+            f(self.elementwise(kinds.act, assignments * i as f64, per, 3.0, 0.0));
+        } else {
+            f(self.gemm(kinds.up, assignments, h, i, w, m.bias, copies));
+            f(self.elementwise(kinds.act, assignments * i as f64, m.activation.flops_per_element(), 2.0, 0.0));
+        }
+        f(self.gemm(kinds.down, assignments, i, h, w, m.bias, copies));
+    }
+
+    pub(super) fn moe(&self, m: &MoeMlp, f: &mut impl FnMut(Op)) {
+        let (t, h) = (self.tokens, self.hidden);
+        let wts = &self.sc.weights;
+        let mut router = self.gemm(OpKind::Router, t, h, m.experts, wts.router, m.router_bias, 1.0);
+        if m.shared_gate {
+            router.cost += self.gemm(OpKind::Router, t, h, 1, wts.router, false, 1.0).cost;
+        }
+        f(router);
+        // Expected distinct experts touched by the step's tokens (prefill counts tokens). The
+        // routing was checked against every MoE layer by `Scenario::new`; NaN would surface loudly.
+        let touched = expected_experts_touched(m.experts, m.top_k, t, &self.sc.routing).unwrap_or(f64::NAN);
+        let assignments = t * m.top_k as f64;
+        let we = wts.experts;
+        if self.seed {
+            let mats = if m.expert.gated { 3 } else { 2 };
+            f(self.gemm(OpKind::ExpertUp, assignments, h, mats * m.expert.intermediate, we, false, touched));
+        } else {
+            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, f);
+            // Weighted sum of the k expert outputs per token.
+            let cost = Cost {
+                flops: EXPERT_COMBINE_FLOPS_PER_ELEMENT * assignments * h as f64,
+                activation_bytes: (assignments + t) * h as f64 * self.a,
+                ..Cost::ZERO
+            };
+            f(Op {
+                kind: OpKind::ExpertCombine,
+                cost,
+                math: MathFormat::Vector,
+                gemm: None,
+                attention: None,
+                fused: false,
+            });
+        }
+        if let Some(shared) = &m.shared {
+            self.dense_mlp(shared, wts.shared_experts, SHARED_KINDS, f);
+        }
+    }
+}
+
+/// Operator kinds used by one MLP flavour.
+#[derive(Clone, Copy)]
+pub(super) struct MlpKinds {
+    gate: OpKind,
+    up: OpKind,
+    gate_up: OpKind,
+    act: OpKind,
+    down: OpKind,
+    seed: OpKind,
+}
+
+pub(super) const DENSE_KINDS: MlpKinds = MlpKinds {
+    gate: OpKind::GateProj,
+    up: OpKind::UpProj,
+    gate_up: OpKind::GateUpProj,
+    act: OpKind::Act,
+    down: OpKind::DownProj,
+    seed: OpKind::Mlp,
+};
+const EXPERT_KINDS: MlpKinds = MlpKinds {
+    gate: OpKind::ExpertGate,
+    up: OpKind::ExpertUp,
+    gate_up: OpKind::ExpertGate,
+    act: OpKind::ExpertAct,
+    down: OpKind::ExpertDown,
+    seed: OpKind::ExpertUp,
+};
+const SHARED_KINDS: MlpKinds = MlpKinds {
+    gate: OpKind::SharedGate,
+    up: OpKind::SharedUp,
+    gate_up: OpKind::SharedGate,
+    act: OpKind::SharedAct,
+    down: OpKind::SharedDown,
+    seed: OpKind::SharedUp,
+};

@@ -1,0 +1,200 @@
+//! The operators of one forward step and their FLOPs and bytes.
+//!
+//! Counting rules (seed 004 rules 1–3, extended to every operator; `T` tokens in the step, `a`
+//! bytes per activation element, `w` bytes per weight, `e` bytes per KV element):
+//!
+//! * **GEMM** `[T×K]·[K×N]`: FLOPs, weight and activation bytes as [`Gemm`] counts them; the
+//!   weights are read once per step whatever `T` is, the input read and the output written once.
+//! * **Attention** per layer: `2·nh·d_qk` FLOPs per (query, key) pair for QKᵀ and `2·nh·d_v` for
+//!   P·V; K and V of every attended position read from the cache (`2·kv·hd·e` per position); Q
+//!   read and O written. With FlashAttention the scores stay on chip; without it the score matrix
+//!   is written, read by the softmax, written again as probabilities and read by P·V.
+//! * **Elementwise** operators run on the vector units: FLOPs per element are the conventions of
+//!   [`crate::conventions`] (RMSNorm 4, LayerNorm 7, RoPE 3, residual add 1, softmax 5, SiLU 4,
+//!   GELU 8, +1 for a gate product); bytes are one read and one write per tensor element touched.
+//! * **MoE** experts: FLOPs for every (token, expert) assignment; weight bytes for the expected
+//!   number of distinct experts touched ([`crate::moe`]).
+//!
+//! Under [`Counting::Seed`] only seed 004's rows are produced (qkv_proj, o_proj, mlp, attention,
+//! lm_head) with weight and KV-read bytes only.
+//!
+//! In a parallel deployment ([`crate::parallel`]) the builder hands out one GPU's share of every
+//! operator and adds the communication operators (all-reduces, all-gather, all-to-all) at the
+//! block boundaries; the hooks are marked `PARALLEL` below. On one GPU they are the identity.
+
+use crate::conventions::RESIDUAL_FLOPS_PER_ELEMENT;
+use crate::cost::Cost;
+pub use crate::gemm::Gemm;
+use crate::model::{Attention, LayerSpec, Mlp};
+use crate::precision::{gemm_math, MathFormat, Precision};
+use crate::scenario::Scenario;
+use crate::workload::Counting;
+use serde::Serialize;
+
+mod attention;
+mod minor;
+mod mlp;
+mod shard;
+
+pub use crate::kinds::{Block, OpKind};
+use mlp::DENSE_KINDS;
+pub use shard::{expert_share, ExpertShare, OpShard};
+
+/// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
+/// ([`crate::tiling::attention`]). Bytes are per position and summed over the KV heads, with the
+/// same per-element sizes the operator's cost uses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AttentionShape {
+    /// Query heads.
+    pub heads: f64,
+    /// Groups that share one K/V stream (KV heads; 1 for MLA's absorbed latent, every head for
+    /// MLA expanded per head).
+    pub kv_heads: f64,
+    /// Query/key dimension per head.
+    pub qk_dim: f64,
+    /// Value dimension per head.
+    pub v_dim: f64,
+    /// Sliding window, tokens.
+    pub window: Option<u64>,
+    /// HBM bytes of K for one position, all KV heads (cache and activation parts).
+    pub k_bytes_per_position: f64,
+    /// HBM bytes of V for one position, all KV heads (0 when the kernel reuses K's load).
+    pub v_bytes_per_position: f64,
+    /// Bytes of one query position's Q (all heads).
+    pub q_bytes_per_query: f64,
+    /// Bytes of one query position's output O (all heads).
+    pub o_bytes_per_query: f64,
+}
+
+/// One operator instance in one layer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Op {
+    /// Kind.
+    pub kind: OpKind,
+    /// FLOPs and bytes.
+    pub cost: Cost,
+    /// Math format it runs in (after GPU fallback).
+    pub math: MathFormat,
+    /// GEMM shape, for GEMM operators.
+    pub gemm: Option<Gemm>,
+    /// Attention shape, for the attention core (fused, or its QKᵀ and P·V halves).
+    pub attention: Option<AttentionShape>,
+    /// Runs inside the previous operator's kernel (the softmax of FlashAttention): its roofs add to
+    /// that kernel's, and its time is the marginal time it adds (see [`crate::roofline::KernelTimer`]).
+    pub fused: bool,
+}
+
+impl Op {
+    /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
+    pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
+        Op { kind, cost, math, gemm: None, attention: None, fused: false }
+    }
+}
+
+/// Operator generator for one scenario.
+pub struct OpBuilder<'a> {
+    sc: &'a Scenario,
+    tokens: f64,
+    act: Precision,
+    a: f64,
+    kv: f64,
+    seed: bool,
+    hidden: u64,
+}
+
+impl<'a> OpBuilder<'a> {
+    /// Prepare the generator.
+    pub fn new(sc: &'a Scenario) -> Self {
+        let w = &sc.workload;
+        let seed = w.counting == Counting::Seed;
+        OpBuilder {
+            sc,
+            tokens: w.step_tokens(),
+            act: w.activations,
+            a: if seed { 0.0 } else { w.activations.bytes() },
+            kv: w.kv.bytes(),
+            seed,
+            hidden: sc.model.hidden_size,
+        }
+    }
+
+    fn math(&self, m: MathFormat) -> MathFormat {
+        self.sc.gpu.supported_math(m)
+    }
+
+    /// `copies` GEMMs sharing `m_total` rows between them ([`Gemm`]: FLOPs, weights read once,
+    /// inputs read and outputs written).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(&self, kind: OpKind, m_total: f64, k: u64, n: u64, w: Precision, bias: bool, copies: f64) -> Op {
+        let gemm =
+            Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies, bias };
+        let cost = Cost {
+            flops: gemm.flops(),
+            weight_bytes: gemm.weight_bytes(),
+            activation_bytes: if self.seed { 0.0 } else { gemm.activation_bytes() },
+            ..Cost::ZERO
+        };
+        let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
+        Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false }
+    }
+    /// Every operator of one decoder layer, in order.
+    #[inline]
+    pub fn layer(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        // PARALLEL: this GPU's share of each operator (tensor and expert parallel) and the
+        // communication at the block boundaries.
+        if !self.sc.parallel.is_single() {
+            let shard = shard::OpShard::layer(self.sc, layer, self.tokens);
+            return self.layer_ops(layer, &mut |op| shard.emit(op, f));
+        }
+        self.layer_ops(layer, f)
+    }
+
+    fn layer_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        let minor = !self.seed;
+        let h = self.hidden;
+        if minor && layer.attn_norms > 0 {
+            f(self.norm(OpKind::AttnNorm, layer.norm, h, layer.attn_norms));
+        }
+        match &layer.attention {
+            Attention::Standard(a) => self.standard_attention(a, f),
+            Attention::Latent(a) => self.latent_attention(a, f),
+        }
+        if minor && !layer.parallel {
+            f(self.elementwise(OpKind::AttnResidual, self.tokens * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
+        }
+        if minor && layer.mlp_norms > 0 {
+            f(self.norm(OpKind::MlpNorm, layer.norm, h, layer.mlp_norms));
+        }
+        match &layer.mlp {
+            Mlp::Dense(m) => self.dense_mlp(m, self.sc.weights.mlp, DENSE_KINDS, f),
+            Mlp::Moe(m) => self.moe(m, f),
+        }
+        if minor {
+            if layer.parallel {
+                // x + attn(x) + mlp(x): two adds, three reads, one write.
+                f(self.elementwise(
+                    OpKind::Residual,
+                    self.tokens * h as f64,
+                    2.0 * RESIDUAL_FLOPS_PER_ELEMENT,
+                    4.0,
+                    0.0,
+                ));
+            } else {
+                f(self.elementwise(OpKind::MlpResidual, self.tokens * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
+            }
+        }
+    }
+}
+
+/// Visit every operator of the step with its multiplicity: the embedding once, each distinct
+/// layer shape once with the number of layers that have it, then the head. In a parallel
+/// deployment these are one GPU's shares of every layer; [`crate::parallel::for_each_gpu_op`]
+/// adds the pipeline (which layers a GPU holds, micro-batches) and the timing of communication.
+pub fn for_each_op(sc: &Scenario, mut f: impl FnMut(Op, u64)) {
+    let b = OpBuilder::new(sc);
+    b.embedding(&mut |op| f(op, 1));
+    for (layer, count) in sc.model.layer_groups() {
+        b.layer(layer, &mut |op| f(op, count));
+    }
+    b.head(&mut |op| f(op, 1));
+}
