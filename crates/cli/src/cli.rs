@@ -97,7 +97,7 @@ pub struct ListArgs {
     /// Add the GPUs of a user GPU file (the catalogue's TOML schema).
     #[arg(long, value_name = "FILE")]
     pub gpu_file: Option<String>,
-    /// Add the presets of a user preset file (the data/models.toml schema).
+    /// Add the presets of a user preset file (the crates/core/data/models.toml schema).
     #[arg(long, value_name = "FILE")]
     pub preset_file: Option<String>,
     #[command(flatten)]
