@@ -656,8 +656,7 @@ fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
         let default = scenario_input(name).and_then(|i| i.default.clone()).expect("a scenario input with a default");
         (name, default)
     };
-    let mut defaults: Vec<(&'static str, String)> =
-        SHOWN_INPUT_DEFAULTS.iter().map(|name| input(name)).collect();
+    let mut defaults: Vec<(&'static str, String)> = SHOWN_INPUT_DEFAULTS.iter().map(|name| input(name)).collect();
     if subcommand == "sweep" {
         for (name, axis) in [("batch", DEFAULT_BATCH_AXIS), ("ctx", DEFAULT_CTX_AXIS)] {
             defaults.retain(|(n, _)| *n != name);
@@ -689,10 +688,6 @@ const SHOWN_INPUT_DEFAULTS: &[&str] = &[
     "ep",
     "dp",
 ];
-
-/// Scenario flags that are not inputs of the core's table: files the CLI reads and hands to the
-/// resolver as values (`--histogram` becomes a context mix) or adds to the catalogue.
-pub const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram"];
 
 /// The command-line definition with the core's defaults written into the help.
 pub fn command() -> clap::Command {
@@ -827,6 +822,10 @@ mod tests {
         let moe = cmd.find_subcommand_mut("moe").unwrap().render_long_help().to_string();
         assert!(moe.contains("(default 1,2,4,8,16,32,64,128)") && !moe.contains("128) [default"), "{moe}");
     }
+
+    /// Scenario flags that are not inputs of the core's table: files the CLI reads and hands to
+    /// the resolver as values (`--histogram` becomes a context mix) or adds to the catalogue.
+    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram"];
 
     /// The ids of the scenario flag groups.
     fn scenario_flag_ids() -> Vec<String> {

@@ -780,14 +780,20 @@ mod tests {
         assert_eq!(loads, parse_expert_loads("3, 1.5,0.25").unwrap());
         let model = Some("mixtral-8x7b".to_string());
         let eight = ExpertLoads((1..=8).map(f64::from).collect());
-        let typed = ScenarioRequest { model: model.clone(), expert_load_values: Some(eight.clone()), ..Default::default() };
-        let text = ScenarioRequest { model: model.clone(), expert_loads: Some("1,2,3,4,5,6,7,8".into()), ..Default::default() };
+        let typed =
+            ScenarioRequest { model: model.clone(), expert_load_values: Some(eight.clone()), ..Default::default() };
+        let text = ScenarioRequest {
+            model: model.clone(),
+            expert_loads: Some("1,2,3,4,5,6,7,8".into()),
+            ..Default::default()
+        };
         let (a, b) = (typed.resolve(&catalog).unwrap(), text.resolve(&catalog).unwrap());
         assert_eq!(format!("{:?}", a.routing), format!("{:?}", b.routing));
         assert!(matches!(a.routing, Routing::Loads(_)));
         let both = ScenarioRequest { expert_load_values: Some(eight.clone()), ..text };
         assert!(both.resolve(&catalog).unwrap_err().to_string().contains("expert_loads"));
-        let skew = ScenarioRequest { model, zipf: Some("1".into()), expert_load_values: Some(eight), ..Default::default() };
+        let skew =
+            ScenarioRequest { model, zipf: Some("1".into()), expert_load_values: Some(eight), ..Default::default() };
         assert!(skew.resolve(&catalog).unwrap_err().to_string().contains("zipf"));
     }
 

@@ -296,7 +296,10 @@ mod tests {
                 assert_eq!(listed(c.name)[0], input_default(c.name), "{}", c.name);
             }
         }
-        assert_eq!(listed("kv"), ["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"]);
+        assert_eq!(
+            listed("kv"),
+            ["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"]
+        );
         assert_eq!(listed("activations"), ["bf16", "fp32", "fp16", "fp8", "int8"]);
     }
 
@@ -306,7 +309,8 @@ mod tests {
     #[test]
     fn issue_12_the_form_has_a_control_per_scenario_input_with_the_table_default() {
         let state = AppState::new(Catalog::builtin());
-        let page = crate::pages::PAGES.iter().find(|p| p.controls && p.inputs.is_empty()).expect("a page with controls");
+        let page =
+            crate::pages::PAGES.iter().find(|p| p.controls && p.inputs.is_empty()).expect("a page with controls");
         let html = controls(&state, page, &PageQuery::default(), None).into_string();
         let form = &html[..html.find("id=\"upload\"").expect("the upload form follows")];
         let names: Vec<&str> = form.split(" name=\"").skip(1).map(|r| &r[..r.find('"').unwrap()]).collect();

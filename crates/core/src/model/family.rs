@@ -203,7 +203,9 @@ pub struct Family {
 /// All families, keyed by name, parsed once from the embedded table.
 pub fn families() -> &'static BTreeMap<String, Family> {
     static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
-    F.get_or_init(|| parse_families(FAMILIES_TOML).expect("embedded crates/core/data/families.toml is valid (checked by tests)"))
+    F.get_or_init(|| {
+        parse_families(FAMILIES_TOML).expect("embedded crates/core/data/families.toml is valid (checked by tests)")
+    })
 }
 
 fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {

@@ -81,7 +81,8 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
 pub fn builtin_presets() -> &'static [Preset] {
     static P: OnceLock<Vec<Preset>> = OnceLock::new();
     P.get_or_init(|| {
-        parse_preset_file(BUILTIN_MODELS_TOML).expect("embedded crates/core/data/models.toml is valid (checked by tests)")
+        parse_preset_file(BUILTIN_MODELS_TOML)
+            .expect("embedded crates/core/data/models.toml is valid (checked by tests)")
     })
 }
 
