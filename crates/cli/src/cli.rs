@@ -4,6 +4,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use llm_ledger_core::ScenarioRequest;
+use llm_ledger_report::render::Format;
 
 /// Where the FLOPs, the bytes and the time of an LLM forward pass go, per operator, on a given GPU.
 #[derive(Debug, Parser)]
@@ -83,12 +84,33 @@ pub struct ServeArgs {
     pub preset_file: Option<String>,
 }
 
+/// `--format`: the report crate's [`Format`] as a clap value (any case; `md` also as `markdown`),
+/// so a bad value is a usage error listing the formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FormatArg(pub Format);
+
+impl clap::ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[FormatArg(Format::Table), FormatArg(Format::Json), FormatArg(Format::Csv), FormatArg(Format::Md)]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self.0 {
+            Format::Table => PossibleValue::new("table"),
+            Format::Json => PossibleValue::new("json"),
+            Format::Csv => PossibleValue::new("csv"),
+            Format::Md => PossibleValue::new("md").alias("markdown"),
+        })
+    }
+}
+
 /// Output options.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// Options of the listing commands.
@@ -370,8 +392,8 @@ pub struct LedgerArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
     /// Also write the roofline chart (SVG) of the ledger to FILE.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<String>,
@@ -599,8 +621,8 @@ pub struct ZoomArgs {
     #[arg(long, default_value = "model", value_name = "PATH")]
     pub at: String,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// `tile` options.
@@ -640,8 +662,8 @@ pub struct TileArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
     /// Output format: table, json, csv (the candidates) or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// The defaults the core applies to a subcommand's flags, shown in `--help` as `[default: …]`.
@@ -883,6 +905,25 @@ mod tests {
             }
         }
         assert!(shown > 50, "{shown}");
+    }
+
+    /// Issue 12, item 9: `--format` is a clap value enum whose names are the report crate's.
+    #[test]
+    fn issue_12_format_is_a_value_enum_of_the_report_formats() {
+        use clap::ValueEnum;
+        for f in FormatArg::value_variants() {
+            let name = f.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(name, f.0.to_string());
+            assert_eq!(name.parse::<Format>().unwrap(), f.0);
+        }
+        let parse = |v: &str| Cli::try_parse_from(["llm-ledger", "ledger", "--format", v]);
+        for (v, f) in [("MARKDOWN", Format::Md), ("md", Format::Md), ("Json", Format::Json)] {
+            match parse(v).unwrap().command {
+                Some(Command::Ledger(a)) => assert_eq!(a.format.0, f),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(parse("xml").unwrap_err().kind(), clap::error::ErrorKind::InvalidValue);
     }
 
     #[test]
