@@ -406,7 +406,7 @@ pub struct ScenarioRequest {
     pub micro_batches: Option<String>,
     /// Link between GPUs: `nvlink` (default where the GPU has it) or `pcie`.
     pub interconnect: Option<String>,
-    /// Achieved fraction of link bandwidth (default 0.8).
+    /// Achieved fraction of link bandwidth (default: [`crate::parallel::DEFAULT_LINK_EFFICIENCY`]).
     pub link_efficiency: Option<String>,
 }
 
