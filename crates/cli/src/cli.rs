@@ -4,6 +4,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use llm_ledger_core::ScenarioRequest;
+use llm_ledger_report::render::Format;
 
 /// Where the FLOPs, the bytes and the time of an LLM forward pass go, per operator, on a given GPU.
 #[derive(Debug, Parser)]
@@ -83,12 +84,33 @@ pub struct ServeArgs {
     pub preset_file: Option<String>,
 }
 
+/// `--format`: the report crate's [`Format`] as a clap value (any case; `md` also as `markdown`),
+/// so a bad value is a usage error listing the formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FormatArg(pub Format);
+
+impl clap::ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[FormatArg(Format::Table), FormatArg(Format::Json), FormatArg(Format::Csv), FormatArg(Format::Md)]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self.0 {
+            Format::Table => PossibleValue::new("table"),
+            Format::Json => PossibleValue::new("json"),
+            Format::Csv => PossibleValue::new("csv"),
+            Format::Md => PossibleValue::new("md").alias("markdown"),
+        })
+    }
+}
+
 /// Output options.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// Options of the listing commands.
@@ -97,7 +119,7 @@ pub struct ListArgs {
     /// Add the GPUs of a user GPU file (the catalogue's TOML schema).
     #[arg(long, value_name = "FILE")]
     pub gpu_file: Option<String>,
-    /// Add the presets of a user preset file (the data/models.toml schema).
+    /// Add the presets of a user preset file (the crates/core/data/models.toml schema).
     #[arg(long, value_name = "FILE")]
     pub preset_file: Option<String>,
     #[command(flatten)]
@@ -370,8 +392,8 @@ pub struct LedgerArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
     /// Also write the roofline chart (SVG) of the ledger to FILE.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<String>,
@@ -599,8 +621,8 @@ pub struct ZoomArgs {
     #[arg(long, default_value = "model", value_name = "PATH")]
     pub at: String,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// `tile` options.
@@ -640,42 +662,54 @@ pub struct TileArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
     /// Output format: table, json, csv (the candidates) or md.
-    #[arg(long, short = 'f', default_value = "table")]
-    pub format: String,
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    pub format: FormatArg,
 }
 
 /// The defaults the core applies to a subcommand's flags, shown in `--help` as `[default: …]`.
-/// Each comes from the constant the resolver uses, so the default is written once; a flag whose
-/// help already states its own default (`moe --batch`) keeps it.
+/// The scenario inputs' come from the core's input table (the values the resolver uses), the
+/// others from the constants their resolvers use, so each default is written once; a flag whose
+/// help already states its own default (`moe --batch`, `--kv`) keeps it.
 fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
-    use llm_ledger_core::parallel::{ParallelSpec, DEFAULT_LINK_EFFICIENCY};
-    use llm_ledger_core::scenario::{DEFAULT_BATCH, DEFAULT_CTX, DEFAULT_GPU, DEFAULT_MODEL, DEFAULT_PHASE};
+    use llm_ledger_core::scenario::scenario_input;
     use llm_ledger_core::serving::{DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_RESERVE_BYTES};
-    use llm_ledger_core::Efficiency;
     use llm_ledger_report::sweep::{DEFAULT_BATCH_AXIS, DEFAULT_CTX_AXIS};
-    let (batch, ctx) = match subcommand {
-        "sweep" => (DEFAULT_BATCH_AXIS.to_string(), DEFAULT_CTX_AXIS.to_string()),
-        _ => (DEFAULT_BATCH.to_string(), DEFAULT_CTX.to_string()),
+    let input = |name: &'static str| {
+        let default = scenario_input(name).and_then(|i| i.default.clone()).expect("a scenario input with a default");
+        (name, default)
     };
-    vec![
-        ("model", DEFAULT_MODEL.to_string()),
-        ("gpu", DEFAULT_GPU.to_string()),
-        ("phase", DEFAULT_PHASE.to_string()),
-        ("batch", batch),
-        ("ctx", ctx),
-        ("compute_efficiency", Efficiency::default().compute.to_string()),
-        ("bandwidth_efficiency", Efficiency::default().bandwidth.to_string()),
-        ("link_efficiency", DEFAULT_LINK_EFFICIENCY.to_string()),
-        ("tp", ParallelSpec::default().tp.to_string()),
-        ("pp", ParallelSpec::default().pp.to_string()),
-        ("ep", ParallelSpec::default().ep.to_string()),
-        ("dp", ParallelSpec::default().dp.to_string()),
+    let mut defaults: Vec<(&'static str, String)> = SHOWN_INPUT_DEFAULTS.iter().map(|name| input(name)).collect();
+    if subcommand == "sweep" {
+        for (name, axis) in [("batch", DEFAULT_BATCH_AXIS), ("ctx", DEFAULT_CTX_AXIS)] {
+            defaults.retain(|(n, _)| *n != name);
+            defaults.push((name, axis.to_string()));
+        }
+    }
+    defaults.extend([
         ("reserve", format!("{}GB", DEFAULT_RESERVE_BYTES / 1e9)),
         ("prompt", DEFAULT_PROMPT_TOKENS.to_string()),
         ("output", DEFAULT_OUTPUT_TOKENS.to_string()),
         ("max_gpus", crate::commands::plan::DEFAULT_MAX_GPUS.to_string()),
-    ]
+    ]);
+    defaults
 }
+
+/// The scenario inputs whose help gets a `[default: …]` from the core's table (the others state
+/// their default, or what it depends on, in words).
+const SHOWN_INPUT_DEFAULTS: &[&str] = &[
+    "model",
+    "gpu",
+    "phase",
+    "batch",
+    "ctx",
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "link_efficiency",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+];
 
 /// The command-line definition with the core's defaults written into the help.
 pub fn command() -> clap::Command {
@@ -789,7 +823,7 @@ impl ZoomArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::{Args, CommandFactory};
 
     #[test]
     fn cli_definition_is_consistent() {
@@ -809,6 +843,87 @@ mod tests {
         assert!(cost.contains("[default: 2GB]") && cost.contains("[default: 256]"), "{cost}");
         let moe = cmd.find_subcommand_mut("moe").unwrap().render_long_help().to_string();
         assert!(moe.contains("(default 1,2,4,8,16,32,64,128)") && !moe.contains("128) [default"), "{moe}");
+    }
+
+    /// Scenario flags that are not inputs of the core's table: files the CLI reads and hands to
+    /// the resolver as values (`--histogram` becomes a context mix) or adds to the catalogue.
+    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram"];
+
+    /// The ids of the scenario flag groups.
+    fn scenario_flag_ids() -> Vec<String> {
+        let mut cmd = clap::Command::new("scenario");
+        cmd = SetupArgs::augment_args(cmd);
+        cmd = StepShapeArgs::augment_args(cmd);
+        cmd = ParallelArgs::augment_args(cmd);
+        cmd.get_arguments().map(|a| a.get_id().to_string()).collect()
+    }
+
+    /// Issue 12, item 5: every scenario input of the core's table is a flag, and every scenario
+    /// flag is an input (or one of the files the CLI reads).
+    #[test]
+    fn issue_12_every_scenario_input_is_a_flag_and_back() {
+        use llm_ledger_core::scenario::scenario_inputs;
+        let flags = scenario_flag_ids();
+        for i in scenario_inputs() {
+            assert!(flags.iter().any(|f| f == i.name), "scenario input `{}` has no flag", i.name);
+        }
+        for f in &flags {
+            assert!(
+                scenario_inputs().iter().any(|i| i.name == f) || FILE_FLAGS.contains(&f.as_str()),
+                "flag `{f}` is not a scenario input"
+            );
+        }
+    }
+
+    /// Issue 12, item 5: a default the help shows is the core table's: `[default: X]` is the
+    /// table's value, and a help that states its default in words names the table's value.
+    #[test]
+    fn issue_12_help_defaults_are_the_tables() {
+        use llm_ledger_core::scenario::scenario_input;
+        let cmd = command();
+        let mut shown = 0;
+        for sub in cmd.get_subcommands() {
+            // The axes of these commands are lists with their own defaults.
+            let axes: &[&str] = match sub.get_name() {
+                "sweep" | "moe" | "plan" => &["batch", "ctx"],
+                _ => &[],
+            };
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                let Some(default) = scenario_input(id).and_then(|i| i.default.as_deref()) else { continue };
+                if axes.contains(&id) {
+                    continue;
+                }
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                if let Some(at) = help.find("[default: ") {
+                    let value = &help[at + 10..help[at..].find(']').unwrap() + at];
+                    assert_eq!(value, default, "{} --{id}", sub.get_name());
+                    shown += 1;
+                } else if help.contains("default") {
+                    assert!(help.contains(default), "{} --{id}: {help}", sub.get_name());
+                }
+            }
+        }
+        assert!(shown > 50, "{shown}");
+    }
+
+    /// Issue 12, item 9: `--format` is a clap value enum whose names are the report crate's.
+    #[test]
+    fn issue_12_format_is_a_value_enum_of_the_report_formats() {
+        use clap::ValueEnum;
+        for f in FormatArg::value_variants() {
+            let name = f.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(name, f.0.to_string());
+            assert_eq!(name.parse::<Format>().unwrap(), f.0);
+        }
+        let parse = |v: &str| Cli::try_parse_from(["llm-ledger", "ledger", "--format", v]);
+        for (v, f) in [("MARKDOWN", Format::Md), ("md", Format::Md), ("Json", Format::Json)] {
+            match parse(v).unwrap().command {
+                Some(Command::Ledger(a)) => assert_eq!(a.format.0, f),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(parse("xml").unwrap_err().kind(), clap::error::ErrorKind::InvalidValue);
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
         );
     }
     if let Some(f) = &args.expert_loads {
-        req.expert_loads = Some(
+        req.expert_load_values = Some(
             parse_expert_loads_csv(&read_text(Path::new(f), "expert loads")?).with_context(|| format!("in `{f}`"))?,
         );
     }

@@ -17,7 +17,7 @@ const HINT: &str = "hint: this is `llm-ledger ledger` with its defaults; try `ll
 fn run(cli: Cli) -> anyhow::Result<String> {
     match cli.command {
         None => {
-            let out = commands::ledger::run(&LedgerArgs { format: "table".into(), ..Default::default() })?;
+            let out = commands::ledger::run(&LedgerArgs::default())?;
             eprintln!("{HINT}");
             Ok(out)
         }

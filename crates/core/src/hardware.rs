@@ -1,5 +1,5 @@
 //! GPUs: dense peaks per math format, memory bandwidth and capacity, and the on-chip limits the
-//! tiling model needs. The built-in catalogue is `data/gpus.toml`, embedded at compile time; a
+//! tiling model needs. The built-in catalogue is `crates/core/data/gpus.toml`, embedded at compile time; a
 //! user's file has the same schema.
 //!
 //! Ridge point of a math format = peak FLOP/s ÷ memory bandwidth (FLOP per byte): operators whose
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 /// The embedded catalogue text.
-pub const BUILTIN_GPUS_TOML: &str = include_str!("../../../data/gpus.toml");
+pub(crate) const BUILTIN_GPUS_TOML: &str = include_str!("../data/gpus.toml");
 
 /// Dense peak FLOP/s per math format. `None` means the hardware has no such tensor-core path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -354,7 +354,7 @@ pub fn builtin_gpus() -> &'static [Arc<Gpu>] {
     static GPUS: OnceLock<Vec<Arc<Gpu>>> = OnceLock::new();
     GPUS.get_or_init(|| {
         parse_gpu_file(BUILTIN_GPUS_TOML)
-            .expect("embedded data/gpus.toml is valid (checked by tests)")
+            .expect("embedded crates/core/data/gpus.toml is valid (checked by tests)")
             .into_iter()
             .map(Arc::new)
             .collect()

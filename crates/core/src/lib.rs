@@ -64,6 +64,7 @@ pub mod scenario;
 pub mod serving;
 pub mod size;
 pub mod sweep;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod testing;
 pub mod tiling;

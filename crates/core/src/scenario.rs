@@ -170,16 +170,182 @@ pub const DEFAULT_BATCH: u64 = 1;
 /// Default tokens per sequence: cached (decode) or prompt (prefill).
 pub const DEFAULT_CTX: u64 = 2048;
 
+/// Activation storage formats the resolver accepts (a subset of the storage formats).
+pub const ACTIVATION_NAMES: &[&str] = &["fp32", "bf16", "fp16", "fp8", "int8"];
+
+/// What a scenario input accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Accepted {
+    /// A model preset of the catalogue, by name or alias.
+    Model,
+    /// A GPU of the catalogue, by name or alias.
+    Gpu,
+    /// One of these words (the first list a front end offers).
+    OneOf(&'static [&'static str]),
+    /// A number in this range (one of [`crate::limits::RANGES`]).
+    Range(&'static crate::limits::Range),
+    /// Free text of this shape (a count, a list).
+    Text(&'static str),
+}
+
+/// One scenario input: a field of [`ScenarioRequest`], which is also a URL parameter of the
+/// explorer, a control of its form and (with `-` for `_`) a command-line flag. The front ends'
+/// help defaults and choices are built from this table, and tests check each front end against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioInput {
+    /// The field, parameter and control name.
+    pub name: &'static str,
+    /// The value the resolver uses when the input is absent, spelled as the input accepts it;
+    /// `None` where the default depends on other inputs (the help says how).
+    pub default: Option<String>,
+    /// The values accepted.
+    pub accepted: Accepted,
+    /// One line on what the input does.
+    pub help: &'static str,
+}
+
+/// Every scenario input, in [`ScenarioRequest`]'s field order (a test checks the two agree).
+pub fn scenario_inputs() -> &'static [ScenarioInput] {
+    use crate::limits;
+    use crate::parallel::DEFAULT_LINK_EFFICIENCY;
+    use crate::precision::PRECISION_NAMES;
+    static INPUTS: std::sync::OnceLock<Vec<ScenarioInput>> = std::sync::OnceLock::new();
+    INPUTS.get_or_init(|| {
+        let eff = Efficiency::default();
+        let par = ParallelSpec::default();
+        let input = |name, default: Option<String>, accepted, help| ScenarioInput { name, default, accepted, help };
+        let count = "a positive integer";
+        vec![
+            input("model", Some(DEFAULT_MODEL.into()), Accepted::Model, "a preset, or upload a config.json below"),
+            input("gpu", Some(DEFAULT_GPU.into()), Accepted::Gpu, "dense peaks and HBM bandwidth from the catalogue"),
+            input(
+                "phase",
+                Some(DEFAULT_PHASE.into()),
+                Accepted::OneOf(&["decode", "prefill"]),
+                "decode: one new token per sequence; prefill: whole prompts",
+            ),
+            input("batch", Some(DEFAULT_BATCH.to_string()), Accepted::Text(count), "sequences in the step"),
+            input(
+                "ctx",
+                Some(DEFAULT_CTX.to_string()),
+                Accepted::Text("a non-negative integer"),
+                "tokens per sequence: cached (decode) or prompt (prefill)",
+            ),
+            input(
+                "contexts",
+                None,
+                Accepted::Text("tokens x count pairs (2048x8,32768x2) or a list of lengths"),
+                "instead of batch × length: tokens x count, e.g. 2048x8,32768x2",
+            ),
+            input("weights", None, Accepted::OneOf(PRECISION_NAMES), "storage of the weights in HBM"),
+            input(
+                "kv",
+                Some(Precision::Bf16.name()),
+                Accepted::OneOf(PRECISION_NAMES),
+                "storage of the cached keys and values",
+            ),
+            input(
+                "activations",
+                Some(Precision::Bf16.name()),
+                Accepted::OneOf(ACTIVATION_NAMES),
+                "storage of activations between kernels",
+            ),
+            input(
+                "gemm_activations",
+                None,
+                Accepted::OneOf(PRECISION_NAMES),
+                "format GEMM inputs are quantised to (W8A8); default: the checkpoint's scheme, else the activations'",
+            ),
+            input(
+                "flash",
+                Some("on".into()),
+                Accepted::OneOf(&["on", "off"]),
+                "fuse the attention ops (scores stay on chip)",
+            ),
+            input(
+                "causal",
+                Some("half".into()),
+                Accepted::OneOf(&["half", "full"]),
+                "half: the causal triangle; full: the whole score square",
+            ),
+            input(
+                "logits",
+                Some("last".into()),
+                Accepted::OneOf(&["last", "all"]),
+                "for the last token of each sequence, or all tokens",
+            ),
+            input(
+                "counting",
+                Some("full".into()),
+                Accepted::OneOf(&["full", "seed"]),
+                "full: every operator; seed: only the weight and KV reads of the projections, attention and lm_head, as the reference decode calculator counts them",
+            ),
+            input(
+                "mla",
+                Some("auto".into()),
+                Accepted::OneOf(&["auto", "naive", "absorbed"]),
+                "auto: absorbed in decode, naive in prefill",
+            ),
+            input(
+                "compute_efficiency",
+                Some(eff.compute.to_string()),
+                Accepted::Range(&limits::COMPUTE_EFFICIENCY),
+                "achieved fraction of peak FLOP/s, in [0.01, 1]",
+            ),
+            input(
+                "bandwidth_efficiency",
+                Some(eff.bandwidth.to_string()),
+                Accepted::Range(&limits::BANDWIDTH_EFFICIENCY),
+                "achieved fraction of peak bandwidth, in [0.01, 1]",
+            ),
+            input("zipf", Some("0".into()), Accepted::Range(&limits::ZIPF), "Zipf exponent; 0 = uniform routing"),
+            input(
+                "expert_loads",
+                None,
+                Accepted::Text("one non-negative load per routed expert, comma-separated"),
+                "measured MoE routing: per-expert loads (any scale) instead of zipf",
+            ),
+            input("tp", Some(par.tp.to_string()), Accepted::Text(count), "tensor-parallel GPUs"),
+            input("pp", Some(par.pp.to_string()), Accepted::Text(count), "pipeline stages"),
+            input("ep", Some(par.ep.to_string()), Accepted::Text(count), "expert-parallel groups"),
+            input("dp", Some(par.dp.to_string()), Accepted::Text(count), "data-parallel replicas"),
+            input(
+                "micro_batches",
+                None,
+                Accepted::Text(count),
+                "pipeline micro-batches (default: the stages, at most one per sequence)",
+            ),
+            input(
+                "interconnect",
+                None,
+                Accepted::OneOf(&["nvlink", "pcie"]),
+                "link between GPUs (default: nvlink where the GPU has it)",
+            ),
+            input(
+                "link_efficiency",
+                Some(DEFAULT_LINK_EFFICIENCY.to_string()),
+                Accepted::Range(&limits::LINK_EFFICIENCY),
+                "achieved fraction of link bandwidth",
+            ),
+        ]
+    })
+}
+
+/// The input of this name.
+pub fn scenario_input(name: &str) -> Option<&'static ScenarioInput> {
+    scenario_inputs().iter().find(|i| i.name == name)
+}
+
 /// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioRequest {
-    /// Preset name (default `llama-3-8b`).
+    /// Preset name (default: [`DEFAULT_MODEL`]; every input's default is in [`scenario_inputs`]).
     pub model: Option<String>,
     /// A model loaded from a file (a `config.json`); used instead of `model` when present.
     #[serde(skip)]
     pub model_file: Option<Loaded<ModelSpec>>,
-    /// GPU name (default `h100-sxm`).
+    /// GPU name (default: [`DEFAULT_GPU`]).
     pub gpu: Option<String>,
     /// A GPU loaded from a file; used instead of `gpu` when present.
     #[serde(skip)]
@@ -216,14 +382,18 @@ pub struct ScenarioRequest {
     pub counting: Option<String>,
     /// MLA form `auto` (default), `naive` or `absorbed`.
     pub mla: Option<String>,
-    /// Achieved fraction of peak compute (default 0.6).
+    /// Achieved fraction of peak compute (default: [`Efficiency::default`]).
     pub compute_efficiency: Option<String>,
-    /// Achieved fraction of peak bandwidth (default 0.8).
+    /// Achieved fraction of peak bandwidth (default: [`Efficiency::default`]).
     pub bandwidth_efficiency: Option<String>,
     /// MoE routing skew as a Zipf exponent (default 0 = uniform).
     pub zipf: Option<String>,
     /// Measured MoE routing: per-expert loads, comma-separated (any scale).
     pub expert_loads: Option<String>,
+    /// Measured MoE routing already parsed (a CSV file); like `expert_loads`, exclusive with it
+    /// and with `zipf`.
+    #[serde(skip)]
+    pub expert_load_values: Option<ExpertLoads>,
     /// Tensor-parallel GPUs (default 1).
     pub tp: Option<String>,
     /// Pipeline stages (default 1).
@@ -236,7 +406,7 @@ pub struct ScenarioRequest {
     pub micro_batches: Option<String>,
     /// Link between GPUs: `nvlink` (default where the GPU has it) or `pcie`.
     pub interconnect: Option<String>,
-    /// Achieved fraction of link bandwidth (default 0.8).
+    /// Achieved fraction of link bandwidth (default: [`crate::parallel::DEFAULT_LINK_EFFICIENCY`]).
     pub link_efficiency: Option<String>,
 }
 
@@ -310,9 +480,32 @@ pub fn parse_context_histogram(text: &str) -> Result<Contexts> {
     Contexts::mix(buckets)
 }
 
+/// Per-expert MoE loads, any scale (checked by [`Routing::loads`] when the scenario resolves).
+/// Two are equal when their loads are bit for bit the same.
+#[derive(Debug, Clone)]
+pub struct ExpertLoads(pub Vec<f64>);
+
+impl PartialEq for ExpertLoads {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for ExpertLoads {}
+
+/// Parse per-expert loads given as text: comma-separated numbers (`ScenarioRequest::expert_loads`).
+pub fn parse_expert_loads(s: &str) -> Result<ExpertLoads> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| parse_f64("expert_loads", s))
+        .collect::<Result<_>>()
+        .map(ExpertLoads)
+}
+
 /// Parse per-expert loads from CSV text: `expert,load` rows (a header and `#` comments skipped) or
-/// one load per line. Returns them comma-joined, the form `ScenarioRequest::expert_loads` takes.
-pub fn parse_expert_loads_csv(text: &str) -> Result<String> {
+/// one load per line; the value `ScenarioRequest::expert_load_values` takes.
+pub fn parse_expert_loads_csv(text: &str) -> Result<ExpertLoads> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
         return Err(Error::invalid("expert loads", format!("{} bytes", text.len()), "at most 4 MiB"));
     }
@@ -326,13 +519,12 @@ pub fn parse_expert_loads_csv(text: &str) -> Result<String> {
         if i == 0 && last.parse::<f64>().is_err() {
             continue; // header
         }
-        let v = parse_f64(&format!("expert loads line {}", i + 1), last)?;
-        loads.push(v.to_string());
+        loads.push(parse_f64(&format!("expert loads line {}", i + 1), last)?);
     }
     if loads.is_empty() {
         return Err(Error::invalid("expert loads", "no rows", "one load per expert"));
     }
-    Ok(loads.join(","))
+    Ok(ExpertLoads(loads))
 }
 
 impl ScenarioRequest {
@@ -373,15 +565,8 @@ impl ScenarioRequest {
             v.as_deref().map(|s| Precision::parse_field(field, s)).transpose().map(|p| p.unwrap_or(default))
         };
         let activations = prec("activations", &self.activations, Precision::Bf16)?;
-        if !matches!(
-            activations,
-            Precision::Fp32 | Precision::Bf16 | Precision::Fp16 | Precision::Fp8 | Precision::Int8
-        ) {
-            return Err(Error::unknown(
-                "activation precision",
-                activations.name(),
-                ["fp32", "bf16", "fp16", "fp8", "int8"],
-            ));
+        if !ACTIVATION_NAMES.contains(&activations.name().as_str()) {
+            return Err(Error::unknown("activation precision", activations.name(), ACTIVATION_NAMES.iter().copied()));
         }
         let checkpoint_inputs = match (&self.weights, &model.checkpoint_quant) {
             (None, Some(CheckpointQuant::Known { gemm_activations, .. })) => *gemm_activations,
@@ -422,19 +607,17 @@ impl ScenarioRequest {
             f("compute_efficiency", &self.compute_efficiency, Efficiency::default().compute)?,
             f("bandwidth_efficiency", &self.bandwidth_efficiency, Efficiency::default().bandwidth)?,
         )?;
-        let routing = match (&self.zipf, &self.expert_loads) {
-            (Some(_), Some(_)) => {
+        let routing = match (&self.zipf, &self.expert_loads, &self.expert_load_values) {
+            (_, Some(_), Some(_)) => {
+                return Err(Error::invalid("expert_loads", "given as text and as a file", "one list of loads"));
+            }
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
                 return Err(Error::invalid("zipf", "given together with expert_loads", "one routing model"));
             }
-            (Some(z), None) => Routing::zipf(parse_f64("zipf", z)?)?,
-            (None, Some(l)) => Routing::loads(
-                l.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| parse_f64("expert_loads", s))
-                    .collect::<Result<_>>()?,
-            )?,
-            (None, None) => Routing::Uniform,
+            (Some(z), None, None) => Routing::zipf(parse_f64("zipf", z)?)?,
+            (None, Some(l), None) => Routing::loads(parse_expert_loads(l)?.0)?,
+            (None, None, Some(l)) => Routing::loads(l.0.clone())?,
+            (None, None, None) => Routing::Uniform,
         };
         let sc = Scenario::new(model, gpu, workload, weights, efficiency, routing)?;
         let spec = self.parallel_spec()?;
@@ -496,6 +679,116 @@ mod tests {
             }
         }
         r.resolve(&Catalog::builtin())
+    }
+
+    /// The field names a `Deserialize` struct asks its deserializer for.
+    fn struct_fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+        use serde::de::{self, Deserializer, Visitor};
+        struct Capture<'a>(&'a mut &'static [&'static str]);
+        impl<'de> Deserializer<'de> for Capture<'_> {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> std::result::Result<V::Value, Self::Error> {
+                *self.0 = fields;
+                Err(de::Error::custom("fields captured"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+                unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+            }
+        }
+        let mut fields: &'static [&'static str] = &[];
+        let _ = T::deserialize(Capture(&mut fields));
+        fields
+    }
+
+    /// The request with one text field set, through serde (the names are the struct's).
+    fn with(name: &str, value: &str) -> ScenarioRequest {
+        let pairs = serde_json::json!({ name: value });
+        serde_json::from_value(pairs).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// Issue 12, item 5: the input table describes every text field of the request, in order.
+    #[test]
+    fn issue_12_the_input_table_is_the_request_fields() {
+        let names: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
+        assert_eq!(names, struct_fields::<ScenarioRequest>());
+        for i in scenario_inputs() {
+            assert!(!i.help.is_empty() && !i.help.contains('\n'), "{}: one line of help", i.name);
+        }
+    }
+
+    /// Issue 12, item 5: each table default is the resolver's: setting an input to its default
+    /// gives the scenario of leaving it out.
+    #[test]
+    fn issue_12_table_defaults_are_the_resolvers() {
+        let catalog = Catalog::builtin();
+        let default = format!("{:?}", ScenarioRequest::default().resolve(&catalog).unwrap());
+        let mut checked = 0;
+        for i in scenario_inputs() {
+            if let Some(d) = &i.default {
+                let sc = with(i.name, d).resolve(&catalog).unwrap_or_else(|e| panic!("{}={d}: {e}", i.name));
+                assert_eq!(format!("{sc:?}"), default, "{}={d} is not the default", i.name);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 18, "{checked}");
+        assert_eq!(scenario_input("model").unwrap().default.as_deref(), Some("llama-3-8b"));
+        assert_eq!(scenario_input("compute_efficiency").unwrap().default.as_deref(), Some("0.6"));
+        assert_eq!(scenario_input("bandwidth_efficiency").unwrap().default.as_deref(), Some("0.8"));
+    }
+
+    /// Issue 12, item 5: every listed value resolves, and a value outside the list is refused
+    /// with the list.
+    #[test]
+    fn issue_12_listed_values_are_the_resolvers() {
+        let catalog = Catalog::builtin();
+        for i in scenario_inputs() {
+            let Accepted::OneOf(values) = i.accepted else { continue };
+            for v in values {
+                let req = ScenarioRequest { model: Some("deepseek-v3".into()), ..with(i.name, v) };
+                if let Err(e) = req.resolve(&catalog) {
+                    panic!("{}={v}: {e}", i.name);
+                }
+            }
+            let bad = if i.name == "activations" { "int4" } else { "zzz" };
+            let e = with(i.name, bad).resolve(&catalog).unwrap_err().to_string();
+            assert!(e.contains(&values.join(", ")), "{}: {e}", i.name);
+        }
+    }
+
+    /// Issue 12, item 6: loads from a file reach the routing as numbers, as the same loads
+    /// given as text do; both at once, or with a Zipf skew, are refused.
+    #[test]
+    fn issue_12_expert_loads_parse_once() {
+        let catalog = Catalog::builtin();
+        let loads = parse_expert_loads_csv("expert,load\n0,3\n1,1.5\n2,0.25\n").unwrap();
+        assert_eq!(loads, ExpertLoads(vec![3.0, 1.5, 0.25]));
+        assert_eq!(loads, parse_expert_loads("3, 1.5,0.25").unwrap());
+        let model = Some("mixtral-8x7b".to_string());
+        let eight = ExpertLoads((1..=8).map(f64::from).collect());
+        let typed =
+            ScenarioRequest { model: model.clone(), expert_load_values: Some(eight.clone()), ..Default::default() };
+        let text = ScenarioRequest {
+            model: model.clone(),
+            expert_loads: Some("1,2,3,4,5,6,7,8".into()),
+            ..Default::default()
+        };
+        let (a, b) = (typed.resolve(&catalog).unwrap(), text.resolve(&catalog).unwrap());
+        assert_eq!(format!("{:?}", a.routing), format!("{:?}", b.routing));
+        assert!(matches!(a.routing, Routing::Loads(_)));
+        let both = ScenarioRequest { expert_load_values: Some(eight.clone()), ..text };
+        assert!(both.resolve(&catalog).unwrap_err().to_string().contains("expert_loads"));
+        let skew =
+            ScenarioRequest { model, zipf: Some("1".into()), expert_load_values: Some(eight), ..Default::default() };
+        assert!(skew.resolve(&catalog).unwrap_err().to_string().contains("zipf"));
     }
 
     #[test]

@@ -132,17 +132,7 @@ impl CostReport {
     }
 }
 
-/// Dollars for tables: whole dollars from $100, three decimals from a cent, else two significant
-/// figures in scientific notation.
-pub fn usd(v: f64) -> String {
-    if v >= 100.0 {
-        format!("${v:.0}")
-    } else if v >= 0.01 {
-        format!("${v:.3}")
-    } else {
-        format!("${v:.2e}")
-    }
-}
+pub use crate::human::usd;
 
 impl Report for CostReport {
     type CsvRow = CostRow;

@@ -80,6 +80,18 @@ pub fn percent(v: f64) -> String {
     format!("{:.1} %", v * 100.0)
 }
 
+/// Dollars for tables: whole dollars from $100, three decimals from a cent, else two significant
+/// figures in scientific notation (`$1.23e-3`). The one dollar format of every report.
+pub fn usd(v: f64) -> String {
+    if v >= 100.0 {
+        format!("${v:.0}")
+    } else if v >= 0.01 {
+        format!("${v:.3}")
+    } else {
+        format!("${v:.2e}")
+    }
+}
+
 /// A count with thousands separators (`8,030,261,248`).
 pub fn count(v: u64) -> String {
     let s = v.to_string();
@@ -106,6 +118,16 @@ pub fn params(v: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 12, item 9: one dollar format for every report (the plan's used to print sub-cent
+    /// amounts with three decimals, the cost report's in scientific notation).
+    #[test]
+    fn issue_12_one_dollar_format() {
+        assert_eq!(usd(1234.4), "$1234");
+        assert_eq!(usd(0.5), "$0.500");
+        assert_eq!(usd(0.005), "$5.00e-3");
+        assert_eq!(crate::cost::usd(0.005), usd(0.005));
+    }
 
     #[test]
     fn si_prefixes() {

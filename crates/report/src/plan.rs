@@ -245,13 +245,7 @@ impl PlanReport {
     }
 }
 
-fn usd(v: f64) -> String {
-    if v >= 100.0 {
-        format!("${v:.0}")
-    } else {
-        format!("${v:.3}")
-    }
-}
+use crate::human::usd;
 
 impl Report for PlanReport {
     type CsvRow = PlanPoint;

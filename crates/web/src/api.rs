@@ -248,7 +248,10 @@ fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     let keys: Vec<&str> = q.scenario.iter().map(|(k, _)| k.as_str()).collect();
     let req: GemmRequest = as_extra.extras_as(&keys)?;
     let inputs = req.resolve().map_err(|e| as_extra.core_error(&e))?;
-    let gpu = state.catalog.gpu(req.gpu.as_deref().unwrap_or("h100-sxm")).map_err(|e| as_extra.core_error(&e))?;
+    let gpu = state
+        .catalog
+        .gpu(req.gpu.as_deref().unwrap_or(llm_ledger_core::scenario::DEFAULT_GPU))
+        .map_err(|e| as_extra.core_error(&e))?;
     rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format)
 }
 

@@ -12,159 +12,79 @@ use crate::query::{scenario_fields, PageQuery, CONFIG_KEY};
 use crate::upload::{PAGE_KEY, UPLOAD_NAME};
 use crate::AppState;
 use llm_ledger_core::precision::PRECISION_NAMES;
+use llm_ledger_core::scenario::{scenario_input, Accepted, ScenarioInput};
 use llm_ledger_core::Catalog;
 use maud::{html, Markup};
 
-/// Where a control's choices come from.
+/// Where a control's choices come from (the values and defaults themselves are the core's
+/// [`scenario_inputs`] table).
 enum Choices {
     /// The catalogue's presets (plus an uploaded model).
     Models,
     /// The catalogue's GPUs.
     Gpus,
-    /// A closed set; the first is the default.
-    Fixed(&'static [&'static str]),
+    /// The input's closed set of words, its default first.
+    Listed,
     /// Storage formats, with "" meaning the checkpoint's own.
     Weights,
     /// Free text with a placeholder showing the default.
-    Text(&'static str),
+    Text,
+    /// Free text with a placeholder showing an example (the input has no fixed default).
+    Example(&'static str),
 }
 
+/// A tailored control of a scenario input (its help and default are the input's).
 struct Control {
     name: &'static str,
     label: &'static str,
-    help: &'static str,
     choices: Choices,
     advanced: bool,
 }
 
-const ACTIVATIONS: &[&str] = &["bf16", "fp32", "fp16", "fp8", "int8"];
-
-/// The tailored controls, in display order.
+/// The tailored controls, in display order; every other scenario input gets a text box.
 const CONTROLS: &[Control] = &[
-    Control {
-        name: "model",
-        label: "Model",
-        help: "a preset, or upload a config.json below",
-        choices: Choices::Models,
-        advanced: false,
-    },
-    Control {
-        name: "gpu",
-        label: "GPU",
-        help: "dense peaks and HBM bandwidth from the catalogue",
-        choices: Choices::Gpus,
-        advanced: false,
-    },
-    Control {
-        name: "phase",
-        label: "Phase",
-        help: "decode: one new token per sequence; prefill: whole prompts",
-        choices: Choices::Fixed(&["decode", "prefill"]),
-        advanced: false,
-    },
-    Control {
-        name: "ctx",
-        label: "Sequence / context length",
-        help: "tokens per sequence: cached (decode) or prompt (prefill)",
-        choices: Choices::Text("2048"),
-        advanced: false,
-    },
-    Control {
-        name: "batch",
-        label: "Batch size",
-        help: "sequences in the step",
-        choices: Choices::Text("1"),
-        advanced: false,
-    },
-    Control {
-        name: "weights",
-        label: "Weight precision",
-        help: "storage of the weights in HBM",
-        choices: Choices::Weights,
-        advanced: false,
-    },
-    Control {
-        name: "kv",
-        label: "KV-cache precision",
-        help: "storage of the cached keys and values",
-        choices: Choices::Fixed(PRECISION_BF16_FIRST),
-        advanced: false,
-    },
-    Control {
-        name: "flash",
-        label: "FlashAttention",
-        help: "fuse the attention ops (scores stay on chip)",
-        choices: Choices::Fixed(&["on", "off"]),
-        advanced: false,
-    },
+    Control { name: "model", label: "Model", choices: Choices::Models, advanced: false },
+    Control { name: "gpu", label: "GPU", choices: Choices::Gpus, advanced: false },
+    Control { name: "phase", label: "Phase", choices: Choices::Listed, advanced: false },
+    Control { name: "ctx", label: "Sequence / context length", choices: Choices::Text, advanced: false },
+    Control { name: "batch", label: "Batch size", choices: Choices::Text, advanced: false },
+    Control { name: "weights", label: "Weight precision", choices: Choices::Weights, advanced: false },
+    Control { name: "kv", label: "KV-cache precision", choices: Choices::Listed, advanced: false },
+    Control { name: "flash", label: "FlashAttention", choices: Choices::Listed, advanced: false },
     Control {
         name: "contexts",
         label: "Context mix",
-        help: "instead of batch × length: tokens x count, e.g. 2048x8,32768x2",
-        choices: Choices::Text("e.g. 2048x8,32768x2"),
+        choices: Choices::Example("e.g. 2048x8,32768x2"),
         advanced: true,
     },
-    Control {
-        name: "activations",
-        label: "Activation precision",
-        help: "storage of activations between kernels",
-        choices: Choices::Fixed(ACTIVATIONS),
-        advanced: true,
-    },
-    Control {
-        name: "causal",
-        label: "Causal counting (prefill)",
-        help: "half: the causal triangle; full: the whole score square",
-        choices: Choices::Fixed(&["half", "full"]),
-        advanced: true,
-    },
-    Control {
-        name: "logits",
-        label: "Logits",
-        help: "for the last token of each sequence, or all tokens",
-        choices: Choices::Fixed(&["last", "all"]),
-        advanced: true,
-    },
-    Control {
-        name: "counting",
-        label: "Counting",
-        help: "full: every operator; seed: only the weight and KV reads of the projections, attention and lm_head, as the reference decode calculator counts them",
-        choices: Choices::Fixed(&["full", "seed"]),
-        advanced: true,
-    },
-    Control {
-        name: "mla",
-        label: "MLA form",
-        help: "auto: absorbed in decode, naive in prefill",
-        choices: Choices::Fixed(&["auto", "naive", "absorbed"]),
-        advanced: true,
-    },
-    Control {
-        name: "compute_efficiency",
-        label: "Compute efficiency",
-        help: "achieved fraction of peak FLOP/s, in [0.01, 1]",
-        choices: Choices::Text("0.6"),
-        advanced: true,
-    },
-    Control {
-        name: "bandwidth_efficiency",
-        label: "Bandwidth efficiency",
-        help: "achieved fraction of peak bandwidth, in [0.01, 1]",
-        choices: Choices::Text("0.8"),
-        advanced: true,
-    },
-    Control {
-        name: "zipf",
-        label: "MoE routing skew",
-        help: "Zipf exponent; 0 = uniform routing",
-        choices: Choices::Text("0"),
-        advanced: true,
-    },
+    Control { name: "activations", label: "Activation precision", choices: Choices::Listed, advanced: true },
+    Control { name: "causal", label: "Causal counting (prefill)", choices: Choices::Listed, advanced: true },
+    Control { name: "logits", label: "Logits", choices: Choices::Listed, advanced: true },
+    Control { name: "counting", label: "Counting", choices: Choices::Listed, advanced: true },
+    Control { name: "mla", label: "MLA form", choices: Choices::Listed, advanced: true },
+    Control { name: "compute_efficiency", label: "Compute efficiency", choices: Choices::Text, advanced: true },
+    Control { name: "bandwidth_efficiency", label: "Bandwidth efficiency", choices: Choices::Text, advanced: true },
+    Control { name: "zipf", label: "MoE routing skew", choices: Choices::Text, advanced: true },
 ];
 
-/// The storage formats with the KV default first.
-const PRECISION_BF16_FIRST: &[&str] =
-    &["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"];
+/// The scenario input a control stands for.
+fn input_of(name: &str) -> &'static ScenarioInput {
+    scenario_input(name).expect("every control is a scenario input (checked by a test)")
+}
+
+/// The input's default as the form spells it ("" where it depends on other inputs).
+fn input_default(name: &str) -> &'static str {
+    input_of(name).default.as_deref().unwrap_or("")
+}
+
+/// The input's accepted words, its default first.
+fn listed(name: &str) -> Vec<&'static str> {
+    let Accepted::OneOf(values) = input_of(name).accepted else { return Vec::new() };
+    let default = input_default(name);
+    let mut v: Vec<&'static str> = values.iter().copied().filter(|v| *v == default).collect();
+    v.extend(values.iter().copied().filter(|v| *v != default));
+    v
+}
 
 /// The controls form and the upload form.
 pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
@@ -192,7 +112,7 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                     div.grid {
                         @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
                         @for f in &other {
-                            (control(&Control { name: f, label: f, help: "", choices: Choices::Text(""), advanced: true }, &catalog, q, error_field, unused(f)))
+                            (control(&Control { name: f, label: f, choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
                         }
                     }
                 }
@@ -245,10 +165,8 @@ fn page_input(i: &PageInput, q: &PageQuery, error_field: Option<&str>) -> Markup
 fn default_of(c: &Control, q: &PageQuery) -> &'static str {
     match c.choices {
         Choices::Models if q.config.is_some() => UPLOAD_NAME,
-        Choices::Models => "llama-3-8b",
-        Choices::Gpus => "h100-sxm",
-        Choices::Fixed(values) => values[0],
-        Choices::Weights | Choices::Text(_) => "",
+        Choices::Models | Choices::Gpus | Choices::Listed => input_default(c.name),
+        Choices::Weights | Choices::Text | Choices::Example(_) => "",
     }
 }
 
@@ -269,27 +187,30 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
     let invalid = error_field == Some(c.name);
-    let help = if unused { "not used on this page" } else { c.help };
+    let help = if unused { "not used on this page" } else { input_of(c.name).help };
     let class = if unused { "field unused" } else { "field" };
     let (options, default): (Vec<(String, String)>, String) = match &c.choices {
-        Choices::Models => {
-            let default = if q.config.is_some() { UPLOAD_NAME } else { "llama-3-8b" };
-            (
-                catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(),
-                default.into(),
-            )
-        }
+        Choices::Models => (
+            catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(),
+            default_of(c, q).into(),
+        ),
         Choices::Gpus => (
             catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(),
-            "h100-sxm".into(),
+            default_of(c, q).into(),
         ),
-        Choices::Fixed(values) => (values.iter().map(|v| (v.to_string(), v.to_string())).collect(), values[0].into()),
+        Choices::Listed => {
+            (listed(c.name).iter().map(|v| (v.to_string(), v.to_string())).collect(), default_of(c, q).into())
+        }
         Choices::Weights => {
             let mut o = vec![(String::new(), "checkpoint's own (bf16 unless quantised)".to_string())];
             o.extend(PRECISION_NAMES.iter().map(|v| (v.to_string(), v.to_string())));
             (o, String::new())
         }
-        Choices::Text(placeholder) => {
+        Choices::Text | Choices::Example(_) => {
+            let placeholder = match c.choices {
+                Choices::Example(e) => e,
+                _ => input_default(c.name),
+            };
             return html! {
                 div class=(class) {
                     label for=(id) { (c.label) }
@@ -342,6 +263,7 @@ fn selected_value(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llm_ledger_core::scenario::scenario_inputs;
     use llm_ledger_core::ScenarioRequest;
 
     /// Every value a select offers is one the core accepts (so the form never offers an error).
@@ -350,12 +272,13 @@ mod tests {
         let catalog = Catalog::builtin();
         for c in CONTROLS {
             let values: Vec<String> = match c.choices {
-                Choices::Fixed(v) => v.iter().map(|s| s.to_string()).collect(),
+                Choices::Listed => listed(c.name).iter().map(|s| s.to_string()).collect(),
                 Choices::Weights => PRECISION_NAMES.iter().map(|s| s.to_string()).collect(),
                 Choices::Gpus => catalog.gpus().iter().map(|g| g.name.clone()).collect(),
                 Choices::Models => catalog.presets().iter().map(|p| p.name.clone()).collect(),
-                Choices::Text(_) => continue,
+                Choices::Text | Choices::Example(_) => continue,
             };
+            assert!(!values.is_empty(), "{} offers nothing", c.name);
             for v in values {
                 let q = PageQuery::parse(Some(&format!("{}={}", c.name, v)), &[]).unwrap();
                 let req: ScenarioRequest = q.request().unwrap();
@@ -366,14 +289,47 @@ mod tests {
     }
 
     #[test]
-    fn every_control_is_a_scenario_field_and_the_kv_list_is_the_core_list() {
+    fn every_control_is_a_scenario_input_and_lists_its_default_first() {
         for c in CONTROLS {
-            assert!(scenario_fields().contains(&c.name), "{} is not a ScenarioRequest field", c.name);
+            assert!(scenario_input(c.name).is_some(), "{} is not a scenario input", c.name);
+            if let Choices::Listed = c.choices {
+                assert_eq!(listed(c.name)[0], input_default(c.name), "{}", c.name);
+            }
         }
-        let mut a = PRECISION_BF16_FIRST.to_vec();
-        let mut b = PRECISION_NAMES.to_vec();
-        a.sort();
-        b.sort();
-        assert_eq!(a, b);
+        assert_eq!(
+            listed("kv"),
+            ["bf16", "fp32", "fp16", "fp8", "fp8-b128", "int8", "int4", "int4-g128", "fp4", "mxfp4", "nvfp4"]
+        );
+        assert_eq!(listed("activations"), ["bf16", "fp32", "fp16", "fp8", "int8"]);
+    }
+
+    /// Issue 12, item 5: the form has one control per scenario input and no other scenario
+    /// control, and each control's default (a select's `data-default`, a text box's placeholder)
+    /// is the core's table default.
+    #[test]
+    fn issue_12_the_form_has_a_control_per_scenario_input_with_the_table_default() {
+        let state = AppState::new(Catalog::builtin());
+        let page =
+            crate::pages::PAGES.iter().find(|p| p.controls && p.inputs.is_empty()).expect("a page with controls");
+        let html = controls(&state, page, &PageQuery::default(), None).into_string();
+        let form = &html[..html.find("id=\"upload\"").expect("the upload form follows")];
+        let names: Vec<&str> = form.split(" name=\"").skip(1).map(|r| &r[..r.find('"').unwrap()]).collect();
+        let inputs: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        let mut expected = inputs.clone();
+        expected.sort();
+        assert_eq!(sorted, expected, "form controls vs scenario inputs");
+        for input in scenario_inputs() {
+            let at = form.find(&format!(" name=\"{}\"", input.name)).unwrap();
+            let tag = &form[form[..at].rfind('<').unwrap()..at + form[at..].find('>').unwrap()];
+            if let Some(d) = &input.default {
+                assert!(
+                    tag.contains(&format!("data-default=\"{d}\"")) || tag.contains(&format!("placeholder=\"{d}\"")),
+                    "{}: default {d} not shown in {tag}",
+                    input.name
+                );
+            }
+        }
     }
 }

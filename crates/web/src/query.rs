@@ -10,6 +10,7 @@
 use crate::error::AppError;
 use crate::upload;
 use axum::http::StatusCode;
+use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::{Catalog, Scenario, ScenarioRequest};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::borrow::Cow;
@@ -23,38 +24,52 @@ pub const MAX_QUERY_BYTES: usize = 60 * 1024;
 /// The parameter that carries an uploaded `config.json`.
 pub const CONFIG_KEY: &str = "config";
 
-/// The parameters of the core's `ScenarioRequest`, in declaration order, read from its serde
-/// derive (so a field the core adds appears in the form without a change here).
+/// The parameters of the core's `ScenarioRequest`, in declaration order: the names of the core's
+/// scenario input table (a core test checks it against the struct, so a field the core adds
+/// appears in the form without a change here).
 pub fn scenario_fields() -> &'static [&'static str] {
-    static FIELDS: OnceLock<&'static [&'static str]> = OnceLock::new();
-    FIELDS.get_or_init(struct_fields::<ScenarioRequest>)
+    static FIELDS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    FIELDS.get_or_init(|| scenario_inputs().iter().map(|i| i.name).collect())
 }
 
-/// The field names a `Deserialize` struct asks its deserializer for.
-fn struct_fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
-    struct Capture<'a>(&'a mut &'static [&'static str]);
-    impl<'de> Deserializer<'de> for Capture<'_> {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("not a struct"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            *self.0 = fields;
-            Err(de::Error::custom("fields captured"))
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+/// Deserialise a struct of optional text fields (`ScenarioRequest`, a page's request) from
+/// decoded `(key, value)` pairs, as they are: an unknown or repeated key is refused by the
+/// struct's derive, with its name.
+fn from_pairs<'a, T, I>(pairs: I) -> Result<T, de::value::Error>
+where
+    T: Deserialize<'a>,
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    /// One value: text, and `Some` of it for an optional field.
+    struct Text<'a>(&'a str);
+    impl<'de> de::IntoDeserializer<'de, de::value::Error> for Text<'de> {
+        type Deserializer = Self;
+        fn into_deserializer(self) -> Self {
+            self
         }
     }
-    let mut fields: &'static [&'static str] = &[];
-    let _ = T::deserialize(Capture(&mut fields));
-    fields
+    impl<'de> Deserializer<'de> for Text<'de> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+            v.visit_borrowed_str(self.0)
+        }
+        fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+            v.visit_some(self)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+            unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+        }
+    }
+    // Deserialising the map also checks that every pair was taken.
+    T::deserialize(de::value::MapDeserializer::new(pairs.into_iter().map(|(k, v)| (k, Text(v)))))
+}
+
+/// A refused query as the explorer's error, naming the parameter serde quotes.
+fn refused(e: de::value::Error) -> AppError {
+    let message = e.to_string();
+    let field = message.split('`').nth(1).map(str::to_string);
+    AppError { field, ..AppError::bad_request(message, None) }
 }
 
 /// A page's query, split.
@@ -130,13 +145,8 @@ impl PageQuery {
     /// The scenario as the core's request, deserialised from the query string. With an uploaded
     /// model and no `model`, the uploaded model is the one used.
     pub fn request(&self) -> Result<ScenarioRequest, AppError> {
-        let encoded =
-            serde_urlencoded::to_string(&self.scenario).map_err(|e| AppError::bad_request(e.to_string(), None))?;
-        let mut req: ScenarioRequest = serde_urlencoded::from_str(&encoded).map_err(|e| {
-            let message = e.to_string();
-            let field = message.split('`').nth(1).map(str::to_string);
-            AppError { field, ..AppError::bad_request(message, None) }
-        })?;
+        let mut req: ScenarioRequest =
+            from_pairs(self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(refused)?;
         if self.config.is_some() && req.model.is_none() {
             req.model = Some(upload::UPLOAD_NAME.to_string());
         }
@@ -181,13 +191,8 @@ impl PageQuery {
     /// `ServingRequest`: the keys in `keys` only, so the struct's own unknown-field check applies
     /// to nothing else.
     pub fn extras_as<T: serde::de::DeserializeOwned>(&self, keys: &[&str]) -> Result<T, AppError> {
-        let pairs: Vec<&(String, String)> = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).collect();
-        let encoded = serde_urlencoded::to_string(&pairs).map_err(|e| AppError::bad_request(e.to_string(), None))?;
-        serde_urlencoded::from_str(&encoded).map_err(|e| {
-            let message = e.to_string();
-            let field = message.split('`').nth(1).map(str::to_string);
-            AppError { field, ..AppError::bad_request(message, None) }
-        })
+        let pairs = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str()));
+        from_pairs(pairs.map(|(k, v)| (k.as_str(), v.as_str()))).map_err(refused)
     }
 
     /// The state as a query string (`?…`, or empty), with some scenario keys replaced (`Some`) or

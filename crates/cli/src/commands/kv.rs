@@ -10,7 +10,7 @@ use llm_ledger_report::{Format, Inputs, Report};
 
 /// KV bytes, the crossover, memory and capacity.
 pub fn kv(args: &StepArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "kv")?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
     Ok(KvReport::new(&sc, s.reserve_bytes).render(format)?)
@@ -18,7 +18,7 @@ pub fn kv(args: &StepArgs) -> Result<String> {
 
 /// Every lever against the workload.
 pub fn levers(args: &StepArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "levers")?;
     let s = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
     Ok(LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, s.reserve_bytes)).render(format)?)

@@ -9,7 +9,7 @@ use llm_ledger_report::{Format, Report};
 
 /// TTFT, TPOT and end-to-end latency.
 pub fn latency(args: &LatencyArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "latency")?;
     let req = ServingRequest {
         prompt: args.request.prompt.clone(),
@@ -22,7 +22,7 @@ pub fn latency(args: &LatencyArgs) -> Result<String> {
 
 /// Dollars per million tokens, and the cheapest batch under a TPOT bound.
 pub fn cost(args: &CostArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "cost")?;
     let req = ServingRequest {
         prompt: args.request.prompt.clone(),

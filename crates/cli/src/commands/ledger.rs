@@ -9,7 +9,7 @@ use llm_ledger_report::{Format, LedgerReport, Report};
 
 /// Render the ledger of the scenario the flags describe; with `--plot`, also write its roofline.
 pub fn run(args: &LedgerArgs) -> Result<String> {
-    let format: Format = args.format.parse()?;
+    let format: Format = args.format.0;
     let sc = super::scenario(&args.scenario(), "ledger")?;
     let report = LedgerReport::new(&sc, &Ledger::build(&sc));
     if let Some(path) = &args.plot {

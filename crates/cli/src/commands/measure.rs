@@ -12,7 +12,7 @@ use llm_ledger_report::{Format, Inputs, Report};
 
 /// MBU and MFU of a measured step.
 pub fn measure(args: &MeasureArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "measure")?;
     let req =
         ServingRequest { step_ms: args.step_ms.clone(), tokens_per_s: args.tokens_per_s.clone(), ..Default::default() };
@@ -25,7 +25,7 @@ pub fn measure(args: &MeasureArgs) -> Result<String> {
 
 /// Below or above the crossover, and the levers ranked.
 pub fn advise(args: &AdviseArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let sc = super::scenario(&args.scenario(), "advise")?;
     let req = ServingRequest {
         usd_per_hour: args.price.usd_per_hour.clone(),

@@ -7,7 +7,7 @@ use llm_ledger_report::{Format, Report};
 
 /// Render the MoE report the flags describe.
 pub fn run(args: &MoeArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     // The rest of the scenario (phase, ctx, routing, the model if any) at batch 1.
     let base = super::scenario(&args.base(), "moe")?;
     let req = MoeRequest {

@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_GPUS: u64 = 64;
 
 /// Rank the layouts that fit and meet the TPOT bound.
 pub fn plan(args: &PlanArgs) -> Result<String> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     let max_gpus = match &args.max_gpus {
         Some(s) => parse_u64("max_gpus", s)?,
         None => DEFAULT_MAX_GPUS,

@@ -108,7 +108,7 @@ fn series(a: &crate::cli::ScenarioArgs) -> (Vec<crate::cli::ScenarioArgs>, [(&'s
 
 /// Run the sweep, writing to `out`.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
-    let format: Format = args.output.format.parse()?;
+    let format: Format = args.output.format.0;
     // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
     let (series_args, series_axes) = series(&args.base());
     let mut plans = Vec::with_capacity(series_args.len());

@@ -8,7 +8,7 @@ use llm_ledger_report::{Format, Report, TileReport};
 
 /// Tile one GEMM on one GPU.
 pub fn run(args: &TileArgs) -> Result<String> {
-    let format: Format = args.format.parse()?;
+    let format: Format = args.format.0;
     let req = GemmRequest {
         m: Some(args.m.clone()),
         n: Some(args.n.clone()),

@@ -7,7 +7,7 @@ use llm_ledger_report::{Format, Report, ZoomReport};
 
 /// Render the node at `--at` of the scenario's zoom tree.
 pub fn run(args: &ZoomArgs) -> Result<String> {
-    let format: Format = args.format.parse()?;
+    let format: Format = args.format.0;
     let sc = super::scenario(&args.scenario(), "zoom")?;
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;

@@ -163,7 +163,9 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `--batch`: \"-4\" (a non-negative integer)"));
     assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `--ctx`: \"lots\""));
     assert!(fails(&["ledger", "--ctx", "9999999999999999"]).contains("invalid `--ctx`"));
-    assert!(fails(&["ledger", "--format", "xml"]).contains("unknown format `xml`; accepted: table, json, csv, md"));
+    // Issue 12, item 9: `--format` is a clap value enum; a bad value is clap's usage error.
+    assert!(fails(&["ledger", "--format", "xml"])
+        .contains("invalid value 'xml' for '--format <FORMAT>'; [possible values: table, json, csv, md]"));
     assert!(fails(&["ledger", "--compute-efficiency", "1.5"]).contains("invalid `--compute-efficiency`: 1.5"));
     assert!(fails(&["ledger", "--phase", "train"]).contains("unknown phase `train`; accepted: decode, prefill"));
     assert!(fails(&["ledger", "--gpu-file", "/nonexistent.toml"]).contains("cannot read GPU file"));

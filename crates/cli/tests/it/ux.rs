@@ -160,7 +160,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         (_, "model") => s(&["llama-3-8b"]),
         (_, "gpu") => s(&["h200"]),
         (_, "gpu-file") => s(&[&file("gpu.toml", &llm_ledger_core::testing::minimal_gpu_toml("my-gpu"))]),
-        (_, "preset-file") => s(&[&root.join("data/models.toml").to_string_lossy()]),
+        (_, "preset-file") => s(&[&root.join("crates/core/data/models.toml").to_string_lossy()]),
         (_, "phase") => s(&["decode"]),
         (_, "batch") => s(&["2"]),
         (_, "ctx") => s(&["1024"]),

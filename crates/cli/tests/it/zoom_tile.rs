@@ -147,7 +147,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
         &["tile", "--m", "1", "--n", "1", "--k", "1", "--weights", "int3"],
         "unknown precision for `--weights` `int3`",
     );
-    fails(&["tile", "--m", "1", "--n", "1", "--k", "1", "--format", "xml"], "unknown format `xml`");
+    fails(
+        &["tile", "--m", "1", "--n", "1", "--k", "1", "--format", "xml"],
+        "invalid value 'xml' for '--format <FORMAT>'",
+    );
     fails(&["zoom", "--at", "layer.0.mlp.upp"], "accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up,");
     fails(&["zoom", "--at", "layer.32"], "accepted: embedding, layer.0 … layer.31, final_norm, lm_head");
     fails(&["zoom", "--at", "layer.0.attn.norm.tiles"], "an elementwise operator has no tiles");

@@ -1,4 +1,4 @@
-//! Model families as data: `data/families.toml` (embedded) gives each Hugging Face `model_type`
+//! Model families as data: `crates/core/data/families.toml` (embedded) gives each Hugging Face `model_type`
 //! its defaults and layout switches. The schema is documented at the top of that file.
 
 use crate::error::{Error, Result};
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The embedded family table.
-pub const FAMILIES_TOML: &str = include_str!("../../../../data/families.toml");
+pub(crate) const FAMILIES_TOML: &str = include_str!("../../data/families.toml");
 
 /// A default for a dimension that the config may omit.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -203,7 +203,9 @@ pub struct Family {
 /// All families, keyed by name, parsed once from the embedded table.
 pub fn families() -> &'static BTreeMap<String, Family> {
     static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
-    F.get_or_init(|| parse_families(FAMILIES_TOML).expect("embedded data/families.toml is valid (checked by tests)"))
+    F.get_or_init(|| {
+        parse_families(FAMILIES_TOML).expect("embedded crates/core/data/families.toml is valid (checked by tests)")
+    })
 }
 
 fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {

@@ -2,7 +2,7 @@
 //!
 //! Parse raw, then resolve: [`HfConfig`] is a view over the JSON object with typed getters that
 //! accept every alias a family uses (`n_embd` for `hidden_size`, …) and name the key in every
-//! error; [`resolve`] applies the family's defaults from `data/families.toml` and builds the layer
+//! error; [`resolve`] applies the family's defaults from `crates/core/data/families.toml` and builds the layer
 //! list. Field-by-field rules: `shared/research/architectures.md`.
 
 use super::family::{

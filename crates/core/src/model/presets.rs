@@ -1,4 +1,4 @@
-//! Built-in model presets (`data/models.toml`, embedded), resolved through the same path as a
+//! Built-in model presets (`crates/core/data/models.toml`, embedded), resolved through the same path as a
 //! user's `config.json`. A user's own preset file (same schema) can add more.
 
 use super::hf::{resolve, HfConfig};
@@ -8,7 +8,7 @@ use serde::Deserialize;
 use std::sync::{Arc, OnceLock};
 
 /// The embedded preset table.
-pub const BUILTIN_MODELS_TOML: &str = include_str!("../../../../data/models.toml");
+pub(crate) const BUILTIN_MODELS_TOML: &str = include_str!("../../data/models.toml");
 
 /// A named model with its published figures.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ struct File {
     model: Vec<Record>,
 }
 
-/// Parse a preset file (the `data/models.toml` schema).
+/// Parse a preset file (the `crates/core/data/models.toml` schema).
 pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
         return Err(Error::invalid("preset file", format!("{} bytes", text.len()), "at most 4 MiB"));
@@ -81,7 +81,8 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
 pub fn builtin_presets() -> &'static [Preset] {
     static P: OnceLock<Vec<Preset>> = OnceLock::new();
     P.get_or_init(|| {
-        parse_preset_file(BUILTIN_MODELS_TOML).expect("embedded data/models.toml is valid (checked by tests)")
+        parse_preset_file(BUILTIN_MODELS_TOML)
+            .expect("embedded crates/core/data/models.toml is valid (checked by tests)")
     })
 }
 
