@@ -528,7 +528,7 @@ fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
     }
     if let Some(CheckpointQuant::Unknown { method }) = &spec.checkpoint_quant {
         notes.push(format!(
-            "quantization_config.quant_method `{method}` is not modelled (known: {}); pass --weights",
+            "quantization_config.quant_method `{method}` is not modelled (known: {}); set `weights`",
             super::quant::QUANT_METHODS.join(", ")
         ));
     }
