@@ -258,12 +258,44 @@ mod tests {
         assert_eq!(flash.accepted(), Some(&["on".to_string(), "off".to_string()][..]));
         // A front end renames the field where the message names it, and only there.
         assert_eq!(
-            flash.clone().map_field(|f| format!("--{f}")).to_string(),
-            "unknown value for `--flash` `maybe`; accepted: on, off"
+            flash.clone().map_field(|f| f.to_uppercase()).to_string(),
+            "unknown value for `FLASH` `maybe`; accepted: on, off"
         );
-        let gpu = cases[0].0.clone().map_field(|f| format!("--{f}"));
+        let gpu = cases[0].0.clone().map_field(|f| f.to_uppercase());
         assert!(gpu.to_string().starts_with("unknown GPU `h900`; accepted: "), "{gpu}");
-        assert_eq!(gpu.field(), Some("--gpu"));
+        assert_eq!(gpu.field(), Some("GPU"));
         assert_eq!(Error::NonFinite { path: "x".into() }.field(), None);
+    }
+
+    /// Core messages name inputs (`flash` = on), never a front end's syntax (`--flash on`): each
+    /// front end maps a field to its flag or form label. Checked over every string literal line.
+    #[test]
+    fn core_strings_name_inputs_not_cli_flags() {
+        fn walk(dir: &std::path::Path, bad: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, bad);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (n, line) in text.lines().enumerate() {
+                        let code = line.trim_start();
+                        if code.starts_with("//") || !code.contains('"') {
+                            continue;
+                        }
+                        let flag = code.match_indices("--").any(|(i, _)| {
+                            code[i + 2..].starts_with(|c: char| c.is_ascii_lowercase())
+                                && (i == 0 || !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric()))
+                        });
+                        if flag {
+                            bad.push(format!("{}:{}: {code}", path.display(), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+        let mut bad = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut bad);
+        assert!(bad.is_empty(), "CLI syntax in core strings:\n{}", bad.join("\n"));
     }
 }
