@@ -78,8 +78,7 @@ fn table_width(cli: &Cli) -> Option<usize> {
 /// An error as the user reads it: a core error about a scenario input names the flag as typed
 /// (`--tpot-ms`, not `tpot_ms`); errors in a file (with context) keep the file's key names.
 fn user_message(e: &anyhow::Error) -> String {
-    use llm_ledger_core::Error as CoreError;
-    let Some(core) = e.downcast_ref::<CoreError>().filter(|_| e.chain().count() == 1) else {
+    let Some(core) = e.downcast_ref::<llm_ledger_core::Error>().filter(|_| e.chain().count() == 1) else {
         return format!("{e:#}");
     };
     // `prompt + output` names two flags.
@@ -87,22 +86,7 @@ fn user_message(e: &anyhow::Error) -> String {
         let parts: Option<Vec<String>> = field.split(" + ").map(cli::flag_of).collect();
         parts.map(|p| p.join(" + ")).unwrap_or_else(|| field.to_string())
     };
-    let renamed = match core.clone() {
-        CoreError::InvalidField { field, value, expected } => {
-            CoreError::InvalidField { field: flags(&field), value, expected }
-        }
-        CoreError::MissingField { field, context } => CoreError::MissingField { field: flags(&field), context },
-        // `precision for `kv``: the backquoted name is the field.
-        CoreError::UnknownName { what, name, accepted } => {
-            let what = match what.split('`').nth(1) {
-                Some(field) => what.replace(&format!("`{field}`"), &format!("`{}`", flags(field))),
-                None => what,
-            };
-            CoreError::UnknownName { what, name, accepted }
-        }
-        other => other,
-    };
-    renamed.to_string()
+    core.clone().map_field(flags).to_string()
 }
 
 /// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a

@@ -10,8 +10,10 @@
 //!    for the step as given; `llm-ledger cost` integrates whole requests).
 //! 4. For MoE models: the expected experts a step touches at this batch.
 //! 5. A reminder to measure: MBU below about 60 % points at overhead the ledger does not count.
+//!
+//! The core returns the quantities; the sentences are the report's (`llm_ledger_report::advise`).
 
-use crate::crossover::{Crossover, Side};
+use crate::crossover::Crossover;
 use crate::levers::{LeverOutcome, LeverSet};
 use crate::memory::{Fit, FitBasis, Footprint};
 use crate::model::Mlp;
@@ -67,32 +69,12 @@ pub struct Advice {
     pub skipped: Vec<crate::levers::Skipped>,
     /// MoE: experts touched per layer (the first MoE layer shape).
     pub experts_touched: Option<ExpertsTouched>,
-    /// The advice, one sentence per line.
-    pub lines: Vec<String>,
-}
-
-fn gb(b: f64) -> String {
-    if b < 1e9 {
-        format!("{:.0} MB", b / 1e6)
-    } else {
-        format!("{:.1} GB", b / 1e9)
-    }
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.2} ms", s * 1e3)
-}
-
-fn thousands(v: f64) -> String {
-    let s = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    /// The step's phase (the advice's crossover and levers are decode notions).
+    #[serde(skip)]
+    pub phase: Phase,
+    /// The scenario's routing over experts (for [`ExpertsTouched`]).
+    #[serde(skip)]
+    pub routing: crate::moe::Routing,
 }
 
 impl Advice {
@@ -117,7 +99,7 @@ impl Advice {
             }
             Mlp::Dense(_) => None,
         });
-        let mut a = Advice {
+        Advice {
             crossover,
             footprint: fit.footprint,
             max_batch: fit.max_batch,
@@ -128,97 +110,16 @@ impl Advice {
             levers,
             skipped: set.skipped,
             experts_touched,
-            lines: Vec::new(),
-        };
-        a.lines = a.sentences(sc);
-        a
-    }
-
-    fn sentences(&self, sc: &Scenario) -> Vec<String> {
-        let c = &self.crossover;
-        let mut out = Vec::new();
-        if sc.workload.phase == Phase::Prefill {
-            out.push(
-                "This is a prefill step; the crossover and the levers below are decode notions, read them with care."
-                    .into(),
-            );
+            phase: sc.workload.phase,
+            routing: sc.routing.clone(),
         }
-        let side = match c.side {
-            Side::Below => format!(
-                "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
-                thousands(c.cached_tokens),
-                thousands(c.crossover_tokens),
-                gb(c.weight_bytes),
-                thousands(c.kv_bytes_per_token),
-                c.kv_to_weight_ratio
-            ),
-            Side::Above => format!(
-                "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
-                thousands(c.cached_tokens),
-                thousands(c.crossover_tokens),
-                gb(c.weight_bytes),
-                thousands(c.kv_bytes_per_token),
-                c.kv_to_weight_ratio
-            ),
-        };
-        out.push(side);
-        let f = &self.footprint;
-        let fit = if f.fits { "fits" } else { "does NOT fit" };
-        let mut mem = format!(
-            "Memory: {} (weights {}, KV cache {}, workspace {}) of {} available after a {} reserve: it {fit}.",
-            gb(f.memory_bytes),
-            gb(f.weight_bytes),
-            gb(f.kv_cache_bytes),
-            gb(f.workspace_bytes),
-            gb(f.available_bytes),
-            gb(f.reserve_bytes)
-        );
-        if let Some(b) = self.max_batch {
-            mem.push_str(&format!(" The largest batch that fits at this context is {b}."));
-        }
-        out.push(mem);
-        let base = &self.baseline;
-        let price_note = |usd: Option<f64>| usd.map(|u| format!(", ${u:.3} per M tokens")).unwrap_or_default();
-        out.push(format!(
-            "Now: {} per step, {} tokens/s{}.",
-            ms(base.step_time_s),
-            thousands(base.tokens_per_s),
-            price_note(self.usd_per_million_tokens)
-        ));
-        for (i, r) in self.levers.iter().filter(|r| r.lever.cost_saving > 0.0).enumerate() {
-            let l = &r.lever;
-            let fits = if l.outcome.fits { "" } else { " (does NOT fit)" };
-            out.push(format!(
-                "{}. {} — {}: {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}.",
-                i + 1,
-                l.name,
-                l.description,
-                ms(base.step_time_s),
-                ms(l.outcome.step_time_s),
-                l.outcome.batch,
-                thousands(l.outcome.tokens_per_s),
-                l.cost_saving * 100.0,
-                price_note(r.usd_per_million_tokens)
-            ));
-        }
-        if let Some(e) = &self.experts_touched {
-            out.push(format!(
-                "MoE: a step of {} tokens touches {:.1} of {} experts per layer on average (top-{}, {} routing); weight bytes follow the experts touched, not the active parameter count.",
-                thousands(e.tokens),
-                e.touched,
-                e.experts,
-                e.top_k,
-                sc.routing.describe()
-            ));
-        }
-        out.push("Measure one step and run `llm-ledger measure --step-ms T`: below ~60 % MBU, look for launches, unfused kernels and communication before buying hardware.".into());
-        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crossover::Side;
     use crate::levers::Lever;
     use crate::serving::ServingRequest;
 
@@ -237,19 +138,9 @@ mod tests {
             Advice::of(&s, &serving(&s))
         };
         assert_eq!(a.crossover.side, Side::Below);
-        assert!(
-            a.lines[0].starts_with("Below the crossover: 2,048 cached tokens per step against 114,512"),
-            "{}",
-            a.lines[0]
-        );
         // Batch 1 is 5.7 ms; the biggest batch that fits saves the most per token, then W4A16.
         assert_eq!(a.levers[0].lever.lever, Lever::Batch);
         assert_eq!(a.levers[1].lever.lever, Lever::W4a16);
-        assert!(
-            a.lines.iter().any(|l| l.starts_with("2. w4a16 — 4-bit weights, 16-bit math (W4A16): 5.70 ms → 1.5")),
-            "{:#?}",
-            a.lines
-        );
     }
 
     #[test]
@@ -259,7 +150,6 @@ mod tests {
             Advice::of(&s, &serving(&s))
         };
         assert_eq!(a.crossover.side, Side::Above);
-        assert!(a.lines[0].contains("cache-side levers pay"));
         let first_precision = a.levers.iter().find(|l| l.lever.lever != Lever::Batch).unwrap();
         assert_eq!(first_precision.lever.side, Side::Above);
         // "batch 8 at 32k drops from 18.4 ms to 12.0 ms per step".
@@ -287,6 +177,5 @@ mod tests {
         };
         let e = a.experts_touched.unwrap();
         assert_eq!(format!("{:.1}", e.touched), "7.2");
-        assert!(a.lines.iter().any(|l| l.starts_with("MoE: a step of 8 tokens touches 7.2 of 8 experts")));
     }
 }

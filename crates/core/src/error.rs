@@ -43,7 +43,13 @@ pub fn compact_f64(v: f64) -> String {
 }
 
 /// Everything that can go wrong when turning user input into a ledger.
+///
+/// Each variant carries its data as fields, never only inside the message: the input field it is
+/// about ([`Error::field`]), the offending value and, for a closed set, the accepted values
+/// ([`Error::accepted`]). Front ends name a field their own way ([`Error::map_field`]: the CLI's
+/// `--tpot-ms` for `tpot_ms`) and the web marks the form control [`Error::field`] names.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A field holds a value of the wrong type or out of range.
     #[error("invalid `{}`: {} ({expected})", echo(field), echo(value))]
@@ -64,14 +70,19 @@ pub enum Error {
         context: String,
     },
     /// A name that is not in a closed set (GPU, preset, precision, family …).
-    #[error("unknown {what} `{}`; accepted: {accepted}", echo(name))]
+    #[error("unknown {what}{} `{}`; accepted: {}", for_field(field, *field_in_message), echo(name), accepted.join(", "))]
     UnknownName {
         /// What kind of name it is ("GPU", "model", "precision" …).
         what: String,
         /// The name given.
         name: String,
-        /// Comma-separated accepted values.
-        accepted: String,
+        /// The accepted values, in the order the message lists them.
+        accepted: Vec<String>,
+        /// The input field the name was given for (`gpu`, `kv`), when known.
+        field: Option<String>,
+        /// Whether the message names the field (`unknown precision for `kv``) or only the kind
+        /// (`unknown GPU`, whose field `gpu` the kind makes plain).
+        field_in_message: bool,
     },
     /// The input text is not valid JSON/TOML.
     #[error("malformed {what}: {}", echo_message(message))]
@@ -98,6 +109,14 @@ pub enum Error {
     },
 }
 
+/// ` for `field`` when the message names the field.
+fn for_field(field: &Option<String>, in_message: bool) -> String {
+    match field {
+        Some(f) if in_message => format!(" for `{}`", echo(f)),
+        _ => String::new(),
+    }
+}
+
 /// A parser's message may quote the input: keep its head and its tail (the `(line N)`).
 fn echo_message(m: &str) -> String {
     const KEEP: usize = 3 * MAX_ECHO_CHARS;
@@ -122,8 +141,54 @@ impl Error {
         name: impl Into<String>,
         accepted: impl IntoIterator<Item = S>,
     ) -> Self {
-        let accepted: Vec<String> = accepted.into_iter().map(|s| s.as_ref().to_string()).collect();
-        Error::UnknownName { what: what.into(), name: name.into(), accepted: accepted.join(", ") }
+        let accepted = accepted.into_iter().map(|s| s.as_ref().to_string()).collect();
+        Error::UnknownName { what: what.into(), name: name.into(), accepted, field: None, field_in_message: false }
+    }
+
+    /// [`Error::unknown`] for an input field the message names: `unknown precision for `kv`
+    /// `int3`; accepted: …` from `unknown_for("kv", "precision", "int3", …)`.
+    pub fn unknown_for<S: AsRef<str>>(
+        field: impl Into<String>,
+        what: impl Into<String>,
+        name: impl Into<String>,
+        accepted: impl IntoIterator<Item = S>,
+    ) -> Self {
+        match Error::unknown(what, name, accepted) {
+            Error::UnknownName { what, name, accepted, .. } => {
+                Error::UnknownName { what, name, accepted, field: Some(field.into()), field_in_message: true }
+            }
+            other => other,
+        }
+    }
+
+    /// The same error about the input `field`, where it names none yet (a GPU name looked up for
+    /// the field `gpu`); the message is unchanged.
+    #[must_use]
+    pub fn about(mut self, field: &str) -> Self {
+        if let Error::UnknownName { field: f @ None, .. } = &mut self {
+            *f = Some(field.to_string());
+        }
+        self
+    }
+
+    /// The same error with its field renamed by `name_of` wherever the message names it: a front
+    /// end's own name for an input (the CLI's `--flash` for `flash`).
+    #[must_use]
+    pub fn map_field(mut self, name_of: impl Fn(&str) -> String) -> Self {
+        match &mut self {
+            Error::InvalidField { field, .. } | Error::MissingField { field, .. } => *field = name_of(field),
+            Error::UnknownName { field: Some(field), .. } => *field = name_of(field),
+            _ => {}
+        }
+        self
+    }
+
+    /// The accepted values, for a name outside a closed set.
+    pub fn accepted(&self) -> Option<&[String]> {
+        match self {
+            Error::UnknownName { accepted, .. } => Some(accepted),
+            _ => None,
+        }
     }
 
     /// A TOML parse error as one line: the parser's message and the line it points at.
@@ -139,11 +204,14 @@ impl Error {
         }
     }
 
-    /// The field or input the error is about, when it names one (used by the web front end).
+    /// The input field the error is about, when there is one: the web marks that form control,
+    /// the CLI names its flag. A malformed or unsupported file and a non-finite report value are
+    /// about no single field.
     pub fn field(&self) -> Option<&str> {
         match self {
             Error::InvalidField { field, .. } | Error::MissingField { field, .. } => Some(field),
-            _ => None,
+            Error::UnknownName { field, .. } => field.as_deref(),
+            Error::Malformed { .. } | Error::Unsupported { .. } | Error::NonFinite { .. } => None,
         }
     }
 }
@@ -166,5 +234,68 @@ mod tests {
         assert_eq!(compact_f64(2048.0), "2048");
         let u = Error::unknown("GPU", "é".repeat(100), ["a"]).to_string();
         assert!(u.contains(&format!("{}…(200 bytes)", "é".repeat(80))), "{u}");
+    }
+
+    #[test]
+    fn every_error_carries_its_field_and_accepted_values_as_data() {
+        use crate::{Catalog, ScenarioRequest};
+        let resolve = |r: ScenarioRequest| r.resolve(&Catalog::builtin()).unwrap_err();
+        let cases = [
+            (resolve(ScenarioRequest { gpu: Some("h900".into()), ..Default::default() }), "gpu"),
+            (resolve(ScenarioRequest { model: Some("llama-9".into()), ..Default::default() }), "model"),
+            (resolve(ScenarioRequest { kv: Some("int3".into()), ..Default::default() }), "kv"),
+            (resolve(ScenarioRequest { phase: Some("train".into()), ..Default::default() }), "phase"),
+            (resolve(ScenarioRequest { flash: Some("maybe".into()), ..Default::default() }), "flash"),
+            (resolve(ScenarioRequest { causal: Some("x".into()), ..Default::default() }), "causal"),
+            (resolve(ScenarioRequest { activations: Some("int4".into()), ..Default::default() }), "activations"),
+            (resolve(ScenarioRequest { interconnect: Some("x".into()), ..Default::default() }), "interconnect"),
+            (resolve(ScenarioRequest { batch: Some("0".into()), ..Default::default() }), "batch"),
+        ];
+        for (e, field) in &cases {
+            assert_eq!(e.field(), Some(*field), "{e}");
+        }
+        let flash = &cases[4].0;
+        assert_eq!(flash.accepted(), Some(&["on".to_string(), "off".to_string()][..]));
+        // A front end renames the field where the message names it, and only there.
+        assert_eq!(
+            flash.clone().map_field(|f| f.to_uppercase()).to_string(),
+            "unknown value for `FLASH` `maybe`; accepted: on, off"
+        );
+        let gpu = cases[0].0.clone().map_field(|f| f.to_uppercase());
+        assert!(gpu.to_string().starts_with("unknown GPU `h900`; accepted: "), "{gpu}");
+        assert_eq!(gpu.field(), Some("GPU"));
+        assert_eq!(Error::NonFinite { path: "x".into() }.field(), None);
+    }
+
+    /// Core messages name inputs (`flash` = on), never a front end's syntax (`--flash on`): each
+    /// front end maps a field to its flag or form label. Checked over every string literal line.
+    #[test]
+    fn core_strings_name_inputs_not_cli_flags() {
+        fn walk(dir: &std::path::Path, bad: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, bad);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (n, line) in text.lines().enumerate() {
+                        let code = line.trim_start();
+                        if code.starts_with("//") || !code.contains('"') {
+                            continue;
+                        }
+                        let flag = code.match_indices("--").any(|(i, _)| {
+                            code[i + 2..].starts_with(|c: char| c.is_ascii_lowercase())
+                                && (i == 0 || !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric()))
+                        });
+                        if flag {
+                            bad.push(format!("{}:{}: {code}", path.display(), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+        let mut bad = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut bad);
+        assert!(bad.is_empty(), "CLI syntax in core strings:\n{}", bad.join("\n"));
     }
 }

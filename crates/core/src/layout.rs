@@ -200,7 +200,7 @@ impl Parallelism {
         }
         if let Some(m) = micro_batches {
             if pp == 1 && m != 1 {
-                return Err(Error::invalid("micro_batches", m, "1 without pipeline parallelism (--pp)"));
+                return Err(Error::invalid("micro_batches", m, "1 without pipeline parallelism (`pp` = 1)"));
             }
             if !(1..=MAX_MICRO_BATCHES).contains(&m) {
                 return Err(Error::invalid("micro_batches", m, format!("an integer in 1..={MAX_MICRO_BATCHES}")));

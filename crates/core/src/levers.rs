@@ -112,7 +112,7 @@ impl Lever {
             }
             Lever::Batch => {
                 let Contexts::Uniform { batch, tokens } = sc.workload.contexts else {
-                    return Err("only for a uniform batch (--batch/--ctx)".into());
+                    return Err("only for a uniform batch (`batch` and `ctx`)".into());
                 };
                 let most = Fit::step(sc, reserve_bytes).max_batch.unwrap_or(0);
                 if most <= batch {

@@ -24,7 +24,7 @@ use serde::Serialize;
 /// "Below about 60 percent, look for launches, unfused kernels and communication").
 pub const HEALTHY_UTILISATION: f64 = 0.6;
 
-/// What the utilisation says.
+/// What the utilisation says (the report puts it in words: `llm_ledger_report::measure::advice`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reading {
@@ -34,17 +34,6 @@ pub enum Reading {
     NearRoof,
     /// Below 60 % of both roofs: overhead the ledger does not count.
     Overhead,
-}
-
-impl Reading {
-    /// The reading in words.
-    pub fn advice(self) -> &'static str {
-        match self {
-            Reading::AboveRoof => "faster than the hardware allows for the ledger's bytes and FLOPs: check the inputs (precisions, batch, context, GPU) and the measurement",
-            Reading::NearRoof => "within reach of a roof: the step is bound by what the ledger counts; to go faster, move fewer bytes or FLOPs (see `llm-ledger advise`)",
-            Reading::Overhead => "below ~60 % of both roofs: look for kernel launches and Python overhead (CUDA Graphs), unfused kernels and communication before buying hardware",
-        }
-    }
 }
 
 /// A measurement read against the ledger.
@@ -134,7 +123,6 @@ mod tests {
         assert_eq!(u.bytes, 15_277_752_320.0);
         assert_eq!(format!("{:.3}", u.mbu), "0.456");
         assert_eq!(u.reading, Reading::Overhead);
-        assert!(u.reading.advice().contains("launches"));
     }
 
     #[test]

@@ -324,26 +324,26 @@ fn explain(base: &Scenario, req: &PlanRequest, candidates: &[Scenario], refused:
     let Some((r, mem, avail)) = closest else {
         return Error::invalid("max_gpus", req.max_gpus, "a budget with a layout that fits");
     };
-    let fewer_bits = "or store the weights in fewer bits (--weights fp8, int4)";
+    let fewer_bits = "or store the weights in fewer bits (`weights` = fp8, int4)";
     let fix = match smallest_fitting(base, req) {
         Smallest { meeting: Some((m, _)), fitting: Some((f, _)) } if m.gpus_per_replica() == f.gpus_per_replica() => {
-            format!("the smallest layout that fits is {}: raise --max-gpus to {}, {fewer_bits}", m.describe(), m.gpus_per_replica())
+            format!("the smallest layout that fits is {}: raise `max_gpus` to {}, {fewer_bits}", m.describe(), m.gpus_per_replica())
         }
         Smallest { meeting: Some((m, t)), fitting } => format!(
-            "the smallest layout that fits and meets the bound is {} ({:.1} ms per token at batch 1): raise --max-gpus to {}{}, {fewer_bits}",
+            "the smallest layout that fits and meets the bound is {} ({:.1} ms per token at batch 1): raise `max_gpus` to {}{}, {fewer_bits}",
             m.describe(),
             t * 1e3,
             m.gpus_per_replica(),
             fitting.map(|(f, t)| format!(" (the smallest that fits at all, {}, takes {:.1} ms)", f.describe(), t * 1e3)).unwrap_or_default()
         ),
         Smallest { meeting: None, fitting: Some((f, t)) } => format!(
-            "the smallest layout that fits is {} ({:.1} ms per token at batch 1, above the bound): raise --max-gpus to {}, {fewer_bits}",
+            "the smallest layout that fits is {} ({:.1} ms per token at batch 1, above the bound): raise `max_gpus` to {}, {fewer_bits}",
             f.describe(),
             t * 1e3,
             f.gpus_per_replica()
         ),
         Smallest { meeting: None, fitting: None } => {
-            format!("no layout of up to {MAX_PLAN_GPUS} GPUs fits: store the weights in fewer bits (--weights fp8, int4)")
+            format!("no layout of up to {MAX_PLAN_GPUS} GPUs fits: store the weights in fewer bits (`weights` = fp8, int4)")
         }
     };
     Error::invalid(

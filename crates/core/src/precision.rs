@@ -185,7 +185,7 @@ impl Precision {
 
     /// Parse a precision for the named input field (used in messages).
     pub fn parse_field(field: &str, s: &str) -> Result<Precision> {
-        s.parse::<Precision>().map_err(|_| Error::unknown(format!("precision for `{field}`"), s, PRECISION_NAMES))
+        s.parse::<Precision>().map_err(|_| Error::unknown_for(field, "precision", s, PRECISION_NAMES))
     }
 }
 

@@ -124,23 +124,24 @@ impl Catalog {
         &self.presets
     }
 
-    /// Look up a GPU by name or alias (case-insensitive).
+    /// Look up a GPU by name or alias (case-insensitive); an unknown name is an error about `gpu`.
     pub fn gpu(&self, name: &str) -> Result<Arc<Gpu>> {
         let n = name.trim().to_ascii_lowercase();
         self.gpus
             .iter()
             .find(|g| g.name == n || g.aliases.contains(&n))
             .cloned()
-            .ok_or_else(|| Error::unknown("GPU", name, self.gpus.iter().map(|g| g.name.as_str())))
+            .ok_or_else(|| Error::unknown("GPU", name, self.gpus.iter().map(|g| g.name.as_str())).about("gpu"))
     }
 
-    /// Look up a preset by name or alias (case-insensitive).
+    /// Look up a preset by name or alias (case-insensitive); an unknown name is an error about
+    /// `model`.
     pub fn preset(&self, name: &str) -> Result<&Preset> {
         let n = name.trim().to_ascii_lowercase();
         self.presets
             .iter()
             .find(|p| p.name.to_ascii_lowercase() == n || p.aliases.contains(&n))
-            .ok_or_else(|| Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str())))
+            .ok_or_else(|| Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str())).about("model"))
     }
 }
 
@@ -424,7 +425,7 @@ pub fn parse_switch(field: &str, s: &str) -> Result<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(Error::unknown(format!("value for `{field}`"), s, ["on", "off"])),
+        _ => Err(Error::unknown_for(field, "value", s, ["on", "off"])),
     }
 }
 
@@ -538,7 +539,8 @@ impl ScenarioRequest {
             Some(file) => file.0.clone(),
             None => catalog.gpu(self.gpu.as_deref().unwrap_or(DEFAULT_GPU))?,
         };
-        let phase: Phase = self.phase.as_deref().unwrap_or(DEFAULT_PHASE).parse()?;
+        let phase: Phase =
+            self.phase.as_deref().unwrap_or(DEFAULT_PHASE).parse().map_err(|e: Error| e.about("phase"))?;
         let contexts = match (&self.contexts, &self.context_mix, &self.batch, &self.ctx) {
             (Some(mix), None, None, None) => parse_contexts(mix)?,
             (None, Some(mix), None, None) => mix.clone(),
@@ -566,7 +568,8 @@ impl ScenarioRequest {
         };
         let activations = prec("activations", &self.activations, Precision::Bf16)?;
         if !ACTIVATION_NAMES.contains(&activations.name().as_str()) {
-            return Err(Error::unknown("activation precision", activations.name(), ACTIVATION_NAMES.iter().copied()));
+            return Err(Error::unknown("activation precision", activations.name(), ACTIVATION_NAMES.iter().copied())
+                .about("activations"));
         }
         let checkpoint_inputs = match (&self.weights, &model.checkpoint_quant) {
             (None, Some(CheckpointQuant::Known { gemm_activations, .. })) => *gemm_activations,
@@ -581,10 +584,34 @@ impl ScenarioRequest {
             activations,
             gemm_activations,
             flash_attention: self.flash.as_deref().map(|s| parse_switch("flash", s)).transpose()?.unwrap_or(true),
-            causal: self.causal.as_deref().map(str::parse::<Causal>).transpose()?.unwrap_or(Causal::Half),
-            logits: self.logits.as_deref().map(str::parse::<Logits>).transpose()?.unwrap_or(Logits::Last),
-            counting: self.counting.as_deref().map(str::parse::<Counting>).transpose()?.unwrap_or(Counting::Full),
-            mla: self.mla.as_deref().map(str::parse::<MlaForm>).transpose()?.unwrap_or(MlaForm::Auto),
+            causal: self
+                .causal
+                .as_deref()
+                .map(str::parse::<Causal>)
+                .transpose()
+                .map_err(|e| e.about("causal"))?
+                .unwrap_or(Causal::Half),
+            logits: self
+                .logits
+                .as_deref()
+                .map(str::parse::<Logits>)
+                .transpose()
+                .map_err(|e| e.about("logits"))?
+                .unwrap_or(Logits::Last),
+            counting: self
+                .counting
+                .as_deref()
+                .map(str::parse::<Counting>)
+                .transpose()
+                .map_err(|e| e.about("counting"))?
+                .unwrap_or(Counting::Full),
+            mla: self
+                .mla
+                .as_deref()
+                .map(str::parse::<MlaForm>)
+                .transpose()
+                .map_err(|e| e.about("mla"))?
+                .unwrap_or(MlaForm::Auto),
         };
         let weights = match (&self.weights, &model.checkpoint_quant) {
             (Some(w), _) => WeightPrecisions::uniform(Precision::parse_field("weights", w)?),
@@ -649,7 +676,12 @@ impl ScenarioRequest {
             ep: count("ep", &self.ep)?.unwrap_or(d.ep),
             dp: count("dp", &self.dp)?.unwrap_or(d.dp),
             micro_batches: count("micro_batches", &self.micro_batches)?,
-            interconnect: self.interconnect.as_deref().map(str::parse).transpose()?,
+            interconnect: self
+                .interconnect
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e: Error| e.about("interconnect"))?,
             link_efficiency: match &self.link_efficiency {
                 Some(s) => parse_f64("link_efficiency", s)?,
                 None => d.link_efficiency,

@@ -124,13 +124,8 @@ impl Default for Serving {
 impl Serving {
     /// The price, or an error naming the flag that sets it.
     pub fn require_price(&self, gpu: &str) -> Result<Price> {
-        self.price.ok_or_else(|| {
-            Error::invalid(
-                "usd_per_hour",
-                format!("none for GPU {gpu}"),
-                "a price in USD per GPU-hour (--usd-per-hour)",
-            )
-        })
+        self.price
+            .ok_or_else(|| Error::invalid("usd_per_hour", format!("none for GPU {gpu}"), "a price in USD per GPU-hour"))
     }
 }
 
@@ -140,7 +135,7 @@ pub fn step_shape_refused(field: &str, command: &str) -> Error {
     Error::invalid(
         field,
         format!("given to `{command}`"),
-        "it builds its steps from --prompt and --output: prefill, then decode with a growing context; use --batch for concurrent requests",
+        "it builds its steps from `prompt` and `output`: prefill, then decode with a growing context; `batch` sets the concurrent requests",
     )
 }
 

@@ -224,7 +224,7 @@ pub fn mix_refused() -> Error {
     Error::invalid(
         "contexts",
         "a fixed mix of contexts",
-        "a sweep varies --batch and --ctx, as lists and ranges; a fixed mix is one `ledger` or `kv` step",
+        "a sweep varies `batch` and `ctx`, as lists and ranges; a fixed mix is one `ledger` or `kv` step",
     )
 }
 

@@ -10,7 +10,9 @@ use crate::ledger::Inputs;
 use crate::levers::{lever_table, LeverRow};
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::advise::Advice;
+use llm_ledger_core::crossover::Side;
 use llm_ledger_core::levers::LeverOutcome;
+use llm_ledger_core::workload::Phase;
 use serde::Serialize;
 
 /// The `advise` report.
@@ -21,6 +23,123 @@ pub struct AdviseReport {
     /// The advice.
     #[serde(flatten)]
     pub advice: Advice,
+    /// The advice, one sentence per line.
+    pub lines: Vec<String>,
+}
+
+impl AdviseReport {
+    /// The report of `advice` on the scenario of `inputs`, with its sentences.
+    pub fn new(inputs: Inputs, advice: Advice) -> Self {
+        let lines = sentences(&advice);
+        AdviseReport { inputs, advice, lines }
+    }
+}
+
+fn gb(b: f64) -> String {
+    if b < 1e9 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.1} GB", b / 1e9)
+    }
+}
+
+fn ms(s: f64) -> String {
+    format!("{:.2} ms", s * 1e3)
+}
+
+fn thousands(v: f64) -> String {
+    let s = format!("{:.0}", v);
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The advice in sentences, one per line: where the step sits against the crossover, memory, the
+/// step now, each lever that saves, the MoE experts touched and the reminder to measure.
+fn sentences(a: &Advice) -> Vec<String> {
+    let c = &a.crossover;
+    let mut out = Vec::new();
+    if a.phase == Phase::Prefill {
+        out.push(
+            "This is a prefill step; the crossover and the levers below are decode notions, read them with care."
+                .into(),
+        );
+    }
+    let side = match c.side {
+        Side::Below => format!(
+            "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
+            thousands(c.cached_tokens),
+            thousands(c.crossover_tokens),
+            gb(c.weight_bytes),
+            thousands(c.kv_bytes_per_token),
+            c.kv_to_weight_ratio
+        ),
+        Side::Above => format!(
+            "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
+            thousands(c.cached_tokens),
+            thousands(c.crossover_tokens),
+            gb(c.weight_bytes),
+            thousands(c.kv_bytes_per_token),
+            c.kv_to_weight_ratio
+        ),
+    };
+    out.push(side);
+    let f = &a.footprint;
+    let fit = if f.fits { "fits" } else { "does NOT fit" };
+    let mut mem = format!(
+        "Memory: {} (weights {}, KV cache {}, workspace {}) of {} available after a {} reserve: it {fit}.",
+        gb(f.memory_bytes),
+        gb(f.weight_bytes),
+        gb(f.kv_cache_bytes),
+        gb(f.workspace_bytes),
+        gb(f.available_bytes),
+        gb(f.reserve_bytes)
+    );
+    if let Some(b) = a.max_batch {
+        mem.push_str(&format!(" The largest batch that fits at this context is {b}."));
+    }
+    out.push(mem);
+    let base = &a.baseline;
+    let price_note = |usd: Option<f64>| usd.map(|u| format!(", ${u:.3} per M tokens")).unwrap_or_default();
+    out.push(format!(
+        "Now: {} per step, {} tokens/s{}.",
+        ms(base.step_time_s),
+        thousands(base.tokens_per_s),
+        price_note(a.usd_per_million_tokens)
+    ));
+    for (i, r) in a.levers.iter().filter(|r| r.lever.cost_saving > 0.0).enumerate() {
+        let l = &r.lever;
+        let fits = if l.outcome.fits { "" } else { " (does NOT fit)" };
+        out.push(format!(
+            "{}. {} — {}: {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}.",
+            i + 1,
+            l.name,
+            l.description,
+            ms(base.step_time_s),
+            ms(l.outcome.step_time_s),
+            l.outcome.batch,
+            thousands(l.outcome.tokens_per_s),
+            l.cost_saving * 100.0,
+            price_note(r.usd_per_million_tokens)
+        ));
+    }
+    if let Some(e) = &a.experts_touched {
+        out.push(format!(
+            "MoE: a step of {} tokens touches {:.1} of {} experts per layer on average (top-{}, {} routing); weight bytes follow the experts touched, not the active parameter count.",
+            thousands(e.tokens),
+            e.touched,
+            e.experts,
+            e.top_k,
+            a.routing.describe()
+        ));
+    }
+    out.push("Measure one step and run `llm-ledger measure --step-ms T`: below ~60 % MBU, look for launches, unfused kernels and communication before buying hardware.".into());
+    out
 }
 
 impl Report for AdviseReport {
@@ -36,7 +155,7 @@ impl Report for AdviseReport {
         let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped);
         footer.push(a.fit_basis.rule(self.inputs.counting).into());
         let mut title = vec![self.inputs.headline(), String::new()];
-        title.extend(a.lines.iter().cloned());
+        title.extend(self.lines.iter().cloned());
         title.push(String::new());
         title.push("Levers, ranked by cost per token saved:".into());
         let priority = crate::levers::lever_priority(&header);
@@ -54,7 +173,7 @@ mod tests {
     fn report(batch: &str, ctx: &str) -> AdviseReport {
         let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
         let s = ServingRequest { usd_per_hour: Some("3".into()), ..Default::default() }.resolve(&sc).unwrap();
-        AdviseReport { inputs: Inputs::of(&sc), advice: Advice::of(&sc, &s) }
+        AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s))
     }
 
     #[test]
@@ -69,5 +188,27 @@ mod tests {
         assert_eq!(v["crossover"]["side"], "below");
         assert_eq!(v["levers"][0]["name"], "batch");
         assert!(v["levers"][0]["usd_per_million_tokens"].is_number());
+    }
+
+    #[test]
+    fn sentences_carry_the_crossover_the_levers_and_the_experts_touched() {
+        let lines = |model: &str, batch: &str, ctx: &str| {
+            let sc = scenario(&[("model", model), ("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
+            let s = ServingRequest::default().resolve(&sc).unwrap();
+            AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s)).lines
+        };
+        let below = lines("llama-3-8b", "1", "2048");
+        assert!(
+            below[0].starts_with("Below the crossover: 2,048 cached tokens per step against 114,512"),
+            "{}",
+            below[0]
+        );
+        assert!(
+            below.iter().any(|l| l.starts_with("2. w4a16 — 4-bit weights, 16-bit math (W4A16): 5.70 ms → 1.5")),
+            "{below:#?}"
+        );
+        assert!(lines("llama-3-8b", "8", "32768")[0].contains("cache-side levers pay"));
+        let moe = lines("mixtral-8x7b", "8", "2048");
+        assert!(moe.iter().any(|l| l.starts_with("MoE: a step of 8 tokens touches 7.2 of 8 experts")), "{moe:#?}");
     }
 }

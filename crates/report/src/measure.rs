@@ -8,8 +8,17 @@ use crate::facts::facts_table;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::measure::Utilisation;
+use llm_ledger_core::measure::{Reading, Utilisation};
 use serde::Serialize;
+
+/// The reading in words (seed 004, "Measuring against the ledger").
+pub fn advice(reading: Reading) -> &'static str {
+    match reading {
+        Reading::AboveRoof => "faster than the hardware allows for the ledger's bytes and FLOPs: check the inputs (precisions, batch, context, GPU) and the measurement",
+        Reading::NearRoof => "within reach of a roof: the step is bound by what the ledger counts; to go faster, move fewer bytes or FLOPs (see `llm-ledger advise`)",
+        Reading::Overhead => "below ~60 % of both roofs: look for kernel launches and Python overhead (CUDA Graphs), unfused kernels and communication before buying hardware",
+    }
+}
 
 /// The flat numbers (also the CSV row).
 #[derive(Debug, Clone, Serialize)]
@@ -34,7 +43,7 @@ pub struct MeasureReport {
 impl MeasureReport {
     /// Build from a utilisation.
     pub fn new(inputs: Inputs, u: Utilisation) -> MeasureReport {
-        MeasureReport { inputs, row: MeasureRow { utilisation: u, advice: u.reading.advice() } }
+        MeasureReport { inputs, row: MeasureRow { utilisation: u, advice: advice(u.reading) } }
     }
 }
 
@@ -75,6 +84,11 @@ mod tests {
     fn report(ms: f64) -> MeasureReport {
         let sc = scenario(&[("counting", "seed")]);
         MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, Measured::StepTime(ms / 1e3)))
+    }
+
+    #[test]
+    fn a_slow_step_reads_as_overhead_in_words() {
+        assert!(report(1000.0).row.advice.contains("launches"), "{}", report(1000.0).row.advice);
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl FromStr for Format {
             "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
             "md" | "markdown" => Ok(Format::Md),
-            _ => Err(Error::unknown("format", s, ["table", "json", "csv", "md"])),
+            _ => Err(Error::unknown("format", s, ["table", "json", "csv", "md"]).about("format")),
         }
     }
 }

@@ -95,7 +95,7 @@ fn content_type(f: Format) -> &'static str {
 }
 
 fn rendered(report: &impl Report, format: Format) -> Result<Response, AppError> {
-    let text = report.render(format).map_err(|e| AppError::from_core(&e, &[]))?;
+    let text = report.render(format).map_err(|e| AppError::from_core(&e))?;
     Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
 }
 

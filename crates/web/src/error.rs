@@ -37,19 +37,11 @@ impl AppError {
         self
     }
 
-    /// A core error about the scenario whose raw inputs were `pairs`. The field is the core's
-    /// own (`invalid `batch`: …`) or, for names outside a closed set (`unknown GPU `h900``), the
-    /// parameter whose name or value the message quotes.
-    pub fn from_core(e: &llm_ledger_core::Error, pairs: &[(String, String)]) -> Self {
+    /// A core error, about the field the core names ([`llm_ledger_core::Error::field`]): the
+    /// query parameter of that name.
+    pub fn from_core(e: &llm_ledger_core::Error) -> Self {
         let message = e.to_string();
-        let field = e.field().map(str::to_string).or_else(|| {
-            let quoted = |s: &str| message.contains(&format!("`{s}`"));
-            pairs
-                .iter()
-                .find(|(k, _)| quoted(k))
-                .or_else(|| pairs.iter().find(|(_, v)| quoted(v) || quoted(v.trim())))
-                .map(|(k, _)| k.clone())
-        });
+        let field = e.field().map(str::to_string);
         // A non-finite number in a report is the explorer's fault, not the request's.
         let status = match e {
             llm_ledger_core::Error::NonFinite { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -83,10 +75,8 @@ mod tests {
     use super::*;
     use llm_ledger_core::{Catalog, ScenarioRequest};
 
-    fn err(req: ScenarioRequest, pairs: &[(&str, &str)]) -> AppError {
-        let e = req.resolve(&Catalog::builtin()).unwrap_err();
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        AppError::from_core(&e, &pairs)
+    fn err(req: ScenarioRequest, _pairs: &[(&str, &str)]) -> AppError {
+        AppError::from_core(&req.resolve(&Catalog::builtin()).unwrap_err())
     }
 
     #[test]

@@ -65,13 +65,6 @@ where
     T::deserialize(de::value::MapDeserializer::new(pairs.into_iter().map(|(k, v)| (k, Text(v)))))
 }
 
-/// A refused query as the explorer's error, naming the parameter serde quotes.
-fn refused(e: de::value::Error) -> AppError {
-    let message = e.to_string();
-    let field = message.split('`').nth(1).map(str::to_string);
-    AppError { field, ..AppError::bad_request(message, None) }
-}
-
 /// A page's query, split.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageQuery {
@@ -145,8 +138,7 @@ impl PageQuery {
     /// The scenario as the core's request, deserialised from the query string. With an uploaded
     /// model and no `model`, the uploaded model is the one used.
     pub fn request(&self) -> Result<ScenarioRequest, AppError> {
-        let mut req: ScenarioRequest =
-            from_pairs(self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(refused)?;
+        let mut req: ScenarioRequest = deserialize_pairs(&self.scenario)?;
         if self.config.is_some() && req.model.is_none() {
             req.model = Some(upload::UPLOAD_NAME.to_string());
         }
@@ -173,8 +165,6 @@ impl PageQuery {
         Ok(Resolved { catalog, scenario })
     }
 
-    /// A core error about this query: the field is the core's, or the parameter (scenario or
-    /// page key) its message quotes.
     /// `value` itself when every number in its serde form is finite; otherwise the internal error
     /// (500) that [`llm_ledger_report::finite::check`] names: a page never shows `NaN` or `inf`.
     pub fn checked<T: serde::Serialize>(&self, value: T) -> Result<T, AppError> {
@@ -182,17 +172,17 @@ impl PageQuery {
         Ok(value)
     }
 
+    /// A core error about this query, about the parameter the core names as its field.
     pub fn core_error(&self, e: &llm_ledger_core::Error) -> AppError {
-        let pairs: Vec<(String, String)> = self.scenario.iter().chain(&self.extra).cloned().collect();
-        AppError::from_core(e, &pairs)
+        AppError::from_core(e)
     }
 
     /// The page keys as a struct the core (or the report crate) deserialises, such as
     /// `ServingRequest`: the keys in `keys` only, so the struct's own unknown-field check applies
     /// to nothing else.
     pub fn extras_as<T: serde::de::DeserializeOwned>(&self, keys: &[&str]) -> Result<T, AppError> {
-        let pairs = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str()));
-        from_pairs(pairs.map(|(k, v)| (k.as_str(), v.as_str()))).map_err(refused)
+        let pairs: Vec<(String, String)> = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).cloned().collect();
+        deserialize_pairs(&pairs)
     }
 
     /// The state as a query string (`?…`, or empty), with some scenario keys replaced (`Some`) or
@@ -261,6 +251,19 @@ impl PageQuery {
             (false, false) => format!("{path}{state}&{extra}"),
         }
     }
+}
+
+/// `T` (a request struct of optional text fields) from query pairs. A refusal is about the pair
+/// that `T` refuses: a repeated key, or the first key `T` refuses on its own (an unknown field);
+/// the field is found from the pairs, never read back out of the message.
+fn deserialize_pairs<T: serde::de::DeserializeOwned>(pairs: &[(String, String)]) -> Result<T, AppError> {
+    let parse = |pairs: &[(String, String)]| from_pairs::<T, _>(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    parse(pairs).map_err(|e| {
+        let repeated = pairs.iter().enumerate().find(|(i, (k, _))| pairs[..*i].iter().any(|(j, _)| j == k));
+        let refused = || pairs.iter().find(|p| parse(std::slice::from_ref(p)).is_err());
+        let field = repeated.map(|(_, p)| p).or_else(refused).map(|(k, _)| k.as_str());
+        AppError::bad_request(e.to_string(), field)
+    })
 }
 
 #[cfg(test)]

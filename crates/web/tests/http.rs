@@ -654,7 +654,7 @@ async fn batching_refuses_bad_axes_and_context_mixes() {
     let r = get("/batching?contexts=2048x8").await;
     assert_page_refuses(
         &r,
-        "invalid `contexts`: a fixed mix of contexts (a sweep varies --batch and --ctx",
+        "invalid `contexts`: a fixed mix of contexts (a sweep varies `batch` and `ctx`",
         "contexts",
     );
     let r = get("/batching?reserve=90GB").await;
@@ -762,7 +762,7 @@ async fn cost_says_when_no_batch_meets_the_bound_and_refuses_step_shapes_in_the_
     let (status, message, field) = api_error("/api/cost?ctx=512").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("ctx")));
     assert!(
-        message.starts_with("invalid `ctx`: given to `cost` (it builds its steps from --prompt and --output"),
+        message.starts_with("invalid `ctx`: given to `cost` (it builds its steps from `prompt` and `output`"),
         "{message}"
     );
     let (_, message, _) = api_error("/api/latency?phase=decode").await;

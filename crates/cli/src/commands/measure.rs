@@ -33,5 +33,5 @@ pub fn advise(args: &AdviseArgs) -> Result<String> {
         ..Default::default()
     };
     let s = req.resolve(&sc)?;
-    Ok(AdviseReport { inputs: Inputs::of(&sc), advice: Advice::of(&sc, &s) }.render(format)?)
+    Ok(AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s)).render(format)?)
 }

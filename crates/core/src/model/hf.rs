@@ -161,11 +161,8 @@ impl HfConfig {
     pub fn family(&self) -> Result<&'static Family> {
         let supported = || family::supported_names().join(", ");
         match &self.model_type {
-            Some(t) => family::find(t).ok_or_else(|| Error::UnknownName {
-                what: "model_type".into(),
-                name: t.clone(),
-                accepted: supported(),
-            }),
+            Some(t) => family::find(t)
+                .ok_or_else(|| Error::unknown("model_type", t.clone(), family::supported_names()).about("model_type")),
             None => self.architectures.iter().find_map(|a| family::find_by_architecture(a)).ok_or_else(|| {
                 Error::MissingField {
                     field: "model_type".into(),
@@ -531,7 +528,7 @@ fn notes(cfg: &HfConfig, spec: &ModelSpec) -> Result<Vec<String>> {
     }
     if let Some(CheckpointQuant::Unknown { method }) = &spec.checkpoint_quant {
         notes.push(format!(
-            "quantization_config.quant_method `{method}` is not modelled (known: {}); pass --weights",
+            "quantization_config.quant_method `{method}` is not modelled (known: {}); set `weights`",
             super::quant::QUANT_METHODS.join(", ")
         ));
     }

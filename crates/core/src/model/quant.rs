@@ -370,7 +370,7 @@ pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<
                     )?;
                     if compute.as_deref().is_some_and(|c| c.ends_with("32")) {
                         notes.push(
-                            "quantization_config.bnb_4bit_compute_dtype = float32 is not modelled: the GEMMs are counted at the activation format (--activations, bf16 by default)".into(),
+                            "quantization_config.bnb_4bit_compute_dtype = float32 is not modelled: the GEMMs are counted at the activation format (`activations`, bf16 by default)".into(),
                         );
                     }
                     if k.bool("bnb_4bit_use_double_quant")? == Some(true) {
@@ -465,7 +465,7 @@ fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<(Preci
         scheme.ok_or_else(|| Error::invalid("quantization_config.config_groups", "{}", "at least one group"))?;
     if k.get("kv_cache_scheme").is_some() {
         notes.push(
-            "quantization_config.kv_cache_scheme is not applied: the KV cache is counted at --kv (bf16 by default); pass --kv fp8 to match an fp8 cache".into(),
+            "quantization_config.kv_cache_scheme is not applied: the KV cache is counted at `kv` (bf16 by default); set `kv` = fp8 to match an fp8 cache".into(),
         );
     }
     if k.get("sparsity_config").is_some() {
@@ -634,7 +634,7 @@ mod tests {
         let (_, _, notes) =
             parsed(json!({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
             "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}}));
-        assert!(notes[0].contains("pass --kv fp8"), "{notes:?}");
+        assert!(notes[0].contains("set `kv` = fp8"), "{notes:?}");
         // Settings the model covers leave no note.
         assert!(parsed(json!({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})).2.is_empty());
     }

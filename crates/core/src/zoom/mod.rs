@@ -392,7 +392,7 @@ impl ZoomTree {
                 accepted.retain(|p| !p.starts_with("layer."));
                 accepted.insert(1, format!("layer.0 … layer.{}", n - 1));
             }
-            Error::unknown("zoom path", path.trim(), accepted)
+            Error::unknown("zoom path", path.trim(), accepted).about("path")
         };
         let mut node = self.model_view();
         let mut i = 0;
@@ -436,7 +436,7 @@ impl ZoomTree {
             "lm_head" => Some(&self.lm_head),
             _ => None,
         };
-        let bad = || Error::unknown("zoom path", path, ["model"]);
+        let bad = || Error::unknown("zoom path", path, ["model"]).about("path");
         match segs.as_slice() {
             [name] => top_op(name).map(|n| self.op_view(path, n)).ok_or_else(bad),
             [name, "tiles"] => top_op(name).map(|n| self.tiles_view(path, n)).ok_or_else(bad),

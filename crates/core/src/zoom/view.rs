@@ -171,7 +171,7 @@ impl<'t> NodeView<'t> {
             NodeDetail::Op(n) => match &n.tiles {
                 TileLevel::None(NoTiles::Elementwise) => "an elementwise operator has no tiles",
                 TileLevel::None(NoTiles::Gather) => "the embedding is a gather and has no tiles",
-                TileLevel::None(NoTiles::Unfused) => "unfused attention is not tiled; use --flash on",
+                TileLevel::None(NoTiles::Unfused) => "unfused attention is not tiled; set `flash` = on",
                 TileLevel::None(NoTiles::NotModelled(_)) => "its tiles are not modelled",
                 _ => "a leaf",
             },

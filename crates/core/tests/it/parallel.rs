@@ -331,7 +331,10 @@ fn bad_layouts_name_the_flag() {
     assert_eq!(msg(&[("ep", "2")]), "invalid `ep`: 2 (1: llama-3.1-70b has no experts)");
     assert_eq!(msg(&[("pp", "81")]), "invalid `pp`: 81 (at most the 80 layers of llama-3.1-70b (one stage per layer))");
     assert_eq!(msg(&[("tp", "64"), ("pp", "80")]), "invalid `tp × pp × ep`: 5120 (at most 4096 GPUs per replica)");
-    assert_eq!(msg(&[("micro_batches", "4")]), "invalid `micro_batches`: 4 (1 without pipeline parallelism (--pp))");
+    assert_eq!(
+        msg(&[("micro_batches", "4")]),
+        "invalid `micro_batches`: 4 (1 without pipeline parallelism (`pp` = 1))"
+    );
     assert_eq!(
         msg(&[("link_efficiency", "1.5"), ("tp", "2")]),
         "invalid `link_efficiency`: 1.5 (a number in [0.01, 1])"
