@@ -208,7 +208,7 @@ pub struct ScenarioInput {
 /// Every scenario input, in [`ScenarioRequest`]'s field order (a test checks the two agree).
 pub fn scenario_inputs() -> &'static [ScenarioInput] {
     use crate::limits;
-    use crate::parallel::DEFAULT_LINK_EFFICIENCY;
+    use crate::layout::DEFAULT_LINK_EFFICIENCY;
     use crate::precision::PRECISION_NAMES;
     static INPUTS: std::sync::OnceLock<Vec<ScenarioInput>> = std::sync::OnceLock::new();
     INPUTS.get_or_init(|| {
@@ -407,7 +407,7 @@ pub struct ScenarioRequest {
     pub micro_batches: Option<String>,
     /// Link between GPUs: `nvlink` (default where the GPU has it) or `pcie`.
     pub interconnect: Option<String>,
-    /// Achieved fraction of link bandwidth (default: [`crate::parallel::DEFAULT_LINK_EFFICIENCY`]).
+    /// Achieved fraction of link bandwidth (default: [`crate::layout::DEFAULT_LINK_EFFICIENCY`]).
     pub link_efficiency: Option<String>,
 }
 
