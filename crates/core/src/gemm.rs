@@ -28,6 +28,23 @@ pub struct Gemm {
 }
 
 impl Gemm {
+    /// One `[m×k]·[k×n]` product without bias: weights in `weight`, activations in `activation`.
+    pub fn new(m: f64, n: u64, k: u64, weight: Precision, activation: Precision) -> Gemm {
+        Gemm { m, n, k, weight, activation, instances: 1.0, bias: false }
+    }
+
+    /// The same GEMM with (or without) a bias vector on its output.
+    pub fn with_bias(self, bias: bool) -> Gemm {
+        Gemm { bias, ..self }
+    }
+
+    /// The rows split evenly over `instances` independent weight matrices (the experts touched,
+    /// the heads of MLA's absorption): `m` becomes rows per instance. FLOPs are unchanged;
+    /// weights are read once per instance.
+    pub fn split(self, instances: f64) -> Gemm {
+        Gemm { m: self.m / instances.max(1e-300), instances, ..self }
+    }
+
     /// FLOPs of the product: `instances · (2·m·n·k + m·n if bias)` — a multiply and an add per
     /// (row, column, reduction) triple, and one add per output for the bias.
     pub fn flops(&self) -> f64 {
@@ -62,7 +79,7 @@ mod tests {
     use super::*;
 
     fn g(m: f64, n: u64, k: u64, instances: f64, bias: bool) -> Gemm {
-        Gemm { m, n, k, weight: Precision::Fp8, activation: Precision::Bf16, instances, bias }
+        Gemm::new(m * instances, n, k, Precision::Fp8, Precision::Bf16).with_bias(bias).split(instances)
     }
 
     #[test]

@@ -220,14 +220,4 @@ mod tests {
         let names: std::collections::BTreeSet<_> = RANGES.iter().map(|r| r.name).collect();
         assert_eq!(names.len(), RANGES.len(), "one definition per input");
     }
-
-    #[test]
-    fn readme_states_the_input_ranges_from_this_definition() {
-        let readme = include_str!("../../../README.md");
-        assert!(
-            readme.contains(&ranges_markdown()),
-            "README.md's \"Input ranges\" table differs from limits::ranges_markdown():\n{}",
-            ranges_markdown()
-        );
-    }
 }

@@ -12,9 +12,9 @@ use serde::Serialize;
 /// Achieved fractions of peak.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Efficiency {
-    /// Fraction of peak FLOP/s achieved (default 0.6).
+    /// Fraction of peak FLOP/s achieved (default: [`Efficiency::default`]).
     pub compute: f64,
-    /// Fraction of peak bandwidth achieved (default 0.8).
+    /// Fraction of peak bandwidth achieved (default: [`Efficiency::default`]).
     pub bandwidth: f64,
 }
 

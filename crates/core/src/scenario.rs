@@ -207,8 +207,8 @@ pub struct ScenarioInput {
 
 /// Every scenario input, in [`ScenarioRequest`]'s field order (a test checks the two agree).
 pub fn scenario_inputs() -> &'static [ScenarioInput] {
-    use crate::limits;
     use crate::layout::DEFAULT_LINK_EFFICIENCY;
+    use crate::limits;
     use crate::precision::PRECISION_NAMES;
     static INPUTS: std::sync::OnceLock<Vec<ScenarioInput>> = std::sync::OnceLock::new();
     INPUTS.get_or_init(|| {

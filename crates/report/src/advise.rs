@@ -47,16 +47,9 @@ fn ms(s: f64) -> String {
     format!("{:.2} ms", s * 1e3)
 }
 
+/// A non-negative quantity rounded to a whole number, with thousands separators.
 fn thousands(v: f64) -> String {
-    let s = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::human::count(v.round() as u64)
 }
 
 /// The advice in sentences, one per line: where the step sits against the crossover, memory, the

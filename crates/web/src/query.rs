@@ -181,7 +181,8 @@ impl PageQuery {
     /// `ServingRequest`: the keys in `keys` only, so the struct's own unknown-field check applies
     /// to nothing else.
     pub fn extras_as<T: serde::de::DeserializeOwned>(&self, keys: &[&str]) -> Result<T, AppError> {
-        let pairs: Vec<(String, String)> = self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).cloned().collect();
+        let pairs: Vec<(String, String)> =
+            self.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).cloned().collect();
         deserialize_pairs(&pairs)
     }
 

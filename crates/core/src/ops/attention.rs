@@ -35,11 +35,11 @@ impl OpBuilder<'_> {
         let w = self.sc.weights.attention;
         let (q, kv) = (at.q_dim(), at.kv_dim());
         if at.fused_qkv || self.seed {
-            f(self.gemm(OpKind::QkvProj, t, h, q + 2 * kv, w, at.qkv_bias, 1.0));
+            f(self.gemm(OpKind::QkvProj, self.dense(t, q + 2 * kv, h, w).with_bias(at.qkv_bias)));
         } else {
-            f(self.gemm(OpKind::QProj, t, h, q, w, at.qkv_bias, 1.0));
-            f(self.gemm(OpKind::KProj, t, h, kv, w, at.qkv_bias, 1.0));
-            f(self.gemm(OpKind::VProj, t, h, kv, w, at.qkv_bias, 1.0));
+            f(self.gemm(OpKind::QProj, self.dense(t, q, h, w).with_bias(at.qkv_bias)));
+            f(self.gemm(OpKind::KProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias)));
+            f(self.gemm(OpKind::VProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias)));
         }
         let minor = !self.seed;
         let qk_elems = t * (q + kv) as f64;
@@ -73,7 +73,7 @@ impl OpBuilder<'_> {
             sinks: at.sinks,
         };
         self.attention_core(&core, g, f);
-        f(self.gemm(OpKind::OProj, t, q, h, w, at.o_bias, 1.0));
+        f(self.gemm(OpKind::OProj, self.dense(t, h, q, w).with_bias(at.o_bias)));
     }
 
     /// Append this step's K/V (`elems_per_pos` values per position) to the cache.
@@ -160,15 +160,15 @@ impl OpBuilder<'_> {
         let (dn, dr, dv, r) = (at.qk_nope_head_dim, at.qk_rope_head_dim, at.v_head_dim, at.kv_lora_rank);
         match at.q_lora_rank {
             Some(rq) => {
-                f(self.gemm(OpKind::QAProj, t, h, rq, w, at.bias, 1.0));
+                f(self.gemm(OpKind::QAProj, self.dense(t, rq, h, w).with_bias(at.bias)));
                 if !self.seed {
                     f(self.norm(OpKind::QANorm, NormKind::Rms, rq, 1));
                 }
-                f(self.gemm(OpKind::QBProj, t, rq, nh * (dn + dr), w, false, 1.0));
+                f(self.gemm(OpKind::QBProj, self.dense(t, nh * (dn + dr), rq, w)));
             }
-            None => f(self.gemm(OpKind::QProj, t, h, nh * (dn + dr), w, false, 1.0)),
+            None => f(self.gemm(OpKind::QProj, self.dense(t, nh * (dn + dr), h, w))),
         }
-        f(self.gemm(OpKind::KvAProj, t, h, r + dr, w, at.bias, 1.0));
+        f(self.gemm(OpKind::KvAProj, self.dense(t, r + dr, h, w).with_bias(at.bias)));
         if !self.seed {
             f(self.norm(OpKind::KvANorm, NormKind::Rms, r, 1));
             f(self.elementwise(OpKind::Rope, t * ((nh + 1) * dr) as f64, ROPE_FLOPS_PER_ELEMENT, 2.0, 0.0));
@@ -182,7 +182,7 @@ impl OpBuilder<'_> {
         let (nhf, kv) = (nh as f64, self.kv);
         if form == MlaForm::Absorbed {
             // Fold W_UK into q: per head [T×dn]·[dn×r].
-            f(self.gemm(OpKind::QAbsorb, t * nhf, dn, r, w, false, nhf));
+            f(self.gemm(OpKind::QAbsorb, self.dense(t * nhf, r, dn, w).split(nhf)));
             let core = AttnCore {
                 heads: nhf,
                 kv_heads: 1.0,
@@ -195,11 +195,11 @@ impl OpBuilder<'_> {
                 sinks: false,
             };
             self.attention_core(&core, g, f);
-            f(self.gemm(OpKind::VUp, t * nhf, r, dv, w, false, nhf));
+            f(self.gemm(OpKind::VUp, self.dense(t * nhf, dv, r, w).split(nhf)));
         } else {
             // Expand every attended position's latent into per-head k_nope and v.
             let positions = g.kv_positions_read;
-            let mut expand = self.gemm(OpKind::KvBProj, positions, r, nh * (dn + dv), w, false, 1.0);
+            let mut expand = self.gemm(OpKind::KvBProj, self.dense(positions, nh * (dn + dv), r, w));
             // Its input is the cached latent: KV bytes, not activations.
             expand.cost.activation_bytes -= positions * r as f64 * self.a;
             expand.cost.kv_read_bytes += positions * r as f64 * kv;
@@ -216,6 +216,6 @@ impl OpBuilder<'_> {
             };
             self.attention_core(&core, g, f);
         }
-        f(self.gemm(OpKind::OProj, t, nh * dv, h, w, false, 1.0));
+        f(self.gemm(OpKind::OProj, self.dense(t, h, nh * dv, w)));
     }
 }

@@ -62,7 +62,7 @@ impl OpBuilder<'_> {
             ..Cost::ZERO
         };
         if e.dim != self.hidden {
-            cost += self.gemm(OpKind::Embedding, t, e.dim, self.hidden, self.sc.weights.embedding, false, 1.0).cost;
+            cost += self.gemm(OpKind::Embedding, self.dense(t, self.hidden, e.dim, self.sc.weights.embedding)).cost;
         }
         f(Op::plain(OpKind::Embedding, cost, MathFormat::Vector));
     }
@@ -85,10 +85,10 @@ impl OpBuilder<'_> {
         }
         let rows = self.sc.workload.logit_tokens();
         let mut op =
-            self.gemm(OpKind::LmHead, rows, m.lm_head_in(), m.embedding.vocab, self.sc.weights.lm_head, false, 1.0);
+            self.gemm(OpKind::LmHead, self.dense(rows, m.embedding.vocab, m.lm_head_in(), self.sc.weights.lm_head));
         if m.lm_head_in() != self.hidden {
             op.cost +=
-                self.gemm(OpKind::LmHead, rows, self.hidden, m.lm_head_in(), self.sc.weights.lm_head, false, 1.0).cost;
+                self.gemm(OpKind::LmHead, self.dense(rows, m.lm_head_in(), self.hidden, self.sc.weights.lm_head)).cost;
         }
         f(op);
     }

@@ -13,7 +13,7 @@ impl OpBuilder<'_> {
         let (t, h, i) = (self.tokens, self.hidden, m.intermediate);
         if self.seed {
             let mats = if m.gated { 3 } else { 2 };
-            f(self.gemm(kinds.seed, t, h, mats * i, w, false, 1.0));
+            f(self.gemm(kinds.seed, self.dense(t, mats * i, h, w)));
             return;
         }
         self.mlp_body(t, m, w, 1.0, kinds, f);
@@ -32,26 +32,26 @@ impl OpBuilder<'_> {
         let (h, i) = (self.hidden, m.intermediate);
         if m.gated {
             if m.fused_gate_up {
-                f(self.gemm(kinds.gate_up, assignments, h, 2 * i, w, m.bias, copies));
+                f(self.gemm(kinds.gate_up, self.dense(assignments, 2 * i, h, w).with_bias(m.bias).split(copies)));
             } else {
-                f(self.gemm(kinds.gate, assignments, h, i, w, m.bias, copies));
-                f(self.gemm(kinds.up, assignments, h, i, w, m.bias, copies));
+                f(self.gemm(kinds.gate, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies)));
+                f(self.gemm(kinds.up, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies)));
             }
             let per = m.activation.flops_per_element() + GATE_PRODUCT_FLOPS_PER_ELEMENT;
             f(self.elementwise(kinds.act, assignments * i as f64, per, 3.0, 0.0));
         } else {
-            f(self.gemm(kinds.up, assignments, h, i, w, m.bias, copies));
+            f(self.gemm(kinds.up, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies)));
             f(self.elementwise(kinds.act, assignments * i as f64, m.activation.flops_per_element(), 2.0, 0.0));
         }
-        f(self.gemm(kinds.down, assignments, i, h, w, m.bias, copies));
+        f(self.gemm(kinds.down, self.dense(assignments, h, i, w).with_bias(m.bias).split(copies)));
     }
 
     pub(super) fn moe(&self, m: &MoeMlp, f: &mut impl FnMut(Op)) {
         let (t, h) = (self.tokens, self.hidden);
         let wts = &self.sc.weights;
-        let mut router = self.gemm(OpKind::Router, t, h, m.experts, wts.router, m.router_bias, 1.0);
+        let mut router = self.gemm(OpKind::Router, self.dense(t, m.experts, h, wts.router).with_bias(m.router_bias));
         if m.shared_gate {
-            router.cost += self.gemm(OpKind::Router, t, h, 1, wts.router, false, 1.0).cost;
+            router.cost += self.gemm(OpKind::Router, self.dense(t, 1, h, wts.router)).cost;
         }
         f(router);
         // Expected distinct experts touched by the step's tokens (prefill counts tokens). The
@@ -61,7 +61,7 @@ impl OpBuilder<'_> {
         let we = wts.experts;
         if self.seed {
             let mats = if m.expert.gated { 3 } else { 2 };
-            f(self.gemm(OpKind::ExpertUp, assignments, h, mats * m.expert.intermediate, we, false, touched));
+            f(self.gemm(OpKind::ExpertUp, self.dense(assignments, mats * m.expert.intermediate, h, we).split(touched)));
         } else {
             self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, f);
             // Weighted sum of the k expert outputs per token.

@@ -122,12 +122,16 @@ impl<'a> OpBuilder<'a> {
         self.sc.gpu.supported_math(m)
     }
 
-    /// `copies` GEMMs sharing `m_total` rows between them ([`Gemm`]: FLOPs, weights read once,
-    /// inputs read and outputs written).
-    #[allow(clippy::too_many_arguments)]
-    fn gemm(&self, kind: OpKind, m_total: f64, k: u64, n: u64, w: Precision, bias: bool, copies: f64) -> Op {
-        let gemm =
-            Gemm { m: m_total / copies.max(1e-300), n, k, weight: w, activation: self.act, instances: copies, bias };
+    /// A `[m×k]·[k×n]` GEMM on this scenario's activations (one weight matrix, no bias; see
+    /// [`Gemm::with_bias`], [`Gemm::split`]).
+    fn dense(&self, m: f64, n: u64, k: u64, w: Precision) -> Gemm {
+        Gemm::new(m, n, k, w, self.act)
+    }
+
+    /// The operator of one GEMM ([`Gemm`]: FLOPs, weights read once per instance, inputs read and
+    /// outputs written).
+    fn gemm(&self, kind: OpKind, gemm: Gemm) -> Op {
+        let w = gemm.weight;
         let cost = Cost {
             flops: gemm.flops(),
             weight_bytes: gemm.weight_bytes(),

@@ -37,7 +37,7 @@
 //! BN·e_B)` is below the GPU's tensor FLOPs per shared-memory byte is fed more slowly than its
 //! tensor cores compute (small tiles on Hopper). Only the SMs holding a tile issue loads, so a wave
 //! that occupies a fraction of the SMs gets that fraction of the bandwidth (an assumption; real HBM
-//! saturates with somewhat fewer SMs). The efficiencies are the ledger's (default 0.6 and 0.8), so
+//! saturates with somewhat fewer SMs). The efficiencies are the ledger's ([`crate::roofline::Efficiency`]), so
 //! the ratio of this time to the operator's roofline time isolates what tiling adds; the
 //! shared-memory feed is taken at its full rate.
 

@@ -38,9 +38,9 @@ pub struct GemmRequest {
     pub activations: Option<String>,
     /// Storage of C, the output (default: the activations' precision).
     pub output: Option<String>,
-    /// Achieved fraction of peak compute (default 0.6).
+    /// Achieved fraction of peak compute (default: [`crate::roofline::Efficiency::default`]).
     pub compute_efficiency: Option<String>,
-    /// Achieved fraction of peak bandwidth (default 0.8).
+    /// Achieved fraction of peak bandwidth (default: [`crate::roofline::Efficiency::default`]).
     pub bandwidth_efficiency: Option<String>,
 }
 
