@@ -86,7 +86,10 @@ fn user_message(e: &anyhow::Error) -> String {
         let parts: Option<Vec<String>> = field.split(" + ").map(cli::flag_of).collect();
         parts.map(|p| p.join(" + ")).unwrap_or_else(|| field.to_string())
     };
-    core.clone().map_field(flags).to_string()
+    match core {
+        llm_ledger_core::Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &flags),
+        _ => core.clone().map_field(flags).to_string(),
+    }
 }
 
 /// The output could not be written (stdout to a full disk, a closed terminal): exit code 1, where a

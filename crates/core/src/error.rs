@@ -100,6 +100,11 @@ pub enum Error {
         /// Why, and what is supported instead.
         reason: String,
     },
+    /// A plan ranked no layout: the quantities of why ([`crate::plan_refusal::PlanRefused`]); a front end
+    /// words it in full (`llm_ledger_report::plan::refusal_message`). This message is the short
+    /// form, about [`crate::plan_refusal::PlanRefused::field`].
+    #[error("invalid `{}`: {} ({})", .0.field(), plan_value(.0), plan_short(.0))]
+    NoPlan(Box<crate::plan_refusal::PlanRefused>),
     /// A report holds a NaN or an infinity: a bug (every input is range-checked), caught before
     /// anything is printed.
     #[error("internal error: non-finite value in {path}; please report this with the command line")]
@@ -107,6 +112,27 @@ pub enum Error {
         /// Where in the report's serde form (`rows[3].time_s`).
         path: String,
     },
+}
+
+/// The refused input's value: the TPOT bound in ms, or the GPU budget.
+fn plan_value(p: &crate::plan_refusal::PlanRefused) -> String {
+    match p.refusal {
+        crate::plan_refusal::PlanRefusal::TooSlow { .. } => format!("{:.3} ms", p.tpot_bound_s * 1e3),
+        _ => p.max_gpus.to_string(),
+    }
+}
+
+/// The short form of a plan refusal: what no layout within the budget does.
+fn plan_short(p: &crate::plan_refusal::PlanRefused) -> String {
+    use crate::plan_refusal::PlanRefusal::*;
+    let gpus = if p.max_gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", p.max_gpus) };
+    match &p.refusal {
+        TooSlow { fastest, .. } => {
+            format!("no layout within {gpus} meets it; the fastest takes {:.3} ms", fastest.tpot_s * 1e3)
+        }
+        NoLayout => format!("{} cannot be split over at most {gpus}", p.model),
+        DoesNotFit { .. } => format!("no layout of at most {gpus} fits {} on {}", p.model, p.gpu),
+    }
 }
 
 /// ` for `field`` when the message names the field.
@@ -211,6 +237,7 @@ impl Error {
         match self {
             Error::InvalidField { field, .. } | Error::MissingField { field, .. } => Some(field),
             Error::UnknownName { field, .. } => field.as_deref(),
+            Error::NoPlan(p) => Some(p.field()),
             Error::Malformed { .. } | Error::Unsupported { .. } | Error::NonFinite { .. } => None,
         }
     }

@@ -58,6 +58,7 @@ pub mod moe;
 pub mod ops;
 pub mod parallel;
 pub mod plan;
+pub mod plan_refusal;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;

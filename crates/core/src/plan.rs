@@ -21,7 +21,8 @@
 use crate::error::{Error, Result};
 use crate::ledger::summarise;
 use crate::memory::{at_uniform, Fit, FitBasis, Footprint};
-use crate::parallel::{layout_words as words, ParallelSpec, Parallelism, MAX_GPUS_PER_REPLICA};
+use crate::parallel::{ParallelSpec, Parallelism, MAX_GPUS_PER_REPLICA};
+pub use crate::plan_refusal::{Layout, PlanRefusal, PlanRefused, TimedLayout};
 use crate::scenario::Scenario;
 use crate::serving::Price;
 use crate::sweep::Axis;
@@ -287,77 +288,47 @@ pub fn pareto(mut points: Vec<PlanPoint>) -> Vec<PlanPoint> {
     front
 }
 
-/// One line saying why nothing was ranked and what would be.
+/// Why nothing was ranked and what would be, as quantities ([`PlanRefusal`]).
 fn explain(base: &Scenario, req: &PlanRequest, candidates: &[Scenario], refused: &[Refused]) -> Error {
-    let name = format!("{} on {}", base.model.name, base.gpu.name);
+    let layout = |r: &Refused| Layout { tp: r.tp, pp: r.pp, ep: r.ep };
     let slow = refused.iter().filter_map(|r| match r.refusal {
         Refusal::TooSlow { tpot_s } => Some((r, tpot_s)),
         Refusal::DoesNotFit { .. } => None,
     });
-    if let Some((r, t)) = slow.min_by(|a, b| a.1.total_cmp(&b.1)) {
-        return Error::invalid(
-            "tpot_ms",
-            format!("{:.3} ms", req.tpot_bound_s * 1e3),
-            format!(
-                "a bound some layout meets: the fastest within {} GPUs, {}, takes {:.3} ms per output token at batch {} for {name}",
-                req.max_gpus,
-                words(r.tp, r.pp, r.ep),
-                t * 1e3,
-                r.ep
-            ),
-        );
-    }
-    if candidates.is_empty() {
-        return Error::invalid(
-            "max_gpus",
-            req.max_gpus,
-            format!("a budget in which {} can be split: no layout of at most {} GPUs", base.model.name, req.max_gpus),
-        );
-    }
-    let closest = refused
-        .iter()
-        .filter_map(|r| match r.refusal {
-            Refusal::DoesNotFit { memory_bytes, available_bytes } => Some((r, memory_bytes, available_bytes)),
-            Refusal::TooSlow { .. } => None,
-        })
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let Some((r, mem, avail)) = closest else {
-        return Error::invalid("max_gpus", req.max_gpus, "a budget with a layout that fits");
-    };
-    let fewer_bits = "or store the weights in fewer bits (`weights` = fp8, int4)";
-    let fix = match smallest_fitting(base, req) {
-        Smallest { meeting: Some((m, _)), fitting: Some((f, _)) } if m.gpus_per_replica() == f.gpus_per_replica() => {
-            format!("the smallest layout that fits is {}: raise `max_gpus` to {}, {fewer_bits}", m.describe(), m.gpus_per_replica())
-        }
-        Smallest { meeting: Some((m, t)), fitting } => format!(
-            "the smallest layout that fits and meets the bound is {} ({:.1} ms per token at batch 1): raise `max_gpus` to {}{}, {fewer_bits}",
-            m.describe(),
-            t * 1e3,
-            m.gpus_per_replica(),
-            fitting.map(|(f, t)| format!(" (the smallest that fits at all, {}, takes {:.1} ms)", f.describe(), t * 1e3)).unwrap_or_default()
-        ),
-        Smallest { meeting: None, fitting: Some((f, t)) } => format!(
-            "the smallest layout that fits is {} ({:.1} ms per token at batch 1, above the bound): raise `max_gpus` to {}, {fewer_bits}",
-            f.describe(),
-            t * 1e3,
-            f.gpus_per_replica()
-        ),
-        Smallest { meeting: None, fitting: None } => {
-            format!("no layout of up to {MAX_PLAN_GPUS} GPUs fits: store the weights in fewer bits (`weights` = fp8, int4)")
+    let refusal = if let Some((r, t)) = slow.min_by(|a, b| a.1.total_cmp(&b.1)) {
+        PlanRefusal::TooSlow { fastest: TimedLayout { layout: layout(r), tpot_s: t }, batch: r.ep }
+    } else if candidates.is_empty() {
+        PlanRefusal::NoLayout
+    } else {
+        let closest = refused
+            .iter()
+            .filter_map(|r| match r.refusal {
+                Refusal::DoesNotFit { memory_bytes, available_bytes } => {
+                    Some((layout(r), memory_bytes, available_bytes))
+                }
+                Refusal::TooSlow { .. } => None,
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let found =
+            if closest.is_some() { smallest_fitting(base, req) } else { Smallest { fitting: None, meeting: None } };
+        let timed = |x: Option<(Parallelism, f64)>| {
+            x.map(|(p, t)| TimedLayout { layout: Layout { tp: p.tp, pp: p.pp, ep: p.ep }, tpot_s: t })
+        };
+        PlanRefusal::DoesNotFit {
+            closest,
+            smallest_fitting: timed(found.fitting),
+            smallest_meeting: timed(found.meeting),
         }
     };
-    Error::invalid(
-        "max_gpus",
-        req.max_gpus,
-        format!(
-            "enough GPUs for {name} at {} cached tokens: with at most {} the fullest GPU still needs {:.1} GB of the {:.1} GB available ({}); {fix}",
-            req.ctx,
-            if req.max_gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", req.max_gpus) },
-            mem / 1e9,
-            avail / 1e9,
-            words(r.tp, r.pp, r.ep)
-        ),
-    )
+    Error::NoPlan(Box::new(PlanRefused {
+        model: base.model.name.clone(),
+        gpu: base.gpu.name.clone(),
+        ctx: req.ctx,
+        tpot_bound_s: req.tpot_bound_s,
+        max_gpus: req.max_gpus,
+        search_limit_gpus: MAX_PLAN_GPUS,
+        refusal,
+    }))
 }
 
 /// The smallest layouts beyond the budget: one that fits one sequence and one that also meets

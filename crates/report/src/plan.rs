@@ -14,7 +14,7 @@ use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
 use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{Plan, PlanPoint, Refusal};
+use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal};
 use llm_ledger_core::serving::PriceSource;
 use serde::Serialize;
 
@@ -266,4 +266,70 @@ impl Report for PlanReport {
             Format::Csv => to_csv(&self.csv_rows()),
         }
     }
+}
+
+/// A plan refusal in words, one line, naming inputs through `name_of` (the CLI's `--max-gpus`
+/// for `max_gpus`; the explorer keeps the field names): what no layout within the budget does,
+/// and the smallest change that would rank one.
+pub fn refusal_message(r: &PlanRefused, name_of: &dyn Fn(&str) -> String) -> String {
+    let name = format!("{} on {}", r.model, r.gpu);
+    let field = name_of(r.field());
+    let words = |l: &Layout| layout_words(l.tp, l.pp, l.ep);
+    let (value, why) = match &r.refusal {
+        PlanRefusal::TooSlow { fastest, batch } => (
+            format!("{:.3} ms", r.tpot_bound_s * 1e3),
+            format!(
+                "a bound some layout meets: the fastest within {} GPUs, {}, takes {:.3} ms per output token at batch {batch} for {name}",
+                r.max_gpus,
+                words(&fastest.layout),
+                fastest.tpot_s * 1e3,
+            ),
+        ),
+        PlanRefusal::NoLayout => (
+            r.max_gpus.to_string(),
+            format!("a budget in which {} can be split: no layout of at most {} GPUs", r.model, r.max_gpus),
+        ),
+        PlanRefusal::DoesNotFit { closest: None, .. } => (r.max_gpus.to_string(), "a budget with a layout that fits".into()),
+        PlanRefusal::DoesNotFit { closest: Some((layout, need, avail)), smallest_fitting, smallest_meeting } => {
+            let weights = name_of("weights");
+            let fewer_bits = format!("or store the weights in fewer bits (`{weights}` = fp8, int4)");
+            let raise = |l: &Layout| format!("raise `{field}` to {}", l.gpus());
+            let fix = match (smallest_meeting, smallest_fitting) {
+                (Some(m), Some(f)) if m.layout.gpus() == f.layout.gpus() => {
+                    format!("the smallest layout that fits is {}: {}, {fewer_bits}", words(&m.layout), raise(&m.layout))
+                }
+                (Some(m), fitting) => format!(
+                    "the smallest layout that fits and meets the bound is {} ({:.1} ms per token at batch 1): {}{}, {fewer_bits}",
+                    words(&m.layout),
+                    m.tpot_s * 1e3,
+                    raise(&m.layout),
+                    fitting
+                        .map(|f| format!(" (the smallest that fits at all, {}, takes {:.1} ms)", words(&f.layout), f.tpot_s * 1e3))
+                        .unwrap_or_default()
+                ),
+                (None, Some(f)) => format!(
+                    "the smallest layout that fits is {} ({:.1} ms per token at batch 1, above the bound): {}, {fewer_bits}",
+                    words(&f.layout),
+                    f.tpot_s * 1e3,
+                    raise(&f.layout)
+                ),
+                (None, None) => format!(
+                    "no layout of up to {} GPUs fits: store the weights in fewer bits (`{weights}` = fp8, int4)",
+                    r.search_limit_gpus
+                ),
+            };
+            (
+                r.max_gpus.to_string(),
+                format!(
+                    "enough GPUs for {name} at {} cached tokens: with at most {} the fullest GPU still needs {:.1} GB of the {:.1} GB available ({}); {fix}",
+                    r.ctx,
+                    if r.max_gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", r.max_gpus) },
+                    need / 1e9,
+                    avail / 1e9,
+                    words(layout)
+                ),
+            )
+        }
+    };
+    format!("invalid `{field}`: {value} ({why})")
 }

@@ -40,7 +40,12 @@ impl AppError {
     /// A core error, about the field the core names ([`llm_ledger_core::Error::field`]): the
     /// query parameter of that name.
     pub fn from_core(e: &llm_ledger_core::Error) -> Self {
-        let message = e.to_string();
+        let message = match e {
+            llm_ledger_core::Error::NoPlan(refused) => {
+                llm_ledger_report::plan::refusal_message(refused, &str::to_string)
+            }
+            _ => e.to_string(),
+        };
         let field = e.field().map(str::to_string);
         // A non-finite number in a report is the explorer's fault, not the request's.
         let status = match e {

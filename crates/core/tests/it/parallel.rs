@@ -6,10 +6,10 @@ use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::memory::{Footprint, GpuWeights, WeightFootprint};
 use llm_ledger_core::ops::OpKind;
 use llm_ledger_core::parallel::{stage_kv_bytes, LinkScope};
-use llm_ledger_core::plan::{plan, PlanRequest, Refusal};
+use llm_ledger_core::plan::{plan, PlanRefusal, PlanRequest, Refusal};
 use llm_ledger_core::serving::{Price, PriceSource};
 use llm_ledger_core::testing::scenario;
-use llm_ledger_core::{summarise, Catalog, Ledger, Scenario, ScenarioRequest};
+use llm_ledger_core::{summarise, Catalog, Error, Ledger, Scenario, ScenarioRequest};
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     ((a - b) / b).abs() <= rel
@@ -223,13 +223,26 @@ fn request(tpot_ms: f64, max_gpus: u64) -> PlanRequest {
 #[test]
 fn plan_refuses_405b_at_bf16_on_one_gpu_and_says_what_fits() {
     let s = scenario(&[("model", "llama-3.1-405b")]);
-    let e = plan(&s, &request(50.0, 1)).unwrap_err().to_string();
-    assert!(e.starts_with("invalid `max_gpus`: 1 (enough GPUs for llama-3.1-405b on h100-sxm"), "{e}");
-    // 812 GB of weights against 78 GB; TP 8 × PP 2 is the smallest layout that fits and meets
-    // 50 ms (TP 8 alone holds 101.6 GB per GPU; PP 11 fits but takes 0.3 s per token).
-    assert!(e.contains("812.8 GB of the 78.0 GB available"), "{e}");
-    assert!(e.contains("fits and meets the bound is TP 8 × PP 2 (16 GPUs)"), "{e}");
-    assert!(!e.contains('\n'));
+    let e = plan(&s, &request(50.0, 1)).unwrap_err();
+    assert_eq!(e.field(), Some("max_gpus"));
+    assert!(
+        e.to_string().starts_with("invalid `max_gpus`: 1 (no layout of at most 1 GPU fits llama-3.1-405b on h100-sxm"),
+        "{e}"
+    );
+    // 812 GB of weights against 78 GB (80 GB less the 2 GB reserve); TP 8 × PP 2 is the smallest
+    // layout that fits and meets 50 ms (TP 8 alone holds 101.6 GB per GPU; PP 11 fits but takes
+    // 0.3 s per token).
+    let Error::NoPlan(refused) = e else { panic!("{e:?}") };
+    let PlanRefusal::DoesNotFit { closest: Some((layout, need, avail)), smallest_fitting, smallest_meeting } =
+        refused.refusal
+    else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(layout.gpus(), 1);
+    assert_eq!((format!("{:.1}", need / 1e9), format!("{:.1}", avail / 1e9)), ("812.8".into(), "78.0".into()));
+    assert_eq!(smallest_meeting.map(|m| (m.layout.tp, m.layout.pp, m.layout.ep)), Some((8, 2, 1)));
+    assert_eq!(smallest_fitting.map(|f| (f.layout.tp, f.layout.pp)), Some((1, 11)));
+    assert!(smallest_fitting.unwrap().tpot_s > 0.25 && smallest_meeting.unwrap().tpot_s <= 0.050);
 }
 
 #[test]
@@ -265,8 +278,16 @@ fn plan_for_405b_at_bf16_under_50_ms_is_16_gpus() {
     assert_eq!((best.tp, best.pp, best.gpus), (8, 2, 16));
     // $/M = 16 GPUs × $3/3600 per second × TPOT ÷ batch × 10⁶.
     assert!(close(best.usd_per_million_tokens, 16.0 * 3.0 / 3600.0 * best.tpot_s / best.batch as f64 * 1e6, 1e-12));
-    let e = plan(&s, &request(5.0, 16)).unwrap_err().to_string();
-    assert!(e.starts_with("invalid `tpot_ms`: 5.000 ms (a bound some layout meets: the fastest within 16 GPUs"), "{e}");
+    let e = plan(&s, &request(5.0, 16)).unwrap_err();
+    assert_eq!(e.field(), Some("tpot_ms"));
+    assert!(
+        e.to_string().starts_with("invalid `tpot_ms`: 5.000 ms (no layout within 16 GPUs meets it; the fastest takes"),
+        "{e}"
+    );
+    let Error::NoPlan(refused) = e else { panic!() };
+    assert!(
+        matches!(refused.refusal, PlanRefusal::TooSlow { fastest, .. } if fastest.tpot_s > 0.005 && fastest.layout.gpus() <= 16)
+    );
 }
 
 /// At batch 1 an all-reduce moves kilobytes: it is latency-bound, and NVLink and PCIe differ only
