@@ -11,11 +11,12 @@
 //!
 //! ## Layers
 //!
-//! The modules form a DAG (checked by `tests/module_layers.rs`); each row imports only rows
+//! The modules form a DAG (checked by `tests/it/module_layers.rs`); each row imports only rows
 //! above it:
 //!
 //! ```text
-//! leaves     error  cost  kinds (operator kinds)  conventions (FLOPs per element)
+//! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
+//!            error (carries a plan refusal's quantities)
 //! inputs     precision  limits  gemm (the GEMM cost)
 //!            model  workload  hardware
 //!            moe (routing math)  layout (parallel inputs)  roofline (TimeModel, KernelTimer)
