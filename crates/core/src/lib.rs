@@ -17,7 +17,7 @@
 //! ```text
 //! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
 //!            error (carries a plan refusal's quantities)
-//! inputs     precision  limits  gemm (the GEMM cost)
+//! inputs     precision  limits  gemm (the GEMM cost)  fit (robust log-space least squares)
 //!            model  workload  hardware
 //!            moe (routing math)  layout (parallel inputs)  roofline (TimeModel, KernelTimer)
 //! scenario   scenario
@@ -44,6 +44,7 @@ pub mod crossover;
 pub mod economics;
 pub mod error;
 pub mod expert_step;
+pub mod fit;
 pub mod gemm;
 pub mod hardware;
 pub mod kinds;
