@@ -212,12 +212,12 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(c, pivot);
         b.swap(c, pivot);
-        for row in c + 1..n {
-            let f = a[row][c] / a[c][c];
-            for k in c..n {
-                a[row][k] -= f * a[c][k];
-            }
-            b[row] -= f * b[c];
+        let (top, below) = a.split_at_mut(c + 1);
+        let pivot_row = &top[c];
+        for (offset, row) in below.iter_mut().enumerate() {
+            let f = row[c] / pivot_row[c];
+            row.iter_mut().zip(pivot_row).skip(c).for_each(|(v, p)| *v -= f * p);
+            b[c + 1 + offset] -= f * b[c];
         }
     }
     let mut x = vec![0.0; n];
