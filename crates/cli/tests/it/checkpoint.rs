@@ -11,8 +11,11 @@ use std::path::Path;
 const SMALL: &str = r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
   "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "tie_word_embeddings": false}"#;
 
-/// The tensors of SMALL as (name, shape), matrices first then norms.
-fn small_tensors() -> (Vec<(String, Vec<u64>)>, Vec<(String, Vec<u64>)>) {
+/// Tensors as (name, shape).
+type Tensors = Vec<(String, Vec<u64>)>;
+
+/// The tensors of SMALL: matrices, then norms.
+fn small_tensors() -> (Tensors, Tensors) {
     let mut m =
         vec![("model.embed_tokens.weight".to_string(), vec![100, 64]), ("lm_head.weight".into(), vec![100, 64])];
     let mut n = vec![("model.norm.weight".to_string(), vec![64])];

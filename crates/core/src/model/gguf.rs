@@ -267,7 +267,7 @@ fn scalar_size(ty: u32) -> Option<u64> {
     match ty {
         0 | 1 | 7 => Some(1),
         2 | 3 => Some(2),
-        4 | 5 | 6 => Some(4),
+        4..=6 => Some(4),
         10..=12 => Some(8),
         _ => None,
     }
@@ -506,13 +506,23 @@ pub fn model(g: &Gguf, name: &str) -> Result<ModelSpec> {
     let classes = ["attention", "mlp", "experts", "shared", "router", "embedding", "lm_head"];
     let mut prec = [Precision::Bf16; 7];
     for (i, class) in classes.iter().enumerate() {
-        let (bytes, elements) = g
-            .tensors
-            .iter()
-            .filter(|t| class_of(&t.name) == *class && t.dims.len() >= 2)
-            .fold((0u64, 0u64), |(b, e), t| (b + t.bytes, e + t.elements));
+        let matrices = || g.tensors.iter().filter(|t| class_of(&t.name) == *class && t.dims.len() >= 2);
+        let (bytes, elements) = matrices().fold((0u64, 0u64), |(b, e), t| (b + t.bytes, e + t.elements));
+        let first = matrices().next().map(|t| t.ggml.name);
+        let one_type = matrices().all(|t| Some(t.ggml.name) == first);
         if elements > 0 {
-            prec[i] = storage(8.0 * bytes as f64 / elements as f64);
+            prec[i] = match (one_type, first) {
+                (true, Some("F32")) => Precision::Fp32,
+                (true, Some("F16")) => Precision::Fp16,
+                (true, Some("BF16")) => Precision::Bf16,
+                _ => Precision::from_bits(8.0 * bytes as f64 / elements as f64).ok_or_else(|| {
+                    Error::invalid(
+                        format!("{class} tensors"),
+                        format!("{bytes} bytes for {elements} weights"),
+                        "at most 32 bits per weight",
+                    )
+                })?,
+            };
         }
     }
     let [attention, mlp, experts, shared_experts, router, embedding, mut lm_head] = prec;
@@ -525,15 +535,6 @@ pub fn model(g: &Gguf, name: &str) -> Result<ModelSpec> {
         gemm_activations: None,
     });
     Ok(spec)
-}
-
-/// The precision of `bits` per element: the float formats by name, anything else measured.
-fn storage(bits: f64) -> Precision {
-    match bits {
-        b if b == 32.0 => Precision::Fp32,
-        b if b == 16.0 => Precision::Bf16,
-        b => Precision::from_bits(b).unwrap_or(Precision::Fp32),
-    }
 }
 
 #[cfg(test)]
