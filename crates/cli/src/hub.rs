@@ -17,6 +17,9 @@ const MAX_REPO_ID_CHARS: usize = 96;
 const MAX_REVISION_CHARS: usize = 255;
 /// Largest token file read, bytes (a token is about 40 characters).
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+/// Seconds the whole download may take unless `HF_HUB_DOWNLOAD_TIMEOUT` says otherwise (the
+/// client has no read timeout of its own, so a server that stops answering would hang).
+const DEFAULT_DOWNLOAD_TIMEOUT_S: u64 = 60;
 
 /// A checked Hub repo id `org/name`: two segments of `[A-Za-z0-9._-]`, neither empty, neither
 /// starting or ending with `.` or `-`, no `..` or `--` (the Hub's own rules), at most 96 characters.
@@ -170,7 +173,25 @@ pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
         };
         bail!("cannot resolve `--model` {}: {why}, and HF_HUB_OFFLINE forbids downloading it", repo.id());
     }
-    download(&cache, repo, rev)
+    let timeout_s = match env("HF_HUB_DOWNLOAD_TIMEOUT") {
+        None => DEFAULT_DOWNLOAD_TIMEOUT_S,
+        Some(t) => match t.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && (1.0..=86_400.0).contains(&x) => x.ceil() as u64,
+            _ => bail!("invalid `HF_HUB_DOWNLOAD_TIMEOUT`: {t:?} (seconds, 1 to 86400)"),
+        },
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (cache2, repo2, rev2) = (cache.clone(), repo.clone(), rev.to_string());
+    std::thread::spawn(move || {
+        let _ = tx.send(download(&cache2, &repo2, &rev2));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(timeout_s)) {
+        Ok(r) => r,
+        Err(_) => bail!(
+            "cannot download `config.json` of `--model` {}: no answer within {timeout_s} s (HF_HUB_DOWNLOAD_TIMEOUT; set HF_HUB_OFFLINE=1 to use only the local cache)",
+            repo.id()
+        ),
+    }
 }
 
 /// Download `config.json` (and the safetensors index when present) into `cache` with `hf-hub`.

@@ -189,6 +189,8 @@ enum Hub {
     Missing,
     /// The body stops halfway through its Content-Length.
     Truncated,
+    /// Reads the request and never answers.
+    Silent,
 }
 
 /// Start a one-thread HTTP/1.1 server on loopback that answers as `hub` does; returns its URL.
@@ -215,9 +217,12 @@ fn start_hub(hub: Hub) -> String {
             };
             let meta =
                 format!("x-repo-commit: {COMMIT_A}\r\netag: \"e1\"\r\ncontent-range: bytes 0-0/{}\r\n", body.len());
+            if matches!(hub, Hub::Silent) {
+                std::thread::sleep(std::time::Duration::from_secs(600));
+            }
             let response: Vec<u8> = match hub {
                 Hub::Gated => [head("401 Unauthorized", "", 0).as_bytes()].concat(),
-                Hub::Missing => head("404 Not Found", "", 0).into_bytes(),
+                Hub::Missing | Hub::Silent => head("404 Not Found", "", 0).into_bytes(),
                 _ if !path.ends_with("/config.json") => head("404 Not Found", "", 0).into_bytes(),
                 _ if probe => [head("206 Partial Content", &meta, 1).as_bytes(), &body[..1]].concat(),
                 Hub::Serves => [head("200 OK", &meta, body.len()).as_bytes(), body].concat(),
@@ -259,4 +264,19 @@ fn issue_16_download_errors_are_one_line() {
         assert!(e.contains(expected), "{e}");
         assert!(!cache.join("models--org--model/refs/main").exists(), "nothing half-written is used");
     }
+}
+
+/// A Hub that never answers: an error after HF_HUB_DOWNLOAD_TIMEOUT, not a hang.
+#[test]
+fn issue_16_a_silent_hub_times_out() {
+    let cache = scratch("silent");
+    let url = start_hub(Hub::Silent);
+    let mut c = cli_with(&cache, Some(&url));
+    c.env("HF_HUB_DOWNLOAD_TIMEOUT", "1");
+    let e = run_fails(c, &["ledger", "--model", "org/model"]);
+    assert!(e.contains("no answer within 1 s (HF_HUB_DOWNLOAD_TIMEOUT"), "{e}");
+    let mut c = cli_with(&cache, Some(&url));
+    c.env("HF_HUB_DOWNLOAD_TIMEOUT", "soon");
+    let e = run_fails(c, &["ledger", "--model", "org/model"]);
+    assert!(e.starts_with("error: invalid `HF_HUB_DOWNLOAD_TIMEOUT`: \"soon\""), "{e}");
 }
