@@ -91,7 +91,24 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
         });
     }
     let implied_bytes = WeightFootprint::of(spec, &implied).total_bytes();
-    spec.notes.push(header_note(&hb, files.len(), implied_bytes, config.is_some(), spec, &header));
+    let mut note = header_note(&hb, files.len(), implied_bytes, config.is_some(), spec, &header);
+    let shapes = safetensors::shape_mismatches(spec, &tensors);
+    if !shapes.is_empty() {
+        let shown: Vec<String> = shapes
+            .iter()
+            .take(3)
+            .map(|(n, got, want)| {
+                if want.is_empty() {
+                    format!("{n} {got:?} (not in the config)")
+                } else {
+                    format!("{n} {got:?} (config {want:?})")
+                }
+            })
+            .collect();
+        let more = if shapes.len() > 3 { format!(" and {} more", shapes.len() - 3) } else { String::new() };
+        note.push_str(&format!("; shapes differ from the config: {}{more}", shown.join(", ")));
+    }
+    spec.notes.push(note);
     Ok(())
 }
 

@@ -335,3 +335,33 @@ fn readme_gguf_example_is_the_test_model() {
     }
     assert!(std::fs::read(&path).unwrap() == bytes, "{} is stale: regenerate it", path.display());
 }
+
+/// A checkpoint that disagrees with its config is reported by tensor name; the header's bytes
+/// still win.
+#[test]
+fn issue_16_shape_mismatches_are_named() {
+    let dir = scratch("mismatch");
+    std::fs::write(dir.join("config.json"), SMALL).unwrap();
+    let (m, n) = small_tensors();
+    let mut t: Vec<(String, &str, Vec<u64>)> = m
+        .into_iter()
+        .map(|(name, shape)| {
+            let shape = if name == "model.layers.1.mlp.up_proj.weight" { vec![256, 64] } else { shape };
+            (name, "BF16", shape)
+        })
+        .collect();
+    t.extend(n.into_iter().map(|(name, shape)| (name, "BF16", shape)));
+    t.push(("model.layers.7.self_attn.q_proj.weight".into(), "BF16", vec![64, 64]));
+    t.push(("model.vision_tower.patch.weight".into(), "BF16", vec![8, 8]));
+    std::fs::write(dir.join("model.safetensors"), safetensors(&t)).unwrap();
+    let n = notes(&json(&["ledger", "--model", dir.to_str().unwrap(), "--format", "json"]));
+    // 173 696 + 128·64 × 2 (the wider up_proj) + 64·64 × 2 (layer 7) + 8·8 × 2 (vision) = 198 400 bytes.
+    assert_eq!(173_696 + 128 * 64 * 2 + 64 * 64 * 2 + 8 * 8 * 2, 198_400);
+    assert!(n.contains("weights from checkpoint headers: 198400 bytes in 23 tensors"), "{n}");
+    assert!(n.contains("differs from the config by class (headers vs config, bytes): attention 57344 vs 49152, mlp 114688 vs 98304, other 128 vs 0"), "{n}");
+    assert!(n.contains("1 tensor(s) not in the config's modules: model.vision_tower.patch.weight"), "{n}");
+    assert!(
+        n.contains("shapes differ from the config: model.layers.1.mlp.up_proj.weight [256, 64] (config [128, 64]), model.layers.7.self_attn.q_proj.weight [64, 64] (not in the config)"),
+        "{n}"
+    );
+}

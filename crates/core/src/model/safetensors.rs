@@ -341,6 +341,64 @@ impl HeaderBytes {
     }
 }
 
+/// The shape `[out, in]` the config implies for a weight tensor of Hugging Face Llama-style
+/// naming (`model.embed_tokens`, `lm_head`, `model.layers.N.self_attn.{q,k,v,o}_proj`,
+/// `model.layers.N.mlp.{gate,up,down}_proj`, `mlp.experts.E.*`, Mixtral's
+/// `block_sparse_moe.experts.E.w1/w2/w3` and the routers), or `None` for names it does not
+/// model. A layer index past the config's layers implies the empty shape `[]`.
+pub fn expected_shape(spec: &super::spec::ModelSpec, name: &str) -> Option<Vec<u64>> {
+    use super::spec::{Attention, Mlp};
+    let h = spec.hidden_size;
+    let name = name.strip_suffix(".weight")?;
+    match name {
+        "model.embed_tokens" | "lm_head" => return Some(vec![spec.embedding.vocab, spec.embedding.dim]),
+        _ => {}
+    }
+    let rest = name.strip_prefix("model.layers.")?;
+    let (i, rest) = rest.split_once('.')?;
+    let i: usize = i.parse().ok()?;
+    let Some(layer) = spec.layers().get(i) else { return Some(vec![]) };
+    let (q, kv) = match &layer.attention {
+        Attention::Standard(a) => (a.q_dim(), a.kv_dim()),
+        _ => (0, 0),
+    };
+    let dense = |w: u64, proj: &str| match proj {
+        "gate_proj" | "up_proj" | "w1" | "w3" => Some(vec![w, h]),
+        "down_proj" | "w2" => Some(vec![h, w]),
+        _ => None,
+    };
+    match (rest.split('.').collect::<Vec<_>>().as_slice(), &layer.mlp) {
+        (["self_attn", p], _) if q > 0 => match *p {
+            "q_proj" => Some(vec![q, h]),
+            "k_proj" | "v_proj" => Some(vec![kv, h]),
+            "o_proj" => Some(vec![h, q]),
+            _ => None,
+        },
+        (["mlp", p], Mlp::Dense(d)) => dense(d.intermediate, p),
+        (["mlp" | "block_sparse_moe", "gate"], Mlp::Moe(m)) => Some(vec![m.experts, h]),
+        (["mlp" | "block_sparse_moe", "experts", e, p], Mlp::Moe(m)) => {
+            if e.parse::<u64>().ok()? >= m.experts {
+                return Some(vec![]);
+            }
+            dense(m.expert.intermediate, p)
+        }
+        _ => None,
+    }
+}
+
+/// Float weight tensors whose shape differs from what the config implies
+/// ([`expected_shape`]), as `(name, header shape, config shape)`. Packed integer tensors are not
+/// compared (their shapes follow the quantiser's packing).
+pub fn shape_mismatches(spec: &super::spec::ModelSpec, tensors: &[TensorInfo]) -> Vec<(String, Vec<u64>, Vec<u64>)> {
+    tensors
+        .iter()
+        .filter(|t| t.dtype.precision().is_some())
+        .filter_map(|t| {
+            expected_shape(spec, &t.name).filter(|e| *e != t.shape).map(|e| (t.name.clone(), t.shape.clone(), e))
+        })
+        .collect()
+}
+
 /// The tensor names a `model.safetensors.index.json` maps to shard files: `weight_map`.
 pub fn index_shards(text: &str) -> Result<Vec<String>> {
     let v: Value = serde_json::from_str(text)
