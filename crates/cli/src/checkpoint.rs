@@ -82,7 +82,10 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
         _ => None,
     };
     let implied = config.unwrap_or(WeightPrecisions::uniform(Precision::Bf16));
-    let header = hb.precisions(implied);
+    let mut header = hb.precisions(implied);
+    if config.is_none() {
+        measure_packed(&hb, spec, &mut header);
+    }
     if config.is_none() && header != implied {
         spec.checkpoint_quant = Some(CheckpointQuant::Known {
             method: "safetensors headers".into(),
@@ -110,6 +113,33 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
     }
     spec.notes.push(note);
     Ok(())
+}
+
+/// A class whose main dtype is an integer (packed GPTQ/AWQ words, bytes of nibbles) in a
+/// checkpoint whose config has no `quantization_config` to say what they hold: stored at the
+/// measured width `8 × header bytes ÷ the class's parameters in the config`, so the ledger's bytes
+/// for the class are the header's.
+fn measure_packed(hb: &HeaderBytes, spec: &ModelSpec, header: &mut WeightPrecisions) {
+    // At fp32 every parameter, matrix or vector, is 4 bytes: the footprint ÷ 4 counts them.
+    let params = WeightFootprint::of(spec, &WeightPrecisions::uniform(Precision::Fp32));
+    let slots: [(&str, f64, &mut Precision); 7] = [
+        ("attention", params.attention_bytes, &mut header.attention),
+        ("mlp", params.mlp_bytes, &mut header.mlp),
+        ("experts", params.experts_bytes, &mut header.experts),
+        ("shared", params.shared_experts_bytes, &mut header.shared_experts),
+        ("router", params.router_bytes, &mut header.router),
+        ("embedding", params.embedding_bytes, &mut header.embedding),
+        ("lm_head", params.lm_head_bytes, &mut header.lm_head),
+    ];
+    for (class, fp32_bytes, slot) in slots {
+        let packed = hb.main_dtype(class).is_some_and(|d| d.precision().is_none());
+        let bytes = hb.by_class.iter().find(|(c, _)| *c == class).map_or(0, |(_, b)| *b);
+        if packed && fp32_bytes > 0.0 {
+            if let Some(p) = Precision::from_bits(32.0 * bytes as f64 / fp32_bytes) {
+                *slot = p;
+            }
+        }
+    }
 }
 
 /// `weights from checkpoint headers: N bytes (config implies M) …`, with the classes whose bytes

@@ -365,3 +365,31 @@ fn issue_16_shape_mismatches_are_named() {
         "{n}"
     );
 }
+
+/// Packed integer weights without a quantization_config (GPTQ-style I32 words with F16 scales):
+/// each such class is stored at its measured width, so the ledger's bytes are the header's.
+#[test]
+fn issue_16_packed_integer_weights_are_measured() {
+    let dir = scratch("packed");
+    std::fs::write(dir.join("config.json"), SMALL).unwrap();
+    let (m, n) = small_tensors();
+    let mut t: Vec<(String, &str, Vec<u64>)> = Vec::new();
+    for (name, shape) in m {
+        if name.contains("layers") {
+            // 4-bit values, 8 per I32 word along the input dimension, and one F16 scale per 32.
+            let base = name.trim_end_matches(".weight").to_string();
+            t.push((format!("{base}.qweight"), "I32", vec![shape[1] / 8, shape[0]]));
+            t.push((format!("{base}.scales"), "F16", vec![shape[1] / 32, shape[0]]));
+        } else {
+            t.push((name, "BF16", shape));
+        }
+    }
+    t.extend(n.into_iter().map(|(name, shape)| (name, "BF16", shape)));
+    std::fs::write(dir.join("model.safetensors"), safetensors(&t)).unwrap();
+    let v = json(&["kv", "--model", dir.to_str().unwrap(), "--format", "json"]);
+    // Layers: 73 728 weights at 4 bits + 73 728 ÷ 32 scales × 2 bytes = 36 864 + 4 608 = 41 472
+    // bytes, 4.5 bits per weight; the embedding and head stay bf16 (25 600), norms bf16 (640).
+    assert_eq!(v["inputs"]["weight_precisions"]["attention"], "4.5bit", "{v}");
+    assert_eq!(v["inputs"]["weight_precisions"]["mlp"], "4.5bit", "{v}");
+    assert_eq!(weight_bytes(&v), 41_472.0 + 25_600.0 + 640.0);
+}
