@@ -183,7 +183,7 @@ fn issue_16_a_local_path_wins_over_a_repo_id() {
 enum Hub {
     /// config.json served (the index answers 404).
     Serves,
-    /// Every request 401 (a gated repo without a token).
+    /// 401 unless the request carries `Authorization: Bearer hf_secret` (a gated repo).
     Gated,
     /// Every request 404.
     Missing,
@@ -210,7 +210,9 @@ fn start_hub(hub: Hub) -> String {
             }
             let req = String::from_utf8_lossy(&req).to_string();
             let path = req.split_whitespace().nth(1).unwrap_or("").to_string();
-            let probe = req.to_ascii_lowercase().contains("range: bytes=0-0");
+            let lower = req.to_ascii_lowercase();
+            let probe = lower.contains("range: bytes=0-0");
+            let authorised = lower.contains("authorization: bearer hf_secret");
             let body = LLAMA_8B.as_bytes();
             let head = |status: &str, extra: &str, len: usize| {
                 format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n{extra}\r\n")
@@ -221,11 +223,11 @@ fn start_hub(hub: Hub) -> String {
                 std::thread::sleep(std::time::Duration::from_secs(600));
             }
             let response: Vec<u8> = match hub {
-                Hub::Gated => [head("401 Unauthorized", "", 0).as_bytes()].concat(),
+                Hub::Gated if !authorised => head("401 Unauthorized", "", 0).into_bytes(),
                 Hub::Missing | Hub::Silent => head("404 Not Found", "", 0).into_bytes(),
                 _ if !path.ends_with("/config.json") => head("404 Not Found", "", 0).into_bytes(),
                 _ if probe => [head("206 Partial Content", &meta, 1).as_bytes(), &body[..1]].concat(),
-                Hub::Serves => [head("200 OK", &meta, body.len()).as_bytes(), body].concat(),
+                Hub::Serves | Hub::Gated => [head("200 OK", &meta, body.len()).as_bytes(), body].concat(),
                 Hub::Truncated => [head("200 OK", &meta, body.len()).as_bytes(), &body[..body.len() / 2]].concat(),
             };
             let _ = s.write_all(&response);
@@ -279,4 +281,22 @@ fn issue_16_a_silent_hub_times_out() {
     c.env("HF_HUB_DOWNLOAD_TIMEOUT", "soon");
     let e = run_fails(c, &["ledger", "--model", "org/model"]);
     assert!(e.starts_with("error: invalid `HF_HUB_DOWNLOAD_TIMEOUT`: \"soon\""), "{e}");
+}
+
+/// A gated repo: refused without a token, served with `HF_TOKEN` or with the token file
+/// `huggingface-cli login` writes (`$HF_HOME/token`).
+#[test]
+fn issue_16_gated_repos_take_the_token() {
+    let url = start_hub(Hub::Gated);
+    let cache = scratch("gated-env");
+    let mut c = cli_with(&cache, Some(&url));
+    c.env("HF_TOKEN", "hf_secret");
+    run_ok(c, &["kv", "--model", "org/gated"]);
+    let cache = scratch("gated-file");
+    std::fs::create_dir_all(cache.join("home")).unwrap();
+    std::fs::write(cache.join("home/token"), "hf_secret\n").unwrap();
+    run_ok(cli_with(&cache, Some(&url)), &["kv", "--model", "org/gated"]);
+    let cache = scratch("gated-none");
+    let e = run_fails(cli_with(&cache, Some(&url)), &["kv", "--model", "org/gated"]);
+    assert!(e.contains("HTTP 401") && e.contains("set HF_TOKEN"), "{e}");
 }
