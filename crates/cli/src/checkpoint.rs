@@ -41,17 +41,18 @@ pub fn safetensors_header(path: &Path) -> Result<Vec<TensorInfo>> {
     safetensors::parse_header(&buf, size).with_context(ctx)
 }
 
-/// The safetensors files of a model folder: the shards `model.safetensors.index.json` names, else
-/// every `*.safetensors` there.
-fn shard_files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The safetensors files of a model folder: the shards `model.safetensors.index.json` names that
+/// are present, else every `*.safetensors` there; and how many the index names.
+fn shard_files(dir: &Path) -> Result<(Vec<PathBuf>, usize)> {
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
         let text = crate::inputs::read_text(&index, "safetensors index")?;
         let shards = safetensors::index_shards(&text).with_context(|| format!("in `{}`", index.display()))?;
         // A Hub snapshot holds the index but only the shards someone downloaded.
-        return Ok(shards.into_iter().map(|s| dir.join(s)).filter(|p| p.exists()).collect());
+        let listed = shards.len();
+        return Ok((shards.into_iter().map(|s| dir.join(s)).filter(|p| p.exists()).collect(), listed));
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok((Vec::new(), 0)) };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
@@ -61,14 +62,15 @@ fn shard_files(dir: &Path) -> Result<Vec<PathBuf>> {
         bail!("model folder `{}` holds more than {MAX_SHARDS} .safetensors files", dir.display());
     }
     files.sort();
-    Ok(files)
+    let n = files.len();
+    Ok((files, n))
 }
 
 /// Read the safetensors headers of a model folder, if it has any, into `spec`: the header
 /// dtypes set the weight storage of each class (unless the config's `quantization_config`
 /// already does), and a note gives the exact stored bytes against what the config implies.
 pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
-    let files = shard_files(dir)?;
+    let (files, listed) = shard_files(dir)?;
     if files.is_empty() {
         return Ok(());
     }
@@ -95,6 +97,12 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
     }
     let implied_bytes = WeightFootprint::of(spec, &implied).total_bytes();
     let mut note = header_note(&hb, files.len(), implied_bytes, config.is_some(), spec, &header);
+    if files.len() < listed {
+        note.push_str(&format!(
+            "; only {} of the {listed} shards model.safetensors.index.json names are present, so the headers cover part of the weights",
+            files.len()
+        ));
+    }
     let shapes = safetensors::shape_mismatches(spec, &tensors);
     if !shapes.is_empty() {
         let shown: Vec<String> = shapes

@@ -393,3 +393,21 @@ fn issue_16_packed_integer_weights_are_measured() {
     assert_eq!(v["inputs"]["weight_precisions"]["mlp"], "4.5bit", "{v}");
     assert_eq!(weight_bytes(&v), 41_472.0 + 25_600.0 + 640.0);
 }
+
+/// A snapshot whose index names two shards, one downloaded: the note says the headers cover part
+/// of the weights; an index naming none present reads no headers.
+#[test]
+fn issue_16_partial_shards_are_said() {
+    let dir = scratch("partial-shards");
+    std::fs::write(dir.join("config.json"), SMALL).unwrap();
+    let index = r#"{"weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors",
+        "model.embed_tokens.weight": "model-00002-of-00002.safetensors"}}"#;
+    std::fs::write(dir.join("model.safetensors.index.json"), index).unwrap();
+    let n = notes(&json(&["ledger", "--model", dir.to_str().unwrap(), "--format", "json"]));
+    assert!(!n.contains("checkpoint headers"), "{n}");
+    let shard = safetensors(&[("lm_head.weight".into(), "BF16", vec![100, 64])]);
+    std::fs::write(dir.join("model-00001-of-00002.safetensors"), shard).unwrap();
+    let n = notes(&json(&["ledger", "--model", dir.to_str().unwrap(), "--format", "json"]));
+    assert!(n.contains("weights from checkpoint headers: 12800 bytes in 1 tensors of 1 file(s)"), "{n}");
+    assert!(n.contains("only 1 of the 2 shards model.safetensors.index.json names are present"), "{n}");
+}
