@@ -196,7 +196,7 @@ impl Cursor<'_> {
     fn string(&mut self, field: &str) -> R<String> {
         let n = self.u64(field)?;
         let bytes = self.take(n, field)?;
-        Ok(String::from_utf8_lossy(bytes).into_owned())
+        Ok(printable(&String::from_utf8_lossy(bytes)))
     }
 
     /// Skip a string without keeping it.
@@ -261,6 +261,15 @@ impl Cursor<'_> {
             other => return Err(Stop::Bad(unknown_type(key, other))),
         })
     }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{0}`), so a name echoed in an error stays on
+/// one line.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 fn scalar_size(ty: u32) -> Option<u64> {

@@ -183,7 +183,7 @@ pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
         if name == "__metadata__" {
             continue;
         }
-        let (info, span) = tensor(name, t, data_bytes)?;
+        let (info, span) = tensor(&super::gguf::printable(name), t, data_bytes)?;
         out.push(info);
         spans.push(span);
     }
@@ -212,8 +212,9 @@ fn tensor(name: &str, t: &Value, data_bytes: u64) -> Result<(TensorInfo, (u64, u
     };
     let dtype_s =
         get("dtype")?.as_str().ok_or_else(|| Error::invalid(field("dtype"), "not a string", "a dtype name"))?;
-    let dtype = Dtype::parse(dtype_s)
-        .ok_or_else(|| Error::unknown_for(field("dtype"), "dtype", dtype_s, DTYPES.iter().map(|(n, _)| *n)))?;
+    let dtype = Dtype::parse(dtype_s).ok_or_else(|| {
+        Error::unknown_for(field("dtype"), "dtype", super::gguf::printable(dtype_s), DTYPES.iter().map(|(n, _)| *n))
+    })?;
     let shape = u64_list(get("shape")?, &field("shape"), MAX_RANK)?;
     let elements = shape.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d).filter(|e| *e <= MAX_TENSOR_ELEMENTS));
     let elements = elements.ok_or_else(|| {
