@@ -131,6 +131,7 @@ pub struct ListArgs {
 #[derive(Debug, Clone, Default)]
 pub struct ScenarioArgs {
     pub model: Option<String>,
+    pub revision: Option<String>,
     pub gpu: Option<String>,
     pub gpu_file: Option<String>,
     pub preset_file: Option<String>,
@@ -164,9 +165,14 @@ pub struct ScenarioArgs {
 /// The model, the GPU and how the step is computed: every scenario command takes these.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SetupArgs {
-    /// Model: a preset name, or a path to a config.json (or a directory holding one).
-    #[arg(long, short = 'm', value_name = "NAME|PATH")]
+    /// Model: a preset name, a path to a config.json (or a directory holding one, with any
+    /// *.safetensors headers), a GGUF file, or a Hugging Face Hub repo id org/name (local cache
+    /// first, then a download unless HF_HUB_OFFLINE=1).
+    #[arg(long, short = 'm', value_name = "NAME|PATH|ORG/NAME")]
     pub model: Option<String>,
+    /// Hub revision for an org/name --model: a branch, tag or commit hash (default main).
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
     /// GPU: a catalogue name, or a path to a GPU file (its first entry).
     #[arg(long, short = 'g', value_name = "NAME|PATH")]
     pub gpu: Option<String>,
@@ -294,6 +300,7 @@ impl SetupArgs {
         let s = self.clone();
         ScenarioArgs {
             model: s.model,
+            revision: s.revision,
             gpu: s.gpu,
             gpu_file: s.gpu_file,
             preset_file: s.preset_file,
@@ -846,8 +853,9 @@ mod tests {
     }
 
     /// Scenario flags that are not inputs of the core's table: files the CLI reads and hands to
-    /// the resolver as values (`--histogram` becomes a context mix) or adds to the catalogue.
-    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram"];
+    /// the resolver as values (`--histogram` becomes a context mix) or adds to the catalogue, and
+    /// the Hub revision the CLI fetches `--model org/name` at.
+    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram", "revision"];
 
     /// The ids of the scenario flag groups.
     fn scenario_flag_ids() -> Vec<String> {

@@ -47,6 +47,37 @@ pub fn looks_like_path(s: &str) -> bool {
     s.contains('/') || s.contains('\\') || s.ends_with(".json") || s.ends_with(".toml") || Path::new(s).is_dir()
 }
 
+/// What a `--model` value names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    /// A catalogue preset (anything [`looks_like_path`] does not take for a path).
+    Preset,
+    /// A local file or folder: anything that exists, or that reads as a path.
+    Path,
+    /// A Hugging Face Hub repo id.
+    Hub(crate::hub::RepoId),
+}
+
+/// Classify a `--model` value. A local path always wins (issue 11: a path means that file); a
+/// preset name stays a preset; `org/name` that is not on disk is a Hub repo id, checked by
+/// [`crate::hub::RepoId::parse`]; anything else that reads as a path (a leading `.`, `/` or `~`,
+/// a backslash, more than one `/`, a .json/.toml/.gguf/.safetensors ending) stays a path.
+pub fn model_source(s: &str) -> Result<ModelSource> {
+    if !looks_like_path(s) {
+        return Ok(ModelSource::Preset);
+    }
+    let path_like = Path::new(s).exists()
+        || s.starts_with(['.', '/', '~'])
+        || s.contains('\\')
+        || s.matches('/').count() != 1
+        || [".json", ".toml", ".gguf", ".safetensors"].iter().any(|e| s.ends_with(e));
+    if path_like {
+        Ok(ModelSource::Path)
+    } else {
+        Ok(ModelSource::Hub(crate::hub::RepoId::parse(s)?))
+    }
+}
+
 /// The catalogue with the user's GPU and preset files added.
 pub fn catalog(gpu_file: Option<&str>, preset_file: Option<&str>) -> Result<Catalog> {
     let mut c = Catalog::builtin();
@@ -68,9 +99,12 @@ pub fn catalog(gpu_file: Option<&str>, preset_file: Option<&str>) -> Result<Cata
 /// The model is the file's, whatever the path looks like, and is named by the path (the label
 /// report titles show), except a preset entry, which keeps its own name.
 fn model_file(arg: &str) -> Result<ModelSpec> {
-    let mut path = PathBuf::from(arg);
+    let path = PathBuf::from(arg);
+    if path.extension().is_some_and(|e| e == "gguf") {
+        return crate::checkpoint::gguf_model(&path);
+    }
     if path.is_dir() {
-        path.push("config.json");
+        return model_dir(&path, &path.join("config.json").display().to_string());
     }
     if path.extension().is_some_and(|e| e == "toml") {
         let presets = parse_preset_file(&read_text(&path, "preset file")?).with_context(|| format!("in `{arg}`"))?;
@@ -79,6 +113,16 @@ fn model_file(arg: &str) -> Result<ModelSpec> {
     }
     let label = path.display().to_string();
     parse_config_json(&read_text(&path, "config.json")?, &label).with_context(|| format!("in `{label}`"))
+}
+
+/// Load the model of a folder holding a config.json (a model folder or a Hub snapshot), named
+/// `label`, with the headers of any safetensors checkpoint beside it.
+fn model_dir(dir: &Path, label: &str) -> Result<ModelSpec> {
+    let path = dir.join("config.json");
+    let mut spec = parse_config_json(&read_text(&path, "config.json")?, label)
+        .with_context(|| format!("in `{}`", path.display()))?;
+    crate::checkpoint::apply_safetensors(dir, &mut spec)?;
+    Ok(spec)
 }
 
 /// The first GPU of a GPU file named on the command line, named by the file's path.
@@ -102,9 +146,25 @@ pub fn gpu(arg: Option<&str>, gpu_file_arg: Option<&str>) -> Result<Arc<Gpu>> {
 pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
     let catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
     let mut req = args.request();
-    if let Some(m) = args.model.as_deref().filter(|m| looks_like_path(m)) {
-        req.model = None;
-        req.model_file = Some(Loaded(Arc::new(model_file(m)?)));
+    if let Some(m) = args.model.as_deref() {
+        let source = model_source(m)?;
+        if args.revision.is_some() && !matches!(source, ModelSource::Hub(_)) {
+            bail!("invalid `--revision`: given with `--model {m}`, which is not a Hub repo id (org/name)");
+        }
+        let spec = match source {
+            ModelSource::Preset => None,
+            ModelSource::Path => Some(model_file(m)?),
+            ModelSource::Hub(repo) => {
+                let dir = crate::hub::resolve(&repo, args.revision.as_deref())?;
+                Some(model_dir(&dir, &repo.id())?)
+            }
+        };
+        if let Some(spec) = spec {
+            req.model = None;
+            req.model_file = Some(Loaded(Arc::new(spec)));
+        }
+    } else if args.revision.is_some() {
+        bail!("invalid `--revision`: given without a Hub repo id as `--model`");
     }
     if let Some(g) = args.gpu.as_deref().filter(|g| looks_like_path(g)) {
         req.gpu = None;

@@ -13,6 +13,7 @@
 //! | `fp8-bN` | 1 + 4/N² | one fp32 scale per N×N block (DeepSeek-V3 style; 1.00024 B at N = 128) |
 //! | `mxfp4` | 17/32 | 32 fp4 values share one E8M0 scale byte (OCP MX; 4.25 bits) |
 //! | `nvfp4` | 9/16 | 16 fp4 values share one fp8 scale byte (4.5 bits; per-tensor fp32 scale ignored) |
+//! | `<b>bit` | b/8 | a checkpoint's measured storage, scales included (a GGUF quant type's block layout, e.g. `4.5bit` for Q4_K; or a class's mix of types); b in (0, 32], kept to 1/65536 bit |
 //!
 //! Source: `shared/research/architectures.md` §14 (quantization_config table).
 
@@ -52,7 +53,17 @@ pub enum Precision {
     MxFp4,
     /// NVIDIA fp4: 16 values + one fp8 scale byte.
     NvFp4,
+    /// A measured storage width, scales included (GGUF block layouts, a class's mix of quant
+    /// types): `bits_x65536 / 65536` bits per element, in (0, 32] bits. Quantised: kernels
+    /// dequantise it, as for int4.
+    Bits {
+        /// Bits per element × 65536.
+        bits_x65536: u32,
+    },
 }
+
+/// Largest [`Precision::Bits`] width, bits.
+pub const MAX_PACKED_BITS: f64 = 32.0;
 
 /// The arithmetic a kernel runs in, which selects the GPU peak it is measured against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -134,6 +145,7 @@ impl Precision {
             Precision::Int4Group { group } => 0.5 + 4.0 / f64::from(group),
             Precision::MxFp4 => 17.0 / 32.0,
             Precision::NvFp4 => 9.0 / 16.0,
+            Precision::Bits { bits_x65536 } => f64::from(bits_x65536) / 65536.0 / 8.0,
         }
     }
 
@@ -146,7 +158,7 @@ impl Precision {
             Precision::Fp8 | Precision::Fp8Block { .. } => MathFormat::Fp8,
             Precision::Int8 => MathFormat::Int8,
             // Integer 4-bit has no tensor-core path on current GPUs; kernels dequantise.
-            Precision::Int4 | Precision::Int4Group { .. } => MathFormat::Int8,
+            Precision::Int4 | Precision::Int4Group { .. } | Precision::Bits { .. } => MathFormat::Int8,
             Precision::Fp4 | Precision::MxFp4 | Precision::NvFp4 => MathFormat::Fp4,
         }
     }
@@ -180,7 +192,14 @@ impl Precision {
             Precision::Fp4 => "fp4".into(),
             Precision::MxFp4 => "mxfp4".into(),
             Precision::NvFp4 => "nvfp4".into(),
+            Precision::Bits { bits_x65536 } => format!("{}bit", f64::from(bits_x65536) / 65536.0),
         }
+    }
+
+    /// A measured width of `bits` per element, to 1/65536 bit; `None` outside (0, 32].
+    pub fn from_bits(bits: f64) -> Option<Precision> {
+        let x = (bits * 65536.0).round();
+        (bits.is_finite() && x >= 1.0 && bits <= MAX_PACKED_BITS).then_some(Precision::Bits { bits_x65536: x as u32 })
     }
 
     /// Parse a precision for the named input field (used in messages).
@@ -215,6 +234,10 @@ impl FromStr for Precision {
                     Precision::Int4Group { group: g }
                 } else if let Some(b) = other.strip_prefix("fp8-b").and_then(parse_group) {
                     Precision::Fp8Block { block: b }
+                } else if let Some(p) =
+                    other.strip_suffix("bit").and_then(|b| b.parse::<f64>().ok()).and_then(Precision::from_bits)
+                {
+                    p
                 } else {
                     return Err(Error::unknown("precision", s, PRECISION_NAMES));
                 }
@@ -282,6 +305,14 @@ mod tests {
             assert_eq!(&p.name(), name);
         }
         assert_eq!("BFloat16".parse::<Precision>().unwrap(), Precision::Bf16);
+        for bits in [4.5, 6.5625, 0.5, 32.0] {
+            let p = Precision::from_bits(bits).unwrap();
+            assert_eq!(p.name().parse::<Precision>().unwrap(), p);
+            assert_eq!(p.bytes(), bits / 8.0);
+        }
+        for bad in ["0bit", "33bit", "nanbit", "-4bit"] {
+            assert!(bad.parse::<Precision>().is_err(), "{bad}");
+        }
     }
 
     #[test]

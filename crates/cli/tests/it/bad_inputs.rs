@@ -2,7 +2,6 @@
 //! names the problem, exit code 2, and no panic.
 
 use crate::harness::temp_file as temp;
-use assert_cmd::Command;
 use std::path::PathBuf;
 
 const LLAMA: &str = r#""model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -63,6 +62,150 @@ enum Input {
     Cmd(Vec<String>),
     /// Plain arguments, the subcommand first.
     Cli(&'static [&'static str]),
+    /// Contents of a GGUF file passed with --model.
+    Gguf(Vec<u8>),
+    /// A model folder: LLAMA's config.json and a model.safetensors of these bytes.
+    Safetensors(Vec<u8>),
+}
+
+/// A GGUF file of the tiny Q4_K_M model with `edit` applied to its bytes.
+fn gguf_with(edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut b = crate::checkpoint::q4_k_m(true);
+    edit(&mut b);
+    b
+}
+
+/// The byte offset of the first occurrence of `needle`.
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).position(|w| w == needle).unwrap()
+}
+
+/// A safetensors header (with its length prefix) of this JSON text, and `data` zero bytes.
+fn st(json: &str, data: usize) -> Vec<u8> {
+    let mut b = (json.len() as u64).to_le_bytes().to_vec();
+    b.extend(json.as_bytes());
+    b.resize(b.len() + data, 0);
+    b
+}
+
+/// Issue 16 rows: Hub ids, revisions, safetensors and GGUF headers.
+fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
+    use Input::*;
+    let w = br#""lm_head.weight": {"dtype": "BF16", "shape": [100, 64], "data_offsets": [0, 12800]}"#;
+    let w = std::str::from_utf8(w).unwrap();
+    vec![
+        (
+            "issue 16: repo id with ..",
+            Args(&["--model", "org/.."]),
+            "invalid `--model`: \"org/..\" (`..` or `--` inside a segment",
+        ),
+        (
+            "issue 16: repo id with a space",
+            Args(&["--model", "org/my model"]),
+            "invalid `--model`: \"org/my model\" (a character outside [A-Za-z0-9._-]",
+        ),
+        (
+            "issue 16: repo id ending in a dash",
+            Args(&["--model", "org/x-"]),
+            "invalid `--model`: \"org/x-\" (a segment starting or ending",
+        ),
+        (
+            "issue 16: revision path trick",
+            Args(&["--model", "org/name", "--revision", "../../etc/passwd"]),
+            "invalid `--revision`: \"../../etc/passwd\"",
+        ),
+        (
+            "issue 16: revision without a repo id",
+            Args(&["--revision", "main"]),
+            "invalid `--revision`: given without a Hub repo id",
+        ),
+        (
+            "issue 16: repo id not cached, offline",
+            Cmd(vec!["ledger".into(), "--model".into(), "nobody-here/none".into()]),
+            "HF_HUB_OFFLINE forbids downloading it",
+        ),
+        (
+            "issue 16: safetensors shorter than its length",
+            Safetensors(vec![1, 2, 3]),
+            "invalid `header length`: 3 bytes",
+        ),
+        (
+            "issue 16: safetensors header past the file",
+            Safetensors(st("{}", 0)[..9].to_vec()),
+            "invalid `header length`: 2 (at most the file's 1 bytes after the 8-byte length)",
+        ),
+        (
+            "issue 16: safetensors header of 2^63",
+            Safetensors([&(1u64 << 63).to_le_bytes()[..], b"{}"].concat()),
+            "invalid `header length`: 9223372036854775808 (at most 100000000 bytes)",
+        ),
+        ("issue 16: safetensors header not JSON", Safetensors(st("{\"a\": ", 0)), "malformed safetensors header"),
+        (
+            "issue 16: safetensors data missing",
+            Safetensors(st(&format!("{{{w}}}"), 100)),
+            "invalid `lm_head.weight.data_offsets`: [0, 12800] (begin ≤ end ≤ the 100 data bytes after the header)",
+        ),
+        (
+            "issue 16: safetensors unknown dtype",
+            Safetensors(st(r#"{"x.weight": {"dtype": "Q4_K", "shape": [2], "data_offsets": [0, 2]}}"#, 2)),
+            "unknown dtype for `x.weight.dtype` `Q4_K`; accepted: BOOL, U8",
+        ),
+        (
+            "issue 16: safetensors overflowing shape",
+            Safetensors(st(
+                r#"{"x.weight": {"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 0]}}"#,
+                0,
+            )),
+            "invalid `x.weight.shape`: [4294967296, 4294967296, 4294967296] (at most 281474976710656 elements)",
+        ),
+        (
+            "issue 16: safetensors negative shape",
+            Safetensors(st(r#"{"x.weight": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}}"#, 0)),
+            "invalid `x.weight.shape`: [-1] (a list of at most 8 non-negative integers)",
+        ),
+        (
+            "issue 16: safetensors span disagrees",
+            Safetensors(st(r#"{"x.weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}"#, 4)),
+            "invalid `x.weight.data_offsets`: [0, 4] (a span of 8 bytes for F32 [2])",
+        ),
+        ("issue 16: gguf bad magic", Gguf(gguf_with(|b| b[..4].copy_from_slice(b"GGML"))), "invalid `magic`"),
+        ("issue 16: gguf version 1", Gguf(gguf_with(|b| b[4] = 1)), "invalid `version`: 1 (2 or 3)"),
+        (
+            "issue 16: gguf absurd tensor count",
+            Gguf(gguf_with(|b| b[8..16].copy_from_slice(&u64::MAX.to_le_bytes()))),
+            "invalid `tensor_count`: 18446744073709551615 (at most 1048576)",
+        ),
+        ("issue 16: gguf truncated header", Gguf(gguf_with(|b| b.truncate(100))), "truncated header"),
+        (
+            "issue 16: gguf string longer than the file",
+            Gguf(gguf_with(|b| b[24..32].copy_from_slice(&(1u64 << 62).to_le_bytes()))),
+            "invalid `metadata key`: 4611686018427387904 bytes at offset 32",
+        ),
+        (
+            "issue 16: gguf unknown ggml type",
+            Gguf(gguf_with(|b| {
+                let i = find(b, b"token_embd.weight") + 17 + 4 + 16;
+                b[i..i + 4].copy_from_slice(&99u32.to_le_bytes());
+            })),
+            "unknown ggml type for `token_embd.weight.type` `99`",
+        ),
+        (
+            "issue 16: gguf overflowing dims",
+            Gguf(gguf_with(|b| {
+                let i = find(b, b"token_embd.weight") + 17 + 4 + 8;
+                b[i..i + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+            })),
+            "invalid `token_embd.weight.dims`: [256, 18446744073709551615]",
+        ),
+        (
+            "issue 16: gguf unknown architecture",
+            Gguf(gguf_with(|b| {
+                let i = find(b, b"llama");
+                b[i..i + 5].copy_from_slice(b"bert_");
+            })),
+            "unknown GGUF architecture for `general.architecture` `bert_`; accepted: llama, mistral, qwen2, qwen3",
+        ),
+    ]
 }
 
 fn cases() -> Vec<(&'static str, Input, &'static str)> {
@@ -188,11 +331,12 @@ const MAX_ERROR_LINE_BYTES: usize = 1000;
 
 #[test]
 fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
-    let cases = cases();
+    let mut cases = cases();
     assert!(cases.len() >= 30);
+    cases.extend(checkpoint_cases());
     let mut failures = Vec::new();
     for (i, (name, input, expected)) in cases.into_iter().enumerate() {
-        let mut cmd = Command::cargo_bin("llm-ledger").unwrap();
+        let mut cmd = crate::harness::cli();
         if !matches!(input, Input::Cmd(_) | Input::Cli(_)) {
             cmd.arg("ledger");
         }
@@ -202,6 +346,14 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
             Input::Histogram(b) => cmd.args(["--histogram", &temp(&format!("case{i}.csv"), b)]),
             Input::Args(a) | Input::Cli(a) => cmd.args(*a),
             Input::Cmd(a) => cmd.args(a),
+            Input::Gguf(b) => cmd.args(["--model", &temp(&format!("case{i}.gguf"), b)]),
+            Input::Safetensors(b) => {
+                let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(format!("case{i}-st"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("config.json"), format!("{{{LLAMA}}}")).unwrap();
+                std::fs::write(dir.join("model.safetensors"), b).unwrap();
+                cmd.args(["--model", dir.to_str().unwrap()])
+            }
         };
         let out = cmd.timeout(std::time::Duration::from_secs(60)).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -225,8 +377,7 @@ fn every_bad_input_gets_one_clear_line_and_exit_code_2() {
 fn quantisation_fallbacks_are_noted_in_the_ledger() {
     let ledger = |name: &str, q: &str, format: &str| {
         let path = temp(name, &llama_with(&format!("\"quantization_config\": {q}")));
-        let out = Command::cargo_bin("llm-ledger")
-            .unwrap()
+        let out = crate::harness::cli()
             .args(["ledger", "--model", &path, "--format", format])
             .timeout(std::time::Duration::from_secs(60))
             .output()
@@ -248,7 +399,7 @@ fn quantisation_fallbacks_are_noted_in_the_ledger() {
 }
 
 fn llm_ledger(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("llm-ledger").unwrap().args(args).timeout(std::time::Duration::from_secs(120)).output().unwrap()
+    crate::harness::cli().args(args).timeout(std::time::Duration::from_secs(120)).output().unwrap()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -341,8 +492,7 @@ fn a_fifo_is_refused_at_once_by_every_file_flag() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let fifo = fifo.to_str().unwrap();
     for flag in ["--model", "--histogram", "--gpu", "--gpu-file", "--preset-file", "--expert-loads"] {
-        let out = Command::cargo_bin("llm-ledger")
-            .unwrap()
+        let out = crate::harness::cli()
             .args(["ledger", flag, fifo])
             .timeout(std::time::Duration::from_secs(10))
             .output()

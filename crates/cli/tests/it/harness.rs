@@ -5,9 +5,11 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// The `llm-ledger` binary under test.
+/// The `llm-ledger` binary under test, offline (`HF_HUB_OFFLINE=1`): no test reaches the network.
 pub fn cli() -> Command {
-    Command::cargo_bin("llm-ledger").unwrap()
+    let mut c = Command::cargo_bin("llm-ledger").unwrap();
+    c.env("HF_HUB_OFFLINE", "1");
+    c
 }
 
 /// Run with arguments; return (exit code, stdout, stderr).

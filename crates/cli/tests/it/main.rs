@@ -2,10 +2,12 @@
 //! concern and one shared harness.
 
 mod bad_inputs;
+mod checkpoint;
 mod cli;
 mod econ;
 mod explorer;
 mod harness;
+mod hub;
 mod parallel;
 mod readme;
 mod ux;

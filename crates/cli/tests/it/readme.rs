@@ -75,7 +75,13 @@ fn readme_examples_are_real_output() {
                 args[i] = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&args[i]).to_string_lossy().into_owned();
             }
         }
-        let out = Command::cargo_bin("llm-ledger").unwrap().args(&args).current_dir(&root).output().unwrap();
+        let out = Command::cargo_bin("llm-ledger")
+            .unwrap()
+            .env("HF_HUB_OFFLINE", "1")
+            .args(&args)
+            .current_dir(&root)
+            .output()
+            .unwrap();
         // An example that shows `error: …` documents a refusal: compare stderr instead.
         let expects_error = e.shown.iter().find(|l| !l.is_empty()).is_some_and(|l| l.starts_with("error: "));
         if out.status.success() == expects_error {

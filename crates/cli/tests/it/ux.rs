@@ -137,7 +137,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         "plan" => s(&["--tpot-ms", "50", "--max-gpus", "2"]),
         "tile" if ["m", "n", "k"].contains(&flag) => vec![],
         "tile" => s(&["--m", "1", "--n", "4096", "--k", "4096"]),
-        "moe" if flag == "experts" || flag == "top-k" || flag == "model" => vec![],
+        "moe" if flag == "experts" || flag == "top-k" || flag == "model" || flag == "revision" => vec![],
         "moe" => s(&["--model", "mixtral-8x7b"]),
         _ => vec![],
     };
@@ -158,6 +158,25 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         ("sweep", "plot") => s(&[&tmp.join("curve.svg").to_string_lossy()]),
         (_, "plot") => s(&[&tmp.join("roofline.svg").to_string_lossy()]),
         (_, "model") => s(&["llama-3-8b"]),
+        // A Hub id in the cache `tmp/hub` (HF_HUB_CACHE of these runs), at its main branch.
+        (_, "revision") => {
+            let snap = tmp.join("hub/models--test-org--tiny-moe/snapshots/0123456789abcdef0123456789abcdef01234567");
+            std::fs::create_dir_all(&snap).unwrap();
+            std::fs::write(
+                snap.join("config.json"),
+                r#"{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "num_local_experts": 4,
+                "num_experts_per_tok": 2}"#,
+            )
+            .unwrap();
+            std::fs::create_dir_all(tmp.join("hub/models--test-org--tiny-moe/refs")).unwrap();
+            std::fs::write(
+                tmp.join("hub/models--test-org--tiny-moe/refs/main"),
+                "0123456789abcdef0123456789abcdef01234567",
+            )
+            .unwrap();
+            s(&["main", "--model", "test-org/tiny-moe"])
+        }
         (_, "gpu") => s(&["h200"]),
         (_, "gpu-file") => s(&[&file("gpu.toml", &llm_ledger_core::testing::minimal_gpu_toml("my-gpu"))]),
         (_, "preset-file") => s(&[&root.join("crates/core/data/models.toml").to_string_lossy()]),
@@ -214,7 +233,12 @@ fn issue_11_every_flag_a_help_lists_is_accepted_alone() {
             let mut all = vec![sub.to_string()];
             all.extend(base);
             all.extend(args);
-            let out = Command::new(bin()).args(&all).output().unwrap();
+            let out = Command::new(bin())
+                .env("HF_HUB_OFFLINE", "1")
+                .env("HF_HUB_CACHE", tmp.join("hub"))
+                .args(&all)
+                .output()
+                .unwrap();
             tried += 1;
             if !out.status.success() {
                 failures.push(format!("`{}`: {}", all.join(" "), String::from_utf8_lossy(&out.stderr).trim()));

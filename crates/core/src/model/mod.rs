@@ -2,9 +2,11 @@
 //! [`ModelSpec`].
 
 pub mod family;
+pub mod gguf;
 pub mod hf;
 pub mod presets;
 pub mod quant;
+pub mod safetensors;
 pub mod spec;
 
 pub use hf::{parse_config_json, HfConfig};

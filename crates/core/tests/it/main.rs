@@ -1,6 +1,7 @@
 //! The core's integration tests, one test binary with a module per concern.
 
 mod architectures;
+mod checkpoint_headers;
 mod econ;
 #[path = "../fuzz_checks/mod.rs"]
 mod fuzz_checks;
