@@ -306,3 +306,104 @@ impl Source {
         Arrival { arrival_s: at_s, prompt_tokens, output_tokens }
     }
 }
+
+/// Rows of a small CSV: comma-separated numbers, `#` comments and blank lines skipped, a first
+/// line that does not start with a number taken as a header. `row` turns a line's fields (and
+/// its 1-based line number) into a value.
+fn csv_rows<T>(field: &str, text: &str, columns: usize, mut row: impl FnMut(&[&str], usize) -> Result<T>) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    let mut first = true;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let header = first && cells[0].parse::<f64>().is_err();
+        first = false;
+        if header {
+            continue;
+        }
+        if cells.len() != columns {
+            return Err(Error::invalid(field, format!("line {}: {} fields", i + 1, cells.len()), format!("{columns} comma-separated numbers")));
+        }
+        if out.len() as u64 >= super::MAX_REQUESTS {
+            return Err(Error::invalid(field, "too many rows", format!("at most {}", super::MAX_REQUESTS)));
+        }
+        out.push(row(&cells, i + 1)?);
+    }
+    Ok(out)
+}
+
+fn number<T: std::str::FromStr>(field: &str, cell: &str, line: usize, what: &str) -> Result<T> {
+    cell.parse::<T>().map_err(|_| Error::invalid(field, format!("line {line}: {cell:?}"), what.to_string()))
+}
+
+/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line (an optional header
+/// first). Order and values are checked by [`Arrivals::validate`].
+pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
+    csv_rows("trace", text, 3, |c, line| {
+        Ok(TraceRequest {
+            arrival_s: number("trace", c[0], line, "an arrival time in seconds")?,
+            prompt_tokens: number("trace", c[1], line, "a whole number of prompt tokens")?,
+            output_tokens: number("trace", c[2], line, "a whole number of output tokens")?,
+        })
+    })
+}
+
+impl Lengths {
+    /// Parse a length for `field`: `N` (fixed), `uniform:MIN..MAX`, or `lognormal:MEDIAN:SIGMA`
+    /// (a histogram comes from [`Lengths::parse_histogram`]). Validated.
+    pub fn parse(field: &str, text: &str) -> Result<Lengths> {
+        let t = text.trim();
+        let syntax = "a token count, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv";
+        let bad = || Error::invalid(field, format!("{t:?}"), syntax);
+        let l = if let Some(r) = t.strip_prefix("uniform:") {
+            let (a, b) = r.split_once("..").ok_or_else(bad)?;
+            Lengths::Uniform { min: a.trim().parse().map_err(|_| bad())?, max: b.trim().parse().map_err(|_| bad())? }
+        } else if let Some(r) = t.strip_prefix("lognormal:") {
+            let (a, b) = r.split_once(':').ok_or_else(bad)?;
+            Lengths::LogNormal { median: a.trim().parse().map_err(|_| bad())?, sigma: b.trim().parse().map_err(|_| bad())? }
+        } else {
+            Lengths::Fixed(t.parse().map_err(|_| bad())?)
+        };
+        l.validate(field)?;
+        Ok(l)
+    }
+
+    /// Parse a histogram CSV for `field`: `tokens,weight` per line (an optional header first).
+    pub fn parse_histogram(field: &str, text: &str) -> Result<Lengths> {
+        let rows = csv_rows(field, text, 2, |c, line| {
+            Ok((number(field, c[0], line, "a whole number of tokens")?, number(field, c[1], line, "a weight ≥ 0")?))
+        })?;
+        let l = Lengths::Histogram(rows.into());
+        l.validate(field)?;
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_and_traces_parse() {
+        assert_eq!(Lengths::parse("prompt", "512").unwrap(), Lengths::Fixed(512));
+        assert_eq!(Lengths::parse("prompt", "uniform:10..20").unwrap(), Lengths::Uniform { min: 10, max: 20 });
+        assert_eq!(Lengths::parse("prompt", "lognormal:800:0.5").unwrap(), Lengths::LogNormal { median: 800.0, sigma: 0.5 });
+        assert!(Lengths::parse("prompt", "uniform:20..10").is_err());
+        assert!(Lengths::parse("prompt", "0").is_err());
+        assert!(Lengths::parse("output", "zipf:3").unwrap_err().to_string().contains("lognormal:MEDIAN:SIGMA"));
+        let h = Lengths::parse_histogram("prompt", "tokens,weight\n100,1\n# comment\n200,3\n").unwrap();
+        assert_eq!(h.max_tokens(), Some(200));
+        let mut r = Pcg32::new(1, 1);
+        let n200 = (0..4000).filter(|_| h.draw(&mut r) == 200).count();
+        assert!((2800..3200).contains(&n200), "{n200}");
+        let t = parse_trace_csv("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.5,20,6\n").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1], TraceRequest { arrival_s: 0.5, prompt_tokens: 20, output_tokens: 6 });
+        let e = parse_trace_csv("0,10\n").unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        assert!(parse_trace_csv("0,x,5\n").unwrap_err().to_string().contains("prompt tokens"));
+    }
+}
