@@ -8,5 +8,6 @@ mod explorer;
 mod harness;
 mod parallel;
 mod readme;
+mod simulate;
 mod ux;
 mod zoom_tile;

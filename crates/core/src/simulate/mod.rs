@@ -405,7 +405,7 @@ pub fn simulate(sc: &Scenario, cfg: &SimConfig, mut on_step: impl FnMut(&StepRec
         return Err(Error::invalid(
             "pp",
             sc.parallel.pp,
-            "1 (the simulator does not model pipeline micro-batches; use tp or ep)",
+            "pp = 1: the simulator does not model pipeline micro-batches (use tp or ep)",
         ));
     }
     let total_blocks = kv_capacity_blocks(sc, cfg)?;
