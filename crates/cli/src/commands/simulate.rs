@@ -15,7 +15,6 @@ use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::{Format, Report};
-use std::io::Write;
 use std::path::Path;
 
 /// Most rates in one sweep.
@@ -125,6 +124,23 @@ fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
     SimConfig { arrivals, ..cfg.clone() }
 }
 
+/// One run writing every step to the CSV file `path` as it goes.
+fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result<Simulation> {
+    let file = std::fs::File::create(path).with_context(|| format!("cannot write trace `{path}`"))?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    let mut failed: Option<csv::Error> = None;
+    let sim = simulate(sc, cfg, |r: &StepRecord| {
+        if failed.is_none() {
+            failed = w.serialize(r).err();
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(anyhow::Error::new(e).context(format!("cannot write trace `{path}`")));
+    }
+    w.flush().with_context(|| format!("cannot write trace `{path}`"))?;
+    Ok(sim)
+}
+
 /// Run the simulation(s) and render the report.
 pub fn run(args: &SimulateArgs) -> Result<String> {
     let format: Format = args.output_format.format.0;
@@ -136,6 +152,7 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         _ => vec![f64::NAN],
     };
     let sweep = rates.len() > 1;
+    let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
     if sweep {
         for (flag, given) in [("trace_out", args.trace_out.is_some()), ("plot_timeline", args.plot_timeline.is_some())] {
             if given {
@@ -143,29 +160,18 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
             }
         }
     }
-    let mut runs: Vec<Simulation> = Vec::with_capacity(rates.len());
-    for &rate in &rates {
-        let c = if rate.is_nan() { cfg.clone() } else { with_rate(&cfg, rate) };
-        let sim = match &args.trace_out {
-            Some(path) => {
-                let file = std::fs::File::create(path).with_context(|| format!("cannot write trace `{path}`"))?;
-                let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
-                let mut failed: Option<csv::Error> = None;
-                let sim = simulate(&sc, &c, |r: &StepRecord| {
-                    if failed.is_none() {
-                        failed = w.serialize(r).err();
-                    }
-                })?;
-                if let Some(e) = failed {
-                    return Err(anyhow::Error::new(e).context(format!("cannot write trace `{path}`")));
-                }
-                w.flush().with_context(|| format!("cannot write trace `{path}`"))?;
-                sim
-            }
-            None => simulate(&sc, &c, |_| {})?,
-        };
-        runs.push(sim);
-    }
+    let runs: Vec<Simulation> = match &args.trace_out {
+        Some(path) => vec![traced(&sc, &cfg, path)?],
+        None => {
+            use rayon::prelude::*;
+            // One run per rate, in parallel; each is deterministic, so the order of work does not
+            // change a number.
+            rates
+                .par_iter()
+                .map(|&rate| simulate(&sc, &if rate.is_nan() { cfg.clone() } else { with_rate(&cfg, rate) }, |_| {}))
+                .collect::<Result<Vec<_>, _>>()?
+        }
+    };
     let report = SimulateReport::new(&sc, &cfg, runs.iter().map(|r| r.summary.clone()).collect(), sweep);
     let title = Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "));
     if let Some(path) = &args.plot {
@@ -179,7 +185,6 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
     if let Some(path) = &args.plot_timeline {
         inputs::write_svg(path, &ServingChart::timeline(&runs[0].series, title).svg(PlotSize::default())?)?;
     }
-    let _ = std::io::stdout().flush();
     Ok(report.render(format)?)
 }
 

@@ -284,20 +284,55 @@ pub struct Simulation {
     pub e2e_cdf: Vec<(f64, f64)>,
 }
 
+/// Decode steps remembered by a [`StepClock`] before its memo is cleared.
+pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
+
 /// The time of a serving step: the ledger's step time of that step's batch of chunks.
+///
+/// Every step goes through [`summarise`], so whatever clock the scenario carries times it. What
+/// does not change is remembered: on a model without sliding-window layers, a step of `B`
+/// decodes at contexts `k₁ … k_B` has attention pairs and K/V reads `Σ (kᵢ + 1)` and everything
+/// else a function of `B` alone, so its time is a function of `(B, Σ kᵢ)` and is memoised on
+/// that key (exact; the core's `simulate` tests check mixes with equal sums against the ledger).
+/// Steps with prefill chunks, and every step of a windowed model, are evaluated afresh.
 #[derive(Debug, Clone)]
 pub struct StepClock {
     sc: Scenario,
+    decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
 }
 
 impl StepClock {
     /// A clock on the scenario's model, GPU, precisions, layout and efficiencies.
     pub fn new(sc: &Scenario) -> StepClock {
-        StepClock { sc: sc.clone() }
+        let windowed = sc.model.layers().iter().any(|l| l.attention.window().is_some());
+        StepClock { sc: sc.clone(), decode_memo: (!windowed).then(std::collections::HashMap::new) }
     }
 
     /// Seconds for one step of `chunks` (non-empty).
     pub fn step_s(&mut self, chunks: &[Chunk]) -> f64 {
+        let key = match &self.decode_memo {
+            Some(_) if chunks.iter().all(|c| c.new_tokens == 1) => {
+                Some((chunks.len() as u64, chunks.iter().map(|c| c.cached_tokens).sum::<u64>()))
+            }
+            _ => None,
+        };
+        if let (Some(k), Some(memo)) = (key, &self.decode_memo) {
+            if let Some(t) = memo.get(&k) {
+                return *t;
+            }
+        }
+        let t = self.ledger_step_s(chunks);
+        if let (Some(k), Some(memo)) = (key, &mut self.decode_memo) {
+            if memo.len() >= DECODE_MEMO_ENTRIES {
+                memo.clear();
+            }
+            memo.insert(k, t);
+        }
+        t
+    }
+
+    /// The ledger's step time of `chunks`, never memoised.
+    pub fn ledger_step_s(&mut self, chunks: &[Chunk]) -> f64 {
         let w = self.sc.workload.with_chunks(chunks.into());
         let base = std::mem::replace(&mut self.sc.workload, w);
         let t = summarise(&self.sc).step_time_s();
