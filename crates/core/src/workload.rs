@@ -347,7 +347,9 @@ impl Workload {
         let contexts = if r == 0 {
             Contexts::Uniform { batch: b, tokens: q }
         } else {
-            Contexts::Mix(vec![ContextBucket { tokens: q, count: b - r }, ContextBucket { tokens: q + 1, count: r }].into())
+            Contexts::Mix(
+                vec![ContextBucket { tokens: q, count: b - r }, ContextBucket { tokens: q + 1, count: r }].into(),
+            )
         };
         Workload { phase, contexts, chunks: Some(chunks), ..self.clone() }
     }

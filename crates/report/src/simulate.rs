@@ -331,7 +331,11 @@ impl Report for SimulateReport {
                     ),
                     (
                         "preemptions",
-                        format!("{} ({} tokens recomputed)", human::count(s.preemptions), human::count(s.recomputed_tokens)),
+                        format!(
+                            "{} ({} tokens recomputed)",
+                            human::count(s.preemptions),
+                            human::count(s.recomputed_tokens)
+                        ),
                     ),
                     ("steps", human::count(s.steps)),
                 ],
@@ -339,8 +343,19 @@ impl Report for SimulateReport {
             );
         }
         let header = [
-            "rate/s", "done/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "e2e p99",
-            "goodput/s", "batch", "queue", "preempt",
+            "rate/s",
+            "done/s",
+            "out tok/s",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p99",
+            "ITL p99",
+            "e2e p99",
+            "goodput/s",
+            "batch",
+            "queue",
+            "preempt",
         ];
         let rows = self
             .summaries()
@@ -429,7 +444,8 @@ mod tests {
                 assert!(s[d][q].is_number(), "{d}.{q}");
             }
         }
-        let sweep: serde_json::Value = serde_json::from_str(&report(&[2.0, 8.0]).render(Format::Json).unwrap()).unwrap();
+        let sweep: serde_json::Value =
+            serde_json::from_str(&report(&[2.0, 8.0]).render(Format::Json).unwrap()).unwrap();
         assert_eq!(sweep["points"].as_array().unwrap().len(), 2);
         assert!(sweep.get("summary").is_none());
         let csv = report(&[2.0, 8.0]).render(Format::Csv).unwrap();

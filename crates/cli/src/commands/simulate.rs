@@ -31,7 +31,11 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
     }
     let items: Vec<&str> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if items.is_empty() || items.len() > MAX_RATES {
-        return Err(Error::invalid("rate", format!("{text:?}"), "requests/s: a value, a list `2,4,8` or a range `1..40`"));
+        return Err(Error::invalid(
+            "rate",
+            format!("{text:?}"),
+            "requests/s: a value, a list `2,4,8` or a range `1..40`",
+        ));
     }
     items
         .iter()
@@ -95,7 +99,10 @@ pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Sim
     let serving = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(sc)?;
     let max_batched_tokens = u("max_batched_tokens", &args.max_batched_tokens, d.max_batched_tokens)?;
     let ms = |field: &str, v: &Option<String>| -> Result<Option<f64>> {
-        Ok(v.as_deref().map(|s| TPOT_MS.parse(s).map_err(|e| e.map_field(|_| field.to_string()))).transpose()?.map(|ms| ms / 1e3))
+        Ok(v.as_deref()
+            .map(|s| TPOT_MS.parse(s).map_err(|e| e.map_field(|_| field.to_string())))
+            .transpose()?
+            .map(|ms| ms / 1e3))
     };
     Ok(SimConfig {
         arrivals,
@@ -106,7 +113,13 @@ pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Sim
         max_seqs: u("max_seqs", &args.max_seqs, d.max_seqs)?,
         max_batched_tokens,
         chunk_tokens: u("chunk", &args.chunk, max_batched_tokens)?,
-        schedule: args.schedule.as_deref().map(str::parse).transpose().map_err(|e: Error| e.about("schedule"))?.unwrap_or(d.schedule),
+        schedule: args
+            .schedule
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: Error| e.about("schedule"))?
+            .unwrap_or(d.schedule),
         block_tokens: u("block", &args.block, d.block_tokens)?,
         prefix_hit: args.prefix_hit.as_deref().map(|s| parse_f64("prefix_hit", s)).transpose()?.unwrap_or(0.0),
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
@@ -154,7 +167,8 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
     let sweep = rates.len() > 1;
     let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
     if sweep {
-        for (flag, given) in [("trace_out", args.trace_out.is_some()), ("plot_timeline", args.plot_timeline.is_some())] {
+        for (flag, given) in [("trace_out", args.trace_out.is_some()), ("plot_timeline", args.plot_timeline.is_some())]
+        {
             if given {
                 return Err(Error::invalid(flag, "given with a sweep of rates", "one rate").into());
             }
@@ -173,7 +187,8 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         }
     };
     let report = SimulateReport::new(&sc, &cfg, runs.iter().map(|r| r.summary.clone()).collect(), sweep);
-    let title = Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "));
+    let title =
+        Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "));
     if let Some(path) = &args.plot {
         let chart = if sweep {
             ServingChart::throughput_latency(&report.points.clone().unwrap_or_default(), title.clone())

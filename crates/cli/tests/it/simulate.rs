@@ -38,7 +38,21 @@ fn simulate_json_has_the_summary_the_issue_lists() {
 #[test]
 fn a_rate_sweep_gives_points_and_a_throughput_plot() {
     let plot = temp_file("sweep.svg", b"");
-    let v = json(&["simulate", "--rate", "1..3", "--requests", "50", "--prompt", "256", "--output", "16", "-f", "json", "--plot", &plot]);
+    let v = json(&[
+        "simulate",
+        "--rate",
+        "1..3",
+        "--requests",
+        "50",
+        "--prompt",
+        "256",
+        "--output",
+        "16",
+        "-f",
+        "json",
+        "--plot",
+        &plot,
+    ]);
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 3);
     assert_eq!(points[2]["offered_rate_per_s"], 3.0);
@@ -48,7 +62,8 @@ fn a_rate_sweep_gives_points_and_a_throughput_plot() {
 
 #[test]
 fn at_a_very_low_rate_simulate_agrees_with_latency() {
-    let sim = json(&["simulate", "--rate", "0.001", "--requests", "3", "--prompt", "512", "--output", "32", "-f", "json"]);
+    let sim =
+        json(&["simulate", "--rate", "0.001", "--requests", "3", "--prompt", "512", "--output", "32", "-f", "json"]);
     let lat = json(&["latency", "--prompt", "512", "--output", "32", "-f", "json"]);
     let s = &sim["summary"];
     assert!(close(s["ttft_s"]["mean"].as_f64().unwrap(), lat["ttft_s"].as_f64().unwrap(), 1e-9), "{s} vs {lat}");
@@ -57,7 +72,23 @@ fn at_a_very_low_rate_simulate_agrees_with_latency() {
 
 #[test]
 fn the_same_seed_prints_the_same_report() {
-    let args = ["simulate", "--arrivals", "gamma", "--cv", "3", "--rate", "12", "--requests", "200", "--prompt", "lognormal:600:0.8", "--output", "uniform:8..128", "--seed", "7"];
+    let args = [
+        "simulate",
+        "--arrivals",
+        "gamma",
+        "--cv",
+        "3",
+        "--rate",
+        "12",
+        "--requests",
+        "200",
+        "--prompt",
+        "lognormal:600:0.8",
+        "--output",
+        "uniform:8..128",
+        "--seed",
+        "7",
+    ];
     assert_eq!(ok(&args), ok(&args));
     let mut other = args.to_vec();
     let last = other.len() - 1;
@@ -72,17 +103,44 @@ fn a_trace_replays_and_the_step_trace_and_timeline_are_written() {
     let steps = temp_file("steps.csv", b"");
     let timeline = temp_file("timeline.svg", b"");
     let cdf = temp_file("cdf.svg", b"");
-    let v = json(&["simulate", "--trace", &trace, "-f", "json", "--trace-out", &steps, "--plot-timeline", &timeline, "--plot", &cdf]);
+    let v = json(&[
+        "simulate",
+        "--trace",
+        &trace,
+        "-f",
+        "json",
+        "--trace-out",
+        &steps,
+        "--plot-timeline",
+        &timeline,
+        "--plot",
+        &cdf,
+    ]);
     let s = &v["summary"];
     assert_eq!(s["completed"], 3);
     assert_eq!(s["output_tokens"], 55);
     let csv = std::fs::read_to_string(&steps).unwrap();
-    assert!(csv.starts_with("step,start_s,time_s,decodes,prefills,tokens,waiting,kv_blocks_used,preemptions\n"), "{csv}");
+    assert!(
+        csv.starts_with("step,start_s,time_s,decodes,prefills,tokens,waiting,kv_blocks_used,preemptions\n"),
+        "{csv}"
+    );
     assert_eq!(csv.lines().count() as u64 - 1, s["steps"].as_u64().unwrap());
     assert!(std::fs::read_to_string(&timeline).unwrap().contains("waiting queue"));
     assert!(std::fs::read_to_string(&cdf).unwrap().contains("TTFT"));
     // A histogram of prompt lengths.
-    let h = json(&["simulate", "--rate", "5", "--requests", "40", "--prompt", &format!("hist:{hist}"), "--output", "4", "-f", "json"]);
+    let h = json(&[
+        "simulate",
+        "--rate",
+        "5",
+        "--requests",
+        "40",
+        "--prompt",
+        &format!("hist:{hist}"),
+        "--output",
+        "4",
+        "-f",
+        "json",
+    ]);
     assert_eq!(h["summary"]["completed"], 40);
     let p = h["summary"]["prompt_tokens"].as_u64().unwrap();
     assert!(p > 40 * 100 && p < 40 * 200, "{p}");
@@ -90,7 +148,21 @@ fn a_trace_replays_and_the_step_trace_and_timeline_are_written() {
 
 #[test]
 fn a_closed_loop_matches_latency_at_that_batch() {
-    let sim = json(&["simulate", "--arrivals", "closed", "--concurrency", "8", "--requests", "16", "--prompt", "512", "--output", "32", "-f", "json"]);
+    let sim = json(&[
+        "simulate",
+        "--arrivals",
+        "closed",
+        "--concurrency",
+        "8",
+        "--requests",
+        "16",
+        "--prompt",
+        "512",
+        "--output",
+        "32",
+        "-f",
+        "json",
+    ]);
     let lat = json(&["latency", "--batch", "8", "--prompt", "512", "--output", "32", "-f", "json"]);
     assert!(close(sim["summary"]["ttft_s"]["mean"].as_f64().unwrap(), lat["ttft_s"].as_f64().unwrap(), 1e-9));
     assert!(close(sim["summary"]["tpot_s"]["mean"].as_f64().unwrap(), lat["tpot_s"].as_f64().unwrap(), 1e-9));

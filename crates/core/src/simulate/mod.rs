@@ -694,7 +694,11 @@ impl Engine<'_> {
                         i += 1;
                         continue;
                     }
-                    let n = if decoding { 1 } else { (r.prefill_target() - r.cached).min(self.cfg.chunk_tokens).min(budget) };
+                    let n = if decoding {
+                        1
+                    } else {
+                        (r.prefill_target() - r.cached).min(self.cfg.chunk_tokens).min(budget)
+                    };
                     let tokens = r.cached + n;
                     let mut at = i;
                     if self.reserve(plan, &mut at, tokens) {

@@ -56,7 +56,11 @@ impl Arrivals {
             if r.is_finite() && r > 0.0 && r <= super::MAX_RATE_PER_S {
                 Ok(())
             } else {
-                Err(Error::invalid("rate", r, format!("a rate in requests/s above 0 and at most {}", super::MAX_RATE_PER_S)))
+                Err(Error::invalid(
+                    "rate",
+                    r,
+                    format!("a rate in requests/s above 0 and at most {}", super::MAX_RATE_PER_S),
+                ))
             }
         };
         match self {
@@ -73,7 +77,11 @@ impl Arrivals {
                 if (1..=super::MAX_REQUESTS).contains(concurrency) {
                     Ok(())
                 } else {
-                    Err(Error::invalid("concurrency", concurrency, format!("an integer in 1..={}", super::MAX_REQUESTS)))
+                    Err(Error::invalid(
+                        "concurrency",
+                        concurrency,
+                        format!("an integer in 1..={}", super::MAX_REQUESTS),
+                    ))
                 }
             }
             Arrivals::Trace(t) => {
@@ -96,14 +104,21 @@ impl Arrivals {
                     if r.arrival_s < last {
                         return Err(Error::invalid(
                             "trace",
-                            format!("request {row} arrives at {} s, before request {} at {last} s", r.arrival_s, row - 1),
+                            format!(
+                                "request {row} arrives at {} s, before request {} at {last} s",
+                                r.arrival_s,
+                                row - 1
+                            ),
                             "arrival times sorted ascending",
                         ));
                     }
                     if r.prompt_tokens == 0 || r.output_tokens == 0 {
                         return Err(Error::invalid(
                             "trace",
-                            format!("request {row} has {} prompt and {} output tokens", r.prompt_tokens, r.output_tokens),
+                            format!(
+                                "request {row} has {} prompt and {} output tokens",
+                                r.prompt_tokens, r.output_tokens
+                            ),
                             "at least 1 of each",
                         ));
                     }
@@ -280,7 +295,11 @@ impl Source {
             Arrivals::Trace(t) => {
                 let r = t[self.issued as usize];
                 self.issued += 1;
-                return Some(Arrival { arrival_s: r.arrival_s, prompt_tokens: r.prompt_tokens, output_tokens: r.output_tokens });
+                return Some(Arrival {
+                    arrival_s: r.arrival_s,
+                    prompt_tokens: r.prompt_tokens,
+                    output_tokens: r.output_tokens,
+                });
             }
             // The first request arrives at time 0; the gaps follow.
             _ if self.issued == 0 => 0.0,
@@ -310,7 +329,12 @@ impl Source {
 /// Rows of a small CSV: comma-separated numbers, `#` comments and blank lines skipped, a first
 /// line that does not start with a number taken as a header. `row` turns a line's fields (and
 /// its 1-based line number) into a value.
-fn csv_rows<T>(field: &str, text: &str, columns: usize, mut row: impl FnMut(&[&str], usize) -> Result<T>) -> Result<Vec<T>> {
+fn csv_rows<T>(
+    field: &str,
+    text: &str,
+    columns: usize,
+    mut row: impl FnMut(&[&str], usize) -> Result<T>,
+) -> Result<Vec<T>> {
     let mut out = Vec::new();
     let mut first = true;
     for (i, line) in text.lines().enumerate() {
@@ -325,7 +349,11 @@ fn csv_rows<T>(field: &str, text: &str, columns: usize, mut row: impl FnMut(&[&s
             continue;
         }
         if cells.len() != columns {
-            return Err(Error::invalid(field, format!("line {}: {} fields", i + 1, cells.len()), format!("{columns} comma-separated numbers")));
+            return Err(Error::invalid(
+                field,
+                format!("line {}: {} fields", i + 1, cells.len()),
+                format!("{columns} comma-separated numbers"),
+            ));
         }
         if out.len() as u64 >= super::MAX_REQUESTS {
             return Err(Error::invalid(field, "too many rows", format!("at most {}", super::MAX_REQUESTS)));
@@ -363,7 +391,10 @@ impl Lengths {
             Lengths::Uniform { min: a.trim().parse().map_err(|_| bad())?, max: b.trim().parse().map_err(|_| bad())? }
         } else if let Some(r) = t.strip_prefix("lognormal:") {
             let (a, b) = r.split_once(':').ok_or_else(bad)?;
-            Lengths::LogNormal { median: a.trim().parse().map_err(|_| bad())?, sigma: b.trim().parse().map_err(|_| bad())? }
+            Lengths::LogNormal {
+                median: a.trim().parse().map_err(|_| bad())?,
+                sigma: b.trim().parse().map_err(|_| bad())?,
+            }
         } else {
             Lengths::Fixed(t.parse().map_err(|_| bad())?)
         };
@@ -390,7 +421,10 @@ mod tests {
     fn lengths_and_traces_parse() {
         assert_eq!(Lengths::parse("prompt", "512").unwrap(), Lengths::Fixed(512));
         assert_eq!(Lengths::parse("prompt", "uniform:10..20").unwrap(), Lengths::Uniform { min: 10, max: 20 });
-        assert_eq!(Lengths::parse("prompt", "lognormal:800:0.5").unwrap(), Lengths::LogNormal { median: 800.0, sigma: 0.5 });
+        assert_eq!(
+            Lengths::parse("prompt", "lognormal:800:0.5").unwrap(),
+            Lengths::LogNormal { median: 800.0, sigma: 0.5 }
+        );
         assert!(Lengths::parse("prompt", "uniform:20..10").is_err());
         assert!(Lengths::parse("prompt", "0").is_err());
         assert!(Lengths::parse("output", "zipf:3").unwrap_err().to_string().contains("lognormal:MEDIAN:SIGMA"));

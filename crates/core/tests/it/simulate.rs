@@ -46,7 +46,10 @@ fn at_a_very_low_rate_ttft_and_tpot_equal_the_static_latency_model() {
 fn a_closed_loop_of_equal_requests_matches_a_static_batch() {
     let sc = llama();
     for c in [1u64, 4, 16] {
-        let cfg = SimConfig { arrivals: Arrivals::Closed { concurrency: c }, ..fixed(SimConfig::poisson(1.0), 3 * c, 512, 64) };
+        let cfg = SimConfig {
+            arrivals: Arrivals::Closed { concurrency: c },
+            ..fixed(SimConfig::poisson(1.0), 3 * c, 512, 64)
+        };
         let s = run(&sc, &cfg).summary;
         let stat = Latency::of(&sc, c, 512, 64, cfg.reserve_bytes).unwrap();
         assert_eq!((s.completed, s.max_batch), (3 * c, c));
@@ -80,7 +83,7 @@ fn assert_conserved(s: &SimSummary, requests: u64, prompt: u64, output: u64, hit
     assert_eq!(s.prompt_tokens, requests * prompt);
     assert_eq!(s.processed_tokens, requests * (prompt + output - 1 - hit) + s.recomputed_tokens);
     assert_eq!(s.ttft_s.count, requests);
-    assert_eq!(s.itl_s.count, requests * (output - 1) + 0);
+    assert_eq!(s.itl_s.count, requests * (output - 1));
 }
 
 #[test]
@@ -200,27 +203,44 @@ fn a_step_of_chunks_is_the_ledger_of_that_batch() {
             let mix = Contexts::mix(lens.iter().map(|&t| ContextBucket { tokens: t, count: 1 })).unwrap();
             // All prompts from zero: the ledger's prefill of that mix.
             let prefills: Vec<Chunk> = lens.iter().map(|&t| Chunk { new_tokens: t, cached_tokens: 0 }).collect();
-            let want = summarise(&sc.with_workload(Workload { phase: Phase::Prefill, contexts: mix.clone(), ..sc.workload.clone() }));
+            let want = summarise(&sc.with_workload(Workload {
+                phase: Phase::Prefill,
+                contexts: mix.clone(),
+                ..sc.workload.clone()
+            }));
             assert!(close(clock.step_s(&prefills), want.step_time_s(), 1e-12), "{model} prefill {lens:?}");
             // All decodes: the ledger's decode of that mix.
             let decodes: Vec<Chunk> = lens.iter().map(|&t| Chunk { new_tokens: 1, cached_tokens: t }).collect();
-            let want = summarise(&sc.with_workload(Workload { phase: Phase::Decode, contexts: mix, ..sc.workload.clone() }));
+            let want =
+                summarise(&sc.with_workload(Workload { phase: Phase::Decode, contexts: mix, ..sc.workload.clone() }));
             assert!(close(clock.step_s(&decodes), want.step_time_s(), 1e-12), "{model} decode {lens:?}");
             // A mix: per-token part equals a prefill of the same tokens and sequences.
             let mixed: Vec<Chunk> = lens
                 .iter()
                 .enumerate()
-                .map(|(i, &t)| if i % 2 == 0 { Chunk { new_tokens: 1, cached_tokens: t } } else { Chunk { new_tokens: t.min(512), cached_tokens: t / 3 } })
+                .map(|(i, &t)| {
+                    if i % 2 == 0 {
+                        Chunk { new_tokens: 1, cached_tokens: t }
+                    } else {
+                        Chunk { new_tokens: t.min(512), cached_tokens: t / 3 }
+                    }
+                })
                 .collect();
             let step = sc.with_workload(sc.workload.with_chunks(mixed.clone().into()));
-            let attention = |k: OpKind| matches!(k, OpKind::Attention | OpKind::Softmax | OpKind::AttnScores | OpKind::AttnValues);
+            let attention =
+                |k: OpKind| matches!(k, OpKind::Attention | OpKind::Softmax | OpKind::AttnScores | OpKind::AttnValues);
             let parts = |s: &Scenario| {
                 let (mut per_token, mut attn) = (0.0, 0.0);
-                let total = summarise_each(s, |k, _, t| if attention(k) { attn += t.time_s } else { per_token += t.time_s });
+                let total =
+                    summarise_each(s, |k, _, t| if attention(k) { attn += t.time_s } else { per_token += t.time_s });
                 (per_token, attn, total.step_time_s())
             };
             let (per_token, attn, total) = parts(&step);
-            let same_tokens = sc.with_workload(Workload { phase: Phase::Prefill, contexts: step.workload.contexts.clone(), ..sc.workload.clone() });
+            let same_tokens = sc.with_workload(Workload {
+                phase: Phase::Prefill,
+                contexts: step.workload.contexts.clone(),
+                ..sc.workload.clone()
+            });
             assert!(close(per_token, parts(&same_tokens).0, 1e-12), "{model}");
             assert!(close(per_token + attn, total, 1e-12));
             assert!(close(clock.step_s(&mixed), total, 1e-12));

@@ -45,22 +45,23 @@ const FONT: f64 = 12.0;
 impl ServingChart {
     /// TTFT, TPOT, ITL and end-to-end latency CDFs of one run.
     pub fn latency_cdfs(sim: &Simulation, title: Option<String>) -> ServingChart {
-        let lines = [("TTFT", &sim.ttft_cdf), ("TPOT", &sim.tpot_cdf), ("ITL", &sim.itl_cdf), ("end to end", &sim.e2e_cdf)]
-            .into_iter()
-            .zip(COLOURS)
-            .filter(|((_, cdf), _)| !cdf.is_empty())
-            .map(|((label, cdf), colour)| {
-                // A step function: each bucket's fraction from its value on.
-                let mut points = vec![(0.0, 0.0)];
-                let mut last = 0.0;
-                for &(x, f) in cdf.iter() {
-                    points.push((x, last));
-                    points.push((x, f));
-                    last = f;
-                }
-                Line { label: label.into(), colour, points, markers: false }
-            })
-            .collect();
+        let lines =
+            [("TTFT", &sim.ttft_cdf), ("TPOT", &sim.tpot_cdf), ("ITL", &sim.itl_cdf), ("end to end", &sim.e2e_cdf)]
+                .into_iter()
+                .zip(COLOURS)
+                .filter(|((_, cdf), _)| !cdf.is_empty())
+                .map(|((label, cdf), colour)| {
+                    // A step function: each bucket's fraction from its value on.
+                    let mut points = vec![(0.0, 0.0)];
+                    let mut last = 0.0;
+                    for &(x, f) in cdf.iter() {
+                        points.push((x, last));
+                        points.push((x, f));
+                        last = f;
+                    }
+                    Line { label: label.into(), colour, points, markers: false }
+                })
+                .collect();
         ServingChart {
             title,
             x_desc: "latency".into(),
@@ -180,7 +181,9 @@ mod tests {
         assert!(cdf.contains("TTFT") && cdf.contains("end to end"), "{cdf}");
         let t = ServingChart::timeline(&sim.series, None).svg(PlotSize::default()).unwrap();
         assert!(t.contains("waiting queue"));
-        let s = ServingChart::throughput_latency(&[sim.summary.clone()], None).svg(PlotSize::default()).unwrap();
+        let s = ServingChart::throughput_latency(std::slice::from_ref(&sim.summary), None)
+            .svg(PlotSize::default())
+            .unwrap();
         assert!(s.contains("<title>p99 TTFT: "), "{s}");
         assert!(!s.contains("#000000"));
         let empty = ServingChart::throughput_latency(&[], None);
