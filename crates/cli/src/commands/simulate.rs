@@ -20,6 +20,9 @@ use std::path::Path;
 /// Most rates in one sweep.
 pub const MAX_RATES: usize = 1000;
 
+/// Most requests over all the rates of one sweep (each run is bounded; this bounds their sum).
+pub const MAX_SWEEP_REQUESTS: u64 = 10_000_000;
+
 /// The rates of `--rate`: the sweep syntax for whole numbers (`2,4,8`, `1..40`, `1..64*2`), or a
 /// list of decimals (`0.5,1.5`).
 pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
@@ -165,6 +168,15 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         _ => vec![f64::NAN],
     };
     let sweep = rates.len() > 1;
+    let total = cfg.requests.saturating_mul(rates.len() as u64);
+    if sweep && total > MAX_SWEEP_REQUESTS {
+        return Err(Error::invalid(
+            "requests",
+            format!("{} requests at each of {} rates", cfg.requests, rates.len()),
+            format!("at most {MAX_SWEEP_REQUESTS} requests in all"),
+        )
+        .into());
+    }
     let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
     if sweep {
         for (flag, given) in [("trace_out", args.trace_out.is_some()), ("plot_timeline", args.plot_timeline.is_some())]

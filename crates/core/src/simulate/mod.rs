@@ -55,7 +55,7 @@ use std::collections::VecDeque;
 use workload::{Arrival, Arrivals, Lengths, Source};
 
 /// Most requests in one simulation.
-pub const MAX_REQUESTS: u64 = 10_000_000;
+pub const MAX_REQUESTS: u64 = 1_000_000;
 /// Most tokens in one request's prompt or output.
 pub const MAX_REQUEST_TOKENS: u64 = 1 << 24;
 /// Highest arrival rate, requests per second.
@@ -63,7 +63,7 @@ pub const MAX_RATE_PER_S: f64 = 1e6;
 /// Most sequences per step, and most tokens per step.
 pub const MAX_STEP_SIZE: u64 = 1 << 24;
 /// Steps after which a run stops, drained or not.
-pub const MAX_STEPS: u64 = 50_000_000;
+pub const MAX_STEPS: u64 = 20_000_000;
 
 /// Which work a step serves first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
