@@ -60,6 +60,10 @@ pub enum Command {
     /// Search tensor × pipeline (× expert) parallel layouts and batches that fit and meet a time per
     /// output token, ranked by dollars per million tokens, with the Pareto front.
     Plan(PlanArgs),
+    /// Serve requests under load: a continuous-batching simulation (arrivals, chunked prefill, paged
+    /// KV with preemption) timed step by step by the ledger; TTFT, TPOT, ITL, throughput, goodput;
+    /// `--rate 1..40` sweeps the arrival rate.
+    Simulate(SimulateArgs),
     /// Serve the explorer: a local web page for the ledger, with plots (Ctrl-C to stop).
     Serve(ServeArgs),
 }
@@ -513,6 +517,83 @@ pub struct CostArgs {
     pub output: OutputArgs,
 }
 
+/// `simulate` options.
+#[derive(Debug, Clone, Args)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
+    /// Arrival rate, requests/s: a value, a list `2,4,8` or a range `1..40` (a sweep) (default 10).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
+    pub rate: Option<String>,
+    /// Arrival process: poisson, gamma (bursty, with --cv), closed (a new request when one
+    /// finishes, with --concurrency) or trace (with --trace) (default poisson).
+    #[arg(long, help_heading = "Arrivals")]
+    pub arrivals: Option<String>,
+    /// Coefficient of variation of the gaps between gamma arrivals (1 is Poisson) (default 2).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
+    pub cv: Option<String>,
+    /// Requests in the system at every moment, closed loop (default 16).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
+    pub concurrency: Option<String>,
+    /// Trace CSV: arrival_s,prompt_tokens,output_tokens per line, sorted by time.
+    #[arg(long, value_name = "FILE", help_heading = "Arrivals")]
+    pub trace: Option<String>,
+    /// Requests to simulate (default 1000).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
+    pub requests: Option<String>,
+    /// Seed of the arrival and length draws (default 0).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
+    pub seed: Option<String>,
+    /// Prompt tokens: N, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv (tokens,weight)
+    /// (default 2048).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Requests")]
+    pub prompt: Option<String>,
+    /// Output tokens, as --prompt (default 256).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Requests")]
+    pub output: Option<String>,
+    /// Most sequences per step (default 256).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub max_seqs: Option<String>,
+    /// Most new tokens per step (default 8192).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub max_batched_tokens: Option<String>,
+    /// Most prompt tokens of one sequence per step, chunked prefill (default: --max-batched-tokens).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub chunk: Option<String>,
+    /// prefill-first or decode-first (default decode-first).
+    #[arg(long, help_heading = "Scheduler")]
+    pub schedule: Option<String>,
+    /// Tokens per KV block (default 16).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub block: Option<String>,
+    /// Fraction of each prompt found in the prefix cache, 0 to below 1 (default 0).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub prefix_hit: Option<String>,
+    /// TTFT bound of the goodput, milliseconds.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Goodput")]
+    pub ttft_ms: Option<String>,
+    /// TPOT bound of the goodput, milliseconds.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Goodput")]
+    pub tpot_ms: Option<String>,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+    #[command(flatten)]
+    pub output_format: OutputArgs,
+    /// Write every step (time, sequences, tokens, queue, KV blocks, preemptions) as CSV to FILE
+    /// (one rate only).
+    #[arg(long, value_name = "FILE.csv")]
+    pub trace_out: Option<String>,
+    /// Also write a plot to FILE: latency CDFs (one rate) or output tokens/s against p99 TTFT and
+    /// TPOT (a sweep).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+    /// Also write the running batch and the waiting queue over time to FILE (one rate).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot_timeline: Option<String>,
+}
+
 /// `measure` options: one of `--step-ms` or `--tokens-per-s`.
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
@@ -781,6 +862,13 @@ impl LatencyArgs {
     /// The scenario these flags describe (its steps come from the request shape).
     pub fn scenario(&self) -> ScenarioArgs {
         ScenarioArgs { batch: self.concurrency.batch.clone(), ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+}
+
+impl SimulateArgs {
+    /// The scenario these flags describe (its steps come from the simulation).
+    pub fn scenario(&self) -> ScenarioArgs {
+        self.setup.scenario().with_parallel(&self.parallel)
     }
 }
 

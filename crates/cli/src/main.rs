@@ -38,6 +38,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Moe(a)) => commands::moe::run(&a),
         Some(Command::Serve(a)) => commands::serve::run(&a),
         Some(Command::Plan(a)) => commands::plan::plan(&a),
+        Some(Command::Simulate(a)) => commands::simulate::run(&a),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Speed of the core: one ledger, one allocation-free summary, a 1,000-point batch × context grid,
-//! a MoE + MLA ledger, and a 1M-line context histogram parsed and resolved. Run with `cargo bench -p llm-ledger-core`.
+//! a MoE + MLA ledger, a 1M-line context histogram parsed and resolved, and the serving simulator. Run with `cargo bench -p llm-ledger-core`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use llm_ledger_core::workload::Contexts;
@@ -90,5 +90,28 @@ fn histogram(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(core, benches, histogram);
+/// Issue 14's target: 10,000 requests of 1,024 + 256 tokens on Llama 3 8B / H100 (vLLM-like
+/// defaults: 256 sequences, 8,192 tokens per step) at 20 requests/s, one core, in ≤ 0.5 s; and a
+/// lightly loaded run (2 requests/s), where steps are many and small.
+fn simulate(c: &mut Criterion) {
+    use llm_ledger_core::simulate::workload::Lengths;
+    use llm_ledger_core::simulate::{simulate, SimConfig};
+    let sc = scenario("llama-3-8b", "decode", 1, 2048);
+    let mut group = c.benchmark_group("simulate");
+    group.sample_size(10).throughput(Throughput::Elements(10_000));
+    for rate in [20.0, 2.0] {
+        let cfg = SimConfig {
+            requests: 10_000,
+            prompt: Lengths::Fixed(1024),
+            output: Lengths::Fixed(256),
+            ..SimConfig::poisson(rate)
+        };
+        group.bench_function(format!("10k requests 1024+256 llama-3-8b h100 at {rate}/s"), |b| {
+            b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(core, benches, histogram, simulate);
 criterion_main!(core);

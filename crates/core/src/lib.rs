@@ -25,7 +25,7 @@
 //!            parallel (pipeline, op_timing)  tiling  serving
 //! ledger     ledger
 //! views      zoom  sweep  latency  crossover  measure  expert_step
-//!            economics  levers  plan  advise
+//!            economics  levers  plan  advise  simulate
 //! ```
 //!
 //! ```
@@ -65,6 +65,7 @@ pub mod precision;
 pub mod roofline;
 pub mod scenario;
 pub mod serving;
+pub mod simulate;
 pub mod size;
 pub mod sweep;
 #[cfg(any(test, feature = "testing"))]

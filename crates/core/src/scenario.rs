@@ -612,6 +612,7 @@ impl ScenarioRequest {
                 .transpose()
                 .map_err(|e| e.about("mla"))?
                 .unwrap_or(MlaForm::Auto),
+            chunks: None,
         };
         let weights = match (&self.weights, &model.checkpoint_quant) {
             (Some(w), _) => WeightPrecisions::uniform(Precision::parse_field("weights", w)?),

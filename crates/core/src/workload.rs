@@ -258,6 +258,55 @@ pub struct Workload {
     pub counting: Counting,
     /// MLA execution form.
     pub mla: MlaForm,
+    /// A serving step's sequences as chunks of new tokens on top of cached ones (the
+    /// continuous-batching simulator's mixed steps, [`Workload::with_chunks`]); `None` for the
+    /// usual steps, where `contexts` alone says what each sequence does.
+    pub chunks: Option<Arc<[Chunk]>>,
+}
+
+/// One sequence of a serving step: `new_tokens` processed on top of `cached_tokens` already in the
+/// KV cache. A decode is `new_tokens = 1` at `cached_tokens = ctx`; a whole prompt is
+/// `cached_tokens = 0`; a chunked-prefill chunk continues a partly processed prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Chunk {
+    /// Tokens processed in this step (≥ 1).
+    pub new_tokens: u64,
+    /// Tokens already cached for the sequence.
+    pub cached_tokens: u64,
+}
+
+impl Chunk {
+    /// Attention geometry of this chunk on a layer with the given window (`None`: unbounded).
+    ///
+    /// Its `c = new_tokens` queries sit at positions `k + 1 … k + c` (`k = cached_tokens`) and
+    /// each attends causally to every position up to its own, capped at the window `w`:
+    /// pairs `= Σ_{j=1}^{c} min(k + j, w) = m·k + m(m+1)/2 + (c − m)·w` with
+    /// `m = clamp(w − k, 0, c)` (`c·k + c(c+1)/2` without a window) under [`Causal::Half`], and
+    /// `c·(k + c)` under [`Causal::Full`]. K/V read once: the positions any query sees,
+    /// `min(k + c, w + c − 1)`; `c` positions written; an unfused kernel materialises `c·(k + c)`
+    /// scores (a decode: its pairs). With `k = 0` this is
+    /// [`Workload::attention_geometry`]'s prefill of a `c`-token prompt; with `c = 1` its
+    /// decode at `k` cached tokens (full counting).
+    pub fn geometry(&self, window: Option<u64>, causal: Causal) -> AttentionGeometry {
+        let (c, k) = (self.new_tokens as f64, self.cached_tokens as f64);
+        let pairs = match (causal, window) {
+            (Causal::Full, _) => c * (k + c),
+            (Causal::Half, None) => c * k + c * (c + 1.0) / 2.0,
+            (Causal::Half, Some(w)) => {
+                let w = w as f64;
+                let m = (w - k).clamp(0.0, c);
+                m * k + m * (m + 1.0) / 2.0 + (c - m) * w
+            }
+        };
+        let read = window.map_or(k + c, |w| (k + c).min(w as f64 + c - 1.0));
+        AttentionGeometry {
+            queries: c,
+            pairs,
+            kv_positions_read: read,
+            kv_positions_written: c,
+            materialised_scores: if self.new_tokens == 1 { pairs } else { c * (k + c) },
+        }
+    }
 }
 
 impl Workload {
@@ -274,12 +323,35 @@ impl Workload {
             logits: Logits::Last,
             counting: Counting::Full,
             mla: MlaForm::Auto,
+            chunks: None,
         })
     }
 
     /// Prefill of `batch` prompts of `prompt` tokens, otherwise as [`Workload::decode`].
     pub fn prefill(batch: u64, prompt: u64) -> Result<Self> {
         Ok(Workload { phase: Phase::Prefill, ..Self::decode(batch, prompt)? })
+    }
+
+    /// A serving step of `chunks` (non-empty, each with ≥ 1 new token). When every chunk is one
+    /// new token the step is a decode (absorbed MLA, the decode's seed counting); otherwise it is
+    /// a prefill-phase step (every new token passes through the layers; logits for each
+    /// sequence's last one). `contexts` holds the same number of sequences and new tokens (at most
+    /// two buckets, so the step's token count and batch are exact); attention comes from the
+    /// chunks ([`Chunk::geometry`]). Only the step's time is modelled this way: memory comes from
+    /// the simulator's paged cache.
+    pub fn with_chunks(&self, chunks: Arc<[Chunk]>) -> Workload {
+        let b = chunks.len().max(1) as u64;
+        let t: u64 = chunks.iter().map(|c| c.new_tokens).sum::<u64>().max(b);
+        let phase = if t == b { Phase::Decode } else { Phase::Prefill };
+        let (q, r) = (t / b, t % b);
+        let contexts = if r == 0 {
+            Contexts::Uniform { batch: b, tokens: q }
+        } else {
+            Contexts::Mix(
+                vec![ContextBucket { tokens: q, count: b - r }, ContextBucket { tokens: q + 1, count: r }].into(),
+            )
+        };
+        Workload { phase, contexts, chunks: Some(chunks), ..self.clone() }
     }
 
     /// Tokens that pass through the layer stack in this step: B (decode) or Σ prompt (prefill).
@@ -308,6 +380,31 @@ impl Workload {
     ///   cache and read back once (K/V of one head stay on chip while its queries run, the
     ///   FlashAttention-2 DRAM model); an unfused kernel materialises the full p² score matrix.
     pub fn attention_geometry(&self, window: Option<u64>) -> AttentionGeometry {
+        if let Some(chunks) = &self.chunks {
+            let mut g = AttentionGeometry {
+                queries: 0.0,
+                pairs: 0.0,
+                kv_positions_read: 0.0,
+                kv_positions_written: 0.0,
+                materialised_scores: 0.0,
+            };
+            for c in chunks.iter() {
+                let one = c.geometry(window, self.causal);
+                g.queries += one.queries;
+                g.pairs += one.pairs;
+                g.kv_positions_read += one.kv_positions_read;
+                g.kv_positions_written += one.kv_positions_written;
+                g.materialised_scores += one.materialised_scores;
+            }
+            if self.phase == Phase::Decode && self.counting == Counting::Seed {
+                // The seed's decode: the new token attends to the cached ones only, writes nothing.
+                g.pairs -= g.queries;
+                g.kv_positions_read = g.pairs;
+                g.kv_positions_written = 0.0;
+                g.materialised_scores = g.pairs;
+            }
+            return g;
+        }
         let w = window.map(|w| w as f64);
         let cap = |s: f64| w.map_or(s, |w| s.min(w));
         match self.phase {

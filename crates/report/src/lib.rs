@@ -18,6 +18,7 @@ pub mod moe;
 pub mod plan;
 pub mod plot;
 pub mod render;
+pub mod simulate;
 pub mod sweep;
 pub mod tile;
 pub mod zoom;

@@ -9,6 +9,7 @@ pub mod moe;
 pub mod plan;
 pub mod serve;
 pub mod serving;
+pub mod simulate;
 pub mod sweep;
 pub mod tile;
 pub mod zoom;

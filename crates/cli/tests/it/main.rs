@@ -10,5 +10,6 @@ mod harness;
 mod hub;
 mod parallel;
 mod readme;
+mod simulate;
 mod ux;
 mod zoom_tile;

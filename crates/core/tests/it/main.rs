@@ -11,3 +11,4 @@ mod module_layers;
 mod parallel;
 mod real_configs;
 mod seed004;
+mod simulate;

@@ -14,6 +14,7 @@ pub mod batch_curve;
 pub mod kv_chart;
 pub mod moe_curve;
 pub mod roofline;
+pub mod serving;
 mod svg;
 pub mod tile_grid;
 

@@ -1,0 +1,169 @@
+//! Issue 14: `llm-ledger simulate` end to end.
+
+use crate::harness::{json, ok, temp_file};
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    ((a - b) / b).abs() <= rel
+}
+
+#[test]
+fn simulate_json_has_the_summary_the_issue_lists() {
+    let v = json(&["simulate", "--rate", "4", "--requests", "100", "--prompt", "512", "--output", "64", "-f", "json"]);
+    let s = &v["summary"];
+    for k in [
+        "completed",
+        "arrival_rate_per_s",
+        "duration_s",
+        "mean_in_system",
+        "mean_latency_s",
+        "output_tokens_per_s",
+        "input_tokens_per_s",
+        "goodput_per_s",
+        "preemptions",
+        "mean_kv_utilisation",
+        "mean_batch",
+        "mean_queue",
+    ] {
+        assert!(s[k].is_number(), "{k}: {s}");
+    }
+    for d in ["ttft_s", "tpot_s", "itl_s", "e2e_s"] {
+        for q in ["mean", "p50", "p90", "p99"] {
+            assert!(s[d][q].is_number(), "{d}.{q}");
+        }
+    }
+    assert_eq!(s["completed"], 100);
+    assert_eq!(v["settings"]["max_seqs"], 256);
+}
+
+#[test]
+fn a_rate_sweep_gives_points_and_a_throughput_plot() {
+    let plot = temp_file("sweep.svg", b"");
+    let v = json(&[
+        "simulate",
+        "--rate",
+        "1..3",
+        "--requests",
+        "50",
+        "--prompt",
+        "256",
+        "--output",
+        "16",
+        "-f",
+        "json",
+        "--plot",
+        &plot,
+    ]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    assert_eq!(points[2]["offered_rate_per_s"], 3.0);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("p99 TTFT"), "{svg}");
+}
+
+#[test]
+fn at_a_very_low_rate_simulate_agrees_with_latency() {
+    let sim =
+        json(&["simulate", "--rate", "0.001", "--requests", "3", "--prompt", "512", "--output", "32", "-f", "json"]);
+    let lat = json(&["latency", "--prompt", "512", "--output", "32", "-f", "json"]);
+    let s = &sim["summary"];
+    assert!(close(s["ttft_s"]["mean"].as_f64().unwrap(), lat["ttft_s"].as_f64().unwrap(), 1e-9), "{s} vs {lat}");
+    assert!(close(s["tpot_s"]["mean"].as_f64().unwrap(), lat["tpot_s"].as_f64().unwrap(), 1e-9));
+}
+
+#[test]
+fn the_same_seed_prints_the_same_report() {
+    let args = [
+        "simulate",
+        "--arrivals",
+        "gamma",
+        "--cv",
+        "3",
+        "--rate",
+        "12",
+        "--requests",
+        "200",
+        "--prompt",
+        "lognormal:600:0.8",
+        "--output",
+        "uniform:8..128",
+        "--seed",
+        "7",
+    ];
+    assert_eq!(ok(&args), ok(&args));
+    let mut other = args.to_vec();
+    let last = other.len() - 1;
+    other[last] = "8";
+    assert_ne!(ok(&args), ok(&other));
+}
+
+#[test]
+fn a_trace_replays_and_the_step_trace_and_timeline_are_written() {
+    let trace = temp_file("trace.csv", b"arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.01,2000,5\n0.5,300,40\n");
+    let hist = temp_file("hist.csv", b"tokens,weight\n100,1\n200,1\n");
+    let steps = temp_file("steps.csv", b"");
+    let timeline = temp_file("timeline.svg", b"");
+    let cdf = temp_file("cdf.svg", b"");
+    let v = json(&[
+        "simulate",
+        "--trace",
+        &trace,
+        "-f",
+        "json",
+        "--trace-out",
+        &steps,
+        "--plot-timeline",
+        &timeline,
+        "--plot",
+        &cdf,
+    ]);
+    let s = &v["summary"];
+    assert_eq!(s["completed"], 3);
+    assert_eq!(s["output_tokens"], 55);
+    let csv = std::fs::read_to_string(&steps).unwrap();
+    assert!(
+        csv.starts_with("step,start_s,time_s,decodes,prefills,tokens,waiting,kv_blocks_used,preemptions\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count() as u64 - 1, s["steps"].as_u64().unwrap());
+    assert!(std::fs::read_to_string(&timeline).unwrap().contains("waiting queue"));
+    assert!(std::fs::read_to_string(&cdf).unwrap().contains("TTFT"));
+    // A histogram of prompt lengths.
+    let h = json(&[
+        "simulate",
+        "--rate",
+        "5",
+        "--requests",
+        "40",
+        "--prompt",
+        &format!("hist:{hist}"),
+        "--output",
+        "4",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(h["summary"]["completed"], 40);
+    let p = h["summary"]["prompt_tokens"].as_u64().unwrap();
+    assert!(p > 40 * 100 && p < 40 * 200, "{p}");
+}
+
+#[test]
+fn a_closed_loop_matches_latency_at_that_batch() {
+    let sim = json(&[
+        "simulate",
+        "--arrivals",
+        "closed",
+        "--concurrency",
+        "8",
+        "--requests",
+        "16",
+        "--prompt",
+        "512",
+        "--output",
+        "32",
+        "-f",
+        "json",
+    ]);
+    let lat = json(&["latency", "--batch", "8", "--prompt", "512", "--output", "32", "-f", "json"]);
+    assert!(close(sim["summary"]["ttft_s"]["mean"].as_f64().unwrap(), lat["ttft_s"].as_f64().unwrap(), 1e-9));
+    assert!(close(sim["summary"]["tpot_s"]["mean"].as_f64().unwrap(), lat["tpot_s"].as_f64().unwrap(), 1e-9));
+}

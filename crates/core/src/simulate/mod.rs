@@ -1,0 +1,851 @@
+//! Serving under load: a discrete-event simulation of one serving instance with continuous
+//! batching, chunked prefill and a paged KV cache, timed step by step by the ledger.
+//!
+//! ## The model
+//!
+//! * **Requests** arrive from a [`workload::Arrivals`] process with prompt and output lengths
+//!   from [`workload::Lengths`] (or a trace), deterministically for a seed.
+//! * **Scheduler** (one engine step at a time, as vLLM's and SGLang's schedulers run):
+//!   a step holds at most `max_seqs` sequences and `max_batched_tokens` new tokens. A running
+//!   sequence that has its prompt cached decodes one token; one still in prefill gets a chunk of
+//!   at most `chunk_tokens` prompt tokens. [`Schedule::DecodeFirst`] serves the running decodes,
+//!   then running prefills, then admits waiting requests first-come first-served;
+//!   [`Schedule::PrefillFirst`] serves running prefills and admissions first and gives decodes
+//!   what budget is left.
+//! * **Paged KV cache**: blocks of `block_tokens` tokens; the number of blocks is the KV capacity
+//!   the memory model leaves next to the weights and the workspace of a `max_batched_tokens`
+//!   step ([`crate::memory::max_cached_tokens`], minus the reserve). A sequence holds
+//!   `⌈cached tokens / block⌉` blocks. When a running sequence needs a block and none is free,
+//!   the most recently admitted running sequence is **preempted by recompute** (vLLM's default):
+//!   its blocks are freed and it goes back to the front of the queue; when readmitted it
+//!   prefills its prompt and the tokens it has generated again (counted in
+//!   [`SimSummary::recomputed_tokens`]). Admission stops when the next request's first chunk
+//!   does not fit.
+//! * **Prefix cache**: a hit rate `h` marks the first `⌊h · prompt⌋` tokens of every prompt as
+//!   already cached: they hold blocks but are not computed.
+//! * **Step time**: the ledger's step time ([`crate::ledger::summarise`]) of that step's exact
+//!   batch, each sequence a [`Chunk`] of new tokens on top of its cached ones
+//!   ([`crate::workload::Workload::with_chunks`]), on the scenario's model, GPU, precisions,
+//!   layout and clock.
+//! * A request's **TTFT** ends with the step that completes its prompt; every later step that
+//!   decodes it adds one token (**ITL** is the gap between a request's consecutive tokens);
+//!   **TPOT** = (last token − first token) ÷ (output − 1); **end to end** = last token − arrival.
+//!
+//! ## Bounds
+//!
+//! Memory is bounded by the requests in flight: arrivals and lengths are drawn lazily,
+//! per-request state lives only while a request is in the system (plus the waiting queue), and
+//! the statistics are streamed ([`stats::Sketch`], quantiles within
+//! [`stats::RELATIVE_ACCURACY`]). A run stops after [`MAX_STEPS`] steps even if requests are
+//! still queued (`drained: false`); arrivals above capacity show as a growing queue
+//! ([`SimSummary::queue_growth_per_s`]).
+
+pub mod rng;
+pub mod stats;
+pub mod workload;
+
+use crate::error::{Error, Result};
+use crate::ledger::summarise;
+use crate::memory::max_cached_tokens;
+use crate::scenario::Scenario;
+use crate::workload::{Chunk, Contexts, Phase, Workload};
+use serde::Serialize;
+use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
+use std::collections::VecDeque;
+use workload::{Arrival, Arrivals, Lengths, Source};
+
+/// Most requests in one simulation.
+pub const MAX_REQUESTS: u64 = 1_000_000;
+/// Most tokens in one request's prompt or output.
+pub const MAX_REQUEST_TOKENS: u64 = 1 << 24;
+/// Highest arrival rate, requests per second.
+pub const MAX_RATE_PER_S: f64 = 1e6;
+/// Most sequences per step, and most tokens per step.
+pub const MAX_STEP_SIZE: u64 = 1 << 24;
+/// Steps after which a run stops, drained or not.
+pub const MAX_STEPS: u64 = 20_000_000;
+
+/// Which work a step serves first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// Prefill chunks and admissions first; decodes take the budget that is left.
+    PrefillFirst,
+    /// Running decodes first, then prefill chunks and admissions (vLLM V1, SGLang default).
+    DecodeFirst,
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "prefill-first" => Ok(Schedule::PrefillFirst),
+            "decode-first" => Ok(Schedule::DecodeFirst),
+            _ => Err(Error::unknown("schedule", s, ["prefill-first", "decode-first"])),
+        }
+    }
+}
+
+/// Everything a simulation takes besides the scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// How requests arrive.
+    pub arrivals: Arrivals,
+    /// Requests to serve (a trace: its length).
+    pub requests: u64,
+    /// Seed of the arrival and length draws.
+    pub seed: u64,
+    /// Prompt lengths.
+    pub prompt: Lengths,
+    /// Output lengths (the first output token comes from the prefill).
+    pub output: Lengths,
+    /// Most sequences in one step.
+    pub max_seqs: u64,
+    /// Most new tokens in one step.
+    pub max_batched_tokens: u64,
+    /// Most prompt tokens of one sequence in one step.
+    pub chunk_tokens: u64,
+    /// Which work a step serves first.
+    pub schedule: Schedule,
+    /// Tokens per KV block.
+    pub block_tokens: u64,
+    /// Fraction of each prompt found in the prefix cache, `0 ≤ h < 1`.
+    pub prefix_hit: f64,
+    /// TTFT bound for goodput, seconds.
+    pub ttft_slo_s: Option<f64>,
+    /// TPOT bound for goodput, seconds.
+    pub tpot_slo_s: Option<f64>,
+    /// Memory kept back from weights, KV and workspace, bytes.
+    pub reserve_bytes: f64,
+}
+
+impl SimConfig {
+    /// Defaults as vLLM V1 ships them on a large GPU: 256 sequences, 8,192 batched tokens,
+    /// chunks of up to 8,192, decode first, 16-token blocks, no prefix cache; 1,000 requests of
+    /// 2,048 + 256 tokens, Poisson at `rate_per_s`, seed 0.
+    pub fn poisson(rate_per_s: f64) -> SimConfig {
+        SimConfig {
+            arrivals: Arrivals::Poisson { rate_per_s },
+            requests: 1000,
+            seed: 0,
+            prompt: Lengths::Fixed(2048),
+            output: Lengths::Fixed(256),
+            max_seqs: 256,
+            max_batched_tokens: 8192,
+            chunk_tokens: 8192,
+            schedule: Schedule::DecodeFirst,
+            block_tokens: 16,
+            prefix_hit: 0.0,
+            ttft_slo_s: None,
+            tpot_slo_s: None,
+            reserve_bytes: crate::serving::DEFAULT_RESERVE_BYTES,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.arrivals.validate()?;
+        if !matches!(self.arrivals, Arrivals::Trace(_)) && !(1..=MAX_REQUESTS).contains(&self.requests) {
+            return Err(Error::invalid("requests", self.requests, format!("an integer in 1..={MAX_REQUESTS}")));
+        }
+        self.prompt.validate("prompt")?;
+        self.output.validate("output")?;
+        for (field, v) in [
+            ("max_seqs", self.max_seqs),
+            ("max_batched_tokens", self.max_batched_tokens),
+            ("chunk", self.chunk_tokens),
+            ("block", self.block_tokens),
+        ] {
+            if !(1..=MAX_STEP_SIZE).contains(&v) {
+                return Err(Error::invalid(field, v, format!("an integer in 1..={MAX_STEP_SIZE}")));
+            }
+        }
+        if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {
+            return Err(Error::invalid("prefix_hit", self.prefix_hit, "a fraction in [0, 1)"));
+        }
+        for (field, v) in [("ttft_ms", self.ttft_slo_s), ("tpot_ms", self.tpot_slo_s)] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(Error::invalid(field, v * 1e3, "a time in milliseconds above 0"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The result of one simulation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimSummary {
+    /// Requests that finished.
+    pub completed: u64,
+    /// Requests offered.
+    pub requests: u64,
+    /// The configured arrival rate (open loops), requests per second.
+    pub offered_rate_per_s: Option<f64>,
+    /// Arrivals per second as they came: `(arrivals − 1) ÷ last arrival time` (a closed loop,
+    /// or arrivals all at time 0: completed ÷ duration).
+    pub arrival_rate_per_s: f64,
+    /// First arrival to last finish, seconds.
+    pub duration_s: f64,
+    /// Time-average number of requests in the system (arrived, not finished).
+    pub mean_in_system: f64,
+    /// Mean end-to-end latency, seconds.
+    pub mean_latency_s: f64,
+    /// Completed requests per second.
+    pub requests_per_s: f64,
+    /// Prompt tokens of completed requests per second.
+    pub input_tokens_per_s: f64,
+    /// Output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// Time to first token, seconds.
+    pub ttft_s: Quantiles,
+    /// Time per output token after the first (requests with ≥ 2 output tokens), seconds.
+    pub tpot_s: Quantiles,
+    /// Gaps between consecutive tokens of a request, seconds.
+    pub itl_s: Quantiles,
+    /// End-to-end latency, seconds.
+    pub e2e_s: Quantiles,
+    /// Requests per second that met both SLAs (all completed ones when none is set).
+    pub goodput_per_s: f64,
+    /// Fraction of completed requests that met both SLAs.
+    pub slo_attainment: f64,
+    /// Preemptions (a request can be preempted more than once).
+    pub preemptions: u64,
+    /// Cached tokens thrown away by preemptions and computed again.
+    pub recomputed_tokens: u64,
+    /// Prompt tokens served from the prefix cache.
+    pub prefix_hit_tokens: u64,
+    /// Tokens processed by all steps (prefill chunks and decodes, recomputation included).
+    pub processed_tokens: u64,
+    /// Output tokens generated.
+    pub output_tokens: u64,
+    /// Prompt tokens of completed requests.
+    pub prompt_tokens: u64,
+    /// Engine steps.
+    pub steps: u64,
+    /// Time-average sequences per step.
+    pub mean_batch: f64,
+    /// Largest step, sequences.
+    pub max_batch: u64,
+    /// Time-average of the waiting queue.
+    pub mean_queue: f64,
+    /// Longest waiting queue.
+    pub max_queue: u64,
+    /// Waiting requests at the last arrival ÷ time of the last arrival: near 0 when the
+    /// instance keeps up, about `arrival rate − service rate` when it does not.
+    pub queue_growth_per_s: f64,
+    /// Time-average fraction of KV blocks in use.
+    pub mean_kv_utilisation: f64,
+    /// Largest fraction of KV blocks in use.
+    pub max_kv_utilisation: f64,
+    /// KV capacity, tokens (blocks × block size).
+    pub kv_capacity_tokens: u64,
+    /// Every request finished (false: stopped at [`MAX_STEPS`]).
+    pub drained: bool,
+}
+
+/// One engine step, for a trace (`--trace-out`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepRecord {
+    /// Step number from 0.
+    pub step: u64,
+    /// Start of the step, seconds.
+    pub start_s: f64,
+    /// Duration, seconds.
+    pub time_s: f64,
+    /// Sequences decoding one token.
+    pub decodes: u64,
+    /// Sequences with a prefill chunk.
+    pub prefills: u64,
+    /// New tokens in the step.
+    pub tokens: u64,
+    /// Requests waiting after the step.
+    pub waiting: u64,
+    /// KV blocks in use after the step.
+    pub kv_blocks_used: u64,
+    /// Preemptions in the step.
+    pub preemptions: u64,
+}
+
+/// A simulation's summary with what its plots need.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// The numbers.
+    pub summary: SimSummary,
+    /// Running batch, queue and KV use over time (decimated).
+    pub series: Vec<SeriesPoint>,
+    /// TTFT distribution, `(seconds, fraction ≤)`.
+    pub ttft_cdf: Vec<(f64, f64)>,
+    /// TPOT distribution.
+    pub tpot_cdf: Vec<(f64, f64)>,
+    /// ITL distribution.
+    pub itl_cdf: Vec<(f64, f64)>,
+    /// End-to-end distribution.
+    pub e2e_cdf: Vec<(f64, f64)>,
+}
+
+/// Decode steps remembered by a [`StepClock`] before its memo is cleared.
+pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
+
+/// The time of a serving step: the ledger's step time of that step's batch of chunks.
+///
+/// Every step goes through [`summarise`], so whatever clock the scenario carries times it. What
+/// does not change is remembered: on a model without sliding-window layers, a step of `B`
+/// decodes at contexts `k₁ … k_B` has attention pairs and K/V reads `Σ (kᵢ + 1)` and everything
+/// else a function of `B` alone, so its time is a function of `(B, Σ kᵢ)` and is memoised on
+/// that key (exact; the core's `simulate` tests check mixes with equal sums against the ledger).
+/// Steps with prefill chunks, and every step of a windowed model, are evaluated afresh.
+#[derive(Debug, Clone)]
+pub struct StepClock {
+    sc: Scenario,
+    decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
+}
+
+impl StepClock {
+    /// A clock on the scenario's model, GPU, precisions, layout and efficiencies.
+    pub fn new(sc: &Scenario) -> StepClock {
+        let windowed = sc.model.layers().iter().any(|l| l.attention.window().is_some());
+        StepClock { sc: sc.clone(), decode_memo: (!windowed).then(std::collections::HashMap::new) }
+    }
+
+    /// Seconds for one step of `chunks` (non-empty).
+    pub fn step_s(&mut self, chunks: &[Chunk]) -> f64 {
+        let key = match &self.decode_memo {
+            Some(_) if chunks.iter().all(|c| c.new_tokens == 1) => {
+                Some((chunks.len() as u64, chunks.iter().map(|c| c.cached_tokens).sum::<u64>()))
+            }
+            _ => None,
+        };
+        if let (Some(k), Some(memo)) = (key, &self.decode_memo) {
+            if let Some(t) = memo.get(&k) {
+                return *t;
+            }
+        }
+        let t = self.ledger_step_s(chunks);
+        if let (Some(k), Some(memo)) = (key, &mut self.decode_memo) {
+            if memo.len() >= DECODE_MEMO_ENTRIES {
+                memo.clear();
+            }
+            memo.insert(k, t);
+        }
+        t
+    }
+
+    /// The ledger's step time of `chunks`, never memoised.
+    pub fn ledger_step_s(&mut self, chunks: &[Chunk]) -> f64 {
+        let w = self.sc.workload.with_chunks(chunks.into());
+        let base = std::mem::replace(&mut self.sc.workload, w);
+        let t = summarise(&self.sc).step_time_s();
+        self.sc.workload = base;
+        t
+    }
+}
+
+/// A request in the system.
+#[derive(Debug, Clone)]
+struct Req {
+    arrival_s: f64,
+    prompt: u64,
+    output: u64,
+    hit: u64,
+    /// Tokens in the KV cache (computed, or found in the prefix cache).
+    cached: u64,
+    /// Output tokens generated.
+    generated: u64,
+    first_token_s: f64,
+    last_token_s: f64,
+    blocks: u64,
+    /// Scheduled in the step being built.
+    in_step: bool,
+}
+
+impl Req {
+    /// Tokens to prefill before the next token: the prompt and every token generated so far.
+    fn prefill_target(&self) -> u64 {
+        self.prompt + self.generated
+    }
+    fn in_prefill(&self) -> bool {
+        self.cached < self.prefill_target()
+    }
+}
+
+struct Engine<'a> {
+    cfg: &'a SimConfig,
+    clock: StepClock,
+    source: Source,
+    pending: Option<Arrival>,
+    waiting: VecDeque<Req>,
+    running: Vec<Req>,
+    total_blocks: u64,
+    free_blocks: u64,
+    now_s: f64,
+    last_arrival_s: f64,
+    waiting_at_last_arrival: u64,
+    // Statistics.
+    ttft: Sketch,
+    tpot: Sketch,
+    itl: Sketch,
+    e2e: Sketch,
+    in_system: TimeAverage,
+    last_event_s: f64,
+    batch: TimeAverage,
+    queue: TimeAverage,
+    kv: TimeAverage,
+    series: Series,
+    completed: u64,
+    good: u64,
+    preemptions: u64,
+    recomputed: u64,
+    hit_tokens: u64,
+    processed: u64,
+    output_tokens: u64,
+    prompt_tokens: u64,
+    steps: u64,
+}
+
+/// Check that a request can be served at all: its longest cache fits the KV capacity.
+fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) -> Result<()> {
+    let held = prompt + output - 1;
+    if held > crate::limits::MAX_CONTEXT {
+        return Err(Error::invalid(field, held, format!("at most {} tokens per request", crate::limits::MAX_CONTEXT)));
+    }
+    if held > capacity_tokens {
+        return Err(Error::invalid(
+            field,
+            format!("a request of {prompt} prompt + {output} output tokens"),
+            format!(
+                "requests whose cache (prompt + output − 1 = {held} tokens) fits the KV capacity of {capacity_tokens} tokens left next to the weights"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
+/// `max_batched_tokens` prompt tokens (the memory model's [`max_cached_tokens`]).
+pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
+    let step = sc.with_workload(Workload {
+        phase: Phase::Prefill,
+        contexts: Contexts::uniform(1, cfg.max_batched_tokens)?,
+        chunks: None,
+        ..sc.workload.clone()
+    });
+    Ok(max_cached_tokens(&step, cfg.reserve_bytes) / cfg.block_tokens)
+}
+
+/// Run one simulation; `on_step` sees every step as it happens (a trace writer, or nothing).
+pub fn simulate(sc: &Scenario, cfg: &SimConfig, mut on_step: impl FnMut(&StepRecord)) -> Result<Simulation> {
+    cfg.validate()?;
+    if sc.parallel.pp > 1 {
+        return Err(Error::invalid(
+            "pp",
+            sc.parallel.pp,
+            "pp = 1: the simulator does not model pipeline micro-batches (use tp or ep)",
+        ));
+    }
+    let total_blocks = kv_capacity_blocks(sc, cfg)?;
+    if total_blocks == 0 {
+        return Err(Error::invalid(
+            "model",
+            &sc.model.name,
+            format!("a model whose weights leave room for KV cache on the {} (none is left)", sc.gpu.name),
+        ));
+    }
+    let capacity = total_blocks * cfg.block_tokens;
+    // Requests whose lengths are known in advance are checked before the run.
+    match &cfg.arrivals {
+        Arrivals::Trace(t) => {
+            for r in t.iter() {
+                check_request(r.prompt_tokens, r.output_tokens, capacity, "trace")?;
+            }
+        }
+        _ => {
+            if let (Some(p), Some(o)) = (cfg.prompt.max_tokens(), cfg.output.max_tokens()) {
+                check_request(p, o, capacity, "prompt")?;
+            }
+        }
+    }
+    let mut e = Engine {
+        cfg,
+        clock: StepClock::new(sc),
+        source: Source::new(cfg.arrivals.clone(), cfg.prompt.clone(), cfg.output.clone(), cfg.requests, cfg.seed),
+        pending: None,
+        waiting: VecDeque::new(),
+        running: Vec::new(),
+        total_blocks,
+        free_blocks: total_blocks,
+        now_s: 0.0,
+        last_arrival_s: 0.0,
+        waiting_at_last_arrival: 0,
+        ttft: Sketch::default(),
+        tpot: Sketch::default(),
+        itl: Sketch::default(),
+        e2e: Sketch::default(),
+        in_system: TimeAverage::default(),
+        last_event_s: 0.0,
+        batch: TimeAverage::default(),
+        queue: TimeAverage::default(),
+        kv: TimeAverage::default(),
+        series: Series::default(),
+        completed: 0,
+        good: 0,
+        preemptions: 0,
+        recomputed: 0,
+        hit_tokens: 0,
+        processed: 0,
+        output_tokens: 0,
+        prompt_tokens: 0,
+        steps: 0,
+    };
+    e.run(capacity, &mut on_step)?;
+    Ok(e.finish(capacity))
+}
+
+impl Engine<'_> {
+    fn in_system(&self) -> f64 {
+        (self.waiting.len() + self.running.len()) as f64
+    }
+
+    /// Advance the in-system integral to `t_s`.
+    fn mark(&mut self, t_s: f64) {
+        let dt = t_s - self.last_event_s;
+        if dt > 0.0 {
+            self.in_system.hold(self.in_system(), dt);
+            self.last_event_s = t_s;
+        }
+    }
+
+    fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
+        check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
+        self.mark(a.arrival_s);
+        let hit = ((self.cfg.prefix_hit * a.prompt_tokens as f64).floor() as u64).min(a.prompt_tokens - 1);
+        self.waiting.push_back(Req {
+            arrival_s: a.arrival_s,
+            prompt: a.prompt_tokens,
+            output: a.output_tokens,
+            hit,
+            cached: 0,
+            generated: 0,
+            first_token_s: 0.0,
+            last_token_s: 0.0,
+            blocks: 0,
+            in_step: false,
+        });
+        self.last_arrival_s = a.arrival_s;
+        if self.source.issued() == self.source.total() {
+            self.waiting_at_last_arrival = self.waiting.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Move every open-loop arrival up to `now` into the queue.
+    fn admit_arrivals(&mut self, capacity: u64) -> Result<()> {
+        loop {
+            if self.pending.is_none() {
+                self.pending = self.source.next_open();
+            }
+            match self.pending {
+                Some(a) if a.arrival_s <= self.now_s => {
+                    self.pending = None;
+                    self.enqueue(a, capacity)?;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn blocks_for(&self, tokens: u64) -> u64 {
+        tokens.div_ceil(self.cfg.block_tokens)
+    }
+
+    fn run(&mut self, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+        if let Arrivals::Closed { concurrency } = self.cfg.arrivals {
+            for _ in 0..concurrency {
+                if let Some(a) = self.source.next_closed(0.0) {
+                    self.enqueue(a, capacity)?;
+                }
+            }
+        }
+        let mut chunks: Vec<Chunk> = Vec::new();
+        // (index in `running`, new tokens) of the step.
+        let mut plan: Vec<(usize, u64)> = Vec::new();
+        while self.steps < MAX_STEPS {
+            self.admit_arrivals(capacity)?;
+            if self.running.is_empty() && self.waiting.is_empty() {
+                match self.pending.or_else(|| self.source.next_open()) {
+                    Some(a) => {
+                        self.pending = Some(a);
+                        self.now_s = self.now_s.max(a.arrival_s);
+                        continue;
+                    }
+                    None => return Ok(()),
+                }
+            }
+            let preempted_before = self.preemptions;
+            self.schedule(&mut plan);
+            if plan.is_empty() {
+                // Nothing fits even an empty cache: cannot happen for checked requests.
+                return Err(Error::invalid("block", self.cfg.block_tokens, "a block size the KV capacity can hold"));
+            }
+            chunks.clear();
+            let (mut decodes, mut prefills, mut tokens) = (0, 0, 0);
+            for &(i, n) in &plan {
+                let r = &self.running[i];
+                chunks.push(Chunk { new_tokens: n, cached_tokens: r.cached });
+                if r.in_prefill() {
+                    prefills += 1;
+                } else {
+                    decodes += 1;
+                }
+                tokens += n;
+            }
+            let dt = self.clock.step_s(&chunks);
+            let start_s = self.now_s;
+            self.batch.hold(plan.len() as f64, dt);
+            self.queue.hold(self.waiting.len() as f64, dt);
+            self.kv.hold((self.total_blocks - self.free_blocks) as f64 / self.total_blocks as f64, dt);
+            self.now_s += dt;
+            self.steps += 1;
+            self.processed += tokens;
+            // Arrivals during the step enter the in-system count at their own times.
+            self.admit_arrivals(capacity)?;
+            self.mark(self.now_s);
+            self.advance(&plan, capacity)?;
+            let used = self.total_blocks - self.free_blocks;
+            self.series.offer(SeriesPoint {
+                t_s: self.now_s,
+                running: plan.len() as u64,
+                waiting: self.waiting.len() as u64,
+                kv_utilisation: used as f64 / self.total_blocks as f64,
+            });
+            on_step(&StepRecord {
+                step: self.steps - 1,
+                start_s,
+                time_s: dt,
+                decodes,
+                prefills,
+                tokens,
+                waiting: self.waiting.len() as u64,
+                kv_blocks_used: used,
+                preemptions: self.preemptions - preempted_before,
+            });
+        }
+        Ok(())
+    }
+
+    /// Preempt running request `j` by recompute: free its blocks, send it to the front of the
+    /// queue; plan indices above `j` shift down.
+    fn preempt(&mut self, j: usize, plan: &mut [(usize, u64)]) {
+        let mut r = self.running.remove(j);
+        self.free_blocks += r.blocks;
+        self.preemptions += 1;
+        self.recomputed += r.cached - r.hit;
+        r.blocks = 0;
+        r.cached = 0;
+        r.in_step = false;
+        self.waiting.push_front(r);
+        for (i, _) in plan.iter_mut() {
+            if *i > j {
+                *i -= 1;
+            }
+        }
+    }
+
+    /// Reserve blocks for running request `*i` to hold `tokens`, preempting the most recently
+    /// admitted request not in the step while none is free. False when only `*i` itself is left
+    /// to preempt.
+    fn reserve(&mut self, plan: &mut [(usize, u64)], i: &mut usize, tokens: u64) -> bool {
+        loop {
+            let need = self.blocks_for(tokens).saturating_sub(self.running[*i].blocks);
+            if need <= self.free_blocks {
+                self.free_blocks -= need;
+                self.running[*i].blocks += need;
+                return true;
+            }
+            let Some(v) = (0..self.running.len()).rev().find(|&j| j != *i && !self.running[j].in_step) else {
+                return false;
+            };
+            self.preempt(v, plan);
+            if v < *i {
+                *i -= 1;
+            }
+        }
+    }
+
+    /// Build the step's plan: (index in `running`, new tokens).
+    fn schedule(&mut self, plan: &mut Vec<(usize, u64)>) {
+        plan.clear();
+        for r in self.running.iter_mut() {
+            r.in_step = false;
+        }
+        let mut budget = self.cfg.max_batched_tokens;
+        let order: [u8; 3] = match self.cfg.schedule {
+            Schedule::DecodeFirst => [0, 1, 2],
+            Schedule::PrefillFirst => [1, 2, 0],
+        };
+        for pass in order {
+            if pass < 2 {
+                // Running decodes (pass 0) or running prefills (pass 1), in admission order.
+                let mut i = 0;
+                while i < self.running.len() && (plan.len() as u64) < self.cfg.max_seqs && budget > 0 {
+                    let r = &self.running[i];
+                    let decoding = !r.in_prefill();
+                    if r.in_step || decoding != (pass == 0) {
+                        i += 1;
+                        continue;
+                    }
+                    let n = if decoding {
+                        1
+                    } else {
+                        (r.prefill_target() - r.cached).min(self.cfg.chunk_tokens).min(budget)
+                    };
+                    let tokens = r.cached + n;
+                    let mut at = i;
+                    if self.reserve(plan, &mut at, tokens) {
+                        self.running[at].in_step = true;
+                        plan.push((at, n));
+                        budget -= n;
+                        i = at + 1;
+                    } else {
+                        // Nothing left to preempt but itself: it yields its blocks and waits.
+                        self.preempt(at, plan);
+                        i = at;
+                    }
+                }
+            } else {
+                // Admissions, first come first served, while the first chunk fits.
+                while (plan.len() as u64) < self.cfg.max_seqs
+                    && budget > 0
+                    && (self.running.len() as u64) < self.cfg.max_seqs
+                {
+                    let Some(r) = self.waiting.front() else { break };
+                    let start = r.hit;
+                    let n = (r.prefill_target() - start).min(self.cfg.chunk_tokens).min(budget);
+                    let need = self.blocks_for(start + n);
+                    if need > self.free_blocks {
+                        break;
+                    }
+                    let mut r = self.waiting.pop_front().expect("front exists");
+                    r.cached = start;
+                    self.hit_tokens += start;
+                    r.blocks = need;
+                    r.in_step = true;
+                    self.free_blocks -= need;
+                    self.running.push(r);
+                    plan.push((self.running.len() - 1, n));
+                    budget -= n;
+                }
+            }
+        }
+    }
+
+    /// Apply a step's progress at `now_s`: tokens, finishes, closed-loop arrivals.
+    fn advance(&mut self, plan: &[(usize, u64)], capacity: u64) -> Result<()> {
+        let now = self.now_s;
+        let mut finished: Vec<usize> = Vec::new();
+        for &(i, n) in plan {
+            let r = &mut self.running[i];
+            let was_prefill = r.in_prefill();
+            r.cached += n;
+            if was_prefill && r.in_prefill() {
+                continue; // a chunk that did not complete the prompt
+            }
+            // This step produced a token.
+            r.generated += 1;
+            if r.generated == 1 {
+                r.first_token_s = now;
+                self.ttft.add(now - r.arrival_s);
+            } else {
+                self.itl.add(now - r.last_token_s);
+            }
+            r.last_token_s = now;
+            if r.generated == r.output {
+                finished.push(i);
+            }
+        }
+        finished.sort_unstable();
+        for &i in finished.iter().rev() {
+            let r = self.running.remove(i);
+            self.free_blocks += r.blocks;
+            let e2e = now - r.arrival_s;
+            let ttft = r.first_token_s - r.arrival_s;
+            let tpot = (r.output > 1).then(|| (r.last_token_s - r.first_token_s) / (r.output - 1) as f64);
+            self.e2e.add(e2e);
+            if let Some(t) = tpot {
+                self.tpot.add(t);
+            }
+            let ok = self.cfg.ttft_slo_s.is_none_or(|b| ttft <= b)
+                && self.cfg.tpot_slo_s.is_none_or(|b| tpot.is_none_or(|t| t <= b));
+            self.good += u64::from(ok);
+            self.completed += 1;
+            self.output_tokens += r.output;
+            self.prompt_tokens += r.prompt;
+        }
+        if let Arrivals::Closed { .. } = self.cfg.arrivals {
+            for _ in 0..finished.len() {
+                if let Some(a) = self.source.next_closed(now) {
+                    self.enqueue(a, capacity)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, capacity: u64) -> Simulation {
+        let duration_s = self.now_s;
+        self.mark(duration_s);
+        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        let issued = self.source.issued();
+        let arrival_rate_per_s = if self.last_arrival_s > 0.0 && issued > 1 {
+            (issued - 1) as f64 / self.last_arrival_s
+        } else {
+            per_s(self.completed as f64)
+        };
+        let summary = SimSummary {
+            completed: self.completed,
+            requests: self.source.total(),
+            offered_rate_per_s: self.cfg.arrivals.rate_per_s(),
+            arrival_rate_per_s,
+            duration_s,
+            mean_in_system: self.in_system.mean(),
+            mean_latency_s: self.e2e.mean(),
+            requests_per_s: per_s(self.completed as f64),
+            input_tokens_per_s: per_s(self.prompt_tokens as f64),
+            output_tokens_per_s: per_s(self.output_tokens as f64),
+            ttft_s: self.ttft.quantiles(),
+            tpot_s: self.tpot.quantiles(),
+            itl_s: self.itl.quantiles(),
+            e2e_s: self.e2e.quantiles(),
+            goodput_per_s: per_s(self.good as f64),
+            slo_attainment: if self.completed > 0 { self.good as f64 / self.completed as f64 } else { 0.0 },
+            preemptions: self.preemptions,
+            recomputed_tokens: self.recomputed,
+            prefix_hit_tokens: self.hit_tokens,
+            processed_tokens: self.processed,
+            output_tokens: self.output_tokens,
+            prompt_tokens: self.prompt_tokens,
+            steps: self.steps,
+            mean_batch: self.batch.mean(),
+            max_batch: self.batch.max() as u64,
+            mean_queue: self.queue.mean(),
+            max_queue: self.queue.max() as u64,
+            queue_growth_per_s: if self.last_arrival_s > 0.0 {
+                self.waiting_at_last_arrival as f64 / self.last_arrival_s
+            } else {
+                0.0
+            },
+            mean_kv_utilisation: self.kv.mean(),
+            max_kv_utilisation: self.kv.max(),
+            kv_capacity_tokens: capacity,
+            drained: self.completed == self.source.total(),
+        };
+        Simulation {
+            summary,
+            series: self.series.points().to_vec(),
+            ttft_cdf: self.ttft.cdf(),
+            tpot_cdf: self.tpot.cdf(),
+            itl_cdf: self.itl.cdf(),
+            e2e_cdf: self.e2e.cdf(),
+        }
+    }
+}

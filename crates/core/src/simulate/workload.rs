@@ -1,0 +1,443 @@
+//! The requests a simulation serves: when they arrive and how long they are.
+
+use super::rng::Pcg32;
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One request of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TraceRequest {
+    /// Arrival time, seconds from the start.
+    pub arrival_s: f64,
+    /// Prompt tokens (≥ 1).
+    pub prompt_tokens: u64,
+    /// Output tokens (≥ 1).
+    pub output_tokens: u64,
+}
+
+/// How requests arrive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrivals {
+    /// A Poisson process: exponential gaps with mean `1/rate`.
+    Poisson {
+        /// Requests per second (> 0).
+        rate_per_s: f64,
+    },
+    /// A renewal process with gamma gaps of mean `1/rate` and coefficient of variation `cv`
+    /// (shape `1/cv²`): `cv = 1` is Poisson, `cv > 1` bursty, `cv < 1` smoother.
+    Gamma {
+        /// Requests per second (> 0).
+        rate_per_s: f64,
+        /// Coefficient of variation of the gaps (> 0).
+        cv: f64,
+    },
+    /// A closed loop: `concurrency` requests at time 0 and a new one whenever one finishes.
+    Closed {
+        /// Requests in the system at every moment (≥ 1).
+        concurrency: u64,
+    },
+    /// Given arrival times and lengths (sorted by time); the length distributions are not used.
+    Trace(Arc<[TraceRequest]>),
+}
+
+impl Arrivals {
+    /// The offered rate in requests per second (open loops only).
+    pub fn rate_per_s(&self) -> Option<f64> {
+        match self {
+            Arrivals::Poisson { rate_per_s } | Arrivals::Gamma { rate_per_s, .. } => Some(*rate_per_s),
+            _ => None,
+        }
+    }
+
+    /// Check the parameters; `field_rate` names the rate input.
+    pub fn validate(&self) -> Result<()> {
+        let rate_ok = |r: f64| {
+            if r.is_finite() && r > 0.0 && r <= super::MAX_RATE_PER_S {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    "rate",
+                    r,
+                    format!("a rate in requests/s above 0 and at most {}", super::MAX_RATE_PER_S),
+                ))
+            }
+        };
+        match self {
+            Arrivals::Poisson { rate_per_s } => rate_ok(*rate_per_s),
+            Arrivals::Gamma { rate_per_s, cv } => {
+                rate_ok(*rate_per_s)?;
+                if cv.is_finite() && *cv > 0.0 && *cv <= 100.0 {
+                    Ok(())
+                } else {
+                    Err(Error::invalid("cv", cv, "a coefficient of variation above 0 and at most 100"))
+                }
+            }
+            Arrivals::Closed { concurrency } => {
+                if (1..=super::MAX_REQUESTS).contains(concurrency) {
+                    Ok(())
+                } else {
+                    Err(Error::invalid(
+                        "concurrency",
+                        concurrency,
+                        format!("an integer in 1..={}", super::MAX_REQUESTS),
+                    ))
+                }
+            }
+            Arrivals::Trace(t) => {
+                if t.is_empty() {
+                    return Err(Error::invalid("trace", "an empty trace", "at least one request"));
+                }
+                if t.len() as u64 > super::MAX_REQUESTS {
+                    return Err(Error::invalid("trace", t.len(), format!("at most {} requests", super::MAX_REQUESTS)));
+                }
+                let mut last = 0.0;
+                for (i, r) in t.iter().enumerate() {
+                    let row = i + 1;
+                    if !r.arrival_s.is_finite() || r.arrival_s < 0.0 {
+                        return Err(Error::invalid(
+                            "trace",
+                            format!("arrival {} s in request {row}", r.arrival_s),
+                            "a time in seconds ≥ 0",
+                        ));
+                    }
+                    if r.arrival_s < last {
+                        return Err(Error::invalid(
+                            "trace",
+                            format!(
+                                "request {row} arrives at {} s, before request {} at {last} s",
+                                r.arrival_s,
+                                row - 1
+                            ),
+                            "arrival times sorted ascending",
+                        ));
+                    }
+                    if r.prompt_tokens == 0 || r.output_tokens == 0 {
+                        return Err(Error::invalid(
+                            "trace",
+                            format!(
+                                "request {row} has {} prompt and {} output tokens",
+                                r.prompt_tokens, r.output_tokens
+                            ),
+                            "at least 1 of each",
+                        ));
+                    }
+                    last = r.arrival_s;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A distribution of token counts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lengths {
+    /// Always this many (≥ 1).
+    Fixed(u64),
+    /// Uniform integers in `min..=max`.
+    Uniform {
+        /// Smallest (≥ 1).
+        min: u64,
+        /// Largest (≥ min).
+        max: u64,
+    },
+    /// `round(median · e^{σ·Z})` with `Z` standard normal, at least 1.
+    LogNormal {
+        /// Median tokens (≥ 1).
+        median: f64,
+        /// Standard deviation of the logarithm (≥ 0).
+        sigma: f64,
+    },
+    /// A histogram: each length drawn with probability proportional to its weight.
+    Histogram(Arc<[(u64, f64)]>),
+}
+
+impl Lengths {
+    /// Check the parameters; `field` names the input.
+    pub fn validate(&self, field: &str) -> Result<()> {
+        let max = super::MAX_REQUEST_TOKENS;
+        let tokens = |v: u64| {
+            if (1..=max).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(field, v, format!("a token count in 1..={max}")))
+            }
+        };
+        match self {
+            Lengths::Fixed(v) => tokens(*v),
+            Lengths::Uniform { min, max } => {
+                tokens(*min)?;
+                tokens(*max)?;
+                if min > max {
+                    return Err(Error::invalid(field, format!("uniform:{min}..{max}"), "a range with min ≤ max"));
+                }
+                Ok(())
+            }
+            Lengths::LogNormal { median, sigma } => {
+                if !(median.is_finite() && *median >= 1.0 && *median <= max as f64) {
+                    return Err(Error::invalid(field, median, format!("a lognormal median in 1..={max} tokens")));
+                }
+                if !(sigma.is_finite() && (0.0..=4.0).contains(sigma)) {
+                    return Err(Error::invalid(field, sigma, "a lognormal sigma in 0..=4"));
+                }
+                Ok(())
+            }
+            Lengths::Histogram(h) => {
+                if h.is_empty() {
+                    return Err(Error::invalid(field, "an empty histogram", "at least one row of tokens,weight"));
+                }
+                for (t, w) in h.iter() {
+                    tokens(*t)?;
+                    if !(w.is_finite() && *w >= 0.0) {
+                        return Err(Error::invalid(field, w, "a weight ≥ 0"));
+                    }
+                }
+                if h.iter().map(|(_, w)| w).sum::<f64>() <= 0.0 {
+                    return Err(Error::invalid(field, "weights summing to 0", "at least one weight above 0"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The largest length it can draw (a lognormal: none).
+    pub fn max_tokens(&self) -> Option<u64> {
+        match self {
+            Lengths::Fixed(v) => Some(*v),
+            Lengths::Uniform { max, .. } => Some(*max),
+            Lengths::LogNormal { .. } => None,
+            Lengths::Histogram(h) => h.iter().filter(|(_, w)| *w > 0.0).map(|(t, _)| *t).max(),
+        }
+    }
+
+    /// Draw one length.
+    pub fn draw(&self, rng: &mut Pcg32) -> u64 {
+        match self {
+            Lengths::Fixed(v) => *v,
+            Lengths::Uniform { min, max } => rng.range(*min, *max),
+            Lengths::LogNormal { median, sigma } => {
+                let x = median * (sigma * rng.normal()).exp();
+                x.round().clamp(1.0, u64::MAX as f64) as u64
+            }
+            Lengths::Histogram(h) => {
+                let total: f64 = h.iter().map(|(_, w)| w).sum();
+                let mut u = rng.uniform() * total;
+                for (t, w) in h.iter() {
+                    if u < *w {
+                        return *t;
+                    }
+                    u -= w;
+                }
+                h.iter().rev().find(|(_, w)| *w > 0.0).map_or(1, |(t, _)| *t)
+            }
+        }
+    }
+}
+
+/// The source of requests: arrival times and lengths, drawn lazily (memory does not grow with
+/// the number of requests).
+#[derive(Debug, Clone)]
+pub(super) struct Source {
+    arrivals: Arrivals,
+    prompt: Lengths,
+    output: Lengths,
+    requests: u64,
+    issued: u64,
+    clock_s: f64,
+    gaps: Pcg32,
+    lengths: Pcg32,
+}
+
+/// A request as it arrives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Arrival {
+    pub arrival_s: f64,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Source {
+    pub(super) fn new(arrivals: Arrivals, prompt: Lengths, output: Lengths, requests: u64, seed: u64) -> Source {
+        let requests = match &arrivals {
+            Arrivals::Trace(t) => t.len() as u64,
+            _ => requests,
+        };
+        Source {
+            arrivals,
+            prompt,
+            output,
+            requests,
+            issued: 0,
+            clock_s: 0.0,
+            gaps: Pcg32::new(seed, 1),
+            lengths: Pcg32::new(seed, 2),
+        }
+    }
+
+    /// Requests this source issues in all.
+    pub(super) fn total(&self) -> u64 {
+        self.requests
+    }
+
+    /// Requests issued so far.
+    pub(super) fn issued(&self) -> u64 {
+        self.issued
+    }
+
+    /// The next open-loop arrival (none for a closed loop, or when all have been issued).
+    pub(super) fn next_open(&mut self) -> Option<Arrival> {
+        if self.issued >= self.requests {
+            return None;
+        }
+        let gap = match &self.arrivals {
+            Arrivals::Closed { .. } => return None,
+            Arrivals::Trace(t) => {
+                let r = t[self.issued as usize];
+                self.issued += 1;
+                return Some(Arrival {
+                    arrival_s: r.arrival_s,
+                    prompt_tokens: r.prompt_tokens,
+                    output_tokens: r.output_tokens,
+                });
+            }
+            // The first request arrives at time 0; the gaps follow.
+            _ if self.issued == 0 => 0.0,
+            Arrivals::Poisson { rate_per_s } => self.gaps.exponential(*rate_per_s),
+            Arrivals::Gamma { rate_per_s, cv } => {
+                let shape = 1.0 / (cv * cv);
+                self.gaps.gamma(shape, 1.0 / (rate_per_s * shape))
+            }
+        };
+        self.clock_s += gap;
+        Some(self.draw(self.clock_s))
+    }
+
+    /// A closed-loop arrival at `at_s` (none when all have been issued).
+    pub(super) fn next_closed(&mut self, at_s: f64) -> Option<Arrival> {
+        (self.issued < self.requests).then(|| self.draw(at_s))
+    }
+
+    fn draw(&mut self, at_s: f64) -> Arrival {
+        self.issued += 1;
+        let prompt_tokens = self.prompt.draw(&mut self.lengths);
+        let output_tokens = self.output.draw(&mut self.lengths);
+        Arrival { arrival_s: at_s, prompt_tokens, output_tokens }
+    }
+}
+
+/// Rows of a small CSV: comma-separated numbers, `#` comments and blank lines skipped, a first
+/// line that does not start with a number taken as a header. `row` turns a line's fields (and
+/// its 1-based line number) into a value.
+fn csv_rows<T>(
+    field: &str,
+    text: &str,
+    columns: usize,
+    mut row: impl FnMut(&[&str], usize) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    let mut first = true;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let header = first && cells[0].parse::<f64>().is_err();
+        first = false;
+        if header {
+            continue;
+        }
+        if cells.len() != columns {
+            return Err(Error::invalid(
+                field,
+                format!("line {}: {} fields", i + 1, cells.len()),
+                format!("{columns} comma-separated numbers"),
+            ));
+        }
+        if out.len() as u64 >= super::MAX_REQUESTS {
+            return Err(Error::invalid(field, "too many rows", format!("at most {}", super::MAX_REQUESTS)));
+        }
+        out.push(row(&cells, i + 1)?);
+    }
+    Ok(out)
+}
+
+fn number<T: std::str::FromStr>(field: &str, cell: &str, line: usize, what: &str) -> Result<T> {
+    cell.parse::<T>().map_err(|_| Error::invalid(field, format!("line {line}: {cell:?}"), what.to_string()))
+}
+
+/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line (an optional header
+/// first). Order and values are checked by [`Arrivals::validate`].
+pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
+    csv_rows("trace", text, 3, |c, line| {
+        Ok(TraceRequest {
+            arrival_s: number("trace", c[0], line, "an arrival time in seconds")?,
+            prompt_tokens: number("trace", c[1], line, "a whole number of prompt tokens")?,
+            output_tokens: number("trace", c[2], line, "a whole number of output tokens")?,
+        })
+    })
+}
+
+impl Lengths {
+    /// Parse a length for `field`: `N` (fixed), `uniform:MIN..MAX`, or `lognormal:MEDIAN:SIGMA`
+    /// (a histogram comes from [`Lengths::parse_histogram`]). Validated.
+    pub fn parse(field: &str, text: &str) -> Result<Lengths> {
+        let t = text.trim();
+        let syntax = "a token count, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv";
+        let bad = || Error::invalid(field, format!("{t:?}"), syntax);
+        let l = if let Some(r) = t.strip_prefix("uniform:") {
+            let (a, b) = r.split_once("..").ok_or_else(bad)?;
+            Lengths::Uniform { min: a.trim().parse().map_err(|_| bad())?, max: b.trim().parse().map_err(|_| bad())? }
+        } else if let Some(r) = t.strip_prefix("lognormal:") {
+            let (a, b) = r.split_once(':').ok_or_else(bad)?;
+            Lengths::LogNormal {
+                median: a.trim().parse().map_err(|_| bad())?,
+                sigma: b.trim().parse().map_err(|_| bad())?,
+            }
+        } else {
+            Lengths::Fixed(t.parse().map_err(|_| bad())?)
+        };
+        l.validate(field)?;
+        Ok(l)
+    }
+
+    /// Parse a histogram CSV for `field`: `tokens,weight` per line (an optional header first).
+    pub fn parse_histogram(field: &str, text: &str) -> Result<Lengths> {
+        let rows = csv_rows(field, text, 2, |c, line| {
+            Ok((number(field, c[0], line, "a whole number of tokens")?, number(field, c[1], line, "a weight ≥ 0")?))
+        })?;
+        let l = Lengths::Histogram(rows.into());
+        l.validate(field)?;
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_and_traces_parse() {
+        assert_eq!(Lengths::parse("prompt", "512").unwrap(), Lengths::Fixed(512));
+        assert_eq!(Lengths::parse("prompt", "uniform:10..20").unwrap(), Lengths::Uniform { min: 10, max: 20 });
+        assert_eq!(
+            Lengths::parse("prompt", "lognormal:800:0.5").unwrap(),
+            Lengths::LogNormal { median: 800.0, sigma: 0.5 }
+        );
+        assert!(Lengths::parse("prompt", "uniform:20..10").is_err());
+        assert!(Lengths::parse("prompt", "0").is_err());
+        assert!(Lengths::parse("output", "zipf:3").unwrap_err().to_string().contains("lognormal:MEDIAN:SIGMA"));
+        let h = Lengths::parse_histogram("prompt", "tokens,weight\n100,1\n# comment\n200,3\n").unwrap();
+        assert_eq!(h.max_tokens(), Some(200));
+        let mut r = Pcg32::new(1, 1);
+        let n200 = (0..4000).filter(|_| h.draw(&mut r) == 200).count();
+        assert!((2800..3200).contains(&n200), "{n200}");
+        let t = parse_trace_csv("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.5,20,6\n").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1], TraceRequest { arrival_s: 0.5, prompt_tokens: 20, output_tokens: 6 });
+        let e = parse_trace_csv("0,10\n").unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        assert!(parse_trace_csv("0,x,5\n").unwrap_err().to_string().contains("prompt tokens"));
+    }
+}

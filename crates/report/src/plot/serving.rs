@@ -1,0 +1,192 @@
+//! The simulator's plots: latency CDFs, running batch and queue over time, and throughput against
+//! p99 latency over a sweep of arrival rates. One multi-series line chart draws all three.
+
+use super::roofline::rgb;
+use super::svg::{finish, Anchor, Overlay, FG};
+use super::{PlotError, PlotSize};
+use crate::human;
+use llm_ledger_core::simulate::stats::SeriesPoint;
+use llm_ledger_core::simulate::{SimSummary, Simulation};
+use plotters::prelude::*;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Legend label.
+    pub label: String,
+    /// Stroke colour.
+    pub colour: &'static str,
+    /// Points, in drawing order.
+    pub points: Vec<(f64, f64)>,
+    /// Draw a marker with a hover text at each point.
+    pub markers: bool,
+}
+
+/// A line chart with linear axes from 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingChart {
+    /// Title line.
+    pub title: Option<String>,
+    /// Axis descriptions.
+    pub x_desc: String,
+    /// Axis descriptions.
+    pub y_desc: String,
+    /// Values are seconds on this axis (labels in ms / s).
+    pub x_seconds: bool,
+    /// Values are seconds on the y axis.
+    pub y_seconds: bool,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+const COLOURS: [&str; 4] = ["#3B82F6", "#E8710A", "#2DA44E", "#A371F7"];
+const FONT: f64 = 12.0;
+
+impl ServingChart {
+    /// TTFT, TPOT, ITL and end-to-end latency CDFs of one run.
+    pub fn latency_cdfs(sim: &Simulation, title: Option<String>) -> ServingChart {
+        let lines =
+            [("TTFT", &sim.ttft_cdf), ("TPOT", &sim.tpot_cdf), ("ITL", &sim.itl_cdf), ("end to end", &sim.e2e_cdf)]
+                .into_iter()
+                .zip(COLOURS)
+                .filter(|((_, cdf), _)| !cdf.is_empty())
+                .map(|((label, cdf), colour)| {
+                    // A step function: each bucket's fraction from its value on.
+                    let mut points = vec![(0.0, 0.0)];
+                    let mut last = 0.0;
+                    for &(x, f) in cdf.iter() {
+                        points.push((x, last));
+                        points.push((x, f));
+                        last = f;
+                    }
+                    Line { label: label.into(), colour, points, markers: false }
+                })
+                .collect();
+        ServingChart {
+            title,
+            x_desc: "latency".into(),
+            y_desc: "fraction of requests (tokens for ITL) at or below".into(),
+            x_seconds: true,
+            y_seconds: false,
+            lines,
+        }
+    }
+
+    /// Running sequences and waiting requests over time.
+    pub fn timeline(series: &[SeriesPoint], title: Option<String>) -> ServingChart {
+        let line = |label: &str, colour, f: fn(&SeriesPoint) -> f64| Line {
+            label: label.into(),
+            colour,
+            points: series.iter().map(|p| (p.t_s, f(p))).collect(),
+            markers: false,
+        };
+        ServingChart {
+            title,
+            x_desc: "simulated time (s)".into(),
+            y_desc: "requests".into(),
+            x_seconds: false,
+            y_seconds: false,
+            lines: vec![
+                line("running batch", COLOURS[0], |p| p.running as f64),
+                line("waiting queue", COLOURS[1], |p| p.waiting as f64),
+            ],
+        }
+    }
+
+    /// Output tokens/s against p99 TTFT and p99 TPOT over a rate sweep.
+    pub fn throughput_latency(points: &[SimSummary], title: Option<String>) -> ServingChart {
+        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| Line {
+            label: label.into(),
+            colour,
+            points: points.iter().map(|s| (f(s), s.output_tokens_per_s)).collect(),
+            markers: true,
+        };
+        ServingChart {
+            title,
+            x_desc: "p99 latency".into(),
+            y_desc: "output tokens/s".into(),
+            x_seconds: true,
+            y_seconds: false,
+            lines: vec![line("p99 TTFT", COLOURS[0], |s| s.ttft_s.p99), line("p99 TPOT", COLOURS[1], |s| s.tpot_s.p99)],
+        }
+    }
+
+    /// Render as an inline `<svg>` element.
+    pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        let all = || self.lines.iter().flat_map(|l| l.points.iter());
+        if all().next().is_none() {
+            return Err(PlotError("no points to draw".into()));
+        }
+        if !all().all(|(x, y)| x.is_finite() && y.is_finite()) {
+            return Err(PlotError("the points must be finite".into()));
+        }
+        if size.width < 300 || size.height < 200 {
+            return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
+        }
+        let x_max = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9) * 1.05;
+        let y_max = all().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
+        let fmt = |seconds: bool| move |v: &f64| if seconds { human::seconds(*v) } else { human::sig3(*v) };
+        let (x_fmt, y_fmt) = (fmt(self.x_seconds), fmt(self.y_seconds));
+        let mut buf = String::new();
+        let mut o = Overlay::default();
+        {
+            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
+            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let mut chart = builder.build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+            super::draw_mesh(
+                &mut chart,
+                &super::Mesh {
+                    x_labels: 6,
+                    y_labels: Some(6),
+                    x_fmt: &x_fmt,
+                    y_fmt: &y_fmt,
+                    x_desc: &self.x_desc,
+                    y_desc: &self.y_desc,
+                },
+            )?;
+            let area = chart.plotting_area().clone();
+            for l in &self.lines {
+                chart.draw_series(LineSeries::new(l.points.iter().copied(), rgb(l.colour).stroke_width(2)))?;
+                if l.markers {
+                    for &(x, y) in &l.points {
+                        let tip = format!("{}: {} · {} output tok/s", l.label, x_fmt(&x), human::sig3(y));
+                        o.point(area.map_coordinate(&(x, y)), 4.0, l.colour, "point", &tip);
+                    }
+                }
+            }
+            let (mut lx, _) = area.map_coordinate(&(0.0, y_max));
+            for l in &self.lines {
+                o.line((lx, legend_y - 4), (lx + 24, legend_y - 4), l.colour, 2.0, "");
+                o.text((lx + 30, legend_y), &l.label, FONT, FG, Anchor::Start, 0.0);
+                lx += 60 + (super::svg::text_width(&l.label, FONT)) as i32;
+            }
+            root.present()?;
+        }
+        Ok(finish(&buf, o, "plot serving", &format!("{} against {}", self.y_desc, self.x_desc)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_ledger_core::simulate::{simulate, SimConfig};
+    use llm_ledger_core::{Catalog, ScenarioRequest};
+
+    #[test]
+    fn draws_the_cdfs_the_timeline_and_the_sweep() {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let cfg = SimConfig { requests: 100, ..SimConfig::poisson(4.0) };
+        let sim = simulate(&sc, &cfg, |_| {}).unwrap();
+        let cdf = ServingChart::latency_cdfs(&sim, Some("t".into())).svg(PlotSize::default()).unwrap();
+        assert!(cdf.contains("TTFT") && cdf.contains("end to end"), "{cdf}");
+        let t = ServingChart::timeline(&sim.series, None).svg(PlotSize::default()).unwrap();
+        assert!(t.contains("waiting queue"));
+        let s = ServingChart::throughput_latency(std::slice::from_ref(&sim.summary), None)
+            .svg(PlotSize::default())
+            .unwrap();
+        assert!(s.contains("<title>p99 TTFT: "), "{s}");
+        assert!(!s.contains("#000000"));
+        let empty = ServingChart::throughput_latency(&[], None);
+        assert!(empty.svg(PlotSize::default()).is_err());
+    }
+}

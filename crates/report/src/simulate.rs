@@ -1,0 +1,455 @@
+//! The `simulate` report: one serving instance under load, at one arrival rate or a sweep of
+//! them.
+//!
+//! JSON keys (stable): `inputs`, `settings` (the simulator's knobs), and `summary` (one rate) or
+//! `points[]` (a sweep of rates), each a [`SimSummary`]: `completed`, `requests`,
+//! `offered_rate_per_s`, `arrival_rate_per_s`, `duration_s`, `mean_in_system`, `mean_latency_s`,
+//! `requests_per_s`, `input_tokens_per_s`, `output_tokens_per_s`, `ttft_s`, `tpot_s`, `itl_s`,
+//! `e2e_s` (each `{count, mean, p50, p90, p99, max}`), `goodput_per_s`, `slo_attainment`,
+//! `preemptions`, `recomputed_tokens`, `prefix_hit_tokens`, `processed_tokens`,
+//! `output_tokens`, `prompt_tokens`, `steps`, `mean_batch`, `max_batch`, `mean_queue`,
+//! `max_queue`, `queue_growth_per_s`, `mean_kv_utilisation`, `max_kv_utilisation`,
+//! `kv_capacity_tokens`, `drained`. CSV: one row per rate with the distributions flattened
+//! (`ttft_p99_s`, …).
+
+use crate::human;
+use crate::ledger::Inputs;
+use crate::render::{HumanTable, Report};
+use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
+use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
+use llm_ledger_core::simulate::{Schedule, SimConfig, SimSummary};
+use llm_ledger_core::Scenario;
+use serde::Serialize;
+
+/// The simulator's settings, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    /// `poisson`, `gamma`, `closed` or `trace`.
+    pub arrivals: String,
+    /// Coefficient of variation of gamma gaps.
+    pub cv: Option<f64>,
+    /// Closed-loop concurrency.
+    pub concurrency: Option<u64>,
+    /// Requests per run.
+    pub requests: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Prompt length distribution, in words.
+    pub prompt: String,
+    /// Output length distribution, in words.
+    pub output: String,
+    /// Most sequences per step.
+    pub max_seqs: u64,
+    /// Most new tokens per step.
+    pub max_batched_tokens: u64,
+    /// Most prompt tokens of one sequence per step.
+    pub chunk_tokens: u64,
+    /// `prefill-first` or `decode-first`.
+    pub schedule: Schedule,
+    /// Tokens per KV block.
+    pub block_tokens: u64,
+    /// Prefix-cache hit rate.
+    pub prefix_hit: f64,
+    /// TTFT SLA, seconds.
+    pub ttft_slo_s: Option<f64>,
+    /// TPOT SLA, seconds.
+    pub tpot_slo_s: Option<f64>,
+    /// Reserve, bytes.
+    pub reserve_bytes: f64,
+}
+
+/// A length distribution in words.
+pub fn lengths_words(l: &Lengths) -> String {
+    match l {
+        Lengths::Fixed(v) => format!("{v}"),
+        Lengths::Uniform { min, max } => format!("uniform {min}..{max}"),
+        Lengths::LogNormal { median, sigma } => format!("lognormal median {median} sigma {sigma}"),
+        Lengths::Histogram(h) => format!("histogram of {} lengths", h.len()),
+    }
+}
+
+impl Settings {
+    /// The settings of `cfg`.
+    pub fn of(cfg: &SimConfig) -> Settings {
+        let (arrivals, cv, concurrency) = match &cfg.arrivals {
+            Arrivals::Poisson { .. } => ("poisson", None, None),
+            Arrivals::Gamma { cv, .. } => ("gamma", Some(*cv), None),
+            Arrivals::Closed { concurrency } => ("closed", None, Some(*concurrency)),
+            Arrivals::Trace(_) => ("trace", None, None),
+        };
+        let trace = matches!(cfg.arrivals, Arrivals::Trace(_));
+        Settings {
+            arrivals: arrivals.into(),
+            cv,
+            concurrency,
+            requests: cfg.requests,
+            seed: cfg.seed,
+            prompt: if trace { "from the trace".into() } else { lengths_words(&cfg.prompt) },
+            output: if trace { "from the trace".into() } else { lengths_words(&cfg.output) },
+            max_seqs: cfg.max_seqs,
+            max_batched_tokens: cfg.max_batched_tokens,
+            chunk_tokens: cfg.chunk_tokens,
+            schedule: cfg.schedule,
+            block_tokens: cfg.block_tokens,
+            prefix_hit: cfg.prefix_hit,
+            ttft_slo_s: cfg.ttft_slo_s,
+            tpot_slo_s: cfg.tpot_slo_s,
+            reserve_bytes: cfg.reserve_bytes,
+        }
+    }
+}
+
+/// The `simulate` report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulateReport {
+    /// Model, GPU, precisions, layout.
+    pub inputs: Inputs,
+    /// The simulator's settings.
+    pub settings: Settings,
+    /// One rate's summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SimSummary>,
+    /// A sweep's summaries, one per rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub points: Option<Vec<SimSummary>>,
+}
+
+impl SimulateReport {
+    /// A report of one run (`summaries` of length 1 and `sweep` false) or a sweep.
+    pub fn new(sc: &Scenario, cfg: &SimConfig, summaries: Vec<SimSummary>, sweep: bool) -> SimulateReport {
+        let (summary, points) = if sweep { (None, Some(summaries)) } else { (summaries.into_iter().next(), None) };
+        SimulateReport { inputs: Inputs::of(sc), settings: Settings::of(cfg), summary, points }
+    }
+
+    fn summaries(&self) -> Vec<&SimSummary> {
+        self.summary.iter().chain(self.points.iter().flatten()).collect()
+    }
+}
+
+/// One CSV row: a summary with its distributions flattened.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulateRow {
+    /// Configured rate (open loops).
+    pub offered_rate_per_s: Option<f64>,
+    /// Measured arrival rate.
+    pub arrival_rate_per_s: f64,
+    /// Requests finished.
+    pub completed: u64,
+    /// Seconds simulated.
+    pub duration_s: f64,
+    /// Completed requests per second.
+    pub requests_per_s: f64,
+    /// Prompt tokens per second.
+    pub input_tokens_per_s: f64,
+    /// Output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// Mean TTFT.
+    pub ttft_mean_s: f64,
+    /// Median TTFT.
+    pub ttft_p50_s: f64,
+    /// p90 TTFT.
+    pub ttft_p90_s: f64,
+    /// p99 TTFT.
+    pub ttft_p99_s: f64,
+    /// Mean TPOT.
+    pub tpot_mean_s: f64,
+    /// Median TPOT.
+    pub tpot_p50_s: f64,
+    /// p90 TPOT.
+    pub tpot_p90_s: f64,
+    /// p99 TPOT.
+    pub tpot_p99_s: f64,
+    /// Mean ITL.
+    pub itl_mean_s: f64,
+    /// p99 ITL.
+    pub itl_p99_s: f64,
+    /// Mean end to end.
+    pub e2e_mean_s: f64,
+    /// p99 end to end.
+    pub e2e_p99_s: f64,
+    /// Requests per second within the SLAs.
+    pub goodput_per_s: f64,
+    /// Time-average requests in the system.
+    pub mean_in_system: f64,
+    /// Time-average sequences per step.
+    pub mean_batch: f64,
+    /// Time-average queue.
+    pub mean_queue: f64,
+    /// Queue growth at the last arrival, requests per second.
+    pub queue_growth_per_s: f64,
+    /// Time-average KV use.
+    pub mean_kv_utilisation: f64,
+    /// Preemptions.
+    pub preemptions: u64,
+    /// All requests finished.
+    pub drained: bool,
+}
+
+impl From<&SimSummary> for SimulateRow {
+    fn from(s: &SimSummary) -> Self {
+        SimulateRow {
+            offered_rate_per_s: s.offered_rate_per_s,
+            arrival_rate_per_s: s.arrival_rate_per_s,
+            completed: s.completed,
+            duration_s: s.duration_s,
+            requests_per_s: s.requests_per_s,
+            input_tokens_per_s: s.input_tokens_per_s,
+            output_tokens_per_s: s.output_tokens_per_s,
+            ttft_mean_s: s.ttft_s.mean,
+            ttft_p50_s: s.ttft_s.p50,
+            ttft_p90_s: s.ttft_s.p90,
+            ttft_p99_s: s.ttft_s.p99,
+            tpot_mean_s: s.tpot_s.mean,
+            tpot_p50_s: s.tpot_s.p50,
+            tpot_p90_s: s.tpot_s.p90,
+            tpot_p99_s: s.tpot_s.p99,
+            itl_mean_s: s.itl_s.mean,
+            itl_p99_s: s.itl_s.p99,
+            e2e_mean_s: s.e2e_s.mean,
+            e2e_p99_s: s.e2e_s.p99,
+            goodput_per_s: s.goodput_per_s,
+            mean_in_system: s.mean_in_system,
+            mean_batch: s.mean_batch,
+            mean_queue: s.mean_queue,
+            queue_growth_per_s: s.queue_growth_per_s,
+            mean_kv_utilisation: s.mean_kv_utilisation,
+            preemptions: s.preemptions,
+            drained: s.drained,
+        }
+    }
+}
+
+fn dist(q: &Quantiles) -> String {
+    if q.count == 0 {
+        return "—".into();
+    }
+    format!(
+        "{} · {} · {} · {}",
+        human::seconds(q.mean),
+        human::seconds(q.p50),
+        human::seconds(q.p90),
+        human::seconds(q.p99)
+    )
+}
+
+impl SimulateReport {
+    fn title(&self) -> String {
+        let i = &self.inputs;
+        let s = &self.settings;
+        let arrivals = match s.arrivals.as_str() {
+            "gamma" => format!("gamma arrivals (cv {})", s.cv.unwrap_or(1.0)),
+            "closed" => format!("closed loop of {}", s.concurrency.unwrap_or(0)),
+            "trace" => "trace arrivals".into(),
+            _ => "Poisson arrivals".into(),
+        };
+        format!(
+            "{} on {} · {arrivals} · {} requests of prompt {} + output {} · weights {} · KV {}{}",
+            i.model,
+            i.gpu,
+            human::count(s.requests),
+            s.prompt,
+            s.output,
+            i.weights,
+            i.kv,
+            i.layout_suffix()
+        )
+    }
+
+    fn footer(&self) -> Vec<String> {
+        let s = &self.settings;
+        let mut f = vec![format!(
+            "continuous batching: ≤ {} sequences and ≤ {} tokens per step, prefill chunks ≤ {} tokens, {}, KV blocks of {} tokens{}; preemption by recompute",
+            human::count(s.max_seqs),
+            human::count(s.max_batched_tokens),
+            human::count(s.chunk_tokens),
+            match s.schedule {
+                Schedule::DecodeFirst => "decode first",
+                Schedule::PrefillFirst => "prefill first",
+            },
+            s.block_tokens,
+            if s.prefix_hit > 0.0 { format!(", prefix-cache hits {}", human::percent(s.prefix_hit)) } else { String::new() },
+        )];
+        f.push(format!(
+            "each step timed by the ledger for its exact batch (prefill chunks and decodes at their own contexts); quantiles within ±{} (streamed sketch), means exact",
+            human::percent(RELATIVE_ACCURACY)
+        ));
+        if self.summaries().iter().any(|p| !p.drained) {
+            f.push("NOT DRAINED: the run stopped at its step bound with requests still queued".into());
+        }
+        if let Some(p) = self.summaries().iter().find(|p| p.queue_growth_per_s > 0.05 * p.arrival_rate_per_s) {
+            f.push(format!(
+                "overloaded: the queue was growing by {} requests/s at the last arrival — arrivals exceed what the instance serves",
+                human::sig3(p.queue_growth_per_s)
+            ));
+        }
+        f
+    }
+}
+
+impl Report for SimulateReport {
+    type CsvRow = SimulateRow;
+
+    fn csv_rows(&self) -> Vec<SimulateRow> {
+        self.summaries().into_iter().map(SimulateRow::from).collect()
+    }
+
+    fn human(&self) -> HumanTable {
+        if let Some(s) = &self.summary {
+            let slo = match (self.settings.ttft_slo_s, self.settings.tpot_slo_s) {
+                (None, None) => "no SLA set: every completed request".to_string(),
+                (a, b) => {
+                    let part = |n: &str, v: Option<f64>| v.map(|v| format!("{n} ≤ {}", human::seconds(v)));
+                    let both: Vec<String> = [part("TTFT", a), part("TPOT", b)].into_iter().flatten().collect();
+                    format!("{} met by {}", both.join(" and "), human::percent(s.slo_attainment))
+                }
+            };
+            return crate::facts::facts_table(
+                vec![self.title()],
+                vec![
+                    ("completed", format!("{} of {}", human::count(s.completed), human::count(s.requests))),
+                    ("arrival rate", format!("{} requests/s", human::sig3(s.arrival_rate_per_s))),
+                    ("duration", human::seconds(s.duration_s)),
+                    ("throughput", format!("{} requests/s", human::sig3(s.requests_per_s))),
+                    ("input tok/s", human::sig3(s.input_tokens_per_s)),
+                    ("output tok/s", human::sig3(s.output_tokens_per_s)),
+                    ("TTFT mean · p50 · p90 · p99", dist(&s.ttft_s)),
+                    ("TPOT mean · p50 · p90 · p99", dist(&s.tpot_s)),
+                    ("ITL mean · p50 · p90 · p99", dist(&s.itl_s)),
+                    ("e2e mean · p50 · p90 · p99", dist(&s.e2e_s)),
+                    ("goodput", format!("{} requests/s ({slo})", human::sig3(s.goodput_per_s))),
+                    ("in system (mean)", human::sig3(s.mean_in_system)),
+                    ("batch (mean · max)", format!("{} · {}", human::sig3(s.mean_batch), human::count(s.max_batch))),
+                    ("queue (mean · max)", format!("{} · {}", human::sig3(s.mean_queue), human::count(s.max_queue))),
+                    (
+                        "KV cache (mean · max used)",
+                        format!(
+                            "{} · {} of {} tokens",
+                            human::percent(s.mean_kv_utilisation),
+                            human::percent(s.max_kv_utilisation),
+                            human::count(s.kv_capacity_tokens)
+                        ),
+                    ),
+                    (
+                        "preemptions",
+                        format!(
+                            "{} ({} tokens recomputed)",
+                            human::count(s.preemptions),
+                            human::count(s.recomputed_tokens)
+                        ),
+                    ),
+                    ("steps", human::count(s.steps)),
+                ],
+                self.footer(),
+            );
+        }
+        let header = [
+            "rate/s",
+            "done/s",
+            "out tok/s",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p99",
+            "ITL p99",
+            "e2e p99",
+            "goodput/s",
+            "batch",
+            "queue",
+            "preempt",
+        ];
+        let rows = self
+            .summaries()
+            .into_iter()
+            .map(|s| {
+                vec![
+                    human::sig3(s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s)),
+                    human::sig3(s.requests_per_s),
+                    human::sig3(s.output_tokens_per_s),
+                    human::seconds(s.ttft_s.p50),
+                    human::seconds(s.ttft_s.p99),
+                    human::seconds(s.tpot_s.p50),
+                    human::seconds(s.tpot_s.p99),
+                    human::seconds(s.itl_s.p99),
+                    human::seconds(s.e2e_s.p99),
+                    human::sig3(s.goodput_per_s),
+                    human::sig3(s.mean_batch),
+                    human::sig3(s.mean_queue),
+                    human::count(s.preemptions),
+                ]
+            })
+            .collect();
+        HumanTable {
+            title: vec![self.title()],
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+            right_aligned: (0..header.len()).collect(),
+            footer: self.footer(),
+            priority: vec![0, 2, 1, 1, 0, 1, 0, 2, 2, 1, 2, 2, 2],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Format;
+    use llm_ledger_core::simulate::simulate;
+    use llm_ledger_core::{Catalog, ScenarioRequest};
+
+    fn report(rates: &[f64]) -> SimulateReport {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let cfg = SimConfig { requests: 200, ..SimConfig::poisson(1.0) };
+        let runs = rates
+            .iter()
+            .map(|&r| {
+                let c = SimConfig { arrivals: Arrivals::Poisson { rate_per_s: r }, ..cfg.clone() };
+                simulate(&sc, &c, |_| {}).unwrap().summary
+            })
+            .collect();
+        SimulateReport::new(&sc, &cfg, runs, rates.len() > 1)
+    }
+
+    #[test]
+    fn simulate_table() {
+        insta::assert_snapshot!(report(&[4.0]).render(Format::Table).unwrap());
+    }
+
+    #[test]
+    fn simulate_sweep_table() {
+        insta::assert_snapshot!(report(&[2.0, 8.0, 32.0]).render(Format::Table).unwrap());
+    }
+
+    #[test]
+    fn simulate_json_has_the_summary_keys() {
+        let v: serde_json::Value = serde_json::from_str(&report(&[4.0]).render(Format::Json).unwrap()).unwrap();
+        let s = &v["summary"];
+        for k in [
+            "completed",
+            "arrival_rate_per_s",
+            "duration_s",
+            "mean_in_system",
+            "mean_latency_s",
+            "output_tokens_per_s",
+            "input_tokens_per_s",
+            "goodput_per_s",
+            "preemptions",
+            "mean_kv_utilisation",
+            "mean_batch",
+            "mean_queue",
+        ] {
+            assert!(s[k].is_number(), "{k}");
+        }
+        for d in ["ttft_s", "tpot_s", "itl_s", "e2e_s"] {
+            for q in ["mean", "p50", "p90", "p99"] {
+                assert!(s[d][q].is_number(), "{d}.{q}");
+            }
+        }
+        let sweep: serde_json::Value =
+            serde_json::from_str(&report(&[2.0, 8.0]).render(Format::Json).unwrap()).unwrap();
+        assert_eq!(sweep["points"].as_array().unwrap().len(), 2);
+        assert!(sweep.get("summary").is_none());
+        let csv = report(&[2.0, 8.0]).render(Format::Csv).unwrap();
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().next().unwrap().contains("ttft_p99_s"));
+    }
+}
