@@ -58,6 +58,7 @@ pub mod memory;
 pub mod model;
 pub mod moe;
 pub mod ops;
+pub mod pairs;
 pub mod parallel;
 pub mod plan;
 pub mod plan_refusal;
