@@ -269,7 +269,7 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
             let report = LedgerReport::new(&sc, &Ledger::build(&sc));
             let mut chart = Roofline::from_report(&report, &sc.gpu);
             chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
-            let svg = chart.svg(PlotSize::default()).map_err(core)?;
+            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
             output(&report, Some(svg))
         }
         "kv" => {
@@ -292,7 +292,9 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
         "zoom" => {
             let sc = call.scenario()?;
             let tree = ZoomTree::build(&sc);
-            let view = tree.node(call.own("at").unwrap_or("model")).map_err(core)?;
+            // The core names the zoom path `path`; the keyword (the CLI's flag) is `at`.
+            let at = |f: &str| if f == "path" { "at".to_string() } else { f.to_string() };
+            let view = tree.node(call.own("at").unwrap_or("model")).map_err(|e| core(e.map_field(at)))?;
             output(&ZoomReport::new(&sc, &tree, &view), None)
         }
         "moe" => {
@@ -430,14 +432,14 @@ fn sweep<'py>(
         columns.set_item(name, typed("Q", col.iter().flat_map(|v| v.to_ne_bytes()).collect())?)?;
     }
     let floats: HashMap<&str, Vec<f64>> = FLOAT_COLUMNS.iter().copied().zip(floats).collect();
-    let mut put_float = |name: &str| -> PyResult<()> {
+    let put_float = |name: &str| -> PyResult<()> {
         columns.set_item(name, typed("d", floats[name].iter().flat_map(|v| v.to_ne_bytes()).collect())?)
     };
     for name in ["step_time_s", "tokens_per_s", "flops", "bytes", "weight_bytes", "kv_bytes", "intensity"] {
         put_float(name)?;
     }
     // One str object per operator kind, shared by every point.
-    let mut names: HashMap<llm_ledger_core::OpKind, Bound<'_, PyString>> = HashMap::new();
+    let mut names: HashMap<llm_ledger_core::kinds::OpKind, Bound<'_, PyString>> = HashMap::new();
     let op_list = PyList::empty(py);
     for op in ops {
         let s = names.entry(op).or_insert_with(|| PyString::new(py, op.name()));
