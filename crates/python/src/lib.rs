@@ -473,7 +473,10 @@ fn catalog() -> PyResult<(String, String)> {
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("InputError", m.py().get_type::<InputError>())?;
+    let input_error = m.py().get_type::<InputError>();
+    // Shown as `llm_ledger.InputError`, where the package exports it.
+    input_error.setattr("__module__", "llm_ledger")?;
+    m.add("InputError", input_error)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;

@@ -64,6 +64,12 @@ def test_python_json_equals_the_cli_json(cli_json, command, kwargs):
 def test_rows_are_the_cli_csv_rows(cli, command, kwargs):
     r = python(command, kwargs)
     want = list(csv.DictReader(io.StringIO(cli(command, *flags(kwargs), "--format", "csv"))))
+    if r.total is not None:
+        # The CSV's last row is the total.
+        assert want[-1]["op"] == r.total["op"] == "total"
+        want = want[:-1]
+    if "rows" in r.json:
+        assert r.rows == r.json["rows"]
     assert len(r.rows) == len(want) > 0
     for got_row, want_row in zip(r.rows, want):
         assert list(got_row) == list(want_row)
@@ -252,3 +258,17 @@ def test_readme_python_example_runs():
     code = block.group(1)
     assert "import llm_ledger" in code
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_docs_python_md_is_real_output(monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    result = doctest.testfile(
+        str(ROOT / "docs/python.md"),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS,
+        verbose=False,
+    )
+    assert result.attempted >= 20, result
+    assert result.failed == 0, result

@@ -142,8 +142,7 @@ def _pandas():
 
 class Report:
     """One command's report: the CLI's JSON (``json``), its rows (``rows``: the CLI's JSON row
-    fields, one dict per row, the columns of ``--format csv``), the ``total`` row where the report
-    has one, the CLI's text table (``str(report)``) and, in Jupyter, an HTML table with the
+    objects, one dict per row), the ``total`` row where the report has one, the CLI's text table (``str(report)``) and, in Jupyter, an HTML table with the
     roofline plot (``ledger``)."""
 
     def __init__(self, command, out):
@@ -151,8 +150,10 @@ class Report:
         self.command = command
         #: The whole report as the CLI's ``--format json`` gives it.
         self.json = _json.loads(json_text)
-        #: The rows: a list of dicts with the CLI's JSON row fields.
-        self.rows = _json.loads(rows_text)
+        #: The rows: a list of dicts with the CLI's JSON row fields — the JSON's ``rows`` where it
+        #: has them (``ledger``: without the total row, which is ``total``), else the rows of the
+        #: CLI's ``--format csv`` (the same fields as its JSON row objects).
+        self.rows = self.json["rows"] if isinstance(self.json.get("rows"), list) else _json.loads(rows_text)
         #: The total row (``ledger``), else None.
         self.total = self.json.get("total") if isinstance(self.json, dict) else None
         #: The plot as inline SVG (``ledger``: the roofline), else None.
