@@ -392,13 +392,6 @@ fn sweep<'py>(
         let mut fits = Vec::with_capacity(n);
         let mut bad = None;
         plan.sweep.run(|p| {
-            let i = ints[0].len();
-            if let Err(e) = llm_ledger_report::finite::check(&format!("points[{i}]"), p) {
-                bad = Some(e);
-                return ControlFlow::Break(());
-            }
-            ints[0].push(p.batch);
-            ints[1].push(p.ctx);
             let values = [
                 p.step_time_s,
                 p.tokens_per_s,
@@ -411,6 +404,14 @@ fn sweep<'py>(
                 p.memory_bytes,
                 p.kv_cache_bytes,
             ];
+            if values.iter().any(|v| !v.is_finite()) {
+                // The report crate's check names the field and the point, as the CLI's would.
+                let i = ints[0].len();
+                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
+                return ControlFlow::Break(());
+            }
+            ints[0].push(p.batch);
+            ints[1].push(p.ctx);
             for (c, v) in floats.iter_mut().zip(values) {
                 c.push(v);
             }

@@ -272,3 +272,15 @@ def test_docs_python_md_is_real_output(monkeypatch):
     )
     assert result.attempted >= 20, result
     assert result.failed == 0, result
+
+
+def test_python_values_are_the_cli_text():
+    assert ll._text("flash", False) == "off" and ll._text("flash", True) == "on"
+    assert ll._text("batch", range(1, 9)) == "1..8"
+    assert ll._text("ctx", range(0, 8193, 1024)) == "0..8192:1024"
+    assert ll._text("batch", (1, 8, 32)) == "1,8,32"
+    assert ll._text("contexts", {2048: 8, 100: 1}) == "2048x8,100x1"
+    assert ll._text("compute_efficiency", 0.5) == "0.5"
+    # The same sweep from a range and from the CLI's axis text.
+    a, b = ll.sweep(batch=range(1, 9, 2)), ll.sweep(batch="1..7:2")
+    assert a.json == b.json and list(a.columns["batch"]) == [1, 3, 5, 7]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html as _html
 import json as _json
+import numbers as _numbers
 import os as _os
 
 from . import _native
@@ -57,8 +58,12 @@ def _text(key, value):
     """A keyword's value as the text the core's resolver reads (the CLI flag's text)."""
     if isinstance(value, bool):
         return "on" if value else "off"
-    if isinstance(value, (int, float, str)):
-        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _numbers.Integral):  # int, numpy integers
+        return str(int(value))
+    if isinstance(value, _numbers.Real):  # float, numpy floats
+        return repr(float(value))
     if isinstance(value, range):
         if len(value) == 0:
             raise _input_error(f"invalid `{key}`: empty {value!r} (a range with at least one value)", key)
@@ -70,10 +75,10 @@ def _text(key, value):
         return f"{value[0]}..{value[-1]}{step}"
     if isinstance(value, dict):
         return ",".join(f"{_text(key, t)}x{_text(key, n)}" for t, n in value.items())
-    if isinstance(value, (list, tuple)):
-        return ",".join(_text(key, v) for v in value)
     if isinstance(value, _os.PathLike):
         return _os.fspath(value)
+    if isinstance(value, (list, tuple)) or hasattr(value, "__iter__") and not isinstance(value, (bytes, dict)):
+        return ",".join(_text(key, v) for v in value)  # lists, tuples, numpy arrays
     raise TypeError(f"keyword `{key}`: cannot use a {type(value).__name__} ({value!r})")
 
 
