@@ -13,6 +13,7 @@
 //! `TypeError`.
 
 use llm_ledger_core::hardware::parse_gpu_file;
+use llm_ledger_core::levers::LeverSet;
 use llm_ledger_core::model::parse_config_json;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::{scenario_inputs, Loaded};
@@ -21,10 +22,9 @@ use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
 use llm_ledger_report::cost::CostReport;
-use llm_ledger_core::levers::LeverSet;
 use llm_ledger_report::kv::KvReport;
-use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::latency::LatencyReport;
+use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
@@ -100,7 +100,18 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
 fn command_keys(command: &str) -> &'static [&'static str] {
     match command {
         "sweep" | "moe" | "plan" => &["batch"],
-        "tile" => &["m", "n", "k", "gpu", "tile", "weights", "activations", "output", "compute_efficiency", "bandwidth_efficiency"],
+        "tile" => &[
+            "m",
+            "n",
+            "k",
+            "gpu",
+            "tile",
+            "weights",
+            "activations",
+            "output",
+            "compute_efficiency",
+            "bandwidth_efficiency",
+        ],
         _ => &[],
     }
 }
@@ -343,6 +354,9 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
 /// bytes: 2²⁵ points are about 3.8 GB); the CLI streams up to the core's cap.
 pub const MAX_PYTHON_SWEEP_POINTS: u64 = 1 << 25;
 
+/// Most points a sweep's batch curve draws (the CLI's `--plot` limit).
+const MAX_PLOT_POINTS: u64 = 4096;
+
 /// The numeric columns of a sweep, in the CLI's JSON point order (`largest_op` and `fits` apart).
 const FLOAT_COLUMNS: [&str; 10] = [
     "step_time_s",
@@ -359,7 +373,8 @@ const FLOAT_COLUMNS: [&str; 10] = [
 
 /// A whole sweep in one call: the head as JSON (the CLI's JSON without `points`) and the points as
 /// columns — `batch`, `ctx` as `array('Q')`, the float fields as `array('d')`, `largest_op` as a
-/// list of str, `fits` as a list of bool — in the CLI's point-key order.
+/// list of str, `fits` as a list of bool — in the CLI's point-key order; and the batch curve as SVG
+/// for a sweep over one context of at most [`MAX_PLOT_POINTS`] points.
 #[pyfunction]
 #[pyo3(signature = (pairs, model_file=None, gpu_file=None))]
 fn sweep<'py>(
@@ -367,7 +382,7 @@ fn sweep<'py>(
     pairs: Vec<(String, String)>,
     model_file: Option<(String, String)>,
     gpu_file: Option<(String, String)>,
-) -> PyResult<(String, Bound<'py, PyDict>)> {
+) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
     let call = Call::new("sweep", pairs, model_file, gpu_file)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
@@ -375,8 +390,8 @@ fn sweep<'py>(
     let computed = py.allow_threads(|| -> PyResult<_> {
         let sc = base.scenario()?;
         let reserve_bytes = base.serving(&sc)?.reserve_bytes;
-        let plan = SweepPlan::new(sc, base.own("batch"), ctx_axis.as_deref(), reserve_bytes)
-            .map_err(|e| input_error(&e))?;
+        let plan =
+            SweepPlan::new(sc, base.own("batch"), ctx_axis.as_deref(), reserve_bytes).map_err(|e| input_error(&e))?;
         let n = grid_points(&plan.sweep.axes()).map_err(|e| input_error(&e))?;
         if n > MAX_PYTHON_SWEEP_POINTS {
             return Err(input_error(&Error::invalid(
@@ -390,6 +405,7 @@ fn sweep<'py>(
         let mut floats: Vec<Vec<f64>> = (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect();
         let mut ops = Vec::with_capacity(n);
         let mut fits = Vec::with_capacity(n);
+        let mut kept = Vec::new();
         let mut bad = None;
         plan.sweep.run(|p| {
             let values = [
@@ -416,6 +432,9 @@ fn sweep<'py>(
                 c.push(v);
             }
             ops.push(p.largest_op);
+            if n as u64 <= MAX_PLOT_POINTS {
+                kept.push(*p);
+            }
             fits.push(p.fits);
             ControlFlow::Continue(())
         });
@@ -423,9 +442,15 @@ fn sweep<'py>(
             return Err(input_error(&e));
         }
         let head = serde_json::to_string(&plan.head).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok((head, ints, floats, ops, fits))
+        // The batch curve (the CLI's `--plot`) where there is one: one context, at most
+        // MAX_PLOT_POINTS batch sizes.
+        let svg = match plan.batch_curve(&kept) {
+            Ok(curve) if !kept.is_empty() => curve.svg(PlotSize::default()).ok(),
+            _ => None,
+        };
+        Ok((head, ints, floats, ops, fits, svg))
     })?;
-    let (head, ints, floats, ops, fits) = computed;
+    let (head, ints, floats, ops, fits, svg) = computed;
     let array = py.import("array")?.getattr("array")?;
     let typed = |code: &str, bytes: Vec<u8>| array.call1((code, PyBytes::new(py, &bytes)));
     let columns = PyDict::new(py);
@@ -451,7 +476,7 @@ fn sweep<'py>(
         put_float(name)?;
     }
     columns.set_item("fits", PyList::new(py, fits)?)?;
-    Ok((head, columns))
+    Ok((head, columns, svg))
 }
 
 /// The keyword arguments `command` takes, in the CLI's flag order.

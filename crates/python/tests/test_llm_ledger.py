@@ -180,7 +180,10 @@ def test_repr_html_has_the_table_and_the_roofline_svg():
     assert "<svg" in r.svg
     # Other reports: the table; the text form is the CLI's table.
     assert "<table" in ll.kv()._repr_html_()
-    assert "<table" in ll.sweep(batch=[1, 2])._repr_html_()
+    curve = ll.sweep(batch=[1, 2, 4, 8])
+    assert "<table" in curve._repr_html_() and "<svg" in curve._repr_html_()
+    # Several contexts have no single batch curve: the table alone.
+    assert ll.sweep(batch=[1, 2], ctx=[1024, 2048]).svg is None
     assert "llama-3-8b on h100-sxm" in str(r)
 
 

@@ -13,12 +13,12 @@
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
-use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal};
 use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::memory::WeightFootprint;
+use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan::{plan as search, PlanRequest, MAX_PLAN_GPUS};
+use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::sweep::Axis;

@@ -10,9 +10,9 @@
 use crate::error::AppError;
 use crate::upload;
 use axum::http::StatusCode;
+use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::{Catalog, Scenario, ScenarioRequest};
-use llm_ledger_core::pairs::from_pairs;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 

@@ -192,13 +192,16 @@ class Sweep:
     is the CLI's JSON without its points; ``json`` the CLI's whole JSON; ``rows`` one dict per
     point."""
 
-    def __init__(self, head_text, columns):
+    def __init__(self, head_text, columns, svg=None):
         #: The CLI's sweep JSON without ``points``.
         self.head = _json.loads(head_text)
         #: The points as columns, in the CLI's point-key order.
         self.columns = columns
         #: A sweep has no total row.
         self.total = None
+        #: The batch curve as inline SVG (one context, at most 4,096 points; the CLI's ``--plot``),
+        #: else None.
+        self.svg = svg
 
     def __len__(self):
         return len(self.columns["batch"])
@@ -236,7 +239,7 @@ class Sweep:
             "rows": [[_cell(self.columns[k][j]) for k in names] for j in shown],
             "footer": [f"first {len(shown)} of {n} points"] if n > limit else [],
         }
-        return _html_table(human)
+        return _html_table(human) + (f"<div>{self.svg}</div>" if self.svg else "")
 
 
 def _cell(v):

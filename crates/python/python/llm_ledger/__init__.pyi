@@ -42,6 +42,8 @@ class Sweep:
     head: Dict[str, Any]
     columns: Dict[str, Union[array, List[str], List[bool]]]
     total: None
+    #: The batch curve as inline SVG (one context, at most 4,096 points), else None.
+    svg: Optional[str]
     @property
     def rows(self) -> List[Dict[str, Any]]: ...
     @property
