@@ -777,7 +777,7 @@ fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
         ("reserve", format!("{}GB", DEFAULT_RESERVE_BYTES / 1e9)),
         ("prompt", DEFAULT_PROMPT_TOKENS.to_string()),
         ("output", DEFAULT_OUTPUT_TOKENS.to_string()),
-        ("max_gpus", crate::commands::plan::DEFAULT_MAX_GPUS.to_string()),
+        ("max_gpus", llm_ledger_report::plan::DEFAULT_MAX_GPUS.to_string()),
     ]);
     defaults
 }

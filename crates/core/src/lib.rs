@@ -16,6 +16,7 @@
 //!
 //! ```text
 //! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
+//!            pairs (text inputs as key-value pairs into a request)
 //!            error (carries a plan refusal's quantities)
 //! inputs     precision  limits  gemm (the GEMM cost)  fit (robust log-space least squares)
 //!            model  workload  hardware
@@ -58,6 +59,7 @@ pub mod memory;
 pub mod model;
 pub mod moe;
 pub mod ops;
+pub mod pairs;
 pub mod parallel;
 pub mod plan;
 pub mod plan_refusal;

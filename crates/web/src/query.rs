@@ -10,9 +10,9 @@
 use crate::error::AppError;
 use crate::upload;
 use axum::http::StatusCode;
+use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::{Catalog, Scenario, ScenarioRequest};
-use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
@@ -30,39 +30,6 @@ pub const CONFIG_KEY: &str = "config";
 pub fn scenario_fields() -> &'static [&'static str] {
     static FIELDS: OnceLock<Vec<&'static str>> = OnceLock::new();
     FIELDS.get_or_init(|| scenario_inputs().iter().map(|i| i.name).collect())
-}
-
-/// Deserialise a struct of optional text fields (`ScenarioRequest`, a page's request) from
-/// decoded `(key, value)` pairs, as they are: an unknown or repeated key is refused by the
-/// struct's derive, with its name.
-fn from_pairs<'a, T, I>(pairs: I) -> Result<T, de::value::Error>
-where
-    T: Deserialize<'a>,
-    I: IntoIterator<Item = (&'a str, &'a str)>,
-{
-    /// One value: text, and `Some` of it for an optional field.
-    struct Text<'a>(&'a str);
-    impl<'de> de::IntoDeserializer<'de, de::value::Error> for Text<'de> {
-        type Deserializer = Self;
-        fn into_deserializer(self) -> Self {
-            self
-        }
-    }
-    impl<'de> Deserializer<'de> for Text<'de> {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-            v.visit_borrowed_str(self.0)
-        }
-        fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-            v.visit_some(self)
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
-            unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
-        }
-    }
-    // Deserialising the map also checks that every pair was taken.
-    T::deserialize(de::value::MapDeserializer::new(pairs.into_iter().map(|(k, v)| (k, Text(v)))))
 }
 
 /// A page's query, split.

@@ -1,0 +1,323 @@
+"""llm_ledger: where the FLOPs, the bytes and the time of an LLM forward pass go, per operator, on a
+given GPU — the llm-ledger core (Rust) from Python.
+
+Every function takes keyword arguments named like the CLI's flags (``--max-gpus`` is
+``max_gpus``) and returns the same report the CLI prints with ``--format json``:
+
+>>> import llm_ledger as ll
+>>> r = ll.ledger(model="llama-3-8b", gpu="h100-sxm", batch=64, ctx=8192, kv="fp8")
+>>> r.total["time_s"]            # seconds, SI units everywhere
+>>> r.to_pandas()                # one row per operator (needs pandas)
+
+Values are given as Python values: numbers, strings, ``True``/``False`` for on/off inputs
+(``flash=False``), lists for lists (``batch=[1, 8, 32]``), ``range`` objects for sweeps
+(``batch=range(1, 1025)``), a dict for a context mix (``contexts={2048: 8, 32768: 2}``), and a path
+to a ``config.json`` (or its folder) or a GPU file for ``model`` and ``gpu``. Bad input raises
+:class:`InputError` (a ``ValueError``) with the CLI's one-line message naming the keyword; a keyword
+the function does not take raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json as _json
+import numbers as _numbers
+import os as _os
+
+from . import _native
+from ._native import InputError
+
+__all__ = [
+    "InputError",
+    "Report",
+    "Sweep",
+    "ledger",
+    "kv",
+    "levers",
+    "latency",
+    "cost",
+    "zoom",
+    "tile",
+    "moe",
+    "plan",
+    "sweep",
+    "models",
+    "gpus",
+    "keywords",
+]
+__version__ = _native.__version__
+
+
+def _input_error(message, field):
+    err = InputError(message)
+    err.field, err.accepted = field, None
+    return err
+
+
+def _text(key, value):
+    """A keyword's value as the text the core's resolver reads (the CLI flag's text)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _numbers.Integral):  # int, numpy integers
+        return str(int(value))
+    if isinstance(value, _numbers.Real):  # float, numpy floats
+        return repr(float(value))
+    if isinstance(value, range):
+        if len(value) == 0:
+            raise _input_error(f"invalid `{key}`: empty {value!r} (a range with at least one value)", key)
+        if value.step < 0:
+            raise _input_error(f"invalid `{key}`: {value!r} (a rising range)", key)
+        if len(value) == 1:
+            return str(value[0])
+        step = f":{value.step}" if value.step != 1 else ""
+        return f"{value[0]}..{value[-1]}{step}"
+    if isinstance(value, dict):
+        return ",".join(f"{_text(key, t)}x{_text(key, n)}" for t, n in value.items())
+    if isinstance(value, _os.PathLike):
+        return _os.fspath(value)
+    if isinstance(value, (list, tuple)) or hasattr(value, "__iter__") and not isinstance(value, (bytes, dict)):
+        return ",".join(_text(key, v) for v in value)  # lists, tuples, numpy arrays
+    raise TypeError(f"keyword `{key}`: cannot use a {type(value).__name__} ({value!r})")
+
+
+def _looks_like_path(s):
+    """The CLI's rule: a model or GPU argument that names a file rather than a catalogue entry."""
+    return "/" in s or "\\" in s or s.endswith(".json") or s.endswith(".toml") or _os.path.isdir(s)
+
+
+def _read(path, what, keyword):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise _input_error(f"cannot read {what} `{path}` given as `{keyword}`: {e}", keyword) from None
+
+
+def _call(kwargs):
+    """Keyword arguments as text pairs, with the files `model` and `gpu` name read."""
+    pairs, model_file, gpu_file = [], None, None
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        if key == "model" and isinstance(value, (str, _os.PathLike)) and _looks_like_path(_os.fspath(value)):
+            path = _os.fspath(value)
+            if _os.path.isdir(path):
+                path = _os.path.join(path, "config.json")
+            model_file = (path, _read(path, "config.json", "model"))
+            continue
+        if key == "gpu" and isinstance(value, (str, _os.PathLike)) and _looks_like_path(_os.fspath(value)):
+            path = _os.fspath(value)
+            gpu_file = (path, _read(path, "GPU file", "gpu"))
+            continue
+        pairs.append((key, _text(key, value)))
+    return pairs, model_file, gpu_file
+
+
+def _html_table(human, limit=None):
+    """A report's human layout as an HTML table, with its title and footer lines."""
+    esc = _html.escape
+    parts = [f"<div><b>{esc(line)}</b></div>" for line in human["title"]]
+    right = set(human["right_aligned"])
+    parts.append('<table class="llm-ledger"><thead><tr>')
+    parts += [
+        f'<th style="text-align:{"right" if i in right else "left"}">{esc(h)}</th>'
+        for i, h in enumerate(human["header"])
+    ]
+    parts.append("</tr></thead><tbody>")
+    for row in human["rows"][:limit]:
+        parts.append("<tr>")
+        parts += [
+            f'<td style="text-align:{"right" if i in right else "left"}">{esc(c)}</td>' for i, c in enumerate(row)
+        ]
+        parts.append("</tr>")
+    parts.append("</tbody></table>")
+    parts += [f"<div><small>{esc(line)}</small></div>" for line in human["footer"]]
+    return "".join(parts)
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("to_pandas() needs pandas: pip install pandas (or llm-ledger[pandas])") from None
+    return pandas
+
+
+class Report:
+    """One command's report: the CLI's JSON (``json``), its rows (``rows``: the CLI's JSON row
+    objects, one dict per row), the ``total`` row where the report has one, the CLI's text table (``str(report)``) and, in Jupyter, an HTML table with the
+    roofline plot (``ledger``)."""
+
+    def __init__(self, command, out):
+        json_text, rows_text, human_text, table, svg = out
+        self.command = command
+        #: The whole report as the CLI's ``--format json`` gives it.
+        self.json = _json.loads(json_text)
+        #: The rows: a list of dicts with the CLI's JSON row fields — the JSON's ``rows`` where it
+        #: has them (``ledger``: without the total row, which is ``total``), else the rows of the
+        #: CLI's ``--format csv`` (the same fields as its JSON row objects).
+        self.rows = self.json["rows"] if isinstance(self.json.get("rows"), list) else _json.loads(rows_text)
+        #: The total row (``ledger``), else None.
+        self.total = self.json.get("total") if isinstance(self.json, dict) else None
+        #: The plot as inline SVG (``ledger``: the roofline), else None.
+        self.svg = svg
+        self._human = _json.loads(human_text)
+        self._table = table
+
+    def to_pandas(self):
+        """The rows as a pandas DataFrame (raises ImportError when pandas is not installed)."""
+        return _pandas().DataFrame(self.rows)
+
+    def __getitem__(self, key):
+        return self.json[key]
+
+    def __str__(self):
+        return self._table
+
+    def __repr__(self):
+        title = self._human["title"][0] if self._human["title"] else self.command
+        return f"<llm_ledger.Report {self.command}: {title}>"
+
+    def _repr_html_(self):
+        svg = f"<div>{self.svg}</div>" if self.svg else ""
+        return _html_table(self._human) + svg
+
+
+class Sweep:
+    """A whole sweep, computed in one call: ``columns`` maps each of the CLI's point keys
+    (``batch``, ``ctx``, ``step_time_s``, …, ``fits``) to a column — ``array.array`` for numbers
+    (``numpy.asarray`` reads it without a copy), lists for ``largest_op`` and ``fits``. ``head``
+    is the CLI's JSON without its points; ``json`` the CLI's whole JSON; ``rows`` one dict per
+    point."""
+
+    def __init__(self, head_text, columns, svg=None):
+        #: The CLI's sweep JSON without ``points``.
+        self.head = _json.loads(head_text)
+        #: The points as columns, in the CLI's point-key order.
+        self.columns = columns
+        #: A sweep has no total row.
+        self.total = None
+        #: The batch curve as inline SVG (one context, at most 4,096 points; the CLI's ``--plot``),
+        #: else None.
+        self.svg = svg
+
+    def __len__(self):
+        return len(self.columns["batch"])
+
+    @property
+    def rows(self):
+        """One dict per point (the CLI's JSON point objects; builds Python objects per point)."""
+        names = list(self.columns)
+        return [dict(zip(names, values)) for values in zip(*(self.columns[n] for n in names))]
+
+    @property
+    def json(self):
+        """The CLI's whole sweep JSON: ``head`` with its ``points``."""
+        return {**self.head, "points": self.rows}
+
+    def to_pandas(self):
+        """The columns as a pandas DataFrame (raises ImportError when pandas is not installed)."""
+        return _pandas().DataFrame(self.columns)
+
+    def __repr__(self):
+        i = self.head["inputs"]
+        return (
+            f"<llm_ledger.Sweep {i['model']} on {i['gpu']} · batch {self.head['batch_axis']}"
+            f" × ctx {self.head['ctx_axis']}: {len(self)} points>"
+        )
+
+    def _repr_html_(self, limit=20):
+        names = list(self.columns)
+        n = len(self)
+        shown = range(min(n, limit))
+        human = {
+            "title": [repr(self)[1:-1]],
+            "header": names,
+            "right_aligned": [i for i, k in enumerate(names) if k not in ("largest_op", "fits")],
+            "rows": [[_cell(self.columns[k][j]) for k in names] for j in shown],
+            "footer": [f"first {len(shown)} of {n} points"] if n > limit else [],
+        }
+        return _html_table(human) + (f"<div>{self.svg}</div>" if self.svg else "")
+
+
+def _cell(v):
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _run(command, kwargs):
+    pairs, model_file, gpu_file = _call(kwargs)
+    return Report(command, _native.run(command, pairs, model_file, gpu_file))
+
+
+def ledger(**kwargs):
+    """Per-operator FLOPs, bytes, intensity and roofline time of one forward step
+    (``llm-ledger ledger``). Keywords: ``keywords("ledger")``."""
+    return _run("ledger", kwargs)
+
+
+def kv(**kwargs):
+    """KV bytes per token, the KV/weight crossover, memory and capacity (``llm-ledger kv``)."""
+    return _run("kv", kwargs)
+
+
+def levers(**kwargs):
+    """The workload re-run with each lever: W4A16, W8A16, fp8, batch, fp8/int8 KV, fewer KV heads
+    (``llm-ledger levers``)."""
+    return _run("levers", kwargs)
+
+
+def latency(**kwargs):
+    """TTFT, TPOT and end-to-end latency of a batch of requests (``llm-ledger latency``)."""
+    return _run("latency", kwargs)
+
+
+def cost(**kwargs):
+    """Dollars per million tokens, and the cheapest batch under ``tpot_ms`` (``llm-ledger cost``)."""
+    return _run("cost", kwargs)
+
+
+def zoom(**kwargs):
+    """One node of the zoom tree (``at``, default ``"model"``), its children and whether they add
+    up (``llm-ledger zoom``)."""
+    return _run("zoom", kwargs)
+
+
+def tile(**kwargs):
+    """One GEMM (``m``, ``n``, ``k``) cut into tiles on a GPU (``llm-ledger tile``)."""
+    return _run("tile", kwargs)
+
+
+def moe(**kwargs):
+    """The MoE union problem over a batch range (``llm-ledger moe``)."""
+    return _run("moe", kwargs)
+
+
+def plan(**kwargs):
+    """TP × PP (× EP) layouts and batches under ``tpot_ms``, ranked by $/M tokens
+    (``llm-ledger plan``)."""
+    return _run("plan", kwargs)
+
+
+def sweep(**kwargs):
+    """A batch × context grid in one call (``batch`` and ``ctx``: numbers, lists, ``range``s or
+    the CLI's axis text ``"1..256*2"``), computed in Rust in parallel and returned as columns
+    (``llm-ledger sweep``)."""
+    pairs, model_file, gpu_file = _call(kwargs)
+    return Sweep(*_native.sweep(pairs, model_file, gpu_file))
+
+
+def models():
+    """The built-in model presets (the CLI's ``models --format json``)."""
+    return _json.loads(_native.catalog()[0])
+
+
+def gpus():
+    """The GPU catalogue (the CLI's ``gpus --format json``)."""
+    return _json.loads(_native.catalog()[1])
+
+
+def keywords(command):
+    """The keyword arguments ``command`` takes: the CLI flags of the same command, snake case."""
+    return list(_native.keywords(command))

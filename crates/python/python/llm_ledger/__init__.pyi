@@ -1,0 +1,340 @@
+"""Type stubs of llm_ledger. Keyword arguments are named like the CLI's flags (`--max-gpus` is
+`max_gpus`); every one is optional and defaults to the CLI's default (None: the default)."""
+
+from array import array
+from os import PathLike
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+__version__: str
+
+Number = Union[int, float]
+#: A number, a list of numbers, a range, or the CLI's text (`"1..256*2"`, `"2048x8,100"`).
+Axis = Union[int, Sequence[int], range, str]
+#: `True`/`False` for on/off inputs, or the CLI's text.
+OnOff = Union[bool, str]
+#: A catalogue name, or a path to a file (a config.json, its folder; a GPU file).
+NameOrPath = Union[str, PathLike]
+
+class InputError(ValueError):
+    """Bad input: the CLI's one-line message, naming the keyword."""
+    #: The keyword the error is about, when known.
+    field: Optional[str]
+    #: The accepted values of a closed set (GPU names, precisions …), when there is one.
+    accepted: Optional[List[str]]
+
+class Report:
+    """One command's report (the CLI's `--format json`)."""
+    command: str
+    #: The whole report, as the CLI's JSON.
+    json: Dict[str, Any]
+    #: The rows: dicts with the CLI's JSON row fields (the `--format csv` columns).
+    rows: List[Dict[str, Any]]
+    #: The total row (`ledger`), else None.
+    total: Optional[Dict[str, Any]]
+    #: The roofline plot as inline SVG (`ledger`), else None.
+    svg: Optional[str]
+    def to_pandas(self) -> Any: ...
+    def __getitem__(self, key: str) -> Any: ...
+    def _repr_html_(self) -> str: ...
+
+class Sweep:
+    """A whole sweep as columns, in the CLI's point-key order."""
+    head: Dict[str, Any]
+    columns: Dict[str, Union[array, List[str], List[bool]]]
+    total: None
+    #: The batch curve as inline SVG (one context, at most 4,096 points), else None.
+    svg: Optional[str]
+    @property
+    def rows(self) -> List[Dict[str, Any]]: ...
+    @property
+    def json(self) -> Dict[str, Any]: ...
+    def __len__(self) -> int: ...
+    def to_pandas(self) -> Any: ...
+    def _repr_html_(self, limit: int = ...) -> str: ...
+
+def ledger(
+    *,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    batch: Optional[int] = None,
+    ctx: Optional[int] = None,
+    contexts: Optional[Union[Mapping[int, int], Sequence[int], str]] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """Per-operator FLOPs, bytes, intensity and roofline time of one forward step."""
+
+def zoom(
+    *,
+    at: Optional[str] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    batch: Optional[int] = None,
+    ctx: Optional[int] = None,
+    contexts: Optional[Union[Mapping[int, int], Sequence[int], str]] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """One node of the zoom tree (`at`, default "model"), its children and the add-up report."""
+
+def kv(
+    *,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    batch: Optional[int] = None,
+    ctx: Optional[int] = None,
+    contexts: Optional[Union[Mapping[int, int], Sequence[int], str]] = None,
+) -> Report:
+    """KV bytes per token, the KV/weight crossover, memory and capacity."""
+
+def levers(
+    *,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    batch: Optional[int] = None,
+    ctx: Optional[int] = None,
+    contexts: Optional[Union[Mapping[int, int], Sequence[int], str]] = None,
+) -> Report:
+    """The workload re-run with each lever."""
+
+def latency(
+    *,
+    prompt: Optional[int] = None,
+    output: Optional[int] = None,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    batch: Optional[int] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """TTFT, TPOT and end-to-end latency of a batch of requests."""
+
+def cost(
+    *,
+    prompt: Optional[int] = None,
+    output: Optional[int] = None,
+    usd_per_hour: Optional[Number] = None,
+    tpot_ms: Optional[Number] = None,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    batch: Optional[int] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """Dollars per million tokens, and the cheapest batch under `tpot_ms`."""
+
+def moe(
+    *,
+    experts: Optional[int] = None,
+    top_k: Optional[int] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    batch: Optional[Axis] = None,
+    ctx: Optional[int] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """The MoE union problem over a batch range."""
+
+def plan(
+    *,
+    tpot_ms: Number,
+    max_gpus: Optional[int] = None,
+    usd_per_hour: Optional[Number] = None,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    batch: Optional[Axis] = None,
+    ctx: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Report:
+    """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens."""
+
+def tile(
+    *,
+    m: int,
+    n: int,
+    k: int,
+    gpu: Optional[NameOrPath] = None,
+    tile: Optional[str] = None,
+    weights: Optional[str] = None,
+    activations: Optional[str] = None,
+    output: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+) -> Report:
+    """One GEMM cut into thread-block tiles on a GPU."""
+
+def sweep(
+    *,
+    batch: Optional[Axis] = None,
+    ctx: Optional[Axis] = None,
+    reserve: Optional[Union[str, Number]] = None,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    phase: Optional[str] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+) -> Sweep:
+    """A batch × context grid in one call, returned as columns."""
+
+def models() -> Dict[str, Any]: ...
+def gpus() -> Dict[str, Any]: ...
+def keywords(command: str) -> List[str]: ...

@@ -1,0 +1,512 @@
+//! `llm_ledger._native`: the Rust layer of the Python package, kept thin. Each command turns its
+//! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
+//! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
+//! [`from_pairs`](llm_ledger_core::pairs::from_pairs), [`ServingRequest`] and the command's own
+//! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands back its JSON
+//! (the CLI's `--format json`, byte for byte), its CSV rows as JSON objects, its human table and,
+//! for `ledger`, the roofline SVG. A `sweep` comes back as columns computed here, not in a Python
+//! loop.
+//!
+//! Errors: a core error is `llm_ledger.InputError` (a `ValueError`) with the core's one-line
+//! message, which names the input field — the Python keyword, since keywords are the core's field
+//! names — and the attributes `field` and `accepted`; a keyword the command does not take is a
+//! `TypeError`.
+
+use llm_ledger_core::hardware::parse_gpu_file;
+use llm_ledger_core::levers::LeverSet;
+use llm_ledger_core::model::parse_config_json;
+use llm_ledger_core::pairs::from_pairs;
+use llm_ledger_core::scenario::{scenario_inputs, Loaded};
+use llm_ledger_core::serving::ServingRequest;
+use llm_ledger_core::sweep::grid_points;
+use llm_ledger_core::tiling::GemmRequest;
+use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
+use llm_ledger_report::cost::CostReport;
+use llm_ledger_report::kv::KvReport;
+use llm_ledger_report::latency::LatencyReport;
+use llm_ledger_report::levers::LeverReport;
+use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
+use llm_ledger_report::plan::PlanReport;
+use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::sweep::SweepPlan;
+use llm_ledger_report::{Format, HumanTable, Inputs, LedgerReport, Report, TileReport, ZoomReport};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+create_exception!(
+    _native,
+    InputError,
+    PyValueError,
+    "Bad input: the core's one-line message. `field` is the keyword it is about (or None), `accepted` the accepted values of a closed set (or None)."
+);
+
+/// The model and hardware inputs every scenario command takes (the CLI's setup flags).
+const SETUP: &[&str] = &[
+    "model",
+    "gpu",
+    "weights",
+    "kv",
+    "activations",
+    "gemm_activations",
+    "flash",
+    "causal",
+    "logits",
+    "counting",
+    "mla",
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "zipf",
+    "expert_loads",
+];
+/// The shape of one step.
+const SHAPE: &[&str] = &["phase", "batch", "ctx", "contexts"];
+/// A parallel deployment.
+const PARALLEL: &[&str] = &["tp", "pp", "ep", "dp", "micro_batches", "interconnect", "link_efficiency"];
+
+/// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
+/// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
+/// command's own.
+fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
+    let groups: &[&[&str]] = match command {
+        "ledger" | "zoom" => &[SETUP, SHAPE, PARALLEL],
+        "kv" | "levers" => &[SETUP, SHAPE],
+        "sweep" | "moe" => &[SETUP, &["phase", "batch", "ctx"], PARALLEL],
+        "latency" | "cost" => &[SETUP, &["batch"], PARALLEL],
+        "plan" => &[SETUP, &["batch", "ctx", "interconnect", "link_efficiency"]],
+        "tile" => &[&["gpu", "weights", "activations", "compute_efficiency", "bandwidth_efficiency"]],
+        _ => return None,
+    };
+    let own: &[&str] = match command {
+        "ledger" => &[],
+        "zoom" => &["at"],
+        "kv" | "levers" | "sweep" => &["reserve"],
+        "moe" => &["experts", "top_k"],
+        "latency" => &["prompt", "output", "reserve"],
+        "cost" => &["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
+        "plan" => &["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
+        "tile" => &["m", "n", "k", "tile", "output"],
+        _ => &[],
+    };
+    Some(groups.iter().flat_map(|g| g.iter()).chain(own).copied().collect())
+}
+
+/// The keys the axes of `sweep`, `moe` and `plan` take as lists or ranges, and `tile`'s GEMM
+/// inputs: read by the command, not by the scenario resolver.
+fn command_keys(command: &str) -> &'static [&'static str] {
+    match command {
+        "sweep" | "moe" | "plan" => &["batch"],
+        "tile" => &[
+            "m",
+            "n",
+            "k",
+            "gpu",
+            "tile",
+            "weights",
+            "activations",
+            "output",
+            "compute_efficiency",
+            "bandwidth_efficiency",
+        ],
+        _ => &[],
+    }
+}
+
+/// The keys of [`ServingRequest`].
+const SERVING: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms", "step_ms", "tokens_per_s"];
+
+/// A core error as the Python exception: [`InputError`] with the core's message (a plan refusal
+/// worded in full, as the CLI words it, naming the keywords), `field` and `accepted`.
+fn input_error(e: &Error) -> PyErr {
+    let message = match e {
+        Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &|f: &str| f.to_string()),
+        _ => e.to_string(),
+    };
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let err = InputError::new_err(message);
+    Python::with_gil(|py| {
+        let v = err.value(py);
+        let _ = v.setattr("field", e.field().map(str::to_string));
+        let _ = v.setattr("accepted", e.accepted().map(<[String]>::to_vec));
+    });
+    err
+}
+
+/// A serde refusal of a pair (an unknown or repeated key) as [`InputError`] about `field`.
+fn pair_error(e: impl std::fmt::Display, field: Option<&str>) -> PyErr {
+    let err = InputError::new_err(e.to_string());
+    Python::with_gil(|py| {
+        let v = err.value(py);
+        let _ = v.setattr("field", field.map(str::to_string));
+        let _ = v.setattr("accepted", None::<Vec<String>>);
+    });
+    err
+}
+
+/// The inputs of one call: the pairs split by who reads them, with any files the Python side read.
+struct Call {
+    /// Scenario pairs, for [`ScenarioRequest`].
+    scenario: Vec<(String, String)>,
+    /// Serving pairs, for [`ServingRequest`].
+    serving: Vec<(String, String)>,
+    /// The command's own pairs.
+    own: HashMap<String, String>,
+    /// A `config.json` the `model` keyword named: (label, text).
+    model_file: Option<(String, String)>,
+    /// A GPU file the `gpu` keyword named: (label, text).
+    gpu_file: Option<(String, String)>,
+}
+
+impl Call {
+    /// Split `pairs`, refusing a keyword `command` does not take (a `TypeError`, as Python refuses
+    /// an unexpected keyword argument).
+    fn new(
+        command: &str,
+        pairs: Vec<(String, String)>,
+        model_file: Option<(String, String)>,
+        gpu_file: Option<(String, String)>,
+    ) -> PyResult<Call> {
+        let accepted = keywords_of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))?;
+        let scenario_fields: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
+        let mut call = Call { scenario: vec![], serving: vec![], own: HashMap::new(), model_file, gpu_file };
+        for (k, v) in pairs {
+            if !accepted.contains(&k.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "{command}() got an unexpected keyword argument '{k}'; it takes: {}",
+                    accepted.join(", ")
+                )));
+            }
+            if command_keys(command).contains(&k.as_str()) {
+                call.own.insert(k, v);
+            } else if SERVING.contains(&k.as_str()) {
+                call.serving.push((k, v));
+            } else if scenario_fields.contains(&k.as_str()) {
+                call.scenario.push((k, v));
+            } else {
+                call.own.insert(k, v);
+            }
+        }
+        Ok(call)
+    }
+
+    fn own(&self, key: &str) -> Option<&str> {
+        self.own.get(key).map(String::as_str)
+    }
+
+    /// The scenario, resolved by the core's resolver against the built-in catalogue.
+    fn scenario(&self) -> PyResult<Scenario> {
+        let pairs = self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let mut req: ScenarioRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
+        if let Some((label, text)) = &self.model_file {
+            req.model = None;
+            req.model_file = Some(Loaded(Arc::new(parse_config_json(text, label).map_err(|e| input_error(&e))?)));
+        }
+        if let Some(gpu) = self.gpu()? {
+            req.gpu = None;
+            req.gpu_file = Some(Loaded(gpu));
+        }
+        req.resolve(&Catalog::builtin()).map_err(|e| input_error(&e))
+    }
+
+    /// The first GPU of the GPU file `gpu` named, named by its path.
+    fn gpu(&self) -> PyResult<Option<Arc<llm_ledger_core::Gpu>>> {
+        let Some((label, text)) = &self.gpu_file else { return Ok(None) };
+        let gpus = parse_gpu_file(text).map_err(|e| input_error(&e))?;
+        let mut gpu = gpus
+            .into_iter()
+            .next()
+            .ok_or_else(|| input_error(&Error::invalid("gpu", label, "a GPU file with a [[gpu]] entry")))?;
+        gpu.name = label.clone();
+        Ok(Some(Arc::new(gpu)))
+    }
+
+    /// The serving inputs, resolved for `sc`.
+    fn serving(&self, sc: &Scenario) -> PyResult<llm_ledger_core::serving::Serving> {
+        let pairs = self.serving.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let req: ServingRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
+        req.resolve(sc).map_err(|e| input_error(&e))
+    }
+}
+
+/// What a report hands back: its JSON (the CLI's `--format json`), its CSV rows as a JSON array of
+/// objects (the CLI's JSON row fields), its human table as JSON, its text table (the CLI's table
+/// with every column), and a plot.
+type Output = (String, String, String, String, Option<String>);
+
+/// The human layout as JSON: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
+fn human_json(h: &HumanTable) -> String {
+    serde_json::json!({
+        "title": h.title,
+        "header": h.header,
+        "rows": h.rows,
+        "right_aligned": h.right_aligned,
+        "footer": h.footer,
+    })
+    .to_string()
+}
+
+/// A report's [`Output`], after the same finiteness check the CLI's rendering does.
+fn output<R: Report>(r: &R, svg: Option<String>) -> PyResult<Output> {
+    let json = r.render(Format::Json).map_err(|e| input_error(&e))?;
+    let rows = r.csv_rows();
+    llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
+    let rows = serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((json, rows, human_json(&r.human()), r.layout(Format::Table), svg))
+}
+
+/// Run `command` (not `sweep`) on text keyword arguments; see the module doc.
+#[pyfunction]
+#[pyo3(signature = (command, pairs, model_file=None, gpu_file=None))]
+fn run(
+    py: Python<'_>,
+    command: &str,
+    pairs: Vec<(String, String)>,
+    model_file: Option<(String, String)>,
+    gpu_file: Option<(String, String)>,
+) -> PyResult<Output> {
+    let call = Call::new(command, pairs, model_file, gpu_file)?;
+    py.allow_threads(|| build(command, &call))
+}
+
+fn build(command: &str, call: &Call) -> PyResult<Output> {
+    let core = |e: Error| input_error(&e);
+    match command {
+        "ledger" => {
+            let sc = call.scenario()?;
+            let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+            let mut chart = Roofline::from_report(&report, &sc.gpu);
+            chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
+            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            output(&report, Some(svg))
+        }
+        "kv" => {
+            let sc = call.scenario()?;
+            output(&KvReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
+        }
+        "levers" => {
+            let sc = call.scenario()?;
+            let set = LeverSet::of(&sc, call.serving(&sc)?.reserve_bytes);
+            output(&LeverReport::new(Inputs::of(&sc), set), None)
+        }
+        "latency" => {
+            let sc = call.scenario()?;
+            output(&LatencyReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+        }
+        "cost" => {
+            let sc = call.scenario()?;
+            output(&CostReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+        }
+        "zoom" => {
+            let sc = call.scenario()?;
+            let tree = ZoomTree::build(&sc);
+            // The core names the zoom path `path`; the keyword (the CLI's flag) is `at`.
+            let at = |f: &str| if f == "path" { "at".to_string() } else { f.to_string() };
+            let view = tree.node(call.own("at").unwrap_or("model")).map_err(|e| core(e.map_field(at)))?;
+            output(&ZoomReport::new(&sc, &tree, &view), None)
+        }
+        "moe" => {
+            let base = call.scenario()?;
+            let req = MoeRequest {
+                batch: call.own("batch"),
+                experts: call.own("experts"),
+                top_k: call.own("top_k"),
+                model_given: call.scenario.iter().any(|(k, _)| k == "model") || call.model_file.is_some(),
+            };
+            output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
+        }
+        "plan" => {
+            let sc = call.scenario()?;
+            let s = call.serving(&sc)?;
+            output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
+        }
+        "tile" => {
+            let text = |k: &str| call.own(k).map(str::to_string);
+            let req = GemmRequest {
+                m: text("m"),
+                n: text("n"),
+                k: text("k"),
+                gpu: None,
+                tile: text("tile"),
+                weights: text("weights"),
+                activations: text("activations"),
+                output: text("output"),
+                compute_efficiency: text("compute_efficiency"),
+                bandwidth_efficiency: text("bandwidth_efficiency"),
+            };
+            let g = req.resolve().map_err(core)?;
+            let gpu = match call.gpu()? {
+                Some(g) => g,
+                None => Catalog::builtin()
+                    .gpu(call.own("gpu").unwrap_or(llm_ledger_core::scenario::DEFAULT_GPU))
+                    .map_err(core)?,
+            };
+            output(&TileReport::build(&g, &gpu).map_err(core)?, None)
+        }
+        other => Err(PyValueError::new_err(format!("no command `{other}`"))),
+    }
+}
+
+/// Most points one Python `sweep` call returns (every point is held in memory, 14 columns of 8
+/// bytes: 2²⁵ points are about 3.8 GB); the CLI streams up to the core's cap.
+pub const MAX_PYTHON_SWEEP_POINTS: u64 = 1 << 25;
+
+/// Most points a sweep's batch curve draws (the CLI's `--plot` limit).
+const MAX_PLOT_POINTS: u64 = 4096;
+
+/// The numeric columns of a sweep, in the CLI's JSON point order (`largest_op` and `fits` apart).
+const FLOAT_COLUMNS: [&str; 10] = [
+    "step_time_s",
+    "tokens_per_s",
+    "flops",
+    "bytes",
+    "weight_bytes",
+    "kv_bytes",
+    "intensity",
+    "largest_op_time_s",
+    "memory_bytes",
+    "kv_cache_bytes",
+];
+
+/// A whole sweep in one call: the head as JSON (the CLI's JSON without `points`) and the points as
+/// columns — `batch`, `ctx` as `array('Q')`, the float fields as `array('d')`, `largest_op` as a
+/// list of str, `fits` as a list of bool — in the CLI's point-key order; and the batch curve as SVG
+/// for a sweep over one context of at most [`MAX_PLOT_POINTS`] points.
+#[pyfunction]
+#[pyo3(signature = (pairs, model_file=None, gpu_file=None))]
+fn sweep<'py>(
+    py: Python<'py>,
+    pairs: Vec<(String, String)>,
+    model_file: Option<(String, String)>,
+    gpu_file: Option<(String, String)>,
+) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
+    let call = Call::new("sweep", pairs, model_file, gpu_file)?;
+    let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
+    // The base scenario is resolved without the axes, as the CLI's is.
+    let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
+    let computed = py.allow_threads(|| -> PyResult<_> {
+        let sc = base.scenario()?;
+        let reserve_bytes = base.serving(&sc)?.reserve_bytes;
+        let plan =
+            SweepPlan::new(sc, base.own("batch"), ctx_axis.as_deref(), reserve_bytes).map_err(|e| input_error(&e))?;
+        let n = grid_points(&plan.sweep.axes()).map_err(|e| input_error(&e))?;
+        if n > MAX_PYTHON_SWEEP_POINTS {
+            return Err(input_error(&Error::invalid(
+                "batch",
+                format!("{n} points"),
+                format!("at most {MAX_PYTHON_SWEEP_POINTS} points in one call (`llm-ledger sweep` streams any number)"),
+            )));
+        }
+        let n = n as usize;
+        let mut ints: [Vec<u64>; 2] = [Vec::with_capacity(n), Vec::with_capacity(n)];
+        let mut floats: Vec<Vec<f64>> = (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect();
+        let mut ops = Vec::with_capacity(n);
+        let mut fits = Vec::with_capacity(n);
+        let mut kept = Vec::new();
+        let mut bad = None;
+        plan.sweep.run(|p| {
+            let values = [
+                p.step_time_s,
+                p.tokens_per_s,
+                p.flops,
+                p.bytes,
+                p.weight_bytes,
+                p.kv_bytes,
+                p.intensity,
+                p.largest_op_time_s,
+                p.memory_bytes,
+                p.kv_cache_bytes,
+            ];
+            if values.iter().any(|v| !v.is_finite()) {
+                // The report crate's check names the field and the point, as the CLI's would.
+                let i = ints[0].len();
+                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
+                return ControlFlow::Break(());
+            }
+            ints[0].push(p.batch);
+            ints[1].push(p.ctx);
+            for (c, v) in floats.iter_mut().zip(values) {
+                c.push(v);
+            }
+            ops.push(p.largest_op);
+            if n as u64 <= MAX_PLOT_POINTS {
+                kept.push(*p);
+            }
+            fits.push(p.fits);
+            ControlFlow::Continue(())
+        });
+        if let Some(e) = bad {
+            return Err(input_error(&e));
+        }
+        let head = serde_json::to_string(&plan.head).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        // The batch curve (the CLI's `--plot`) where there is one: one context, at most
+        // MAX_PLOT_POINTS batch sizes.
+        let svg = match plan.batch_curve(&kept) {
+            Ok(curve) if !kept.is_empty() => curve.svg(PlotSize::default()).ok(),
+            _ => None,
+        };
+        Ok((head, ints, floats, ops, fits, svg))
+    })?;
+    let (head, ints, floats, ops, fits, svg) = computed;
+    let array = py.import("array")?.getattr("array")?;
+    let typed = |code: &str, bytes: Vec<u8>| array.call1((code, PyBytes::new(py, &bytes)));
+    let columns = PyDict::new(py);
+    for (name, col) in ["batch", "ctx"].iter().zip(ints) {
+        columns.set_item(name, typed("Q", col.iter().flat_map(|v| v.to_ne_bytes()).collect())?)?;
+    }
+    let floats: HashMap<&str, Vec<f64>> = FLOAT_COLUMNS.iter().copied().zip(floats).collect();
+    let put_float = |name: &str| -> PyResult<()> {
+        columns.set_item(name, typed("d", floats[name].iter().flat_map(|v| v.to_ne_bytes()).collect())?)
+    };
+    for name in ["step_time_s", "tokens_per_s", "flops", "bytes", "weight_bytes", "kv_bytes", "intensity"] {
+        put_float(name)?;
+    }
+    // One str object per operator kind, shared by every point.
+    let mut names: HashMap<llm_ledger_core::kinds::OpKind, Bound<'_, PyString>> = HashMap::new();
+    let op_list = PyList::empty(py);
+    for op in ops {
+        let s = names.entry(op).or_insert_with(|| PyString::new(py, op.name()));
+        op_list.append(s.clone())?;
+    }
+    columns.set_item("largest_op", op_list)?;
+    for name in ["largest_op_time_s", "memory_bytes", "kv_cache_bytes"] {
+        put_float(name)?;
+    }
+    columns.set_item("fits", PyList::new(py, fits)?)?;
+    Ok((head, columns, svg))
+}
+
+/// The keyword arguments `command` takes, in the CLI's flag order.
+#[pyfunction]
+fn keywords(command: &str) -> PyResult<Vec<&'static str>> {
+    keywords_of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))
+}
+
+/// The built-in catalogue as JSON: `{"models": [...], "gpus": [...]}` (the CLI's `models` and
+/// `gpus` JSON).
+#[pyfunction]
+fn catalog() -> PyResult<(String, String)> {
+    use llm_ledger_report::catalog::{GpuList, ModelList};
+    let c = Catalog::builtin();
+    let models = ModelList::new(&c).render(Format::Json).map_err(|e| input_error(&e))?;
+    let gpus = GpuList::new(&c).render(Format::Json).map_err(|e| input_error(&e))?;
+    Ok((models, gpus))
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let input_error = m.py().get_type::<InputError>();
+    // Shown as `llm_ledger.InputError`, where the package exports it.
+    input_error.setattr("__module__", "llm_ledger")?;
+    m.add("InputError", input_error)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(keywords, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

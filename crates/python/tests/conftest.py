@@ -1,0 +1,49 @@
+"""Test support: the CLI binary the Python numbers are checked against (`cargo build -p llm-ledger`
+first; `.ci/python-tests` runs after `cargo test --workspace`, which builds it), and the repository
+root."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def cli_binary():
+    explicit = os.environ.get("LLM_LEDGER_BIN")
+    if explicit:
+        return pathlib.Path(explicit)
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    if not target.is_absolute():
+        target = ROOT / target
+    return target / "debug" / "llm-ledger"
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """Run the CLI with `args`; return its stdout (text), or raise with its stderr."""
+    binary = cli_binary()
+    assert binary.is_file(), f"{binary} is missing: run `cargo build -p llm-ledger` (or set LLM_LEDGER_BIN)"
+
+    def run(*args, ok=True):
+        p = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        if ok:
+            assert p.returncode == 0, f"llm-ledger {' '.join(map(str, args))}: {p.stderr}"
+            return p.stdout
+        assert p.returncode == 2, f"llm-ledger {' '.join(map(str, args))} exited {p.returncode}: {p.stdout}"
+        return p.stderr.strip()
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def cli_json(cli):
+    """The CLI's `--format json` of `args`, parsed."""
+
+    def run(*args):
+        return json.loads(cli(*args, "--format", "json"))
+
+    return run

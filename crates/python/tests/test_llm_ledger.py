@@ -1,0 +1,289 @@
+"""The Python package against the CLI: the same inputs give the same JSON, errors map to Python
+exceptions naming the keyword, sweeps come back as columns, notebooks get HTML with the plot.
+Issue 16, item 1."""
+
+import ast
+import csv
+import io
+import json
+import math
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+import llm_ledger as ll
+from conftest import ROOT, cli_binary
+
+COMMANDS = ["ledger", "kv", "levers", "latency", "cost", "zoom", "tile", "moe", "plan", "sweep"]
+
+
+def flags(kwargs):
+    """The CLI flags of Python keyword arguments (`max_gpus=8` → `--max-gpus 8`)."""
+    out = []
+    for k, v in kwargs.items():
+        out += [f"--{k.replace('_', '-')}", ll._text(k, v)]
+    return out
+
+
+# Each case: a command and keyword arguments; the CLI gets the same as flags.
+CASES = [
+    ("ledger", {}),
+    ("ledger", {"batch": 64, "counting": "seed"}),
+    ("ledger", {"model": "llama-3.1-70b", "gpu": "a100-80gb", "weights": "fp8", "kv": "fp8", "batch": 8, "ctx": 4096}),
+    ("ledger", {"phase": "prefill", "ctx": 1024, "flash": False}),
+    ("ledger", {"model": "mixtral-8x7b", "batch": 16, "tp": 2, "zipf": 1.2}),
+    ("ledger", {"contexts": {2048: 8, 32768: 2}, "kv": "fp8"}),
+    ("kv", {"batch": 64}),
+    ("levers", {"counting": "seed", "batch": 8, "ctx": 32768}),
+    ("latency", {"batch": 8, "prompt": 2048, "output": 256}),
+    ("cost", {"batch": 16, "tpot_ms": 20}),
+    ("zoom", {"at": "layer.0"}),
+    ("tile", {"m": 64, "n": 4096, "k": 4096}),
+    ("moe", {"model": "mixtral-8x7b", "batch": "1..16*2"}),
+    ("moe", {"experts": 64, "top_k": 8, "batch": [1, 4, 16]}),
+    ("plan", {"model": "llama-3.1-70b", "tpot_ms": 30, "max_gpus": 8}),
+    ("sweep", {"counting": "seed", "batch": [1, 8, 32, 64, 128, 256]}),
+    ("sweep", {"batch": range(1, 9), "ctx": range(1024, 4097, 1024), "weights": "int4"}),
+]
+
+
+def python(command, kwargs):
+    return getattr(ll, command)(**kwargs)
+
+
+@pytest.mark.parametrize("command,kwargs", CASES, ids=[f"{c}-{i}" for i, (c, _) in enumerate(CASES)])
+def test_python_json_equals_the_cli_json(cli_json, command, kwargs):
+    got = python(command, kwargs).json
+    want = cli_json(command, *flags(kwargs))
+    assert got == want
+
+
+@pytest.mark.parametrize("command,kwargs", [c for c in CASES if c[0] != "sweep"])
+def test_rows_are_the_cli_csv_rows(cli, command, kwargs):
+    r = python(command, kwargs)
+    want = list(csv.DictReader(io.StringIO(cli(command, *flags(kwargs), "--format", "csv"))))
+    if r.total is not None:
+        # The CSV's last row is the total.
+        assert want[-1]["op"] == r.total["op"] == "total"
+        want = want[:-1]
+    if "rows" in r.json:
+        assert r.rows == r.json["rows"]
+    assert len(r.rows) == len(want) > 0
+    for got_row, want_row in zip(r.rows, want):
+        assert list(got_row) == list(want_row)
+        for k, v in got_row.items():
+            text = want_row[k]
+            if isinstance(v, bool):
+                assert str(v).lower() == text.lower(), k
+            elif isinstance(v, (int, float)):
+                assert float(text) == pytest.approx(v, rel=1e-12), k
+            elif v is None:
+                assert text == "", k
+            else:
+                assert str(v) == text, k
+
+
+def test_ledger_total_and_seed_numbers():
+    # The reference calculator's table under seed counting (README): step 12.0 ms at batch 64.
+    r = ll.ledger(batch=64, counting="seed")
+    assert r.total["op"] == "total"
+    assert r.json["step_time_s"] == pytest.approx(0.0120, abs=5e-5)
+    assert [row["op"] for row in r.rows][:2] == ["qkv_proj", "o_proj"]
+    assert sum(row["time_s"] for row in r.json["rows"]) == pytest.approx(r.json["step_time_s"], rel=1e-9)
+
+
+def test_a_config_json_by_path_gives_the_cli_numbers(cli_json):
+    folder = ROOT / "crates/core/tests/data/configs/Llama-3.1-8B"
+    path = folder / "config.json"
+    got = ll.ledger(model=str(path), batch=4).json
+    assert got == cli_json("ledger", "--model", str(path), "--batch", "4")
+    assert got["inputs"]["model"] == str(path)
+    # A pathlib.Path is the same; so is the folder holding the config.json.
+    assert ll.ledger(model=path, batch=4).json == got
+    assert ll.ledger(model=folder, batch=4).json == got
+    with pytest.raises(ll.InputError, match="cannot read config.json") as e:
+        ll.ledger(model=str(folder / "missing.json"))
+    assert e.value.field == "model"
+
+
+def test_a_bad_gpu_is_a_value_error_naming_gpu_and_the_accepted_values(cli):
+    with pytest.raises(ValueError) as e:
+        ll.ledger(gpu="h900")
+    err = e.value
+    assert isinstance(err, ll.InputError)
+    assert err.field == "gpu"
+    assert "h100-sxm" in err.accepted and "a100-80gb-sxm" in err.accepted
+    assert "h900" in str(err) and "h100-sxm" in str(err)
+    # The CLI's one-line message, word for word.
+    assert cli("ledger", "--gpu", "h900", ok=False) == f"error: {err}"
+
+
+@pytest.mark.parametrize(
+    "command,kwargs,field",
+    [
+        ("ledger", {"batch": "abc"}, "batch"),
+        ("ledger", {"batch": 0}, "batch"),
+        ("ledger", {"kv": "fp7"}, "kv"),
+        ("ledger", {"phase": "train"}, "phase"),
+        ("cost", {"tpot_ms": -1}, "tpot_ms"),
+        ("plan", {"tpot_ms": 30, "max_gpus": 0}, "max_gpus"),
+        ("sweep", {"batch": "8..1"}, "batch"),
+        ("zoom", {"at": "layer.999"}, "at"),
+    ],
+)
+def test_errors_are_the_cli_messages_naming_the_keyword(cli, command, kwargs, field):
+    with pytest.raises(ll.InputError) as e:
+        python(command, kwargs)
+    msg = str(e.value)
+    assert "\n" not in msg
+    if e.value.field is not None:
+        assert e.value.field == field
+    # The CLI names the flag (`--tpot-ms`) where Python names the keyword (`tpot_ms`).
+    cli_msg = cli(command, *flags(kwargs), ok=False)
+    assert cli_msg.startswith("error: ")
+    assert cli_msg[len("error: ") :].replace(f"--{field.replace('_', '-')}", field) == msg
+
+
+def test_an_unknown_keyword_is_a_type_error():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bacth'"):
+        ll.ledger(bacth=1)
+    # A keyword another command takes, but not this one (kv has no parallel layout).
+    with pytest.raises(TypeError, match="'tp'"):
+        ll.kv(tp=2)
+
+
+def test_an_empty_range_is_refused():
+    with pytest.raises(ll.InputError, match="batch"):
+        ll.sweep(batch=range(5, 5))
+
+
+def test_sweep_returns_columns_computed_in_one_call(cli_json):
+    s = ll.sweep(batch=range(1, 101), ctx=[1024, 2048, 4096])
+    assert len(s) == 300
+    assert list(s.columns) == list(cli_json("sweep", "--batch", "1", "--ctx", "1")["points"][0])
+    for name, column in s.columns.items():
+        assert len(column) == 300, name
+    # The point at batch 64, ctx 2048 is the ledger's step.
+    i = next(j for j in range(300) if s.columns["batch"][j] == 64 and s.columns["ctx"][j] == 2048)
+    assert s.columns["step_time_s"][i] == pytest.approx(ll.ledger(batch=64).json["step_time_s"], rel=1e-12)
+    assert s.columns["fits"][i] is True
+    assert s.head["point_count"] == 300
+    assert s.rows[i]["batch"] == 64
+
+
+def test_repr_html_has_the_table_and_the_roofline_svg():
+    r = ll.ledger(batch=8)
+    h = r._repr_html_()
+    assert "<table" in h and "<svg" in h and "q_proj" in h
+    assert "<svg" in r.svg
+    # Other reports: the table; the text form is the CLI's table.
+    assert "<table" in ll.kv()._repr_html_()
+    curve = ll.sweep(batch=[1, 2, 4, 8])
+    assert "<table" in curve._repr_html_() and "<svg" in curve._repr_html_()
+    # Several contexts have no single batch curve: the table alone.
+    assert ll.sweep(batch=[1, 2], ctx=[1024, 2048]).svg is None
+    assert "llama-3-8b on h100-sxm" in str(r)
+
+
+def test_text_table_is_the_cli_table(cli):
+    assert str(ll.ledger(batch=64, counting="seed")) == cli("ledger", "--batch", "64", "--counting", "seed", "--wide")
+
+
+def test_to_pandas():
+    pd = pytest.importorskip("pandas")
+    df = ll.ledger().to_pandas()
+    assert isinstance(df, pd.DataFrame) and "time_s" in df.columns
+    sw = ll.sweep(batch=[1, 2, 4]).to_pandas()
+    assert list(sw["batch"]) == [1, 2, 4]
+
+
+def test_to_pandas_without_pandas_is_a_clear_import_error(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_pandas(name, *a, **k):
+        if name == "pandas":
+            raise ImportError("No module named 'pandas'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        ll.ledger().to_pandas()
+
+
+def cli_flags_of(command):
+    """The long flags of a CLI command, from its --help, snake case."""
+    text = subprocess.run([str(cli_binary()), command, "--help"], capture_output=True, text=True, check=True).stdout
+    found = re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)", text, re.M)
+    return {f.replace("-", "_") for f in found}
+
+
+# Flags that are about output or files the Python side handles otherwise (a path in `model` or
+# `gpu`; a context mix as a dict), not keywords.
+NOT_KEYWORDS = {"format", "plot", "wide", "width", "help", "gpu_file", "preset_file", "histogram"}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_keywords_are_the_cli_flags(command):
+    assert set(ll.keywords(command)) == cli_flags_of(command) - NOT_KEYWORDS
+
+
+def test_the_stub_lists_every_keyword():
+    stub = ast.parse((pathlib.Path(ll.__file__).parent / "__init__.pyi").read_text())
+    funcs = {f.name: f for f in stub.body if isinstance(f, ast.FunctionDef)}
+    for command in COMMANDS:
+        f = funcs[command]
+        assert {a.arg for a in f.args.kwonlyargs} == set(ll.keywords(command)), command
+        assert getattr(ll, command).__doc__, command
+
+
+def test_models_and_gpus_are_the_cli_lists(cli_json):
+    assert ll.models() == cli_json("models")
+    assert ll.gpus() == cli_json("gpus")
+
+
+def test_every_number_is_finite():
+    for command, kwargs in CASES:
+        r = python(command, kwargs)
+        for row in r.rows:
+            for v in row.values():
+                if isinstance(v, float):
+                    assert math.isfinite(v)
+
+
+def test_readme_python_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert block, "README has a ```python example"
+    code = block.group(1)
+    assert "import llm_ledger" in code
+    exec(compile(code, "README.md", "exec"), {})
+
+
+def test_docs_python_md_is_real_output(monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    result = doctest.testfile(
+        str(ROOT / "docs/python.md"),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS,
+        verbose=False,
+    )
+    assert result.attempted >= 20, result
+    assert result.failed == 0, result
+
+
+def test_python_values_are_the_cli_text():
+    assert ll._text("flash", False) == "off" and ll._text("flash", True) == "on"
+    assert ll._text("batch", range(1, 9)) == "1..8"
+    assert ll._text("ctx", range(0, 8193, 1024)) == "0..8192:1024"
+    assert ll._text("batch", (1, 8, 32)) == "1,8,32"
+    assert ll._text("contexts", {2048: 8, 100: 1}) == "2048x8,100x1"
+    assert ll._text("compute_efficiency", 0.5) == "0.5"
+    # The same sweep from a range and from the CLI's axis text.
+    a, b = ll.sweep(batch=range(1, 9, 2)), ll.sweep(batch="1..7:2")
+    assert a.json == b.json and list(a.columns["batch"]) == [1, 3, 5, 7]
