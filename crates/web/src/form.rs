@@ -67,6 +67,33 @@ const CONTROLS: &[Control] = &[
     Control { name: "zipf", label: "MoE routing skew", choices: Choices::Text, advanced: true },
 ];
 
+/// The label of a scenario input without a tailored control (its name where none is known).
+fn other_label(name: &'static str) -> &'static str {
+    match name {
+        "gemm_activations" => "GEMM input precision (W8A8)",
+        "expert_loads" => "Measured expert loads",
+        "tp" => "Tensor-parallel GPUs (TP)",
+        "pp" => "Pipeline stages (PP)",
+        "ep" => "Expert-parallel groups (EP)",
+        "dp" => "Data-parallel replicas (DP)",
+        "micro_batches" => "Pipeline micro-batches",
+        "interconnect" => "Interconnect",
+        "link_efficiency" => "Link efficiency",
+        other => other,
+    }
+}
+
+/// One line of help: the input's, and what it accepts where a text box cannot show it.
+fn help_of(name: &str) -> String {
+    let input = input_of(name);
+    match &input.accepted {
+        Accepted::OneOf(values) => format!("{} (one of {})", input.help, values.join(", ")),
+        Accepted::Range(r) => format!("{} ({})", input.help, r.expected()),
+        Accepted::Text(shape) => format!("{} ({shape})", input.help),
+        Accepted::Model | Accepted::Gpu => input.help.to_string(),
+    }
+}
+
 /// The scenario input a control stands for.
 fn input_of(name: &str) -> &'static ScenarioInput {
     scenario_input(name).expect("every control is a scenario input (checked by a test)")
@@ -112,7 +139,7 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                     div.grid {
                         @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
                         @for f in &other {
-                            (control(&Control { name: f, label: f, choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
+                            (control(&Control { name: f, label: other_label(f), choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
                         }
                     }
                 }
@@ -187,7 +214,12 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
     let invalid = error_field == Some(c.name);
-    let help = if unused { "not used on this page" } else { input_of(c.name).help };
+    let text_box = matches!(c.choices, Choices::Text | Choices::Example(_));
+    let help = match (unused, text_box) {
+        (true, _) => "not used on this page".to_string(),
+        (false, true) => help_of(c.name),
+        (false, false) => input_of(c.name).help.to_string(),
+    };
     let class = if unused { "field unused" } else { "field" };
     let (options, default): (Vec<(String, String)>, String) = match &c.choices {
         Choices::Models => (

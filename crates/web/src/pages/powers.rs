@@ -8,7 +8,7 @@ use super::parts::{num, share_bar, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::zoom::{block_name, GapKind, Level, TileLevel};
+use llm_ledger_core::zoom::{block_name, GapKind, Level, NodeView, TileLevel};
 use llm_ledger_core::{Catalog, Phase, Scenario, ZoomTree};
 use llm_ledger_report::zoom::ZoomRow;
 use llm_ledger_report::{human, ZoomReport};
@@ -17,13 +17,95 @@ use maud::{html, Markup};
 /// The page key of the zoom path.
 pub const AT: &str = "at";
 
-/// The report of the node at `at` in the query's scenario (errors name `at` for a bad path).
-fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport), AppError> {
+/// The report of the node at `at` in the query's scenario, or — when `at` is not a node of this
+/// scenario (FlashAttention fused the operator away, the model has fewer layers, an MoE model's
+/// MLP has other operators) — of the deepest node on its path that is, with a sentence saying
+/// what changed. A control change never ends on an error page.
+fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport, Option<String>), AppError> {
     let r = q.resolve(catalog)?;
     let tree = ZoomTree::build(&r.scenario);
-    let view = tree.node(at).map_err(|e| q.core_error(&e).with_field(AT))?;
+    let (view, notice) = deepest(&tree, &r.scenario, at);
     let report = q.checked(ZoomReport::new(&r.scenario, &tree, &view))?;
-    Ok((r.scenario, report))
+    Ok((r.scenario, report, notice))
+}
+
+/// The zoom path's steps (`layer.N` is one step), without a leading `model`.
+fn steps(path: &str) -> Vec<String> {
+    let norm = path.trim().to_ascii_lowercase();
+    let rest = norm.strip_prefix("model").map(|r| r.trim_start_matches('.')).unwrap_or(&norm).to_string();
+    let segs: Vec<&str> = rest.split('.').filter(|s| !s.is_empty()).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < segs.len() {
+        if segs[i] == "layer" && i + 1 < segs.len() {
+            out.push(format!("layer.{}", segs[i + 1]));
+            i += 2;
+        } else {
+            out.push(segs[i].to_string());
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The node at `at`, or the deepest node on its path that exists here and why the rest does not.
+pub(crate) fn deepest<'t>(tree: &'t ZoomTree, sc: &Scenario, at: &str) -> (NodeView<'t>, Option<String>) {
+    if let Ok(v) = tree.node(at) {
+        return (v, None);
+    }
+    let steps = steps(at);
+    for keep in (0..steps.len()).rev() {
+        let prefix = if keep == 0 { "model".to_string() } else { steps[..keep].join(".") };
+        let Ok(view) = tree.node(&prefix) else { continue };
+        let missing = steps.get(keep).map(String::as_str).unwrap_or("");
+        let why = why_missing(sc, tree, &view, missing);
+        let here: Vec<&str> = view.children.iter().filter_map(|c| c.path.as_deref()).map(last_step).collect();
+        let listing = if here.is_empty() { String::new() } else { format!(" (here it holds {})", short_list(&here)) };
+        let notice = format!(
+            "`{}` is not part of this scenario: {why}. Showing `{}`, the deepest level of that path that is{listing}.",
+            at.trim(),
+            view.path
+        );
+        return (view, Some(notice));
+    }
+    (tree.node("model").expect("the model node always exists"), None)
+}
+
+fn last_step(path: &str) -> &str {
+    if path.starts_with("layer.") && path.matches('.').count() == 1 {
+        path
+    } else {
+        path.rsplit('.').next().unwrap_or(path)
+    }
+}
+
+fn short_list(items: &[&str]) -> String {
+    if items.len() > 8 {
+        format!("{}, … {} in all", items[..6].join(", "), items.len())
+    } else {
+        items.join(", ")
+    }
+}
+
+/// One clause on why `missing` is not below `view` in this scenario.
+fn why_missing(sc: &Scenario, tree: &ZoomTree, view: &NodeView<'_>, missing: &str) -> String {
+    let flash = sc.workload.flash_attention;
+    let attn = view.path.ends_with(".attn");
+    let mlp = view.path.ends_with(".mlp");
+    match missing {
+        "scores" | "values" | "softmax" if attn && flash => {
+            "FlashAttention is on, so the score and value products and the softmax are fused into one operator, `attention`".into()
+        }
+        "attention" if attn && !flash => {
+            "FlashAttention is off, so attention runs as separate operators (`scores`, `softmax`, `values`) and the score matrix goes through memory".into()
+        }
+        _ if mlp && sc.model.is_moe() => format!("`{}` is a mixture-of-experts model, whose MLP has other operators", sc.model.name),
+        _ if mlp => format!("`{}` has a dense MLP with other operators", sc.model.name),
+        m if m.starts_with("layer.") => format!("`{}` has {} layers (layer.0 … layer.{})", sc.model.name, tree.num_layers, tree.num_layers.saturating_sub(1)),
+        "tiles" => format!("`{}` is not cut into tiles ({})", view.path, view.leaf_reason()),
+        "" => "the path is empty".into(),
+        m => format!("there is no `{m}` under `{}` here", view.path),
+    }
 }
 
 fn level_word(l: Level) -> &'static str {
@@ -41,7 +123,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let at = q.extra(AT).unwrap_or("model");
     let catalog = &ctx.state.catalog;
-    let (sc, report) = report(q, catalog, at)?;
+    let (sc, report, notice) = report(q, catalog, at)?;
     let path = report.path.clone();
     let link = |p: &str| ctx.self_href(&[], &[(AT, Some(p))]);
     let n = &report.node;
@@ -55,6 +137,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "arithmetic come from. Click a row to zoom in; use the breadcrumb to go back up."
         }
         p.headline #headline { (report.inputs.headline()) }
+        @if let Some(n) = &notice {
+            p.notice #zoom-notice role="status" data-asked=(at) { (n) }
+        }
         nav.breadcrumb aria-label="zoom path" {
             ol #breadcrumb {
                 @for (i, crumb) in report.breadcrumb.iter().enumerate() {
@@ -189,7 +274,7 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
     // At the tile level the comparison that matters is one level up: the operator against its
     // tiles (the tile classes add up to the tiles exactly).
     let op_level = (r.level == Level::Tiles)
-        .then(|| report(q, catalog, r.path.trim_end_matches(".tiles")).ok().map(|(_, op)| op.addup))
+        .then(|| report(q, catalog, r.path.trim_end_matches(".tiles")).ok().map(|(_, op, _)| op.addup))
         .flatten();
     let view = op_level.as_ref().unwrap_or(&r.addup);
     let a = &view.addup;
@@ -342,7 +427,7 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
     let here = r.node.intensity;
     let after = |scenario: &[(&str, Option<&str>)], at: &str| -> Option<(Option<f64>, f64)> {
         let q2 = q.clone_with(scenario);
-        let (_, r2) = report(&q2, catalog, at).ok()?;
+        let (_, r2, _) = report(&q2, catalog, at).ok()?;
         Some((r2.node.intensity, r2.node.time_s))
     };
     let effect = |res: Option<(Option<f64>, f64)>| -> Markup {
@@ -390,7 +475,7 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
                         a.experiment #exp-tiles href=(ctx.self_href(&[], &[(AT, Some(t))])) { "Go to the tile level" }
                         " of " code { (t.trim_end_matches(".tiles")) } " and compare the bytes the tiles move with the bytes an ideal machine would move. "
                         "That ratio is the reuse factor."
-                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
+                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr, _)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
                             " " span.effect {
                                 "Here: " (human::bytes(g.tiled_bytes)) " moved against " (human::bytes(g.ideal_bytes))
                                 " read once, a reuse factor of ×" (format!("{:.2}", g.reuse_factor)) "."
