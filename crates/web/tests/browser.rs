@@ -192,6 +192,12 @@ async fn wait_url(c: &Client, part: &str) -> Result<String> {
 
 /// Save a screenshot of the whole page (the window is sized to the document first).
 async fn shot(c: &Client, name: &str) -> Result {
+    shot_at(c, name, 1280, 1800).await
+}
+
+/// Save a screenshot of the whole page at `width` (the window is sized to the document first),
+/// then restore the window to `width` × `height`.
+async fn shot_at(c: &Client, name: &str, width: u32, height: u32) -> Result {
     let h = c
         .execute("return Math.ceil(document.documentElement.scrollHeight)", vec![])
         .await
@@ -199,13 +205,13 @@ async fn shot(c: &Client, name: &str) -> Result {
         .and_then(|v| v.as_u64())
         .unwrap_or(1800)
         .clamp(600, 6000);
-    c.set_window_size(1280, h as u32 + 140).await.text_err()?;
+    c.set_window_size(width, h as u32 + 140).await.text_err()?;
     let png = c.screenshot().await.map_err(|e| format!("screenshot {name}: {e}"))?;
     if png.len() < 1000 || !png.starts_with(b"\x89PNG") {
         return Err(format!("screenshot {name} is not a PNG"));
     }
     std::fs::write(screenshots_dir().join(format!("{name}.png")), png).text_err()?;
-    c.set_window_size(1280, 1800).await.text_err()
+    c.set_window_size(width, height).await.text_err()
 }
 
 /// The step time the CLI computes for these inputs, as the page writes it (`{}` of the f64).
@@ -492,6 +498,106 @@ fn the_explorer_works_in_a_real_browser() {
         panic!("{e}");
     }
     eprintln!("screenshots: {}", screenshots_dir().display());
+}
+
+/// Run `walk` in a fresh headless browser (with `flags`) against a fresh server; `false` when the
+/// browser is missing (the test then says SKIP, and fails in CI).
+fn in_browser<F, Fut>(flags: &[&str], walk: F) -> bool
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: std::future::Future<Output = Result>,
+{
+    let (Some(chromium), Some(chromedriver)) = (
+        which("LLM_LEDGER_CHROMIUM", &["chromium", "chromium-browser"]),
+        which("LLM_LEDGER_CHROMEDRIVER", &["chromedriver"]),
+    ) else {
+        skip("the browser test needs chromium and chromedriver (apt-get install chromium chromium-driver, or set LLM_LEDGER_CHROMIUM and LLM_LEDGER_CHROMEDRIVER)");
+        return false;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let outcome: Result = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+        let base = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(serve_listener(listener, Arc::new(AppState::builtin()), std::future::pending()));
+        let mut driver = Driver::start(&chromedriver)?;
+        let c = driver.session(&chromium, flags, json!({})).await?;
+        let r = walk(c.clone(), base).await;
+        if let Err(e) = &r {
+            let _ = shot(&c, "failure-issue-15").await;
+            let at = url(&c).await;
+            let _ = c.close().await;
+            return Err(format!("{e} (at {at})"));
+        }
+        let _ = c.close().await;
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    true
+}
+
+/// Every page, with a query that shows what it is for (Powers of ten at its deepest level, a
+/// scenario that does not fit).
+const EVERY_PAGE: &[(&str, &str)] = &[
+    ("", ""),
+    ("", "?model=llama-3.1-405b&gpu=l4"),
+    ("powers-of-ten", ""),
+    ("powers-of-ten", "?at=layer.0.mlp.up.tiles"),
+    ("ledger", "?batch=64"),
+    ("batching", ""),
+    ("kv-cache", "?batch=64"),
+    ("cost", "?batch=16&tpot_ms=20"),
+    ("gemm-tiling", "?m=1000&n=1000&k=1000"),
+    ("moe", "?model=mixtral-8x7b&zipf=1"),
+    ("models", ""),
+    ("gpus", ""),
+];
+
+/// Issue 15, item 6: on a 390 px wide phone no page scrolls sideways (tables and plots scroll in
+/// their own boxes), and plot text stays legible (at least 8 px as drawn); a screenshot of each.
+#[test]
+fn issue_15_on_a_390_px_phone_no_page_scrolls_sideways() {
+    in_browser(&[], |c, base| async move {
+        c.set_window_size(390, 844).await.text_err()?;
+        let inner = c.execute("return window.innerWidth", vec![]).await.text_err()?;
+        assert_eq!(inner, json!(390), "the window is a phone's width");
+        for (i, (slug, query)) in EVERY_PAGE.iter().enumerate() {
+            let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
+            c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
+            wait_heading(&c, page.title).await?;
+            let widths = c
+                .execute("return [document.documentElement.scrollWidth, window.innerWidth]", vec![])
+                .await
+                .text_err()?;
+            let (scroll, inner) = (widths[0].as_u64().unwrap_or(0), widths[1].as_u64().unwrap_or(0));
+            if scroll > inner {
+                // Name the widest elements, for the failure message.
+                let wide = c
+                    .execute(
+                        "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1) \
+                           .slice(0, 8).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))",
+                        vec![],
+                    )
+                    .await
+                    .text_err()?;
+                panic!("/{slug}{query} is {scroll} px wide on a {inner} px screen: {wide}");
+            }
+            let smallest = c
+                .execute(
+                    "let m = 1e9; for (const t of document.querySelectorAll('svg.plot text')) { \
+                       const r = t.getBoundingClientRect(); if (r.height > 0) m = Math.min(m, r.height); } return m",
+                    vec![],
+                )
+                .await
+                .text_err()?;
+            let px = smallest.as_f64().unwrap_or(0.0);
+            assert!(px >= 8.0, "/{slug}{query}: plot text {px} px high");
+            let name = if slug.is_empty() { "overview" } else { slug };
+            shot_at(&c, &format!("phone-{i:02}-{name}"), 390, 844).await?;
+        }
+        Ok(())
+    });
 }
 
 #[test]
