@@ -422,7 +422,7 @@ async fn without_javascript(c: &Client, base: &str) -> Result {
     wait_heading(c, "Ledger").await?;
     let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
     batch.send_keys("32").await.text_err()?;
-    c.find(Locator::Id("f-phase")).await.text_err()?.select_by_value("prefill").await.text_err()?;
+    c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
     c.find(Locator::Css("#controls button[type=submit]")).await.text_err()?.click().await.text_err()?;
     // A plain GET form sends every field; empty ones mean "default".
     let u = wait_url(c, "batch=32").await?;
@@ -596,6 +596,87 @@ fn issue_15_on_a_390_px_phone_no_page_scrolls_sideways() {
             let name = if slug.is_empty() { "overview" } else { slug };
             shot_at(&c, &format!("phone-{i:02}-{name}"), 390, 844).await?;
         }
+        Ok(())
+    });
+}
+
+/// Drag the slider `id` by `dx` pixels from its left end.
+async fn drag(c: &Client, id: &str, dx: f64) -> Result {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+    let slider = c.find(Locator::Id(id)).await.text_err()?;
+    let width = c
+        .execute("return document.getElementById(arguments[0]).getBoundingClientRect().width", vec![json!(id)])
+        .await
+        .text_err()?
+        .as_f64()
+        .unwrap_or(200.0);
+    let mut mouse = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement { element: slider, duration: None, x: -width / 2.0 + 6.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT });
+    // In steps, as a hand drags: each step is an `input` event.
+    for _ in 0..8 {
+        mouse = mouse.then(PointerAction::MoveBy { duration: Some(Duration::from_millis(60)), x: dx / 8.0, y: 0.0 });
+    }
+    let mouse = mouse.then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    c.perform_actions(mouse).await.text_err()?;
+    c.release_actions().await.text_err()
+}
+
+/// Issue 15, item 3: dragging the batch slider updates the numbers while it moves and the URL
+/// follows (one history entry per drag: back returns to before it), without a full reload; the
+/// toggles switch FlashAttention and the phase in one click.
+#[test]
+fn issue_15_dragging_a_slider_updates_the_numbers_and_the_url() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&base).await.text_err()?;
+        wait_heading(&c, "Overview").await?;
+        let first = until("the step time", || data_value(&c, "step-time")).await?;
+        c.execute("window.__noReload = 1", vec![]).await.text_err()?;
+        let slider = c.find(Locator::Id("f-batch-slider")).await.text_err()?;
+        assert!(slider.is_displayed().await.text_err()?, "the script shows the slider");
+        // Watch the step time change during the drag (a MutationObserver counts the updates).
+        c.execute(
+            "window.__updates = 0; new MutationObserver(ms => { for (const m of ms) for (const n of m.addedNodes) if (n.id === 'content') window.__updates++; }).observe(document.body, {childList: true, subtree: true})",
+            vec![],
+        )
+        .await
+        .text_err()?;
+        drag(&c, "f-batch-slider", 120.0).await?;
+        let u = wait_url(&c, "batch=").await?;
+        let batch =
+            c.find(Locator::Id("f-batch")).await.text_err()?.prop("value").await.text_err()?.unwrap_or_default();
+        let n: u64 = batch.parse().map_err(|e| format!("batch {batch:?}: {e}"))?;
+        assert!(n > 1, "the drag raised the batch: {n}");
+        until("the URL of the batch shown", || async {
+            Some(url(&c).await).filter(|u| u.contains(&format!("batch={n}")))
+        })
+        .await?;
+        let expected = cli_step_time(&[("batch", &batch)]);
+        until("the dragged batch's step time", || async {
+            data_value(&c, "step-time").await.filter(|v| *v == expected)
+        })
+        .await?;
+        assert_ne!(expected, first);
+        let updates = c.execute("return window.__updates", vec![]).await.text_err()?.as_u64().unwrap_or(0);
+        assert!(updates >= 1, "the page updated during the drag ({updates} updates)");
+        let kept = c.execute("return window.__noReload === 1", vec![]).await.text_err()?;
+        assert_eq!(kept, json!(true), "no full reload: {u}");
+        let ms = c.execute("return window.__lastUpdateMs", vec![]).await.text_err()?;
+        eprintln!("issue 15: last live update took {ms} ms in the browser (debug build)");
+        // Back: before the drag, in one step.
+        c.back().await.text_err()?;
+        until("the URL before the drag", || async { Some(url(&c).await).filter(|u| !u.contains("batch=")) }).await?;
+        until("the numbers before the drag", || async { data_value(&c, "step-time").await.filter(|v| *v == first) })
+            .await?;
+        // The toggles: FlashAttention off, then prefill, one click each.
+        c.find(Locator::Id("f-flash-off")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "flash=off").await?;
+        let expected = cli_step_time(&[("flash", "off")]);
+        until("the unfused step time", || async { data_value(&c, "step-time").await.filter(|v| *v == expected) })
+            .await?;
+        c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
+        let u = wait_url(&c, "phase=prefill").await?;
+        assert!(u.contains("flash=off"), "{u}");
         Ok(())
     });
 }

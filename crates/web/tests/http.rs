@@ -688,7 +688,10 @@ async fn issue_15_every_control_has_a_label_and_help() {
         let name = &part[..part.find('"').unwrap()];
         let text = &part[part.find('>').unwrap() + 1..part.find("</label>").unwrap()];
         assert!(!text.contains('_') && text != name || name.len() <= 3 && text.len() > 3, "{name}: label {text:?}");
-        let help = format!("id=\"f-{name}-help\">");
+        // A toggle's label points at its checked radio button (`f-phase-decode`); the help is the group's.
+        let group =
+            if form.contains(&format!("id=\"f-{name}-help\"")) { name } else { name.rsplit_once('-').unwrap().0 };
+        let help = format!("id=\"f-{group}-help\">");
         let h = &form[form.find(&help).unwrap_or_else(|| panic!("{name}: no help")) + help.len()..];
         assert!(h.find("</small>").unwrap() > 10, "{name}: help too short");
         labels += 1;
