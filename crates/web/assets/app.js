@@ -168,7 +168,8 @@
   document.addEventListener("click", (e) => {
     const a = e.target.closest && e.target.closest("a[href]");
     if (!a || a.target || a.hasAttribute("download") || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
-    const url = new URL(a.href, location.href);
+    // An SVG link's href is an object; its attribute is the URL.
+    const url = new URL(a.getAttribute("href"), location.href);
     if (url.origin !== location.origin || /^\/(api|plot|assets)\//.test(url.pathname)) return;
     if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
     e.preventDefault();

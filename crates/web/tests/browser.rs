@@ -681,6 +681,66 @@ fn issue_15_dragging_a_slider_updates_the_numbers_and_the_url() {
     });
 }
 
+/// Click the picture's block (or the tile grid's link) for `path` and wait for its level.
+async fn click_picture(c: &Client, path: &str) -> Result {
+    let css = format!("#picture a[data-path='{path}']");
+    let a = until(&format!("the picture's link to {path}"), || async { c.find(Locator::Css(&css)).await.ok() }).await?;
+    a.click().await.text_err()?;
+    wait_url(c, &format!("at={path}")).await?;
+    wait_node(c, path).await
+}
+
+/// Issue 15, items 1 and 6: from the model to a GEMM's tiles by clicking the picture (identical
+/// layers are one block; the layer shows its operators; the operator is its tile grid), back by
+/// the breadcrumb; and a control changed at a deep zoom keeps the deepest level that exists and
+/// says why.
+#[test]
+fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        let grouped = c.find(Locator::Css("#picture a[data-path='layer.0']")).await.text_err()?.text().await.text_err()?;
+        assert!(grouped.contains("× 32"), "identical layers are one block: {grouped:?}");
+        shot(&c, "powers-of-ten-picture").await?;
+        click_picture(&c, "layer.0").await?;
+        click_picture(&c, "layer.0.mlp.up").await?;
+        until("the tile grid", || async { c.find(Locator::Css("#picture svg.tile-grid rect.reread-tile")).await.ok() })
+            .await?;
+        click_picture(&c, "layer.0.mlp.up.tiles").await?;
+        until("the reuse factor", || data_value(&c, "reuse-factor")).await?;
+        shot(&c, "powers-of-ten-picture-tiles").await?;
+        c.find(Locator::Css("#breadcrumb a[data-path='model']")).await.text_err()?.click().await.text_err()?;
+        wait_node(&c, "model").await?;
+        // Expand the layers, then size by bytes: the keys travel with the zoom.
+        c.find(Locator::Id("expand-layers")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "expand=1").await?;
+        until("32 layer blocks", || async {
+            (rows(&c, "#picture a[data-path^='layer.'][data-path$='attn']").await == 32).then_some(())
+        })
+        .await?;
+        c.find(Locator::Css("#picture a.size[data-size='bytes']")).await.text_err()?.click().await.text_err()?;
+        let u = wait_url(&c, "size=bytes").await?;
+        assert!(u.contains("expand=1"), "{u}");
+        // A deep zoom, then FlashAttention off: the fused operator is gone; its block is shown.
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.attn.attention.tiles")).await.text_err()?;
+        wait_node(&c, "layer.0.attn.attention.tiles").await?;
+        c.find(Locator::Id("f-flash-off")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "flash=off").await?;
+        wait_node(&c, "layer.0.attn").await?;
+        let notice = c.find(Locator::Id("zoom-notice")).await.text_err()?.text().await.text_err()?;
+        assert!(notice.contains("FlashAttention is off"), "{notice}");
+        assert!(c.find(Locator::Id("error")).await.is_err(), "no error page");
+        // A MoE model while at the up-projection: the MLP block is kept.
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.mlp.up")).await.text_err()?;
+        wait_node(&c, "layer.0.mlp.up").await?;
+        c.find(Locator::Id("f-model")).await.text_err()?.select_by_value("mixtral-8x7b").await.text_err()?;
+        wait_url(&c, "model=mixtral-8x7b").await?;
+        wait_node(&c, "layer.0.mlp").await?;
+        shot(&c, "powers-of-ten-kept-level").await?;
+        Ok(())
+    });
+}
+
 #[test]
 fn ci_means_set_and_not_empty_0_or_false() {
     for (v, ci) in [

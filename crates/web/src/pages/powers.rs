@@ -5,7 +5,7 @@
 //! CLI's `zoom` report for the same inputs.
 
 use super::parts::{num, share_bar, thead};
-use super::PageCtx;
+use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
 use llm_ledger_core::zoom::{block_name, GapKind, Level, NodeView, TileLevel};
@@ -17,16 +17,30 @@ use maud::{html, Markup};
 /// The page key of the zoom path.
 pub const AT: &str = "at";
 
+/// The page's keys: the zoom path, and the picture's measure and layer expansion.
+pub const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND];
+
 /// The report of the node at `at` in the query's scenario, or — when `at` is not a node of this
 /// scenario (FlashAttention fused the operator away, the model has fewer layers, an MoE model's
 /// MLP has other operators) — of the deepest node on its path that is, with a sentence saying
 /// what changed. A control change never ends on an error page.
 fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport, Option<String>), AppError> {
+    let (sc, _, report, notice) = report_and_tree(q, catalog, at)?;
+    Ok((sc, report, notice))
+}
+
+/// As [`report`], with the tree (for the picture).
+fn report_and_tree(
+    q: &PageQuery,
+    catalog: &Catalog,
+    at: &str,
+) -> Result<(Scenario, ZoomTree, ZoomReport, Option<String>), AppError> {
     let r = q.resolve(catalog)?;
     let tree = ZoomTree::build(&r.scenario);
     let (view, notice) = deepest(&tree, &r.scenario, at);
     let report = q.checked(ZoomReport::new(&r.scenario, &tree, &view))?;
-    Ok((r.scenario, report, notice))
+    drop(view);
+    Ok((r.scenario, tree, report, notice))
 }
 
 /// The zoom path's steps (`layer.N` is one step), without a leading `model`.
@@ -118,14 +132,32 @@ fn level_word(l: Level) -> &'static str {
     }
 }
 
+/// The page keys for the zoom path `p`, the picture's own kept.
+fn keep<'a>(q: &'a PageQuery, p: &'a str) -> Vec<(&'static str, Option<&'a str>)> {
+    vec![(AT, Some(p)), (picture::SIZE, q.extra(picture::SIZE)), (picture::EXPAND, q.extra(picture::EXPAND))]
+}
+
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let at = q.extra(AT).unwrap_or("model");
     let catalog = &ctx.state.catalog;
-    let (sc, report, notice) = report(q, catalog, at)?;
+    let (sc, tree, report, notice) = report_and_tree(q, catalog, at)?;
     let path = report.path.clone();
-    let link = |p: &str| ctx.self_href(&[], &[(AT, Some(p))]);
+    let measure = picture::Measure::parse(q.extra(picture::SIZE));
+    let expand = q.extra(picture::EXPAND).is_some_and(|v| v.trim() == "1");
+    let zoom_href = |p: &str| ctx.self_href(&[], &keep(q, p));
+    let switch = |k: &str, v: Option<&str>| {
+        let mut pairs = keep(q, &path);
+        pairs.retain(|(key, _)| *key != k);
+        pairs.push((k, v));
+        ctx.self_href(&[], &pairs)
+    };
+    let picture = match tree.node(&path) {
+        Ok(view) => picture::picture(&tree, &view, measure, expand, &zoom_href, &switch),
+        Err(_) => html! {},
+    };
+    let link = |p: &str| zoom_href(p);
     let n = &report.node;
     let exact = matches!(report.level, Level::Model | Level::Layer | Level::Block | Level::Op);
     let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
@@ -164,6 +196,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 @if let Some(b) = &n.bound { small { (b) "-bound" } }
             }
         }
+        (picture)
         div.two {
             div {
                 (children_table(&report, &link))
