@@ -699,7 +699,8 @@ fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() 
     in_browser(&[], |c, base| async move {
         c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
         wait_node(&c, "model").await?;
-        let grouped = c.find(Locator::Css("#picture a[data-path='layer.0']")).await.text_err()?.text().await.text_err()?;
+        let grouped =
+            c.find(Locator::Css("#picture a[data-path='layer.0']")).await.text_err()?.text().await.text_err()?;
         assert!(grouped.contains("× 32"), "identical layers are one block: {grouped:?}");
         shot(&c, "powers-of-ten-picture").await?;
         click_picture(&c, "layer.0").await?;

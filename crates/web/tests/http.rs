@@ -712,6 +712,62 @@ async fn issue_15_the_kv_caption_matches_the_wall_on_the_chart() {
     assert!(!far.body.contains("red dashed line") && far.body.contains("beyond the right edge of the chart"));
 }
 
+/// Issue 15, items 1 and 3, the no-JavaScript path: every control of the form is a form field
+/// (the sliders, which have no name, are hidden until the script shows them; the toggles are radio
+/// buttons), and every block of the picture but the node itself is a link to its zoom path.
+#[tokio::test]
+async fn issue_15_without_javascript_every_control_is_a_field_and_every_block_a_link() {
+    let r = get("/powers-of-ten?at=layer.0").await;
+    let form = &r.body[r.body.find("id=\"controls\"").unwrap()..r.body.find("id=\"upload\"").unwrap()];
+    for tag in form.split('<').filter(|t| t.starts_with("input ") || t.starts_with("select ")) {
+        let tag = &tag[..tag.find('>').unwrap()];
+        if tag.contains("class=\"slider\"") {
+            assert!(tag.contains(" hidden") && !tag.contains(" name="), "a slider is the script's: {tag}");
+        } else {
+            assert!(tag.contains(" name=\""), "not a form field: {tag}");
+        }
+    }
+    assert!(form.contains("type=\"radio\" name=\"flash\" value=\"off\""), "FlashAttention is a toggle");
+    assert!(form.contains("id=\"f-batch-slider\""), "the batch has a slider");
+    for at in ["model", "layer.0", "layer.0.attn"] {
+        let r = get(&format!("/powers-of-ten?at={at}")).await;
+        let svg = r.body.split("<svg class=\"plot icicle\"").nth(1).unwrap_or_else(|| panic!("{at}: no picture"));
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let blocks = svg.matches("<rect class=\"blk").count();
+        let links = svg.matches("<a href=\"/powers-of-ten?at=").count();
+        assert!(blocks >= 3, "{at}: {blocks} blocks");
+        assert_eq!(links, blocks - 1, "{at}: every block but the node is a link");
+        assert!(svg.contains("<title>"), "{at}: numbers on hover");
+    }
+    // The operator's tile grid links to its tiles.
+    let r = get("/powers-of-ten?at=layer.0.mlp.up").await;
+    assert!(r.body.contains("class=\"zoomto\" href=\"/powers-of-ten?at=layer.0.mlp.up.tiles\""));
+}
+
+/// Issue 15, items 1 and 5: identical layers are one block "× 32" (and one table row, the rest
+/// folded until expanded); the layer stack is seed 000's model level, with the embedding and the
+/// LM head beside it and a note on where the CLI's total differs.
+#[tokio::test]
+async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
+    let r = get("/powers-of-ten").await;
+    assert!(r.body.contains("layer.0–31 × 32"), "one block for 32 identical layers");
+    assert_eq!(r.body.matches("class=\"repeat\"").count(), 31, "31 rows folded into layer.0's");
+    assert!(r.body.contains("× 32</span>"));
+    let expanded = get("/powers-of-ten?expand=1").await;
+    assert_eq!(expanded.body.matches("class=\"repeat\"").count(), 0);
+    assert!(!expanded.body.contains(" × 32"));
+    let sc = scenario(&[]);
+    let tree = llm_ledger_core::ZoomTree::build(&sc);
+    assert_eq!(value_of(&r.body, "stack-flops"), tree.stack.cost.flops);
+    assert!(tree.stack.cost.flops < tree.total.cost.flops);
+    assert!(r.body.contains("id=\"cli-differs\""));
+    assert!(r.body.contains("LM head — beside it, outside"));
+    // Sizing by bytes keeps the zoom and the expansion in every link.
+    let r = get("/powers-of-ten?at=layer.0&size=bytes").await;
+    assert!(r.body.contains("data-size=\"bytes\""));
+    assert!(r.body.contains("href=\"/powers-of-ten?at=layer.0.attn&amp;size=bytes\""), "zoom links keep the size");
+}
+
 /// The attribute `name` of the element with `id`, as a number.
 fn value_attr(html: &str, id: &str, name: &str) -> f64 {
     let at = html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id}"));

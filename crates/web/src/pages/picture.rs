@@ -9,7 +9,7 @@
 //! Hand-written SVG: a handful of rectangles and links, no library needed; it is server-rendered
 //! like every other number on the page.
 
-use llm_ledger_core::zoom::{Level, NodeView, Totals, TileLevel};
+use llm_ledger_core::zoom::{Level, NodeView, TileLevel, Totals};
 use llm_ledger_core::ZoomTree;
 use llm_ledger_report::human;
 use llm_ledger_report::plot::{PlotSize, TileGrid};
@@ -319,7 +319,8 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
     }
     let op = view.op()?;
     let TileLevel::Gemm { choice, .. } = &op.tiles else { return None };
-    let svg = TileGrid { tiling: &choice.best, title: None }.svg_with_reread(PlotSize { width: 820, height: 480 }).ok()?;
+    let svg =
+        TileGrid { tiling: &choice.best, title: None }.svg_with_reread(PlotSize { width: 820, height: 480 }).ok()?;
     Some(html! {
         figure.plot.wide.picture #picture data-size="tiles" {
             @if view.level == Level::Op {

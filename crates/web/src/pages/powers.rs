@@ -132,6 +132,50 @@ fn level_word(l: Level) -> &'static str {
     }
 }
 
+/// Seed 000's model level: the layer stack's total, with the embedding, the final norm and the LM
+/// head beside it, outside, and where the CLI's total (the node above) differs and why.
+fn seed_model(tree: &ZoomTree) -> Markup {
+    let st = &tree.stack;
+    let outside: Vec<(&str, &llm_ledger_core::zoom::OpNode)> = [
+        ("embedding", Some(&tree.embedding)),
+        ("final norm", tree.final_norm.as_ref()),
+        ("LM head", Some(&tree.lm_head)),
+    ]
+    .into_iter()
+    .filter_map(|(n, o)| o.map(|o| (n, o)))
+    .collect();
+    let total = &tree.total;
+    html! {
+        section.stack #seed-model aria-labelledby="seed-model-h" {
+            h2 #seed-model-h { "The model, as seed 000 counts it" }
+            dl.summary {
+                div.stack-total {
+                    dt { "layer stack: the model level (" (tree.num_layers) " layers)" }
+                    dd #stack-flops data-value=(st.cost.flops) { (human::flops(st.cost.flops)) }
+                    small { (human::bytes(st.cost.bytes())) " · " (human::seconds(st.timing.time_s)) }
+                }
+                @for (name, o) in &outside {
+                    div.outside {
+                        dt { (name) " — beside it, outside" }
+                        dd data-value=(o.op.cost.flops) { (human::flops(o.op.cost.flops)) }
+                        small { (human::bytes(o.op.cost.bytes())) " · " (human::seconds(o.timing.time_s)) }
+                    }
+                }
+            }
+            p.note #cli-differs {
+                "Where the CLI differs: " code { "llm-ledger zoom" } "'s model total (the numbers above: "
+                (human::flops(total.cost.flops)) ", " (human::bytes(total.cost.bytes())) ", " (human::seconds(total.timing.time_s))
+                ") adds the embedding, the final norm and the LM head to the stack; seed 000's model level is the stack alone ("
+                (human::flops(st.cost.flops)) ", " (human::bytes(st.cost.bytes())) ", " (human::seconds(st.timing.time_s))
+                "), the parts outside it \"excluded here rather than silently folded in\". "
+                "The stack's FLOPs per token are close to 2 × its parameters — each weight is one multiply and one add per "
+                "token — plus attention over the context and elementwise work; the embedding is a gather (no multiply) and the "
+                "LM head a product with the vocabulary, which is why the whole model's total is not 2 × the parameter count."
+            }
+        }
+    }
+}
+
 /// The page keys for the zoom path `p`, the picture's own kept.
 fn keep<'a>(q: &'a PageQuery, p: &'a str) -> Vec<(&'static str, Option<&'a str>)> {
     vec![(AT, Some(p)), (picture::SIZE, q.extra(picture::SIZE)), (picture::EXPAND, q.extra(picture::EXPAND))]
@@ -197,9 +241,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         (picture)
+        @if report.level == Level::Model { (seed_model(&tree)) }
         div.two {
             div {
-                (children_table(&report, &link))
+                (children_table(&report, &link, &repeats(&tree, &report, expand)))
                 (addup(&report, &sc, q, catalog))
             }
             (experiments(ctx, catalog, &sc, &report))
@@ -218,7 +263,31 @@ fn crumb_label(path: &str) -> &str {
         .map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
 }
 
-fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
+/// At model level, for each child row: how many identical layers its group holds (on the first
+/// layer of a run of identical neighbours), or 0 for the rest of the run (hidden unless the page
+/// expands the layers); 1 elsewhere.
+fn repeats(tree: &ZoomTree, r: &ZoomReport, expand: bool) -> Vec<usize> {
+    let g = &tree.layer_group;
+    r.children
+        .iter()
+        .map(|c| {
+            let Some(i) =
+                c.path.as_deref().and_then(|p| p.strip_prefix("layer.")).and_then(|i| i.parse::<usize>().ok())
+            else {
+                return 1;
+            };
+            if r.level != Level::Model || expand {
+                return 1;
+            }
+            if i > 0 && g.get(i - 1) == g.get(i) {
+                return 0;
+            }
+            g[i..].iter().take_while(|x| **x == g[i]).count()
+        })
+        .collect()
+}
+
+fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usize]) -> Markup {
     let exact = r.children.iter().all(|c| c.weight_bytes.is_some());
     let a = &r.addup.addup;
     // Tile classes have no time of their own: their share is of the bytes.
@@ -247,13 +316,14 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
                     ("bytes", true), ("FLOP/B", true), ("time", true), ("share of bytes", false)]))
             }
             tbody {
-                @for c in &r.children {
-                    tr data-path=[c.path.as_deref()] {
+                @for (c, n) in r.children.iter().zip(repeats.iter().copied().chain(std::iter::repeat(1))) {
+                    tr data-path=[c.path.as_deref()] class=[(n == 0).then_some("repeat")] {
                         td {
                             @match &c.path {
                                 Some(p) => a.zoom href=(link(p)) { code { (c.name) } },
                                 None => (c.name),
                             }
+                            @if n > 1 { " " span.times title="identical layers: the numbers are one layer's" { "× " (n) } }
                         }
                         @if exact {
                             (num(c.flops, human::flops(c.flops)))
