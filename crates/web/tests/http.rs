@@ -768,6 +768,63 @@ async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
     assert!(r.body.contains("href=\"/powers-of-ten?at=layer.0.attn&amp;size=bytes\""), "zoom links keep the size");
 }
 
+/// Issue 15, item 4: a pinned scenario (in the URL) puts its numbers, the change and the ratio
+/// beside every number of the node; the experiments compare with one click; the INT4 experiment
+/// finds a batch where the up-projection really flips from memory- to compute-bound.
+#[tokio::test]
+async fn issue_15_pin_and_compare() {
+    use llm_ledger_core::ZoomTree;
+    use llm_ledger_report::ZoomReport;
+    let r = get("/powers-of-ten?at=layer.0.mlp.up").await;
+    assert!(
+        r.body.contains("id=\"pin\" href=\"/powers-of-ten?at=layer.0.mlp.up&amp;pin=default\""),
+        "pin the default scenario"
+    );
+    let r = get("/powers-of-ten?batch=2&at=layer.0.mlp.up&pin=default").await;
+    assert!(r.body.contains("id=\"node-time-delta\""), "the default scenario pinned");
+    let r = get("/powers-of-ten?batch=8&at=layer.0.mlp.up&pin=batch%3D1").await;
+    let node = |pairs: &[(&str, &str)]| {
+        let sc = scenario(pairs);
+        let tree = ZoomTree::build(&sc);
+        ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp.up").unwrap()).node
+    };
+    let (now, then) = (node(&[("batch", "8")]), node(&[("batch", "1")]));
+    assert_eq!(value_attr(&r.body, "node-time-delta", "data-pinned"), then.time_s);
+    assert_eq!(value_attr(&r.body, "node-time-delta", "data-ratio"), now.time_s / then.time_s);
+    assert_eq!(value_attr(&r.body, "node-flops-delta", "data-ratio"), now.flops / then.flops);
+    assert!((now.flops / then.flops - 8.0).abs() < 1e-9, "8 × the rows, 8 × the FLOPs");
+    assert!(r.body.contains("id=\"unpin\""));
+    assert!(r.body.contains("data-pin=\"batch=1\""));
+    // Links keep the pin; the experiments' compare links pin the scenario shown.
+    assert!(r.body.contains("pin=batch%3D1\""), "links keep the pin");
+    let cmp = r.body.split("id=\"cmp-int4\" href=\"").nth(1).unwrap();
+    let cmp = cmp[..cmp.find('"').unwrap()].replace("&amp;", "&");
+    assert!(cmp.contains("weights=int4") && cmp.contains("pin=batch%3D8"), "{cmp}");
+    // The INT4 flip: at the batch the page names, memory-bound in bf16, compute-bound in INT4,
+    // and at half that batch INT4 is still memory-bound.
+    let r = get("/powers-of-ten").await;
+    let flip = r.body.split("id=\"int4-flip\" data-batch=\"").nth(1).expect("a flip batch");
+    let b: u64 = flip[..flip.find('"').unwrap()].parse().unwrap();
+    let bound = |w: &str, b: u64| {
+        let b = b.to_string();
+        let mut p = vec![("batch", b.as_str())];
+        if !w.is_empty() {
+            p.push(("weights", w));
+        }
+        let sc = scenario(&p);
+        let tree = ZoomTree::build(&sc);
+        ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp.up").unwrap()).node.bound.unwrap()
+    };
+    assert_eq!(bound("", b), "memory", "batch {b}");
+    assert_eq!(bound("int4", b), "compute", "batch {b}");
+    assert_eq!(bound("int4", b / 2), "memory", "batch {b} is the first");
+    let see = r.body.split("id=\"cmp-int4-flip\" href=\"").nth(1).unwrap();
+    let see = see[..see.find('"').unwrap()].replace("&amp;", "&");
+    let shown = get(&see).await;
+    assert_eq!(shown.status, StatusCode::OK, "{see}");
+    assert!(shown.body.contains("id=\"bound-flip\""), "the flip is shown against the pin: {see}");
+}
+
 /// The attribute `name` of the element with `id`, as a number.
 fn value_attr(html: &str, id: &str, name: &str) -> f64 {
     let at = html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id}"));

@@ -18,7 +18,11 @@ use maud::{html, Markup};
 pub const AT: &str = "at";
 
 /// The page's keys: the zoom path, and the picture's measure and layer expansion.
-pub const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND];
+pub const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND, PIN];
+
+/// The page key of the pinned scenario: its scenario query (`batch=8&weights=int4`), as the URL
+/// of this page would carry it.
+pub const PIN: &str = "pin";
 
 /// The report of the node at `at` in the query's scenario, or — when `at` is not a node of this
 /// scenario (FlashAttention fused the operator away, the model has fewer layers, an MoE model's
@@ -176,9 +180,70 @@ fn seed_model(tree: &ZoomTree) -> Markup {
     }
 }
 
+/// Pin the scenario shown, or say which one is pinned and unpin it.
+fn pin_bar(ctx: &PageCtx, q: &PageQuery, pin: &Option<ZoomReport>) -> Markup {
+    let here = pin_of(q);
+    html! {
+        p.pinbar #pinbar {
+            @match (q.extra(PIN), pin) {
+                (Some(p), Some(r)) => {
+                    "Compared with the pinned scenario " code #pinned-scenario data-pin=(p) { (r.inputs.headline()) }
+                    ": every number above shows its change (Δ) and ratio. "
+                    a #unpin href=(ctx.self_href(&[], &[(PIN, None)])) { "Unpin" }
+                    " · "
+                    a #pin href=(ctx.self_href(&[], &[(PIN, Some(&here))])) { "pin this one instead" }
+                },
+                _ => {
+                    a #pin href=(ctx.self_href(&[], &[(PIN, Some(&here))])) { "Pin this scenario" }
+                    " — then change the controls: every number shows its change against it."
+                },
+            }
+        }
+    }
+}
+
 /// The page keys for the zoom path `p`, the picture's own kept.
 fn keep<'a>(q: &'a PageQuery, p: &'a str) -> Vec<(&'static str, Option<&'a str>)> {
-    vec![(AT, Some(p)), (picture::SIZE, q.extra(picture::SIZE)), (picture::EXPAND, q.extra(picture::EXPAND))]
+    vec![
+        (AT, Some(p)),
+        (picture::SIZE, q.extra(picture::SIZE)),
+        (picture::EXPAND, q.extra(picture::EXPAND)),
+        (PIN, q.extra(PIN)),
+    ]
+}
+
+/// The pin of the default scenario (an empty parameter would mean "no pin").
+const PIN_DEFAULT: &str = "default";
+
+/// The query's scenario as a pin (its scenario pairs, URL-encoded, or [`PIN_DEFAULT`]; an
+/// uploaded model travels in the URL beside it).
+fn pin_of(q: &PageQuery) -> String {
+    match serde_urlencoded::to_string(&q.scenario).unwrap_or_default() {
+        s if s.is_empty() => PIN_DEFAULT.to_string(),
+        s => s,
+    }
+}
+
+/// The report of the pinned scenario at `path` (or the deepest level of it that exists there).
+fn pinned(q: &PageQuery, catalog: &Catalog, path: &str) -> Option<ZoomReport> {
+    let pin = q.extra(PIN)?;
+    let pq = if pin.trim() == PIN_DEFAULT { PageQuery::default() } else { PageQuery::parse(Some(pin), &[]).ok()? };
+    let pq = PageQuery { config: q.config.clone(), ..pq };
+    report(&pq, catalog, path).ok().map(|(_, r, _)| r)
+}
+
+/// A number against the pinned one: Δ and ratio.
+fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &str) -> Markup {
+    let (Some(a), Some(b)) = (now, pin) else { return html! {} };
+    let ratio = if b != 0.0 { Some(a / b) } else { None };
+    let d = a - b;
+    let sign = if d < 0.0 { "−" } else { "+" };
+    html! {
+        small.delta id=(id) data-pinned=(b) data-ratio=[ratio] {
+            "pinned " (fmt(b)) " · Δ " (sign) (fmt(d.abs()))
+            @if let Some(r) = ratio { " · ×" (format!("{r:.3}")) }
+        }
+    }
 }
 
 /// The page body.
@@ -197,6 +262,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         pairs.push((k, v));
         ctx.self_href(&[], &pairs)
     };
+    let pin = pinned(q, catalog, &path);
     let picture = match tree.node(&path) {
         Ok(view) => picture::picture(&tree, &view, measure, expand, &zoom_href, &switch),
         Err(_) => html! {},
@@ -231,15 +297,29 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         dl.summary #node data-path=(path) data-level=(level_word(report.level)) {
             div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } } }
-            div { dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) } }
-            div { dt { (if exact { "HBM bytes" } else { "bytes the tiles move" }) } dd #node-bytes data-value=(n.bytes) { (human::bytes(n.bytes)) } }
-            div { dt { "intensity" } dd #node-intensity data-value=[n.intensity] { (human::intensity(n.intensity)) " FLOP/B" } }
+            div {
+                dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) }
+                @if let Some(p) = &pin { (delta(Some(n.flops), Some(p.node.flops), &|v| human::flops(v), "node-flops-delta")) }
+            }
+            div {
+                dt { (if exact { "HBM bytes" } else { "bytes the tiles move" }) } dd #node-bytes data-value=(n.bytes) { (human::bytes(n.bytes)) }
+                @if let Some(p) = &pin { (delta(Some(n.bytes), Some(p.node.bytes), &|v| human::bytes(v), "node-bytes-delta")) }
+            }
+            div {
+                dt { "intensity" } dd #node-intensity data-value=[n.intensity] { (human::intensity(n.intensity)) " FLOP/B" }
+                @if let Some(p) = &pin { (delta(n.intensity, p.node.intensity, &|v| human::intensity(Some(v)), "node-intensity-delta")) }
+            }
             div {
                 dt { (if exact { "roofline time" } else { "modelled time" }) }
                 dd #node-time data-value=(n.time_s) { (human::seconds(n.time_s)) }
-                @if let Some(b) = &n.bound { small { (b) "-bound" } }
+                @if let Some(b) = &n.bound { small #node-bound data-bound=(b) { (b) "-bound" } }
+                @if let Some(p) = &pin {
+                    (delta(Some(n.time_s), Some(p.node.time_s), &|v| human::seconds(v), "node-time-delta"))
+                    @if let Some(pb) = &p.node.bound { @if Some(pb) != n.bound.as_ref() { small.delta #bound-flip { "pinned: " (pb) "-bound" } } }
+                }
             }
         }
+        (pin_bar(ctx, q, &pin))
         (picture)
         @if report.level == Level::Model { (seed_model(&tree)) }
         div.two {
@@ -521,6 +601,58 @@ fn largest_gemm_tiles(sc: &Scenario) -> Option<String> {
     Some(format!("layer.0.{}.{}.tiles", block_name(op.op.kind.block()), op.name()))
 }
 
+/// Where INT4 weights flip an operator from memory- to compute-bound.
+struct Flip {
+    /// The smallest power-of-two decode batch at which the operator is memory-bound with the
+    /// scenario's weights and compute-bound with INT4 weights.
+    batch: u64,
+    /// The operator's zoom path (layer 0's MLP up-projection, or its largest GEMM).
+    path: String,
+    /// The scenario's weight storage.
+    from: String,
+}
+
+/// Seed 000's third experiment made visible: search the decode batch (powers of two) for the
+/// first at which the operator the tile experiment uses is compute-bound with INT4 weights, and
+/// check it is memory-bound there with the scenario's own weights. The ledger's rows (one per
+/// operator kind, every layer alike) decide; `None` when no batch up to the limit flips it.
+fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario) -> Option<Flip> {
+    use llm_ledger_core::{Bound, Ledger};
+    let tiles = largest_gemm_tiles(sc)?;
+    let path = tiles.trim_end_matches(".tiles").to_string();
+    let kind = ZoomTree::build(sc).node(&path).ok()?.op()?.op.kind;
+    let int4 = q.clone_with(&[("weights", Some("int4"))]).resolve(catalog).ok()?.scenario;
+    if int4.weights == sc.weights {
+        return None;
+    }
+    let tokens = match sc.workload.contexts {
+        llm_ledger_core::Contexts::Uniform { tokens, .. } => tokens,
+        _ => 2048,
+    };
+    let decode = |s: &Scenario| {
+        let mut w = s.workload.clone();
+        w.phase = Phase::Decode;
+        s.with_workload(w)
+    };
+    let (int4, own) = (decode(&int4), decode(sc));
+    let bound = |s: &Scenario, b: u64| -> Option<Bound> {
+        let s = llm_ledger_core::memory::at_uniform(s, b, tokens);
+        Ledger::build(&s).rows.iter().find(|r| r.op == kind).map(|r| r.timing.bound())
+    };
+    let mut b = 1u64;
+    while b <= 16_384 {
+        if bound(&int4, b)? == Bound::Compute {
+            return (bound(&own, b)? == Bound::Memory).then(|| Flip {
+                batch: b,
+                path,
+                from: sc.weights.mlp.name().to_string(),
+            });
+        }
+        b *= 2;
+    }
+    None
+}
+
 /// Seed 000's four "try this" experiments, from the current node, with its intensity before and after.
 fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) -> Markup {
     let q = ctx.query;
@@ -550,6 +682,15 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
     let batch_overrides = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
     let int4 = [("weights", Some("int4"))];
     let tiles_at = largest_gemm_tiles(sc);
+    let now = pin_of(q);
+    let compare = |overrides: &[(&str, Option<&str>)], id: &str| -> Markup {
+        html! {
+            " " a.compare id=(id) href=(ctx.self_href(overrides, &[(PIN, Some(&now))])) title="show it with this scenario pinned: every number with its change" {
+                "compare →"
+            }
+        }
+    };
+    let flip = int4_flip(q, catalog, sc);
     html! {
         section.experiments aria-label="try this" {
             h2 { "Try this" }
@@ -562,16 +703,31 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
                     @if decode { "recover" } @else { "collapse" }
                     ". Nothing about the model changes — only how many query rows share the weights that had to be fetched. "
                     (effect(after(&phase_overrides, at)))
+                    (compare(&phase_overrides, "cmp-phase"))
                 }
                 li {
                     a.experiment #exp-batch href=(ctx.self_href(&batch_overrides, &[])) { "Raise the batch size in decode (to " (batch_up) ")" }
                     ". Intensity climbs roughly linearly, because the same fetched weights now serve more rows. "
                     (effect(after(&batch_overrides, at)))
+                    (compare(&batch_overrides, "cmp-batch"))
                 }
                 li {
                     a.experiment #exp-int4 href=(ctx.self_href(&int4, &[])) { "Drop the weights to INT4" }
                     ". Bytes fall, intensity rises, and an operation can flip from memory-bound to compute-bound without its FLOPs changing. "
                     (effect(after(&int4, at)))
+                    (compare(&int4, "cmp-int4"))
+                    @if let Some(f) = &flip {
+                        @let b = f.batch.to_string();
+                        @let at_b = q.clone_with(&[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode"))]);
+                        @let pin_b = pin_of(&at_b);
+                        " " span.effect #int4-flip data-batch=(f.batch) {
+                            "The flip needs a batch: at batch " (human::count(f.batch)) " (the smallest power of two where it happens) "
+                            code { (f.path) } " is memory-bound with " (f.from) " weights and compute-bound in INT4. "
+                            a.compare #cmp-int4-flip href=(q.href_page(&ctx.page.path(), &[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode")), ("weights", Some("int4"))], &[(AT, Some(&f.path)), (PIN, Some(&pin_b))])) {
+                                "See the flip →"
+                            }
+                        }
+                    }
                 }
                 @if let Some(t) = &tiles_at {
                     li {
