@@ -742,6 +742,41 @@ fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() 
     });
 }
 
+/// Issue 15, item 4: pin a scenario, drag the batch: the node's numbers show their change against
+/// the pin; the INT4 experiment's flip shows memory-bound against compute-bound in one click.
+#[test]
+fn issue_15_pin_and_compare() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.mlp.up")).await.text_err()?;
+        wait_node(&c, "layer.0.mlp.up").await?;
+        c.find(Locator::Id("pin")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "pin=default").await?;
+        until("the pin bar", || async { c.find(Locator::Id("unpin")).await.ok() }).await?;
+        drag(&c, "f-batch-slider", 120.0).await?;
+        wait_url(&c, "batch=").await?;
+        let ratio = until("the time against the pin", || async {
+            c.find(Locator::Id("node-flops-delta")).await.ok()?.attr("data-ratio").await.ok()?
+        })
+        .await?;
+        let r: f64 = ratio.parse().text_err()?;
+        assert!(r > 1.0, "more batch, more FLOPs than the pinned batch 1: ×{r}");
+        let u = url(&c).await;
+        assert!(u.contains("pin=default") && u.contains("at=layer.0.mlp.up"), "{u}");
+        shot(&c, "powers-of-ten-pinned").await?;
+        // The seed's INT4 experiment at the batch where the flip happens, against the pin.
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        c.find(Locator::Id("cmp-int4-flip")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "weights=int4").await?;
+        let flip = until("the flipped bound", || async { c.find(Locator::Id("bound-flip")).await.ok() }).await?;
+        assert!(flip.text().await.text_err()?.contains("memory-bound"));
+        let bound = c.find(Locator::Id("node-bound")).await.text_err()?.attr("data-bound").await.text_err()?;
+        assert_eq!(bound.as_deref(), Some("compute"));
+        shot(&c, "powers-of-ten-int4-flip").await?;
+        Ok(())
+    });
+}
+
 #[test]
 fn ci_means_set_and_not_empty_0_or_false() {
     for (v, ci) in [
