@@ -1,9 +1,15 @@
 // llm-ledger explorer: update the page without a full reload. The server renders every page; this
-// script only fetches the next URL and swaps #page, keeping the URL (and so the back button) in
-// step with what is shown. Without it, the forms and links work as they are.
+// script only fetches the next URL and swaps #page (or, while a control is being dragged or typed
+// into, only the page's content, so the control keeps its grip), keeping the URL (and so the back
+// button) in step with what is shown. Without it, the forms and links work as they are.
 (() => {
   "use strict";
   let latest = 0;
+
+  // Sliders (log scale) appear only with the script: without it the text box beside each is the control.
+  function showSliders() {
+    for (const s of document.querySelectorAll("input.slider[hidden]")) s.hidden = false;
+  }
 
   function swap(html, url, push) {
     const doc = new DOMParser().parseFromString(html, "text/html");
@@ -13,6 +19,7 @@
     document.getElementById("page").replaceWith(document.adoptNode(next));
     document.title = doc.title;
     if (push) history.pushState(null, "", url);
+    showSliders();
     if (focused) {
       const el = document.getElementById(focused);
       if (el) el.focus();
@@ -20,7 +27,17 @@
     return true;
   }
 
-  async function go(url, push, init) {
+  // Swap only the content (the controls stay as they are, mid-drag or mid-typing).
+  function swapContent(html) {
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    const next = doc.getElementById("content");
+    if (!next) return false;
+    document.getElementById("content").replaceWith(document.adoptNode(next));
+    document.title = doc.title;
+    return true;
+  }
+
+  async function go(url, push, init, scrollTo) {
     const id = ++latest;
     document.body.classList.add("loading");
     try {
@@ -30,6 +47,11 @@
       // After an upload's redirect res.url is the page with the config in its URL; a failed upload stays put.
       const shown = res.redirected || !init ? res.url : location.href;
       if (!swap(html, shown, push && shown !== location.href)) location.assign(url);
+      else if (!push && shown !== location.href && !init) history.replaceState(null, "", shown);
+      if (scrollTo) {
+        const el = document.getElementById(scrollTo);
+        if (el) el.scrollIntoView({ block: "start" });
+      }
     } catch (e) {
       if (!init) location.assign(url);
     } finally {
@@ -37,11 +59,56 @@
     }
   }
 
+  // While dragging or typing: the content only; the first update of a gesture pushes a history
+  // entry, the rest replace it, so back goes to before the gesture.
+  let gesture = false;
+  let timer = 0;
+  // One request at a time; what changed meanwhile is fetched when it answers (so a slow answer
+  // is shown rather than dropped, and the page keeps up with the hand).
+  let inflight = false;
+  let pending = null;
+  async function live(form) {
+    if (inflight) {
+      pending = form;
+      return;
+    }
+    inflight = true;
+    const url = formUrl(form);
+    const id = ++latest;
+    const t0 = performance.now();
+    try {
+      const res = await fetch(url, { headers: { Accept: "text/html" } });
+      const html = await res.text();
+      if (id !== latest) return; // a full update has started since
+      if (!swapContent(html)) return;
+      if (url !== location.pathname + location.search) {
+        if (gesture) history.replaceState(null, "", url);
+        else history.pushState(null, "", url);
+      }
+      gesture = true;
+      window.__lastUpdateMs = performance.now() - t0;
+    } catch (e) {
+      /* the next change retries */
+    } finally {
+      inflight = false;
+      if (pending) {
+        const f = pending;
+        pending = null;
+        live(f);
+      }
+    }
+  }
+  function schedule(form, ms) {
+    clearTimeout(timer);
+    timer = setTimeout(() => live(form), ms);
+  }
+
   // The form's URL without empty fields or fields at their default, so links stay short.
   function formUrl(form) {
     const params = new URLSearchParams();
     for (const el of form.elements) {
       if (!el.name || el.disabled || el.type === "submit" || el.type === "file") continue;
+      if ((el.type === "radio" || el.type === "checkbox") && !el.checked) continue;
       const v = el.value.trim();
       if (v === "" || (el.dataset.default !== undefined && v === el.dataset.default)) continue;
       params.append(el.name, v);
@@ -56,18 +123,42 @@
     go(form.action, true, { method: "POST", body: new FormData(form) });
   }
 
+  document.addEventListener("input", (e) => {
+    const el = e.target;
+    const form = el.form;
+    if (!form || form.id !== "controls") return;
+    if (el.classList.contains("slider")) {
+      const box = document.getElementById(el.dataset.for);
+      if (!box) return;
+      box.value = String(Math.max(1, Math.round(Math.pow(2, Number(el.value)))));
+      schedule(form, 15);
+    } else if (el.type === "text") {
+      schedule(form, 250);
+    }
+  });
+
   document.addEventListener("change", (e) => {
     const form = e.target.form;
     if (!form) return;
-    if (form.id === "controls") go(formUrl(form), true);
-    else if (form.id === "upload" && e.target.type === "file") upload(form);
+    if (form.id === "controls") {
+      clearTimeout(timer);
+      pending = null;
+      const wasGesture = gesture;
+      gesture = false;
+      // The end of a drag or of typing: the whole page (links, hidden fields) catches up, on the
+      // history entry the gesture made.
+      go(formUrl(form), !wasGesture);
+    } else if (form.id === "upload" && e.target.type === "file") upload(form);
   });
 
   document.addEventListener("submit", (e) => {
     const form = e.target;
     if (form.id === "controls") {
       e.preventDefault();
-      go(formUrl(form), true);
+      clearTimeout(timer);
+      const wasGesture = gesture;
+      gesture = false;
+      go(formUrl(form), !wasGesture);
     } else if (form.id === "upload") {
       e.preventDefault();
       upload(form);
@@ -77,12 +168,16 @@
   document.addEventListener("click", (e) => {
     const a = e.target.closest && e.target.closest("a[href]");
     if (!a || a.target || a.hasAttribute("download") || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
-    const url = new URL(a.href, location.href);
+    // An SVG link's href is an object; its attribute is the URL.
+    const url = new URL(a.getAttribute("href"), location.href);
     if (url.origin !== location.origin || /^\/(api|plot|assets)\//.test(url.pathname)) return;
     if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
     e.preventDefault();
-    go(url.pathname + url.search, true);
+    // A zoom (a row, a block of the picture, the breadcrumb) scrolls to the level it opens.
+    const zoom = a.closest("#children, #breadcrumb, svg.icicle, .zoomto") ? "node" : null;
+    go(url.pathname + url.search, true, undefined, zoom);
   });
 
   window.addEventListener("popstate", () => go(location.pathname + location.search, false));
+  showSliders();
 })();

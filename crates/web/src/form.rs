@@ -25,6 +25,8 @@ enum Choices {
     Gpus,
     /// The input's closed set of words, its default first.
     Listed,
+    /// Two words as a pair of radio buttons (a select when the URL holds neither).
+    Toggle,
     /// Storage formats, with "" meaning the checkpoint's own.
     Weights,
     /// Free text with a placeholder showing the default.
@@ -45,12 +47,12 @@ struct Control {
 const CONTROLS: &[Control] = &[
     Control { name: "model", label: "Model", choices: Choices::Models, advanced: false },
     Control { name: "gpu", label: "GPU", choices: Choices::Gpus, advanced: false },
-    Control { name: "phase", label: "Phase", choices: Choices::Listed, advanced: false },
+    Control { name: "phase", label: "Phase", choices: Choices::Toggle, advanced: false },
     Control { name: "ctx", label: "Sequence / context length", choices: Choices::Text, advanced: false },
     Control { name: "batch", label: "Batch size", choices: Choices::Text, advanced: false },
     Control { name: "weights", label: "Weight precision", choices: Choices::Weights, advanced: false },
     Control { name: "kv", label: "KV-cache precision", choices: Choices::Listed, advanced: false },
-    Control { name: "flash", label: "FlashAttention", choices: Choices::Listed, advanced: false },
+    Control { name: "flash", label: "FlashAttention", choices: Choices::Toggle, advanced: false },
     Control {
         name: "contexts",
         label: "Context mix",
@@ -66,6 +68,61 @@ const CONTROLS: &[Control] = &[
     Control { name: "bandwidth_efficiency", label: "Bandwidth efficiency", choices: Choices::Text, advanced: true },
     Control { name: "zipf", label: "MoE routing skew", choices: Choices::Text, advanced: true },
 ];
+
+/// The label of a scenario input without a tailored control (its name where none is known).
+fn other_label(name: &'static str) -> &'static str {
+    match name {
+        "gemm_activations" => "GEMM input precision (W8A8)",
+        "expert_loads" => "Measured expert loads",
+        "tp" => "Tensor-parallel GPUs (TP)",
+        "pp" => "Pipeline stages (PP)",
+        "ep" => "Expert-parallel groups (EP)",
+        "dp" => "Data-parallel replicas (DP)",
+        "micro_batches" => "Pipeline micro-batches",
+        "interconnect" => "Interconnect",
+        "link_efficiency" => "Link efficiency",
+        other => other,
+    }
+}
+
+/// One line of help: the input's, and what it accepts where a text box cannot show it.
+fn help_of(name: &str) -> String {
+    let input = input_of(name);
+    match &input.accepted {
+        Accepted::OneOf(values) => format!("{} (one of {})", input.help, values.join(", ")),
+        Accepted::Range(r) => format!("{} ({})", input.help, r.expected()),
+        Accepted::Text(shape) => format!("{} ({shape})", input.help),
+        Accepted::Model | Accepted::Gpu => input.help.to_string(),
+    }
+}
+
+/// A log-scale slider beside a text box (batch, context length): shown by the script, which
+/// writes the box as it moves; it has no name, so a plain form sends the box alone.
+struct Slider {
+    /// log2 of the smallest and the largest value.
+    min_log2: f64,
+    max_log2: f64,
+}
+
+/// The slider of a control, if it has one.
+fn slider(name: &str) -> Option<Slider> {
+    match name {
+        "batch" => Some(Slider { min_log2: 0.0, max_log2: 12.0 }),
+        "ctx" => Some(Slider { min_log2: 7.0, max_log2: 17.0 }),
+        _ => None,
+    }
+}
+
+impl Slider {
+    fn render(&self, id: &str, value: &str) -> Markup {
+        let v = value.trim().replace(['_', ','], "").parse::<f64>().ok().filter(|v| *v >= 1.0).unwrap_or(1.0);
+        let at = v.log2().clamp(self.min_log2, self.max_log2);
+        html! {
+            input.slider #{ (id) "-slider" } type="range" hidden min=(self.min_log2) max=(self.max_log2) step="0.05"
+                value=(format!("{at:.2}")) data-for=(id) aria-label="drag to set (log scale)" tabindex="0";
+        }
+    }
+}
 
 /// The scenario input a control stands for.
 fn input_of(name: &str) -> &'static ScenarioInput {
@@ -112,7 +169,7 @@ pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: O
                     div.grid {
                         @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
                         @for f in &other {
-                            (control(&Control { name: f, label: f, choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
+                            (control(&Control { name: f, label: other_label(f), choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
                         }
                     }
                 }
@@ -165,7 +222,7 @@ fn page_input(i: &PageInput, q: &PageQuery, error_field: Option<&str>) -> Markup
 fn default_of(c: &Control, q: &PageQuery) -> &'static str {
     match c.choices {
         Choices::Models if q.config.is_some() => UPLOAD_NAME,
-        Choices::Models | Choices::Gpus | Choices::Listed => input_default(c.name),
+        Choices::Models | Choices::Gpus | Choices::Listed | Choices::Toggle => input_default(c.name),
         Choices::Weights | Choices::Text | Choices::Example(_) => "",
     }
 }
@@ -187,7 +244,12 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
     let invalid = error_field == Some(c.name);
-    let help = if unused { "not used on this page" } else { input_of(c.name).help };
+    let text_box = matches!(c.choices, Choices::Text | Choices::Example(_));
+    let help = match (unused, text_box) {
+        (true, _) => "not used on this page".to_string(),
+        (false, true) => help_of(c.name),
+        (false, false) => input_of(c.name).help.to_string(),
+    };
     let class = if unused { "field unused" } else { "field" };
     let (options, default): (Vec<(String, String)>, String) = match &c.choices {
         Choices::Models => (
@@ -198,7 +260,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
             catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(),
             default_of(c, q).into(),
         ),
-        Choices::Listed => {
+        Choices::Listed | Choices::Toggle => {
             (listed(c.name).iter().map(|v| (v.to_string(), v.to_string())).collect(), default_of(c, q).into())
         }
         Choices::Weights => {
@@ -216,6 +278,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                     label for=(id) { (c.label) }
                     input #(id) type="text" name=(c.name) value=[raw] placeholder=(placeholder) autocomplete="off"
                         spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
+                    @if let Some(sl) = slider(c.name) { (sl.render(&id, raw.unwrap_or(placeholder))) }
                     small #{ (id) "-help" } { (help) }
                 }
             };
@@ -223,6 +286,23 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     };
     let selected = selected_value(c, catalog, raw, &options, &default);
     let known = options.iter().any(|(v, _)| *v == selected);
+    if matches!(c.choices, Choices::Toggle) && known {
+        // A pair of radio buttons: one click, and a plain form still sends the value.
+        return html! {
+            div class=(class) {
+                label for={ (id) "-" (selected) } { (c.label) }
+                div.toggle #(id) role="radiogroup" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
+                    @for (value, text) in &options {
+                        label.toggle-option {
+                            input #{ (id) "-" (value) } type="radio" name=(c.name) value=(value) checked[*value == selected] data-default=(default);
+                            span { (text) }
+                        }
+                    }
+                }
+                small #{ (id) "-help" } { (help) }
+            }
+        };
+    }
     html! {
         div class=(class) {
             label for=(id) { (c.label) }
@@ -272,7 +352,7 @@ mod tests {
         let catalog = Catalog::builtin();
         for c in CONTROLS {
             let values: Vec<String> = match c.choices {
-                Choices::Listed => listed(c.name).iter().map(|s| s.to_string()).collect(),
+                Choices::Listed | Choices::Toggle => listed(c.name).iter().map(|s| s.to_string()).collect(),
                 Choices::Weights => PRECISION_NAMES.iter().map(|s| s.to_string()).collect(),
                 Choices::Gpus => catalog.gpus().iter().map(|g| g.name.clone()).collect(),
                 Choices::Models => catalog.presets().iter().map(|p| p.name.clone()).collect(),
@@ -292,7 +372,7 @@ mod tests {
     fn every_control_is_a_scenario_input_and_lists_its_default_first() {
         for c in CONTROLS {
             assert!(scenario_input(c.name).is_some(), "{} is not a scenario input", c.name);
-            if let Choices::Listed = c.choices {
+            if let Choices::Listed | Choices::Toggle = c.choices {
                 assert_eq!(listed(c.name)[0], input_default(c.name), "{}", c.name);
             }
         }
@@ -317,6 +397,8 @@ mod tests {
         let inputs: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
         let mut sorted = names.clone();
         sorted.sort();
+        // A toggle's radio buttons share their input's name.
+        sorted.dedup();
         let mut expected = inputs.clone();
         expected.sort();
         assert_eq!(sorted, expected, "form controls vs scenario inputs");

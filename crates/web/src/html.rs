@@ -40,7 +40,10 @@ pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body
                     }
                     main #content {
                         @match &body {
-                            Ok(m) => (m),
+                            Ok(m) => {
+                                @if let Some(b) = crate::fit::banner(state, page, query) { (b) }
+                                (m)
+                            },
                             Err(e) => (error_box(e, page, query)),
                         }
                     }

@@ -26,6 +26,7 @@
 mod api;
 mod assets;
 mod error;
+mod fit;
 mod form;
 mod html;
 pub mod pages;

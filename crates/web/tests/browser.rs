@@ -192,6 +192,12 @@ async fn wait_url(c: &Client, part: &str) -> Result<String> {
 
 /// Save a screenshot of the whole page (the window is sized to the document first).
 async fn shot(c: &Client, name: &str) -> Result {
+    shot_at(c, name, 1280, 1800).await
+}
+
+/// Save a screenshot of the whole page at `width` (the window is sized to the document first),
+/// then restore the window to `width` × `height`.
+async fn shot_at(c: &Client, name: &str, width: u32, height: u32) -> Result {
     let h = c
         .execute("return Math.ceil(document.documentElement.scrollHeight)", vec![])
         .await
@@ -199,13 +205,13 @@ async fn shot(c: &Client, name: &str) -> Result {
         .and_then(|v| v.as_u64())
         .unwrap_or(1800)
         .clamp(600, 6000);
-    c.set_window_size(1280, h as u32 + 140).await.text_err()?;
+    c.set_window_size(width, h as u32 + 140).await.text_err()?;
     let png = c.screenshot().await.map_err(|e| format!("screenshot {name}: {e}"))?;
     if png.len() < 1000 || !png.starts_with(b"\x89PNG") {
         return Err(format!("screenshot {name} is not a PNG"));
     }
     std::fs::write(screenshots_dir().join(format!("{name}.png")), png).text_err()?;
-    c.set_window_size(1280, 1800).await.text_err()
+    c.set_window_size(width, height).await.text_err()
 }
 
 /// The step time the CLI computes for these inputs, as the page writes it (`{}` of the f64).
@@ -416,7 +422,7 @@ async fn without_javascript(c: &Client, base: &str) -> Result {
     wait_heading(c, "Ledger").await?;
     let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
     batch.send_keys("32").await.text_err()?;
-    c.find(Locator::Id("f-phase")).await.text_err()?.select_by_value("prefill").await.text_err()?;
+    c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
     c.find(Locator::Css("#controls button[type=submit]")).await.text_err()?.click().await.text_err()?;
     // A plain GET form sends every field; empty ones mean "default".
     let u = wait_url(c, "batch=32").await?;
@@ -438,13 +444,24 @@ async fn dark(c: &Client, base: &str) -> Result {
         .text_err()?;
     assert_eq!(fill, json!("rgb(230, 237, 243)"), "plot text follows the dark theme");
     shot(c, "ledger-dark").await?;
-    let walks: &[(&str, &str)] = &[("powers-of-ten", "?at=layer.0.mlp.up.tiles"), ("batching", "")];
+    let walks: &[(&str, &str)] = &[
+        ("powers-of-ten", "?at=layer.0.mlp.up.tiles"),
+        ("batching", ""),
+        ("", "?model=llama-3.1-405b&gpu=l4"),
+        ("models", ""),
+        ("gpus", ""),
+    ];
     for (slug, query) in walks.iter().chain(PAGE_SHOTS) {
         let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
         c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
         wait_heading(c, page.title).await?;
-        shot(c, &format!("{slug}-dark")).await?;
+        let name = if slug.is_empty() { "overview" } else { slug };
+        shot(c, &format!("{name}-dark")).await?;
     }
+    // The picture at model level, dark.
+    c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+    wait_heading(c, "Powers of ten").await?;
+    shot(c, "powers-of-ten-model-dark").await?;
     Ok(())
 }
 
@@ -457,6 +474,7 @@ fn the_explorer_works_in_a_real_browser() {
         skip("the browser test needs chromium and chromedriver (apt-get install chromium chromium-driver, or set LLM_LEDGER_CHROMIUM and LLM_LEDGER_CHROMEDRIVER)");
         return;
     };
+    let _one = one_browser();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let outcome: Result = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
@@ -492,6 +510,310 @@ fn the_explorer_works_in_a_real_browser() {
         panic!("{e}");
     }
     eprintln!("screenshots: {}", screenshots_dir().display());
+}
+
+/// One browser at a time: on two shared cores, parallel browsers starve each other's pointer
+/// actions and page loads past any patience.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    ONE_BROWSER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run `walk` in a fresh headless browser (with `flags`) against a fresh server; `false` when the
+/// browser is missing (the test then says SKIP, and fails in CI).
+fn in_browser<F, Fut>(flags: &[&str], walk: F) -> bool
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: std::future::Future<Output = Result>,
+{
+    let (Some(chromium), Some(chromedriver)) = (
+        which("LLM_LEDGER_CHROMIUM", &["chromium", "chromium-browser"]),
+        which("LLM_LEDGER_CHROMEDRIVER", &["chromedriver"]),
+    ) else {
+        skip("the browser test needs chromium and chromedriver (apt-get install chromium chromium-driver, or set LLM_LEDGER_CHROMIUM and LLM_LEDGER_CHROMEDRIVER)");
+        return false;
+    };
+    let _one = one_browser();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let outcome: Result = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+        let base = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(serve_listener(listener, Arc::new(AppState::builtin()), std::future::pending()));
+        let mut driver = Driver::start(&chromedriver)?;
+        let c = driver.session(&chromium, flags, json!({})).await?;
+        let r = walk(c.clone(), base).await;
+        if let Err(e) = &r {
+            let _ = shot(&c, "failure-issue-15").await;
+            let at = url(&c).await;
+            let _ = c.close().await;
+            return Err(format!("{e} (at {at})"));
+        }
+        let _ = c.close().await;
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    true
+}
+
+/// Every page, with a query that shows what it is for (Powers of ten at its deepest level, a
+/// scenario that does not fit).
+const EVERY_PAGE: &[(&str, &str)] = &[
+    ("", ""),
+    ("", "?model=llama-3.1-405b&gpu=l4"),
+    ("powers-of-ten", ""),
+    ("powers-of-ten", "?at=layer.0.mlp.up.tiles"),
+    ("ledger", "?batch=64"),
+    ("batching", ""),
+    ("kv-cache", "?batch=64"),
+    ("cost", "?batch=16&tpot_ms=20"),
+    ("gemm-tiling", "?m=1000&n=1000&k=1000"),
+    ("moe", "?model=mixtral-8x7b&zipf=1"),
+    ("models", ""),
+    ("gpus", ""),
+];
+
+/// Issue 15, item 6: on a 390 px wide phone no page scrolls sideways (tables and plots scroll in
+/// their own boxes), and plot text stays legible (at least 8 px as drawn); a screenshot of each.
+#[test]
+fn issue_15_on_a_390_px_phone_no_page_scrolls_sideways() {
+    in_browser(&[], |c, base| async move {
+        c.set_window_size(390, 844).await.text_err()?;
+        let inner = c.execute("return window.innerWidth", vec![]).await.text_err()?;
+        assert_eq!(inner, json!(390), "the window is a phone's width");
+        for (i, (slug, query)) in EVERY_PAGE.iter().enumerate() {
+            let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
+            c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
+            wait_heading(&c, page.title).await?;
+            let widths = c
+                .execute("return [document.documentElement.scrollWidth, window.innerWidth]", vec![])
+                .await
+                .text_err()?;
+            let (scroll, inner) = (widths[0].as_u64().unwrap_or(0), widths[1].as_u64().unwrap_or(0));
+            if scroll > inner {
+                // Name the widest elements, for the failure message.
+                let wide = c
+                    .execute(
+                        "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1) \
+                           .slice(0, 8).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))",
+                        vec![],
+                    )
+                    .await
+                    .text_err()?;
+                panic!("/{slug}{query} is {scroll} px wide on a {inner} px screen: {wide}");
+            }
+            let smallest = c
+                .execute(
+                    "let m = 1e9; for (const t of document.querySelectorAll('svg.plot text')) { \
+                       const r = t.getBoundingClientRect(); if (r.height > 0) m = Math.min(m, r.height); } return m",
+                    vec![],
+                )
+                .await
+                .text_err()?;
+            let px = smallest.as_f64().unwrap_or(0.0);
+            assert!(px >= 8.0, "/{slug}{query}: plot text {px} px high");
+            let name = if slug.is_empty() { "overview" } else { slug };
+            shot_at(&c, &format!("phone-{i:02}-{name}"), 390, 844).await?;
+        }
+        Ok(())
+    });
+}
+
+/// Drag the slider `id` by `dx` pixels from its left end, and let go.
+async fn drag(c: &Client, id: &str, dx: f64) -> Result {
+    press_and_move(c, id, dx).await?;
+    let_go(c).await
+}
+
+/// Let go of the mouse button.
+async fn let_go(c: &Client) -> Result {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+    let up = MouseActions::new("mouse".into()).then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    c.perform_actions(up).await.text_err()?;
+    c.release_actions().await.text_err()
+}
+
+/// Press on the slider `id` at its left end and move `dx` pixels, holding the button.
+async fn press_and_move(c: &Client, id: &str, dx: f64) -> Result {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+    let slider = c.find(Locator::Id(id)).await.text_err()?;
+    let width = c
+        .execute("return document.getElementById(arguments[0]).getBoundingClientRect().width", vec![json!(id)])
+        .await
+        .text_err()?
+        .as_f64()
+        .unwrap_or(200.0);
+    let mut mouse = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement { element: slider, duration: None, x: -width / 2.0 + 6.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT });
+    // In steps, as a hand drags: each step is an `input` event.
+    for _ in 0..8 {
+        mouse = mouse.then(PointerAction::MoveBy { duration: Some(Duration::from_millis(60)), x: dx / 8.0, y: 0.0 });
+    }
+    c.perform_actions(mouse).await.text_err()
+}
+
+/// Issue 15, item 3: dragging the batch slider updates the numbers while it moves and the URL
+/// follows (one history entry per drag: back returns to before it), without a full reload; the
+/// toggles switch FlashAttention and the phase in one click.
+#[test]
+fn issue_15_dragging_a_slider_updates_the_numbers_and_the_url() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&base).await.text_err()?;
+        wait_heading(&c, "Overview").await?;
+        let first = until("the step time", || data_value(&c, "step-time")).await?;
+        c.execute("window.__noReload = 1", vec![]).await.text_err()?;
+        let slider = c.find(Locator::Id("f-batch-slider")).await.text_err()?;
+        assert!(slider.is_displayed().await.text_err()?, "the script shows the slider");
+        // Watch the step time change during the drag (a MutationObserver counts the updates).
+        c.execute(
+            "window.__updates = 0; new MutationObserver(ms => { for (const m of ms) for (const n of m.addedNodes) if (n.id === 'content') window.__updates++; }).observe(document.body, {childList: true, subtree: true})",
+            vec![],
+        )
+        .await
+        .text_err()?;
+        // Still holding the slider: the numbers and the URL follow before it is let go.
+        press_and_move(&c, "f-batch-slider", 120.0).await?;
+        until("an update during the drag", || async {
+            c.execute("return window.__updates", vec![]).await.ok()?.as_u64().filter(|n| *n >= 1)
+        })
+        .await?;
+        let held = wait_url(&c, "batch=").await?;
+        let_go(&c).await?;
+        let u = wait_url(&c, "batch=").await?;
+        assert!(held.contains("batch="), "{held}");
+        let batch =
+            c.find(Locator::Id("f-batch")).await.text_err()?.prop("value").await.text_err()?.unwrap_or_default();
+        let n: u64 = batch.parse().map_err(|e| format!("batch {batch:?}: {e}"))?;
+        assert!(n > 1, "the drag raised the batch: {n}");
+        until("the URL of the batch shown", || async {
+            Some(url(&c).await).filter(|u| u.contains(&format!("batch={n}")))
+        })
+        .await?;
+        let expected = cli_step_time(&[("batch", &batch)]);
+        until("the dragged batch's step time", || async {
+            data_value(&c, "step-time").await.filter(|v| *v == expected)
+        })
+        .await?;
+        assert_ne!(expected, first);
+        let kept = c.execute("return window.__noReload === 1", vec![]).await.text_err()?;
+        assert_eq!(kept, json!(true), "no full reload: {u}");
+        let ms = c.execute("return window.__lastUpdateMs", vec![]).await.text_err()?;
+        eprintln!("issue 15: last live update took {ms} ms in the browser (debug build)");
+        // Back: before the drag, in one step.
+        c.back().await.text_err()?;
+        until("the URL before the drag", || async { Some(url(&c).await).filter(|u| !u.contains("batch=")) }).await?;
+        until("the numbers before the drag", || async { data_value(&c, "step-time").await.filter(|v| *v == first) })
+            .await?;
+        // The toggles: FlashAttention off, then prefill, one click each.
+        c.find(Locator::Id("f-flash-off")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "flash=off").await?;
+        let expected = cli_step_time(&[("flash", "off")]);
+        until("the unfused step time", || async { data_value(&c, "step-time").await.filter(|v| *v == expected) })
+            .await?;
+        c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
+        let u = wait_url(&c, "phase=prefill").await?;
+        assert!(u.contains("flash=off"), "{u}");
+        Ok(())
+    });
+}
+
+/// Click the picture's block (or the tile grid's link) for `path` and wait for its level.
+async fn click_picture(c: &Client, path: &str) -> Result {
+    let css = format!("#picture a[data-path='{path}']");
+    let a = until(&format!("the picture's link to {path}"), || async { c.find(Locator::Css(&css)).await.ok() }).await?;
+    a.click().await.text_err()?;
+    wait_url(c, &format!("at={path}")).await?;
+    wait_node(c, path).await
+}
+
+/// Issue 15, items 1 and 6: from the model to a GEMM's tiles by clicking the picture (identical
+/// layers are one block; the layer shows its operators; the operator is its tile grid), back by
+/// the breadcrumb; and a control changed at a deep zoom keeps the deepest level that exists and
+/// says why.
+#[test]
+fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        let grouped =
+            c.find(Locator::Css("#picture a[data-path='layer.0']")).await.text_err()?.text().await.text_err()?;
+        assert!(grouped.contains("× 32"), "identical layers are one block: {grouped:?}");
+        shot(&c, "powers-of-ten-picture").await?;
+        click_picture(&c, "layer.0").await?;
+        click_picture(&c, "layer.0.mlp.up").await?;
+        until("the tile grid", || async { c.find(Locator::Css("#picture svg.tile-grid rect.reread-tile")).await.ok() })
+            .await?;
+        click_picture(&c, "layer.0.mlp.up.tiles").await?;
+        until("the reuse factor", || data_value(&c, "reuse-factor")).await?;
+        shot(&c, "powers-of-ten-picture-tiles").await?;
+        c.find(Locator::Css("#breadcrumb a[data-path='model']")).await.text_err()?.click().await.text_err()?;
+        wait_node(&c, "model").await?;
+        // Expand the layers, then size by bytes: the keys travel with the zoom.
+        c.find(Locator::Id("expand-layers")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "expand=1").await?;
+        until("32 layer blocks", || async {
+            (rows(&c, "#picture a[data-path^='layer.'][data-path$='attn']").await == 32).then_some(())
+        })
+        .await?;
+        c.find(Locator::Css("#picture a.size[data-size='bytes']")).await.text_err()?.click().await.text_err()?;
+        let u = wait_url(&c, "size=bytes").await?;
+        assert!(u.contains("expand=1"), "{u}");
+        // A deep zoom, then FlashAttention off: the fused operator is gone; its block is shown.
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.attn.attention.tiles")).await.text_err()?;
+        wait_node(&c, "layer.0.attn.attention.tiles").await?;
+        c.find(Locator::Id("f-flash-off")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "flash=off").await?;
+        wait_node(&c, "layer.0.attn").await?;
+        let notice = c.find(Locator::Id("zoom-notice")).await.text_err()?.text().await.text_err()?;
+        assert!(notice.contains("FlashAttention is off"), "{notice}");
+        assert!(c.find(Locator::Id("error")).await.is_err(), "no error page");
+        // A MoE model while at the up-projection: the MLP block is kept.
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.mlp.up")).await.text_err()?;
+        wait_node(&c, "layer.0.mlp.up").await?;
+        c.find(Locator::Id("f-model")).await.text_err()?.select_by_value("mixtral-8x7b").await.text_err()?;
+        wait_url(&c, "model=mixtral-8x7b").await?;
+        wait_node(&c, "layer.0.mlp").await?;
+        shot(&c, "powers-of-ten-kept-level").await?;
+        Ok(())
+    });
+}
+
+/// Issue 15, item 4: pin a scenario, drag the batch: the node's numbers show their change against
+/// the pin; the INT4 experiment's flip shows memory-bound against compute-bound in one click.
+#[test]
+fn issue_15_pin_and_compare() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&format!("{base}powers-of-ten?at=layer.0.mlp.up")).await.text_err()?;
+        wait_node(&c, "layer.0.mlp.up").await?;
+        c.find(Locator::Id("pin")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "pin=default").await?;
+        until("the pin bar", || async { c.find(Locator::Id("unpin")).await.ok() }).await?;
+        drag(&c, "f-batch-slider", 120.0).await?;
+        wait_url(&c, "batch=").await?;
+        let ratio = until("the time against the pin", || async {
+            c.find(Locator::Id("node-flops-delta")).await.ok()?.attr("data-ratio").await.ok()?
+        })
+        .await?;
+        let r: f64 = ratio.parse().text_err()?;
+        assert!(r > 1.0, "more batch, more FLOPs than the pinned batch 1: ×{r}");
+        let u = url(&c).await;
+        assert!(u.contains("pin=default") && u.contains("at=layer.0.mlp.up"), "{u}");
+        shot(&c, "powers-of-ten-pinned").await?;
+        // The seed's INT4 experiment at the batch where the flip happens, against the pin.
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        c.find(Locator::Id("cmp-int4-flip")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "weights=int4").await?;
+        let flip = until("the flipped bound", || async { c.find(Locator::Id("bound-flip")).await.ok() }).await?;
+        assert!(flip.text().await.text_err()?.contains("memory-bound"));
+        let bound = c.find(Locator::Id("node-bound")).await.text_err()?.attr("data-bound").await.text_err()?;
+        assert_eq!(bound.as_deref(), Some("compute"));
+        shot(&c, "powers-of-ten-int4-flip").await?;
+        Ok(())
+    });
 }
 
 #[test]

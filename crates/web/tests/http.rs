@@ -596,16 +596,240 @@ async fn powers_of_ten_experiments_keep_the_zoom_path_and_show_the_intensity_aft
     assert!(r.body.contains("at=layer.0.mlp.up.tiles\""), "the tile experiment goes to the up-projection's tiles");
 }
 
+/// The `data-path` of the node Powers of ten shows.
+fn node_path(html: &str) -> String {
+    let at = html.find("id=\"node\" data-path=\"").expect("the node");
+    let rest = &html[at + "id=\"node\" data-path=\"".len()..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// The zoom notice's text, if any.
+fn zoom_notice(html: &str) -> Option<String> {
+    let at = html.find("id=\"zoom-notice\"")?;
+    let rest = &html[at..];
+    let rest = &rest[rest.find('>').unwrap() + 1..];
+    Some(rest[..rest.find("</p>").unwrap()].replace("&#39;", "'"))
+}
+
+/// Issue 15, item 6: a control change while zoomed keeps the deepest zoom path that still exists
+/// and says what changed — never "unknown zoom path". The JSON endpoint, like `zoom --at`, still
+/// refuses a path that is not there.
 #[tokio::test]
-async fn powers_of_ten_refuses_an_unknown_path_naming_at() {
-    let r = get("/powers-of-ten?at=layer.99&batch=4").await;
-    assert_page_refuses(&r, "unknown zoom path `layer.99`; accepted: embedding, layer.0 … layer.31", "at");
-    assert!(r.body.contains("id=\"drop-key\" href=\"/powers-of-ten?batch=4\""), "a way back to the model");
+async fn issue_15_a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level() {
+    let cases: &[(&str, &str, &str)] = &[
+        // FlashAttention on (the default) fuses the unfused operators away.
+        ("flash=on&at=layer.0.attn.scores", "layer.0.attn", "FlashAttention is on"),
+        // Off, the fused operator and its tiles are gone.
+        ("flash=off&at=layer.0.attn.attention.tiles", "layer.0.attn", "FlashAttention is off"),
+        // A MoE model at a dense model's up-projection.
+        ("model=mixtral-8x7b&at=layer.0.mlp.up.tiles", "layer.0.mlp", "mixture-of-experts"),
+        // A model with fewer layers.
+        ("at=layer.99&batch=4", "model", "has 32 layers"),
+        // Not a path at all.
+        ("at=nonsense", "model", "no `nonsense`"),
+    ];
+    for (q, shown, why) in cases {
+        let r = get(&format!("/powers-of-ten?{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.body);
+        assert!(!r.body.contains("unknown zoom path"), "{q}");
+        assert_eq!(node_path(&r.body), *shown, "{q}");
+        let notice = zoom_notice(&r.body).unwrap_or_else(|| panic!("{q}: no notice"));
+        assert!(notice.contains(why), "{q}: {notice}");
+        assert!(notice.contains(&format!("Showing `{shown}`")), "{q}: {notice}");
+    }
+    // A path that exists has no notice.
+    let r = get("/powers-of-ten?flash=off&at=layer.0.attn.scores").await;
+    assert_eq!(node_path(&r.body), "layer.0.attn.scores");
+    assert!(zoom_notice(&r.body).is_none());
+    // A MoE model's own operators are reachable as children (the level shown is a real one).
+    let r = get("/powers-of-ten?model=mixtral-8x7b&at=layer.0.mlp.up.tiles").await;
+    assert!(r.body.contains("data-path=\"layer.0.mlp."), "children of the MoE MLP are listed");
     let (status, message, field) = api_error("/api/zoom?at=layer.0.mlp.nope").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("at")));
     assert!(message.starts_with("unknown zoom path `layer.0.mlp.nope`; accepted: layer.0.mlp.norm"), "{message}");
     let (status, _, field) = api_error("/api/zoom?at=model&batch=0").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
+}
+
+/// Issue 15, item 6: a scenario that does not fit (Llama 3.1 405B on one L4) gets the banner on
+/// every page that shows its numbers, from the core's fit rule; one that fits gets none.
+#[tokio::test]
+async fn issue_15_every_page_says_when_the_scenario_does_not_fit() {
+    for page in PAGES.iter().filter(|p| p.controls && p.slug != "gemm-tiling") {
+        let r = get(&format!("/{}?model=llama-3.1-405b&gpu=l4", page.slug)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", page.slug);
+        assert!(r.body.contains("id=\"fit-banner\""), "/{}: no banner", page.slug);
+        assert!(r.body.contains("Does not fit in memory."), "/{}", page.slug);
+        let needed = value_attr(&r.body, "fit-banner", "data-needed");
+        let sc = scenario(&[("model", "llama-3.1-405b"), ("gpu", "l4")]);
+        let fit = llm_ledger_core::memory::Fit::step(&sc, 2e9);
+        if page.slug != "cost" {
+            assert_eq!(needed, fit.needed_bytes(), "/{}: the core's footprint", page.slug);
+        }
+        let ok = get(&format!("/{}", page.slug)).await;
+        assert!(!ok.body.contains("id=\"fit-banner\""), "/{}: a banner for a scenario that fits", page.slug);
+    }
+    // The banner names the largest batch that fits when the batch is the problem.
+    let r = get("/?batch=4096").await;
+    assert!(r.body.contains("id=\"fit-max-batch\""), "{}", r.body);
+    let sc = scenario(&[("batch", "4096")]);
+    let fit = llm_ledger_core::memory::Fit::step(&sc, 2e9);
+    assert_eq!(value_of(&r.body, "fit-max-batch"), fit.max_batch.unwrap() as f64);
+}
+
+/// Issue 15, item 6: every control has a label in words (not the raw field name) and one line of
+/// help, "more inputs" included; text boxes say what they accept.
+#[tokio::test]
+async fn issue_15_every_control_has_a_label_and_help() {
+    let r = get("/").await;
+    let form = &r.body[r.body.find("id=\"controls\"").unwrap()..r.body.find("id=\"upload\"").unwrap()];
+    let mut labels = 0;
+    for part in form.split("<label for=\"f-").skip(1) {
+        let name = &part[..part.find('"').unwrap()];
+        let text = &part[part.find('>').unwrap() + 1..part.find("</label>").unwrap()];
+        assert!(!text.contains('_') && text != name || name.len() <= 3 && text.len() > 3, "{name}: label {text:?}");
+        // A toggle's label points at its checked radio button (`f-phase-decode`); the help is the group's.
+        let group =
+            if form.contains(&format!("id=\"f-{name}-help\"")) { name } else { name.rsplit_once('-').unwrap().0 };
+        let help = format!("id=\"f-{group}-help\">");
+        let h = &form[form.find(&help).unwrap_or_else(|| panic!("{name}: no help")) + help.len()..];
+        assert!(h.find("</small>").unwrap() > 10, "{name}: help too short");
+        labels += 1;
+    }
+    assert!(labels >= llm_ledger_core::scenario::scenario_inputs().len(), "{labels} labels");
+    assert!(form.contains("Tensor-parallel GPUs (TP)"));
+    assert!(form.contains("(a positive integer)"), "a text box says what it accepts");
+}
+
+/// Issue 15, item 6: the KV chart's caption speaks of the red line only when the chart draws it.
+#[tokio::test]
+async fn issue_15_the_kv_caption_matches_the_wall_on_the_chart() {
+    let near = get("/kv-cache?batch=64").await;
+    assert!(near.body.contains("memory full: "), "the wall is drawn");
+    assert!(near.body.contains("Past the red dashed line ("), "{}", near.body);
+    let far = get("/kv-cache?batch=1").await;
+    assert!(far.body.contains("memory full at "), "the wall is named at the edge");
+    assert!(!far.body.contains("red dashed line") && far.body.contains("beyond the right edge of the chart"));
+}
+
+/// Issue 15, items 1 and 3, the no-JavaScript path: every control of the form is a form field
+/// (the sliders, which have no name, are hidden until the script shows them; the toggles are radio
+/// buttons), and every block of the picture but the node itself is a link to its zoom path.
+#[tokio::test]
+async fn issue_15_without_javascript_every_control_is_a_field_and_every_block_a_link() {
+    let r = get("/powers-of-ten?at=layer.0").await;
+    let form = &r.body[r.body.find("id=\"controls\"").unwrap()..r.body.find("id=\"upload\"").unwrap()];
+    for tag in form.split('<').filter(|t| t.starts_with("input ") || t.starts_with("select ")) {
+        let tag = &tag[..tag.find('>').unwrap()];
+        if tag.contains("class=\"slider\"") {
+            assert!(tag.contains(" hidden") && !tag.contains(" name="), "a slider is the script's: {tag}");
+        } else {
+            assert!(tag.contains(" name=\""), "not a form field: {tag}");
+        }
+    }
+    assert!(form.contains("type=\"radio\" name=\"flash\" value=\"off\""), "FlashAttention is a toggle");
+    assert!(form.contains("id=\"f-batch-slider\""), "the batch has a slider");
+    for at in ["model", "layer.0", "layer.0.attn"] {
+        let r = get(&format!("/powers-of-ten?at={at}")).await;
+        let svg = r.body.split("<svg class=\"plot icicle\"").nth(1).unwrap_or_else(|| panic!("{at}: no picture"));
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let blocks = svg.matches("<rect class=\"blk").count();
+        let links = svg.matches("<a href=\"/powers-of-ten?at=").count();
+        assert!(blocks >= 3, "{at}: {blocks} blocks");
+        assert_eq!(links, blocks - 1, "{at}: every block but the node is a link");
+        assert!(svg.contains("<title>"), "{at}: numbers on hover");
+    }
+    // The operator's tile grid links to its tiles.
+    let r = get("/powers-of-ten?at=layer.0.mlp.up").await;
+    assert!(r.body.contains("class=\"zoomto\" href=\"/powers-of-ten?at=layer.0.mlp.up.tiles\""));
+}
+
+/// Issue 15, items 1 and 5: identical layers are one block "× 32" (and one table row, the rest
+/// folded until expanded); the layer stack is seed 000's model level, with the embedding and the
+/// LM head beside it and a note on where the CLI's total differs.
+#[tokio::test]
+async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
+    let r = get("/powers-of-ten").await;
+    assert!(r.body.contains("layer.0–31 × 32"), "one block for 32 identical layers");
+    assert_eq!(r.body.matches("class=\"repeat\"").count(), 31, "31 rows folded into layer.0's");
+    assert!(r.body.contains("× 32</span>"));
+    let expanded = get("/powers-of-ten?expand=1").await;
+    assert_eq!(expanded.body.matches("class=\"repeat\"").count(), 0);
+    assert!(!expanded.body.contains(" × 32"));
+    let sc = scenario(&[]);
+    let tree = llm_ledger_core::ZoomTree::build(&sc);
+    assert_eq!(value_of(&r.body, "stack-flops"), tree.stack.cost.flops);
+    assert!(tree.stack.cost.flops < tree.total.cost.flops);
+    assert!(r.body.contains("id=\"cli-differs\""));
+    assert!(r.body.contains("LM head — beside it, outside"));
+    // Sizing by bytes keeps the zoom and the expansion in every link.
+    let r = get("/powers-of-ten?at=layer.0&size=bytes").await;
+    assert!(r.body.contains("data-size=\"bytes\""));
+    assert!(r.body.contains("href=\"/powers-of-ten?at=layer.0.attn&amp;size=bytes\""), "zoom links keep the size");
+}
+
+/// Issue 15, item 4: a pinned scenario (in the URL) puts its numbers, the change and the ratio
+/// beside every number of the node; the experiments compare with one click; the INT4 experiment
+/// finds a batch where the up-projection really flips from memory- to compute-bound.
+#[tokio::test]
+async fn issue_15_pin_and_compare() {
+    use llm_ledger_core::ZoomTree;
+    use llm_ledger_report::ZoomReport;
+    let r = get("/powers-of-ten?at=layer.0.mlp.up").await;
+    assert!(
+        r.body.contains("id=\"pin\" href=\"/powers-of-ten?at=layer.0.mlp.up&amp;pin=default\""),
+        "pin the default scenario"
+    );
+    let r = get("/powers-of-ten?batch=2&at=layer.0.mlp.up&pin=default").await;
+    assert!(r.body.contains("id=\"node-time-delta\""), "the default scenario pinned");
+    let r = get("/powers-of-ten?batch=8&at=layer.0.mlp.up&pin=batch%3D1").await;
+    let node = |pairs: &[(&str, &str)]| {
+        let sc = scenario(pairs);
+        let tree = ZoomTree::build(&sc);
+        ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp.up").unwrap()).node
+    };
+    let (now, then) = (node(&[("batch", "8")]), node(&[("batch", "1")]));
+    assert_eq!(value_attr(&r.body, "node-time-delta", "data-pinned"), then.time_s);
+    assert_eq!(value_attr(&r.body, "node-time-delta", "data-ratio"), now.time_s / then.time_s);
+    assert_eq!(value_attr(&r.body, "node-flops-delta", "data-ratio"), now.flops / then.flops);
+    assert!((now.flops / then.flops - 8.0).abs() < 1e-9, "8 × the rows, 8 × the FLOPs");
+    assert!(r.body.contains("id=\"unpin\""));
+    assert!(r.body.contains("data-pin=\"batch=1\""));
+    // Links keep the pin; the experiments' compare links pin the scenario shown.
+    assert!(r.body.contains("pin=batch%3D1\""), "links keep the pin");
+    let cmp = r.body.split("id=\"cmp-int4\" href=\"").nth(1).unwrap();
+    let cmp = cmp[..cmp.find('"').unwrap()].replace("&amp;", "&");
+    assert!(cmp.contains("weights=int4") && cmp.contains("pin=batch%3D8"), "{cmp}");
+    // The INT4 flip: at the batch the page names, memory-bound in bf16, compute-bound in INT4,
+    // and at half that batch INT4 is still memory-bound.
+    let r = get("/powers-of-ten").await;
+    let flip = r.body.split("id=\"int4-flip\" data-batch=\"").nth(1).expect("a flip batch");
+    let b: u64 = flip[..flip.find('"').unwrap()].parse().unwrap();
+    let bound = |w: &str, b: u64| {
+        let b = b.to_string();
+        let mut p = vec![("batch", b.as_str())];
+        if !w.is_empty() {
+            p.push(("weights", w));
+        }
+        let sc = scenario(&p);
+        let tree = ZoomTree::build(&sc);
+        ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp.up").unwrap()).node.bound.unwrap()
+    };
+    assert_eq!(bound("", b), "memory", "batch {b}");
+    assert_eq!(bound("int4", b), "compute", "batch {b}");
+    assert_eq!(bound("int4", b / 2), "memory", "batch {b} is the first");
+    let see = r.body.split("id=\"cmp-int4-flip\" href=\"").nth(1).unwrap();
+    let see = see[..see.find('"').unwrap()].replace("&amp;", "&");
+    let shown = get(&see).await;
+    assert_eq!(shown.status, StatusCode::OK, "{see}");
+    assert!(shown.body.contains("id=\"bound-flip\""), "the flip is shown against the pin: {see}");
+}
+
+/// The attribute `name` of the element with `id`, as a number.
+fn value_attr(html: &str, id: &str, name: &str) -> f64 {
+    let at = html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id}"));
+    let v = html[at..].split(&format!("{name}=\"")).nth(1).unwrap();
+    v[..v.find('"').unwrap()].parse().unwrap()
 }
 
 #[tokio::test]

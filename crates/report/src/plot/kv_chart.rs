@@ -5,7 +5,7 @@
 //! shaded region. Linear axes from 0: tokens across, GB up.
 
 use super::roofline::rgb;
-use super::svg::{finish, Anchor, Overlay, FG};
+use super::svg::{finish, text_width, Anchor, Overlay, FG};
 use super::{PlotError, PlotSize};
 use crate::human;
 use crate::kv::KvReport;
@@ -51,6 +51,18 @@ impl KvChart {
         }
     }
 
+    /// The right edge of the chart, tokens: room for the crossover and the workload, and for the
+    /// wall unless it is far beyond them (1.25 × the farthest of them, the wall counted up to 3 ×).
+    pub fn x_max_tokens(&self) -> f64 {
+        let near = self.crossover_tokens.min(1e15).max(self.cached_tokens).max(1.0);
+        1.25 * near.max(self.capacity_tokens.min(3.0 * near))
+    }
+
+    /// Whether the memory wall is drawn inside the frame (else it is named at the right edge).
+    pub fn wall_in_frame(&self) -> bool {
+        self.capacity_tokens < self.x_max_tokens()
+    }
+
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
         let finite = [self.kv_bytes_per_token, self.weight_bytes, self.cached_tokens, self.kv_read_bytes]
@@ -62,9 +74,7 @@ impl KvChart {
         if size.width < 300 || size.height < 200 {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
-        // Room for the crossover and the workload, and for the wall unless it is far beyond them.
-        let near = self.crossover_tokens.min(1e15).max(self.cached_tokens).max(1.0);
-        let x_max = 1.25 * near.max(self.capacity_tokens.min(3.0 * near));
+        let x_max = self.x_max_tokens();
         let y_max = 1.2 * (self.weight_bytes.max(self.kv_read_bytes).max(self.kv_bytes_per_token * x_max / 1.25)) / 1e9;
         let mut buf = String::new();
         let mut o = Overlay::default();
@@ -85,29 +95,47 @@ impl KvChart {
             )?;
             let area = chart.plotting_area().clone();
             let at = |x: f64, y: f64| area.map_coordinate(&(x, y / 1e9));
+            // Labels sit in two rows under the top edge (the crossover's, then the wall's), so they
+            // never overprint each other, and each turns to the side with room so none is clipped.
+            let (left, top) = at(0.0, y_max * 1e9);
+            let (right, _) = at(x_max, y_max * 1e9);
+            let fit = |px: i32, label: &str| -> (i32, Anchor) {
+                let w = text_width(label, FONT - 1.0) as i32;
+                if px + 4 + w <= right {
+                    (px + 4, Anchor::Start)
+                } else if px - 4 - w >= left {
+                    (px - 4, Anchor::End)
+                } else {
+                    (right - 4, Anchor::End)
+                }
+            };
             // Past the wall the cache does not fit: shade it.
-            if self.capacity_tokens < x_max {
+            if self.wall_in_frame() {
                 o.rect(at(self.capacity_tokens, y_max * 1e9), at(x_max, 0.0), WALL, 0.10);
-                let (px, top) = at(self.capacity_tokens, y_max * 1e9);
+                let (px, _) = at(self.capacity_tokens, y_max * 1e9);
                 o.line((px, top), at(self.capacity_tokens, 0.0), WALL, 1.5, "5 4");
                 let label = format!("memory full: {} tokens", human::si(self.capacity_tokens, "").trim_end());
-                o.text((px - 4, top + 14), &label, FONT - 1.0, WALL, Anchor::End, 0.0);
+                let (x, anchor) = fit(px, &label);
+                o.text((x, top + 30), &label, FONT - 1.0, WALL, anchor, 0.0);
             } else {
-                let (px, top) = at(x_max, y_max * 1e9);
                 let label = format!("memory full at {} tokens →", human::si(self.capacity_tokens, "").trim_end());
-                o.text((px - 4, top + 14), &label, FONT - 1.0, WALL, Anchor::End, 0.0);
+                o.text((right - 4, top + 30), &label, FONT - 1.0, WALL, Anchor::End, 0.0);
             }
             chart.draw_series(LineSeries::new(
                 [(0.0, self.weight_bytes / 1e9), (x_max, self.weight_bytes / 1e9)],
                 rgb(WEIGHTS).stroke_width(2),
             ))?;
-            let kv_end = (x_max, self.kv_bytes_per_token * x_max / 1e9);
+            // The KV line ends where it leaves the frame: a point past the top would be clamped
+            // to the edge by the backend, bending the line's slope down.
+            let kv_end_tokens = x_max.min(y_max * 1e9 / self.kv_bytes_per_token);
+            let kv_end = (kv_end_tokens, self.kv_bytes_per_token * kv_end_tokens / 1e9);
             chart.draw_series(LineSeries::new([(0.0, 0.0), kv_end], rgb(KV).stroke_width(2)))?;
             if self.crossover_tokens.is_finite() && self.crossover_tokens < x_max {
-                let (px, top) = at(self.crossover_tokens, y_max * 1e9);
+                let (px, _) = at(self.crossover_tokens, y_max * 1e9);
                 o.line((px, top), at(self.crossover_tokens, 0.0), CROSS, 1.5, "5 4");
                 let label = format!("crossover: {} tokens", human::count(self.crossover_tokens.round() as u64));
-                o.text((px + 4, top + 14), &label, FONT - 1.0, CROSS, Anchor::Start, 0.0);
+                let (x, anchor) = fit(px, &label);
+                o.text((x, top + 14), &label, FONT - 1.0, CROSS, anchor, 0.0);
             }
             let tip = format!(
                 "this workload: {} cached tokens\nKV read {} · weights {}\nKV ÷ weights = {:.2}",
@@ -164,6 +192,74 @@ mod tests {
         assert!(s.contains("<title>this workload: 131,072 cached tokens\nKV read 17.2 GB · weights 15.0 GB\nKV ÷ weights = 1.14</title>"), "{s}");
         assert!(s.contains("KV bytes (131 kB per token)") && s.contains("weight bytes (15.0 GB)"));
         assert!(!s.contains("#000000"));
+    }
+
+    /// The (x, y) pairs of the first polyline stroked `colour`.
+    fn polyline(svg: &str, colour: &str) -> Vec<(f64, f64)> {
+        let at = svg.find(&format!("stroke=\"{colour}\"")).expect("the line");
+        let start = svg[..at].rfind("<polyline").expect("a polyline");
+        let tag = &svg[start..start + svg[start..].find("/>").unwrap()];
+        let pts = &tag[tag.find("points=\"").unwrap() + 8..];
+        pts[..pts.find('"').unwrap()]
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    }
+
+    fn attr(tag: &str, name: &str) -> f64 {
+        let v = &tag[tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3..];
+        v[..v.find('"').unwrap()].parse().unwrap()
+    }
+
+    /// Issue 15: the KV line's slope was ~4 % low (its end, past the top of the frame, was clamped
+    /// to the edge), so the workload point sat off it. The point must lie on the line, within
+    /// a pixel, and the line's slope must be KV bytes per token.
+    #[test]
+    fn issue_15_the_workload_point_lies_on_the_kv_line() {
+        for (tokens, capacity) in [(131_072.0, 480_576.0), (10_000.0, 2e6), (400_000.0, 450_000.0)] {
+            let mut c = chart();
+            c.cached_tokens = tokens;
+            c.kv_read_bytes = tokens * c.kv_bytes_per_token;
+            c.capacity_tokens = capacity;
+            let s = c.svg(PlotSize::default()).unwrap();
+            let line = polyline(&s, KV);
+            let ((x0, y0), (x1, y1)) = (line[0], line[line.len() - 1]);
+            let p = &s[s.find("<circle class=\"workload\"").unwrap()..];
+            let (px, py) = (attr(p, "cx"), attr(p, "cy"));
+            let on_line = y0 + (y1 - y0) * (px - x0) / (x1 - x0);
+            assert!((py - on_line).abs() <= 1.5, "{tokens}: point at y {py}, line at {on_line} ({line:?})");
+            // The slope in data units, from the axes' own mapping: the weight line is at weight_bytes.
+            let w = polyline(&s, WEIGHTS);
+            let px_per_byte = (y0 - w[0].1) / c.weight_bytes;
+            let bytes_at_end = (y0 - y1) / px_per_byte;
+            let x_tokens = c.cached_tokens * (x1 - x0) / (px - x0);
+            let slope = bytes_at_end / x_tokens;
+            assert!((slope / c.kv_bytes_per_token - 1.0).abs() < 0.01, "{tokens}: slope {slope} B/token");
+        }
+    }
+
+    /// Issue 15: the crossover's and the wall's labels never share a row (they overprinted when
+    /// the two were close) and none runs past the plot's right edge.
+    #[test]
+    fn issue_15_labels_do_not_overprint_or_clip() {
+        let mut c = chart();
+        c.capacity_tokens = c.crossover_tokens * 1.05;
+        let size = PlotSize::default();
+        let s = c.svg(size).unwrap();
+        let label = |text: &str| {
+            let end = s.find(text).unwrap_or_else(|| panic!("{text} in {s}"));
+            let tag = &s[s[..end].rfind("<text").unwrap()..end];
+            (attr(tag, "x"), attr(tag, "y"), tag.contains("text-anchor=\"end\""))
+        };
+        let (cx, cy, _) = label("crossover: ");
+        let (wx, wy, w_end) = label("memory full: ");
+        assert_ne!(cy, wy, "the two labels share a row at x {cx} and {wx}");
+        let width = text_width("memory full: 120 k tokens", 11.0);
+        let right = if w_end { wx } else { wx + width };
+        assert!(right <= f64::from(size.width), "the wall's label ends at {right}");
     }
 
     #[test]

@@ -150,6 +150,17 @@ pub fn wave_colour(w: u64, waves: u64) -> String {
     format!("#{:02X}{:02X}{:02X}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
+/// Outline colours of one tile's re-read strips (A's row, B's column).
+const STRIP_A: &str = "#E5484D";
+const STRIP_B: &str = "#1B9AAA";
+
+/// An outlined rectangle with a class (a re-read strip's cell).
+fn strip_rect(x: f64, y: f64, w: f64, h: f64, class: &str, stroke: &str, width: f64) -> String {
+    format!(
+        "<rect class=\"{class}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{width}\"/>"
+    )
+}
+
 /// The hatching of padding (one `<pattern>`, referenced by the padded parts of tiles).
 const HATCH_ID: &str = "tile-grid-padding";
 
@@ -157,6 +168,19 @@ impl TileGrid<'_> {
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file). The height is
     /// at most `size.height`, less when the grid and its numbers need less.
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.draw(size, None)
+    }
+
+    /// As [`TileGrid::svg`], with one tile's re-read strips outlined: the tile in the middle of the
+    /// grid, the tiles of its row (each reads the same rows of A: that strip is read `tiles_n`
+    /// times) and of its column (each reads the same columns of B: read `tiles_m` times). The
+    /// reuse factor is these re-reads summed over the grid.
+    pub fn svg_with_reread(&self, size: PlotSize) -> Result<String, PlotError> {
+        let t = self.tiling;
+        self.draw(size, Some((t.tiles_m / 2, t.tiles_n / 2)))
+    }
+
+    fn draw(&self, size: PlotSize, reread: Option<(u64, u64)>) -> Result<String, PlotError> {
         let t = self.tiling;
         if t.tiles_m == 0 || t.tiles_n == 0 || t.wave_size == 0 {
             return Err(PlotError("a tiling with no tiles".into()));
@@ -244,6 +268,16 @@ impl TileGrid<'_> {
                     if cell_px >= 4.0 {
                         o.outline(x, y, w, h, FG, 0.4);
                     }
+                    if let Some((tr, tc)) = reread {
+                        let (in_row, in_col) = ((r0..r1).contains(&tr), (c0..c1).contains(&tc));
+                        if in_row && in_col {
+                            o.raw(&strip_rect(x, y, w, h, "reread-tile", FG, 3.0));
+                        } else if in_row {
+                            o.raw(&strip_rect(x, y, w, h, "reread-a", STRIP_A, 2.0));
+                        } else if in_col {
+                            o.raw(&strip_rect(x, y, w, h, "reread-b", STRIP_B, 2.0));
+                        }
+                    }
                 }
             }
             let (bw, bh) = if l.wide {
@@ -253,7 +287,22 @@ impl TileGrid<'_> {
             };
             o.outline(bx, gy, bw, bh, FG, 1.0);
         }
-        let side_bottom = self.side(&mut o, f64::from(size.width) - SIDE_W + 8.0, top + 4.0, &l);
+        let mut side_bottom = self.side(&mut o, f64::from(size.width) - SIDE_W + 8.0, top + 4.0, &l);
+        if let Some((tr, tc)) = reread {
+            let x = f64::from(size.width) - SIDE_W + 8.0;
+            let mut y = side_bottom + 10.0;
+            let lines = [
+                (FG, format!("outlined: tile row {}, column {}", tr + 1, tc + 1)),
+                (STRIP_A, format!("its row: {} tiles read the same A strip", human::count(t.tiles_n))),
+                (STRIP_B, format!("its column: {} tiles read the same B strip", human::count(t.tiles_m))),
+            ];
+            for (colour, text) in lines {
+                o.raw(&strip_rect(x, y - 9.0, 14.0, 10.0, "legend", colour, 2.0));
+                o.text(((x + 20.0) as i32, y as i32), &text, FONT - 2.0, FG, Anchor::Start, 0.0);
+                y += 14.0;
+            }
+            side_bottom = y;
+        }
         let height = (top + l.drawn(t).1 + 12.0).max(side_bottom + 8.0).min(f64::from(size.height)).ceil() as u32;
         let label = format!(
             "Tile grid of a {} × {} × {} GEMM: {} tiles of {}×{} in {} wave{}",
@@ -436,6 +485,19 @@ mod tests {
         assert_eq!(wave_colour(0, 100), "#3B82F6");
         assert_eq!(wave_colour(99, 100), "#E8710A");
         assert_eq!(wave_colour(0, 9), wave_colour(0, 100));
+    }
+
+    /// Issue 15: one tile's re-read strips are outlined — the tiles of its row (A) and column (B).
+    #[test]
+    fn issue_15_the_reread_strips_of_one_tile_are_outlined() {
+        let t = tiling(1000, 1000, 1000, 128, 128);
+        let s = TileGrid { tiling: &t, title: None }.svg_with_reread(PlotSize { width: 820, height: 560 }).unwrap();
+        assert_eq!(s.matches("class=\"reread-tile\"").count(), 1);
+        assert_eq!(s.matches("class=\"reread-a\"").count() as u64, t.tiles_n - 1, "the rest of its row");
+        assert_eq!(s.matches("class=\"reread-b\"").count() as u64, t.tiles_m - 1, "the rest of its column");
+        assert!(s.contains("its row: 8 tiles read the same A strip"), "{s}");
+        let plain = TileGrid { tiling: &t, title: None }.svg(PlotSize { width: 820, height: 560 }).unwrap();
+        assert!(!plain.contains("reread-"));
     }
 
     #[test]

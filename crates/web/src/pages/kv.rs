@@ -11,6 +11,11 @@ use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::plot::{KvChart, PlotSize};
 use maud::{html, Markup};
 
+/// Whether the chart draws the memory wall inside its frame (the one rule is the chart's own).
+fn chart_shows_wall(r: &KvReport) -> bool {
+    KvChart::from_report(r).wall_in_frame()
+}
+
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
@@ -112,7 +117,12 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         div.two {
             (figure(&chart, false, html! {
                     "KV bytes a step reads grow with the tokens cached across the batch (windows ignored on the line, applied at "
-                    "the point); the weight bytes it reads do not. Past the red line the cache no longer fits."
+                    "the point); the weight bytes it reads do not. "
+                    @if chart_shows_wall(&report) {
+                        "Past the red dashed line (" (tokens(k.max_cached_tokens as f64)) " tokens) the cache no longer fits."
+                    } @else {
+                        "The cache fits up to " (tokens(k.max_cached_tokens as f64)) " tokens, beyond the right edge of the chart."
+                    }
             }))
             section.experiments aria-label="try this" {
                 h2 { "Try this" }

@@ -16,6 +16,7 @@ mod ledger;
 mod models;
 mod moe;
 pub(crate) mod parts;
+mod picture;
 mod powers;
 mod tiling;
 
@@ -138,7 +139,7 @@ pub static PAGES: &[PageInfo] = &[
         slug: "powers-of-ten",
         title: "Powers of ten",
         summary: "One forward pass at four magnifications — model, layer, operator, GEMM tile — each built from the level below.",
-        keys: &[powers::AT],
+        keys: powers::KEYS,
         inputs: &[],
         unused: &[],
         render: powers::render,

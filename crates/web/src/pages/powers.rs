@@ -5,10 +5,10 @@
 //! CLI's `zoom` report for the same inputs.
 
 use super::parts::{num, share_bar, thead};
-use super::PageCtx;
+use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::zoom::{block_name, GapKind, Level, TileLevel};
+use llm_ledger_core::zoom::{block_name, GapKind, Level, NodeView, TileLevel};
 use llm_ledger_core::{Catalog, Phase, Scenario, ZoomTree};
 use llm_ledger_report::zoom::ZoomRow;
 use llm_ledger_report::{human, ZoomReport};
@@ -17,13 +17,113 @@ use maud::{html, Markup};
 /// The page key of the zoom path.
 pub const AT: &str = "at";
 
-/// The report of the node at `at` in the query's scenario (errors name `at` for a bad path).
-fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport), AppError> {
+/// The page's keys: the zoom path, and the picture's measure and layer expansion.
+pub const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND, PIN];
+
+/// The page key of the pinned scenario: its scenario query (`batch=8&weights=int4`), as the URL
+/// of this page would carry it.
+pub const PIN: &str = "pin";
+
+/// The report of the node at `at` in the query's scenario, or — when `at` is not a node of this
+/// scenario (FlashAttention fused the operator away, the model has fewer layers, an MoE model's
+/// MLP has other operators) — of the deepest node on its path that is, with a sentence saying
+/// what changed. A control change never ends on an error page.
+fn report(q: &PageQuery, catalog: &Catalog, at: &str) -> Result<(Scenario, ZoomReport, Option<String>), AppError> {
+    let (sc, _, report, notice) = report_and_tree(q, catalog, at)?;
+    Ok((sc, report, notice))
+}
+
+/// As [`report`], with the tree (for the picture).
+fn report_and_tree(
+    q: &PageQuery,
+    catalog: &Catalog,
+    at: &str,
+) -> Result<(Scenario, ZoomTree, ZoomReport, Option<String>), AppError> {
     let r = q.resolve(catalog)?;
     let tree = ZoomTree::build(&r.scenario);
-    let view = tree.node(at).map_err(|e| q.core_error(&e).with_field(AT))?;
+    let (view, notice) = deepest(&tree, &r.scenario, at);
     let report = q.checked(ZoomReport::new(&r.scenario, &tree, &view))?;
-    Ok((r.scenario, report))
+    drop(view);
+    Ok((r.scenario, tree, report, notice))
+}
+
+/// The zoom path's steps (`layer.N` is one step), without a leading `model`.
+fn steps(path: &str) -> Vec<String> {
+    let norm = path.trim().to_ascii_lowercase();
+    let rest = norm.strip_prefix("model").map(|r| r.trim_start_matches('.')).unwrap_or(&norm).to_string();
+    let segs: Vec<&str> = rest.split('.').filter(|s| !s.is_empty()).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < segs.len() {
+        if segs[i] == "layer" && i + 1 < segs.len() {
+            out.push(format!("layer.{}", segs[i + 1]));
+            i += 2;
+        } else {
+            out.push(segs[i].to_string());
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The node at `at`, or the deepest node on its path that exists here and why the rest does not.
+pub(crate) fn deepest<'t>(tree: &'t ZoomTree, sc: &Scenario, at: &str) -> (NodeView<'t>, Option<String>) {
+    if let Ok(v) = tree.node(at) {
+        return (v, None);
+    }
+    let steps = steps(at);
+    for keep in (0..steps.len()).rev() {
+        let prefix = if keep == 0 { "model".to_string() } else { steps[..keep].join(".") };
+        let Ok(view) = tree.node(&prefix) else { continue };
+        let missing = steps.get(keep).map(String::as_str).unwrap_or("");
+        let why = why_missing(sc, tree, &view, missing);
+        let here: Vec<&str> = view.children.iter().filter_map(|c| c.path.as_deref()).map(last_step).collect();
+        let listing = if here.is_empty() { String::new() } else { format!(" (here it holds {})", short_list(&here)) };
+        let notice = format!(
+            "`{}` is not part of this scenario: {why}. Showing `{}`, the deepest level of that path that is{listing}.",
+            at.trim(),
+            view.path
+        );
+        return (view, Some(notice));
+    }
+    (tree.node("model").expect("the model node always exists"), None)
+}
+
+fn last_step(path: &str) -> &str {
+    if path.starts_with("layer.") && path.matches('.').count() == 1 {
+        path
+    } else {
+        path.rsplit('.').next().unwrap_or(path)
+    }
+}
+
+fn short_list(items: &[&str]) -> String {
+    if items.len() > 8 {
+        format!("{}, … {} in all", items[..6].join(", "), items.len())
+    } else {
+        items.join(", ")
+    }
+}
+
+/// One clause on why `missing` is not below `view` in this scenario.
+fn why_missing(sc: &Scenario, tree: &ZoomTree, view: &NodeView<'_>, missing: &str) -> String {
+    let flash = sc.workload.flash_attention;
+    let attn = view.path.ends_with(".attn");
+    let mlp = view.path.ends_with(".mlp");
+    match missing {
+        "scores" | "values" | "softmax" if attn && flash => {
+            "FlashAttention is on, so the score and value products and the softmax are fused into one operator, `attention`".into()
+        }
+        "attention" if attn && !flash => {
+            "FlashAttention is off, so attention runs as separate operators (`scores`, `softmax`, `values`) and the score matrix goes through memory".into()
+        }
+        _ if mlp && sc.model.is_moe() => format!("`{}` is a mixture-of-experts model, whose MLP has other operators", sc.model.name),
+        _ if mlp => format!("`{}` has a dense MLP with other operators", sc.model.name),
+        m if m.starts_with("layer.") => format!("`{}` has {} layers (layer.0 … layer.{})", sc.model.name, tree.num_layers, tree.num_layers.saturating_sub(1)),
+        "tiles" => format!("`{}` is not cut into tiles ({})", view.path, view.leaf_reason()),
+        "" => "the path is empty".into(),
+        m => format!("there is no `{m}` under `{}` here", view.path),
+    }
 }
 
 fn level_word(l: Level) -> &'static str {
@@ -36,14 +136,138 @@ fn level_word(l: Level) -> &'static str {
     }
 }
 
+/// Seed 000's model level: the layer stack's total, with the embedding, the final norm and the LM
+/// head beside it, outside, and where the CLI's total (the node above) differs and why.
+fn seed_model(tree: &ZoomTree) -> Markup {
+    let st = &tree.stack;
+    let outside: Vec<(&str, &llm_ledger_core::zoom::OpNode)> = [
+        ("embedding", Some(&tree.embedding)),
+        ("final norm", tree.final_norm.as_ref()),
+        ("LM head", Some(&tree.lm_head)),
+    ]
+    .into_iter()
+    .filter_map(|(n, o)| o.map(|o| (n, o)))
+    .collect();
+    let total = &tree.total;
+    html! {
+        section.stack #seed-model aria-labelledby="seed-model-h" {
+            h2 #seed-model-h { "The model, as seed 000 counts it" }
+            dl.summary {
+                div.stack-total {
+                    dt { "layer stack: the model level (" (tree.num_layers) " layers)" }
+                    dd #stack-flops data-value=(st.cost.flops) { (human::flops(st.cost.flops)) }
+                    small { (human::bytes(st.cost.bytes())) " · " (human::seconds(st.timing.time_s)) }
+                }
+                @for (name, o) in &outside {
+                    div.outside {
+                        dt { (name) " — beside it, outside" }
+                        dd data-value=(o.op.cost.flops) { (human::flops(o.op.cost.flops)) }
+                        small { (human::bytes(o.op.cost.bytes())) " · " (human::seconds(o.timing.time_s)) }
+                    }
+                }
+            }
+            p.note #cli-differs {
+                "Where the CLI differs: " code { "llm-ledger zoom" } "'s model total (the numbers above: "
+                (human::flops(total.cost.flops)) ", " (human::bytes(total.cost.bytes())) ", " (human::seconds(total.timing.time_s))
+                ") adds the embedding, the final norm and the LM head to the stack; seed 000's model level is the stack alone ("
+                (human::flops(st.cost.flops)) ", " (human::bytes(st.cost.bytes())) ", " (human::seconds(st.timing.time_s))
+                "), the parts outside it \"excluded here rather than silently folded in\". "
+                "The stack's FLOPs per token are close to 2 × its parameters — each weight is one multiply and one add per "
+                "token — plus attention over the context and elementwise work; the embedding is a gather (no multiply) and the "
+                "LM head a product with the vocabulary, which is why the whole model's total is not 2 × the parameter count."
+            }
+        }
+    }
+}
+
+/// Pin the scenario shown, or say which one is pinned and unpin it.
+fn pin_bar(ctx: &PageCtx, q: &PageQuery, pin: &Option<ZoomReport>) -> Markup {
+    let here = pin_of(q);
+    html! {
+        p.pinbar #pinbar {
+            @match (q.extra(PIN), pin) {
+                (Some(p), Some(r)) => {
+                    "Compared with the pinned scenario " code #pinned-scenario data-pin=(p) { (r.inputs.headline()) }
+                    ": every number above shows its change (Δ) and ratio. "
+                    a #unpin href=(ctx.self_href(&[], &[(PIN, None)])) { "Unpin" }
+                    " · "
+                    a #pin href=(ctx.self_href(&[], &[(PIN, Some(&here))])) { "pin this one instead" }
+                },
+                _ => {
+                    a #pin href=(ctx.self_href(&[], &[(PIN, Some(&here))])) { "Pin this scenario" }
+                    " — then change the controls: every number shows its change against it."
+                },
+            }
+        }
+    }
+}
+
+/// The page keys for the zoom path `p`, the picture's own kept.
+fn keep<'a>(q: &'a PageQuery, p: &'a str) -> Vec<(&'static str, Option<&'a str>)> {
+    vec![
+        (AT, Some(p)),
+        (picture::SIZE, q.extra(picture::SIZE)),
+        (picture::EXPAND, q.extra(picture::EXPAND)),
+        (PIN, q.extra(PIN)),
+    ]
+}
+
+/// The pin of the default scenario (an empty parameter would mean "no pin").
+const PIN_DEFAULT: &str = "default";
+
+/// The query's scenario as a pin (its scenario pairs, URL-encoded, or [`PIN_DEFAULT`]; an
+/// uploaded model travels in the URL beside it).
+fn pin_of(q: &PageQuery) -> String {
+    match serde_urlencoded::to_string(&q.scenario).unwrap_or_default() {
+        s if s.is_empty() => PIN_DEFAULT.to_string(),
+        s => s,
+    }
+}
+
+/// The report of the pinned scenario at `path` (or the deepest level of it that exists there).
+fn pinned(q: &PageQuery, catalog: &Catalog, path: &str) -> Option<ZoomReport> {
+    let pin = q.extra(PIN)?;
+    let pq = if pin.trim() == PIN_DEFAULT { PageQuery::default() } else { PageQuery::parse(Some(pin), &[]).ok()? };
+    let pq = PageQuery { config: q.config.clone(), ..pq };
+    report(&pq, catalog, path).ok().map(|(_, r, _)| r)
+}
+
+/// A number against the pinned one: Δ and ratio.
+fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &str) -> Markup {
+    let (Some(a), Some(b)) = (now, pin) else { return html! {} };
+    let ratio = if b != 0.0 { Some(a / b) } else { None };
+    let d = a - b;
+    let sign = if d < 0.0 { "−" } else { "+" };
+    html! {
+        small.delta id=(id) data-pinned=(b) data-ratio=[ratio] {
+            "pinned " (fmt(b)) " · Δ " (sign) (fmt(d.abs()))
+            @if let Some(r) = ratio { " · ×" (format!("{r:.3}")) }
+        }
+    }
+}
+
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let at = q.extra(AT).unwrap_or("model");
     let catalog = &ctx.state.catalog;
-    let (sc, report) = report(q, catalog, at)?;
+    let (sc, tree, report, notice) = report_and_tree(q, catalog, at)?;
     let path = report.path.clone();
-    let link = |p: &str| ctx.self_href(&[], &[(AT, Some(p))]);
+    let measure = picture::Measure::parse(q.extra(picture::SIZE));
+    let expand = q.extra(picture::EXPAND).is_some_and(|v| v.trim() == "1");
+    let zoom_href = |p: &str| ctx.self_href(&[], &keep(q, p));
+    let switch = |k: &str, v: Option<&str>| {
+        let mut pairs = keep(q, &path);
+        pairs.retain(|(key, _)| *key != k);
+        pairs.push((k, v));
+        ctx.self_href(&[], &pairs)
+    };
+    let pin = pinned(q, catalog, &path);
+    let picture = match tree.node(&path) {
+        Ok(view) => picture::picture(&tree, &view, measure, expand, &zoom_href, &switch),
+        Err(_) => html! {},
+    };
+    let link = |p: &str| zoom_href(p);
     let n = &report.node;
     let exact = matches!(report.level, Level::Model | Level::Layer | Level::Block | Level::Op);
     let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
@@ -55,6 +279,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "arithmetic come from. Click a row to zoom in; use the breadcrumb to go back up."
         }
         p.headline #headline { (report.inputs.headline()) }
+        @if let Some(n) = &notice {
+            p.notice #zoom-notice role="status" data-asked=(at) { (n) }
+        }
         nav.breadcrumb aria-label="zoom path" {
             ol #breadcrumb {
                 @for (i, crumb) in report.breadcrumb.iter().enumerate() {
@@ -70,18 +297,34 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         dl.summary #node data-path=(path) data-level=(level_word(report.level)) {
             div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } } }
-            div { dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) } }
-            div { dt { (if exact { "HBM bytes" } else { "bytes the tiles move" }) } dd #node-bytes data-value=(n.bytes) { (human::bytes(n.bytes)) } }
-            div { dt { "intensity" } dd #node-intensity data-value=[n.intensity] { (human::intensity(n.intensity)) " FLOP/B" } }
+            div {
+                dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) }
+                @if let Some(p) = &pin { (delta(Some(n.flops), Some(p.node.flops), &|v| human::flops(v), "node-flops-delta")) }
+            }
+            div {
+                dt { (if exact { "HBM bytes" } else { "bytes the tiles move" }) } dd #node-bytes data-value=(n.bytes) { (human::bytes(n.bytes)) }
+                @if let Some(p) = &pin { (delta(Some(n.bytes), Some(p.node.bytes), &|v| human::bytes(v), "node-bytes-delta")) }
+            }
+            div {
+                dt { "intensity" } dd #node-intensity data-value=[n.intensity] { (human::intensity(n.intensity)) " FLOP/B" }
+                @if let Some(p) = &pin { (delta(n.intensity, p.node.intensity, &|v| human::intensity(Some(v)), "node-intensity-delta")) }
+            }
             div {
                 dt { (if exact { "roofline time" } else { "modelled time" }) }
                 dd #node-time data-value=(n.time_s) { (human::seconds(n.time_s)) }
-                @if let Some(b) = &n.bound { small { (b) "-bound" } }
+                @if let Some(b) = &n.bound { small #node-bound data-bound=(b) { (b) "-bound" } }
+                @if let Some(p) = &pin {
+                    (delta(Some(n.time_s), Some(p.node.time_s), &|v| human::seconds(v), "node-time-delta"))
+                    @if let Some(pb) = &p.node.bound { @if Some(pb) != n.bound.as_ref() { small.delta #bound-flip { "pinned: " (pb) "-bound" } } }
+                }
             }
         }
+        (pin_bar(ctx, q, &pin))
+        (picture)
+        @if report.level == Level::Model { (seed_model(&tree)) }
         div.two {
             div {
-                (children_table(&report, &link))
+                (children_table(&report, &link, &repeats(&tree, &report, expand)))
                 (addup(&report, &sc, q, catalog))
             }
             (experiments(ctx, catalog, &sc, &report))
@@ -100,7 +343,31 @@ fn crumb_label(path: &str) -> &str {
         .map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
 }
 
-fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
+/// At model level, for each child row: how many identical layers its group holds (on the first
+/// layer of a run of identical neighbours), or 0 for the rest of the run (hidden unless the page
+/// expands the layers); 1 elsewhere.
+fn repeats(tree: &ZoomTree, r: &ZoomReport, expand: bool) -> Vec<usize> {
+    let g = &tree.layer_group;
+    r.children
+        .iter()
+        .map(|c| {
+            let Some(i) =
+                c.path.as_deref().and_then(|p| p.strip_prefix("layer.")).and_then(|i| i.parse::<usize>().ok())
+            else {
+                return 1;
+            };
+            if r.level != Level::Model || expand {
+                return 1;
+            }
+            if i > 0 && g.get(i - 1) == g.get(i) {
+                return 0;
+            }
+            g[i..].iter().take_while(|x| **x == g[i]).count()
+        })
+        .collect()
+}
+
+fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usize]) -> Markup {
     let exact = r.children.iter().all(|c| c.weight_bytes.is_some());
     let a = &r.addup.addup;
     // Tile classes have no time of their own: their share is of the bytes.
@@ -129,13 +396,14 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String) -> Markup {
                     ("bytes", true), ("FLOP/B", true), ("time", true), ("share of bytes", false)]))
             }
             tbody {
-                @for c in &r.children {
-                    tr data-path=[c.path.as_deref()] {
+                @for (c, n) in r.children.iter().zip(repeats.iter().copied().chain(std::iter::repeat(1))) {
+                    tr data-path=[c.path.as_deref()] class=[(n == 0).then_some("repeat")] {
                         td {
                             @match &c.path {
                                 Some(p) => a.zoom href=(link(p)) { code { (c.name) } },
                                 None => (c.name),
                             }
+                            @if n > 1 { " " span.times title="identical layers: the numbers are one layer's" { "× " (n) } }
                         }
                         @if exact {
                             (num(c.flops, human::flops(c.flops)))
@@ -189,7 +457,7 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
     // At the tile level the comparison that matters is one level up: the operator against its
     // tiles (the tile classes add up to the tiles exactly).
     let op_level = (r.level == Level::Tiles)
-        .then(|| report(q, catalog, r.path.trim_end_matches(".tiles")).ok().map(|(_, op)| op.addup))
+        .then(|| report(q, catalog, r.path.trim_end_matches(".tiles")).ok().map(|(_, op, _)| op.addup))
         .flatten();
     let view = op_level.as_ref().unwrap_or(&r.addup);
     let a = &view.addup;
@@ -333,6 +601,58 @@ fn largest_gemm_tiles(sc: &Scenario) -> Option<String> {
     Some(format!("layer.0.{}.{}.tiles", block_name(op.op.kind.block()), op.name()))
 }
 
+/// Where INT4 weights flip an operator from memory- to compute-bound.
+struct Flip {
+    /// The smallest power-of-two decode batch at which the operator is memory-bound with the
+    /// scenario's weights and compute-bound with INT4 weights.
+    batch: u64,
+    /// The operator's zoom path (layer 0's MLP up-projection, or its largest GEMM).
+    path: String,
+    /// The scenario's weight storage.
+    from: String,
+}
+
+/// Seed 000's third experiment made visible: search the decode batch (powers of two) for the
+/// first at which the operator the tile experiment uses is compute-bound with INT4 weights, and
+/// check it is memory-bound there with the scenario's own weights. The ledger's rows (one per
+/// operator kind, every layer alike) decide; `None` when no batch up to the limit flips it.
+fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario) -> Option<Flip> {
+    use llm_ledger_core::{Bound, Ledger};
+    let tiles = largest_gemm_tiles(sc)?;
+    let path = tiles.trim_end_matches(".tiles").to_string();
+    let kind = ZoomTree::build(sc).node(&path).ok()?.op()?.op.kind;
+    let int4 = q.clone_with(&[("weights", Some("int4"))]).resolve(catalog).ok()?.scenario;
+    if int4.weights == sc.weights {
+        return None;
+    }
+    let tokens = match sc.workload.contexts {
+        llm_ledger_core::Contexts::Uniform { tokens, .. } => tokens,
+        _ => 2048,
+    };
+    let decode = |s: &Scenario| {
+        let mut w = s.workload.clone();
+        w.phase = Phase::Decode;
+        s.with_workload(w)
+    };
+    let (int4, own) = (decode(&int4), decode(sc));
+    let bound = |s: &Scenario, b: u64| -> Option<Bound> {
+        let s = llm_ledger_core::memory::at_uniform(s, b, tokens);
+        Ledger::build(&s).rows.iter().find(|r| r.op == kind).map(|r| r.timing.bound())
+    };
+    let mut b = 1u64;
+    while b <= 16_384 {
+        if bound(&int4, b)? == Bound::Compute {
+            return (bound(&own, b)? == Bound::Memory).then(|| Flip {
+                batch: b,
+                path,
+                from: sc.weights.mlp.name().to_string(),
+            });
+        }
+        b *= 2;
+    }
+    None
+}
+
 /// Seed 000's four "try this" experiments, from the current node, with its intensity before and after.
 fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) -> Markup {
     let q = ctx.query;
@@ -342,7 +662,7 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
     let here = r.node.intensity;
     let after = |scenario: &[(&str, Option<&str>)], at: &str| -> Option<(Option<f64>, f64)> {
         let q2 = q.clone_with(scenario);
-        let (_, r2) = report(&q2, catalog, at).ok()?;
+        let (_, r2, _) = report(&q2, catalog, at).ok()?;
         Some((r2.node.intensity, r2.node.time_s))
     };
     let effect = |res: Option<(Option<f64>, f64)>| -> Markup {
@@ -362,6 +682,15 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
     let batch_overrides = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
     let int4 = [("weights", Some("int4"))];
     let tiles_at = largest_gemm_tiles(sc);
+    let now = pin_of(q);
+    let compare = |overrides: &[(&str, Option<&str>)], id: &str| -> Markup {
+        html! {
+            " " a.compare id=(id) href=(ctx.self_href(overrides, &[(PIN, Some(&now))])) title="show it with this scenario pinned: every number with its change" {
+                "compare →"
+            }
+        }
+    };
+    let flip = int4_flip(q, catalog, sc);
     html! {
         section.experiments aria-label="try this" {
             h2 { "Try this" }
@@ -374,23 +703,38 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
                     @if decode { "recover" } @else { "collapse" }
                     ". Nothing about the model changes — only how many query rows share the weights that had to be fetched. "
                     (effect(after(&phase_overrides, at)))
+                    (compare(&phase_overrides, "cmp-phase"))
                 }
                 li {
                     a.experiment #exp-batch href=(ctx.self_href(&batch_overrides, &[])) { "Raise the batch size in decode (to " (batch_up) ")" }
                     ". Intensity climbs roughly linearly, because the same fetched weights now serve more rows. "
                     (effect(after(&batch_overrides, at)))
+                    (compare(&batch_overrides, "cmp-batch"))
                 }
                 li {
                     a.experiment #exp-int4 href=(ctx.self_href(&int4, &[])) { "Drop the weights to INT4" }
                     ". Bytes fall, intensity rises, and an operation can flip from memory-bound to compute-bound without its FLOPs changing. "
                     (effect(after(&int4, at)))
+                    (compare(&int4, "cmp-int4"))
+                    @if let Some(f) = &flip {
+                        @let b = f.batch.to_string();
+                        @let at_b = q.clone_with(&[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode"))]);
+                        @let pin_b = pin_of(&at_b);
+                        " " span.effect #int4-flip data-batch=(f.batch) {
+                            "The flip needs a batch: at batch " (human::count(f.batch)) " (the smallest power of two where it happens) "
+                            code { (f.path) } " is memory-bound with " (f.from) " weights and compute-bound in INT4. "
+                            a.compare #cmp-int4-flip href=(q.href_page(&ctx.page.path(), &[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode")), ("weights", Some("int4"))], &[(AT, Some(&f.path)), (PIN, Some(&pin_b))])) {
+                                "See the flip →"
+                            }
+                        }
+                    }
                 }
                 @if let Some(t) = &tiles_at {
                     li {
                         a.experiment #exp-tiles href=(ctx.self_href(&[], &[(AT, Some(t))])) { "Go to the tile level" }
                         " of " code { (t.trim_end_matches(".tiles")) } " and compare the bytes the tiles move with the bytes an ideal machine would move. "
                         "That ratio is the reuse factor."
-                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
+                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr, _)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
                             " " span.effect {
                                 "Here: " (human::bytes(g.tiled_bytes)) " moved against " (human::bytes(g.ideal_bytes))
                                 " read once, a reuse factor of ×" (format!("{:.2}", g.reuse_factor)) "."

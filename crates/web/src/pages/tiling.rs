@@ -100,7 +100,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let inputs = req.resolve().map_err(|e| q.core_error(&e))?;
     let report = q.checked(TileReport::build(&inputs, gpu).map_err(|e| q.core_error(&e))?)?;
     let t = &report.tiling;
-    let grid = TileGrid { tiling: t, title: None }.svg(PlotSize { width: 820, height: 560 });
+    let grid = TileGrid { tiling: t, title: None }.svg_with_reread(PlotSize { width: 820, height: 560 });
     let sh = &t.shape;
     let items = vec![
         (
@@ -194,7 +194,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         (facts(&items))
         (figure(&grid, true, html! {
                 "The output C drawn to scale, one rectangle per tile, coloured by the wave it runs in (tiles launch in "
-                "groups of 8 tile rows, column by column); hatched: padding the tile computes past M or N. Hover a tile for its wave."
+                "groups of 8 tile rows, column by column); hatched: padding the tile computes past M or N. Hover a tile for its wave. "
+                "Outlined: one tile, the tiles of its row (each re-reads the same strip of A) and of its column (the same strip "
+                "of B) — the re-reads the reuse factor counts."
         }))
         section.addup aria-label="why" {
             h2 { "Why this tile, and what it costs" }
