@@ -69,7 +69,7 @@ impl GpuFit {
     pub const DEFAULT: GpuFit = GpuFit { bandwidth: 0.85, bf16: 0.80, fp8: 0.72, attention_prefill: 0.5 };
 
     /// The fit for a catalogue GPU, by its name's family (`a100…`, `h100…`, `h200…`, `b200`,
-    /// `gb200`, `mi300x`, `mi325x`); [`GpuFit::DEFAULT`] otherwise (users' GPU files included).
+    /// `gb200`, `mi…`: MI300X's for every AMD Instinct); [`GpuFit::DEFAULT`] otherwise (users' GPU files included).
     pub fn of(gpu: &Gpu) -> GpuFit {
         let n = gpu.name.as_str();
         if n.starts_with("a100") {
@@ -80,7 +80,8 @@ impl GpuFit {
             GpuFit::H200
         } else if n.starts_with("b200") || n.starts_with("gb200") {
             GpuFit::B200
-        } else if n.starts_with("mi300") || n.starts_with("mi325") {
+        } else if n.starts_with("mi") {
+            // Other CDNA parts (MI250X) have no published STREAM or matmul search here: MI300X's.
             GpuFit::MI300X
         } else {
             GpuFit::DEFAULT
@@ -112,10 +113,17 @@ pub const HOST_LAUNCH_S: f64 = 30e-6;
 
 /// Vector operations per weight element to dequantise a weight-only quantised GEMM's weights
 /// (unpack, convert, scale), done once per M tile of [`DEQUANT_TILE_M`] rows and not overlapped
-/// with the weight loads. **Fitted** (one constant) on gpt-fast's int8 and int4 weight-only
+/// with the weight loads (added to the kernel's time, not to a roof). **Fitted** (one constant) on gpt-fast's int8 and int4 weight-only
 /// batch-1 decode rows (Llama-2-7B, Llama-2-70B, Mixtral on A100: 1069 and 863 GB/s achieved
 /// against 1397 GB/s in bf16, `measured-kernels.md` §4).
-pub const DEQUANT_OPS_PER_WEIGHT: f64 = 6.0;
+pub const DEQUANT_OPS_PER_WEIGHT: f64 = 4.0;
+
+/// Achievable fraction of HBM bandwidth of PyTorch eager's elementwise and normalisation kernels
+/// (unfused, one tensor pass each): LLMCompass's A100 prefill LayerNorm moves 16,384 × 12,288 fp16
+/// values in and out (805 MB) in 0.68 ms, 1.18 TB/s = 0.58 of 2.039 TB/s (derived,
+/// `measured-kernels.md` §6; its softmax, 1.15 TB/s, agrees). Fused engines' kernels reach the
+/// GPU's [`GpuFit::bandwidth`].
+pub const EAGER_VECTOR_BANDWIDTH: f64 = 1.18 / 2.039;
 
 /// Rows of one M tile of a weight-only quantised GEMM kernel: each M tile dequantises the weights
 /// again (Marlin and TensorRT-LLM's mixed-input GEMMs use M tiles of 16–64; 64 here).
@@ -189,21 +197,31 @@ pub fn engine_fusion(engine: Engine, kind: OpKind) -> Fusion {
 }
 
 /// Fraction of a GEMM's tensor-core work that is useful, from its shape: tile padding
-/// `m·n ÷ (⌈m/bm⌉·bm · ⌈n/bn⌉·bn)` times wave quantisation `tiles ÷ (⌈tiles/SMs⌉ · SMs)` for
-/// `tiles = ⌈m/bm⌉·⌈n/bn⌉·instances` CTAs on `sm_count` SMs (one CTA per SM at a time, as the
-/// large-tile kernels run; the tile model of [`crate::tiling`] derives the same two factors for
-/// any tile). `bm` = 64 for `m ≤ 64`, else 128; `bn` = [`GEMM_TILE_N`].
-pub fn gemm_shape_efficiency(m: f64, n: f64, instances: f64, sm_count: u64) -> f64 {
+/// `m·n ÷ (⌈m/bm⌉·bm · ⌈n/bn⌉·bn)` times wave quantisation `ctas ÷ (⌈ctas/SMs⌉ · SMs)` for
+/// `ctas = ⌈m/bm⌉·⌈n/bn⌉·instances·splits` on `sm_count` SMs (one CTA per SM at a time, as the
+/// large-tile kernels run; the tile model of [`crate::tiling`] derives the same two factors for any
+/// tile). `bm` = 16 for `m ≤ 16` (skinny kernels on the 16-row MMA), 64 for `m ≤ 64`, else 128;
+/// `bn` = [`GEMM_TILE_N`]; `splits` = the split-K factor a library picks when the tiles do not fill
+/// the GPU, `min(⌊SMs ÷ tiles⌋, ⌈k ÷ 256⌉)`, at least 1.
+pub fn gemm_shape_efficiency(m: f64, n: f64, k: f64, instances: f64, sm_count: u64) -> f64 {
     if m <= 0.0 || n <= 0.0 || sm_count == 0 {
         return 1.0;
     }
-    let bm = if m <= 64.0 { 64.0 } else { 128.0 };
+    let bm = if m <= 16.0 {
+        16.0
+    } else if m <= 64.0 {
+        64.0
+    } else {
+        128.0
+    };
     let (tm, tn) = ((m / bm).ceil(), (n / GEMM_TILE_N).ceil());
     let padding = m * n / (tm * bm * tn * GEMM_TILE_N);
     let tiles = tm * tn * instances.max(1.0).ceil();
     let sms = sm_count as f64;
-    let waves = (tiles / sms).ceil();
-    padding * tiles / (waves * sms)
+    let splits = (sms / tiles).floor().min((k / 256.0).ceil()).max(1.0);
+    let ctas = tiles * splits;
+    let waves = (ctas / sms).ceil();
+    padding * ctas / (waves * sms)
 }
 
 /// Dequantisation time of a weight-only quantised GEMM, seconds: `⌈m / DEQUANT_TILE_M⌉ ·
@@ -233,30 +251,36 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The roofs of `op` in a kernel of its own (no fixed cost).
-    fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64) {
+    /// The roofs of `op` in a kernel of its own and the time it adds beyond them (dequantisation;
+    /// no fixed cost).
+    fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64, f64) {
         let fit = GpuFit::of(gpu);
         let peak = gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector);
         let mut eff = fit.peak_fraction(op.math);
         if let Some(g) = op.gemm {
-            eff *= gemm_shape_efficiency(g.m, g.n as f64, g.instances, gpu.sm_count);
+            eff *= gemm_shape_efficiency(g.m, g.n as f64, g.k as f64, g.instances, gpu.sm_count);
         } else if op.attention.is_some() && self.phase == Phase::Prefill {
             eff = fit.attention_prefill;
         }
-        let compute_s = op.cost.flops / (peak * eff) + dequant_s(op, gpu, &fit);
-        let memory_s = op.cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * fit.bandwidth);
-        (compute_s, memory_s)
+        let compute_s = op.cost.flops / (peak * eff);
+        let bandwidth = if self.engine == Engine::Eager && op.math == MathFormat::Vector {
+            EAGER_VECTOR_BANDWIDTH
+        } else {
+            fit.bandwidth
+        };
+        let memory_s = op.cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * bandwidth);
+        (compute_s, memory_s, dequant_s(op, gpu, &fit))
     }
 }
 
 impl TimeModel for Measured {
     fn op_time(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timing {
-        let (compute_s, memory_s) = self.roofs(op, gpu);
+        let (compute_s, memory_s, extra_s) = self.roofs(op, gpu);
         let (compute_s, memory_s, time_s) = match engine_fusion(self.engine, op.kind) {
-            _ if op.fused => (compute_s, memory_s, compute_s.max(memory_s)),
-            Fusion::Own => (compute_s, memory_s, kernel_time_s(self.engine, compute_s.max(memory_s))),
-            Fusion::Merged => (compute_s, memory_s, compute_s.max(memory_s)),
-            Fusion::Epilogue => (compute_s, 0.0, compute_s),
+            _ if op.fused => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
+            Fusion::Own => (compute_s, memory_s, kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s)),
+            Fusion::Merged => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
+            Fusion::Epilogue => (compute_s, 0.0, compute_s + extra_s),
         };
         Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: 0.0 }
     }

@@ -19,11 +19,13 @@ fn w4a16_loses_its_edge_over_bf16_as_the_batch_grows() {
 #[test]
 fn shape_efficiency_counts_padding_and_waves() {
     // 132 tiles of 128 × 128 on 132 SMs: one full wave.
-    assert_eq!(gemm_shape_efficiency(128.0, 132.0 * 128.0, 1.0, 132), 1.0);
+    assert_eq!(gemm_shape_efficiency(128.0, 132.0 * 128.0, 4096.0, 1.0, 132), 1.0);
     // 133 tiles: a second wave with one CTA: 133 / 264.
-    assert!((gemm_shape_efficiency(128.0, 133.0 * 128.0, 1.0, 132) - 133.0 / 264.0).abs() < 1e-12);
-    // m = 8 pads to a 64-row tile.
-    assert!((gemm_shape_efficiency(8.0, 132.0 * 128.0, 1.0, 132) - 8.0 / 64.0).abs() < 1e-12);
+    assert!((gemm_shape_efficiency(128.0, 133.0 * 128.0, 4096.0, 1.0, 132) - 133.0 / 264.0).abs() < 1e-12);
+    // m = 8 pads to a 16-row tile.
+    assert!((gemm_shape_efficiency(8.0, 132.0 * 128.0, 4096.0, 1.0, 132) - 8.0 / 16.0).abs() < 1e-12);
+    // 8 tiles on 132 SMs split K 16 ways (k = 4096): 128 CTAs in one wave.
+    assert!((gemm_shape_efficiency(16.0, 8.0 * 128.0, 4096.0, 1.0, 132) - 128.0 / 132.0).abs() < 1e-12);
 }
 
 #[test]
