@@ -5,6 +5,7 @@ mod bad_inputs;
 mod cli;
 mod econ;
 mod explorer;
+mod fidelity;
 mod harness;
 mod parallel;
 mod readme;
