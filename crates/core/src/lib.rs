@@ -37,10 +37,12 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod clock;
 pub mod conventions;
 pub mod cost;
 pub mod crossover;
 pub mod economics;
+pub mod engine;
 pub mod error;
 pub mod expert_step;
 pub mod gemm;
@@ -57,8 +59,6 @@ pub mod model;
 pub mod moe;
 pub mod operator;
 pub mod ops;
-pub mod clock;
-pub mod engine;
 pub mod parallel;
 pub mod plan;
 pub mod precision;

@@ -58,4 +58,3 @@ impl Op {
         Op { kind, cost, math, gemm: None, attention: None, fused: false }
     }
 }
-

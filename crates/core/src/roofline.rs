@@ -311,7 +311,10 @@ mod tests {
 
     #[test]
     fn a_fused_operator_is_charged_its_marginal_time() {
-        let op = |cost: Cost, math: MathFormat, fused: bool| Op { fused, ..Op::plain(crate::kinds::OpKind::Act, cost, math) };
+        let op = |cost: Cost, math: MathFormat, fused: bool| Op {
+            fused,
+            ..Op::plain(crate::kinds::OpKind::Act, cost, math)
+        };
         let h100 = builtin_gpus().iter().find(|g| g.name == "h100-sxm").unwrap();
         let eff = Efficiency::default();
         let (vector, bw) = (66.9e12 * 0.6, 3.35e12 * 0.8);

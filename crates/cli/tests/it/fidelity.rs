@@ -239,10 +239,22 @@ fn document(rows: &[Row], results: &[Result]) -> String {
     };
     for reg in &regimes {
         let (n, b, m, rb, rm) = summary(&|r: &Row| r.regime == *reg);
-        out.push_str(&format!("| {reg} | {n} | {} | {:.1} % | {} | {:.1} % |\n", pct(b), m * 100.0, pct(rb), rm * 100.0));
+        out.push_str(&format!(
+            "| {reg} | {n} | {} | {:.1} % | {} | {:.1} % |\n",
+            pct(b),
+            m * 100.0,
+            pct(rb),
+            rm * 100.0
+        ));
     }
     let (n, b, m, rb, rm) = summary(&|_: &Row| true);
-    out.push_str(&format!("| **all** | {n} | {} | **{:.1} %** | {} | {:.1} % |\n", pct(b), m * 100.0, pct(rb), rm * 100.0));
+    out.push_str(&format!(
+        "| **all** | {n} | {} | **{:.1} %** | {} | {:.1} % |\n",
+        pct(b),
+        m * 100.0,
+        pct(rb),
+        rm * 100.0
+    ));
     out.push_str("\n## Rows\n\n| id | regime | what | unit | measured | expected | error | roofline | error | command |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (r, x) in rows.iter().zip(results) {
         let cmd = format!("llm-ledger {}", args(r, DATA_IN_REPO).join(" "));
@@ -281,7 +293,10 @@ fn the_clock_matches_published_measurements() {
             };
             (run(&[]), run(&["--time-model", "roofline"]))
         });
-        results.push(Result { expected: predicted(row, measured, "time_s"), roofline: predicted(row, roofline, "time_s") });
+        results.push(Result {
+            expected: predicted(row, measured, "time_s"),
+            roofline: predicted(row, roofline, "time_s"),
+        });
     }
     let doc = document(&rows, &results);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/fidelity.md");
@@ -314,4 +329,16 @@ fn the_roofline_clock_is_what_the_fidelity_table_contrasts() {
     let roofline = json(&r);
     assert_eq!(measured["total"]["roofline_time_s"], roofline["step_time_s"]);
     assert_ne!(measured["step_time_s"], roofline["step_time_s"]);
+}
+
+#[test]
+fn seed_counting_keeps_the_reference_calculators_roofline_whatever_the_clock() {
+    // Issue 13: `--counting seed` prints the reference calculator's table digit for digit, so the
+    // measured clock (the default) and any engine leave it unchanged.
+    let seed = ["ledger", "--batch", "64", "--counting", "seed"];
+    let roofline = crate::harness::ok(&[&seed[..], &["--time-model", "roofline"]].concat());
+    for extra in [&[][..], &["--time-model", "measured", "--engine", "eager"][..]] {
+        assert_eq!(crate::harness::ok(&[&seed[..], extra].concat()), roofline, "{extra:?}");
+    }
+    assert!(roofline.contains(" mlp         32    722 GFLOP   11.3 GB       0 B           0 B   11.3 GB     64.0   bf16   4.21 ms    35.0 %   memory"));
 }

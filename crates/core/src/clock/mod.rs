@@ -48,21 +48,26 @@ impl GpuFit {
     /// A100 (SXM and PCIe): bandwidth 1.61 ÷ 2.039 TB/s (Azure ND A100 v4 STREAM copy; also
     /// LLMCompass's weight-streaming GEMM, 1.61 TB/s); bf16 271.2 ÷ 312 TF (stas00 MAMF,
     /// 1024×10240×5120); attention 179.5 ÷ 312 TF (Azure guide, FA2, head dim 64, seq 8192).
-    pub const A100: GpuFit = GpuFit { bandwidth: 1.61 / 2.039, bf16: 271.2 / 312.0, fp8: 271.2 / 312.0, attention_prefill: 179.5 / 312.0 };
+    pub const A100: GpuFit =
+        GpuFit { bandwidth: 1.61 / 2.039, bf16: 271.2 / 312.0, fp8: 271.2 / 312.0, attention_prefill: 179.5 / 312.0 };
     /// H100: bandwidth 2.90 ÷ 3.35 TB/s (Azure ND H100 v5 copy); bf16 794.5 ÷ 989 TF and fp8
     /// 1402.6 ÷ 1979 TF (stas00 MAMF); attention 327.9 ÷ 989 TF (Azure guide, FA2, head dim 128).
-    pub const H100: GpuFit = GpuFit { bandwidth: 2.90 / 3.35, bf16: 794.5 / 989.0, fp8: 1402.6 / 1979.0, attention_prefill: 327.9 / 989.0 };
+    pub const H100: GpuFit =
+        GpuFit { bandwidth: 2.90 / 3.35, bf16: 794.5 / 989.0, fp8: 1402.6 / 1979.0, attention_prefill: 327.9 / 989.0 };
     /// H200: bandwidth 4.01 ÷ 4.8 TB/s (Azure ND H200 v5 copy); bf16 as H100 (stas00: "H200 is the
     /// same"); fp8 1453.4 ÷ 1979 TF (MAMF); attention 329.3 ÷ 989 TF (Azure guide, FA2).
-    pub const H200: GpuFit = GpuFit { bandwidth: 4.01 / 4.8, bf16: 794.5 / 989.0, fp8: 1453.4 / 1979.0, attention_prefill: 329.3 / 989.0 };
+    pub const H200: GpuFit =
+        GpuFit { bandwidth: 4.01 / 4.8, bf16: 794.5 / 989.0, fp8: 1453.4 / 1979.0, attention_prefill: 329.3 / 989.0 };
     /// B200/GB200: bandwidth 7.35 ÷ 8.0 TB/s (Azure HPC blog, GB200 "92 % efficiency"); bf16
     /// 1745 ÷ 2250 TF and fp8 3432.5 ÷ 4500 TF (stas00 MAMF, B200); attention: no measurement, the
     /// lower end of FlashAttention-2's "50–73 % of the theoretical maximum".
-    pub const B200: GpuFit = GpuFit { bandwidth: 7.35 / 8.0, bf16: 1745.0 / 2250.0, fp8: 3432.5 / 4500.0, attention_prefill: 0.5 };
+    pub const B200: GpuFit =
+        GpuFit { bandwidth: 7.35 / 8.0, bf16: 1745.0 / 2250.0, fp8: 3432.5 / 4500.0, attention_prefill: 0.5 };
     /// MI300X/MI325X: bandwidth 4.15 ÷ 5.3 TB/s (Azure guide fork, copy; tag C); bf16 668.4 ÷
     /// 1300 TF (stas00 MAMF, ROCm 6.3); fp8 1222.9 ÷ 2615 TF (Azure fork, hipBLASLt 8192³);
     /// attention 328.6 ÷ 1307 TF (Azure fork, FA2).
-    pub const MI300X: GpuFit = GpuFit { bandwidth: 4.15 / 5.3, bf16: 668.4 / 1300.0, fp8: 1222.9 / 2615.0, attention_prefill: 328.6 / 1307.0 };
+    pub const MI300X: GpuFit =
+        GpuFit { bandwidth: 4.15 / 5.3, bf16: 668.4 / 1300.0, fp8: 1222.9 / 2615.0, attention_prefill: 328.6 / 1307.0 };
     /// Any other GPU: the middle of the published ranges: bandwidth 0.85 (NVIDIA HBM 0.80–0.90,
     /// `measured-kernels.md` §1), bf16 0.80 (0.80–0.87, §2), fp8 0.72 (0.70–0.76, §2), attention 0.5
     /// (FlashAttention-2 "50–73 %").
@@ -351,14 +356,26 @@ impl TimeModel for Model {
 /// weights in `weight` bytes per weight is no faster than the same GEMM with 16-bit weights under
 /// the measured model on `gpu`, or `None` if it stays faster up to `max_batch` (seed 004: W4A16
 /// loses its edge over bf16 as the batch grows).
-pub fn w4a16_crossover_batch(gpu: &Gpu, engine: Engine, n: u64, k: u64, weight: crate::precision::Precision, max_batch: u64) -> Option<u64> {
+pub fn w4a16_crossover_batch(
+    gpu: &Gpu,
+    engine: Engine,
+    n: u64,
+    k: u64,
+    weight: crate::precision::Precision,
+    max_batch: u64,
+) -> Option<u64> {
     use crate::cost::Cost;
     use crate::gemm::Gemm;
     use crate::precision::Precision;
     let model = Measured { engine, phase: Phase::Decode };
     let time = |m: f64, w: Precision| {
         let g = Gemm::new(m, n, k, w, Precision::Bf16);
-        let cost = Cost { flops: g.flops(), weight_bytes: g.weight_bytes(), activation_bytes: g.activation_bytes(), ..Cost::ZERO };
+        let cost = Cost {
+            flops: g.flops(),
+            weight_bytes: g.weight_bytes(),
+            activation_bytes: g.activation_bytes(),
+            ..Cost::ZERO
+        };
         let op = Op { gemm: Some(g), ..Op::plain(OpKind::GateProj, cost, MathFormat::Bf16) };
         model.op_time(&op, gpu, Efficiency::default()).time_s
     };

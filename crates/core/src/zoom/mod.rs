@@ -22,11 +22,11 @@
 //!
 //! Identical layers share one computed [`LayerDetail`]; every layer is still its own node.
 
+use crate::clock::Model;
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::model::ModelSpec;
 use crate::ops::{Block, Op, OpBuilder, OpKind};
-use crate::clock::Model;
 use crate::roofline::{KernelTimer, Timing};
 use crate::scenario::Scenario;
 use crate::tiling::gemm::{choose_tile, GemmShape, MAX_M};
@@ -535,7 +535,13 @@ impl ZoomTree {
         let t = n.tiles.totals().unwrap_or_default();
         let totals = Totals {
             cost: Cost { flops: t.executed_flops, activation_bytes: t.bytes, ..Cost::ZERO },
-            timing: Timing { compute_s: 0.0, memory_s: 0.0, time_s: t.time_s, roofline_s: t.time_s, ..Timing::default() },
+            timing: Timing {
+                compute_s: 0.0,
+                memory_s: 0.0,
+                time_s: t.time_s,
+                roofline_s: t.time_s,
+                ..Timing::default()
+            },
         };
         NodeView::new(path.into(), Level::Tiles, totals, children, NodeDetail::Tiles(n))
     }
