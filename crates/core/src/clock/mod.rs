@@ -253,13 +253,15 @@ pub struct Measured {
     pub engine: Engine,
     /// The step's phase (attention efficiency differs).
     pub phase: Phase,
+    /// The GPU's achievable fractions ([`GpuFit::of`], looked up once per step, not per operator).
+    pub fit: GpuFit,
 }
 
 impl Measured {
     /// The roofs of `op` in a kernel of its own and the time it adds beyond them (dequantisation;
     /// no fixed cost).
     fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64, f64) {
-        let fit = GpuFit::of(gpu);
+        let fit = self.fit;
         let peak = gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector);
         let mut eff = fit.peak_fraction(op.math);
         if let Some(g) = op.gemm {
@@ -311,12 +313,12 @@ pub enum Model {
 }
 
 impl Model {
-    /// The model for `clock` in `phase`.
-    pub fn new(clock: Clock, phase: Phase) -> Model {
+    /// The model for `clock` in `phase` on `gpu`.
+    pub fn new(clock: Clock, phase: Phase, gpu: &Gpu) -> Model {
         if clock.is_roofline() {
             Model::Roofline
         } else {
-            Model::Measured(Measured { engine: clock.engine, phase })
+            Model::Measured(Measured { engine: clock.engine, phase, fit: GpuFit::of(gpu) })
         }
     }
 }
@@ -367,7 +369,7 @@ pub fn w4a16_crossover_batch(
     use crate::cost::Cost;
     use crate::gemm::Gemm;
     use crate::precision::Precision;
-    let model = Measured { engine, phase: Phase::Decode };
+    let model = Measured { engine, phase: Phase::Decode, fit: GpuFit::of(gpu) };
     let time = |m: f64, w: Precision| {
         let g = Gemm::new(m, n, k, w, Precision::Bf16);
         let cost = Cost {

@@ -60,7 +60,7 @@ pub fn op_timing<M: TimeModel>(sc: &Scenario, timer: &mut KernelTimer<M>, op: &O
 /// The kernel timer of a scenario: its clock's time model ([`crate::clock::Model`]: the roofline,
 /// or the measured model of its engine) with no kernel open.
 pub fn kernel_timer(sc: &Scenario) -> KernelTimer<Model> {
-    KernelTimer::with_model(Model::new(sc.effective_clock(), sc.workload.phase))
+    KernelTimer::with_model(Model::new(sc.effective_clock(), sc.workload.phase, &sc.gpu))
 }
 
 /// Visit the operators of one GPU of the busiest pipeline stage with their multiplicity and the
