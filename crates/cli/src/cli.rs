@@ -155,6 +155,8 @@ pub struct ScenarioArgs {
     pub mla: Option<String>,
     pub compute_efficiency: Option<String>,
     pub bandwidth_efficiency: Option<String>,
+    pub time_model: Option<String>,
+    pub engine: Option<String>,
     pub zipf: Option<String>,
     pub expert_loads: Option<String>,
     pub tp: Option<String>,
@@ -223,6 +225,13 @@ pub struct SetupArgs {
     /// Achieved fraction of peak bandwidth.
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
+    /// Time model: measured (the expected time from measured kernel behaviour) or roofline (the two
+    /// efficiencies above); --counting seed always uses the roofline.
+    #[arg(long)]
+    pub time_model: Option<String>,
+    /// Inference engine the measured clock assumes: trtllm, vllm, sglang, gpt-fast or eager.
+    #[arg(long)]
+    pub engine: Option<String>,
     /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
     #[arg(long, allow_hyphen_values = true)]
     pub zipf: Option<String>,
@@ -319,6 +328,8 @@ impl SetupArgs {
             mla: s.mla,
             compute_efficiency: s.compute_efficiency,
             bandwidth_efficiency: s.bandwidth_efficiency,
+            time_model: s.time_model,
+            engine: s.engine,
             zipf: s.zipf,
             expert_loads: s.expert_loads,
             ..Default::default()
@@ -379,6 +390,8 @@ impl ScenarioArgs {
             mla: self.mla.clone(),
             compute_efficiency: self.compute_efficiency.clone(),
             bandwidth_efficiency: self.bandwidth_efficiency.clone(),
+            time_model: self.time_model.clone(),
+            engine: self.engine.clone(),
             zipf: self.zipf.clone(),
             expert_loads: None,
             tp: self.tp.clone(),
@@ -792,6 +805,8 @@ const SHOWN_INPUT_DEFAULTS: &[&str] = &[
     "ctx",
     "compute_efficiency",
     "bandwidth_efficiency",
+    "time_model",
+    "engine",
     "link_efficiency",
     "tp",
     "pp",

@@ -158,7 +158,7 @@ mod tests {
     fn a_bound_nothing_meets_says_so() {
         let e = cheapest_under_tpot(&sc(), &serving(2048, 65), PRICE, 0.001).unwrap_err().to_string();
         assert!(
-            e.starts_with("invalid `tpot_ms`: 1.000 ms (a bound that some batch meets: even batch 1 takes 5."),
+            e.starts_with("invalid `tpot_ms`: 1.000 ms (a bound that some batch meets: even batch 1 takes 6."),
             "{e}"
         );
         assert!(e.ends_with("ms per output token for llama-3-8b on h100-sxm)"), "{e}");

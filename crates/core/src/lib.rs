@@ -39,10 +39,12 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod clock;
 pub mod conventions;
 pub mod cost;
 pub mod crossover;
 pub mod economics;
+pub mod engine;
 pub mod error;
 pub mod expert_step;
 pub mod fit;
@@ -58,6 +60,7 @@ pub mod measure;
 pub mod memory;
 pub mod model;
 pub mod moe;
+pub mod operator;
 pub mod ops;
 pub mod pairs;
 pub mod parallel;

@@ -6,6 +6,7 @@
 use crate::cost::Cost;
 use crate::error::Result;
 use crate::hardware::Gpu;
+use crate::operator::Op;
 use crate::precision::MathFormat;
 use serde::Serialize;
 
@@ -74,8 +75,12 @@ pub struct Timing {
     pub link_s: f64,
     /// Roofline time, seconds: `max(compute, memory)` for one operator, `link_s` for a
     /// communication operator, the wait itself for a pipeline wait (no roof); a sum of those for a
-    /// total.
+    /// total. Under the measured clock ([`crate::clock`]) this is the expected time.
     pub time_s: f64,
+    /// The roofline's time of the same work (the roofline clock, with the efficiency inputs),
+    /// seconds; equal to `time_s` under the roofline clock. `roofline_s ÷ time_s` is the achieved
+    /// fraction of the roofline.
+    pub roofline_s: f64,
 }
 
 impl Timing {
@@ -85,17 +90,18 @@ impl Timing {
         let peak = gpu.peak(math).unwrap_or(gpu.peak_flops_per_s.vector);
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
-        Timing { compute_s, memory_s, link_s: 0.0, time_s: compute_s.max(memory_s) }
+        let time_s = compute_s.max(memory_s);
+        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: time_s }
     }
 
     /// A communication operator's time on a link.
     pub fn link(link_s: f64) -> Timing {
-        Timing { link_s, time_s: link_s, ..Timing::default() }
+        Timing { link_s, time_s: link_s, roofline_s: link_s, ..Timing::default() }
     }
 
     /// Time spent waiting for other pipeline stages: time under no roof.
     pub fn wait(wait_s: f64) -> Timing {
-        Timing { time_s: wait_s, ..Timing::default() }
+        Timing { time_s: wait_s, roofline_s: wait_s, ..Timing::default() }
     }
 
     /// Which roof dominates: the largest of the parts (compute only when strictly above memory, as
@@ -120,6 +126,7 @@ impl Timing {
             memory_s: self.memory_s * n,
             link_s: self.link_s * n,
             time_s: self.time_s * n,
+            roofline_s: self.roofline_s * n,
         }
     }
 }
@@ -132,6 +139,7 @@ impl std::ops::Add for Timing {
             memory_s: self.memory_s + o.memory_s,
             link_s: self.link_s + o.link_s,
             time_s: self.time_s + o.time_s,
+            roofline_s: self.roofline_s + o.roofline_s,
         }
     }
 }
@@ -142,14 +150,37 @@ impl std::ops::AddAssign for Timing {
     }
 }
 
-/// How long one operator (one instance, in a kernel of its own) takes on a GPU: the one place a time
-/// model plugs in. Every operator's time (ledger, sweep, zoom, the parallel pipeline) comes from
+/// How long one operator (one instance) takes on a GPU: the one place a time model plugs in. Every
+/// operator's time (ledger, sweep, zoom, the parallel pipeline) comes from
 /// [`crate::parallel::op_timing`] through a [`KernelTimer`], which asks its model; [`Roofline`] is
-/// the model used today. A second model (measured kernel times, say) implements this trait and is
-/// handed to [`KernelTimer::with_model`].
+/// today's model and [`crate::clock::Measured`] the measured one. The model sees the whole
+/// operator: its kind, its cost, its math format and its GEMM or attention shape.
 pub trait TimeModel {
-    /// The operator's compute and memory times and its time, seconds.
-    fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing;
+    /// The operator's compute and memory times and its time, seconds, in a kernel of its own
+    /// (`roofline_s` is filled in by the [`KernelTimer`]).
+    fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing;
+
+    /// Whether the operator runs inside the previous operator's kernel under this model (default:
+    /// the operator's own [`Op::fused`], FlashAttention's softmax). A model of an engine that fuses
+    /// more (a residual into the norm, RoPE into attention) says so here.
+    #[inline]
+    fn fused(&self, op: &Op) -> bool {
+        op.fused
+    }
+
+    /// A communication operator's time for a link time of `link_s` seconds (default: the link
+    /// time itself, [`Timing::link`]).
+    #[inline]
+    fn link_time(&self, link_s: f64) -> Timing {
+        Timing::link(link_s)
+    }
+
+    /// Whether this model is the plain roofline (its time is the roofline time; the timer then
+    /// skips computing the roofline twice).
+    #[inline]
+    fn is_roofline(&self) -> bool {
+        false
+    }
 }
 
 /// The roofline ([`Timing::of`]): `max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth ×
@@ -159,20 +190,52 @@ pub struct Roofline;
 
 impl TimeModel for Roofline {
     #[inline]
-    fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing {
-        Timing::of(cost, math, gpu, eff)
+    fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+        Timing::of(&op.cost, op.math, gpu, eff)
+    }
+
+    #[inline]
+    fn is_roofline(&self) -> bool {
+        true
     }
 }
 
-/// Times operators in execution order with a [`TimeModel`] (the [`Roofline`] by default), treating an operator marked `fused` as part of the previous
+/// The kernel being timed: its roofs and its time (roofs' max plus any fixed cost per kernel).
+#[derive(Debug, Clone, Copy, Default)]
+struct OpenKernel(Timing);
+
+impl OpenKernel {
+    /// Add an operator timed `own` (in a kernel of its own); returns the time it adds. A fused
+    /// operator joins the open kernel: the kernel's compute and memory roofs are the sums of its
+    /// parts, its time their max plus the kernel's fixed cost (`time_s − max(roofs)`, 0 for the
+    /// roofline), and the fused operator is charged the difference.
+    #[inline]
+    fn next(&mut self, own: Timing, fused: bool) -> Timing {
+        if !fused {
+            self.0 = own;
+            return own;
+        }
+        let before = self.0;
+        let fixed = before.time_s - before.compute_s.max(before.memory_s);
+        let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
+        let time_s = if fixed > 0.0 { c.max(m) + fixed } else { c.max(m) };
+        self.0 = Timing { compute_s: c, memory_s: m, time_s, ..Timing::default() };
+        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: time_s - before.time_s, ..own }
+    }
+}
+
+/// Times operators in execution order with a [`TimeModel`] (the [`Roofline`] by default), treating
+/// an operator marked fused (by the operator, or by the model's engine) as part of the previous
 /// operator's kernel: the kernel's compute and memory roofs are the sums of its parts, its time is
 /// the max of the two, and the fused operator is charged the time it adds,
 /// `max(c₁ + c₂, m₁ + m₂) − max(c₁, m₁)`. So FlashAttention's softmax costs nothing while the kernel
 /// is memory-bound (decode) and its full vector time when it is compute-bound (long prefill), and
-/// the step time is the sum of kernel times either way.
+/// the step time is the sum of kernel times either way. Beside the model's (expected) time it keeps
+/// the roofline clock, with the operator's own fusion, in [`Timing::roofline_s`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KernelTimer<M: TimeModel = Roofline> {
-    kernel: Timing,
+    kernel: OpenKernel,
+    roof: OpenKernel,
     model: M,
 }
 
@@ -186,21 +249,28 @@ impl KernelTimer {
 impl<M: TimeModel> KernelTimer<M> {
     /// A timer with no kernel open that times each operator with `model`.
     pub fn with_model(model: M) -> Self {
-        KernelTimer { kernel: Timing::default(), model }
+        KernelTimer { kernel: OpenKernel::default(), roof: OpenKernel::default(), model }
     }
 
     /// Time of the next operator (one instance).
     #[inline]
-    pub fn next(&mut self, cost: &Cost, math: MathFormat, fused: bool, gpu: &Gpu, eff: Efficiency) -> Timing {
-        let own = self.model.op_time(cost, math, gpu, eff);
-        if !fused {
-            self.kernel = own;
-            return own;
+    pub fn next(&mut self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+        let own = self.model.op_time(op, gpu, eff);
+        let t = self.kernel.next(own, self.model.fused(op));
+        if self.model.is_roofline() {
+            return Timing { roofline_s: t.time_s, ..t };
         }
-        let before = self.kernel;
-        let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
-        self.kernel = Timing { compute_s: c, memory_s: m, time_s: c.max(m), ..Timing::default() };
-        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: self.kernel.time_s - before.time_s, ..own }
+        let roof = self.roof.next(Timing::of(&op.cost, op.math, gpu, eff), op.fused);
+        Timing { roofline_s: roof.time_s, ..t }
+    }
+
+    /// Time of a communication operator whose link time is `link_s` (it closes the open kernel).
+    #[inline]
+    pub fn link(&mut self, link_s: f64) -> Timing {
+        let t = self.model.link_time(link_s);
+        self.kernel = OpenKernel(t);
+        self.roof = OpenKernel(Timing::link(link_s));
+        t
     }
 }
 
@@ -213,16 +283,18 @@ mod tests {
     fn a_second_time_model_plugs_into_the_kernel_timer() {
         struct Twice;
         impl TimeModel for Twice {
-            fn op_time(&self, cost: &Cost, math: MathFormat, gpu: &Gpu, eff: Efficiency) -> Timing {
-                Roofline.op_time(cost, math, gpu, eff).times(2.0)
+            fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+                Roofline.op_time(op, gpu, eff).times(2.0)
             }
         }
         let gpu = &builtin_gpus()[0];
         let c = Cost { flops: 1e12, weight_bytes: 1e9, ..Cost::ZERO };
-        let roof = KernelTimer::new().next(&c, MathFormat::Bf16, false, gpu, Efficiency::default());
+        let op = Op::plain(crate::kinds::OpKind::QProj, c, MathFormat::Bf16);
+        let roof = KernelTimer::new().next(&op, gpu, Efficiency::default());
         assert_eq!(roof, Timing::of(&c, MathFormat::Bf16, gpu, Efficiency::default()));
-        let twice = KernelTimer::with_model(Twice).next(&c, MathFormat::Bf16, false, gpu, Efficiency::default());
+        let twice = KernelTimer::with_model(Twice).next(&op, gpu, Efficiency::default());
         assert_eq!(twice.time_s, 2.0 * roof.time_s);
+        assert_eq!(twice.roofline_s, roof.time_s, "the timer keeps the roofline clock beside the model's");
     }
 
     #[test]
@@ -239,21 +311,25 @@ mod tests {
 
     #[test]
     fn a_fused_operator_is_charged_its_marginal_time() {
+        let op = |cost: Cost, math: MathFormat, fused: bool| Op {
+            fused,
+            ..Op::plain(crate::kinds::OpKind::Act, cost, math)
+        };
         let h100 = builtin_gpus().iter().find(|g| g.name == "h100-sxm").unwrap();
         let eff = Efficiency::default();
         let (vector, bw) = (66.9e12 * 0.6, 3.35e12 * 0.8);
         // A memory-bound kernel of 1 ms; a fused op with 0.5 ms of vector work adds nothing while
         // the compute roofs (0 + 0.5 ms) stay under the memory roof.
         let mut t = KernelTimer::new();
-        let k = t.next(&Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false, h100, eff);
+        let k = t.next(&op(Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false), h100, eff);
         assert!((k.time_s - 1e-3).abs() < 1e-15);
-        let f = t.next(&Cost { flops: vector * 0.5e-3, ..Cost::ZERO }, MathFormat::Vector, true, h100, eff);
+        let f = t.next(&op(Cost { flops: vector * 0.5e-3, ..Cost::ZERO }, MathFormat::Vector, true), h100, eff);
         assert_eq!(f.time_s, 0.0);
         // Another 1 ms of fused vector work: compute roofs 1.5 ms against 1 ms of memory.
-        let g = t.next(&Cost { flops: vector * 1.0e-3, ..Cost::ZERO }, MathFormat::Vector, true, h100, eff);
+        let g = t.next(&op(Cost { flops: vector * 1.0e-3, ..Cost::ZERO }, MathFormat::Vector, true), h100, eff);
         assert!((g.time_s - 0.5e-3).abs() < 1e-15, "{}", g.time_s);
         // An unfused operator starts a new kernel.
-        let h = t.next(&Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false, h100, eff);
+        let h = t.next(&op(Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false), h100, eff);
         assert!((h.time_s - 1e-3).abs() < 1e-15);
     }
 

@@ -3,6 +3,7 @@
 //! query parameters alike) and [`ScenarioRequest::resolve`] is the one resolver both front ends use,
 //! so they accept the same values and fail with the same messages.
 
+use crate::engine::{Clock, Engine, TimeModelKind, ENGINE_NAMES, TIME_MODEL_NAMES};
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
 use crate::layout::{ParallelSpec, Parallelism};
@@ -31,6 +32,9 @@ pub struct Scenario {
     pub routing: Routing,
     /// Tensor, pipeline, expert and data parallelism (one GPU unless asked otherwise).
     pub parallel: Arc<Parallelism>,
+    /// The clock: time model and engine (default: the measured model of TensorRT-LLM). Seed
+    /// counting always uses the roofline ([`Scenario::effective_clock`]).
+    pub clock: Clock,
 }
 
 impl Scenario {
@@ -51,7 +55,7 @@ impl Scenario {
             }
         }
         let parallel = Arc::new(Parallelism::single(&model));
-        Ok(Scenario { model, gpu, workload, weights, efficiency, routing, parallel })
+        Ok(Scenario { model, gpu, workload, weights, efficiency, routing, parallel, clock: Clock::default() })
     }
 
     /// The same scenario deployed over several GPUs (validated against its model and GPU).
@@ -63,6 +67,21 @@ impl Scenario {
     /// The seed's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
     pub fn default_decode() -> Scenario {
         ScenarioRequest::default().resolve(&Catalog::builtin()).expect("built-in defaults resolve")
+    }
+
+    /// The same scenario timed by another clock.
+    pub fn with_clock(&self, clock: Clock) -> Scenario {
+        Scenario { clock, ..self.clone() }
+    }
+
+    /// The clock the operators are timed by: the scenario's, except that seed counting keeps the
+    /// seed's roofline so that its tables stay digit for digit.
+    pub fn effective_clock(&self) -> Clock {
+        if self.workload.counting == Counting::Seed {
+            Clock::ROOFLINE
+        } else {
+            self.clock
+        }
     }
 
     /// The same scenario with another workload.
@@ -299,6 +318,18 @@ pub fn scenario_inputs() -> &'static [ScenarioInput] {
                 Accepted::Range(&limits::BANDWIDTH_EFFICIENCY),
                 "achieved fraction of peak bandwidth, in [0.01, 1]",
             ),
+            input(
+                "time_model",
+                Some(TimeModelKind::default().name().into()),
+                Accepted::OneOf(TIME_MODEL_NAMES),
+                "measured: expected time from measured kernel behaviour; roofline: the two efficiencies above (seed counting always uses the roofline)",
+            ),
+            input(
+                "engine",
+                Some(Engine::default().name().into()),
+                Accepted::OneOf(ENGINE_NAMES),
+                "inference engine the measured clock assumes (kernels, fusions, CUDA graphs)",
+            ),
             input("zipf", Some("0".into()), Accepted::Range(&limits::ZIPF), "Zipf exponent; 0 = uniform routing"),
             input(
                 "expert_loads",
@@ -387,6 +418,10 @@ pub struct ScenarioRequest {
     pub compute_efficiency: Option<String>,
     /// Achieved fraction of peak bandwidth (default: [`Efficiency::default`]).
     pub bandwidth_efficiency: Option<String>,
+    /// Time model `measured` (default) or `roofline`.
+    pub time_model: Option<String>,
+    /// Engine the measured clock assumes (default `trtllm`).
+    pub engine: Option<String>,
     /// MoE routing skew as a Zipf exponent (default 0 = uniform).
     pub zipf: Option<String>,
     /// Measured MoE routing: per-expert loads, comma-separated (any scale).
@@ -647,7 +682,11 @@ impl ScenarioRequest {
             (None, None, Some(l)) => Routing::loads(l.0.clone())?,
             (None, None, None) => Routing::Uniform,
         };
-        let sc = Scenario::new(model, gpu, workload, weights, efficiency, routing)?;
+        let mut sc = Scenario::new(model, gpu, workload, weights, efficiency, routing)?;
+        sc.clock = Clock {
+            model: self.time_model.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
+            engine: self.engine.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
+        };
         let spec = self.parallel_spec()?;
         if spec == ParallelSpec::default() {
             return Ok(sc);

@@ -53,6 +53,10 @@ pub struct Inputs {
     pub compute_efficiency: f64,
     /// Achieved fraction of peak bandwidth.
     pub bandwidth_efficiency: f64,
+    /// Time model of the `time_s` fields: `measured` (expected time) or `roofline`.
+    pub time_model: String,
+    /// Engine the measured time model assumes (`null` under the roofline).
+    pub engine: Option<String>,
     /// MoE routing.
     pub routing: String,
     /// The parallel layout (absent on one GPU).
@@ -87,6 +91,8 @@ impl Inputs {
             mla: w.mla,
             compute_efficiency: sc.efficiency.compute,
             bandwidth_efficiency: sc.efficiency.bandwidth,
+            time_model: sc.effective_clock().model.name().to_string(),
+            engine: (!sc.effective_clock().is_roofline()).then(|| sc.effective_clock().engine.name().to_string()),
             routing: sc.routing.describe(),
             parallel: Layout::of(sc),
         }
@@ -175,8 +181,13 @@ pub struct RowView {
     pub compute_time_s: f64,
     /// Bytes at achieved bandwidth, seconds.
     pub memory_time_s: f64,
-    /// Roofline time, seconds.
+    /// Time, seconds: the expected time under the measured time model, the roofline time under
+    /// the roofline.
     pub time_s: f64,
+    /// Roofline time of the same row, seconds (with the efficiency inputs).
+    pub roofline_time_s: f64,
+    /// Achieved fraction of the roofline, `roofline_time_s ÷ time_s` (`null` when `time_s` is 0).
+    pub achieved: Option<f64>,
     /// Share of the step time.
     pub time_share: f64,
     /// `memory`, `compute`, `link` (communication), `wait` (pipeline), or `fused` for an operator
@@ -216,6 +227,8 @@ impl RowView {
             compute_time_s: timing.compute_s,
             memory_time_s: timing.memory_s,
             time_s: timing.time_s,
+            roofline_time_s: timing.roofline_s,
+            achieved: (timing.time_s > 0.0).then(|| timing.roofline_s / timing.time_s),
             time_share: if step > 0.0 { timing.time_s / step } else { 0.0 },
             bound: timing.bound().name().to_string(),
             link_bytes: cost.link_bytes,
@@ -345,6 +358,7 @@ impl Report for LedgerReport {
 
     fn human(&self) -> HumanTable {
         let parallel = self.deployment.is_some();
+        let measured = self.inputs.engine.is_some();
         let cells = |r: &RowView, link: Option<&String>| {
             let mut c = vec![
                 r.op.clone(),
@@ -363,6 +377,10 @@ impl Report for LedgerReport {
                 human::percent(r.time_share),
                 r.bound.clone(),
             ];
+            if measured {
+                c.insert(9, human::seconds(r.roofline_time_s));
+                c.insert(11, r.achieved.map(human::percent).unwrap_or_else(|| "—".into()));
+            }
             if parallel {
                 c.insert(6, human::bytes(r.link_bytes));
             }
@@ -385,11 +403,20 @@ impl Report for LedgerReport {
             human::seconds(self.compute_floor_s),
             bf16_ridge.map(|r| format!(" · bf16 ridge {r:.0} FLOP/B")).unwrap_or_default(),
         )];
-        footer.push(format!(
-            "roofline per operator: max(FLOPs ÷ {:.0} % of peak, bytes ÷ {:.0} % of bandwidth); step = sum of rows",
+        let roofline = format!(
+            "max(FLOPs ÷ {:.0} % of peak, bytes ÷ {:.0} % of bandwidth)",
             self.inputs.compute_efficiency * 100.0,
             self.inputs.bandwidth_efficiency * 100.0,
-        ));
+        );
+        match &self.inputs.engine {
+            Some(engine) => {
+                footer.push(format!(
+                    "expected per operator: the measured clock for {engine} (achievable bandwidth and peak, kernel costs, fusion; docs/fidelity.md); step = sum of rows"
+                ));
+                footer.push(format!("roofline per operator: {roofline}; achieved = roofline ÷ expected"));
+            }
+            None => footer.push(format!("roofline per operator: {roofline}; step = sum of rows")),
+        }
         footer.push(self.counting_note.clone());
         footer.extend(self.deployment_notes.iter().cloned());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
@@ -400,10 +427,18 @@ impl Report for LedgerReport {
         let mut right_aligned: Vec<usize> = (1..=10).collect();
         // On a narrow terminal the byte breakdown goes first; op, FLOPs, bytes, time and bound stay.
         let mut priority = vec![0, 2, 1, 3, 3, 3, 0, 2, 3, 0, 1, 0];
+        if measured {
+            header[9] = "expected".into();
+            header.insert(9, "roofline".into());
+            header.insert(11, "achieved".into());
+            right_aligned.extend([11, 12]);
+            priority.insert(9, 1);
+            priority.insert(11, 1);
+        }
         if parallel {
             header.insert(6, "link".into());
             header[7] = "HBM bytes".into();
-            right_aligned.push(11);
+            right_aligned.push(right_aligned.len() + 1);
             priority.insert(6, 1);
         }
         HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, priority }

@@ -366,13 +366,13 @@ fn op_tile_lines(n: &OpNode, a: &AddUp, sc: &Scenario, view: &NodeView) -> Vec<S
             };
             out.push(format!("default tile {}: {}", choice.best.tile, crate::tile::reason(&e)));
             if view.level == Level::Tiles {
-                out.extend(gemm_lines(&choice.best, n.timing.time_s));
+                out.extend(gemm_lines(&choice.best, n.timing.roofline_s));
             } else {
                 out.push(format!(
                     "time: {} modelled over {} wave(s) against the roofline's {}",
                     human::seconds(choice.best.time_s),
                     choice.best.waves,
-                    human::seconds(n.timing.time_s)
+                    human::seconds(n.timing.roofline_s)
                 ));
             }
             out

@@ -66,6 +66,8 @@ const CONTROLS: &[Control] = &[
     Control { name: "mla", label: "MLA form", choices: Choices::Listed, advanced: true },
     Control { name: "compute_efficiency", label: "Compute efficiency", choices: Choices::Text, advanced: true },
     Control { name: "bandwidth_efficiency", label: "Bandwidth efficiency", choices: Choices::Text, advanced: true },
+    Control { name: "time_model", label: "Time model", choices: Choices::Listed, advanced: false },
+    Control { name: "engine", label: "Engine", choices: Choices::Listed, advanced: false },
     Control { name: "zipf", label: "MoE routing skew", choices: Choices::Text, advanced: true },
 ];
 

@@ -292,6 +292,10 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("bandwidth efficiency 0.001", Args(&["--bandwidth-efficiency", "0.001"]), "invalid `--bandwidth-efficiency`: 0.001 (a number in [0.01, 1])"),
         ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `--link-efficiency`: 1e-300 (a number in [0.01, 1])"),
         ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `--zipf`: 1e308 (a number in [0, 10])"),
+        // Issue 13: the clock's inputs name their accepted values.
+        ("unknown engine", Args(&["--engine", "tgi"]), "unknown engine for `--engine` `tgi`; accepted: trtllm, vllm, sglang, gpt-fast, eager"),
+        ("unknown time model", Args(&["--time-model", "fast"]), "unknown time model for `--time-model` `fast`; accepted: measured, roofline"),
+        ("empty engine on sweep", Cli(&["sweep", "--engine", ""]), "unknown engine for `--engine` ``; accepted: trtllm"),
         ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `--step-ms`: 1e-320 (a number in [0.001, 3.6e6])"),
         ("measure 1e-300 tokens/s", cmd(&["measure", "--tokens-per-s", "1e-300"]), "invalid `--tokens-per-s`: 1e-300 (a number in [0.001, 1e15])"),
         ("cost tpot 1e-320 ms", cmd(&["cost", "--tpot-ms", "1e-320"]), "invalid `--tpot-ms`: 1e-320 (a number in [0.001, 3.6e6])"),
@@ -495,11 +499,12 @@ fn a_gpu_path_always_means_that_file() {
     std::fs::write(&file, String::from_utf8(gpu_with("name", "\"h100\"")).unwrap()).unwrap();
     let path = file.to_str().unwrap();
     let step = |args: &[&str]| -> f64 {
-        let out = llm_ledger(&[&["ledger", "--format", "json"], args].concat());
+        let out = llm_ledger(&[&["ledger", "--format", "json", "--time-model", "roofline"], args].concat());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["step_time_s"].as_f64().unwrap()
     };
-    // 1 TB/s against the H100's 3.35 TB/s: a memory-bound step 3.35× as long.
+    // 1 TB/s against the H100's 3.35 TB/s: a memory-bound step 3.35× as long (on the roofline
+    // clock; the measured clock's kernel costs do not scale with bandwidth).
     let ratio = step(&["--gpu", path]) / step(&["--gpu", "h100"]);
     assert!((ratio - 3.35).abs() < 0.01, "{ratio}");
     let out = llm_ledger(&["ledger", "--gpu", path]);

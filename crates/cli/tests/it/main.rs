@@ -6,6 +6,7 @@ mod checkpoint;
 mod cli;
 mod econ;
 mod explorer;
+mod fidelity;
 mod harness;
 mod hub;
 mod parallel;

@@ -199,6 +199,8 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         (_, "tp" | "pp" | "dp") => s(&["2"]),
         (_, "ep" | "micro-batches") => s(&["1"]),
         (_, "interconnect") => s(&["pcie"]),
+        (_, "time-model") => s(&["roofline"]),
+        (_, "engine") => s(&["vllm"]),
         (_, "reserve") => s(&["4GB"]),
         (_, "prompt") => s(&["1000"]),
         (_, "output") => s(&["100"]),

@@ -22,6 +22,7 @@
 //! counts layer × micro-batch instances), its send, and `pipeline_wait = T − b_s`, the time it
 //! waits for the others, so its rows add up to the step time. Tokens per step are the batch's.
 
+use crate::clock::Model;
 use crate::cost::Cost;
 use crate::ops::{for_each_op, Op, OpBuilder, OpKind};
 use crate::precision::MathFormat;
@@ -51,19 +52,25 @@ pub struct PipelineTiming {
 /// send and wait are timed by [`for_each_gpu_op`], which knows the stage.
 pub fn op_timing<M: TimeModel>(sc: &Scenario, timer: &mut KernelTimer<M>, op: &Op) -> Timing {
     match sc.parallel.collective(op.kind) {
-        Some((l, hops)) => Timing::link(sc.parallel.link_time_s(&l.link, op.cost.link_bytes, hops)),
-        None => timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency),
+        Some((l, hops)) => timer.link(sc.parallel.link_time_s(&l.link, op.cost.link_bytes, hops)),
+        None => timer.next(op, &sc.gpu, sc.efficiency),
     }
+}
+
+/// The kernel timer of a scenario: its clock's time model ([`crate::clock::Model`]: the roofline,
+/// or the measured model of its engine) with no kernel open.
+pub fn kernel_timer(sc: &Scenario) -> KernelTimer<Model> {
+    KernelTimer::with_model(Model::new(sc.effective_clock(), sc.workload.phase, &sc.gpu))
 }
 
 /// Visit the operators of one GPU of the busiest pipeline stage with their multiplicity and the
 /// time of one instance (module docs). On one stage this is [`for_each_op`] with
 /// [`op_timing`], and no allocation; with stages it returns how the pipeline spent the step.
 pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Option<PipelineTiming> {
-    let mut timer = KernelTimer::new();
+    let mut timer = kernel_timer(sc);
     if sc.parallel.is_single() {
-        // One GPU: no communication, the plain roofline (the sweep's hot path).
-        for_each_op(sc, |op, n| f(&op, n, timer.next(&op.cost, op.math, op.fused, &sc.gpu, sc.efficiency)));
+        // One GPU: no communication (the sweep's hot path).
+        for_each_op(sc, |op, n| f(&op, n, timer.next(&op, &sc.gpu, sc.efficiency)));
         return None;
     }
     if sc.parallel.pp == 1 {
@@ -111,7 +118,7 @@ fn visit_stage(sc: &Scenario, s: usize, f: &mut dyn FnMut(&Op, u64, Timing)) {
     let b = OpBuilder::new(sc);
     let par = &sc.parallel;
     let stage = &par.stages[s];
-    let mut timer = KernelTimer::new();
+    let mut timer = kernel_timer(sc);
     let mut emit = |op: Op, n: u64| f(&op, n, op_timing(sc, &mut timer, &op));
     if s == 0 {
         b.embedding(&mut |op| emit(op, 1));
@@ -126,7 +133,7 @@ fn visit_stage(sc: &Scenario, s: usize, f: &mut dyn FnMut(&Op, u64, Timing)) {
                 * sc.model.hidden_size as f64
                 * sc.workload.activations.bytes();
             let op = Op::plain(OpKind::PpSend, Cost { link_bytes: bytes, ..Cost::ZERO }, MathFormat::Vector);
-            f(&op, 1, Timing::link(par.link_time_s(&link.link, bytes, 1.0)));
+            f(&op, 1, timer.link(par.link_time_s(&link.link, bytes, 1.0)));
         }
     }
 }

@@ -22,6 +22,7 @@
 //!
 //! Identical layers share one computed [`LayerDetail`]; every layer is still its own node.
 
+use crate::clock::Model;
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::model::ModelSpec;
@@ -259,7 +260,7 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
     }
 }
 
-fn op_node(sc: &Scenario, timer: &mut KernelTimer, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
+fn op_node(sc: &Scenario, timer: &mut KernelTimer<Model>, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
     OpNode { timing: crate::parallel::op_timing(sc, timer, &op), tiles: tile_level(sc, &op, unfused, fused), op }
 }
 
@@ -285,7 +286,7 @@ fn layer_detail(
     b.layer(layer, &mut |op| ops.push(op));
     let fused = ops.iter().filter(|o| is_attention_core(o.kind) || o.kind == OpKind::Softmax).map(|o| o.cost).sum();
     let unfused = unfused_sc.map(|u| core_cost(&OpBuilder::new(u), layer));
-    let mut timer = KernelTimer::new();
+    let mut timer = crate::parallel::pipeline::kernel_timer(sc);
     let nodes: Vec<OpNode> = ops.into_iter().map(|op| op_node(sc, &mut timer, op, unfused, fused)).collect();
     let (mut attn, mut mlp) = (Totals::default(), Totals::default());
     for n in &nodes {
@@ -328,7 +329,7 @@ impl ZoomTree {
             attention: None,
             fused: false,
         };
-        let mut timer = KernelTimer::new();
+        let mut timer = crate::parallel::pipeline::kernel_timer(sc);
         let embedding = single.pop().unwrap_or(none);
         let embedding = op_node(sc, &mut timer, embedding, None, Cost::ZERO);
         b.head(&mut |op| single.push(op));
@@ -534,7 +535,13 @@ impl ZoomTree {
         let t = n.tiles.totals().unwrap_or_default();
         let totals = Totals {
             cost: Cost { flops: t.executed_flops, activation_bytes: t.bytes, ..Cost::ZERO },
-            timing: Timing { compute_s: 0.0, memory_s: 0.0, time_s: t.time_s, ..Timing::default() },
+            timing: Timing {
+                compute_s: 0.0,
+                memory_s: 0.0,
+                time_s: t.time_s,
+                roofline_s: t.time_s,
+                ..Timing::default()
+            },
         };
         NodeView::new(path.into(), Level::Tiles, totals, children, NodeDetail::Tiles(n))
     }

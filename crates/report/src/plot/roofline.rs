@@ -84,7 +84,7 @@ impl<'a> Roofline<'a> {
                 layers: r.layers,
                 flops: r.flops,
                 bytes: r.bytes,
-                time_s: r.time_s,
+                time_s: r.roofline_time_s,
                 time_share: r.time_share,
                 math: r.math.unwrap_or(MathFormat::Vector),
                 bound: r.bound.clone(),

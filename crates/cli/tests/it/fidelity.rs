@@ -1,0 +1,344 @@
+//! The clock against published measurements (issue 13 item 6): runs every row of the vendored
+//! `tests/data/calibration/fit-rows.csv` through the CLI, compares predicted with measured, and
+//! guards the result: the median |error| stays ≤ 10 % and every regime's bias (median signed
+//! error) within ±10 %. `docs/fidelity.md` is this test's output: with `UPDATE_FIDELITY=1` the test
+//! rewrites it, otherwise it fails when the document differs from what it computes.
+
+use crate::harness::json;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/calibration");
+const DATA_IN_REPO: &str = "crates/cli/tests/data/calibration";
+
+/// One row of `fit-rows.csv`.
+struct Row {
+    id: String,
+    regime: String,
+    source: String,
+    what: String,
+    unit: String,
+    measured: f64,
+    command: String,
+    compare: String,
+}
+
+/// Split one CSV line (quoted fields may hold commas).
+fn split_csv(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn rows() -> Vec<Row> {
+    let text = std::fs::read_to_string(format!("{DATA}/fit-rows.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = split_csv(lines.next().unwrap());
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f = split_csv(l);
+            Row {
+                id: f[col("id")].clone(),
+                regime: f[col("regime")].clone(),
+                source: f[col("source")].clone(),
+                what: f[col("what")].clone(),
+                unit: f[col("unit")].clone(),
+                measured: f[col("measured")].parse().unwrap(),
+                command: f[col("scenario_command")].clone(),
+                compare: f[col("how_to_compare")].clone(),
+            }
+        })
+        .collect()
+}
+
+/// The engine each source ran: gpt-fast's own rows, LLMCompass's PyTorch eager layer, the vLLM
+/// database rows of AIConfigurator, and TensorRT-LLM (the default) for the rest.
+fn engine(row: &Row) -> &'static str {
+    if row.id.starts_with("4.") {
+        "gpt-fast"
+    } else if row.id.starts_with("6.") {
+        "eager"
+    } else if row.id.contains(".vllm.") {
+        "vllm"
+    } else {
+        "trtllm"
+    }
+}
+
+/// The row's command as run (engine added; config files from the vendored data), without the
+/// binary name.
+fn args(row: &Row, data: &str) -> Vec<String> {
+    let mut a: Vec<String> = row
+        .command
+        .split_whitespace()
+        .skip(1)
+        .map(|w| if w.ends_with(".json") { format!("{data}/{w}") } else { w.to_string() })
+        .collect();
+    a.extend(["--engine".into(), engine(row).into()]);
+    a
+}
+
+/// `key=value` settings after `marker` in a how_to_compare text.
+fn settings(compare: &str, marker: &str) -> BTreeMap<String, String> {
+    let tail = compare.split(marker).nth(1).unwrap_or("");
+    tail.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+/// Time per layer of the ledger row `op`, seconds.
+fn per_layer_s(d: &Value, op: &str, field: &str) -> f64 {
+    let r = d["rows"].as_array().unwrap().iter().find(|r| r["op"] == op).unwrap_or_else(|| panic!("no row {op}"));
+    r[field].as_f64().unwrap() / r["layers"].as_f64().unwrap()
+}
+
+/// The predicted value of a row, in its unit, from the command's JSON; `field` is `time_s` (the
+/// clock asked for) or `roofline_time_s`.
+fn predicted(row: &Row, d: &Value, field: &str) -> f64 {
+    let c = &row.compare;
+    if c.starts_with("latency") {
+        // tokens ÷ (prefill + decode) time; the roofline clock's from its own e2e.
+        return d["output_tokens_per_s"].as_f64().unwrap();
+    }
+    if c.contains("one operator") {
+        let s = settings(c, "per layer ");
+        return per_layer_s(d, &s["op"], field) * s["scale"].parse::<f64>().unwrap();
+    }
+    if c.contains("one layer") {
+        let s = settings(c, "operators) ");
+        let t: f64 = s["ops"].split('+').map(|op| per_layer_s(d, op, field)).sum();
+        return t * s["scale"].parse::<f64>().unwrap();
+    }
+    assert!(c.contains("step time"), "{}: unknown comparison {c}", row.id);
+    let step = if field == "time_s" { d["step_time_s"].as_f64().unwrap() } else { d["total"][field].as_f64().unwrap() };
+    step * 1e3
+}
+
+/// Error of a time: predicted ÷ measured − 1 (a rate's is measured ÷ predicted − 1, so that a
+/// positive error always means the prediction is too slow).
+fn error(row: &Row, predicted: f64) -> f64 {
+    if row.unit == "tok/s" {
+        row.measured / predicted - 1.0
+    } else {
+        predicted / row.measured - 1.0
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+struct Result {
+    expected: f64,
+    roofline: f64,
+}
+
+const METHOD: &str = r#"# Fidelity: the clock against measurements
+
+Generated by `crates/cli/tests/it/fidelity.rs` (`UPDATE_FIDELITY=1 cargo test -p llm-ledger fidelity`
+rewrites it; otherwise the test fails when this file differs from what it computes, or when the
+median |error| exceeds 10 % or a regime's bias leaves ±10 %).
+
+## Method
+
+Each row of `crates/cli/tests/data/calibration/fit-rows.csv` (vendored from the project's calibration
+notes; `PROVENANCE.md` beside it) is a published measurement with the `llm-ledger` command that models
+its scenario. The test runs the command with `--format json` and the engine of the source added
+(`--engine gpt-fast` for gpt-fast, `eager` for LLMCompass's PyTorch layer, `vllm` for AIConfigurator's
+vLLM database rows, `trtllm` otherwise), reads the compared quantity (an operator's time per layer, a
+layer's, a step's, or the output tokens per second of `latency`), and reports
+
+* **error** = predicted time ÷ measured time − 1 (for a rate, measured ÷ predicted − 1): positive means
+  the prediction is too slow;
+* per regime, the **bias** = the median signed error and the median |error|.
+
+The expected time is the measured clock (`--time-model measured`, the default; `crates/core/src/clock`):
+achievable bandwidth and matmul peak per GPU and format (STREAM copies and best-shape matmul searches,
+`measured-kernels.md` §1–2), GEMM shape efficiency (tile padding, split-K and wave quantisation),
+attention at FlashAttention-2's measured fraction in prefill, a fixed cost per kernel, the engine's
+fusions, dequantisation of weight-only quantised weights, and the α–β collective model of NCCL. The
+roofline column is the same command under `--time-model roofline` (60 % of peak, 80 % of bandwidth,
+no fixed costs): the clock before issue 13, for contrast.
+
+**Fitted constants: 3 on these 62 rows** — `GRAPH_KERNEL_S` (fixed cost per kernel under CUDA
+graphs, 4.5 µs), `HOST_LAUNCH_S` (host dispatch floor of an eager kernel, 30 µs) and
+`DEQUANT_OPS_PER_WEIGHT` (4 vector operations per weight per 64-row tile). Every other constant is
+a published measurement quoted beside it in `crates/core/src/clock/mod.rs`. No constant is per row.
+
+## Sources
+
+* gpt-fast (pytorch-labs/gpt-fast README "Benchmarks", git 32971d3; `mixtral-moe/README.md`):
+  single-stream decode on A100-80GB capped at 330 W, 5-token prompt, 200 new tokens. Tag A.
+* LLMCompass (PrincetonUniversity/LLMCompass, ISCA'24 artifact, `ae/figure5/ijkl/real_hardware/`):
+  one GPT-3 175B layer on 4× A100-80GB, TP 4, fp16, batch 8; decode at KV 3072, prefill 8 × 2048;
+  PyTorch eager, per operator. Tag A.
+* NVIDIA AIConfigurator (`aiconfigurator-core` 0.12.0, Apache-2.0): SILICON whole-step times for
+  Llama-3.1-8B on A100 and H100, composed from its measured TensorRT-LLM (and vLLM 0.24.0) kernels.
+* Achievable bandwidth and matmul throughput behind the fallback's constants: Azure
+  AI-benchmarking-guide (STREAM, cuBLASLt, FA2, NCCL), stas00/ml-engineering MAMF table,
+  LLMCompass's A100 GEMM sweep (see `crates/core/src/clock/mod.rs`).
+
+Known differences a row's note records (kept, not excluded): the gpt-fast A100s were capped at 330 W;
+its 8-GPU box is a hybrid cube-mesh, the tool assumes NVSwitch; its int4 rows use groups of 32, the
+tool's `int4-g128` groups of 128; Llama-3.1-8B is run as the `llama-3-8b` preset (same shapes).
+"#;
+
+fn document(rows: &[Row], results: &[Result]) -> String {
+    let mut out = String::from(METHOD);
+    let pct = |x: f64| format!("{:+.1} %", x * 100.0);
+    let num = |x: f64| {
+        if x >= 100.0 {
+            format!("{x:.1}")
+        } else if x >= 1.0 {
+            format!("{x:.3}")
+        } else {
+            format!("{x:.4}")
+        }
+    };
+    // Summary by regime.
+    let mut regimes: Vec<&str> = rows.iter().map(|r| r.regime.as_str()).collect();
+    regimes.dedup();
+    regimes.sort();
+    regimes.dedup();
+    out.push_str("\n## Summary\n\n| regime | rows | bias (expected) | median \\|error\\| (expected) | bias (roofline) | median \\|error\\| (roofline) |\n|---|---|---|---|---|---|\n");
+    let summary = |sel: &dyn Fn(&Row) -> bool| {
+        let e: Vec<(f64, f64)> = rows
+            .iter()
+            .zip(results)
+            .filter(|(r, _)| sel(r))
+            .map(|(r, x)| (error(r, x.expected), error(r, x.roofline)))
+            .collect();
+        (
+            e.len(),
+            median(e.iter().map(|x| x.0).collect()),
+            median(e.iter().map(|x| x.0.abs()).collect()),
+            median(e.iter().map(|x| x.1).collect()),
+            median(e.iter().map(|x| x.1.abs()).collect()),
+        )
+    };
+    for reg in &regimes {
+        let (n, b, m, rb, rm) = summary(&|r: &Row| r.regime == *reg);
+        out.push_str(&format!(
+            "| {reg} | {n} | {} | {:.1} % | {} | {:.1} % |\n",
+            pct(b),
+            m * 100.0,
+            pct(rb),
+            rm * 100.0
+        ));
+    }
+    let (n, b, m, rb, rm) = summary(&|_: &Row| true);
+    out.push_str(&format!(
+        "| **all** | {n} | {} | **{:.1} %** | {} | {:.1} % |\n",
+        pct(b),
+        m * 100.0,
+        pct(rb),
+        rm * 100.0
+    ));
+    out.push_str("\n## Rows\n\n| id | regime | what | unit | measured | expected | error | roofline | error | command |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (r, x) in rows.iter().zip(results) {
+        let cmd = format!("llm-ledger {}", args(r, DATA_IN_REPO).join(" "));
+        out.push_str(&format!(
+            "| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} | `{}` |\n",
+            r.id,
+            r.regime,
+            r.what,
+            r.source,
+            r.unit,
+            num(r.measured),
+            num(x.expected),
+            pct(error(r, x.expected)),
+            num(x.roofline),
+            pct(error(r, x.roofline)),
+            cmd
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_clock_matches_published_measurements() {
+    let rows = rows();
+    assert_eq!(rows.len(), 62, "the vendored calibration rows");
+    let mut cache: BTreeMap<Vec<String>, (Value, Value)> = BTreeMap::new();
+    let mut results = Vec::new();
+    for row in &rows {
+        let a = args(row, DATA);
+        let (measured, roofline) = cache.entry(a.clone()).or_insert_with(|| {
+            let run = |extra: &[&str]| {
+                let mut v: Vec<&str> = a.iter().map(String::as_str).collect();
+                v.extend(["--format", "json"]);
+                v.extend(extra);
+                json(&v)
+            };
+            (run(&[]), run(&["--time-model", "roofline"]))
+        });
+        results.push(Result {
+            expected: predicted(row, measured, "time_s"),
+            roofline: predicted(row, roofline, "time_s"),
+        });
+    }
+    let doc = document(&rows, &results);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/fidelity.md");
+    if std::env::var_os("UPDATE_FIDELITY").is_some() {
+        std::fs::write(path, &doc).unwrap();
+    }
+    let errors: Vec<f64> = rows.iter().zip(&results).map(|(r, x)| error(r, x.expected)).collect();
+    let all = median(errors.iter().map(|e| e.abs()).collect());
+    assert!(all <= 0.10, "median |error| {:.1} % > 10 %", all * 100.0);
+    let mut by_regime: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (r, e) in rows.iter().zip(&errors) {
+        by_regime.entry(r.regime.as_str()).or_default().push(*e);
+    }
+    for (regime, e) in by_regime {
+        let bias = median(e);
+        assert!(bias.abs() <= 0.10, "regime {regime}: bias {:+.1} % outside ±10 %", bias * 100.0);
+    }
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(on_disk == doc, "docs/fidelity.md differs from what the test computes; run with UPDATE_FIDELITY=1");
+}
+
+#[test]
+fn the_roofline_clock_is_what_the_fidelity_table_contrasts() {
+    // The roofline column must be today's roofline: the same command under --time-model roofline
+    // gives the roofline_time_s the measured clock reports beside its expected time.
+    let base = ["ledger", "-m", "llama-3-8b", "-g", "h100-sxm", "-b", "8", "-c", "2048", "--format", "json"];
+    let measured = json(&base);
+    let mut r = base.to_vec();
+    r.extend(["--time-model", "roofline"]);
+    let roofline = json(&r);
+    assert_eq!(measured["total"]["roofline_time_s"], roofline["step_time_s"]);
+    assert_ne!(measured["step_time_s"], roofline["step_time_s"]);
+}
+
+#[test]
+fn seed_counting_keeps_the_reference_calculators_roofline_whatever_the_clock() {
+    // Issue 13: `--counting seed` prints the reference calculator's table digit for digit, so the
+    // measured clock (the default) and any engine leave it unchanged.
+    let seed = ["ledger", "--batch", "64", "--counting", "seed"];
+    let roofline = crate::harness::ok(&[&seed[..], &["--time-model", "roofline"]].concat());
+    for extra in [&[][..], &["--time-model", "measured", "--engine", "eager"][..]] {
+        assert_eq!(crate::harness::ok(&[&seed[..], extra].concat()), roofline, "{extra:?}");
+    }
+    assert!(roofline.contains(" mlp         32    722 GFLOP   11.3 GB       0 B           0 B   11.3 GB     64.0   bf16   4.21 ms    35.0 %   memory"));
+}

@@ -1,0 +1,388 @@
+//! The measured clock: each operator's *expected* time on a real GPU, beside the roofline's.
+//!
+//! The roofline ([`crate::roofline`]) charges an operator `max(FLOPs ÷ (peak × 60 %), bytes ÷
+//! (bandwidth × 80 %))` and nothing else. Real kernels differ in ways that are known and measured
+//! (`docs/fidelity.md` lists every source and how well the result matches). [`Measured`] is a
+//! roofline rebuilt from measurements plus the terms a roofline lacks, each a function below with
+//! its source:
+//!
+//! * achievable bandwidth and achievable matmul peak per GPU and format ([`GpuFit`]: STREAM-like
+//!   copies and the best-shape matmul searches of `measured-kernels.md` §1–2);
+//! * GEMM efficiency by shape: tile padding and wave quantisation ([`gemm_shape_efficiency`]);
+//! * attention efficiency by phase ([`GpuFit::attention_prefill`]);
+//! * a fixed cost per kernel, with CUDA graphs or launched from the host ([`kernel_fixed_s`],
+//!   [`HOST_LAUNCH_S`]);
+//! * fusion as each engine fuses ([`engine_fusion`]);
+//! * weight-only quantised GEMMs paying for dequantisation ([`dequant_s`]), so W4A16 loses its
+//!   edge over bf16 as the batch grows ([`w4a16_crossover_batch`] finds where);
+//! * collectives: the α + n/β model of [`crate::parallel`] (NCCL's own cost model), plus the host
+//!   launch floor when launched eagerly ([`Measured`]'s `link_time`).
+//!
+//! Fitted constants (3, on the 62 rows of `docs/fidelity.md`): [`GRAPH_KERNEL_S`], [`HOST_LAUNCH_S`]
+//! and [`DEQUANT_OPS_PER_WEIGHT`]. Every other number is a published measurement, quoted where it is
+//! used. Measured per-kernel tables (NVIDIA AIConfigurator's database) take precedence over this
+//! fallback where they cover the operator (issue 13 item 1; a separate module).
+
+use crate::engine::{Clock, Engine};
+use crate::hardware::Gpu;
+use crate::kinds::OpKind;
+use crate::operator::Op;
+use crate::precision::MathFormat;
+use crate::roofline::{Efficiency, Roofline, TimeModel, Timing};
+use crate::workload::Phase;
+
+/// Achievable fractions of a GPU's datasheet peaks, measured (each value's source beside it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuFit {
+    /// Achievable fraction of HBM bandwidth (STREAM copy ÷ datasheet).
+    pub bandwidth: f64,
+    /// Achievable fraction of the 16-bit tensor peak (best-shape matmul ÷ datasheet).
+    pub bf16: f64,
+    /// Achievable fraction of the 8-bit (and 4-bit) tensor peak.
+    pub fp8: f64,
+    /// Achieved fraction of the 16-bit peak by prefill attention (FlashAttention-2 forward).
+    pub attention_prefill: f64,
+}
+
+impl GpuFit {
+    /// A100 (SXM and PCIe): bandwidth 1.61 ÷ 2.039 TB/s (Azure ND A100 v4 STREAM copy; also
+    /// LLMCompass's weight-streaming GEMM, 1.61 TB/s); bf16 271.2 ÷ 312 TF (stas00 MAMF,
+    /// 1024×10240×5120); attention 179.5 ÷ 312 TF (Azure guide, FA2, head dim 64, seq 8192).
+    pub const A100: GpuFit =
+        GpuFit { bandwidth: 1.61 / 2.039, bf16: 271.2 / 312.0, fp8: 271.2 / 312.0, attention_prefill: 179.5 / 312.0 };
+    /// H100: bandwidth 2.90 ÷ 3.35 TB/s (Azure ND H100 v5 copy); bf16 794.5 ÷ 989 TF and fp8
+    /// 1402.6 ÷ 1979 TF (stas00 MAMF); attention 327.9 ÷ 989 TF (Azure guide, FA2, head dim 128).
+    pub const H100: GpuFit =
+        GpuFit { bandwidth: 2.90 / 3.35, bf16: 794.5 / 989.0, fp8: 1402.6 / 1979.0, attention_prefill: 327.9 / 989.0 };
+    /// H200: bandwidth 4.01 ÷ 4.8 TB/s (Azure ND H200 v5 copy); bf16 as H100 (stas00: "H200 is the
+    /// same"); fp8 1453.4 ÷ 1979 TF (MAMF); attention 329.3 ÷ 989 TF (Azure guide, FA2).
+    pub const H200: GpuFit =
+        GpuFit { bandwidth: 4.01 / 4.8, bf16: 794.5 / 989.0, fp8: 1453.4 / 1979.0, attention_prefill: 329.3 / 989.0 };
+    /// B200/GB200: bandwidth 7.35 ÷ 8.0 TB/s (Azure HPC blog, GB200 "92 % efficiency"); bf16
+    /// 1745 ÷ 2250 TF and fp8 3432.5 ÷ 4500 TF (stas00 MAMF, B200); attention: no measurement, the
+    /// lower end of FlashAttention-2's "50–73 % of the theoretical maximum".
+    pub const B200: GpuFit =
+        GpuFit { bandwidth: 7.35 / 8.0, bf16: 1745.0 / 2250.0, fp8: 3432.5 / 4500.0, attention_prefill: 0.5 };
+    /// MI300X/MI325X: bandwidth 4.15 ÷ 5.3 TB/s (Azure guide fork, copy; tag C); bf16 668.4 ÷
+    /// 1300 TF (stas00 MAMF, ROCm 6.3); fp8 1222.9 ÷ 2615 TF (Azure fork, hipBLASLt 8192³);
+    /// attention 328.6 ÷ 1307 TF (Azure fork, FA2).
+    pub const MI300X: GpuFit =
+        GpuFit { bandwidth: 4.15 / 5.3, bf16: 668.4 / 1300.0, fp8: 1222.9 / 2615.0, attention_prefill: 328.6 / 1307.0 };
+    /// Any other GPU: the middle of the published ranges: bandwidth 0.85 (NVIDIA HBM 0.80–0.90,
+    /// `measured-kernels.md` §1), bf16 0.80 (0.80–0.87, §2), fp8 0.72 (0.70–0.76, §2), attention 0.5
+    /// (FlashAttention-2 "50–73 %").
+    pub const DEFAULT: GpuFit = GpuFit { bandwidth: 0.85, bf16: 0.80, fp8: 0.72, attention_prefill: 0.5 };
+
+    /// The fit for a catalogue GPU, by its name's family (`a100…`, `h100…`, `h200…`, `b200`,
+    /// `gb200`, `mi…`: MI300X's for every AMD Instinct); [`GpuFit::DEFAULT`] otherwise (users' GPU files included).
+    pub fn of(gpu: &Gpu) -> GpuFit {
+        let n = gpu.name.as_str();
+        if n.starts_with("a100") {
+            GpuFit::A100
+        } else if n.starts_with("h100") {
+            GpuFit::H100
+        } else if n.starts_with("h200") || n.starts_with("gh200") {
+            GpuFit::H200
+        } else if n.starts_with("b200") || n.starts_with("gb200") {
+            GpuFit::B200
+        } else if n.starts_with("mi") {
+            // Other CDNA parts (MI250X) have no published STREAM or matmul search here: MI300X's.
+            GpuFit::MI300X
+        } else {
+            GpuFit::DEFAULT
+        }
+    }
+
+    /// Achievable fraction of the peak of `math`: 8- and 4-bit tensor formats at [`GpuFit::fp8`],
+    /// everything else (16-bit tensor, vector) at [`GpuFit::bf16`].
+    pub fn peak_fraction(&self, math: MathFormat) -> f64 {
+        match math {
+            MathFormat::Fp8 | MathFormat::Int8 | MathFormat::Fp4 => self.fp8,
+            _ => self.bf16,
+        }
+    }
+}
+
+/// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
+/// and the tail between dependent kernels, which a roofline does not see. **Fitted** (one constant)
+/// on the single-stream decode rows of `docs/fidelity.md` (gpt-fast and AIConfigurator batch-1
+/// steps, where ~230 kernels a step take 1–2 ms beyond the bytes at achievable bandwidth);
+/// consistent with CUDA-graph kernel gaps of a few µs.
+pub const GRAPH_KERNEL_S: f64 = 4.5e-6;
+
+/// Host time to dispatch one operator from PyTorch eager, seconds: without CUDA graphs a kernel
+/// shorter than this leaves the GPU idle, so an eager kernel takes `max(GPU time, HOST_LAUNCH_S)`.
+/// **Fitted** (one constant) on LLMCompass's per-operator A100 decode layer (small elementwise
+/// kernels and all-reduces measured at 17–48 µs "regardless of size", `measured-kernels.md` §6).
+pub const HOST_LAUNCH_S: f64 = 30e-6;
+
+/// Vector operations per weight element to dequantise a weight-only quantised GEMM's weights
+/// (unpack, convert, scale), done once per M tile of [`DEQUANT_TILE_M`] rows and not overlapped
+/// with the weight loads (added to the kernel's time, not to a roof). **Fitted** (one constant) on gpt-fast's int8 and int4 weight-only
+/// batch-1 decode rows (Llama-2-7B, Llama-2-70B, Mixtral on A100: 1069 and 863 GB/s achieved
+/// against 1397 GB/s in bf16, `measured-kernels.md` §4).
+pub const DEQUANT_OPS_PER_WEIGHT: f64 = 4.0;
+
+/// Achievable fraction of HBM bandwidth of PyTorch eager's elementwise and normalisation kernels
+/// (unfused, one tensor pass each): LLMCompass's A100 prefill LayerNorm moves 16,384 × 12,288 fp16
+/// values in and out (805 MB) in 0.68 ms, 1.18 TB/s = 0.58 of 2.039 TB/s (derived,
+/// `measured-kernels.md` §6; its softmax, 1.15 TB/s, agrees). Fused engines' kernels reach the
+/// GPU's [`GpuFit::bandwidth`].
+pub const EAGER_VECTOR_BANDWIDTH: f64 = 1.18 / 2.039;
+
+/// Rows of one M tile of a weight-only quantised GEMM kernel: each M tile dequantises the weights
+/// again (Marlin and TensorRT-LLM's mixed-input GEMMs use M tiles of 16–64; 64 here).
+pub const DEQUANT_TILE_M: f64 = 64.0;
+
+/// CTA tile of the GEMM kernels for the shape efficiency: 128 columns, and 64 rows for skinny
+/// GEMMs (`m ≤ 64`), 128 otherwise — the common CUTLASS/cuBLAS tiles for sm80/sm90 16-bit GEMMs,
+/// the same tiles [`crate::tiling`] explores in detail.
+pub const GEMM_TILE_N: f64 = 128.0;
+
+/// Fixed cost of a kernel under `engine`, seconds (added to its roofs): [`GRAPH_KERNEL_S`] for
+/// every engine, the launch gap of a dependent kernel; eager engines add the host floor
+/// separately ([`kernel_time_s`]).
+pub fn kernel_fixed_s(_engine: Engine) -> f64 {
+    GRAPH_KERNEL_S
+}
+
+/// Time of one kernel with roofs `roof_s = max(compute, memory)` under `engine`:
+/// `roof_s + GRAPH_KERNEL_S`, and at least [`HOST_LAUNCH_S`] when launched eagerly from the host.
+pub fn kernel_time_s(engine: Engine, roof_s: f64) -> f64 {
+    let t = roof_s + kernel_fixed_s(engine);
+    if engine.cuda_graphs() {
+        t
+    } else {
+        t.max(HOST_LAUNCH_S)
+    }
+}
+
+/// How an engine folds an operator into its neighbours' kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    /// A kernel of its own.
+    Own,
+    /// Merged into the previous kernel with its bytes (K and V projections in one QKV GEMM, up in
+    /// one gate/up GEMM, the cache append inside the attention kernel): no kernel of its own.
+    Merged,
+    /// In the previous kernel's epilogue: its input is still on chip, so only its arithmetic
+    /// counts (the residual add in the norm, SiLU × gate in the GEMM, RoPE on Q and K).
+    Epilogue,
+}
+
+/// How `engine` runs an operator `kind` (module docs of [`Engine`] say which engine fuses what;
+/// sources: TensorRT-LLM's fused gated-MLP and attention plugins, vLLM's `QKVParallelLinear`,
+/// `MergedColumnParallelLinear` and `fused_add_rms_norm`, Inductor's pointwise fusion in gpt-fast).
+pub fn engine_fusion(engine: Engine, kind: OpKind) -> Fusion {
+    use OpKind::*;
+    let merged_gemm = matches!(kind, KProj | VProj | UpProj | ExpertUp | SharedUp);
+    let residual = matches!(kind, AttnResidual | MlpResidual | Residual);
+    match engine {
+        Engine::Eager => Fusion::Own,
+        Engine::Trtllm => match kind {
+            _ if merged_gemm => Fusion::Merged,
+            KvWrite => Fusion::Merged,
+            _ if residual => Fusion::Epilogue,
+            Act | ExpertAct | SharedAct | Rope => Fusion::Epilogue,
+            _ => Fusion::Own,
+        },
+        Engine::Vllm | Engine::Sglang => match kind {
+            _ if merged_gemm => Fusion::Merged,
+            _ if residual => Fusion::Epilogue,
+            _ => Fusion::Own,
+        },
+        Engine::GptFast => match kind {
+            KProj | VProj => Fusion::Merged,
+            KvWrite => Fusion::Merged,
+            _ if residual => Fusion::Epilogue,
+            Act | ExpertAct | SharedAct | Rope => Fusion::Epilogue,
+            _ => Fusion::Own,
+        },
+    }
+}
+
+/// Fraction of a GEMM's tensor-core work that is useful, from its shape: tile padding
+/// `m·n ÷ (⌈m/bm⌉·bm · ⌈n/bn⌉·bn)` times wave quantisation `ctas ÷ (⌈ctas/SMs⌉ · SMs)` for
+/// `ctas = ⌈m/bm⌉·⌈n/bn⌉·instances·splits` on `sm_count` SMs (one CTA per SM at a time, as the
+/// large-tile kernels run; the tile model of [`crate::tiling`] derives the same two factors for any
+/// tile). `bm` = 16 for `m ≤ 16` (skinny kernels on the 16-row MMA), 64 for `m ≤ 64`, else 128;
+/// `bn` = [`GEMM_TILE_N`]; `splits` = the split-K factor a library picks when the tiles do not fill
+/// the GPU, `min(⌊SMs ÷ tiles⌋, ⌈k ÷ 256⌉)`, at least 1.
+pub fn gemm_shape_efficiency(m: f64, n: f64, k: f64, instances: f64, sm_count: u64) -> f64 {
+    if m <= 0.0 || n <= 0.0 || sm_count == 0 {
+        return 1.0;
+    }
+    let bm = if m <= 16.0 {
+        16.0
+    } else if m <= 64.0 {
+        64.0
+    } else {
+        128.0
+    };
+    let (tm, tn) = ((m / bm).ceil(), (n / GEMM_TILE_N).ceil());
+    let padding = m * n / (tm * bm * tn * GEMM_TILE_N);
+    let tiles = tm * tn * instances.max(1.0).ceil();
+    let sms = sm_count as f64;
+    let splits = (sms / tiles).floor().min((k / 256.0).ceil()).max(1.0);
+    let ctas = tiles * splits;
+    let waves = (ctas / sms).ceil();
+    padding * ctas / (waves * sms)
+}
+
+/// Dequantisation time of a weight-only quantised GEMM, seconds: `⌈m / DEQUANT_TILE_M⌉ ·
+/// instances · k · n · DEQUANT_OPS_PER_WEIGHT ÷ (vector peak × achievable fraction)`. Zero for
+/// 16-bit weights and for W8A8 (the tensor cores take the 8-bit operands as they are).
+pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &GpuFit) -> f64 {
+    let Some(g) = op.gemm else { return 0.0 };
+    let weight_only = g.weight.bytes() < 2.0 && matches!(op.math, MathFormat::Bf16 | MathFormat::Fp16);
+    if !weight_only {
+        return 0.0;
+    }
+    let tiles = (g.m / DEQUANT_TILE_M).ceil().max(1.0);
+    let weights = g.instances * g.k as f64 * g.n as f64;
+    tiles * weights * DEQUANT_OPS_PER_WEIGHT / (gpu.peak_flops_per_s.vector * fit.bf16)
+}
+
+/// The measured time model for one engine and phase ([`TimeModel`]): per operator, compute
+/// `FLOPs ÷ (peak × achievable fraction × shape efficiency)` (+ dequantisation), memory `bytes ÷
+/// (bandwidth × achievable fraction)`, time `max(compute, memory)` plus the kernel's fixed cost
+/// ([`kernel_time_s`]); an operator the engine fuses joins the previous kernel ([`Fusion`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// The engine.
+    pub engine: Engine,
+    /// The step's phase (attention efficiency differs).
+    pub phase: Phase,
+    /// The GPU's achievable fractions ([`GpuFit::of`], looked up once per step, not per operator).
+    pub fit: GpuFit,
+}
+
+impl Measured {
+    /// The roofs of `op` in a kernel of its own and the time it adds beyond them (dequantisation;
+    /// no fixed cost).
+    fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64, f64) {
+        let fit = self.fit;
+        let peak = gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector);
+        let mut eff = fit.peak_fraction(op.math);
+        if let Some(g) = op.gemm {
+            eff *= gemm_shape_efficiency(g.m, g.n as f64, g.k as f64, g.instances, gpu.sm_count);
+        } else if op.attention.is_some() && self.phase == Phase::Prefill {
+            eff = fit.attention_prefill;
+        }
+        let compute_s = op.cost.flops / (peak * eff);
+        let bandwidth = if self.engine == Engine::Eager && op.math == MathFormat::Vector {
+            EAGER_VECTOR_BANDWIDTH
+        } else {
+            fit.bandwidth
+        };
+        let memory_s = op.cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * bandwidth);
+        (compute_s, memory_s, dequant_s(op, gpu, &fit))
+    }
+}
+
+impl TimeModel for Measured {
+    fn op_time(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timing {
+        let (compute_s, memory_s, extra_s) = self.roofs(op, gpu);
+        let (compute_s, memory_s, time_s) = match engine_fusion(self.engine, op.kind) {
+            _ if op.fused => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
+            Fusion::Own => (compute_s, memory_s, kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s)),
+            Fusion::Merged => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
+            Fusion::Epilogue => (compute_s, 0.0, compute_s + extra_s),
+        };
+        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: 0.0 }
+    }
+
+    fn fused(&self, op: &Op) -> bool {
+        op.fused || engine_fusion(self.engine, op.kind) != Fusion::Own
+    }
+
+    fn link_time(&self, link_s: f64) -> Timing {
+        let time_s = if self.engine.cuda_graphs() { link_s } else { link_s.max(HOST_LAUNCH_S) };
+        Timing { link_s, time_s, roofline_s: link_s, ..Timing::default() }
+    }
+}
+
+/// The time model a scenario's [`Clock`] names: the roofline, or the measured model of its
+/// engine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Model {
+    /// Today's roofline.
+    Roofline,
+    /// The measured model.
+    Measured(Measured),
+}
+
+impl Model {
+    /// The model for `clock` in `phase` on `gpu`.
+    pub fn new(clock: Clock, phase: Phase, gpu: &Gpu) -> Model {
+        if clock.is_roofline() {
+            Model::Roofline
+        } else {
+            Model::Measured(Measured { engine: clock.engine, phase, fit: GpuFit::of(gpu) })
+        }
+    }
+}
+
+impl TimeModel for Model {
+    #[inline]
+    fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+        match self {
+            Model::Roofline => Roofline.op_time(op, gpu, eff),
+            Model::Measured(m) => m.op_time(op, gpu, eff),
+        }
+    }
+
+    #[inline]
+    fn fused(&self, op: &Op) -> bool {
+        match self {
+            Model::Roofline => op.fused,
+            Model::Measured(m) => m.fused(op),
+        }
+    }
+
+    #[inline]
+    fn is_roofline(&self) -> bool {
+        matches!(self, Model::Roofline)
+    }
+
+    #[inline]
+    fn link_time(&self, link_s: f64) -> Timing {
+        match self {
+            Model::Roofline => Timing::link(link_s),
+            Model::Measured(m) => m.link_time(link_s),
+        }
+    }
+}
+
+/// The smallest batch (in `1..=max_batch`) at which a weight-only quantised GEMM of `n × k`
+/// weights in `weight` bytes per weight is no faster than the same GEMM with 16-bit weights under
+/// the measured model on `gpu`, or `None` if it stays faster up to `max_batch` (seed 004: W4A16
+/// loses its edge over bf16 as the batch grows).
+pub fn w4a16_crossover_batch(
+    gpu: &Gpu,
+    engine: Engine,
+    n: u64,
+    k: u64,
+    weight: crate::precision::Precision,
+    max_batch: u64,
+) -> Option<u64> {
+    use crate::cost::Cost;
+    use crate::gemm::Gemm;
+    use crate::precision::Precision;
+    let model = Measured { engine, phase: Phase::Decode, fit: GpuFit::of(gpu) };
+    let time = |m: f64, w: Precision| {
+        let g = Gemm::new(m, n, k, w, Precision::Bf16);
+        let cost = Cost {
+            flops: g.flops(),
+            weight_bytes: g.weight_bytes(),
+            activation_bytes: g.activation_bytes(),
+            ..Cost::ZERO
+        };
+        let op = Op { gemm: Some(g), ..Op::plain(OpKind::GateProj, cost, MathFormat::Bf16) };
+        model.op_time(&op, gpu, Efficiency::default()).time_s
+    };
+    (1..=max_batch).find(|&b| time(b as f64, weight) >= time(b as f64, Precision::Bf16))
+}
+
+#[cfg(test)]
+mod tests;

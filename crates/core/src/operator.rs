@@ -1,0 +1,60 @@
+//! One operator instance as the time models see it ([`Op`]: kind, FLOPs and bytes, math format,
+//! GEMM and attention shape): a leaf below [`crate::roofline`], so that a time model can look at
+//! an operator's shape ([`crate::ops`] builds them and re-exports these types).
+
+use crate::cost::Cost;
+use crate::gemm::Gemm;
+use crate::kinds::OpKind;
+use crate::precision::MathFormat;
+use serde::Serialize;
+
+/// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
+/// ([`crate::tiling::attention`]). Bytes are per position and summed over the KV heads, with the
+/// same per-element sizes the operator's cost uses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AttentionShape {
+    /// Query heads.
+    pub heads: f64,
+    /// Groups that share one K/V stream (KV heads; 1 for MLA's absorbed latent, every head for
+    /// MLA expanded per head).
+    pub kv_heads: f64,
+    /// Query/key dimension per head.
+    pub qk_dim: f64,
+    /// Value dimension per head.
+    pub v_dim: f64,
+    /// Sliding window, tokens.
+    pub window: Option<u64>,
+    /// HBM bytes of K for one position, all KV heads (cache and activation parts).
+    pub k_bytes_per_position: f64,
+    /// HBM bytes of V for one position, all KV heads (0 when the kernel reuses K's load).
+    pub v_bytes_per_position: f64,
+    /// Bytes of one query position's Q (all heads).
+    pub q_bytes_per_query: f64,
+    /// Bytes of one query position's output O (all heads).
+    pub o_bytes_per_query: f64,
+}
+
+/// One operator instance in one layer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Op {
+    /// Kind.
+    pub kind: OpKind,
+    /// FLOPs and bytes.
+    pub cost: Cost,
+    /// Math format it runs in (after GPU fallback).
+    pub math: MathFormat,
+    /// GEMM shape, for GEMM operators.
+    pub gemm: Option<Gemm>,
+    /// Attention shape, for the attention core (fused, or its QKᵀ and P·V halves).
+    pub attention: Option<AttentionShape>,
+    /// Runs inside the previous operator's kernel (the softmax of FlashAttention): its roofs add to
+    /// that kernel's, and its time is the marginal time it adds (see [`crate::roofline::KernelTimer`]).
+    pub fused: bool,
+}
+
+impl Op {
+    /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
+    pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
+        Op { kind, cost, math, gemm: None, attention: None, fused: false }
+    }
+}
