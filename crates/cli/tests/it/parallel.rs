@@ -138,11 +138,12 @@ fn bad_layouts_are_one_line() {
 
 /// A plan that ranks nothing is worded by the report crate from the core's quantities
 /// (`PlanRefused`), naming the CLI's flags: 405B bf16 is 812.8 GB; TP 4 × PP 2 holds a quarter of
-/// each stage's half, 101.6 GB per GPU, against 80 − 2 (reserve) = 78 GB.
+/// each stage's half, 101.6 GB per GPU, against 80 − 2 (reserve) = 78 GB. (Times on the roofline
+/// clock, whose arithmetic the core's plan tests show.)
 #[test]
 fn plan_refusals_name_the_flags_and_what_would_fit() {
     assert_eq!(
-        fails(&["plan", "--model", "llama-3.1-405b", "--tpot-ms", "50", "--max-gpus", "8"]),
+        fails(&["plan", "--model", "llama-3.1-405b", "--tpot-ms", "50", "--max-gpus", "8", "--time-model", "roofline"]),
         "error: invalid `--max-gpus`: 8 (enough GPUs for llama-3.1-405b on h100-sxm at 2048 cached tokens: with at most \
          8 GPUs the fullest GPU still needs 101.6 GB of the 78.0 GB available (TP 4 × PP 2 (8 GPUs)); the smallest layout \
          that fits and meets the bound is TP 8 × PP 2 (16 GPUs) (41.6 ms per token at batch 1): raise `--max-gpus` to 16 \
