@@ -48,6 +48,10 @@ pub enum Command {
     Measure(MeasureArgs),
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
+    /// Fit the expected clock to your own measurements (a CSV of scenario columns and one of
+    /// step_ms, step_s, tokens_per_s, tpot_ms, ttft_ms): residuals, fitted constants with their
+    /// uncertainty, and a profile file for --profile.
+    Calibrate(CalibrateArgs),
     /// Walk one forward step from the model down to a GEMM tile: a node, its children, the
     /// breadcrumb, and whether (and why not) the children add up to it.
     Zoom(ZoomArgs),
@@ -157,6 +161,7 @@ pub struct ScenarioArgs {
     pub bandwidth_efficiency: Option<String>,
     pub time_model: Option<String>,
     pub engine: Option<String>,
+    pub profile: Option<String>,
     pub zipf: Option<String>,
     pub expert_loads: Option<String>,
     pub tp: Option<String>,
@@ -232,6 +237,9 @@ pub struct SetupArgs {
     /// Inference engine the measured clock assumes: trtllm, vllm, sglang, gpt-fast or eager.
     #[arg(long)]
     pub engine: Option<String>,
+    /// A calibration profile (`llm-ledger calibrate` writes one) that adjusts the measured clock.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<String>,
     /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
     #[arg(long, allow_hyphen_values = true)]
     pub zipf: Option<String>,
@@ -330,6 +338,7 @@ impl SetupArgs {
             bandwidth_efficiency: s.bandwidth_efficiency,
             time_model: s.time_model,
             engine: s.engine,
+            profile: s.profile,
             zipf: s.zipf,
             expert_loads: s.expert_loads,
             ..Default::default()
@@ -622,6 +631,26 @@ pub struct MeasureArgs {
     /// Measured throughput, tokens per second (decode: generated; prefill: processed).
     #[arg(long, allow_hyphen_values = true)]
     pub tokens_per_s: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `calibrate` options.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// Measurements: a CSV whose header names scenario inputs (model, gpu, phase, batch, ctx,
+    /// weights, kv, tp, engine, …, as the flags without `--`) and one measurement column.
+    #[arg(value_name = "FILE.csv")]
+    pub file: String,
+    /// Write the fitted profile (TOML) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<String>,
+    /// Add the GPUs of a user GPU file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub gpu_file: Option<String>,
+    /// Add the presets of a user preset file to the catalogue.
+    #[arg(long, value_name = "FILE")]
+    pub preset_file: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -958,7 +987,7 @@ mod tests {
     /// Scenario flags that are not inputs of the core's table: files the CLI reads and hands to
     /// the resolver as values (`--histogram` becomes a context mix) or adds to the catalogue, and
     /// the Hub revision the CLI fetches `--model org/name` at.
-    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram", "revision"];
+    const FILE_FLAGS: &[&str] = &["gpu_file", "preset_file", "histogram", "revision", "profile"];
 
     /// The ids of the scenario flag groups.
     fn scenario_flag_ids() -> Vec<String> {

@@ -3,6 +3,7 @@
 
 use crate::cli::ScenarioArgs;
 use anyhow::{bail, Context, Result};
+use llm_ledger_core::clock::Profile;
 use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::limits::{MAX_HISTOGRAM_BYTES, MAX_INPUT_FILE_BYTES};
 use llm_ledger_core::model::{parse_config_json, parse_preset_file, ModelSpec};
@@ -165,6 +166,11 @@ pub fn scenario(args: &ScenarioArgs) -> Result<Scenario> {
         }
     } else if args.revision.is_some() {
         bail!("invalid `--revision`: given without a Hub repo id as `--model`");
+    }
+    if let Some(p) = &args.profile {
+        let profile =
+            Profile::from_toml(&read_text(Path::new(p), "profile")?).with_context(|| format!("in profile `{p}`"))?;
+        req.profile = Some(Loaded(Arc::new(profile)));
     }
     if let Some(g) = args.gpu.as_deref().filter(|g| looks_like_path(g)) {
         req.gpu = None;

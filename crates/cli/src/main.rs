@@ -32,6 +32,7 @@ fn run(cli: Cli) -> anyhow::Result<String> {
         Some(Command::Latency(a)) => commands::latency::latency(&a),
         Some(Command::Cost(a)) => commands::latency::cost(&a),
         Some(Command::Measure(a)) => commands::measure::measure(&a),
+        Some(Command::Calibrate(a)) => commands::calibrate::calibrate(&a),
         Some(Command::Advise(a)) => commands::measure::advise(&a),
         Some(Command::Zoom(a)) => commands::zoom::run(&a),
         Some(Command::Tile(a)) => commands::tile::run(&a),

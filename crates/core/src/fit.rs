@@ -146,9 +146,18 @@ pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usiz
     let (jtj, _) = normal_equations(&j, &r, &w);
     let (n, p) = (measured.len(), params.len());
     let sigma2 = weighted_cost(&r, &w) * 2.0 / (n.saturating_sub(p).max(1)) as f64;
-    let inv = (n > p).then(|| invert(jtj)).flatten();
-    let relative_std_errors =
-        (0..p).map(|k| inv.as_ref().map(|m| (sigma2 * m[k][k]).max(0.0).sqrt()).unwrap_or(f64::INFINITY)).collect();
+    // A constant the rows do not move (a zero column: no compute-bound row for a compute scale) is
+    // undetermined; the others' covariance comes from the determined block alone.
+    let biggest = (0..p).map(|k| jtj[k][k]).fold(0.0, f64::max);
+    let determined: Vec<usize> = (0..p).filter(|&k| jtj[k][k] > 1e-12 * biggest && biggest > 0.0).collect();
+    let block: Vec<Vec<f64>> = determined.iter().map(|&a| determined.iter().map(|&b| jtj[a][b]).collect()).collect();
+    let inv = (n > determined.len()).then(|| invert(block)).flatten();
+    let relative_std_errors = (0..p)
+        .map(|k| match (determined.iter().position(|&d| d == k), &inv) {
+            (Some(i), Some(m)) => (sigma2 * m[i][i]).max(0.0).sqrt(),
+            _ => f64::INFINITY,
+        })
+        .collect();
     Ok(Fitted {
         names: params.iter().map(|p| p.name.clone()).collect(),
         values: phi.iter().map(|v| v.exp()).collect(),

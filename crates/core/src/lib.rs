@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod calibrate;
 pub mod clock;
 pub mod conventions;
 pub mod cost;

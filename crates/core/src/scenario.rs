@@ -3,6 +3,7 @@
 //! query parameters alike) and [`ScenarioRequest::resolve`] is the one resolver both front ends use,
 //! so they accept the same values and fail with the same messages.
 
+use crate::clock::Profile;
 use crate::engine::{Clock, Engine, TimeModelKind, ENGINE_NAMES, TIME_MODEL_NAMES};
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
@@ -35,6 +36,8 @@ pub struct Scenario {
     /// The clock: time model and engine (default: the measured model of TensorRT-LLM). Seed
     /// counting always uses the roofline ([`Scenario::effective_clock`]).
     pub clock: Clock,
+    /// A calibration profile applied to the expected clock (identity unless `--profile`).
+    pub profile: Profile,
 }
 
 impl Scenario {
@@ -55,7 +58,17 @@ impl Scenario {
             }
         }
         let parallel = Arc::new(Parallelism::single(&model));
-        Ok(Scenario { model, gpu, workload, weights, efficiency, routing, parallel, clock: Clock::default() })
+        Ok(Scenario {
+            model,
+            gpu,
+            workload,
+            weights,
+            efficiency,
+            routing,
+            parallel,
+            clock: Clock::default(),
+            profile: Profile::IDENTITY,
+        })
     }
 
     /// The same scenario deployed over several GPUs (validated against its model and GPU).
@@ -382,6 +395,9 @@ pub struct ScenarioRequest {
     /// A GPU loaded from a file; used instead of `gpu` when present.
     #[serde(skip)]
     pub gpu_file: Option<Loaded<Gpu>>,
+    /// A calibration profile a front end loaded from a file (`calibrate` writes them).
+    #[serde(skip)]
+    pub profile: Option<Loaded<Profile>>,
     /// `decode` (default) or `prefill`.
     pub phase: Option<String>,
     /// Sequences (default 1).
@@ -687,6 +703,9 @@ impl ScenarioRequest {
             model: self.time_model.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
             engine: self.engine.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
         };
+        if let Some(p) = &self.profile {
+            sc.profile = *p.0;
+        }
         let spec = self.parallel_spec()?;
         if spec == ParallelSpec::default() {
             return Ok(sc);

@@ -1,5 +1,6 @@
 //! One module per subcommand; each turns parsed flags into a report string.
 
+pub mod calibrate;
 pub mod kv;
 pub mod latency;
 pub mod ledger;

@@ -2,6 +2,7 @@
 //! concern and one shared harness.
 
 mod bad_inputs;
+mod calibrate;
 mod checkpoint;
 mod cli;
 mod econ;

@@ -384,5 +384,8 @@ pub fn w4a16_crossover_batch(
     (1..=max_batch).find(|&b| time(b as f64, weight) >= time(b as f64, Precision::Bf16))
 }
 
+pub mod profile;
+pub use profile::{Profile, Profiled};
+
 #[cfg(test)]
 mod tests;

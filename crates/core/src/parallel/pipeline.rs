@@ -22,7 +22,7 @@
 //! counts layer × micro-batch instances), its send, and `pipeline_wait = T − b_s`, the time it
 //! waits for the others, so its rows add up to the step time. Tokens per step are the batch's.
 
-use crate::clock::Model;
+use crate::clock::{Model, Profiled};
 use crate::cost::Cost;
 use crate::ops::{for_each_op, Op, OpBuilder, OpKind};
 use crate::precision::MathFormat;
@@ -58,9 +58,11 @@ pub fn op_timing<M: TimeModel>(sc: &Scenario, timer: &mut KernelTimer<M>, op: &O
 }
 
 /// The kernel timer of a scenario: its clock's time model ([`crate::clock::Model`]: the roofline,
-/// or the measured model of its engine) with no kernel open.
-pub fn kernel_timer(sc: &Scenario) -> KernelTimer<Model> {
-    KernelTimer::with_model(Model::new(sc.effective_clock(), sc.workload.phase, &sc.gpu))
+/// or the measured model of its engine, with the scenario's calibration [`crate::clock::Profile`]) with
+/// no kernel open.
+pub fn kernel_timer(sc: &Scenario) -> KernelTimer<Profiled> {
+    let model = Model::new(sc.effective_clock(), sc.workload.phase, &sc.gpu);
+    KernelTimer::with_model(Profiled { model, profile: sc.profile })
 }
 
 /// Visit the operators of one GPU of the busiest pipeline stage with their multiplicity and the

@@ -22,7 +22,7 @@
 //!
 //! Identical layers share one computed [`LayerDetail`]; every layer is still its own node.
 
-use crate::clock::Model;
+use crate::clock::Profiled;
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::model::ModelSpec;
@@ -260,7 +260,7 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
     }
 }
 
-fn op_node(sc: &Scenario, timer: &mut KernelTimer<Model>, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
+fn op_node(sc: &Scenario, timer: &mut KernelTimer<Profiled>, op: Op, unfused: Option<Cost>, fused: Cost) -> OpNode {
     OpNode { timing: crate::parallel::op_timing(sc, timer, &op), tiles: tile_level(sc, &op, unfused, fused), op }
 }
 

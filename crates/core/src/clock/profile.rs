@@ -1,0 +1,173 @@
+//! A calibration profile: three constants fitted to a user's own measurements
+//! (`llm-ledger calibrate`, [`crate::fit`]) that adjust the expected clock for their deployment.
+//!
+//! For an operator the clock times at `t` with roofs `c` (compute) and `m` (memory):
+//!
+//! `t' = t · (memory_scale if m ≥ c else compute_scale) + kernel_s` (the last only for an
+//! operator in a kernel of its own, not one the engine fuses into its neighbour),
+//!
+//! so `memory_scale` corrects the achieved bandwidth of memory-bound kernels (1.1 = 10 % slower
+//! than the clock says), `compute_scale` the achieved throughput of compute-bound ones, and
+//! `kernel_s` the fixed cost per kernel (launch gaps, an engine's per-kernel overhead). The
+//! identity profile (1, 1, 0) leaves every time bit for bit as it was. Collectives are not scaled.
+//! The roofline clock ignores profiles: it is the explanation, not the estimate.
+
+use super::Model;
+use crate::error::{Error, Result};
+use crate::hardware::Gpu;
+use crate::operator::Op;
+use crate::roofline::{Efficiency, TimeModel, Timing};
+use serde::{Deserialize, Serialize};
+
+/// Fitted adjustments of the expected clock (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Multiplier on memory-bound operators' expected time.
+    pub memory_scale: f64,
+    /// Multiplier on compute-bound operators' expected time.
+    pub compute_scale: f64,
+    /// Seconds added to every operator that runs in a kernel of its own.
+    pub kernel_s: f64,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::IDENTITY
+    }
+}
+
+/// Bounds a profile's constants must lie in: scales 0.1–10 (a clock off by more than 10× is a
+/// wrong input, not a calibration), `kernel_s` 0–1 ms.
+pub const SCALE_RANGE: (f64, f64) = (0.1, 10.0);
+/// Most seconds a profile may add per kernel.
+pub const MAX_KERNEL_S: f64 = 1e-3;
+
+impl Profile {
+    /// No adjustment.
+    pub const IDENTITY: Profile = Profile { memory_scale: 1.0, compute_scale: 1.0, kernel_s: 0.0 };
+
+    /// Whether this profile changes nothing.
+    pub fn is_identity(&self) -> bool {
+        *self == Profile::IDENTITY
+    }
+
+    /// A checked profile.
+    pub fn new(memory_scale: f64, compute_scale: f64, kernel_s: f64) -> Result<Profile> {
+        let scale = |name: &str, v: f64| {
+            if (SCALE_RANGE.0..=SCALE_RANGE.1).contains(&v) {
+                Ok(v)
+            } else {
+                Err(Error::invalid(
+                    name,
+                    crate::error::compact_f64(v),
+                    format!("a multiplier in {}..={}", SCALE_RANGE.0, SCALE_RANGE.1),
+                ))
+            }
+        };
+        let memory_scale = scale("memory_scale", memory_scale)?;
+        let compute_scale = scale("compute_scale", compute_scale)?;
+        if !(0.0..=MAX_KERNEL_S).contains(&kernel_s) {
+            return Err(Error::invalid(
+                "kernel_s",
+                crate::error::compact_f64(kernel_s),
+                format!("seconds in 0..={MAX_KERNEL_S}"),
+            ));
+        }
+        Ok(Profile { memory_scale, compute_scale, kernel_s })
+    }
+
+    /// A profile file (TOML: `memory_scale`, `compute_scale`, `kernel_s`, and an optional
+    /// `[fit]` table that `calibrate` writes for the record and is not read).
+    pub fn from_toml(text: &str) -> Result<Profile> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            memory_scale: f64,
+            compute_scale: f64,
+            kernel_s: f64,
+            #[serde(default)]
+            #[allow(dead_code)]
+            fit: Option<toml::Value>,
+        }
+        let f: File = toml::from_str(text).map_err(|e| Error::toml("profile file", text, &e))?;
+        Profile::new(f.memory_scale, f.compute_scale, f.kernel_s)
+    }
+
+    /// `t'` of the module docs for one operator's timing from the clock.
+    pub fn adjust(&self, t: Timing, own_kernel: bool) -> Timing {
+        let scale = if t.memory_s >= t.compute_s { self.memory_scale } else { self.compute_scale };
+        let extra = if own_kernel { self.kernel_s } else { 0.0 };
+        Timing { time_s: t.time_s * scale + extra, ..t }
+    }
+}
+
+/// A time model with a [`Profile`] applied to the expected time (never to the roofline's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Profiled {
+    /// The clock.
+    pub model: Model,
+    /// The adjustment.
+    pub profile: Profile,
+}
+
+impl TimeModel for Profiled {
+    #[inline]
+    fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+        let t = self.model.op_time(op, gpu, eff);
+        if self.profile.is_identity() || self.model.is_roofline() {
+            return t;
+        }
+        self.profile.adjust(t, !self.model.fused(op))
+    }
+
+    #[inline]
+    fn fused(&self, op: &Op) -> bool {
+        self.model.fused(op)
+    }
+
+    #[inline]
+    fn link_time(&self, link_s: f64) -> Timing {
+        self.model.link_time(link_s)
+    }
+
+    #[inline]
+    fn is_roofline(&self) -> bool {
+        self.model.is_roofline()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_scales_by_bound_and_adds_its_kernel_cost() {
+        let p = Profile::new(1.2, 0.9, 3e-6).unwrap();
+        let mem = Timing { compute_s: 1e-6, memory_s: 4e-6, time_s: 9e-6, ..Timing::default() };
+        // Memory-bound: 9 µs × 1.2 + 3 µs = 13.8 µs; fused into its neighbour: no kernel cost.
+        assert!((p.adjust(mem, true).time_s - 13.8e-6).abs() < 1e-15);
+        assert!((p.adjust(mem, false).time_s - 10.8e-6).abs() < 1e-15);
+        let comp = Timing { compute_s: 5e-6, memory_s: 4e-6, time_s: 10e-6, ..Timing::default() };
+        assert!((p.adjust(comp, false).time_s - 9e-6).abs() < 1e-15);
+        assert_eq!(p.adjust(comp, false).compute_s, 5e-6, "the roofs stay");
+    }
+
+    #[test]
+    fn profile_files_parse_and_refuse_what_they_should() {
+        let p = Profile::from_toml("memory_scale = 1.1\ncompute_scale = 0.95\nkernel_s = 2e-6\n[fit]\nrows = 12\n")
+            .unwrap();
+        assert_eq!(p, Profile { memory_scale: 1.1, compute_scale: 0.95, kernel_s: 2e-6 });
+        let e = Profile::from_toml("memory_scale = 0\ncompute_scale = 1\nkernel_s = 0\n").unwrap_err().to_string();
+        assert!(e.contains("`memory_scale`") && e.contains("0.1..=10"), "{e}");
+        let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 1\n").unwrap_err().to_string();
+        assert!(e.contains("`kernel_s`"), "{e}");
+        let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\n").unwrap_err().to_string();
+        assert!(e.contains("kernel_s"), "{e}");
+        let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 0\nspeed = 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("speed"), "{e}");
+        assert!(Profile::default().is_identity());
+    }
+}
