@@ -61,6 +61,7 @@ pub mod ops;
 pub mod parallel;
 pub mod plan;
 pub mod plan_refusal;
+pub mod plan_serving;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;

@@ -9,6 +9,7 @@ mod explorer;
 mod harness;
 mod hub;
 mod parallel;
+mod plan_load;
 mod readme;
 mod simulate;
 mod ux;
