@@ -149,10 +149,8 @@ impl ServingPlanReport {
         let mut footer = Vec::new();
         if let Some(b) = self.ranked.first() {
             footer.push(format!(
-                "answer: {} replica(s) of {} ({} GPUs), max {} sequences, chunks of {} tokens: p99 TTFT {}, p99 TPOT {}, ${:.3} per million output tokens",
-                b.replicas,
-                layout_words(b.tp, b.pp, b.ep),
-                b.gpus,
+                "answer: {}, max {} sequences, chunks of {} tokens: p99 TTFT {}, p99 TPOT {}, ${:.3} per million output tokens",
+                replicas_words(b.replicas, b.tp, b.pp, b.ep),
                 human::count(b.max_seqs),
                 human::count(b.chunk_tokens),
                 human::seconds(b.ttft_p99_s),
@@ -211,6 +209,15 @@ impl Report for ServingPlanReport {
     }
 }
 
+/// `1 replica of 1 GPU`, `3 replicas of TP 2 (2 GPUs), 6 GPUs in all`.
+fn replicas_words(replicas: u64, tp: u64, pp: u64, ep: u64) -> String {
+    let layout = layout_words(tp, pp, ep);
+    match replicas {
+        1 => format!("1 replica of {layout}"),
+        r => format!("{r} replicas of {layout}, {} GPUs in all", r * tp * pp * ep),
+    }
+}
+
 /// A plan-under-load refusal in words, one line, naming inputs through `name_of` (the CLI's
 /// `--ttft-ms`): no deployment holds both p99 SLAs at the rate, and the p99s the closest reached.
 pub fn refusal_message(r: &ServingRefused, name_of: &dyn Fn(&str) -> String) -> String {
@@ -226,9 +233,8 @@ pub fn refusal_message(r: &ServingRefused, name_of: &dyn Fn(&str) -> String) -> 
     );
     match &r.closest {
         Some(c) if c.ttft_p99_s > 0.0 => format!(
-            "{head}; the closest, {} replica(s) of {} with max {} sequences and chunks of {} tokens, reaches p99 TTFT {:.3} ms and p99 TPOT {:.3} ms",
-            c.replicas,
-            layout_words(c.layout.tp, c.layout.pp, c.layout.ep),
+            "{head}; the closest, {}, with max {} sequences and chunks of {} tokens, reaches p99 TTFT {:.3} ms and p99 TPOT {:.3} ms",
+            replicas_words(c.replicas, c.layout.tp, c.layout.pp, c.layout.ep),
             c.max_seqs,
             c.chunk_tokens,
             c.ttft_p99_s * 1e3,
