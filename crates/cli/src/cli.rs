@@ -735,6 +735,32 @@ pub struct PlanArgs {
     pub reserve: ReserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub load: PlanLoadArgs,
+}
+
+/// `plan --rate`: plan under load by simulation (`simulate`), for p99 SLAs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PlanLoadArgs {
+    /// Arrival rate, requests/s (Poisson): plan the cheapest deployment (layout, max sequences,
+    /// chunk, replicas) whose simulated p99 TTFT and p99 TPOT hold --ttft-ms and --tpot-ms.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub rate: Option<String>,
+    /// With --rate: bound on the p99 time to first token, milliseconds.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub ttft_ms: Option<String>,
+    /// With --rate: requests simulated per candidate (default 2000).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub requests: Option<String>,
+    /// With --rate: seed of the arrival and length draws (default 0).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub seed: Option<String>,
+    /// With --rate: prompt tokens, as `simulate --prompt` (default 2048).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub prompt: Option<String>,
+    /// With --rate: output tokens, as `simulate --output` (default 256).
+    #[arg(long = "output", allow_hyphen_values = true, help_heading = "Under load")]
+    pub output_tokens: Option<String>,
 }
 
 /// `zoom` options.

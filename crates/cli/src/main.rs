@@ -92,6 +92,9 @@ fn user_message(e: &anyhow::Error) -> String {
     };
     match core {
         llm_ledger_core::Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &flags),
+        llm_ledger_core::Error::NoServingPlan(refused) => {
+            llm_ledger_report::plan_serving::refusal_message(refused, &flags)
+        }
         _ => core.clone().map_field(flags).to_string(),
     }
 }

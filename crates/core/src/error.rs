@@ -105,6 +105,11 @@ pub enum Error {
     /// form, about [`crate::plan_refusal::PlanRefused::field`].
     #[error("invalid `{}`: {} ({})", .0.field(), plan_value(.0), plan_short(.0))]
     NoPlan(Box<crate::plan_refusal::PlanRefused>),
+    /// A plan under load found no deployment holding both p99 SLAs: the closest one's p99s
+    /// ([`crate::plan_refusal::ServingRefused`]); a front end words it in full
+    /// (`llm_ledger_report::plan_serving::refusal_message`).
+    #[error("invalid `{}`: no deployment holds p99 TTFT ≤ {:.3} ms and p99 TPOT ≤ {:.3} ms at {} requests/s", .0.field(), .0.ttft_bound_s * 1e3, .0.tpot_bound_s * 1e3, .0.rate_per_s)]
+    NoServingPlan(Box<crate::plan_refusal::ServingRefused>),
     /// A report holds a NaN or an infinity: a bug (every input is range-checked), caught before
     /// anything is printed.
     #[error("internal error: non-finite value in {path}; please report this with the command line")]
@@ -238,6 +243,7 @@ impl Error {
             Error::InvalidField { field, .. } | Error::MissingField { field, .. } => Some(field),
             Error::UnknownName { field, .. } => field.as_deref(),
             Error::NoPlan(p) => Some(p.field()),
+            Error::NoServingPlan(p) => Some(p.field()),
             Error::Malformed { .. } | Error::Unsupported { .. } | Error::NonFinite { .. } => None,
         }
     }

@@ -67,6 +67,7 @@ pub mod pairs;
 pub mod parallel;
 pub mod plan;
 pub mod plan_refusal;
+pub mod plan_serving;
 pub mod precision;
 pub mod roofline;
 pub mod scenario;

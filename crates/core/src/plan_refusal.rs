@@ -85,3 +85,53 @@ impl PlanRefused {
         }
     }
 }
+
+/// The deployment under load that came closest to the SLAs, with the p99s it reached.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ServingClosest {
+    /// The layout of each replica.
+    pub layout: Layout,
+    /// Replicas.
+    pub replicas: u64,
+    /// Most sequences per step.
+    pub max_seqs: u64,
+    /// Prefill chunk, tokens.
+    pub chunk_tokens: u64,
+    /// p99 time to first token, seconds.
+    pub ttft_p99_s: f64,
+    /// p99 time per output token, seconds.
+    pub tpot_p99_s: f64,
+}
+
+/// Why a plan under load (`plan` with a rate) found no deployment holding both p99 SLAs, in
+/// quantities; `llm_ledger_report::plan_serving::refusal_message` words it. Carried by
+/// [`crate::error::Error::NoServingPlan`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServingRefused {
+    /// Model name.
+    pub model: String,
+    /// GPU name.
+    pub gpu: String,
+    /// Arrival rate, requests per second.
+    pub rate_per_s: f64,
+    /// p99 TTFT bound, seconds.
+    pub ttft_bound_s: f64,
+    /// p99 TPOT bound, seconds.
+    pub tpot_bound_s: f64,
+    /// Most GPUs per replica.
+    pub max_gpus: u64,
+    /// The closest deployment (none when no layout could serve a request at all).
+    pub closest: Option<ServingClosest>,
+}
+
+impl ServingRefused {
+    /// The input the refusal is about: the SLA the closest deployment misses by more
+    /// (`ttft_ms` or `tpot_ms`), or `max_gpus` when nothing could serve.
+    pub fn field(&self) -> &'static str {
+        match &self.closest {
+            Some(c) if c.ttft_p99_s / self.ttft_bound_s >= c.tpot_p99_s / self.tpot_bound_s => "ttft_ms",
+            Some(_) => "tpot_ms",
+            None => "max_gpus",
+        }
+    }
+}

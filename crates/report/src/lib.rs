@@ -17,6 +17,7 @@ pub mod levers;
 pub mod measure;
 pub mod moe;
 pub mod plan;
+pub mod plan_serving;
 pub mod plot;
 pub mod render;
 pub mod simulate;

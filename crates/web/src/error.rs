@@ -44,6 +44,9 @@ impl AppError {
             llm_ledger_core::Error::NoPlan(refused) => {
                 llm_ledger_report::plan::refusal_message(refused, &str::to_string)
             }
+            llm_ledger_core::Error::NoServingPlan(refused) => {
+                llm_ledger_report::plan_serving::refusal_message(refused, &str::to_string)
+            }
             _ => e.to_string(),
         };
         let field = e.field().map(str::to_string);

@@ -53,7 +53,8 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
         .collect()
 }
 
-fn lengths(field: &str, text: Option<&str>, default: u64) -> Result<Lengths> {
+/// Prompt or output lengths from a flag's text (`hist:FILE` read here), or `default` tokens.
+pub fn lengths(field: &str, text: Option<&str>, default: u64) -> Result<Lengths> {
     match text {
         None => Ok(Lengths::Fixed(default)),
         Some(t) => match t.trim().strip_prefix("hist:") {

@@ -352,6 +352,16 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("issue 14: an unknown schedule", Cli(&["simulate", "--schedule", "lifo"]), "unknown schedule `lifo`; accepted: prefill-first, decode-first"),
         ("issue 14: pipeline stages", Cli(&["simulate", "--pp", "2"]), "invalid `--pp`: 2 (pp = 1: the simulator does not model pipeline micro-batches (use tp or ep))"),
         ("issue 14: a sweep too large to run", Cli(&["simulate", "--rate", "1..100", "--requests", "1000000"]), "invalid `--requests`: 1000000 requests at each of 100 rates (at most 10000000 requests in all)"),
+        ("issue 14: plan --rate without a TTFT bound", Cli(&["plan", "--rate", "2", "--tpot-ms", "50"]), "invalid `--ttft-ms`: none given (a p99 bound in milliseconds with --rate)"),
+        ("issue 14: plan --rate without a TPOT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "500"]), "--tpot-ms"),
+        ("issue 14: plan at a zero rate", Cli(&["plan", "--rate", "0", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: 0 (a rate in requests/s above 0 and at most 1000000)"),
+        ("issue 14: plan at a negative rate", Cli(&["plan", "--rate", "-3", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: -3 (a rate in requests/s above 0"),
+        ("issue 14: plan at a rate that is not a number", Cli(&["plan", "--rate", "fast", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`"),
+        ("issue 14: plan with a zero TTFT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "0", "--tpot-ms", "50"]), "invalid `--ttft-ms`: 0 (a number in [0.001, 3.6e6])"),
+        ("issue 14: plan with a negative TPOT bound under load", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "-1"]), "invalid `--tpot-ms`: -1"),
+        ("issue 14: plan with zero requests per candidate", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--requests", "0"]), "invalid `--requests`: 0 (an integer in 1..=1000000)"),
+        ("issue 14: plan with a TTFT bound but no rate", Cli(&["plan", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--ttft-ms`: given (it applies only with --rate (a plan under load))"),
+        ("issue 14: plan under load with a batch", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--batch", "8"]), "invalid `--batch`: given with --rate (--prompt and --output (the simulated lengths))"),
         ("issue 14: a timeline of a sweep", Cli(&["simulate", "--rate", "1,2", "--plot-timeline", "x.svg"]), "invalid `--plot-timeline`: given with a sweep of rates (one rate)"),
     ]
 }

@@ -11,6 +11,7 @@ mod fidelity;
 mod harness;
 mod hub;
 mod parallel;
+mod plan_load;
 mod readme;
 mod simulate;
 mod ux;

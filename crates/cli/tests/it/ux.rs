@@ -155,6 +155,13 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         ("tile", "n") => s(&["4096", "--m", "1", "--k", "4096"]),
         ("tile", "k") => s(&["4096", "--m", "1", "--n", "4096"]),
         ("tile", "output") => s(&["bf16"]),
+        // `plan --rate` needs a TTFT bound, and the load flags need a rate (a small search).
+        ("plan", "rate") => s(&["2", "--ttft-ms", "1000", "--requests", "50"]),
+        ("plan", "ttft-ms") => s(&["1000", "--rate", "2", "--requests", "50"]),
+        ("plan", "requests") => s(&["50", "--rate", "2", "--ttft-ms", "1000"]),
+        ("plan", "seed") => s(&["3", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
+        ("plan", "prompt") => s(&["500", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
+        ("plan", "output") => s(&["50", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("sweep", "plot") => s(&[&tmp.join("curve.svg").to_string_lossy()]),
         (_, "plot") => s(&[&tmp.join("roofline.svg").to_string_lossy()]),
         (_, "model") => s(&["llama-3-8b"]),

@@ -142,7 +142,8 @@ impl SimConfig {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Check every field's range (the errors name the field).
+    pub fn validate(&self) -> Result<()> {
         self.arrivals.validate()?;
         if !matches!(self.arrivals, Arrivals::Trace(_)) && !(1..=MAX_REQUESTS).contains(&self.requests) {
             return Err(Error::invalid("requests", self.requests, format!("an integer in 1..={MAX_REQUESTS}")));
