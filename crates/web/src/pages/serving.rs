@@ -211,6 +211,8 @@ fn latency_row(name: &str, id: &str, d: &Quantiles) -> Markup {
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
+    // The whole scenario is checked (a bad batch is refused here too), then simulated without its step's shape.
+    ctx.resolve()?;
     let sc = without_step_shape(q).resolve(&ctx.state.catalog)?.scenario;
     let cfg = config(q, &sc).map_err(|e| q.core_error(&e))?;
     if !llm_ledger_core::memory::Fit::step(&sc, cfg.reserve_bytes).fits() {
