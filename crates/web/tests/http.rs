@@ -1541,6 +1541,13 @@ async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
     assert_page_refuses(&r, "invalid `requests`", "requests");
     let r = get("/serving?arrivals=trace").await;
     assert_page_refuses(&r, "unknown", "arrivals");
+    // A key of another arrival process is refused, as the CLI refuses it, not ignored.
+    let r = get("/serving?cv=3").await;
+    assert_page_refuses(&r, "invalid `cv`: given (it applies only to arrivals gamma)", "cv");
+    let r = get("/serving?arrivals=closed&rate=5").await;
+    assert_page_refuses(&r, "invalid `rate`: given (it applies only to arrivals poisson or gamma)", "rate");
+    let r = get("/serving?arrivals=closed&concurrency=4&requests=50").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
     let r = get("/serving?schedule=random").await;
     assert_page_refuses(&r, "unknown", "schedule");
     let r = get("/serving?prompt=uniform:5").await;

@@ -153,6 +153,15 @@ pub fn config(q: &PageQuery, sc: &Scenario) -> Result<SimConfig, Error> {
         "closed" => Arrivals::Closed { concurrency: u("concurrency", 16)? },
         other => return Err(Error::unknown("arrivals", other, ["poisson", "gamma", "closed"]).about("arrivals")),
     };
+    // As the CLI: a key of another arrival process is refused, not silently ignored.
+    for (field, needs) in [("cv", "gamma"), ("concurrency", "closed")] {
+        if q.extra(field).is_some() && kind != needs {
+            return Err(Error::invalid(field, "given", format!("it applies only to arrivals {needs}")));
+        }
+    }
+    if q.extra("rate").is_some() && kind == "closed" {
+        return Err(Error::invalid("rate", "given", "it applies only to arrivals poisson or gamma"));
+    }
     arrivals.validate()?;
     let requests = u("requests", d.requests)?;
     if !(1..=MAX_WEB_REQUESTS).contains(&requests) {
