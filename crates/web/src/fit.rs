@@ -31,6 +31,8 @@ pub fn page_fit(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Fit>
         };
         return Fit::requests(&sc, &r, s.reserve_bytes).ok();
     }
+    // Serving builds its own steps: its fit is the scenario's without the step's shape.
+    let q = &if page.slug == "serving" { crate::pages::serving::without_step_shape(q) } else { q.clone() };
     let sc = q.resolve(&state.catalog).ok()?.scenario;
     let keys: &[&str] = if page.keys.contains(&"reserve") { &["reserve"] } else { &[] };
     let serving: ServingRequest = q.extras_as(keys).ok()?;

@@ -569,6 +569,7 @@ const EVERY_PAGE: &[(&str, &str)] = &[
     ("batching", ""),
     ("kv-cache", "?batch=64"),
     ("cost", "?batch=16&tpot_ms=20"),
+    ("serving", "?requests=200"),
     ("gemm-tiling", "?m=1000&n=1000&k=1000"),
     ("moe", "?model=mixtral-8x7b&zipf=1"),
     ("models", ""),

@@ -1468,3 +1468,108 @@ mod over_tcp {
         assert!(answer.ends_with("more than one Host header: send exactly one"), "{answer:.300}");
     }
 }
+
+// ---- Issue 14, item 5: the Serving page (the CLI's `simulate` at one rate). ----
+
+/// The `simulate` configuration the CLI builds for these flags, with the CLI's defaults
+/// (`SimConfig::poisson`, chunk = max batched tokens, prompt 2048, output 256, 2 GB reserve).
+fn sim_config(rate: f64, requests: u64, seed: u64) -> llm_ledger_core::simulate::SimConfig {
+    use llm_ledger_core::simulate::SimConfig;
+    SimConfig { requests, seed, ..SimConfig::poisson(rate) }
+}
+
+#[tokio::test]
+async fn issue_14_serving_shows_the_simulators_numbers() {
+    use llm_ledger_core::simulate::simulate;
+    // Defaults: Poisson at 10 requests/s, 1,000 requests, seed 0, as `llm-ledger simulate`.
+    for (uri, cfg) in
+        [("/serving", sim_config(10.0, 1000, 0)), ("/serving?rate=4&requests=300&seed=7", sim_config(4.0, 300, 7))]
+    {
+        let r = get(uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        assert_security_headers(&r.headers);
+        let s = simulate(&scenario(&[]), &cfg, |_| {}).unwrap().summary;
+        assert_eq!(value_of(&r.body, "completed"), s.completed as f64, "{uri}");
+        assert_eq!(value_of(&r.body, "requests-per-s"), s.requests_per_s, "{uri}");
+        assert_eq!(value_of(&r.body, "output-tokens-per-s"), s.output_tokens_per_s, "{uri}");
+        assert_eq!(value_of(&r.body, "goodput"), s.goodput_per_s, "{uri}");
+        assert_eq!(value_of(&r.body, "preemptions"), s.preemptions as f64, "{uri}");
+        assert_eq!(value_of(&r.body, "kv-utilisation"), s.mean_kv_utilisation, "{uri}");
+        for (id, q) in [("ttft", &s.ttft_s), ("tpot", &s.tpot_s), ("itl", &s.itl_s), ("e2e", &s.e2e_s)] {
+            assert_eq!(value_of(&r.body, &format!("{id}-p50")), q.p50, "{uri} {id}");
+            assert_eq!(value_of(&r.body, &format!("{id}-p90")), q.p90, "{uri} {id}");
+            assert_eq!(value_of(&r.body, &format!("{id}-p99")), q.p99, "{uri} {id}");
+            assert_eq!(value_of(&r.body, &format!("{id}-mean")), q.mean, "{uri} {id}");
+        }
+        // The two plots the CLI draws: latency CDFs, batch and queue over time.
+        assert!(
+            r.body.contains(">TTFT<") && r.body.contains("running batch") && r.body.contains("waiting queue"),
+            "{uri}"
+        );
+        assert!(r.body.matches("<svg").count() >= 2, "{uri}");
+    }
+    // The SLAs and the other controls reach the simulator: a tight TTFT bound lowers goodput.
+    let r =
+        get("/serving?requests=300&rate=30&ttft_ms=1&tpot_ms=50&schedule=prefill-first&max_seqs=64&chunk=512").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+    let cfg = llm_ledger_core::simulate::SimConfig {
+        max_seqs: 64,
+        chunk_tokens: 512,
+        schedule: llm_ledger_core::simulate::Schedule::PrefillFirst,
+        ttft_slo_s: Some(1e-3),
+        tpot_slo_s: Some(0.05),
+        ..sim_config(30.0, 300, 0)
+    };
+    let s = simulate(&scenario(&[]), &cfg, |_| {}).unwrap().summary;
+    assert_eq!(value_of(&r.body, "goodput"), s.goodput_per_s);
+    assert!(s.goodput_per_s < s.requests_per_s);
+    // The step's shape is not the simulation's: a batch changes nothing.
+    let a = get("/serving?requests=100").await;
+    let b = get("/serving?requests=100&batch=64&ctx=512").await;
+    assert_eq!(value_of(&a.body, "ttft-p99"), value_of(&b.body, "ttft-p99"));
+    assert!(b.body.contains("class=\"field unused\""));
+}
+
+#[tokio::test]
+async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
+    let r = get("/serving?rate=0").await;
+    assert_page_refuses(&r, "invalid `rate`: 0 (a rate in requests/s above 0", "rate");
+    let r = get("/serving?rate=-2").await;
+    assert_page_refuses(&r, "invalid `rate`: -2", "rate");
+    let r = get("/serving?rate=fast").await;
+    assert_page_refuses(&r, "invalid `rate`", "rate");
+    let r = get("/serving?requests=5001").await;
+    assert_page_refuses(&r, "invalid `requests`: 5001 (an integer in 1..=5000 on the explorer", "requests");
+    let r = get("/serving?requests=1000000000").await;
+    assert_page_refuses(&r, "invalid `requests`", "requests");
+    let r = get("/serving?arrivals=trace").await;
+    assert_page_refuses(&r, "unknown", "arrivals");
+    // A key of another arrival process is refused, as the CLI refuses it, not ignored.
+    let r = get("/serving?cv=3").await;
+    assert_page_refuses(&r, "invalid `cv`: given (it applies only to arrivals gamma)", "cv");
+    let r = get("/serving?arrivals=closed&rate=5").await;
+    assert_page_refuses(&r, "invalid `rate`: given (it applies only to arrivals poisson or gamma)", "rate");
+    let r = get("/serving?arrivals=closed&concurrency=4&requests=50").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+    let r = get("/serving?schedule=random").await;
+    assert_page_refuses(&r, "unknown", "schedule");
+    let r = get("/serving?prompt=uniform:5").await;
+    assert_page_refuses(&r, "invalid `prompt`", "prompt");
+    let r = get("/serving?ttft_ms=-1").await;
+    assert_page_refuses(&r, "invalid `ttft_ms`", "ttft_ms");
+    // 1,000,000 tokens of Llama 3 8B's KV cache (128 KiB each) do not fit an H100: the core's reason.
+    let r = get("/serving?prompt=1000000&requests=1").await;
+    assert_page_refuses(&r, "invalid `prompt`: a request of 1000000 prompt + 256 output tokens", "prompt");
+    assert!(page_error(&r.body).contains("fits the KV capacity of"), "{}", page_error(&r.body));
+}
+
+#[tokio::test]
+async fn issue_14_serving_runs_on_the_heavy_pool_under_the_deadline() {
+    assert!(PAGES.iter().any(|p| p.slug == "serving" && p.heavy), "the simulation runs off the answering threads");
+    let limits = llm_ledger_web::Limits { request_timeout: std::time::Duration::ZERO, ..Default::default() };
+    let app = app(Arc::new(AppState { limits, ..AppState::builtin() }));
+    let page = app.clone().oneshot(get_req("/serving?requests=5000")).await.unwrap();
+    assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = String::from_utf8(page.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(page_error(&body).starts_with("no answer within 0 s"), "{body}");
+}

@@ -18,6 +18,7 @@ mod moe;
 pub(crate) mod parts;
 mod picture;
 mod powers;
+pub mod serving;
 mod tiling;
 
 pub(crate) use moe::check_cost as moe_check_cost;
@@ -187,6 +188,17 @@ pub static PAGES: &[PageInfo] = &[
         inputs: cost::INPUTS,
         unused: STEP_SHAPE,
         render: cost::render,
+        controls: true,
+        heavy: true,
+    },
+    PageInfo {
+        slug: "serving",
+        title: "Serving",
+        summary: "One serving instance under load: TTFT, TPOT and ITL percentiles, throughput and goodput from a step-by-step simulation.",
+        keys: serving::KEYS,
+        inputs: serving::INPUTS,
+        unused: serving::UNUSED,
+        render: serving::render,
         controls: true,
         heavy: true,
     },
