@@ -42,6 +42,15 @@ impl Metric {
         ("ttft_ms", Metric::TtftS, 1e-3),
     ];
 
+    /// The metric's name in SI units (`tokens_per_s`, `tpot_s`), as in JSON.
+    pub fn name(self) -> &'static str {
+        Metric::COLUMNS
+            .iter()
+            .find(|(_, m, f)| *m == self && *f == 1.0)
+            .map(|(n, ..)| *n)
+            .expect("every metric has an SI column")
+    }
+
     /// The metric of a column name, with its factor to SI.
     pub fn of_column(name: &str) -> Option<(Metric, f64)> {
         Metric::COLUMNS.iter().find(|(n, ..)| *n == name).map(|(_, m, f)| (*m, *f))

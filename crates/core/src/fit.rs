@@ -116,12 +116,25 @@ pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usiz
         let (jtj, jtr) = normal_equations(&j, &r, &w);
         let cost = weighted_cost(&r, &w);
         let mut improved = false;
+        // A constant at a bound that the descent direction pushes further out is held there for
+        // this step (a projected step), so the others still move to their optimum.
+        let held: Vec<bool> = (0..phi.len())
+            .map(|k| (phi[k] <= lo[k] + 1e-12 && jtr[k] > 0.0) || (phi[k] >= hi[k] - 1e-12 && jtr[k] < 0.0))
+            .collect();
         for _ in 0..30 {
             let mut a = jtj.clone();
-            for (k, row) in a.iter_mut().enumerate() {
-                row[k] += lambda * jtj[k][k].max(1e-12);
+            let mut rhs: Vec<f64> = jtr.iter().map(|v| -v).collect();
+            for k in 0..a.len() {
+                if held[k] {
+                    a[k].iter_mut().for_each(|v| *v = 0.0);
+                    a.iter_mut().for_each(|row| row[k] = 0.0);
+                    a[k][k] = 1.0;
+                    rhs[k] = 0.0;
+                } else {
+                    a[k][k] += lambda * jtj[k][k].max(1e-12);
+                }
             }
-            let Some(step) = solve(a, jtr.iter().map(|v| -v).collect()) else {
+            let Some(step) = solve(a, rhs) else {
                 lambda *= 10.0;
                 continue;
             };

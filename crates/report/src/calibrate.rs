@@ -84,7 +84,7 @@ impl Report for CalibrateReport {
             .map(|(i, r)| {
                 vec![
                     (i + 1).to_string(),
-                    format!("{:?}", r.metric).to_lowercase(),
+                    r.metric.name().to_string(),
                     value(r.metric, r.measured),
                     value(r.metric, r.predicted_before),
                     signed(r.error_before),
