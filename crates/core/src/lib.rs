@@ -45,6 +45,7 @@ pub mod error;
 pub mod expert_step;
 pub mod gemm;
 pub mod hardware;
+pub mod kernels;
 pub mod kinds;
 pub mod latency;
 pub mod layout;
