@@ -24,7 +24,7 @@ const ATTENTION_KEYS: &[&str] =
 const MLA_KEYS: &[&str] = &["kernel", "mla_dtype", "kv_cache_dtype", "num_heads", "tp_size"];
 
 static GEMM: OpSpec =
-    OpSpec { name: "gemm", keys: &["dtype"], exact: 1, inner: None, outer: None, axes: &["m", "n", "k"] };
+    OpSpec { name: "gemm", keys: &["dtype"], exact: 1, inner: None, outer: None, axes: &["m", "n", "k"], tie: None };
 static CONTEXT_ATTENTION: OpSpec = OpSpec {
     name: "context_attention",
     keys: ATTENTION_KEYS,
@@ -32,6 +32,7 @@ static CONTEXT_ATTENTION: OpSpec = OpSpec {
     inner: Some(5),
     outer: Some(6),
     axes: &["batch_size", "isl"],
+    tie: None,
 };
 static GENERATION_ATTENTION: OpSpec = OpSpec {
     name: "generation_attention",
@@ -40,10 +41,21 @@ static GENERATION_ATTENTION: OpSpec = OpSpec {
     inner: Some(5),
     outer: Some(6),
     axes: &["batch_size", "step"],
+    tie: None,
 };
-// tp_size is 128 / num_heads (DeepSeek's 128 heads split): not a key of its own.
-static CONTEXT_MLA: OpSpec =
-    OpSpec { name: "context_mla", keys: MLA_KEYS, exact: 3, inner: Some(3), outer: None, axes: &["batch_size", "isl"] };
+// tp_size × num_heads is the model's head count (128 for DeepSeek-V3, 64 for smaller MLA models):
+// the kernel's work depends on the heads per GPU, so tp_size is not matched; where both models
+// were measured at one per-GPU count (a100: 2 heads at TP 32 and TP 64), the larger TP, i.e. the
+// 128-head model, is kept.
+static CONTEXT_MLA: OpSpec = OpSpec {
+    name: "context_mla",
+    keys: MLA_KEYS,
+    exact: 3,
+    inner: Some(3),
+    outer: None,
+    axes: &["batch_size", "isl"],
+    tie: Some(4),
+};
 static GENERATION_MLA: OpSpec = OpSpec {
     name: "generation_mla",
     keys: MLA_KEYS,
@@ -51,6 +63,7 @@ static GENERATION_MLA: OpSpec = OpSpec {
     inner: Some(3),
     outer: None,
     axes: &["batch_size", "step"],
+    tie: Some(4),
 };
 static MLA_BMM: OpSpec = OpSpec {
     name: "mla_bmm",
@@ -59,6 +72,7 @@ static MLA_BMM: OpSpec = OpSpec {
     inner: Some(3),
     outer: None,
     axes: &["num_tokens"],
+    tie: None,
 };
 static CUSTOM_ALLREDUCE: OpSpec = OpSpec {
     name: "custom_allreduce",
@@ -67,6 +81,7 @@ static CUSTOM_ALLREDUCE: OpSpec = OpSpec {
     inner: Some(3),
     outer: None,
     axes: &["message_size"],
+    tie: None,
 };
 static NCCL: OpSpec = OpSpec {
     name: "nccl",
@@ -75,6 +90,7 @@ static NCCL: OpSpec = OpSpec {
     inner: Some(2),
     outer: None,
     axes: &["message_size"],
+    tie: None,
 };
 
 impl Op {
@@ -305,6 +321,12 @@ pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, 
     let f = file(gpu, Some(engine), Op::Gemm)?;
     let g = f.find(&[Q::S(dtype.as_str())])?;
     f.eval(g.levels[0].tables[0], &[m, n, k])
+}
+
+pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
+    let f = file(gpu, Some(engine), Op::Gemm)?;
+    let t = &f.tables[f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0]];
+    Some([&t.axes[0].values, &t.axes[1].values, &t.axes[2].values])
 }
 
 /// The engine's default attention kernel on `gpu`, where AIConfigurator's

@@ -358,6 +358,12 @@ pub fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64,
     embedded::gemm_us(gpu, engine, dtype, m, n, k)
 }
 
+/// The measured grid of [`gemm_us`]: the m, n and k values (sorted), or `None` where there is no
+/// table.
+pub fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
+    embedded::gemm_axes(gpu, engine, dtype)
+}
+
 /// Time of one attention kernel call (one layer), µs. Keys: the kernel (module docs), `dtype`,
 /// `kv_dtype`, `head_dim` (exact), `window` (exact where measured; a window at least as long as
 /// the sequence is full attention; otherwise decode reads `min(length, window)` cached tokens, so

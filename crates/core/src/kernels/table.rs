@@ -35,6 +35,9 @@ pub(crate) struct OpSpec {
     pub outer: Option<usize>,
     /// The `axes` line.
     pub axes: &'static [&'static str],
+    /// Where two tables share every used key, the key that decides (the larger value wins);
+    /// without one, such a file is malformed.
+    pub tie: Option<usize>,
 }
 
 /// A key value: a number where it reads as one, else a name.
@@ -412,11 +415,20 @@ fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
         while s < end {
             let o = rows[s].1;
             let e = s + rows[s..end].iter().take_while(|r| r.1 == o).count();
-            let mut inner = Vec::new();
-            let mut tabs = Vec::new();
+            let mut inner: Vec<f64> = Vec::new();
+            let mut tabs: Vec<usize> = Vec::new();
             for r in &rows[s..e] {
                 if inner.last() == Some(&r.2) {
-                    return Err(malformed(path, format!("two tables for one key ({:?}, {}, {})", exact, o, r.2)));
+                    let Some(c) = spec.tie else {
+                        return Err(malformed(path, format!("two tables for one key ({exact:?}, {o}, {})", r.2)));
+                    };
+                    if let Some(last) = tabs.last_mut() {
+                        let (new, old) = (&tables[r.3].keys[c], &tables[*last].keys[c]);
+                        if num(path, new, spec.keys[c])? > num(path, old, spec.keys[c])? {
+                            *last = r.3;
+                        }
+                    }
+                    continue;
                 }
                 inner.push(r.2);
                 tabs.push(r.3);
