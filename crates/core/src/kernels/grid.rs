@@ -36,7 +36,8 @@ pub(crate) fn interp1d(
     match (lower, upper) {
         (Some((i, a)), Some((j, b))) => {
             let w = (x.ln() - ln[i]) / (ln[j] - ln[i]);
-            Some((a.ln() + w * (b.ln() - a.ln())).exp())
+            // a · (b/a)^w: the log-space line, and exactly a where b = a.
+            Some(a * (w * (b / a).ln()).exp())
         }
         (Some((i, a)), None) => power.map(|p| a * (x / xs[i]).powf(p)),
         (None, Some((_, b))) => Some(b),

@@ -442,3 +442,109 @@ fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
     }
     Ok(groups)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    static SPEC: OpSpec = OpSpec {
+        name: "test",
+        keys: &["op_name", "num_gpus"],
+        exact: 1,
+        inner: Some(1),
+        outer: None,
+        axes: &["a", "b"],
+        tie: None,
+    };
+
+    fn file(header: &str, codes: &[u16]) -> &'static [u8] {
+        let mut v = header.as_bytes().to_vec();
+        v.extend(codes.iter().flat_map(|c| c.to_le_bytes()));
+        Box::leak(v.into_boxed_slice())
+    }
+
+    const HEADER: &str = "llm-ledger-kernel-table v1\n# comment\nkeys op_name num_gpus\naxes a b\nvalues latency_us\n\
+                          table x 2 | 1 2 | 1 4 8\ntable x 4 | = | =\ndata 12\n";
+    // Codes: 0 → 0.001 µs, 2048 → 0.001·e, 4096 → 0.001·e², 0xFFFF unmeasured.
+    const CODES: [u16; 12] = [0, 2048, 4096, 2048, 4096, 6144, 0, 0, 0, 0, 0xFFFF, 0];
+
+    #[test]
+    fn parses_and_reads_cells() {
+        let f = KernelFile::parse("t", &SPEC, file(HEADER, &CODES)).unwrap();
+        assert_eq!((f.tables.len(), f.cells, f.measured()), (2, 12, 11));
+        assert_eq!(f.cell(0, &[1, 2]), decode_us(6144));
+        assert_eq!(f.cell(1, &[1, 1]), None);
+        assert!(Arc::ptr_eq(&f.tables[0].axes[1], &f.tables[1].axes[1]), "`=` shares the axis");
+        // On a point: exact. Between b = 1 and 4 at a = 1, b = 2: half-way in log b, so
+        // exp(mean of the logs) = 0.001 · e^0.5.
+        assert_eq!(f.eval(0, &[2.0, 8.0]), decode_us(6144));
+        let v = f.eval(0, &[1.0, 2.0]).unwrap();
+        assert!((v - 0.001 * 0.5f64.exp()).abs() < 1e-15, "{v}");
+        // The unmeasured cell (a = 2, b = 4) of table 1: its measured neighbours b = 1 and 8.
+        assert_eq!(f.eval(1, &[2.0, 4.0]), decode_us(0));
+        let g = f.find(&[Q::S("x")]).unwrap();
+        assert_eq!(g.levels[0].inner.values, [2.0, 4.0]);
+        assert!(f.find(&[Q::S("y")]).is_none());
+        assert!(f.find(&[Q::N(1.0)]).is_none());
+        // GPU count 3 between 2 and 4 (log space); 8 is beyond: not extrapolated.
+        let at = |n: f64| f.eval_group(g, n, 1.0, false, |t| f.eval(t, &[2.0, 8.0]));
+        assert!(at(3.0).is_some());
+        assert_eq!(at(8.0), None);
+    }
+
+    #[test]
+    fn malformed_files_are_errors() {
+        let bad: Vec<(String, Vec<u16>)> = vec![
+            (HEADER.replace("v1", "v2"), CODES.to_vec()),
+            (HEADER.replace("data 12", "data 13"), CODES.to_vec()),
+            (HEADER.to_string(), CODES[..11].to_vec()),
+            (HEADER.to_string(), [&CODES[..], &[0]].concat()),
+            (HEADER.replace("data 12\n", ""), vec![]),
+            (HEADER.replace("table x 2 | 1 2 | 1 4 8", "table x 2 | = | 1 4 8"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 1 8 4"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 0 4 8"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 1 4 x"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "|"), CODES.to_vec()),
+            (HEADER.replace("table x 4 | = | =", "table x 4 | ="), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x 2"), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x four"), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x"), CODES.to_vec()),
+            (HEADER.replace("axes a b", "axes a c"), CODES.to_vec()),
+            (HEADER.replace("keys op_name", "keys kernel"), CODES.to_vec()),
+            (HEADER.replace("values latency_us", "values latency_ms"), CODES.to_vec()),
+            (HEADER.replace("# comment", "bogus line"), CODES.to_vec()),
+            (HEADER.replace("data 12", "data twelve"), CODES.to_vec()),
+            (HEADER.replace("| 1 2 |", "| 1 1e400 |"), CODES.to_vec()),
+        ];
+        for (i, (h, c)) in bad.iter().enumerate() {
+            let e = KernelFile::parse("t.bin", &SPEC, file(h, c)).unwrap_err();
+            assert!(e.to_string().starts_with("malformed kernel table t.bin: "), "case {i}: {e}");
+        }
+        // Not UTF-8 in the header.
+        let mut v = HEADER.as_bytes().to_vec();
+        v[30] = 0xFF;
+        assert!(KernelFile::parse("t", &SPEC, Box::leak(v.into_boxed_slice())).is_err());
+    }
+
+    proptest! {
+        /// Any byte flipped or any cut of a valid file: an error or a file, never a panic, and
+        /// lookups on whatever parses never panic either.
+        #[test]
+        fn corrupted_files_never_panic(at in 0usize..200, byte in any::<u8>(), cut in 0usize..300) {
+            let mut v = file(HEADER, &CODES).to_vec();
+            let n = v.len();
+            v[at % n] = byte;
+            v.truncate(cut.max(1));
+            if let Ok(f) = KernelFile::parse("t", &SPEC, Box::leak(v.into_boxed_slice())) {
+                for t in 0..f.tables.len() {
+                    let _ = f.eval(t, &[1.5, 3.0]);
+                    let _ = f.eval(t, &[100.0, 100.0]);
+                }
+                for g in &f.groups {
+                    let _ = f.eval_group(g, 3.0, 1.0, false, |t| f.eval(t, &[1.0, 1.0]));
+                }
+            }
+        }
+    }
+}
