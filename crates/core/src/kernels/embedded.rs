@@ -1,7 +1,7 @@
 //! The embedded files (`include_bytes!`), each parsed on first use ([`OnceLock`]), and the typed
 //! lookups on them.
 
-use super::table::{KernelFile, OpSpec, Q};
+use super::table::{to_us, KernelFile, OpSpec, Q};
 use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
@@ -309,7 +309,7 @@ fn positive(xs: &[f64]) -> bool {
     xs.iter().all(|v| v.is_finite() && *v > 0.0)
 }
 
-/// The fastest of `candidates` that gives a value.
+/// The fastest of `candidates` (each `ln(ns)`) that gives a value.
 fn fastest(candidates: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     candidates.flatten().reduce(f64::min)
 }
@@ -320,7 +320,7 @@ pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, 
     }
     let f = file(gpu, Some(engine), Op::Gemm)?;
     let g = f.find(&[Q::S(dtype.as_str())])?;
-    f.eval(g.levels[0].tables[0], &[m, n, k])
+    f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
 
 pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
@@ -350,12 +350,13 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
     let f = file(gpu, Some(engine), op)?;
     let one = |kernel: &str| attention_kernel(f, kernel, q);
     if let Some(v) = default_attention_kernel(gpu, engine).and_then(one) {
-        return Some(v);
+        return Some(to_us(v));
     }
-    fastest(f.names(0).map(one))
+    fastest(f.names(0).map(one)).map(to_us)
 }
 
-/// One kernel's attention time: the window rule, then heads × KV heads, then batch × length.
+/// One kernel's attention time, `ln(ns)`: the window rule, then heads × KV heads, then batch ×
+/// length.
 fn attention_kernel(f: &KernelFile, kernel: &str, q: &AttentionQuery) -> Option<f64> {
     let key = |window: u32| {
         f.find(&[
@@ -378,8 +379,8 @@ fn attention_kernel(f: &KernelFile, kernel: &str, q: &AttentionQuery) -> Option<
             (key(0)?, q.length, 2.0 * r - r * r)
         }
     };
-    let v = f.eval_group(group, q.heads, q.kv_heads, true, |t| f.eval(t, &[q.batch, length]))?;
-    Some(v * factor)
+    let v = f.eval_group(group, q.heads, q.kv_heads, true, |t| f.eval_ln(t, &[q.batch, length]))?;
+    Some(if factor == 1.0 { v } else { v + factor.ln() })
 }
 
 pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64> {
@@ -393,8 +394,9 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
     let f = file(gpu, Some(engine), op)?;
     fastest(f.names(0).map(|kernel| {
         let g = f.find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())])?;
-        f.eval_group(g, q.heads, 1.0, false, |t| f.eval(t, &[q.batch, q.length]))
+        f.eval_group(g, q.heads, 1.0, false, |t| f.eval_ln(t, &[q.batch, q.length]))
     }))
+    .map(to_us)
 }
 
 pub(super) fn mla_bmm_us(
@@ -415,8 +417,9 @@ pub(super) fn mla_bmm_us(
     };
     fastest(f.names(1).map(|kernel| {
         let g = f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())])?;
-        f.eval_group(g, heads, 1.0, false, |t| f.eval(t, &[tokens]))
+        f.eval_group(g, heads, 1.0, false, |t| f.eval_ln(t, &[tokens]))
     }))
+    .map(to_us)
 }
 
 /// Bytes per element of the 16-bit collective tables (bf16 / `half`).
@@ -433,8 +436,9 @@ pub(super) fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64
         // The CUDA-graph variant where there is one, else the engine's only kernel.
         let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
         let g = f.find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")])?;
-        f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]))
+        f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]))
     });
+    let custom = custom.map(to_us);
     custom.or_else(|| nccl_us(gpu, Collective::AllReduce, gpus, bytes))
 }
 
@@ -447,5 +451,5 @@ pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> 
     }
     let f = file(gpu, None, Op::Nccl)?;
     let g = f.find(&[Q::S(op.as_str()), Q::S("half")])?;
-    f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]))
+    f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
 }

@@ -3,7 +3,7 @@
 //! little-endian u16 codes. Parsing reads the header only; codes are read in place on lookup.
 //! Every structural fault is an [`Error::Malformed`], never a panic.
 
-use super::grid::interp1d;
+use super::grid::{interp_ln, positive_ln, Probe};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -256,6 +256,9 @@ impl KernelFile {
         if keys.as_deref() != Some(spec.keys) {
             return Err(malformed(path, format!("keys {:?}, expected {:?}", keys.unwrap_or_default(), spec.keys)));
         }
+        if spec.axes.len() > MAX_AXES {
+            return Err(malformed(path, format!("more than {MAX_AXES} axes")));
+        }
         if axes.as_deref() != Some(spec.axes) {
             return Err(malformed(path, format!("axes {:?}, expected {:?}", axes.unwrap_or_default(), spec.axes)));
         }
@@ -332,31 +335,43 @@ impl KernelFile {
         })
     }
 
-    /// Interpolated value of table `t` at the axis values `q` (one per axis).
+    /// Interpolated time of table `t` at the axis values `q` (one per axis), µs.
+    #[cfg(test)]
     pub fn eval(&self, t: usize, q: &[f64]) -> Option<f64> {
-        let table = &self.tables[t];
-        if q.len() != table.axes.len() || !q.iter().all(|v| v.is_finite() && *v > 0.0) {
-            return None;
-        }
-        self.eval_axis(table, q, 0, table.offset)
+        self.eval_ln(t, q).map(to_us)
     }
 
-    fn eval_axis(&self, table: &Table, q: &[f64], d: usize, base: usize) -> Option<f64> {
-        let axis = &table.axes[d];
+    /// `ln(time in ns)` of table `t` at the axis values `q` (one per axis; each positive and
+    /// finite, else `None`). Codes are read in place; nothing is allocated.
+    pub fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+        let table = &self.tables[t];
+        let n = table.axes.len();
+        if q.len() != n || n > MAX_AXES {
+            return None;
+        }
+        let mut probes = [Probe { ln_x: 0.0, pos: 0, on_point: false }; MAX_AXES];
+        for d in 0..n {
+            positive_ln(q[d])?;
+            probes[d] = Probe::new(&table.axes[d].values, q[d]);
+        }
+        self.eval_axis(table, &probes[..n], 0, table.offset)
+    }
+
+    fn eval_axis(&self, table: &Table, probes: &[Probe], d: usize, base: usize) -> Option<f64> {
         let stride = table.strides[d];
-        let last = d + 1 == table.axes.len();
-        interp1d(&axis.values, &axis.ln, q[d], self.powers[d], |i| {
+        let last = d + 1 == probes.len();
+        interp_ln(&table.axes[d].ln, &probes[d], self.powers[d], |i| {
             if last {
-                decode_us(self.code(base + i * stride))
+                code_ln(self.code(base + i * stride))
             } else {
-                self.eval_axis(table, q, d + 1, base + i * stride)
+                self.eval_axis(table, probes, d + 1, base + i * stride)
             }
         })
     }
 
-    /// Interpolate over a group's numeric keys: the outer key (KV heads) first, keeping the ratio
-    /// `inner / outer` when `keep_ratio` (the attention group size), then the inner key; `leaf`
-    /// gives a table's value.
+    /// Interpolate over a group's numeric keys in log space: the outer key (KV heads) first,
+    /// keeping the ratio `inner / outer` when `keep_ratio` (the attention group size), then the
+    /// inner key; `leaf` gives a table's `ln(ns)`.
     pub fn eval_group(
         &self,
         g: &Group,
@@ -365,17 +380,31 @@ impl KernelFile {
         keep_ratio: bool,
         mut leaf: impl FnMut(usize) -> Option<f64>,
     ) -> Option<f64> {
-        if !(inner.is_finite() && inner > 0.0 && outer.is_finite() && outer > 0.0) {
-            return None;
-        }
+        positive_ln(inner)?;
+        positive_ln(outer)?;
+        let inner_power = if self.spec.inner.is_some() { self.inner_power } else { Some(1.0) };
         let outer_power = if self.spec.outer.is_some() { self.outer_power } else { Some(1.0) };
-        interp1d(&g.outer.values, &g.outer.ln, outer, outer_power, |j| {
+        interp_ln(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power, |j| {
             let level = &g.levels[j];
             let x = if keep_ratio { inner * (g.outer.values[j] / outer) } else { inner };
-            let inner_power = if self.spec.inner.is_some() { self.inner_power } else { Some(1.0) };
-            interp1d(&level.inner.values, &level.inner.ln, x, inner_power, |i| leaf(level.tables[i]))
+            interp_ln(&level.inner.ln, &Probe::new(&level.inner.values, x), inner_power, |i| leaf(level.tables[i]))
         })
     }
+}
+
+/// Most axes a table may have (GEMM: m, n, k).
+const MAX_AXES: usize = 3;
+
+/// `ln(latency in ns)` of a stored code: `code / 2048` (a code decodes to `0.001 · exp(code /
+/// 2048)` µs, i.e. `exp(code / 2048)` ns); `None` for `0xFFFF`.
+fn code_ln(code: u16) -> Option<f64> {
+    (code != UNMEASURED).then(|| f64::from(code) / 2048.0)
+}
+
+/// Microseconds from `ln(ns)`: `0.001 · exp(L)`, the decoding of [`decode_us`], so a measured
+/// point comes back bit for bit.
+pub(crate) fn to_us(ln_ns: f64) -> f64 {
+    0.001 * ln_ns.exp()
 }
 
 fn num(path: &str, k: &Key, what: &str) -> Result<f64> {
@@ -488,7 +517,7 @@ mod tests {
         assert!(f.find(&[Q::S("y")]).is_none());
         assert!(f.find(&[Q::N(1.0)]).is_none());
         // GPU count 3 between 2 and 4 (log space); 8 is beyond: not extrapolated.
-        let at = |n: f64| f.eval_group(g, n, 1.0, false, |t| f.eval(t, &[2.0, 8.0]));
+        let at = |n: f64| f.eval_group(g, n, 1.0, false, |t| f.eval_ln(t, &[2.0, 8.0]));
         assert!(at(3.0).is_some());
         assert_eq!(at(8.0), None);
     }
@@ -542,7 +571,7 @@ mod tests {
                     let _ = f.eval(t, &[100.0, 100.0]);
                 }
                 for g in &f.groups {
-                    let _ = f.eval_group(g, 3.0, 1.0, false, |t| f.eval(t, &[1.0, 1.0]));
+                    let _ = f.eval_group(g, 3.0, 1.0, false, |t| f.eval_ln(t, &[1.0, 1.0]));
                 }
             }
         }
