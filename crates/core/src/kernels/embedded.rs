@@ -278,23 +278,25 @@ fn slot(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> usize {
     (gpu as usize * 4 + e) * Op::COUNT + op as usize
 }
 
-/// The parsed file per (GPU, engine, op), filled on first use: `None` where no file exists.
-static PARSED: [OnceLock<Option<(usize, Result<KernelFile>)>>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+/// A parsed file, or why it did not parse; `None` where no file exists.
+type Slot = Option<Result<KernelFile>>;
 
-fn slot_entry(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static (usize, Result<KernelFile>)> {
+/// The parsed file per (GPU, engine, op), filled on first use.
+static PARSED: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+
+fn slot_entry(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static Result<KernelFile>> {
     PARSED[slot(gpu, engine, op)]
         .get_or_init(|| {
-            let i = FILES.iter().position(|f| f.gpu == gpu && f.engine == engine && f.op == op)?;
-            let f = &FILES[i];
-            Some((i, KernelFile::parse(f.path, op.spec(), f.bytes)))
+            let f = FILES.iter().find(|f| f.gpu == gpu && f.engine == engine && f.op == op)?;
+            Some(KernelFile::parse(f.path, op.spec(), f.bytes))
         })
         .as_ref()
 }
 
 fn parsed_file(f: &EmbeddedFile) -> Result<&'static KernelFile> {
     match slot_entry(f.gpu, f.engine, f.op) {
-        Some((_, Ok(k))) => Ok(k),
-        Some((_, Err(e))) => Err(e.clone()),
+        Some(Ok(k)) => Ok(k),
+        Some(Err(e)) => Err(e.clone()),
         None => Err(Error::Malformed { what: format!("kernel table {}", f.path), message: "not registered".into() }),
     }
 }
@@ -302,7 +304,7 @@ fn parsed_file(f: &EmbeddedFile) -> Result<&'static KernelFile> {
 /// The parsed file, or `None` where there is none or it does not parse (the tests check that
 /// every embedded file parses).
 fn file(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static KernelFile> {
-    slot_entry(gpu, engine, op).and_then(|(_, r)| r.as_ref().ok())
+    slot_entry(gpu, engine, op).and_then(|r| r.as_ref().ok())
 }
 
 fn positive(xs: &[f64]) -> bool {

@@ -249,7 +249,7 @@ fn none_where_there_is_no_data() {
     // Every catalogue name we map exists in the catalogue.
     let catalogue: Vec<&Gpu> = builtin_gpus().iter().map(|g| &**g).collect();
     for g in KernelGpu::ALL {
-        let entry = catalogue.iter().find(|c| c.name == g.catalogue_name()).expect(g.catalogue_name());
+        let entry = catalogue.iter().find(|c| c.name == g.catalogue_name()).unwrap();
         assert_eq!(KernelGpu::for_gpu(entry), Some(g));
     }
     // A user's GPU file that reuses a catalogue name with other figures gets none.
