@@ -375,3 +375,18 @@ proptest! {
         prop_assert!(lo * (1.0 - 1e-12) <= v && v <= hi * (1.0 + 1e-12), "{lo} ≤ {v} ≤ {hi} at {at:?}");
     }
 }
+
+#[test]
+fn aiconfigurator_own_breakdown_h100_llama_8b_decode() {
+    // AIConfigurator 0.12.0's estimate for Llama-3.1-8B on h100_sxm, trtllm, TP 1, static batch 1,
+    // isl 2048, osl 2 (../shared/research/peers-aiconfigurator/…h100_sxm_static_bs1…SILICON.txt),
+    // generation phase, 32 layers: qkv_gemm 0.707 ms, proj_gemm 0.530 ms, attention 0.444 ms,
+    // all "[silicon]" (read from these tables). Our lookups × 32 layers, to its 3 decimals.
+    let layers = 32.0;
+    let ms = |us: f64| format!("{:.3}", us * layers / 1000.0);
+    // QKV: n = (32 + 2 · 8) · 128 = 6144, k = 4096.
+    assert_eq!(ms(gemm_us(H100, TRT, BF16, 1.0, 6144.0, 4096.0).unwrap()), "0.707");
+    assert_eq!(ms(gemm_us(H100, TRT, BF16, 1.0, 4096.0, 4096.0).unwrap()), "0.530");
+    let attn = attention_us(H100, TRT, &llama(AttentionPhase::Generation, 1.0, 2048.0)).unwrap();
+    assert!(rel(attn * layers / 1000.0, 0.444) < 0.01, "{}", ms(attn));
+}
