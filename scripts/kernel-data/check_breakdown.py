@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recompose AIConfigurator's per-operator breakdown for Llama-3.1-8B from data/kernels/.
+"""Recompose AIConfigurator's per-operator breakdown for Llama-3.1-8B from crates/core/data/kernels/.
 
 A check of the data files, not part of the ledger: for each SILICON breakdown in
 ../shared/research/peers-aiconfigurator/ (or the folder given as the first argument), look up the
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fetch import read_kernel_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent
-DATA = REPO / "data" / "kernels"
+DATA = REPO / "crates" / "core" / "data" / "kernels"
 PEERS = REPO.parent.parent / "shared" / "research" / "peers-aiconfigurator"
 
 LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 32, 4096, 32, 8, 128, 14336, 128256

@@ -6,7 +6,7 @@ Reproducible pipeline (see README.md in this folder):
 1. ``pip download --no-deps aiconfigurator-core==0.12.0`` into a temporary directory (pinned
    platform tags, so every host gets the same wheel) and check its sha256 against the pin below.
 2. Read the parquet tables under ``aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/``.
-3. Write grid files under ``data/kernels/`` (text header + u16 log-encoded latencies; see
+3. Write grid files under ``crates/core/data/kernels/`` (text header + u16 log-encoded latencies; see
    README.md for the format), a manifest and the licence. Output is deterministic: sorted
    tables and axes, a fixed encoding, so a re-run gives byte-identical files.
 
@@ -14,10 +14,10 @@ Nothing is written outside the temporary directory except the output files (and,
 ``--inventory``, the inventory listing).
 
 Usage:
-    python3 scripts/kernel-data/fetch.py                  # download, check, write data/kernels/
+    python3 scripts/kernel-data/fetch.py                  # download, check, write crates/core/data/kernels/
     python3 scripts/kernel-data/fetch.py --wheel W.whl    # use a wheel already on disk (sha checked)
     python3 scripts/kernel-data/fetch.py --inventory scripts/kernel-data/inventory.tsv
-    python3 scripts/kernel-data/fetch.py --dump data/kernels/h100_sxm/trtllm/gemm.bin
+    python3 scripts/kernel-data/fetch.py --dump crates/core/data/kernels/h100_sxm/trtllm/gemm.bin
 """
 
 from __future__ import annotations
@@ -375,7 +375,7 @@ class Writer:
             f"# engine: {engine} {engine_version}",
             f"# op: {op}",
             "# licence: Apache-2.0; " + " / ".join(self.copyright)
-            + " Full text: data/kernels/LICENSE-aiconfigurator.txt",
+            + " Full text: crates/core/data/kernels/LICENSE-aiconfigurator.txt",
             "# unit: latency_us = microseconds per kernel call (source column `latency`, ms, x 1000)",
             "# layout: line 'keys K1 K2 ...' names the table keys, 'axes A1 A2 ...' the grid axes,"
             " 'values COLUMN' the value; then one line per table: 'table k1 k2 ... | a1 values | a2"
@@ -684,7 +684,7 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
 
     # Licence.
     apache = (HERE / "Apache-2.0.txt").read_text()
-    lic = ["The files under data/kernels/ are derived from NVIDIA AIConfigurator's performance",
+    lic = ["The files under crates/core/data/kernels/ are derived from NVIDIA AIConfigurator's performance",
            f"database as shipped in the PyPI package {PACKAGE} {VERSION}",
            f"(wheel {WHEEL_NAME}, sha256 {WHEEL_SHA256}),",
            "licensed under the Apache License, Version 2.0 (License-Expression: Apache-2.0 in the",
@@ -749,11 +749,11 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--out", default=str(REPO / "data" / "kernels"))
+    ap.add_argument("--out", default=str(REPO / "crates" / "core" / "data" / "kernels"))
     ap.add_argument("--wheel", help="use this wheel file instead of downloading (sha256 checked)")
     ap.add_argument("--inventory", help="also write the inventory of every parquet table here")
     ap.add_argument("--gpus", default=",".join(GPUS), help="comma-separated subset (testing)")
-    ap.add_argument("--dump", help="print a data/kernels/*.bin file as text and exit")
+    ap.add_argument("--dump", help="print a crates/core/data/kernels/*.bin file as text and exit")
     args = ap.parse_args()
     if args.dump:
         sys.stdout.write(dump(Path(args.dump)))

@@ -51,6 +51,7 @@ pub mod expert_step;
 pub mod fit;
 pub mod gemm;
 pub mod hardware;
+pub mod kernels;
 pub mod kinds;
 pub mod latency;
 pub mod layout;

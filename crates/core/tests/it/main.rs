@@ -7,6 +7,7 @@ mod econ;
 mod fuzz_checks;
 mod fuzz_regressions;
 mod invariants;
+mod kernels;
 mod module_layers;
 mod parallel;
 mod real_configs;

@@ -1,0 +1,415 @@
+//! Measured kernel times: the tables derived from NVIDIA AIConfigurator's per-kernel database
+//! (PyPI `aiconfigurator-core` 0.12.0, Apache-2.0; `crates/core/data/kernels/`, written by
+//! `scripts/kernel-data/fetch.py`, format in `scripts/kernel-data/README.md`), embedded with
+//! `include_bytes!` and read lazily: a file is parsed the first time a lookup needs it (one
+//! [`std::sync::OnceLock`] per file), so code that never asks pays nothing.
+//!
+//! Every lookup returns **microseconds per kernel call** (`_us`), or `None` where there is no
+//! measured data to stand on (a GPU or engine without tables, a key never measured, a
+//! non-positive or non-finite query): the caller falls back to its roofline. Nothing is invented
+//! silently; the rules below are the only way a number is made from the measured ones.
+//!
+//! # Interpolation (one rule for every table)
+//!
+//! Every grid axis (GEMM m, n, k; attention batch and length; collective message size) and every
+//! numeric key (attention heads and KV heads, MLA heads, GPU count) is interpolated the same way:
+//!
+//! * **Log space.** Between the two bracketing measured values `x₀ ≤ x ≤ x₁` with latencies
+//!   `t₀`, `t₁`: `ln t = ln t₀ + (ln x − ln x₀)/(ln x₁ − ln x₀) · (ln t₁ − ln t₀)`, i.e.
+//!   `t = t₀^(1−w) · t₁^w`. Several axes nest (multilinear in `(ln x, ln t)`), outermost axis
+//!   first.
+//! * **Exact at measured points.** A query that lands on a measured grid point returns that
+//!   point's decoded value bit for bit (`0.001 · exp(code / 2048)` µs), whatever its neighbours.
+//! * **Below the smallest measured value: clamp.** The smallest point's latency (a kernel never
+//!   gets faster than its smallest measured size: launch and latency floors).
+//! * **Above the largest: scale** from the largest measured point by `(x / x_max)^p`, with the
+//!   axis's power `p` ([`AXIS_POWERS`]): `p = 1` where time is linear in the size once the GPU is
+//!   full (GEMM m, n, k; batch; decode length; message size; heads), `p = 2` for the prompt
+//!   length of prefill attention (causal attention FLOPs grow with isl²). GPU count is not
+//!   extrapolated (beyond 8 GPUs a collective leaves the node): `None`.
+//! * **Unmeasured cells** (code `0xFFFF`, e.g. large batch × length corners of attention): the
+//!   nearest measured cells along that axis stand in: between two measured neighbours it
+//!   interpolates, beyond the last measured one it scales as above, below the first it clamps.
+//!   A line with no measured cell at all gives `None` for that line, and the next axis out looks
+//!   further in turn.
+//!
+//! # Which kernel, where several were measured
+//!
+//! * Attention: the engine's default kernel where AIConfigurator's `attention_lane_defaults.yaml`
+//!   names one and it was measured for the key (sglang: `fa3` on H100/H200, `triton` on B200);
+//!   otherwise the fastest of the kernels measured for the key, at the query point.
+//! * Custom all-reduce: the CUDA-graph variant where the engine has eager and graph variants (the
+//!   engines capture decode in CUDA graphs); trtllm has one kernel.
+//! * MLA batched matmuls: the fastest kernel measured for (op, dtype).
+//! * MLA cores are keyed by heads per GPU (`tp_size` × heads is the model's head count); where a
+//!   64-head and a 128-head model were measured at one per-GPU count (a100), the 128-head
+//!   model's table (DeepSeek-V3) is used.
+//!
+//! # Cost
+//!
+//! A lookup is a few binary searches over sorted axes and at most 2^d cells read per table, in
+//! log space (`ln` of the latency is the stored code ÷ 2048, so one `exp` per lookup): no
+//! allocation. About 0.1 µs for a GEMM and 0.15–0.35 µs for attention on one core
+//! (`cargo bench -p llm-ledger-core --bench kernels`).
+
+mod embedded;
+mod grid;
+mod table;
+
+use crate::error::{Error, Result};
+use crate::hardware::{builtin_gpus, Gpu};
+use std::fmt;
+use std::str::FromStr;
+
+pub use embedded::{embedded_files, EmbeddedFile, FileStats};
+pub use table::decode_us;
+
+/// Where the tables come from (recorded in every file's header and in `manifest.toml`).
+pub const SOURCE: &str = "NVIDIA AIConfigurator, PyPI aiconfigurator-core 0.12.0 (Apache-2.0)";
+
+/// Extrapolation power per axis name, above the largest measured value: latency scales by
+/// `(x / x_max)^p`. Axes not listed (and `num_gpus`) are not extrapolated upwards.
+pub const AXIS_POWERS: &[(&str, f64)] = &[
+    ("m", 1.0),
+    ("n", 1.0),
+    ("k", 1.0),
+    ("batch_size", 1.0),
+    ("isl", 2.0),
+    ("step", 1.0),
+    ("num_tokens", 1.0),
+    ("message_size", 1.0),
+    ("num_heads", 1.0),
+    ("num_kv_heads", 1.0),
+];
+
+/// A GPU with measured kernel tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelGpu {
+    /// NVIDIA A100-SXM4-80GB (catalogue `a100-80gb-sxm`).
+    A100Sxm,
+    /// NVIDIA H100 80GB HBM3 SXM (catalogue `h100-sxm`).
+    H100Sxm,
+    /// NVIDIA H200 SXM (catalogue `h200`).
+    H200Sxm,
+    /// NVIDIA B200 SXM (catalogue `b200`).
+    B200Sxm,
+    /// NVIDIA L40S (catalogue `l40s`).
+    L40s,
+}
+
+impl KernelGpu {
+    /// Every GPU with tables.
+    pub const ALL: [KernelGpu; 5] =
+        [KernelGpu::A100Sxm, KernelGpu::H100Sxm, KernelGpu::H200Sxm, KernelGpu::B200Sxm, KernelGpu::L40s];
+
+    /// The data folder's name (`h100_sxm`), AIConfigurator's system name.
+    pub fn dir(self) -> &'static str {
+        match self {
+            KernelGpu::A100Sxm => "a100_sxm",
+            KernelGpu::H100Sxm => "h100_sxm",
+            KernelGpu::H200Sxm => "h200_sxm",
+            KernelGpu::B200Sxm => "b200_sxm",
+            KernelGpu::L40s => "l40s",
+        }
+    }
+
+    /// The GPU catalogue's name for it (`crates/core/data/gpus.toml`).
+    pub fn catalogue_name(self) -> &'static str {
+        match self {
+            KernelGpu::A100Sxm => "a100-80gb-sxm",
+            KernelGpu::H100Sxm => "h100-sxm",
+            KernelGpu::H200Sxm => "h200",
+            KernelGpu::B200Sxm => "b200",
+            KernelGpu::L40s => "l40s",
+        }
+    }
+
+    /// The measured GPU for a catalogue name (`h100-sxm` → `H100Sxm`); `None` for every other
+    /// name (no measured data: the caller falls back). Matches the catalogue's own name only, not
+    /// its aliases: resolve aliases first.
+    pub fn from_catalogue_name(name: &str) -> Option<KernelGpu> {
+        KernelGpu::ALL.into_iter().find(|g| g.catalogue_name() == name)
+    }
+
+    /// The measured GPU for a resolved [`Gpu`]: `Some` only when it *is* the catalogue's entry of
+    /// that name (same numbers), so a user's GPU file, even one reusing a catalogue name with
+    /// other figures, gets `None`.
+    pub fn for_gpu(gpu: &Gpu) -> Option<KernelGpu> {
+        let k = KernelGpu::from_catalogue_name(&gpu.name)?;
+        builtin_gpus().iter().any(|b| **b == *gpu).then_some(k)
+    }
+
+    /// AIConfigurator's SM generation (for the engine's default attention kernel).
+    fn sm(self) -> u32 {
+        match self {
+            KernelGpu::A100Sxm => 80,
+            KernelGpu::H100Sxm | KernelGpu::H200Sxm => 90,
+            KernelGpu::B200Sxm => 100,
+            KernelGpu::L40s => 89,
+        }
+    }
+}
+
+/// An inference engine whose kernels were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Engine {
+    /// NVIDIA TensorRT-LLM.
+    Trtllm,
+    /// vLLM.
+    Vllm,
+    /// SGLang.
+    Sglang,
+}
+
+impl Engine {
+    /// Every engine, in the order the accepted names are listed.
+    pub const ALL: [Engine; 3] = [Engine::Trtllm, Engine::Vllm, Engine::Sglang];
+
+    /// The accepted names (what [`Engine::from_str`] takes and [`fmt::Display`] prints).
+    pub const NAMES: [&'static str; 3] = ["trtllm", "vllm", "sglang"];
+
+    /// The lower-case name (`trtllm`), also the data folder's name.
+    pub fn as_str(self) -> &'static str {
+        Engine::NAMES[self as usize]
+    }
+
+    /// The engine version measured on `gpu` (AIConfigurator's "current" slot).
+    pub fn version(self, gpu: KernelGpu) -> &'static str {
+        match (gpu, self) {
+            (KernelGpu::A100Sxm, Engine::Trtllm) => "1.0.0",
+            (KernelGpu::A100Sxm, Engine::Vllm) => "0.14.0",
+            (KernelGpu::A100Sxm, Engine::Sglang) => "0.5.10",
+            (_, Engine::Trtllm) => "1.3.0rc20",
+            (_, Engine::Vllm) => "0.24.0",
+            (_, Engine::Sglang) => "0.5.14",
+        }
+    }
+}
+
+impl FromStr for Engine {
+    type Err = Error;
+    /// Case-insensitive; `tensorrt-llm` and `trt-llm` are accepted for `trtllm`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "trtllm" | "trt-llm" | "tensorrt-llm" | "tensorrt_llm" => Ok(Engine::Trtllm),
+            "vllm" => Ok(Engine::Vllm),
+            "sglang" => Ok(Engine::Sglang),
+            _ => Err(Error::unknown("engine", s, Engine::NAMES).about("engine")),
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The number format of a measured GEMM (the tables' `dtype` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GemmDtype {
+    /// bf16 × bf16 (`bfloat16`): every GPU and engine.
+    Bf16,
+    /// fp8 per-tensor scaled (`fp8`): every GPU but A100.
+    Fp8,
+    /// fp8 with DeepSeek-style 128-block scales (`fp8_block`): Hopper, Blackwell, L40S.
+    Fp8Block,
+    /// NVFP4 (`nvfp4`): B200.
+    Nvfp4,
+    /// int4 weights, bf16 activations, W4A16 (`int4_wo`): A100 trtllm only.
+    Int4WeightOnly,
+    /// int8 weights, bf16 activations, W8A16 (`int8_wo`): A100 trtllm only.
+    Int8WeightOnly,
+    /// SmoothQuant W8A8 (`sq`): A100 trtllm only.
+    SmoothQuant,
+}
+
+impl GemmDtype {
+    /// Every GEMM format with tables somewhere.
+    pub const ALL: [GemmDtype; 7] = [
+        GemmDtype::Bf16,
+        GemmDtype::Fp8,
+        GemmDtype::Fp8Block,
+        GemmDtype::Nvfp4,
+        GemmDtype::Int4WeightOnly,
+        GemmDtype::Int8WeightOnly,
+        GemmDtype::SmoothQuant,
+    ];
+
+    /// The tables' name (`bfloat16`, `fp8_block`, `int4_wo` …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GemmDtype::Bf16 => "bfloat16",
+            GemmDtype::Fp8 => "fp8",
+            GemmDtype::Fp8Block => "fp8_block",
+            GemmDtype::Nvfp4 => "nvfp4",
+            GemmDtype::Int4WeightOnly => "int4_wo",
+            GemmDtype::Int8WeightOnly => "int8_wo",
+            GemmDtype::SmoothQuant => "sq",
+        }
+    }
+}
+
+/// The number format of attention math or of the KV cache (the tables' `attn_dtype`,
+/// `kv_cache_dtype`, `mla_dtype` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AttnDtype {
+    /// `bfloat16`.
+    Bf16,
+    /// `fp8`.
+    Fp8,
+}
+
+impl AttnDtype {
+    /// The tables' name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttnDtype::Bf16 => "bfloat16",
+            AttnDtype::Fp8 => "fp8",
+        }
+    }
+}
+
+/// Prefill (context) or decode (generation) attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttentionPhase {
+    /// Whole prompts, no cached prefix: `length` = prompt tokens per sequence (`isl`).
+    Context,
+    /// One new token per sequence: `length` = tokens already in the KV cache (`step`).
+    Generation,
+}
+
+/// One attention kernel call: one layer, the whole batch, heads per GPU (after tensor
+/// parallelism). Does not include the QKV and output projections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttentionQuery {
+    /// Prefill or decode.
+    pub phase: AttentionPhase,
+    /// Math format of the attention (the tables' `attn_dtype`).
+    pub dtype: AttnDtype,
+    /// Format of the KV cache.
+    pub kv_dtype: AttnDtype,
+    /// Head dimension (64, 128, 192, 256, 512 measured); matched exactly.
+    pub head_dim: u32,
+    /// Query heads per GPU.
+    pub heads: f64,
+    /// KV heads per GPU.
+    pub kv_heads: f64,
+    /// Sliding window in tokens; 0 = full attention.
+    pub window: u32,
+    /// Sequences in the batch.
+    pub batch: f64,
+    /// Context: prompt tokens per sequence; generation: tokens already cached per sequence.
+    pub length: f64,
+}
+
+/// One MLA attention core call (DeepSeek-style latent attention; one layer, the whole batch).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MlaQuery {
+    /// Prefill or decode.
+    pub phase: AttentionPhase,
+    /// Math format (`mla_dtype`; bf16 measured).
+    pub dtype: AttnDtype,
+    /// KV cache format.
+    pub kv_dtype: AttnDtype,
+    /// Query heads per GPU (128 / TP for DeepSeek-V3).
+    pub heads: f64,
+    /// Sequences in the batch.
+    pub batch: f64,
+    /// As in [`AttentionQuery::length`].
+    pub length: f64,
+}
+
+/// The batched matmul around MLA decode (the tables' `op_name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MlaBmm {
+    /// `mla_gen_pre`: q_nope × W_UK (the absorption before attention).
+    Pre,
+    /// `mla_gen_post`: attention output × W_UV (after attention).
+    Post,
+}
+
+/// A collective operation measured with NCCL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Collective {
+    /// `all_gather`.
+    AllGather,
+    /// `all_reduce`.
+    AllReduce,
+    /// `alltoall`.
+    AllToAll,
+    /// `reduce_scatter`.
+    ReduceScatter,
+}
+
+impl Collective {
+    /// The tables' `op_name`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collective::AllGather => "all_gather",
+            Collective::AllReduce => "all_reduce",
+            Collective::AllToAll => "alltoall",
+            Collective::ReduceScatter => "reduce_scatter",
+        }
+    }
+}
+
+/// Time of one (m × k) · (k × n) matmul in `dtype` on `gpu` with `engine`'s kernels, µs.
+/// m = tokens (rows of the activation), n = output features, k = input features. Grid: m 1…32768
+/// (74 values, tile-boundary pairs like 256/257), n and k 32…65536; outside it the module's
+/// rules apply (clamp below, linear in m, n, k above). `None` where the GPU/engine has no table
+/// for `dtype` (e.g. fp8 on A100, nvfp4 off B200) or a size is not positive and finite.
+pub fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
+    embedded::gemm_us(gpu, engine, dtype, m, n, k)
+}
+
+/// The measured grid of [`gemm_us`]: the m, n and k values (sorted), or `None` where there is no
+/// table.
+pub fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
+    embedded::gemm_axes(gpu, engine, dtype)
+}
+
+/// Time of one attention kernel call (one layer), µs. Keys: the kernel (module docs), `dtype`,
+/// `kv_dtype`, `head_dim` (exact), `window` (exact where measured; a window at least as long as
+/// the sequence is full attention; otherwise decode reads `min(length, window)` cached tokens, so
+/// it is full attention at `length = window`, and prefill is full attention scaled by
+/// `2w/L − (w/L)²`, the causal band's share of the triangle), then heads and KV heads
+/// interpolated in log space keeping the group size `heads / kv_heads` (KV heads outer), then
+/// batch × length on the grid.
+pub fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
+    embedded::attention_us(gpu, engine, q)
+}
+
+/// Time of one MLA attention core call (one layer), µs: trtllm and sglang (vllm has only module
+/// tables, not kept). Heads interpolated in log space, then batch × length on the grid.
+pub fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64> {
+    embedded::mla_us(gpu, engine, q)
+}
+
+/// Time of one MLA batched matmul around decode attention, µs, for `heads` heads per GPU and
+/// `tokens` tokens (the fastest measured kernel for the op and dtype).
+pub fn mla_bmm_us(
+    gpu: KernelGpu,
+    engine: Engine,
+    op: MlaBmm,
+    dtype: AttnDtype,
+    heads: f64,
+    tokens: f64,
+) -> Option<f64> {
+    embedded::mla_bmm_us(gpu, engine, op, dtype, heads, tokens)
+}
+
+/// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of
+/// one node, µs, as `engine` runs it: its custom all-reduce kernel where it has one measured
+/// for `gpus` (CUDA-graph variant), else NCCL ([`nccl_us`]). `gpus = 1` costs 0; `gpus` between
+/// measured counts (2, 4, 8) interpolates in log space; above 8, `None`.
+pub fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64) -> Option<f64> {
+    embedded::allreduce_us(gpu, engine, gpus, bytes)
+}
+
+/// Time of one NCCL collective moving `bytes` bytes (the per-GPU message) over `gpus` GPUs of one
+/// node, µs, from the 16-bit (`half`) table: NCCL's message_size counts *elements*, so
+/// `elements = bytes / 2`. `gpus = 1` costs 0; above 8, `None`.
+pub fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> Option<f64> {
+    embedded::nccl_us(gpu, op, gpus, bytes)
+}

@@ -1,0 +1,579 @@
+//! The v1 kernel-table format (`scripts/kernel-data/README.md`): a UTF-8 header (magic line,
+//! `#` comments, `keys`, `axes`, `values`, one `table` line per table, `data N`) followed by N
+//! little-endian u16 codes. Parsing reads the header only; codes are read in place on lookup.
+//! Every structural fault is an [`Error::Malformed`], never a panic.
+
+use super::grid::{interp_ln, positive_ln, Probe};
+use crate::error::{Error, Result};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The first line of every file.
+pub(crate) const MAGIC: &str = "llm-ledger-kernel-table v1";
+
+/// Code of an unmeasured cell.
+pub(crate) const UNMEASURED: u16 = 0xFFFF;
+
+/// Decode one stored code: `latency_us = 0.001 · exp(code / 2048)`; `None` for `0xFFFF`
+/// (not measured). Code 0 is 0.001 µs; each step is a factor e^(1/2048) ≈ 1.000488.
+pub fn decode_us(code: u16) -> Option<f64> {
+    (code != UNMEASURED).then(|| 0.001 * (f64::from(code) / 2048.0).exp())
+}
+
+/// What an op's files must look like and how their keys are used.
+#[derive(Debug)]
+pub(crate) struct OpSpec {
+    /// The op's name (`gemm`, `context_attention` …).
+    pub name: &'static str,
+    /// The `keys` line.
+    pub keys: &'static [&'static str],
+    /// The first `exact` keys are matched exactly.
+    pub exact: usize,
+    /// The key interpolated innermost (heads, GPU count), if any.
+    pub inner: Option<usize>,
+    /// The key interpolated outermost (KV heads), if any; needs `inner`.
+    pub outer: Option<usize>,
+    /// The `axes` line.
+    pub axes: &'static [&'static str],
+    /// Where two tables share every used key, the key that decides (the larger value wins);
+    /// without one, such a file is malformed.
+    pub tie: Option<usize>,
+}
+
+/// A key value: a number where it reads as one, else a name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Key {
+    Num(f64),
+    Str(Box<str>),
+}
+
+/// A key in a query: borrowed, compared with [`Key`] without allocating.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Q<'a> {
+    N(f64),
+    S(&'a str),
+}
+
+fn cmp_key(k: &Key, q: &Q<'_>) -> Ordering {
+    match (k, q) {
+        (Key::Num(a), Q::N(b)) => a.total_cmp(b),
+        (Key::Str(a), Q::S(b)) => (**a).cmp(*b),
+        (Key::Num(_), Q::S(_)) => Ordering::Less,
+        (Key::Str(_), Q::N(_)) => Ordering::Greater,
+    }
+}
+
+fn as_q(k: &Key) -> Q<'_> {
+    match k {
+        Key::Num(v) => Q::N(*v),
+        Key::Str(s) => Q::S(s),
+    }
+}
+
+/// One sorted grid axis with its logarithms.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Axis {
+    pub values: Vec<f64>,
+    pub ln: Vec<f64>,
+}
+
+impl Axis {
+    fn new(values: Vec<f64>) -> Self {
+        let ln = values.iter().map(|v| v.ln()).collect();
+        Axis { values, ln }
+    }
+}
+
+/// One table: its key values, its axes and where its codes start.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub keys: Vec<Key>,
+    pub axes: Vec<Arc<Axis>>,
+    /// Index of the table's first code.
+    pub offset: usize,
+    /// Codes between consecutive values of each axis (row-major, last axis fastest).
+    pub strides: Vec<usize>,
+}
+
+/// Tables that share the exact keys, indexed by the interpolated keys.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pub exact: Vec<Key>,
+    /// Outer key values (KV heads), sorted; `[1.0]` when the op has no outer key.
+    pub outer: Axis,
+    /// Per outer value: the inner key values (sorted) and their tables.
+    pub levels: Vec<Level>,
+}
+
+/// The tables of one outer key value.
+#[derive(Debug)]
+pub(crate) struct Level {
+    pub inner: Axis,
+    pub tables: Vec<usize>,
+}
+
+/// A parsed file: header structures plus the code bytes, read in place.
+#[derive(Debug)]
+pub(crate) struct KernelFile {
+    pub spec: &'static OpSpec,
+    pub tables: Vec<Table>,
+    /// Sorted by exact keys.
+    pub groups: Vec<Group>,
+    /// Per exact key column, its distinct values (sorted).
+    pub distinct: Vec<Vec<Key>>,
+    /// Extrapolation power above the largest value, per axis.
+    pub powers: Vec<Option<f64>>,
+    /// The same for the inner and outer keys.
+    pub inner_power: Option<f64>,
+    pub outer_power: Option<f64>,
+    codes: &'static [u8],
+    /// Number of codes (`data N`).
+    pub cells: usize,
+}
+
+fn malformed(path: &str, message: impl Into<String>) -> Error {
+    Error::Malformed { what: format!("kernel table {path}"), message: message.into() }
+}
+
+/// Extrapolation power of a named axis or key ([`super::AXIS_POWERS`]).
+fn power_of(name: &str) -> Option<f64> {
+    super::AXIS_POWERS.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
+}
+
+fn parse_key(s: &str) -> Key {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Key::Num(v),
+        _ => Key::Str(s.into()),
+    }
+}
+
+fn parse_axis(path: &str, line: usize, s: &str) -> Result<Axis> {
+    let mut values = Vec::new();
+    for w in s.split_whitespace() {
+        let v: f64 =
+            w.parse().map_err(|_| malformed(path, format!("line {line}: axis value `{w}` is not a number")))?;
+        if !(v.is_finite() && v > 0.0) || values.last().is_some_and(|&p| v <= p) {
+            return Err(malformed(path, format!("line {line}: axis values must be positive and increasing (`{w}`)")));
+        }
+        values.push(v);
+    }
+    if values.is_empty() {
+        return Err(malformed(path, format!("line {line}: empty axis")));
+    }
+    Ok(Axis::new(values))
+}
+
+impl KernelFile {
+    /// Parse `bytes` as a file of op `spec`; `path` names it in errors.
+    pub fn parse(path: &str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
+        // The header ends at the newline after the `data N` line.
+        let data_at = if bytes.starts_with(b"data ") {
+            Some(0)
+        } else {
+            bytes.windows(6).position(|w| w == b"\ndata ").map(|i| i + 1)
+        };
+        let data_at = data_at.ok_or_else(|| malformed(path, "no `data N` line"))?;
+        let nl = bytes[data_at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| data_at + i)
+            .ok_or_else(|| malformed(path, "`data N` line is not terminated"))?;
+        let header = std::str::from_utf8(&bytes[..nl]).map_err(|_| malformed(path, "header is not UTF-8"))?;
+        let codes = &bytes[nl + 1..];
+
+        let mut lines = header.lines().enumerate();
+        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
+            return Err(malformed(path, format!("first line is not `{MAGIC}`")));
+        }
+        let mut keys: Option<Vec<&str>> = None;
+        let mut axes: Option<Vec<&str>> = None;
+        let mut tables: Vec<Table> = Vec::new();
+        let mut cells = None;
+        let mut offset = 0usize;
+        for (i, line) in lines {
+            let n = i + 1;
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+            match word {
+                "keys" => keys = Some(rest.split_whitespace().collect()),
+                "axes" => axes = Some(rest.split_whitespace().collect()),
+                "values" if rest.trim() == "latency_us" => {}
+                "values" => {
+                    return Err(malformed(path, format!("line {n}: value column `{rest}`, expected latency_us")))
+                }
+                "table" => {
+                    let (Some(k), Some(a)) = (&keys, &axes) else {
+                        return Err(malformed(path, format!("line {n}: `table` before `keys` and `axes`")));
+                    };
+                    let mut parts = rest.split('|');
+                    let key_vals: Vec<Key> = parts.next().unwrap_or("").split_whitespace().map(parse_key).collect();
+                    if key_vals.len() != k.len() {
+                        return Err(malformed(
+                            path,
+                            format!("line {n}: {} keys, expected {}", key_vals.len(), k.len()),
+                        ));
+                    }
+                    let mut table_axes = Vec::with_capacity(a.len());
+                    for (j, part) in parts.enumerate() {
+                        let axis = if part.trim() == "=" {
+                            let prev = tables.last().and_then(|t| t.axes.get(j));
+                            Arc::clone(
+                                prev.ok_or_else(|| malformed(path, format!("line {n}: `=` with no previous axis")))?,
+                            )
+                        } else {
+                            Arc::new(parse_axis(path, n, part)?)
+                        };
+                        table_axes.push(axis);
+                    }
+                    if table_axes.len() != a.len() {
+                        return Err(malformed(
+                            path,
+                            format!("line {n}: {} axes, expected {}", table_axes.len(), a.len()),
+                        ));
+                    }
+                    let mut strides = vec![1usize; a.len()];
+                    let mut size = 1usize;
+                    for j in (0..a.len()).rev() {
+                        strides[j] = size;
+                        size = size
+                            .checked_mul(table_axes[j].values.len())
+                            .ok_or_else(|| malformed(path, format!("line {n}: table too large")))?;
+                    }
+                    tables.push(Table { keys: key_vals, axes: table_axes, offset, strides });
+                    offset = offset.checked_add(size).ok_or_else(|| malformed(path, "too many values"))?;
+                }
+                "data" => {
+                    cells = Some(
+                        rest.trim().parse::<usize>().map_err(|_| malformed(path, format!("line {n}: bad `data N`")))?,
+                    )
+                }
+                _ => return Err(malformed(path, format!("line {n}: unknown line `{word}`"))),
+            }
+        }
+        let cells = cells.ok_or_else(|| malformed(path, "no `data N` line"))?;
+        if keys.as_deref() != Some(spec.keys) {
+            return Err(malformed(path, format!("keys {:?}, expected {:?}", keys.unwrap_or_default(), spec.keys)));
+        }
+        if spec.axes.len() > MAX_AXES {
+            return Err(malformed(path, format!("more than {MAX_AXES} axes")));
+        }
+        if axes.as_deref() != Some(spec.axes) {
+            return Err(malformed(path, format!("axes {:?}, expected {:?}", axes.unwrap_or_default(), spec.axes)));
+        }
+        if offset != cells {
+            return Err(malformed(path, format!("tables hold {offset} values, `data` says {cells}")));
+        }
+        if codes.len() != 2 * cells {
+            return Err(malformed(path, format!("{} data bytes, expected 2 × {cells}", codes.len())));
+        }
+        let groups = group(path, spec, &tables)?;
+        let distinct = (0..spec.exact)
+            .map(|c| {
+                let mut v: Vec<Key> = Vec::new();
+                for t in &tables {
+                    if !v.contains(&t.keys[c]) {
+                        v.push(t.keys[c].clone());
+                    }
+                }
+                v.sort_by(|a, b| cmp_key(a, &as_q(b)));
+                v
+            })
+            .collect();
+        Ok(KernelFile {
+            spec,
+            powers: spec.axes.iter().map(|a| power_of(a)).collect(),
+            inner_power: spec.inner.and_then(|i| power_of(spec.keys[i])),
+            outer_power: spec.outer.and_then(|i| power_of(spec.keys[i])),
+            tables,
+            groups,
+            distinct,
+            codes,
+            cells,
+        })
+    }
+
+    /// The code at index `i` (in bounds: checked against `data N` at parse time).
+    fn code(&self, i: usize) -> u16 {
+        u16::from_le_bytes([self.codes[2 * i], self.codes[2 * i + 1]])
+    }
+
+    /// Number of measured cells (codes other than `0xFFFF`).
+    pub fn measured(&self) -> usize {
+        (0..self.cells).filter(|&i| self.code(i) != UNMEASURED).count()
+    }
+
+    /// Decoded value of a table cell given by its indices, `None` when unmeasured.
+    #[cfg(test)]
+    pub fn cell(&self, table: usize, idx: &[usize]) -> Option<f64> {
+        let t = &self.tables[table];
+        decode_us(self.code(t.offset + idx.iter().zip(&t.strides).map(|(i, s)| i * s).sum::<usize>()))
+    }
+
+    /// The group with these exact keys.
+    pub fn find(&self, exact: &[Q<'_>]) -> Option<&Group> {
+        self.groups
+            .binary_search_by(|g| {
+                for (k, q) in g.exact.iter().zip(exact) {
+                    match cmp_key(k, q) {
+                        Ordering::Equal => {}
+                        o => return o,
+                    }
+                }
+                g.exact.len().cmp(&exact.len())
+            })
+            .ok()
+            .map(|i| &self.groups[i])
+    }
+
+    /// The names in exact key column `c` (kernels), in sorted order.
+    pub fn names(&self, c: usize) -> impl Iterator<Item = &str> {
+        self.distinct.get(c).into_iter().flatten().filter_map(|k| match k {
+            Key::Str(s) => Some(&**s),
+            Key::Num(_) => None,
+        })
+    }
+
+    /// Interpolated time of table `t` at the axis values `q` (one per axis), µs.
+    #[cfg(test)]
+    pub fn eval(&self, t: usize, q: &[f64]) -> Option<f64> {
+        self.eval_ln(t, q).map(to_us)
+    }
+
+    /// `ln(time in ns)` of table `t` at the axis values `q` (one per axis; each positive and
+    /// finite, else `None`). Codes are read in place; nothing is allocated.
+    pub fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+        let table = &self.tables[t];
+        let n = table.axes.len();
+        if q.len() != n || n > MAX_AXES {
+            return None;
+        }
+        let mut probes = [Probe { ln_x: 0.0, pos: 0, on_point: false }; MAX_AXES];
+        for d in 0..n {
+            positive_ln(q[d])?;
+            probes[d] = Probe::new(&table.axes[d].values, q[d]);
+        }
+        self.eval_axis(table, &probes[..n], 0, table.offset)
+    }
+
+    fn eval_axis(&self, table: &Table, probes: &[Probe], d: usize, base: usize) -> Option<f64> {
+        let stride = table.strides[d];
+        let last = d + 1 == probes.len();
+        interp_ln(&table.axes[d].ln, &probes[d], self.powers[d], |i| {
+            if last {
+                code_ln(self.code(base + i * stride))
+            } else {
+                self.eval_axis(table, probes, d + 1, base + i * stride)
+            }
+        })
+    }
+
+    /// Interpolate over a group's numeric keys in log space: the outer key (KV heads) first,
+    /// keeping the ratio `inner / outer` when `keep_ratio` (the attention group size), then the
+    /// inner key; `leaf` gives a table's `ln(ns)`.
+    pub fn eval_group(
+        &self,
+        g: &Group,
+        inner: f64,
+        outer: f64,
+        keep_ratio: bool,
+        mut leaf: impl FnMut(usize) -> Option<f64>,
+    ) -> Option<f64> {
+        positive_ln(inner)?;
+        positive_ln(outer)?;
+        let inner_power = if self.spec.inner.is_some() { self.inner_power } else { Some(1.0) };
+        let outer_power = if self.spec.outer.is_some() { self.outer_power } else { Some(1.0) };
+        interp_ln(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power, |j| {
+            let level = &g.levels[j];
+            let x = if keep_ratio { inner * (g.outer.values[j] / outer) } else { inner };
+            interp_ln(&level.inner.ln, &Probe::new(&level.inner.values, x), inner_power, |i| leaf(level.tables[i]))
+        })
+    }
+}
+
+/// Most axes a table may have (GEMM: m, n, k).
+const MAX_AXES: usize = 3;
+
+/// `ln(latency in ns)` of a stored code: `code / 2048` (a code decodes to `0.001 · exp(code /
+/// 2048)` µs, i.e. `exp(code / 2048)` ns); `None` for `0xFFFF`.
+fn code_ln(code: u16) -> Option<f64> {
+    (code != UNMEASURED).then(|| f64::from(code) / 2048.0)
+}
+
+/// Microseconds from `ln(ns)`: `0.001 · exp(L)`, the decoding of [`decode_us`], so a measured
+/// point comes back bit for bit.
+pub(crate) fn to_us(ln_ns: f64) -> f64 {
+    0.001 * ln_ns.exp()
+}
+
+fn num(path: &str, k: &Key, what: &str) -> Result<f64> {
+    match k {
+        Key::Num(v) if *v > 0.0 => Ok(*v),
+        _ => Err(malformed(path, format!("{what} key {k:?} is not a positive number"))),
+    }
+}
+
+/// Group the tables by their exact keys and index them by the numeric keys.
+fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
+    // (exact keys, outer, inner, table)
+    let mut rows: Vec<(&[Key], f64, f64, usize)> = Vec::with_capacity(tables.len());
+    for (i, t) in tables.iter().enumerate() {
+        let inner = spec.inner.map(|c| num(path, &t.keys[c], spec.keys[c])).transpose()?.unwrap_or(1.0);
+        let outer = spec.outer.map(|c| num(path, &t.keys[c], spec.keys[c])).transpose()?.unwrap_or(1.0);
+        rows.push((&t.keys[..spec.exact], outer, inner, i));
+    }
+    let order = |a: &(&[Key], f64, f64, usize), b: &(&[Key], f64, f64, usize)| {
+        for (x, y) in a.0.iter().zip(b.0) {
+            match cmp_key(x, &as_q(y)) {
+                Ordering::Equal => {}
+                o => return o,
+            }
+        }
+        a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2))
+    };
+    rows.sort_by(order);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let exact = rows[start].0;
+        let end = start + rows[start..].iter().take_while(|r| r.0 == exact).count();
+        let mut outer = Vec::new();
+        let mut levels = Vec::new();
+        let mut s = start;
+        while s < end {
+            let o = rows[s].1;
+            let e = s + rows[s..end].iter().take_while(|r| r.1 == o).count();
+            let mut inner: Vec<f64> = Vec::new();
+            let mut tabs: Vec<usize> = Vec::new();
+            for r in &rows[s..e] {
+                if inner.last() == Some(&r.2) {
+                    let Some(c) = spec.tie else {
+                        return Err(malformed(path, format!("two tables for one key ({exact:?}, {o}, {})", r.2)));
+                    };
+                    if let Some(last) = tabs.last_mut() {
+                        let (new, old) = (&tables[r.3].keys[c], &tables[*last].keys[c]);
+                        if num(path, new, spec.keys[c])? > num(path, old, spec.keys[c])? {
+                            *last = r.3;
+                        }
+                    }
+                    continue;
+                }
+                inner.push(r.2);
+                tabs.push(r.3);
+            }
+            outer.push(o);
+            levels.push(Level { inner: Axis::new(inner), tables: tabs });
+            s = e;
+        }
+        groups.push(Group { exact: exact.to_vec(), outer: Axis::new(outer), levels });
+        start = end;
+    }
+    Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    static SPEC: OpSpec = OpSpec {
+        name: "test",
+        keys: &["op_name", "num_gpus"],
+        exact: 1,
+        inner: Some(1),
+        outer: None,
+        axes: &["a", "b"],
+        tie: None,
+    };
+
+    fn file(header: &str, codes: &[u16]) -> &'static [u8] {
+        let mut v = header.as_bytes().to_vec();
+        v.extend(codes.iter().flat_map(|c| c.to_le_bytes()));
+        Box::leak(v.into_boxed_slice())
+    }
+
+    const HEADER: &str = "llm-ledger-kernel-table v1\n# comment\nkeys op_name num_gpus\naxes a b\nvalues latency_us\n\
+                          table x 2 | 1 2 | 1 4 8\ntable x 4 | = | =\ndata 12\n";
+    // Codes: 0 → 0.001 µs, 2048 → 0.001·e, 4096 → 0.001·e², 0xFFFF unmeasured.
+    const CODES: [u16; 12] = [0, 2048, 4096, 2048, 4096, 6144, 0, 0, 0, 0, 0xFFFF, 0];
+
+    #[test]
+    fn parses_and_reads_cells() {
+        let f = KernelFile::parse("t", &SPEC, file(HEADER, &CODES)).unwrap();
+        assert_eq!((f.tables.len(), f.cells, f.measured()), (2, 12, 11));
+        assert_eq!(f.cell(0, &[1, 2]), decode_us(6144));
+        assert_eq!(f.cell(1, &[1, 1]), None);
+        assert!(Arc::ptr_eq(&f.tables[0].axes[1], &f.tables[1].axes[1]), "`=` shares the axis");
+        // On a point: exact. Between b = 1 and 4 at a = 1, b = 2: half-way in log b, so
+        // exp(mean of the logs) = 0.001 · e^0.5.
+        assert_eq!(f.eval(0, &[2.0, 8.0]), decode_us(6144));
+        let v = f.eval(0, &[1.0, 2.0]).unwrap();
+        assert!((v - 0.001 * 0.5f64.exp()).abs() < 1e-15, "{v}");
+        // The unmeasured cell (a = 2, b = 4) of table 1: its measured neighbours b = 1 and 8.
+        assert_eq!(f.eval(1, &[2.0, 4.0]), decode_us(0));
+        let g = f.find(&[Q::S("x")]).unwrap();
+        assert_eq!(g.levels[0].inner.values, [2.0, 4.0]);
+        assert!(f.find(&[Q::S("y")]).is_none());
+        assert!(f.find(&[Q::N(1.0)]).is_none());
+        // GPU count 3 between 2 and 4 (log space); 8 is beyond: not extrapolated.
+        let at = |n: f64| f.eval_group(g, n, 1.0, false, |t| f.eval_ln(t, &[2.0, 8.0]));
+        assert!(at(3.0).is_some());
+        assert_eq!(at(8.0), None);
+    }
+
+    #[test]
+    fn malformed_files_are_errors() {
+        let bad: Vec<(String, Vec<u16>)> = vec![
+            (HEADER.replace("v1", "v2"), CODES.to_vec()),
+            (HEADER.replace("data 12", "data 13"), CODES.to_vec()),
+            (HEADER.to_string(), CODES[..11].to_vec()),
+            (HEADER.to_string(), [&CODES[..], &[0]].concat()),
+            (HEADER.replace("data 12\n", ""), vec![]),
+            (HEADER.replace("table x 2 | 1 2 | 1 4 8", "table x 2 | = | 1 4 8"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 1 8 4"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 0 4 8"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "| 1 4 x"), CODES.to_vec()),
+            (HEADER.replace("| 1 4 8", "|"), CODES.to_vec()),
+            (HEADER.replace("table x 4 | = | =", "table x 4 | ="), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x 2"), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x four"), CODES.to_vec()),
+            (HEADER.replace("table x 4", "table x"), CODES.to_vec()),
+            (HEADER.replace("axes a b", "axes a c"), CODES.to_vec()),
+            (HEADER.replace("keys op_name", "keys kernel"), CODES.to_vec()),
+            (HEADER.replace("values latency_us", "values latency_ms"), CODES.to_vec()),
+            (HEADER.replace("# comment", "bogus line"), CODES.to_vec()),
+            (HEADER.replace("data 12", "data twelve"), CODES.to_vec()),
+            (HEADER.replace("| 1 2 |", "| 1 1e400 |"), CODES.to_vec()),
+        ];
+        for (i, (h, c)) in bad.iter().enumerate() {
+            let e = KernelFile::parse("t.bin", &SPEC, file(h, c)).unwrap_err();
+            assert!(e.to_string().starts_with("malformed kernel table t.bin: "), "case {i}: {e}");
+        }
+        // Not UTF-8 in the header.
+        let mut v = HEADER.as_bytes().to_vec();
+        v[30] = 0xFF;
+        assert!(KernelFile::parse("t", &SPEC, Box::leak(v.into_boxed_slice())).is_err());
+    }
+
+    proptest! {
+        /// Any byte flipped or any cut of a valid file: an error or a file, never a panic, and
+        /// lookups on whatever parses never panic either.
+        #[test]
+        fn corrupted_files_never_panic(at in 0usize..200, byte in any::<u8>(), cut in 0usize..300) {
+            let mut v = file(HEADER, &CODES).to_vec();
+            let n = v.len();
+            v[at % n] = byte;
+            v.truncate(cut.max(1));
+            if let Ok(f) = KernelFile::parse("t", &SPEC, Box::leak(v.into_boxed_slice())) {
+                for t in 0..f.tables.len() {
+                    let _ = f.eval(t, &[1.5, 3.0]);
+                    let _ = f.eval(t, &[100.0, 100.0]);
+                }
+                for g in &f.groups {
+                    let _ = f.eval_group(g, 3.0, 1.0, false, |t| f.eval_ln(t, &[1.0, 1.0]));
+                }
+            }
+        }
+    }
+}
