@@ -60,6 +60,8 @@ const SETUP: &[&str] = &[
     "mla",
     "compute_efficiency",
     "bandwidth_efficiency",
+    "time_model",
+    "engine",
     "zipf",
     "expert_loads",
 ];

