@@ -39,13 +39,7 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         }
     }
     let sc = super::scenario(&args.base(), "plan")?;
-    let req = ServingRequest {
-        usd_per_hour: args.price.usd_per_hour.clone(),
-        reserve: args.reserve.reserve.clone(),
-        tpot_ms: args.tpot_ms.clone(),
-        ..Default::default()
-    };
-    let s = req.resolve(&sc)?;
+    let s = serving(args, &sc)?;
     let report = PlanReport::build(&sc, &s, args.max_gpus.as_deref(), args.shape.batch.as_deref())?;
     Ok(report.render(format)?)
 }
@@ -72,13 +66,7 @@ fn plan_under_load(args: &PlanArgs, rate: &str, max_gpus: u64, format: Format) -
     };
     let ttft_bound_s = TPOT_MS.parse(ttft).map_err(|e| e.map_field(|_| "ttft_ms".to_string()))? / 1e3;
     let sc = super::scenario(&args.base(), "plan")?;
-    let req = ServingRequest {
-        usd_per_hour: args.price.usd_per_hour.clone(),
-        reserve: args.reserve.reserve.clone(),
-        tpot_ms: args.tpot_ms.clone(),
-        ..Default::default()
-    };
-    let s = req.resolve(&sc)?;
+    let s = serving(args, &sc)?;
     let price = s.require_price(&sc.gpu.name)?;
     let Some(tpot_bound_s) = s.tpot_bound_s else {
         return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds").into());
@@ -110,4 +98,15 @@ fn plan_under_load(args: &PlanArgs, rate: &str, max_gpus: u64, format: Format) -
         plan,
     );
     Ok(report.render(format)?)
+}
+
+/// The plan's price, reserve and TPOT bound, resolved for `sc` (both kinds of plan).
+fn serving(args: &PlanArgs, sc: &llm_ledger_core::Scenario) -> Result<llm_ledger_core::serving::Serving> {
+    let req = ServingRequest {
+        usd_per_hour: args.price.usd_per_hour.clone(),
+        reserve: args.reserve.reserve.clone(),
+        tpot_ms: args.tpot_ms.clone(),
+        ..Default::default()
+    };
+    Ok(req.resolve(sc)?)
 }
