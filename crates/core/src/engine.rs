@@ -52,6 +52,17 @@ impl Engine {
     pub fn cuda_graphs(self) -> bool {
         !matches!(self, Engine::Eager)
     }
+
+    /// The engine whose kernels were measured in [`crate::kernels`]: trtllm, vllm and sglang;
+    /// `None` for gpt-fast and eager (no tables: the fitted model times them).
+    pub fn kernel_engine(self) -> Option<crate::kernels::Engine> {
+        match self {
+            Engine::Trtllm => Some(crate::kernels::Engine::Trtllm),
+            Engine::Vllm => Some(crate::kernels::Engine::Vllm),
+            Engine::Sglang => Some(crate::kernels::Engine::Sglang),
+            Engine::GptFast | Engine::Eager => None,
+        }
+    }
 }
 
 impl FromStr for Engine {

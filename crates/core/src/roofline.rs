@@ -207,8 +207,11 @@ struct OpenKernel(Timing);
 impl OpenKernel {
     /// Add an operator timed `own` (in a kernel of its own); returns the time it adds. A fused
     /// operator joins the open kernel: the kernel's compute and memory roofs are the sums of its
-    /// parts, its time their max plus the kernel's fixed cost (`time_s − max(roofs)`, 0 for the
-    /// roofline), and the fused operator is charged the difference.
+    /// parts, and the kernel's time grows by what the roofs' max grows, `max(c₁ + c₂, m₁ + m₂) −
+    /// max(c₁, m₁)`, which the fused operator is charged. Whatever the kernel's time holds beyond
+    /// its roofs is kept: a fixed cost per kernel, or a measured kernel's time (above or below
+    /// the fitted roofs). The charge is never negative, in floating point too (`c₁ + c₂ ≥ c₁`
+    /// for `c₂ ≥ 0` under rounding).
     #[inline]
     fn next(&mut self, own: Timing, fused: bool) -> Timing {
         if !fused {
@@ -216,11 +219,10 @@ impl OpenKernel {
             return own;
         }
         let before = self.0;
-        let fixed = before.time_s - before.compute_s.max(before.memory_s);
         let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
-        let time_s = if fixed > 0.0 { c.max(m) + fixed } else { c.max(m) };
-        self.0 = Timing { compute_s: c, memory_s: m, time_s, ..Timing::default() };
-        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: time_s - before.time_s, ..own }
+        let added_s = c.max(m) - before.compute_s.max(before.memory_s);
+        self.0 = Timing { compute_s: c, memory_s: m, time_s: before.time_s + added_s, ..Timing::default() };
+        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: added_s, ..own }
     }
 }
 
@@ -331,6 +333,24 @@ mod tests {
         // An unfused operator starts a new kernel.
         let h = t.next(&op(Cost { weight_bytes: bw * 1e-3, ..Cost::ZERO }, MathFormat::Bf16, false), h100, eff);
         assert!((h.time_s - 1e-3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_kernel_timed_below_or_above_its_roofs_keeps_the_difference_and_fused_ops_never_go_negative() {
+        // A measured kernel (say a table's 0.8 ms) whose fitted roofs say 1 ms of memory: a fused
+        // operator adding 0.25 ms of memory is charged 0.25 ms (not the 0.45 ms a jump back to the
+        // roofs would charge), and the kernel ends at 1.05 ms. One adding only a little compute
+        // under the memory roof is charged exactly 0, never a rounding error below it.
+        let mut k = OpenKernel::default();
+        let measured = Timing { compute_s: 0.1e-3, memory_s: 1e-3, time_s: 0.8e-3, ..Timing::default() };
+        assert_eq!(k.next(measured, false).time_s, 0.8e-3);
+        let more = Timing { memory_s: 0.25e-3, time_s: 0.25e-3, ..Timing::default() };
+        assert!((k.next(more, true).time_s - 0.25e-3).abs() < 1e-18);
+        assert!((k.0.time_s - 1.05e-3).abs() < 1e-18);
+        for c in [1e-12, 1.3592920353982303e-10, 3e-7] {
+            let tiny = Timing { compute_s: c, time_s: c, ..Timing::default() };
+            assert_eq!(k.next(tiny, true).time_s, 0.0, "compute {c}");
+        }
     }
 
     #[test]

@@ -57,11 +57,27 @@ pub struct Inputs {
     pub time_model: String,
     /// Engine the measured time model assumes (`null` under the roofline).
     pub engine: Option<String>,
+    /// The measured kernel tables whose GEMM times the measured clock reads (GPU, engine and its
+    /// version, source), or `null` where it reads none (roofline, a user's GPU file, an engine
+    /// without tables).
+    pub kernel_tables: Option<String>,
     /// MoE routing.
     pub routing: String,
     /// The parallel layout (absent on one GPU).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Layout>,
+}
+
+/// The kernel tables the scenario's measured clock reads, named for a reader:
+/// `h100_sxm/trtllm 1.3.0rc20 (AIConfigurator)` (GPU, engine and the engine version measured;
+/// the package is `core::kernels::SOURCE`).
+fn kernel_tables(sc: &Scenario) -> Option<String> {
+    let clock = sc.effective_clock();
+    if clock.is_roofline() {
+        return None;
+    }
+    let (gpu, engine) = llm_ledger_core::clock::kernel_tables(clock.engine, &sc.gpu)?;
+    Some(format!("{}/{} {} (AIConfigurator)", gpu.dir(), engine, engine.version(gpu)))
 }
 
 impl Inputs {
@@ -93,6 +109,7 @@ impl Inputs {
             bandwidth_efficiency: sc.efficiency.bandwidth,
             time_model: sc.effective_clock().model.name().to_string(),
             engine: (!sc.effective_clock().is_roofline()).then(|| sc.effective_clock().engine.name().to_string()),
+            kernel_tables: kernel_tables(sc),
             routing: sc.routing.describe(),
             parallel: Layout::of(sc),
         }
@@ -410,8 +427,12 @@ impl Report for LedgerReport {
         );
         match &self.inputs.engine {
             Some(engine) => {
+                let gemms = match &self.inputs.kernel_tables {
+                    Some(t) => format!("GEMMs: measured kernels {t}; "),
+                    None => String::new(),
+                };
                 footer.push(format!(
-                    "expected per operator: the measured clock for {engine} (achievable bandwidth and peak, kernel costs, fusion; docs/fidelity.md); step = sum of rows"
+                    "expected per operator: the measured clock for {engine} ({gemms}achievable bandwidth and peak, kernel costs, fusion; docs/fidelity.md); step = sum of rows"
                 ));
                 footer.push(format!("roofline per operator: {roofline}; achieved = roofline ÷ expected"));
             }

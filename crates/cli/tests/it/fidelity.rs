@@ -173,7 +173,15 @@ layer's, a step's, or the output tokens per second of `latency`), and reports
   the prediction is too slow;
 * per regime, the **bias** = the median signed error and the median |error|.
 
-The expected time is the measured clock (`--time-model measured`, the default; `crates/core/src/clock`):
+The expected time is the measured clock (`--time-model measured`, the default; `crates/core/src/clock`).
+On a catalogue GPU with measured kernel tables (A100-SXM, H100-SXM, H200, B200, L40S) and an engine
+whose kernels were measured (trtllm, vllm, sglang), every GEMM in a kernel of its own takes the
+measured time of NVIDIA AIConfigurator's per-kernel database (`crates/core/data/kernels`, interpolated
+in log space, the fastest measured kernel for at least its m rows). So the AIConfigurator rows'
+GEMMs are read from the tables AIConfigurator itself composes: those rows check everything else
+(attention, norms, fusions, fixed costs), not the GEMM times; the gpt-fast and LLMCompass rows are
+independent of the tables (gpt-fast and eager have none; everything there is the fitted model).
+Everything the tables do not cover is the fitted model:
 achievable bandwidth and matmul peak per GPU and format (STREAM copies and best-shape matmul searches,
 `measured-kernels.md` §1–2), GEMM shape efficiency (tile padding, split-K and wave quantisation),
 attention at FlashAttention-2's measured fraction in prefill, a fixed cost per kernel, the engine's

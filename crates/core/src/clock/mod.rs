@@ -20,14 +20,33 @@
 //!
 //! Fitted constants (3, on the 62 rows of `docs/fidelity.md`): [`GRAPH_KERNEL_S`], [`HOST_LAUNCH_S`]
 //! and [`DEQUANT_OPS_PER_WEIGHT`]. Every other number is a published measurement, quoted where it is
-//! used. Measured per-kernel tables (NVIDIA AIConfigurator's database) take precedence over this
-//! fallback where they cover the operator (issue 13 item 1; a separate module).
+//! used.
+//!
+//! # Where an operator's time comes from, in order
+//!
+//! 1. **Measured kernel tables** ([`crate::kernels`], NVIDIA AIConfigurator's per-kernel database):
+//!    when the GPU is a catalogue GPU with tables ([`KernelGpu::for_gpu`]: A100-SXM, H100-SXM, H200,
+//!    B200, L40S; never a user's GPU file), the engine has measured kernels
+//!    ([`Engine::kernel_engine`]: trtllm, vllm, sglang; never gpt-fast or eager), and the operator is
+//!    a GEMM in a kernel of its own whose format has a table ([`gemm_dtype`]): its time is
+//!    `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest measured kernel for at least m rows: never faster for a bigger batch), the whole measured kernel (launch
+//!    included), and nothing is added ([`Measured::table_s`]).
+//! 2. **The fitted model above** for everything else, and wherever a lookup returns `None`: the
+//!    operators an engine merges into the previous GEMM (K and V beside Q, up beside gate) keep
+//!    their marginal roofs in the fitted model (the table's time is for the first GEMM's own
+//!    shape), epilogue-fused operators their arithmetic; attention and collectives are not yet
+//!    taken from the tables (an operator does not carry the batch and cached length the attention
+//!    tables are keyed by; collectives stay on the α + n/β model).
+//!
+//! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
+//! the roofline time is kept beside the expected time.
 
 use crate::engine::{Clock, Engine};
 use crate::hardware::Gpu;
+use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::OpKind;
 use crate::operator::Op;
-use crate::precision::MathFormat;
+use crate::precision::{MathFormat, Precision};
 use crate::roofline::{Efficiency, Roofline, TimeModel, Timing};
 use crate::workload::Phase;
 
@@ -243,6 +262,32 @@ pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &GpuFit) -> f64 {
     tiles * weights * DEQUANT_OPS_PER_WEIGHT / (gpu.peak_flops_per_s.vector * fit.bf16)
 }
 
+/// The measured kernel tables the measured clock reads for `engine` on `gpu`: where the GPU is a
+/// catalogue GPU with tables ([`KernelGpu::for_gpu`]; never a user's GPU file) and the engine has
+/// measured kernels ([`Engine::kernel_engine`]); `None` otherwise (the fitted model times every
+/// operator).
+pub fn kernel_tables(engine: Engine, gpu: &Gpu) -> Option<(KernelGpu, kernels::Engine)> {
+    Some((KernelGpu::for_gpu(gpu)?, engine.kernel_engine()?))
+}
+
+/// The measured GEMM table format for a GEMM with `weight` weights running in `math`: 16-bit →
+/// bf16, fp8 (per tensor or 128-block scales) in fp8 math → `Fp8`/`Fp8Block`, NVFP4 → `Nvfp4`,
+/// int4 and int8 weights with 16-bit math → the weight-only kernels, int8 in int8 math →
+/// SmoothQuant W8A8; `None` for every other combination (the fitted model times it).
+pub fn gemm_dtype(weight: Precision, math: MathFormat) -> Option<GemmDtype> {
+    let wide_math = matches!(math, MathFormat::Bf16 | MathFormat::Fp16);
+    match weight {
+        Precision::Bf16 | Precision::Fp16 if wide_math => Some(GemmDtype::Bf16),
+        Precision::Fp8 if math == MathFormat::Fp8 => Some(GemmDtype::Fp8),
+        Precision::Fp8Block { block: 128 } if math == MathFormat::Fp8 => Some(GemmDtype::Fp8Block),
+        Precision::NvFp4 if math == MathFormat::Fp4 => Some(GemmDtype::Nvfp4),
+        Precision::Int4 | Precision::Int4Group { .. } if wide_math => Some(GemmDtype::Int4WeightOnly),
+        Precision::Int8 if wide_math => Some(GemmDtype::Int8WeightOnly),
+        Precision::Int8 if math == MathFormat::Int8 => Some(GemmDtype::SmoothQuant),
+        _ => None,
+    }
+}
+
 /// The measured time model for one engine and phase ([`TimeModel`]): per operator, compute
 /// `FLOPs ÷ (peak × achievable fraction × shape efficiency)` (+ dequantisation), memory `bytes ÷
 /// (bandwidth × achievable fraction)`, time `max(compute, memory)` plus the kernel's fixed cost
@@ -255,9 +300,29 @@ pub struct Measured {
     pub phase: Phase,
     /// The GPU's achievable fractions ([`GpuFit::of`], looked up once per step, not per operator).
     pub fit: GpuFit,
+    /// The measured kernel tables for this GPU and engine, where both have them (looked up once
+    /// per step); `None`: the fitted model times every operator.
+    pub tables: Option<(KernelGpu, kernels::Engine)>,
 }
 
 impl Measured {
+    /// The measured model of `engine` in `phase` on `gpu`: its [`GpuFit`], and the kernel tables
+    /// where the GPU is a catalogue GPU with tables and the engine has measured kernels.
+    pub fn new(engine: Engine, phase: Phase, gpu: &Gpu) -> Measured {
+        Measured { engine, phase, fit: GpuFit::of(gpu), tables: kernel_tables(engine, gpu) }
+    }
+
+    /// The measured time of `op` from the kernel tables, seconds: a GEMM's
+    /// `gemm_envelope_us(m, n, k) × instances × 10⁻⁶` (the module docs say when); `None` where there is no
+    /// table for it.
+    pub fn table_s(&self, op: &Op) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        let g = op.gemm?;
+        let dtype = gemm_dtype(g.weight, op.math)?;
+        let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
+        Some(us * 1e-6 * g.instances)
+    }
+
     /// The roofs of `op` in a kernel of its own and the time it adds beyond them (dequantisation;
     /// no fixed cost).
     fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64, f64) {
@@ -283,7 +348,13 @@ impl Measured {
 impl TimeModel for Measured {
     fn op_time(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timing {
         let (compute_s, memory_s, extra_s) = self.roofs(op, gpu);
-        let (compute_s, memory_s, time_s) = match engine_fusion(self.engine, op.kind) {
+        let fusion = engine_fusion(self.engine, op.kind);
+        if !op.fused && fusion == Fusion::Own {
+            if let Some(time_s) = self.table_s(op) {
+                return Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: 0.0 };
+            }
+        }
+        let (compute_s, memory_s, time_s) = match fusion {
             _ if op.fused => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
             Fusion::Own => (compute_s, memory_s, kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s)),
             Fusion::Merged => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
@@ -318,7 +389,7 @@ impl Model {
         if clock.is_roofline() {
             Model::Roofline
         } else {
-            Model::Measured(Measured { engine: clock.engine, phase, fit: GpuFit::of(gpu) })
+            Model::Measured(Measured::new(clock.engine, phase, gpu))
         }
     }
 }
@@ -357,7 +428,8 @@ impl TimeModel for Model {
 /// The smallest batch (in `1..=max_batch`) at which a weight-only quantised GEMM of `n × k`
 /// weights in `weight` bytes per weight is no faster than the same GEMM with 16-bit weights under
 /// the measured model on `gpu`, or `None` if it stays faster up to `max_batch` (seed 004: W4A16
-/// loses its edge over bf16 as the batch grows).
+/// loses its edge over bf16 as the batch grows). Both formats on the fitted model (no kernel
+/// tables), so that the two sides are timed the same way where only one has a table.
 pub fn w4a16_crossover_batch(
     gpu: &Gpu,
     engine: Engine,
@@ -368,8 +440,7 @@ pub fn w4a16_crossover_batch(
 ) -> Option<u64> {
     use crate::cost::Cost;
     use crate::gemm::Gemm;
-    use crate::precision::Precision;
-    let model = Measured { engine, phase: Phase::Decode, fit: GpuFit::of(gpu) };
+    let model = Measured { tables: None, ..Measured::new(engine, Phase::Decode, gpu) };
     let time = |m: f64, w: Precision| {
         let g = Gemm::new(m, n, k, w, Precision::Bf16);
         let cost = Cost {

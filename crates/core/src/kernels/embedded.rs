@@ -325,6 +325,29 @@ pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, 
     f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
 
+/// The GEMM files with [`KernelFile::suffix_min_on_first_axis`] applied, per (GPU, engine),
+/// built on first use.
+static GEMM_ENVELOPE: [OnceLock<Option<KernelFile>>; KernelGpu::ALL.len() * 4] =
+    [const { OnceLock::new() }; KernelGpu::ALL.len() * 4];
+
+pub(super) fn gemm_envelope_us(
+    gpu: KernelGpu,
+    engine: Engine,
+    dtype: GemmDtype,
+    m: f64,
+    n: f64,
+    k: f64,
+) -> Option<f64> {
+    if !positive(&[m, n, k]) {
+        return None;
+    }
+    let f = GEMM_ENVELOPE[gpu as usize * 4 + engine as usize]
+        .get_or_init(|| file(gpu, Some(engine), Op::Gemm).map(KernelFile::suffix_min_on_first_axis))
+        .as_ref()?;
+    let g = f.find(&[Q::S(dtype.as_str())])?;
+    f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
+}
+
 pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
     let f = file(gpu, Some(engine), Op::Gemm)?;
     let t = &f.tables[f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0]];

@@ -5,6 +5,7 @@
 
 use super::grid::{interp_ln, positive_ln, Probe};
 use crate::error::{Error, Result};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -71,7 +72,7 @@ fn as_q(k: &Key) -> Q<'_> {
 }
 
 /// One sorted grid axis with its logarithms.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Axis {
     pub values: Vec<f64>,
     pub ln: Vec<f64>,
@@ -85,7 +86,7 @@ impl Axis {
 }
 
 /// One table: its key values, its axes and where its codes start.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub keys: Vec<Key>,
     pub axes: Vec<Arc<Axis>>,
@@ -96,7 +97,7 @@ pub(crate) struct Table {
 }
 
 /// Tables that share the exact keys, indexed by the interpolated keys.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Group {
     pub exact: Vec<Key>,
     /// Outer key values (KV heads), sorted; `[1.0]` when the op has no outer key.
@@ -106,14 +107,14 @@ pub(crate) struct Group {
 }
 
 /// The tables of one outer key value.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Level {
     pub inner: Axis,
     pub tables: Vec<usize>,
 }
 
 /// A parsed file: header structures plus the code bytes, read in place.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct KernelFile {
     pub spec: &'static OpSpec,
     pub tables: Vec<Table>,
@@ -126,7 +127,8 @@ pub(crate) struct KernelFile {
     /// The same for the inner and outer keys.
     pub inner_power: Option<f64>,
     pub outer_power: Option<f64>,
-    codes: &'static [u8],
+    /// The embedded bytes, or a derived copy ([`KernelFile::suffix_min_on_first_axis`]).
+    codes: Cow<'static, [u8]>,
     /// Number of codes (`data N`).
     pub cells: usize,
 }
@@ -289,7 +291,7 @@ impl KernelFile {
             tables,
             groups,
             distinct,
-            codes,
+            codes: Cow::Borrowed(codes),
             cells,
         })
     }
@@ -297,6 +299,31 @@ impl KernelFile {
     /// The code at index `i` (in bounds: checked against `data N` at parse time).
     fn code(&self, i: usize) -> u16 {
         u16::from_le_bytes([self.codes[2 * i], self.codes[2 * i + 1]])
+    }
+
+    /// This file with every table's cells replaced by the minimum over the cells at the same or
+    /// a larger value of the first axis (GEMM: m), over measured cells: `t'(i, …) = min_{i' ≥ i}
+    /// t(i', …)`. An unmeasured cell takes that minimum too where some larger value was measured
+    /// (it stays unmeasured only above the last measured one). Codes grow with time (`code =
+    /// 2048 · ln ns`, and `0xFFFF`, unmeasured, is above every code), so the minimum of codes is
+    /// the minimum of times. The result is non-decreasing
+    /// along the first axis, and interpolation (linear in log space between non-decreasing
+    /// points, clamped below, growing above) keeps it so.
+    pub fn suffix_min_on_first_axis(&self) -> KernelFile {
+        let mut codes: Vec<u16> = (0..self.cells).map(|i| self.code(i)).collect();
+        for t in &self.tables {
+            let (count, stride) = (t.axes[0].values.len(), t.strides[0]);
+            for inner in 0..stride {
+                let mut running = UNMEASURED;
+                for i in (0..count).rev() {
+                    let at = t.offset + i * stride + inner;
+                    running = running.min(codes[at]);
+                    codes[at] = running;
+                }
+            }
+        }
+        let bytes = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
+        KernelFile { codes: Cow::Owned(bytes), ..self.clone() }
     }
 
     /// Number of measured cells (codes other than `0xFFFF`).

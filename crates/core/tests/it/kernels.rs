@@ -8,8 +8,9 @@
 
 use llm_ledger_core::hardware::{builtin_gpus, Gpu};
 use llm_ledger_core::kernels::{
-    self, allreduce_us, attention_us, decode_us, embedded_files, gemm_axes, gemm_us, mla_bmm_us, mla_us, nccl_us,
-    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery,
+    self, allreduce_us, attention_us, decode_us, embedded_files, gemm_axes, gemm_envelope_us, gemm_us, mla_bmm_us,
+    mla_us, nccl_us, AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm,
+    MlaQuery,
 };
 use proptest::prelude::*;
 
@@ -357,6 +358,22 @@ proptest! {
         prop_assert!(t_hi >= t_lo * (1.0 - 1e-12), "n {n} k {k}: m {lo} → {t_lo}, m {hi} → {t_hi}");
     }
 
+    /// The envelope never decreases with m, at any m (on or between grid points, below and above
+    /// the grid), any (n, k) on or off the grid, on every GPU and engine with a bf16 table (at
+    /// grid points it is the brute-force minimum: the next test).
+    #[test]
+    fn envelope_grows_with_m_and_never_exceeds_the_table(
+        gi in 0usize..5, ei in 0usize..3, a in 0.0f64..17.0, b in 0.0f64..17.0, n in 32.0f64..70000.0, k in 32.0f64..70000.0
+    ) {
+        let gpu = KernelGpu::ALL[gi];
+        let engine = Engine::ALL[ei];
+        let (lo, hi) = (a.min(b).exp2(), a.max(b).exp2());
+        let (Some(t_lo), Some(t_hi)) = (gemm_envelope_us(gpu, engine, BF16, lo, n, k), gemm_envelope_us(gpu, engine, BF16, hi, n, k)) else {
+            return Ok(());
+        };
+        prop_assert!(t_hi >= t_lo * (1.0 - 1e-12), "{gpu:?} {engine}: m {lo} → {t_lo}, m {hi} → {t_hi}");
+    }
+
     /// Between two neighbouring grid values of any axis, the value lies between the two
     /// neighbours' values, and on a grid point it is that point's value.
     #[test]
@@ -374,6 +391,26 @@ proptest! {
         let (lo, hi) = (v0.min(v1), v0.max(v1));
         prop_assert!(lo * (1.0 - 1e-12) <= v && v <= hi * (1.0 + 1e-12), "{lo} ≤ {v} ≤ {hi} at {at:?}");
     }
+}
+
+#[test]
+fn envelope_is_the_minimum_over_larger_m_at_measured_points() {
+    // H200 trtllm bf16, n 768, k 2048 (a launch-bound shape whose raw times fall with m): at each
+    // grid m the envelope is the smallest raw value at that m or above, computed here by brute
+    // force over the grid; at the top of the grid it is the raw value.
+    let g = KernelGpu::H200Sxm;
+    let [ms, _, _] = gemm_axes(g, TRT, BF16).unwrap();
+    let raw: Vec<f64> = ms.iter().map(|&m| gemm_us(g, TRT, BF16, m, 768.0, 2048.0).unwrap()).collect();
+    assert!(raw[0] > raw[4], "the shape is chosen because its raw times fall: {raw:?}");
+    for (i, &m) in ms.iter().enumerate() {
+        let want = raw[i..].iter().copied().fold(f64::INFINITY, f64::min);
+        assert_eq!(gemm_envelope_us(g, TRT, BF16, m, 768.0, 2048.0).unwrap(), want, "m {m}");
+    }
+    // Where the raw table grows from there on (H100, the QKV GEMM of Llama 3 8B at m = 8192), unchanged.
+    assert_eq!(
+        gemm_envelope_us(H100, TRT, BF16, 8192.0, 6144.0, 4096.0),
+        gemm_us(H100, TRT, BF16, 8192.0, 6144.0, 4096.0)
+    );
 }
 
 #[test]
