@@ -210,11 +210,16 @@ fn input_error(e: &Error) -> PyErr {
 
 /// An error of the shared file readers (`llm_ledger_files`) as [`InputError`]: a core error alone
 /// keeps its field; one with context (a file's name, a Hub id) is the CLI's one-line message
-/// (`{:#}`), about `field`.
+/// (`{:#}`), about `field`, else about the flag of a message `invalid `--flag`: …` (as a keyword).
 fn files_error(e: anyhow::Error, field: Option<&str>) -> PyErr {
     match e.downcast_ref::<Error>().filter(|_| e.chain().count() == 1) {
         Some(core) => input_error(core),
-        None => input_error_with(&format!("{e:#}"), field, None),
+        None => {
+            let message = format!("{e:#}");
+            let named =
+                message.strip_prefix("invalid `--").and_then(|m| m.split_once('`')).map(|(f, _)| f.replace('-', "_"));
+            input_error_with(&message, field.or(named.as_deref()), None)
+        }
     }
 }
 

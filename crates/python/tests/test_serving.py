@@ -262,19 +262,20 @@ def test_a_hub_id_at_a_revision_is_the_cli_snapshot(cli_json, hub_cache):
 
 
 @pytest.mark.parametrize(
-    "kwargs",
+    "kwargs,field",
     [
-        {"model": "org/model", "revision": "nope"},  # not in the cache, offline
-        {"model": "llama-3.1-8b", "revision": "main"},  # a preset has no revision
-        {"revision": "main"},  # no model
-        {"model": "org/model", "revision": "../../etc/passwd"},
-        {"model": "org/..", "revision": "main"},
-        {"model": "other/model"},  # not cached, offline
+        ({"model": "org/model", "revision": "nope"}, None),  # not in the cache, offline
+        ({"model": "llama-3.1-8b", "revision": "main"}, "revision"),  # a preset has no revision
+        ({"revision": "main"}, "revision"),  # no model
+        ({"model": "org/model", "revision": "../../etc/passwd"}, "revision"),
+        ({"model": "org/..", "revision": "main"}, "model"),
+        ({"model": "other/model"}, None),  # not cached, offline
     ],
 )
-def test_hub_errors_are_the_cli_messages(cli, hub_cache, kwargs):
+def test_hub_errors_are_the_cli_messages(cli, hub_cache, kwargs, field):
     with pytest.raises(ValueError) as e:
         ll.kv(**kwargs)
+    assert e.value.field == field
     msg = str(e.value)
     assert "\n" not in msg and "`--model`" not in msg and "`--revision`" not in msg
     assert f"error: {msg}" == keyword_text(cli("kv", *flags(kwargs), ok=False))
