@@ -940,6 +940,46 @@ impl SimulateArgs {
     pub fn scenario(&self) -> ScenarioArgs {
         self.setup.scenario().with_parallel(&self.parallel)
     }
+
+    /// The simulator's inputs as text, for the shared resolver.
+    pub fn sim(&self) -> llm_ledger_files::simulate::SimArgs {
+        let a = self.clone();
+        llm_ledger_files::simulate::SimArgs {
+            rate: a.rate,
+            arrivals: a.arrivals,
+            cv: a.cv,
+            concurrency: a.concurrency,
+            trace: a.trace,
+            requests: a.requests,
+            seed: a.seed,
+            prompt: a.prompt,
+            output: a.output,
+            max_seqs: a.max_seqs,
+            max_batched_tokens: a.max_batched_tokens,
+            chunk: a.chunk,
+            schedule: a.schedule,
+            block: a.block,
+            prefix_hit: a.prefix_hit,
+            ttft_ms: a.ttft_ms,
+            tpot_ms: a.tpot_ms,
+            reserve: a.reserve.reserve,
+        }
+    }
+}
+
+impl PlanLoadArgs {
+    /// The plan-under-load inputs as text, for the shared resolver.
+    pub fn text(&self) -> llm_ledger_files::simulate::PlanLoadArgs {
+        let a = self.clone();
+        llm_ledger_files::simulate::PlanLoadArgs {
+            rate: a.rate,
+            ttft_ms: a.ttft_ms,
+            requests: a.requests,
+            seed: a.seed,
+            prompt: a.prompt,
+            output_tokens: a.output_tokens,
+        }
+    }
 }
 
 impl CostArgs {

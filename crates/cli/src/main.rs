@@ -3,10 +3,8 @@
 //! content: the missing argument, the "did you mean" tip). Output that cannot be written (a full
 //! disk) is one line and exit code 1; a closed pipe (`| head`) is not an error.
 
-mod checkpoint;
 mod cli;
 mod commands;
-mod hub;
 mod inputs;
 
 use clap::{CommandFactory, FromArgMatches};

@@ -4,30 +4,36 @@
 //! [`from_pairs`](llm_ledger_core::pairs::from_pairs), [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands back its JSON
 //! (the CLI's `--format json`, byte for byte), its CSV rows as JSON objects, its human table and,
-//! for `ledger`, the roofline SVG. A `sweep` comes back as columns computed here, not in a Python
-//! loop.
+//! for `ledger` and `simulate`, the plot the CLI's `--plot` draws. A `sweep` comes back as columns
+//! computed here, not in a Python loop. Files and Hub ids (`model`, `gpu`, `profile`,
+//! `revision`, `simulate`'s `trace` and `hist:` lengths) are read by `llm_ledger_files`, the
+//! CLI's own readers, and `simulate` and `plan --rate` take their inputs through the same
+//! resolvers as the CLI (`llm_ledger_files::simulate`).
 //!
 //! Errors: a core error is `llm_ledger.InputError` (a `ValueError`) with the core's one-line
 //! message, which names the input field — the Python keyword, since keywords are the core's field
-//! names — and the attributes `field` and `accepted`; a keyword the command does not take is a
-//! `TypeError`.
+//! names — and the attributes `field` and `accepted`; an error about a file or a Hub id is the
+//! CLI's one-line message, its flags written as keywords ([`keyword_text`]); a keyword the
+//! command does not take is a `TypeError`.
 
-use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::levers::LeverSet;
-use llm_ledger_core::model::parse_config_json;
 use llm_ledger_core::pairs::from_pairs;
-use llm_ledger_core::scenario::{scenario_inputs, Loaded};
+use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
+use llm_ledger_files::simulate::{PlanLoadArgs, SimArgs};
+use llm_ledger_files::FileInputs;
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
 use llm_ledger_report::plan::PlanReport;
+use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, HumanTable, Inputs, LedgerReport, Report, TileReport, ZoomReport};
 use pyo3::create_exception;
@@ -36,7 +42,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 create_exception!(
     _native,
@@ -45,9 +50,11 @@ create_exception!(
     "Bad input: the core's one-line message. `field` is the keyword it is about (or None), `accepted` the accepted values of a closed set (or None)."
 );
 
-/// The model and hardware inputs every scenario command takes (the CLI's setup flags).
+/// The model and hardware inputs every scenario command takes (the CLI's setup flags);
+/// `revision` and `profile` are read by `llm_ledger_files` with the files they name.
 const SETUP: &[&str] = &[
     "model",
+    "revision",
     "gpu",
     "weights",
     "kv",
@@ -62,6 +69,7 @@ const SETUP: &[&str] = &[
     "bandwidth_efficiency",
     "time_model",
     "engine",
+    "profile",
     "zipf",
     "expert_loads",
 ];
@@ -69,6 +77,29 @@ const SETUP: &[&str] = &[
 const SHAPE: &[&str] = &["phase", "batch", "ctx", "contexts"];
 /// A parallel deployment.
 const PARALLEL: &[&str] = &["tp", "pp", "ep", "dp", "micro_batches", "interconnect", "link_efficiency"];
+/// `simulate`'s own inputs (the CLI's flags).
+const SIMULATE: &[&str] = &[
+    "rate",
+    "arrivals",
+    "cv",
+    "concurrency",
+    "trace",
+    "requests",
+    "seed",
+    "prompt",
+    "output",
+    "max_seqs",
+    "max_batched_tokens",
+    "chunk",
+    "schedule",
+    "block",
+    "prefix_hit",
+    "ttft_ms",
+    "tpot_ms",
+    "reserve",
+];
+/// `plan`'s inputs of a plan under load (`plan --rate`).
+const PLAN_LOAD: &[&str] = &["rate", "ttft_ms", "requests", "seed", "prompt", "output"];
 
 /// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
 /// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
@@ -79,6 +110,7 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
         "kv" | "levers" => &[SETUP, SHAPE],
         "sweep" | "moe" => &[SETUP, &["phase", "batch", "ctx"], PARALLEL],
         "latency" | "cost" => &[SETUP, &["batch"], PARALLEL],
+        "simulate" => &[SETUP, PARALLEL],
         "plan" => &[SETUP, &["batch", "ctx", "interconnect", "link_efficiency"]],
         "tile" => &[&["gpu", "weights", "activations", "compute_efficiency", "bandwidth_efficiency"]],
         _ => return None,
@@ -90,18 +122,22 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
         "moe" => &["experts", "top_k"],
         "latency" => &["prompt", "output", "reserve"],
         "cost" => &["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
+        "simulate" => SIMULATE,
         "plan" => &["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
         "tile" => &["m", "n", "k", "tile", "output"],
         _ => &[],
     };
-    Some(groups.iter().flat_map(|g| g.iter()).chain(own).copied().collect())
+    let load: &[&str] = if command == "plan" { PLAN_LOAD } else { &[] };
+    Some(groups.iter().flat_map(|g| g.iter()).chain(own).chain(load).copied().collect())
 }
 
 /// The keys the axes of `sweep`, `moe` and `plan` take as lists or ranges, and `tile`'s GEMM
 /// inputs: read by the command, not by the scenario resolver.
 fn command_keys(command: &str) -> &'static [&'static str] {
     match command {
-        "sweep" | "moe" | "plan" => &["batch"],
+        "sweep" | "moe" => &["batch"],
+        "plan" => &["batch", "rate", "ttft_ms", "requests", "seed", "prompt", "output"],
+        "simulate" => SIMULATE,
         "tile" => &[
             "m",
             "n",
@@ -121,60 +157,94 @@ fn command_keys(command: &str) -> &'static [&'static str] {
 /// The keys of [`ServingRequest`].
 const SERVING: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms", "step_ms", "tokens_per_s"];
 
+/// A message as Python words it: the CLI's flags in it (`--tpot-ms`, `--arrivals`) become the
+/// keywords (`tpot_ms`, `arrivals`). A flag is `--` then a lower-case letter, at the start or
+/// after a space, a backtick or a bracket.
+fn keyword_text(message: &str) -> String {
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::with_capacity(one_line.len());
+    let mut rest = one_line.as_str();
+    while let Some(i) = rest.find("--") {
+        let (before, after) = rest.split_at(i);
+        out.push_str(before);
+        let at_boundary = out.is_empty() || out.ends_with([' ', '`', '(', '[']);
+        let name_len = after[2..]
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(after.len() - 2);
+        let name = &after[2..2 + name_len];
+        if at_boundary && name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push_str(&name.trim_end_matches('-').replace('-', "_"));
+            out.push_str(&name[name.trim_end_matches('-').len()..]);
+            rest = &after[2 + name_len..];
+        } else {
+            out.push_str("--");
+            rest = &after[2..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
+fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
+    let err = InputError::new_err(keyword_text(message));
+    Python::with_gil(|py| {
+        let v = err.value(py);
+        let _ = v.setattr("field", field.map(str::to_string));
+        let _ = v.setattr("accepted", accepted.map(<[String]>::to_vec));
+    });
+    err
+}
+
 /// A core error as the Python exception: [`InputError`] with the core's message (a plan refusal
 /// worded in full, as the CLI words it, naming the keywords), `field` and `accepted`.
 fn input_error(e: &Error) -> PyErr {
+    let same = |f: &str| f.to_string();
     let message = match e {
-        Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &|f: &str| f.to_string()),
+        Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &same),
+        Error::NoServingPlan(refused) => llm_ledger_report::plan_serving::refusal_message(refused, &same),
         _ => e.to_string(),
     };
-    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    let err = InputError::new_err(message);
-    Python::with_gil(|py| {
-        let v = err.value(py);
-        let _ = v.setattr("field", e.field().map(str::to_string));
-        let _ = v.setattr("accepted", e.accepted().map(<[String]>::to_vec));
-    });
-    err
+    input_error_with(&message, e.field(), e.accepted())
+}
+
+/// An error of the shared file readers (`llm_ledger_files`) as [`InputError`]: a core error alone
+/// keeps its field; one with context (a file's name, a Hub id) is the CLI's one-line message
+/// (`{:#}`), about `field`, else about the flag of a message `invalid `--flag`: …` (as a keyword).
+fn files_error(e: anyhow::Error, field: Option<&str>) -> PyErr {
+    match e.downcast_ref::<Error>().filter(|_| e.chain().count() == 1) {
+        Some(core) => input_error(core),
+        None => {
+            let message = format!("{e:#}");
+            let named =
+                message.strip_prefix("invalid `--").and_then(|m| m.split_once('`')).map(|(f, _)| f.replace('-', "_"));
+            input_error_with(&message, field.or(named.as_deref()), None)
+        }
+    }
 }
 
 /// A serde refusal of a pair (an unknown or repeated key) as [`InputError`] about `field`.
 fn pair_error(e: impl std::fmt::Display, field: Option<&str>) -> PyErr {
-    let err = InputError::new_err(e.to_string());
-    Python::with_gil(|py| {
-        let v = err.value(py);
-        let _ = v.setattr("field", field.map(str::to_string));
-        let _ = v.setattr("accepted", None::<Vec<String>>);
-    });
-    err
+    input_error_with(&e.to_string(), field, None)
 }
 
-/// The inputs of one call: the pairs split by who reads them, with any files the Python side read.
+/// The inputs of one call: the pairs split by who reads them.
 struct Call {
-    /// Scenario pairs, for [`ScenarioRequest`].
+    /// Scenario pairs, for [`ScenarioRequest`] (`model` and `gpu` may name files or a Hub id).
     scenario: Vec<(String, String)>,
     /// Serving pairs, for [`ServingRequest`].
     serving: Vec<(String, String)>,
-    /// The command's own pairs.
+    /// The command's own pairs, and the file inputs (`revision`, `profile`).
     own: HashMap<String, String>,
-    /// A `config.json` the `model` keyword named: (label, text).
-    model_file: Option<(String, String)>,
-    /// A GPU file the `gpu` keyword named: (label, text).
-    gpu_file: Option<(String, String)>,
 }
 
 impl Call {
     /// Split `pairs`, refusing a keyword `command` does not take (a `TypeError`, as Python refuses
     /// an unexpected keyword argument).
-    fn new(
-        command: &str,
-        pairs: Vec<(String, String)>,
-        model_file: Option<(String, String)>,
-        gpu_file: Option<(String, String)>,
-    ) -> PyResult<Call> {
+    fn new(command: &str, pairs: Vec<(String, String)>) -> PyResult<Call> {
         let accepted = keywords_of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))?;
         let scenario_fields: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
-        let mut call = Call { scenario: vec![], serving: vec![], own: HashMap::new(), model_file, gpu_file };
+        let mut call = Call { scenario: vec![], serving: vec![], own: HashMap::new() };
         for (k, v) in pairs {
             if !accepted.contains(&k.as_str()) {
                 return Err(PyTypeError::new_err(format!(
@@ -199,31 +269,18 @@ impl Call {
         self.own.get(key).map(String::as_str)
     }
 
-    /// The scenario, resolved by the core's resolver against the built-in catalogue.
-    fn scenario(&self) -> PyResult<Scenario> {
-        let pairs = self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-        let mut req: ScenarioRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
-        if let Some((label, text)) = &self.model_file {
-            req.model = None;
-            req.model_file = Some(Loaded(Arc::new(parse_config_json(text, label).map_err(|e| input_error(&e))?)));
-        }
-        if let Some(gpu) = self.gpu()? {
-            req.gpu = None;
-            req.gpu_file = Some(Loaded(gpu));
-        }
-        req.resolve(&Catalog::builtin()).map_err(|e| input_error(&e))
+    fn own_text(&self, key: &str) -> Option<String> {
+        self.own.get(key).cloned()
     }
 
-    /// The first GPU of the GPU file `gpu` named, named by its path.
-    fn gpu(&self) -> PyResult<Option<Arc<llm_ledger_core::Gpu>>> {
-        let Some((label, text)) = &self.gpu_file else { return Ok(None) };
-        let gpus = parse_gpu_file(text).map_err(|e| input_error(&e))?;
-        let mut gpu = gpus
-            .into_iter()
-            .next()
-            .ok_or_else(|| input_error(&Error::invalid("gpu", label, "a GPU file with a [[gpu]] entry")))?;
-        gpu.name = label.clone();
-        Ok(Some(Arc::new(gpu)))
+    /// The scenario, resolved as the CLI resolves its flags: the core's resolver, with the files
+    /// `model`, `gpu` and `profile` name (and a Hub id at `revision`) read by `llm_ledger_files`.
+    fn scenario(&self) -> PyResult<Scenario> {
+        let pairs = self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let req: ScenarioRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
+        let files =
+            FileInputs { revision: self.own_text("revision"), profile: self.own_text("profile"), ..Default::default() };
+        llm_ledger_files::scenario(req, &files).map_err(|e| files_error(e, None))
     }
 
     /// The serving inputs, resolved for `sc`.
@@ -231,6 +288,44 @@ impl Call {
         let pairs = self.serving.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let req: ServingRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
         req.resolve(sc).map_err(|e| input_error(&e))
+    }
+
+    /// `simulate`'s own inputs as the text the CLI's flags give.
+    fn sim(&self) -> SimArgs {
+        let t = |k: &str| self.own_text(k);
+        SimArgs {
+            rate: t("rate"),
+            arrivals: t("arrivals"),
+            cv: t("cv"),
+            concurrency: t("concurrency"),
+            trace: t("trace"),
+            requests: t("requests"),
+            seed: t("seed"),
+            prompt: t("prompt"),
+            output: t("output"),
+            max_seqs: t("max_seqs"),
+            max_batched_tokens: t("max_batched_tokens"),
+            chunk: t("chunk"),
+            schedule: t("schedule"),
+            block: t("block"),
+            prefix_hit: t("prefix_hit"),
+            ttft_ms: t("ttft_ms"),
+            tpot_ms: t("tpot_ms"),
+            reserve: t("reserve"),
+        }
+    }
+
+    /// `plan`'s inputs of a plan under load.
+    fn plan_load(&self) -> PlanLoadArgs {
+        let t = |k: &str| self.own_text(k);
+        PlanLoadArgs {
+            rate: t("rate"),
+            ttft_ms: t("ttft_ms"),
+            requests: t("requests"),
+            seed: t("seed"),
+            prompt: t("prompt"),
+            output_tokens: t("output"),
+        }
     }
 }
 
@@ -262,15 +357,8 @@ fn output<R: Report>(r: &R, svg: Option<String>) -> PyResult<Output> {
 
 /// Run `command` (not `sweep`) on text keyword arguments; see the module doc.
 #[pyfunction]
-#[pyo3(signature = (command, pairs, model_file=None, gpu_file=None))]
-fn run(
-    py: Python<'_>,
-    command: &str,
-    pairs: Vec<(String, String)>,
-    model_file: Option<(String, String)>,
-    gpu_file: Option<(String, String)>,
-) -> PyResult<Output> {
-    let call = Call::new(command, pairs, model_file, gpu_file)?;
+fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
+    let call = Call::new(command, pairs)?;
     py.allow_threads(|| build(command, &call))
 }
 
@@ -316,14 +404,51 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
                 batch: call.own("batch"),
                 experts: call.own("experts"),
                 top_k: call.own("top_k"),
-                model_given: call.scenario.iter().any(|(k, _)| k == "model") || call.model_file.is_some(),
+                model_given: call.scenario.iter().any(|(k, _)| k == "model"),
             };
             output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
         }
         "plan" => {
+            let load = call.plan_load();
+            let files = |e| files_error(e, None);
+            if let Some(rate) = &load.rate {
+                // The plan under load (`plan --rate`), checked in the CLI's order.
+                let max_gpus = llm_ledger_files::simulate::max_gpus(call.own("max_gpus")).map_err(files)?;
+                let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
+                let checked = load.check(rate, given("batch"), given("ctx")).map_err(files)?;
+                let sc = call.scenario()?;
+                let s = call.serving(&sc)?;
+                return output(&load.report(&sc, &s, checked, max_gpus).map_err(files)?, None);
+            }
+            load.check_static().map_err(files)?;
             let sc = call.scenario()?;
             let s = call.serving(&sc)?;
             output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
+        }
+        "simulate" => {
+            use llm_ledger_files::simulate::{chart_title, config, rates, run_rates};
+            let files = |e| files_error(e, None);
+            let sc = call.scenario()?;
+            let sim = call.sim();
+            let cfg = config(&sim, &sc).map_err(files)?;
+            let rates = rates(sim.rate.as_deref(), &cfg).map_err(files)?;
+            let sweep = rates.len() > 1;
+            let cfg = if rates.len() == 1 && !rates[0].is_nan() {
+                llm_ledger_files::simulate::with_rate(&cfg, rates[0])
+            } else {
+                cfg
+            };
+            let runs = run_rates(&sc, &cfg, &rates).map_err(core)?;
+            let report = SimulateReport::new(&sc, &cfg, runs.iter().map(|r| r.summary.clone()).collect(), sweep);
+            // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
+            // p99 latency (a sweep).
+            let title = chart_title(&report.inputs);
+            let chart = match &report.points {
+                Some(points) => ServingChart::throughput_latency(points, title),
+                None => ServingChart::latency_cdfs(&runs[0], title),
+            };
+            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            output(&report, Some(svg))
         }
         "tile" => {
             let text = |k: &str| call.own(k).map(str::to_string);
@@ -340,12 +465,7 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
                 bandwidth_efficiency: text("bandwidth_efficiency"),
             };
             let g = req.resolve().map_err(core)?;
-            let gpu = match call.gpu()? {
-                Some(g) => g,
-                None => Catalog::builtin()
-                    .gpu(call.own("gpu").unwrap_or(llm_ledger_core::scenario::DEFAULT_GPU))
-                    .map_err(core)?,
-            };
+            let gpu = llm_ledger_files::gpu(call.own("gpu"), None).map_err(|e| files_error(e, Some("gpu")))?;
             output(&TileReport::build(&g, &gpu).map_err(core)?, None)
         }
         other => Err(PyValueError::new_err(format!("no command `{other}`"))),
@@ -378,14 +498,8 @@ const FLOAT_COLUMNS: [&str; 10] = [
 /// list of str, `fits` as a list of bool — in the CLI's point-key order; and the batch curve as SVG
 /// for a sweep over one context of at most [`MAX_PLOT_POINTS`] points.
 #[pyfunction]
-#[pyo3(signature = (pairs, model_file=None, gpu_file=None))]
-fn sweep<'py>(
-    py: Python<'py>,
-    pairs: Vec<(String, String)>,
-    model_file: Option<(String, String)>,
-    gpu_file: Option<(String, String)>,
-) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
-    let call = Call::new("sweep", pairs, model_file, gpu_file)?;
+fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
+    let call = Call::new("sweep", pairs)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };

@@ -12,7 +12,9 @@ Every function takes keyword arguments named like the CLI's flags (``--max-gpus`
 Values are given as Python values: numbers, strings, ``True``/``False`` for on/off inputs
 (``flash=False``), lists for lists (``batch=[1, 8, 32]``), ``range`` objects for sweeps
 (``batch=range(1, 1025)``), a dict for a context mix (``contexts={2048: 8, 32768: 2}``), and a path
-to a ``config.json`` (or its folder) or a GPU file for ``model`` and ``gpu``. Bad input raises
+to a ``config.json`` (or its folder, a GGUF file), a Hub repo id (``"org/name"``, with
+``revision``) or a GPU file for ``model`` and ``gpu``, and a calibration profile for ``profile``
+(read exactly as the CLI reads them). Bad input raises
 :class:`InputError` (a ``ValueError``) with the CLI's one-line message naming the keyword; a keyword
 the function does not take raises ``TypeError``.
 """
@@ -40,6 +42,8 @@ __all__ = [
     "tile",
     "moe",
     "plan",
+    "simulate",
+    "Simulation",
     "sweep",
     "models",
     "gpus",
@@ -82,37 +86,10 @@ def _text(key, value):
     raise TypeError(f"keyword `{key}`: cannot use a {type(value).__name__} ({value!r})")
 
 
-def _looks_like_path(s):
-    """The CLI's rule: a model or GPU argument that names a file rather than a catalogue entry."""
-    return "/" in s or "\\" in s or s.endswith(".json") or s.endswith(".toml") or _os.path.isdir(s)
-
-
-def _read(path, what, keyword):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _input_error(f"cannot read {what} `{path}` given as `{keyword}`: {e}", keyword) from None
-
-
 def _call(kwargs):
-    """Keyword arguments as text pairs, with the files `model` and `gpu` name read."""
-    pairs, model_file, gpu_file = [], None, None
-    for key, value in kwargs.items():
-        if value is None:
-            continue
-        if key == "model" and isinstance(value, (str, _os.PathLike)) and _looks_like_path(_os.fspath(value)):
-            path = _os.fspath(value)
-            if _os.path.isdir(path):
-                path = _os.path.join(path, "config.json")
-            model_file = (path, _read(path, "config.json", "model"))
-            continue
-        if key == "gpu" and isinstance(value, (str, _os.PathLike)) and _looks_like_path(_os.fspath(value)):
-            path = _os.fspath(value)
-            gpu_file = (path, _read(path, "GPU file", "gpu"))
-            continue
-        pairs.append((key, _text(key, value)))
-    return pairs, model_file, gpu_file
+    """Keyword arguments as text pairs (`None` leaves a keyword out). A path in `model`, `gpu`,
+    `profile` or `trace` (str or `os.PathLike`) is read in Rust by the CLI's own file readers."""
+    return [(key, _text(key, value)) for key, value in kwargs.items() if value is not None]
 
 
 def _html_table(human, limit=None):
@@ -185,6 +162,24 @@ class Report:
         return _html_table(self._human) + svg
 
 
+class Simulation(Report):
+    """A ``simulate`` report: the CLI's JSON (``json``); ``summary``, the one rate's summary (the
+    JSON's ``summary``: throughput, ``ttft_s``/``tpot_s``/``itl_s``/``e2e_s`` quantiles, goodput,
+    batch, queue, preemptions, KV use) or None for a sweep of rates; ``points``, one summary per
+    rate (a sweep: the JSON's ``points``; one rate: ``[summary]``); ``rows``, one flat row per
+    rate (the CLI's CSV: ``ttft_p99_s`` …), which ``to_pandas()`` turns into a DataFrame; ``svg``,
+    the latency CDFs (one rate) or throughput against p99 latency (a sweep)."""
+
+    def __init__(self, command, out):
+        super().__init__(command, out)
+        #: The one rate's summary (the CLI JSON's ``summary``), or None for a sweep of rates.
+        self.summary = self.json.get("summary")
+        #: One summary per rate: the JSON's ``points`` (a sweep) or ``[summary]`` (one rate).
+        self.points = self.json["points"] if "points" in self.json else [self.summary]
+        #: The simulator's settings as run (the JSON's ``settings``).
+        self.settings = self.json["settings"]
+
+
 class Sweep:
     """A whole sweep, computed in one call: ``columns`` maps each of the CLI's point keys
     (``batch``, ``ctx``, ``step_time_s``, …, ``fits``) to a column — ``array.array`` for numbers
@@ -246,9 +241,8 @@ def _cell(v):
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _run(command, kwargs):
-    pairs, model_file, gpu_file = _call(kwargs)
-    return Report(command, _native.run(command, pairs, model_file, gpu_file))
+def _run(command, kwargs, cls=None):
+    return (cls or Report)(command, _native.run(command, _call(kwargs)))
 
 
 def ledger(**kwargs):
@@ -296,16 +290,28 @@ def moe(**kwargs):
 
 def plan(**kwargs):
     """TP × PP (× EP) layouts and batches under ``tpot_ms``, ranked by $/M tokens
-    (``llm-ledger plan``)."""
+    (``llm-ledger plan``). With ``rate`` (requests/s) and ``ttft_ms``: the plan under load
+    (``plan --rate``), the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds,
+    with the Pareto front of cost against latency (``json["pareto"]``)."""
     return _run("plan", kwargs)
+
+
+def simulate(**kwargs):
+    """Serving under load (``llm-ledger simulate``): arrivals (``rate``: requests/s, a list or a
+    range such as ``"1..40"`` for a sweep; ``arrivals``, ``cv``, ``concurrency``, ``trace``),
+    requests (``requests``, ``seed``, ``prompt``, ``output``), the scheduler (``max_seqs``,
+    ``max_batched_tokens``, ``chunk``, ``schedule``, ``block``, ``prefix_hit``) and goodput
+    bounds (``ttft_ms``, ``tpot_ms``), on the scenario the other keywords describe. Returns a
+    :class:`Simulation`: ``summary`` (one rate), ``points`` (every rate), the plot the CLI's
+    ``--plot`` draws. Keywords: ``keywords("simulate")``."""
+    return _run("simulate", kwargs, Simulation)
 
 
 def sweep(**kwargs):
     """A batch × context grid in one call (``batch`` and ``ctx``: numbers, lists, ``range``s or
     the CLI's axis text ``"1..256*2"``), computed in Rust in parallel and returned as columns
     (``llm-ledger sweep``)."""
-    pairs, model_file, gpu_file = _call(kwargs)
-    return Sweep(*_native.sweep(pairs, model_file, gpu_file))
+    return Sweep(*_native.sweep(_call(kwargs)))
 
 
 def models():

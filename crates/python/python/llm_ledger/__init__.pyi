@@ -12,8 +12,14 @@ Number = Union[int, float]
 Axis = Union[int, Sequence[int], range, str]
 #: `True`/`False` for on/off inputs, or the CLI's text.
 OnOff = Union[bool, str]
-#: A catalogue name, or a path to a file (a config.json, its folder; a GPU file).
+#: A catalogue name, a path to a file (a config.json, its folder, a GGUF file; a GPU file), or
+#: for `model` a Hugging Face Hub repo id `"org/name"` (with `revision`).
 NameOrPath = Union[str, PathLike]
+#: A rate in requests/s, a list of rates, a range, or the CLI's text (`"1..40"`, `"0.5,1.5"`).
+Rates = Union[Number, Sequence[Number], range, str]
+#: Prompt or output lengths: tokens, or the CLI's text (`"uniform:128..4096"`,
+#: `"lognormal:1024:0.8"`, `"hist:lengths.csv"`).
+Lengths = Union[int, str]
 
 class InputError(ValueError):
     """Bad input: the CLI's one-line message, naming the keyword."""
@@ -36,6 +42,15 @@ class Report:
     def to_pandas(self) -> Any: ...
     def __getitem__(self, key: str) -> Any: ...
     def _repr_html_(self) -> str: ...
+
+class Simulation(Report):
+    """A `simulate` report: one rate or a sweep of rates."""
+    #: The one rate's summary (the CLI JSON's `summary`), or None for a sweep.
+    summary: Optional[Dict[str, Any]]
+    #: One summary per rate (a sweep: the JSON's `points`; one rate: `[summary]`).
+    points: List[Dict[str, Any]]
+    #: The simulator's settings as run.
+    settings: Dict[str, Any]
 
 class Sweep:
     """A whole sweep as columns, in the CLI's point-key order."""
@@ -69,6 +84,8 @@ def ledger(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,
@@ -103,6 +120,8 @@ def zoom(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,
@@ -137,6 +156,8 @@ def kv(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,
@@ -164,6 +185,8 @@ def levers(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,
@@ -193,6 +216,8 @@ def latency(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     batch: Optional[int] = None,
@@ -228,6 +253,8 @@ def cost(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     batch: Optional[int] = None,
@@ -260,6 +287,8 @@ def moe(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,
@@ -296,14 +325,74 @@ def plan(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     batch: Optional[Axis] = None,
     ctx: Optional[int] = None,
     interconnect: Optional[str] = None,
     link_efficiency: Optional[Number] = None,
+    rate: Optional[Number] = None,
+    ttft_ms: Optional[Number] = None,
+    requests: Optional[int] = None,
+    seed: Optional[int] = None,
+    prompt: Optional[Lengths] = None,
+    output: Optional[Lengths] = None,
 ) -> Report:
-    """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens."""
+    """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens; with `rate` and
+    `ttft_ms`, the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds at that
+    rate, with the Pareto front (`plan --rate`)."""
+
+def simulate(
+    *,
+    model: Optional[NameOrPath] = None,
+    gpu: Optional[NameOrPath] = None,
+    weights: Optional[str] = None,
+    kv: Optional[str] = None,
+    activations: Optional[str] = None,
+    gemm_activations: Optional[str] = None,
+    flash: Optional[OnOff] = None,
+    causal: Optional[str] = None,
+    logits: Optional[str] = None,
+    counting: Optional[str] = None,
+    mla: Optional[str] = None,
+    compute_efficiency: Optional[Number] = None,
+    bandwidth_efficiency: Optional[Number] = None,
+    time_model: Optional[str] = None,
+    engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
+    zipf: Optional[Number] = None,
+    expert_loads: Optional[Sequence[Number]] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    interconnect: Optional[str] = None,
+    link_efficiency: Optional[Number] = None,
+    rate: Optional[Rates] = None,
+    arrivals: Optional[str] = None,
+    cv: Optional[Number] = None,
+    concurrency: Optional[int] = None,
+    trace: Optional[Union[str, PathLike]] = None,
+    requests: Optional[int] = None,
+    seed: Optional[int] = None,
+    prompt: Optional[Lengths] = None,
+    output: Optional[Lengths] = None,
+    max_seqs: Optional[int] = None,
+    max_batched_tokens: Optional[int] = None,
+    chunk: Optional[int] = None,
+    schedule: Optional[str] = None,
+    block: Optional[int] = None,
+    prefix_hit: Optional[Number] = None,
+    ttft_ms: Optional[Number] = None,
+    tpot_ms: Optional[Number] = None,
+    reserve: Optional[Union[str, Number]] = None,
+) -> Simulation:
+    """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
+    quantiles, goodput, one rate or a sweep of rates."""
 
 def tile(
     *,
@@ -340,6 +429,8 @@ def sweep(
     bandwidth_efficiency: Optional[Number] = None,
     time_model: Optional[str] = None,
     engine: Optional[str] = None,
+    revision: Optional[str] = None,
+    profile: Optional[Union[str, PathLike]] = None,
     zipf: Optional[Number] = None,
     expert_loads: Optional[Sequence[Number]] = None,
     phase: Optional[str] = None,

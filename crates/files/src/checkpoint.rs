@@ -46,7 +46,7 @@ pub fn safetensors_header(path: &Path) -> Result<Vec<TensorInfo>> {
 fn shard_files(dir: &Path) -> Result<(Vec<PathBuf>, usize)> {
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
-        let text = crate::inputs::read_text(&index, "safetensors index")?;
+        let text = crate::read_text(&index, "safetensors index")?;
         let shards = safetensors::index_shards(&text).with_context(|| format!("in `{}`", index.display()))?;
         // A Hub snapshot holds the index but only the shards someone downloaded.
         let listed = shards.len();

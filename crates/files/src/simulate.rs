@@ -1,0 +1,352 @@
+//! `simulate` and `plan --rate` inputs as text (the CLI's flags, the Python package's keywords)
+//! into the core's [`SimConfig`] and [`ServingPlanRequest`], reading the files they name
+//! (`--trace`, `hist:FILE` lengths); the runs of a rate sweep; the plan under load as its report.
+//! One definition for both front ends, so the same text gives the same numbers.
+
+use crate::read_text;
+use anyhow::{Context, Result};
+use llm_ledger_core::limits::{parse_f64, TPOT_MS};
+use llm_ledger_core::plan::MAX_PLAN_GPUS;
+use llm_ledger_core::plan_serving::{plan_serving, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
+use llm_ledger_core::scenario::parse_u64;
+use llm_ledger_core::serving::{Serving, ServingRequest};
+use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
+use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, MAX_RATE_PER_S};
+use llm_ledger_core::sweep::Axis;
+use llm_ledger_core::{Error, Scenario};
+use llm_ledger_report::plan::DEFAULT_MAX_GPUS;
+use llm_ledger_report::plan_serving::ServingPlanReport;
+use llm_ledger_report::Inputs;
+use std::path::Path;
+
+/// Most rates in one sweep.
+pub const MAX_RATES: usize = 1000;
+
+/// Most requests over all the rates of one sweep (each run is bounded; this bounds their sum).
+pub const MAX_SWEEP_REQUESTS: u64 = 10_000_000;
+
+/// The rates of `rate`: the sweep syntax for whole numbers (`2,4,8`, `1..40`, `1..64*2`), or a
+/// list of decimals (`0.5,1.5`).
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
+    if let Ok(axis) = Axis::parse("rate", text, 1, MAX_RATE_PER_S as u64) {
+        if axis.len() as usize > MAX_RATES {
+            return Err(Error::invalid("rate", format!("{} rates", axis.len()), format!("at most {MAX_RATES}")));
+        }
+        return Ok(axis.iter().map(|v| v as f64).collect());
+    }
+    let items: Vec<&str> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if items.is_empty() || items.len() > MAX_RATES {
+        return Err(Error::invalid(
+            "rate",
+            format!("{text:?}"),
+            "requests/s: a value, a list `2,4,8` or a range `1..40`",
+        ));
+    }
+    items
+        .iter()
+        .map(|s| {
+            let v = parse_f64("rate", s)?;
+            if v > 0.0 && v <= MAX_RATE_PER_S {
+                Ok(v)
+            } else {
+                Err(Error::invalid("rate", s, format!("a rate in requests/s above 0 and at most {MAX_RATE_PER_S}")))
+            }
+        })
+        .collect()
+}
+
+/// Prompt or output lengths from a flag's text (`hist:FILE` read here), or `default` tokens.
+pub fn lengths(field: &str, text: Option<&str>, default: u64) -> Result<Lengths> {
+    match text {
+        None => Ok(Lengths::Fixed(default)),
+        Some(t) => match t.trim().strip_prefix("hist:") {
+            Some(path) => {
+                let text = read_text(Path::new(path), "histogram")?;
+                Ok(Lengths::parse_histogram(field, &text).with_context(|| format!("in histogram `{path}`"))?)
+            }
+            None => Ok(Lengths::parse(field, t)?),
+        },
+    }
+}
+
+/// The inputs of `simulate` besides the scenario, as text (the CLI's flags; `None` = the default).
+#[derive(Debug, Clone, Default)]
+pub struct SimArgs {
+    /// Requests/s: a value, a list or a range (a sweep).
+    pub rate: Option<String>,
+    /// poisson, gamma, closed or trace.
+    pub arrivals: Option<String>,
+    /// Coefficient of variation of gamma gaps.
+    pub cv: Option<String>,
+    /// Closed-loop concurrency.
+    pub concurrency: Option<String>,
+    /// A trace CSV file (path).
+    pub trace: Option<String>,
+    /// Requests per run.
+    pub requests: Option<String>,
+    /// Seed of the draws.
+    pub seed: Option<String>,
+    /// Prompt lengths (N, uniform:, lognormal:, hist:FILE).
+    pub prompt: Option<String>,
+    /// Output lengths, as `prompt`.
+    pub output: Option<String>,
+    /// Most sequences per step.
+    pub max_seqs: Option<String>,
+    /// Most new tokens per step.
+    pub max_batched_tokens: Option<String>,
+    /// Most prompt tokens of one sequence per step.
+    pub chunk: Option<String>,
+    /// prefill-first or decode-first.
+    pub schedule: Option<String>,
+    /// Tokens per KV block.
+    pub block: Option<String>,
+    /// Prefix-cache hit rate.
+    pub prefix_hit: Option<String>,
+    /// Goodput TTFT bound, milliseconds.
+    pub ttft_ms: Option<String>,
+    /// Goodput TPOT bound, milliseconds.
+    pub tpot_ms: Option<String>,
+    /// Memory reserve (e.g. `2GB`).
+    pub reserve: Option<String>,
+}
+
+/// The simulator's configuration from the text inputs (the rate is set per run).
+pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
+    let u = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
+        Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
+    };
+    let d = SimConfig::poisson(10.0);
+    let kind = args.arrivals.as_deref().unwrap_or(if args.trace.is_some() { "trace" } else { "poisson" });
+    let arrivals = match kind.trim().to_ascii_lowercase().as_str() {
+        "poisson" => d.arrivals.clone(),
+        "gamma" => Arrivals::Gamma {
+            rate_per_s: 10.0,
+            cv: args.cv.as_deref().map(|s| parse_f64("cv", s)).transpose()?.unwrap_or(2.0),
+        },
+        "closed" => Arrivals::Closed { concurrency: u("concurrency", &args.concurrency, 16)? },
+        "trace" => {
+            let Some(path) = &args.trace else {
+                return Err(Error::invalid("arrivals", "trace", "--trace FILE with trace arrivals").into());
+            };
+            let text = read_text(Path::new(path), "trace")?;
+            Arrivals::Trace(parse_trace_csv(&text).with_context(|| format!("in trace `{path}`"))?.into())
+        }
+        other => {
+            return Err(Error::unknown("arrivals", other, ["poisson", "gamma", "closed", "trace"])
+                .about("arrivals")
+                .into())
+        }
+    };
+    let unused = |flag: &str, given: bool, needs: &str| -> Result<()> {
+        if given {
+            return Err(Error::invalid(flag, "given", format!("it applies only to --arrivals {needs}")).into());
+        }
+        Ok(())
+    };
+    unused("cv", args.cv.is_some() && kind != "gamma", "gamma")?;
+    unused("concurrency", args.concurrency.is_some() && kind != "closed", "closed")?;
+    unused("trace", args.trace.is_some() && kind != "trace", "trace")?;
+    unused("rate", args.rate.is_some() && matches!(kind, "closed" | "trace"), "poisson or gamma")?;
+    let serving = ServingRequest { reserve: args.reserve.clone(), ..Default::default() }.resolve(sc)?;
+    let max_batched_tokens = u("max_batched_tokens", &args.max_batched_tokens, d.max_batched_tokens)?;
+    let ms = |field: &str, v: &Option<String>| -> Result<Option<f64>> {
+        Ok(v.as_deref()
+            .map(|s| TPOT_MS.parse(s).map_err(|e| e.map_field(|_| field.to_string())))
+            .transpose()?
+            .map(|ms| ms / 1e3))
+    };
+    Ok(SimConfig {
+        arrivals,
+        requests: u("requests", &args.requests, d.requests)?,
+        seed: u("seed", &args.seed, d.seed)?,
+        prompt: lengths("prompt", args.prompt.as_deref(), llm_ledger_core::serving::DEFAULT_PROMPT_TOKENS)?,
+        output: lengths("output", args.output.as_deref(), llm_ledger_core::serving::DEFAULT_OUTPUT_TOKENS)?,
+        max_seqs: u("max_seqs", &args.max_seqs, d.max_seqs)?,
+        max_batched_tokens,
+        chunk_tokens: u("chunk", &args.chunk, max_batched_tokens)?,
+        schedule: args
+            .schedule
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: Error| e.about("schedule"))?
+            .unwrap_or(d.schedule),
+        block_tokens: u("block", &args.block, d.block_tokens)?,
+        prefix_hit: args.prefix_hit.as_deref().map(|s| parse_f64("prefix_hit", s)).transpose()?.unwrap_or(0.0),
+        ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
+        tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
+        reserve_bytes: serving.reserve_bytes,
+    })
+}
+
+/// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).
+pub fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
+    let arrivals = match &cfg.arrivals {
+        Arrivals::Poisson { .. } => Arrivals::Poisson { rate_per_s: rate },
+        Arrivals::Gamma { cv, .. } => Arrivals::Gamma { rate_per_s: rate, cv: *cv },
+        other => other.clone(),
+    };
+    SimConfig { arrivals, ..cfg.clone() }
+}
+
+/// The rates to run: `rate`'s list for open loops (10/s when not given), one run (NaN: the
+/// configuration's own arrivals) for a closed loop or a trace; at most [`MAX_SWEEP_REQUESTS`]
+/// requests over a sweep.
+pub fn rates(rate: Option<&str>, cfg: &SimConfig) -> Result<Vec<f64>> {
+    let rates = match (rate, cfg.arrivals.rate_per_s()) {
+        (Some(r), Some(_)) => parse_rates(r)?,
+        (None, Some(_)) => vec![10.0],
+        _ => vec![f64::NAN],
+    };
+    let total = cfg.requests.saturating_mul(rates.len() as u64);
+    if rates.len() > 1 && total > MAX_SWEEP_REQUESTS {
+        return Err(Error::invalid(
+            "requests",
+            format!("{} requests at each of {} rates", cfg.requests, rates.len()),
+            format!("at most {MAX_SWEEP_REQUESTS} requests in all"),
+        )
+        .into());
+    }
+    Ok(rates)
+}
+
+/// One run per rate of [`rates`], in parallel; each is deterministic, so the order of work does
+/// not change a number.
+pub fn run_rates(sc: &Scenario, cfg: &SimConfig, rates: &[f64]) -> Result<Vec<Simulation>, Error> {
+    use rayon::prelude::*;
+    rates
+        .par_iter()
+        .map(|&rate| simulate(sc, &if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) }, |_| {}))
+        .collect()
+}
+
+/// The title of `simulate`'s plots: the first two parts of the report's title (model and GPU).
+pub fn chart_title(inputs: &Inputs) -> Option<String> {
+    Some(llm_ledger_report::plot::title(inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "))
+}
+
+/// The inputs of `plan --rate` (the plan under load), as text.
+#[derive(Debug, Clone, Default)]
+pub struct PlanLoadArgs {
+    /// Arrival rate, requests/s (Poisson).
+    pub rate: Option<String>,
+    /// Bound on the p99 TTFT, milliseconds.
+    pub ttft_ms: Option<String>,
+    /// Requests simulated per candidate.
+    pub requests: Option<String>,
+    /// Seed of the draws.
+    pub seed: Option<String>,
+    /// Prompt lengths, as `simulate`'s.
+    pub prompt: Option<String>,
+    /// Output lengths, as `simulate`'s.
+    pub output_tokens: Option<String>,
+}
+
+impl PlanLoadArgs {
+    /// Refuse an input of the plan under load given without `rate` (the static plan).
+    pub fn check_static(&self) -> Result<()> {
+        for (flag, given) in [
+            ("ttft_ms", self.ttft_ms.is_some()),
+            ("requests", self.requests.is_some()),
+            ("seed", self.seed.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("output", self.output_tokens.is_some()),
+        ] {
+            if given {
+                return Err(Error::invalid(flag, "given", "it applies only with --rate (a plan under load)").into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The rate (`rate`, the text of [`PlanLoadArgs::rate`]) and the TTFT bound in seconds,
+    /// checked, and refusals of `batch` and `ctx` (the simulated lengths replace them); run
+    /// before the scenario is resolved.
+    pub fn check(&self, rate: &str, batch_given: bool, ctx_given: bool) -> Result<(f64, f64)> {
+        let rate_per_s = parse_f64("rate", rate)?;
+        if !(rate_per_s > 0.0 && rate_per_s <= MAX_RATE_PER_S) {
+            return Err(Error::invalid(
+                "rate",
+                rate,
+                format!("a rate in requests/s above 0 and at most {MAX_RATE_PER_S}"),
+            )
+            .into());
+        }
+        for (flag, given) in [("batch", batch_given), ("ctx", ctx_given)] {
+            if given {
+                return Err(
+                    Error::invalid(flag, "given with --rate", "--prompt and --output (the simulated lengths)").into()
+                );
+            }
+        }
+        let Some(ttft) = &self.ttft_ms else {
+            return Err(Error::invalid("ttft_ms", "none given", "a p99 bound in milliseconds with --rate").into());
+        };
+        let ttft_bound_s = TPOT_MS.parse(ttft).map_err(|e| e.map_field(|_| "ttft_ms".to_string()))? / 1e3;
+        Ok((rate_per_s, ttft_bound_s))
+    }
+
+    /// The cheapest deployment of `sc` holding the p99 TTFT and TPOT bounds at the rate, by
+    /// simulation ([`plan_serving`]), as its report: `checked` is [`PlanLoadArgs::check`]'s rate
+    /// and TTFT bound; `s` holds the price, the reserve and the TPOT bound.
+    pub fn report(&self, sc: &Scenario, s: &Serving, checked: (f64, f64), max_gpus: u64) -> Result<ServingPlanReport> {
+        let (rate_per_s, ttft_bound_s) = checked;
+        let price = s.require_price(&sc.gpu.name)?;
+        let Some(tpot_bound_s) = s.tpot_bound_s else {
+            return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds").into());
+        };
+        let u = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
+            Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
+        };
+        let defaults = SimConfig::poisson(rate_per_s);
+        let sim = SimConfig {
+            requests: u("requests", &self.requests, DEFAULT_SEARCH_REQUESTS)?,
+            seed: u("seed", &self.seed, defaults.seed)?,
+            prompt: lengths("prompt", self.prompt.as_deref(), llm_ledger_core::serving::DEFAULT_PROMPT_TOKENS)?,
+            output: lengths("output", self.output_tokens.as_deref(), llm_ledger_core::serving::DEFAULT_OUTPUT_TOKENS)?,
+            reserve_bytes: s.reserve_bytes,
+            ..defaults
+        };
+        let (requests, seed) = (sim.requests, sim.seed);
+        let request = ServingPlanRequest { rate_per_s, ttft_bound_s, tpot_bound_s, max_gpus, price, sim };
+        let plan = plan_serving(sc, &request)?;
+        Ok(ServingPlanReport::new(
+            Inputs::of(sc),
+            rate_per_s,
+            ttft_bound_s,
+            tpot_bound_s,
+            max_gpus,
+            price,
+            requests,
+            seed,
+            plan,
+        ))
+    }
+}
+
+/// `max_gpus` of a plan under load (default [`DEFAULT_MAX_GPUS`]), in 1..=[`MAX_PLAN_GPUS`].
+pub fn max_gpus(text: Option<&str>) -> Result<u64> {
+    let max_gpus = match text {
+        Some(s) => parse_u64("max_gpus", s)?,
+        None => DEFAULT_MAX_GPUS,
+    };
+    if !(1..=MAX_PLAN_GPUS).contains(&max_gpus) {
+        return Err(Error::invalid("max_gpus", max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")).into());
+    }
+    Ok(max_gpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_take_the_sweep_syntax_and_decimals() {
+        assert_eq!(parse_rates("2,4,8").unwrap(), [2.0, 4.0, 8.0]);
+        assert_eq!(parse_rates("1..4").unwrap(), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(parse_rates("0.5,1.5").unwrap(), [0.5, 1.5]);
+        assert_eq!(parse_rates("0").unwrap_err().field(), Some("rate"));
+        assert!(parse_rates("-2").unwrap_err().to_string().contains("above 0"));
+        assert!(parse_rates("1..100000").unwrap_err().to_string().contains("at most 1000"));
+    }
+}

@@ -1,0 +1,282 @@
+"""Serving from Python against the CLI (issue 16): `simulate` (one rate, a sweep of rates, every
+arrival process and scheduler keyword), `plan` under load (`plan --rate`), a calibration profile
+(`profile=`, as `llm-ledger calibrate` writes it) and Hub ids at a revision (`revision=`, from a
+Hugging Face cache tree made here, offline). The same inputs give the CLI's JSON, and errors its
+one-line message with keywords for flags."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import llm_ledger as ll
+from conftest import ROOT, cli_binary
+from test_llm_ledger import flags, keyword_text
+
+# Small runs: the CLI under test is a debug build.
+SIMULATE_CASES = [
+    {"rate": 4, "requests": 200, "prompt": 1024, "output": 256},
+    {"rate": [4, 16], "requests": 200, "prompt": 1024, "output": 256},
+    {"rate": "1..3", "requests": 100, "arrivals": "gamma", "cv": 1.5, "seed": 7, "prompt": "uniform:128..1024"},
+    {"rate": [0.5, 1.5], "requests": 50, "output": "lognormal:64:0.5"},
+    {"arrivals": "closed", "concurrency": 8, "requests": 100, "prompt": 512, "output": 64},
+    {
+        "model": "llama-3.1-70b",
+        "tp": 2,
+        "kv": "fp8",
+        "rate": 8,
+        "requests": 150,
+        "prompt": 2048,
+        "output": 128,
+        "max_seqs": 64,
+        "max_batched_tokens": 4096,
+        "chunk": 512,
+        "schedule": "prefill-first",
+        "block": 32,
+        "prefix_hit": 0.5,
+        "ttft_ms": 200,
+        "tpot_ms": 20,
+        "reserve": "4GB",
+    },
+    {"rate": 20, "requests": 100, "gpu": "a100-80gb", "weights": "int4-g128", "time_model": "roofline"},
+]
+
+
+@pytest.mark.parametrize("kwargs", SIMULATE_CASES, ids=[f"simulate-{i}" for i in range(len(SIMULATE_CASES))])
+def test_simulate_json_equals_the_cli_json(cli_json, kwargs):
+    got = ll.simulate(**kwargs)
+    want = cli_json("simulate", *flags(kwargs))
+    assert got.json == want
+    if "summary" in want:
+        assert got.summary == want["summary"] and got.points == [want["summary"]]
+    else:
+        assert got.summary is None and got.points == want["points"]
+    assert got.settings == want["settings"]
+
+
+def test_simulate_summary_rows_and_html(cli):
+    one = ll.simulate(rate=4, requests=200, prompt=1024, output=256)
+    s = one.summary
+    assert s["requests"] == 200 and s["completed"] == 200
+    assert {"ttft_s", "tpot_s", "itl_s", "e2e_s", "goodput_per_s", "output_tokens_per_s"} <= set(s)
+    assert s["ttft_s"]["p50"] <= s["ttft_s"]["p99"]
+    # One flat row per rate: the CLI's CSV.
+    csv_text = cli("simulate", "--rate", "4", "--requests", "200", "--prompt", "1024", "--output", "256", "-f", "csv")
+    header = csv_text.splitlines()[0].split(",")
+    assert len(one.rows) == 1 and list(one.rows[0]) == header
+    # The summary table and the latency CDFs the CLI's --plot draws.
+    h = one._repr_html_()
+    assert "<table" in h and "<svg" in h and "TTFT" in h
+    assert str(one) == cli("simulate", "--rate", "4", "--requests", "200", "--prompt", "1024", "--output", "256", "--wide")
+    sweep = ll.simulate(rate=range(2, 9, 2), requests=100)
+    assert [p["offered_rate_per_s"] for p in sweep.points] == [2.0, 4.0, 6.0, 8.0]
+    assert len(sweep.rows) == 4 and "<svg" in sweep.svg
+    assert sweep.svg != one.svg
+
+
+def test_simulate_to_pandas():
+    pd = pytest.importorskip("pandas")
+    df = ll.simulate(rate=[2, 4], requests=50).to_pandas()
+    assert isinstance(df, pd.DataFrame) and list(df["offered_rate_per_s"]) == [2.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"rate": 0}, "rate"),
+        ({"rate": "8..1"}, "rate"),
+        ({"arrivals": "burst"}, "arrivals"),
+        ({"arrivals": "closed", "rate": 4}, "rate"),
+        ({"cv": 2}, "cv"),
+        ({"schedule": "fifo"}, "schedule"),
+        ({"prefix_hit": 1}, "prefix_hit"),
+        ({"requests": 0}, "requests"),
+        ({"prompt": "uniform:9..1"}, "prompt"),
+        ({"arrivals": "trace"}, "arrivals"),
+        ({"trace": "/nonexistent/trace.csv"}, None),
+        ({"model": "llama-3.1-405b"}, "model"),
+    ],
+)
+def test_simulate_errors_are_the_cli_messages(cli, kwargs, field):
+    with pytest.raises(ValueError) as e:
+        ll.simulate(**kwargs)
+    assert isinstance(e.value, ll.InputError)
+    assert e.value.field == field
+    assert f"error: {e.value}" == keyword_text(cli("simulate", *flags(kwargs), ok=False))
+
+
+def test_a_trace_file_is_read_as_the_cli_reads_it(cli_json, tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,512,32\n0.1,1024,16\n0.5,256,64\n")
+    got = ll.simulate(trace=trace)
+    assert got.json == cli_json("simulate", "--trace", trace)
+    assert got.summary["completed"] == 3 and got.settings["arrivals"] == "trace"
+
+
+# plan under load: the CLI test's small search (crates/cli/tests/it/plan_load.rs).
+PLAN_LOAD = {"max_gpus": 2, "requests": 100, "prompt": 256, "output": 16}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rate": 0.5, "ttft_ms": 1000, "tpot_ms": 50},
+        {"rate": 4, "ttft_ms": 500, "tpot_ms": 50, "seed": 3},
+    ],
+)
+def test_plan_under_load_equals_the_cli(cli_json, kwargs):
+    kwargs = {**PLAN_LOAD, **kwargs}
+    got = ll.plan(**kwargs)
+    want = cli_json("plan", *flags(kwargs))
+    assert got.json == want
+    best = got.json["ranked"][0]
+    assert best["meets_sla"] is True and best["ttft_p99_s"] <= kwargs["ttft_ms"] / 1e3
+    assert got.json["pareto"] and got.rows[0]["gpus"] == best["gpus"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rate": 1, "ttft_ms": 0.001, "tpot_ms": 50},  # simulated, missed: the closest p99s
+        {"rate": 1, "ttft_ms": 500, "tpot_ms": 0.001},  # no layout reaches the TPOT even alone
+        {"rate": 1, "tpot_ms": 50},  # no TTFT bound
+        {"rate": 1, "ttft_ms": 500, "tpot_ms": 50, "batch": 8},  # batch is simulated
+        {"ttft_ms": 500, "tpot_ms": 50},  # a load input without a rate
+        {"rate": -1, "ttft_ms": 500, "tpot_ms": 50},
+    ],
+)
+def test_plan_under_load_errors_are_the_cli_messages(cli, kwargs):
+    kwargs = {**PLAN_LOAD, **kwargs}
+    with pytest.raises(ValueError) as e:
+        ll.plan(**kwargs)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert f"error: {msg}" == keyword_text(cli("plan", *flags(kwargs), ok=False))
+
+
+def test_an_impossible_sla_names_the_keywords():
+    with pytest.raises(ll.InputError) as e:
+        ll.plan(**PLAN_LOAD, rate=1, ttft_ms=0.001, tpot_ms=50)
+    assert str(e.value).startswith("invalid `ttft_ms`/`tpot_ms`: no deployment"), e.value
+    assert "the closest" in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    """A profile written by `llm-ledger calibrate`: decode steps measured 20 % slower than the
+    clock predicts (memory-bound), so its memory scale is 1.2."""
+    d = tmp_path_factory.mktemp("profile")
+    rows = ["model,gpu,batch,ctx,tpot_ms"]
+    for b, c in [(1, 2048), (8, 1024), (4, 8192), (16, 512), (2, 4096)]:
+        t = ll.ledger(batch=b, ctx=c).json["step_time_s"] * 1.2
+        rows.append(f"llama-3-8b,h100-sxm,{b},{c},{t * 1e3}")
+    (d / "steps.csv").write_text("\n".join(rows) + "\n")
+    out = d / "profile.toml"
+    subprocess.run(
+        [str(cli_binary()), "calibrate", str(d / "steps.csv"), "--out", str(out)], check=True, capture_output=True
+    )
+    assert "memory_scale = 1." in out.read_text()
+    return out
+
+
+@pytest.mark.parametrize(
+    "command,kwargs",
+    [
+        ("ledger", {"batch": 8}),
+        ("kv", {"batch": 8}),
+        ("latency", {"batch": 8, "prompt": 1024, "output": 64}),
+        ("cost", {"batch": 16, "tpot_ms": 20}),
+        ("zoom", {"at": "layer.0"}),
+        ("moe", {"model": "mixtral-8x7b", "batch": [1, 4]}),
+        ("levers", {"batch": 8}),
+        ("plan", {"tpot_ms": 30, "max_gpus": 2}),
+        ("simulate", {"rate": 2, "requests": 50}),
+    ],
+)
+def test_a_profile_gives_the_cli_numbers(cli_json, profile, command, kwargs):
+    got = getattr(ll, command)(profile=profile, **kwargs).json
+    assert got == cli_json(command, *flags(kwargs), "--profile", profile)
+
+
+def test_a_profile_changes_the_clock_and_a_bad_one_is_the_cli_message(cli, profile, tmp_path):
+    plain = ll.ledger(batch=8).json["step_time_s"]
+    profiled = ll.ledger(batch=8, profile=str(profile)).json["step_time_s"]
+    assert profiled / plain == pytest.approx(1.2, rel=0.01)
+    s = ll.sweep(batch=[8], profile=profile)
+    assert s.columns["step_time_s"][0] == pytest.approx(profiled, rel=1e-12)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("memory_scale = 50\ncompute_scale = 1\nkernel_s = 0\n")
+    for path in [bad, tmp_path / "missing.toml"]:
+        with pytest.raises(ll.InputError) as e:
+            ll.ledger(profile=path)
+        assert f"error: {e.value}" == keyword_text(cli("ledger", "--profile", path, ok=False))
+    with pytest.raises(ll.InputError, match="memory_scale"):
+        ll.ledger(profile=bad)
+
+
+COMMIT_A = "0123456789abcdef0123456789abcdef01234567"
+COMMIT_B = "89abcdef0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture()
+def hub_cache(tmp_path, monkeypatch):
+    """A Hugging Face cache holding `org/model` at two revisions (as crates/cli/tests/it/hub.rs
+    builds it): `main` → commit A, the Llama 3.1 8B config; `small` → commit B, the same with 16
+    layers. Offline, no token; the environment the Python process and the CLI share."""
+    cache = tmp_path / "hub"
+    config = json.loads((ROOT / "crates/core/tests/data/configs/Llama-3.1-8B/config.json").read_text())
+    small = {**config, "num_hidden_layers": 16}
+    repo = cache / "models--org--model"
+    for commit, cfg, branch in [(COMMIT_A, config, "main"), (COMMIT_B, small, "small")]:
+        snap = repo / "snapshots" / commit
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps(cfg))
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / branch).write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return cache
+
+
+def test_a_hub_id_at_a_revision_is_the_cli_snapshot(cli_json, hub_cache):
+    main = ll.ledger(model="org/model", batch=4).json
+    assert main == cli_json("ledger", "--model", "org/model", "--batch", "4")
+    assert main["inputs"]["model"] == "org/model"
+    # The same config by path gives the same numbers.
+    by_path = ll.ledger(model=ROOT / "crates/core/tests/data/configs/Llama-3.1-8B", batch=4).json
+    assert by_path["step_time_s"] == main["step_time_s"]
+    small = ll.ledger(model="org/model", revision="small", batch=4).json
+    assert small == cli_json("ledger", "--model", "org/model", "--revision", "small", "--batch", "4")
+    assert small["step_time_s"] < main["step_time_s"]
+    assert ll.ledger(model="org/model", revision=COMMIT_B, batch=4).json == small
+    assert ll.ledger(model="org/model", revision=COMMIT_A, batch=4).json == main
+    # Every scenario function takes it, simulate and the sweep too.
+    got = ll.simulate(model="org/model", revision="small", rate=2, requests=30)
+    assert got.json == cli_json("simulate", "--model", "org/model", "--revision", "small", "--rate", 2, "--requests", 30)
+    sw = ll.sweep(model="org/model", revision="small", batch=[4])
+    assert sw.columns["step_time_s"][0] == pytest.approx(small["step_time_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"model": "org/model", "revision": "nope"}, None),  # not in the cache, offline
+        ({"model": "llama-3.1-8b", "revision": "main"}, "revision"),  # a preset has no revision
+        ({"revision": "main"}, "revision"),  # no model
+        ({"model": "org/model", "revision": "../../etc/passwd"}, "revision"),
+        ({"model": "org/..", "revision": "main"}, "model"),
+        ({"model": "other/model"}, None),  # not cached, offline
+    ],
+)
+def test_hub_errors_are_the_cli_messages(cli, hub_cache, kwargs, field):
+    with pytest.raises(ValueError) as e:
+        ll.kv(**kwargs)
+    assert e.value.field == field
+    msg = str(e.value)
+    assert "\n" not in msg and "`--model`" not in msg and "`--revision`" not in msg
+    assert f"error: {msg}" == keyword_text(cli("kv", *flags(kwargs), ok=False))
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
