@@ -2,7 +2,8 @@
 //!
 //! Each observation is a scenario and one measured quantity of its step: the step time, its
 //! tokens per second (decode: output tokens; prefill: prompt tokens), the time per output token
-//! (a decode step) or the time to first token (a prefill step). The three constants of a
+//! (a decode step), the time to first token (a prefill step), or one operator's kernel time (a
+//! profiler's per-kernel row: the ledger row's time ÷ its instances, i.e. one layer's kernel). The three constants of a
 //! [`Profile`] (memory-bound scale, compute-bound scale, seconds per kernel) are fitted by
 //! [`crate::fit::fit`] — robust least squares in log space — so that the ledger's step under the
 //! profile matches the measurements. Three constants with a physical meaning, never one per row.
@@ -10,7 +11,8 @@
 use crate::clock::Profile;
 use crate::error::{Error, Result};
 use crate::fit::{fit, Fitted, Parameter};
-use crate::ledger::summarise;
+use crate::kinds::OpKind;
+use crate::ledger::{summarise, Ledger};
 use crate::scenario::Scenario;
 use crate::workload::Phase;
 use serde::Serialize;
@@ -28,11 +30,14 @@ pub enum Metric {
     TpotS,
     /// Time to first token, seconds (a prefill step).
     TtftS,
+    /// One operator's kernel time, seconds: its ledger row's time ÷ the row's instances (one
+    /// layer's kernel, as a profiler lists it); the observation names the operator.
+    OpS,
 }
 
 impl Metric {
     /// Every metric by its column name, and the factor from the column's unit to SI.
-    pub const COLUMNS: [(&'static str, Metric, f64); 7] = [
+    pub const COLUMNS: [(&'static str, Metric, f64); 10] = [
         ("step_s", Metric::StepS, 1.0),
         ("step_ms", Metric::StepS, 1e-3),
         ("tokens_per_s", Metric::TokensPerS, 1.0),
@@ -40,6 +45,9 @@ impl Metric {
         ("tpot_ms", Metric::TpotS, 1e-3),
         ("ttft_s", Metric::TtftS, 1.0),
         ("ttft_ms", Metric::TtftS, 1e-3),
+        ("op_s", Metric::OpS, 1.0),
+        ("op_ms", Metric::OpS, 1e-3),
+        ("op_us", Metric::OpS, 1e-6),
     ];
 
     /// The metric's name in SI units (`tokens_per_s`, `tpot_s`), as in JSON.
@@ -56,12 +64,18 @@ impl Metric {
         Metric::COLUMNS.iter().find(|(n, ..)| *n == name).map(|(_, m, f)| (*m, *f))
     }
 
-    /// The metric `sc`'s step predicts, in SI units (seconds, or tokens per second).
-    pub fn predict(self, sc: &Scenario) -> f64 {
-        let s = summarise(sc);
+    /// The metric `sc`'s step predicts, in SI units (seconds, or tokens per second); `op` names
+    /// the operator of an [`Metric::OpS`] row (`None`: no such row in the ledger, or no operator
+    /// named).
+    pub fn predict(self, sc: &Scenario, op: Option<OpKind>) -> Option<f64> {
         match self {
-            Metric::StepS | Metric::TpotS | Metric::TtftS => s.step_time_s(),
-            Metric::TokensPerS => sc.workload.step_tokens() / s.step_time_s(),
+            Metric::StepS | Metric::TpotS | Metric::TtftS => Some(summarise(sc).step_time_s()),
+            Metric::TokensPerS => Some(sc.workload.step_tokens() / summarise(sc).step_time_s()),
+            Metric::OpS => {
+                let ledger = Ledger::build(sc);
+                let row = ledger.row(op?)?;
+                Some(row.timing.time_s / row.instances as f64)
+            }
         }
     }
 
@@ -91,8 +105,18 @@ pub struct Observation {
     pub scenario: Scenario,
     /// What was measured.
     pub metric: Metric,
+    /// The operator of an [`Metric::OpS`] row (`None` for every other metric).
+    pub op: Option<OpKind>,
     /// The value, SI units (seconds or tokens per second).
     pub measured: f64,
+}
+
+impl Observation {
+    /// What the clock predicts for this row under `sc` (this row's scenario, perhaps with
+    /// another profile); checked by [`calibrate`] to exist.
+    fn predict(&self, sc: &Scenario) -> f64 {
+        self.metric.predict(sc, self.op).unwrap_or(f64::NAN)
+    }
 }
 
 /// One row's fit.
@@ -100,6 +124,8 @@ pub struct Observation {
 pub struct CalibrationRow {
     /// What was measured.
     pub metric: Metric,
+    /// The operator of an `op_s` row (`null` for the others).
+    pub op: Option<OpKind>,
     /// Measured, SI units.
     pub measured: f64,
     /// The clock's prediction before calibration.
@@ -149,6 +175,7 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
                 format!("phase {p} for this measurement"),
             ));
         }
+        check_op(i, o)?;
     }
     let with = |o: &Observation, t: &[f64]| {
         let profile = Profile { memory_scale: t[0], compute_scale: t[1], kernel_s: t[2] };
@@ -173,7 +200,7 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
     let measured: Vec<f64> = observations.iter().map(|o| o.measured).collect();
     let predict = |t: &[f64], i: usize| {
         let o = &observations[i];
-        let v = o.metric.predict(&with(o, t));
+        let v = o.predict(&with(o, t));
         // The fit compares times: a throughput row is compared through its inverse.
         if o.metric == Metric::TokensPerS {
             1.0 / v
@@ -192,10 +219,11 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         .iter()
         .enumerate()
         .map(|(i, o)| {
-            let before = o.metric.predict(&Scenario { profile: Profile::IDENTITY, ..o.scenario.clone() });
-            let after = o.metric.predict(&Scenario { profile, ..o.scenario.clone() });
+            let before = o.predict(&Scenario { profile: Profile::IDENTITY, ..o.scenario.clone() });
+            let after = o.predict(&Scenario { profile, ..o.scenario.clone() });
             CalibrationRow {
                 metric: o.metric,
+                op: o.op,
                 measured: o.measured,
                 predicted_before: before,
                 predicted_after: after,
@@ -219,6 +247,27 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
     })
 }
 
+/// An `op_s` row must name an operator that runs as a kernel of its own in the row's ledger
+/// (one the engine fuses into its neighbour takes no time of its own: measure the kernel it
+/// joins); any other row must not name one.
+fn check_op(i: usize, o: &Observation) -> Result<()> {
+    let row = format!("row {}", i + 1);
+    match (o.metric, o.op) {
+        (Metric::OpS, None) => Err(Error::invalid(row, "no op", "an `op` column naming the operator an op_s/op_ms/op_us row measures")),
+        (Metric::OpS, Some(op)) => match o.metric.predict(&Scenario { profile: Profile::IDENTITY, ..o.scenario.clone() }, Some(op)) {
+            None => Err(Error::invalid(row, format!("op {}", op.name()), "an operator in this scenario's ledger")),
+            Some(t) if t <= 0.0 => Err(Error::invalid(
+                row,
+                format!("op {}", op.name()),
+                "an operator in a kernel of its own: the engine fuses this one into its neighbour, so measure that kernel",
+            )),
+            Some(_) => Ok(()),
+        },
+        (_, Some(op)) => Err(Error::invalid(row, format!("op {}", op.name()), "an empty `op` for a whole-step measurement")),
+        (_, None) => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,8 +287,8 @@ mod tests {
             ("llama-3-8b", "decode", "16", "512", Metric::StepS),
         ] {
             let sc = scenario(&[("model", model), ("phase", phase), ("batch", batch), ("ctx", ctx), ("gpu", "h200")]);
-            let measured = metric.predict(&Scenario { profile: truth, ..sc.clone() });
-            out.push(Observation { scenario: sc, metric, measured });
+            let measured = metric.predict(&Scenario { profile: truth, ..sc.clone() }, None).unwrap();
+            out.push(Observation { scenario: sc, metric, op: None, measured });
         }
         out
     }
@@ -254,6 +303,61 @@ mod tests {
         assert!((p.compute_scale / 0.9 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.kernel_s / 3e-6 - 1.0).abs() < 0.02, "{p:?}");
         assert!(c.median_abs_error_after < 1e-3 && c.median_abs_error_before > 0.05, "{c:?}");
+    }
+
+    /// Per-kernel rows (a profiler's kernel times, one layer each): memory-bound GEMMs and norms
+    /// in decode, compute-bound GEMMs in prefill, generated from known constants, recover them.
+    fn kernel_rows(truth: Profile) -> Vec<Observation> {
+        let mut out = Vec::new();
+        for (phase, batch, ctx, op) in [
+            ("decode", "1", "2048", OpKind::GateProj),
+            ("decode", "8", "2048", OpKind::DownProj),
+            ("decode", "1", "2048", OpKind::AttnNorm),
+            ("decode", "32", "8192", OpKind::Attention),
+            ("prefill", "4", "4096", OpKind::GateProj),
+            ("prefill", "8", "2048", OpKind::OProj),
+            ("prefill", "1", "512", OpKind::MlpNorm),
+        ] {
+            let sc = scenario(&[("phase", phase), ("batch", batch), ("ctx", ctx), ("gpu", "h100-sxm")]);
+            let measured = Metric::OpS.predict(&Scenario { profile: truth, ..sc.clone() }, Some(op)).unwrap();
+            out.push(Observation { scenario: sc, metric: Metric::OpS, op: Some(op), measured });
+        }
+        out
+    }
+
+    #[test]
+    fn per_kernel_measurements_from_known_constants_are_recovered_within_two_percent() {
+        let truth = Profile { memory_scale: 1.2, compute_scale: 1.1, kernel_s: 2e-6 };
+        let c = calibrate(&kernel_rows(truth)).unwrap();
+        let p = c.profile;
+        assert!((p.memory_scale / 1.2 - 1.0).abs() < 0.02, "{p:?}");
+        assert!((p.compute_scale / 1.1 - 1.0).abs() < 0.02, "{p:?}");
+        assert!((p.kernel_s / 2e-6 - 1.0).abs() < 0.02, "{p:?}");
+        assert_eq!(c.rows[0].op, Some(OpKind::GateProj));
+        // The prediction is one layer's kernel: the ledger row ÷ its 32 instances.
+        let sc = scenario(&[("gpu", "h100-sxm")]);
+        let row = Ledger::build(&sc).row(OpKind::GateProj).unwrap().timing.time_s;
+        assert_eq!(Metric::OpS.predict(&sc, Some(OpKind::GateProj)), Some(row / 32.0));
+    }
+
+    #[test]
+    fn per_kernel_rows_must_name_an_operator_with_a_kernel_of_its_own() {
+        let mut r = kernel_rows(Profile::IDENTITY);
+        r[1].op = None;
+        assert!(calibrate(&r).unwrap_err().to_string().contains("row 2"));
+        // trtllm folds RoPE into the QKV GEMM's epilogue: it has no kernel to measure.
+        let mut r = kernel_rows(Profile::IDENTITY);
+        r[2].op = Some(OpKind::Rope);
+        let e = calibrate(&r).unwrap_err().to_string();
+        assert!(e.contains("row 3") && e.contains("fuses"), "{e}");
+        // An operator the model does not have (MoE experts in a dense model).
+        let mut r = kernel_rows(Profile::IDENTITY);
+        r[0].op = Some(OpKind::ExpertUp);
+        assert!(calibrate(&r).unwrap_err().to_string().contains("row 1"));
+        // A whole-step row naming an operator.
+        let mut r = rows(Profile::IDENTITY);
+        r[0].op = Some(OpKind::QProj);
+        assert!(calibrate(&r).unwrap_err().to_string().contains("row 1"));
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Operator kinds and the block each sits in: a leaf that every layer above can name without
 //! importing the operator builder ([`crate::ops`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Operator kinds, in the order they run.
 #[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OpKind {
     Embedding,
@@ -76,6 +76,23 @@ pub enum Block {
     Mlp,
     /// After the layer stack.
     Head,
+}
+
+impl std::str::FromStr for OpKind {
+    type Err = crate::error::Error;
+    /// The kind of a [`OpKind::name`] (`q_proj`), through serde's snake_case names (the same
+    /// strings: a test checks both ways).
+    fn from_str(s: &str) -> crate::error::Result<OpKind> {
+        use serde::de::{value::StrDeserializer, IntoDeserializer};
+        let d: StrDeserializer<'_, serde::de::value::Error> = s.into_deserializer();
+        OpKind::deserialize(d).map_err(|_| {
+            crate::error::Error::invalid(
+                "op",
+                s,
+                "an operator as the ledger's `op` column names it (q_proj, attention, gate_proj, …)",
+            )
+        })
+    }
 }
 
 impl OpKind {
@@ -224,5 +241,27 @@ impl OpKind {
                 | Residual
                 | FinalNorm
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::scenario;
+
+    #[test]
+    fn every_ledger_row_name_parses_back_to_its_kind() {
+        // Dense GQA, MLA + MoE and a TP layout (collectives): every kind their ledgers show.
+        for pairs in [
+            vec![("model", "llama-3-8b")],
+            vec![("model", "deepseek-v3"), ("gpu", "h200"), ("tp", "8")],
+            vec![("model", "mixtral-8x7b"), ("tp", "2"), ("flash", "off"), ("phase", "prefill")],
+        ] {
+            for row in crate::ledger::Ledger::build(&scenario(&pairs)).rows {
+                assert_eq!(row.op.name().parse::<OpKind>().unwrap(), row.op);
+            }
+        }
+        let e = "qproj".parse::<OpKind>().unwrap_err();
+        assert_eq!(e.field(), Some("op"));
     }
 }

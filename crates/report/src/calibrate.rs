@@ -3,7 +3,7 @@
 //!
 //! JSON keys (stable): `file`, `profile` (`memory_scale`, `compute_scale`, `kernel_s`),
 //! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one),
-//! `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`metric`, `measured`,
+//! `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`metric`, `op` for a per-kernel row, `measured`,
 //! `predicted_before`, `predicted_after`, `error_before`, `error_after`, `weight`), `written`
 //! (the profile file, if one was written). CSV: the rows.
 
@@ -84,7 +84,10 @@ impl Report for CalibrateReport {
             .map(|(i, r)| {
                 vec![
                     (i + 1).to_string(),
-                    r.metric.name().to_string(),
+                    match r.op {
+                        Some(op) => format!("{} {}", r.metric.name(), op.name()),
+                        None => r.metric.name().to_string(),
+                    },
                     value(r.metric, r.measured),
                     value(r.metric, r.predicted_before),
                     signed(r.error_before),

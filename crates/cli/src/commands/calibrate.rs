@@ -11,6 +11,9 @@ use llm_ledger_report::calibrate::CalibrateReport;
 use llm_ledger_report::{Format, Report};
 use std::path::Path;
 
+/// The column naming the operator of a per-kernel row (`op_s`, `op_ms`, `op_us`).
+pub const OP_COLUMN: &str = "op";
+
 /// Most measurement rows in one file.
 pub const MAX_ROWS: usize = 10_000;
 
@@ -36,11 +39,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
             metric_columns.len()
         );
     };
+    let op_column = header.iter().position(|h| h == OP_COLUMN);
     for (i, h) in header.iter().enumerate() {
-        if i != m && !scenario_inputs().iter().any(|s| s.name == h) {
+        if i != m && Some(i) != op_column && !scenario_inputs().iter().any(|s| s.name == h) {
             let names: Vec<&str> = scenario_inputs().iter().map(|s| s.name).collect();
             bail!(
-                "unknown column `{h}` in `{}`; accepted: a measurement ({}) and scenario inputs ({})",
+                "unknown column `{h}` in `{}`; accepted: a measurement ({}), `{OP_COLUMN}` (the operator of a per-kernel row) and scenario inputs ({})",
                 args.file,
                 metric_names.join(", "),
                 names.join(", ")
@@ -59,11 +63,19 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
         let measured = raw.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0).with_context(|| {
             format!("invalid `{}` line {line}: `{}` = {raw:?} (a positive number)", args.file, header[m])
         })?;
-        let pairs = header.iter().zip(record.iter()).enumerate().filter(|(i, (_, v))| *i != m && !v.is_empty());
+        let op = match op_column.map(|c| &record[c]).filter(|v| !v.is_empty()) {
+            Some(v) => Some(v.parse().with_context(|| format!("invalid `{}` line {line}", args.file))?),
+            None => None,
+        };
+        let pairs = header
+            .iter()
+            .zip(record.iter())
+            .enumerate()
+            .filter(|(i, (_, v))| *i != m && Some(*i) != op_column && !v.is_empty());
         let req: ScenarioRequest = from_pairs(pairs.map(|(_, (k, v))| (k.as_str(), v)))
             .with_context(|| format!("invalid `{}` line {line}", args.file))?;
         let scenario = req.resolve(&catalog).with_context(|| format!("in `{}` line {line}", args.file))?;
-        observations.push(Observation { scenario, metric, measured: measured * to_si });
+        observations.push(Observation { scenario, metric, op, measured: measured * to_si });
     }
     if observations.len() < 3 {
         bail!("invalid `{}`: {} measurement rows (at least 3, one per constant fitted)", args.file, observations.len());

@@ -48,7 +48,7 @@ fn a_profile_fitted_to_slower_decode_steps_reproduces_them() {
 
 #[test]
 fn bad_measurement_files_are_one_line_errors() {
-    let cases: [(&str, &str, &str); 7] = [
+    let cases: [(&str, &str, &str); 11] = [
         ("cal-none.csv", "model,batch\nllama-3-8b,1\n", "exactly one measurement column"),
         ("cal-two.csv", "batch,step_ms,tpot_ms\n1,5,5\n", "exactly one measurement column"),
         ("cal-unknown.csv", "batch,speed,step_ms\n1,2,5\n", "unknown column `speed`"),
@@ -56,6 +56,10 @@ fn bad_measurement_files_are_one_line_errors() {
         ("cal-few.csv", "batch,step_ms\n1,5\n", "1 measurement rows (at least 3"),
         ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\n", "line 2"),
         ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\n", "row 1"),
+        ("cal-op-name.csv", "op,op_us\nqproj,5\nq_proj,5\nq_proj,6\n", "line 2"),
+        ("cal-op-none.csv", "op,op_us\n,5\nq_proj,5\nq_proj,6\n", "row 1"),
+        ("cal-op-fused.csv", "op,op_us\nrope,5\nq_proj,5\nq_proj,6\n", "fuses this one"),
+        ("cal-op-step.csv", "op,step_ms\nq_proj,5\n,5\n,6\n", "row 1"),
     ];
     for (name, text, want) in cases {
         let e = fails(&["calibrate", &temp_file(name, text.as_bytes())]);
@@ -67,4 +71,28 @@ fn bad_measurement_files_are_one_line_errors() {
         &temp_file("bad-profile.toml", b"memory_scale = 50\ncompute_scale = 1\nkernel_s = 0\n"),
     ]);
     assert!(e.contains("`memory_scale`"), "{e}");
+}
+
+/// A profiler's per-kernel times (one layer's kernel each, `op` + `op_us`): the clock's own
+/// kernel times × 1.25 on memory-bound kernels are fitted back to memory_scale 1.25, and the
+/// table names each row's operator.
+#[test]
+fn per_kernel_rows_fit_the_profile() {
+    let kernel_us = |op: &str, b: &str| {
+        let v = json(&["ledger", "--format", "json", "--batch", b, "--ctx", "2048"]);
+        let row = v["rows"].as_array().unwrap().iter().find(|r| r["op"] == op).unwrap().clone();
+        row["time_s"].as_f64().unwrap() / row["layers"].as_f64().unwrap() * 1e6
+    };
+    let mut csv = String::from("op,batch,ctx,op_us\n");
+    for (op, b) in [("q_proj", "1"), ("gate_proj", "1"), ("down_proj", "8"), ("o_proj", "4"), ("lm_head", "2")] {
+        csv.push_str(&format!("{op},{b},2048,{}\n", kernel_us(op, b) * 1.25));
+    }
+    let file = temp_file("calibrate-kernels.csv", csv.as_bytes());
+    let v = json(&["calibrate", &file, "--format", "json"]);
+    let scale = v["profile"]["memory_scale"].as_f64().unwrap();
+    assert!((scale - 1.25).abs() < 0.01, "{v}");
+    assert_eq!(v["rows"][1]["op"], "gate_proj");
+    assert_eq!(v["rows"][0]["metric"], "op_s");
+    let table = ok(&["calibrate", &file]);
+    assert!(table.contains("op_s down_proj"), "{table}");
 }
