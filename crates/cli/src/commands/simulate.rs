@@ -8,7 +8,10 @@ use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, StepRecord, MAX_RATE_PER_S};
+use llm_ledger_core::simulate::{
+    simulate, simulate_deployment, Deployment, Disagg, KvLink, KvLinkChoice, SimConfig, Simulation, StepRecord,
+    MAX_RATE_PER_S,
+};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::serving::ServingChart;
@@ -141,6 +144,20 @@ fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
     SimConfig { arrivals, ..cfg.clone() }
 }
 
+/// The disaggregated deployment of `--disagg X:Y` and `--kv-link`, if asked for.
+pub fn disagg(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Option<Disagg>> {
+    let Some(split) = &args.disagg else {
+        if args.kv_link.is_some() {
+            return Err(Error::invalid("kv_link", "given", "it applies only with --disagg X:Y").into());
+        }
+        return Ok(None);
+    };
+    let (prefill, decode) = Disagg::parse_split(split)?;
+    let choice: KvLinkChoice = args.kv_link.as_deref().map(str::parse).transpose()?.unwrap_or(KvLinkChoice::Auto);
+    let link = KvLink::resolve(choice, &sc.gpu, &sc.parallel, prefill + decode)?;
+    Ok(Some(Disagg { prefill, decode, link }))
+}
+
 /// One run writing every step to the CSV file `path` as it goes.
 fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result<Simulation> {
     let file = std::fs::File::create(path).with_context(|| format!("cannot write trace `{path}`"))?;
@@ -187,19 +204,54 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
             }
         }
     }
+    let disagg = disagg(args, &sc)?;
+    if disagg.is_some() && args.trace_out.is_some() {
+        return Err(Error::invalid("trace_out", "given with --disagg", "a run of one instance").into());
+    }
     let runs: Vec<Simulation> = match &args.trace_out {
         Some(path) => vec![traced(&sc, &cfg, path)?],
         None => {
             use rayon::prelude::*;
-            // One run per rate, in parallel; each is deterministic, so the order of work does not
-            // change a number.
-            rates
-                .par_iter()
-                .map(|&rate| simulate(&sc, &if rate.is_nan() { cfg.clone() } else { with_rate(&cfg, rate) }, |_| {}))
+            // One run per rate (and per deployment), in parallel; each is deterministic, so the
+            // order of work does not change a number.
+            let deployments: Vec<Deployment> = match &disagg {
+                None => vec![Deployment::SINGLE],
+                Some(d) => {
+                    let d = Deployment::Disaggregated(d.clone());
+                    vec![d.aggregated_equivalent(), d]
+                }
+            };
+            let jobs: Vec<(f64, &Deployment)> =
+                deployments.iter().flat_map(|d| rates.iter().map(move |&r| (r, d))).collect();
+            jobs.par_iter()
+                .map(|&(rate, d)| {
+                    let c = if rate.is_nan() { cfg.clone() } else { with_rate(&cfg, rate) };
+                    simulate_deployment(&sc, &c, d, |_| {})
+                })
                 .collect::<Result<Vec<_>, _>>()?
         }
     };
-    let report = SimulateReport::new(&sc, &cfg, runs.iter().map(|r| r.summary.clone()).collect(), sweep);
+    // With --disagg the runs are the aggregated ones, then the disaggregated ones.
+    let (aggregated, runs) = match &disagg {
+        Some(_) => {
+            let mut runs = runs;
+            let disaggregated = runs.split_off(rates.len());
+            (runs, disaggregated)
+        }
+        None => (Vec::new(), runs),
+    };
+    let summaries = runs.iter().map(|r| r.summary.clone()).collect();
+    let report = match &disagg {
+        None => SimulateReport::new(&sc, &cfg, summaries, sweep),
+        Some(d) => SimulateReport::disaggregated(
+            &sc,
+            &cfg,
+            d,
+            summaries,
+            aggregated.iter().map(|r| r.summary.clone()).collect(),
+            sweep,
+        ),
+    };
     let title =
         Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "));
     if let Some(path) = &args.plot {

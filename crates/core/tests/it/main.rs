@@ -2,6 +2,7 @@
 
 mod architectures;
 mod checkpoint_headers;
+mod disagg;
 mod econ;
 #[path = "../fuzz_checks/mod.rs"]
 mod fuzz_checks;
