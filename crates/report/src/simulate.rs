@@ -418,16 +418,16 @@ impl SimulateReport {
         let rows =
             self.pairs().into_iter().flat_map(|(a, b)| [row(d.label(), a), row(d.aggregated_label(), b)]).collect();
         let mut footer = self.footer();
-        let gpus = |n: u64| format!("{} GPU{}", n, if n == 1 { "" } else { "s" });
+        let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         footer.insert(
             0,
             format!(
-                "{}: {} prefill + {} decode instances of {} each ({} in all); aggregated ×{}: as many instances serving both, arrivals dealt round robin",
+                "{}: {} and {} of {} each ({} in all); aggregated ×{}: as many instances serving both, arrivals dealt round robin",
                 d.label(),
-                d.prefill_instances,
-                d.decode_instances,
-                gpus(d.gpus_per_instance),
-                gpus(d.gpus),
+                plural(d.prefill_instances, "prefill instance"),
+                plural(d.decode_instances, "decode instance"),
+                plural(d.gpus_per_instance, "GPU"),
+                plural(d.gpus, "GPU"),
                 d.prefill_instances + d.decode_instances
             ),
         );
