@@ -87,7 +87,12 @@ pub struct KvLink {
 impl KvLink {
     /// A link that costs nothing.
     pub fn ideal() -> KvLink {
-        KvLink { choice: KvLinkChoice::Ideal, name: "ideal".into(), latency_s: 0.0, bandwidth_bytes_per_s: f64::INFINITY }
+        KvLink {
+            choice: KvLinkChoice::Ideal,
+            name: "ideal".into(),
+            latency_s: 0.0,
+            bandwidth_bytes_per_s: f64::INFINITY,
+        }
     }
 
     /// The link `choice` names on `gpu`, for `instances` instances of the layout `parallel`
@@ -171,7 +176,8 @@ impl Disagg {
     /// Parse a split `X:Y` (prefill instances : decode instances), each at least 1 and together at
     /// most [`MAX_INSTANCES`] (errors name the field `disagg`).
     pub fn parse_split(text: &str) -> Result<(u64, u64)> {
-        let expected = || format!("PREFILL:DECODE instances, e.g. 1:3, each at least 1, together at most {MAX_INSTANCES}");
+        let expected =
+            || format!("PREFILL:DECODE instances, e.g. 1:3, each at least 1, together at most {MAX_INSTANCES}");
         let bad = || Error::invalid("disagg", text.trim(), expected());
         let (x, y) = text.split_once(':').ok_or_else(bad)?;
         let n = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
@@ -222,11 +228,9 @@ impl Deployment {
     /// Check the sizes (errors name `replicas` or `disagg`).
     pub fn validate(&self) -> Result<()> {
         match self {
-            Deployment::Aggregated { replicas } if !(1..=MAX_INSTANCES).contains(replicas) => Err(Error::invalid(
-                "replicas",
-                replicas,
-                format!("an integer in 1..={MAX_INSTANCES}"),
-            )),
+            Deployment::Aggregated { replicas } if !(1..=MAX_INSTANCES).contains(replicas) => {
+                Err(Error::invalid("replicas", replicas, format!("an integer in 1..={MAX_INSTANCES}")))
+            }
             Deployment::Disaggregated(d)
                 if d.prefill == 0 || d.decode == 0 || d.prefill.saturating_add(d.decode) > MAX_INSTANCES =>
             {

@@ -31,6 +31,11 @@
 //!   decodes it adds one token (**ITL** is the gap between a request's consecutive tokens);
 //!   **TPOT** = (last token − first token) ÷ (output − 1); **end to end** = last token − arrival.
 //!
+//! * **Deployments** ([`simulate_deployment`]): one instance ([`simulate`]), `N` aggregated
+//!   instances taking arrivals round robin, or disaggregated prefill and decode pools with each
+//!   request's KV cache moved between them over a link ([`disagg`]). Every instance runs the
+//!   scheduler above on its own queue, batch and KV cache; one clock times every step.
+//!
 //! ## Bounds
 //!
 //! Memory is bounded by the requests in flight: arrivals and lengths are drawn lazily,
@@ -50,10 +55,10 @@ use crate::ledger::summarise;
 use crate::memory::max_cached_tokens;
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
+pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
 use std::collections::VecDeque;
-pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
 use workload::{Arrival, Arrivals, Lengths, Source};
 
 /// Most requests in one simulation.
@@ -723,7 +728,8 @@ pub fn simulate_deployment(
             ((0..*replicas).map(|_| Instance::new(cfg, Role::Keep, total_blocks)).collect::<Vec<_>>(), *replicas, None)
         }
         Deployment::Disaggregated(d) => {
-            let mut v: Vec<Instance> = (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, total_blocks)).collect();
+            let mut v: Vec<Instance> =
+                (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, total_blocks)).collect();
             v.extend((0..d.decode).map(|_| Instance::new(cfg, Role::Keep, total_blocks)));
             (v, d.prefill, Some(d.link.clone()))
         }
@@ -978,7 +984,15 @@ impl Engine<'_> {
             .instances
             .iter()
             .enumerate()
-            .map(|(j, i)| if j == k { plan.len() as u64 } else if i.busy_until_s.is_some() { i.plan.len() as u64 } else { 0 })
+            .map(|(j, i)| {
+                if j == k {
+                    plan.len() as u64
+                } else if i.busy_until_s.is_some() {
+                    i.plan.len() as u64
+                } else {
+                    0
+                }
+            })
             .sum();
         self.series.offer(SeriesPoint { t_s: now, running, waiting, kv_utilisation: used as f64 / total as f64 });
         let inst = &mut self.instances[k];
