@@ -1,7 +1,9 @@
 //! The `simulate` report: one serving instance under load, at one arrival rate or a sweep of
 //! them.
 //!
-//! JSON keys (stable): `inputs`, `settings` (the simulator's knobs), and `summary` (one rate) or
+//! JSON keys (stable): `inputs` (model, GPU, precisions, layout; its phase, batch and context
+//! are the step that sizes the KV cache, a prefill of `max_batched_tokens` tokens), `settings`
+//! (the simulator's knobs: `max_seqs`, `max_batched_tokens`, `chunk_tokens`, …), and `summary` (one rate) or
 //! `points[]` (a sweep of rates), each a [`SimSummary`]: `completed`, `requests`,
 //! `offered_rate_per_s`, `arrival_rate_per_s`, `duration_s`, `mean_in_system`, `mean_latency_s`,
 //! `requests_per_s`, `input_tokens_per_s`, `output_tokens_per_s`, `ttft_s`, `tpot_s`, `itl_s`,
@@ -170,8 +172,12 @@ impl SimulateReport {
     /// A report of one run (`summaries` of length 1 and `sweep` false) or a sweep.
     pub fn new(sc: &Scenario, cfg: &SimConfig, summaries: Vec<SimSummary>, sweep: bool) -> SimulateReport {
         let (summary, points) = if sweep { (None, Some(summaries)) } else { (summaries.into_iter().next(), None) };
+        // The scenario's own batch and context are not what the simulator runs: the inputs
+        // describe the step that sizes the KV cache (the scheduler's limits are in `settings`).
+        // It cannot fail for a configuration a simulation has validated.
+        let step = llm_ledger_core::simulate::sizing_step(sc, cfg).unwrap_or_else(|_| sc.clone());
         SimulateReport {
-            inputs: Inputs::of(sc),
+            inputs: Inputs::of(&step),
             settings: Settings::of(cfg),
             summary,
             points,
@@ -431,15 +437,15 @@ impl SimulateReport {
                 d.prefill_instances + d.decode_instances
             ),
         );
-        footer.insert(1, match d.link.choice {
-            llm_ledger_core::simulate::KvLinkChoice::Ideal => {
+        footer.insert(1, match d.link.bandwidth_bytes_per_s {
+            None => {
                 "KV cache moved at no cost (ideal link); first token from the prefill instance: TTFT excludes the move, TPOT includes it".to_string()
             }
-            _ => format!(
+            Some(b) => format!(
                 "KV cache moved over {}: {} + bytes per GPU ÷ {}/s; first token from the prefill instance: TTFT excludes the move, TPOT includes it",
                 d.link.name,
                 human::seconds(d.link.latency_s),
-                human::bytes(d.link.bandwidth_bytes_per_s)
+                human::bytes(b)
             ),
         });
         HumanTable {

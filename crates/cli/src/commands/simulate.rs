@@ -9,8 +9,7 @@ use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate, simulate_deployment, Deployment, Disagg, KvLink, KvLinkChoice, SimConfig, Simulation, StepRecord,
-    MAX_RATE_PER_S,
+    simulate, simulate_deployment, Deployment, Disagg, SimConfig, Simulation, StepRecord, MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Error;
@@ -152,10 +151,7 @@ pub fn disagg(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Opt
         }
         return Ok(None);
     };
-    let (prefill, decode) = Disagg::parse_split(split)?;
-    let choice: KvLinkChoice = args.kv_link.as_deref().map(str::parse).transpose()?.unwrap_or(KvLinkChoice::Auto);
-    let link = KvLink::resolve(choice, &sc.gpu, &sc.parallel, prefill + decode)?;
-    Ok(Some(Disagg { prefill, decode, link }))
+    Ok(Some(Disagg::of_inputs(split, args.kv_link.as_deref(), sc)?))
 }
 
 /// One run writing every step to the CSV file `path` as it goes.
@@ -253,7 +249,8 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         ),
     };
     let title =
-        Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "));
+        // Model and GPU: the ledger title's phase and batch are not a serving run's.
+        Some(llm_ledger_report::plot::title(&report.inputs).split(" · ").take(1).collect::<Vec<_>>().join(" · "));
     if let Some(path) = &args.plot {
         let chart = if sweep {
             ServingChart::throughput_latency(&report.points.clone().unwrap_or_default(), title.clone())

@@ -33,6 +33,15 @@ fn simulate_json_has_the_summary_the_issue_lists() {
     }
     assert_eq!(s["completed"], 100);
     assert_eq!(v["settings"]["max_seqs"], 256);
+    // The inputs are the step shape the simulator used (the step that sizes the KV cache), not the
+    // ledger's default decode of batch 1 × 2,048.
+    let v = json(&["simulate", "--requests", "20", "--max-batched-tokens", "4096", "--max-seqs", "32", "-f", "json"]);
+    assert_eq!((v["inputs"]["phase"].as_str(), v["inputs"]["ctx"].as_u64()), (Some("prefill"), Some(4096)));
+    let st = &v["settings"];
+    assert_eq!(
+        (st["max_seqs"].as_u64(), st["max_batched_tokens"].as_u64(), st["chunk_tokens"].as_u64()),
+        (Some(32), Some(4096), Some(4096))
+    );
 }
 
 #[test]
@@ -201,6 +210,11 @@ fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
     assert_eq!(v["points"].as_array().unwrap().len(), 2);
     assert_eq!(v["aggregated_points"].as_array().unwrap().len(), 2);
     assert_eq!(v["disagg"]["link"]["choice"], "network");
+    // The ideal link: no bandwidth (JSON null, not an infinity), and moves that take no time.
+    let args = one(&["--rate", "6", "-f", "json", "--kv-link", "ideal"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(v["disagg"]["link"]["bandwidth_bytes_per_s"].is_null(), "{}", v["disagg"]);
+    assert_eq!(v["summary"]["kv_transfer_s"]["max"], 0.0);
     let args = one(&["--rate", "2,8", "-f", "csv"]);
     let csv = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let deployments: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth_back(1).unwrap()).collect();

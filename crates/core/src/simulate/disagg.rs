@@ -80,19 +80,14 @@ pub struct KvLink {
     /// `α`: fixed time of one transfer, seconds (the link's catalogue latency).
     pub latency_s: f64,
     /// `β · link_efficiency`: achieved bandwidth per GPU, per direction, bytes per second
-    /// (infinite for the ideal link).
-    pub bandwidth_bytes_per_s: f64,
+    /// (none for the ideal link: no limit).
+    pub bandwidth_bytes_per_s: Option<f64>,
 }
 
 impl KvLink {
     /// A link that costs nothing.
     pub fn ideal() -> KvLink {
-        KvLink {
-            choice: KvLinkChoice::Ideal,
-            name: "ideal".into(),
-            latency_s: 0.0,
-            bandwidth_bytes_per_s: f64::INFINITY,
-        }
+        KvLink { choice: KvLinkChoice::Ideal, name: "ideal".into(), latency_s: 0.0, bandwidth_bytes_per_s: None }
     }
 
     /// The link `choice` names on `gpu`, for `instances` instances of the layout `parallel`
@@ -105,7 +100,7 @@ impl KvLink {
             choice,
             name: l.name.clone(),
             latency_s: l.latency_s,
-            bandwidth_bytes_per_s: l.bandwidth_bytes_per_s * parallel.link_efficiency,
+            bandwidth_bytes_per_s: Some(l.bandwidth_bytes_per_s * parallel.link_efficiency),
         };
         let scoped = |choice: KvLinkChoice, link: &Option<Link>, what: &str| -> Result<KvLink> {
             match link {
@@ -153,10 +148,9 @@ impl KvLink {
     /// Seconds to move `bytes_per_gpu` from every GPU of a prefill instance to its counterpart:
     /// `α + bytes ÷ β` (0 for the ideal link).
     pub fn transfer_s(&self, bytes_per_gpu: f64) -> f64 {
-        if self.choice == KvLinkChoice::Ideal {
-            0.0
-        } else {
-            self.latency_s + bytes_per_gpu / self.bandwidth_bytes_per_s
+        match self.bandwidth_bytes_per_s {
+            None => 0.0,
+            Some(b) => self.latency_s + bytes_per_gpu / b,
         }
     }
 }
@@ -191,6 +185,15 @@ impl Disagg {
     /// Instances in all.
     pub fn instances(&self) -> u64 {
         self.prefill + self.decode
+    }
+
+    /// The deployment a front end's inputs describe: the split `X:Y` ([`Disagg::parse_split`])
+    /// and the link's name (`auto` when absent), resolved on the scenario's GPU and layout.
+    pub fn of_inputs(split: &str, kv_link: Option<&str>, sc: &crate::scenario::Scenario) -> Result<Disagg> {
+        let (prefill, decode) = Disagg::parse_split(split)?;
+        let choice: KvLinkChoice = kv_link.map(str::parse).transpose()?.unwrap_or(KvLinkChoice::Auto);
+        let link = KvLink::resolve(choice, &sc.gpu, &sc.parallel, prefill + decode)?;
+        Ok(Disagg { prefill, decode, link })
     }
 }
 

@@ -652,16 +652,21 @@ fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) ->
     Ok(())
 }
 
-/// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
-/// `max_batched_tokens` prompt tokens (the memory model's [`max_cached_tokens`]).
-pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
-    let step = sc.with_workload(Workload {
+/// The step that sizes an instance's KV cache: the largest the scheduler runs, a prefill of
+/// `max_batched_tokens` tokens (its workspace is kept free next to the weights).
+pub fn sizing_step(sc: &Scenario, cfg: &SimConfig) -> Result<Scenario> {
+    Ok(sc.with_workload(Workload {
         phase: Phase::Prefill,
         contexts: Contexts::uniform(1, cfg.max_batched_tokens)?,
         chunks: None,
         ..sc.workload.clone()
-    });
-    Ok(max_cached_tokens(&step, cfg.reserve_bytes) / cfg.block_tokens)
+    }))
+}
+
+/// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
+/// `max_batched_tokens` prompt tokens ([`sizing_step`]; the memory model's [`max_cached_tokens`]).
+pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
+    Ok(max_cached_tokens(&sizing_step(sc, cfg)?, cfg.reserve_bytes) / cfg.block_tokens)
 }
 
 /// KV-cache bytes one GPU of an instance holds for a sequence of `tokens` cached positions: the
