@@ -385,6 +385,11 @@ impl Req {
     fn in_prefill(&self) -> bool {
         self.cached < self.prefill_target()
     }
+    /// Its next step decodes one token: it has a first token and only the last token's KV to
+    /// compute (a sequence recomputing after a preemption is in prefill until then).
+    fn decoding(&self) -> bool {
+        self.generated > 0 && self.cached + 1 == self.prefill_target()
+    }
 }
 
 /// What an instance does with a request once its first token is out.
@@ -901,10 +906,10 @@ impl Engine<'_> {
         for &(i, n) in &plan {
             let r = &inst.running[i];
             chunks.push(Chunk { new_tokens: n, cached_tokens: r.cached });
-            if r.in_prefill() {
-                prefills += 1;
-            } else {
+            if r.decoding() {
                 decodes += 1;
+            } else {
+                prefills += 1;
             }
             tokens += n;
         }

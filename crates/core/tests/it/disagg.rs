@@ -178,3 +178,27 @@ fn bad_splits_and_links_are_refused_naming_the_field() {
     let many = Deployment::Aggregated { replicas: MAX_INSTANCES + 1 };
     assert_eq!(simulate_deployment(&sc, &cfg, &many, |_| {}).unwrap_err().field(), Some("replicas"));
 }
+
+#[test]
+fn prefill_instances_run_prefill_only_steps_and_decode_instances_decode_only_steps() {
+    let sc = llama();
+    let cfg = fixed(12.0, 300, 1024, 64);
+    let d = disagg(&sc, 1, 2, KvLinkChoice::Network);
+    let (mut mixed, mut decodes, mut prefills) = (0, 0, 0);
+    let s = simulate_deployment(&sc, &cfg, &d, |r| {
+        mixed += u64::from(r.decodes > 0 && r.prefills > 0);
+        decodes += r.decodes;
+        prefills += r.prefills;
+    })
+    .unwrap()
+    .summary;
+    assert_eq!(s.preemptions, 0);
+    assert_eq!(mixed, 0, "no step mixes prefill and decode");
+    // One prefill step per prompt (1,024 tokens fit one chunk), one decode per later token.
+    assert_eq!((prefills, decodes), (300, 300 * 63));
+    // Aggregated on the same GPUs, steps mix them (that is the interference).
+    let mut mixed = 0;
+    simulate_deployment(&sc, &cfg, &d.aggregated_equivalent(), |r| mixed += u64::from(r.decodes > 0 && r.prefills > 0))
+        .unwrap();
+    assert!(mixed > 0);
+}
