@@ -31,8 +31,10 @@ use crate::hardware::{Gpu, Link};
 use crate::layout::Parallelism;
 use serde::Serialize;
 
-/// Most instances in a deployment (prefill + decode, or aggregated replicas).
-pub const MAX_INSTANCES: u64 = 1024;
+/// Most instances in a deployment (prefill + decode, or aggregated replicas): 64 (512 GPUs at
+/// TP 8). The engine looks at every instance at every event, so a run costs `O(instances)` per
+/// step; this bound keeps the largest run within seconds.
+pub const MAX_INSTANCES: u64 = 64;
 
 /// Which of the GPU's links carries the KV cache from prefill to decode instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
