@@ -182,11 +182,19 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         _ => vec![f64::NAN],
     };
     let sweep = rates.len() > 1;
-    let total = cfg.requests.saturating_mul(rates.len() as u64);
+    let disagg = disagg(args, &sc)?;
+    // With --disagg every rate runs twice: disaggregated and aggregated.
+    let runs_per_rate = if disagg.is_some() { 2 } else { 1 };
+    let total = cfg.requests.saturating_mul(rates.len() as u64 * runs_per_rate);
     if sweep && total > MAX_SWEEP_REQUESTS {
         return Err(Error::invalid(
             "requests",
-            format!("{} requests at each of {} rates", cfg.requests, rates.len()),
+            format!(
+                "{} requests at each of {} rates{}",
+                cfg.requests,
+                rates.len(),
+                if disagg.is_some() { ", run disaggregated and aggregated" } else { "" }
+            ),
             format!("at most {MAX_SWEEP_REQUESTS} requests in all"),
         )
         .into());
@@ -200,7 +208,6 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
             }
         }
     }
-    let disagg = disagg(args, &sc)?;
     if disagg.is_some() && args.trace_out.is_some() {
         return Err(Error::invalid("trace_out", "given with --disagg", "a run of one instance").into());
     }

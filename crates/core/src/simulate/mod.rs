@@ -246,7 +246,7 @@ pub struct SimSummary {
     pub mean_kv_utilisation: f64,
     /// Largest fraction of KV blocks in use.
     pub max_kv_utilisation: f64,
-    /// KV capacity, tokens (blocks × block size).
+    /// KV capacity of one instance, tokens (blocks × block size).
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
