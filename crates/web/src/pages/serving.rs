@@ -369,6 +369,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "One serving instance under load, step by step: requests arrive, are admitted into a continuously batched "
             "step, have their prompts prefilled in chunks and then decode a token per step, with a paged KV cache that "
             "preempts when it runs out. Every step is timed by the ledger for its exact mix of prefill and decode."
+            @if report.disagg.is_some() {
+                " Here the GPUs are split into prefill and decode pools: the numbers are that deployment's, and the table "
+                "below puts it beside aggregated serving on the same GPUs."
+            }
         }
         p.headline #headline {
             (i.model) " on " (i.gpu) " · " (st.arrivals)
