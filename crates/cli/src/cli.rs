@@ -599,6 +599,14 @@ pub struct SimulateArgs {
     /// TPOT bound of the goodput, milliseconds.
     #[arg(long, allow_hyphen_values = true, help_heading = "Goodput")]
     pub tpot_ms: Option<String>,
+    /// Disaggregated serving, PREFILL:DECODE instances (each of the --tp/--ep layout), the KV
+    /// cache moved after each prefill; compared with as many aggregated instances.
+    #[arg(long, allow_hyphen_values = true, value_name = "X:Y", help_heading = "Disaggregated")]
+    pub disagg: Option<String>,
+    /// Link the KV cache crosses with --disagg: auto (NVLink when one domain holds both pools,
+    /// else the network), nvlink, pcie, network or ideal (no cost) (default auto).
+    #[arg(long, help_heading = "Disaggregated")]
+    pub kv_link: Option<String>,
     #[command(flatten)]
     pub reserve: ReserveArgs,
     #[command(flatten)]

@@ -347,8 +347,24 @@ pub fn plan_serving(base: &Scenario, req: &ServingPlanRequest) -> Result<Serving
             .then(a.gpus.cmp(&b.gpus))
             .then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s))
     };
+    let (mut ranked, meeting) = (distinct(ranked), distinct(meeting));
     ranked.sort_by(order);
     Ok(ServingPlan { ranked, pareto: pareto(meeting), layouts: layouts.len(), candidates: work.len(), simulations })
+}
+
+/// The points less those that repeat another's deployment and outcome: the same layout,
+/// replicas and chunk, and the same simulated p99s and tokens/s, with a larger `max_seqs` (a
+/// limit the run never reached, so the simulation was the same). The smallest `max_seqs` stays.
+pub fn distinct(mut points: Vec<ServingPoint>) -> Vec<ServingPoint> {
+    let key = |p: &ServingPoint| {
+        (
+            (p.tp, p.pp, p.ep, p.replicas, p.chunk_tokens),
+            [p.ttft_p99_s, p.tpot_p99_s, p.e2e_p99_s, p.output_tokens_per_s].map(f64::to_bits),
+        )
+    };
+    points.sort_by(|a, b| key(a).cmp(&key(b)).then(a.max_seqs.cmp(&b.max_seqs)));
+    points.dedup_by(|later, kept| key(later) == key(kept));
+    points
 }
 
 /// The points no other beats on both lower cost and lower p99 end-to-end latency, by cost.

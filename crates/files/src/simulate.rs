@@ -11,7 +11,7 @@ use llm_ledger_core::plan_serving::{plan_serving, ServingPlanRequest, DEFAULT_SE
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, MAX_RATE_PER_S};
+use llm_ledger_core::simulate::{simulate_deployment, Deployment, SimConfig, Simulation, MAX_RATE_PER_S};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::plan::DEFAULT_MAX_GPUS;
@@ -198,31 +198,54 @@ pub fn rates(rate: Option<&str>, cfg: &SimConfig) -> Result<Vec<f64>> {
         (None, Some(_)) => vec![10.0],
         _ => vec![f64::NAN],
     };
-    let total = cfg.requests.saturating_mul(rates.len() as u64);
-    if rates.len() > 1 && total > MAX_SWEEP_REQUESTS {
+    if rates.len() > 1 {
+        check_sweep_requests(cfg, rates.len(), 1, "")?;
+    }
+    Ok(rates)
+}
+
+/// At most [`MAX_SWEEP_REQUESTS`] requests over `rates × runs_per_rate` runs of `cfg` (`what`
+/// says why a rate runs more than once).
+pub fn check_sweep_requests(cfg: &SimConfig, rates: usize, runs_per_rate: u64, what: &str) -> Result<()> {
+    if cfg.requests.saturating_mul(rates as u64).saturating_mul(runs_per_rate) > MAX_SWEEP_REQUESTS {
         return Err(Error::invalid(
             "requests",
-            format!("{} requests at each of {} rates", cfg.requests, rates.len()),
+            format!("{} requests at each of {rates} rates{what}", cfg.requests),
             format!("at most {MAX_SWEEP_REQUESTS} requests in all"),
         )
         .into());
     }
-    Ok(rates)
+    Ok(())
 }
 
 /// One run per rate of [`rates`], in parallel; each is deterministic, so the order of work does
 /// not change a number.
 pub fn run_rates(sc: &Scenario, cfg: &SimConfig, rates: &[f64]) -> Result<Vec<Simulation>, Error> {
+    run_deployments(sc, cfg, rates, &[Deployment::SINGLE])
+}
+
+/// One run per deployment and rate (deployment-major: every rate of the first deployment, then
+/// of the next), in parallel.
+pub fn run_deployments(
+    sc: &Scenario,
+    cfg: &SimConfig,
+    rates: &[f64],
+    deployments: &[Deployment],
+) -> Result<Vec<Simulation>, Error> {
     use rayon::prelude::*;
-    rates
-        .par_iter()
-        .map(|&rate| simulate(sc, &if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) }, |_| {}))
+    let jobs: Vec<(f64, &Deployment)> = deployments.iter().flat_map(|d| rates.iter().map(move |&r| (r, d))).collect();
+    jobs.par_iter()
+        .map(|&(rate, d)| {
+            let c = if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) };
+            simulate_deployment(sc, &c, d, |_| {})
+        })
         .collect()
 }
 
-/// The title of `simulate`'s plots: the first two parts of the report's title (model and GPU).
+/// The title of `simulate`'s plots: the first part of the report's title (model and GPU; the
+/// ledger title's phase and batch are not a serving run's).
 pub fn chart_title(inputs: &Inputs) -> Option<String> {
-    Some(llm_ledger_report::plot::title(inputs).split(" · ").take(2).collect::<Vec<_>>().join(" · "))
+    Some(llm_ledger_report::plot::title(inputs).split(" · ").take(1).collect::<Vec<_>>().join(" · "))
 }
 
 /// The inputs of `plan --rate` (the plan under load), as text.

@@ -1,7 +1,9 @@
 //! The `simulate` report: one serving instance under load, at one arrival rate or a sweep of
 //! them.
 //!
-//! JSON keys (stable): `inputs`, `settings` (the simulator's knobs), and `summary` (one rate) or
+//! JSON keys (stable): `inputs` (model, GPU, precisions, layout; its phase, batch and context
+//! are the step that sizes the KV cache, a prefill of `max_batched_tokens` tokens), `settings`
+//! (the simulator's knobs: `max_seqs`, `max_batched_tokens`, `chunk_tokens`, …), and `summary` (one rate) or
 //! `points[]` (a sweep of rates), each a [`SimSummary`]: `completed`, `requests`,
 //! `offered_rate_per_s`, `arrival_rate_per_s`, `duration_s`, `mean_in_system`, `mean_latency_s`,
 //! `requests_per_s`, `input_tokens_per_s`, `output_tokens_per_s`, `ttft_s`, `tpot_s`, `itl_s`,
@@ -11,13 +13,19 @@
 //! `max_queue`, `queue_growth_per_s`, `mean_kv_utilisation`, `max_kv_utilisation`,
 //! `kv_capacity_tokens`, `drained`. CSV: one row per rate with the distributions flattened
 //! (`ttft_p99_s`, …).
+//!
+//! With `--disagg X:Y` the `summary`/`points` are the disaggregated deployment's (each with
+//! `kv_transfer_s`), `aggregated`/`aggregated_points` the same GPUs serving aggregated (`X + Y`
+//! instances, arrivals round robin), and `disagg` the split (`prefill_instances`,
+//! `decode_instances`, `gpus_per_instance`, `gpus`, `link`). The table puts the two side by side,
+//! one row each per rate; CSV rows carry a `deployment` column.
 
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{Schedule, SimConfig, SimSummary};
+use llm_ledger_core::simulate::{Disagg, KvLink, Schedule, SimConfig, SimSummary};
 use llm_ledger_core::Scenario;
 use serde::Serialize;
 
@@ -112,13 +120,97 @@ pub struct SimulateReport {
     /// A sweep's summaries, one per rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub points: Option<Vec<SimSummary>>,
+    /// The disaggregated split, when `summary`/`points` are a disaggregated deployment's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagg: Option<DisaggFacts>,
+    /// One rate: aggregated serving on the same GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregated: Option<SimSummary>,
+    /// A sweep: aggregated serving on the same GPUs, one per rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregated_points: Option<Vec<SimSummary>>,
+}
+
+/// A disaggregated deployment, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DisaggFacts {
+    /// Prefill instances.
+    pub prefill_instances: u64,
+    /// Decode instances.
+    pub decode_instances: u64,
+    /// GPUs of one instance (`tp × pp × ep`).
+    pub gpus_per_instance: u64,
+    /// GPUs of the deployment, and of the aggregated one it is compared with.
+    pub gpus: u64,
+    /// The link the KV cache crosses.
+    pub link: KvLink,
+}
+
+impl DisaggFacts {
+    /// The facts of `d` on the scenario's layout.
+    pub fn of(sc: &Scenario, d: &Disagg) -> DisaggFacts {
+        let per = sc.parallel.gpus_per_replica();
+        DisaggFacts {
+            prefill_instances: d.prefill,
+            decode_instances: d.decode,
+            gpus_per_instance: per,
+            gpus: d.instances() * per,
+            link: d.link.clone(),
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("disagg {}:{}", self.prefill_instances, self.decode_instances)
+    }
+
+    fn aggregated_label(&self) -> String {
+        format!("aggregated ×{}", self.prefill_instances + self.decode_instances)
+    }
 }
 
 impl SimulateReport {
     /// A report of one run (`summaries` of length 1 and `sweep` false) or a sweep.
     pub fn new(sc: &Scenario, cfg: &SimConfig, summaries: Vec<SimSummary>, sweep: bool) -> SimulateReport {
         let (summary, points) = if sweep { (None, Some(summaries)) } else { (summaries.into_iter().next(), None) };
-        SimulateReport { inputs: Inputs::of(sc), settings: Settings::of(cfg), summary, points }
+        // The scenario's own batch and context are not what the simulator runs: the inputs
+        // describe the step that sizes the KV cache (the scheduler's limits are in `settings`).
+        // It cannot fail for a configuration a simulation has validated.
+        let step = llm_ledger_core::simulate::sizing_step(sc, cfg).unwrap_or_else(|_| sc.clone());
+        SimulateReport {
+            inputs: Inputs::of(&step),
+            settings: Settings::of(cfg),
+            summary,
+            points,
+            disagg: None,
+            aggregated: None,
+            aggregated_points: None,
+        }
+    }
+
+    /// A disaggregated run (`summaries`) beside aggregated serving on the same GPUs (`aggregated`,
+    /// one per rate, in the same order).
+    pub fn disaggregated(
+        sc: &Scenario,
+        cfg: &SimConfig,
+        d: &Disagg,
+        summaries: Vec<SimSummary>,
+        aggregated: Vec<SimSummary>,
+        sweep: bool,
+    ) -> SimulateReport {
+        let mut r = SimulateReport::new(sc, cfg, summaries, sweep);
+        r.disagg = Some(DisaggFacts::of(sc, d));
+        if sweep {
+            r.aggregated_points = Some(aggregated);
+        } else {
+            r.aggregated = aggregated.into_iter().next();
+        }
+        r
+    }
+
+    /// Pairs of (disaggregated, aggregated) summaries, one per rate.
+    fn pairs(&self) -> Vec<(&SimSummary, &SimSummary)> {
+        let agg: Vec<&SimSummary> = self.aggregated.iter().chain(self.aggregated_points.iter().flatten()).collect();
+        self.summaries().into_iter().zip(agg).collect()
     }
 
     fn summaries(&self) -> Vec<&SimSummary> {
@@ -183,6 +275,11 @@ pub struct SimulateRow {
     pub preemptions: u64,
     /// All requests finished.
     pub drained: bool,
+    /// Which deployment: `aggregated ×N` (N instances, arrivals round robin) or
+    /// `disagg X:Y` (X prefill and Y decode instances).
+    pub deployment: String,
+    /// Disaggregated: p99 of the time from first token to KV cache at the decode pool.
+    pub kv_transfer_p99_s: Option<f64>,
 }
 
 impl From<&SimSummary> for SimulateRow {
@@ -215,6 +312,8 @@ impl From<&SimSummary> for SimulateRow {
             mean_kv_utilisation: s.mean_kv_utilisation,
             preemptions: s.preemptions,
             drained: s.drained,
+            deployment: "aggregated ×1".into(),
+            kv_transfer_p99_s: s.kv_transfer_s.map(|q| q.p99),
         }
     }
 }
@@ -286,14 +385,103 @@ impl SimulateReport {
     }
 }
 
+impl SimulateReport {
+    /// The disaggregated deployment and aggregated serving on the same GPUs, side by side: two
+    /// rows per rate.
+    fn comparison(&self, d: &DisaggFacts) -> HumanTable {
+        let header = [
+            "rate/s",
+            "serving",
+            "done/s",
+            "out tok/s",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p99",
+            "ITL p99",
+            "e2e p99",
+            "KV move p99",
+            "goodput/s",
+            "preempt",
+        ];
+        let row = |label: String, s: &SimSummary| {
+            vec![
+                human::sig3(s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s)),
+                label,
+                human::sig3(s.requests_per_s),
+                human::sig3(s.output_tokens_per_s),
+                human::seconds(s.ttft_s.p50),
+                human::seconds(s.ttft_s.p99),
+                human::seconds(s.tpot_s.p50),
+                human::seconds(s.tpot_s.p99),
+                human::seconds(s.itl_s.p99),
+                human::seconds(s.e2e_s.p99),
+                s.kv_transfer_s.map_or("—".into(), |q| human::seconds(q.p99)),
+                human::sig3(s.goodput_per_s),
+                human::count(s.preemptions),
+            ]
+        };
+        let rows =
+            self.pairs().into_iter().flat_map(|(a, b)| [row(d.label(), a), row(d.aggregated_label(), b)]).collect();
+        let mut footer = self.footer();
+        let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        footer.insert(
+            0,
+            format!(
+                "{}: {} and {} of {} each ({} in all); aggregated ×{}: as many instances serving both, arrivals dealt round robin",
+                d.label(),
+                plural(d.prefill_instances, "prefill instance"),
+                plural(d.decode_instances, "decode instance"),
+                plural(d.gpus_per_instance, "GPU"),
+                plural(d.gpus, "GPU"),
+                d.prefill_instances + d.decode_instances
+            ),
+        );
+        footer.insert(1, match d.link.bandwidth_bytes_per_s {
+            None => {
+                "KV cache moved at no cost (ideal link); first token from the prefill instance: TTFT excludes the move, TPOT includes it".to_string()
+            }
+            Some(b) => format!(
+                "KV cache moved over {}: {} + bytes per GPU ÷ {}/s; first token from the prefill instance: TTFT excludes the move, TPOT includes it",
+                d.link.name,
+                human::seconds(d.link.latency_s),
+                human::bytes(b)
+            ),
+        });
+        HumanTable {
+            title: vec![self.title()],
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+            right_aligned: (0..header.len()).filter(|&i| i != 1).collect(),
+            footer,
+            priority: vec![0, 0, 2, 1, 1, 0, 1, 0, 1, 2, 1, 1, 2],
+        }
+    }
+}
+
 impl Report for SimulateReport {
     type CsvRow = SimulateRow;
 
     fn csv_rows(&self) -> Vec<SimulateRow> {
-        self.summaries().into_iter().map(SimulateRow::from).collect()
+        match &self.disagg {
+            None => self.summaries().into_iter().map(SimulateRow::from).collect(),
+            Some(d) => self
+                .pairs()
+                .into_iter()
+                .flat_map(|(a, b)| {
+                    [
+                        SimulateRow { deployment: d.label(), ..SimulateRow::from(a) },
+                        SimulateRow { deployment: d.aggregated_label(), ..SimulateRow::from(b) },
+                    ]
+                })
+                .collect(),
+        }
     }
 
     fn human(&self) -> HumanTable {
+        if let Some(d) = &self.disagg {
+            return self.comparison(d);
+        }
         if let Some(s) = &self.summary {
             let slo = match (self.settings.ttft_slo_s, self.settings.tpot_slo_s) {
                 (None, None) => "no SLA set: every completed request".to_string(),

@@ -1564,6 +1564,34 @@ async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
 }
 
 #[tokio::test]
+async fn issue_14_serving_compares_a_disaggregated_split_with_aggregated_serving() {
+    use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg};
+    let sc = scenario(&[]);
+    let cfg = sim_config(8.0, 300, 0);
+    let r = get("/serving?rate=8&requests=300&disagg=1:3&kv_link=network").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+    let d = Disagg::of_inputs("1:3", Some("network"), &sc).unwrap();
+    let split = Deployment::Disaggregated(d);
+    let s = simulate_deployment(&sc, &cfg, &split, |_| {}).unwrap().summary;
+    let a = simulate_deployment(&sc, &cfg, &split.aggregated_equivalent(), |_| {}).unwrap().summary;
+    assert_eq!(value_of(&r.body, "disagg-ttft-p99"), s.ttft_s.p99);
+    assert_eq!(value_of(&r.body, "aggregated-ttft-p99"), a.ttft_s.p99);
+    assert_eq!(value_of(&r.body, "disagg-itl-p99"), s.itl_s.p99);
+    assert_eq!(value_of(&r.body, "aggregated-itl-p99"), a.itl_s.p99);
+    assert_eq!(value_of(&r.body, "disagg-kv-move-p99"), s.kv_transfer_s.unwrap().p99);
+    // The page's headline numbers are the disaggregated run's.
+    assert_eq!(value_of(&r.body, "tpot-p99"), s.tpot_s.p99);
+    assert!(r.body.contains("InfiniBand"), "the link is named");
+    // Bad splits and links are refused naming the key, as the CLI refuses them.
+    let r = get("/serving?disagg=0:1").await;
+    assert_page_refuses(&r, "invalid `disagg`: 0:1 (PREFILL:DECODE instances", "disagg");
+    let r = get("/serving?disagg=1:1&kv_link=smoke").await;
+    assert_page_refuses(&r, "unknown KV link", "kv_link");
+    let r = get("/serving?kv_link=nvlink").await;
+    assert_page_refuses(&r, "invalid `kv_link`: given", "kv_link");
+}
+
+#[tokio::test]
 async fn issue_14_serving_runs_on_the_heavy_pool_under_the_deadline() {
     assert!(PAGES.iter().any(|p| p.slug == "serving" && p.heavy), "the simulation runs off the answering threads");
     let limits = llm_ledger_web::Limits { request_timeout: std::time::Duration::ZERO, ..Default::default() };

@@ -363,6 +363,16 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("issue 14: plan with a TTFT bound but no rate", Cli(&["plan", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--ttft-ms`: given (it applies only with --rate (a plan under load))"),
         ("issue 14: plan under load with a batch", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--batch", "8"]), "invalid `--batch`: given with --rate (--prompt and --output (the simulated lengths))"),
         ("issue 14: a timeline of a sweep", Cli(&["simulate", "--rate", "1,2", "--plot-timeline", "x.svg"]), "invalid `--plot-timeline`: given with a sweep of rates (one rate)"),
+        ("issue 14: a disaggregated split with no prefill instance", Cli(&["simulate", "--disagg", "0:1"]), "invalid `--disagg`: 0:1 (PREFILL:DECODE instances, e.g. 1:3, each at least 1, together at most 64)"),
+        ("issue 14: a disaggregated split of one number", Cli(&["simulate", "--disagg", "3"]), "invalid `--disagg`: 3 (PREFILL:DECODE instances"),
+        ("issue 14: a disaggregated split of words", Cli(&["simulate", "--disagg", "a:b"]), "invalid `--disagg`: a:b (PREFILL:DECODE instances"),
+        ("issue 14: an absurd disaggregated split", Cli(&["simulate", "--disagg", "1:99999999999999999999"]), "invalid `--disagg`: 1:99999999999999999999 (PREFILL:DECODE instances"),
+        ("issue 14: a disaggregated split past the instance bound", Cli(&["simulate", "--disagg", "40:25"]), "together at most 64)"),
+        ("issue 14: an unknown KV link", Cli(&["simulate", "--disagg", "1:1", "--kv-link", "carrier-pigeon"]), "unknown KV link for `--kv-link` `carrier-pigeon`; accepted: auto, nvlink, pcie, network, ideal"),
+        ("issue 14: a KV link without --disagg", Cli(&["simulate", "--kv-link", "nvlink"]), "invalid `--kv-link`: given (it applies only with --disagg X:Y)"),
+        ("issue 14: NVLink for pools larger than its domain", Cli(&["simulate", "--disagg", "4:6", "--kv-link", "nvlink"]), "invalid `--kv-link`: nvlink (a link whose domain holds both pools: NVLink 4 (NVSwitch) reaches 8 GPUs, the deployment has 10 (use network))"),
+        ("issue 14: a disaggregated sweep counts both runs against the request bound", Cli(&["simulate", "--disagg", "1:1", "--requests", "1000000", "--rate", "1..6"]), "invalid `--requests`: 1000000 requests at each of 6 rates, run disaggregated and aggregated (at most 10000000 requests in all)"),
+        ("issue 14: a step trace of a disaggregated run", Cli(&["simulate", "--disagg", "1:1", "--trace-out", "x.csv"]), "invalid `--trace-out`: given with --disagg (a run of one instance)"),
     ]
 }
 

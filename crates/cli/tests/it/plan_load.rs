@@ -64,3 +64,31 @@ fn without_a_rate_plan_is_the_static_plan() {
     let v = json(&["plan", "--tpot-ms", "50", "--max-gpus", "2", "-f", "json"]);
     assert!(v.get("ctx").is_some() && v.get("rate_per_s").is_none());
 }
+
+#[test]
+fn plan_under_load_lists_each_deployment_once() {
+    // Short requests at a low rate never fill 16 sequences: every larger max-seqs limit simulates
+    // the same run, and the table and the front list it once (with the smallest limit).
+    let v = json(&args(&["--rate", "2", "--ttft-ms", "1000", "--tpot-ms", "50", "-f", "json"]));
+    for list in ["ranked", "pareto"] {
+        let rows = v[list].as_array().unwrap();
+        let outcome = |p: &serde_json::Value| {
+            let f = |k: &str| p[k].as_f64().unwrap().to_bits();
+            (
+                p["tp"].as_u64(),
+                p["ep"].as_u64(),
+                p["replicas"].as_u64(),
+                p["chunk_tokens"].as_u64(),
+                f("ttft_p99_s"),
+                f("tpot_p99_s"),
+                f("e2e_p99_s"),
+                f("output_tokens_per_s"),
+            )
+        };
+        let mut seen = std::collections::HashSet::new();
+        for p in rows {
+            assert!(seen.insert(outcome(p)), "{list}: a repeated deployment {p}");
+        }
+    }
+    assert_eq!(v["ranked"][0]["max_seqs"], 8, "{}", v["ranked"][0]);
+}

@@ -33,6 +33,15 @@ fn simulate_json_has_the_summary_the_issue_lists() {
     }
     assert_eq!(s["completed"], 100);
     assert_eq!(v["settings"]["max_seqs"], 256);
+    // The inputs are the step shape the simulator used (the step that sizes the KV cache), not the
+    // ledger's default decode of batch 1 × 2,048.
+    let v = json(&["simulate", "--requests", "20", "--max-batched-tokens", "4096", "--max-seqs", "32", "-f", "json"]);
+    assert_eq!((v["inputs"]["phase"].as_str(), v["inputs"]["ctx"].as_u64()), (Some("prefill"), Some(4096)));
+    let st = &v["settings"];
+    assert_eq!(
+        (st["max_seqs"].as_u64(), st["max_batched_tokens"].as_u64(), st["chunk_tokens"].as_u64()),
+        (Some(32), Some(4096), Some(4096))
+    );
 }
 
 #[test]
@@ -166,4 +175,56 @@ fn a_closed_loop_matches_latency_at_that_batch() {
     let lat = json(&["latency", "--batch", "8", "--prompt", "512", "--output", "32", "-f", "json"]);
     assert!(close(sim["summary"]["ttft_s"]["mean"].as_f64().unwrap(), lat["ttft_s"].as_f64().unwrap(), 1e-9));
     assert!(close(sim["summary"]["tpot_s"]["mean"].as_f64().unwrap(), lat["tpot_s"].as_f64().unwrap(), 1e-9));
+}
+
+#[test]
+fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
+    let base = ["simulate", "--requests", "200", "--prompt", "1024", "--output", "64", "--disagg", "1:3", "--tp", "2"];
+    let one = |extra: &[&str]| -> Vec<String> { base.iter().chain(extra).map(|s| s.to_string()).collect() };
+    let args = one(&["--rate", "6", "-f", "json"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    // The disaggregated run keeps the summary's keys and adds its transfer times.
+    let s = &v["summary"];
+    assert_eq!(s["completed"], 200);
+    for q in ["mean", "p50", "p99"] {
+        assert!(s["kv_transfer_s"][q].is_number(), "{q}: {s}");
+    }
+    let a = &v["aggregated"];
+    assert_eq!(a["completed"], 200);
+    assert!(a.get("kv_transfer_s").is_none());
+    let d = &v["disagg"];
+    assert_eq!((d["prefill_instances"].as_u64(), d["decode_instances"].as_u64()), (Some(1), Some(3)));
+    assert_eq!((d["gpus_per_instance"].as_u64(), d["gpus"].as_u64()), (Some(2), Some(8)));
+    // 8 H100s fit one NVLink domain: auto picks NVLink.
+    assert_eq!(d["link"]["choice"], "nvlink");
+    assert!(close(d["link"]["bandwidth_bytes_per_s"].as_f64().unwrap(), 450e9 * 0.8, 1e-12));
+    // A plain run's JSON has none of these keys.
+    let plain = json(&["simulate", "--rate", "6", "--requests", "50", "-f", "json"]);
+    for k in ["disagg", "aggregated", "aggregated_points"] {
+        assert!(plain.get(k).is_none(), "{k}");
+    }
+    assert!(plain["summary"].get("kv_transfer_s").is_none());
+    // A sweep: points and aggregated_points, one each per rate; CSV rows name the deployment.
+    let args = one(&["--rate", "2,8", "-f", "json", "--kv-link", "network"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(v["points"].as_array().unwrap().len(), 2);
+    assert_eq!(v["aggregated_points"].as_array().unwrap().len(), 2);
+    assert_eq!(v["disagg"]["link"]["choice"], "network");
+    // The ideal link: no bandwidth (JSON null, not an infinity), and moves that take no time.
+    let args = one(&["--rate", "6", "-f", "json", "--kv-link", "ideal"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(v["disagg"]["link"]["bandwidth_bytes_per_s"].is_null(), "{}", v["disagg"]);
+    assert_eq!(v["summary"]["kv_transfer_s"]["max"], 0.0);
+    let args = one(&["--rate", "2,8", "-f", "csv"]);
+    let csv = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let deployments: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth_back(1).unwrap()).collect();
+    assert_eq!(deployments, ["disagg 1:3", "aggregated ×4", "disagg 1:3", "aggregated ×4"], "{csv}");
+    // The table: two rows a rate, and the link and the TTFT convention in the footer.
+    let args = one(&["--rate", "6"]);
+    let table = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(table.contains("disagg 1:3") && table.contains("aggregated ×4"), "{table}");
+    assert!(table.contains("KV cache moved over NVLink 4 (NVSwitch)"), "{table}");
+    assert!(table.contains("TTFT excludes the move, TPOT includes it"), "{table}");
+    let md = ok(&one(&["--rate", "6", "-f", "md"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(md.contains("| disagg 1:3 |") || md.contains("disagg 1:3"), "{md}");
 }

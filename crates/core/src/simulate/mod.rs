@@ -31,6 +31,11 @@
 //!   decodes it adds one token (**ITL** is the gap between a request's consecutive tokens);
 //!   **TPOT** = (last token − first token) ÷ (output − 1); **end to end** = last token − arrival.
 //!
+//! * **Deployments** ([`simulate_deployment`]): one instance ([`simulate`]), `N` aggregated
+//!   instances taking arrivals round robin, or disaggregated prefill and decode pools with each
+//!   request's KV cache moved between them over a link ([`disagg`]). Every instance runs the
+//!   scheduler above on its own queue, batch and KV cache; one clock times every step.
+//!
 //! ## Bounds
 //!
 //! Memory is bounded by the requests in flight: arrivals and lengths are drawn lazily,
@@ -40,6 +45,7 @@
 //! still queued (`drained: false`); arrivals above capacity show as a growing queue
 //! ([`SimSummary::queue_growth_per_s`]).
 
+pub mod disagg;
 pub mod rng;
 pub mod stats;
 pub mod workload;
@@ -49,6 +55,7 @@ use crate::ledger::summarise;
 use crate::memory::max_cached_tokens;
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
+pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
 use std::collections::VecDeque;
@@ -239,10 +246,15 @@ pub struct SimSummary {
     pub mean_kv_utilisation: f64,
     /// Largest fraction of KV blocks in use.
     pub max_kv_utilisation: f64,
-    /// KV capacity, tokens (blocks × block size).
+    /// KV capacity of one instance, tokens (blocks × block size).
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
+    /// Disaggregated serving: from a request's first token to its KV cache at the decode pool
+    /// (waiting for the prefill instance's link, then `α + bytes ÷ β`), seconds. Absent for
+    /// aggregated serving.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_transfer_s: Option<Quantiles>,
 }
 
 /// One engine step, for a trace (`--trace-out`).
@@ -349,6 +361,11 @@ struct Req {
     prompt: u64,
     output: u64,
     hit: u64,
+    /// Tokens in the KV cache when it is next admitted, without computing them: its prefix-cache
+    /// hit, or the prompt whose cache was moved to it from a prefill instance.
+    present: u64,
+    /// Its cache came over the link (its prefix hits were counted where it was prefilled).
+    transferred: bool,
     /// Tokens in the KV cache (computed, or found in the prefix cache).
     cached: u64,
     /// Output tokens generated.
@@ -368,270 +385,92 @@ impl Req {
     fn in_prefill(&self) -> bool {
         self.cached < self.prefill_target()
     }
+    /// Its next step decodes one token: it has a first token and only the last token's KV to
+    /// compute (a sequence recomputing after a preemption is in prefill until then).
+    fn decoding(&self) -> bool {
+        self.generated > 0 && self.cached + 1 == self.prefill_target()
+    }
 }
 
-struct Engine<'a> {
+/// What an instance does with a request once its first token is out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Keeps it and decodes it (aggregated serving, and the decode pool).
+    Keep,
+    /// Hands it to the decode pool over the link (the prefill pool).
+    HandOff,
+}
+
+/// One serving instance: its queue, its running batch, its paged KV cache and the step in flight.
+/// Every instance of every deployment runs the same scheduler ([`Instance::schedule`]).
+struct Instance<'a> {
     cfg: &'a SimConfig,
-    clock: StepClock,
-    source: Source,
-    pending: Option<Arrival>,
+    role: Role,
     waiting: VecDeque<Req>,
     running: Vec<Req>,
     total_blocks: u64,
     free_blocks: u64,
-    now_s: f64,
-    last_arrival_s: f64,
-    waiting_at_last_arrival: u64,
-    // Statistics.
-    ttft: Sketch,
-    tpot: Sketch,
-    itl: Sketch,
-    e2e: Sketch,
-    in_system: TimeAverage,
-    last_event_s: f64,
+    /// End of the step in flight (none: idle).
+    busy_until_s: Option<f64>,
+    /// The step in flight: (index in `running`, new tokens).
+    plan: Vec<(usize, u64)>,
+    step_start_s: f64,
+    step_record: StepRecord,
     batch: TimeAverage,
     queue: TimeAverage,
     kv: TimeAverage,
-    series: Series,
-    completed: u64,
-    good: u64,
     preemptions: u64,
     recomputed: u64,
     hit_tokens: u64,
-    processed: u64,
-    output_tokens: u64,
-    prompt_tokens: u64,
-    steps: u64,
 }
 
-/// Check that a request can be served at all: its longest cache fits the KV capacity.
-fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) -> Result<()> {
-    let held = prompt + output - 1;
-    if held > crate::limits::MAX_CONTEXT {
-        return Err(Error::invalid(field, held, format!("at most {} tokens per request", crate::limits::MAX_CONTEXT)));
-    }
-    if held > capacity_tokens {
-        return Err(Error::invalid(
-            field,
-            format!("a request of {prompt} prompt + {output} output tokens"),
-            format!(
-                "requests whose cache (prompt + output − 1 = {held} tokens) fits the KV capacity of {capacity_tokens} tokens left next to the weights"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
-/// `max_batched_tokens` prompt tokens (the memory model's [`max_cached_tokens`]).
-pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
-    let step = sc.with_workload(Workload {
-        phase: Phase::Prefill,
-        contexts: Contexts::uniform(1, cfg.max_batched_tokens)?,
-        chunks: None,
-        ..sc.workload.clone()
-    });
-    Ok(max_cached_tokens(&step, cfg.reserve_bytes) / cfg.block_tokens)
-}
-
-/// Run one simulation; `on_step` sees every step as it happens (a trace writer, or nothing).
-pub fn simulate(sc: &Scenario, cfg: &SimConfig, mut on_step: impl FnMut(&StepRecord)) -> Result<Simulation> {
-    cfg.validate()?;
-    if sc.parallel.pp > 1 {
-        return Err(Error::invalid(
-            "pp",
-            sc.parallel.pp,
-            "pp = 1: the simulator does not model pipeline micro-batches (use tp or ep)",
-        ));
-    }
-    let total_blocks = kv_capacity_blocks(sc, cfg)?;
-    if total_blocks == 0 {
-        return Err(Error::invalid(
-            "model",
-            &sc.model.name,
-            format!("a model whose weights leave room for KV cache on the {} (none is left)", sc.gpu.name),
-        ));
-    }
-    let capacity = total_blocks * cfg.block_tokens;
-    // Requests whose lengths are known in advance are checked before the run.
-    match &cfg.arrivals {
-        Arrivals::Trace(t) => {
-            for r in t.iter() {
-                check_request(r.prompt_tokens, r.output_tokens, capacity, "trace")?;
-            }
-        }
-        _ => {
-            if let (Some(p), Some(o)) = (cfg.prompt.max_tokens(), cfg.output.max_tokens()) {
-                check_request(p, o, capacity, "prompt")?;
-            }
-        }
-    }
-    let mut e = Engine {
-        cfg,
-        clock: StepClock::new(sc),
-        source: Source::new(cfg.arrivals.clone(), cfg.prompt.clone(), cfg.output.clone(), cfg.requests, cfg.seed),
-        pending: None,
-        waiting: VecDeque::new(),
-        running: Vec::new(),
-        total_blocks,
-        free_blocks: total_blocks,
-        now_s: 0.0,
-        last_arrival_s: 0.0,
-        waiting_at_last_arrival: 0,
-        ttft: Sketch::default(),
-        tpot: Sketch::default(),
-        itl: Sketch::default(),
-        e2e: Sketch::default(),
-        in_system: TimeAverage::default(),
-        last_event_s: 0.0,
-        batch: TimeAverage::default(),
-        queue: TimeAverage::default(),
-        kv: TimeAverage::default(),
-        series: Series::default(),
-        completed: 0,
-        good: 0,
-        preemptions: 0,
-        recomputed: 0,
-        hit_tokens: 0,
-        processed: 0,
-        output_tokens: 0,
-        prompt_tokens: 0,
-        steps: 0,
-    };
-    e.run(capacity, &mut on_step)?;
-    Ok(e.finish(capacity))
-}
-
-impl Engine<'_> {
-    fn in_system(&self) -> f64 {
-        (self.waiting.len() + self.running.len()) as f64
-    }
-
-    /// Advance the in-system integral to `t_s`.
-    fn mark(&mut self, t_s: f64) {
-        let dt = t_s - self.last_event_s;
-        if dt > 0.0 {
-            self.in_system.hold(self.in_system(), dt);
-            self.last_event_s = t_s;
+impl<'a> Instance<'a> {
+    fn new(cfg: &'a SimConfig, role: Role, total_blocks: u64) -> Instance<'a> {
+        Instance {
+            cfg,
+            role,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            total_blocks,
+            free_blocks: total_blocks,
+            busy_until_s: None,
+            plan: Vec::new(),
+            step_start_s: 0.0,
+            step_record: StepRecord {
+                step: 0,
+                start_s: 0.0,
+                time_s: 0.0,
+                decodes: 0,
+                prefills: 0,
+                tokens: 0,
+                waiting: 0,
+                kv_blocks_used: 0,
+                preemptions: 0,
+            },
+            batch: TimeAverage::default(),
+            queue: TimeAverage::default(),
+            kv: TimeAverage::default(),
+            preemptions: 0,
+            recomputed: 0,
+            hit_tokens: 0,
         }
     }
 
-    fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
-        check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
-        self.mark(a.arrival_s);
-        let hit = ((self.cfg.prefix_hit * a.prompt_tokens as f64).floor() as u64).min(a.prompt_tokens - 1);
-        self.waiting.push_back(Req {
-            arrival_s: a.arrival_s,
-            prompt: a.prompt_tokens,
-            output: a.output_tokens,
-            hit,
-            cached: 0,
-            generated: 0,
-            first_token_s: 0.0,
-            last_token_s: 0.0,
-            blocks: 0,
-            in_step: false,
-        });
-        self.last_arrival_s = a.arrival_s;
-        if self.source.issued() == self.source.total() {
-            self.waiting_at_last_arrival = self.waiting.len() as u64;
-        }
-        Ok(())
+    fn has_work(&self) -> bool {
+        !(self.running.is_empty() && self.waiting.is_empty())
     }
 
-    /// Move every open-loop arrival up to `now` into the queue.
-    fn admit_arrivals(&mut self, capacity: u64) -> Result<()> {
-        loop {
-            if self.pending.is_none() {
-                self.pending = self.source.next_open();
-            }
-            match self.pending {
-                Some(a) if a.arrival_s <= self.now_s => {
-                    self.pending = None;
-                    self.enqueue(a, capacity)?;
-                }
-                _ => return Ok(()),
-            }
-        }
+    /// Requests held (waiting or running).
+    fn load(&self) -> usize {
+        self.running.len() + self.waiting.len()
+    }
+
+    fn used_blocks(&self) -> u64 {
+        self.total_blocks - self.free_blocks
     }
 
     fn blocks_for(&self, tokens: u64) -> u64 {
         tokens.div_ceil(self.cfg.block_tokens)
-    }
-
-    fn run(&mut self, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
-        if let Arrivals::Closed { concurrency } = self.cfg.arrivals {
-            for _ in 0..concurrency {
-                if let Some(a) = self.source.next_closed(0.0) {
-                    self.enqueue(a, capacity)?;
-                }
-            }
-        }
-        let mut chunks: Vec<Chunk> = Vec::new();
-        // (index in `running`, new tokens) of the step.
-        let mut plan: Vec<(usize, u64)> = Vec::new();
-        while self.steps < MAX_STEPS {
-            self.admit_arrivals(capacity)?;
-            if self.running.is_empty() && self.waiting.is_empty() {
-                match self.pending.or_else(|| self.source.next_open()) {
-                    Some(a) => {
-                        self.pending = Some(a);
-                        self.now_s = self.now_s.max(a.arrival_s);
-                        continue;
-                    }
-                    None => return Ok(()),
-                }
-            }
-            let preempted_before = self.preemptions;
-            self.schedule(&mut plan);
-            if plan.is_empty() {
-                // Nothing fits even an empty cache: cannot happen for checked requests.
-                return Err(Error::invalid("block", self.cfg.block_tokens, "a block size the KV capacity can hold"));
-            }
-            chunks.clear();
-            let (mut decodes, mut prefills, mut tokens) = (0, 0, 0);
-            for &(i, n) in &plan {
-                let r = &self.running[i];
-                chunks.push(Chunk { new_tokens: n, cached_tokens: r.cached });
-                if r.in_prefill() {
-                    prefills += 1;
-                } else {
-                    decodes += 1;
-                }
-                tokens += n;
-            }
-            let dt = self.clock.step_s(&chunks);
-            let start_s = self.now_s;
-            self.batch.hold(plan.len() as f64, dt);
-            self.queue.hold(self.waiting.len() as f64, dt);
-            self.kv.hold((self.total_blocks - self.free_blocks) as f64 / self.total_blocks as f64, dt);
-            self.now_s += dt;
-            self.steps += 1;
-            self.processed += tokens;
-            // Arrivals during the step enter the in-system count at their own times.
-            self.admit_arrivals(capacity)?;
-            self.mark(self.now_s);
-            self.advance(&plan, capacity)?;
-            let used = self.total_blocks - self.free_blocks;
-            self.series.offer(SeriesPoint {
-                t_s: self.now_s,
-                running: plan.len() as u64,
-                waiting: self.waiting.len() as u64,
-                kv_utilisation: used as f64 / self.total_blocks as f64,
-            });
-            on_step(&StepRecord {
-                step: self.steps - 1,
-                start_s,
-                time_s: dt,
-                decodes,
-                prefills,
-                tokens,
-                waiting: self.waiting.len() as u64,
-                kv_blocks_used: used,
-                preemptions: self.preemptions - preempted_before,
-            });
-        }
-        Ok(())
     }
 
     /// Preempt running request `j` by recompute: free its blocks, send it to the front of the
@@ -643,6 +482,8 @@ impl Engine<'_> {
         self.recomputed += r.cached - r.hit;
         r.blocks = 0;
         r.cached = 0;
+        r.present = r.hit;
+        r.transferred = false;
         r.in_step = false;
         self.waiting.push_front(r);
         for (i, _) in plan.iter_mut() {
@@ -720,7 +561,7 @@ impl Engine<'_> {
                     && (self.running.len() as u64) < self.cfg.max_seqs
                 {
                     let Some(r) = self.waiting.front() else { break };
-                    let start = r.hit;
+                    let start = r.present;
                     let n = (r.prefill_target() - start).min(self.cfg.chunk_tokens).min(budget);
                     let need = self.blocks_for(start + n);
                     if need > self.free_blocks {
@@ -728,7 +569,9 @@ impl Engine<'_> {
                     }
                     let mut r = self.waiting.pop_front().expect("front exists");
                     r.cached = start;
-                    self.hit_tokens += start;
+                    if !r.transferred {
+                        self.hit_tokens += start;
+                    }
                     r.blocks = need;
                     r.in_step = true;
                     self.free_blocks -= need;
@@ -739,13 +582,372 @@ impl Engine<'_> {
             }
         }
     }
+}
 
-    /// Apply a step's progress at `now_s`: tokens, finishes, closed-loop arrivals.
-    fn advance(&mut self, plan: &[(usize, u64)], capacity: u64) -> Result<()> {
+/// A KV cache on its way from a prefill instance to the decode pool.
+struct Transfer {
+    ready_s: f64,
+    req: Req,
+}
+
+/// The next thing that happens (ties resolved in this order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    /// An open-loop arrival.
+    Arrival,
+    /// A KV transfer completes (index in `transfers`).
+    KvArrives(usize),
+    /// An instance's step ends.
+    StepEnds(usize),
+}
+
+struct Engine<'a> {
+    cfg: &'a SimConfig,
+    clock: StepClock,
+    source: Source,
+    pending: Option<Arrival>,
+    instances: Vec<Instance<'a>>,
+    /// Instances that take arrivals (round robin): all of an aggregated deployment, the prefill
+    /// pool of a disaggregated one. The rest are the decode pool.
+    front: usize,
+    next_front: usize,
+    link: Option<KvLink>,
+    /// When each front instance's link is free again.
+    link_free_s: Vec<f64>,
+    transfers: Vec<Transfer>,
+    /// The scenario, for the KV bytes a transfer moves.
+    sc: &'a Scenario,
+    kv_bytes_memo: std::collections::HashMap<u64, f64>,
+    now_s: f64,
+    last_arrival_s: f64,
+    waiting_at_last_arrival: u64,
+    // Statistics.
+    ttft: Sketch,
+    tpot: Sketch,
+    itl: Sketch,
+    e2e: Sketch,
+    transfer: Sketch,
+    in_system: u64,
+    in_system_avg: TimeAverage,
+    last_event_s: f64,
+    series: Series,
+    completed: u64,
+    good: u64,
+    processed: u64,
+    output_tokens: u64,
+    prompt_tokens: u64,
+    steps: u64,
+}
+
+/// Check that a request can be served at all: its longest cache fits the KV capacity.
+fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) -> Result<()> {
+    let held = prompt + output - 1;
+    if held > crate::limits::MAX_CONTEXT {
+        return Err(Error::invalid(field, held, format!("at most {} tokens per request", crate::limits::MAX_CONTEXT)));
+    }
+    if held > capacity_tokens {
+        return Err(Error::invalid(
+            field,
+            format!("a request of {prompt} prompt + {output} output tokens"),
+            format!(
+                "requests whose cache (prompt + output − 1 = {held} tokens) fits the KV capacity of {capacity_tokens} tokens left next to the weights"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The step that sizes an instance's KV cache: the largest the scheduler runs, a prefill of
+/// `max_batched_tokens` tokens (its workspace is kept free next to the weights).
+pub fn sizing_step(sc: &Scenario, cfg: &SimConfig) -> Result<Scenario> {
+    Ok(sc.with_workload(Workload {
+        phase: Phase::Prefill,
+        contexts: Contexts::uniform(1, cfg.max_batched_tokens)?,
+        chunks: None,
+        ..sc.workload.clone()
+    }))
+}
+
+/// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
+/// `max_batched_tokens` prompt tokens ([`sizing_step`]; the memory model's [`max_cached_tokens`]).
+pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
+    Ok(max_cached_tokens(&sizing_step(sc, cfg)?, cfg.reserve_bytes) / cfg.block_tokens)
+}
+
+/// KV-cache bytes one GPU of an instance holds for a sequence of `tokens` cached positions: the
+/// memory model's per-GPU count (`memory::parallel::stage_kv_bytes`, first stage) at the KV
+/// precision, with the layout's KV-head shares and the model's windows.
+pub fn kv_bytes_per_gpu(sc: &Scenario, tokens: u64) -> Result<f64> {
+    let one = sc.with_workload(Workload {
+        phase: Phase::Prefill,
+        contexts: Contexts::uniform(1, tokens)?,
+        chunks: None,
+        ..sc.workload.clone()
+    });
+    Ok(crate::memory::parallel::stage_kv_bytes(&one, 0))
+}
+
+/// Run one simulation of one serving instance; `on_step` sees every step as it happens (a trace
+/// writer, or nothing).
+pub fn simulate(sc: &Scenario, cfg: &SimConfig, on_step: impl FnMut(&StepRecord)) -> Result<Simulation> {
+    simulate_deployment(sc, cfg, &Deployment::SINGLE, on_step)
+}
+
+/// Run one simulation of `deployment`: aggregated replicas or disaggregated pools, every
+/// instance of the scenario's layout with the scheduler `cfg` describes (module docs of
+/// [`disagg`]). `on_step` sees every step of every instance, in order of their ends.
+pub fn simulate_deployment(
+    sc: &Scenario,
+    cfg: &SimConfig,
+    deployment: &Deployment,
+    mut on_step: impl FnMut(&StepRecord),
+) -> Result<Simulation> {
+    cfg.validate()?;
+    deployment.validate()?;
+    if sc.parallel.pp > 1 {
+        return Err(Error::invalid(
+            "pp",
+            sc.parallel.pp,
+            "pp = 1: the simulator does not model pipeline micro-batches (use tp or ep)",
+        ));
+    }
+    let total_blocks = kv_capacity_blocks(sc, cfg)?;
+    if total_blocks == 0 {
+        return Err(Error::invalid(
+            "model",
+            &sc.model.name,
+            format!("a model whose weights leave room for KV cache on the {} (none is left)", sc.gpu.name),
+        ));
+    }
+    let capacity = total_blocks * cfg.block_tokens;
+    // Requests whose lengths are known in advance are checked before the run.
+    match &cfg.arrivals {
+        Arrivals::Trace(t) => {
+            for r in t.iter() {
+                check_request(r.prompt_tokens, r.output_tokens, capacity, "trace")?;
+            }
+        }
+        _ => {
+            if let (Some(p), Some(o)) = (cfg.prompt.max_tokens(), cfg.output.max_tokens()) {
+                check_request(p, o, capacity, "prompt")?;
+            }
+        }
+    }
+    let (instances, front, link) = match deployment {
+        Deployment::Aggregated { replicas } => {
+            ((0..*replicas).map(|_| Instance::new(cfg, Role::Keep, total_blocks)).collect::<Vec<_>>(), *replicas, None)
+        }
+        Deployment::Disaggregated(d) => {
+            let mut v: Vec<Instance> =
+                (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, total_blocks)).collect();
+            v.extend((0..d.decode).map(|_| Instance::new(cfg, Role::Keep, total_blocks)));
+            (v, d.prefill, Some(d.link.clone()))
+        }
+    };
+    let front = front as usize;
+    let mut e = Engine {
+        cfg,
+        clock: StepClock::new(sc),
+        source: Source::new(cfg.arrivals.clone(), cfg.prompt.clone(), cfg.output.clone(), cfg.requests, cfg.seed),
+        pending: None,
+        instances,
+        front,
+        next_front: 0,
+        link,
+        link_free_s: vec![0.0; front],
+        transfers: Vec::new(),
+        sc,
+        kv_bytes_memo: std::collections::HashMap::new(),
+        now_s: 0.0,
+        last_arrival_s: 0.0,
+        waiting_at_last_arrival: 0,
+        ttft: Sketch::default(),
+        tpot: Sketch::default(),
+        itl: Sketch::default(),
+        e2e: Sketch::default(),
+        transfer: Sketch::default(),
+        in_system: 0,
+        in_system_avg: TimeAverage::default(),
+        last_event_s: 0.0,
+        series: Series::default(),
+        completed: 0,
+        good: 0,
+        processed: 0,
+        output_tokens: 0,
+        prompt_tokens: 0,
+        steps: 0,
+    };
+    e.run(capacity, &mut on_step)?;
+    Ok(e.finish(capacity))
+}
+
+impl Engine<'_> {
+    /// Advance the in-system integral to `t_s`.
+    fn mark(&mut self, t_s: f64) {
+        let dt = t_s - self.last_event_s;
+        if dt > 0.0 {
+            self.in_system_avg.hold(self.in_system as f64, dt);
+            self.last_event_s = t_s;
+        }
+    }
+
+    fn waiting(&self) -> u64 {
+        self.instances.iter().map(|i| i.waiting.len() as u64).sum()
+    }
+
+    /// A new request joins the next front instance's queue (round robin).
+    fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
+        check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
+        self.mark(a.arrival_s);
+        self.in_system += 1;
+        let hit = ((self.cfg.prefix_hit * a.prompt_tokens as f64).floor() as u64).min(a.prompt_tokens - 1);
+        let to = self.next_front % self.front;
+        self.next_front = (self.next_front + 1) % self.front;
+        self.instances[to].waiting.push_back(Req {
+            arrival_s: a.arrival_s,
+            prompt: a.prompt_tokens,
+            output: a.output_tokens,
+            hit,
+            present: hit,
+            transferred: false,
+            cached: 0,
+            generated: 0,
+            first_token_s: 0.0,
+            last_token_s: 0.0,
+            blocks: 0,
+            in_step: false,
+        });
+        self.last_arrival_s = a.arrival_s;
+        if self.source.issued() == self.source.total() {
+            self.waiting_at_last_arrival = self.waiting();
+        }
+        Ok(())
+    }
+
+    /// The next event and its time: arrivals first, then KV arrivals, then step ends, at a tie.
+    fn next_event(&mut self) -> Option<(f64, Event)> {
+        if self.pending.is_none() {
+            self.pending = self.source.next_open();
+        }
+        let mut best: Option<(f64, Event)> = self.pending.map(|a| (a.arrival_s, Event::Arrival));
+        let mut offer = |t: f64, ev: Event| {
+            if best.is_none_or(|(b, _)| t < b) {
+                best = Some((t, ev));
+            }
+        };
+        for (k, x) in self.transfers.iter().enumerate() {
+            offer(x.ready_s, Event::KvArrives(k));
+        }
+        for (k, inst) in self.instances.iter().enumerate() {
+            if let Some(t) = inst.busy_until_s {
+                offer(t, Event::StepEnds(k));
+            }
+        }
+        best
+    }
+
+    fn run(&mut self, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+        if let Arrivals::Closed { concurrency } = self.cfg.arrivals {
+            for _ in 0..concurrency {
+                if let Some(a) = self.source.next_closed(0.0) {
+                    self.enqueue(a, capacity)?;
+                }
+            }
+        }
+        let mut chunks: Vec<Chunk> = Vec::new();
+        while self.steps < MAX_STEPS {
+            let next = self.next_event();
+            if next.is_none_or(|(t, _)| t > self.now_s) {
+                // Nothing else happens now: every idle instance with work starts a step.
+                let mut started = false;
+                for k in 0..self.instances.len() {
+                    if self.instances[k].busy_until_s.is_none() && self.instances[k].has_work() {
+                        self.start_step(k, &mut chunks)?;
+                        started = true;
+                    }
+                }
+                if started {
+                    continue;
+                }
+            }
+            let Some((t, event)) = next else { return Ok(()) };
+            self.now_s = self.now_s.max(t);
+            match event {
+                Event::Arrival => {
+                    let a = self.pending.take().expect("a pending arrival");
+                    self.enqueue(a, capacity)?;
+                }
+                Event::KvArrives(k) => {
+                    let x = self.transfers.swap_remove(k);
+                    // The decode instance holding the fewest requests takes it (the first at a tie).
+                    let to = (self.front..self.instances.len())
+                        .min_by_key(|&j| self.instances[j].load())
+                        .expect("a decode pool");
+                    self.instances[to].waiting.push_back(x.req);
+                }
+                Event::StepEnds(k) => self.end_step(k, capacity, on_step)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Schedule and time a step of instance `k` starting now.
+    fn start_step(&mut self, k: usize, chunks: &mut Vec<Chunk>) -> Result<()> {
+        let inst = &mut self.instances[k];
+        let preempted_before = inst.preemptions;
+        let mut plan = std::mem::take(&mut inst.plan);
+        inst.schedule(&mut plan);
+        if plan.is_empty() {
+            // Nothing fits even an empty cache: cannot happen for checked requests.
+            return Err(Error::invalid("block", self.cfg.block_tokens, "a block size the KV capacity can hold"));
+        }
+        chunks.clear();
+        let (mut decodes, mut prefills, mut tokens) = (0, 0, 0);
+        for &(i, n) in &plan {
+            let r = &inst.running[i];
+            chunks.push(Chunk { new_tokens: n, cached_tokens: r.cached });
+            if r.decoding() {
+                decodes += 1;
+            } else {
+                prefills += 1;
+            }
+            tokens += n;
+        }
+        let dt = self.clock.step_s(chunks);
+        let inst = &mut self.instances[k];
+        inst.batch.hold(plan.len() as f64, dt);
+        inst.queue.hold(inst.waiting.len() as f64, dt);
+        inst.kv.hold(inst.used_blocks() as f64 / inst.total_blocks as f64, dt);
+        inst.step_start_s = self.now_s;
+        inst.busy_until_s = Some(self.now_s + dt);
+        inst.step_record = StepRecord {
+            step: self.steps,
+            start_s: self.now_s,
+            time_s: dt,
+            decodes,
+            prefills,
+            tokens,
+            waiting: 0,
+            kv_blocks_used: 0,
+            preemptions: inst.preemptions - preempted_before,
+        };
+        inst.plan = plan;
+        self.steps += 1;
+        self.processed += tokens;
+        Ok(())
+    }
+
+    /// Apply the progress of instance `k`'s step, ending now: tokens, finishes, hand-offs,
+    /// closed-loop arrivals.
+    fn end_step(&mut self, k: usize, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
         let now = self.now_s;
-        let mut finished: Vec<usize> = Vec::new();
-        for &(i, n) in plan {
-            let r = &mut self.running[i];
+        self.mark(now);
+        let plan = std::mem::take(&mut self.instances[k].plan);
+        // (index in `running`, finished: else handed off).
+        let mut leaving: Vec<(usize, bool)> = Vec::new();
+        let inst = &mut self.instances[k];
+        for &(i, n) in &plan {
+            let r = &mut inst.running[i];
             let was_prefill = r.in_prefill();
             r.cached += n;
             if was_prefill && r.in_prefill() {
@@ -761,34 +963,101 @@ impl Engine<'_> {
             }
             r.last_token_s = now;
             if r.generated == r.output {
-                finished.push(i);
+                leaving.push((i, true));
+            } else if inst.role == Role::HandOff {
+                leaving.push((i, false));
             }
         }
-        finished.sort_unstable();
-        for &i in finished.iter().rev() {
-            let r = self.running.remove(i);
-            self.free_blocks += r.blocks;
-            let e2e = now - r.arrival_s;
-            let ttft = r.first_token_s - r.arrival_s;
-            let tpot = (r.output > 1).then(|| (r.last_token_s - r.first_token_s) / (r.output - 1) as f64);
-            self.e2e.add(e2e);
-            if let Some(t) = tpot {
-                self.tpot.add(t);
+        leaving.sort_unstable();
+        let mut finished = 0;
+        for &(i, done) in leaving.iter().rev() {
+            let inst = &mut self.instances[k];
+            let mut r = inst.running.remove(i);
+            inst.free_blocks += r.blocks;
+            if done {
+                finished += 1;
+                self.finish_request(&r, now);
+            } else {
+                self.hand_off(k, &mut r, now)?;
             }
-            let ok = self.cfg.ttft_slo_s.is_none_or(|b| ttft <= b)
-                && self.cfg.tpot_slo_s.is_none_or(|b| tpot.is_none_or(|t| t <= b));
-            self.good += u64::from(ok);
-            self.completed += 1;
-            self.output_tokens += r.output;
-            self.prompt_tokens += r.prompt;
         }
         if let Arrivals::Closed { .. } = self.cfg.arrivals {
-            for _ in 0..finished.len() {
+            for _ in 0..finished {
                 if let Some(a) = self.source.next_closed(now) {
                     self.enqueue(a, capacity)?;
                 }
             }
         }
+        let waiting = self.waiting();
+        let (used, total) = self.instances.iter().fold((0, 0), |(u, t), i| (u + i.used_blocks(), t + i.total_blocks));
+        let running: u64 = self
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(j, i)| {
+                if j == k {
+                    plan.len() as u64
+                } else if i.busy_until_s.is_some() {
+                    i.plan.len() as u64
+                } else {
+                    0
+                }
+            })
+            .sum();
+        self.series.offer(SeriesPoint { t_s: now, running, waiting, kv_utilisation: used as f64 / total as f64 });
+        let inst = &mut self.instances[k];
+        inst.busy_until_s = None;
+        inst.plan = plan;
+        let kv_blocks_used = if self.instances.len() == 1 { used } else { self.instances[k].used_blocks() };
+        on_step(&StepRecord {
+            waiting: if self.instances.len() == 1 { waiting } else { self.instances[k].waiting.len() as u64 },
+            kv_blocks_used,
+            ..self.instances[k].step_record
+        });
+        Ok(())
+    }
+
+    /// A request that produced its last token at `now`.
+    fn finish_request(&mut self, r: &Req, now: f64) {
+        let e2e = now - r.arrival_s;
+        let ttft = r.first_token_s - r.arrival_s;
+        let tpot = (r.output > 1).then(|| (r.last_token_s - r.first_token_s) / (r.output - 1) as f64);
+        self.e2e.add(e2e);
+        if let Some(t) = tpot {
+            self.tpot.add(t);
+        }
+        let ok = self.cfg.ttft_slo_s.is_none_or(|b| ttft <= b)
+            && self.cfg.tpot_slo_s.is_none_or(|b| tpot.is_none_or(|t| t <= b));
+        self.good += u64::from(ok);
+        self.completed += 1;
+        self.in_system -= 1;
+        self.output_tokens += r.output;
+        self.prompt_tokens += r.prompt;
+    }
+
+    /// Send the cache of `r`, whose first token prefill instance `k` produced at `now`, to the
+    /// decode pool: it queues behind earlier transfers on `k`'s links.
+    fn hand_off(&mut self, k: usize, r: &mut Req, now: f64) -> Result<()> {
+        let link = self.link.as_ref().expect("a disaggregated deployment has a link");
+        let tokens = r.cached;
+        let bytes = match self.kv_bytes_memo.get(&tokens) {
+            Some(b) => *b,
+            None => {
+                let b = kv_bytes_per_gpu(self.sc, tokens)?;
+                self.kv_bytes_memo.insert(tokens, b);
+                b
+            }
+        };
+        let start = now.max(self.link_free_s[k]);
+        let ready_s = start + link.transfer_s(bytes);
+        self.link_free_s[k] = ready_s;
+        self.transfer.add(ready_s - now);
+        r.present = tokens;
+        r.transferred = true;
+        r.cached = 0;
+        r.blocks = 0;
+        r.in_step = false;
+        self.transfers.push(Transfer { ready_s, req: r.clone() });
         Ok(())
     }
 
@@ -802,13 +1071,21 @@ impl Engine<'_> {
         } else {
             per_s(self.completed as f64)
         };
+        let merged = |f: fn(&Instance) -> TimeAverage| {
+            self.instances.iter().fold(TimeAverage::default(), |mut acc, i| {
+                acc.merge(&f(i));
+                acc
+            })
+        };
+        let (batch, queue, kv) = (merged(|i| i.batch), merged(|i| i.queue), merged(|i| i.kv));
+        let sum = |f: fn(&Instance) -> u64| self.instances.iter().map(f).sum::<u64>();
         let summary = SimSummary {
             completed: self.completed,
             requests: self.source.total(),
             offered_rate_per_s: self.cfg.arrivals.rate_per_s(),
             arrival_rate_per_s,
             duration_s,
-            mean_in_system: self.in_system.mean(),
+            mean_in_system: self.in_system_avg.mean(),
             mean_latency_s: self.e2e.mean(),
             requests_per_s: per_s(self.completed as f64),
             input_tokens_per_s: per_s(self.prompt_tokens as f64),
@@ -819,26 +1096,27 @@ impl Engine<'_> {
             e2e_s: self.e2e.quantiles(),
             goodput_per_s: per_s(self.good as f64),
             slo_attainment: if self.completed > 0 { self.good as f64 / self.completed as f64 } else { 0.0 },
-            preemptions: self.preemptions,
-            recomputed_tokens: self.recomputed,
-            prefix_hit_tokens: self.hit_tokens,
+            preemptions: sum(|i| i.preemptions),
+            recomputed_tokens: sum(|i| i.recomputed),
+            prefix_hit_tokens: sum(|i| i.hit_tokens),
             processed_tokens: self.processed,
             output_tokens: self.output_tokens,
             prompt_tokens: self.prompt_tokens,
             steps: self.steps,
-            mean_batch: self.batch.mean(),
-            max_batch: self.batch.max() as u64,
-            mean_queue: self.queue.mean(),
-            max_queue: self.queue.max() as u64,
+            mean_batch: batch.mean(),
+            max_batch: batch.max() as u64,
+            mean_queue: queue.mean(),
+            max_queue: queue.max() as u64,
             queue_growth_per_s: if self.last_arrival_s > 0.0 {
                 self.waiting_at_last_arrival as f64 / self.last_arrival_s
             } else {
                 0.0
             },
-            mean_kv_utilisation: self.kv.mean(),
-            max_kv_utilisation: self.kv.max(),
+            mean_kv_utilisation: kv.mean(),
+            max_kv_utilisation: kv.max(),
             kv_capacity_tokens: capacity,
             drained: self.completed == self.source.total(),
+            kv_transfer_s: self.link.is_some().then(|| self.transfer.quantiles()),
         };
         Simulation {
             summary,

@@ -195,6 +195,13 @@ impl TimeAverage {
     pub fn max(&self) -> f64 {
         self.max
     }
+
+    /// Pool `other` into this one: the average over both spans, the larger maximum.
+    pub fn merge(&mut self, other: &TimeAverage) {
+        self.area += other.area;
+        self.span_s += other.span_s;
+        self.max = self.max.max(other.max);
+    }
 }
 
 /// One point of the simulator's time series.

@@ -3,6 +3,7 @@
 mod architectures;
 mod checkpoint_headers;
 mod clock_tables;
+mod disagg;
 mod econ;
 #[path = "../fuzz_checks/mod.rs"]
 mod fuzz_checks;

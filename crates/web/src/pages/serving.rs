@@ -5,7 +5,8 @@
 //!
 //! The page's keys are the `simulate` flags that take no file (no trace, no histogram), one rate
 //! (no sweep), and at most [`MAX_WEB_REQUESTS`] requests so that one answer stays well under the
-//! server's deadline. The scenario's step shape (`phase`, `ctx`, `contexts`, `batch`) is not used:
+//! server's deadline. With `disagg=X:Y` (and `kv_link`) it simulates disaggregated prefill and
+//! decode pools and shows them beside aggregated serving on the same GPUs. The scenario's step shape (`phase`, `ctx`, `contexts`, `batch`) is not used:
 //! the simulation builds its own steps.
 
 use super::parts::{facts, figure};
@@ -17,7 +18,7 @@ use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{ServingRequest, DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS};
 use llm_ledger_core::simulate::stats::Quantiles;
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate, SimConfig, Simulation};
+use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg, SimConfig, SimSummary, Simulation};
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::human;
 use llm_ledger_report::plot::serving::ServingChart;
@@ -45,6 +46,8 @@ pub const KEYS: &[&str] = &[
     "schedule",
     "ttft_ms",
     "tpot_ms",
+    "disagg",
+    "kv_link",
     "reserve",
 ];
 
@@ -126,6 +129,18 @@ pub const INPUTS: &[PageInput] = &[
         label: "TPOT SLA (ms)",
         help: "goodput counts requests within it",
         placeholder: "none",
+    },
+    PageInput {
+        name: "disagg",
+        label: "Disaggregated (prefill:decode)",
+        help: "X:Y prefill and decode instances of this layout, compared with X + Y aggregated ones",
+        placeholder: "off",
+    },
+    PageInput {
+        name: "kv_link",
+        label: "KV link",
+        help: "with a split: auto, nvlink, pcie, network or ideal (default auto)",
+        placeholder: "auto",
     },
     super::RESERVE,
 ];
@@ -217,6 +232,44 @@ fn latency_row(name: &str, id: &str, d: &Quantiles) -> Markup {
     }
 }
 
+/// A row of the comparison: label, id suffix, the number, how it is shown.
+type ComparisonRow = (&'static str, &'static str, fn(&SimSummary) -> f64, fn(f64) -> String);
+
+/// The disaggregated run beside aggregated serving on the same GPUs.
+fn comparison(d: &llm_ledger_report::simulate::DisaggFacts, split: &SimSummary, agg: &SimSummary) -> Markup {
+    let rows: [ComparisonRow; 8] = [
+        ("TTFT p50", "ttft-p50", |s| s.ttft_s.p50, human::seconds),
+        ("TTFT p99", "ttft-p99", |s| s.ttft_s.p99, human::seconds),
+        ("TPOT p50", "tpot-p50", |s| s.tpot_s.p50, human::seconds),
+        ("TPOT p99", "tpot-p99", |s| s.tpot_s.p99, human::seconds),
+        ("ITL p99", "itl-p99", |s| s.itl_s.p99, human::seconds),
+        ("output tokens/s", "output-tokens-per-s", |s| s.output_tokens_per_s, human::sig3),
+        ("goodput (requests/s)", "goodput", |s| s.goodput_per_s, human::sig3),
+        ("KV move p99", "kv-move-p99", |s| s.kv_transfer_s.map_or(0.0, |q| q.p99), human::seconds),
+    ];
+    let n = d.prefill_instances + d.decode_instances;
+    html! {
+        table.ledger #disagg-comparison {
+            caption {
+                "Disaggregated " (d.prefill_instances) ":" (d.decode_instances) " (" (d.prefill_instances) " prefill and "
+                (d.decode_instances) " decode instances, " (d.gpus) " GPUs) against " (n)
+                " aggregated instances on the same GPUs; KV cache moved over " (d.link.name)
+                "; the first token comes from the prefill instance, so TTFT excludes the move and TPOT includes it"
+            }
+            thead { tr { th { "" } th.num { "disaggregated" } th.num { "aggregated" } } }
+            tbody {
+                @for (name, id, get, show) in rows {
+                    tr {
+                        th scope="row" { (name) }
+                        td.num id=(format!("disagg-{id}")) data-value=(get(split)) { (show(get(split))) }
+                        td.num id=(format!("aggregated-{id}")) data-value=(get(agg)) { (show(get(agg))) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
@@ -230,8 +283,24 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             p.lead #no-simulation { "The model does not fit on this GPU (see above), so there is nothing to serve: choose a larger GPU, fewer-bit weights or several GPUs." }
         });
     }
-    let sim: Simulation = simulate(&sc, &cfg, |_| {}).map_err(|e| q.core_error(&e))?;
-    let report = q.checked(SimulateReport::new(&sc, &cfg, vec![sim.summary.clone()], false))?;
+    let disagg = match (q.extra("disagg"), q.extra("kv_link")) {
+        (Some(split), link) => Some(Disagg::of_inputs(split, link, &sc).map_err(|e| q.core_error(&e))?),
+        (None, Some(_)) => {
+            return Err(q.core_error(&Error::invalid("kv_link", "given", "it applies only with a disagg split X:Y")))
+        }
+        (None, None) => None,
+    };
+    let deployment = disagg.clone().map_or(Deployment::SINGLE, Deployment::Disaggregated);
+    let sim: Simulation = simulate_deployment(&sc, &cfg, &deployment, |_| {}).map_err(|e| q.core_error(&e))?;
+    let report = match &disagg {
+        None => SimulateReport::new(&sc, &cfg, vec![sim.summary.clone()], false),
+        Some(d) => {
+            let agg = simulate_deployment(&sc, &cfg, &deployment.aggregated_equivalent(), |_| {})
+                .map_err(|e| q.core_error(&e))?;
+            SimulateReport::disaggregated(&sc, &cfg, d, vec![sim.summary.clone()], vec![agg.summary], false)
+        }
+    };
+    let report = q.checked(report)?;
     let s = &sim.summary;
     let cdfs = ServingChart::latency_cdfs(&sim, None).svg(PlotSize::default());
     let timeline = ServingChart::timeline(&sim.series, None).svg(PlotSize::default());
@@ -300,6 +369,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "One serving instance under load, step by step: requests arrive, are admitted into a continuously batched "
             "step, have their prompts prefilled in chunks and then decode a token per step, with a paged KV cache that "
             "preempts when it runs out. Every step is timed by the ledger for its exact mix of prefill and decode."
+            @if report.disagg.is_some() {
+                " Here the GPUs are split into prefill and decode pools: the numbers are that deployment's, and the table "
+                "below puts it beside aggregated serving on the same GPUs."
+            }
         }
         p.headline #headline {
             (i.model) " on " (i.gpu) " · " (st.arrivals)
@@ -318,6 +391,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         (facts(&items))
+        @if let (Some(d), Some(a)) = (&report.disagg, &report.aggregated) {
+            (comparison(d, s, a))
+        }
         table.ledger #latencies {
             caption { "Latency per request (ITL: per token)" }
             thead { tr { th { "" } th.num { "mean" } th.num { "p50" } th.num { "p90" } th.num { "p99" } } }
