@@ -62,8 +62,17 @@ impl Gemm {
     /// Activation bytes, input read and output written once: `(M·k + M·n)·a` with `M = instances·m`
     /// the rows of all instances and `a` the activation storage.
     pub fn activation_bytes(&self) -> f64 {
-        let rows = self.instances * self.m;
-        (rows * self.k as f64 + rows * self.n as f64) * self.activation.bytes()
+        self.input_bytes() + self.output_bytes()
+    }
+
+    /// The input read: `M·k·a` (`M = instances·m`).
+    pub fn input_bytes(&self) -> f64 {
+        self.instances * self.m * self.k as f64 * self.activation.bytes()
+    }
+
+    /// The output written: `M·n·a` (`M = instances·m`).
+    pub fn output_bytes(&self) -> f64 {
+        self.instances * self.m * self.n as f64 * self.activation.bytes()
     }
 }
 
