@@ -1595,11 +1595,8 @@ async fn issue_15_the_layer_page_draws_the_dataflow_and_its_links_resolve() {
     let r = get("/powers-of-ten?at=layer.0&batch=8").await;
     assert_eq!(r.status, StatusCode::OK);
     let svg = svg_of(&r.body, "plot dataflow").expect("the dataflow diagram at layer level");
-    let hrefs: Vec<String> = svg
-        .split("<a href=\"")
-        .skip(1)
-        .map(|s| s[..s.find('"').unwrap()].replace("&amp;", "&"))
-        .collect();
+    let hrefs: Vec<String> =
+        svg.split("<a href=\"").skip(1).map(|s| s[..s.find('"').unwrap()].replace("&amp;", "&")).collect();
     assert!(hrefs.len() >= 12, "{} boxes", hrefs.len());
     for h in &hrefs {
         let page = get(h).await;
@@ -1662,7 +1659,9 @@ async fn issue_15_flash_attention_fuses_or_splits_the_dataflow() {
 /// zoom path).
 #[tokio::test]
 async fn issue_15_moe_mla_and_parallel_layers_draw_a_dataflow() {
-    for (model, at) in [("deepseek-v3", "layer.5"), ("mixtral-8x7b", "layer.0"), ("falcon-7b", "layer.0"), ("gpt-oss-20b", "layer.1")] {
+    for (model, at) in
+        [("deepseek-v3", "layer.5"), ("mixtral-8x7b", "layer.0"), ("falcon-7b", "layer.0"), ("gpt-oss-20b", "layer.1")]
+    {
         for flash in ["on", "off"] {
             let r = get(&format!("/powers-of-ten?model={model}&at={at}&flash={flash}")).await;
             assert_eq!(r.status, StatusCode::OK, "{model} {flash}");

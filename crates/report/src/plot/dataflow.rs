@@ -17,11 +17,14 @@
 //!   MLP, the experts and the shared experts) read the latest norm's output — operators of this
 //!   kind that follow one another with the same input run side by side in one row (Q ‖ K ‖ V,
 //!   gate ‖ up); the routed experts also take the router's output;
-//! * a residual add reads the stream and every output since the previous add that nothing else
-//!   consumed (the attention output; in a parallel-attention layer the attention and the MLP
-//!   outputs; in an MoE layer the experts' combine and the shared experts);
+//! * a residual add reads the stream and the block outputs (output projection, down projection,
+//!   the experts' combine, the shared experts' down projection) since the previous add (one in a
+//!   standard layer; attention's and the MLP's in a parallel-attention layer; the routed and the
+//!   shared experts' in an MoE layer);
 //! * every other operator reads the output of the latest operator that wrote an activation (the
-//!   KV-cache append writes to the cache, not to an activation, so attention reads past it).
+//!   KV-cache append writes to the cache, not to an activation, so attention reads past it), and
+//!   any branch of its block that nothing has read yet (MLA's query path joins its KV path at
+//!   RoPE; a norm reads one tensor and joins nothing).
 //!
 //! Layout: vertical (a phone's screen is tall), a `viewBox` 400 units wide; the widest row spans
 //! [`MAX_BOX_W`] and every box is `time × scale` wide with one scale for the whole layer (at least
@@ -103,9 +106,22 @@ impl FlowRow {
         self.boxes.iter().map(|b| b.time_s).sum()
     }
 
+    fn names(&self) -> String {
+        self.boxes.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(" ‖ ")
+    }
+
+    /// Names, time, and the KV cache it reads or appends to.
     fn label(&self) -> String {
-        let names: Vec<&str> = self.boxes.iter().map(|b| b.name.as_str()).collect();
-        format!("{} · {}", names.join(" ‖ "), human::seconds(self.time_s()))
+        let mut l = format!("{} · {}", self.names(), human::seconds(self.time_s()));
+        let kv_read: f64 = self.boxes.iter().map(|b| b.cost.kv_read_bytes).sum();
+        let kv_write: f64 = self.boxes.iter().map(|b| b.cost.kv_write_bytes).sum();
+        if kv_read > 0.0 {
+            let _ = write!(l, " · reads KV {}", human::bytes(kv_read));
+        }
+        if kv_write > 0.0 {
+            let _ = write!(l, " · KV +{}", human::bytes(kv_write));
+        }
+        l
     }
 }
 
@@ -188,8 +204,7 @@ impl Dataflow {
     /// its blocks (`only`).
     pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>) -> Dataflow {
         let layer = format!("layer.{index}");
-        let ops: Vec<&OpNode> =
-            detail.ops.iter().filter(|o| only.is_none_or(|b| o.op.kind.block() == b)).collect();
+        let ops: Vec<&OpNode> = detail.ops.iter().filter(|o| only.is_none_or(|b| o.op.kind.block() == b)).collect();
         let mut rows: Vec<FlowRow> = Vec::new();
         let mut row_reads: Vec<Reads> = Vec::new();
         for o in ops {
@@ -269,6 +284,14 @@ impl Dataflow {
     }
 }
 
+/// A row whose output is its block's output, added to the residual stream: the attention's
+/// output projection, the MLP's down projection, the routed experts' combine and the shared
+/// experts' down projection.
+fn is_block_output(row: &FlowRow) -> bool {
+    use OpKind::*;
+    row.boxes.iter().any(|b| matches!(b.kinds[0], OProj | DownProj | ExpertCombine | SharedDown | Mlp))
+}
+
 /// A GEMM's input bytes (siblings read the same input); elementwise operators have none here.
 fn input_bytes(b: &FlowBox) -> f64 {
     b.cost.activation_read_bytes()
@@ -317,17 +340,37 @@ fn wire(rows: &[FlowRow], row_reads: &[Reads]) -> Vec<Arrow> {
             }
             Reads::Residual => {
                 edge(stream, i, &mut consumed);
-                let open: Vec<usize> = (since_residual..i)
-                    .filter(|k| !consumed[*k] && rows[*k].written_bytes() > 0.0 && row_reads[*k] != Reads::Residual)
+                let outputs: Vec<usize> = (since_residual..i)
+                    .filter(|k| !consumed[*k] && rows[*k].written_bytes() > 0.0 && is_block_output(&rows[*k]))
                     .collect();
-                if open.is_empty() {
+                if outputs.is_empty() {
                     edge(previous, i, &mut consumed);
                 }
-                for k in open {
+                for k in outputs {
                     edge(Source::Row(k), i, &mut consumed);
                 }
             }
-            Reads::Previous => edge(previous, i, &mut consumed),
+            Reads::Previous => {
+                edge(previous, i, &mut consumed);
+                // A branch of the block left unread (MLA's query path, beside its KV path) joins
+                // here, unless this is a norm (which normalises one tensor).
+                let first = row.boxes[0].kinds[0];
+                let joins = !matches!(first, OpKind::QANorm | OpKind::KvANorm | OpKind::QkNorm);
+                let dangling: Vec<usize> = (since_residual..i)
+                    .filter(|k| {
+                        joins
+                            && Source::Row(*k) != previous
+                            && !consumed[*k]
+                            && rows[*k].written_bytes() > 0.0
+                            && rows[*k].block == row.block
+                            && row_reads[*k] != Reads::Residual
+                            && !is_block_output(&rows[*k])
+                    })
+                    .collect();
+                for k in dangling {
+                    edge(Source::Row(k), i, &mut consumed);
+                }
+            }
         }
         let first = row.boxes[0].kinds[0];
         if matches!(first, OpKind::AttnNorm | OpKind::MlpNorm) {
@@ -484,13 +527,17 @@ impl Dataflow {
             Some(x) => {
                 // Out of the source row's right end, down the lane, into the destination's.
                 let (ya, yb) = (y_from - BOX_H / 2.0, y_to + BOX_H / 2.0);
-                let ya = if a.from == Source::Input { y_from } else { ya };
-                let yb = if a.to == Target::Output { y_to } else { yb };
+                let (ya, xa) = match a.from {
+                    Source::Input => (y_from, X0 + 10.0),
+                    Source::Row(i) => (ya, self.row_end(i, f) + 3.0),
+                };
+                let (yb, xb) = match a.to {
+                    Target::Output => (y_to, X0 + 10.0),
+                    Target::Row(j) => (yb, self.row_end(j, f) + 3.0),
+                };
                 let _ = write!(
                     s,
-                    "<path d=\"M{:.1},{ya:.1} H{x:.1} V{yb:.1} H{:.1}\" fill=\"none\" stroke=\"{FG}\" stroke-width=\"1\" stroke-dasharray=\"4 2\" marker-end=\"url(#flow-head)\"/>",
-                    x - 5.0,
-                    x - 6.0
+                    "<path d=\"M{xa:.1},{ya:.1} H{x:.1} V{yb:.1} H{xb:.1}\" fill=\"none\" stroke=\"{FG}\" stroke-width=\"1\" stroke-opacity=\"0.7\" stroke-dasharray=\"4 2\" marker-end=\"url(#flow-head)\"/>"
                 );
                 let mid = (ya + yb) / 2.0;
                 let short = human::bytes(a.bytes);
@@ -505,6 +552,37 @@ impl Dataflow {
             }
         }
         s.push_str("</g>");
+    }
+
+    /// The row's label, where it starts and whether it sits inside the boxes: names, time and KV
+    /// inside the boxes where they are wide enough, else after them; shorter forms where the
+    /// room is short (the numbers are on hover).
+    fn row_text(&self, row: &FlowRow, f: &Frame) -> (String, f64, bool) {
+        let end = X0 + row.boxes.iter().map(|b| b.width).sum::<f64>();
+        let full = row.label();
+        let timed = format!("{} · {}", row.names(), human::seconds(row.time_s()));
+        let names = row.names();
+        let room_inside = end - X0 - 10.0;
+        let room_after = f.text_end() - (end + 5.0);
+        let fits = |t: &str, room: f64| text_width(t, FONT) <= room;
+        let (text, inside) = [(&full, true), (&full, false), (&timed, true), (&timed, false), (&names, true)]
+            .into_iter()
+            .find(|(t, inside)| fits(t, if *inside { room_inside } else { room_after }))
+            .unwrap_or((&names, false));
+        let tx = if inside { X0 + 6.0 } else { end + 5.0 };
+        (text.clone(), tx, inside)
+    }
+
+    /// Where a row's drawing (boxes and label) ends on the right.
+    fn row_end(&self, i: usize, f: &Frame) -> f64 {
+        let row = &self.rows[i];
+        let end = X0 + row.boxes.iter().map(|b| b.width).sum::<f64>();
+        let (text, tx, inside) = self.row_text(row, f);
+        if inside {
+            end
+        } else {
+            tx + text_width(&text, FONT)
+        }
     }
 
     fn draw_row(&self, s: &mut String, i: usize, row: &FlowRow, f: &Frame, href: Option<&dyn Fn(&str) -> String>) {
@@ -530,23 +608,13 @@ impl Dataflow {
             );
             x += b.width;
         }
-        // The row's label: names and time, inside the boxes where they are wide enough, else
-        // after them; the names alone where the room is short (the time is on hover).
-        let full = row.label();
-        let names = row.boxes.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(" ‖ ");
-        let room_inside = x - X0 - 10.0;
-        let room_after = f.text_end() - (x + 5.0);
-        let fits = |t: &str, room: f64| text_width(t, FONT) <= room;
-        let (text, inside) = [(&full, true), (&full, false), (&names, true), (&names, false)]
-            .into_iter()
-            .find(|(t, inside)| fits(t, if *inside { room_inside } else { room_after }))
-            .unwrap_or((&names, false));
-        let (tx, fill) = if inside { (X0 + 6.0, "#FFFFFF") } else { (x + 5.0, FG) };
+        let (text, tx, inside) = self.row_text(row, f);
+        let fill = if inside { "#FFFFFF" } else { FG };
         let _ = write!(
             s,
             "<text class=\"flow-label\" x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"{FONT}\" fill=\"{fill}\" pointer-events=\"none\">{}</text>",
             y + BOX_H / 2.0 + FONT * 0.35,
-            esc(text)
+            esc(&text)
         );
     }
 }
@@ -590,7 +658,10 @@ mod tests {
     }
 
     fn row_of(f: &Dataflow, kind: OpKind) -> usize {
-        f.rows.iter().position(|r| r.boxes.iter().any(|b| b.kinds.contains(&kind))).unwrap_or_else(|| panic!("{kind:?}"))
+        f.rows
+            .iter()
+            .position(|r| r.boxes.iter().any(|b| b.kinds.contains(&kind)))
+            .unwrap_or_else(|| panic!("{kind:?}"))
     }
 
     #[test]
@@ -627,7 +698,10 @@ mod tests {
         assert!(f.arrows.iter().any(|a| a.from == Source::Input && a.to == Target::Row(res)));
         let o = row_of(&f, OpKind::OProj);
         assert!(f.arrows.iter().any(|a| a.from == Source::Row(o) && a.to == Target::Row(res)));
-        assert!(f.arrows.iter().any(|a| a.from == Source::Row(row_of(&f, OpKind::MlpResidual)) && a.to == Target::Output));
+        assert!(f
+            .arrows
+            .iter()
+            .any(|a| a.from == Source::Row(row_of(&f, OpKind::MlpResidual)) && a.to == Target::Output));
     }
 
     #[test]
@@ -637,7 +711,10 @@ mod tests {
             f.rows.iter().flat_map(|r| &r.boxes).filter(|b| b.kinds.contains(&OpKind::Attention)).collect();
         assert_eq!(attn.len(), 1);
         assert_eq!(attn[0].kinds, [OpKind::Attention, OpKind::Softmax], "the softmax runs inside the kernel");
-        assert_eq!(attn[0].time_s, op(&tree, OpKind::Attention).timing.time_s + op(&tree, OpKind::Softmax).timing.time_s);
+        assert_eq!(
+            attn[0].time_s,
+            op(&tree, OpKind::Attention).timing.time_s + op(&tree, OpKind::Softmax).timing.time_s
+        );
         assert!(f.find("layer.0.attn.softmax").is_none());
         assert!(f.arrows.iter().all(|a| a.what != Some("score matrix")));
     }
@@ -683,7 +760,8 @@ mod tests {
 
     #[test]
     fn moe_mla_and_parallel_layers_draw() {
-        for model in ["deepseek-v3", "deepseek-v2-lite", "mixtral-8x7b", "qwen3-30b-a3b", "falcon-7b", "gpt2", "phi-4"] {
+        for model in ["deepseek-v3", "deepseek-v2-lite", "mixtral-8x7b", "qwen3-30b-a3b", "falcon-7b", "gpt2", "phi-4"]
+        {
             for flash in ["on", "off"] {
                 for phase in ["decode", "prefill"] {
                     let tree = ZoomTree::build(&scenario(&[("model", model), ("flash", flash), ("phase", phase)]));
@@ -725,6 +803,16 @@ mod tests {
         let combine = row_of(&f, OpKind::ExpertCombine);
         let res = row_of(&f, OpKind::MlpResidual);
         assert!(f.arrows.iter().any(|a| a.from == Source::Row(combine) && a.to == Target::Row(res)));
+    }
+
+    #[test]
+    fn mla_query_path_joins_at_rope_and_only_block_outputs_reach_the_residual() {
+        let (_, f) = flow(&[("model", "deepseek-v3")]);
+        let (qb, rope) = (row_of(&f, OpKind::QBProj), row_of(&f, OpKind::Rope));
+        assert!(f.arrows.iter().any(|a| a.from == Source::Row(qb) && a.to == Target::Row(rope)));
+        let res = row_of(&f, OpKind::AttnResidual);
+        let into: Vec<Source> = f.arrows.iter().filter(|a| a.to == Target::Row(res)).map(|a| a.from).collect();
+        assert_eq!(into, [Source::Input, Source::Row(row_of(&f, OpKind::OProj))]);
     }
 
     #[test]
