@@ -363,6 +363,8 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("issue 14: plan with a TTFT bound but no rate", Cli(&["plan", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--ttft-ms`: given (it applies only with --rate (a plan under load))"),
         ("issue 14: plan under load with a batch", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--batch", "8"]), "invalid `--batch`: given with --rate (--prompt and --output (the simulated lengths))"),
         ("issue 14: a timeline of a sweep", Cli(&["simulate", "--rate", "1,2", "--plot-timeline", "x.svg"]), "invalid `--plot-timeline`: given with a sweep of rates (one rate)"),
+        ("issue 15: a dataflow diagram of the whole model", Cli(&["zoom", "--plot", "x.svg"]), "invalid `--plot`: `--at model` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)"),
+        ("issue 15: a dataflow diagram of one operator", Cli(&["zoom", "--at", "layer.0.mlp.up", "--plot", "x.svg"]), "invalid `--plot`: `--at layer.0.mlp.up` is not a layer or a block"),
     ]
 }
 

@@ -376,7 +376,7 @@ pub fn picture(
                     " The layer stack is the model; the embedding, the final norm and the LM head sit beside it, outside."
                 }
                 @if pin.is_some() {
-                    " " span #picture-pinned { "Dashed outlines: each block's size in the pinned scenario, on the same scale (hover for the pinned value, Δ and ratio)." }
+                    " " span #picture-pinned { "Dashed outlines: each block's size in the pinned scenario, on the same scale; the ratio written in a block is pinned ÷ now (hover for the pinned value, Δ and ratio)." }
                 }
             }
         }
