@@ -653,7 +653,7 @@ mod tests {
         (tree, f)
     }
 
-    fn op<'t>(tree: &'t ZoomTree, kind: OpKind) -> &'t OpNode {
+    fn op(tree: &ZoomTree, kind: OpKind) -> &OpNode {
         tree.layer(0).unwrap().ops.iter().find(|o| o.op.kind == kind).unwrap_or_else(|| panic!("{kind:?}"))
     }
 
