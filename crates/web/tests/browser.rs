@@ -802,6 +802,16 @@ fn issue_15_the_dataflow_splits_attention_and_zooms_into_an_operator() {
         let widths =
             c.execute("return [document.documentElement.scrollWidth, window.innerWidth]", vec![]).await.text_err()?;
         assert!(widths[0].as_u64() <= widths[1].as_u64(), "no sideways scroll: {widths}");
+        let smallest = c
+            .execute(
+                "let m = 1e9; for (const t of document.querySelectorAll('svg.dataflow text')) { \
+                   const r = t.getBoundingClientRect(); if (r.height > 0) m = Math.min(m, r.height); } return m",
+                vec![],
+            )
+            .await
+            .text_err()?;
+        let px = smallest.as_f64().unwrap_or(0.0);
+        assert!((10.0..1e9).contains(&px), "the diagram's text is legible on a phone: {px} px high");
         shot_at(&c, "phone-powers-of-ten-dataflow", 390, 844).await?;
         scores.click().await.text_err()?;
         wait_url(&c, "at=layer.0.attn.scores").await?;
