@@ -151,7 +151,8 @@ pub struct Arrow {
     /// Its destination.
     pub to: Target,
     /// Bytes: what the source row writes ([`FlowRow::written_bytes`]); for the layer input, the
-    /// residual stream's size (what a residual add of the layer writes).
+    /// residual stream's size (what a residual add of the layer writes); out of communication
+    /// between GPUs (a parallel deployment's all-reduce), the tensor it received.
     pub bytes: f64,
     /// What the tensor is, where the kind of its source says (`score matrix`).
     pub what: Option<&'static str>,
@@ -313,11 +314,18 @@ fn wire(rows: &[FlowRow], row_reads: &[Reads]) -> Vec<Arrow> {
         .map(|(row, _)| row.written_bytes())
         .or_else(|| rows.first().map(|r| r.boxes.iter().map(input_bytes).sum()))
         .unwrap_or(0.0);
-    let bytes = |f: Source| match f {
-        Source::Input => stream_bytes,
-        Source::Row(i) => rows[i].written_bytes(),
-    };
-    let mut edge = |from: Source, to: usize, consumed: &mut Vec<bool>| {
+    // What each row's outgoing arrows carry: what it writes; for communication between GPUs
+    // (an all-reduce of a parallel deployment: link bytes, no HBM activation) the tensor it
+    // received, summed across the GPUs.
+    let mut carries = vec![0.0; rows.len()];
+    let mut edge = |from: Source, to: usize, consumed: &mut Vec<bool>, carries: &mut Vec<f64>| {
+        let bytes = match from {
+            Source::Input => stream_bytes,
+            Source::Row(i) => carries[i],
+        };
+        if rows[to].boxes.iter().all(|b| b.kinds.iter().all(|k| k.is_comm())) {
+            carries[to] = carries[to].max(bytes);
+        }
         if let Source::Row(i) = from {
             consumed[i] = true;
         }
@@ -325,33 +333,34 @@ fn wire(rows: &[FlowRow], row_reads: &[Reads]) -> Vec<Arrow> {
             Source::Row(i) => what(&rows[i].boxes[0].kinds),
             Source::Input => Some("input"),
         };
-        out.push(Arrow { from, to: Target::Row(to), bytes: bytes(from), what });
+        out.push(Arrow { from, to: Target::Row(to), bytes, what });
     };
     for (i, (row, r)) in rows.iter().zip(row_reads).enumerate() {
+        carries[i] = row.written_bytes();
         let previous = writer.map_or(stream, Source::Row);
         match r {
-            Reads::Stream => edge(stream, i, &mut consumed),
-            Reads::BlockInput => edge(block_input.unwrap_or(stream), i, &mut consumed),
+            Reads::Stream => edge(stream, i, &mut consumed, &mut carries),
+            Reads::BlockInput => edge(block_input.unwrap_or(stream), i, &mut consumed, &mut carries),
             Reads::Experts => {
-                edge(block_input.unwrap_or(stream), i, &mut consumed);
+                edge(block_input.unwrap_or(stream), i, &mut consumed, &mut carries);
                 if let Some(k) = router {
-                    edge(Source::Row(k), i, &mut consumed);
+                    edge(Source::Row(k), i, &mut consumed, &mut carries);
                 }
             }
             Reads::Residual => {
-                edge(stream, i, &mut consumed);
+                edge(stream, i, &mut consumed, &mut carries);
                 let outputs: Vec<usize> = (since_residual..i)
                     .filter(|k| !consumed[*k] && rows[*k].written_bytes() > 0.0 && is_block_output(&rows[*k]))
                     .collect();
                 if outputs.is_empty() {
-                    edge(previous, i, &mut consumed);
+                    edge(previous, i, &mut consumed, &mut carries);
                 }
                 for k in outputs {
-                    edge(Source::Row(k), i, &mut consumed);
+                    edge(Source::Row(k), i, &mut consumed, &mut carries);
                 }
             }
             Reads::Previous => {
-                edge(previous, i, &mut consumed);
+                edge(previous, i, &mut consumed, &mut carries);
                 // A branch of the block left unread (MLA's query path, beside its KV path) joins
                 // here, unless this is a norm (which normalises one tensor).
                 let first = row.boxes[0].kinds[0];
@@ -368,7 +377,7 @@ fn wire(rows: &[FlowRow], row_reads: &[Reads]) -> Vec<Arrow> {
                     })
                     .collect();
                 for k in dangling {
-                    edge(Source::Row(k), i, &mut consumed);
+                    edge(Source::Row(k), i, &mut consumed, &mut carries);
                 }
             }
         }
@@ -396,7 +405,11 @@ fn wire(rows: &[FlowRow], row_reads: &[Reads]) -> Vec<Arrow> {
             Source::Row(i) => what(&rows[i].boxes[0].kinds),
             Source::Input => None,
         };
-        out.push(Arrow { from: last, to: Target::Output, bytes: bytes(last), what });
+        let bytes = match last {
+            Source::Input => stream_bytes,
+            Source::Row(i) => carries[i],
+        };
+        out.push(Arrow { from: last, to: Target::Output, bytes, what });
     }
     out
 }
@@ -813,6 +826,20 @@ mod tests {
         let res = row_of(&f, OpKind::AttnResidual);
         let into: Vec<Source> = f.arrows.iter().filter(|a| a.to == Target::Row(res)).map(|a| a.from).collect();
         assert_eq!(into, [Source::Input, Source::Row(row_of(&f, OpKind::OProj))]);
+    }
+
+    #[test]
+    fn an_all_reduce_passes_its_tensor_on() {
+        let (_, f) = flow(&[("tp", "2"), ("batch", "8")]);
+        let ar = f
+            .rows
+            .iter()
+            .position(|r| r.boxes.iter().any(|b| b.kinds.contains(&OpKind::AllReduceAttn)))
+            .expect("an all-reduce after attention");
+        let into = f.arrows.iter().find(|a| a.to == Target::Row(ar)).unwrap();
+        let out = f.arrows.iter().find(|a| a.from == Source::Row(ar)).unwrap();
+        assert!(into.bytes > 0.0);
+        assert_eq!(out.bytes, into.bytes, "the all-reduce's output is its input, summed over the GPUs");
     }
 
     #[test]
