@@ -787,6 +787,10 @@ pub struct ZoomArgs {
     /// Output format: table, json, csv or md.
     #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
     pub format: FormatArg,
+    /// Also write the dataflow diagram (SVG: operators as boxes sized by time, tensors as arrows
+    /// labelled with their bytes) of the layer or block at --at (layer.N, layer.N.attn, layer.N.mlp).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
 }
 
 /// `tile` options.

@@ -19,6 +19,12 @@ pub struct Cost {
     pub kv_write_bytes: f64,
     /// Activation bytes read and written (inputs, outputs, intermediates such as attention scores).
     pub activation_bytes: f64,
+    /// Of `activation_bytes`, the bytes written: the operator's output tensor (a GEMM's `M·n·a`,
+    /// an elementwise operator's one output tensor, the score matrix of unfused attention); the
+    /// rest is read. The tensors of the layer's dataflow are these. Not part of the serialised
+    /// documents (it is inside `activation_bytes`).
+    #[serde(skip)]
+    pub activation_written_bytes: f64,
     /// Bytes this GPU sends over a GPU-to-GPU link (per direction) in collectives and pipeline
     /// sends ([`crate::parallel`]). Not HBM traffic: not part of [`Cost::bytes`].
     pub link_bytes: f64,
@@ -32,8 +38,14 @@ impl Cost {
         kv_read_bytes: 0.0,
         kv_write_bytes: 0.0,
         activation_bytes: 0.0,
+        activation_written_bytes: 0.0,
         link_bytes: 0.0,
     };
+
+    /// Activation bytes read: `activation_bytes − activation_written_bytes` (the operator's inputs).
+    pub fn activation_read_bytes(&self) -> f64 {
+        self.activation_bytes - self.activation_written_bytes
+    }
 
     /// KV-cache bytes read and written.
     pub fn kv_bytes(&self) -> f64 {
@@ -61,6 +73,7 @@ impl Add for Cost {
             kv_read_bytes: self.kv_read_bytes + o.kv_read_bytes,
             kv_write_bytes: self.kv_write_bytes + o.kv_write_bytes,
             activation_bytes: self.activation_bytes + o.activation_bytes,
+            activation_written_bytes: self.activation_written_bytes + o.activation_written_bytes,
             link_bytes: self.link_bytes + o.link_bytes,
         }
     }
@@ -81,6 +94,7 @@ impl Mul<f64> for Cost {
             kv_read_bytes: self.kv_read_bytes * k,
             kv_write_bytes: self.kv_write_bytes * k,
             activation_bytes: self.activation_bytes * k,
+            activation_written_bytes: self.activation_written_bytes * k,
             link_bytes: self.link_bytes * k,
         }
     }
@@ -110,6 +124,7 @@ mod tests {
             kv_read_bytes: 3.0,
             kv_write_bytes: 4.0,
             activation_bytes: 5.0,
+            activation_written_bytes: 2.0,
             link_bytes: 6.0,
         };
         let s: Cost = [a, a * 2.0].iter().sum();

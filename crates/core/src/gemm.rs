@@ -62,8 +62,17 @@ impl Gemm {
     /// Activation bytes, input read and output written once: `(M·k + M·n)·a` with `M = instances·m`
     /// the rows of all instances and `a` the activation storage.
     pub fn activation_bytes(&self) -> f64 {
-        let rows = self.instances * self.m;
-        (rows * self.k as f64 + rows * self.n as f64) * self.activation.bytes()
+        self.input_bytes() + self.output_bytes()
+    }
+
+    /// The input read: `M·k·a` (`M = instances·m`).
+    pub fn input_bytes(&self) -> f64 {
+        self.instances * self.m * self.k as f64 * self.activation.bytes()
+    }
+
+    /// The output written: `M·n·a` (`M = instances·m`).
+    pub fn output_bytes(&self) -> f64 {
+        self.instances * self.m * self.n as f64 * self.activation.bytes()
     }
 }
 
@@ -93,6 +102,8 @@ mod tests {
         assert_eq!(g(2.0, 7, 5, 4.0, true).weight_bytes(), 196.0);
         // bf16 activations: 8 rows · (5 in + 7 out) · 2 B = 192.
         assert_eq!(g(2.0, 7, 5, 4.0, false).activation_bytes(), 192.0);
+        // … of which 8 · 5 · 2 = 80 read and 8 · 7 · 2 = 112 written.
+        assert_eq!((g(2.0, 7, 5, 4.0, false).input_bytes(), g(2.0, 7, 5, 4.0, false).output_bytes()), (80.0, 112.0));
         assert_eq!(gemm_flops(3.0, 7.0, 5.0, 1.0, true), 231.0);
     }
 }

@@ -782,6 +782,43 @@ fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() 
     });
 }
 
+/// Issue 15, item 2: the layer's dataflow fuses and splits attention in one click, and a box
+/// zooms into its operator; the diagram fits a phone.
+#[test]
+fn issue_15_the_dataflow_splits_attention_and_zooms_into_an_operator() {
+    in_browser(&[], |c, base| async move {
+        c.set_window_size(390, 844).await.text_err()?;
+        c.goto(&format!("{base}powers-of-ten?at=layer.0&phase=prefill&ctx=512")).await.text_err()?;
+        wait_node(&c, "layer.0").await?;
+        c.find(Locator::Css("#dataflow a[data-path='layer.0.attn.attention']")).await.text_err()?;
+        c.find(Locator::Id("flash-toggle")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "flash=off").await?;
+        let scores = until("the split attention", || async {
+            c.find(Locator::Css("#dataflow a[data-path='layer.0.attn.scores']")).await.ok()
+        })
+        .await?;
+        let arrow = c.find(Locator::Css("#dataflow g.flow-arrow[data-to='layer.0.attn.softmax']")).await.text_err()?;
+        assert!(arrow.text().await.text_err()?.contains("score matrix"));
+        let widths =
+            c.execute("return [document.documentElement.scrollWidth, window.innerWidth]", vec![]).await.text_err()?;
+        assert!(widths[0].as_u64() <= widths[1].as_u64(), "no sideways scroll: {widths}");
+        let smallest = c
+            .execute(
+                "let m = 1e9; for (const t of document.querySelectorAll('svg.dataflow text')) { \
+                   const r = t.getBoundingClientRect(); if (r.height > 0) m = Math.min(m, r.height); } return m",
+                vec![],
+            )
+            .await
+            .text_err()?;
+        let px = smallest.as_f64().unwrap_or(0.0);
+        assert!((10.0..1e9).contains(&px), "the diagram's text is legible on a phone: {px} px high");
+        shot_at(&c, "phone-powers-of-ten-dataflow", 390, 844).await?;
+        scores.click().await.text_err()?;
+        wait_url(&c, "at=layer.0.attn.scores").await?;
+        wait_node(&c, "layer.0.attn.scores").await
+    });
+}
+
 /// Issue 15, item 4: pin a scenario, drag the batch: the node's numbers show their change against
 /// the pin; the INT4 experiment's flip shows memory-bound against compute-bound in one click.
 #[test]

@@ -1601,3 +1601,139 @@ async fn issue_14_serving_runs_on_the_heavy_pool_under_the_deadline() {
     let body = String::from_utf8(page.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
     assert!(page_error(&body).starts_with("no answer within 0 s"), "{body}");
 }
+
+/// The inline SVG of class `class` in a page.
+fn svg_of<'a>(html: &'a str, class: &str) -> Option<&'a str> {
+    let start = html.find(&format!("<svg class=\"{class}\""))?;
+    let rest = &html[start..];
+    Some(&rest[..rest.find("</svg>")? + "</svg>".len()])
+}
+
+/// Every value of attribute `name` in `svg`, in order.
+fn attrs<'a>(svg: &'a str, name: &str) -> Vec<&'a str> {
+    let key = format!(" {name}=\"");
+    svg.split(key.as_str()).skip(1).map(|s| &s[..s.find('"').unwrap()]).collect()
+}
+
+/// Issue 15, item 2: at layer level Powers of ten draws the layer as a dataflow diagram, every box
+/// a link to its operator's zoom level (each of which exists: the page shows that node, with no
+/// notice), arrows labelled with the ledger's bytes.
+#[tokio::test]
+async fn issue_15_the_layer_page_draws_the_dataflow_and_its_links_resolve() {
+    let r = get("/powers-of-ten?at=layer.0&batch=8").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let svg = svg_of(&r.body, "plot dataflow").expect("the dataflow diagram at layer level");
+    let hrefs: Vec<String> =
+        svg.split("<a href=\"").skip(1).map(|s| s[..s.find('"').unwrap()].replace("&amp;", "&")).collect();
+    assert!(hrefs.len() >= 12, "{} boxes", hrefs.len());
+    for h in &hrefs {
+        let page = get(h).await;
+        assert_eq!(page.status, StatusCode::OK, "{h}");
+        assert_eq!(zoom_notice(&page.body), None, "{h} is a zoom path of this scenario");
+        let at = h.split("at=").nth(1).unwrap().split('&').next().unwrap();
+        assert_eq!(node_path(&page.body), at, "{h}");
+        assert!(h.contains("batch=8"), "links keep the scenario: {h}");
+    }
+    // Arrows carry the bytes the ledger says the operators write: the norm's output is x.
+    let tree = llm_ledger_core::ZoomTree::build(&scenario(&[("batch", "8")]));
+    let norm = tree.layer(0).unwrap().ops.iter().find(|o| o.name() == "norm").unwrap();
+    let bytes: Vec<f64> = attrs(svg, "data-bytes").iter().map(|b| b.parse().unwrap()).collect();
+    assert!(bytes.contains(&norm.op.cost.activation_written_bytes));
+    assert_eq!(norm.op.cost.activation_written_bytes, 8.0 * 4096.0 * 2.0);
+    // A block shows its part of the layer; model and operator levels have no diagram.
+    let r = get("/powers-of-ten?at=layer.2.mlp").await;
+    let svg = svg_of(&r.body, "plot dataflow").expect("the block's dataflow");
+    assert!(attrs(svg, "data-path").iter().all(|p| p.starts_with("layer.2.mlp.")));
+    for at in ["model", "layer.0.mlp.up", "layer.0.attn.norm"] {
+        assert!(svg_of(&get(&format!("/powers-of-ten?at={at}")).await.body, "plot dataflow").is_none(), "{at}");
+    }
+}
+
+/// Issue 15, item 2: FlashAttention on is one attention box and no score matrix on the arrows;
+/// off, three boxes and the score matrix's bytes, as the ledger counts them, on the arrows.
+#[tokio::test]
+async fn issue_15_flash_attention_fuses_or_splits_the_dataflow() {
+    let q = "at=layer.0&phase=prefill&batch=2&ctx=1024";
+    let on = get(&format!("/powers-of-ten?{q}")).await;
+    let svg = svg_of(&on.body, "plot dataflow").unwrap();
+    let paths = attrs(svg, "data-path");
+    assert!(paths.contains(&"layer.0.attn.attention"));
+    assert!(!paths.iter().any(|p| p.ends_with(".scores") || p.ends_with(".softmax")), "{paths:?}");
+    assert!(!svg.contains("score matrix"));
+    let toggle = on.body.split("id=\"flash-toggle\" href=\"").nth(1).expect("a FlashAttention toggle");
+    let toggle = toggle[..toggle.find('"').unwrap()].replace("&amp;", "&");
+    assert!(toggle.contains("flash=off") && toggle.contains("at=layer.0"), "one click splits them: {toggle}");
+    let off = get(&format!("/powers-of-ten?{q}&flash=off")).await;
+    let svg = svg_of(&off.body, "plot dataflow").unwrap();
+    let paths = attrs(svg, "data-path");
+    assert!(!paths.contains(&"layer.0.attn.attention"));
+    for p in ["layer.0.attn.scores", "layer.0.attn.softmax", "layer.0.attn.values"] {
+        assert!(paths.contains(&p), "{p}: {paths:?}");
+    }
+    let sc = scenario(&[("phase", "prefill"), ("batch", "2"), ("ctx", "1024"), ("flash", "off")]);
+    let ledger = Ledger::build(&sc);
+    let softmax = ledger.rows.iter().find(|r| r.op == llm_ledger_core::ops::OpKind::Softmax).unwrap();
+    // The ledger's softmax row: all layers; it reads the score matrix and writes it back.
+    let scores = softmax.cost.activation_bytes / softmax.instances as f64 / 2.0;
+    assert!(scores > 2.0 * 32.0 * 1024.0 * 1024.0, "a real score matrix: {scores}");
+    let arrows: Vec<&str> = svg.split("<g class=\"flow-arrow").skip(1).collect();
+    let score_arrows: Vec<&&str> = arrows.iter().filter(|a| a.contains("score matrix")).collect();
+    assert_eq!(score_arrows.len(), 1, "out of QKᵀ into the softmax");
+    assert!(score_arrows[0].contains(&format!("data-bytes=\"{scores}\"")), "{}", score_arrows[0]);
+    assert!(score_arrows[0].contains("data-to=\"layer.0.attn.softmax\""));
+}
+
+/// Issue 15, item 2: MoE, MLA and parallel-attention layers draw (no panic, every box a valid
+/// zoom path).
+#[tokio::test]
+async fn issue_15_moe_mla_and_parallel_layers_draw_a_dataflow() {
+    for (model, at) in
+        [("deepseek-v3", "layer.5"), ("mixtral-8x7b", "layer.0"), ("falcon-7b", "layer.0"), ("gpt-oss-20b", "layer.1")]
+    {
+        for flash in ["on", "off"] {
+            let r = get(&format!("/powers-of-ten?model={model}&at={at}&flash={flash}")).await;
+            assert_eq!(r.status, StatusCode::OK, "{model} {flash}");
+            let svg = svg_of(&r.body, "plot dataflow").unwrap_or_else(|| panic!("{model}: no diagram"));
+            let sc = scenario(&[("model", model), ("flash", flash)]);
+            let tree = llm_ledger_core::ZoomTree::build(&sc);
+            let paths = attrs(svg, "data-path");
+            assert!(!paths.is_empty());
+            for p in paths {
+                assert!(tree.node(p).is_ok(), "{model}: {p}");
+            }
+        }
+    }
+    let r = get("/powers-of-ten?model=mixtral-8x7b&at=layer.0").await;
+    assert!(svg_of(&r.body, "plot dataflow").unwrap().contains("data-path=\"layer.0.mlp.router\""));
+}
+
+/// Issue 15, item 4: with a pinned scenario the picture shows both — a dashed outline per block
+/// at the pinned value on the same scale, with the pinned number on hover.
+#[tokio::test]
+async fn issue_15_the_picture_shows_the_pinned_scenario() {
+    use llm_ledger_core::ZoomTree;
+    let plain = get("/powers-of-ten?at=layer.0&batch=8").await;
+    assert!(!svg_of(&plain.body, "plot icicle").unwrap().contains("class=\"ghost\""), "no pin, no ghosts");
+    let r = get("/powers-of-ten?at=layer.0&batch=8&pin=batch%3D1").await;
+    let svg = svg_of(&r.body, "plot icicle").unwrap();
+    let pinned = ZoomTree::build(&scenario(&[("batch", "1")]));
+    let now = ZoomTree::build(&scenario(&[("batch", "8")]));
+    let ghosts: Vec<&str> = svg.split("<rect class=\"ghost\"").skip(1).collect();
+    assert!(ghosts.len() >= 3, "{} ghosts", ghosts.len());
+    for g in &ghosts {
+        let path = attrs(g, "data-path")[0];
+        let p: f64 = attrs(g, "data-pinned")[0].parse().unwrap();
+        let n: f64 = attrs(g, "data-now")[0].parse().unwrap();
+        assert_eq!(p, pinned.node(path).unwrap().totals.timing.time_s, "{path}");
+        assert_eq!(n, now.node(path).unwrap().totals.timing.time_s, "{path}");
+        assert!(g.contains("<title>") && g.contains("pinned"), "numbers on hover");
+    }
+    assert!(ghosts.iter().any(|g| g.contains("data-path=\"layer.0.mlp\"")));
+    assert!(r.body.contains("id=\"picture-pinned\""));
+    // At model level the grouped layers' ghost is the pinned layer × 32.
+    let r = get("/powers-of-ten?batch=8&pin=batch%3D1").await;
+    let svg = svg_of(&r.body, "plot icicle").unwrap();
+    let g = svg.split("<rect class=\"ghost\" data-path=\"layer.0\"").nth(1).expect("the layers' ghost");
+    let p: f64 = attrs(g, "data-pinned")[0].parse().unwrap();
+    assert!((p - 32.0 * pinned.node("layer.0").unwrap().totals.timing.time_s).abs() < 1e-12 * p.max(1.0));
+}

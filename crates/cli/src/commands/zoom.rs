@@ -1,15 +1,27 @@
 //! `llm-ledger zoom`.
 
 use crate::cli::ZoomArgs;
-use anyhow::Result;
+use crate::inputs;
+use anyhow::{bail, Result};
 use llm_ledger_core::ZoomTree;
+use llm_ledger_report::plot::Dataflow;
 use llm_ledger_report::{Format, Report, ZoomReport};
 
-/// Render the node at `--at` of the scenario's zoom tree.
+/// Render the node at `--at` of the scenario's zoom tree; with `--plot`, also write the dataflow
+/// diagram of the layer or block there.
 pub fn run(args: &ZoomArgs) -> Result<String> {
     let format: Format = args.format.0;
     let sc = super::scenario(&args.scenario(), "zoom")?;
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;
+    if let Some(path) = &args.plot {
+        let Some(flow) = Dataflow::of_node(&tree, &view) else {
+            bail!(
+                "invalid `--plot`: `--at {}` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)",
+                view.path
+            );
+        };
+        inputs::write_svg(path, &flow.svg(None))?;
+    }
     Ok(ZoomReport::new(&sc, &tree, &view).render(format)?)
 }

@@ -373,6 +373,8 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("issue 14: NVLink for pools larger than its domain", Cli(&["simulate", "--disagg", "4:6", "--kv-link", "nvlink"]), "invalid `--kv-link`: nvlink (a link whose domain holds both pools: NVLink 4 (NVSwitch) reaches 8 GPUs, the deployment has 10 (use network))"),
         ("issue 14: a disaggregated sweep counts both runs against the request bound", Cli(&["simulate", "--disagg", "1:1", "--requests", "1000000", "--rate", "1..6"]), "invalid `--requests`: 1000000 requests at each of 6 rates, run disaggregated and aggregated (at most 10000000 requests in all)"),
         ("issue 14: a step trace of a disaggregated run", Cli(&["simulate", "--disagg", "1:1", "--trace-out", "x.csv"]), "invalid `--trace-out`: given with --disagg (a run of one instance)"),
+        ("issue 15: a dataflow diagram of the whole model", Cli(&["zoom", "--plot", "x.svg"]), "invalid `--plot`: `--at model` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)"),
+        ("issue 15: a dataflow diagram of one operator", Cli(&["zoom", "--at", "layer.0.mlp.up", "--plot", "x.svg"]), "invalid `--plot`: `--at layer.0.mlp.up` is not a layer or a block"),
     ]
 }
 

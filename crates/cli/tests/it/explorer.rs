@@ -146,6 +146,27 @@ fn ledger_plot_writes_a_standalone_roofline_svg() {
     assert!(msg.starts_with("error: cannot write plot `/nonexistent-dir/x.svg`"), "{msg}");
 }
 
+/// Issue 15 item 2: `zoom --at layer.N --plot FILE.svg` writes the layer as a dataflow diagram
+/// (the explorer's drawing, without the links), and the zoom table still goes to stdout.
+#[test]
+fn zoom_plot_writes_the_layers_dataflow() {
+    let path = std::env::temp_dir().join(format!("llm-ledger-dataflow-{}.svg", std::process::id()));
+    let p = path.to_str().unwrap();
+    let table = cli(&["zoom", "--at", "layer.3", "--flash", "off", "--phase", "prefill", "--ctx", "512", "--plot", p]);
+    assert!(table.contains("layer.3"), "the zoom report is still printed");
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg class=\"plot dataflow\""));
+    assert!(svg.contains("prefers-color-scheme: dark"), "a file has its own colours");
+    assert!(svg.contains("data-path=\"layer.3.attn.scores\"") && svg.contains("score matrix "));
+    assert!(!svg.contains("<a href"), "no links in a file");
+    let block = cli(&["zoom", "--at", "layer.0.mlp", "--plot", p]);
+    assert!(!block.is_empty());
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(svg.contains("data-path=\"layer.0.mlp.down\"") && !svg.contains("layer.0.attn."));
+}
+
 /// Every page's JSON endpoint answers what the matching command prints for the same flags, byte
 /// for byte (the query keys are the flags' names with `_`).
 #[test]

@@ -163,6 +163,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         ("plan", "prompt") => s(&["500", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "output") => s(&["50", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("sweep", "plot") => s(&[&tmp.join("curve.svg").to_string_lossy()]),
+        ("zoom", "plot") => s(&[&tmp.join("dataflow.svg").to_string_lossy(), "--at", "layer.0"]),
         (_, "plot") => s(&[&tmp.join("roofline.svg").to_string_lossy()]),
         (_, "model") => s(&["llama-3-8b"]),
         // A Hub id in the cache `tmp/hub` (HF_HUB_CACHE of these runs), at its main branch.

@@ -114,6 +114,7 @@ impl OpBuilder<'_> {
                 flops: qk_flops + pv_flops,
                 kv_read_bytes: k_kv + v_kv,
                 activation_bytes: q_bytes + k_act + v_act + o_bytes,
+                activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
             f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false });
@@ -131,12 +132,18 @@ impl OpBuilder<'_> {
             }
         } else {
             let scores = c.heads * g.materialised_scores * self.a;
-            let qk =
-                Cost { flops: qk_flops, kv_read_bytes: k_kv, activation_bytes: q_bytes + k_act + scores, ..Cost::ZERO };
+            let qk = Cost {
+                flops: qk_flops,
+                kv_read_bytes: k_kv,
+                activation_bytes: q_bytes + k_act + scores,
+                activation_written_bytes: scores,
+                ..Cost::ZERO
+            };
             f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape, fused: false });
             let sm = Cost {
                 flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
+                activation_written_bytes: scores,
                 ..Cost::ZERO
             };
             f(Op {
@@ -147,8 +154,13 @@ impl OpBuilder<'_> {
                 attention: None,
                 fused: false,
             });
-            let pv =
-                Cost { flops: pv_flops, kv_read_bytes: v_kv, activation_bytes: scores + v_act + o_bytes, ..Cost::ZERO };
+            let pv = Cost {
+                flops: pv_flops,
+                kv_read_bytes: v_kv,
+                activation_bytes: scores + v_act + o_bytes,
+                activation_written_bytes: o_bytes,
+                ..Cost::ZERO
+            };
             f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape, fused: false });
         }
     }

@@ -17,12 +17,13 @@ pub(super) fn norm_flops(kind: NormKind) -> f64 {
 
 impl OpBuilder<'_> {
     /// Elementwise over `elems` elements: `flops_per` FLOPs each, `tensors` element-sized reads and
-    /// writes, plus `param_bytes` of weights.
+    /// writes (the last one the output written), plus `param_bytes` of weights.
     pub(super) fn elementwise(&self, kind: OpKind, elems: f64, flops_per: f64, tensors: f64, param_bytes: f64) -> Op {
         let cost = Cost {
             flops: elems * flops_per,
             weight_bytes: param_bytes,
             activation_bytes: elems * tensors * self.a,
+            activation_written_bytes: elems * self.a,
             ..Cost::ZERO
         };
         Op::plain(kind, cost, MathFormat::Vector)
@@ -59,6 +60,7 @@ impl OpBuilder<'_> {
             flops: if e.positions > 0 { t * h * RESIDUAL_FLOPS_PER_ELEMENT } else { 0.0 },
             weight_bytes: t * e.dim as f64 * eb + if e.positions > 0 { t * h * eb } else { 0.0 },
             activation_bytes: t * h * self.a,
+            activation_written_bytes: t * h * self.a,
             ..Cost::ZERO
         };
         if e.dim != self.hidden {

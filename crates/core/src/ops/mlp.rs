@@ -68,6 +68,7 @@ impl OpBuilder<'_> {
             let cost = Cost {
                 flops: EXPERT_COMBINE_FLOPS_PER_ELEMENT * assignments * h as f64,
                 activation_bytes: (assignments + t) * h as f64 * self.a,
+                activation_written_bytes: t * h as f64 * self.a,
                 ..Cost::ZERO
             };
             f(Op {

@@ -85,6 +85,7 @@ impl<'a> OpBuilder<'a> {
             flops: gemm.flops(),
             weight_bytes: gemm.weight_bytes(),
             activation_bytes: if self.seed { 0.0 } else { gemm.activation_bytes() },
+            activation_written_bytes: if self.seed { 0.0 } else { gemm.output_bytes() },
             ..Cost::ZERO
         };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));

@@ -227,6 +227,7 @@ impl OpShard {
             Attention | AttnScores | Softmax | AttnValues => {
                 op.cost.flops /= t;
                 op.cost.activation_bytes /= t;
+                op.cost.activation_written_bytes /= t;
                 op.cost.kv_read_bytes *= self.kv_share;
             }
             ExpertGate | ExpertUp => self.expert(&mut op, Split::Column),
@@ -259,6 +260,7 @@ impl OpShard {
         op.cost.flops *= a / t;
         op.cost.weight_bytes *= w / t;
         op.cost.activation_bytes *= ratio(inp2 + out2, inp + out, a / t);
+        op.cost.activation_written_bytes *= ratio(out2, out, a / t);
         if let Some(g) = op.gemm.as_mut() {
             let rows = g.m * g.instances * a;
             g.instances *= w;
@@ -311,6 +313,7 @@ fn column(op: &mut Op, c: f64) {
     op.cost.flops *= c;
     op.cost.weight_bytes *= c;
     op.cost.activation_bytes *= ratio(inp + out * c, inp + out, c);
+    op.cost.activation_written_bytes *= c;
     if let Some(g) = op.gemm.as_mut() {
         g.n = split_dim(g.n, c);
     }
@@ -322,6 +325,7 @@ fn row(op: &mut Op, r: f64) {
     op.cost.flops *= r;
     op.cost.weight_bytes *= r;
     op.cost.activation_bytes *= ratio(inp * r + out, inp + out, r);
+    // The output (partial sums) is whole.
     if let Some(g) = op.gemm.as_mut() {
         g.k = split_dim(g.k, r);
     }

@@ -83,6 +83,12 @@ proptest! {
                 prop_assert!(v.is_finite() && v >= 0.0, "{:?}: {v}", r.op);
             }
         }
+        // The activation bytes written (an operator's output, the dataflow's tensors) are part of
+        // its activation bytes.
+        for r in &l.rows {
+            let (w, a) = (r.cost.activation_written_bytes, r.cost.activation_bytes);
+            prop_assert!(w.is_finite() && w >= 0.0 && w <= a * (1.0 + 1e-12), "{:?}: {w} written of {a}", r.op);
+        }
         let flops: f64 = l.rows.iter().map(|r| r.cost.flops).sum();
         let bytes: f64 = l.rows.iter().map(|r| r.cost.bytes()).sum();
         prop_assert!((flops - l.summary.cost.flops).abs() <= 1e-9 * flops.max(1.0));

@@ -11,6 +11,7 @@
 //! hovering shows them in any browser without script.
 
 pub mod batch_curve;
+pub mod dataflow;
 pub mod kv_chart;
 pub mod moe_curve;
 pub mod roofline;
@@ -19,6 +20,7 @@ mod svg;
 pub mod tile_grid;
 
 pub use batch_curve::{BatchCurve, BatchPoint};
+pub use dataflow::Dataflow;
 pub use kv_chart::KvChart;
 pub use moe_curve::{MoeCurve, MoeCurvePoint};
 pub use roofline::{Roofline, RooflinePoint};

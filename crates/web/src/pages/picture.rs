@@ -12,7 +12,7 @@
 use llm_ledger_core::zoom::{Level, NodeView, TileLevel, Totals};
 use llm_ledger_core::ZoomTree;
 use llm_ledger_report::human;
-use llm_ledger_report::plot::{PlotSize, TileGrid};
+use llm_ledger_report::plot::{Dataflow, PlotSize, TileGrid};
 use maud::{html, Markup, PreEscaped};
 use std::fmt::Write;
 
@@ -58,6 +58,15 @@ impl Measure {
         }
     }
 
+    /// A value of this measure, for people.
+    fn fmt(self, v: f64) -> String {
+        match self {
+            Measure::Time => human::seconds(v),
+            Measure::Bytes => human::bytes(v),
+            Measure::Flops => human::flops(v),
+        }
+    }
+
     fn of(self, t: &Totals) -> f64 {
         match self {
             Measure::Time => t.timing.time_s,
@@ -77,6 +86,8 @@ struct Block {
     tip: String,
     /// Drawn beside the stack (embedding, final norm, LM head at model level).
     outside: bool,
+    /// Identical copies it stands for (`value` is all of them).
+    times: u64,
     kids: Vec<Block>,
 }
 
@@ -108,6 +119,7 @@ fn block(tree: &ZoomTree, path: &str, label: String, m: Measure, times: u64, dep
         bound: v.totals.timing.bound().name(),
         tip: tip(path, &v.totals, times),
         outside: false,
+        times,
         kids,
     })
 }
@@ -205,9 +217,55 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// The pinned scenario's size of a block (issue 15 item 4): a dashed outline from the block's
+/// left edge, as wide as the block would be at the pinned value on the same scale (width ×
+/// pinned ÷ now, clipped at the picture's edge), with the pinned value, Δ and ratio on hover and,
+/// where it fits, the ratio written under the block's label.
+fn ghost(svg: &mut String, b: &Block, pinned: Option<f64>, m: Measure, x: f64, y: f64, w: f64) {
+    let Some(p) = pinned else { return };
+    let ratio = if b.value > 0.0 { Some(p / b.value) } else { None };
+    let gw = match ratio {
+        Some(r) => (w * r).min(W - x),
+        None => 0.0,
+    };
+    let d = b.value - p;
+    let sign = if d < 0.0 { "−" } else { "+" };
+    let r_text = ratio.map(|r| format!("×{r:.2}")).unwrap_or_else(|| "—".into());
+    let title = format!(
+        "{}: pinned {} · now {} · Δ {sign}{} · now ÷ pinned {}",
+        b.label,
+        m.fmt(p),
+        m.fmt(b.value),
+        m.fmt(d.abs()),
+        if p > 0.0 { format!("×{:.3}", b.value / p) } else { "—".into() }
+    );
+    let _ = write!(
+        svg,
+        "<rect class=\"ghost\" data-path=\"{}\" data-pinned=\"{p}\" data-now=\"{}\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{:.2}\" rx=\"2\"><title>{}</title></rect>",
+        esc(&b.path),
+        b.value,
+        y + 1.0,
+        (gw - 1.0).max(0.5),
+        ROW_H - 2.0,
+        esc(&title)
+    );
+    let label = format!("pinned {r_text}");
+    if text_fits(&label, w) {
+        let _ = write!(
+            svg,
+            "<text class=\"ghost-label\" x=\"{:.2}\" y=\"{:.2}\" font-size=\"{}\">{}</text>",
+            x + 4.0,
+            y + ROW_H - 4.0,
+            FONT - 2.0,
+            esc(&label)
+        );
+    }
+}
+
 /// The picture of the node at `path`, or nothing where it has no parts to draw.
 /// `href(path)` is the page at another zoom path; `switch(key, value)` the page with one of the
-/// picture's keys changed.
+/// picture's keys changed; `pin`, the pinned scenario's tree, draws each block's pinned size.
+#[allow(clippy::too_many_arguments)]
 pub fn picture(
     tree: &ZoomTree,
     view: &NodeView<'_>,
@@ -215,6 +273,7 @@ pub fn picture(
     expand: bool,
     href: &dyn Fn(&str) -> String,
     switch: &dyn Fn(&str, Option<&str>) -> String,
+    pin: Option<&ZoomTree>,
 ) -> Markup {
     if let Some(grid) = tile_grid(view, href) {
         return grid;
@@ -245,9 +304,15 @@ pub fn picture(
             bound: totals.timing.bound().name(),
             tip: tip(&node_name, &totals, 1),
             outside: false,
+            times: 1,
             kids: Vec::new(),
         };
+        let pinned = pin.and_then(|p| {
+            let t = if view.level == Level::Model { p.stack } else { p.node(&view.path).ok()?.totals };
+            Some(m.of(&t))
+        });
         draw_block(&mut svg, &here, x, 0.0, w, href, true);
+        ghost(&mut svg, &here, pinned, m, x, 0.0, w);
     }
     let outside: Vec<usize> = (0..kids.len()).filter(|i| kids[*i].outside).collect();
     if !outside.is_empty() {
@@ -273,11 +338,14 @@ pub fn picture(
     }
     let y1 = ROW_H + ROW_GAP;
     let y2 = 2.0 * (ROW_H + ROW_GAP);
+    let pinned = |b: &Block| pin.and_then(|p| p.node(&b.path).ok()).map(|v| m.of(&v.totals) * b.times as f64);
     for (b, (x, w)) in kids.iter().zip(&slots) {
         draw_block(&mut svg, b, *x, y1, *w, href, false);
+        ghost(&mut svg, b, pinned(b), m, *x, y1, *w);
         if !b.kids.is_empty() {
             for (k, (kx, kw)) in b.kids.iter().zip(lay_out(&b.kids, *x, *w)) {
                 draw_block(&mut svg, k, kx, y2, kw, href, false);
+                ghost(&mut svg, k, pinned(k), m, kx, y2, kw);
             }
         }
     }
@@ -306,6 +374,9 @@ pub fn picture(
                         " " a #group-layers href=(switch(EXPAND, None)) { "Group identical layers" } "."
                     }
                     " The layer stack is the model; the embedding, the final norm and the LM head sit beside it, outside."
+                }
+                @if pin.is_some() {
+                    " " span #picture-pinned { "Dashed outlines: each block's size in the pinned scenario, on the same scale; the ratio written in a block is pinned ÷ now (hover for the pinned value, Δ and ratio)." }
                 }
             }
         }
@@ -336,4 +407,36 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
             }
         }
     })
+}
+
+/// The layer (or block) as a dataflow diagram ([`Dataflow`], issue 15 item 2), at layer and block
+/// level: every box links to its operator's zoom level. `flash_href` is the page with
+/// FlashAttention toggled.
+pub fn dataflow(
+    tree: &ZoomTree,
+    view: &NodeView<'_>,
+    flash: bool,
+    href: &dyn Fn(&str) -> String,
+    flash_href: &str,
+) -> Markup {
+    let Some(flow) = Dataflow::of_node(tree, view) else { return html! {} };
+    let svg = flow.svg(Some(href));
+    html! {
+        figure.plot.flow.zoomto #dataflow data-flash=(if flash { "on" } else { "off" }) aria-labelledby="dataflow-h" {
+            figcaption {
+                strong #dataflow-h { (view.path) " as a dataflow" } ": each box is an operator, as wide as its time and "
+                span.key.memory { "memory-" } " or " span.key.compute { "compute-bound" }
+                "; each arrow a tensor with the bytes it carries (what the operator above writes, as the ledger counts it). "
+                "Click a box to zoom into it. "
+                @if flash {
+                    "FlashAttention is on: QKᵀ, the softmax and P·V are one kernel and the score matrix never reaches memory — "
+                    a #flash-toggle href=(flash_href) { "turn it off" } " to see them split and the score matrix on the arrows."
+                } @else {
+                    "FlashAttention is off: the score matrix is written, read by the softmax, written again and read by P·V — "
+                    a #flash-toggle href=(flash_href) { "turn it on" } " to fuse them into one box."
+                }
+            }
+            (PreEscaped(svg))
+        }
+    }
 }

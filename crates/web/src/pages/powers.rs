@@ -224,12 +224,13 @@ fn pin_of(q: &PageQuery) -> String {
     }
 }
 
-/// The report of the pinned scenario at `path` (or the deepest level of it that exists there).
-fn pinned(q: &PageQuery, catalog: &Catalog, path: &str) -> Option<ZoomReport> {
+/// The tree and the report of the pinned scenario at `path` (or the deepest level of it that
+/// exists there).
+fn pinned(q: &PageQuery, catalog: &Catalog, path: &str) -> Option<(ZoomTree, ZoomReport)> {
     let pin = q.extra(PIN)?;
     let pq = if pin.trim() == PIN_DEFAULT { PageQuery::default() } else { PageQuery::parse(Some(pin), &[]).ok()? };
     let pq = PageQuery { config: q.config.clone(), ..pq };
-    report(&pq, catalog, path).ok().map(|(_, r, _)| r)
+    report_and_tree(&pq, catalog, path).ok().map(|(_, t, r, _)| (t, r))
 }
 
 /// A number against the pinned one: Δ and ratio.
@@ -262,10 +263,15 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         pairs.push((k, v));
         ctx.self_href(&[], &pairs)
     };
-    let pin = pinned(q, catalog, &path);
-    let picture = match tree.node(&path) {
-        Ok(view) => picture::picture(&tree, &view, measure, expand, &zoom_href, &switch),
-        Err(_) => html! {},
+    let (pin_tree, pin) = pinned(q, catalog, &path).unzip();
+    let flash = sc.workload.flash_attention;
+    let flash_href = ctx.self_href(&[("flash", Some(if flash { "off" } else { "on" }))], &[]);
+    let (picture, dataflow) = match tree.node(&path) {
+        Ok(view) => (
+            picture::picture(&tree, &view, measure, expand, &zoom_href, &switch, pin_tree.as_ref()),
+            picture::dataflow(&tree, &view, flash, &zoom_href, &flash_href),
+        ),
+        Err(_) => (html! {}, html! {}),
     };
     let link = |p: &str| zoom_href(p);
     let n = &report.node;
@@ -321,6 +327,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         (pin_bar(ctx, q, &pin))
         (picture)
+        (dataflow)
         @if report.level == Level::Model { (seed_model(&tree)) }
         div.two {
             div {
