@@ -975,6 +975,8 @@ impl SimulateArgs {
             ttft_ms: a.ttft_ms,
             tpot_ms: a.tpot_ms,
             reserve: a.reserve.reserve,
+            disagg: a.disagg,
+            kv_link: a.kv_link,
         }
     }
 }

@@ -11,11 +11,13 @@ use llm_ledger_core::plan_serving::{plan_serving, ServingPlanRequest, DEFAULT_SE
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate_deployment, Deployment, SimConfig, Simulation, MAX_RATE_PER_S};
+use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg, SimConfig, Simulation, MAX_RATE_PER_S};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::plan::DEFAULT_MAX_GPUS;
 use llm_ledger_report::plan_serving::ServingPlanReport;
+use llm_ledger_report::plot::serving::ServingChart;
+use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::Inputs;
 use std::path::Path;
 
@@ -108,6 +110,10 @@ pub struct SimArgs {
     pub tpot_ms: Option<String>,
     /// Memory reserve (e.g. `2GB`).
     pub reserve: Option<String>,
+    /// Disaggregated pools `PREFILL:DECODE` (instances).
+    pub disagg: Option<String>,
+    /// The link a disaggregated run moves KV caches over.
+    pub kv_link: Option<String>,
 }
 
 /// The simulator's configuration from the text inputs (the rate is set per run).
@@ -240,6 +246,99 @@ pub fn run_deployments(
             simulate_deployment(sc, &c, d, |_| {})
         })
         .collect()
+}
+
+/// The disaggregated deployment of `disagg` (`X:Y`) and `kv_link`, if asked for.
+pub fn disagg(args: &SimArgs, sc: &Scenario) -> Result<Option<Disagg>> {
+    let Some(split) = &args.disagg else {
+        if args.kv_link.is_some() {
+            return Err(Error::invalid("kv_link", "given", "it applies only with --disagg X:Y").into());
+        }
+        return Ok(None);
+    };
+    Ok(Some(Disagg::of_inputs(split, args.kv_link.as_deref(), sc)?))
+}
+
+/// A `simulate` run as every front end shows it: the report, and the runs behind it (one per
+/// rate; the disaggregated ones with `disagg`).
+pub struct SimRun {
+    /// The report (table, JSON, CSV, Markdown).
+    pub report: SimulateReport,
+    /// One run per rate (the disaggregated deployment's with `disagg`).
+    pub runs: Vec<Simulation>,
+}
+
+impl SimRun {
+    /// The plot `--plot` draws: latency CDFs of one rate, or throughput against p99 latency over
+    /// a sweep.
+    pub fn chart(&self) -> ServingChart {
+        let title = chart_title(&self.report.inputs);
+        match &self.report.points {
+            Some(points) => ServingChart::throughput_latency(points, title),
+            None => ServingChart::latency_cdfs(&self.runs[0], title),
+        }
+    }
+}
+
+/// Resolve `args` for `sc` and run `simulate`: one run per rate, in parallel, and with
+/// `disagg` the same rates aggregated on as many instances beside the disaggregated pools.
+/// `single` replaces the runs of a single rate without `disagg` (the CLI's step trace); it is
+/// refused with a sweep or `disagg` (`single_field` names its input).
+pub fn run(
+    sc: &Scenario,
+    args: &SimArgs,
+    single: Option<(&str, &dyn Fn(&SimConfig) -> Result<Simulation>)>,
+) -> Result<SimRun> {
+    let cfg = config(args, sc)?;
+    let rates = rates(args.rate.as_deref(), &cfg)?;
+    let sweep = rates.len() > 1;
+    let disagg = disagg(args, sc)?;
+    // With disagg every rate runs twice: disaggregated and aggregated.
+    if sweep && disagg.is_some() {
+        check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
+    }
+    let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
+    let runs = match single {
+        Some((field, _)) if sweep => {
+            return Err(Error::invalid(field, "given with a sweep of rates", "one rate").into());
+        }
+        Some((field, _)) if disagg.is_some() => {
+            return Err(Error::invalid(field, "given with --disagg", "a run of one instance").into());
+        }
+        Some((_, one)) => vec![one(&cfg)?],
+        None => {
+            let deployments: Vec<Deployment> = match &disagg {
+                None => vec![Deployment::SINGLE],
+                Some(d) => {
+                    let d = Deployment::Disaggregated(d.clone());
+                    vec![d.aggregated_equivalent(), d]
+                }
+            };
+            run_deployments(sc, &cfg, &rates, &deployments)?
+        }
+    };
+    // With disagg the runs are the aggregated ones, then the disaggregated ones.
+    let (aggregated, runs) = match &disagg {
+        Some(_) => {
+            let mut runs = runs;
+            let disaggregated = runs.split_off(rates.len());
+            (runs, disaggregated)
+        }
+        None => (Vec::new(), runs),
+    };
+    let summaries = runs.iter().map(|r| r.summary.clone()).collect();
+    let report = match &disagg {
+        None => SimulateReport::new(sc, &cfg, summaries, sweep),
+        Some(d) => SimulateReport::disaggregated(
+            sc,
+            &cfg,
+            d,
+            summaries,
+            aggregated.iter().map(|r| r.summary.clone()).collect(),
+            sweep,
+        ),
+    };
+    Ok(SimRun { report, runs })
 }
 
 /// The title of `simulate`'s plots: the first part of the report's title (model and GPU; the

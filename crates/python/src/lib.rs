@@ -31,9 +31,7 @@ use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
 use llm_ledger_report::plan::PlanReport;
-use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::{PlotSize, Roofline};
-use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, HumanTable, Inputs, LedgerReport, Report, TileReport, ZoomReport};
 use pyo3::create_exception;
@@ -97,6 +95,8 @@ const SIMULATE: &[&str] = &[
     "ttft_ms",
     "tpot_ms",
     "reserve",
+    "disagg",
+    "kv_link",
 ];
 /// `plan`'s inputs of a plan under load (`plan --rate`).
 const PLAN_LOAD: &[&str] = &["rate", "ttft_ms", "requests", "seed", "prompt", "output"];
@@ -312,6 +312,8 @@ impl Call {
             ttft_ms: t("ttft_ms"),
             tpot_ms: t("tpot_ms"),
             reserve: t("reserve"),
+            disagg: t("disagg"),
+            kv_link: t("kv_link"),
         }
     }
 
@@ -426,29 +428,12 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
             output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
         }
         "simulate" => {
-            use llm_ledger_files::simulate::{chart_title, config, rates, run_rates};
-            let files = |e| files_error(e, None);
             let sc = call.scenario()?;
-            let sim = call.sim();
-            let cfg = config(&sim, &sc).map_err(files)?;
-            let rates = rates(sim.rate.as_deref(), &cfg).map_err(files)?;
-            let sweep = rates.len() > 1;
-            let cfg = if rates.len() == 1 && !rates[0].is_nan() {
-                llm_ledger_files::simulate::with_rate(&cfg, rates[0])
-            } else {
-                cfg
-            };
-            let runs = run_rates(&sc, &cfg, &rates).map_err(core)?;
-            let report = SimulateReport::new(&sc, &cfg, runs.iter().map(|r| r.summary.clone()).collect(), sweep);
+            let sim = llm_ledger_files::simulate::run(&sc, &call.sim(), None).map_err(|e| files_error(e, None))?;
             // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
             // p99 latency (a sweep).
-            let title = chart_title(&report.inputs);
-            let chart = match &report.points {
-                Some(points) => ServingChart::throughput_latency(points, title),
-                None => ServingChart::latency_cdfs(&runs[0], title),
-            };
-            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            output(&report, Some(svg))
+            let svg = sim.chart().svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            output(&sim.report, Some(svg))
         }
         "tile" => {
             let text = |k: &str| call.own(k).map(str::to_string);

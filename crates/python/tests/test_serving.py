@@ -40,6 +40,8 @@ SIMULATE_CASES = [
         "reserve": "4GB",
     },
     {"rate": 20, "requests": 100, "gpu": "a100-80gb", "weights": "int4-g128", "time_model": "roofline"},
+    {"rate": [8, 16], "requests": 100, "prompt": 2048, "output": 64, "disagg": "1:3"},
+    {"rate": 4, "requests": 50, "prompt": 1024, "output": 32, "disagg": "1:1", "kv_link": "network"},
 ]
 
 
@@ -96,6 +98,8 @@ def test_simulate_to_pandas():
         ({"arrivals": "trace"}, "arrivals"),
         ({"trace": "/nonexistent/trace.csv"}, None),
         ({"model": "llama-3.1-405b"}, "model"),
+        ({"disagg": "0:1"}, "disagg"),
+        ({"kv_link": "nvlink"}, "kv_link"),
     ],
 )
 def test_simulate_errors_are_the_cli_messages(cli, kwargs, field):

@@ -4,30 +4,16 @@
 use crate::cli::SimulateArgs;
 use crate::inputs;
 use anyhow::{Context, Result};
-use llm_ledger_core::simulate::{simulate, Deployment, Disagg, SimConfig, Simulation, StepRecord};
+use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, StepRecord};
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
-use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::{Format, Report};
-
-use llm_ledger_files::simulate::with_rate;
 
 /// The simulator's configuration from the flags (the rate is set per run): the shared resolver
 /// of the text inputs, [`llm_ledger_files::simulate::config`].
 pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<SimConfig> {
     llm_ledger_files::simulate::config(&args.sim(), sc)
-}
-
-/// The disaggregated deployment of `--disagg X:Y` and `--kv-link`, if asked for.
-pub fn disagg(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Option<Disagg>> {
-    let Some(split) = &args.disagg else {
-        if args.kv_link.is_some() {
-            return Err(Error::invalid("kv_link", "given", "it applies only with --disagg X:Y").into());
-        }
-        return Ok(None);
-    };
-    Ok(Some(Disagg::of_inputs(split, args.kv_link.as_deref(), sc)?))
 }
 
 /// One run writing every step to the CSV file `path` as it goes.
@@ -51,71 +37,21 @@ fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result
 pub fn run(args: &SimulateArgs) -> Result<String> {
     let format: Format = args.output_format.format.0;
     let sc = super::scenario(&args.scenario(), "simulate")?;
-    let cfg = config(args, &sc)?;
-    let rates = llm_ledger_files::simulate::rates(args.rate.as_deref(), &cfg)?;
-    let sweep = rates.len() > 1;
-    let disagg = disagg(args, &sc)?;
-    // With --disagg every rate runs twice: disaggregated and aggregated.
-    if sweep && disagg.is_some() {
-        llm_ledger_files::simulate::check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
+    if args.plot_timeline.is_some()
+        && llm_ledger_files::simulate::rates(args.rate.as_deref(), &config(args, &sc)?)?.len() > 1
+    {
+        return Err(Error::invalid("plot_timeline", "given with a sweep of rates", "one rate").into());
     }
-    let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
-    if sweep {
-        for (flag, given) in [("trace_out", args.trace_out.is_some()), ("plot_timeline", args.plot_timeline.is_some())]
-        {
-            if given {
-                return Err(Error::invalid(flag, "given with a sweep of rates", "one rate").into());
-            }
-        }
-    }
-    if disagg.is_some() && args.trace_out.is_some() {
-        return Err(Error::invalid("trace_out", "given with --disagg", "a run of one instance").into());
-    }
-    let runs: Vec<Simulation> = match &args.trace_out {
-        Some(path) => vec![traced(&sc, &cfg, path)?],
-        None => {
-            let deployments: Vec<Deployment> = match &disagg {
-                None => vec![Deployment::SINGLE],
-                Some(d) => {
-                    let d = Deployment::Disaggregated(d.clone());
-                    vec![d.aggregated_equivalent(), d]
-                }
-            };
-            llm_ledger_files::simulate::run_deployments(&sc, &cfg, &rates, &deployments)?
-        }
-    };
-    // With --disagg the runs are the aggregated ones, then the disaggregated ones.
-    let (aggregated, runs) = match &disagg {
-        Some(_) => {
-            let mut runs = runs;
-            let disaggregated = runs.split_off(rates.len());
-            (runs, disaggregated)
-        }
-        None => (Vec::new(), runs),
-    };
-    let summaries = runs.iter().map(|r| r.summary.clone()).collect();
-    let report = match &disagg {
-        None => SimulateReport::new(&sc, &cfg, summaries, sweep),
-        Some(d) => SimulateReport::disaggregated(
-            &sc,
-            &cfg,
-            d,
-            summaries,
-            aggregated.iter().map(|r| r.summary.clone()).collect(),
-            sweep,
-        ),
-    };
-    let title = llm_ledger_files::simulate::chart_title(&report.inputs);
+    let trace = |cfg: &SimConfig| traced(&sc, cfg, args.trace_out.as_deref().unwrap_or_default());
+    let single: Option<(&str, &dyn Fn(&SimConfig) -> Result<Simulation>)> =
+        args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig) -> Result<Simulation>));
+    let sim = llm_ledger_files::simulate::run(&sc, &args.sim(), single)?;
     if let Some(path) = &args.plot {
-        let chart = if sweep {
-            ServingChart::throughput_latency(&report.points.clone().unwrap_or_default(), title.clone())
-        } else {
-            ServingChart::latency_cdfs(&runs[0], title.clone())
-        };
-        inputs::write_svg(path, &chart.svg(PlotSize::default())?)?;
+        inputs::write_svg(path, &sim.chart().svg(PlotSize::default())?)?;
     }
     if let Some(path) = &args.plot_timeline {
-        inputs::write_svg(path, &ServingChart::timeline(&runs[0].series, title).svg(PlotSize::default())?)?;
+        let title = llm_ledger_files::simulate::chart_title(&sim.report.inputs);
+        inputs::write_svg(path, &ServingChart::timeline(&sim.runs[0].series, title).svg(PlotSize::default())?)?;
     }
-    Ok(report.render(format)?)
+    Ok(sim.report.render(format)?)
 }

@@ -390,9 +390,13 @@ def simulate(
     ttft_ms: Optional[Number] = None,
     tpot_ms: Optional[Number] = None,
     reserve: Optional[Union[str, Number]] = None,
+    disagg: Optional[str] = None,
+    kv_link: Optional[str] = None,
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
-    quantiles, goodput, one rate or a sweep of rates."""
+    quantiles, goodput, one rate or a sweep of rates. ``disagg="1:3"`` runs prefill and decode
+    pools (KV moved over ``kv_link``) beside aggregated serving on as many instances: the JSON
+    then has ``aggregated`` (and ``aggregated_points``) beside ``summary``."""
 
 def tile(
     *,
