@@ -181,3 +181,122 @@
   window.addEventListener("popstate", () => go(location.pathname + location.search, false));
   showSliders();
 })();
+
+// ---- Plot tooltips and clickable points (issue 15, item 7) -------------------------------------
+// Every data mark of a plot is an SVG element with a <title> (its numbers: the browser shows it on
+// hover without this script), some wrapped in a link (a point that stands for a scenario or an
+// operator). Here the title becomes a styled tooltip: on hover and keyboard focus with a mouse, and
+// on a tap with a finger — the first tap on a linked mark shows its numbers, a second tap follows
+// the link. The title moves to data-tip (and aria-label) on first use, so the browser's own
+// tooltip does not show twice.
+(() => {
+  "use strict";
+  let box = null; // the tooltip element
+  let shown = null; // the mark it shows
+  let finger = false; // the last press was a touch or a pen
+
+  function tipBox() {
+    if (!box || !box.isConnected) {
+      box = document.createElement("div");
+      box.id = "plot-tip";
+      box.setAttribute("role", "tooltip");
+      box.hidden = true;
+      document.body.appendChild(box);
+    }
+    return box;
+  }
+
+  // The mark at `node`: the nearest SVG element (below the <svg>) with a title or a data-tip.
+  function markOf(node) {
+    for (let el = node; el && el instanceof SVGElement && el.tagName !== "svg"; el = el.parentNode) {
+      if (el.dataset.tip !== undefined) return el;
+      const t = el.firstElementChild;
+      if (t && t.tagName === "title") {
+        el.dataset.tip = t.textContent;
+        if (!el.hasAttribute("aria-label")) el.setAttribute("aria-label", t.textContent.replace(/\n/g, "; "));
+        t.remove();
+        return el;
+      }
+      if (el.tagName === "a" && el.firstElementChild) return markOf(el.firstElementChild);
+    }
+    return null;
+  }
+
+  function place(x, y) {
+    const b = tipBox();
+    const gap = 14, edge = 6;
+    const w = b.offsetWidth, h = b.offsetHeight;
+    let left = x + gap, top = y + gap;
+    if (left + w + edge > window.innerWidth) left = Math.max(edge, x - gap - w);
+    if (top + h + edge > window.innerHeight) top = Math.max(edge, y - gap - h);
+    b.style.left = left + "px";
+    b.style.top = top + "px";
+  }
+
+  function show(mark, x, y) {
+    const b = tipBox();
+    if (shown && shown !== mark) shown.classList.remove("tip-on");
+    b.textContent = mark.dataset.tip;
+    b.classList.toggle("linked", !!mark.closest("a[href]"));
+    b.hidden = false;
+    shown = mark;
+    mark.classList.add("tip-on");
+    if (x === undefined) {
+      const r = mark.getBoundingClientRect();
+      x = r.left + r.width / 2;
+      y = r.top + r.height / 2;
+    }
+    place(x, y);
+  }
+
+  function hide() {
+    if (box) box.hidden = true;
+    if (shown) shown.classList.remove("tip-on");
+    shown = null;
+  }
+
+  document.addEventListener("pointerdown", (e) => {
+    finger = e.pointerType !== "mouse";
+  }, true);
+  document.addEventListener("pointerover", (e) => {
+    if (e.pointerType !== "mouse") return; // a tap shows the tip on click, below
+    const m = markOf(e.target);
+    if (m) show(m, e.clientX, e.clientY);
+  });
+  document.addEventListener("pointermove", (e) => {
+    if (!shown || e.pointerType !== "mouse") return;
+    if (!shown.isConnected) hide();
+    else if (shown.contains(e.target)) place(e.clientX, e.clientY);
+  });
+  document.addEventListener("pointerout", (e) => {
+    if (e.pointerType !== "mouse" || !shown) return;
+    if (!e.relatedTarget || !shown.contains(e.relatedTarget)) hide();
+  });
+  // Before the page's link handler (capture): a first tap on a mark shows its numbers only.
+  document.addEventListener("click", (e) => {
+    const m = markOf(e.target);
+    if (!m) {
+      if (finger) hide();
+      return;
+    }
+    if (finger && shown !== m) {
+      e.preventDefault();
+      e.stopPropagation();
+      show(m);
+      return;
+    }
+    hide(); // the link is followed (a mouse click, or a second tap)
+  }, true);
+  // Keyboard focus (a tap also focuses a link: its tip waits for the click above).
+  document.addEventListener("focusin", (e) => {
+    const m = markOf(e.target);
+    if (m && !finger) show(m);
+  });
+  document.addEventListener("focusout", () => { if (!finger) hide(); });
+  document.addEventListener("keydown", (e) => {
+    finger = false;
+    if (e.key === "Escape") hide();
+  });
+  window.addEventListener("scroll", () => { if (finger) hide(); }, { passive: true });
+})();
+// ---- end of plot tooltips ----------------------------------------------------------------------

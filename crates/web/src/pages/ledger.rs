@@ -5,7 +5,7 @@ use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::Ledger;
-use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::plot::{PlotSize, Roofline, RooflinePoint};
 use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
 
@@ -14,8 +14,24 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
     let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
-    let chart = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default());
+    // Each operator's marker links to its row below (the row's id is `op-<name>`).
+    let page = ctx.self_href(&[], &[]);
+    let link = |p: &RooflinePoint| Some(format!("{page}#{}", row_id(&p.op)));
+    let chart = Roofline::from_report(&report, &sc.gpu).svg_linked(PlotSize::default(), Some(&link));
     let q = ctx.query;
+    // Under the measured clock each row shows both clocks, as the CLI's table does.
+    let measured = report.inputs.engine.is_some();
+    let time_cols: &[(&str, bool)] =
+        if measured { &[("roofline", true), ("expected", true)] } else { &[("time", true)] };
+    let mut cols: Vec<(&str, bool)> = vec![
+        ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
+        ("bytes", true), ("FLOP/B", true), ("math", false),
+    ];
+    cols.extend_from_slice(time_cols);
+    if measured {
+        cols.push(("achieved", true));
+    }
+    cols.extend([("share of step", false), ("bound", false)]);
     Ok(html! {
         h1 { "Ledger" }
         p.headline #headline { (report.inputs.headline()) }
@@ -30,20 +46,26 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         table.ledger #ledger {
             caption { "Per operator, summed over the layers it occurs in" }
-            (thead(&[
-                ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-                ("bytes", true), ("FLOP/B", true), ("math", false), ("time", true), ("share of step", false), ("bound", false),
-            ]))
+            (thead(&cols))
             tbody {
-                @for row in &report.rows { (row_html(row, false)) }
+                @for row in &report.rows { (row_html(row, false, measured)) }
             }
-            tfoot { (row_html(&report.total, true)) }
+            tfoot { (row_html(&report.total, true, measured)) }
         }
         div.notes {
             p { (report.counting_note) }
-            p {
-                "Roofline per operator: max(FLOPs ÷ " (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
-                (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
+            @if let Some(engine) = &report.inputs.engine {
+                p #clock-note {
+                    "Expected per operator: the measured clock for " (engine) " (achievable bandwidth and peak, kernel costs, "
+                    "fusion; docs/fidelity.md); the step is the sum of the rows. Roofline per operator: max(FLOPs ÷ "
+                    (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
+                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); achieved = roofline ÷ expected."
+                }
+            } @else {
+                p #clock-note {
+                    "Roofline per operator: max(FLOPs ÷ " (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
+                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
+                }
             }
             @for n in &report.notes { p.note { "note: " (n) } }
             p.downloads {
@@ -56,9 +78,15 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     })
 }
 
-fn row_html(r: &RowView, total: bool) -> Markup {
+/// The id of an operator's row (what its roofline marker links to).
+pub fn row_id(op: &str) -> String {
+    format!("op-{op}")
+}
+
+/// One row; `measured` adds the roofline time and the achieved fraction beside the expected time.
+fn row_html(r: &RowView, total: bool, measured: bool) -> Markup {
     html! {
-        tr data-op=(r.op) {
+        tr data-op=(r.op) id=[(!total).then(|| row_id(&r.op))] {
             @if total { th scope="row" { (r.op) } } @else { td { code { (r.op) } } }
             td.num { (r.layers) }
             (num(r.flops, human::flops(r.flops)))
@@ -68,7 +96,13 @@ fn row_html(r: &RowView, total: bool) -> Markup {
             (num(r.bytes, human::bytes(r.bytes)))
             td.num data-value=[r.intensity] { (human::intensity(r.intensity)) }
             td { (r.math.map(|m| m.name()).unwrap_or("")) }
-            (num(r.time_s, human::seconds(r.time_s)))
+            @if measured {
+                td.num.roofline data-value=(r.roofline_time_s) { (human::seconds(r.roofline_time_s)) }
+            }
+            td.num.time data-value=(r.time_s) { (human::seconds(r.time_s)) }
+            @if measured {
+                td.num.achieved data-value=[r.achieved] { (r.achieved.map(human::percent).unwrap_or_else(|| "—".into())) }
+            }
             td.share data-value=(r.time_share) { (share_bar(r.time_share)) span { (human::percent(r.time_share)) } }
             td class=(format!("bound {}", r.bound)) { (r.bound) }
         }
