@@ -1678,7 +1678,8 @@ async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
         let at = html.find(&format!("<tr data-op=\"{op}\""))?;
         let row = &html[at..at + html[at..].find("</tr>")?];
         let c = row.find(&format!("class=\"num {class}\""))?;
-        let v = row[c..].split("data-value=\"").nth(1)?;
+        let tag = &row[c..c + row[c..].find('>')?];
+        let v = tag.split("data-value=\"").nth(1)?;
         v[..v.find('"')?].parse().ok()
     };
     for pairs in [vec![], vec![("batch", "64"), ("engine", "vllm")], vec![("phase", "prefill"), ("ctx", "1024")]] {
