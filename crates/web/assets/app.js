@@ -286,6 +286,20 @@
       return;
     }
     hide(); // the link is followed (a mouse click, or a second tap)
+    // A link to a row of this page (a roofline operator): scroll to the row and mark it here; the
+    // browser's own fragment navigation does not follow SVG links reliably.
+    const a = m.closest("a.mark-link");
+    if (!a) return;
+    const url = new URL(a.getAttribute("href"), location.href);
+    if (!url.hash || url.pathname !== location.pathname || url.search !== location.search) return;
+    const row = document.getElementById(decodeURIComponent(url.hash.slice(1)));
+    if (!row) return;
+    e.preventDefault();
+    e.stopPropagation();
+    history.pushState(null, "", url.pathname + url.search + url.hash);
+    for (const t of document.querySelectorAll(".is-target")) t.classList.remove("is-target");
+    row.classList.add("is-target");
+    row.scrollIntoView({ block: "center" });
   }, true);
   // Keyboard focus (a tap also focuses a link: its tip waits for the click above).
   document.addEventListener("focusin", (e) => {

@@ -946,8 +946,13 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
         assert_eq!(moved[1], json!(text), "its text is the tooltip's");
         c.find(Locator::Css(&css)).await.text_err()?.click().await.text_err()?;
         wait_url(&c, &format!("#op-{op}")).await?;
-        let target = c.execute("const t = document.querySelector(':target'); return t && t.id", vec![]).await;
-        assert_eq!(target.text_err()?, json!(format!("op-{op}")), "the operator's row is the target");
+        let target = c.execute("const t = document.querySelector('tr.is-target'); return t && t.id", vec![]).await;
+        assert_eq!(target.text_err()?, json!(format!("op-{op}")), "the operator's row is marked");
+        let seen = c
+            .execute("const r = document.getElementById(arguments[0]).getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight", vec![json!(format!("op-{op}"))])
+            .await
+            .text_err()?;
+        assert_eq!(seen, json!(true), "the row is scrolled into view");
         shot(&c, "issue-15-roofline-hover").await?;
 
         // A finger: the first tap shows the numbers and stays, the second follows the link.
