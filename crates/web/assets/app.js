@@ -131,7 +131,11 @@
       const box = document.getElementById(el.dataset.for);
       if (!box) return;
       box.value = String(Math.max(1, Math.round(Math.pow(2, Number(el.value)))));
-      schedule(form, 15);
+      // At once: live() keeps one request in flight and fetches the latest state when it answers,
+      // so a fast drag is coalesced without a timer (a 15 ms timer here was a third of the
+      // 50 ms budget per update; issue 15).
+      clearTimeout(timer);
+      live(form);
     } else if (el.type === "text") {
       schedule(form, 250);
     }

@@ -887,8 +887,9 @@ async fn tip_text(c: &Client) -> Option<String> {
 }
 
 /// Time from an `input` event on the slider `id` to the page's content swapped in (and to the
-/// next frame), over the slider values `steps`, in the browser's own clock: (DOM ms, frame ms).
-async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<(f64, f64)>> {
+/// next frame), over the slider values `steps`, in the browser's own clock: [DOM ms, frame ms,
+/// the fetch's ms (request to the answer's last byte), ms from the event to the fetch].
+async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<[f64; 4]>> {
     let script = r#"
         const [id, steps, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
         const slider = document.getElementById(id);
@@ -901,7 +902,10 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<(f64, f
             if (document.getElementById("content") === before) return;
             obs.disconnect();
             const dom = performance.now() - t0;
-            requestAnimationFrame(() => { times.push([dom, performance.now() - t0]); setTimeout(next, 40); });
+            const f = performance.getEntriesByType("resource").filter(r => r.initiatorType === "fetch").pop();
+            const fetchMs = f && f.startTime >= t0 ? f.responseEnd - f.startTime : NaN;
+            const waitMs = f && f.startTime >= t0 ? f.startTime - t0 : NaN;
+            requestAnimationFrame(() => { times.push([dom, performance.now() - t0, fetchMs, waitMs]); setTimeout(next, 40); });
           });
           obs.observe(document.body, { childList: true, subtree: true });
           slider.value = String(steps[i++]);
@@ -911,11 +915,10 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<(f64, f
         next();
     "#;
     let v = c.execute_async(script, vec![json!(id), json!(steps)]).await.text_err()?;
+    let size = c.execute("const f = performance.getEntriesByType('resource').filter(r => r.initiatorType === 'fetch').pop(); return [f && f.decodedBodySize, document.getElementById('content').getElementsByTagName('*').length]", vec![]).await.text_err()?;
+    eprintln!("SIZE {id} {size}");
     let times = v.as_array().ok_or("no times")?;
-    Ok(times
-        .iter()
-        .map(|t| (t[0].as_f64().unwrap_or(f64::NAN), t[1].as_f64().unwrap_or(f64::NAN)))
-        .collect())
+    Ok(times.iter().map(|t| [0, 1, 2, 3].map(|i| t[i].as_f64().unwrap_or(f64::NAN))).collect())
 }
 
 /// Issue 15, item 7: hovering a roofline point shows its numbers in the styled tooltip and
@@ -988,17 +991,22 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
             let from = if slider == "f-ctx-slider" { 9.0 } else { 2.0 };
             let steps: Vec<f64> = (0..12).map(|i| from + i as f64 * 0.5).collect();
             let t = update_times(&c, slider, &steps).await?;
-            let mut dom: Vec<f64> = t.iter().map(|x| x.0).collect();
-            let mut frame: Vec<f64> = t.iter().map(|x| x.1).collect();
-            dom.sort_by(f64::total_cmp);
-            frame.sort_by(f64::total_cmp);
+            let sorted = |i: usize| {
+                let mut v: Vec<f64> = t.iter().map(|x| x[i]).collect();
+                v.sort_by(f64::total_cmp);
+                v
+            };
+            let (dom, frame, fetch, wait) = (sorted(0), sorted(1), sorted(2), sorted(3));
             let (n, med) = (dom.len(), |v: &[f64]| v[v.len() / 2]);
             report_lines.push(format!(
-                "/{path} ({slider}, {n} updates): input → new content median {:.1} ms, max {:.1} ms; → next frame median {:.1} ms, max {:.1} ms",
+                "/{path} ({slider}, {n} updates): input → new content median {:.1} ms, max {:.1} ms; → next frame median {:.1} ms, max {:.1} ms; of which waiting to send median {:.1} ms, the fetch median {:.1} ms (max {:.1})",
                 med(&dom),
                 dom[n - 1],
                 med(&frame),
-                frame[n - 1]
+                frame[n - 1],
+                med(&wait),
+                med(&fetch),
+                fetch[n - 1]
             ));
         }
         use std::io::Write;

@@ -162,6 +162,25 @@ impl Overlay {
         }
     }
 
+    /// [`Overlay::cell`] with a hover tooltip and an outline of `stroke_width` in the text colour
+    /// (one element where a cell and its outline were two: a big tile grid has a thousand).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cell_outlined(
+        &mut self,
+        (x, y, w, h): (f64, f64, f64, f64),
+        fill: &str,
+        opacity: f64,
+        class: &str,
+        tooltip: &str,
+        stroke_width: f64,
+    ) {
+        let attrs = format!(
+            "class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\" stroke=\"{FG}\" stroke-width=\"{stroke_width}\"",
+            esc(class)
+        );
+        self.mark("rect", &attrs, tooltip, None);
+    }
+
     /// Markup as given (definitions such as a `<pattern>`); the caller escapes what it interpolates.
     pub fn raw(&mut self, markup: &str) {
         self.buf.push_str(markup);

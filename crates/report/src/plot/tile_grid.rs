@@ -275,16 +275,19 @@ impl TileGrid<'_> {
                         ((m - (r0 as f64) * bm) * scale).clamp(0.0, h),
                         ((n - (c0 as f64) * bn) * scale).clamp(0.0, w),
                     );
-                    o.cell(x, y, w, h, &colour, 0.3, "tile", Some(&tip));
+                    // The tile's own rectangle carries its outline (when cells are big enough to
+                    // show one) and its tooltip; the real part and the padding are drawn over it.
+                    if cell_px >= 4.0 {
+                        o.cell_outlined((x, y, w, h), &colour, 0.3, "tile", &tip, 0.6);
+                    } else {
+                        o.cell(x, y, w, h, &colour, 0.3, "tile", Some(&tip));
+                    }
                     o.cell(x, y, real_w, real_h, &colour, 0.9, "real", None);
                     if real_w < w {
                         o.cell(x + real_w, y, w - real_w, h, &hatch, 1.0, "pad", None);
                     }
                     if real_h < h {
                         o.cell(x, y + real_h, real_w, h - real_h, &hatch, 1.0, "pad", None);
-                    }
-                    if cell_px >= 4.0 {
-                        o.outline(x, y, w, h, FG, 0.4);
                     }
                     if let Some((tr, tc)) = reread {
                         let (in_row, in_col) = ((r0..r1).contains(&tr), (c0..c1).contains(&tc));
