@@ -916,7 +916,13 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<[f64; 4
     "#;
     let v = c.execute_async(script, vec![json!(id), json!(steps)]).await.text_err()?;
     let size = c.execute("const f = performance.getEntriesByType('resource').filter(r => r.initiatorType === 'fetch').pop(); return [f && f.decodedBodySize, document.getElementById('content').getElementsByTagName('*').length]", vec![]).await.text_err()?;
-    eprintln!("SIZE {id} {size}");
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "issue 15 live update: the last answer was {} B of HTML, the new content {} elements",
+        size[0],
+        size[1]
+    );
     let times = v.as_array().ok_or("no times")?;
     Ok(times.iter().map(|t| [0, 1, 2, 3].map(|i| t[i].as_f64().unwrap_or(f64::NAN))).collect())
 }
