@@ -859,8 +859,12 @@ fn without_a_browser_the_test_says_skip_and_fails_in_ci() {
 async fn hover(c: &Client, css: &str) -> Result {
     use fantoccini::actions::{InputSource, MouseActions, PointerAction};
     let el = c.find(Locator::Css(css)).await.map_err(|e| format!("{css}: {e}"))?;
-    let mouse =
-        MouseActions::new("mouse".into()).then(PointerAction::MoveToElement { element: el, duration: None, x: 0.0, y: 0.0 });
+    let mouse = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: el,
+        duration: None,
+        x: 0.0,
+        y: 0.0,
+    });
     c.perform_actions(mouse).await.text_err()?;
     c.release_actions().await.text_err()
 }
@@ -936,7 +940,8 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
     in_browser(&[], |c, base| async move {
         c.goto(&format!("{base}ledger?batch=64")).await.text_err()?;
         wait_heading(&c, "Ledger").await?;
-        let sc = ScenarioRequest { batch: Some("64".into()), ..Default::default() }.resolve(&Catalog::builtin()).unwrap();
+        let sc =
+            ScenarioRequest { batch: Some("64".into()), ..Default::default() }.resolve(&Catalog::builtin()).unwrap();
         let report = LedgerReport::new(&sc, &Ledger::build(&sc));
         let op = "attention";
         let row = report.rows.iter().find(|r| r.op == op).ok_or("no attention row")?;
@@ -991,8 +996,10 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
             ("kv-cache", "f-batch-slider"),
         ] {
             c.goto(&format!("{base}{path}")).await.text_err()?;
-            until("the slider", || async { c.find(Locator::Id(slider)).await.ok()?.is_displayed().await.ok().filter(|d| *d) })
-                .await?;
+            until("the slider", || async {
+                c.find(Locator::Id(slider)).await.ok()?.is_displayed().await.ok().filter(|d| *d)
+            })
+            .await?;
             // Twelve positions of a drag: batch 4 … 181, context 512 … 23,170.
             let from = if slider == "f-ctx-slider" { 9.0 } else { 2.0 };
             let steps: Vec<f64> = (0..12).map(|i| from + i as f64 * 0.5).collect();

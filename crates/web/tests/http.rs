@@ -1688,7 +1688,11 @@ async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
         assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.body);
         let report = cli_report(&pairs);
         assert!(report.inputs.engine.is_some(), "the measured clock is the default");
-        for th in ["<th class=\"num\" scope=\"col\">roofline</th>", "<th class=\"num\" scope=\"col\">expected</th>", "<th class=\"num\" scope=\"col\">achieved</th>"] {
+        for th in [
+            "<th class=\"num\" scope=\"col\">roofline</th>",
+            "<th class=\"num\" scope=\"col\">expected</th>",
+            "<th class=\"num\" scope=\"col\">achieved</th>",
+        ] {
             assert!(r.body.contains(th), "{q}: {th}");
         }
         for row in report.rows.iter().chain([&report.total]) {
@@ -1709,5 +1713,33 @@ async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
     for row in &report.rows {
         assert_eq!(cell(&r.body, &row.op, "time"), Some(row.time_s), "{}", row.op);
         assert_eq!(cell(&r.body, &row.op, "roofline"), None, "{}", row.op);
+    }
+}
+
+/// Issue 15, item 7: from a roofline point to its row, and from the row to the operator in Powers
+/// of ten — every operator name of the ledger table that Powers of ten shows links to a zoom path
+/// that opens that operator (its node's FLOPs are the row's FLOPs per layer).
+#[tokio::test]
+async fn issue_15_ledger_rows_link_to_their_operator_in_powers_of_ten() {
+    for pairs in
+        [vec![("batch", "8")], vec![("model", "mixtral-8x7b"), ("flash", "off"), ("phase", "prefill"), ("ctx", "256")]]
+    {
+        let q = serde_urlencoded::to_string(&pairs).unwrap();
+        let r = get(&format!("/ledger?{q}")).await;
+        let report = cli_report(&pairs);
+        let mut linked = 0;
+        for row in &report.rows {
+            let at = r.body.find(&format!("<tr data-op=\"{}\"", row.op)).expect(&row.op);
+            let tr = &r.body[at..at + r.body[at..].find("</tr>").unwrap()];
+            let Some(h) = tr.split("<a class=\"zoomto\" href=\"").nth(1) else { continue };
+            let href = h[..h.find('"').unwrap()].replace("&amp;", "&");
+            assert!(href.starts_with("/powers-of-ten?") && href.contains("at="), "{href}");
+            let page = get(&href).await;
+            assert_eq!(page.status, StatusCode::OK, "{href}");
+            assert!(!page.body.contains("id=\"zoom-notice\""), "{href} is a valid zoom path");
+            assert_eq!(value_of(&page.body, "node-flops"), row.flops / row.layers as f64, "{q} {href}");
+            linked += 1;
+        }
+        assert!(linked + 1 >= report.rows.len(), "{q}: {linked} of {} rows link", report.rows.len());
     }
 }

@@ -362,14 +362,22 @@ mod tests {
         assert_eq!(batches.len(), want.len(), "{batches:?}");
         for (b, m) in want.iter().zip(&batches) {
             let t = *b as f64 * per_seq;
-            assert!(m.tooltip.starts_with(&format!("batch {b} × 2,048 tokens = {} cached tokens", human::count(t as u64))));
-            assert!(m.tooltip.contains(&format!("KV read {}", human::bytes(t * c.kv_bytes_per_token))), "{}", m.tooltip);
+            assert!(m
+                .tooltip
+                .starts_with(&format!("batch {b} × 2,048 tokens = {} cached tokens", human::count(t as u64))));
+            assert!(
+                m.tooltip.contains(&format!("KV read {}", human::bytes(t * c.kv_bytes_per_token))),
+                "{}",
+                m.tooltip
+            );
             assert!(m.tooltip.contains(&format!("weights {}", human::bytes(c.weight_bytes))));
             assert_eq!(m.href, Some(format!("/kv-cache?batch={b}")));
         }
         let cross = ms.iter().find(|m| m.class == "crossover").expect("the crossover mark");
         let first = (c.crossover_tokens / per_seq).floor() as u64 + 1;
-        assert!(cross.tooltip.contains(&format!("crossover: {} cached tokens", human::count(c.crossover_tokens.round() as u64))));
+        assert!(cross
+            .tooltip
+            .contains(&format!("crossover: {} cached tokens", human::count(c.crossover_tokens.round() as u64))));
         assert_eq!(cross.href, Some(format!("/kv-cache?batch={first}")));
         let wall = ms.iter().find(|m| m.class == "wall").expect("the wall mark");
         assert!(wall.tooltip.contains(&format!("largest batch that fits: {} × 2,048 tokens", c.max_batch.unwrap())));

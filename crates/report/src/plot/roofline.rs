@@ -425,11 +425,8 @@ mod tests {
             let s = chart.svg_linked(PlotSize::default(), Some(&link)).unwrap();
             let ops: Vec<super::super::MarkInfo> =
                 super::super::marks(&s).into_iter().filter(|m| m.class == "op").collect();
-            let drawn: Vec<_> = report
-                .rows
-                .iter()
-                .filter(|r| r.flops > 0.0 && r.bytes > 0.0 && r.roofline_time_s > 0.0)
-                .collect();
+            let drawn: Vec<_> =
+                report.rows.iter().filter(|r| r.flops > 0.0 && r.bytes > 0.0 && r.roofline_time_s > 0.0).collect();
             assert_eq!(ops.len(), drawn.len(), "{s}");
             for r in drawn {
                 let head = format!("{} × {}\n", r.op, r.layers);

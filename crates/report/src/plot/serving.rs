@@ -300,12 +300,18 @@ mod tests {
         let p = &sim.series[0];
         assert_eq!(
             ms[0].tooltip,
-            format!("at {}: running batch {} sequences · waiting queue {} requests", human::seconds(p.t_s), p.running, p.waiting)
+            format!(
+                "at {}: running batch {} sequences · waiting queue {} requests",
+                human::seconds(p.t_s),
+                p.running,
+                p.waiting
+            )
         );
 
         let summaries: Vec<SimSummary> = runs.iter().map(|r| r.summary.clone()).collect();
         let link = |m: &LineMark| m.rate_per_s.map(|r| format!("/serving?rate={r}"));
-        let s = ServingChart::throughput_latency(&summaries, None).svg_linked(PlotSize::default(), Some(&link)).unwrap();
+        let s =
+            ServingChart::throughput_latency(&summaries, None).svg_linked(PlotSize::default(), Some(&link)).unwrap();
         let ms = crate::plot::marks(&s);
         assert_eq!(ms.len(), 4);
         for (i, run) in summaries.iter().enumerate() {

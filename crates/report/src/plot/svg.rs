@@ -94,10 +94,8 @@ impl Overlay {
     /// An invisible hover target (a line's sample: the line itself is drawn by plotters), a circle
     /// of radius `r` with a tooltip.
     pub fn target(&mut self, (x, y): (i32, i32), r: f64, class: &str, tooltip: &str, href: Option<&str>) {
-        let attrs = format!(
-            "class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"#000000\" fill-opacity=\"0\"",
-            esc(class)
-        );
+        let attrs =
+            format!("class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"#000000\" fill-opacity=\"0\"", esc(class));
         self.mark("circle", &attrs, tooltip, href);
     }
 
@@ -273,7 +271,9 @@ fn svg_marks(svg: &str) -> Vec<MarkInfo> {
         let before = &svg[..open];
         let href = before
             .rfind("<a ")
-            .filter(|a| before[*a..].ends_with("\">") && !before[*a..].contains("</a>") && !before[*a + 1..].contains('<'))
+            .filter(|a| {
+                before[*a..].ends_with("\">") && !before[*a..].contains("</a>") && !before[*a + 1..].contains('<')
+            })
             .and_then(|a| attr(&before[a..], "href"));
         out.push(MarkInfo {
             tag,

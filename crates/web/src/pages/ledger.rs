@@ -4,7 +4,9 @@
 use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
-use llm_ledger_core::Ledger;
+use llm_ledger_core::ops::{Block, OpKind};
+use llm_ledger_core::zoom::block_name;
+use llm_ledger_core::{Ledger, ZoomTree};
 use llm_ledger_report::plot::{PlotSize, Roofline, RooflinePoint};
 use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
@@ -13,7 +15,15 @@ use maud::{html, Markup};
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
-    let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
+    let ledger = Ledger::build(sc);
+    let report = ctx.query.checked(LedgerReport::new(sc, &ledger))?;
+    // Each operator's name links to it in Powers of ten (the first layer that has it).
+    let tree = ZoomTree::build(sc);
+    let zoom: Vec<Option<String>> = ledger
+        .rows
+        .iter()
+        .map(|r| zoom_path(&tree, r.op).map(|at| ctx.query.href_with("/powers-of-ten", &[("at", &at)])))
+        .collect();
     // Each operator's marker links to its row below (the row's id is `op-<name>`).
     let page = ctx.self_href(&[], &[]);
     let link = |p: &RooflinePoint| Some(format!("{page}#{}", row_id(&p.op)));
@@ -24,8 +34,15 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let time_cols: &[(&str, bool)] =
         if measured { &[("roofline", true), ("expected", true)] } else { &[("time", true)] };
     let mut cols: Vec<(&str, bool)> = vec![
-        ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-        ("bytes", true), ("FLOP/B", true), ("math", false),
+        ("operator", false),
+        ("n", true),
+        ("FLOPs", true),
+        ("weights", true),
+        ("KV", true),
+        ("activations", true),
+        ("bytes", true),
+        ("FLOP/B", true),
+        ("math", false),
     ];
     cols.extend_from_slice(time_cols);
     if measured {
@@ -48,9 +65,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             caption { "Per operator, summed over the layers it occurs in" }
             (thead(&cols))
             tbody {
-                @for row in &report.rows { (row_html(row, false, measured)) }
+                @for (i, row) in report.rows.iter().enumerate() { (row_html(row, zoom.get(i).cloned().flatten(), measured)) }
             }
-            tfoot { (row_html(&report.total, true, measured)) }
+            tfoot { (total_html(&report.total, measured)) }
         }
         div.notes {
             p { (report.counting_note) }
@@ -83,11 +100,52 @@ pub fn row_id(op: &str) -> String {
     format!("op-{op}")
 }
 
-/// One row; `measured` adds the roofline time and the achieved fraction beside the expected time.
-fn row_html(r: &RowView, total: bool, measured: bool) -> Markup {
+/// The zoom path of an operator kind: the top-level operators by name, a layer's operator in the
+/// first layer that has it; `None` for what Powers of ten does not show (communication rows).
+fn zoom_path(tree: &ZoomTree, op: OpKind) -> Option<String> {
+    if op.is_comm() {
+        return None;
+    }
+    let block = op.block();
+    let path = match block {
+        Block::Embedding | Block::Head => op.short().to_string(),
+        _ => {
+            let tail = format!("{}.{}", block_name(block), op.short());
+            return (0..tree.num_layers).map(|i| format!("layer.{i}.{tail}")).find(|p| tree.node(p).is_ok());
+        }
+    };
+    tree.node(&path).is_ok().then_some(path)
+}
+
+/// One operator's row, its name a link to it in Powers of ten; `measured` adds the roofline time
+/// and the achieved fraction beside the expected time.
+fn row_html(r: &RowView, zoom: Option<String>, measured: bool) -> Markup {
     html! {
-        tr data-op=(r.op) id=[(!total).then(|| row_id(&r.op))] {
-            @if total { th scope="row" { (r.op) } } @else { td { code { (r.op) } } }
+        tr data-op=(r.op) id=(row_id(&r.op)) {
+            td {
+                @match zoom {
+                    Some(href) => a.zoomto href=(href) title="this operator in Powers of ten" { code { (r.op) } },
+                    None => code { (r.op) },
+                }
+            }
+            (cells(r, measured))
+        }
+    }
+}
+
+/// The total row.
+fn total_html(r: &RowView, measured: bool) -> Markup {
+    html! {
+        tr data-op=(r.op) {
+            th scope="row" { (r.op) }
+            (cells(r, measured))
+        }
+    }
+}
+
+/// A row's numbers.
+fn cells(r: &RowView, measured: bool) -> Markup {
+    html! {
             td.num { (r.layers) }
             (num(r.flops, human::flops(r.flops)))
             (num(r.weight_bytes, human::bytes(r.weight_bytes)))
@@ -105,6 +163,5 @@ fn row_html(r: &RowView, total: bool, measured: bool) -> Markup {
             }
             td.share data-value=(r.time_share) { (share_bar(r.time_share)) span { (human::percent(r.time_share)) } }
             td class=(format!("bound {}", r.bound)) { (r.bound) }
-        }
     }
 }
