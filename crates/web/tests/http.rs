@@ -1585,7 +1585,7 @@ async fn issue_15_every_plot_mark_has_a_tooltip_and_its_link_resolves() {
     let pages: &[(&str, &[&str], usize)] = &[
         ("/ledger?batch=64", &["op"], 10),
         ("/ledger?model=mixtral-8x7b&phase=prefill&ctx=512&time_model=roofline", &["op"], 10),
-        ("/batching?ctx=4096", &["step", "rate"], 20),
+        ("/batching?ctx=4096", &["step", "rate", "wall", "crossover"], 20),
         ("/batching?batches=1,3,17&gpu=l4", &["step", "rate"], 6),
         ("/kv-cache?batch=64", &["batch", "crossover", "wall"], 5),
         ("/kv-cache?model=llama-3.1-70b&gpu=a100-80gb-sxm&weights=fp8&ctx=32768", &["batch"], 1),

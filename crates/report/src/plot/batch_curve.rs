@@ -59,9 +59,10 @@ impl BatchCurve {
         self.svg_linked(size, None)
     }
 
-    /// [`BatchCurve::svg`], each batch size's two markers linked where `links` says (the
-    /// explorer: the page at that batch).
-    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, BatchPoint>) -> Result<String, PlotError> {
+    /// [`BatchCurve::svg`], each mark linked to the batch size it stands for, where `links` says
+    /// (the explorer: the page at that batch): a point's two markers to its batch, the memory
+    /// wall's to the largest batch that fits, the KV crossover's to the first batch past it.
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, u64>) -> Result<String, PlotError> {
         let pts: Vec<&BatchPoint> = self.points.iter().collect();
         if pts.is_empty() {
             return Err(PlotError("no batch sizes to draw".into()));
@@ -153,6 +154,26 @@ impl BatchCurve {
                     overlay.rect((px, py_top), at(x1, bottom), colour, 0.10);
                 }
                 overlay.line((px, py_top), (px, py_bottom), colour, 1.5, "5 4");
+                // A mark at the line's foot: what it means, and the batch it points to.
+                let (class, tip, target) = if i == 0 {
+                    let fits = (b.ceil() as u64).saturating_sub(1).max(1);
+                    let tip = format!(
+                        "memory wall: batch {} is the first that does not fit\nlargest batch that fits: {}",
+                        human::sig3(b),
+                        human::count(fits)
+                    );
+                    ("wall", tip, fits)
+                } else {
+                    let past = b.ceil().max(1.0) as u64;
+                    let tip = format!(
+                        "KV crossover: batch {}\nfrom batch {} on, KV bytes read per step pass the weight bytes",
+                        human::sig3(b),
+                        human::count(past)
+                    );
+                    ("crossover", tip, past)
+                };
+                let url = href(links, &target);
+                overlay.point_link((px, py_bottom), 4.5, colour, class, &tip, url.as_deref());
                 let anchor = if x > (x0 + x1) / 2.0 { Anchor::End } else { Anchor::Start };
                 let dx = if matches!(anchor, Anchor::End) { -4 } else { 4 };
                 overlay.text((px + dx, py_top + 14 + 14 * i as i32), &label, FONT - 1.0, colour, anchor, 0.0);
@@ -164,7 +185,7 @@ impl BatchCurve {
             chart.draw_secondary_series(LineSeries::new(rates.iter().copied(), rgb(RATE_COLOUR).stroke_width(2)))?;
             for p in &pts {
                 let tip = tooltip(p, self.memory_wall_batch);
-                let url = href(links, *p);
+                let url = href(links, &p.batch);
                 let x = lb(p.batch as f64);
                 overlay.point_link(at(x, p.step_time_s * 1e3), 3.5, TIME_COLOUR, "step", &tip, url.as_deref());
                 let xy = area.map_coordinate(&(x, p.tokens_per_s));
@@ -237,7 +258,7 @@ mod tests {
     fn every_marker_carries_its_points_numbers_and_link() {
         let mut c = curve();
         c.memory_wall_batch = Some(100.0);
-        let link = |p: &BatchPoint| Some(format!("/batching?batch={}", p.batch));
+        let link = |b: &u64| Some(format!("/batching?batch={b}"));
         let s = c.svg_linked(PlotSize::default(), Some(&link)).unwrap();
         let m = super::super::marks(&s);
         for class in ["step", "rate"] {
@@ -253,6 +274,13 @@ mod tests {
             }
         }
         assert!(!c.svg(PlotSize::default()).unwrap().contains("<a "));
+        // The wall (batch 100 is the first that does not fit) and the crossover (55.9).
+        let wall = m.iter().find(|m| m.class == "wall").expect("the wall's mark");
+        assert!(wall.tooltip.contains("batch 100 is the first that does not fit\nlargest batch that fits: 99"));
+        assert_eq!(wall.href.as_deref(), Some("/batching?batch=99"));
+        let cross = m.iter().find(|m| m.class == "crossover").expect("the crossover's mark");
+        assert!(cross.tooltip.starts_with("KV crossover: batch 55.9\nfrom batch 56 on"), "{}", cross.tooltip);
+        assert_eq!(cross.href.as_deref(), Some("/batching?batch=56"));
     }
 
     #[test]

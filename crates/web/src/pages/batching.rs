@@ -9,7 +9,7 @@ use crate::query::PageQuery;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_report::human;
-use llm_ledger_report::plot::{BatchPoint, PlotSize};
+use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::SweepPlan;
 use maud::{html, Markup};
 
@@ -58,8 +58,8 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let (plan, current) = plan(q, &ctx.state.catalog)?;
     let points = q.checked(plan.points(MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
-    // Each batch size's markers link to this page at that batch (its table row is then marked).
-    let link = |p: &BatchPoint| Some(ctx.self_href(&[("batch", Some(&p.batch.to_string()))], &[]));
+    // Each mark links to this page at the batch it stands for (its table row is then marked).
+    let link = |b: &u64| Some(ctx.self_href(&[("batch", Some(&b.to_string()))], &[]));
     let chart = curve.svg_linked(PlotSize::default(), Some(&link));
     let h = &plan.head;
     let ctx_tokens = plan.ctx.min();
