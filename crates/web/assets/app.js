@@ -242,6 +242,7 @@
     if (shown && shown !== mark) shown.classList.remove("tip-on");
     b.textContent = mark.dataset.tip;
     b.classList.toggle("linked", !!mark.closest("a[href]"));
+    b.classList.toggle("finger", finger);
     b.hidden = false;
     shown = mark;
     mark.classList.add("tip-on");

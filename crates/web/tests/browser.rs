@@ -958,6 +958,8 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
             .text_err()?;
         assert_eq!(moved[0], json!(true), "the hovered mark's <title> is gone");
         assert_eq!(moved[1], json!(text), "its text is the tooltip's");
+        let png = c.screenshot().await.text_err()?;
+        std::fs::write(screenshots_dir().join("issue-15-roofline-tooltip.png"), png).text_err()?;
         c.find(Locator::Css(&css)).await.text_err()?.click().await.text_err()?;
         wait_url(&c, &format!("#op-{op}")).await?;
         let target = c.execute("const t = document.querySelector('tr.is-target'); return t && t.id", vec![]).await;
@@ -967,7 +969,6 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
             .await
             .text_err()?;
         assert_eq!(seen, json!(true), "the row is scrolled into view");
-        shot(&c, "issue-15-roofline-hover").await?;
 
         // A finger: the first tap shows the numbers and stays, the second follows the link.
         c.goto(&format!("{base}batching?ctx=4096")).await.text_err()?;
@@ -975,6 +976,8 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
         let point = "svg.batch-curve a[href*='batch=32&'] circle.step";
         tap(&c, point).await?;
         let text = until("the tooltip after a tap", || tip_text(&c)).await?;
+        let png = c.screenshot().await.text_err()?;
+        std::fs::write(screenshots_dir().join("issue-15-batch-curve-tap.png"), png).text_err()?;
         assert!(text.starts_with("batch 32\n"), "{text}");
         assert!(!url(&c).await.contains("batch=32&"), "the first tap does not navigate");
         tap(&c, point).await?;
