@@ -1620,7 +1620,7 @@ async fn issue_15_every_plot_mark_has_a_tooltip_and_its_link_resolves() {
             }
             let target = get(path).await;
             assert_eq!(target.status, StatusCode::OK, "{uri} → {link}: {}", target.body);
-            assert!(!target.body.contains("<div class=\"error\""), "{uri} → {link} shows an error");
+            assert!(!target.body.contains("id=\"error\""), "{uri} → {link} shows an error");
             if !fragment.is_empty() {
                 assert!(target.body.contains(&format!("id=\"{fragment}\"")), "{uri} → {link}: no #{fragment}");
             }
