@@ -4,9 +4,10 @@
 use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
-use llm_ledger_core::ops::{Block, OpKind};
+use llm_ledger_core::model::LayerSpec;
+use llm_ledger_core::ops::{OpBuilder, OpKind};
 use llm_ledger_core::zoom::block_name;
-use llm_ledger_core::{Ledger, ZoomTree};
+use llm_ledger_core::{Ledger, Scenario};
 use llm_ledger_report::plot::{PlotSize, Roofline, RooflinePoint};
 use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
@@ -18,11 +19,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let ledger = Ledger::build(sc);
     let report = ctx.query.checked(LedgerReport::new(sc, &ledger))?;
     // Each operator's name links to it in Powers of ten (the first layer that has it).
-    let tree = ZoomTree::build(sc);
+    let first = first_layers(sc);
     let zoom: Vec<Option<String>> = ledger
         .rows
         .iter()
-        .map(|r| zoom_path(&tree, r.op).map(|at| ctx.query.href_with("/powers-of-ten", &[("at", &at)])))
+        .map(|r| zoom_path(&first, r.op).map(|at| ctx.query.href_with("/powers-of-ten", &[("at", &at)])))
         .collect();
     // Each operator's marker links to its row below (the row's id is `op-<name>`).
     let page = ctx.self_href(&[], &[]);
@@ -100,21 +101,40 @@ pub fn row_id(op: &str) -> String {
     format!("op-{op}")
 }
 
-/// The zoom path of an operator kind: the top-level operators by name, a layer's operator in the
-/// first layer that has it; `None` for what Powers of ten does not show (communication rows).
-fn zoom_path(tree: &ZoomTree, op: OpKind) -> Option<String> {
-    if op.is_comm() {
-        return None;
-    }
-    let block = op.block();
-    let path = match block {
-        Block::Embedding | Block::Head => op.short().to_string(),
-        _ => {
-            let tail = format!("{}.{}", block_name(block), op.short());
-            return (0..tree.num_layers).map(|i| format!("layer.{i}.{tail}")).find(|p| tree.node(p).is_ok());
+/// Each operator kind of the layer stack with the first layer that has it (the operators are those
+/// of [`OpBuilder::layer`], as Powers of ten lists them; each distinct layer is built once, without
+/// tiling).
+fn first_layers(sc: &Scenario) -> Vec<(OpKind, usize)> {
+    let b = OpBuilder::new(sc);
+    let layers = sc.model.layers();
+    let mut seen: Vec<&LayerSpec> = Vec::new();
+    let mut first: Vec<(OpKind, usize)> = Vec::new();
+    for (i, layer) in layers.iter().enumerate() {
+        if seen.contains(&layer) {
+            continue;
         }
-    };
-    tree.node(&path).is_ok().then_some(path)
+        seen.push(layer);
+        b.layer(layer, &mut |op| {
+            if !first.iter().any(|(k, _)| *k == op.kind) {
+                first.push((op.kind, i));
+            }
+        });
+    }
+    first
+}
+
+/// The zoom path of an operator kind (`first`: [`first_layers`]): the embedding, the final norm
+/// and the LM head by name, a layer's operator in the first layer that has it; `None` for what
+/// Powers of ten does not show (communication rows).
+fn zoom_path(first: &[(OpKind, usize)], op: OpKind) -> Option<String> {
+    match op {
+        OpKind::Embedding | OpKind::FinalNorm | OpKind::LmHead => Some(op.short().to_string()),
+        _ if op.is_comm() => None,
+        _ => {
+            let (_, i) = first.iter().find(|(k, _)| *k == op)?;
+            Some(format!("layer.{i}.{}.{}", block_name(op.block()), op.short()))
+        }
+    }
 }
 
 /// One operator's row, its name a link to it in Powers of ten; `measured` adds the roofline time
