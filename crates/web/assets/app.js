@@ -131,7 +131,11 @@
       const box = document.getElementById(el.dataset.for);
       if (!box) return;
       box.value = String(Math.max(1, Math.round(Math.pow(2, Number(el.value)))));
-      schedule(form, 15);
+      // At once: live() keeps one request in flight and fetches the latest state when it answers,
+      // so a fast drag is coalesced without a timer (a 15 ms timer here was a third of the
+      // 50 ms budget per update; issue 15).
+      clearTimeout(timer);
+      live(form);
     } else if (el.type === "text") {
       schedule(form, 250);
     }
@@ -181,3 +185,137 @@
   window.addEventListener("popstate", () => go(location.pathname + location.search, false));
   showSliders();
 })();
+
+// ---- Plot tooltips and clickable points (issue 15, item 7) -------------------------------------
+// Every data mark of a plot is an SVG element with a <title> (its numbers: the browser shows it on
+// hover without this script), some wrapped in a link (a point that stands for a scenario or an
+// operator). Here the title becomes a styled tooltip: on hover and keyboard focus with a mouse, and
+// on a tap with a finger — the first tap on a linked mark shows its numbers, a second tap follows
+// the link. The title moves to data-tip (and aria-label) on first use, so the browser's own
+// tooltip does not show twice.
+(() => {
+  "use strict";
+  let box = null; // the tooltip element
+  let shown = null; // the mark it shows
+  let finger = false; // the last press was a touch or a pen
+
+  function tipBox() {
+    if (!box || !box.isConnected) {
+      box = document.createElement("div");
+      box.id = "plot-tip";
+      box.setAttribute("role", "tooltip");
+      box.hidden = true;
+      document.body.appendChild(box);
+    }
+    return box;
+  }
+
+  // The mark at `node`: the nearest SVG element (below the <svg>) with a title or a data-tip.
+  function markOf(node) {
+    for (let el = node; el && el instanceof SVGElement && el.tagName !== "svg"; el = el.parentNode) {
+      if (el.dataset.tip !== undefined) return el;
+      const t = el.firstElementChild;
+      if (t && t.tagName === "title") {
+        el.dataset.tip = t.textContent;
+        if (!el.hasAttribute("aria-label")) el.setAttribute("aria-label", t.textContent.replace(/\n/g, "; "));
+        t.remove();
+        return el;
+      }
+      if (el.tagName === "a" && el.firstElementChild) return markOf(el.firstElementChild);
+    }
+    return null;
+  }
+
+  function place(x, y) {
+    const b = tipBox();
+    const gap = 14, edge = 6;
+    const w = b.offsetWidth, h = b.offsetHeight;
+    let left = x + gap, top = y + gap;
+    if (left + w + edge > window.innerWidth) left = Math.max(edge, x - gap - w);
+    if (top + h + edge > window.innerHeight) top = Math.max(edge, y - gap - h);
+    b.style.left = left + "px";
+    b.style.top = top + "px";
+  }
+
+  function show(mark, x, y) {
+    const b = tipBox();
+    if (shown && shown !== mark) shown.classList.remove("tip-on");
+    b.textContent = mark.dataset.tip;
+    b.classList.toggle("linked", !!mark.closest("a[href]"));
+    b.classList.toggle("finger", finger);
+    b.hidden = false;
+    shown = mark;
+    mark.classList.add("tip-on");
+    if (x === undefined) {
+      const r = mark.getBoundingClientRect();
+      x = r.left + r.width / 2;
+      y = r.top + r.height / 2;
+    }
+    place(x, y);
+  }
+
+  function hide() {
+    if (box) box.hidden = true;
+    if (shown) shown.classList.remove("tip-on");
+    shown = null;
+  }
+
+  document.addEventListener("pointerdown", (e) => {
+    finger = e.pointerType !== "mouse";
+  }, true);
+  document.addEventListener("pointerover", (e) => {
+    if (e.pointerType !== "mouse") return; // a tap shows the tip on click, below
+    const m = markOf(e.target);
+    if (m) show(m, e.clientX, e.clientY);
+  });
+  document.addEventListener("pointermove", (e) => {
+    if (!shown || e.pointerType !== "mouse") return;
+    if (!shown.isConnected) hide();
+    else if (shown.contains(e.target)) place(e.clientX, e.clientY);
+  });
+  document.addEventListener("pointerout", (e) => {
+    if (e.pointerType !== "mouse" || !shown) return;
+    if (!e.relatedTarget || !shown.contains(e.relatedTarget)) hide();
+  });
+  // Before the page's link handler (capture): a first tap on a mark shows its numbers only.
+  document.addEventListener("click", (e) => {
+    const m = markOf(e.target);
+    if (!m) {
+      if (finger) hide();
+      return;
+    }
+    if (finger && shown !== m) {
+      e.preventDefault();
+      e.stopPropagation();
+      show(m);
+      return;
+    }
+    hide(); // the link is followed (a mouse click, or a second tap)
+    // A link to a row of this page (a roofline operator): scroll to the row and mark it here; the
+    // browser's own fragment navigation does not follow SVG links reliably.
+    const a = m.closest("a.mark-link");
+    if (!a) return;
+    const url = new URL(a.getAttribute("href"), location.href);
+    if (!url.hash || url.pathname !== location.pathname || url.search !== location.search) return;
+    const row = document.getElementById(decodeURIComponent(url.hash.slice(1)));
+    if (!row) return;
+    e.preventDefault();
+    e.stopPropagation();
+    history.pushState(null, "", url.pathname + url.search + url.hash);
+    for (const t of document.querySelectorAll(".is-target")) t.classList.remove("is-target");
+    row.classList.add("is-target");
+    row.scrollIntoView({ block: "center" });
+  }, true);
+  // Keyboard focus (a tap also focuses a link: its tip waits for the click above).
+  document.addEventListener("focusin", (e) => {
+    const m = markOf(e.target);
+    if (m && !finger) show(m);
+  });
+  document.addEventListener("focusout", () => { if (!finger) hide(); });
+  document.addEventListener("keydown", (e) => {
+    finger = false;
+    if (e.key === "Escape") hide();
+  });
+  window.addEventListener("scroll", () => { if (finger) hide(); }, { passive: true });
+})();
+// ---- end of plot tooltips ----------------------------------------------------------------------

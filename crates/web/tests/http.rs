@@ -1737,3 +1737,180 @@ async fn issue_15_the_picture_shows_the_pinned_scenario() {
     let p: f64 = attrs(g, "data-pinned")[0].parse().unwrap();
     assert!((p - 32.0 * pinned.node("layer.0").unwrap().totals.timing.time_s).abs() < 1e-12 * p.max(1.0));
 }
+
+/// Issue 15, item 7: on every page with a plot, every data mark has a hover text, and every
+/// mark that links somewhere (a roofline operator → its row; a batch-curve, KV-chart or MoE
+/// point → the page at that batch) resolves: GET it → 200, no error box, and a `#fragment`
+/// names an element of the page.
+#[tokio::test]
+async fn issue_15_every_plot_mark_has_a_tooltip_and_its_link_resolves() {
+    use llm_ledger_report::plot::marks;
+    // (page, the classes of marks that must link, at least how many links)
+    let pages: &[(&str, &[&str], usize)] = &[
+        ("/ledger?batch=64", &["op"], 10),
+        ("/ledger?model=mixtral-8x7b&phase=prefill&ctx=512&time_model=roofline", &["op"], 10),
+        ("/batching?ctx=4096", &["step", "rate", "wall", "crossover"], 20),
+        ("/batching?batches=1,3,17&gpu=l4", &["step", "rate"], 6),
+        ("/kv-cache?batch=64", &["batch", "crossover", "wall"], 5),
+        ("/kv-cache?model=llama-3.1-70b&gpu=a100-80gb-sxm&weights=fp8&ctx=32768", &["batch"], 1),
+        ("/moe?model=mixtral-8x7b&zipf=1", &["touched"], 8),
+        ("/moe?experts=64&top_k=8&batches=1,2,4", &["touched"], 3),
+        ("/serving?requests=200", &[], 0),
+        ("/gemm-tiling?m=1000&n=1000&k=1000", &[], 0),
+    ];
+    for (uri, linked, at_least) in pages {
+        let r = get(uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        let ms = marks(&r.body);
+        let plot_marks: Vec<_> = ms.iter().filter(|m| !m.class.is_empty() && m.class != "legend").collect();
+        assert!(!plot_marks.is_empty(), "{uri}: no marks");
+        for m in &plot_marks {
+            assert!(!m.tooltip.trim().is_empty(), "{uri}: a {} mark without text", m.class);
+            assert!(m.tooltip.chars().any(|c| c.is_ascii_digit()), "{uri}: {:?} has no number", m.tooltip);
+        }
+        let links: Vec<&str> = ms.iter().filter_map(|m| m.href.as_deref()).collect();
+        assert!(links.len() >= *at_least, "{uri}: {} links", links.len());
+        for class in *linked {
+            let of_class: Vec<_> = ms.iter().filter(|m| m.class == *class).collect();
+            assert!(!of_class.is_empty(), "{uri}: no {class} marks");
+            assert!(of_class.iter().all(|m| m.href.is_some()), "{uri}: a {class} mark without a link");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for link in links {
+            assert!(link.starts_with('/'), "{uri}: {link} is not a path on this server");
+            let (path, fragment) = link.split_once('#').unwrap_or((link, ""));
+            if !seen.insert(path.to_string()) && fragment.is_empty() {
+                continue;
+            }
+            let target = get(path).await;
+            assert_eq!(target.status, StatusCode::OK, "{uri} → {link}: {}", target.body);
+            assert!(!target.body.contains("id=\"error\""), "{uri} → {link} shows an error");
+            if !fragment.is_empty() {
+                assert!(target.body.contains(&format!("id=\"{fragment}\"")), "{uri} → {link}: no #{fragment}");
+            }
+        }
+    }
+}
+
+/// Issue 15, item 7: the links carry the scenario and go where the mark says — a roofline
+/// operator to its own row, a batch-curve point to that batch (its table row marked), a KV-chart
+/// batch to that batch, the crossover to the first batch past it.
+#[tokio::test]
+async fn issue_15_plot_links_go_to_what_the_mark_stands_for() {
+    use llm_ledger_report::plot::marks;
+    let r = get("/ledger?batch=64&kv=fp8").await;
+    let report = cli_report(&[("batch", "64"), ("kv", "fp8")]);
+    let ops: Vec<_> = marks(&r.body).into_iter().filter(|m| m.class == "op").collect();
+    for row in report.rows.iter().filter(|r| r.flops > 0.0 && r.bytes > 0.0) {
+        let m = ops.iter().find(|m| m.tooltip.starts_with(&format!("{} × ", row.op))).expect(&row.op);
+        let href = m.href.as_deref().unwrap();
+        assert!(href.starts_with("/ledger?") && href.contains("batch=64") && href.contains("kv=fp8"), "{href}");
+        assert!(href.ends_with(&format!("#op-{}", row.op)), "{href}");
+        assert!(r.body.contains(&format!("<tr data-op=\"{}\" id=\"op-{}\"", row.op, row.op)));
+    }
+
+    let r = get("/batching?ctx=4096").await;
+    let steps: Vec<_> = marks(&r.body).into_iter().filter(|m| m.class == "step").collect();
+    let m = steps.iter().find(|m| m.tooltip.starts_with("batch 32\n")).expect("batch 32");
+    let href = m.href.as_deref().unwrap();
+    assert!(href.contains("batch=32") && href.contains("ctx=4096"), "{href}");
+    let page = get(href).await;
+    assert!(page.body.contains("<tr data-batch=\"32\" aria-current=\"true\""), "the batch's row is marked");
+
+    let r = get("/kv-cache?batch=64").await;
+    let ms = marks(&r.body);
+    let kv = llm_ledger_report::kv::KvReport::new(
+        &ScenarioRequest { batch: Some("64".into()), ..Default::default() }.resolve(&Catalog::builtin()).unwrap(),
+        2e9,
+    );
+    let cross = ms.iter().find(|m| m.class == "crossover").expect("the crossover");
+    let first = (kv.row.crossover_tokens / 2048.0).floor() as u64 + 1;
+    assert!(cross.href.as_deref().unwrap().contains(&format!("batch={first}")), "{cross:?}");
+    let page = get(cross.href.as_deref().unwrap()).await;
+    assert!(value_of(&page.body, "side") > 1.0, "past the crossover, KV reads pass the weight reads");
+    let wall = ms.iter().find(|m| m.class == "wall").expect("the wall");
+    let max = kv.row.max_batch.unwrap();
+    assert!(wall.href.as_deref().unwrap().contains(&format!("batch={max}")), "{wall:?}");
+}
+
+/// Issue 13, item 4 on the explorer: under the measured clock each ledger row shows its roofline
+/// time, its expected time and the achieved fraction (the CLI table's columns, the report's
+/// numbers); under `time_model=roofline` one time column, as before.
+#[tokio::test]
+async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
+    let cell = |html: &str, op: &str, class: &str| -> Option<f64> {
+        let at = html.find(&format!("<tr data-op=\"{op}\""))?;
+        let row = &html[at..at + html[at..].find("</tr>")?];
+        let c = row.find(&format!("class=\"num {class}\""))?;
+        let tag = &row[c..c + row[c..].find('>')?];
+        let v = tag.split("data-value=\"").nth(1)?;
+        v[..v.find('"')?].parse().ok()
+    };
+    for pairs in [vec![], vec![("batch", "64"), ("engine", "vllm")], vec![("phase", "prefill"), ("ctx", "1024")]] {
+        let q = serde_urlencoded::to_string(&pairs).unwrap();
+        let r = get(&format!("/ledger?{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.body);
+        let report = cli_report(&pairs);
+        assert!(report.inputs.engine.is_some(), "the measured clock is the default");
+        for th in [
+            "<th class=\"num\" scope=\"col\">roofline</th>",
+            "<th class=\"num\" scope=\"col\">expected</th>",
+            "<th class=\"num\" scope=\"col\">achieved</th>",
+        ] {
+            assert!(r.body.contains(th), "{q}: {th}");
+        }
+        for row in report.rows.iter().chain([&report.total]) {
+            assert_eq!(cell(&r.body, &row.op, "roofline"), Some(row.roofline_time_s), "{q} {}", row.op);
+            assert_eq!(cell(&r.body, &row.op, "time"), Some(row.time_s), "{q} {}", row.op);
+            assert_eq!(cell(&r.body, &row.op, "achieved"), row.achieved, "{q} {}", row.op);
+        }
+        // Where the two clocks differ, the page shows it.
+        assert!(report.rows.iter().any(|r| r.achieved.is_some_and(|a| (a - 1.0).abs() > 0.01)));
+        assert!(r.body.contains("achieved = roofline ÷ expected"), "{q}");
+    }
+    let pairs = [("batch", "8"), ("time_model", "roofline")];
+    let r = get("/ledger?batch=8&time_model=roofline").await;
+    let report = cli_report(&pairs);
+    assert!(report.inputs.engine.is_none());
+    assert!(r.body.contains("<th class=\"num\" scope=\"col\">time</th>"));
+    assert!(!r.body.contains("scope=\"col\">achieved<") && !r.body.contains("scope=\"col\">expected<"));
+    for row in &report.rows {
+        assert_eq!(cell(&r.body, &row.op, "time"), Some(row.time_s), "{}", row.op);
+        assert_eq!(cell(&r.body, &row.op, "roofline"), None, "{}", row.op);
+    }
+}
+
+/// Issue 15, item 7: from a roofline point to its row, and from the row to the operator in Powers
+/// of ten — every operator name of the ledger table that Powers of ten shows links to a zoom path
+/// that opens that operator (its node's FLOPs are the row's FLOPs per layer).
+#[tokio::test]
+async fn issue_15_ledger_rows_link_to_their_operator_in_powers_of_ten() {
+    // DeepSeek-V3's first three layers are dense and the rest MoE: an expert operator's first
+    // layer is layer 3 (its rows sum layers of different shapes, so only the link is checked).
+    for pairs in [
+        vec![("batch", "8")],
+        vec![("model", "mixtral-8x7b"), ("flash", "off"), ("phase", "prefill"), ("ctx", "256")],
+        vec![("model", "deepseek-v3"), ("gpu", "b200")],
+    ] {
+        let uniform = pairs.iter().all(|(_, v)| *v != "deepseek-v3");
+        let q = serde_urlencoded::to_string(&pairs).unwrap();
+        let r = get(&format!("/ledger?{q}")).await;
+        let report = cli_report(&pairs);
+        let mut linked = 0;
+        for row in &report.rows {
+            let at = r.body.find(&format!("<tr data-op=\"{}\"", row.op)).expect(&row.op);
+            let tr = &r.body[at..at + r.body[at..].find("</tr>").unwrap()];
+            let Some(h) = tr.split("<a class=\"zoomto\" href=\"").nth(1) else { continue };
+            let href = h[..h.find('"').unwrap()].replace("&amp;", "&");
+            assert!(href.starts_with("/powers-of-ten?") && href.contains("at="), "{href}");
+            let page = get(&href).await;
+            assert_eq!(page.status, StatusCode::OK, "{href}");
+            assert!(!page.body.contains("id=\"zoom-notice\""), "{href} is a valid zoom path");
+            if uniform {
+                assert_eq!(value_of(&page.body, "node-flops"), row.flops / row.layers as f64, "{q} {href}");
+            }
+            linked += 1;
+        }
+        assert!(linked + 1 >= report.rows.len(), "{q}: {linked} of {} rows link", report.rows.len());
+    }
+}

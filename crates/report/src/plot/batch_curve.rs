@@ -10,7 +10,7 @@
 //! The x axis is log₂(batch); step time (left axis, ms) and tokens/s (right axis) are linear from 0.
 
 use super::roofline::rgb;
-use super::svg::{finish, Anchor, Overlay, FG};
+use super::svg::{finish, href, Anchor, Links, Overlay, FG};
 use super::{PlotError, PlotSize};
 use crate::human;
 use plotters::prelude::*;
@@ -56,6 +56,13 @@ pub(crate) fn log2_axis(batches: impl Iterator<Item = u64> + Clone) -> (f64, f64
 impl BatchCurve {
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.svg_linked(size, None)
+    }
+
+    /// [`BatchCurve::svg`], each mark linked to the batch size it stands for, where `links` says
+    /// (the explorer: the page at that batch): a point's two markers to its batch, the memory
+    /// wall's to the largest batch that fits, the KV crossover's to the first batch past it.
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, u64>) -> Result<String, PlotError> {
         let pts: Vec<&BatchPoint> = self.points.iter().collect();
         if pts.is_empty() {
             return Err(PlotError("no batch sizes to draw".into()));
@@ -147,6 +154,26 @@ impl BatchCurve {
                     overlay.rect((px, py_top), at(x1, bottom), colour, 0.10);
                 }
                 overlay.line((px, py_top), (px, py_bottom), colour, 1.5, "5 4");
+                // A mark at the line's foot: what it means, and the batch it points to.
+                let (class, tip, target) = if i == 0 {
+                    let fits = (b.ceil() as u64).saturating_sub(1).max(1);
+                    let tip = format!(
+                        "memory wall: batch {} is the first that does not fit\nlargest batch that fits: {}",
+                        human::sig3(b),
+                        human::count(fits)
+                    );
+                    ("wall", tip, fits)
+                } else {
+                    let past = b.ceil().max(1.0) as u64;
+                    let tip = format!(
+                        "KV crossover: batch {}\nfrom batch {} on, KV bytes read per step pass the weight bytes",
+                        human::sig3(b),
+                        human::count(past)
+                    );
+                    ("crossover", tip, past)
+                };
+                let url = href(links, &target);
+                overlay.point_link((px, py_bottom), 4.5, colour, class, &tip, url.as_deref());
                 let anchor = if x > (x0 + x1) / 2.0 { Anchor::End } else { Anchor::Start };
                 let dx = if matches!(anchor, Anchor::End) { -4 } else { 4 };
                 overlay.text((px + dx, py_top + 14 + 14 * i as i32), &label, FONT - 1.0, colour, anchor, 0.0);
@@ -157,15 +184,12 @@ impl BatchCurve {
             chart.draw_series(LineSeries::new(times.iter().copied(), rgb(TIME_COLOUR).stroke_width(2)))?;
             chart.draw_secondary_series(LineSeries::new(rates.iter().copied(), rgb(RATE_COLOUR).stroke_width(2)))?;
             for p in &pts {
-                let tip = format!(
-                    "batch {}\nstep {}\n{} tokens/s",
-                    p.batch,
-                    human::seconds(p.step_time_s),
-                    human::sig3(p.tokens_per_s)
-                );
+                let tip = tooltip(p, self.memory_wall_batch);
+                let url = href(links, &p.batch);
                 let x = lb(p.batch as f64);
-                overlay.point(at(x, p.step_time_s * 1e3), 3.5, TIME_COLOUR, "step", &tip);
-                overlay.point(area.map_coordinate(&(x, p.tokens_per_s)), 3.5, RATE_COLOUR, "rate", &tip);
+                overlay.point_link(at(x, p.step_time_s * 1e3), 3.5, TIME_COLOUR, "step", &tip, url.as_deref());
+                let xy = area.map_coordinate(&(x, p.tokens_per_s));
+                overlay.point_link(xy, 3.5, RATE_COLOUR, "rate", &tip, url.as_deref());
             }
 
             // Legend above the plot.
@@ -179,6 +203,19 @@ impl BatchCurve {
         }
         Ok(finish(&buf, overlay, "plot batch-curve", "Step time and tokens per second against batch size"))
     }
+}
+
+/// The hover text of one batch size: the batch, the step time, tokens per second, and whether it
+/// is past the memory wall.
+fn tooltip(p: &BatchPoint, wall: Option<f64>) -> String {
+    let past = wall.is_some_and(|w| p.batch as f64 >= w);
+    format!(
+        "batch {}\nstep {}\n{} tokens/s{}",
+        human::count(p.batch),
+        human::seconds(p.step_time_s),
+        human::sig3(p.tokens_per_s),
+        if past { "\npast the memory wall: does not fit" } else { "" }
+    )
 }
 
 #[cfg(test)]
@@ -213,6 +250,37 @@ mod tests {
                 && s.contains("batch (sequences, log scale)")
         );
         assert!(!s.contains("#000000"));
+    }
+
+    /// Issue 15 item 7: both markers of every batch size carry its numbers with units and link
+    /// where the link builder says.
+    #[test]
+    fn every_marker_carries_its_points_numbers_and_link() {
+        let mut c = curve();
+        c.memory_wall_batch = Some(100.0);
+        let link = |b: &u64| Some(format!("/batching?batch={b}"));
+        let s = c.svg_linked(PlotSize::default(), Some(&link)).unwrap();
+        let m = super::super::marks(&s);
+        for class in ["step", "rate"] {
+            let ms: Vec<_> = m.iter().filter(|m| m.class == class).collect();
+            assert_eq!(ms.len(), c.points.len());
+            for (p, m) in c.points.iter().zip(ms) {
+                let lines: Vec<&str> = m.tooltip.lines().collect();
+                assert_eq!(lines[0], format!("batch {}", human::count(p.batch)));
+                assert_eq!(lines[1], format!("step {}", human::seconds(p.step_time_s)));
+                assert_eq!(lines[2], format!("{} tokens/s", human::sig3(p.tokens_per_s)));
+                assert_eq!(lines.len() == 4, p.batch >= 100, "{lines:?}");
+                assert_eq!(m.href, Some(format!("/batching?batch={}", p.batch)));
+            }
+        }
+        assert!(!c.svg(PlotSize::default()).unwrap().contains("<a "));
+        // The wall (batch 100 is the first that does not fit) and the crossover (55.9).
+        let wall = m.iter().find(|m| m.class == "wall").expect("the wall's mark");
+        assert!(wall.tooltip.contains("batch 100 is the first that does not fit\nlargest batch that fits: 99"));
+        assert_eq!(wall.href.as_deref(), Some("/batching?batch=99"));
+        let cross = m.iter().find(|m| m.class == "crossover").expect("the crossover's mark");
+        assert!(cross.tooltip.starts_with("KV crossover: batch 55.9\nfrom batch 56 on"), "{}", cross.tooltip);
+        assert_eq!(cross.href.as_deref(), Some("/batching?batch=56"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! shaded region. Linear axes from 0: tokens across, GB up.
 
 use super::roofline::rgb;
-use super::svg::{finish, text_width, Anchor, Overlay, FG};
+use super::svg::{finish, href, text_width, Anchor, Links, Overlay, FG};
 use super::{PlotError, PlotSize};
 use crate::human;
 use crate::kv::KvReport;
@@ -28,6 +28,21 @@ pub struct KvChart {
     pub capacity_tokens: f64,
     /// Title line above the chart.
     pub title: Option<String>,
+    /// Context tokens of each sequence (uniform batches; `None` for a mix): the chart then marks
+    /// whole batches along the KV line, the first batch past the crossover and the largest that fits.
+    pub tokens_per_sequence: Option<f64>,
+    /// Largest batch that fits at this context (uniform batches only).
+    pub max_batch: Option<u64>,
+}
+
+/// What a KV chart's mark stands for (the key of its link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvMark {
+    /// The workload as given.
+    Workload,
+    /// A batch of sequences at the workload's context: a power of two along the KV line, the
+    /// first batch past the crossover, or the largest batch that fits.
+    Batch(u64),
 }
 
 const KV: &str = "#3B82F6";
@@ -48,6 +63,8 @@ impl KvChart {
             kv_read_bytes: k.kv_read_bytes,
             capacity_tokens: k.max_cached_tokens as f64,
             title: None,
+            tokens_per_sequence: r.inputs.ctx.map(|c| c as f64).filter(|c| *c > 0.0),
+            max_batch: k.max_batch,
         }
     }
 
@@ -65,6 +82,11 @@ impl KvChart {
 
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.svg_linked(size, None)
+    }
+
+    /// [`KvChart::svg`], each mark linked where `links` says (the explorer: the page at that batch).
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, KvMark>) -> Result<String, PlotError> {
         let finite = [self.kv_bytes_per_token, self.weight_bytes, self.cached_tokens, self.kv_read_bytes]
             .iter()
             .all(|v| v.is_finite() && *v >= 0.0);
@@ -144,7 +166,61 @@ impl KvChart {
                 human::bytes(self.weight_bytes),
                 if self.weight_bytes > 0.0 { self.kv_read_bytes / self.weight_bytes } else { f64::INFINITY }
             );
-            o.point(at(self.cached_tokens, self.kv_read_bytes), 5.0, KV, "workload", &tip);
+            // Whole batches at this context along the KV line (powers of two), the first batch past
+            // the crossover on it, and the largest batch that fits at the wall.
+            let tokens = |t: f64| human::count(t.round() as u64);
+            if let Some(per_seq) = self.tokens_per_sequence.filter(|t| t.is_finite() && *t > 0.0) {
+                let kv_at = |t: f64| self.kv_bytes_per_token * t;
+                let batch_tip = |b: u64| {
+                    let t = b as f64 * per_seq;
+                    format!(
+                        "batch {} × {} tokens = {} cached tokens\nKV read {} (no windows) · weights {}\nKV ÷ weights = {:.2}",
+                        human::count(b),
+                        tokens(per_seq),
+                        tokens(t),
+                        human::bytes(kv_at(t)),
+                        human::bytes(self.weight_bytes),
+                        kv_at(t) / self.weight_bytes
+                    )
+                };
+                let y_top = y_max * 1e9;
+                let mut b = 1u64;
+                while (b as f64) * per_seq < x_max && b < 1 << 40 {
+                    let t = b as f64 * per_seq;
+                    if kv_at(t) <= y_top && (t - self.cached_tokens).abs() > 0.5 {
+                        let url = href(links, &KvMark::Batch(b));
+                        o.point_link(at(t, kv_at(t)), 3.0, KV, "batch", &batch_tip(b), url.as_deref());
+                    }
+                    b *= 2;
+                }
+                if self.crossover_tokens.is_finite() && self.crossover_tokens < x_max {
+                    let first = (self.crossover_tokens / per_seq).floor() as u64 + 1;
+                    let tip = format!(
+                        "crossover: {} cached tokens\nKV read = weights = {}\nfirst batch past it: {} × {} tokens",
+                        tokens(self.crossover_tokens),
+                        human::bytes(self.weight_bytes),
+                        human::count(first),
+                        tokens(per_seq)
+                    );
+                    let url = href(links, &KvMark::Batch(first));
+                    let xy = at(self.crossover_tokens, self.weight_bytes);
+                    o.point_link(xy, 4.5, CROSS, "crossover", &tip, url.as_deref());
+                }
+                if let Some(max) = self.max_batch.filter(|m| *m > 0 && self.wall_in_frame()) {
+                    let tip = format!(
+                        "memory full: {} cached tokens\nlargest batch that fits: {} × {} tokens = {} cached tokens",
+                        tokens(self.capacity_tokens),
+                        human::count(max),
+                        tokens(per_seq),
+                        tokens(max as f64 * per_seq)
+                    );
+                    let url = href(links, &KvMark::Batch(max));
+                    let xy = at(self.capacity_tokens, kv_at(self.capacity_tokens).min(y_top * 0.97));
+                    o.point_link(xy, 4.5, WALL, "wall", &tip, url.as_deref());
+                }
+            }
+            let url = href(links, &KvMark::Workload);
+            o.point_link(at(self.cached_tokens, self.kv_read_bytes), 5.0, KV, "workload", &tip, url.as_deref());
             // Legend above the plot.
             let (lx, _) = at(0.0, y_max * 1e9);
             let y = legend_y;
@@ -181,6 +257,8 @@ mod tests {
             kv_read_bytes: 17_179_869_184.0,
             capacity_tokens: 480_576.0,
             title: None,
+            tokens_per_sequence: Some(2048.0),
+            max_batch: Some(234),
         }
     }
 
@@ -260,6 +338,53 @@ mod tests {
         let width = text_width("memory full: 120 k tokens", 11.0);
         let right = if w_end { wx } else { wx + width };
         assert!(right <= f64::from(size.width), "the wall's label ends at {right}");
+    }
+
+    /// Issue 15 item 7: every mark carries its numbers with units; whole batches, the crossover
+    /// and the wall link to their batch, the workload where the builder says.
+    #[test]
+    fn every_mark_carries_its_numbers_and_link() {
+        let c = chart();
+        let link = |m: &KvMark| match m {
+            KvMark::Batch(b) => Some(format!("/kv-cache?batch={b}")),
+            KvMark::Workload => None,
+        };
+        let s = c.svg_linked(PlotSize::default(), Some(&link)).unwrap();
+        let ms = super::super::marks(&s);
+        let per_seq = c.tokens_per_sequence.unwrap();
+        let batches: Vec<_> = ms.iter().filter(|m| m.class == "batch").collect();
+        // Powers of two whose tokens are inside the frame, but the workload's own batch (64).
+        let want: Vec<u64> = (0..40)
+            .map(|i| 1u64 << i)
+            .take_while(|b| (*b as f64) * per_seq < c.x_max_tokens())
+            .filter(|b| *b != 64)
+            .collect();
+        assert_eq!(batches.len(), want.len(), "{batches:?}");
+        for (b, m) in want.iter().zip(&batches) {
+            let t = *b as f64 * per_seq;
+            assert!(m
+                .tooltip
+                .starts_with(&format!("batch {b} × 2,048 tokens = {} cached tokens", human::count(t as u64))));
+            assert!(
+                m.tooltip.contains(&format!("KV read {}", human::bytes(t * c.kv_bytes_per_token))),
+                "{}",
+                m.tooltip
+            );
+            assert!(m.tooltip.contains(&format!("weights {}", human::bytes(c.weight_bytes))));
+            assert_eq!(m.href, Some(format!("/kv-cache?batch={b}")));
+        }
+        let cross = ms.iter().find(|m| m.class == "crossover").expect("the crossover mark");
+        let first = (c.crossover_tokens / per_seq).floor() as u64 + 1;
+        assert!(cross
+            .tooltip
+            .contains(&format!("crossover: {} cached tokens", human::count(c.crossover_tokens.round() as u64))));
+        assert_eq!(cross.href, Some(format!("/kv-cache?batch={first}")));
+        let wall = ms.iter().find(|m| m.class == "wall").expect("the wall mark");
+        assert!(wall.tooltip.contains(&format!("largest batch that fits: {} × 2,048 tokens", c.max_batch.unwrap())));
+        assert_eq!(wall.href, Some(format!("/kv-cache?batch={}", c.max_batch.unwrap())));
+        let w = ms.iter().find(|m| m.class == "workload").expect("the workload");
+        assert!(w.tooltip.contains(&format!("KV read {}", human::bytes(c.kv_read_bytes))));
+        assert_eq!(w.href, None);
     }
 
     #[test]

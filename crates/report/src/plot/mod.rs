@@ -21,9 +21,10 @@ pub mod tile_grid;
 
 pub use batch_curve::{BatchCurve, BatchPoint};
 pub use dataflow::Dataflow;
-pub use kv_chart::KvChart;
+pub use kv_chart::{KvChart, KvMark};
 pub use moe_curve::{MoeCurve, MoeCurvePoint};
 pub use roofline::{Roofline, RooflinePoint};
+pub use svg::{marks, Links, MarkInfo};
 pub use tile_grid::TileGrid;
 
 use llm_ledger_core::MathFormat;

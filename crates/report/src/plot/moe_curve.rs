@@ -5,7 +5,7 @@
 
 use super::batch_curve::log2_axis;
 use super::roofline::rgb;
-use super::svg::{finish, Anchor, Overlay, FG};
+use super::svg::{finish, href, Anchor, Links, Overlay, FG};
 use super::{PlotError, PlotSize};
 use crate::human;
 use crate::moe::MoeReport;
@@ -72,6 +72,11 @@ impl MoeCurve {
 
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.svg_linked(size, None)
+    }
+
+    /// [`MoeCurve::svg`], each batch size's marker linked where `links` says.
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, MoeCurvePoint>) -> Result<String, PlotError> {
         if self.points.is_empty() {
             return Err(PlotError("no batch sizes to draw".into()));
         }
@@ -144,9 +149,10 @@ impl MoeCurve {
                     p.tokens_per_expert
                 );
                 if let Some(u) = p.uniform_touched {
-                    tip.push_str(&format!("\nuniform routing: {u:.1}"));
+                    tip.push_str(&format!("\nuniform routing: {u:.1} experts"));
                 }
-                o.point(at(lb(p.batch), p.experts_touched), 3.5, TOUCHED, "touched", &tip);
+                let url = href(links, p);
+                o.point_link(at(lb(p.batch), p.experts_touched), 3.5, TOUCHED, "touched", &tip, url.as_deref());
             }
             // Legend above the plot.
             let (lx, _) = at(x0, y_max);
@@ -206,11 +212,29 @@ mod tests {
         assert!(!s.contains("#000000"));
     }
 
+    /// Issue 15 item 7: every marker carries its point's numbers and its link.
+    #[test]
+    fn every_marker_carries_its_points_numbers_and_link() {
+        let c = curve(true);
+        let link = |p: &MoeCurvePoint| Some(format!("/moe?batch={}", p.batch));
+        let s = c.svg_linked(PlotSize::default(), Some(&link)).unwrap();
+        let ms: Vec<_> = super::super::marks(&s).into_iter().filter(|m| m.class == "touched").collect();
+        assert_eq!(ms.len(), c.points.len());
+        for (p, m) in c.points.iter().zip(&ms) {
+            assert!(m.tooltip.starts_with(&format!("batch {} (", human::count(p.batch))), "{}", m.tooltip);
+            assert!(m.tooltip.contains(&format!("{:.1} of {} experts touched", p.experts_touched, c.experts)));
+            assert!(m.tooltip.contains(&format!("{:.2} tokens per touched expert", p.tokens_per_expert)));
+            let u = p.uniform_touched.unwrap();
+            assert!(m.tooltip.ends_with(&format!("uniform routing: {u:.1} experts")), "{}", m.tooltip);
+            assert_eq!(m.href, Some(format!("/moe?batch={}", p.batch)));
+        }
+    }
+
     #[test]
     fn skewed_routing_is_drawn_against_the_uniform_curve() {
         let s = curve(true).svg(PlotSize::default()).unwrap();
         assert!(s.contains("uniform routing<"));
-        assert!(s.contains("\nuniform routing: 5.5</title>"));
+        assert!(s.contains("\nuniform routing: 5.5 experts</title>"));
     }
 
     #[test]

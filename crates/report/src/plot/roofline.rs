@@ -12,7 +12,7 @@
 //!   marker for its numbers. Rows with no FLOPs or no bytes have no place on log axes and are
 //!   listed under the legend instead.
 
-use super::svg::{esc, finish, text_width, Anchor, Overlay, FG};
+use super::svg::{esc, finish, href, text_width, Anchor, Links, Overlay, FG};
 use super::{decade_label, math_colour, PlotError, PlotSize};
 use crate::human;
 use crate::ledger::LedgerReport;
@@ -113,6 +113,11 @@ impl<'a> Roofline<'a> {
 
     /// Render as an inline `<svg>` element (see [`super::standalone`] for a file).
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.svg_linked(size, None)
+    }
+
+    /// [`Roofline::svg`], each operator's marker linked where `links` says (the explorer: its row).
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, RooflinePoint>) -> Result<String, PlotError> {
         let bw = self.gpu.memory_bandwidth_bytes_per_s;
         let (eff_c, eff_b) = (self.efficiency.compute, self.efficiency.bandwidth);
         if !(bw.is_finite() && bw > 0.0 && eff_c > 0.0 && eff_b > 0.0) {
@@ -207,7 +212,8 @@ impl<'a> Roofline<'a> {
             for p in &order {
                 let xy = at(lg(p.intensity_flops_per_byte()), lg(p.attained_flops_per_s()));
                 let r = 3.0 + 10.0 * p.time_share.clamp(0.0, 1.0).sqrt();
-                overlay.point(xy, r, math_colour(p.math), "op", &tooltip(p, self.gpu));
+                let url = href(links, *p);
+                overlay.point_link(xy, r, math_colour(p.math), "op", &tooltip(p, self.gpu), url.as_deref());
                 let (cx, cy) = (f64::from(xy.0), f64::from(xy.1));
                 markers.push((cx - r, cy - r, cx + r, cy + r));
                 match clusters.iter_mut().find(|c| (c.xy.0 - xy.0).abs() <= 8 && (c.xy.1 - xy.1).abs() <= 8) {
@@ -352,7 +358,7 @@ pub(crate) fn rgb(hex: &str) -> RGBColor {
 /// The hover text of one operator.
 fn tooltip(p: &RooflinePoint, gpu: &Gpu) -> String {
     format!(
-        "{} × {}\nFLOPs {} · bytes {}\nintensity {} FLOP/B ({} ridge {:.0})\nattained {}\ntime {} ({} of the step) · {}-bound",
+        "{} × {}\nFLOPs {} · bytes {}\nintensity {} FLOP/B ({} ridge {:.0} FLOP/B)\nattained {}\nroofline time {} · {} of the step · {}-bound",
         p.op,
         p.layers,
         human::flops(p.flops),
@@ -396,11 +402,49 @@ mod tests {
         // 19 rows at the default scenario; embedding and kv_write have no FLOPs, softmax no bytes.
         assert_eq!(s.matches("<circle class=\"op\"").count(), 16, "{s}");
         assert!(s.contains(
-            "<title>gate_proj × 32\nFLOPs 3.76 GFLOP · bytes 3.76 GB\nintensity 1.0 FLOP/B (bf16 ridge 295)"
+            "<title>gate_proj × 32\nFLOPs 3.76 GFLOP · bytes 3.76 GB\nintensity 1.0 FLOP/B (bf16 ridge 295 FLOP/B)"
         ));
         // (The legend wraps lines at 28 characters.)
         assert!(s.contains(">not drawn (no FLOPs):<") && s.contains(">embedding, kv_write<"), "{s}");
         assert!(s.contains(">not drawn (no HBM bytes):<") && s.contains(">softmax<"), "{s}");
+    }
+
+    /// Issue 15 item 7: every drawn operator is a marker whose `<title>` holds the report row's
+    /// numbers with units, linked where the link builder says; without one, no links.
+    #[test]
+    fn every_marker_carries_its_rows_numbers_and_link() {
+        for sc in [
+            Scenario::default_decode(),
+            ScenarioRequest { phase: Some("prefill".into()), batch: Some("4".into()), ..Default::default() }
+                .resolve(&llm_ledger_core::Catalog::builtin())
+                .unwrap(),
+        ] {
+            let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+            let chart = Roofline::from_report(&report, &sc.gpu);
+            let link = |p: &RooflinePoint| Some(format!("/ledger?x=1#op-{}", p.op));
+            let s = chart.svg_linked(PlotSize::default(), Some(&link)).unwrap();
+            let ops: Vec<super::super::MarkInfo> =
+                super::super::marks(&s).into_iter().filter(|m| m.class == "op").collect();
+            let drawn: Vec<_> =
+                report.rows.iter().filter(|r| r.flops > 0.0 && r.bytes > 0.0 && r.roofline_time_s > 0.0).collect();
+            assert_eq!(ops.len(), drawn.len(), "{s}");
+            for r in drawn {
+                let head = format!("{} × {}\n", r.op, r.layers);
+                let m = ops.iter().find(|m| m.tooltip.starts_with(&head)).unwrap_or_else(|| panic!("{head}"));
+                for want in [
+                    format!("FLOPs {}", human::flops(r.flops)),
+                    format!("bytes {}", human::bytes(r.bytes)),
+                    format!("intensity {} FLOP/B", human::intensity(r.intensity)),
+                    format!("roofline time {}", human::seconds(r.roofline_time_s)),
+                    format!("{} of the step", human::percent(r.time_share)),
+                    format!("{}-bound", r.bound),
+                ] {
+                    assert!(m.tooltip.contains(&want), "{}: {want:?} not in {:?}", r.op, m.tooltip);
+                }
+                assert_eq!(m.href.as_deref(), Some(format!("/ledger?x=1#op-{}", r.op).as_str()));
+            }
+            assert!(!chart.svg(PlotSize::default()).unwrap().contains("<a "), "a file holds no links");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! p99 latency over a sweep of arrival rates. One multi-series line chart draws all three.
 
 use super::roofline::rgb;
-use super::svg::{finish, Anchor, Overlay, FG};
+use super::svg::{finish, href, Anchor, Links, Overlay, FG};
 use super::{PlotError, PlotSize};
 use crate::human;
 use llm_ledger_core::simulate::stats::SeriesPoint;
@@ -18,8 +18,39 @@ pub struct Line {
     pub colour: &'static str,
     /// Points, in drawing order.
     pub points: Vec<(f64, f64)>,
-    /// Draw a marker with a hover text at each point.
+    /// Draw its marks as visible markers (else as invisible hover targets on the line).
     pub markers: bool,
+    /// The points that carry a hover text (all of a sweep's; a sample of a long line's).
+    pub marks: Vec<LineMark>,
+}
+
+/// A point of a line with its hover text, and for a rate sweep the arrival rate it ran at (the
+/// key of its link).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineMark {
+    /// Index into [`Line::points`].
+    pub index: usize,
+    /// Hover text, with units.
+    pub tip: String,
+    /// Offered arrival rate, requests per second (rate sweeps).
+    pub rate_per_s: Option<f64>,
+}
+
+/// Most hover targets on one line: every `⌈n ÷ MAX_TARGETS⌉`-th point carries one.
+pub const MAX_TARGETS: usize = 48;
+
+/// Indices `0, s, 2s, …` of `n` points, `s` chosen so that at most [`MAX_TARGETS`] remain, plus
+/// the last.
+fn sample(n: usize) -> Vec<usize> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let step = n.div_ceil(MAX_TARGETS).max(1);
+    let mut v: Vec<usize> = (0..n).step_by(step).collect();
+    if v.last() != Some(&(n - 1)) {
+        v.push(n - 1);
+    }
+    v
 }
 
 /// A line chart with linear axes from 0.
@@ -59,7 +90,20 @@ impl ServingChart {
                         points.push((x, f));
                         last = f;
                     }
-                    Line { label: label.into(), colour, points, markers: false }
+                    let what = if label == "ITL" { "tokens" } else { "requests" };
+                    let marks = sample(cdf.len())
+                        .into_iter()
+                        .map(|i| LineMark {
+                            index: 2 * i + 2,
+                            tip: format!(
+                                "{label}: {} of {what} at or below {}",
+                                human::percent(cdf[i].1),
+                                human::seconds(cdf[i].0)
+                            ),
+                            rate_per_s: None,
+                        })
+                        .collect();
+                    Line { label: label.into(), colour, points, markers: false, marks }
                 })
                 .collect();
         ServingChart {
@@ -74,11 +118,25 @@ impl ServingChart {
 
     /// Running sequences and waiting requests over time.
     pub fn timeline(series: &[SeriesPoint], title: Option<String>) -> ServingChart {
+        let marks: Vec<LineMark> = sample(series.len())
+            .into_iter()
+            .map(|i| LineMark {
+                index: i,
+                tip: format!(
+                    "at {}: running batch {} sequences · waiting queue {} requests",
+                    human::seconds(series[i].t_s),
+                    human::count(series[i].running),
+                    human::count(series[i].waiting)
+                ),
+                rate_per_s: None,
+            })
+            .collect();
         let line = |label: &str, colour, f: fn(&SeriesPoint) -> f64| Line {
             label: label.into(),
             colour,
             points: series.iter().map(|p| (p.t_s, f(p))).collect(),
             markers: false,
+            marks: marks.clone(),
         };
         ServingChart {
             title,
@@ -100,6 +158,23 @@ impl ServingChart {
             colour,
             points: points.iter().map(|s| (f(s), s.output_tokens_per_s)).collect(),
             markers: true,
+            marks: points
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let rate = s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
+                    LineMark {
+                        index: i,
+                        tip: format!(
+                            "rate {} requests/s\n{label} {} · {} output tokens/s",
+                            human::sig3(rate),
+                            human::seconds(f(s)),
+                            human::sig3(s.output_tokens_per_s)
+                        ),
+                        rate_per_s: Some(rate),
+                    }
+                })
+                .collect(),
         };
         ServingChart {
             title,
@@ -113,6 +188,11 @@ impl ServingChart {
 
     /// Render as an inline `<svg>` element.
     pub fn svg(&self, size: PlotSize) -> Result<String, PlotError> {
+        self.svg_linked(size, None)
+    }
+
+    /// [`ServingChart::svg`], each mark linked where `links` says (a sweep's point: its rate).
+    pub fn svg_linked(&self, size: PlotSize, links: Links<'_, LineMark>) -> Result<String, PlotError> {
         let all = || self.lines.iter().flat_map(|l| l.points.iter());
         if all().next().is_none() {
             return Err(PlotError("no points to draw".into()));
@@ -147,10 +227,13 @@ impl ServingChart {
             let area = chart.plotting_area().clone();
             for l in &self.lines {
                 chart.draw_series(LineSeries::new(l.points.iter().copied(), rgb(l.colour).stroke_width(2)))?;
-                if l.markers {
-                    for &(x, y) in &l.points {
-                        let tip = format!("{}: {} · {} output tok/s", l.label, x_fmt(&x), human::sig3(y));
-                        o.point(area.map_coordinate(&(x, y)), 4.0, l.colour, "point", &tip);
+                for m in &l.marks {
+                    let Some(&(x, y)) = l.points.get(m.index) else { continue };
+                    let (xy, url) = (area.map_coordinate(&(x, y)), href(links, m));
+                    if l.markers {
+                        o.point_link(xy, 4.0, l.colour, "point", &m.tip, url.as_deref());
+                    } else {
+                        o.target(xy, 5.0, "sample", &m.tip, url.as_deref());
                     }
                 }
             }
@@ -184,9 +267,61 @@ mod tests {
         let s = ServingChart::throughput_latency(std::slice::from_ref(&sim.summary), None)
             .svg(PlotSize::default())
             .unwrap();
-        assert!(s.contains("<title>p99 TTFT: "), "{s}");
+        assert!(s.contains("<title>rate "), "{s}");
         assert!(!s.contains("#000000"));
         let empty = ServingChart::throughput_latency(&[], None);
         assert!(empty.svg(PlotSize::default()).is_err());
+    }
+
+    /// Issue 15 item 7: every mark's `<title>` holds its numbers with units — the CDFs' fraction
+    /// and latency, the timeline's batch and queue, the sweep's rate, p99 and throughput — and a
+    /// sweep's marks link to their rate.
+    #[test]
+    fn every_mark_carries_its_numbers_and_the_sweep_links_rates() {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let runs: Vec<_> = [2.0, 4.0]
+            .iter()
+            .map(|r| simulate(&sc, &SimConfig { requests: 200, ..SimConfig::poisson(*r) }, |_| {}).unwrap())
+            .collect();
+        let sim = &runs[0];
+        let cdf = ServingChart::latency_cdfs(sim, None).svg(PlotSize::default()).unwrap();
+        let ms = crate::plot::marks(&cdf);
+        let ttft: Vec<_> = ms.iter().filter(|m| m.tooltip.starts_with("TTFT: ")).collect();
+        assert_eq!(ttft.len(), sample(sim.ttft_cdf.len()).len());
+        assert!(ttft.len() <= MAX_TARGETS + 1);
+        let (x, f) = *sim.ttft_cdf.last().unwrap();
+        let want = format!("TTFT: {} of requests at or below {}", human::percent(f), human::seconds(x));
+        assert_eq!(ttft.last().unwrap().tooltip, want);
+        assert!(ms.iter().any(|m| m.tooltip.starts_with("ITL: ") && m.tooltip.contains(" of tokens at or below ")));
+
+        let t = ServingChart::timeline(&sim.series, None).svg(PlotSize::default()).unwrap();
+        let ms = crate::plot::marks(&t);
+        assert_eq!(ms.len(), 2 * sample(sim.series.len()).len());
+        let p = &sim.series[0];
+        assert_eq!(
+            ms[0].tooltip,
+            format!(
+                "at {}: running batch {} sequences · waiting queue {} requests",
+                human::seconds(p.t_s),
+                p.running,
+                p.waiting
+            )
+        );
+
+        let summaries: Vec<SimSummary> = runs.iter().map(|r| r.summary.clone()).collect();
+        let link = |m: &LineMark| m.rate_per_s.map(|r| format!("/serving?rate={r}"));
+        let s =
+            ServingChart::throughput_latency(&summaries, None).svg_linked(PlotSize::default(), Some(&link)).unwrap();
+        let ms = crate::plot::marks(&s);
+        assert_eq!(ms.len(), 4);
+        for (i, run) in summaries.iter().enumerate() {
+            let rate = run.offered_rate_per_s.unwrap();
+            for (m, p99) in [(&ms[i], run.ttft_s.p99), (&ms[2 + i], run.tpot_s.p99)] {
+                assert!(m.tooltip.starts_with(&format!("rate {} requests/s\n", human::sig3(rate))), "{}", m.tooltip);
+                assert!(m.tooltip.contains(&human::seconds(p99)));
+                assert!(m.tooltip.ends_with(&format!("{} output tokens/s", human::sig3(run.output_tokens_per_s))));
+                assert_eq!(m.href, Some(format!("/serving?rate={rate}")));
+            }
+        }
     }
 }

@@ -43,15 +43,60 @@ impl Anchor {
     }
 }
 
+/// Where a plot's marks link to: the explorer passes a function from a mark's key (a point, a
+/// batch size …) to a URL, or `None` for a mark that goes nowhere; the CLI's standalone files pass
+/// no builder at all, so they hold no links. One drawing function serves both.
+pub type Links<'a, K> = Option<&'a dyn Fn(&K) -> Option<String>>;
+
+/// The URL `links` gives `key`, if any.
+pub fn href<K>(links: Links<'_, K>, key: &K) -> Option<String> {
+    links.and_then(|f| f(key))
+}
+
 impl Overlay {
+    /// A data mark: the element `<{tag} {attrs}>` with a `<title>` child holding `tooltip` (its
+    /// numbers with units: hovering shows them in any viewer, without script; the explorer's script
+    /// shows the same text styled, and on a tap), wrapped in `<a href>` when `href` is given. Every
+    /// point, bar and cell of every plot is drawn through this one function.
+    pub fn mark(&mut self, tag: &str, attrs: &str, tooltip: &str, href: Option<&str>) {
+        if let Some(h) = href {
+            let _ = write!(self.buf, "<a class=\"mark-link\" href=\"{}\">", esc(h));
+        }
+        let _ = write!(self.buf, "<{tag} {attrs}><title>{}</title></{tag}>", esc(tooltip));
+        if href.is_some() {
+            self.buf.push_str("</a>");
+        }
+    }
+
     /// A filled circle with a hover tooltip. `class` lets a page style or select it.
-    pub fn point(&mut self, (x, y): (i32, i32), r: f64, fill: &str, class: &str, tooltip: &str) {
-        let _ = write!(
-            self.buf,
-            "<circle class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"{fill}\" fill-opacity=\"0.85\" stroke=\"#000000\" stroke-width=\"0.8\"><title>{}</title></circle>",
-            esc(class),
-            esc(tooltip)
+    pub fn point(&mut self, xy: (i32, i32), r: f64, fill: &str, class: &str, tooltip: &str) {
+        self.point_link(xy, r, fill, class, tooltip, None);
+    }
+
+    /// [`Overlay::point`], linked to `href` when given.
+    #[allow(clippy::too_many_arguments)]
+    pub fn point_link(
+        &mut self,
+        (x, y): (i32, i32),
+        r: f64,
+        fill: &str,
+        class: &str,
+        tooltip: &str,
+        href: Option<&str>,
+    ) {
+        let attrs = format!(
+            "class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"{fill}\" fill-opacity=\"0.85\" stroke=\"#000000\" stroke-width=\"0.8\"",
+            esc(class)
         );
+        self.mark("circle", &attrs, tooltip, href);
+    }
+
+    /// An invisible hover target (a line's sample: the line itself is drawn by plotters), a circle
+    /// of radius `r` with a tooltip.
+    pub fn target(&mut self, (x, y): (i32, i32), r: f64, class: &str, tooltip: &str, href: Option<&str>) {
+        let attrs =
+            format!("class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"#000000\" fill-opacity=\"0\"", esc(class));
+        self.mark("circle", &attrs, tooltip, href);
     }
 
     /// Text at a point, optionally rotated by `angle_deg` about it.
@@ -103,17 +148,35 @@ impl Overlay {
         class: &str,
         tooltip: Option<&str>,
     ) {
-        let _ = write!(
-            self.buf,
-            "<rect class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\"",
+        let attrs = format!(
+            "class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\"",
             esc(class)
         );
         match tooltip {
-            Some(t) => {
-                let _ = write!(self.buf, "><title>{}</title></rect>", esc(t));
+            Some(t) => self.mark("rect", &attrs, t, None),
+            None => {
+                let _ = write!(self.buf, "<rect {attrs}/>");
             }
-            None => self.buf.push_str("/>"),
         }
+    }
+
+    /// [`Overlay::cell`] with a hover tooltip and an outline of `stroke_width` in the text colour
+    /// (one element where a cell and its outline were two: a big tile grid has a thousand).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cell_outlined(
+        &mut self,
+        (x, y, w, h): (f64, f64, f64, f64),
+        fill: &str,
+        opacity: f64,
+        class: &str,
+        tooltip: &str,
+        stroke_width: f64,
+    ) {
+        let attrs = format!(
+            "class=\"{}\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\" stroke=\"{FG}\" stroke-width=\"{stroke_width}\"",
+            esc(class)
+        );
+        self.mark("rect", &attrs, tooltip, None);
     }
 
     /// Markup as given (definitions such as a `<pattern>`); the caller escapes what it interpolates.
@@ -157,6 +220,76 @@ pub fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) ->
     s.replace(&format!("\"{FG}\""), "\"currentColor\"")
 }
 
+/// A data mark read back from a plot's SVG (what [`Overlay::mark`] wrote): its element, class,
+/// hover text and link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkInfo {
+    /// Element name (`circle`, `rect`).
+    pub tag: String,
+    /// Its `class` attribute.
+    pub class: String,
+    /// The `<title>` text, unescaped.
+    pub tooltip: String,
+    /// The enclosing link's `href`, unescaped.
+    pub href: Option<String>,
+}
+
+/// Every titled mark of the `<svg>` elements in `text` (a plot, or a page holding plots), in
+/// document order: the numbers a person sees on hover, and where clicking goes (for tests and tools).
+pub fn marks(text: &str) -> Vec<MarkInfo> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").map(|e| start + e).unwrap_or(rest.len());
+        out.extend(svg_marks(&rest[start..end]));
+        rest = &rest[end..];
+        if rest.len() <= "</svg>".len() {
+            break;
+        }
+        rest = &rest["</svg>".len()..];
+    }
+    out
+}
+
+/// [`marks`] of one `<svg>` element.
+fn svg_marks(svg: &str) -> Vec<MarkInfo> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let key = format!(" {name}=\"");
+        let i = tag.find(&key)? + key.len();
+        let len = tag[i..].find('"')?;
+        Some(unesc(&tag[i..i + len]))
+    };
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = svg[from..].find("<title>").map(|i| i + from) {
+        let body = i + "<title>".len();
+        let Some(end) = svg[body..].find("</title>").map(|e| e + body) else { break };
+        from = end;
+        let Some(open) = svg[..i].rfind('<') else { continue };
+        let tag_text = &svg[open..i];
+        let tag = tag_text[1..].split([' ', '>']).next().unwrap_or("").to_string();
+        let before = &svg[..open];
+        let href = before
+            .rfind("<a ")
+            .filter(|a| {
+                before[*a..].ends_with("\">") && !before[*a..].contains("</a>") && !before[*a + 1..].contains('<')
+            })
+            .and_then(|a| attr(&before[a..], "href"));
+        out.push(MarkInfo {
+            tag,
+            class: attr(tag_text, "class").unwrap_or_default(),
+            tooltip: unesc(&svg[body..end]),
+            href,
+        });
+    }
+    out
+}
+
+/// Undo [`esc`].
+fn unesc(s: &str) -> String {
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
+}
+
 /// Estimated width of a label in user units (plotters' own estimate: 0.6 em per character).
 pub fn text_width(s: &str, size: f64) -> f64 {
     s.chars().count() as f64 * size * 0.6
@@ -165,6 +298,23 @@ pub fn text_width(s: &str, size: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marks_read_back_what_mark_wrote() {
+        let mut o = Overlay::default();
+        o.point_link((1, 2), 3.0, "#3B82F6", "op", "q & k\n1 ms", Some("/ledger?a=1&b=2#op-q"));
+        o.point((4, 5), 3.0, "#3B82F6", "rate", "x <y>");
+        o.cell(0.0, 0.0, 1.0, 1.0, "#fff", 1.0, "tile", Some("t"));
+        let s = finish("<svg width=\"1\"></svg>", o, "plot", "x");
+        assert!(s.contains("<a class=\"mark-link\" href=\"/ledger?a=1&amp;b=2#op-q\"><circle class=\"op\""), "{s}");
+        let m = marks(&s);
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].tag.as_str(), m[0].class.as_str()), ("circle", "op"));
+        assert_eq!(m[0].tooltip, "q & k\n1 ms");
+        assert_eq!(m[0].href.as_deref(), Some("/ledger?a=1&b=2#op-q"));
+        assert_eq!((m[1].tooltip.as_str(), m[1].href.as_deref()), ("x <y>", None));
+        assert_eq!((m[2].tag.as_str(), m[2].class.as_str(), m[2].href.as_deref()), ("rect", "tile", None));
+    }
 
     #[test]
     fn finish_rewrites_the_sentinel_and_appends_the_overlay() {

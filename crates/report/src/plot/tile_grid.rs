@@ -161,6 +161,37 @@ fn strip_rect(x: f64, y: f64, w: f64, h: f64, class: &str, stroke: &str, width: 
     )
 }
 
+/// The hover text of a cell of tiles `rows × cols` (half-open tile ranges) running in waves
+/// `w0`…`w1`: which tiles, the output elements they cover (padding past M or N named), the wave.
+fn cell_tip(t: &GemmTiling, (r0, r1): (u64, u64), (c0, c1): (u64, u64), (w0, w1): (u64, u64)) -> String {
+    let (bm, bn) = (t.tile.bm, t.tile.bn);
+    let span = |lo: u64, hi: u64, tile: u64, of: u64, what: &str| {
+        let (a, b) = (lo * tile + 1, hi * tile);
+        let pad = b.saturating_sub(of);
+        let range = format!("{what} {}–{}", human::count(a), human::count(b.min(of)));
+        if pad > 0 {
+            format!("{range} (+{} padding past {})", human::count(pad), human::count(of))
+        } else {
+            range
+        }
+    };
+    let which = if r1 - r0 == 1 && c1 - c0 == 1 {
+        format!("tile row {}, column {}", r0 + 1, c0 + 1)
+    } else {
+        format!("tile rows {}–{}, columns {}–{}", r0 + 1, r1, c0 + 1, c1)
+    };
+    let waves = if w0 == w1 {
+        format!("wave {} of {}", w0 + 1, t.waves)
+    } else {
+        format!("waves {}–{} of {}", w0.min(w1) + 1, w0.max(w1) + 1, t.waves)
+    };
+    format!(
+        "{which}: {waves}\noutput {} × {} elements\ntile {bm}×{bn}",
+        span(r0, r1, bm, t.shape.m, "rows"),
+        span(c0, c1, bn, t.shape.n, "columns")
+    )
+}
+
 /// The hatching of padding (one `<pattern>`, referenced by the padded parts of tiles).
 const HATCH_ID: &str = "tile-grid-padding";
 
@@ -237,36 +268,26 @@ impl TileGrid<'_> {
                     let y = gy + dr as f64 * f * bm * scale;
                     let (w, h) = ((c1 - c0) as f64 * bn * scale, (r1 - r0) as f64 * bm * scale);
                     let (w0, w1) = (wave_of(t, r0, c0), wave_of(t, r1 - 1, c1 - 1));
-                    let tip = if l.f == 1 {
-                        format!("tile row {}, column {}: wave {} of {}", r0 + 1, c0 + 1, w0 + 1, t.waves)
-                    } else {
-                        format!(
-                            "tile rows {}–{}, columns {}–{}: waves {}–{} of {}",
-                            r0 + 1,
-                            r1,
-                            c0 + 1,
-                            c1,
-                            w0.min(w1) + 1,
-                            w0.max(w1) + 1,
-                            t.waves
-                        )
-                    };
+                    let tip = cell_tip(t, (r0, r1), (c0, c1), (w0, w1));
                     let colour = wave_colour(w0, t.waves);
                     // Padding: the part of the cell past M (below) or past N (right), faded and hatched.
                     let (real_h, real_w) = (
                         ((m - (r0 as f64) * bm) * scale).clamp(0.0, h),
                         ((n - (c0 as f64) * bn) * scale).clamp(0.0, w),
                     );
-                    o.cell(x, y, w, h, &colour, 0.3, "tile", Some(&tip));
+                    // The tile's own rectangle carries its outline (when cells are big enough to
+                    // show one) and its tooltip; the real part and the padding are drawn over it.
+                    if cell_px >= 4.0 {
+                        o.cell_outlined((x, y, w, h), &colour, 0.3, "tile", &tip, 0.6);
+                    } else {
+                        o.cell(x, y, w, h, &colour, 0.3, "tile", Some(&tip));
+                    }
                     o.cell(x, y, real_w, real_h, &colour, 0.9, "real", None);
                     if real_w < w {
                         o.cell(x + real_w, y, w - real_w, h, &hatch, 1.0, "pad", None);
                     }
                     if real_h < h {
                         o.cell(x, y + real_h, real_w, h - real_h, &hatch, 1.0, "pad", None);
-                    }
-                    if cell_px >= 4.0 {
-                        o.outline(x, y, w, h, FG, 0.4);
                     }
                     if let Some((tr, tc)) = reread {
                         let (in_row, in_col) = ((r0..r1).contains(&tr), (c0..c1).contains(&tc));
@@ -461,7 +482,7 @@ mod tests {
         // 7 padded strips on the right, 7 at the bottom, and the corner's two.
         assert_eq!(s.matches("<rect class=\"pad\"").count(), 16);
         assert_eq!(s.matches("<rect class=\"real\"").count(), 64);
-        assert!(s.contains("<title>tile row 8, column 8: wave 1 of 1</title>"), "{s}");
+        assert!(s.contains("<title>tile row 8, column 8: wave 1 of 1\n"), "{s}");
         assert!(s.contains("padding: 7.4 % more FLOPs") || s.contains("padding: 7.37 % more FLOPs"), "{s}");
         assert!(!s.contains("#000000"));
     }
@@ -477,6 +498,34 @@ mod tests {
         assert!(s.contains("tile columns 1–"));
         // Every tile is padded below its one real row.
         assert_eq!(s.matches("<rect class=\"pad\"").count(), 112);
+    }
+
+    /// Issue 15 item 7: every cell's `<title>` names its tiles, the output elements they cover
+    /// (padding past M and N) and its wave, from the tiling's numbers.
+    #[test]
+    fn every_cell_carries_its_tiles_elements_and_wave() {
+        for (m, n, bm, bn) in [(1000, 1000, 128, 128), (1, 14336, 64, 128), (1 << 20, 16384, 128, 128)] {
+            let t = tiling(m, n, 4096, bm, bn);
+            let s = TileGrid { tiling: &t, title: None }.svg(PlotSize::default()).unwrap();
+            let cells: Vec<_> = crate::plot::marks(&s).into_iter().filter(|c| c.class == "tile").collect();
+            let l = layout(&t, 0.0, 0.0);
+            assert_eq!(cells.len() as u64, l.rows * l.cols);
+            // The last cell drawn holds the grid's last tile: its rows end at M and its columns at N.
+            let last = cells.last().unwrap();
+            for end in [m, n] {
+                assert!(last.tooltip.contains(&format!("–{}", human::count(end))), "{}", last.tooltip);
+            }
+            let pad_m = t.tiles_m * bm - m;
+            if pad_m > 0 {
+                assert!(
+                    last.tooltip.contains(&format!("(+{} padding past {})", human::count(pad_m), human::count(m))),
+                    "{}",
+                    last.tooltip
+                );
+            }
+            assert!(last.tooltip.contains(&format!("of {}\n", t.waves)), "{}", last.tooltip);
+            assert!(cells.iter().all(|c| c.tooltip.ends_with(&format!("tile {bm}×{bn}"))));
+        }
     }
 
     #[test]

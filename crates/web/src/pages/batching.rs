@@ -58,7 +58,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let (plan, current) = plan(q, &ctx.state.catalog)?;
     let points = q.checked(plan.points(MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
-    let chart = curve.svg(PlotSize::default());
+    // Each mark links to this page at the batch it stands for (its table row is then marked).
+    let link = |b: &u64| Some(ctx.self_href(&[("batch", Some(&b.to_string()))], &[]));
+    let chart = curve.svg_linked(PlotSize::default(), Some(&link));
     let h = &plan.head;
     let ctx_tokens = plan.ctx.min();
     let best = points.iter().filter(|p| p.fits).max_by(|a, b| a.tokens_per_s.total_cmp(&b.tokens_per_s));

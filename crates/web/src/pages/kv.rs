@@ -8,7 +8,7 @@ use crate::error::AppError;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::human;
 use llm_ledger_report::kv::KvReport;
-use llm_ledger_report::plot::{KvChart, PlotSize};
+use llm_ledger_report::plot::{KvChart, KvMark, PlotSize};
 use maud::{html, Markup};
 
 /// Whether the chart draws the memory wall inside its frame (the one rule is the chart's own).
@@ -25,7 +25,13 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let serving = serving.resolve(sc).map_err(|e| q.core_error(&e))?;
     let report = q.checked(KvReport::new(sc, serving.reserve_bytes))?;
     let k = &report.row;
-    let chart = KvChart::from_report(&report).svg(PlotSize::default());
+    // Whole batches, the first past the crossover and the largest that fits link to this page at
+    // that batch; the workload is the page itself.
+    let link = |m: &KvMark| match m {
+        KvMark::Batch(b) => Some(ctx.self_href(&[("batch", Some(&b.to_string()))], &[])),
+        KvMark::Workload => None,
+    };
+    let chart = KvChart::from_report(&report).svg_linked(PlotSize::default(), Some(&link));
     let tokens = |v: f64| human::count(v.round() as u64);
     let mut items = vec![
         (

@@ -4,8 +4,11 @@
 use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
-use llm_ledger_core::Ledger;
-use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_core::model::LayerSpec;
+use llm_ledger_core::ops::{OpBuilder, OpKind};
+use llm_ledger_core::zoom::block_name;
+use llm_ledger_core::{Ledger, Scenario};
+use llm_ledger_report::plot::{PlotSize, Roofline, RooflinePoint};
 use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
 
@@ -13,9 +16,40 @@ use maud::{html, Markup};
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
-    let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
-    let chart = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default());
+    let ledger = Ledger::build(sc);
+    let report = ctx.query.checked(LedgerReport::new(sc, &ledger))?;
+    // Each operator's name links to it in Powers of ten (the first layer that has it).
+    let first = first_layers(sc);
+    let zoom: Vec<Option<String>> = ledger
+        .rows
+        .iter()
+        .map(|r| zoom_path(&first, r.op).map(|at| ctx.query.href_with("/powers-of-ten", &[("at", &at)])))
+        .collect();
+    // Each operator's marker links to its row below (the row's id is `op-<name>`).
+    let page = ctx.self_href(&[], &[]);
+    let link = |p: &RooflinePoint| Some(format!("{page}#{}", row_id(&p.op)));
+    let chart = Roofline::from_report(&report, &sc.gpu).svg_linked(PlotSize::default(), Some(&link));
     let q = ctx.query;
+    // Under the measured clock each row shows both clocks, as the CLI's table does.
+    let measured = report.inputs.engine.is_some();
+    let time_cols: &[(&str, bool)] =
+        if measured { &[("roofline", true), ("expected", true)] } else { &[("time", true)] };
+    let mut cols: Vec<(&str, bool)> = vec![
+        ("operator", false),
+        ("n", true),
+        ("FLOPs", true),
+        ("weights", true),
+        ("KV", true),
+        ("activations", true),
+        ("bytes", true),
+        ("FLOP/B", true),
+        ("math", false),
+    ];
+    cols.extend_from_slice(time_cols);
+    if measured {
+        cols.push(("achieved", true));
+    }
+    cols.extend([("share of step", false), ("bound", false)]);
     Ok(html! {
         h1 { "Ledger" }
         p.headline #headline { (report.inputs.headline()) }
@@ -30,20 +64,26 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         table.ledger #ledger {
             caption { "Per operator, summed over the layers it occurs in" }
-            (thead(&[
-                ("operator", false), ("n", true), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-                ("bytes", true), ("FLOP/B", true), ("math", false), ("time", true), ("share of step", false), ("bound", false),
-            ]))
+            (thead(&cols))
             tbody {
-                @for row in &report.rows { (row_html(row, false)) }
+                @for (i, row) in report.rows.iter().enumerate() { (row_html(row, zoom.get(i).cloned().flatten(), measured)) }
             }
-            tfoot { (row_html(&report.total, true)) }
+            tfoot { (total_html(&report.total, measured)) }
         }
         div.notes {
             p { (report.counting_note) }
-            p {
-                "Roofline per operator: max(FLOPs ÷ " (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
-                (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
+            @if let Some(engine) = &report.inputs.engine {
+                p #clock-note {
+                    "Expected per operator: the measured clock for " (engine) " (achievable bandwidth and peak, kernel costs, "
+                    "fusion; docs/fidelity.md); the step is the sum of the rows. Roofline per operator: max(FLOPs ÷ "
+                    (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
+                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); achieved = roofline ÷ expected."
+                }
+            } @else {
+                p #clock-note {
+                    "Roofline per operator: max(FLOPs ÷ " (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
+                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
+                }
             }
             @for n in &report.notes { p.note { "note: " (n) } }
             p.downloads {
@@ -56,10 +96,76 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     })
 }
 
-fn row_html(r: &RowView, total: bool) -> Markup {
+/// The id of an operator's row (what its roofline marker links to).
+pub fn row_id(op: &str) -> String {
+    format!("op-{op}")
+}
+
+/// Each operator kind of the layer stack with the first layer that has it (the operators are those
+/// of [`OpBuilder::layer`], as Powers of ten lists them; each distinct layer is built once, without
+/// tiling).
+fn first_layers(sc: &Scenario) -> Vec<(OpKind, usize)> {
+    let b = OpBuilder::new(sc);
+    let layers = sc.model.layers();
+    let mut seen: Vec<&LayerSpec> = Vec::new();
+    let mut first: Vec<(OpKind, usize)> = Vec::new();
+    for (i, layer) in layers.iter().enumerate() {
+        if seen.contains(&layer) {
+            continue;
+        }
+        seen.push(layer);
+        b.layer(layer, &mut |op| {
+            if !first.iter().any(|(k, _)| *k == op.kind) {
+                first.push((op.kind, i));
+            }
+        });
+    }
+    first
+}
+
+/// The zoom path of an operator kind (`first`: [`first_layers`]): the embedding, the final norm
+/// and the LM head by name, a layer's operator in the first layer that has it; `None` for what
+/// Powers of ten does not show (communication rows).
+fn zoom_path(first: &[(OpKind, usize)], op: OpKind) -> Option<String> {
+    match op {
+        OpKind::Embedding | OpKind::FinalNorm | OpKind::LmHead => Some(op.short().to_string()),
+        _ if op.is_comm() => None,
+        _ => {
+            let (_, i) = first.iter().find(|(k, _)| *k == op)?;
+            Some(format!("layer.{i}.{}.{}", block_name(op.block()), op.short()))
+        }
+    }
+}
+
+/// One operator's row, its name a link to it in Powers of ten; `measured` adds the roofline time
+/// and the achieved fraction beside the expected time.
+fn row_html(r: &RowView, zoom: Option<String>, measured: bool) -> Markup {
+    html! {
+        tr data-op=(r.op) id=(row_id(&r.op)) {
+            td {
+                @match zoom {
+                    Some(href) => a.zoomto href=(href) title="this operator in Powers of ten" { code { (r.op) } },
+                    None => code { (r.op) },
+                }
+            }
+            (cells(r, measured))
+        }
+    }
+}
+
+/// The total row.
+fn total_html(r: &RowView, measured: bool) -> Markup {
     html! {
         tr data-op=(r.op) {
-            @if total { th scope="row" { (r.op) } } @else { td { code { (r.op) } } }
+            th scope="row" { (r.op) }
+            (cells(r, measured))
+        }
+    }
+}
+
+/// A row's numbers.
+fn cells(r: &RowView, measured: bool) -> Markup {
+    html! {
             td.num { (r.layers) }
             (num(r.flops, human::flops(r.flops)))
             (num(r.weight_bytes, human::bytes(r.weight_bytes)))
@@ -68,9 +174,14 @@ fn row_html(r: &RowView, total: bool) -> Markup {
             (num(r.bytes, human::bytes(r.bytes)))
             td.num data-value=[r.intensity] { (human::intensity(r.intensity)) }
             td { (r.math.map(|m| m.name()).unwrap_or("")) }
-            (num(r.time_s, human::seconds(r.time_s)))
+            @if measured {
+                td.num.roofline data-value=(r.roofline_time_s) { (human::seconds(r.roofline_time_s)) }
+            }
+            td.num.time data-value=(r.time_s) { (human::seconds(r.time_s)) }
+            @if measured {
+                td.num.achieved data-value=[r.achieved] { (r.achieved.map(human::percent).unwrap_or_else(|| "—".into())) }
+            }
             td.share data-value=(r.time_share) { (share_bar(r.time_share)) span { (human::percent(r.time_share)) } }
             td class=(format!("bound {}", r.bound)) { (r.bound) }
-        }
     }
 }

@@ -18,7 +18,7 @@ use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Scenario;
 use llm_ledger_report::human;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, DEFAULT_BATCH_AXIS};
-use llm_ledger_report::plot::{MoeCurve, PlotSize};
+use llm_ledger_report::plot::{MoeCurve, MoeCurvePoint, PlotSize};
 use maud::{html, Markup};
 
 /// The page's keys.
@@ -87,7 +87,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     };
     check_cost(&base, &req).map_err(|e| axis_error(q, &e))?;
     let report = q.checked(MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
-    let chart = MoeCurve::from_report(&report).svg(PlotSize::default());
+    // Each batch size's marker links to this page with that batch as the scenario's.
+    let link = |p: &MoeCurvePoint| Some(ctx.self_href(&[("batch", Some(&p.batch.to_string()))], &[]));
+    let chart = MoeCurve::from_report(&report).svg_linked(PlotSize::default(), Some(&link));
     let with_model = report.model.is_some();
     let axis = req.batch.unwrap_or(DEFAULT_BATCH_AXIS);
     let api = |format: Option<&str>| {
