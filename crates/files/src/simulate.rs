@@ -280,15 +280,15 @@ impl SimRun {
     }
 }
 
+/// A run that replaces the parallel runs of one rate (the CLI's step trace), with the input that
+/// asks for it (named in the refusal when a sweep or `disagg` is asked for too).
+pub type SingleRun<'a> = (&'a str, &'a dyn Fn(&SimConfig) -> Result<Simulation>);
+
 /// Resolve `args` for `sc` and run `simulate`: one run per rate, in parallel, and with
 /// `disagg` the same rates aggregated on as many instances beside the disaggregated pools.
 /// `single` replaces the runs of a single rate without `disagg` (the CLI's step trace); it is
 /// refused with a sweep or `disagg` (`single_field` names its input).
-pub fn run(
-    sc: &Scenario,
-    args: &SimArgs,
-    single: Option<(&str, &dyn Fn(&SimConfig) -> Result<Simulation>)>,
-) -> Result<SimRun> {
+pub fn run(sc: &Scenario, args: &SimArgs, single: Option<SingleRun<'_>>) -> Result<SimRun> {
     let cfg = config(args, sc)?;
     let rates = rates(args.rate.as_deref(), &cfg)?;
     let sweep = rates.len() > 1;

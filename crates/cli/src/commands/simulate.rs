@@ -43,7 +43,7 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         return Err(Error::invalid("plot_timeline", "given with a sweep of rates", "one rate").into());
     }
     let trace = |cfg: &SimConfig| traced(&sc, cfg, args.trace_out.as_deref().unwrap_or_default());
-    let single: Option<(&str, &dyn Fn(&SimConfig) -> Result<Simulation>)> =
+    let single: Option<llm_ledger_files::simulate::SingleRun<'_>> =
         args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig) -> Result<Simulation>));
     let sim = llm_ledger_files::simulate::run(&sc, &args.sim(), single)?;
     if let Some(path) = &args.plot {
