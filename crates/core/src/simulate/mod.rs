@@ -531,7 +531,7 @@ impl<'a> Instance<'a> {
                 let mut i = 0;
                 while i < self.running.len() && (plan.len() as u64) < self.cfg.max_seqs && budget > 0 {
                     let r = &self.running[i];
-                    let decoding = !r.in_prefill();
+                    let decoding = r.decoding();
                     if r.in_step || decoding != (pass == 0) {
                         i += 1;
                         continue;
