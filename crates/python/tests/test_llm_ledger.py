@@ -199,8 +199,7 @@ def test_text_table_is_the_cli_table(cli):
     assert str(ll.ledger(batch=64, counting="seed")) == cli("ledger", "--batch", "64", "--counting", "seed", "--wide")
 
 
-def test_to_pandas():
-    pd = pytest.importorskip("pandas")
+def test_to_pandas(pd):
     df = ll.ledger().to_pandas()
     assert isinstance(df, pd.DataFrame) and "time_s" in df.columns
     sw = ll.sweep(batch=[1, 2, 4]).to_pandas()

@@ -77,8 +77,7 @@ def test_simulate_summary_rows_and_html(cli):
     assert sweep.svg != one.svg
 
 
-def test_simulate_to_pandas():
-    pd = pytest.importorskip("pandas")
+def test_simulate_to_pandas(pd):
     df = ll.simulate(rate=[2, 4], requests=50).to_pandas()
     assert isinstance(df, pd.DataFrame) and list(df["offered_rate_per_s"]) == [2.0, 4.0]
 
