@@ -30,7 +30,8 @@ pub struct Row {
     pub math: MathFormat,
     /// Roofline parts and time over all instances.
     pub timing: Timing,
-    /// Runs inside the previous operator's kernel; `timing.time_s` is the time it adds there.
+    /// Runs inside another operator's kernel (FlashAttention's softmax, an engine's epilogue);
+    /// `timing.time_s` is the time it adds there.
     pub fused: bool,
 }
 
@@ -43,7 +44,8 @@ pub struct StepSummary {
     pub timing: Timing,
     /// Σ FLOPs ÷ peak of each operator's math format, at 100 % (seconds).
     pub compute_floor_s: f64,
-    /// All bytes ÷ peak bandwidth, at 100 % (seconds).
+    /// All HBM bytes ÷ peak bandwidth, at 100 % (seconds): the counted bytes less those the
+    /// clock's fusions keep on chip ([`Timing::hbm_bytes`]; all of them under the roofline).
     pub memory_floor_s: f64,
     /// Tokens the step produces (decode: one per sequence) or processes (prefill: every prompt token).
     pub tokens: f64,
@@ -94,7 +96,7 @@ impl StepSummary {
         self.cost += cost;
         self.timing += timing;
         self.compute_floor_s += cost.flops / peak;
-        self.memory_floor_s += cost.bytes() / sc.gpu.memory_bandwidth_bytes_per_s;
+        self.memory_floor_s += timing.hbm_bytes / sc.gpu.memory_bandwidth_bytes_per_s;
         (cost, timing)
     }
 }
@@ -129,7 +131,7 @@ impl Ledger {
                     r.cost += cost;
                     r.timing += timing;
                 }
-                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing, fused: op.fused }),
+                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing, fused: timing.fused }),
             }
         });
         if sc.workload.counting == Counting::Seed {

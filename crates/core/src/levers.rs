@@ -1,19 +1,25 @@
 //! Levers (seed 004, "Long context changes the mix" and "Weight quantisation in the ledger"):
 //! the same workload re-run with one change each, and what it buys.
 //!
-//! | lever | change | side |
+//! | lever | inputs it sets ([`Lever::inputs`]) | side |
 //! |---|---|---|
-//! | `w4a16` | every GEMM weight stored in 4 bits (0.5 B, scales ignored, the seed's convention), math in 16 bits | weights |
-//! | `w8a16` | GEMM weights in int8, math in 16 bits | weights |
-//! | `fp8` | W8A8: weights and activations in fp8, GEMMs at the fp8 peak where the GPU has one (the ledger has one activation format, so activations between operators are fp8 too) | weights |
-//! | `batch` | the largest batch that fits at the same context (uniform batches only) | weights |
-//! | `kv-fp8`, `kv-int8` | KV cache in 8 bits (halves attention bytes at bf16) | cache |
-//! | `kv-heads/2` | half the KV heads (GQA factor 2; a model change that needs retraining or uptraining) | cache |
+//! | `w4a16` | `weights = int4` (0.5 B, scales ignored, the seed's convention), `gemm_activations` = the 16-bit activation format: math in 16 bits | weights |
+//! | `w8a16` | `weights = int8`, `gemm_activations` 16-bit | weights |
+//! | `fp8` | W8A8: `weights = fp8`, `activations = fp8`, `gemm_activations = fp8`: GEMMs at the fp8 peak where the GPU has one | weights |
+//! | `batch` | `batch` = the largest that fits at the same context (uniform batches only) | weights |
+//! | `kv-fp8`, `kv-int8` | `kv = fp8`, `int8` (halves attention bytes at bf16) | cache |
+//! | `kv-heads/2` | half the KV heads (GQA factor 2; a model change that needs retraining or uptraining, no input) | cache |
+//!
+//! A lever is exactly the scenario those inputs resolve to with the rest unchanged (the rules of
+//! [`crate::scenario::ScenarioRequest::resolve`]: `weights` stores every GEMM weight in that
+//! format, the embedding and routers in its unquantised form, and replaces the checkpoint's own
+//! formats), so its row is the ledger of that command.
 //!
 //! Each lever's effect is measured per output token: `time per token = step time ÷ tokens per
 //! step`, so a precision lever (same tokens) saves what it saves in step time and the batch lever
 //! saves through more tokens per step. The saving in time per token is the saving in cost per
-//! token at a fixed GPU price. The seed ignores dequantisation work, and so does this ledger.
+//! token at a fixed GPU price. Under the roofline (and the reference calculator) dequantisation
+//! work is not counted; the measured clock charges it ([`crate::clock::dequant_s`]).
 
 use crate::crossover::Side;
 use crate::ledger::summarise;
@@ -84,6 +90,29 @@ impl Lever {
         }
     }
 
+    /// The scenario inputs this lever sets, as `(input, value)` pairs of the scenario's text
+    /// inputs (`weights`, `activations`, `gemm_activations`, `kv`, `batch`), for `sc`; empty for
+    /// a change no input makes (`kv-heads/2`). [`Lever::apply`] is these inputs resolved.
+    pub fn inputs(self, sc: &Scenario, reserve_bytes: f64) -> Vec<(&'static str, String)> {
+        let sixteen = || {
+            let a = sc.workload.activations;
+            if a.bytes() == 2.0 { a } else { Precision::Bf16 }.name()
+        };
+        match self {
+            Lever::W4a16 => vec![("weights", "int4".into()), ("gemm_activations", sixteen())],
+            Lever::W8a16 => vec![("weights", "int8".into()), ("gemm_activations", sixteen())],
+            Lever::Fp8 => {
+                vec![("weights", "fp8".into()), ("activations", "fp8".into()), ("gemm_activations", "fp8".into())]
+            }
+            Lever::Batch => {
+                vec![("batch", Fit::step(sc, reserve_bytes).max_batch.unwrap_or(0).to_string())]
+            }
+            Lever::KvFp8 => vec![("kv", "fp8".into())],
+            Lever::KvInt8 => vec![("kv", "int8".into())],
+            Lever::KvHeadsHalf => Vec::new(),
+        }
+    }
+
     /// The scenario with this lever pulled, or why it does not apply.
     pub fn apply(self, sc: &Scenario, reserve_bytes: f64) -> std::result::Result<Scenario, String> {
         let mut s = sc.clone();
@@ -103,26 +132,32 @@ impl Lever {
                 Err(format!("the KV cache is already {}", sc.workload.kv))
             }
         };
-        match self {
-            Lever::W4a16 => s.weights = weights(Precision::Int4)?,
-            Lever::W8a16 => s.weights = weights(Precision::Int8)?,
-            Lever::Fp8 => {
-                s.weights = weights(Precision::Fp8)?;
-                s.workload.activations = Precision::Fp8;
+        if self == Lever::Batch {
+            let Contexts::Uniform { batch, .. } = sc.workload.contexts else {
+                return Err("only for a uniform batch (`batch` and `ctx`)".into());
+            };
+            let most = Fit::step(sc, reserve_bytes).max_batch.unwrap_or(0);
+            if most <= batch {
+                return Err(format!("batch {batch} is already the largest that fits ({most})"));
             }
-            Lever::Batch => {
-                let Contexts::Uniform { batch, tokens } = sc.workload.contexts else {
-                    return Err("only for a uniform batch (`batch` and `ctx`)".into());
-                };
-                let most = Fit::step(sc, reserve_bytes).max_batch.unwrap_or(0);
-                if most <= batch {
-                    return Err(format!("batch {batch} is already the largest that fits ({most})"));
+        }
+        for (input, value) in self.inputs(sc, reserve_bytes) {
+            let p = || value.parse::<Precision>().map_err(|e| e.to_string());
+            match input {
+                "weights" => s.weights = weights(p()?)?,
+                "activations" => s.workload.activations = p()?,
+                "gemm_activations" => s.workload.gemm_activations = p()?,
+                "kv" => s.workload.kv = kv(p()?)?,
+                "batch" => {
+                    let tokens = sc.workload.contexts.max_tokens();
+                    let batch = value.parse().map_err(|_| format!("batch {value}"))?;
+                    s.workload.contexts = Contexts::Uniform { batch, tokens };
                 }
-                s.workload.contexts = Contexts::Uniform { batch: most, tokens };
+                other => return Err(format!("lever input `{other}`")),
             }
-            Lever::KvFp8 => s.workload.kv = kv(Precision::Fp8)?,
-            Lever::KvInt8 => s.workload.kv = kv(Precision::Int8)?,
-            Lever::KvHeadsHalf => s.model = Arc::new(halve_kv_heads(&sc.model)?),
+        }
+        if self == Lever::KvHeadsHalf {
+            s.model = Arc::new(halve_kv_heads(&sc.model)?);
         }
         Ok(s)
     }
@@ -201,6 +236,9 @@ pub struct LeverOutcome {
     pub name: &'static str,
     /// What it changes.
     pub description: &'static str,
+    /// The scenario inputs it sets ([`Lever::inputs`]): the ledger of the scenario with these
+    /// inputs is this row.
+    pub inputs: Vec<(&'static str, String)>,
     /// Which side of the crossover it pays on.
     pub side: Side,
     /// The workload with the lever pulled.
@@ -249,6 +287,7 @@ impl LeverSet {
                         lever,
                         name: lever.name(),
                         description: lever.description(),
+                        inputs: lever.inputs(sc, reserve_bytes),
                         side: lever.side(),
                         speedup: baseline.step_time_s / o.step_time_s,
                         step_time_saved_s: baseline.step_time_s - o.step_time_s,
@@ -348,6 +387,34 @@ mod tests {
         assert_eq!(set.skipped[3].reason, "the KV cache is already fp8");
         let mla = LeverSet::of(&sc("deepseek-v2-lite", "full", 1, 2048), 2e9);
         assert!(mla.skipped.iter().any(|k| k.name == "kv-heads/2" && k.reason.contains("latent")));
+    }
+
+    #[test]
+    fn each_lever_is_the_ledger_of_the_inputs_it_names() {
+        // The lever's row is the scenario its inputs resolve to, under both clocks, on a dense
+        // model, an fp8 MoE checkpoint (its own GEMM-input format replaced) and a GPU without fp8.
+        for base in [
+            vec![("batch", "1024"), ("ctx", "128"), ("time_model", "roofline")],
+            vec![("batch", "256"), ("ctx", "2048")],
+            vec![("model", "deepseek-v3"), ("gpu", "h200"), ("batch", "8")],
+            vec![("model", "qwen3-30b-a3b"), ("gpu", "a100-80gb-sxm"), ("batch", "64"), ("activations", "fp16")],
+        ] {
+            let sc = crate::testing::scenario(&base);
+            for lever in LeverSet::of(&sc, 2e9).levers {
+                if lever.inputs.is_empty() {
+                    continue;
+                }
+                let mut pairs: Vec<(&str, &str)> =
+                    base.iter().copied().filter(|(k, _)| !lever.inputs.iter().any(|(i, _)| i == k)).collect();
+                pairs.extend(lever.inputs.iter().map(|(k, v)| (*k, v.as_str())));
+                let run = summarise(&crate::testing::scenario(&pairs));
+                assert_eq!(lever.outcome.step_time_s, run.step_time_s(), "{base:?} {}: {pairs:?}", lever.name);
+            }
+        }
+        // W8A8 at batch 1024 × 128 on the roofline runs at the fp8 peak: faster than bf16.
+        let sc = crate::testing::scenario(&[("batch", "1024"), ("ctx", "128"), ("time_model", "roofline")]);
+        let set = LeverSet::of(&sc, 2e9);
+        assert!(set.get(Lever::Fp8).unwrap().speedup > 1.3, "{:?}", set.get(Lever::Fp8));
     }
 
     #[test]

@@ -50,11 +50,25 @@ pub struct Op {
     /// Runs inside the previous operator's kernel (the softmax of FlashAttention): its roofs add to
     /// that kernel's, and its time is the marginal time it adds (see [`crate::roofline::KernelTimer`]).
     pub fused: bool,
+    /// For a GEMM that an engine may run as one kernel with its siblings, their output columns
+    /// side by side (Q, K and V of one layer; gate and up of one MLP or expert): the columns of
+    /// that merged GEMM, per instance (`q + 2·kv`; `2·intermediate`), on this GPU. `None` for a
+    /// GEMM that is always a kernel of its own (and for every other operator). Which engines
+    /// merge is the time model's business ([`crate::clock::engine_join`]).
+    pub merge_n: Option<u64>,
 }
 
 impl Op {
     /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
     pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
-        Op { kind, cost, math, gemm: None, attention: None, fused: false }
+        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None }
+    }
+
+    /// This GEMM's share of the merged GEMM it belongs to ([`Op::merge_n`]): `n ÷ merge_n`, or 1.
+    pub fn merge_share(&self) -> f64 {
+        match (self.gemm, self.merge_n) {
+            (Some(g), Some(n)) if n > 0 => g.n as f64 / n as f64,
+            _ => 1.0,
+        }
     }
 }

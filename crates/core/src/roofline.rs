@@ -50,6 +50,9 @@ pub enum Bound {
     Link,
     /// Time a pipeline stage waits for the others ([`crate::parallel`]).
     Wait,
+    /// Work that runs inside another operator's kernel (an epilogue, FlashAttention's softmax):
+    /// its time is what it adds to that kernel, whose bound it shares.
+    Fused,
 }
 
 impl Bound {
@@ -60,6 +63,7 @@ impl Bound {
             Bound::Compute => "compute",
             Bound::Link => "link",
             Bound::Wait => "wait",
+            Bound::Fused => "fused",
         }
     }
 }
@@ -78,9 +82,14 @@ pub struct Timing {
     /// total. Under the measured clock ([`crate::clock`]) this is the expected time.
     pub time_s: f64,
     /// The roofline's time of the same work (the roofline clock, with the efficiency inputs),
-    /// seconds; equal to `time_s` under the roofline clock. `roofline_s ÷ time_s` is the achieved
-    /// fraction of the roofline.
+    /// seconds; equal to `time_s` under the roofline clock.
     pub roofline_s: f64,
+    /// The HBM bytes this clock charges the work: its counted bytes less those its kernel keeps
+    /// on chip ([`Join::Fused`], [`Join::Part`]). Equal to the counted bytes under the roofline.
+    pub hbm_bytes: f64,
+    /// Whether all of the work runs inside other operators' kernels ([`Join::Fused`]); a sum is
+    /// fused only if every part is.
+    pub fused: bool,
 }
 
 impl Timing {
@@ -91,7 +100,7 @@ impl Timing {
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
         let time_s = compute_s.max(memory_s);
-        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: time_s }
+        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: time_s, hbm_bytes: cost.bytes(), fused: false }
     }
 
     /// A communication operator's time on a link.
@@ -105,10 +114,12 @@ impl Timing {
     }
 
     /// Which roof dominates: the largest of the parts (compute only when strictly above memory, as
-    /// a tie reads as memory-bound); a wait is time under no roof.
+    /// a tie reads as memory-bound); a wait is time under no roof; fused work shares its kernel's.
     pub fn bound(&self) -> Bound {
         let roof = self.compute_s.max(self.memory_s);
-        if self.time_s > 0.0 && roof == 0.0 && self.link_s == 0.0 {
+        if self.fused {
+            Bound::Fused
+        } else if self.time_s > 0.0 && roof == 0.0 && self.link_s == 0.0 {
             Bound::Wait
         } else if self.link_s > roof {
             Bound::Link
@@ -127,6 +138,8 @@ impl Timing {
             link_s: self.link_s * n,
             time_s: self.time_s * n,
             roofline_s: self.roofline_s * n,
+            hbm_bytes: self.hbm_bytes * n,
+            fused: self.fused,
         }
     }
 }
@@ -140,6 +153,8 @@ impl std::ops::Add for Timing {
             link_s: self.link_s + o.link_s,
             time_s: self.time_s + o.time_s,
             roofline_s: self.roofline_s + o.roofline_s,
+            hbm_bytes: self.hbm_bytes + o.hbm_bytes,
+            fused: self.fused && o.fused,
         }
     }
 }
@@ -150,22 +165,72 @@ impl std::ops::AddAssign for Timing {
     }
 }
 
+/// How an operator's work joins the kernels around it under a time model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Join {
+    /// A kernel of its own.
+    Own,
+    /// One part of a GEMM the engine runs with its siblings as one kernel, their output columns
+    /// side by side (Q, K and V; gate and up: [`Op::merge_n`]). The part is charged `share` of
+    /// that kernel's time and bytes (its columns' share: its weights, FLOPs and output are that
+    /// share, and so is its part of the one read of the shared input). `first` opens the kernel,
+    /// the others extend it.
+    Part {
+        /// The first part: it opens the kernel.
+        first: bool,
+        /// Its share of the kernel: `n ÷ merge_n`.
+        share: f64,
+    },
+    /// Inside the open kernel (an epilogue or prologue, FlashAttention's softmax): its roofs add
+    /// to that kernel's and it is charged the time it adds; `on_chip_bytes` of its counted bytes
+    /// never reach HBM (an input still in the kernel's registers or shared memory).
+    Fused {
+        /// Counted bytes that stay on chip.
+        on_chip_bytes: f64,
+    },
+}
+
+impl Join {
+    /// Whether the operator opens a kernel (and pays a kernel's fixed costs).
+    pub fn opens_kernel(self) -> bool {
+        matches!(self, Join::Own | Join::Part { first: true, .. })
+    }
+
+    /// The counted bytes of an operator of cost `cost` that stay on chip: a fused operator's
+    /// `on_chip_bytes`; for a part of a merged GEMM, the read of the shared input that its
+    /// siblings' columns account for, `input × (1 − share)`.
+    pub fn on_chip_bytes(self, cost: &Cost) -> f64 {
+        match self {
+            Join::Own => 0.0,
+            Join::Part { share, .. } => cost.activation_read_bytes() * (1.0 - share),
+            Join::Fused { on_chip_bytes } => on_chip_bytes,
+        }
+    }
+}
+
 /// How long one operator (one instance) takes on a GPU: the one place a time model plugs in. Every
 /// operator's time (ledger, sweep, zoom, the parallel pipeline) comes from
 /// [`crate::parallel::op_timing`] through a [`KernelTimer`], which asks its model; [`Roofline`] is
 /// today's model and [`crate::clock::Measured`] the measured one. The model sees the whole
 /// operator: its kind, its cost, its math format and its GEMM or attention shape.
 pub trait TimeModel {
-    /// The operator's compute and memory times and its time, seconds, in a kernel of its own
-    /// (`roofline_s` is filled in by the [`KernelTimer`]).
+    /// The operator's compute and memory times, its time and the HBM bytes it moves, for the
+    /// way it joins its kernel ([`TimeModel::join`]): in a kernel of its own, its part of a merged
+    /// kernel, or its roofs inside the open kernel (`roofline_s` is filled in by the
+    /// [`KernelTimer`]).
     fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing;
 
-    /// Whether the operator runs inside the previous operator's kernel under this model (default:
-    /// the operator's own [`Op::fused`], FlashAttention's softmax). A model of an engine that fuses
-    /// more (a residual into the norm, RoPE into attention) says so here.
+    /// How the operator joins its kernel under this model (default: a kernel of its own, or
+    /// inside the previous kernel with no bytes on chip where the operator says so,
+    /// FlashAttention's softmax). A model of an engine that fuses more (a residual into the
+    /// norm, RoPE into attention, Q, K and V into one GEMM) says so here.
     #[inline]
-    fn fused(&self, op: &Op) -> bool {
-        op.fused
+    fn join(&self, op: &Op) -> Join {
+        if op.fused {
+            Join::Fused { on_chip_bytes: 0.0 }
+        } else {
+            Join::Own
+        }
     }
 
     /// A communication operator's time for a link time of `link_s` seconds (default: the link
@@ -205,35 +270,47 @@ impl TimeModel for Roofline {
 struct OpenKernel(Timing);
 
 impl OpenKernel {
-    /// Add an operator timed `own` (in a kernel of its own); returns the time it adds. A fused
-    /// operator joins the open kernel: the kernel's compute and memory roofs are the sums of its
-    /// parts, and the kernel's time grows by what the roofs' max grows, `max(c₁ + c₂, m₁ + m₂) −
-    /// max(c₁, m₁)`, which the fused operator is charged. Whatever the kernel's time holds beyond
-    /// its roofs is kept: a fixed cost per kernel, or a measured kernel's time (above or below
-    /// the fitted roofs). The charge is never negative, in floating point too (`c₁ + c₂ ≥ c₁`
-    /// for `c₂ ≥ 0` under rounding).
+    /// Add an operator timed `own` that joins as `join`; returns the time it is charged.
+    ///
+    /// * A kernel of its own, or the first part of a merged GEMM, opens a new kernel.
+    /// * A later part of a merged GEMM extends the open kernel: roofs and time add, and the part
+    ///   is charged its own (share of the) time.
+    /// * A fused operator joins the open kernel: the kernel's compute and memory roofs are the
+    ///   sums of its parts, and the kernel's time grows by what the roofs' max grows, `max(c₁ +
+    ///   c₂, m₁ + m₂) − max(c₁, m₁)`, which the fused operator is charged. Whatever the kernel's
+    ///   time holds beyond its roofs is kept: a fixed cost per kernel, or a measured kernel's
+    ///   time (above or below the fitted roofs). The charge is never negative, in floating point
+    ///   too (`c₁ + c₂ ≥ c₁` for `c₂ ≥ 0` under rounding).
     #[inline]
-    fn next(&mut self, own: Timing, fused: bool) -> Timing {
-        if !fused {
-            self.0 = own;
-            return own;
+    fn next(&mut self, own: Timing, join: Join) -> Timing {
+        match join {
+            Join::Own | Join::Part { first: true, .. } => {
+                self.0 = own;
+                own
+            }
+            Join::Part { first: false, .. } => {
+                self.0 = self.0 + own;
+                own
+            }
+            Join::Fused { .. } => {
+                let before = self.0;
+                let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
+                let added_s = c.max(m) - before.compute_s.max(before.memory_s);
+                self.0 = Timing { compute_s: c, memory_s: m, time_s: before.time_s + added_s, ..Timing::default() };
+                Timing { time_s: added_s, fused: true, ..own }
+            }
         }
-        let before = self.0;
-        let (c, m) = (before.compute_s + own.compute_s, before.memory_s + own.memory_s);
-        let added_s = c.max(m) - before.compute_s.max(before.memory_s);
-        self.0 = Timing { compute_s: c, memory_s: m, time_s: before.time_s + added_s, ..Timing::default() };
-        Timing { compute_s: own.compute_s, memory_s: own.memory_s, time_s: added_s, ..own }
     }
 }
 
-/// Times operators in execution order with a [`TimeModel`] (the [`Roofline`] by default), treating
-/// an operator marked fused (by the operator, or by the model's engine) as part of the previous
-/// operator's kernel: the kernel's compute and memory roofs are the sums of its parts, its time is
-/// the max of the two, and the fused operator is charged the time it adds,
-/// `max(c₁ + c₂, m₁ + m₂) − max(c₁, m₁)`. So FlashAttention's softmax costs nothing while the kernel
-/// is memory-bound (decode) and its full vector time when it is compute-bound (long prefill), and
-/// the step time is the sum of kernel times either way. Beside the model's (expected) time it keeps
-/// the roofline clock, with the operator's own fusion, in [`Timing::roofline_s`].
+/// Times operators in execution order with a [`TimeModel`] (the [`Roofline`] by default), joining
+/// each to its kernel as the model says ([`Join`]): a fused operator is part of the previous
+/// operator's kernel, whose compute and memory roofs are the sums of its parts and whose time is
+/// the max of the two, and is charged the time it adds, `max(c₁ + c₂, m₁ + m₂) − max(c₁, m₁)`.
+/// So FlashAttention's softmax costs nothing while the kernel is memory-bound (decode) and its
+/// full vector time when it is compute-bound (long prefill), and the step time is the sum of
+/// kernel times either way. Beside the model's (expected) time it keeps the roofline clock, with
+/// the operator's own fusion, in [`Timing::roofline_s`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KernelTimer<M: TimeModel = Roofline> {
     kernel: OpenKernel,
@@ -258,11 +335,11 @@ impl<M: TimeModel> KernelTimer<M> {
     #[inline]
     pub fn next(&mut self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
         let own = self.model.op_time(op, gpu, eff);
-        let t = self.kernel.next(own, self.model.fused(op));
+        let t = self.kernel.next(own, self.model.join(op));
         if self.model.is_roofline() {
             return Timing { roofline_s: t.time_s, ..t };
         }
-        let roof = self.roof.next(Timing::of(&op.cost, op.math, gpu, eff), op.fused);
+        let roof = self.roof.next(Timing::of(&op.cost, op.math, gpu, eff), Roofline.join(op));
         Timing { roofline_s: roof.time_s, ..t }
     }
 
@@ -342,14 +419,16 @@ mod tests {
         // roofs would charge), and the kernel ends at 1.05 ms. One adding only a little compute
         // under the memory roof is charged exactly 0, never a rounding error below it.
         let mut k = OpenKernel::default();
+        let fused = Join::Fused { on_chip_bytes: 0.0 };
         let measured = Timing { compute_s: 0.1e-3, memory_s: 1e-3, time_s: 0.8e-3, ..Timing::default() };
-        assert_eq!(k.next(measured, false).time_s, 0.8e-3);
+        assert_eq!(k.next(measured, Join::Own).time_s, 0.8e-3);
         let more = Timing { memory_s: 0.25e-3, time_s: 0.25e-3, ..Timing::default() };
-        assert!((k.next(more, true).time_s - 0.25e-3).abs() < 1e-18);
+        assert!((k.next(more, fused).time_s - 0.25e-3).abs() < 1e-18);
         assert!((k.0.time_s - 1.05e-3).abs() < 1e-18);
         for c in [1e-12, 1.3592920353982303e-10, 3e-7] {
             let tiny = Timing { compute_s: c, time_s: c, ..Timing::default() };
-            assert_eq!(k.next(tiny, true).time_s, 0.0, "compute {c}");
+            let t = k.next(tiny, fused);
+            assert_eq!((t.time_s, t.bound()), (0.0, Bound::Fused), "compute {c}");
         }
     }
 

@@ -145,7 +145,7 @@ impl Report for AdviseReport {
     fn human(&self) -> HumanTable {
         let a = &self.advice;
         let ranked: Vec<&LeverOutcome> = a.levers.iter().map(|r| &r.lever).collect();
-        let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped);
+        let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped, self.inputs.engine.is_some());
         footer.push(a.fit_basis.rule(self.inputs.counting).into());
         let mut title = vec![self.inputs.headline(), String::new()];
         title.extend(self.lines.iter().cloned());

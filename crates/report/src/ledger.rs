@@ -9,7 +9,7 @@ use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::model::WeightPrecisions;
 use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
-use llm_ledger_core::{Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, Timing};
+use llm_ledger_core::{Bound, Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, Timing};
 use serde::Serialize;
 
 /// The scenario's inputs, echoed in every report.
@@ -165,6 +165,9 @@ fn ctx_word(p: Phase) -> &'static str {
     }
 }
 
+/// What the `achieved` column means, for footers.
+pub const ACHIEVED_RULE: &str = "achieved = the fraction of the GPU's peak an operator reaches: HBM bytes ÷ time ÷ peak bandwidth when memory-bound (MBU), FLOPs ÷ time ÷ the peak of its math when compute-bound (MFU), link bytes ÷ time ÷ the link's peak for a collective";
+
 /// One row (also the `total`).
 #[derive(Debug, Clone, Serialize)]
 pub struct RowView {
@@ -203,7 +206,22 @@ pub struct RowView {
     pub time_s: f64,
     /// Roofline time of the same row, seconds (with the efficiency inputs).
     pub roofline_time_s: f64,
-    /// Achieved fraction of the roofline, `roofline_time_s ÷ time_s` (`null` when `time_s` is 0).
+    /// The HBM bytes the clock charges the row: `bytes` less `on_chip_bytes`.
+    pub hbm_bytes: f64,
+    /// Counted bytes that the engine's fusions keep on chip (an epilogue's input, the shared
+    /// input read of a merged GEMM's other parts): not HBM traffic under this clock; 0 under the
+    /// roofline.
+    pub on_chip_bytes: f64,
+    /// Memory bandwidth utilisation: `hbm_bytes ÷ time_s ÷` the GPU's peak bandwidth (`null`
+    /// when `time_s` is 0 or the row runs inside another kernel).
+    pub mbu: Option<f64>,
+    /// Model FLOPs utilisation: FLOPs ÷ `time_s` ÷ the peak of the row's math format (the total:
+    /// the compute floor ÷ the step; `null` when `time_s` is 0 or the row is fused).
+    pub mfu: Option<f64>,
+    /// The fraction of the hardware's peak the row reaches, by its bound: `mbu` when
+    /// memory-bound, `mfu` when compute-bound, link bytes ÷ time ÷ the link's peak for a
+    /// collective; `null` for a fused row (its work is its kernel's) and a pipeline wait. At most
+    /// 1 (every operator's time is at least its bytes and FLOPs at the peaks).
     pub achieved: Option<f64>,
     /// Share of the step time.
     pub time_share: f64,
@@ -217,16 +235,23 @@ pub struct RowView {
 }
 
 impl RowView {
+    /// A row of `cost` timed `timing`; `compute_floor_s` its FLOPs at the peak of their math.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         op: &str,
         layers: u64,
         cost: &Cost,
         timing: &Timing,
         math: Option<MathFormat>,
+        compute_floor_s: f64,
         sc: &Scenario,
         step: f64,
     ) -> Self {
         let peak = math.and_then(|m| sc.gpu.peak(m));
+        let timed = timing.time_s > 0.0 && !timing.fused;
+        let mbu = timed.then(|| timing.hbm_bytes / timing.time_s / sc.gpu.memory_bandwidth_bytes_per_s);
+        let mfu = timed.then(|| compute_floor_s / timing.time_s);
+        let bound = timing.bound();
         RowView {
             op: op.to_string(),
             layers,
@@ -245,24 +270,43 @@ impl RowView {
             memory_time_s: timing.memory_s,
             time_s: timing.time_s,
             roofline_time_s: timing.roofline_s,
-            achieved: (timing.time_s > 0.0).then(|| timing.roofline_s / timing.time_s),
+            hbm_bytes: timing.hbm_bytes,
+            on_chip_bytes: (cost.bytes() - timing.hbm_bytes).max(0.0),
+            mbu,
+            mfu,
+            achieved: match bound {
+                Bound::Memory => mbu,
+                Bound::Compute => mfu,
+                Bound::Link | Bound::Wait | Bound::Fused => None,
+            },
             time_share: if step > 0.0 { timing.time_s / step } else { 0.0 },
-            bound: timing.bound().name().to_string(),
+            bound: bound.name().to_string(),
             link_bytes: cost.link_bytes,
             link_time_s: timing.link_s,
         }
     }
 
-    /// View of a ledger row (communication rows have no math format).
-    pub fn of_row(r: &Row, sc: &Scenario, step: f64) -> Self {
+    /// View of a ledger row (communication rows have no math format), of the GPU shown (of
+    /// pipeline stage `stage`).
+    pub fn of_row(r: &Row, sc: &Scenario, stage: usize, step: f64) -> Self {
         let math = (!r.op.is_comm()).then_some(r.math);
-        let mut v = Self::new(r.op.name(), r.instances, &r.cost, &r.timing, math, sc, step);
+        let floor = math.map_or(0.0, |m| r.cost.flops / sc.gpu.peak(m).unwrap_or(sc.gpu.peak_flops_per_s.vector));
+        let mut v = Self::new(r.op.name(), r.instances, &r.cost, &r.timing, math, floor, sc, step);
         if r.op.is_comm() {
             v.intensity = None;
-            v.bound = if r.op == llm_ledger_core::ops::OpKind::PipelineWait { "wait" } else { "link" }.into();
-        } else if r.fused {
-            // Inside the previous operator's kernel (FlashAttention's softmax).
-            v.bound = "fused".into();
+            v.mbu = None;
+            v.mfu = None;
+            if r.op == llm_ledger_core::ops::OpKind::PipelineWait {
+                v.bound = "wait".into();
+            } else {
+                v.bound = "link".into();
+                // The link's utilisation: bytes ÷ time ÷ its per-direction peak.
+                v.achieved = sc
+                    .parallel
+                    .link_of(r.op, stage)
+                    .filter(|_| r.timing.time_s > 0.0)
+                    .map(|g| r.cost.link_bytes / r.timing.time_s / g.link.bandwidth_bytes_per_s);
+            }
         }
         v
     }
@@ -312,8 +356,8 @@ impl LedgerReport {
         LedgerReport {
             inputs: Inputs::of(sc),
             memory_bandwidth_bytes_per_s: sc.gpu.memory_bandwidth_bytes_per_s,
-            rows: l.rows.iter().map(|r| RowView::of_row(r, sc, step)).collect(),
-            total: RowView::new("total", layers, &s.cost, &s.timing, None, sc, step),
+            rows: l.rows.iter().map(|r| RowView::of_row(r, sc, s.pipeline.map_or(0, |p| p.stage), step)).collect(),
+            total: RowView::new("total", layers, &s.cost, &s.timing, None, s.compute_floor_s, sc, step),
             step_time_s: step,
             tokens_per_s: s.tokens_per_s(),
             memory_floor_s: s.memory_floor_s,
@@ -434,7 +478,11 @@ impl Report for LedgerReport {
                 footer.push(format!(
                     "expected per operator: the measured clock for {engine} ({gemms}achievable bandwidth and peak, kernel costs, fusion; docs/fidelity.md); step = sum of rows"
                 ));
-                footer.push(format!("roofline per operator: {roofline}; achieved = roofline ÷ expected"));
+                if let Ok(e) = engine.parse::<llm_ledger_core::engine::Engine>() {
+                    footer.push(format!("fusion ({engine}): {}", llm_ledger_core::clock::fusion_words(e)));
+                }
+                footer.push(format!("roofline per operator: {roofline}"));
+                footer.push(ACHIEVED_RULE.into());
             }
             None => footer.push(format!("roofline per operator: {roofline}; step = sum of rows")),
         }

@@ -47,7 +47,7 @@ use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::OpKind;
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
-use crate::roofline::{Efficiency, Roofline, TimeModel, Timing};
+use crate::roofline::{Efficiency, Join, Roofline, TimeModel, Timing};
 use crate::workload::Phase;
 
 /// Achievable fractions of a GPU's datasheet peaks, measured (each value's source beside it).
@@ -176,47 +176,77 @@ pub fn kernel_time_s(engine: Engine, roof_s: f64) -> f64 {
     }
 }
 
-/// How an engine folds an operator into its neighbours' kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fusion {
-    /// A kernel of its own.
-    Own,
-    /// Merged into the previous kernel with its bytes (K and V projections in one QKV GEMM, up in
-    /// one gate/up GEMM, the cache append inside the attention kernel): no kernel of its own.
-    Merged,
-    /// In the previous kernel's epilogue: its input is still on chip, so only its arithmetic
-    /// counts (the residual add in the norm, SiLU × gate in the GEMM, RoPE on Q and K).
-    Epilogue,
+/// How `engine` runs operator `op` (module docs of [`Engine`] say which engine fuses what;
+/// sources: TensorRT-LLM's fused gated-MLP and attention plugins, vLLM's `QKVParallelLinear`,
+/// `MergedColumnParallelLinear` and `fused_add_rms_norm`, Inductor's pointwise fusion in gpt-fast):
+///
+/// * **merged GEMMs** ([`Join::Part`]): Q, K and V in one QKV GEMM (every engine but eager), gate
+///   and up in one gate/up GEMM (trtllm, vllm, sglang; gpt-fast keeps them apart), routed and
+///   shared experts alike — only where the checkpoint stores them as separate matrices
+///   ([`Op::merge_n`]);
+/// * **epilogues** ([`Join::Fused`], bytes on chip by [`fused_on_chip_bytes`]): the residual add
+///   into the previous kernel (every engine but eager); SiLU × gate into the gate/up GEMM, RoPE
+///   and the KV-cache append into the QKV/attention kernels (trtllm, gpt-fast);
+/// * FlashAttention's softmax inside the attention kernel under every engine ([`Op::fused`]);
+/// * everything else a kernel of its own ([`Join::Own`]).
+pub fn engine_join(engine: Engine, op: &Op) -> Join {
+    use OpKind::*;
+    if op.fused {
+        return Join::Fused { on_chip_bytes: 0.0 };
+    }
+    let kind = op.kind;
+    let qkv = matches!(kind, QProj | KProj | VProj);
+    let gate_up = matches!(kind, GateProj | UpProj | ExpertGate | ExpertUp | SharedGate | SharedUp);
+    let merges = match engine {
+        Engine::Eager => false,
+        Engine::Trtllm | Engine::Vllm | Engine::Sglang => qkv || gate_up,
+        Engine::GptFast => qkv,
+    };
+    if merges && op.merge_n.is_some() {
+        let first = matches!(kind, QProj | GateProj | ExpertGate | SharedGate);
+        return Join::Part { first, share: op.merge_share() };
+    }
+    let residual = matches!(kind, AttnResidual | MlpResidual | Residual);
+    let epilogue = match engine {
+        Engine::Eager => false,
+        Engine::Trtllm | Engine::GptFast => residual || matches!(kind, Act | ExpertAct | SharedAct | Rope | KvWrite),
+        Engine::Vllm | Engine::Sglang => residual,
+    };
+    if epilogue {
+        Join::Fused { on_chip_bytes: fused_on_chip_bytes(kind, &op.cost) }
+    } else {
+        Join::Own
+    }
 }
 
-/// How `engine` runs an operator `kind` (module docs of [`Engine`] say which engine fuses what;
-/// sources: TensorRT-LLM's fused gated-MLP and attention plugins, vLLM's `QKVParallelLinear`,
-/// `MergedColumnParallelLinear` and `fused_add_rms_norm`, Inductor's pointwise fusion in gpt-fast).
-pub fn engine_fusion(engine: Engine, kind: OpKind) -> Fusion {
-    use OpKind::*;
-    let merged_gemm = matches!(kind, KProj | VProj | UpProj | ExpertUp | SharedUp);
-    let residual = matches!(kind, AttnResidual | MlpResidual | Residual);
+/// How `engine` joins operators into kernels, in words ([`engine_join`]), for footers.
+pub fn fusion_words(engine: Engine) -> &'static str {
     match engine {
-        Engine::Eager => Fusion::Own,
-        Engine::Trtllm => match kind {
-            _ if merged_gemm => Fusion::Merged,
-            KvWrite => Fusion::Merged,
-            _ if residual => Fusion::Epilogue,
-            Act | ExpertAct | SharedAct | Rope => Fusion::Epilogue,
-            _ => Fusion::Own,
-        },
-        Engine::Vllm | Engine::Sglang => match kind {
-            _ if merged_gemm => Fusion::Merged,
-            _ if residual => Fusion::Epilogue,
-            _ => Fusion::Own,
-        },
-        Engine::GptFast => match kind {
-            KProj | VProj => Fusion::Merged,
-            KvWrite => Fusion::Merged,
-            _ if residual => Fusion::Epilogue,
-            Act | ExpertAct | SharedAct | Rope => Fusion::Epilogue,
-            _ => Fusion::Own,
-        },
+        Engine::Trtllm => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; the residual add, SiLU × gate, RoPE and the KV-cache append run inside the kernel before them (bound `fused`: the time they add there, their on-chip inputs not counted as HBM traffic)",
+        Engine::Vllm | Engine::Sglang => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; the residual add runs inside the kernel before it (bound `fused`: the time it adds there, its on-chip input not counted as HBM traffic)",
+        Engine::GptFast => "q/k/v run as one QKV GEMM, each row charged its columns' share; the residual add, the activation, RoPE and the KV-cache append run inside the kernel before them (bound `fused`: the time they add there, their on-chip inputs not counted as HBM traffic)",
+        Engine::Eager => "none: every operator is a kernel of its own, launched from the host",
+    }
+}
+
+/// The counted bytes of an operator fused into the previous kernel that never reach HBM:
+///
+/// * a residual add reads the previous kernel's output, still on chip, and the residual stream
+///   from HBM, and writes the sum: half of its reads stay on chip (a parallel layer's
+///   `x + attn + mlp` reads three tensors, one of them on chip);
+/// * the gated activation (SiLU × gate, or the activation alone) reads the gate/up GEMM's
+///   outputs from its accumulators: all of its reads (its output is written);
+/// * RoPE rotates Q and K inside the kernel that produced them: its reads and writes replace
+///   that kernel's output (already counted there): all of its bytes;
+/// * the KV-cache append reads the new K/V and writes the cache through HBM: none.
+pub fn fused_on_chip_bytes(kind: OpKind, cost: &crate::cost::Cost) -> f64 {
+    use OpKind::*;
+    match kind {
+        AttnResidual | MlpResidual => cost.activation_read_bytes() / 2.0,
+        Residual => cost.activation_read_bytes() / 3.0,
+        Act | ExpertAct | SharedAct => cost.activation_read_bytes(),
+        Rope => cost.activation_bytes,
+        _ => 0.0,
     }
 }
 
@@ -226,7 +256,9 @@ pub fn engine_fusion(engine: Engine, kind: OpKind) -> Fusion {
 /// large-tile kernels run; the tile model of [`crate::tiling`] derives the same two factors for any
 /// tile). `bm` = 16 for `m ≤ 16` (skinny kernels on the 16-row MMA), 64 for `m ≤ 64`, else 128;
 /// `bn` = [`GEMM_TILE_N`]; `splits` = the split-K factor a library picks when the tiles do not fill
-/// the GPU, `min(⌊SMs ÷ tiles⌋, ⌈k ÷ 256⌉)`, at least 1.
+/// the GPU, `min(⌊SMs ÷ tiles⌋, ⌈k ÷ 256⌉)`, at least 1. `instances` may be fractional (the
+/// expected number of experts a step touches) and counts as it is: the expected CTAs, so that the
+/// time grows with the expected work rather than in steps of whole experts.
 pub fn gemm_shape_efficiency(m: f64, n: f64, k: f64, instances: f64, sm_count: u64) -> f64 {
     if m <= 0.0 || n <= 0.0 || sm_count == 0 {
         return 1.0;
@@ -240,7 +272,7 @@ pub fn gemm_shape_efficiency(m: f64, n: f64, k: f64, instances: f64, sm_count: u
     };
     let (tm, tn) = ((m / bm).ceil(), (n / GEMM_TILE_N).ceil());
     let padding = m * n / (tm * bm * tn * GEMM_TILE_N);
-    let tiles = tm * tn * instances.max(1.0).ceil();
+    let tiles = tm * tn * instances.max(1.0);
     let sms = sm_count as f64;
     let splits = (sms / tiles).floor().min((k / 256.0).ceil()).max(1.0);
     let ctas = tiles * splits;
@@ -289,9 +321,10 @@ pub fn gemm_dtype(weight: Precision, math: MathFormat) -> Option<GemmDtype> {
 }
 
 /// The measured time model for one engine and phase ([`TimeModel`]): per operator, compute
-/// `FLOPs ÷ (peak × achievable fraction × shape efficiency)` (+ dequantisation), memory `bytes ÷
-/// (bandwidth × achievable fraction)`, time `max(compute, memory)` plus the kernel's fixed cost
-/// ([`kernel_time_s`]); an operator the engine fuses joins the previous kernel ([`Fusion`]).
+/// `FLOPs ÷ (peak × achievable fraction × shape efficiency)` (+ dequantisation), memory `HBM bytes
+/// ÷ (bandwidth × achievable fraction)`, time `max(compute, memory)` plus the kernel's fixed cost
+/// ([`kernel_time_s`]), or the measured kernel's time ([`Measured::table_s`]); an operator joins
+/// its kernel as the engine runs it ([`engine_join`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
     /// The engine.
@@ -312,20 +345,38 @@ impl Measured {
         Measured { engine, phase, fit: GpuFit::of(gpu), tables: kernel_tables(engine, gpu) }
     }
 
-    /// The measured time of `op` from the kernel tables, seconds: a GEMM's
-    /// `gemm_envelope_us(m, n, k) × instances × 10⁻⁶` (the module docs say when); `None` where there is no
-    /// table for it.
+    /// The measured time of GEMM `op` in a kernel of its own from the kernel tables, seconds (the
+    /// module docs say when), the whole kernel launch included; `None` where there is no table
+    /// for it. A GEMM of several instances is one batched kernel, not one kernel per instance:
+    /// MLA's absorption (`q_absorb`, `v_up`: one matrix per head) comes from the MLA
+    /// batched-matmul table by heads and tokens. The routed experts run as one grouped GEMM in
+    /// the engines' fused-MoE kernels, which the tables do not hold (a dense GEMM's measured
+    /// time, launch overhead and all, is not the grouped kernel's), so the fitted model times
+    /// them: the grouped GEMM's roofs with one kernel's fixed cost. `gemm_envelope_us` is the
+    /// fastest measured kernel for at least m rows: a bigger batch is never faster.
     pub fn table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
         let g = op.gemm?;
+        if matches!(op.kind, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown) {
+            return None;
+        }
+        if g.instances > 1.0 && matches!(op.kind, OpKind::QAbsorb | OpKind::VUp) {
+            let bmm = if op.kind == OpKind::QAbsorb { kernels::MlaBmm::Pre } else { kernels::MlaBmm::Post };
+            let fp8 = (op.math == MathFormat::Fp8)
+                .then(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))
+                .flatten();
+            let us =
+                fp8.or_else(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
+            return Some(us * 1e-6);
+        }
         let dtype = gemm_dtype(g.weight, op.math)?;
         let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
         Some(us * 1e-6 * g.instances)
     }
 
-    /// The roofs of `op` in a kernel of its own and the time it adds beyond them (dequantisation;
-    /// no fixed cost).
-    fn roofs(&self, op: &Op, gpu: &Gpu) -> (f64, f64, f64) {
+    /// The fitted roofs of work `op` moving `hbm_bytes` through HBM, and the time it adds beyond
+    /// them (dequantisation; no fixed cost): `(compute_s, memory_s, extra_s)`.
+    fn roofs(&self, op: &Op, hbm_bytes: f64, gpu: &Gpu) -> (f64, f64, f64) {
         let fit = self.fit;
         let peak = gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector);
         let mut eff = fit.peak_fraction(op.math);
@@ -340,31 +391,62 @@ impl Measured {
         } else {
             fit.bandwidth
         };
-        let memory_s = op.cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * bandwidth);
+        let memory_s = hbm_bytes / (gpu.memory_bandwidth_bytes_per_s * bandwidth);
         (compute_s, memory_s, dequant_s(op, gpu, &fit))
     }
+
+    /// `op` in a kernel of its own: the measured kernel where there is a table for it, else the
+    /// fitted roofs plus the kernel's fixed cost.
+    fn own_kernel(&self, op: &Op, gpu: &Gpu) -> Timing {
+        let hbm_bytes = op.cost.bytes();
+        let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
+        let time_s = match self.table_s(op) {
+            Some(t) => t,
+            None => kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s),
+        };
+        Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }
+    }
+}
+
+/// The whole merged GEMM that `op` is a part of ([`Join::Part`]): the part's GEMM with
+/// [`Op::merge_n`] columns, its FLOPs, weights and output ÷ its share, and the same one read of
+/// the shared input.
+pub fn merged_gemm(op: &Op) -> Op {
+    let share = op.merge_share();
+    let c = op.cost;
+    let written = c.activation_written_bytes / share;
+    let cost = crate::cost::Cost {
+        flops: c.flops / share,
+        weight_bytes: c.weight_bytes / share,
+        activation_bytes: c.activation_read_bytes() + written,
+        activation_written_bytes: written,
+        ..c
+    };
+    let gemm = op.gemm.map(|g| crate::gemm::Gemm { n: op.merge_n.unwrap_or(g.n), ..g });
+    Op { cost, gemm, ..*op }
 }
 
 impl TimeModel for Measured {
     fn op_time(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timing {
-        let (compute_s, memory_s, extra_s) = self.roofs(op, gpu);
-        let fusion = engine_fusion(self.engine, op.kind);
-        if !op.fused && fusion == Fusion::Own {
-            if let Some(time_s) = self.table_s(op) {
-                return Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: 0.0 };
+        match engine_join(self.engine, op) {
+            Join::Own => self.own_kernel(op, gpu),
+            Join::Part { share, .. } => self.own_kernel(&merged_gemm(op), gpu).times(share),
+            Join::Fused { on_chip_bytes } => {
+                let hbm_bytes = op.cost.bytes() - on_chip_bytes;
+                let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
+                Timing {
+                    compute_s,
+                    memory_s,
+                    time_s: compute_s.max(memory_s) + extra_s,
+                    hbm_bytes,
+                    ..Timing::default()
+                }
             }
         }
-        let (compute_s, memory_s, time_s) = match fusion {
-            _ if op.fused => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
-            Fusion::Own => (compute_s, memory_s, kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s)),
-            Fusion::Merged => (compute_s, memory_s, compute_s.max(memory_s) + extra_s),
-            Fusion::Epilogue => (compute_s, 0.0, compute_s + extra_s),
-        };
-        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: 0.0 }
     }
 
-    fn fused(&self, op: &Op) -> bool {
-        op.fused || engine_fusion(self.engine, op.kind) != Fusion::Own
+    fn join(&self, op: &Op) -> Join {
+        engine_join(self.engine, op)
     }
 
     fn link_time(&self, link_s: f64) -> Timing {
@@ -404,10 +486,10 @@ impl TimeModel for Model {
     }
 
     #[inline]
-    fn fused(&self, op: &Op) -> bool {
+    fn join(&self, op: &Op) -> Join {
         match self {
-            Model::Roofline => op.fused,
-            Model::Measured(m) => m.fused(op),
+            Model::Roofline => Roofline.join(op),
+            Model::Measured(m) => m.join(op),
         }
     }
 

@@ -16,7 +16,7 @@ use super::Model;
 use crate::error::{Error, Result};
 use crate::hardware::Gpu;
 use crate::operator::Op;
-use crate::roofline::{Efficiency, TimeModel, Timing};
+use crate::roofline::{Efficiency, Join, TimeModel, Timing};
 use serde::{Deserialize, Serialize};
 
 /// Fitted adjustments of the expected clock (module docs).
@@ -94,11 +94,12 @@ impl Profile {
         Profile::new(f.memory_scale, f.compute_scale, f.kernel_s)
     }
 
-    /// `t'` of the module docs for one operator's timing from the clock.
-    pub fn adjust(&self, t: Timing, own_kernel: bool) -> Timing {
+    /// `t'` of the module docs for one operator's timing from the clock, for an operator that
+    /// holds `kernel_share` of a kernel: 1 in a kernel of its own, its share of a merged GEMM
+    /// ([`Join::Part`]), 0 fused into another kernel.
+    pub fn adjust(&self, t: Timing, kernel_share: f64) -> Timing {
         let scale = if t.memory_s >= t.compute_s { self.memory_scale } else { self.compute_scale };
-        let extra = if own_kernel { self.kernel_s } else { 0.0 };
-        Timing { time_s: t.time_s * scale + extra, ..t }
+        Timing { time_s: t.time_s * scale + self.kernel_s * kernel_share, ..t }
     }
 }
 
@@ -118,12 +119,17 @@ impl TimeModel for Profiled {
         if self.profile.is_identity() || self.model.is_roofline() {
             return t;
         }
-        self.profile.adjust(t, !self.model.fused(op))
+        let share = match self.model.join(op) {
+            Join::Own => 1.0,
+            Join::Part { share, .. } => share,
+            Join::Fused { .. } => 0.0,
+        };
+        self.profile.adjust(t, share)
     }
 
     #[inline]
-    fn fused(&self, op: &Op) -> bool {
-        self.model.fused(op)
+    fn join(&self, op: &Op) -> Join {
+        self.model.join(op)
     }
 
     #[inline]
@@ -146,11 +152,13 @@ mod tests {
         let p = Profile::new(1.2, 0.9, 3e-6).unwrap();
         let mem = Timing { compute_s: 1e-6, memory_s: 4e-6, time_s: 9e-6, ..Timing::default() };
         // Memory-bound: 9 µs × 1.2 + 3 µs = 13.8 µs; fused into its neighbour: no kernel cost.
-        assert!((p.adjust(mem, true).time_s - 13.8e-6).abs() < 1e-15);
-        assert!((p.adjust(mem, false).time_s - 10.8e-6).abs() < 1e-15);
+        assert!((p.adjust(mem, 1.0).time_s - 13.8e-6).abs() < 1e-15);
+        assert!((p.adjust(mem, 0.0).time_s - 10.8e-6).abs() < 1e-15);
+        // A quarter of a merged GEMM pays a quarter of the kernel's fixed cost.
+        assert!((p.adjust(mem, 0.25).time_s - 11.55e-6).abs() < 1e-15);
         let comp = Timing { compute_s: 5e-6, memory_s: 4e-6, time_s: 10e-6, ..Timing::default() };
-        assert!((p.adjust(comp, false).time_s - 9e-6).abs() < 1e-15);
-        assert_eq!(p.adjust(comp, false).compute_s, 5e-6, "the roofs stay");
+        assert!((p.adjust(comp, 0.0).time_s - 9e-6).abs() < 1e-15);
+        assert_eq!(p.adjust(comp, 0.0).compute_s, 5e-6, "the roofs stay");
     }
 
     #[test]

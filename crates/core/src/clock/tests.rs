@@ -40,8 +40,13 @@ fn gate_proj(m: f64) -> Op {
     use crate::cost::Cost;
     use crate::gemm::Gemm;
     let g = Gemm::new(m, 14336, 4096, Precision::Bf16, Precision::Bf16);
-    let cost =
-        Cost { flops: g.flops(), weight_bytes: g.weight_bytes(), activation_bytes: g.activation_bytes(), ..Cost::ZERO };
+    let cost = Cost {
+        flops: g.flops(),
+        weight_bytes: g.weight_bytes(),
+        activation_bytes: g.activation_bytes(),
+        activation_written_bytes: g.output_bytes(),
+        ..Cost::ZERO
+    };
     Op { gemm: Some(g), ..Op::plain(OpKind::GateProj, cost, MathFormat::Bf16) }
 }
 
@@ -61,10 +66,62 @@ fn a_gemm_on_a_catalogue_gpu_with_a_measured_engine_takes_the_tables_time() {
     let fitted = Measured { tables: None, ..model }.op_time(&op, h100, Efficiency::default());
     assert_eq!((t.compute_s, t.memory_s), (fitted.compute_s, fitted.memory_s));
     assert_ne!(t.time_s, fitted.time_s);
-    // Instances multiply (MoE experts).
-    let mut experts = op;
-    experts.gemm = Some(crate::gemm::Gemm { instances: 2.5, ..op.gemm.unwrap() });
-    assert_eq!(model.op_time(&experts, h100, Efficiency::default()).time_s, table_us * 1e-6 * 2.5);
+    // The routed experts run in a grouped fused-MoE kernel the tables do not hold: the fitted
+    // model's grouped GEMM, one kernel (not one launch per expert).
+    let experts = Op { kind: OpKind::ExpertGate, ..op };
+    let fitted = Measured { tables: None, ..model }.op_time(&experts, h100, Efficiency::default());
+    assert_eq!(model.op_time(&experts, h100, Efficiency::default()), fitted);
+    let mut two = experts;
+    two.gemm = Some(crate::gemm::Gemm { instances: 2.0, m: 4.0, ..op.gemm.unwrap() });
+    two.cost.weight_bytes *= 2.0;
+    let t2 = model.op_time(&two, h100, Efficiency::default()).time_s;
+    assert!(t2 < 2.0 * fitted.time_s, "one fixed cost, not two: {t2} vs {}", fitted.time_s);
+}
+
+#[test]
+fn mla_absorption_is_one_batched_matmul_from_its_table() {
+    // DeepSeek-V3's q_absorb at batch 4 on one H200: 128 heads of [4 × 128]·[128 × 512].
+    let h200 = gpu("h200");
+    let model = Measured::new(Engine::Trtllm, Phase::Decode, h200);
+    let g = crate::gemm::Gemm::new(4.0 * 128.0, 512, 128, Precision::Bf16, Precision::Bf16).split(128.0);
+    let cost = crate::cost::Cost { flops: g.flops(), weight_bytes: g.weight_bytes(), ..crate::cost::Cost::ZERO };
+    let op = Op { gemm: Some(g), ..Op::plain(OpKind::QAbsorb, cost, MathFormat::Bf16) };
+    let us = kernels::mla_bmm_us(
+        KernelGpu::H200Sxm,
+        kernels::Engine::Trtllm,
+        kernels::MlaBmm::Pre,
+        kernels::AttnDtype::Bf16,
+        128.0,
+        4.0,
+    )
+    .unwrap();
+    assert_eq!(model.op_time(&op, h200, Efficiency::default()).time_s, us * 1e-6);
+    assert!(us < 50.0, "one kernel, not 128: {us} µs");
+}
+
+#[test]
+fn merged_gemm_parts_are_charged_their_column_share_of_one_kernel() {
+    // gate and up of Llama 3 8B at batch 8 as one [8 × 4096]·[4096 × 28672] GEMM: each half.
+    let h100 = gpu("h100-sxm");
+    let model = Measured::new(Engine::Trtllm, Phase::Decode, h100);
+    let gate = Op { merge_n: Some(2 * 14336), ..gate_proj(8.0) };
+    let up = Op { kind: OpKind::UpProj, ..gate };
+    assert_eq!(engine_join(Engine::Trtllm, &gate), Join::Part { first: true, share: 0.5 });
+    assert_eq!(engine_join(Engine::Trtllm, &up), Join::Part { first: false, share: 0.5 });
+    let whole_us =
+        kernels::gemm_envelope_us(KernelGpu::H100Sxm, kernels::Engine::Trtllm, GemmDtype::Bf16, 8.0, 28672.0, 4096.0)
+            .unwrap();
+    for part in [gate, up] {
+        let t = model.op_time(&part, h100, Efficiency::default());
+        assert_eq!(t.time_s, whole_us * 1e-6 * 0.5);
+        // Its weights and output, and half of the one read of the shared input.
+        let input = 8.0 * 4096.0 * 2.0;
+        assert_eq!(t.hbm_bytes, part.cost.bytes() - input / 2.0);
+    }
+    // gpt-fast keeps gate and up apart; eager merges nothing; a lone up (GPT-2) is its own kernel.
+    assert_eq!(engine_join(Engine::GptFast, &up), Join::Own);
+    assert_eq!(engine_join(Engine::Eager, &gate), Join::Own);
+    assert_eq!(engine_join(Engine::Trtllm, &Op { merge_n: None, ..up }), Join::Own);
 }
 
 #[test]
@@ -77,16 +134,13 @@ fn no_tables_for_user_gpus_gpt_fast_eager_or_merged_gemms() {
     assert_eq!(m.tables, None);
     let fitted = Measured { tables: None, ..Measured::new(Engine::Trtllm, Phase::Decode, h100) };
     let op = gate_proj(8.0);
-    let (c, mem, extra) = m.roofs(&op, &user);
+    let (c, mem, extra) = m.roofs(&op, op.cost.bytes(), &user);
     let expected = kernel_time_s(Engine::Trtllm, c.max(mem) + extra);
     assert_eq!(m.op_time(&op, &user, Efficiency::default()).time_s, expected);
     // Engines without measured kernels.
     assert_eq!(Measured::new(Engine::GptFast, Phase::Decode, h100).tables, None);
     assert_eq!(Measured::new(Engine::Eager, Phase::Decode, h100).tables, None);
-    // A GEMM the engine merges into the previous one keeps its marginal roofs.
     let model = Measured::new(Engine::Trtllm, Phase::Decode, h100);
-    let up = Op { kind: OpKind::UpProj, ..op };
-    assert_eq!(model.op_time(&up, h100, Efficiency::default()), fitted.op_time(&up, h100, Efficiency::default()));
     // A format without a table (int4 weights on H100): the fitted model.
     let mut w4 = op;
     w4.gemm = Some(crate::gemm::Gemm { weight: Precision::Int4, ..op.gemm.unwrap() });

@@ -362,17 +362,27 @@ pub fn memory_wall_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> Opti
     Some(max_batch(sc, tokens, reserve_bytes) + 1).filter(|b| *b <= MAX_BATCH)
 }
 
-/// Cached tokens that fit next to the weights and the workload's workspace, counted at
-/// [`kv_bytes_per_token`] (a sliding-window model can hold more once sequences outgrow the window).
+/// Cached tokens of the whole instance that fit next to the weights and the workload's
+/// workspace, counted at the KV bytes a token adds on each GPU
+/// ([`parallel::stage_kv_bytes_per_token`]: under tensor parallelism each GPU holds its share of
+/// the KV heads, so TP `N` holds up to `N×` the cache of one GPU's free memory; a sliding-window
+/// model can hold more once sequences outgrow the window): the least over pipeline stages of
+/// `⌊(capacity − reserve − weights − workspace) ÷ bytes per token⌋`.
 pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
     let fp = Footprint::of(sc, reserve_bytes);
-    let free = fp.available_bytes - fp.weight_bytes - fp.workspace_bytes;
-    let per = kv_bytes_per_token(&sc.model, sc.workload.kv);
-    if free <= 0.0 || per <= 0.0 {
-        0
-    } else {
-        (free / per).floor().min(u64::MAX as f64) as u64
-    }
+    let weights = GpuWeights::of(sc);
+    (0..sc.parallel.stages.len())
+        .map(|s| {
+            let free = fp.available_bytes - weights.per_stage()[s] - fp.workspace_bytes;
+            let per = parallel::stage_kv_bytes_per_token(sc, s);
+            if free <= 0.0 || per <= 0.0 {
+                0
+            } else {
+                (free / per).floor().min(u64::MAX as f64) as u64
+            }
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// Which steps a "does it fit" answer covers (module docs).

@@ -78,6 +78,15 @@ fn tied_head_copy(m: &ModelSpec, p: &Parallelism, bytes_per_value: f64) -> Optio
     (m.tied_embeddings && p.stages.len() > 1).then(|| (m.embedding.vocab * m.lm_head_in()) as f64 * bytes_per_value)
 }
 
+/// The share of a layer's KV cache one GPU of a TP group holds: `1/min(tp, kv_heads)` of the
+/// KV heads (one head per GPU when `tp` exceeds them), all of MLA's latent.
+fn layer_kv_share(a: &Attention, p: &Parallelism) -> f64 {
+    match a {
+        Attention::Standard(x) => p.kv_head_share(x.kv_heads),
+        Attention::Latent(_) => 1.0,
+    }
+}
+
 /// KV-cache bytes on one GPU of stage `s` after the step (module docs).
 pub fn stage_kv_bytes(sc: &Scenario, s: usize) -> f64 {
     let (p, m, wl) = (&sc.parallel, &sc.model, &sc.workload);
@@ -88,15 +97,27 @@ pub fn stage_kv_bytes(sc: &Scenario, s: usize) -> f64 {
             .map(|&(i, n)| {
                 let a = &m.layers()[i].attention;
                 let held = a.window().map_or(tokens, |w| tokens.min(w as f64));
-                let share = match a {
-                    Attention::Standard(x) => p.kv_head_share(x.kv_heads),
-                    Attention::Latent(_) => 1.0,
-                };
-                n as f64 * a.kv_elements_per_token() as f64 * held * share
+                n as f64 * a.kv_elements_per_token() as f64 * held * layer_kv_share(a, p)
             })
             .sum()
     };
     wl.contexts.sum(|t| per_sequence(held_positions(wl, t))) * wl.kv.bytes() / p.ep as f64
+}
+
+/// KV-cache bytes one cached token of the instance adds on one GPU of stage `s`, ignoring
+/// windows: `Σ_layers elements_per_token · kv_share · kv_bytes ÷ ep` (each of the `ep` groups
+/// holds its own sequences). On one GPU this is [`crate::memory::kv_bytes_per_token`].
+pub fn stage_kv_bytes_per_token(sc: &Scenario, s: usize) -> f64 {
+    let (p, m) = (&sc.parallel, &sc.model);
+    let elements: f64 = p.stages[s]
+        .groups
+        .iter()
+        .map(|&(i, n)| {
+            let a = &m.layers()[i].attention;
+            n as f64 * a.kv_elements_per_token() as f64 * layer_kv_share(a, p)
+        })
+        .sum();
+    elements * sc.workload.kv.bytes() / p.ep as f64
 }
 
 /// The fullest GPU of the deployment, with `weights` its stored weight bytes per stage.

@@ -198,6 +198,31 @@ pub struct Family {
     /// Activation of routed experts when it differs from `hidden_act`.
     #[serde(default)]
     pub expert_activation: Option<String>,
+    /// The checkpoint's layer list (`model.layers`).
+    pub layers_module: String,
+    /// The attention block inside a layer (`self_attn`).
+    pub attn_module: String,
+    /// The MLP or MoE block inside a layer (`mlp`).
+    pub mlp_module: String,
+    /// The router inside the MoE block (`gate`).
+    pub router_module: String,
+    /// The shared experts inside the MoE block (`shared_expert`).
+    pub shared_experts_module: String,
+}
+
+impl Family {
+    /// Where this family's checkpoints keep each class of weights, for a model of `num_layers`
+    /// layers.
+    pub fn modules(&self, num_layers: usize) -> super::quant::CheckpointModules {
+        super::quant::CheckpointModules {
+            layers: self.layers_module.clone(),
+            attention: self.attn_module.clone(),
+            mlp: self.mlp_module.clone(),
+            router: self.router_module.clone(),
+            shared_experts: self.shared_experts_module.clone(),
+            num_layers,
+        }
+    }
 }
 
 /// All families, keyed by name, parsed once from the embedded table.

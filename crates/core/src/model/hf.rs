@@ -8,7 +8,7 @@
 use super::family::{
     self, AttentionLayout, BiasRule, DimDefault, DimRule, Family, MlpLayout, MoeLayout, Positions, WindowRule,
 };
-use super::quant::{parse_quantization_config_with_notes, CheckpointQuant};
+use super::quant::{parse_quantization_config_for, CheckpointQuant};
 use super::spec::*;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_INPUT_FILE_BYTES, MAX_LAYERS, MAX_VOCAB};
@@ -289,7 +289,8 @@ pub fn resolve(cfg: &HfConfig, name: &str) -> Result<ModelSpec> {
         final_norm,
         layers,
     )?;
-    let (quant, quant_notes) = parse_quantization_config_with_notes(cfg.quantization.as_ref())?.unzip();
+    let modules = fam.modules(spec.layers().len());
+    let (quant, quant_notes) = parse_quantization_config_for(cfg.quantization.as_ref(), &modules)?.unzip();
     spec.checkpoint_quant = quant;
     spec.notes = notes(cfg, &spec)?;
     spec.notes.extend(quant_notes.into_iter().flatten());

@@ -108,8 +108,68 @@ pub const QUANT_METHODS: &[&str] = &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq"
 /// Expected-value text for a GPTQ/AWQ/compressed-tensors integer group size.
 const GROUP_SIZES: &str = "a power of two in 16..=4096, or -1 for one scale per output channel";
 
-fn excluded(patterns: &[String], needles: &[&str]) -> bool {
-    patterns.iter().any(|p| needles.iter().any(|n| p.contains(n)))
+/// Where a checkpoint keeps each class of weights: transformers' module names, from the
+/// family's table (`layers_module`, `attn_module`, … in `families.toml`), and how many layers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointModules {
+    /// The layer list (`model.layers`; `transformer.h` for GPT-2 and Falcon).
+    pub layers: String,
+    /// The attention block inside a layer (`self_attn`).
+    pub attention: String,
+    /// The MLP or MoE block inside a layer (`mlp`; `block_sparse_moe` for Mixtral).
+    pub mlp: String,
+    /// The router inside the MoE block (`gate`; `router` for gpt-oss).
+    pub router: String,
+    /// The shared experts inside the MoE block (`shared_expert`; `shared_experts` for DeepSeek).
+    pub shared_experts: String,
+    /// Decoder layers.
+    pub num_layers: usize,
+}
+
+impl Default for CheckpointModules {
+    /// The common naming (Llama, Qwen, Mistral, DeepSeek …) of a one-layer model.
+    fn default() -> Self {
+        CheckpointModules {
+            layers: "model.layers".into(),
+            attention: "self_attn".into(),
+            mlp: "mlp".into(),
+            router: "gate".into(),
+            shared_experts: "shared_expert".into(),
+            num_layers: 1,
+        }
+    }
+}
+
+/// Whether `pattern` (an entry of `modules_to_not_convert`, `ignored_layers`, `ignore` or
+/// `llm_int8_skip_modules`) names `module` or one of its ancestors, as the quantisers match
+/// names: whole dotted components, never a substring of one (`attention` does not name
+/// `post_attention_layernorm`), `*` standing for any one component; the pattern is the module's
+/// leading components (`model.layers.*.self_attn`, `lm_head`: transformers' prefix and exact
+/// matches, vLLM's prefixes) or its trailing ones (`self_attn`, `mlp.gate`: transformers'
+/// suffix match). A `re:` pattern (compressed-tensors) is a regular expression matched from the
+/// start of the name.
+pub fn names_module(pattern: &str, module: &str) -> bool {
+    if let Some(re) = pattern.strip_prefix("re:") {
+        return regex_lite::Regex::new(&format!("^(?:{re})")).is_ok_and(|r| r.is_match(module));
+    }
+    let p: Vec<&str> = pattern.split('.').collect();
+    let m: Vec<&str> = module.split('.').collect();
+    if p.len() > m.len() {
+        return false;
+    }
+    let same = |a: &[&str], b: &[&str]| a.iter().zip(b).all(|(x, y)| *x == "*" || x == y);
+    same(&p, &m[..p.len()]) || same(&p, &m[m.len() - p.len()..])
+}
+
+/// In how many of the checkpoint's layers `patterns` leave the module `block` (relative to a
+/// layer, `self_attn` or `mlp.experts`) unquantised: a pattern names it or an ancestor.
+fn layers_skipping(patterns: &[String], modules: &CheckpointModules, block: &str) -> usize {
+    (0..modules.num_layers)
+        .filter(|i| {
+            let name = format!("{}.{i}.{block}", modules.layers);
+            patterns.iter().any(|p| names_module(p, &name))
+        })
+        .count()
 }
 
 /// A JSON value for a message, cut to its first 60 characters.
@@ -250,6 +310,11 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
     Ok(parse_quantization_config_with_notes(q)?.map(|(quant, _)| quant))
 }
 
+/// [`parse_quantization_config_for`] with the common module naming of a one-layer model.
+pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<(CheckpointQuant, Vec<String>)>> {
+    parse_quantization_config_for(q, &CheckpointModules::default())
+}
+
 /// Read `quantization_config`, with a note for each setting that is counted by a stated fallback
 /// (the notes join the model's notes and reach the ledger's output). `None` when absent or null.
 ///
@@ -282,7 +347,15 @@ pub fn parse_quantization_config(q: Option<&Value>) -> Result<Option<CheckpointQ
 ///
 /// Keys not listed (`desc_act`, `sym`, `damp_percent`, `zero_point`, `version`, `checkpoint_format`,
 /// `activation_scale_ub`, `format`, …) change neither bytes nor FLOPs in this model.
-pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<(CheckpointQuant, Vec<String>)>> {
+///
+/// The lists of modules left unquantised are matched against the checkpoint's module names
+/// (`modules`) by [`names_module`]: a class of weights stays 16-bit when the lists name its block
+/// (or an ancestor) in every layer; when they name it in some layers only, it is counted
+/// quantised everywhere and a note says so.
+pub fn parse_quantization_config_for(
+    q: Option<&Value>,
+    modules: &CheckpointModules,
+) -> Result<Option<(CheckpointQuant, Vec<String>)>> {
     let Some(q) = q.filter(|v| !v.is_null()) else {
         return Ok(None);
     };
@@ -398,18 +471,33 @@ pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<
         }
         _ => return Ok(Some((CheckpointQuant::Unknown { method }, notes))),
     };
-    let pick = |is_skipped: bool, p: Precision| if is_skipped { base } else { p };
+    // Each class stays 16-bit where the lists name its block in every layer.
+    let layers = modules.num_layers;
+    let mut class = |name: &str, block: String, p: Precision| -> Precision {
+        match layers_skipping(&skip, modules, &block) {
+            0 => p,
+            n if n == layers => base,
+            n => {
+                notes.push(format!(
+                    "quantization_config leaves the {name} of {n} of {layers} layers unquantised: counted as {p} in every layer"
+                ));
+                p
+            }
+        }
+    };
+    let (attn, mlp) = (modules.attention.clone(), modules.mlp.clone());
     let weights = if method == "mxfp4" {
         // gpt-oss: MXFP4 on the routed experts only; everything else stays bf16.
-        WeightPrecisions { experts: pick(excluded(&skip, &["experts"]), linear), ..WeightPrecisions::uniform(base) }
-    } else {
-        let attn = excluded(&skip, &["self_attn", ".attn", "attention"]);
-        let mlp = skip.iter().any(|p| p.ends_with(".mlp") || p.ends_with("mlp.*"));
         WeightPrecisions {
-            attention: pick(attn, linear),
-            mlp: pick(mlp, linear),
-            experts: pick(mlp || excluded(&skip, &["experts"]), linear),
-            shared_experts: pick(mlp || excluded(&skip, &["shared_expert"]), linear),
+            experts: class("experts", format!("{mlp}.experts"), linear),
+            ..WeightPrecisions::uniform(base)
+        }
+    } else {
+        WeightPrecisions {
+            attention: class("attention", attn, linear),
+            mlp: class("MLP", mlp.clone(), linear),
+            experts: class("experts", format!("{mlp}.experts"), linear),
+            shared_experts: class("shared experts", format!("{mlp}.{}", modules.shared_experts), linear),
             router: base,
             embedding: base,
             lm_head: base,
@@ -539,6 +627,49 @@ mod tests {
         };
         assert_eq!(weights.experts, Precision::MxFp4);
         assert_eq!(weights.attention, Precision::Bf16);
+    }
+
+    #[test]
+    fn module_lists_match_whole_path_components() {
+        let m = "model.layers.3.self_attn";
+        for p in [
+            "model.layers.3.self_attn",
+            "model.layers.*.self_attn",
+            "self_attn",
+            "layers.3.self_attn",
+            "model.layers.3",
+            "re:model\\.layers\\.\\d+\\.self_attn",
+        ] {
+            assert!(names_module(p, m), "{p}");
+        }
+        for p in [
+            "attention",
+            "attn",
+            "model.layers.3.self_attn.q_proj",
+            "model.layers.30",
+            "post_attention_layernorm",
+            "layers.3",
+            "re:.*mlp",
+        ] {
+            assert!(!names_module(p, m), "{p}");
+        }
+        assert!(names_module("lm_head", "lm_head"));
+        assert!(!names_module("model.layers.0.post_attention_layernorm", "model.layers.0.self_attn"));
+    }
+
+    #[test]
+    fn a_class_listed_in_some_layers_only_is_counted_quantised_with_a_note() {
+        let modules = CheckpointModules { num_layers: 4, ..CheckpointModules::default() };
+        let q = json!({"quant_method": "fp8", "modules_to_not_convert": ["model.layers.0.self_attn", "model.layers.1.self_attn"]});
+        let (quant, notes) = parse_quantization_config_for(Some(&q), &modules).unwrap().unwrap();
+        let CheckpointQuant::Known { weights, .. } = quant else { panic!() };
+        assert_eq!(weights.attention, Precision::Fp8);
+        assert!(notes.iter().any(|n| n.contains("attention of 2 of 4 layers")), "{notes:?}");
+        let q = json!({"quant_method": "fp8", "modules_to_not_convert": ["model.layers.*.self_attn"]});
+        let (quant, notes) = parse_quantization_config_for(Some(&q), &modules).unwrap().unwrap();
+        let CheckpointQuant::Known { weights, .. } = quant else { panic!() };
+        assert_eq!((weights.attention, weights.mlp), (Precision::Bf16, Precision::Fp8));
+        assert!(notes.is_empty(), "{notes:?}");
     }
 
     #[test]

@@ -37,9 +37,11 @@ impl OpBuilder<'_> {
         if at.fused_qkv || self.seed {
             f(self.gemm(OpKind::QkvProj, self.dense(t, q + 2 * kv, h, w).with_bias(at.qkv_bias)));
         } else {
-            f(self.gemm(OpKind::QProj, self.dense(t, q, h, w).with_bias(at.qkv_bias)));
-            f(self.gemm(OpKind::KProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias)));
-            f(self.gemm(OpKind::VProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias)));
+            // One merged QKV GEMM where the engine merges them (`merge_n`).
+            let merged = |op: Op| Op { merge_n: Some(q + 2 * kv), ..op };
+            f(merged(self.gemm(OpKind::QProj, self.dense(t, q, h, w).with_bias(at.qkv_bias))));
+            f(merged(self.gemm(OpKind::KProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias))));
+            f(merged(self.gemm(OpKind::VProj, self.dense(t, kv, h, w).with_bias(at.qkv_bias))));
         }
         let minor = !self.seed;
         let qk_elems = t * (q + kv) as f64;
@@ -117,7 +119,7 @@ impl OpBuilder<'_> {
                 activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false });
+            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false, merge_n: None });
             if !self.seed {
                 let sm = Cost { flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
                 // Inside the FlashAttention kernel: charged the marginal time it adds there.
@@ -128,6 +130,7 @@ impl OpBuilder<'_> {
                     gemm: None,
                     attention: None,
                     fused: true,
+                    merge_n: None,
                 });
             }
         } else {
@@ -139,7 +142,15 @@ impl OpBuilder<'_> {
                 activation_written_bytes: scores,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::AttnScores, cost: qk, math, gemm: None, attention: shape, fused: false });
+            f(Op {
+                kind: OpKind::AttnScores,
+                cost: qk,
+                math,
+                gemm: None,
+                attention: shape,
+                fused: false,
+                merge_n: None,
+            });
             let sm = Cost {
                 flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
@@ -153,6 +164,7 @@ impl OpBuilder<'_> {
                 gemm: None,
                 attention: None,
                 fused: false,
+                merge_n: None,
             });
             let pv = Cost {
                 flops: pv_flops,
@@ -161,7 +173,15 @@ impl OpBuilder<'_> {
                 activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::AttnValues, cost: pv, math, gemm: None, attention: shape, fused: false });
+            f(Op {
+                kind: OpKind::AttnValues,
+                cost: pv,
+                math,
+                gemm: None,
+                attention: shape,
+                fused: false,
+                merge_n: None,
+            });
         }
     }
 

@@ -34,8 +34,10 @@ impl OpBuilder<'_> {
             if m.fused_gate_up {
                 f(self.gemm(kinds.gate_up, self.dense(assignments, 2 * i, h, w).with_bias(m.bias).split(copies)));
             } else {
-                f(self.gemm(kinds.gate, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies)));
-                f(self.gemm(kinds.up, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies)));
+                // One merged gate/up GEMM where the engine merges them (`merge_n`).
+                let merged = |op: Op| Op { merge_n: Some(2 * i), ..op };
+                f(merged(self.gemm(kinds.gate, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies))));
+                f(merged(self.gemm(kinds.up, self.dense(assignments, i, h, w).with_bias(m.bias).split(copies))));
             }
             let per = m.activation.flops_per_element() + GATE_PRODUCT_FLOPS_PER_ELEMENT;
             f(self.elementwise(kinds.act, assignments * i as f64, per, 3.0, 0.0));
@@ -78,6 +80,7 @@ impl OpBuilder<'_> {
                 gemm: None,
                 attention: None,
                 fused: false,
+                merge_n: None,
             });
         }
         if let Some(shared) = &m.shared {

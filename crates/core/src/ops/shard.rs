@@ -200,6 +200,12 @@ impl OpShard {
     pub fn apply(&self, mut op: Op) -> Op {
         use OpKind::*;
         let t = self.tp;
+        // A merged GEMM's columns on this GPU: Q, K and V together are `qkv_share` of the whole;
+        // gate and up are both column-parallel.
+        op.merge_n = op.merge_n.map(|n| match op.kind {
+            QProj | KProj | VProj => split_dim(n, self.qkv_share),
+            _ => split_dim(n, 1.0 / t),
+        });
         match op.kind {
             QProj | QBProj | GateProj | UpProj | GateUpProj | SharedGate | SharedUp | Mlp => column(&mut op, 1.0 / t),
             KProj | VProj => column(&mut op, self.kv_share),

@@ -321,14 +321,7 @@ impl ZoomTree {
         let mut single: Vec<Op> = Vec::with_capacity(3);
         b.embedding(&mut |op| single.push(op));
         // Seed counting has no embedding row: an empty one keeps the tree's shape.
-        let none = Op {
-            kind: OpKind::Embedding,
-            cost: Cost::ZERO,
-            math: crate::MathFormat::Vector,
-            gemm: None,
-            attention: None,
-            fused: false,
-        };
+        let none = Op::plain(OpKind::Embedding, Cost::ZERO, crate::MathFormat::Vector);
         let mut timer = crate::parallel::pipeline::kernel_timer(sc);
         let embedding = single.pop().unwrap_or(none);
         let embedding = op_node(sc, &mut timer, embedding, None, Cost::ZERO);

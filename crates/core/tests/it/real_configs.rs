@@ -201,16 +201,16 @@ fn every_vendored_config_has_the_size_its_sources_table_records() {
 
 #[test]
 fn quantised_real_configs_keep_their_weight_storage() {
-    // (dir, method, expert weight format, weight bytes), pinned from the parse before issue 11's
-    // stricter quantization_config reader (identical under both): the authors' own quantised
-    // configs parse as before, with no quantisation note.
+    // (dir, method, expert weight format, weight bytes): the authors' own quantised configs, with
+    // no quantisation note. Qwen3-30B-A3B-FP8 stores q/k/v/o in fp8 (its unconverted list names
+    // only norms, routers and lm_head): 905,748,480 bytes fewer than with bf16 attention.
     use llm_ledger_core::memory::WeightFootprint;
     use llm_ledger_core::model::CheckpointQuant;
     use llm_ledger_core::precision::Precision;
     let dir = configs_dir();
     let fp8 = Precision::Fp8Block { block: 128 };
     let cases = [
-        ("Qwen3-30B-A3B-FP8", "fp8", fp8, 32_080_293_888.0),
+        ("Qwen3-30B-A3B-FP8", "fp8", fp8, 31_174_545_408.0),
         ("DeepSeek-V3", "fp8", fp8, 673_150_575_280.0),
         ("DeepSeek-R1", "fp8", fp8, 673_150_575_280.0),
         ("gpt-oss-20b", "mxfp4", Precision::MxFp4, 13_761_264_768.0),
@@ -228,4 +228,38 @@ fn quantised_real_configs_keep_their_weight_storage() {
         assert_eq!(got, bytes, "{name} weight bytes");
         assert!(!s.notes.iter().any(|n| n.contains("quantization_config")), "{name}: {:?}", s.notes);
     }
+}
+
+#[test]
+fn every_quantised_config_stores_each_class_as_its_checkpoint_does() {
+    use llm_ledger_core::model::CheckpointQuant;
+    use llm_ledger_core::Precision::{self, Bf16, Fp8Block, MxFp4};
+    let dir = configs_dir();
+    // (config, attention, dense MLP, experts, shared experts): what the checkpoint's
+    // safetensors hold (the FP8 Qwen stores q/k/v/o in fp8 and lists only norms, routers and
+    // lm_head as unconverted; gpt-oss lists `model.layers.*.self_attn`).
+    let b128 = Fp8Block { block: 128 };
+    let cases: [(&str, [Precision; 4]); 5] = [
+        ("DeepSeek-V3", [b128, b128, b128, b128]),
+        ("DeepSeek-R1", [b128, b128, b128, b128]),
+        ("Qwen3-30B-A3B-FP8", [b128, b128, b128, b128]),
+        ("gpt-oss-20b", [Bf16, Bf16, MxFp4, Bf16]),
+        ("gpt-oss-120b", [Bf16, Bf16, MxFp4, Bf16]),
+    ];
+    let mut quantised = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !dir.join(&name).join("config.json").is_file() {
+            continue;
+        }
+        let spec = parse(&dir, &name);
+        let Some(CheckpointQuant::Known { weights: w, .. }) = &spec.checkpoint_quant else { continue };
+        quantised += 1;
+        let (_, expected) = cases.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}: add its case"));
+        assert_eq!([w.attention, w.mlp, w.experts, w.shared_experts], *expected, "{name}");
+        // Routers, the embedding and the LM head stay 16-bit in every one of them.
+        assert_eq!([w.router, w.embedding, w.lm_head], [Bf16; 3], "{name}");
+        assert!(spec.notes.iter().all(|n| !n.contains("unquantised")), "{name}: {:?}", spec.notes);
+    }
+    assert_eq!(quantised, cases.len(), "every quantised config is checked");
 }

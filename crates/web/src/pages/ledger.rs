@@ -77,7 +77,8 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     "Expected per operator: the measured clock for " (engine) " (achievable bandwidth and peak, kernel costs, "
                     "fusion; docs/fidelity.md); the step is the sum of the rows. Roofline per operator: max(FLOPs ÷ "
                     (human::percent(report.inputs.compute_efficiency)) " of peak, bytes ÷ "
-                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); achieved = roofline ÷ expected."
+                    (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth). "
+                    (llm_ledger_report::ledger::ACHIEVED_RULE) "."
                 }
             } @else {
                 p #clock-note {
