@@ -89,7 +89,7 @@ pub use hardware::Gpu;
 pub use ledger::{summarise, summarise_each, Ledger, Row, StepSummary};
 pub use model::ModelSpec;
 pub use precision::{MathFormat, Precision};
-pub use roofline::{Bound, Efficiency, Timing};
+pub use roofline::{Bound, Efficiency, SlowCause, Timing};
 pub use scenario::{Catalog, Scenario, ScenarioRequest};
 pub use workload::{Contexts, Phase, Workload};
 pub use zoom::ZoomTree;

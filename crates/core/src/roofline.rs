@@ -90,6 +90,48 @@ pub struct Timing {
     /// Whether all of the work runs inside other operators' kernels ([`Join::Fused`]); a sum is
     /// fused only if every part is.
     pub fused: bool,
+    /// Why the work takes more than [`SLOW_LIMIT`] × its roofline time plus its kernel's fixed
+    /// costs, where it does ([`TimeModel::slow_cause`]); a sum keeps the first.
+    pub slow: Option<SlowCause>,
+}
+
+/// An operator taking more than this many times its roofline time, plus the fixed costs of its
+/// kernel (a launch gap; the host's launch under an eager engine), names the cause
+/// ([`SlowCause`]). The measured clock's fitted model runs within about 0.7–1.9× of the
+/// roofline for kernels of reasonable size (its achievable fractions of peak are 0.6–0.9 where
+/// the roofline assumes 0.6 and 0.8; prefill attention at FlashAttention-2's measured
+/// fraction), so anything beyond 3× has a reason of its own.
+pub const SLOW_LIMIT: f64 = 3.0;
+
+/// Why an operator takes far longer than its roofline ([`SLOW_LIMIT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlowCause {
+    /// The engine's own kernel, as measured (the kernel tables): it runs this slowly at this
+    /// shape (a launch-bound kernel, a slow path for the format).
+    MeasuredKernel,
+    /// Weight-only quantised weights are dequantised inside the GEMM, once per M tile.
+    Dequantisation,
+    /// The GEMM's tiles are mostly padding, or too few to fill the GPU (tile and wave
+    /// quantisation).
+    TileWaste,
+    /// Prefill attention runs at FlashAttention's measured fraction of the tensor peak.
+    AttentionKernel,
+    /// A calibration profile (`profile`) scales the clock's times.
+    Profile,
+}
+
+impl SlowCause {
+    /// The cause in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            SlowCause::MeasuredKernel => "the engine's measured kernel runs this slowly at this shape",
+            SlowCause::Dequantisation => "dequantising the weight-only quantised weights inside the GEMM",
+            SlowCause::TileWaste => "tile padding and wave quantisation leave most of the tensor cores idle",
+            SlowCause::AttentionKernel => "prefill attention at FlashAttention's measured fraction of peak",
+            SlowCause::Profile => "the calibration profile scales this operator's time",
+        }
+    }
 }
 
 impl Timing {
@@ -100,7 +142,16 @@ impl Timing {
         let compute_s = cost.flops / (peak * eff.compute);
         let memory_s = cost.bytes() / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth);
         let time_s = compute_s.max(memory_s);
-        Timing { compute_s, memory_s, link_s: 0.0, time_s, roofline_s: time_s, hbm_bytes: cost.bytes(), fused: false }
+        Timing {
+            compute_s,
+            memory_s,
+            link_s: 0.0,
+            time_s,
+            roofline_s: time_s,
+            hbm_bytes: cost.bytes(),
+            fused: false,
+            slow: None,
+        }
     }
 
     /// A communication operator's time on a link.
@@ -140,6 +191,7 @@ impl Timing {
             roofline_s: self.roofline_s * n,
             hbm_bytes: self.hbm_bytes * n,
             fused: self.fused,
+            slow: self.slow,
         }
     }
 }
@@ -155,6 +207,7 @@ impl std::ops::Add for Timing {
             roofline_s: self.roofline_s + o.roofline_s,
             hbm_bytes: self.hbm_bytes + o.hbm_bytes,
             fused: self.fused && o.fused,
+            slow: self.slow.or(o.slow),
         }
     }
 }
@@ -245,6 +298,20 @@ pub trait TimeModel {
     #[inline]
     fn is_roofline(&self) -> bool {
         false
+    }
+
+    /// The fixed costs of one kernel under this model, seconds, beyond its roofs (the launch
+    /// allowance of [`SLOW_LIMIT`]; default none).
+    #[inline]
+    fn kernel_fixed_s(&self) -> f64 {
+        0.0
+    }
+
+    /// Why `op` takes more than [`SLOW_LIMIT`] × its roofline plus [`TimeModel::kernel_fixed_s`]
+    /// under this model (asked only of such operators); `None` if the model knows no reason.
+    #[inline]
+    fn slow_cause(&self, _op: &Op, _gpu: &Gpu) -> Option<SlowCause> {
+        None
     }
 }
 
@@ -340,7 +407,10 @@ impl<M: TimeModel> KernelTimer<M> {
             return Timing { roofline_s: t.time_s, ..t };
         }
         let roof = self.roof.next(Timing::of(&op.cost, op.math, gpu, eff), Roofline.join(op));
-        Timing { roofline_s: roof.time_s, ..t }
+        let slow = (!t.fused && t.time_s > SLOW_LIMIT * roof.time_s + self.model.kernel_fixed_s())
+            .then(|| self.model.slow_cause(op, gpu))
+            .flatten();
+        Timing { roofline_s: roof.time_s, slow, ..t }
     }
 
     /// Time of a communication operator whose link time is `link_s` (it closes the open kernel).

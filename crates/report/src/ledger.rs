@@ -9,7 +9,7 @@ use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::model::WeightPrecisions;
 use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
-use llm_ledger_core::{Bound, Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, Timing};
+use llm_ledger_core::{Bound, Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, SlowCause, Timing};
 use serde::Serialize;
 
 /// The scenario's inputs, echoed in every report.
@@ -223,6 +223,10 @@ pub struct RowView {
     /// collective; `null` for a fused row (its work is its kernel's) and a pipeline wait. At most
     /// 1 (every operator's time is at least its bytes and FLOPs at the peaks).
     pub achieved: Option<f64>,
+    /// Why the row takes more than 3× its roofline plus its kernels' fixed costs (`null` when
+    /// it does not): `measured_kernel`, `dequantisation`, `tile_waste`, `attention_kernel`,
+    /// `profile`.
+    pub slow_cause: Option<SlowCause>,
     /// Share of the step time.
     pub time_share: f64,
     /// `memory`, `compute`, `link` (communication), `wait` (pipeline), or `fused` for an operator
@@ -279,6 +283,7 @@ impl RowView {
                 Bound::Compute => mfu,
                 Bound::Link | Bound::Wait | Bound::Fused => None,
             },
+            slow_cause: timing.slow,
             time_share: if step > 0.0 { timing.time_s / step } else { 0.0 },
             bound: bound.name().to_string(),
             link_bytes: cost.link_bytes,
@@ -380,6 +385,31 @@ impl LedgerReport {
                 .collect(),
         }
     }
+}
+
+/// One footer line per cause of the rows slower than 3× their roofline: `slower than 3× the
+/// roofline + launch: q_a_proj, kv_a_proj (the engine's measured kernel runs this slowly …)`.
+fn slow_lines(rows: &[RowView]) -> Vec<String> {
+    let mut causes: Vec<(SlowCause, Vec<&str>)> = Vec::new();
+    for r in rows {
+        if let Some(c) = r.slow_cause {
+            match causes.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, ops)) => ops.push(&r.op),
+                None => causes.push((c, vec![&r.op])),
+            }
+        }
+    }
+    causes
+        .into_iter()
+        .map(|(c, ops)| {
+            format!(
+                "slower than {}× the roofline + kernel launch: {} ({})",
+                llm_ledger_core::roofline::SLOW_LIMIT,
+                ops.join(", "),
+                c.words()
+            )
+        })
+        .collect()
 }
 
 fn scope_word(s: llm_ledger_core::parallel::LinkScope) -> &'static str {
@@ -486,6 +516,7 @@ impl Report for LedgerReport {
             }
             None => footer.push(format!("roofline per operator: {roofline}; step = sum of rows")),
         }
+        footer.extend(slow_lines(&self.rows));
         footer.push(self.counting_note.clone());
         footer.extend(self.deployment_notes.iter().cloned());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));

@@ -47,7 +47,7 @@ use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::OpKind;
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
-use crate::roofline::{Efficiency, Join, Roofline, TimeModel, Timing};
+use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timing};
 use crate::workload::Phase;
 
 /// Achievable fractions of a GPU's datasheet peaks, measured (each value's source beside it).
@@ -397,11 +397,17 @@ impl Measured {
 
     /// `op` in a kernel of its own: the measured kernel where there is a table for it, else the
     /// fitted roofs plus the kernel's fixed cost.
+    ///
+    /// A measured kernel takes at least its HBM bytes at the achievable bandwidth (its memory
+    /// roof): the tables' benchmark runs one GEMM again and again on the same buffers, so
+    /// operands that fit in the L2 cache are read from L2 (on the L40S's 96 MB L2 Llama 3 8B's
+    /// 34 MB q_proj weights stream at 2.0 TB/s, 2.3× the card's 864 GB/s), while in a step every
+    /// layer's weights come from HBM.
     fn own_kernel(&self, op: &Op, gpu: &Gpu) -> Timing {
         let hbm_bytes = op.cost.bytes();
         let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
         let time_s = match self.table_s(op) {
-            Some(t) => t,
+            Some(t) => t.max(memory_s),
             None => kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s),
         };
         Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }
@@ -453,6 +459,34 @@ impl TimeModel for Measured {
         let time_s = if self.engine.cuda_graphs() { link_s } else { link_s.max(HOST_LAUNCH_S) };
         Timing { link_s, time_s, roofline_s: link_s, ..Timing::default() }
     }
+
+    fn kernel_fixed_s(&self) -> f64 {
+        if self.engine.cuda_graphs() {
+            GRAPH_KERNEL_S
+        } else {
+            HOST_LAUNCH_S + GRAPH_KERNEL_S
+        }
+    }
+
+    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<SlowCause> {
+        let whole = match engine_join(self.engine, op) {
+            Join::Part { .. } => merged_gemm(op),
+            _ => *op,
+        };
+        if self.table_s(&whole).is_some() {
+            return Some(SlowCause::MeasuredKernel);
+        }
+        let (compute_s, memory_s, extra_s) = self.roofs(&whole, whole.cost.bytes(), gpu);
+        if extra_s > compute_s.max(memory_s) {
+            return Some(SlowCause::Dequantisation);
+        }
+        if let Some(g) = whole.gemm {
+            if gemm_shape_efficiency(g.m, g.n as f64, g.k as f64, g.instances, gpu.sm_count) < 0.5 {
+                return Some(SlowCause::TileWaste);
+            }
+        }
+        (whole.attention.is_some() && self.phase == Phase::Prefill).then_some(SlowCause::AttentionKernel)
+    }
 }
 
 /// The time model a scenario's [`Clock`] names: the roofline, or the measured model of its
@@ -490,6 +524,21 @@ impl TimeModel for Model {
         match self {
             Model::Roofline => Roofline.join(op),
             Model::Measured(m) => m.join(op),
+        }
+    }
+
+    #[inline]
+    fn kernel_fixed_s(&self) -> f64 {
+        match self {
+            Model::Roofline => 0.0,
+            Model::Measured(m) => m.kernel_fixed_s(),
+        }
+    }
+
+    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<SlowCause> {
+        match self {
+            Model::Roofline => None,
+            Model::Measured(m) => m.slow_cause(op, gpu),
         }
     }
 

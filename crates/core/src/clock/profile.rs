@@ -133,6 +133,16 @@ impl TimeModel for Profiled {
     }
 
     #[inline]
+    fn kernel_fixed_s(&self) -> f64 {
+        self.model.kernel_fixed_s() + self.profile.kernel_s
+    }
+
+    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<crate::roofline::SlowCause> {
+        let scaled = self.profile.memory_scale > 1.0 || self.profile.compute_scale > 1.0;
+        self.model.slow_cause(op, gpu).or(scaled.then_some(crate::roofline::SlowCause::Profile))
+    }
+
+    #[inline]
     fn link_time(&self, link_s: f64) -> Timing {
         self.model.link_time(link_s)
     }

@@ -12,6 +12,7 @@ mod invariants;
 mod kernels;
 mod module_layers;
 mod parallel;
+mod physical_bounds;
 mod real_configs;
 mod seed004;
 mod simulate;
