@@ -177,7 +177,12 @@ The expected time is the measured clock (`--time-model measured`, the default; `
 On a catalogue GPU with measured kernel tables (A100-SXM, H100-SXM, H200, B200, L40S) and an engine
 whose kernels were measured (trtllm, vllm, sglang), every GEMM in a kernel of its own takes the
 measured time of NVIDIA AIConfigurator's per-kernel database (`crates/core/data/kernels`, interpolated
-in log space, the fastest measured kernel for at least its m rows). So the AIConfigurator rows'
+in log space, the fastest measured kernel for at least its m rows, and never less than its HBM bytes
+at the achievable bandwidth: the database's benchmark reads L2-resident operands from L2, a step
+reads every layer's weights from HBM). Q, K and V (and gate and up) that the engine merges are one
+GEMM of their combined columns, each part charged its columns' share; MLA's absorption is one
+batched matmul from its own table; the routed experts are one grouped GEMM on the fitted model (the
+tables hold no grouped GEMMs). So the AIConfigurator rows'
 GEMMs are read from the tables AIConfigurator itself composes: those rows check everything else
 (attention, norms, fusions, fixed costs), not the GEMM times; the gpt-fast and LLMCompass rows are
 independent of the tables (gpt-fast and eager have none; everything there is the fitted model).
@@ -185,7 +190,11 @@ Everything the tables do not cover is the fitted model:
 achievable bandwidth and matmul peak per GPU and format (STREAM copies and best-shape matmul searches,
 `measured-kernels.md` §1–2), GEMM shape efficiency (tile padding, split-K and wave quantisation),
 attention at FlashAttention-2's measured fraction in prefill, a fixed cost per kernel, the engine's
-fusions, dequantisation of weight-only quantised weights, and the α–β collective model of NCCL. The
+fusions, dequantisation of weight-only quantised weights, and the α–β collective model of NCCL. Every
+operator's time is at least its HBM bytes ÷ the peak bandwidth and its FLOPs ÷ its math's peak (a
+test, `crates/core/tests/it/physical_bounds.rs`, checks every preset × GPU × engine × phase × batch),
+and one above 3× its roofline plus its launch names its cause. No row here covers MLA (DeepSeek),
+Qwen MoE or gpt-oss: no published measurement of those in `fit-rows.csv`. The
 roofline column is the same command under `--time-model roofline` (60 % of peak, 80 % of bandwidth,
 no fixed costs): the clock before issue 13, for contrast.
 
