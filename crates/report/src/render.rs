@@ -187,7 +187,9 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     for word in words {
-        if !cur.is_empty() && width_of(&indent) + width_of(&cur) + 1 + width_of(&word) > width {
+        // Continuation lines are indented two more columns.
+        let prefix_width = width_of(&indent) + if out.is_empty() { 0 } else { 2 };
+        if !cur.is_empty() && prefix_width + width_of(&cur) + 1 + width_of(&word) > width {
             let prefix = if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
             out.push(format!("{prefix}{}", std::mem::take(&mut cur)));
         }
@@ -320,6 +322,10 @@ mod tests {
     fn wrapping_keeps_a_number_with_its_unit() {
         assert_eq!(wrap("after a 2.0 GB reserve", 12), vec!["after a", "  2.0 GB", "  reserve"]);
         assert_eq!(wrap("short", 12), vec!["short"]);
+        // A continuation line's two-column indent counts against the width.
+        for line in wrap("aaaa bbbb cccc dddd eeee ffff gggg", 10) {
+            assert!(line.chars().count() <= 10, "{line:?}");
+        }
     }
 
     #[test]
