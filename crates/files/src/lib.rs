@@ -10,6 +10,7 @@
 
 pub mod checkpoint;
 pub mod hub;
+pub mod output;
 pub mod simulate;
 
 use anyhow::{bail, Context, Result};

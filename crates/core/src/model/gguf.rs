@@ -372,7 +372,7 @@ fn header(c: &mut Cursor) -> R<Gguf> {
             return Err(Stop::Bad(Error::invalid("general.alignment", format!("{v:?}"), "a power of two up to 2^20")))
         }
     };
-    let data_start = c.at.div_ceil(alignment) * alignment;
+    let data_start = c.at.div_ceil(alignment).checked_mul(alignment).unwrap_or(u64::MAX);
     for (t, off) in tensors.iter().zip(&offsets) {
         let end = data_start.checked_add(*off).and_then(|s| s.checked_add(t.bytes));
         if end.is_none_or(|e| e > c.file_bytes) {
@@ -381,6 +381,30 @@ fn header(c: &mut Cursor) -> R<Gguf> {
                 off,
                 format!("data of {} bytes inside the file's {} bytes (truncated file?)", t.bytes, c.file_bytes),
             )));
+        }
+    }
+    // No two tensors share bytes: sorted by offset, each (non-empty) span starts at or after the
+    // end of every span before it. Then the bytes sum to at most the file's size.
+    let mut spans: Vec<(u64, u64, usize)> = (tensors.iter().zip(&offsets).enumerate())
+        .filter(|(_, (t, _))| t.bytes > 0)
+        .map(|(i, (t, off))| (*off, off + t.bytes, i))
+        .collect();
+    spans.sort_unstable();
+    let mut reach: Option<(u64, usize)> = None;
+    for &(start, end, i) in &spans {
+        if let Some((prev_end, j)) = reach.filter(|(prev_end, _)| *prev_end > start) {
+            let (a, b) = (&tensors[i], &tensors[j]);
+            return Err(Stop::Bad(Error::invalid(
+                format!("{}.offset", a.name),
+                start,
+                format!(
+                    "data not overlapping {} (which ends at offset {prev_end}; tensors must not share bytes)",
+                    b.name
+                ),
+            )));
+        }
+        if reach.is_none_or(|(prev_end, _)| end > prev_end) {
+            reach = Some((end, i));
         }
     }
     Ok(Gguf { version, metadata, tensors })
@@ -407,9 +431,10 @@ impl Gguf {
         self.tensors.iter().find(|t| t.name == name)
     }
 
-    /// Every tensor's bytes.
+    /// Every tensor's bytes. [`parse`] refuses tensors that share bytes or lie past the file's
+    /// end, so the sum is at most the file's size (saturating all the same).
     pub fn weight_bytes(&self) -> u64 {
-        self.tensors.iter().map(|t| t.bytes).sum()
+        self.tensors.iter().fold(0u64, |a, t| a.saturating_add(t.bytes))
     }
 
     /// The `config.json` this header describes (`general.architecture` llama, mistral, qwen2,
@@ -516,7 +541,9 @@ pub fn model(g: &Gguf, name: &str) -> Result<ModelSpec> {
     let mut prec = [Precision::Bf16; 7];
     for (i, class) in classes.iter().enumerate() {
         let matrices = || g.tensors.iter().filter(|t| class_of(&t.name) == *class && t.dims.len() >= 2);
-        let (bytes, elements) = matrices().fold((0u64, 0u64), |(b, e), t| (b + t.bytes, e + t.elements));
+        // At most 2²⁰ tensors of at most 2⁴⁸ elements: the sums fit a u128.
+        let (bytes, elements) =
+            matrices().fold((0u128, 0u128), |(b, e), t| (b + u128::from(t.bytes), e + u128::from(t.elements)));
         let first = matrices().next().map(|t| t.ggml.name);
         let one_type = matrices().all(|t| Some(t.ggml.name) == first);
         if elements > 0 {
