@@ -284,3 +284,37 @@ pub fn gguf_model(path: &Path) -> Result<ModelSpec> {
     ));
     Ok(spec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shards past the checkpoint's tensor cap are refused as they are read (each shard's tensors
+    /// dropped once summed), where 64 shards of 100,000 tensors once took 1.37 GB.
+    #[test]
+    fn shards_past_the_tensor_cap_are_refused() {
+        let dir = std::env::temp_dir().join(format!("llm-ledger-shards-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<PathBuf> = (0..3)
+            .map(|s| {
+                let names = (0..4).map(|i| (format!("model.layers.{s}.mlp.experts.{i}.up_proj.weight"), "U8", vec![2]));
+                let (mut bytes, size) = llm_ledger_core::testing::safetensors_header(names);
+                bytes.resize(size as usize, 0);
+                let p = dir.join(format!("model-{s}.safetensors"));
+                std::fs::write(&p, bytes).unwrap();
+                p
+            })
+            .collect();
+        let spec = (*llm_ledger_core::Catalog::builtin().preset("llama-3-8b").unwrap().spec).clone();
+        let (hb, _, _) = read_shards(&files, &spec, 12).unwrap();
+        assert_eq!((hb.tensors, hb.total_bytes), (12, 24));
+        let e = read_shards(&files, &spec, 10).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "model-2.safetensors`: the checkpoint holds more than 10 tensors (the limit of one checkpoint)"
+            ),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

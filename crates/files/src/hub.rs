@@ -469,6 +469,49 @@ mod tests {
         }
     }
 
+    /// The download runs in the caller's thread and stops at its deadline: once `download`
+    /// returns the error, the connection is closed (the server's next writes fail), where a
+    /// download thread once kept reading after the call gave up.
+    #[test]
+    fn a_download_stops_when_the_call_returns() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nX-Repo-Commit: 0123456789abcdef0123456789abcdef01234567\r\nETag: \"0123456789abcdef0123456789abcdef01234567\"\r\n\r\n{";
+            let mut ok = s.write_all(head.as_bytes()).is_ok();
+            while ok {
+                std::thread::sleep(Duration::from_millis(50));
+                ok = s.write_all(b" ").and_then(|()| s.flush()).is_ok();
+            }
+            let _ = tx.send(());
+        });
+        let cache = std::env::temp_dir().join(format!("llm-ledger-hub-stop-{}", std::process::id()));
+        let hub = Hub::new(&url, None, 1).unwrap();
+        let e = hub.download(&cache, &RepoId::parse("org/model").unwrap(), "main").unwrap_err().to_string();
+        assert!(e.contains("no answer within 1 s"), "{e}");
+        assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "the server still had a reader");
+        assert!(!cache.exists(), "nothing written");
+    }
+
+    #[test]
+    fn server_names_are_checked() {
+        let sha1 = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(check_commit_header(sha1).unwrap(), sha1);
+        assert_eq!(check_etag_header(&format!("W/\"{}\"", sha1.to_uppercase())).unwrap(), sha1);
+        assert_eq!(check_etag_header(&"ab".repeat(32)).unwrap(), "ab".repeat(32));
+        for bad in ["../..", "/etc", &sha1[..39], &format!("{sha1}0"), "", "0123456789abcdef0123456789abcdef0123456g"] {
+            assert!(check_commit_header(bad).unwrap_err().contains("`X-Repo-Commit: "), "{bad}");
+            assert!(check_etag_header(&format!("\"{bad}\"")).unwrap_err().contains("`ETag: "), "{bad}");
+        }
+        let e = check_etag_header("\"a\nb\"").unwrap_err();
+        assert!(!e.contains('\n'), "{e}");
+    }
+
     #[test]
     fn revisions_are_checked() {
         for good in ["main", "v1.0", "refs/pr/1", "0123456789abcdef0123456789abcdef01234567"] {

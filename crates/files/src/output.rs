@@ -97,7 +97,7 @@ pub fn check_outputs(outputs: &[(&str, &str, &str)], inputs: &[PathBuf]) -> Resu
         let p = Path::new(path);
         let name = p.file_name().filter(|_| !path.ends_with('/'));
         if name.is_none() {
-            bail!("invalid `{flag}`: `{path}` is not a file name (give a file path for the {what})");
+            bail!("invalid `{flag}`: `{path}` is not a file name (give the path of a file to write)");
         }
         let folder = match p.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -113,13 +113,13 @@ pub fn check_outputs(outputs: &[(&str, &str, &str)], inputs: &[PathBuf]) -> Resu
         }
         if !link.is_file() {
             bail!(
-                "invalid `{flag}`: `{path}` is {}, not a regular file (give a file path for the {what})",
+                "invalid `{flag}`: `{path}` is {}, not a regular file (give the path of a file to write)",
                 kind_of(&link)
             );
         }
         if let Some(input) = inputs.iter().find(|input| same_file(&link, p, input)) {
             bail!(
-                "invalid `{flag}`: `{path}` is also an input of this run (`{}`); write the {what} to another file",
+                "invalid `{flag}`: `{path}` is also an input of this run (`{}`); write to another file",
                 input.display()
             );
         }
@@ -273,7 +273,7 @@ mod tests {
             let e = check_outputs(&[("--plot", "plot", "/dev/null")], &[]).unwrap_err().to_string();
             assert_eq!(
                 e,
-                "invalid `--plot`: `/dev/null` is a device, not a regular file (give a file path for the plot)"
+                "invalid `--plot`: `/dev/null` is a device, not a regular file (give the path of a file to write)"
             );
         }
         let e = check_outputs(&[("--plot", "plot", &dir.display().to_string())], &[]).unwrap_err().to_string();

@@ -180,6 +180,34 @@ fn issue_16_a_local_path_wins_over_a_repo_id() {
     assert!(!out.is_empty());
 }
 
+/// A model name that is a file in the current folder is that file (`tiny-q4_k_m.gguf` in
+/// examples/, once "unknown model"); a preset's name that is also a file here is the file, and a
+/// note says so.
+#[test]
+fn a_model_name_that_is_a_file_here_is_that_file() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let cache = scratch("name-is-file");
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&examples);
+    let out = run_ok(c, &["ledger", "--model", "tiny-q4_k_m.gguf"]);
+    assert!(out.starts_with("tiny-q4_k_m.gguf on h100-sxm"), "{out}");
+    assert!(out.contains("note: weights from checkpoint headers: 788552 bytes"), "{out}");
+    let two_layers = LLAMA_8B.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": 2");
+    std::fs::create_dir_all(cache.join("llama-3-8b")).unwrap();
+    std::fs::write(cache.join("llama-3-8b/config.json"), &two_layers).unwrap();
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&cache);
+    let table = run_ok(c, &["ledger", "--model", "llama-3-8b"]);
+    let note = "note: `llama-3-8b` names both the preset llama-3-8b and a file here: the model is the file's";
+    assert!(table.contains(note), "{table}");
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&cache);
+    let out = run_ok(c, &["kv", "--model", "llama-3-8b", "--format", "json"]);
+    let preset = run_ok(cli_with(&cache, None), &["kv", "--model", "llama-3-8b", "--format", "json"]);
+    let weights = |s: &str| find_number(&serde_json::from_str(s).unwrap(), "weight_bytes").unwrap();
+    assert!(weights(&out) < weights(&preset) / 2.0, "the two-layer file, not the preset");
+}
+
 /// What the loopback Hub answers.
 #[derive(Clone, Copy)]
 enum Hub {

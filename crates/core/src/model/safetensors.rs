@@ -72,6 +72,11 @@ const DTYPES: &[(&str, u32)] = &[
 ];
 
 impl Dtype {
+    /// The bits per element of the dtype named `s` (`"BF16"` → 16), if it is one.
+    pub fn bits_of(s: &str) -> Option<u32> {
+        DTYPES.iter().find(|(n, _)| *n == s).map(|(_, b)| *b)
+    }
+
     fn parse(s: &str) -> Option<Dtype> {
         let (name, bits) = DTYPES.iter().find(|(n, _)| *n == s).copied()?;
         Some(match name {
@@ -196,10 +201,13 @@ impl<'de> serde::Deserialize<'de> for Entries<'de> {
                 self,
                 mut map: A,
             ) -> std::result::Result<Entries<'de>, A::Error> {
-                let mut out = Vec::new();
+                let (mut out, mut tensors) = (Vec::new(), 0usize);
                 while let Some(key) = map.next_key::<Key<'de>>()? {
-                    if out.len() > MAX_HEADER_TENSORS {
-                        return Err(serde::de::Error::custom(TOO_MANY));
+                    if key.0 != "__metadata__" {
+                        tensors += 1;
+                        if tensors > MAX_HEADER_TENSORS {
+                            return Err(serde::de::Error::custom(TOO_MANY));
+                        }
                     }
                     out.push((key.0, map.next_value()?));
                 }
@@ -289,7 +297,7 @@ pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
             ));
         }
         let (info, span) = match serde_json::from_str::<Entry>(entry) {
-            Ok(e) => typed(shown, &e, data_bytes)?,
+            Ok(e) => typed(shown, e, data_bytes)?,
             // Worded by the general path, on this entry alone.
             Err(_) => {
                 let v: Value = serde_json::from_str(entry).map_err(|e| malformed(e.to_string()))?;
@@ -315,7 +323,7 @@ pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
 }
 
 /// A tensor from its typed entry, checked as [`tensor`] checks one.
-fn typed(name: String, e: &Entry, data_bytes: u64) -> Result<(TensorInfo, (u64, u64))> {
+fn typed(name: String, e: Entry, data_bytes: u64) -> Result<(TensorInfo, (u64, u64))> {
     let field = |f: &str| format!("{name}.{f}");
     let dtype = Dtype::parse(e.dtype).ok_or_else(|| {
         Error::unknown_for(field("dtype"), "dtype", super::gguf::printable(e.dtype), DTYPES.iter().map(|(n, _)| *n))
@@ -327,7 +335,7 @@ fn typed(name: String, e: &Entry, data_bytes: u64) -> Result<(TensorInfo, (u64, 
             format!("a list of at most {MAX_RANK} non-negative integers"),
         ));
     }
-    checked_tensor(name, dtype, e.dtype, e.shape.clone(), e.data_offsets, data_bytes)
+    checked_tensor(name, dtype, e.dtype, e.shape, e.data_offsets, data_bytes)
 }
 
 fn tensor(name: &str, t: &Value, data_bytes: u64) -> Result<(TensorInfo, (u64, u64))> {
@@ -650,6 +658,101 @@ mod tests {
             let e = parse_header(&bytes, size).unwrap_err().to_string();
             assert!(e.starts_with(expected), "{expected}: {e}");
         }
+    }
+
+    /// `n` BF16 tensors of 4 × 8 named like a large MoE checkpoint's.
+    fn many(n: usize) -> (Vec<u8>, u64) {
+        crate::testing::safetensors_header((0..n).map(|i| {
+            (format!("model.layers.{}.mlp.experts.{}.up_proj.weight", i / 1000, i % 1000), "BF16", vec![4, 8])
+        }))
+    }
+
+    #[test]
+    fn a_header_past_the_tensor_cap_is_refused_before_its_tensors_are_kept() {
+        let (ok, size) = many(10_000);
+        let t = parse_header(&ok, size).unwrap();
+        assert_eq!(t.len(), 10_000);
+        assert!(t.iter().all(|t| t.bytes == 64), "every tensor 4 × 8 BF16");
+        let (big, size) = many(MAX_HEADER_TENSORS + 1);
+        let e = match parse_header(&big, size) {
+            Err(e) => e.to_string(),
+            Ok(t) => panic!("{} tensors accepted", t.len()),
+        };
+        assert_eq!(e, "invalid `header`: more than 262144 tensors (at most 262144 tensors in one header)");
+    }
+
+    #[test]
+    fn repeated_names_and_oversized_entries_are_refused() {
+        let json = br#"{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}"#;
+        let mut f = (json.len() as u64).to_le_bytes().to_vec();
+        f.extend(json);
+        f.extend([0, 0]);
+        let e = parse_header(&f, f.len() as u64).unwrap_err().to_string();
+        assert_eq!(e, "invalid `a`: named twice in the header (one entry per tensor)");
+        let long =
+            format!(r#"{{"a": {{"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": "{}"}}}}"#, "y".repeat(5000));
+        let mut f = (long.len() as u64).to_le_bytes().to_vec();
+        f.extend(long.as_bytes());
+        f.push(0);
+        let e = parse_header(&f, f.len() as u64).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `a`: an entry of 50") && e.contains("bytes (at most 4096 bytes"), "{e}");
+    }
+
+    /// An index shaped as DeepSeek-V3's (91,991 tensors in 163 shards, names as published) fits
+    /// the cap with room; one naming 80,000 shard files is refused, where the old pairwise
+    /// dedupe took 18 s.
+    #[test]
+    fn index_shards_are_deduplicated_and_capped() {
+        let mut names: Vec<String> =
+            vec!["model.embed_tokens.weight".into(), "model.norm.weight".into(), "lm_head.weight".into()];
+        let attn = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"];
+        for l in 0..62 {
+            let p = format!("model.layers.{l}");
+            for a in attn {
+                names.push(format!("{p}.self_attn.{a}.weight"));
+                names.push(format!("{p}.self_attn.{a}.weight_scale_inv"));
+            }
+            for n in
+                ["self_attn.q_a_layernorm", "self_attn.kv_a_layernorm", "input_layernorm", "post_attention_layernorm"]
+            {
+                names.push(format!("{p}.{n}.weight"));
+            }
+            let mut mlp = |prefix: String| {
+                for m in ["gate_proj", "up_proj", "down_proj"] {
+                    names.push(format!("{prefix}.{m}.weight"));
+                    names.push(format!("{prefix}.{m}.weight_scale_inv"));
+                }
+            };
+            if l < 3 {
+                mlp(format!("{p}.mlp"));
+            } else {
+                (0..256).for_each(|e| mlp(format!("{p}.mlp.experts.{e}")));
+                mlp(format!("{p}.mlp.shared_experts"));
+                names.push(format!("{p}.mlp.gate.weight"));
+                names.push(format!("{p}.mlp.gate.e_score_correction_bias"));
+            }
+        }
+        for n in ["embed_tokens", "enorm", "hnorm", "eh_proj", "shared_head.norm", "shared_head.head"] {
+            names.push(format!("model.layers.61.{n}.weight"));
+        }
+        assert_eq!(names.len(), 91_991, "the published index's tensor count");
+        let map: serde_json::Map<String, Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (n.clone(), Value::from(format!("model-{:05}-of-000163.safetensors", 1 + i * 163 / names.len())))
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(
+            &serde_json::json!({"metadata": {"total_size": 688586727753u64}, "weight_map": map}),
+        )
+        .unwrap();
+        assert!(text.len() < MAX_INDEX_BYTES / 3, "{} bytes", text.len());
+        assert_eq!(index_shards(&text).unwrap().len(), 163);
+        let many: serde_json::Map<String, Value> =
+            (0..80_000).map(|i| (format!("t{i}"), Value::from(format!("s{i}.safetensors")))).collect();
+        let e = index_shards(&serde_json::json!({"weight_map": many}).to_string()).unwrap_err().to_string();
+        assert_eq!(e, "invalid `weight_map`: more than 4096 shard files (at most 4096)");
     }
 
     #[test]
