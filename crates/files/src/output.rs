@@ -260,12 +260,14 @@ mod tests {
         std::fs::write(&input, "x").unwrap();
         let p = |n: &str| dir.join(n).display().to_string();
         let same = format!("{}/./m.csv", dir.display());
-        let e = check_outputs(&[("--out", "the profile", &same)], &[input.clone()]).unwrap_err().to_string();
+        let e =
+            check_outputs(&[("--out", "the profile", &same)], std::slice::from_ref(&input)).unwrap_err().to_string();
         assert!(e.starts_with("invalid `--out`: ") && e.contains("is also an input of this run"), "{e}");
         #[cfg(unix)]
         {
             std::fs::hard_link(&input, dir.join("hard.csv")).unwrap();
-            let e = check_outputs(&[("--out", "the profile", &p("hard.csv"))], &[input.clone()]).unwrap_err();
+            let e =
+                check_outputs(&[("--out", "the profile", &p("hard.csv"))], std::slice::from_ref(&input)).unwrap_err();
             assert!(e.to_string().contains("is also an input"), "{e}");
             std::os::unix::fs::symlink("elsewhere.csv", dir.join("link.csv")).unwrap();
             let e = check_outputs(&[("--plot", "plot", &p("link.csv"))], &[]).unwrap_err().to_string();

@@ -372,7 +372,7 @@ fn header(c: &mut Cursor) -> R<Gguf> {
             return Err(Stop::Bad(Error::invalid("general.alignment", format!("{v:?}"), "a power of two up to 2^20")))
         }
     };
-    let data_start = c.at.div_ceil(alignment).checked_mul(alignment).unwrap_or(u64::MAX);
+    let data_start = c.at.div_ceil(alignment).saturating_mul(alignment);
     for (t, off) in tensors.iter().zip(&offsets) {
         let end = data_start.checked_add(*off).and_then(|s| s.checked_add(t.bytes));
         if end.is_none_or(|e| e > c.file_bytes) {

@@ -10,7 +10,8 @@ Every function takes keyword arguments named like the CLI's flags (``--max-gpus`
 >>> r.to_pandas()                # one row per operator (needs pandas)
 
 Values are given as Python values: numbers, strings, ``True``/``False`` for on/off inputs
-(``flash=False``), lists for lists (``batch=[1, 8, 32]``), ``range`` objects for sweeps
+(``flash=False``), lists (or any iterable of at most ``MAX_VALUES`` values) for lists
+(``batch=[1, 8, 32]``), ``range`` objects for sweeps
 (``batch=range(1, 1025)``), a dict for a context mix (``contexts={2048: 8, 32768: 2}``), and a path
 to a ``config.json`` (or its folder, a GGUF file), a Hub repo id (``"org/name"``, with
 ``revision``) or a GPU file for ``model`` and ``gpu``, and a calibration profile for ``profile``
