@@ -431,10 +431,7 @@ fn check_commit_header(value: &str) -> std::result::Result<String, String> {
     if is_commit(v) {
         Ok(v.to_ascii_lowercase())
     } else {
-        Err(format!(
-            "the Hub answered `X-Repo-Commit: {}` (a 40-hex-digit commit hash); nothing was written to the cache",
-            shorten(v)
-        ))
+        Err(format!("the Hub answered `X-Repo-Commit: {}` (a 40-hex-digit commit hash)", shorten(v)))
     }
 }
 
@@ -447,10 +444,7 @@ fn check_etag_header(value: &str) -> std::result::Result<String, String> {
     if matches!(bare.len(), 40 | 64) && bare.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(bare.to_ascii_lowercase())
     } else {
-        Err(format!(
-            "the Hub answered `ETag: {}` (a 40- or 64-hex-digit file hash); nothing was written to the cache",
-            shorten(v)
-        ))
+        Err(format!("the Hub answered `ETag: {}` (a 40- or 64-hex-digit file hash)", shorten(v)))
     }
 }
 
