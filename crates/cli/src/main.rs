@@ -1,7 +1,8 @@
 //! `llm-ledger`: the command-line front end. Parses flags, reads files, calls the core and prints
 //! a report. Every user error is one line on stderr and exit code 2 (a usage error keeps clap's
 //! content: the missing argument, the "did you mean" tip). Output that cannot be written (a full
-//! disk) is one line and exit code 1; a closed pipe (`| head`) is not an error.
+//! disk), on stdout or to a file the user named, is one line and exit code 1; a closed pipe
+//! (`| head`) is not an error.
 
 mod cli;
 mod commands;
@@ -150,7 +151,8 @@ fn main() -> ExitCode {
         Err(e) => {
             let msg = user_message(&e);
             eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
-            ExitCode::from(if e.is::<OutputError>() { OUTPUT_FAILED } else { 2 })
+            let unwritable = e.is::<OutputError>() || e.is::<llm_ledger_files::output::WriteFailed>();
+            ExitCode::from(if unwritable { OUTPUT_FAILED } else { 2 })
         }
     }
 }

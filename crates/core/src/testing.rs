@@ -26,3 +26,33 @@ pub fn minimal_gpu_toml(name: &str) -> String {
          l2_bytes = 4e6\nonchip = \"sm90\"\n[gpu.peak_flops_per_s]\nvector = 10e12\nbf16 = 100e12\nfp16 = 100e12\n"
     )
 }
+
+/// The header of a safetensors file holding `tensors` (name, dtype, shape), laid end to end from
+/// offset 0: the 8-byte length and the JSON, without the data; and the size of the whole file
+/// (header and data), for [`crate::model::safetensors::parse_header`].
+pub fn safetensors_header<'a>(tensors: impl IntoIterator<Item = (String, &'a str, Vec<u64>)>) -> (Vec<u8>, u64) {
+    use std::fmt::Write;
+    let mut json = String::from("{");
+    let mut at = 0u64;
+    for (name, dtype, shape) in tensors {
+        let bits = crate::model::safetensors::Dtype::bits_of(dtype).map_or(8, u64::from);
+        let len = shape.iter().try_fold(bits, |a, d| a.checked_mul(*d)).map_or(0, |b| b.div_ceil(8));
+        if json.len() > 1 {
+            json.push(',');
+        }
+        let shape: Vec<String> = shape.iter().map(u64::to_string).collect();
+        let _ = write!(
+            json,
+            "{}:{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            Value::String(name),
+            shape.join(","),
+            at + len
+        );
+        at += len;
+    }
+    json.push('}');
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend(json.as_bytes());
+    let file_bytes = out.len() as u64 + at;
+    (out, file_bytes)
+}

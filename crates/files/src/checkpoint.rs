@@ -4,14 +4,16 @@
 
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::memory::WeightFootprint;
-use llm_ledger_core::model::safetensors::{self, HeaderBytes, TensorInfo};
+use llm_ledger_core::model::safetensors::{self, HeaderBytes, TensorInfo, MAX_INDEX_BYTES, MAX_SHARDS};
 use llm_ledger_core::model::{CheckpointQuant, ModelSpec, WeightPrecisions};
 use llm_ledger_core::precision::Precision;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Most shard files read from one folder.
-const MAX_SHARDS: usize = 4096;
+/// Most tensors read from the shards of one checkpoint: 2²⁰ = 1,048,576, eleven times
+/// DeepSeek-V3's 91,991. Shards are read one at a time and only their sums kept, so memory is
+/// that of the largest header, and this bounds the time.
+pub const MAX_CHECKPOINT_TENSORS: u64 = 1 << 20;
 
 /// Open a regular file; its size in bytes.
 fn open(path: &Path, what: &str) -> Result<(std::fs::File, u64)> {
@@ -46,7 +48,7 @@ pub fn safetensors_header(path: &Path) -> Result<Vec<TensorInfo>> {
 fn shard_files(dir: &Path) -> Result<(Vec<PathBuf>, usize)> {
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
-        let text = crate::read_text(&index, "safetensors index")?;
+        let text = crate::read_text_at_most(&index, "safetensors index", MAX_INDEX_BYTES)?;
         let shards = safetensors::index_shards(&text).with_context(|| format!("in `{}`", index.display()))?;
         // A Hub snapshot holds the index but only the shards someone downloaded.
         let listed = shards.len();
@@ -74,11 +76,7 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
     if files.is_empty() {
         return Ok(());
     }
-    let mut tensors = Vec::new();
-    for f in &files {
-        tensors.extend(safetensors_header(f)?);
-    }
-    let hb = HeaderBytes::of(&tensors);
+    let (hb, shapes, shape_count) = read_shards(&files, spec, MAX_CHECKPOINT_TENSORS)?;
     let config = match &spec.checkpoint_quant {
         Some(CheckpointQuant::Known { weights, .. }) => Some(*weights),
         _ => None,
@@ -103,11 +101,9 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
             files.len()
         ));
     }
-    let shapes = safetensors::shape_mismatches(spec, &tensors);
-    if !shapes.is_empty() {
+    if shape_count > 0 {
         let shown: Vec<String> = shapes
             .iter()
-            .take(3)
             .map(|(n, got, want)| {
                 if want.is_empty() {
                     format!("{n} {got:?} (not in the config)")
@@ -116,11 +112,40 @@ pub fn apply_safetensors(dir: &Path, spec: &mut ModelSpec) -> Result<()> {
                 }
             })
             .collect();
-        let more = if shapes.len() > 3 { format!(" and {} more", shapes.len() - 3) } else { String::new() };
+        let more = if shape_count > 3 { format!(" and {} more", shape_count - 3) } else { String::new() };
         note.push_str(&format!("; shapes differ from the config: {}{more}", shown.join(", ")));
     }
     spec.notes.push(note);
     Ok(())
+}
+
+/// A tensor whose header shape differs from the config's: name, header shape, config shape.
+type ShapeMismatch = (String, Vec<u64>, Vec<u64>);
+
+/// Read the headers of `files` one at a time, keeping only their sums: the bytes per class, the
+/// first three shape mismatches against `spec` and how many there are. More than `max_tensors`
+/// tensors in all is refused.
+fn read_shards(
+    files: &[PathBuf],
+    spec: &ModelSpec,
+    max_tensors: u64,
+) -> Result<(HeaderBytes, Vec<ShapeMismatch>, usize)> {
+    let mut hb = HeaderBytes::default();
+    let (mut shown, mut count) = (Vec::new(), 0);
+    for f in files {
+        let tensors = safetensors_header(f)?;
+        hb.add(&tensors);
+        if hb.tensors > max_tensors {
+            bail!(
+                "in safetensors file `{}`: the checkpoint holds more than {max_tensors} tensors (the limit of one checkpoint)",
+                f.display()
+            );
+        }
+        let shapes = safetensors::shape_mismatches(spec, &tensors);
+        count += shapes.len();
+        shown.extend(shapes.into_iter().take(3usize.saturating_sub(shown.len())));
+    }
+    Ok((hb, shown, count))
 }
 
 /// A class whose main dtype is an integer (packed GPTQ/AWQ words, bytes of nibbles) in a
@@ -199,13 +224,13 @@ fn header_note(
             mismatches.join(", ")
         ));
     }
-    if !hb.unplaced.is_empty() {
-        let shown: Vec<&str> = hb.unplaced.iter().take(3).map(String::as_str).collect();
+    if hb.unplaced_tensors > 0 {
+        let shown: Vec<&str> = hb.unplaced.iter().map(String::as_str).collect();
         s.push_str(&format!(
             "; {} tensor(s) not in the config's modules: {}{}",
-            hb.unplaced.len(),
+            hb.unplaced_tensors,
             shown.join(", "),
-            if hb.unplaced.len() > 3 { ", …" } else { "" }
+            if hb.unplaced_tensors > shown.len() as u64 { ", …" } else { "" }
         ));
     }
     s
@@ -246,7 +271,7 @@ pub fn gguf_model(path: &Path) -> Result<ModelSpec> {
     let mut types: Vec<(&str, u64)> = Vec::new();
     for t in &g.tensors {
         match types.iter_mut().find(|(n, _)| *n == t.ggml.name) {
-            Some(e) => e.1 += t.bytes,
+            Some(e) => e.1 = e.1.saturating_add(t.bytes),
             None => types.push((t.ggml.name, t.bytes)),
         }
     }
@@ -258,4 +283,38 @@ pub fn gguf_model(path: &Path) -> Result<ModelSpec> {
         types.join(", ")
     ));
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shards past the checkpoint's tensor cap are refused as they are read (each shard's tensors
+    /// dropped once summed), where 64 shards of 100,000 tensors once took 1.37 GB.
+    #[test]
+    fn shards_past_the_tensor_cap_are_refused() {
+        let dir = std::env::temp_dir().join(format!("llm-ledger-shards-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<PathBuf> = (0..3)
+            .map(|s| {
+                let names = (0..4).map(|i| (format!("model.layers.{s}.mlp.experts.{i}.up_proj.weight"), "U8", vec![2]));
+                let (mut bytes, size) = llm_ledger_core::testing::safetensors_header(names);
+                bytes.resize(size as usize, 0);
+                let p = dir.join(format!("model-{s}.safetensors"));
+                std::fs::write(&p, bytes).unwrap();
+                p
+            })
+            .collect();
+        let spec = (*llm_ledger_core::Catalog::builtin().preset("llama-3-8b").unwrap().spec).clone();
+        let (hb, _, _) = read_shards(&files, &spec, 12).unwrap();
+        assert_eq!((hb.tensors, hb.total_bytes), (12, 24));
+        let e = read_shards(&files, &spec, 10).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "model-2.safetensors`: the checkpoint holds more than 10 tensors (the limit of one checkpoint)"
+            ),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,15 +1,32 @@
 //! `--model org/name`: a Hugging Face Hub repo id, resolved from the local Hub cache or, when online,
-//! downloaded with the official `hf-hub` client (its blocking `ureq` API).
+//! by downloading the two small files the tool reads (`config.json`, and
+//! `model.safetensors.index.json` when the repo has one) with a client written here on `ureq`.
 //!
 //! The cache is the `huggingface_hub` layout: `<cache>/models--org--name/refs/<branch>` holds a
-//! commit hash and `<cache>/models--org--name/snapshots/<commit>/config.json` the file. The cache
-//! folder is `HF_HUB_CACHE`, else `HF_HOME/hub`, else `XDG_CACHE_HOME/huggingface/hub`, else
-//! `~/.cache/huggingface/hub`. `HF_HUB_OFFLINE=1` forbids the network; `HF_ENDPOINT` replaces
-//! `https://huggingface.co`; the token is `HF_TOKEN`, else the file `HF_TOKEN_PATH`, else
-//! `<HF_HOME>/token` (what `huggingface-cli login` writes).
+//! commit hash, `<cache>/models--org--name/blobs/<etag>` each file's bytes and
+//! `<cache>/models--org--name/snapshots/<commit>/config.json` a relative symbolic link to its blob
+//! (see huggingface_hub's `file_download.py`). The cache folder is `HF_HUB_CACHE`, else
+//! `HF_HOME/hub`, else `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+//! `HF_HUB_OFFLINE=1` forbids the network; `HF_ENDPOINT` replaces `https://huggingface.co`; the
+//! token is `HF_TOKEN`, else the file `HF_TOKEN_PATH`, else `<HF_HOME>/token` (what
+//! `huggingface-cli login` writes).
+//!
+//! A download trusts nothing the server says: the commit (`X-Repo-Commit`) must be 40 hex digits
+//! and the file hash (`X-Linked-Etag`, else `ETag`) 40 or 64, or the download stops with one line
+//! naming the header and nothing is written; redirects are followed by hand, at most
+//! [`MAX_REDIRECTS`], and the token is sent only to the endpoint's own origin; a body is read up
+//! to [`MAX_CONFIG_BYTES`] or [`MAX_INDEX_DOWNLOAD_BYTES`] and refused past it; connecting may
+//! take 10 s and the whole download `HF_HUB_DOWNLOAD_TIMEOUT` seconds (default 60), after which
+//! it stops. Files are checked (whole, JSON) before they are written, each through a temporary
+//! file renamed into place, the ref last, so a failed download leaves no snapshot that a later
+//! run would use.
 
 use anyhow::{anyhow, bail, Context, Result};
+use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
+use llm_ledger_core::model::safetensors::MAX_INDEX_BYTES;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Longest repo id the Hub accepts (`org/name`, huggingface_hub's `REPO_ID_MAX_LENGTH`).
 const MAX_REPO_ID_CHARS: usize = 96;
@@ -17,8 +34,7 @@ const MAX_REPO_ID_CHARS: usize = 96;
 const MAX_REVISION_CHARS: usize = 255;
 /// Largest token file read, bytes (a token is about 40 characters).
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
-/// Seconds the whole download may take unless `HF_HUB_DOWNLOAD_TIMEOUT` says otherwise (the
-/// client has no read timeout of its own, so a server that stops answering would hang).
+/// Seconds the whole download may take unless `HF_HUB_DOWNLOAD_TIMEOUT` says otherwise.
 const DEFAULT_DOWNLOAD_TIMEOUT_S: u64 = 60;
 
 /// A checked Hub repo id `org/name`: two segments of `[A-Za-z0-9._-]`, neither empty, neither
@@ -154,8 +170,22 @@ pub fn cached_snapshot(cache: &Path, repo: &RepoId, revision: Option<&str>) -> R
     Ok(snap.join("config.json").is_file().then_some(snap))
 }
 
+/// Largest `config.json` downloaded, bytes: what [`crate::read_text`] reads (published configs
+/// are 1–10 KB).
+pub const MAX_CONFIG_BYTES: u64 = MAX_INPUT_FILE_BYTES as u64;
+/// Largest `model.safetensors.index.json` downloaded, bytes: the index reader's cap
+/// ([`MAX_INDEX_BYTES`]; DeepSeek-V3's, 91,991 tensors, is about 9 MB).
+pub const MAX_INDEX_DOWNLOAD_BYTES: u64 = MAX_INDEX_BYTES as u64;
+/// Most redirects followed for one file (the Hub answers a file with at most two: a renamed
+/// repo's, then the CDN's).
+pub const MAX_REDIRECTS: usize = 5;
+/// Seconds a connection may take to open (within the overall deadline).
+const CONNECT_TIMEOUT_S: u64 = 10;
+
 /// Resolve `repo` to a local folder holding its `config.json` (and, when the repo has one,
-/// `model.safetensors.index.json`): the cache's snapshot, else a download into the cache.
+/// `model.safetensors.index.json`): the cache's snapshot, else a download into the cache, which
+/// must finish within `HF_HUB_DOWNLOAD_TIMEOUT` seconds (default 60): past that deadline the
+/// transfer stops and the call returns the error, nothing left running.
 pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
     if let Some(r) = revision {
         check_revision(r)?;
@@ -180,76 +210,241 @@ pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
             _ => bail!("invalid `HF_HUB_DOWNLOAD_TIMEOUT`: {t:?} (seconds, 1 to 86400)"),
         },
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (cache2, repo2, rev2) = (cache.clone(), repo.clone(), rev.to_string());
-    std::thread::spawn(move || {
-        let _ = tx.send(download(&cache2, &repo2, &rev2));
-    });
-    match rx.recv_timeout(std::time::Duration::from_secs(timeout_s)) {
-        Ok(r) => r,
-        Err(_) => bail!(
-            "cannot download `config.json` of `--model` {}: no answer within {timeout_s} s (HF_HUB_DOWNLOAD_TIMEOUT; set HF_HUB_OFFLINE=1 to use only the local cache)",
-            repo.id()
-        ),
-    }
-}
-
-/// Download `config.json` (and the safetensors index when present) into `cache` with `hf-hub`.
-fn download(cache: &Path, repo: &RepoId, rev: &str) -> Result<PathBuf> {
-    use hf_hub::api::sync::ApiBuilder;
-    use hf_hub::{Repo, RepoType};
     let endpoint = env("HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into());
-    let endpoint = endpoint.trim_end_matches('/').to_string();
-    let api = ApiBuilder::new()
-        .with_cache_dir(cache.to_path_buf())
-        .with_endpoint(endpoint.clone())
-        .with_token(token())
-        .with_progress(false)
-        .build()
-        .map_err(|e| anyhow!("cannot start the Hub client: {e}"))?;
-    let api = api.repo(Repo::with_revision(repo.id(), RepoType::Model, rev.to_string()));
-    let config = api.download("config.json").map_err(|e| download_error(&e, repo, rev, "config.json", &endpoint))?;
-    match api.download("model.safetensors.index.json") {
-        Ok(_) => {}
-        Err(e) if status(&e) == Some(404) => {}
-        Err(e) => return Err(download_error(&e, repo, rev, "model.safetensors.index.json", &endpoint)),
-    }
-    config.parent().map(Path::to_path_buf).context("the downloaded config.json has no folder")
+    let hub = Hub::new(&endpoint, token(), timeout_s)?;
+    hub.download(&cache, repo, rev)
 }
 
-/// The HTTP status of a failed request, if the server answered.
-fn status(e: &hf_hub::api::sync::ApiError) -> Option<u16> {
-    match e {
-        hf_hub::api::sync::ApiError::RequestError(e) => match e.as_ref() {
-            ureq::Error::Status(code, _) => Some(*code),
-            ureq::Error::Transport(_) => None,
-        },
-        _ => None,
-    }
+/// A Hub endpoint to download from: its URL, the token sent to it (and only to it), and the
+/// deadline of the whole download.
+pub struct Hub {
+    endpoint: url::Url,
+    token: Option<String>,
+    timeout_s: u64,
+    deadline: Instant,
+    agent: ureq::Agent,
 }
 
-/// One line for a failed download: gated (401/403), not found (404), or what went wrong.
-fn download_error(
-    e: &hf_hub::api::sync::ApiError,
-    repo: &RepoId,
-    rev: &str,
-    file: &str,
-    endpoint: &str,
-) -> anyhow::Error {
-    let id = repo.id();
-    match status(e) {
-        Some(401 | 403) => anyhow!(
-            "cannot download `{file}` of `--model` {id}: the Hub refused access (HTTP {}); the repo is gated or private: accept its licence on the model page and set HF_TOKEN (or run `huggingface-cli login`)",
-            status(e).unwrap_or_default()
-        ),
-        Some(404) => anyhow!(
-            "cannot download `{file}` of `--model` {id}: not found at revision {rev} on {endpoint} (HTTP 404); check the repo id and --revision"
-        ),
-        Some(code) => anyhow!("cannot download `{file}` of `--model` {id}: HTTP {code} from {endpoint}"),
-        None => {
-            let msg = e.to_string().replace('\n', " ");
-            anyhow!("cannot download `{file}` of `--model` {id} from {endpoint}: {msg} (set HF_HUB_OFFLINE=1 to use only the local cache)")
+/// One downloaded file: its body and what the Hub said of it.
+struct Fetched {
+    /// The commit the Hub resolved the revision to (`X-Repo-Commit`), checked: 40 hex digits.
+    commit: Option<String>,
+    /// The file's hash (`X-Linked-Etag`, else `ETag`), checked: 40 or 64 hex digits.
+    etag: Option<String>,
+    body: Vec<u8>,
+}
+
+/// Why a file could not be fetched.
+enum FetchError {
+    /// The Hub answered this HTTP status.
+    Status(u16),
+    /// Anything else, in words.
+    Other(String),
+}
+
+impl Hub {
+    /// A client of `endpoint` (`HF_ENDPOINT`, an http or https URL) whose downloads end within
+    /// `timeout_s` seconds from now.
+    pub fn new(endpoint: &str, token: Option<String>, timeout_s: u64) -> Result<Hub> {
+        let shown = llm_ledger_core::model::gguf::printable(endpoint);
+        let endpoint = url::Url::parse(endpoint.trim_end_matches('/'))
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| anyhow!("invalid `HF_ENDPOINT`: {shown:?} (an http:// or https:// URL)"))?;
+        let agent = ureq::AgentBuilder::new()
+            .redirects(0)
+            .timeout_connect(Duration::from_secs(CONNECT_TIMEOUT_S.min(timeout_s)))
+            .user_agent(concat!("llm-ledger/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let deadline = Instant::now() + Duration::from_secs(timeout_s);
+        Ok(Hub { endpoint, token, timeout_s, deadline, agent })
+    }
+
+    /// The endpoint as the user gave it, for messages.
+    fn shown(&self) -> String {
+        self.endpoint.as_str().trim_end_matches('/').to_string()
+    }
+
+    /// `GET url`, following at most [`MAX_REDIRECTS`] redirects by hand: the token goes only to
+    /// the endpoint's own origin (scheme, host and port), never to a host a redirect names; the
+    /// commit and hash headers are read from the endpoint's answers and checked before anything
+    /// else; the body is read up to `cap` bytes and refused past it.
+    fn fetch(&self, url: &str, cap: u64) -> std::result::Result<Fetched, FetchError> {
+        let mut url = url::Url::parse(url).map_err(|e| FetchError::Other(format!("invalid URL {url:?}: {e}")))?;
+        let (mut commit, mut etag) = (None, None);
+        for hop in 0..=MAX_REDIRECTS {
+            let Some(left) = self.deadline.checked_duration_since(Instant::now()) else {
+                return Err(self.timed_out());
+            };
+            let own = url.origin() == self.endpoint.origin();
+            let mut req = self.agent.request_url("GET", &url).timeout(left);
+            if let (true, Some(t)) = (own, &self.token) {
+                req = req.set("Authorization", &format!("Bearer {t}"));
+            }
+            let resp = match req.call() {
+                Ok(r) => r,
+                Err(ureq::Error::Status(code, _)) => return Err(FetchError::Status(code)),
+                Err(ureq::Error::Transport(_)) if Instant::now() >= self.deadline => return Err(self.timed_out()),
+                Err(ureq::Error::Transport(t)) => return Err(FetchError::Other(t.to_string().replace('\n', " "))),
+            };
+            if own {
+                if let Some(c) = resp.header("x-repo-commit") {
+                    commit = Some(check_commit_header(c).map_err(FetchError::Other)?);
+                }
+                if let Some(e) = resp.header("x-linked-etag").or_else(|| resp.header("etag")) {
+                    etag = Some(check_etag_header(e).map_err(FetchError::Other)?);
+                }
+            }
+            if (300..400).contains(&resp.status()) {
+                if hop == MAX_REDIRECTS {
+                    return Err(FetchError::Other(format!(
+                        "more than {MAX_REDIRECTS} redirects (the limit; a redirect loop?)"
+                    )));
+                }
+                let location = resp
+                    .header("location")
+                    .ok_or_else(|| FetchError::Other(format!("HTTP {} without a `Location` header", resp.status())))?;
+                let next = url
+                    .join(location)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| FetchError::Other(format!("a redirect to {:?}", shorten(location))))?;
+                url = next;
+                continue;
+            }
+            if resp.status() != 200 {
+                return Err(FetchError::Status(resp.status()));
+            }
+            let too_big =
+                || FetchError::Other(format!("the file is larger than the {} MiB limit on its download", cap >> 20));
+            if resp.header("content-length").and_then(|l| l.trim().parse::<u64>().ok()).is_some_and(|l| l > cap) {
+                return Err(too_big());
+            }
+            let mut body = Vec::new();
+            match resp.into_reader().take(cap + 1).read_to_end(&mut body) {
+                Err(_) if Instant::now() >= self.deadline => return Err(self.timed_out()),
+                Err(e) => return Err(FetchError::Other(crate::output::io_message(&e))),
+                Ok(_) if body.len() as u64 > cap => return Err(too_big()),
+                Ok(_) => {}
+            }
+            return Ok(Fetched { commit, etag, body });
         }
+        unreachable!("the loop returns by its last hop")
+    }
+
+    fn timed_out(&self) -> FetchError {
+        FetchError::Other(format!(
+            "no answer within {} s (HF_HUB_DOWNLOAD_TIMEOUT, the limit on the whole download; set HF_HUB_OFFLINE=1 to use only the local cache)",
+            self.timeout_s
+        ))
+    }
+
+    /// `{endpoint}/{org}/{name}/resolve/{revision}/{file}`.
+    fn file_url(&self, repo: &RepoId, rev: &str, file: &str) -> String {
+        format!("{}/{}/resolve/{rev}/{file}", self.shown(), repo.id())
+    }
+
+    /// One line for a failed download of `file`: gated (401/403), not found (404), or what went
+    /// wrong.
+    fn error(&self, e: FetchError, repo: &RepoId, rev: &str, file: &str) -> anyhow::Error {
+        let (id, endpoint) = (repo.id(), self.shown());
+        match e {
+            FetchError::Status(code @ (401 | 403)) => anyhow!(
+                "cannot download `{file}` of `--model` {id}: the Hub refused access (HTTP {code}); the repo is gated or private: accept its licence on the model page and set HF_TOKEN (or run `huggingface-cli login`)"
+            ),
+            FetchError::Status(404) => anyhow!(
+                "cannot download `{file}` of `--model` {id}: not found at revision {rev} on {endpoint} (HTTP 404); check the repo id and --revision"
+            ),
+            FetchError::Status(code) => anyhow!("cannot download `{file}` of `--model` {id}: HTTP {code} from {endpoint}"),
+            FetchError::Other(msg) => {
+                anyhow!("cannot download `{file}` of `--model` {id} from {endpoint}: {msg}; nothing was written to the cache")
+            }
+        }
+    }
+
+    /// Download `config.json` and, when the repo has one, `model.safetensors.index.json` (at the
+    /// commit the first answer names, so both come from one snapshot), check them, and only then
+    /// write them into `cache` in the `huggingface_hub` layout: `blobs/<etag>` (through a
+    /// temporary file), `snapshots/<commit>/<file>` a relative symbolic link to the blob, and last
+    /// `refs/<revision>` holding the commit. Returns the snapshot folder.
+    pub fn download(&self, cache: &Path, repo: &RepoId, rev: &str) -> Result<PathBuf> {
+        let config_url = self.file_url(repo, rev, "config.json");
+        let config = self.fetch(&config_url, MAX_CONFIG_BYTES).map_err(|e| self.error(e, repo, rev, "config.json"))?;
+        let bad = |file: &str, why: String| self.error(FetchError::Other(why), repo, rev, file);
+        let commit = match (&config.commit, is_commit(rev)) {
+            (Some(c), _) => c.clone(),
+            (None, true) => rev.to_ascii_lowercase(),
+            (None, false) => {
+                return Err(bad(
+                    "config.json",
+                    "the answer has no `X-Repo-Commit` header (is HF_ENDPOINT a Hugging Face Hub?)".into(),
+                ))
+            }
+        };
+        let mut files = vec![("config.json", config, MAX_CONFIG_BYTES)];
+        let index = "model.safetensors.index.json";
+        match self.fetch(&self.file_url(repo, &commit, index), MAX_INDEX_DOWNLOAD_BYTES) {
+            Ok(f) => files.push((index, f, MAX_INDEX_DOWNLOAD_BYTES)),
+            Err(FetchError::Status(404)) => {}
+            Err(e) => return Err(self.error(e, repo, &commit, index)),
+        }
+        let mut blobs = Vec::new();
+        for (name, f, _) in &files {
+            let etag = f.etag.clone().ok_or_else(|| bad(name, "the answer has no `ETag` header".into()))?;
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&f.body) {
+                return Err(bad(name, format!("the body is not JSON ({e})")));
+            }
+            blobs.push((*name, etag, &f.body));
+        }
+        let repo_dir = cache.join(repo.folder());
+        let snap = repo_dir.join("snapshots").join(&commit);
+        let ctx = || format!("cannot write to the Hugging Face cache `{}`", cache.display());
+        std::fs::create_dir_all(repo_dir.join("blobs")).with_context(ctx)?;
+        std::fs::create_dir_all(&snap).with_context(ctx)?;
+        for (name, etag, body) in blobs {
+            let blob = repo_dir.join("blobs").join(&etag);
+            crate::output::write(&blob, "Hub cache file", body)?;
+            let target = Path::new("..").join("..").join("blobs").join(&etag);
+            crate::output::replace_symlink(&target, &snap.join(name), "Hub cache file")?;
+        }
+        if commit != rev {
+            let ref_file = repo_dir.join("refs").join(rev);
+            std::fs::create_dir_all(ref_file.parent().expect("refs/<rev> has a folder")).with_context(ctx)?;
+            crate::output::write(&ref_file, "Hub cache file", commit.as_bytes())?;
+        }
+        Ok(snap)
+    }
+}
+
+/// `s` cut to 80 characters, control characters escaped, for an echo in a message.
+fn shorten(s: &str) -> String {
+    let s = llm_ledger_core::model::gguf::printable(s);
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// An `X-Repo-Commit` header: the commit hash a cache folder is named by, exactly 40 hex digits.
+fn check_commit_header(value: &str) -> std::result::Result<String, String> {
+    let v = value.trim();
+    if is_commit(v) {
+        Ok(v.to_ascii_lowercase())
+    } else {
+        Err(format!("the Hub answered `X-Repo-Commit: {}` (a 40-hex-digit commit hash)", shorten(v)))
+    }
+}
+
+/// An `ETag` (or `X-Linked-Etag`) header, the cache's blob name: a weak `W/` prefix and the quotes
+/// removed, a git blob SHA-1 (40 hex digits) or an LFS SHA-256 (64), the only forms the Hub uses.
+fn check_etag_header(value: &str) -> std::result::Result<String, String> {
+    let v = value.trim();
+    let bare = v.strip_prefix("W/").unwrap_or(v);
+    let bare = bare.strip_prefix('"').and_then(|b| b.strip_suffix('"')).unwrap_or(bare);
+    if matches!(bare.len(), 40 | 64) && bare.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(bare.to_ascii_lowercase())
+    } else {
+        Err(format!("the Hub answered `ETag: {}` (a 40- or 64-hex-digit file hash)", shorten(v)))
     }
 }
 
@@ -266,6 +461,49 @@ mod tests {
             let e = RepoId::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with("invalid `--model`"), "{bad}: {e}");
         }
+    }
+
+    /// The download runs in the caller's thread and stops at its deadline: once `download`
+    /// returns the error, the connection is closed (the server's next writes fail), where a
+    /// download thread once kept reading after the call gave up.
+    #[test]
+    fn a_download_stops_when_the_call_returns() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nX-Repo-Commit: 0123456789abcdef0123456789abcdef01234567\r\nETag: \"0123456789abcdef0123456789abcdef01234567\"\r\n\r\n{";
+            let mut ok = s.write_all(head.as_bytes()).is_ok();
+            while ok {
+                std::thread::sleep(Duration::from_millis(50));
+                ok = s.write_all(b" ").and_then(|()| s.flush()).is_ok();
+            }
+            let _ = tx.send(());
+        });
+        let cache = std::env::temp_dir().join(format!("llm-ledger-hub-stop-{}", std::process::id()));
+        let hub = Hub::new(&url, None, 1).unwrap();
+        let e = hub.download(&cache, &RepoId::parse("org/model").unwrap(), "main").unwrap_err().to_string();
+        assert!(e.contains("no answer within 1 s"), "{e}");
+        assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "the server still had a reader");
+        assert!(!cache.exists(), "nothing written");
+    }
+
+    #[test]
+    fn server_names_are_checked() {
+        let sha1 = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(check_commit_header(sha1).unwrap(), sha1);
+        assert_eq!(check_etag_header(&format!("W/\"{}\"", sha1.to_uppercase())).unwrap(), sha1);
+        assert_eq!(check_etag_header(&"ab".repeat(32)).unwrap(), "ab".repeat(32));
+        for bad in ["../..", "/etc", &sha1[..39], &format!("{sha1}0"), "", "0123456789abcdef0123456789abcdef0123456g"] {
+            assert!(check_commit_header(bad).unwrap_err().contains("`X-Repo-Commit: "), "{bad}");
+            assert!(check_etag_header(&format!("\"{bad}\"")).unwrap_err().contains("`ETag: "), "{bad}");
+        }
+        let e = check_etag_header("\"a\nb\"").unwrap_err();
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

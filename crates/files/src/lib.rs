@@ -10,6 +10,7 @@
 
 pub mod checkpoint;
 pub mod hub;
+pub mod output;
 pub mod simulate;
 
 use anyhow::{bail, Context, Result};
@@ -61,7 +62,7 @@ pub fn looks_like_path(s: &str) -> bool {
 /// What a `--model` value names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSource {
-    /// A catalogue preset (anything [`looks_like_path`] does not take for a path).
+    /// A catalogue preset (a name that is not a file here and does not read as a path).
     Preset,
     /// A local file or folder: anything that exists, or that reads as a path.
     Path,
@@ -69,11 +70,16 @@ pub enum ModelSource {
     Hub(hub::RepoId),
 }
 
-/// Classify a `--model` value. A local path always wins (issue 11: a path means that file); a
-/// preset name stays a preset; `org/name` that is not on disk is a Hub repo id, checked by
-/// [`hub::RepoId::parse`]; anything else that reads as a path (a leading `.`, `/` or `~`,
-/// a backslash, more than one `/`, a .json/.toml/.gguf/.safetensors ending) stays a path.
+/// Classify a `--model` value. An existing file or folder always wins, whatever its name
+/// (`tiny-q4_k_m.gguf` in the current folder is that file; a preset's name that is also a file
+/// here is the file, with a note saying so: [`scenario`]); another name that does not read as a
+/// path ([`looks_like_path`]) is a preset; `org/name` that is not on disk is a Hub repo id,
+/// checked by [`hub::RepoId::parse`]; anything else that reads as a path (a leading `.`, `/` or
+/// `~`, a backslash, more than one `/`, a .json/.toml/.gguf/.safetensors ending) stays a path.
 pub fn model_source(s: &str) -> Result<ModelSource> {
+    if !s.is_empty() && Path::new(s).exists() {
+        return Ok(ModelSource::Path);
+    }
     if !looks_like_path(s) {
         return Ok(ModelSource::Preset);
     }
@@ -172,6 +178,24 @@ pub struct FileInputs {
     pub expert_loads: Option<String>,
 }
 
+/// The local files a scenario reads: the `model` path (a folder's `config.json` and safetensors
+/// index), a `gpu` path and the files of `files`. A run's outputs are checked against them.
+pub fn input_paths(model: Option<&str>, gpu: Option<&str>, files: &FileInputs) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(m) = model.filter(|m| matches!(model_source(m), Ok(ModelSource::Path))) {
+        let p = PathBuf::from(m);
+        if p.is_dir() {
+            out.push(p.join("config.json"));
+            out.push(p.join("model.safetensors.index.json"));
+        }
+        out.push(p);
+    }
+    out.extend(gpu.filter(|g| looks_like_path(g)).map(PathBuf::from));
+    let named = [&files.gpu_file, &files.preset_file, &files.profile, &files.histogram, &files.expert_loads];
+    out.extend(named.into_iter().flatten().map(PathBuf::from));
+    out
+}
+
 /// Resolve `req` (its `model` and `gpu` may name files or a Hub repo id) with the file inputs
 /// `args`, reading every file they name.
 pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario> {
@@ -183,7 +207,16 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
         }
         let spec = match source {
             ModelSource::Preset => None,
-            ModelSource::Path => Some(model_file(m)?),
+            ModelSource::Path => {
+                let mut spec = model_file(m)?;
+                if let Ok(preset) = catalog.preset(m) {
+                    spec.notes.push(format!(
+                        "`{m}` names both the preset {} and a file here: the model is the file's (give the preset's name from another folder to use the preset)",
+                        preset.name
+                    ));
+                }
+                Some(spec)
+            }
             ModelSource::Hub(repo) => {
                 let dir = hub::resolve(&repo, args.revision.as_deref())?;
                 Some(model_dir(&dir, &repo.id())?)

@@ -609,5 +609,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The most values one keyword takes: a context mix's buckets, the longest list any input reads.
+    m.add("MAX_VALUES", llm_ledger_core::limits::MAX_CONTEXT_BUCKETS)?;
     Ok(())
 }

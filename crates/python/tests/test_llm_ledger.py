@@ -297,3 +297,29 @@ def test_python_values_are_the_cli_text():
     # The same sweep from a range and from the CLI's axis text.
     a, b = ll.sweep(batch=range(1, 9, 2)), ll.sweep(batch="1..7:2")
     assert a.json == b.json and list(a.columns["batch"]) == [1, 3, 5, 7]
+
+
+def test_an_endless_iterable_is_refused_naming_the_keyword():
+    import itertools
+
+    with pytest.raises(ll.InputError) as e:
+        ll.ledger(batch=itertools.count(1))
+    assert e.value.field == "batch"
+    assert str(e.value) == f"invalid `batch`: more than {ll.MAX_VALUES} values (at most {ll.MAX_VALUES})"
+    # A finite generator is read as the list it yields.
+    assert ll.sweep(batch=(b for b in (1, 8))).json == ll.sweep(batch=[1, 8]).json
+
+
+@pytest.mark.parametrize("kwargs,field", [({"model": "llama\ud800"}, "model"), ({"gpu": ["h100", "\udfff"]}, "gpu")])
+def test_a_lone_surrogate_is_an_input_error_naming_the_keyword(kwargs, field):
+    with pytest.raises(ll.InputError) as e:
+        ll.ledger(**kwargs)
+    assert e.value.field == field
+    assert "lone surrogate" in str(e.value) and str(e.value).startswith(f"invalid `{field}`")
+
+
+def test_a_model_name_that_is_a_file_here_is_that_file(monkeypatch, cli_json):
+    monkeypatch.chdir(ROOT / "examples")
+    here = ll.ledger(model="tiny-q4_k_m.gguf").json
+    assert here["inputs"]["model"] == "tiny-q4_k_m.gguf"
+    assert here["step_time_s"] == cli_json("ledger", "--model", "examples/tiny-q4_k_m.gguf")["step_time_s"]

@@ -283,3 +283,43 @@ def test_hub_errors_are_the_cli_messages(cli, hub_cache, kwargs, field):
     assert "\n" not in msg and "`--model`" not in msg and "`--revision`" not in msg
     assert f"error: {msg}" == keyword_text(cli("kv", *flags(kwargs), ok=False))
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_hostile_hub_writes_nothing(tmp_path, monkeypatch):
+    """A Hub (a loopback server started here) answering an ETag that is an absolute path: the
+    call raises the CLI's one-line error naming the header, and neither the path nor the cache
+    holds a file."""
+    import http.server
+    import threading
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b'{"model_type": "llama"}'
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", COMMIT_A)
+            self.send_header("ETag", f'"{outside / "x"}"')
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    try:
+        with pytest.raises(ll.InputError) as e:
+            ll.kv(model="org/model")
+    finally:
+        server.shutdown()
+    assert "`ETag: \"/" in str(e.value) and "nothing was written" in str(e.value)
+    assert not any(outside.iterdir()) and not cache.exists()

@@ -1,7 +1,7 @@
 //! `llm-ledger calibrate FILE.csv`: fit the expected clock's profile to measurements.
 
 use crate::cli::CalibrateArgs;
-use crate::inputs::{catalog, read_text};
+use crate::inputs::{catalog, check_outputs, read_text};
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::calibrate::{calibrate as fit, Metric, Observation};
 use llm_ledger_core::pairs::from_pairs;
@@ -9,7 +9,7 @@ use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::ScenarioRequest;
 use llm_ledger_report::calibrate::CalibrateReport;
 use llm_ledger_report::{Format, Report};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The column naming the operator of a per-kernel row (`op_s`, `op_ms`, `op_us`).
 pub const OP_COLUMN: &str = "op";
@@ -20,6 +20,12 @@ pub const MAX_ROWS: usize = 10_000;
 /// Read the measurements, fit, report (and write the profile with `--out`).
 pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
     let format: Format = args.output.format.0;
+    let read: Vec<PathBuf> = [Some(&args.file), args.gpu_file.as_ref(), args.preset_file.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::from)
+        .collect();
+    check_outputs(&[("--out", "the profile", args.out.as_ref())], &read)?;
     let text = read_text(Path::new(&args.file), "measurements")?;
     let catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(false).from_reader(text.as_bytes());
@@ -83,7 +89,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
     let calibration = fit(&observations).with_context(|| format!("in `{}`", args.file))?;
     let mut report = CalibrateReport { file: args.file.clone(), calibration, written: None };
     if let Some(out) = &args.out {
-        std::fs::write(out, report.profile_toml()).with_context(|| format!("cannot write the profile `{out}`"))?;
+        llm_ledger_files::output::write(Path::new(out), "the profile", report.profile_toml().as_bytes())?;
         report.written = Some(out.clone());
     }
     Ok(report.render(format)?)

@@ -10,7 +10,9 @@ use llm_ledger_report::{Format, LedgerReport, Report};
 /// Render the ledger of the scenario the flags describe; with `--plot`, also write its roofline.
 pub fn run(args: &LedgerArgs) -> Result<String> {
     let format: Format = args.format.0;
-    let sc = super::scenario(&args.scenario(), "ledger")?;
+    let scenario_args = args.scenario();
+    inputs::check_outputs(&[("--plot", "plot", args.plot.as_ref())], &inputs::input_files(&scenario_args))?;
+    let sc = super::scenario(&scenario_args, "ledger")?;
     let report = LedgerReport::new(&sc, &Ledger::build(&sc));
     if let Some(path) = &args.plot {
         let mut chart = Roofline::from_report(&report, &sc.gpu);

@@ -3,12 +3,13 @@
 
 use crate::cli::SimulateArgs;
 use crate::inputs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, StepRecord};
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::{Format, Report};
+use std::path::{Path, PathBuf};
 
 /// The simulator's configuration from the flags (the rate is set per run): the shared resolver
 /// of the text inputs, [`llm_ledger_files::simulate::config`].
@@ -16,9 +17,10 @@ pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Sim
     llm_ledger_files::simulate::config(&args.sim(), sc)
 }
 
-/// One run writing every step to the CSV file `path` as it goes.
+/// One run writing every step to the CSV file `path` as it goes: into a temporary file renamed
+/// over `path` only when the run finished, so a failed run leaves the old file as it was.
 fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result<Simulation> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write trace `{path}`"))?;
+    let file = llm_ledger_files::output::OutputFile::create(Path::new(path), "trace")?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     let mut failed: Option<csv::Error> = None;
     let sim = simulate(sc, cfg, |r: &StepRecord| {
@@ -26,16 +28,39 @@ fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result
             failed = w.serialize(r).err();
         }
     })?;
-    if let Some(e) = failed {
-        return Err(anyhow::Error::new(e).context(format!("cannot write trace `{path}`")));
+    let file = match (failed, w.into_inner()) {
+        (None, Ok(buffered)) => buffered.into_inner().map_err(|e| e.into_error()),
+        (Some(e), _) => Err(std::io::Error::other(e.to_string())),
+        (None, Err(e)) => Err(std::io::Error::other(e.to_string())),
+    };
+    match file {
+        Ok(file) => file.commit()?,
+        Err(e) => {
+            let what = llm_ledger_files::output::WriteFailed { what: "trace".into(), path: path.into(), error: e };
+            return Err(what.into());
+        }
     }
-    w.flush().with_context(|| format!("cannot write trace `{path}`"))?;
     Ok(sim)
+}
+
+/// The files a simulation reads: the scenario's, the `--trace` and `hist:FILE` lengths.
+fn input_files(args: &SimulateArgs) -> Vec<PathBuf> {
+    let mut read = inputs::input_files(&args.scenario());
+    read.extend(args.trace.iter().map(PathBuf::from));
+    let hist = [&args.prompt, &args.output].into_iter().flatten();
+    read.extend(hist.filter_map(|l| l.trim().strip_prefix("hist:").map(PathBuf::from)));
+    read
 }
 
 /// Run the simulation(s) and render the report.
 pub fn run(args: &SimulateArgs) -> Result<String> {
     let format: Format = args.output_format.format.0;
+    let outputs = [
+        ("--trace-out", "trace", args.trace_out.as_ref()),
+        ("--plot", "plot", args.plot.as_ref()),
+        ("--plot-timeline", "plot", args.plot_timeline.as_ref()),
+    ];
+    inputs::check_outputs(&outputs, &input_files(args))?;
     let sc = super::scenario(&args.scenario(), "simulate")?;
     if args.plot_timeline.is_some()
         && llm_ledger_files::simulate::rates(args.rate.as_deref(), &config(args, &sc)?)?.len() > 1

@@ -111,6 +111,8 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let format: Format = args.output.format.0;
     // `--gpu`, `--weights` and `--kv` may list several values: one series per combination.
     let (series_args, series_axes) = series(&args.base());
+    let read: Vec<_> = series_args.iter().flat_map(inputs::input_files).collect();
+    inputs::check_outputs(&[("--plot", "plot", args.plot.as_ref())], &read)?;
     let mut plans = Vec::with_capacity(series_args.len());
     for (i, sa) in series_args.iter().enumerate() {
         let sc = inputs::scenario(sa)?;

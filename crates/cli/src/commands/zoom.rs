@@ -11,7 +11,9 @@ use llm_ledger_report::{Format, Report, ZoomReport};
 /// diagram of the layer or block there.
 pub fn run(args: &ZoomArgs) -> Result<String> {
     let format: Format = args.format.0;
-    let sc = super::scenario(&args.scenario(), "zoom")?;
+    let scenario_args = args.scenario();
+    inputs::check_outputs(&[("--plot", "plot", args.plot.as_ref())], &inputs::input_files(&scenario_args))?;
+    let sc = super::scenario(&scenario_args, "zoom")?;
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;
     if let Some(path) = &args.plot {

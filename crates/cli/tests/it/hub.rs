@@ -16,6 +16,8 @@ pub const LLAMA_8B: &str = r#"{"architectures": ["LlamaForCausalLM"], "model_typ
 
 const COMMIT_A: &str = "0123456789abcdef0123456789abcdef01234567";
 const COMMIT_B: &str = "89abcdef0123456789abcdef0123456789abcdef";
+/// A file hash in the form the Hub's `ETag` takes (a git blob SHA-1).
+const ETAG: &str = "fedcba9876543210fedcba9876543210fedcba98";
 
 /// A fresh scratch folder named `name`.
 pub fn scratch(name: &str) -> PathBuf {
@@ -178,6 +180,34 @@ fn issue_16_a_local_path_wins_over_a_repo_id() {
     assert!(!out.is_empty());
 }
 
+/// A model name that is a file in the current folder is that file (`tiny-q4_k_m.gguf` in
+/// examples/, once "unknown model"); a preset's name that is also a file here is the file, and a
+/// note says so.
+#[test]
+fn a_model_name_that_is_a_file_here_is_that_file() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let cache = scratch("name-is-file");
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&examples);
+    let out = run_ok(c, &["ledger", "--model", "tiny-q4_k_m.gguf"]);
+    assert!(out.starts_with("tiny-q4_k_m.gguf on h100-sxm"), "{out}");
+    assert!(out.contains("note: weights from checkpoint headers: 788552 bytes"), "{out}");
+    let two_layers = LLAMA_8B.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": 2");
+    std::fs::create_dir_all(cache.join("llama-3-8b")).unwrap();
+    std::fs::write(cache.join("llama-3-8b/config.json"), &two_layers).unwrap();
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&cache);
+    let table = run_ok(c, &["ledger", "--model", "llama-3-8b"]);
+    let note = "note: `llama-3-8b` names both the preset llama-3-8b and a file here: the model is the file's";
+    assert!(table.contains(note), "{table}");
+    let mut c = cli_with(&cache, None);
+    c.current_dir(&cache);
+    let out = run_ok(c, &["kv", "--model", "llama-3-8b", "--format", "json"]);
+    let preset = run_ok(cli_with(&cache, None), &["kv", "--model", "llama-3-8b", "--format", "json"]);
+    let weights = |s: &str| find_number(&serde_json::from_str(s).unwrap(), "weight_bytes").unwrap();
+    assert!(weights(&out) < weights(&preset) / 2.0, "the two-layer file, not the preset");
+}
+
 /// What the loopback Hub answers.
 #[derive(Clone, Copy)]
 enum Hub {
@@ -218,7 +248,7 @@ fn start_hub(hub: Hub) -> String {
                 format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n{extra}\r\n")
             };
             let meta =
-                format!("x-repo-commit: {COMMIT_A}\r\netag: \"e1\"\r\ncontent-range: bytes 0-0/{}\r\n", body.len());
+                format!("x-repo-commit: {COMMIT_A}\r\netag: \"{ETAG}\"\r\ncontent-range: bytes 0-0/{}\r\n", body.len());
             if matches!(hub, Hub::Silent) {
                 std::thread::sleep(std::time::Duration::from_secs(600));
             }
@@ -299,4 +329,296 @@ fn issue_16_gated_repos_take_the_token() {
     let cache = scratch("gated-none");
     let e = run_fails(cli_with(&cache, Some(&url)), &["kv", "--model", "org/gated"]);
     assert!(e.contains("HTTP 401") && e.contains("set HF_TOKEN"), "{e}");
+}
+
+/// The body of a scripted Hub answer.
+enum Body {
+    Bytes(Vec<u8>),
+    /// This many zero bytes, written in 64 KiB pieces as the client reads them (never held whole).
+    Zeros(u64),
+    /// These bytes, one every 100 ms.
+    Trickle(Vec<u8>),
+}
+
+/// One answer of a scripted Hub: a status line, header lines, a body and whether to send its
+/// `Content-Length` (without, the body ends when the connection closes).
+struct Answer {
+    status: &'static str,
+    headers: Vec<String>,
+    body: Body,
+    length: bool,
+}
+
+impl Answer {
+    fn new(status: &'static str, headers: &[&str], body: &[u8]) -> Answer {
+        Answer {
+            status,
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            body: Body::Bytes(body.to_vec()),
+            length: true,
+        }
+    }
+
+    /// config.json served with these commit and hash headers.
+    fn config(commit: &str, etag: &str) -> Answer {
+        let (c, e) = (format!("X-Repo-Commit: {commit}"), format!("ETag: {etag}"));
+        Answer::new("200 OK", &[&c, &e], LLAMA_8B.as_bytes())
+    }
+
+    fn not_found() -> Answer {
+        Answer::new("404 Not Found", &[], b"")
+    }
+}
+
+/// What a scripted Hub saw: each request's first line and headers, and the body bytes it sent.
+#[derive(Default)]
+struct Seen {
+    requests: Vec<String>,
+    body_bytes_sent: u64,
+}
+
+/// Start a Hub on `ip` (a loopback address) answering each request with `answer(path, request)`,
+/// one thread per connection; returns its URL and what it saw.
+fn scripted_hub(
+    ip: &str,
+    answer: impl Fn(&str, &str) -> Answer + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::Mutex<Seen>>) {
+    use std::sync::{Arc, Mutex};
+    let listener = TcpListener::bind((ip, 0)).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (answer, log) = (Arc::new(answer), seen.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let (answer, log) = (answer.clone(), log.clone());
+            std::thread::spawn(move || {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let req = String::from_utf8_lossy(&req).to_string();
+                let path = req.split_whitespace().nth(1).unwrap_or("").to_string();
+                log.lock().unwrap().requests.push(req.clone());
+                let a = answer(&path, &req);
+                let len = match &a.body {
+                    Body::Bytes(b) => b.len() as u64,
+                    Body::Zeros(n) => *n,
+                    Body::Trickle(b) => b.len() as u64,
+                };
+                let mut head = format!("HTTP/1.1 {}\r\nConnection: close\r\n", a.status);
+                if a.length {
+                    head.push_str(&format!("Content-Length: {len}\r\n"));
+                }
+                for h in &a.headers {
+                    head.push_str(&format!("{h}\r\n"));
+                }
+                head.push_str("\r\n");
+                if s.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                match a.body {
+                    Body::Bytes(b) => {
+                        let _ = s.write_all(&b);
+                    }
+                    Body::Zeros(n) => {
+                        let chunk = vec![0u8; 64 << 10];
+                        let mut left = n;
+                        while left > 0 {
+                            let k = left.min(chunk.len() as u64);
+                            if s.write_all(&chunk[..k as usize]).is_err() {
+                                break;
+                            }
+                            left -= k;
+                            log.lock().unwrap().body_bytes_sent += k;
+                        }
+                    }
+                    Body::Trickle(b) => {
+                        for byte in b {
+                            if s.write_all(&[byte]).and_then(|()| s.flush()).is_err() {
+                                break;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(100));
+                        }
+                    }
+                }
+                let _ = s.flush();
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Every file (not folder) under `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                out.extend(files_under(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Server-supplied names that would leave the cache folder (absolute and `../` hashes, commit
+/// headers of `../..` and of an absolute path) are refused with one line naming the header, and
+/// nothing is written: not the path they name, not the cache.
+#[test]
+fn hostile_commit_and_etag_headers_write_nothing() {
+    let root = scratch("hostile-names");
+    let outside = root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let abs = outside.join("x").display().to_string();
+    let cases: Vec<(String, String, &str)> = vec![
+        (COMMIT_A.into(), format!("\"{abs}\""), "`ETag: \"/"),
+        (COMMIT_A.into(), "\"../../../outside/x\"".into(), "`ETag: \"../../../outside/x\"`"),
+        (COMMIT_A.into(), "W/\"../x\"".into(), "`ETag: W/\"../x\"`"),
+        ("../..".into(), format!("\"{ETAG}\""), "`X-Repo-Commit: ../..`"),
+        ("../../../outside".into(), format!("\"{ETAG}\""), "`X-Repo-Commit: ../../../outside`"),
+        (abs.clone(), format!("\"{ETAG}\""), "`X-Repo-Commit: /"),
+    ];
+    for (commit, etag, named) in cases {
+        let cache = root.join("cache");
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir_all(&cache).unwrap();
+        let (url, _) = scripted_hub("127.0.0.1", move |path, _| {
+            if path.ends_with("/config.json") {
+                Answer::config(&commit, &etag)
+            } else {
+                Answer::not_found()
+            }
+        });
+        let e = run_fails(cli_with(&cache, Some(&url)), &["ledger", "--model", "org/model"]);
+        assert!(e.contains(named) && e.contains("nothing was written"), "{named}: {e}");
+        assert!(files_under(&cache).is_empty(), "{named}: {:?}", files_under(&cache));
+        assert!(files_under(&outside).is_empty(), "{named}: {:?}", files_under(&outside));
+    }
+}
+
+/// The download writes the `huggingface_hub` layout: the blob named by its hash, the snapshot
+/// file a relative link to it, the ref holding the commit; a 64-hex (LFS) hash and an
+/// `X-Linked-Etag` work too, and an index the repo has is fetched at the same commit.
+#[test]
+fn a_download_writes_the_huggingface_hub_cache_layout() {
+    let cache = scratch("layout");
+    let sha256 = "ab".repeat(32);
+    let index = br#"{"metadata": {}, "weight_map": {"lm_head.weight": "model-00001-of-00001.safetensors"}}"#;
+    let linked = sha256.clone();
+    let (url, seen) = scripted_hub("127.0.0.1", move |path, _| {
+        if path.ends_with("/config.json") {
+            Answer::config(COMMIT_A, &format!("W/\"{}\"", ETAG.to_uppercase()))
+        } else if path == format!("/org/model/resolve/{COMMIT_A}/model.safetensors.index.json") {
+            let (c, e) = (format!("X-Repo-Commit: {COMMIT_A}"), format!("X-Linked-Etag: \"{linked}\""));
+            Answer::new("200 OK", &[&c, &e, "ETag: \"not-a-hash\""], index)
+        } else {
+            Answer::not_found()
+        }
+    });
+    run_ok(cli_with(&cache, Some(&url)), &["kv", "--model", "org/model"]);
+    let repo = cache.join("models--org--model");
+    assert_eq!(std::fs::read_to_string(repo.join("refs/main")).unwrap(), COMMIT_A);
+    assert_eq!(std::fs::read(repo.join("blobs").join(ETAG)).unwrap(), LLAMA_8B.as_bytes());
+    assert_eq!(std::fs::read(repo.join("blobs").join(&sha256)).unwrap(), index);
+    let snap = repo.join("snapshots").join(COMMIT_A);
+    assert_eq!(std::fs::read_link(snap.join("config.json")).unwrap(), Path::new("../../blobs").join(ETAG));
+    assert_eq!(
+        std::fs::read_link(snap.join("model.safetensors.index.json")).unwrap(),
+        Path::new("../../blobs").join(&sha256)
+    );
+    assert_eq!(files_under(&cache).len(), 5, "{:?}", files_under(&cache));
+    assert_eq!(seen.lock().unwrap().requests.len(), 2);
+}
+
+/// A 2 GiB body is not read: refused by its Content-Length before any byte, and without one,
+/// reading stops at the cap; nothing is written.
+#[test]
+fn a_huge_body_is_refused_at_the_cap() {
+    for length in [true, false] {
+        let cache = scratch("huge");
+        let (url, seen) = scripted_hub("127.0.0.1", move |path, _| {
+            if !path.ends_with("/config.json") {
+                return Answer::not_found();
+            }
+            let mut a = Answer::config(COMMIT_A, &format!("\"{ETAG}\""));
+            a.body = Body::Zeros(2 << 30);
+            a.length = length;
+            a
+        });
+        let e = run_fails(cli_with(&cache, Some(&url)), &["ledger", "--model", "org/model"]);
+        assert!(e.contains("the file is larger than the 4 MiB limit on its download"), "{e}");
+        assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+        // The client hung up at the cap: the server wrote at most the cap and its socket buffers.
+        let sent = seen.lock().unwrap().body_bytes_sent;
+        assert!(sent < 64 << 20, "{sent} bytes sent");
+    }
+}
+
+/// A redirect loop ends after the redirect limit, one line, nothing written.
+#[test]
+fn a_redirect_loop_stops_at_the_limit() {
+    let cache = scratch("loop");
+    let (url, seen) =
+        scripted_hub("127.0.0.1", |path, _| Answer::new("302 Found", &[&format!("Location: {path}")], b""));
+    let e = run_fails(cli_with(&cache, Some(&url)), &["ledger", "--model", "org/model"]);
+    assert!(e.contains("more than 5 redirects"), "{e}");
+    assert_eq!(seen.lock().unwrap().requests.len(), 6, "the first request and 5 redirects");
+    assert!(files_under(&cache).is_empty());
+}
+
+/// The token goes with a relative redirect (the same Hub) but never to the host an absolute
+/// redirect names.
+#[test]
+fn the_token_is_never_sent_to_another_host() {
+    let (cdn, cdn_seen) = scripted_hub("127.0.0.2", |_, _| Answer::new("200 OK", &[], LLAMA_8B.as_bytes()));
+    let (hub, hub_seen) = scripted_hub("127.0.0.1", move |path, req| {
+        let authorised = req.to_ascii_lowercase().contains("authorization: bearer hf_secret");
+        let meta = [format!("X-Repo-Commit: {COMMIT_A}"), format!("X-Linked-Etag: \"{ETAG}\"")];
+        let meta: Vec<&str> = meta.iter().map(String::as_str).collect();
+        if !authorised {
+            Answer::new("401 Unauthorized", &[], b"")
+        } else if path == "/org/gated/resolve/main/config.json" {
+            Answer::new("307 Temporary Redirect", &["Location: /api/resolve-cache/config.json"], b"")
+        } else if path == "/api/resolve-cache/config.json" {
+            let to = format!("Location: {cdn}/blob/config.json?signed=1");
+            Answer::new("302 Found", &[&[to.as_str()][..], &meta].concat(), b"")
+        } else {
+            Answer::not_found()
+        }
+    });
+    let cache = scratch("token-hosts");
+    let mut c = cli_with(&cache, Some(&hub));
+    c.env("HF_TOKEN", "hf_secret");
+    run_ok(c, &["kv", "--model", "org/gated"]);
+    let to_hub = hub_seen.lock().unwrap().requests.clone();
+    assert!(to_hub.len() >= 2 && to_hub.iter().all(|r| r.to_ascii_lowercase().contains("bearer hf_secret")));
+    let to_cdn = cdn_seen.lock().unwrap().requests.clone();
+    assert_eq!(to_cdn.len(), 1, "{to_cdn:?}");
+    assert!(!to_cdn[0].to_ascii_lowercase().contains("authorization"), "{}", to_cdn[0]);
+    assert!(!to_cdn[0].contains("hf_secret"));
+}
+
+/// A server that answers a byte at a time is stopped by the deadline on the whole download (not
+/// only a silent one).
+#[test]
+fn a_trickling_hub_is_stopped_by_the_download_deadline() {
+    let cache = scratch("trickle");
+    let (url, _) = scripted_hub("127.0.0.1", |_, _| {
+        let mut a = Answer::config(COMMIT_A, &format!("\"{ETAG}\""));
+        a.body = Body::Trickle(LLAMA_8B.as_bytes().to_vec());
+        a
+    });
+    let mut c = cli_with(&cache, Some(&url));
+    c.env("HF_HUB_DOWNLOAD_TIMEOUT", "1");
+    let e = run_fails(c, &["ledger", "--model", "org/model"]);
+    assert!(e.contains("no answer within 1 s (HF_HUB_DOWNLOAD_TIMEOUT"), "{e}");
+    assert!(files_under(&cache).is_empty());
 }

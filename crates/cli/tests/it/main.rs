@@ -10,6 +10,7 @@ mod explorer;
 mod fidelity;
 mod harness;
 mod hub;
+mod outputs;
 mod parallel;
 mod plan_load;
 mod readme;

@@ -372,7 +372,7 @@ fn header(c: &mut Cursor) -> R<Gguf> {
             return Err(Stop::Bad(Error::invalid("general.alignment", format!("{v:?}"), "a power of two up to 2^20")))
         }
     };
-    let data_start = c.at.div_ceil(alignment) * alignment;
+    let data_start = c.at.div_ceil(alignment).saturating_mul(alignment);
     for (t, off) in tensors.iter().zip(&offsets) {
         let end = data_start.checked_add(*off).and_then(|s| s.checked_add(t.bytes));
         if end.is_none_or(|e| e > c.file_bytes) {
@@ -381,6 +381,30 @@ fn header(c: &mut Cursor) -> R<Gguf> {
                 off,
                 format!("data of {} bytes inside the file's {} bytes (truncated file?)", t.bytes, c.file_bytes),
             )));
+        }
+    }
+    // No two tensors share bytes: sorted by offset, each (non-empty) span starts at or after the
+    // end of every span before it. Then the bytes sum to at most the file's size.
+    let mut spans: Vec<(u64, u64, usize)> = (tensors.iter().zip(&offsets).enumerate())
+        .filter(|(_, (t, _))| t.bytes > 0)
+        .map(|(i, (t, off))| (*off, off + t.bytes, i))
+        .collect();
+    spans.sort_unstable();
+    let mut reach: Option<(u64, usize)> = None;
+    for &(start, end, i) in &spans {
+        if let Some((prev_end, j)) = reach.filter(|(prev_end, _)| *prev_end > start) {
+            let (a, b) = (&tensors[i], &tensors[j]);
+            return Err(Stop::Bad(Error::invalid(
+                format!("{}.offset", a.name),
+                start,
+                format!(
+                    "data not overlapping {} (which ends at offset {prev_end}; tensors must not share bytes)",
+                    b.name
+                ),
+            )));
+        }
+        if reach.is_none_or(|(prev_end, _)| end > prev_end) {
+            reach = Some((end, i));
         }
     }
     Ok(Gguf { version, metadata, tensors })
@@ -407,9 +431,10 @@ impl Gguf {
         self.tensors.iter().find(|t| t.name == name)
     }
 
-    /// Every tensor's bytes.
+    /// Every tensor's bytes. [`parse`] refuses tensors that share bytes or lie past the file's
+    /// end, so the sum is at most the file's size (saturating all the same).
     pub fn weight_bytes(&self) -> u64 {
-        self.tensors.iter().map(|t| t.bytes).sum()
+        self.tensors.iter().fold(0u64, |a, t| a.saturating_add(t.bytes))
     }
 
     /// The `config.json` this header describes (`general.architecture` llama, mistral, qwen2,
@@ -516,7 +541,9 @@ pub fn model(g: &Gguf, name: &str) -> Result<ModelSpec> {
     let mut prec = [Precision::Bf16; 7];
     for (i, class) in classes.iter().enumerate() {
         let matrices = || g.tensors.iter().filter(|t| class_of(&t.name) == *class && t.dims.len() >= 2);
-        let (bytes, elements) = matrices().fold((0u64, 0u64), |(b, e), t| (b + t.bytes, e + t.elements));
+        // At most 2²⁰ tensors of at most 2⁴⁸ elements: the sums fit a u128.
+        let (bytes, elements) =
+            matrices().fold((0u128, 0u128), |(b, e), t| (b + u128::from(t.bytes), e + u128::from(t.elements)));
         let first = matrices().next().map(|t| t.ggml.name);
         let one_type = matrices().all(|t| Some(t.ggml.name) == first);
         if elements > 0 {
@@ -549,6 +576,88 @@ pub fn model(g: &Gguf, name: &str) -> Result<ModelSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A GGUF v3 header: `kv` u32 metadata (plus `general.architecture` llama) and `tensors`
+    /// (name, dims, ggml type, offset).
+    fn header(kv: &[(&str, u32)], tensors: &[(String, Vec<u64>, u32, u64)]) -> Vec<u8> {
+        let s = |out: &mut Vec<u8>, x: &str| {
+            out.extend((x.len() as u64).to_le_bytes());
+            out.extend(x.as_bytes());
+        };
+        let mut out = b"GGUF".to_vec();
+        out.extend(3u32.to_le_bytes());
+        out.extend((tensors.len() as u64).to_le_bytes());
+        out.extend((kv.len() as u64 + 1).to_le_bytes());
+        s(&mut out, "general.architecture");
+        out.extend(8u32.to_le_bytes());
+        s(&mut out, "llama");
+        for (k, v) in kv {
+            s(&mut out, k);
+            out.extend(4u32.to_le_bytes());
+            out.extend(v.to_le_bytes());
+        }
+        for (name, dims, ty, offset) in tensors {
+            s(&mut out, name);
+            out.extend((dims.len() as u32).to_le_bytes());
+            dims.iter().for_each(|d| out.extend(d.to_le_bytes()));
+            out.extend(ty.to_le_bytes());
+            out.extend(offset.to_le_bytes());
+        }
+        out
+    }
+
+    const LLAMA: [(&str, u32); 5] = [
+        ("llama.block_count", 1),
+        ("llama.embedding_length", 256),
+        ("llama.feed_forward_length", 512),
+        ("llama.attention.head_count", 2),
+        ("llama.vocab_size", 100),
+    ];
+
+    /// 51 F32 tensors of 256 × 1 at offset 0 of a 68 KB file claimed 51 × 1 KiB of weights; they
+    /// share their bytes and are refused.
+    #[test]
+    fn tensors_that_share_bytes_are_refused() {
+        let tensors: Vec<_> = (0..51).map(|i| (format!("blk.0.ffn_up.{i}.weight"), vec![256, 1], 0u32, 0u64)).collect();
+        let h = header(&LLAMA, &tensors);
+        let e = parse(&h, 68_000).unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid `blk.0.ffn_up.1.weight.offset`: 0 (data not overlapping blk.0.ffn_up.0.weight"),
+            "{e}"
+        );
+        // Laid end to end they are accepted, and their bytes are exact.
+        let tensors: Vec<_> =
+            (0..51).map(|i| (format!("blk.0.ffn_up.{i}.weight"), vec![256, 1], 0u32, 1024 * i as u64)).collect();
+        let h = header(&LLAMA, &tensors);
+        let Parsed::Done(g) = parse(&h, 68_000).unwrap() else { panic!("the whole header") };
+        assert_eq!(g.weight_bytes(), 51 * 1024);
+        // A tensor starting inside another one's span is refused too.
+        let mut tensors = tensors;
+        tensors[7].3 = 6 * 1024 + 512;
+        assert!(parse(&header(&LLAMA, &tensors), 68_000).unwrap_err().to_string().contains("data not overlapping"));
+    }
+
+    /// 2¹⁶ MLP tensors of 2⁴⁸ IQ1_S elements laid end to end (a 3.6 EB file, as far as the header
+    /// says) hold 2⁶⁴ elements, which wraps a u64 sum; the class's width is still exact
+    /// (1.5625 bits), not the bf16 a wrapped sum fell back to.
+    #[test]
+    fn class_sums_do_not_wrap() {
+        let elements = MAX_TENSOR_ELEMENTS;
+        let bytes = elements / 256 * 50;
+        let n = 1usize << 16;
+        let tensors: Vec<_> = (0..n)
+            .map(|i| (format!("blk.0.ffn_up.{i}.weight"), vec![256, elements / 256], 19u32, bytes * i as u64))
+            .collect();
+        assert!(elements.checked_mul(n as u64).is_none(), "the elements overflow a u64");
+        let file_bytes = bytes * n as u64 + (64 << 20);
+        let h = header(&LLAMA, &tensors);
+        let Parsed::Done(g) = parse(&h, file_bytes).unwrap() else { panic!("the whole header") };
+        let spec = model(&g, "sparse").unwrap();
+        let Some(crate::model::quant::CheckpointQuant::Known { weights, .. }) = spec.checkpoint_quant else {
+            panic!("gguf storage")
+        };
+        assert_eq!(weights.mlp, Precision::from_bits(1.5625).unwrap());
+    }
 
     #[test]
     fn block_layouts_give_the_published_widths() {

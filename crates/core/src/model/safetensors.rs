@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 
 /// Largest header accepted, bytes (the `safetensors` crate's own `MAX_HEADER_SIZE` is 100 MB).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
+/// Largest `model.safetensors.index.json` read, bytes: 32 MiB, over three times DeepSeek-V3's
+/// (91,991 tensors in about 9 MB, the largest index of a published model).
+pub const MAX_INDEX_BYTES: usize = 32 << 20;
 /// Most dimensions a tensor may have.
 const MAX_RANK: usize = 8;
 /// Largest element count of one tensor, 2⁴⁸ (a 256 Ti-element tensor; bounds the arithmetic).
@@ -69,6 +72,11 @@ const DTYPES: &[(&str, u32)] = &[
 ];
 
 impl Dtype {
+    /// The bits per element of the dtype named `s` (`"BF16"` → 16), if it is one.
+    pub fn bits_of(s: &str) -> Option<u32> {
+        DTYPES.iter().find(|(n, _)| *n == s).map(|(_, b)| *b)
+    }
+
     fn parse(s: &str) -> Option<Dtype> {
         let (name, bits) = DTYPES.iter().find(|(n, _)| *n == s).copied()?;
         Some(match name {
@@ -160,8 +168,89 @@ pub fn header_len(prefix: &[u8], file_bytes: u64) -> Result<u64> {
     Ok(n)
 }
 
+/// Most tensors one header may hold: 2¹⁸ = 262,144 (DeepSeek-V3 has 91,991 tensors in all, a
+/// few thousand per shard), so a hostile header is refused before its tensors are kept.
+pub const MAX_HEADER_TENSORS: usize = 1 << 18;
+/// Largest JSON text of one tensor's entry, bytes (a real one is under 200 bytes: a dtype, at most
+/// [`MAX_RANK`] dimensions and two offsets); a longer one is refused unparsed.
+const MAX_ENTRY_BYTES: usize = 4096;
+
+/// One tensor's entry as a header writes it: the fast path of [`parse_header`], borrowing the
+/// dtype from the header text.
+#[derive(serde::Deserialize)]
+struct Entry<'a> {
+    #[serde(borrow)]
+    dtype: &'a str,
+    shape: Vec<u64>,
+    data_offsets: [u64; 2],
+}
+
+/// The top-level map of a header as `(name, entry text)` pairs borrowed from the header, at most
+/// [`MAX_HEADER_TENSORS`] of them plus `__metadata__`.
+struct Entries<'a>(Vec<(std::borrow::Cow<'a, str>, &'a serde_json::value::RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Entries<'de>, A::Error> {
+                let (mut out, mut tensors) = (Vec::new(), 0usize);
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    if key.0 != "__metadata__" {
+                        tensors += 1;
+                        if tensors > MAX_HEADER_TENSORS {
+                            return Err(serde::de::Error::custom(TOO_MANY));
+                        }
+                    }
+                    out.push((key.0, map.next_value()?));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The message [`Entries`] stops with past [`MAX_HEADER_TENSORS`].
+const TOO_MANY: &str = "too many tensors";
+
+/// A map key, borrowed from the text unless it holds escapes.
+struct Key<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// Parse a header: `bytes` is the file's first `8 + N` bytes (or more), `file_bytes` the file's
 /// size. Tensors come back in the order of their data offsets.
+///
+/// Time and memory are linear in the header: the JSON is scanned once into `(name, entry)` slices
+/// of the header text (refused past [`MAX_HEADER_TENSORS`]), each entry parsed into its typed
+/// fields without an intermediate JSON tree (an entry that does not parse so is parsed again, on
+/// its own, only to word its error), the duplicates found with a hash set and the overlaps by one
+/// sort.
 pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
     let n = header_len(bytes, file_bytes)?;
     let Some(json) = bytes.get(8..8 + n as usize) else {
@@ -171,24 +260,55 @@ pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
             format!("the {n} bytes the header length gives"),
         ));
     };
-    let v: Value = serde_json::from_slice(json)
-        .map_err(|e| Error::Malformed { what: "safetensors header".into(), message: e.to_string() })?;
-    let Value::Object(map) = v else {
-        return Err(Error::Malformed { what: "safetensors header".into(), message: "not a JSON object".into() });
-    };
+    let malformed = |message: String| Error::Malformed { what: "safetensors header".into(), message };
+    let text = std::str::from_utf8(json).map_err(|e| malformed(format!("not UTF-8 text ({e})")))?;
+    let entries: Entries = serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        if message.starts_with(TOO_MANY) {
+            Error::invalid(
+                "header",
+                format!("more than {MAX_HEADER_TENSORS} tensors"),
+                format!("at most {MAX_HEADER_TENSORS} tensors in one header"),
+            )
+        } else if message.starts_with("invalid type: ") {
+            malformed("not a JSON object".into())
+        } else {
+            malformed(message)
+        }
+    })?;
     let data_bytes = file_bytes - 8 - n;
-    let mut out = Vec::with_capacity(map.len().min(1 << 20));
-    let mut spans = Vec::with_capacity(map.len().min(1 << 20));
-    for (name, t) in &map {
+    let mut seen = std::collections::HashSet::with_capacity(entries.0.len());
+    let mut out = Vec::with_capacity(entries.0.len());
+    let mut spans = Vec::with_capacity(entries.0.len());
+    for (name, raw) in &entries.0 {
         if name == "__metadata__" {
             continue;
         }
-        let (info, span) = tensor(&super::gguf::printable(name), t, data_bytes)?;
+        let shown = super::gguf::printable(name);
+        if !seen.insert(name.as_ref()) {
+            return Err(Error::invalid(shown, "named twice in the header", "one entry per tensor"));
+        }
+        let entry = raw.get();
+        if entry.len() > MAX_ENTRY_BYTES {
+            return Err(Error::invalid(
+                shown,
+                format!("an entry of {} bytes", entry.len()),
+                format!("at most {MAX_ENTRY_BYTES} bytes: {{dtype, shape, data_offsets}}"),
+            ));
+        }
+        let (info, span) = match serde_json::from_str::<Entry>(entry) {
+            Ok(e) => typed(shown, e, data_bytes)?,
+            // Worded by the general path, on this entry alone.
+            Err(_) => {
+                let v: Value = serde_json::from_str(entry).map_err(|e| malformed(e.to_string()))?;
+                tensor(&shown, &v, data_bytes)?
+            }
+        };
         out.push(info);
         spans.push(span);
     }
     let mut order: Vec<usize> = (0..out.len()).collect();
-    order.sort_by_key(|&i| spans[i]);
+    order.sort_unstable_by_key(|&i| spans[i]);
     for w in order.windows(2) {
         if spans[w[0]].1 > spans[w[1]].0 {
             return Err(Error::invalid(
@@ -200,6 +320,22 @@ pub fn parse_header(bytes: &[u8], file_bytes: u64) -> Result<Vec<TensorInfo>> {
     }
     let mut sorted: Vec<Option<TensorInfo>> = out.into_iter().map(Some).collect();
     Ok(order.into_iter().filter_map(|i| sorted[i].take()).collect())
+}
+
+/// A tensor from its typed entry, checked as [`tensor`] checks one.
+fn typed(name: String, e: Entry, data_bytes: u64) -> Result<(TensorInfo, (u64, u64))> {
+    let field = |f: &str| format!("{name}.{f}");
+    let dtype = Dtype::parse(e.dtype).ok_or_else(|| {
+        Error::unknown_for(field("dtype"), "dtype", super::gguf::printable(e.dtype), DTYPES.iter().map(|(n, _)| *n))
+    })?;
+    if e.shape.len() > MAX_RANK {
+        return Err(Error::invalid(
+            field("shape"),
+            short(&Value::from(e.shape.clone())),
+            format!("a list of at most {MAX_RANK} non-negative integers"),
+        ));
+    }
+    checked_tensor(name, dtype, e.dtype, e.shape, e.data_offsets, data_bytes)
 }
 
 fn tensor(name: &str, t: &Value, data_bytes: u64) -> Result<(TensorInfo, (u64, u64))> {
@@ -216,15 +352,30 @@ fn tensor(name: &str, t: &Value, data_bytes: u64) -> Result<(TensorInfo, (u64, u
         Error::unknown_for(field("dtype"), "dtype", super::gguf::printable(dtype_s), DTYPES.iter().map(|(n, _)| *n))
     })?;
     let shape = u64_list(get("shape")?, &field("shape"), MAX_RANK)?;
+    let offs = u64_list(get("data_offsets")?, &field("data_offsets"), 2)?;
+    let [begin, end] = offs[..] else {
+        return Err(Error::invalid(field("data_offsets"), format!("{offs:?}"), "[begin, end]"));
+    };
+    checked_tensor(name.to_string(), dtype, dtype_s, shape, [begin, end], data_bytes)
+}
+
+/// A tensor whose fields parsed: its elements within [`MAX_TENSOR_ELEMENTS`], its span inside
+/// the data and `⌈elements × bits ÷ 8⌉` bytes long.
+fn checked_tensor(
+    name: String,
+    dtype: Dtype,
+    dtype_s: &str,
+    shape: Vec<u64>,
+    [begin, end]: [u64; 2],
+    data_bytes: u64,
+) -> Result<(TensorInfo, (u64, u64))> {
+    let field = |f: &str| format!("{name}.{f}");
     let elements = shape.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d).filter(|e| *e <= MAX_TENSOR_ELEMENTS));
     let elements = elements.ok_or_else(|| {
         Error::invalid(field("shape"), format!("{shape:?}"), format!("at most {MAX_TENSOR_ELEMENTS} elements"))
     })?;
     let bytes = (elements * dtype.bits() as u64).div_ceil(8);
-    let offs = u64_list(get("data_offsets")?, &field("data_offsets"), 2)?;
-    let [begin, end] = offs[..] else {
-        return Err(Error::invalid(field("data_offsets"), format!("{offs:?}"), "[begin, end]"));
-    };
+    let offs = [begin, end];
     if begin > end || end > data_bytes {
         return Err(Error::invalid(
             field("data_offsets"),
@@ -239,7 +390,7 @@ fn tensor(name: &str, t: &Value, data_bytes: u64) -> Result<(TensorInfo, (u64, u
             format!("a span of {bytes} bytes for {dtype_s} {shape:?}"),
         ));
     }
-    Ok((TensorInfo { name: name.to_string(), dtype, shape, elements, bytes }, (begin, end)))
+    Ok((TensorInfo { name, dtype, shape, elements, bytes }, (begin, end)))
 }
 
 fn u64_list(v: &Value, field: &str, max_len: usize) -> Result<Vec<u64>> {
@@ -261,7 +412,6 @@ fn short(v: &Value) -> String {
 /// plus `norm` and `other`).
 pub fn class_of(name: &str) -> &'static str {
     let has = |s: &str| name.contains(s);
-    let segments: Vec<&str> = name.split('.').collect();
     if has("norm") || has("ln_") {
         "norm"
     } else if has("embed_tokens") || has("wte") || has("wpe") || has("word_embeddings") || has("embed_positions") {
@@ -272,7 +422,7 @@ pub fn class_of(name: &str) -> &'static str {
         "shared"
     } else if has(".experts.") {
         "experts"
-    } else if segments.contains(&"gate") || has("router") {
+    } else if name.split('.').any(|s| s == "gate") || has("router") {
         "router"
     } else if has("attn") || has("attention") {
         "attention"
@@ -294,14 +444,26 @@ pub struct HeaderBytes {
     pub by_class: Vec<(&'static str, u64)>,
     /// `(class, dtype, bytes)`: the bytes of each dtype within each class.
     pub by_class_dtype: Vec<(&'static str, Dtype, u64)>,
-    /// Tensors [`class_of`] could not place.
+    /// The first [`UNPLACED_SHOWN`] tensors [`class_of`] could not place.
     pub unplaced: Vec<String>,
+    /// How many tensors [`class_of`] could not place.
+    pub unplaced_tensors: u64,
 }
+
+/// Names of unplaced tensors [`HeaderBytes`] keeps (a note shows them; the rest are counted).
+pub const UNPLACED_SHOWN: usize = 3;
 
 impl HeaderBytes {
     /// Sum the tensors of one or more headers.
     pub fn of<'a>(tensors: impl IntoIterator<Item = &'a TensorInfo>) -> HeaderBytes {
         let mut h = HeaderBytes::default();
+        h.add(tensors);
+        h
+    }
+
+    /// Add the tensors of one more header (a shard), so shards are summed one at a time.
+    pub fn add<'a>(&mut self, tensors: impl IntoIterator<Item = &'a TensorInfo>) {
+        let h = self;
         for t in tensors {
             let class = class_of(&t.name);
             h.total_bytes += t.bytes;
@@ -315,10 +477,12 @@ impl HeaderBytes {
                 None => h.by_class_dtype.push((class, t.dtype, t.bytes)),
             }
             if class == "other" {
-                h.unplaced.push(t.name.clone());
+                h.unplaced_tensors += 1;
+                if h.unplaced.len() < UNPLACED_SHOWN {
+                    h.unplaced.push(t.name.clone());
+                }
             }
         }
-        h
     }
 
     /// The dtype holding most bytes in `class`.
@@ -400,14 +564,19 @@ pub fn shape_mismatches(spec: &super::spec::ModelSpec, tensors: &[TensorInfo]) -
         .collect()
 }
 
-/// The tensor names a `model.safetensors.index.json` maps to shard files: `weight_map`.
+/// Most shard files a checkpoint may have (an index naming more, or a folder holding more, is
+/// refused): 4,096, 25 times DeepSeek-V3's 163.
+pub const MAX_SHARDS: usize = 4096;
+
+/// The shard files a `model.safetensors.index.json` maps its tensors to (`weight_map`), each once,
+/// sorted; time linear in the index (a hash set finds the repeats), at most [`MAX_SHARDS`].
 pub fn index_shards(text: &str) -> Result<Vec<String>> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| Error::Malformed { what: "model.safetensors.index.json".into(), message: e.to_string() })?;
     let map: &Map<String, Value> = v.get("weight_map").and_then(Value::as_object).ok_or_else(|| {
         Error::MissingField { field: "weight_map".into(), context: "model.safetensors.index.json".into() }
     })?;
-    let mut shards: Vec<String> = Vec::new();
+    let mut shards: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (tensor, f) in map {
         let f = f.as_str().ok_or_else(|| Error::invalid(format!("weight_map.{tensor}"), short(f), "a file name"))?;
         let plain = !f.is_empty()
@@ -422,11 +591,16 @@ pub fn index_shards(text: &str) -> Result<Vec<String>> {
                 "a .safetensors file name in the same folder",
             ));
         }
-        if !shards.iter().any(|s| s == f) {
-            shards.push(f.to_string());
+        if shards.insert(f) && shards.len() > MAX_SHARDS {
+            return Err(Error::invalid(
+                "weight_map",
+                format!("more than {MAX_SHARDS} shard files"),
+                format!("at most {MAX_SHARDS}"),
+            ));
         }
     }
-    shards.sort();
+    let mut shards: Vec<String> = shards.into_iter().map(str::to_string).collect();
+    shards.sort_unstable();
     Ok(shards)
 }
 
@@ -484,6 +658,101 @@ mod tests {
             let e = parse_header(&bytes, size).unwrap_err().to_string();
             assert!(e.starts_with(expected), "{expected}: {e}");
         }
+    }
+
+    /// `n` BF16 tensors of 4 × 8 named like a large MoE checkpoint's.
+    fn many(n: usize) -> (Vec<u8>, u64) {
+        crate::testing::safetensors_header((0..n).map(|i| {
+            (format!("model.layers.{}.mlp.experts.{}.up_proj.weight", i / 1000, i % 1000), "BF16", vec![4, 8])
+        }))
+    }
+
+    #[test]
+    fn a_header_past_the_tensor_cap_is_refused_before_its_tensors_are_kept() {
+        let (ok, size) = many(10_000);
+        let t = parse_header(&ok, size).unwrap();
+        assert_eq!(t.len(), 10_000);
+        assert!(t.iter().all(|t| t.bytes == 64), "every tensor 4 × 8 BF16");
+        let (big, size) = many(MAX_HEADER_TENSORS + 1);
+        let e = match parse_header(&big, size) {
+            Err(e) => e.to_string(),
+            Ok(t) => panic!("{} tensors accepted", t.len()),
+        };
+        assert_eq!(e, "invalid `header`: more than 262144 tensors (at most 262144 tensors in one header)");
+    }
+
+    #[test]
+    fn repeated_names_and_oversized_entries_are_refused() {
+        let json = br#"{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}"#;
+        let mut f = (json.len() as u64).to_le_bytes().to_vec();
+        f.extend(json);
+        f.extend([0, 0]);
+        let e = parse_header(&f, f.len() as u64).unwrap_err().to_string();
+        assert_eq!(e, "invalid `a`: named twice in the header (one entry per tensor)");
+        let long =
+            format!(r#"{{"a": {{"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": "{}"}}}}"#, "y".repeat(5000));
+        let mut f = (long.len() as u64).to_le_bytes().to_vec();
+        f.extend(long.as_bytes());
+        f.push(0);
+        let e = parse_header(&f, f.len() as u64).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `a`: an entry of 50") && e.contains("bytes (at most 4096 bytes"), "{e}");
+    }
+
+    /// An index shaped as DeepSeek-V3's (91,991 tensors in 163 shards, names as published) fits
+    /// the cap with room; one naming 80,000 shard files is refused, where the old pairwise
+    /// dedupe took 18 s.
+    #[test]
+    fn index_shards_are_deduplicated_and_capped() {
+        let mut names: Vec<String> =
+            vec!["model.embed_tokens.weight".into(), "model.norm.weight".into(), "lm_head.weight".into()];
+        let attn = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"];
+        for l in 0..62 {
+            let p = format!("model.layers.{l}");
+            for a in attn {
+                names.push(format!("{p}.self_attn.{a}.weight"));
+                names.push(format!("{p}.self_attn.{a}.weight_scale_inv"));
+            }
+            for n in
+                ["self_attn.q_a_layernorm", "self_attn.kv_a_layernorm", "input_layernorm", "post_attention_layernorm"]
+            {
+                names.push(format!("{p}.{n}.weight"));
+            }
+            let mut mlp = |prefix: String| {
+                for m in ["gate_proj", "up_proj", "down_proj"] {
+                    names.push(format!("{prefix}.{m}.weight"));
+                    names.push(format!("{prefix}.{m}.weight_scale_inv"));
+                }
+            };
+            if l < 3 {
+                mlp(format!("{p}.mlp"));
+            } else {
+                (0..256).for_each(|e| mlp(format!("{p}.mlp.experts.{e}")));
+                mlp(format!("{p}.mlp.shared_experts"));
+                names.push(format!("{p}.mlp.gate.weight"));
+                names.push(format!("{p}.mlp.gate.e_score_correction_bias"));
+            }
+        }
+        for n in ["embed_tokens", "enorm", "hnorm", "eh_proj", "shared_head.norm", "shared_head.head"] {
+            names.push(format!("model.layers.61.{n}.weight"));
+        }
+        assert_eq!(names.len(), 91_991, "the published index's tensor count");
+        let map: serde_json::Map<String, Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (n.clone(), Value::from(format!("model-{:05}-of-000163.safetensors", 1 + i * 163 / names.len())))
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(
+            &serde_json::json!({"metadata": {"total_size": 688586727753u64}, "weight_map": map}),
+        )
+        .unwrap();
+        assert!(text.len() < MAX_INDEX_BYTES / 3, "{} bytes", text.len());
+        assert_eq!(index_shards(&text).unwrap().len(), 163);
+        let many: serde_json::Map<String, Value> =
+            (0..80_000).map(|i| (format!("t{i}"), Value::from(format!("s{i}.safetensors")))).collect();
+        let e = index_shards(&serde_json::json!({"weight_map": many}).to_string()).unwrap_err().to_string();
+        assert_eq!(e, "invalid `weight_map`: more than 4096 shard files (at most 4096)");
     }
 
     #[test]

@@ -10,7 +10,8 @@ Every function takes keyword arguments named like the CLI's flags (``--max-gpus`
 >>> r.to_pandas()                # one row per operator (needs pandas)
 
 Values are given as Python values: numbers, strings, ``True``/``False`` for on/off inputs
-(``flash=False``), lists for lists (``batch=[1, 8, 32]``), ``range`` objects for sweeps
+(``flash=False``), lists (or any iterable of at most ``MAX_VALUES`` values) for lists
+(``batch=[1, 8, 32]``), ``range`` objects for sweeps
 (``batch=range(1, 1025)``), a dict for a context mix (``contexts={2048: 8, 32768: 2}``), and a path
 to a ``config.json`` (or its folder, a GGUF file), a Hub repo id (``"org/name"``, with
 ``revision``) or a GPU file for ``model`` and ``gpu``, and a calibration profile for ``profile``
@@ -22,6 +23,7 @@ the function does not take raises ``TypeError``.
 from __future__ import annotations
 
 import html as _html
+import itertools as _itertools
 import json as _json
 import numbers as _numbers
 import os as _os
@@ -50,6 +52,11 @@ __all__ = [
     "keywords",
 ]
 __version__ = _native.__version__
+
+#: The most values one keyword takes (a context mix's buckets, 2**20): an iterable argument is read
+#: up to one value more and refused past it, so an endless iterator (``itertools.count()``) is an
+#: error, not a hang.
+MAX_VALUES = _native.MAX_VALUES
 
 
 def _input_error(message, field):
@@ -82,14 +89,39 @@ def _text(key, value):
     if isinstance(value, _os.PathLike):
         return _os.fspath(value)
     if isinstance(value, (list, tuple)) or hasattr(value, "__iter__") and not isinstance(value, (bytes, dict)):
-        return ",".join(_text(key, v) for v in value)  # lists, tuples, numpy arrays
+        # lists, tuples, numpy arrays, generators: at most MAX_VALUES values
+        values = list(_itertools.islice(value, MAX_VALUES + 1))
+        if len(values) > MAX_VALUES:
+            raise _input_error(f"invalid `{key}`: more than {MAX_VALUES} values (at most {MAX_VALUES})", key)
+        return ",".join(_text(key, v) for v in values)
     raise TypeError(f"keyword `{key}`: cannot use a {type(value).__name__} ({value!r})")
+
+
+def _unicode(key, text):
+    """`text` when it is valid Unicode (encodable as UTF-8); a lone surrogate is an InputError
+    naming the keyword, where Rust would raise UnicodeEncodeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _input_error(
+            f"invalid `{key}`: {text!r} holds a lone surrogate at character {e.start} (text must be valid Unicode)", key
+        ) from None
+    return text
 
 
 def _call(kwargs):
     """Keyword arguments as text pairs (`None` leaves a keyword out). A path in `model`, `gpu`,
     `profile` or `trace` (str or `os.PathLike`) is read in Rust by the CLI's own file readers."""
-    return [(key, _text(key, value)) for key, value in kwargs.items() if value is not None]
+    pairs = []
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TypeError(f"got an unexpected keyword argument {key!r}") from None
+        pairs.append((key, _unicode(key, _text(key, value))))
+    return pairs
 
 
 def _html_table(human, limit=None):

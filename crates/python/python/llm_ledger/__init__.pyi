@@ -6,6 +6,7 @@ from os import PathLike
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 __version__: str
+MAX_VALUES: int
 
 Number = Union[int, float]
 #: A number, a list of numbers, a range, or the CLI's text (`"1..256*2"`, `"2048x8,100"`).
