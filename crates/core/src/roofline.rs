@@ -356,7 +356,7 @@ impl OpenKernel {
                 own
             }
             Join::Part { first: false, .. } => {
-                self.0 = self.0 + own;
+                self.0 += own;
                 own
             }
             Join::Fused { .. } => {
