@@ -37,8 +37,7 @@ use crate::human;
 use llm_ledger_core::cost::Cost;
 use llm_ledger_core::kinds::{Block, OpKind};
 use llm_ledger_core::roofline::Bound;
-use llm_ledger_core::zoom::{block_name, LayerDetail, NodeDetail, NodeView, OpNode};
-use llm_ledger_core::ZoomTree;
+use llm_ledger_core::zoom::{op_path, LayerDetail, NodeDetail, NodeView, OpNode};
 use std::fmt::Write;
 
 /// Width of the drawing (user units).
@@ -204,18 +203,17 @@ impl Dataflow {
     /// The dataflow of layer `index` of a zoom tree (`detail`: its [`LayerDetail`]), or of one of
     /// its blocks (`only`).
     pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>) -> Dataflow {
-        let layer = format!("layer.{index}");
         let ops: Vec<&OpNode> = detail.ops.iter().filter(|o| only.is_none_or(|b| o.op.kind.block() == b)).collect();
         let mut rows: Vec<FlowRow> = Vec::new();
         let mut row_reads: Vec<Reads> = Vec::new();
         for o in ops {
             let kind = o.op.kind;
-            let path = format!("{layer}.{}.{}", block_name(kind.block()), o.name());
+            let path = op_path(index, o);
             if o.op.fused {
                 if let Some(b) = rows.last_mut().and_then(|r| r.boxes.last_mut()) {
                     b.name = format!("{} + {}", b.name, kind.name());
                     b.kinds.push(kind);
-                    b.cost += o.op.cost;
+                    b.cost += o.cost;
                     b.time_s += o.timing.time_s;
                     continue;
                 }
@@ -224,7 +222,7 @@ impl Dataflow {
                 name: kind.name().to_string(),
                 path,
                 kinds: vec![kind],
-                cost: o.op.cost,
+                cost: o.cost,
                 time_s: o.timing.time_s,
                 bound: o.timing.bound(),
                 width: 0.0,
@@ -244,21 +242,17 @@ impl Dataflow {
             }
         }
         let arrows = wire(&rows, &row_reads);
-        let mut flow = Dataflow { layer, rows, arrows };
+        let mut flow = Dataflow { layer: format!("layer.{index}"), rows, arrows };
         flow.size_boxes();
         flow
     }
 
-    /// The dataflow of a zoom node: a layer (`layer.N`) or one of its blocks (`layer.N.attn`,
-    /// `layer.N.mlp`); `None` at any other level (the CLI's `zoom --plot` and the explorer's
-    /// Powers of ten both ask here).
-    pub fn of_node(tree: &ZoomTree, view: &NodeView<'_>) -> Option<Dataflow> {
+    /// The dataflow of a zoom node: a layer (`layer.N`), or one of its blocks where the path
+    /// named one (`layer.N.attn`, `layer.N.mlp`); `None` at any other level (the CLI's `zoom
+    /// --plot` and the explorer's Powers of ten both ask here).
+    pub fn of_node(view: &NodeView<'_>) -> Option<Dataflow> {
         match view.detail {
-            NodeDetail::Layer { index, detail } => Some(Dataflow::of_layer(detail, index, None)),
-            NodeDetail::Block(b) => {
-                let index: usize = view.path.strip_prefix("layer.")?.split('.').next()?.parse().ok()?;
-                Some(Dataflow::of_layer(tree.layer(index)?, index, Some(b)))
-            }
+            NodeDetail::Layer { index, detail, focus } => Some(Dataflow::of_layer(detail, index, focus)),
             _ => None,
         }
     }
@@ -659,6 +653,7 @@ fn tip(b: &FlowBox) -> String {
 mod tests {
     use super::*;
     use llm_ledger_core::testing::scenario;
+    use llm_ledger_core::ZoomTree;
 
     fn flow(pairs: &[(&str, &str)]) -> (ZoomTree, Dataflow) {
         let tree = ZoomTree::build(&scenario(pairs));
@@ -798,11 +793,11 @@ mod tests {
     #[test]
     fn a_block_is_its_part_of_the_layer() {
         let tree = ZoomTree::build(&scenario(&[("batch", "8")]));
-        let mlp = Dataflow::of_node(&tree, &tree.node("layer.3.mlp").unwrap()).unwrap();
+        let mlp = Dataflow::of_node(&tree.node("layer.3.mlp").unwrap()).unwrap();
         assert!(mlp.rows.iter().all(|r| r.block == Block::Mlp));
         assert_eq!(mlp.rows[0].boxes[0].path, "layer.3.mlp.norm");
-        assert!(Dataflow::of_node(&tree, &tree.node("model").unwrap()).is_none());
-        assert!(Dataflow::of_node(&tree, &tree.node("layer.0.mlp.up").unwrap()).is_none());
+        assert!(Dataflow::of_node(&tree.node("model").unwrap()).is_none());
+        assert!(Dataflow::of_node(&tree.node("layer.0.mlp.up").unwrap()).is_none());
     }
 
     #[test]

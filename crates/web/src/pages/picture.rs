@@ -134,8 +134,11 @@ fn children(tree: &ZoomTree, v: &NodeView<'_>, m: Measure, expand: bool, depth: 
             b.outside = true;
             Some(b)
         };
-        out.extend(outside("embedding"));
+        // The rest of the step beside the stack: what runs before it, then after it.
+        let before = |n: &&llm_ledger_core::zoom::OpNode| n.op.kind.block() == llm_ledger_core::kinds::Block::Embedding;
+        out.extend(tree.rest.iter().filter(before).filter_map(|n| outside(n.op.kind.name())));
         let groups = &tree.layer_group;
+        let first = tree.first_layer;
         let mut i = 0;
         while i < groups.len() {
             let mut j = i + 1;
@@ -143,14 +146,12 @@ fn children(tree: &ZoomTree, v: &NodeView<'_>, m: Measure, expand: bool, depth: 
                 j += 1;
             }
             let n = (j - i) as u64;
-            let label = if n > 1 { format!("layer.{i}–{} × {n}", j - 1) } else { format!("layer.{i}") };
-            out.extend(block(tree, &format!("layer.{i}"), label, m, n, depth));
+            let (a, b) = (first + i, first + j - 1);
+            let label = if n > 1 { format!("layer.{a}–{b} × {n}") } else { format!("layer.{a}") };
+            out.extend(block(tree, &format!("layer.{a}"), label, m, n, depth));
             i = j;
         }
-        if tree.final_norm.is_some() {
-            out.extend(outside("final_norm"));
-        }
-        out.extend(outside("lm_head"));
+        out.extend(tree.rest.iter().filter(|n| !before(n)).filter_map(|n| outside(n.op.kind.name())));
         return out;
     }
     for c in &v.children {
@@ -373,7 +374,9 @@ pub fn picture(
                     } @else if expand {
                         " " a #group-layers href=(switch(EXPAND, None)) { "Group identical layers" } "."
                     }
-                    " The layer stack is the model; the embedding, the final norm and the LM head sit beside it, outside."
+                    " The layer stack is the model; the rest of the step (the embedding, the final norm, the LM head"
+                    @if tree.rest.iter().any(|n| n.op.kind.is_comm()) { ", their collectives, a stage's send and wait" }
+                    ") sits beside it, outside."
                 }
                 @if pin.is_some() {
                     " " span #picture-pinned { "Dashed outlines: each block's size in the pinned scenario, on the same scale; the ratio written in a block is pinned ÷ now (hover for the pinned value, Δ and ratio)." }
@@ -413,18 +416,23 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
 /// level: every box links to its operator's zoom level. `flash_href` is the page with
 /// FlashAttention toggled.
 pub fn dataflow(
-    tree: &ZoomTree,
     view: &NodeView<'_>,
     flash: bool,
     href: &dyn Fn(&str) -> String,
     flash_href: &str,
 ) -> Markup {
-    let Some(flow) = Dataflow::of_node(tree, view) else { return html! {} };
+    let Some(flow) = Dataflow::of_node(view) else { return html! {} };
     let svg = flow.svg(Some(href));
+    let drawn = match view.detail {
+        llm_ledger_core::zoom::NodeDetail::Layer { focus: Some(b), .. } => {
+            format!("{}.{}", view.path, llm_ledger_core::zoom::block_name(b))
+        }
+        _ => view.path.clone(),
+    };
     html! {
         figure.plot.flow.zoomto #dataflow data-flash=(if flash { "on" } else { "off" }) aria-labelledby="dataflow-h" {
             figcaption {
-                strong #dataflow-h { (view.path) " as a dataflow" } ": each box is an operator, as wide as its time and "
+                strong #dataflow-h { (drawn) " as a dataflow" } ": each box is an operator, as wide as its time and "
                 span.key.memory { "memory-" } " or " span.key.compute { "compute-bound" }
                 "; each arrow a tensor with the bytes it carries (what the operator above writes, as the ledger counts it). "
                 "Click a box to zoom into it. "
