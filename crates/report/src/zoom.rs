@@ -14,8 +14,8 @@ use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use crate::tile::gemm_lines;
-use llm_ledger_core::tiling::AttentionTiling;
 use llm_ledger_core::kinds::Block;
+use llm_ledger_core::tiling::AttentionTiling;
 use llm_ledger_core::zoom::{
     block_name, AddUp, ChildView, FlopsGap, GapItem, GapKind, Level, NoTiles, NodeDetail, NodeView, OpNode, StepCheck,
     TileLevel, ZoomTree,
@@ -211,7 +211,8 @@ fn gap_lines(g: &FlopsGap, sc: &Scenario) -> Vec<String> {
         signed(g.gap_flops_per_token(), human::flops),
         ratio_pct(g.flops_per_token, g.two_params_flops)
     )];
-    let line = |item: &GapItem| format!("  {:>12}  {}", signed(item.flops_per_token, human::flops), gap_part(item, g, sc));
+    let line =
+        |item: &GapItem| format!("  {:>12}  {}", signed(item.flops_per_token, human::flops), gap_part(item, g, sc));
     out.extend(g.items.iter().map(line));
     out.push(format!(
         "the rest of the step sits outside the model, excluded rather than folded in: the step's {} per token vs 2 × all {} parameters = {}: {}, the model's gap and:",
@@ -641,7 +642,12 @@ impl Report for ZoomReport {
         let exact_row = |name: String, c: &ZoomRow| {
             let mut row = vec![name];
             row.extend(block_cell(c));
-            row.extend([human::flops(c.flops), opt_bytes(c.weight_bytes), opt_bytes(c.kv_bytes), opt_bytes(c.activation_bytes)]);
+            row.extend([
+                human::flops(c.flops),
+                opt_bytes(c.weight_bytes),
+                opt_bytes(c.kv_bytes),
+                opt_bytes(c.activation_bytes),
+            ]);
             if with_link {
                 row.push(opt_bytes(c.link_bytes));
             }
@@ -669,7 +675,10 @@ impl Report for ZoomReport {
                 let mut r = lead(if self.level == Level::Model { "Σ children = model" } else { "Σ children" });
                 r.extend([human::flops(a.children_flops), String::new(), String::new(), String::new()]);
                 r.extend(blank(link_blank));
-                r.extend([human::bytes(a.children_bytes), human::intensity(intensity(a.children_flops, a.children_bytes))]);
+                r.extend([
+                    human::bytes(a.children_bytes),
+                    human::intensity(intensity(a.children_flops, a.children_bytes)),
+                ]);
                 r.extend(blank(2));
                 rows.push(r);
             }

@@ -577,7 +577,9 @@ async fn powers_of_ten_explains_the_tile_level_and_links_to_the_tiling_page() {
     // The model level explains FLOPs per token against 2 × parameters, part by part.
     let m = get("/powers-of-ten").await;
     assert!(m.body.contains("id=\"gap\""));
-    assert!(m.body.contains("parameter count × 2? </strong>That shortcut counts the layer stack, which is what this page sums."));
+    assert!(m
+        .body
+        .contains("parameter count × 2? </strong>That shortcut counts the layer stack, which is what this page sums."));
     assert!(m.body.contains("data-exact=\"true\""), "model = Σ children exactly");
 }
 
@@ -775,7 +777,10 @@ async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
         assert!(rest.contains(&format!("data-path=\"{part}\"")), "{part} beside the model");
     }
     assert_eq!(value_attr(&r.body, "step-check", "data-flops"), tree.step.step.cost.flops);
-    assert_eq!(value_attr(&r.body, "step-check", "data-ledger-flops"), llm_ledger_core::Ledger::build(&sc).summary.cost.flops);
+    assert_eq!(
+        value_attr(&r.body, "step-check", "data-ledger-flops"),
+        llm_ledger_core::Ledger::build(&sc).summary.cost.flops
+    );
     assert!(r.body.contains("id=\"step-check\" data-exact=\"true\""));
     // Sizing by bytes keeps the zoom and the expansion in every link.
     let r = get("/powers-of-ten?at=layer.0&size=bytes").await;
@@ -828,7 +833,8 @@ async fn no_experiment_sentence_contradicts_its_numbers() {
                 let v = c.split(&format!("{name}=\"")).nth(1).unwrap();
                 v[..v.find('"').unwrap()].to_string()
             };
-            let (before, after): (f64, f64) = (attr("data-before").parse().unwrap(), attr("data-after").parse().unwrap());
+            let (before, after): (f64, f64) =
+                (attr("data-before").parse().unwrap(), attr("data-after").parse().unwrap());
             let word = &c[c.find('>').unwrap() + 1..c.find("</span>").unwrap()];
             let trend = attr("data-trend");
             let expected = if (after - before).abs() <= 0.01 * before.abs().max(after.abs()) {
@@ -913,7 +919,8 @@ async fn issue_15_pin_and_compare() {
             let v = side.split(&format!("{name}=\"")).nth(1).unwrap();
             v[..v.find('"').unwrap()].to_string()
         };
-        let (compute, memory): (f64, f64) = (attr("data-compute").parse().unwrap(), attr("data-memory").parse().unwrap());
+        let (compute, memory): (f64, f64) =
+            (attr("data-compute").parse().unwrap(), attr("data-memory").parse().unwrap());
         assert_eq!(attr("data-bound"), if compute > memory { "compute" } else { "memory" }, "{side}");
     }
     // Under the roofline clock the flip is the roofline's: at its batch, INT4 is past the ridge
@@ -1835,7 +1842,7 @@ async fn issue_15_the_picture_shows_the_pinned_scenario() {
         assert_eq!(n, now.node(path).unwrap().totals.timing.time_s, "{path}");
         assert!(g.contains("<title>") && g.contains("pinned"), "numbers on hover");
     }
-    assert!(ghosts.iter().any(|g| g.contains("data-path=\"layer.0.mlp\"")));
+    assert!(ghosts.iter().any(|g| g.contains("data-path=\"layer.0.mlp.up\"")));
     assert!(r.body.contains("id=\"picture-pinned\""));
     // At model level the grouped layers' ghost is the pinned layer × 32.
     let r = get("/powers-of-ten?batch=8&pin=batch%3D1").await;

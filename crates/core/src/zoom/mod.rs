@@ -482,8 +482,7 @@ impl ZoomTree {
         step.add(rest_total);
         let s = summarise(sc);
         let ledger = Totals { cost: s.cost, timing: s.timing };
-        let check =
-            StepCheck { model: stack, rest: rest_total, step, ledger, exact: same_totals(&step, &ledger) };
+        let check = StepCheck { model: stack, rest: rest_total, step, ledger, exact: same_totals(&step, &ledger) };
         ZoomTree {
             model: model.name.clone(),
             num_layers,
@@ -559,7 +558,9 @@ impl ZoomTree {
             };
             let Some((op, below)) = below.split_first() else { return Ok(self.layer_view(idx, detail, Some(b))) };
             let in_block = || detail.ops.iter().filter(|n| n.op.kind.block() == b);
-            let n = in_block().find(|n| n.name() == *op).ok_or_else(|| fail(in_block().map(|n| op_path(idx, n)).collect()))?;
+            let n = in_block()
+                .find(|n| n.name() == *op)
+                .ok_or_else(|| fail(in_block().map(|n| op_path(idx, n)).collect()))?;
             return self.below_op(&op_path(idx, n), n, below, &fail);
         }
         let n = self.rest.iter().find(|n| n.op.kind.name() == *first).ok_or_else(|| fail(self.model_paths()))?;
@@ -756,16 +757,22 @@ mod tests {
         let rows: Cost = ledger.rows.iter().map(|r| r.cost).sum();
         let time: f64 = ledger.rows.iter().map(|r| r.timing.time_s).sum();
         let roofline: f64 = ledger.rows.iter().map(|r| r.timing.roofline_s).sum();
-        let from_rows = Totals {
-            cost: rows,
-            timing: Timing { time_s: time, roofline_s: roofline, ..ledger.summary.timing },
-        };
+        let from_rows =
+            Totals { cost: rows, timing: Timing { time_s: time, roofline_s: roofline, ..ledger.summary.timing } };
         let what = format!("{} {:?} {}", sc.model.name, sc.workload.phase, sc.parallel.describe());
-        assert!(same_totals(&tree.step.step, &from_rows), "{what}: step {:?} vs ledger rows {:?}", tree.step.step, from_rows);
+        assert!(
+            same_totals(&tree.step.step, &from_rows),
+            "{what}: step {:?} vs ledger rows {:?}",
+            tree.step.step,
+            from_rows
+        );
         assert!(tree.step.exact, "{what}: {:?}", tree.step);
         // Every operator the ledger has is in the tree, with its instances.
         let count = |kind: OpKind| -> u64 {
-            let layers: u64 = tree.layers().map(|(_, d)| d.ops.iter().filter(|n| n.op.kind == kind).map(|n| n.runs).sum::<u64>()).sum();
+            let layers: u64 = tree
+                .layers()
+                .map(|(_, d)| d.ops.iter().filter(|n| n.op.kind == kind).map(|n| n.runs).sum::<u64>())
+                .sum();
             layers + tree.rest.iter().filter(|n| n.op.kind == kind).map(|n| n.runs).sum::<u64>()
         };
         for r in &ledger.rows {
@@ -865,7 +872,10 @@ mod tests {
         assert!(c.model.cost.flops < c.step.cost.flops);
         // The rest of the step's parts are operators beside the model.
         let lm = tree.node("lm_head").unwrap();
-        assert_eq!((lm.level, lm.breadcrumb.as_slice()), (Level::Op, &["model".to_string(), "lm_head".to_string()][..]));
+        assert_eq!(
+            (lm.level, lm.breadcrumb.as_slice()),
+            (Level::Op, &["model".to_string(), "lm_head".to_string()][..])
+        );
     }
 
     #[test]
@@ -907,7 +917,8 @@ mod tests {
         assert_eq!(tree.rest.last().unwrap().op.kind, OpKind::PipelineWait);
         assert_step_is_the_ledger(&sc, &tree);
         // The first stage holds the embedding and sends its activations.
-        let sc = crate::testing::scenario(&[("pp", "2"), ("phase", "prefill"), ("ctx", "512"), ("model", "gemma-2-9b")]);
+        let sc =
+            crate::testing::scenario(&[("pp", "2"), ("phase", "prefill"), ("ctx", "512"), ("model", "gemma-2-9b")]);
         let tree = ZoomTree::build(&sc);
         assert_step_is_the_ledger(&sc, &tree);
     }
@@ -1041,7 +1052,10 @@ mod tests {
         let e = tree.node("layer.32").unwrap_err().to_string();
         assert_eq!(e, "unknown zoom path `layer.32`; accepted: embedding, layer.0 … layer.31, final_norm, lm_head");
         let e = tree.node("layer.0.ffn").unwrap_err().to_string();
-        assert!(e.starts_with("unknown zoom path `layer.0.ffn`; accepted: layer.0.attn, layer.0.mlp, layer.0.attn.norm"), "{e}");
+        assert!(
+            e.starts_with("unknown zoom path `layer.0.ffn`; accepted: layer.0.attn, layer.0.mlp, layer.0.attn.norm"),
+            "{e}"
+        );
         let e = tree.node("layer.0.attn.norm.tiles").unwrap_err().to_string();
         assert!(e.contains("nothing below `layer.0.attn.norm` (an elementwise operator has no tiles)"), "{e}");
         assert!(tree.node("embedding.tiles").is_err());

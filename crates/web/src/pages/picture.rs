@@ -415,12 +415,7 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
 /// The layer (or block) as a dataflow diagram ([`Dataflow`], issue 15 item 2), at layer and block
 /// level: every box links to its operator's zoom level. `flash_href` is the page with
 /// FlashAttention toggled.
-pub fn dataflow(
-    view: &NodeView<'_>,
-    flash: bool,
-    href: &dyn Fn(&str) -> String,
-    flash_href: &str,
-) -> Markup {
+pub fn dataflow(view: &NodeView<'_>, flash: bool, href: &dyn Fn(&str) -> String, flash_href: &str) -> Markup {
     let Some(flow) = Dataflow::of_node(view) else { return html! {} };
     let svg = flow.svg(Some(href));
     let drawn = match view.detail {

@@ -301,8 +301,9 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let exact = matches!(report.level, Level::Model | Level::Layer | Level::Op);
     let clock = clock_word(&report);
     let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
-    let what = match report.level {
-        Level::Model => format!("the layer stack, {} layers", tree.num_layers),
+    let what = match (report.level, &report.focus) {
+        (Level::Model, _) => format!("the layer stack, {} layers", tree.num_layers),
+        (Level::Layer, Some(b)) => format!("the numbers of {}, its {b} block's operators marked below", report.path),
         _ => String::new(),
     };
     Ok(html! {
@@ -750,13 +751,12 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree,
             None => html! {},
         }
     };
-    let intensity = |a: &Option<After>, words| claim("intensity", here.intensity, a.as_ref().and_then(|a| a.intensity), words);
+    let intensity =
+        |a: &Option<After>, words| claim("intensity", here.intensity, a.as_ref().and_then(|a| a.intensity), words);
     let bytes = |a: &Option<After>, words| claim("bytes", Some(here.bytes), a.as_ref().map(|a| a.bytes), words);
-    let times = |a: &Option<After>| {
-        match (here.intensity, a.as_ref().and_then(|a| a.intensity)) {
-            (Some(x), Some(y)) => format!(" ({})", ratio(x, y)),
-            _ => String::new(),
-        }
+    let times = |a: &Option<After>| match (here.intensity, a.as_ref().and_then(|a| a.intensity)) {
+        (Some(x), Some(y)) => format!(" ({})", ratio(x, y)),
+        _ => String::new(),
     };
     let phase_to = if decode { "prefill" } else { "decode" };
     let phase_overrides = [("phase", Some(phase_to))];
