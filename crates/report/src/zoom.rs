@@ -108,6 +108,20 @@ pub struct ZoomReport {
     pub identical_layers: Option<u64>,
 }
 
+/// The clock the scenario's times come from, as a label names it: `expected` (the measured clock
+/// of an engine) or `roofline`.
+pub fn clock_word(sc: &Scenario) -> &'static str {
+    measured_word(!sc.effective_clock().is_roofline())
+}
+
+fn measured_word(measured: bool) -> &'static str {
+    if measured {
+        "expected"
+    } else {
+        "roofline"
+    }
+}
+
 fn intensity(flops: f64, bytes: f64) -> Option<f64> {
     (bytes > 0.0).then(|| flops / bytes)
 }
@@ -597,6 +611,11 @@ impl ZoomReport {
             tiles,
             identical_layers,
         }
+    }
+
+    /// The clock its times come from ([`clock_word`] of its scenario).
+    pub fn clock(&self) -> &'static str {
+        measured_word(self.inputs.engine.is_some())
     }
 
     /// The node's title line: path, level and totals (the model's says what it is).

@@ -162,6 +162,9 @@ pub struct Arrow {
 pub struct Dataflow {
     /// `layer.0`.
     pub layer: String,
+    /// The clock the times come from, as the labels name it (`expected`, `roofline`:
+    /// [`crate::zoom::clock_word`]).
+    pub clock: &'static str,
     /// Rows, top to bottom (execution order).
     pub rows: Vec<FlowRow>,
     /// Arrows.
@@ -202,7 +205,7 @@ fn what(kinds: &[OpKind]) -> Option<&'static str> {
 impl Dataflow {
     /// The dataflow of layer `index` of a zoom tree (`detail`: its [`LayerDetail`]), or of one of
     /// its blocks (`only`).
-    pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>) -> Dataflow {
+    pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>, clock: &'static str) -> Dataflow {
         let ops: Vec<&OpNode> = detail.ops.iter().filter(|o| only.is_none_or(|b| o.op.kind.block() == b)).collect();
         let mut rows: Vec<FlowRow> = Vec::new();
         let mut row_reads: Vec<Reads> = Vec::new();
@@ -242,7 +245,7 @@ impl Dataflow {
             }
         }
         let arrows = wire(&rows, &row_reads);
-        let mut flow = Dataflow { layer: format!("layer.{index}"), rows, arrows };
+        let mut flow = Dataflow { layer: format!("layer.{index}"), clock, rows, arrows };
         flow.size_boxes();
         flow
     }
@@ -250,9 +253,9 @@ impl Dataflow {
     /// The dataflow of a zoom node: a layer (`layer.N`), or one of its blocks where the path
     /// named one (`layer.N.attn`, `layer.N.mlp`); `None` at any other level (the CLI's `zoom
     /// --plot` and the explorer's Powers of ten both ask here).
-    pub fn of_node(view: &NodeView<'_>) -> Option<Dataflow> {
+    pub fn of_node(view: &NodeView<'_>, clock: &'static str) -> Option<Dataflow> {
         match view.detail {
-            NodeDetail::Layer { index, detail, focus } => Some(Dataflow::of_layer(detail, index, focus)),
+            NodeDetail::Layer { index, detail, focus } => Some(Dataflow::of_layer(detail, index, focus, clock)),
             _ => None,
         }
     }
@@ -464,15 +467,19 @@ impl Dataflow {
         let _ = write!(
             s,
             "<svg class=\"plot dataflow\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height:.0}\" font-family=\"sans-serif\">",
-            esc(&format!("{} as a dataflow: operators as boxes sized by time, tensors as arrows labelled with their bytes", self.layer))
+            esc(&format!(
+                "{} as a dataflow: operators as boxes sized by {} time, tensors as arrows labelled with their bytes",
+                self.layer, self.clock
+            ))
         );
         s.push_str(
             "<defs><marker id=\"flow-head\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#000000\"/></marker></defs>",
         );
         let _ = write!(
             s,
-            "<text x=\"{X0}\" y=\"14\" font-size=\"{SMALL}\" fill=\"{FG}\">{}: boxes sized by time, arrows labelled with bytes</text>",
-            esc(&self.layer)
+            "<text x=\"{X0}\" y=\"14\" font-size=\"{SMALL}\" fill=\"{FG}\">{}: boxes sized by {} time, arrows labelled with bytes</text>",
+            esc(&self.layer),
+            self.clock
         );
         for (n, a) in self.arrows.iter().enumerate() {
             self.draw_arrow(&mut s, a, lane_of[n].map(|k| frame.lane_x(k)), &frame);
@@ -596,7 +603,7 @@ impl Dataflow {
         let y = f.row_y(i);
         let mut x = X0;
         for b in &row.boxes {
-            let tip = tip(b);
+            let tip = tip(b, self.clock);
             let open = match href {
                 Some(h) => format!("<a href=\"{}\" data-path=\"{}\">", esc(&h(&b.path)), esc(&b.path)),
                 None => String::new(),
@@ -626,10 +633,10 @@ impl Dataflow {
     }
 }
 
-fn tip(b: &FlowBox) -> String {
+fn tip(b: &FlowBox, clock: &str) -> String {
     let c = &b.cost;
     let mut t = format!(
-        "{} ({})\ntime {}\nFLOPs {}\nbytes {} (weights {}, KV {}, activations {}: reads {}, writes {})\nintensity {} FLOP/B\n{}-bound",
+        "{} ({})\n{clock} time {}\nFLOPs {}\nbytes {} (weights {}, KV {}, activations {}: reads {}, writes {})\nintensity {} FLOP/B\n{}-bound",
         b.name,
         b.path,
         human::seconds(b.time_s),
@@ -657,7 +664,7 @@ mod tests {
 
     fn flow(pairs: &[(&str, &str)]) -> (ZoomTree, Dataflow) {
         let tree = ZoomTree::build(&scenario(pairs));
-        let f = Dataflow::of_layer(tree.layer(0).expect("layer 0"), 0, None);
+        let f = Dataflow::of_layer(tree.layer(0).expect("layer 0"), 0, None, "expected");
         (tree, f)
     }
 
@@ -774,7 +781,7 @@ mod tests {
                 for phase in ["decode", "prefill"] {
                     let tree = ZoomTree::build(&scenario(&[("model", model), ("flash", flash), ("phase", phase)]));
                     for (i, g) in tree.layer_group.iter().enumerate().take(4) {
-                        let f = Dataflow::of_layer(&tree.groups[*g], i, None);
+                        let f = Dataflow::of_layer(&tree.groups[*g], i, None, "expected");
                         let ops = tree.groups[*g].ops.len();
                         let drawn: usize = f.rows.iter().flat_map(|r| &r.boxes).map(|b| b.kinds.len()).sum();
                         assert_eq!(drawn, ops, "{model}: every operator in a box");
@@ -793,11 +800,11 @@ mod tests {
     #[test]
     fn a_block_is_its_part_of_the_layer() {
         let tree = ZoomTree::build(&scenario(&[("batch", "8")]));
-        let mlp = Dataflow::of_node(&tree.node("layer.3.mlp").unwrap()).unwrap();
+        let mlp = Dataflow::of_node(&tree.node("layer.3.mlp").unwrap(), "expected").unwrap();
         assert!(mlp.rows.iter().all(|r| r.block == Block::Mlp));
         assert_eq!(mlp.rows[0].boxes[0].path, "layer.3.mlp.norm");
-        assert!(Dataflow::of_node(&tree.node("model").unwrap()).is_none());
-        assert!(Dataflow::of_node(&tree.node("layer.0.mlp.up").unwrap()).is_none());
+        assert!(Dataflow::of_node(&tree.node("model").unwrap(), "expected").is_none());
+        assert!(Dataflow::of_node(&tree.node("layer.0.mlp.up").unwrap(), "expected").is_none());
     }
 
     #[test]

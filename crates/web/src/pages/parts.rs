@@ -153,20 +153,29 @@ impl Trend {
 pub fn claim(measure: &str, before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> Markup {
     let (Some(b), Some(a)) = (before, after) else { return html! {} };
     let t = Trend::of(b, a);
-    let word = match t {
-        Trend::Up => words[0],
-        Trend::Down => words[1],
-        Trend::Flat => words[2],
-    };
-    html! { span.claim data-measure=(measure) data-before=(b) data-after=(a) data-trend=(t.word()) { (word) } }
+    html! { span.claim data-measure=(measure) data-before=(b) data-after=(a) data-trend=(t.word()) { (by_trend(before, after, words)) } }
 }
 
-/// `×1.23` of `after ÷ before` (nothing when `before` is 0).
+/// `×1.23` of `after ÷ before`, three significant figures (nothing when `before` is 0).
 pub fn ratio(before: f64, after: f64) -> String {
     if before != 0.0 {
-        format!("×{:.2}", after / before)
+        format!("×{}", human::sig3(after / before))
     } else {
         String::new()
+    }
+}
+
+/// The one of `words` (up, down, flat) for how a number moved from `before` to `after`; empty
+/// when either is missing. A reason a sentence gives for a change is chosen this way, so it is
+/// only given for the change that happened.
+pub fn by_trend<'a>(before: Option<f64>, after: Option<f64>, words: [&'a str; 3]) -> &'a str {
+    match (before, after) {
+        (Some(b), Some(a)) => match Trend::of(b, a) {
+            Trend::Up => words[0],
+            Trend::Down => words[1],
+            Trend::Flat => words[2],
+        },
+        _ => "",
     }
 }
 
@@ -256,7 +265,11 @@ pub fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &Ledger
                     " (to " (batch_up) "): the step's intensity "
                     (moved(&b, intensity, "intensity", ["climbs", "falls", "barely moves"]))
                     (get(&now, intensity).zip(get(&b, intensity)).map(|(a, z)| format!(" ({})", ratio(a, z))).unwrap_or_default())
-                    ", as the same fetched weights serve more rows and the KV cache grows with them."
+                    (by_trend(get(&now, intensity), get(&b, intensity), [
+                        ", as the same fetched weights serve more rows.",
+                        ".",
+                        ": the bytes grow with the rows too (the KV cache).",
+                    ]))
                     (effect(&b))
                 }
                 @if i.weights != "int4" {

@@ -6,7 +6,7 @@
 //! four experiments as links, each sentence that says which way a number moves written from the
 //! numbers beside it. Every number is the CLI's `zoom` report for the same inputs.
 
-use super::parts::{claim, num, ratio, share_bar, thead};
+use super::parts::{by_trend, claim, num, ratio, share_bar, thead};
 use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -134,21 +134,11 @@ fn level_word(l: Level) -> &'static str {
     }
 }
 
-/// The clock the `time_s` numbers come from, as a column or a label calls it: `expected` (the
-/// measured clock of an engine) or `roofline`.
-pub(crate) fn clock_word(r: &ZoomReport) -> &'static str {
-    if r.inputs.engine.is_some() {
-        "expected"
-    } else {
-        "roofline"
-    }
-}
-
 /// Beside the model level: the rest of the step (embedding, final norm, LM head, their
 /// collectives, a pipeline stage's send and wait), and model + rest = step = the ledger's total.
 fn rest_of_step(r: &ZoomReport, link: &dyn Fn(&str) -> String, ledger_href: &str) -> Markup {
     let Some(c) = &r.step else { return html! {} };
-    let clock = clock_word(r);
+    let clock = r.clock();
     let row = |name: &str, id: &str, t: &llm_ledger_core::zoom::Totals| {
         html! {
             tr id=(id) {
@@ -287,19 +277,19 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         ctx.self_href(&[], &pairs)
     };
     let (pin_tree, pin) = pinned(q, catalog, &path).unzip();
+    let clock = llm_ledger_report::zoom::clock_word(&sc);
     let flash = sc.workload.flash_attention;
     let flash_href = ctx.self_href(&[("flash", Some(if flash { "off" } else { "on" }))], &[]);
     let (picture, dataflow) = match tree.node(&path) {
         Ok(view) => (
-            picture::picture(&tree, &view, measure, expand, &zoom_href, &switch, pin_tree.as_ref()),
-            picture::dataflow(&view, flash, &zoom_href, &flash_href),
+            picture::picture(&tree, &view, measure, expand, &zoom_href, &switch, pin_tree.as_ref(), clock),
+            picture::dataflow(&view, clock, flash, &zoom_href, &flash_href),
         ),
         Err(_) => (html! {}, html! {}),
     };
     let link = |p: &str| zoom_href(p);
     let n = &report.node;
     let exact = matches!(report.level, Level::Model | Level::Layer | Level::Op);
-    let clock = clock_word(&report);
     let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
     let what = match (report.level, &report.focus) {
         (Level::Model, _) => format!("the layer stack, {} layers", tree.num_layers),
@@ -428,7 +418,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
             0.0
         }
     };
-    let clock = clock_word(r);
+    let clock = r.clock();
     let time_col = if exact { format!("{clock} time") } else { "tile-model time".to_string() };
     let cols = 9;
     // At layer level the operators come under their block's heading (attention, then the MLP).
@@ -738,7 +728,7 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree,
             time_s: r2.node.time_s,
         })
     };
-    let clock = clock_word(r);
+    let clock = r.clock();
     let effect = |a: &Option<After>| -> Markup {
         match a {
             Some(a) => html! {
@@ -793,7 +783,11 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree,
                     a.experiment #exp-batch href=(ctx.self_href(&batch_overrides, &[])) { "Raise the batch size in decode (to " (batch_up) ")" }
                     @if ab.is_some() {
                         ": here intensity " (intensity(&ab, ["climbs", "falls", "barely moves"])) (times(&ab))
-                        " — it climbs where the same fetched weights serve more rows, and stays where the bytes grow with the rows too (the KV cache, activations). "
+                        (by_trend(here.intensity, ab.as_ref().and_then(|a| a.intensity), [
+                            ", because the same fetched weights now serve more rows. ",
+                            ". ",
+                            ": here the bytes grow with the rows too (the KV cache, activations, padded tiles). ",
+                        ]))
                     } @else { ". " }
                     (effect(&ab))
                     (compare(&batch_overrides, "cmp-batch"))
