@@ -66,10 +66,12 @@ pub fn seconds(v: f64) -> String {
     }
 }
 
-/// Arithmetic intensity (`4.0`), or `∞` when nothing moves through HBM.
+/// Arithmetic intensity (`4.0`), or `—` when nothing moves through HBM (a fused operator whose
+/// inputs stay on chip, a collective, a wait: FLOPs per byte is not a number there, 0 ÷ 0 or an
+/// operator's FLOPs charged to the kernel it joins).
 pub fn intensity(v: Option<f64>) -> String {
     match v {
-        None => "∞".into(),
+        None => "—".into(),
         Some(v) if v >= 100.0 => format!("{v:.0}"),
         Some(v) => format!("{v:.1}"),
     }
@@ -153,7 +155,7 @@ mod tests {
         assert_eq!(count(12), "12");
         assert_eq!(params(8_030_261_248), "8.03 B");
         assert_eq!(params(124_439_808), "124 M");
-        assert_eq!(intensity(None), "∞");
+        assert_eq!(intensity(None), "—");
         assert_eq!(intensity(Some(4.0)), "4.0");
         assert_eq!(sig3(0.0123), "0.0123");
     }

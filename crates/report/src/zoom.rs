@@ -3,17 +3,22 @@
 //!
 //! JSON: `inputs`, `path`, `level`, `breadcrumb[]`, `node` (totals), `children[]`, `addup`
 //! (parent and children FLOPs and bytes, differences, ratios — the bytes ratio is the reuse
-//! factor at the tile level — and `exact`), `explanation[]` (the same sentences as the table),
-//! `gap` at model level (FLOPs per token against 2 × parameters, by part) and `tiles` at operator
-//! and tile levels (the whole tiling). Plain SI numbers throughout.
+//! factor at the tile level — and `exact`), `explanation[]` (the same sentences as the table);
+//! at model level `rest[]` (the rest of the step beside the model), `step` (model + rest, the
+//! ledger's total and whether they are equal) and `gap` (FLOPs per token against 2 ×
+//! parameters, by part); at layer level `focus` (the block a `layer.N.attn|mlp` path named);
+//! `tiles` at operator and tile levels (the whole tiling). Plain SI numbers throughout. CSV: the
+//! children, then at model level the rest of the step.
 
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use crate::tile::gemm_lines;
+use llm_ledger_core::kinds::Block;
 use llm_ledger_core::tiling::AttentionTiling;
 use llm_ledger_core::zoom::{
-    AddUp, ChildView, FlopsGap, GapKind, Level, NoTiles, NodeDetail, NodeView, OpNode, TileLevel, ZoomTree,
+    block_name, AddUp, ChildView, FlopsGap, GapItem, GapKind, Level, NoTiles, NodeDetail, NodeView, OpNode, StepCheck,
+    TileLevel, ZoomTree,
 };
 use llm_ledger_core::{Cost, Phase, Scenario};
 use serde::Serialize;
@@ -25,6 +30,9 @@ pub struct ZoomRow {
     pub name: String,
     /// Path to zoom into it (empty for tile classes).
     pub path: Option<String>,
+    /// The block an operator sits in: `attn` or `mlp` in a layer, `embedding` or `head` in the
+    /// rest of the step; empty for layers and tiles.
+    pub block: Option<String>,
     /// How many (tiles or blocks at the tile level; 1 otherwise).
     pub count: f64,
     /// Useful FLOPs.
@@ -39,11 +47,16 @@ pub struct ZoomRow {
     pub kv_bytes: Option<f64>,
     /// Activation bytes (exact levels).
     pub activation_bytes: Option<f64>,
+    /// Bytes sent over a GPU-to-GPU link (exact levels; not HBM bytes, not in `bytes`).
+    pub link_bytes: Option<f64>,
     /// FLOP per byte.
     pub intensity: Option<f64>,
-    /// Time, seconds.
+    /// Time by the scenario's clock (`inputs.time_model`; the tile model's at the tile level),
+    /// seconds.
     pub time_s: f64,
-    /// Share of the node's time.
+    /// The roofline's time of the same work, seconds (= `time_s` under the roofline clock).
+    pub roofline_time_s: f64,
+    /// Share of the node's time (the rest of the step: of the step's).
     pub time_share: f64,
     /// `memory` or `compute` (exact levels).
     pub bound: Option<String>,
@@ -80,12 +93,33 @@ pub struct ZoomReport {
     pub addup: AddUpView,
     /// Why (or why not), in words.
     pub explanation: Vec<String>,
+    /// Model level: the rest of the step beside the model (embedding, final norm, LM head, their
+    /// collectives, a pipeline stage's send and wait).
+    pub rest: Vec<ZoomRow>,
+    /// Model level: model + rest = step, against the ledger's total.
+    pub step: Option<StepCheck>,
+    /// Layer level: the block the path named (`layer.0.mlp`), whose operators are marked.
+    pub focus: Option<String>,
     /// Model level: FLOPs per token against 2 × parameters.
     pub gap: Option<FlopsGap>,
     /// Operator and tile levels: the whole tile model.
     pub tiles: Option<TileLevel>,
     /// Layer level: layers with the same shape (computed once).
     pub identical_layers: Option<u64>,
+}
+
+/// The clock the scenario's times come from, as a label names it: `expected` (the measured clock
+/// of an engine) or `roofline`.
+pub fn clock_word(sc: &Scenario) -> &'static str {
+    measured_word(!sc.effective_clock().is_roofline())
+}
+
+fn measured_word(measured: bool) -> &'static str {
+    if measured {
+        "expected"
+    } else {
+        "roofline"
+    }
 }
 
 fn intensity(flops: f64, bytes: f64) -> Option<f64> {
@@ -96,6 +130,7 @@ fn child_row(c: &ChildView, parent_time: f64) -> ZoomRow {
     ZoomRow {
         name: c.name.clone(),
         path: c.path.clone(),
+        block: c.block.map(|b| block_name(b).to_string()),
         count: c.count,
         flops: c.flops,
         executed_flops: c.executed_flops,
@@ -103,8 +138,10 @@ fn child_row(c: &ChildView, parent_time: f64) -> ZoomRow {
         weight_bytes: c.cost.map(|c| c.weight_bytes),
         kv_bytes: c.cost.map(|c| c.kv_bytes()),
         activation_bytes: c.cost.map(|c| c.activation_bytes),
+        link_bytes: c.cost.map(|c| c.link_bytes),
         intensity: intensity(c.executed_flops, c.bytes),
         time_s: c.time_s,
+        roofline_time_s: c.roofline_s,
         time_share: if parent_time > 0.0 { c.time_s / parent_time } else { 0.0 },
         bound: None,
     }
@@ -116,16 +153,6 @@ fn count_f(v: f64) -> String {
         human::count(v as u64)
     } else {
         human::si(v, "").trim_end().to_string()
-    }
-}
-
-fn level_name(l: Level) -> &'static str {
-    match l {
-        Level::Model => "model",
-        Level::Layer => "layer",
-        Level::Block => "block",
-        Level::Op => "operator",
-        Level::Tiles => "tile",
     }
 }
 
@@ -157,45 +184,58 @@ fn exact_line(what: &str, a: &AddUp) -> String {
     }
 }
 
+/// What a part of the FLOPs-per-token gap is, in words.
+pub fn gap_part(item: &GapItem, g: &FlopsGap, sc: &Scenario) -> String {
+    let m = &sc.model;
+    match item.kind {
+        GapKind::EmbeddingGather => format!(
+            "embedding: a gather; its {} parameters are read, not multiplied",
+            human::params(m.embedding_params())
+        ),
+        GapKind::FinalNorm => "final_norm: its FLOPs against 2 × its scale parameters".into(),
+        GapKind::LmHead => format!(
+            "lm_head: logits for {} of {} tokens{}",
+            human::count(sc.workload.logit_tokens() as u64),
+            human::count(g.tokens as u64),
+            if m.tied_embeddings { " (tied: its weights are the embedding table)" } else { "" }
+        ),
+        GapKind::InactiveExperts if g.stack_active_params == g.stack_params => {
+            "MoE experts not routed to: none, every parameter is active".into()
+        }
+        GapKind::InactiveExperts => format!(
+            "MoE experts a token is not routed to ({} of the stack's {} parameters active)",
+            human::params(g.stack_active_params),
+            human::params(g.stack_params)
+        ),
+        GapKind::AttentionScores => "attention QKᵀ and P·V over the context: FLOPs without parameters".into(),
+        GapKind::Elementwise => "norms, RoPE, activation, residual adds, softmax: vector-unit FLOPs".into(),
+        GapKind::LayerWeights => {
+            "layer GEMMs vs 2 × their parameters (norm scales and biases are parameters without 2 FLOPs each)".into()
+        }
+    }
+}
+
 fn gap_lines(g: &FlopsGap, sc: &Scenario) -> Vec<String> {
-    let d = g.gap_flops_per_token();
+    let whole = if sc.parallel.is_single() { "" } else { ", all GPUs together" };
     let mut out = vec![format!(
-        "FLOPs per token: {} vs 2 × {} parameters = {}: {} ({}), made of:",
+        "FLOPs per token of the model (the layer stack{whole}): {} vs 2 × {} layer parameters = {}: {} ({}), made of:",
         human::flops(g.flops_per_token),
-        human::params(g.params),
+        human::params(g.stack_params),
         human::flops(g.two_params_flops),
-        signed(d, human::flops),
+        signed(g.gap_flops_per_token(), human::flops),
         ratio_pct(g.flops_per_token, g.two_params_flops)
     )];
-    let m = &sc.model;
-    let t = g.tokens;
-    let logit_rows = sc.workload.logit_tokens();
-    for item in &g.items {
-        let what = match item.kind {
-            GapKind::EmbeddingGather => format!(
-                "embedding: a gather; its {} parameters are read, not multiplied",
-                human::params(m.embedding_params())
-            ),
-            GapKind::LmHead => format!(
-                "lm_head: logits for {} of {} tokens{}",
-                human::count(logit_rows as u64),
-                human::count(t as u64),
-                if m.tied_embeddings { " (tied: its weights are the embedding table)" } else { "" }
-            ),
-            GapKind::InactiveExperts if g.active_params == g.params => "MoE experts not routed to: none, every parameter is active".into(),
-            GapKind::InactiveExperts => format!(
-                "MoE experts a token is not routed to ({} of {} parameters active)",
-                human::params(g.active_params),
-                human::params(g.params)
-            ),
-            GapKind::AttentionScores => "attention QKᵀ and P·V over the context: FLOPs without parameters".into(),
-            GapKind::Elementwise => "norms, RoPE, activation, residual adds, softmax: vector-unit FLOPs".into(),
-            GapKind::LayerWeights => {
-                "layer GEMMs vs 2 × the remaining parameters (norm scales and biases are parameters without 2 FLOPs each)".into()
-            }
-        };
-        out.push(format!("  {:>12}  {what}", signed(item.flops_per_token, human::flops)));
-    }
+    let line =
+        |item: &GapItem| format!("  {:>12}  {}", signed(item.flops_per_token, human::flops), gap_part(item, g, sc));
+    out.extend(g.items.iter().map(line));
+    out.push(format!(
+        "the rest of the step sits outside the model, excluded rather than folded in: the step's {} per token vs 2 × all {} parameters = {}: {}, the model's gap and:",
+        human::flops(g.step_flops_per_token),
+        human::params(g.params),
+        human::flops(g.step_two_params_flops),
+        signed(g.step_flops_per_token - g.step_two_params_flops, human::flops),
+    ));
+    out.extend(g.outside.iter().filter(|i| i.kind != GapKind::FinalNorm || sc.model.final_norm.is_some()).map(line));
     out
 }
 
@@ -346,6 +386,7 @@ fn no_tiles_line(n: &NoTiles) -> String {
         NoTiles::Unfused => {
             "a leaf: unfused attention, its scores and probabilities go through HBM; --flash on shows the fused kernel's blocks".into()
         }
+        NoTiles::Communication => "a leaf: communication between GPUs (or a pipeline stage's wait), timed on its link; no arithmetic to tile".into(),
         NoTiles::NotModelled(why) => format!("a leaf: the tile level is not modelled ({why})"),
     }
 }
@@ -385,15 +426,72 @@ fn op_tile_lines(n: &OpNode, a: &AddUp, sc: &Scenario, view: &NodeView) -> Vec<S
     }
 }
 
+/// A total in one phrase: `15.0 GFLOP, 14.2 GB, 5.84 ms`.
+fn totals_phrase(t: &llm_ledger_core::zoom::Totals) -> String {
+    format!("{}, {}, {}", human::flops(t.cost.flops), human::bytes(t.cost.bytes()), human::seconds(t.timing.time_s))
+}
+
+fn share_of(part: f64, whole: f64) -> String {
+    human::percent(if whole > 0.0 { part / whole } else { 0.0 })
+}
+
+/// Which GPU the tree is, when there are several.
+fn gpu_line(sc: &Scenario, tree: &ZoomTree) -> Option<String> {
+    let p = &sc.parallel;
+    if p.is_single() {
+        return None;
+    }
+    let mut line = format!(
+        "one GPU of {}, as the ledger shows it: each operator is its share, and the collectives are operators of their layer or of the rest of the step",
+        p.describe()
+    );
+    if let Some(pl) = &tree.pipeline {
+        line.push_str(&format!(
+            "; pipeline stage {} of {} (the busiest): {} of {} layers, each operator summed over the {} micro-batch(es) it runs, with the stage's send or head and its wait in the rest of the step",
+            pl.stage + 1,
+            p.stages.len(),
+            tree.layers_phrase(),
+            tree.model_layers,
+            pl.micro_batches
+        ));
+    }
+    Some(line)
+}
+
+fn step_line(c: &StepCheck, rest_names: &[String]) -> Vec<String> {
+    let rest = if rest_names.is_empty() { "nothing".to_string() } else { rest_names.join(" + ") };
+    let mut out = vec![format!(
+        "the rest of the step, beside the model: {rest} = {} ({} of the step's time)",
+        totals_phrase(&c.rest),
+        share_of(c.rest.timing.time_s, c.step.timing.time_s)
+    )];
+    out.push(if c.exact {
+        format!(
+            "step = model + rest = {}: the ledger's total, exactly (FLOPs, every byte kind, link bytes and time)",
+            totals_phrase(&c.step)
+        )
+    } else {
+        format!(
+            "step = model + rest = {}; the ledger's total is {}: they differ by {} and {}",
+            totals_phrase(&c.step),
+            totals_phrase(&c.ledger),
+            signed(c.step.cost.flops - c.ledger.cost.flops, human::flops),
+            signed(c.step.timing.time_s - c.ledger.timing.time_s, human::seconds)
+        )
+    });
+    out
+}
+
 impl ZoomReport {
     /// The report of `path` in `tree` (built from `sc`).
     pub fn new(sc: &Scenario, tree: &ZoomTree, view: &NodeView) -> Self {
         let t = &view.totals;
-        let exact_level = matches!(view.level, Level::Model | Level::Layer | Level::Block | Level::Op);
+        let exact_level = matches!(view.level, Level::Model | Level::Layer | Level::Op);
         let cost = exact_level.then_some(t.cost);
         let node = ZoomRow {
             name: view.path.rsplit('.').next().unwrap_or(&view.path).to_string(),
             path: Some(view.path.clone()),
+            block: None,
             count: 1.0,
             flops: t.cost.flops,
             executed_flops: t.cost.flops,
@@ -401,8 +499,10 @@ impl ZoomReport {
             weight_bytes: cost.map(|c| c.weight_bytes),
             kv_bytes: cost.map(|c| c.kv_bytes()),
             activation_bytes: cost.map(|c| c.activation_bytes),
+            link_bytes: cost.map(|c| c.link_bytes),
             intensity: intensity(t.cost.flops, t.cost.bytes()),
             time_s: t.timing.time_s,
+            roofline_time_s: t.timing.roofline_s,
             time_share: 1.0,
             bound: exact_level.then(|| t.timing.bound().name().to_string()),
         };
@@ -411,23 +511,44 @@ impl ZoomReport {
         let mut gap = None;
         let mut tiles = None;
         let mut identical_layers = None;
+        let mut rest = Vec::new();
+        let mut step = None;
+        let mut focus = None;
         match view.detail {
             NodeDetail::Model(g) => {
-                explanation.push(exact_line(
-                    &format!("embedding + {} layers + final_norm + lm_head = model, FLOPs and bytes", tree.num_layers),
-                    a,
-                ));
-                explanation.push(format!(
-                    "the layer stack is {} and {} ({} of the step's time); the embedding and lm_head sit beside it",
-                    human::flops(tree.stack.cost.flops),
-                    human::bytes(tree.stack.cost.bytes()),
-                    human::percent(tree.stack.timing.time_s / t.timing.time_s.max(f64::MIN_POSITIVE))
-                ));
+                let layers = tree.layers_phrase().replace(", ", " + ").replace(" … ", " + … + ");
+                explanation.push(exact_line(&format!("{layers} = model, FLOPs and bytes"), a));
+                let c = &tree.step;
+                let names: Vec<String> = tree.rest.iter().map(|n| n.op.kind.name().to_string()).collect();
+                explanation.extend(step_line(c, &names));
+                explanation.extend(gpu_line(sc, tree));
+                explanation.push("share: a layer's of the model's time; a part of the rest's, of the step's".into());
                 explanation.extend(gap_lines(g, sc));
+                rest = tree.rest_views().iter().map(|r| child_row(r, c.step.timing.time_s)).collect();
+                step = Some(*c);
                 gap = Some(*g);
             }
-            NodeDetail::Layer { index, detail } => {
-                explanation.push(exact_line(&format!("attn + mlp = layer.{index}"), a));
+            NodeDetail::Layer { index, detail, focus: f } => {
+                explanation.push(exact_line(&format!("Σ of its {} operators = layer.{index}", view.children.len()), a));
+                let block = |b: Block| {
+                    let n = detail.ops.iter().filter(|o| o.op.kind.block() == b).count();
+                    let bt = detail.block(b);
+                    format!(
+                        "{} block: {} operator(s), {} ({} of the layer's time)",
+                        block_name(b),
+                        n,
+                        totals_phrase(bt),
+                        share_of(bt.timing.time_s, t.timing.time_s)
+                    )
+                };
+                explanation.push(format!("{}; {}", block(Block::Attention), block(Block::Mlp)));
+                if let Some(b) = f {
+                    explanation.push(format!(
+                        "layer.{index}.{0} is the {0} block of layer.{index}, its operators marked ▸; a block is not a level of its own: its operators are layer.{index}.{0}.<operator>",
+                        block_name(b)
+                    ));
+                    focus = Some(block_name(b).to_string());
+                }
                 if detail.count > 1 {
                     explanation.push(format!(
                         "{} layers share this shape; it is computed once and shown as each of them",
@@ -436,10 +557,18 @@ impl ZoomReport {
                 }
                 identical_layers = Some(detail.count);
             }
-            NodeDetail::Block(_) => {
-                explanation.push(exact_line(&format!("Σ of its {} operators = {}", view.children.len(), view.path), a));
-            }
             NodeDetail::Op(n) => {
+                if n.op.kind.block() != Block::Attention && n.op.kind.block() != Block::Mlp {
+                    explanation.push("outside the model: part of the rest of the step (see --at model)".into());
+                }
+                if n.runs > 1 {
+                    explanation.push(format!(
+                        "it runs {} times per step, once per micro-batch; the tiles below are one run's ({}, {})",
+                        n.runs,
+                        human::flops(n.op.cost.flops),
+                        human::bytes(n.op.cost.bytes())
+                    ));
+                }
                 if n.tiles.totals().is_some() {
                     explanation.push(format!(
                         "zoomed into tiles it does not add up: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
@@ -454,16 +583,7 @@ impl ZoomReport {
             }
             NodeDetail::Tiles(n) => {
                 explanation.push(exact_line("the tile classes sum to the tile level", a));
-                let op_level = llm_ledger_core::zoom::AddUp {
-                    parent_flops: n.op.cost.flops,
-                    children_flops: t.cost.flops,
-                    parent_bytes: n.op.cost.bytes(),
-                    children_bytes: t.cost.bytes(),
-                    flops_difference: t.cost.flops - n.op.cost.flops,
-                    bytes_difference: t.cost.bytes() - n.op.cost.bytes(),
-                    exact: false,
-                    leaf: false,
-                };
+                let op_level = AddUp::between(n.op.cost.flops, n.op.cost.bytes(), t.cost.flops, t.cost.bytes());
                 explanation.push(format!(
                     "against the operation above: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
                     op_level.flops_ratio(),
@@ -484,10 +604,36 @@ impl ZoomReport {
             children: view.children.iter().map(|c| child_row(c, t.timing.time_s)).collect(),
             addup: AddUpView { addup: *a, flops_ratio: a.flops_ratio(), bytes_ratio: a.bytes_ratio() },
             explanation,
+            rest,
+            step,
+            focus,
             gap,
             tiles,
             identical_layers,
         }
+    }
+
+    /// The clock its times come from ([`clock_word`] of its scenario).
+    pub fn clock(&self) -> &'static str {
+        measured_word(self.inputs.engine.is_some())
+    }
+
+    /// The node's title line: path, level and totals (the model's says what it is).
+    fn node_line(&self) -> String {
+        let n = &self.node;
+        let what = match self.level {
+            Level::Model => " the layer stack,".to_string(),
+            _ => String::new(),
+        };
+        format!(
+            "{} ({} level):{what} {}, {}{}, {}",
+            self.path,
+            self.level.name(),
+            human::flops(n.flops),
+            human::bytes(n.bytes),
+            n.intensity.map(|i| format!(", {} FLOP/B", human::intensity(Some(i)))).unwrap_or_default(),
+            human::seconds(n.time_s)
+        )
     }
 }
 
@@ -495,64 +641,101 @@ impl Report for ZoomReport {
     type CsvRow = ZoomRow;
 
     fn csv_rows(&self) -> Vec<ZoomRow> {
-        self.children.clone()
+        self.children.iter().chain(&self.rest).cloned().collect()
     }
 
     fn human(&self) -> HumanTable {
         let exact = self.children.iter().all(|c| c.weight_bytes.is_some());
         let opt_bytes = |v: Option<f64>| v.map(human::bytes).unwrap_or_default();
-        let leaf_row = || {
-            vec![
-                format!("({} is a leaf)", self.node.name),
-                human::flops(self.node.flops),
-                opt_bytes(self.node.weight_bytes),
-                opt_bytes(self.node.kv_bytes),
-                opt_bytes(self.node.activation_bytes),
-                human::bytes(self.node.bytes),
-                human::intensity(self.node.intensity),
-                human::seconds(self.node.time_s),
-                human::percent(1.0),
-            ]
+        let with_block = self.level == Level::Layer;
+        // Several GPUs: the bytes each operator sends over a link, beside its HBM bytes.
+        let with_link = self.inputs.parallel.is_some();
+        let focus = self.focus.as_deref();
+        let block_cell = |c: &ZoomRow| -> Vec<String> {
+            if !with_block {
+                return Vec::new();
+            }
+            let b = c.block.clone().unwrap_or_default();
+            vec![if focus.is_some() && focus == c.block.as_deref() { format!("▸ {b}") } else { b }]
         };
+        let exact_row = |name: String, c: &ZoomRow| {
+            let mut row = vec![name];
+            row.extend(block_cell(c));
+            row.extend([
+                human::flops(c.flops),
+                opt_bytes(c.weight_bytes),
+                opt_bytes(c.kv_bytes),
+                opt_bytes(c.activation_bytes),
+            ]);
+            if with_link {
+                row.push(opt_bytes(c.link_bytes));
+            }
+            row.extend([
+                human::bytes(c.bytes),
+                human::intensity(c.intensity),
+                human::seconds(c.time_s),
+                human::percent(c.time_share),
+            ]);
+            row
+        };
+        let link_blank = usize::from(with_link);
+        let blank = |n: usize| vec![String::new(); n];
         let (header, rows, right): (Vec<&str>, Vec<Vec<String>>, Vec<usize>) = if exact {
-            let mut rows: Vec<Vec<String>> = self
-                .children
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.name.clone(),
-                        human::flops(c.flops),
-                        opt_bytes(c.weight_bytes),
-                        opt_bytes(c.kv_bytes),
-                        opt_bytes(c.activation_bytes),
-                        human::bytes(c.bytes),
-                        human::intensity(c.intensity),
-                        human::seconds(c.time_s),
-                        human::percent(c.time_share),
-                    ]
-                })
-                .collect();
+            let mut rows: Vec<Vec<String>> = self.children.iter().map(|c| exact_row(c.name.clone(), c)).collect();
             let a = &self.addup.addup;
+            let lead = |label: &str| {
+                let mut r = vec![label.to_string()];
+                r.extend(blank(usize::from(with_block)));
+                r
+            };
             if a.leaf {
-                rows.push(leaf_row());
+                rows.push(exact_row(format!("({} is a leaf)", self.node.name), &self.node));
             } else {
-                rows.push(vec![
-                    "Σ children".into(),
-                    human::flops(a.children_flops),
-                    String::new(),
-                    String::new(),
-                    String::new(),
+                let mut r = lead(if self.level == Level::Model { "Σ children = model" } else { "Σ children" });
+                r.extend([human::flops(a.children_flops), String::new(), String::new(), String::new()]);
+                r.extend(blank(link_blank));
+                r.extend([
                     human::bytes(a.children_bytes),
                     human::intensity(intensity(a.children_flops, a.children_bytes)),
-                    String::new(),
-                    String::new(),
                 ]);
+                r.extend(blank(2));
+                rows.push(r);
             }
-            (
-                vec!["child", "FLOPs", "weights", "KV", "activations", "bytes", "FLOP/B", "time", "share"],
-                rows,
-                (1..=8).collect(),
-            )
+            if let Some(c) = &self.step {
+                let mut r = lead("the rest of the step:");
+                r.extend(blank(8 + link_blank));
+                rows.push(r);
+                rows.extend(self.rest.iter().map(|c| exact_row(c.name.clone(), c)));
+                let s = &c.step;
+                let mut r = vec![
+                    "step = model + rest".into(),
+                    human::flops(s.cost.flops),
+                    human::bytes(s.cost.weight_bytes),
+                    human::bytes(s.cost.kv_bytes()),
+                    human::bytes(s.cost.activation_bytes),
+                ];
+                if with_link {
+                    r.push(human::bytes(s.cost.link_bytes));
+                }
+                r.extend([
+                    human::bytes(s.cost.bytes()),
+                    human::intensity(s.cost.intensity()),
+                    human::seconds(s.timing.time_s),
+                    human::percent(1.0),
+                ]);
+                rows.push(r);
+            }
+            let mut header = vec!["child"];
+            if with_block {
+                header.push("block");
+            }
+            header.extend(["FLOPs", "weights", "KV", "activations"]);
+            if with_link {
+                header.push("link");
+            }
+            header.extend(["bytes", "FLOP/B", "time", "share"]);
+            let first_num = 1 + usize::from(with_block);
+            (header, rows, (first_num..first_num + 8 + link_blank).collect())
         } else {
             let mut rows: Vec<Vec<String>> = self
                 .children
@@ -579,23 +762,15 @@ impl Report for ZoomReport {
             ]);
             (vec!["child", "count", "useful FLOPs", "executed FLOPs", "bytes", "time"], rows, (1..=5).collect())
         };
-        let n = &self.node;
         let mut title = vec![self.inputs.headline(), format!("zoom: {}", self.breadcrumb.join(" › "))];
-        title.push(format!(
-            "{} ({} level): {}, {}{}, {}",
-            self.path,
-            level_name(self.level),
-            human::flops(n.flops),
-            human::bytes(n.bytes),
-            n.intensity.map(|i| format!(", {} FLOP/B", human::intensity(Some(i)))).unwrap_or_default(),
-            human::seconds(n.time_s)
-        ));
+        title.push(self.node_line());
         let mut footer: Vec<String> = self.explanation.clone();
         // Suggest the first layer from the model, else the child with the largest time (the first of
-        // equals).
-        let candidates = self.children.iter().filter(|c| c.path.is_some());
-        let layer0 = self.children.iter().find(|c| c.path.as_deref() == Some("layer.0"));
-        let next = layer0.or(candidates.fold(None::<&ZoomRow>, |best, c| match best {
+        // equals; in the marked block when the path named one).
+        let candidates =
+            self.children.iter().filter(|c| c.path.is_some() && (focus.is_none() || c.block.as_deref() == focus));
+        let first_layer = (self.level == Level::Model).then(|| self.children.first()).flatten();
+        let next = first_layer.or(candidates.fold(None::<&ZoomRow>, |best, c| match best {
             Some(b) if b.time_s >= c.time_s => Some(b),
             _ => Some(c),
         }));

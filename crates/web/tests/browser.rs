@@ -355,7 +355,8 @@ async fn powers_of_ten(c: &Client, base: &str) -> Result {
     wait_heading(c, "Powers of ten").await?;
     wait_node(c, "model").await?;
     shot(c, "powers-of-ten").await?;
-    for path in ["layer.0", "layer.0.mlp", "layer.0.mlp.up", "layer.0.mlp.up.tiles"] {
+    // Four magnifications: the model, a layer (its operators by block), an operation, its tiles.
+    for path in ["layer.0", "layer.0.mlp.up", "layer.0.mlp.up.tiles"] {
         descend(c, path).await?;
     }
     let level = c.find(Locator::Id("node")).await.text_err()?.attr("data-level").await.text_err()?;
@@ -363,14 +364,14 @@ async fn powers_of_ten(c: &Client, base: &str) -> Result {
     until("the reuse factor", || data_value(c, "reuse-factor")).await?;
     shot(c, "powers-of-ten-tiles").await?;
     // Back up by the breadcrumb, two levels at once.
-    c.find(Locator::Css("#breadcrumb a[data-path='layer.0.mlp']")).await.text_err()?.click().await.text_err()?;
-    wait_node(c, "layer.0.mlp").await?;
-    assert!(url(c).await.contains("at=layer.0.mlp") && !url(c).await.contains("up"));
+    c.find(Locator::Css("#breadcrumb a[data-path='layer.0']")).await.text_err()?.click().await.text_err()?;
+    wait_node(c, "layer.0").await?;
+    assert!(url(c).await.contains("at=layer.0") && !url(c).await.contains("up"));
     // Switch to prefill: the same node, its intensity up by orders of magnitude.
     let before: f64 = until("the intensity", || data_value(c, "node-intensity")).await?.parse().text_err()?;
     c.find(Locator::Id("exp-phase")).await.text_err()?.click().await.text_err()?;
     let u = wait_url(c, "phase=prefill").await?;
-    assert!(u.contains("at=layer.0.mlp"), "the experiment keeps the zoom path: {u}");
+    assert!(u.contains("at=layer.0"), "the experiment keeps the zoom path: {u}");
     let after: f64 = until("the prefill intensity", || async {
         data_value(c, "node-intensity").await.and_then(|v| v.parse().ok()).filter(|v: &f64| (*v - before).abs() > 1e-9)
     })
@@ -756,7 +757,7 @@ fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() 
         c.find(Locator::Id("expand-layers")).await.text_err()?.click().await.text_err()?;
         wait_url(&c, "expand=1").await?;
         until("32 layer blocks", || async {
-            (rows(&c, "#picture a[data-path^='layer.'][data-path$='attn']").await == 32).then_some(())
+            (rows(&c, "#picture a[data-path^='layer.'][data-path$='.mlp.down']").await == 32).then_some(())
         })
         .await?;
         c.find(Locator::Css("#picture a.size[data-size='bytes']")).await.text_err()?.click().await.text_err()?;

@@ -525,10 +525,14 @@ async fn powers_of_ten_shows_the_zoom_report_at_every_level() {
         assert_eq!(value_of(&r.body, "node-flops"), expected.node.flops, "{q}");
         assert_eq!(value_of(&r.body, "node-bytes"), expected.node.bytes, "{q}");
         assert_eq!(value_of(&r.body, "node-time"), expected.node.time_s, "{q}");
-        // One row per child, each a link one level down (tile classes are not).
+        // One row per child, each a link one level down (tile classes are not); at layer level
+        // under its block's heading.
         let rows = r.body.split("<table class=\"ledger\" id=\"children\"").nth(1).unwrap();
         let rows = &rows[..rows.find("</tbody>").unwrap()];
-        assert_eq!(rows.matches("<tr").count() - 1, expected.children.len(), "{q}");
+        let headings = rows.matches("<tr class=\"block-heading").count();
+        assert_eq!(rows.matches("<tr").count() - 1 - headings, expected.children.len(), "{q}");
+        let blocks = expected.children.windows(2).filter(|w| w[0].block != w[1].block).count() + 1;
+        assert_eq!(headings, if expected.level == llm_ledger_core::zoom::Level::Layer { blocks } else { 0 }, "{q}");
         for c in expected.children.iter().filter_map(|c| c.path.as_deref()) {
             assert!(rows.contains(&format!("at={c}\"")), "{q}: no link to {c}");
         }
@@ -573,7 +577,9 @@ async fn powers_of_ten_explains_the_tile_level_and_links_to_the_tiling_page() {
     // The model level explains FLOPs per token against 2 × parameters, part by part.
     let m = get("/powers-of-ten").await;
     assert!(m.body.contains("id=\"gap\""));
-    assert!(m.body.contains("Why is the model total not 2 × the parameter count?"));
+    assert!(m
+        .body
+        .contains("parameter count × 2? </strong>That shortcut counts the layer stack, which is what this page sums."));
     assert!(m.body.contains("data-exact=\"true\""), "model = Σ children exactly");
 }
 
@@ -628,6 +634,8 @@ async fn issue_15_a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level(
         ("model=mixtral-8x7b&at=layer.0.mlp.up.tiles", "layer.0.mlp", "mixture-of-experts"),
         // A model with fewer layers.
         ("at=layer.99&batch=4", "model", "has 32 layers"),
+        // A layer another pipeline stage runs (the page shows one GPU of the busiest stage).
+        ("pp=2&batch=4&at=layer.3.mlp.up", "model", "runs layer.16 … layer.31"),
         // Not a path at all.
         ("at=nonsense", "model", "no `nonsense`"),
     ];
@@ -748,8 +756,8 @@ async fn issue_15_without_javascript_every_control_is_a_field_and_every_block_a_
 }
 
 /// Issue 15, items 1 and 5: identical layers are one block "× 32" (and one table row, the rest
-/// folded until expanded); the layer stack is seed 000's model level, with the embedding and the
-/// LM head beside it and a note on where the CLI's total differs.
+/// folded until expanded); the model level is the layer stack (seed 000), the node itself, with
+/// the rest of the step beside it and the step = the ledger's total.
 #[tokio::test]
 async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
     let r = get("/powers-of-ten").await;
@@ -761,14 +769,96 @@ async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
     assert!(!expanded.body.contains(" × 32"));
     let sc = scenario(&[]);
     let tree = llm_ledger_core::ZoomTree::build(&sc);
-    assert_eq!(value_of(&r.body, "stack-flops"), tree.stack.cost.flops);
-    assert!(tree.stack.cost.flops < tree.total.cost.flops);
-    assert!(r.body.contains("id=\"cli-differs\""));
-    assert!(r.body.contains("LM head — beside it, outside"));
+    // One model total on the page: the layer stack's, in the headline and in the rest panel.
+    assert_eq!(value_of(&r.body, "node-flops"), tree.stack.cost.flops);
+    assert!(!r.body.contains("id=\"cli-differs\""));
+    let rest = &r.body[r.body.find("id=\"rest-of-step\"").expect("the rest of the step")..];
+    for part in ["embedding", "final_norm", "lm_head"] {
+        assert!(rest.contains(&format!("data-path=\"{part}\"")), "{part} beside the model");
+    }
+    assert_eq!(value_attr(&r.body, "step-check", "data-flops"), tree.step.step.cost.flops);
+    assert_eq!(
+        value_attr(&r.body, "step-check", "data-ledger-flops"),
+        llm_ledger_core::Ledger::build(&sc).summary.cost.flops
+    );
+    assert!(r.body.contains("id=\"step-check\" data-exact=\"true\""));
     // Sizing by bytes keeps the zoom and the expansion in every link.
     let r = get("/powers-of-ten?at=layer.0&size=bytes").await;
     assert!(r.body.contains("data-size=\"bytes\""));
-    assert!(r.body.contains("href=\"/powers-of-ten?at=layer.0.attn&amp;size=bytes\""), "zoom links keep the size");
+    assert!(r.body.contains("href=\"/powers-of-ten?at=layer.0.attn.q&amp;size=bytes\""), "zoom links keep the size");
+}
+
+/// Under tensor parallelism the page's model + rest is the ledger's step, the collectives
+/// included, and the explorer labels each time by the clock that produced it.
+#[tokio::test]
+async fn powers_of_ten_under_tp_adds_up_to_the_ledger_and_names_its_clock() {
+    let r = get("/powers-of-ten?tp=2").await;
+    let sc = scenario(&[("tp", "2")]);
+    let ledger = llm_ledger_core::Ledger::build(&sc).summary;
+    assert_eq!(value_attr(&r.body, "step-check", "data-flops"), ledger.cost.flops);
+    assert!(r.body.contains("id=\"step-check\" data-exact=\"true\""));
+    let rest = &r.body[r.body.find("id=\"rest-of-step\"").unwrap()..];
+    assert!(rest.contains("data-path=\"all_reduce_embedding\"") && rest.contains("data-path=\"all_gather_logits\""));
+    // The default clock is the measured one: its time is the expected time, the roofline's beside it.
+    assert!(r.body.contains("id=\"node-time-label\" data-clock=\"expected\""), "the expected clock");
+    assert!(!r.body.contains(">roofline time<"), "no expected time labelled roofline");
+    assert!(r.body.contains("id=\"node-roofline\""));
+    let roof = get("/powers-of-ten?time_model=roofline").await;
+    assert!(roof.body.contains("id=\"node-time-label\" data-clock=\"roofline\""));
+    assert!(!roof.body.contains("id=\"node-roofline\""));
+}
+
+/// Every sentence of the experiments that says which way a number moves is written from the
+/// numbers beside it: for a few scenarios and levels, each claim's word matches its before and
+/// after.
+#[tokio::test]
+async fn no_experiment_sentence_contradicts_its_numbers() {
+    let pages = [
+        "/powers-of-ten",
+        "/powers-of-ten?at=layer.0.mlp.up.tiles",
+        "/powers-of-ten?at=layer.0.attn.attention&phase=prefill&ctx=4096",
+        "/powers-of-ten?at=layer.0&batch=64&ctx=32768",
+        "/powers-of-ten?model=mixtral-8x7b&at=layer.0.mlp",
+        "/ledger",
+        "/ledger?phase=prefill&ctx=512",
+        "/ledger?batch=256&ctx=8192",
+        "/",
+    ];
+    let mut claims = 0;
+    for page in pages {
+        let r = get(page).await;
+        assert_eq!(r.status, StatusCode::OK, "{page}");
+        for c in r.body.split("<span class=\"claim\" ").skip(1) {
+            let attr = |name: &str| {
+                let v = c.split(&format!("{name}=\"")).nth(1).unwrap();
+                v[..v.find('"').unwrap()].to_string()
+            };
+            let (before, after): (f64, f64) =
+                (attr("data-before").parse().unwrap(), attr("data-after").parse().unwrap());
+            let word = &c[c.find('>').unwrap() + 1..c.find("</span>").unwrap()];
+            let trend = attr("data-trend");
+            let expected = if (after - before).abs() <= 0.01 * before.abs().max(after.abs()) {
+                "flat"
+            } else if after > before {
+                "up"
+            } else {
+                "down"
+            };
+            assert_eq!(trend, expected, "{page}: {word:?} for {before} → {after}");
+            let words: &[&str] = match expected {
+                "up" => &["rises", "recovers", "climbs", "rise", "grow", "slows"],
+                "down" => &["falls", "collapses", "fall", "shrink", "speeds up"],
+                _ => &["barely moves", "barely move", "barely changes"],
+            };
+            assert!(words.contains(&word), "{page}: {word:?} says {expected}? {before} → {after}");
+            claims += 1;
+        }
+    }
+    assert!(claims >= 20, "{claims} claims checked");
+    // The tile experiment is not offered as a link on the tile level itself.
+    let r = get("/powers-of-ten?at=layer.0.mlp.up.tiles").await;
+    assert!(!r.body.contains("id=\"exp-tiles\""), "no \"Go to the tile level\" at the tile level");
+    assert!(r.body.contains("You are at the tile level of"));
 }
 
 /// Issue 15, item 4: a pinned scenario (in the URL) puts its numbers, the change and the ratio
@@ -821,6 +911,30 @@ async fn issue_15_pin_and_compare() {
     assert_eq!(bound("", b), "memory", "batch {b}");
     assert_eq!(bound("int4", b), "compute", "batch {b}");
     assert_eq!(bound("int4", b / 2), "memory", "batch {b} is the first");
+    // The card's sides carry the numbers that decide the bound, and they agree with it.
+    let card = &r.body[r.body.find("id=\"int4-flip\"").unwrap()..];
+    let card = &card[..card.find("</span></span>").unwrap_or(card.len())];
+    for side in card.split("<span class=\"flip-side\" ").skip(1) {
+        let attr = |name: &str| -> String {
+            let v = side.split(&format!("{name}=\"")).nth(1).unwrap();
+            v[..v.find('"').unwrap()].to_string()
+        };
+        let (compute, memory): (f64, f64) =
+            (attr("data-compute").parse().unwrap(), attr("data-memory").parse().unwrap());
+        assert_eq!(attr("data-bound"), if compute > memory { "compute" } else { "memory" }, "{side}");
+    }
+    // Under the roofline clock the flip is the roofline's: at its batch, INT4 is past the ridge
+    // at 60 % / 80 % of peak (the intensity is what decides it there).
+    let roof = get("/powers-of-ten?time_model=roofline").await;
+    let flip = roof.body.split("id=\"int4-flip\" data-batch=\"").nth(1).expect("a roofline flip");
+    let rb: u64 = flip[..flip.find('"').unwrap()].parse().unwrap();
+    let roof_bound = |w: &str, b: u64| {
+        let b = b.to_string();
+        let sc = scenario(&[("batch", b.as_str()), ("weights", w), ("time_model", "roofline")]);
+        let tree = ZoomTree::build(&sc);
+        ZoomReport::new(&sc, &tree, &tree.node("layer.0.mlp.up").unwrap()).node.bound.unwrap()
+    };
+    assert_eq!((roof_bound("int4", rb), roof_bound("int4", rb / 2)), ("compute".to_string(), "memory".to_string()));
     let see = r.body.split("id=\"cmp-int4-flip\" href=\"").nth(1).unwrap();
     let see = see[..see.find('"').unwrap()].replace("&amp;", "&");
     let shown = get(&see).await;
@@ -1728,7 +1842,7 @@ async fn issue_15_the_picture_shows_the_pinned_scenario() {
         assert_eq!(n, now.node(path).unwrap().totals.timing.time_s, "{path}");
         assert!(g.contains("<title>") && g.contains("pinned"), "numbers on hover");
     }
-    assert!(ghosts.iter().any(|g| g.contains("data-path=\"layer.0.mlp\"")));
+    assert!(ghosts.iter().any(|g| g.contains("data-path=\"layer.0.mlp.up\"")));
     assert!(r.body.contains("id=\"picture-pinned\""));
     // At model level the grouped layers' ghost is the pinned layer × 32.
     let r = get("/powers-of-ten?batch=8&pin=batch%3D1").await;

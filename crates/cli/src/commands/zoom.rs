@@ -17,7 +17,7 @@ pub fn run(args: &ZoomArgs) -> Result<String> {
     let tree = ZoomTree::build(&sc);
     let view = tree.node(&args.at)?;
     if let Some(path) = &args.plot {
-        let Some(flow) = Dataflow::of_node(&tree, &view) else {
+        let Some(flow) = Dataflow::of_node(&view, llm_ledger_report::zoom::clock_word(&sc)) else {
             bail!(
                 "invalid `--plot`: `--at {}` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)",
                 view.path

@@ -47,12 +47,24 @@ fn zoom_json_says_where_the_sums_stop_adding_up() {
     assert_eq!(model["level"], "model");
     assert_eq!(model["addup"]["exact"], true);
     assert_eq!(model["addup"]["flops_difference"], 0.0);
-    assert_eq!(model["children"].as_array().unwrap().len(), 35);
-    // 2 × parameters + the parts of the gap = FLOPs per token.
+    // The model is the layer stack; the rest of the step sits beside it.
+    assert_eq!(model["children"].as_array().unwrap().len(), 32);
+    let rest: Vec<&str> = model["rest"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(rest, ["embedding", "final_norm", "lm_head"]);
+    let step = &model["step"];
+    assert_eq!(step["exact"], true);
+    let f = |v: &Value| v["cost"]["flops"].as_f64().unwrap();
+    assert_eq!(f(&step["step"]), f(&step["model"]) + f(&step["rest"]));
+    assert_eq!(f(&step["step"]), f(&step["ledger"]));
+    assert_eq!(f(&step["model"]), model["node"]["flops"].as_f64().unwrap());
+    let ledger = json(&["ledger", "--format", "json"]);
+    assert_eq!(f(&step["ledger"]), ledger["total"]["flops"].as_f64().unwrap());
+    // 2 × the stack's parameters + the parts of the gap = the model's FLOPs per token.
     let gap = &model["gap"];
     let parts: f64 = gap["items"].as_array().unwrap().iter().map(|i| i["flops_per_token"].as_f64().unwrap()).sum();
     let (fpt, two_p) = (gap["flops_per_token"].as_f64().unwrap(), gap["two_params_flops"].as_f64().unwrap());
     assert!((two_p + parts - fpt).abs() < 1e-6 * fpt);
+    assert_eq!(fpt, model["node"]["flops"].as_f64().unwrap() / gap["tokens"].as_f64().unwrap());
 
     // Decode, MLP up at tile level: M = 1 in a 16-row tile, 224 tiles, FLOPs × 16.
     let up = json(&["zoom", "--at", "layer.0.mlp.up", "--format", "json"]);
@@ -63,7 +75,8 @@ fn zoom_json_says_where_the_sums_stop_adding_up() {
     let tiles = json(&["zoom", "--at", "layer.0.mlp.up.tiles", "--format", "json"]);
     assert_eq!(tiles["level"], "tiles");
     assert_eq!(tiles["addup"]["exact"], true);
-    assert_eq!(tiles["breadcrumb"].as_array().unwrap().len(), 5);
+    // Four magnifications: model, layer, operation, tile.
+    assert_eq!(tiles["breadcrumb"], serde_json::json!(["model", "layer.0", "layer.0.mlp.up", "layer.0.mlp.up.tiles"]));
     // Re-reads: A (1 × 4096, 2 B) by 224 tiles, B (4096 × 14336) once, C once.
     let expected = 2.0 * (4096.0 * 224.0 + 4096.0 * 14336.0 + 14336.0);
     assert_eq!(tiles["node"]["bytes"], expected);
@@ -71,13 +84,70 @@ fn zoom_json_says_where_the_sums_stop_adding_up() {
 
 #[test]
 fn zoom_csv_lists_the_children() {
-    let csv = stdout(&["zoom", "--at", "layer.0.attn", "--format", "csv"]);
+    // The layer level: its operators with their block (a block is a column, not a level).
+    let csv = stdout(&["zoom", "--at", "layer.0", "--format", "csv"]);
     let mut lines = csv.lines();
-    assert!(lines.next().unwrap().starts_with("name,path,count,flops,executed_flops,bytes,"));
-    let names: Vec<&str> = lines.map(|l| l.split(',').next().unwrap()).collect();
-    assert_eq!(names, ["norm", "q", "k", "v", "rope", "kv_write", "attention", "softmax", "o", "residual"]);
+    assert!(lines.next().unwrap().starts_with("name,path,block,count,flops,executed_flops,bytes,"));
+    let rows: Vec<(&str, &str)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0], f[2])
+        })
+        .collect();
+    let attn: Vec<&str> = rows.iter().filter(|r| r.1 == "attn").map(|r| r.0).collect();
+    assert_eq!(attn, ["norm", "q", "k", "v", "rope", "kv_write", "attention", "softmax", "o", "residual"]);
+    let mlp: Vec<&str> = rows.iter().filter(|r| r.1 == "mlp").map(|r| r.0).collect();
+    assert_eq!(mlp, ["norm", "gate", "up", "act", "down", "residual"]);
+    // A block's path is the same layer, its block marked.
+    assert_eq!(stdout(&["zoom", "--at", "layer.0.attn", "--format", "csv"]), csv);
+    let j = json(&["zoom", "--at", "layer.0.mlp", "--format", "json"]);
+    assert_eq!(
+        (j["path"].as_str(), j["level"].as_str(), j["focus"].as_str()),
+        (Some("layer.0"), Some("layer"), Some("mlp"))
+    );
     let md = stdout(&["zoom", "--at", "layer.0", "--format", "md"]);
-    assert!(md.contains("| attn |") && md.contains("| mlp |"), "{md}");
+    assert!(md.contains("| attn ") && md.contains("| mlp "), "{md}");
+    // The model's CSV: the layers, then the rest of the step.
+    let csv = stdout(&["zoom", "--format", "csv"]);
+    let names: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(names.len(), 32 + 3);
+    assert_eq!(&names[32..], ["embedding", "final_norm", "lm_head"]);
+}
+
+#[test]
+fn zoom_under_tensor_and_pipeline_parallelism_is_the_ledgers_gpu() {
+    // TP 2: the embedding and the LM head with their collectives, beside the model; the step is
+    // the ledger's total (before, the collectives replaced them: 7.52 GFLOP against 8.05, and it
+    // said "adds up exactly").
+    for args in
+        [&["--tp", "2"][..], &["--pp", "2", "--batch", "4"], &["--model", "mixtral-8x7b", "--ep", "2", "--batch", "8"]]
+    {
+        let mut a = vec!["zoom", "--format", "json"];
+        a.extend_from_slice(args);
+        let z = json(&a);
+        let mut l = vec!["ledger", "--format", "json"];
+        l.extend_from_slice(args);
+        let ledger = json(&l);
+        let step = &z["step"];
+        assert_eq!(step["exact"], true, "{args:?}");
+        for (zoom_field, ledger_field) in
+            [("flops", "flops"), ("weight_bytes", "weight_bytes"), ("link_bytes", "link_bytes")]
+        {
+            let s = step["step"]["cost"][zoom_field].as_f64().unwrap();
+            let t = ledger["total"][ledger_field].as_f64().unwrap();
+            assert!((s - t).abs() <= 1e-9 * t.abs(), "{args:?} {zoom_field}: {s} vs {t}");
+        }
+        let t = ledger["total"]["time_s"].as_f64().unwrap();
+        assert!((step["step"]["timing"]["time_s"].as_f64().unwrap() - t).abs() <= 1e-9 * t, "{args:?}");
+    }
+    let tp = stdout(&["zoom", "--tp", "2"]);
+    assert!(tp.contains(" all_reduce_embedding ") && tp.contains(" all_gather_logits "), "{tp}");
+    assert!(tp.contains("the ledger's total, exactly"), "{tp}");
+    // With stages, a layer another stage runs is refused, naming the stage's layers.
+    fails(
+        &["zoom", "--pp", "2", "--batch", "4", "--at", "layer.0"],
+        "accepted: layer.16 … layer.31, final_norm, lm_head, pipeline_wait",
+    );
 }
 
 #[test]

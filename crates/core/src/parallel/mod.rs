@@ -53,4 +53,4 @@ pub mod pipeline;
 pub use crate::layout::*;
 pub use crate::memory::parallel::{footprint, stage_kv_bytes, stage_weight_bytes};
 pub use crate::ops::{expert_share, ExpertShare, OpShard};
-pub use pipeline::{for_each_gpu_op, op_timing, PipelineTiming};
+pub use pipeline::{for_each_gpu_op, for_each_gpu_site, op_timing, GpuOp, PipelineTiming, Site};

@@ -24,7 +24,8 @@
 
 use crate::clock::{Model, Profiled};
 use crate::cost::Cost;
-use crate::ops::{for_each_op, Op, OpBuilder, OpKind};
+use crate::model::LayerSpec;
+use crate::ops::{Op, OpBuilder, OpKind};
 use crate::precision::MathFormat;
 use crate::roofline::{KernelTimer, TimeModel, Timing};
 use crate::scenario::Scenario;
@@ -65,18 +66,70 @@ pub fn kernel_timer(sc: &Scenario) -> KernelTimer<Profiled> {
     KernelTimer::with_model(Profiled { model, profile: sc.profile })
 }
 
+/// Where an operator of one GPU's step sits (what the zoom tree needs to place it).
+#[derive(Debug, Clone, Copy)]
+pub enum Site<'a> {
+    /// Before the layer stack: the embedding and, under tensor parallelism, its all-reduce.
+    Embedding,
+    /// In a decoder layer of this shape.
+    Layer(&'a LayerSpec),
+    /// After the stack: the final norm, the LM head and the gather of the logits, or, on a
+    /// pipeline stage before the last, the send to the next stage.
+    Head,
+    /// The time the GPU waits for the other pipeline stages.
+    Wait,
+}
+
+/// One operator of one GPU's step, as [`for_each_gpu_site`] hands it out.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuOp<'a> {
+    /// The scenario the operator was built for: the step, or one micro-batch of it with pipeline
+    /// stages.
+    pub scenario: &'a Scenario,
+    /// Where it sits.
+    pub site: Site<'a>,
+    /// The operator (one instance).
+    pub op: &'a Op,
+    /// Layers of this shape it runs in on this GPU (1 outside the layers).
+    pub layers: u64,
+    /// Micro-batches of this size the GPU runs it for (1 without pipeline stages).
+    pub runs: u64,
+    /// Time of one instance.
+    pub one: Timing,
+}
+
 /// Visit the operators of one GPU of the busiest pipeline stage with their multiplicity and the
-/// time of one instance (module docs). On one stage this is [`for_each_op`] with
+/// time of one instance (module docs). On one stage this is [`crate::ops::for_each_op`] with
 /// [`op_timing`], and no allocation; with stages it returns how the pipeline spent the step.
 pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Option<PipelineTiming> {
-    let mut timer = kernel_timer(sc);
-    if sc.parallel.is_single() {
-        // One GPU: no communication (the sweep's hot path).
-        for_each_op(sc, |op, n| f(&op, n, timer.next(&op, &sc.gpu, sc.efficiency)));
-        return None;
-    }
+    for_each_gpu_site(sc, |g| f(g.op, g.layers * g.runs, g.one))
+}
+
+/// [`for_each_gpu_op`], with where each operator sits, how many layers and micro-batches its
+/// multiplicity is made of, and the scenario it was built for: the ledger and the zoom tree
+/// visit the same operators in the same order through here, so they cannot disagree.
+pub fn for_each_gpu_site(sc: &Scenario, mut f: impl FnMut(GpuOp<'_>)) -> Option<PipelineTiming> {
     if sc.parallel.pp == 1 {
-        for_each_op(sc, |op, n| f(&op, n, op_timing(sc, &mut timer, &op)));
+        let mut timer = kernel_timer(sc);
+        // One GPU: no communication (the sweep's hot path).
+        let single = sc.parallel.is_single();
+        let mut time = |op: &Op| {
+            if single {
+                timer.next(op, &sc.gpu, sc.efficiency)
+            } else {
+                op_timing(sc, &mut timer, op)
+            }
+        };
+        let b = OpBuilder::new(sc);
+        let mut emit = |site: Site<'_>, op: &Op, layers: u64| {
+            let one = time(op);
+            f(GpuOp { scenario: sc, site, op, layers, runs: 1, one });
+        };
+        b.embedding(&mut |op| emit(Site::Embedding, &op, 1));
+        for (layer, count) in sc.model.layer_groups() {
+            b.layer(layer, &mut |op| emit(Site::Layer(layer), &op, count));
+        }
+        b.head(&mut |op| emit(Site::Head, &op, 1));
         return None;
     }
     let mbs = micro_batches(sc);
@@ -84,7 +137,7 @@ pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Op
     let mut t = vec![vec![0.0; mbs.len()]; p];
     for (j, (mb, _)) in mbs.iter().enumerate() {
         for (s, ts) in t.iter_mut().enumerate() {
-            visit_stage(mb, s, &mut |_, n, tm| ts[j] += tm.time_s * n as f64);
+            visit_stage(mb, s, &mut |g| ts[j] += g.one.time_s * g.layers as f64);
         }
     }
     let busy: Vec<f64> = t.iter().map(|ts| ts.iter().zip(&mbs).map(|(x, (_, c))| x * *c as f64).sum()).collect();
@@ -100,11 +153,11 @@ pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Op
     };
     let stage = (0..p).max_by(|a, b| busy[*a].total_cmp(&busy[*b])).unwrap_or(0);
     for (mb, c) in &mbs {
-        visit_stage(mb, stage, &mut |op, n, tm| f(op, n * c, tm));
+        visit_stage(mb, stage, &mut |g| f(GpuOp { runs: *c, ..g }));
     }
     let wait = (step - busy[stage]).max(0.0);
     let wait_op = Op::plain(OpKind::PipelineWait, Cost::ZERO, MathFormat::Vector);
-    f(&wait_op, 1, Timing::wait(wait));
+    f(GpuOp { scenario: sc, site: Site::Wait, op: &wait_op, layers: 1, runs: 1, one: Timing::wait(wait) });
     Some(PipelineTiming {
         stage,
         micro_batches: mbs.iter().map(|(_, c)| c).sum(),
@@ -115,27 +168,32 @@ pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Op
 }
 
 /// The operators of one GPU of stage `s` for the step `sc` (one micro-batch), with the time of
-/// one instance.
-fn visit_stage(sc: &Scenario, s: usize, f: &mut dyn FnMut(&Op, u64, Timing)) {
+/// one instance (`runs` = 1).
+fn visit_stage(sc: &Scenario, s: usize, f: &mut dyn FnMut(GpuOp<'_>)) {
     let b = OpBuilder::new(sc);
     let par = &sc.parallel;
     let stage = &par.stages[s];
     let mut timer = kernel_timer(sc);
-    let mut emit = |op: Op, n: u64| f(&op, n, op_timing(sc, &mut timer, &op));
+    let mut emit = |site: Site<'_>, op: Op, layers: u64| {
+        let one = op_timing(sc, &mut timer, &op);
+        f(GpuOp { scenario: sc, site, op: &op, layers, runs: 1, one });
+    };
     if s == 0 {
-        b.embedding(&mut |op| emit(op, 1));
+        b.embedding(&mut |op| emit(Site::Embedding, op, 1));
     }
     for &(i, n) in &stage.groups {
-        b.layer(&sc.model.layers()[i], &mut |op| emit(op, n));
+        let layer = &sc.model.layers()[i];
+        b.layer(layer, &mut |op| emit(Site::Layer(layer), op, n));
     }
     match &stage.send {
-        None => b.head(&mut |op| emit(op, 1)),
+        None => b.head(&mut |op| emit(Site::Head, op, 1)),
         Some(link) => {
             let bytes = sc.workload.step_tokens() / par.ep as f64
                 * sc.model.hidden_size as f64
                 * sc.workload.activations.bytes();
             let op = Op::plain(OpKind::PpSend, Cost { link_bytes: bytes, ..Cost::ZERO }, MathFormat::Vector);
-            f(&op, 1, timer.link(par.link_time_s(&link.link, bytes, 1.0)));
+            let one = timer.link(par.link_time_s(&link.link, bytes, 1.0));
+            f(GpuOp { scenario: sc, site: Site::Head, op: &op, layers: 1, runs: 1, one });
         }
     }
 }

@@ -13,6 +13,9 @@ pub struct ChildView {
     pub name: String,
     /// Path to zoom into it (`None` for tile classes).
     pub path: Option<String>,
+    /// The block an operator sits in (`attn`, `mlp` in a layer; `embedding`, `head` for the rest
+    /// of the step); `None` for layers and tiles.
+    pub block: Option<Block>,
     /// How many: 1 for structural children, tiles or blocks at tile level.
     pub count: f64,
     /// Useful FLOPs (what the level above counts).
@@ -23,8 +26,11 @@ pub struct ChildView {
     pub bytes: f64,
     /// The cost by category, at exact levels.
     pub cost: Option<Cost>,
-    /// Roofline time (exact levels) or modelled time (tiles), seconds; 0 for tile classes.
+    /// Time by the scenario's clock (exact levels) or the tile model's (tiles), seconds; 0 for
+    /// tile classes.
     pub time_s: f64,
+    /// The roofline's time of the same work (exact levels; the tile model's time for tiles).
+    pub roofline_s: f64,
 }
 
 impl ChildView {
@@ -32,18 +38,20 @@ impl ChildView {
         ChildView {
             name,
             path,
+            block: None,
             count: 1.0,
             flops: t.cost.flops,
             executed_flops: t.cost.flops,
             bytes: t.cost.bytes(),
             cost: Some(t.cost),
             time_s: t.timing.time_s,
+            roofline_s: t.timing.roofline_s,
         }
     }
 
     pub(super) fn of_op(path: &str, n: &OpNode) -> Self {
         let name = path.rsplit('.').next().unwrap_or(path).to_string();
-        Self::exact(name, Some(path.to_string()), &Totals { cost: n.op.cost, timing: n.timing })
+        ChildView { block: Some(n.op.kind.block()), ..Self::exact(name, Some(path.to_string()), &n.totals()) }
     }
 }
 
@@ -62,14 +70,30 @@ pub struct AddUp {
     pub flops_difference: f64,
     /// Children − parent, bytes.
     pub bytes_difference: f64,
-    /// The children add up to the parent (within 1e−9 relative; exactly at model, layer and block).
+    /// The children add up to the parent (within 1e−9 relative: the same numbers summed in
+    /// another order; exactly at model and layer, which are built from their children).
     pub exact: bool,
     /// The node has no children (nothing to add up; the children fields repeat the parent).
     pub leaf: bool,
 }
 
 impl AddUp {
-    fn of(parent: &Totals, children: &[ChildView]) -> AddUp {
+    /// A parent's FLOPs and bytes against its children's (an inexact comparison: the tile level
+    /// against the operator above it).
+    pub fn between(parent_flops: f64, parent_bytes: f64, children_flops: f64, children_bytes: f64) -> AddUp {
+        AddUp {
+            parent_flops,
+            children_flops,
+            parent_bytes,
+            children_bytes,
+            flops_difference: children_flops - parent_flops,
+            bytes_difference: children_bytes - parent_bytes,
+            exact: false,
+            leaf: false,
+        }
+    }
+
+    pub(super) fn of(parent: &Totals, children: &[ChildView]) -> AddUp {
         let (pf, pb) = (parent.cost.flops, parent.cost.bytes());
         let leaf = children.is_empty();
         let cf: f64 = if leaf { pf } else { children.iter().map(|c| c.executed_flops).sum() };
@@ -115,7 +139,7 @@ impl AddUp {
 /// What a node is, beyond its totals.
 #[derive(Debug, Clone, Copy)]
 pub enum NodeDetail<'t> {
-    /// The model, with the FLOPs-per-token gap.
+    /// The model (the layer stack), with the FLOPs-per-token gap.
     Model(&'t FlopsGap),
     /// A layer.
     Layer {
@@ -123,9 +147,9 @@ pub enum NodeDetail<'t> {
         index: usize,
         /// Its (shared) detail.
         detail: &'t LayerDetail,
+        /// The block the path named (`layer.0.mlp`), whose operators are marked.
+        focus: Option<Block>,
     },
-    /// A block of a layer.
-    Block(Block),
     /// An operator.
     Op(&'t OpNode),
     /// An operator's tiles.
@@ -172,6 +196,7 @@ impl<'t> NodeView<'t> {
                 TileLevel::None(NoTiles::Elementwise) => "an elementwise operator has no tiles",
                 TileLevel::None(NoTiles::Gather) => "the embedding is a gather and has no tiles",
                 TileLevel::None(NoTiles::Unfused) => "unfused attention is not tiled; set `flash` = on",
+                TileLevel::None(NoTiles::Communication) => "communication between GPUs has no tiles",
                 TileLevel::None(NoTiles::NotModelled(_)) => "its tiles are not modelled",
                 _ => "a leaf",
             },
@@ -189,27 +214,22 @@ impl<'t> NodeView<'t> {
     }
 }
 
-/// `layer.0.mlp.up.tiles` → `model`, `layer.0`, `layer.0.mlp`, `layer.0.mlp.up`, `…tiles`.
+/// `layer.0.mlp.up.tiles` → `model`, `layer.0`, `layer.0.mlp.up`, `layer.0.mlp.up.tiles` (the
+/// block is part of the operator's name, not a level); `lm_head.tiles` → `model`, `lm_head`,
+/// `lm_head.tiles`.
 fn breadcrumb(path: &str) -> Vec<String> {
     let mut out = vec!["model".to_string()];
-    if path == "model" {
-        return out;
-    }
-    let segs: Vec<&str> = path.split('.').collect();
-    let mut cur = String::new();
-    let mut i = 0;
-    while i < segs.len() {
-        if !cur.is_empty() {
-            cur.push('.');
+    let steps = super::path_steps(path);
+    let Some((first, below)) = steps.split_first() else { return out };
+    out.push(first.clone());
+    let layer = first.starts_with("layer.");
+    let mut cur = first.clone();
+    for (i, s) in below.iter().enumerate() {
+        cur = format!("{cur}.{s}");
+        // In a layer, the block and the operator are one step.
+        if !(layer && i == 0) {
+            out.push(cur.clone());
         }
-        cur.push_str(segs[i]);
-        if segs[i] == "layer" && i + 1 < segs.len() {
-            cur.push('.');
-            cur.push_str(segs[i + 1]);
-            i += 1;
-        }
-        out.push(cur.clone());
-        i += 1;
     }
     out
 }

@@ -159,9 +159,10 @@ fn every_real_config_gives_a_ledger_a_sweep_and_a_zoom() {
                 let node = tree.node(path).unwrap_or_else(|e| panic!("{name} {path}: {e}"));
                 assert!(node.addup.exact, "{name} {phase} {path} must add up exactly");
             }
-            // The zoom's model total is the ledger's total.
-            let model = tree.node("model").unwrap();
-            assert_eq!(model.totals.cost.flops, l.summary.cost.flops, "{name}");
+            // The zoom's step (the model, the layer stack, and the rest beside it) is the ledger's
+            // total.
+            assert!(tree.step.exact, "{name} {phase}: {:?}", tree.step);
+            assert_eq!(tree.step.step.cost.flops, l.summary.cost.flops, "{name}");
             let sweep =
                 Sweep::new(sc, Axis::parse("batch", "1,8,64", 1, 64).unwrap(), Axis::single(1024), 2e9).unwrap();
             let mut weights = Vec::new();

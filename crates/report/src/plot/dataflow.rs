@@ -37,8 +37,7 @@ use crate::human;
 use llm_ledger_core::cost::Cost;
 use llm_ledger_core::kinds::{Block, OpKind};
 use llm_ledger_core::roofline::Bound;
-use llm_ledger_core::zoom::{block_name, LayerDetail, NodeDetail, NodeView, OpNode};
-use llm_ledger_core::ZoomTree;
+use llm_ledger_core::zoom::{op_path, LayerDetail, NodeDetail, NodeView, OpNode};
 use std::fmt::Write;
 
 /// Width of the drawing (user units).
@@ -163,6 +162,9 @@ pub struct Arrow {
 pub struct Dataflow {
     /// `layer.0`.
     pub layer: String,
+    /// The clock the times come from, as the labels name it (`expected`, `roofline`:
+    /// [`crate::zoom::clock_word`]).
+    pub clock: &'static str,
     /// Rows, top to bottom (execution order).
     pub rows: Vec<FlowRow>,
     /// Arrows.
@@ -203,19 +205,18 @@ fn what(kinds: &[OpKind]) -> Option<&'static str> {
 impl Dataflow {
     /// The dataflow of layer `index` of a zoom tree (`detail`: its [`LayerDetail`]), or of one of
     /// its blocks (`only`).
-    pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>) -> Dataflow {
-        let layer = format!("layer.{index}");
+    pub fn of_layer(detail: &LayerDetail, index: usize, only: Option<Block>, clock: &'static str) -> Dataflow {
         let ops: Vec<&OpNode> = detail.ops.iter().filter(|o| only.is_none_or(|b| o.op.kind.block() == b)).collect();
         let mut rows: Vec<FlowRow> = Vec::new();
         let mut row_reads: Vec<Reads> = Vec::new();
         for o in ops {
             let kind = o.op.kind;
-            let path = format!("{layer}.{}.{}", block_name(kind.block()), o.name());
+            let path = op_path(index, o);
             if o.op.fused {
                 if let Some(b) = rows.last_mut().and_then(|r| r.boxes.last_mut()) {
                     b.name = format!("{} + {}", b.name, kind.name());
                     b.kinds.push(kind);
-                    b.cost += o.op.cost;
+                    b.cost += o.cost;
                     b.time_s += o.timing.time_s;
                     continue;
                 }
@@ -224,7 +225,7 @@ impl Dataflow {
                 name: kind.name().to_string(),
                 path,
                 kinds: vec![kind],
-                cost: o.op.cost,
+                cost: o.cost,
                 time_s: o.timing.time_s,
                 bound: o.timing.bound(),
                 width: 0.0,
@@ -244,21 +245,17 @@ impl Dataflow {
             }
         }
         let arrows = wire(&rows, &row_reads);
-        let mut flow = Dataflow { layer, rows, arrows };
+        let mut flow = Dataflow { layer: format!("layer.{index}"), clock, rows, arrows };
         flow.size_boxes();
         flow
     }
 
-    /// The dataflow of a zoom node: a layer (`layer.N`) or one of its blocks (`layer.N.attn`,
-    /// `layer.N.mlp`); `None` at any other level (the CLI's `zoom --plot` and the explorer's
-    /// Powers of ten both ask here).
-    pub fn of_node(tree: &ZoomTree, view: &NodeView<'_>) -> Option<Dataflow> {
+    /// The dataflow of a zoom node: a layer (`layer.N`), or one of its blocks where the path
+    /// named one (`layer.N.attn`, `layer.N.mlp`); `None` at any other level (the CLI's `zoom
+    /// --plot` and the explorer's Powers of ten both ask here).
+    pub fn of_node(view: &NodeView<'_>, clock: &'static str) -> Option<Dataflow> {
         match view.detail {
-            NodeDetail::Layer { index, detail } => Some(Dataflow::of_layer(detail, index, None)),
-            NodeDetail::Block(b) => {
-                let index: usize = view.path.strip_prefix("layer.")?.split('.').next()?.parse().ok()?;
-                Some(Dataflow::of_layer(tree.layer(index)?, index, Some(b)))
-            }
+            NodeDetail::Layer { index, detail, focus } => Some(Dataflow::of_layer(detail, index, focus, clock)),
             _ => None,
         }
     }
@@ -470,15 +467,19 @@ impl Dataflow {
         let _ = write!(
             s,
             "<svg class=\"plot dataflow\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height:.0}\" font-family=\"sans-serif\">",
-            esc(&format!("{} as a dataflow: operators as boxes sized by time, tensors as arrows labelled with their bytes", self.layer))
+            esc(&format!(
+                "{} as a dataflow: operators as boxes sized by {} time, tensors as arrows labelled with their bytes",
+                self.layer, self.clock
+            ))
         );
         s.push_str(
             "<defs><marker id=\"flow-head\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#000000\"/></marker></defs>",
         );
         let _ = write!(
             s,
-            "<text x=\"{X0}\" y=\"14\" font-size=\"{SMALL}\" fill=\"{FG}\">{}: boxes sized by time, arrows labelled with bytes</text>",
-            esc(&self.layer)
+            "<text x=\"{X0}\" y=\"14\" font-size=\"{SMALL}\" fill=\"{FG}\">{}: boxes sized by {} time, arrows labelled with bytes</text>",
+            esc(&self.layer),
+            self.clock
         );
         for (n, a) in self.arrows.iter().enumerate() {
             self.draw_arrow(&mut s, a, lane_of[n].map(|k| frame.lane_x(k)), &frame);
@@ -602,7 +603,7 @@ impl Dataflow {
         let y = f.row_y(i);
         let mut x = X0;
         for b in &row.boxes {
-            let tip = tip(b);
+            let tip = tip(b, self.clock);
             let open = match href {
                 Some(h) => format!("<a href=\"{}\" data-path=\"{}\">", esc(&h(&b.path)), esc(&b.path)),
                 None => String::new(),
@@ -632,10 +633,10 @@ impl Dataflow {
     }
 }
 
-fn tip(b: &FlowBox) -> String {
+fn tip(b: &FlowBox, clock: &str) -> String {
     let c = &b.cost;
     let mut t = format!(
-        "{} ({})\ntime {}\nFLOPs {}\nbytes {} (weights {}, KV {}, activations {}: reads {}, writes {})\nintensity {} FLOP/B\n{}-bound",
+        "{} ({})\n{clock} time {}\nFLOPs {}\nbytes {} (weights {}, KV {}, activations {}: reads {}, writes {})\nintensity {} FLOP/B\n{}-bound",
         b.name,
         b.path,
         human::seconds(b.time_s),
@@ -659,10 +660,11 @@ fn tip(b: &FlowBox) -> String {
 mod tests {
     use super::*;
     use llm_ledger_core::testing::scenario;
+    use llm_ledger_core::ZoomTree;
 
     fn flow(pairs: &[(&str, &str)]) -> (ZoomTree, Dataflow) {
         let tree = ZoomTree::build(&scenario(pairs));
-        let f = Dataflow::of_layer(tree.layer(0).expect("layer 0"), 0, None);
+        let f = Dataflow::of_layer(tree.layer(0).expect("layer 0"), 0, None, "expected");
         (tree, f)
     }
 
@@ -779,7 +781,7 @@ mod tests {
                 for phase in ["decode", "prefill"] {
                     let tree = ZoomTree::build(&scenario(&[("model", model), ("flash", flash), ("phase", phase)]));
                     for (i, g) in tree.layer_group.iter().enumerate().take(4) {
-                        let f = Dataflow::of_layer(&tree.groups[*g], i, None);
+                        let f = Dataflow::of_layer(&tree.groups[*g], i, None, "expected");
                         let ops = tree.groups[*g].ops.len();
                         let drawn: usize = f.rows.iter().flat_map(|r| &r.boxes).map(|b| b.kinds.len()).sum();
                         assert_eq!(drawn, ops, "{model}: every operator in a box");
@@ -798,11 +800,11 @@ mod tests {
     #[test]
     fn a_block_is_its_part_of_the_layer() {
         let tree = ZoomTree::build(&scenario(&[("batch", "8")]));
-        let mlp = Dataflow::of_node(&tree, &tree.node("layer.3.mlp").unwrap()).unwrap();
+        let mlp = Dataflow::of_node(&tree.node("layer.3.mlp").unwrap(), "expected").unwrap();
         assert!(mlp.rows.iter().all(|r| r.block == Block::Mlp));
         assert_eq!(mlp.rows[0].boxes[0].path, "layer.3.mlp.norm");
-        assert!(Dataflow::of_node(&tree, &tree.node("model").unwrap()).is_none());
-        assert!(Dataflow::of_node(&tree, &tree.node("layer.0.mlp.up").unwrap()).is_none());
+        assert!(Dataflow::of_node(&tree.node("model").unwrap(), "expected").is_none());
+        assert!(Dataflow::of_node(&tree.node("layer.0.mlp.up").unwrap(), "expected").is_none());
     }
 
     #[test]

@@ -421,7 +421,12 @@ impl TileGrid<'_> {
             &format!("{} tiled vs {} read once", human::bytes(t.tiled_bytes), human::bytes(t.ideal_bytes)),
             FONT - 2.0,
         );
-        line(o, &mut y, &format!("time {} ({}-bound)", human::seconds(t.time_s), t.bound.name()), FONT - 1.0);
+        line(
+            o,
+            &mut y,
+            &format!("tile-model time {} ({}-bound)", human::seconds(t.time_s), t.bound.name()),
+            FONT - 1.0,
+        );
         y += 4.0;
         if l.f > 1 {
             line(o, &mut y, &format!("each cell: {0}×{0} tiles", l.f), FONT - 2.0);

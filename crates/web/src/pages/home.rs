@@ -21,7 +21,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         h1 { "Overview" }
         p.lead {
             "One forward step of " strong { (m.name) } " on " strong { (g.display) } ", counted per operator: "
-            "the FLOPs it does, the HBM bytes it moves, and the roofline time that follows. "
+            "the FLOPs it does, the HBM bytes it moves, and "
+            @match &report.inputs.engine {
+                Some(engine) => { "the time they take by the measured clock for " (engine) " (the expected time; the roofline's beside it in the ledger). " },
+                None => { "the roofline time that follows. " },
+            }
             "Change any control above; every page below follows the same scenario."
         }
         p.headline #headline { (report.inputs.headline()) }

@@ -150,7 +150,7 @@ pub static PAGES: &[PageInfo] = &[
     PageInfo {
         slug: "ledger",
         title: "Ledger",
-        summary: "Per-operator FLOPs, bytes, intensity and roofline time, with the roofline chart.",
+        summary: "Per-operator FLOPs, bytes, intensity and time (expected and roofline), with the roofline chart.",
         keys: &[],
         inputs: &[],
         unused: &[],

@@ -2,7 +2,7 @@
 //! summary, and the seed's one-click experiments.
 
 use crate::query::PageQuery;
-use llm_ledger_core::{summarise, Catalog};
+use llm_ledger_core::{Catalog, Ledger};
 use llm_ledger_report::plot::PlotError;
 use llm_ledger_report::{human, LedgerReport};
 use maud::{html, Markup, PreEscaped};
@@ -109,58 +109,188 @@ pub fn summary(report: &LedgerReport) -> Markup {
     }
 }
 
-/// One of the seed's experiments: what to change, what to watch, and a link that changes it.
-struct Experiment {
-    title: &'static str,
-    watch: &'static str,
-    changes: Vec<(&'static str, Option<String>)>,
+/// Which way a number moved: by more than [`FLAT`] of the larger, up or down; else flat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trend {
+    /// It grew.
+    Up,
+    /// It shrank.
+    Down,
+    /// Within [`FLAT`].
+    Flat,
+}
+
+/// A change smaller than this fraction of the larger number reads as no change.
+pub const FLAT: f64 = 0.01;
+
+impl Trend {
+    /// From `before` to `after`.
+    pub fn of(before: f64, after: f64) -> Trend {
+        let scale = before.abs().max(after.abs());
+        if (after - before).abs() <= FLAT * scale {
+            Trend::Flat
+        } else if after > before {
+            Trend::Up
+        } else {
+            Trend::Down
+        }
+    }
+
+    /// The attribute value the page carries (`up`, `down`, `flat`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Trend::Up => "up",
+            Trend::Down => "down",
+            Trend::Flat => "flat",
+        }
+    }
+}
+
+/// A sentence's verb for how `measure` moved, chosen from `before` and `after` (`up`, `down`,
+/// `flat` are the words for each way), with the two numbers on the element (`data-before`,
+/// `data-after`, `data-trend`): a sentence that says which way a number goes is written from the
+/// number, so it cannot contradict it. `None` (a number that does not exist) says nothing.
+pub fn claim(measure: &str, before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> Markup {
+    let (Some(b), Some(a)) = (before, after) else { return html! {} };
+    let t = Trend::of(b, a);
+    html! { span.claim data-measure=(measure) data-before=(b) data-after=(a) data-trend=(t.word()) { (by_trend(before, after, words)) } }
+}
+
+/// `×1.23` of `after ÷ before`, three significant figures (nothing when `before` is 0).
+pub fn ratio(before: f64, after: f64) -> String {
+    if before != 0.0 {
+        format!("×{}", human::sig3(after / before))
+    } else {
+        String::new()
+    }
+}
+
+/// The one of `words` (up, down, flat) for how a number moved from `before` to `after`; empty
+/// when either is missing. A reason a sentence gives for a change is chosen this way, so it is
+/// only given for the change that happened.
+pub fn by_trend<'a>(before: Option<f64>, after: Option<f64>, words: [&'a str; 3]) -> &'a str {
+    match (before, after) {
+        (Some(b), Some(a)) => match Trend::of(b, a) {
+            Trend::Up => words[0],
+            Trend::Down => words[1],
+            Trend::Flat => words[2],
+        },
+        _ => "",
+    }
+}
+
+/// Bytes, FLOPs per byte and step time of a scenario's step, and its attention core's bytes and
+/// intensity (the attention, score, softmax and value rows).
+#[derive(Debug, Clone, Copy)]
+struct StepNumbers {
+    step_s: f64,
+    bytes: f64,
+    intensity: Option<f64>,
+    attention_bytes: f64,
+    attention_intensity: Option<f64>,
+}
+
+impl StepNumbers {
+    fn of(sc: &llm_ledger_core::Scenario) -> StepNumbers {
+        use llm_ledger_core::ops::OpKind;
+        let l = Ledger::build(sc);
+        let attention: llm_ledger_core::Cost = l
+            .rows
+            .iter()
+            .filter(|r| matches!(r.op, OpKind::Attention | OpKind::AttnScores | OpKind::Softmax | OpKind::AttnValues))
+            .map(|r| r.cost)
+            .sum();
+        let s = &l.summary;
+        StepNumbers {
+            step_s: s.step_time_s(),
+            bytes: s.cost.bytes(),
+            intensity: s.cost.intensity(),
+            attention_bytes: attention.bytes(),
+            attention_intensity: attention.intensity(),
+        }
+    }
 }
 
 /// Seed 000's "try this" experiments that the ledger can show (the tile-level one needs the
-/// Powers of ten page), and seed 004's cache levers, as links from the current scenario, each with
-/// the step's intensity and time before and after.
+/// Powers of ten page), and seed 004's cache levers, as links from the current scenario, each
+/// with what it changes before and after; every sentence that says which way a number moves is
+/// written from those numbers ([`claim`]).
 pub fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &LedgerReport) -> Markup {
     let i = &report.inputs;
     let decode = i.phase == llm_ledger_core::Phase::Decode;
-    let batch_up = (i.batch.saturating_mul(8)).clamp(8, llm_ledger_core::limits::MAX_BATCH);
-    let list = [
-        Experiment {
-            title: if decode { "Switch phase to prefill" } else { "Switch phase from prefill to decode" },
-            watch: "and watch the arithmetic intensity collapse (or recover): nothing about the model changes, only how many query rows share the fetched weights.",
-            changes: vec![("phase", Some(if decode { "prefill" } else { "decode" }.into()))],
-        },
-        Experiment {
-            title: "Raise the batch size in decode",
-            watch: "Intensity climbs roughly linearly, because the same fetched weights now serve more rows.",
-            changes: vec![("phase", Some("decode".into())), ("batch", Some(batch_up.to_string())), ("contexts", None)],
-        },
-        Experiment {
-            title: "Drop the weights to INT4",
-            watch: "Bytes fall, intensity rises, and an operator can flip from memory-bound to compute-bound without its FLOPs changing.",
-            changes: vec![("weights", Some("int4".into()))],
-        },
-        Experiment {
-            title: "Halve the KV cache with FP8",
-            watch: "Attention bytes halve and attention intensity doubles (the reference calculator's cache-side lever).",
-            changes: vec![("kv", Some("fp8".into()))],
-        },
-    ];
+    let batch_up = (i.batch.saturating_mul(8)).clamp(8, llm_ledger_core::limits::MAX_BATCH).to_string();
+    let now = q.resolve(catalog).ok().map(|r| StepNumbers::of(&r.scenario));
+    let after = |overrides: &[(&str, Option<&str>)]| {
+        q.clone_with(overrides).resolve(catalog).ok().map(|r| StepNumbers::of(&r.scenario))
+    };
+    let phase = [("phase", Some(if decode { "prefill" } else { "decode" }))];
+    let batch = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
+    let int4 = [("weights", Some("int4"))];
+    let fp8 = [("kv", Some("fp8"))];
+    let (p, b, w, k) = (after(&phase), after(&batch), after(&int4), after(&fp8));
+    let get = |n: &Option<StepNumbers>, f: fn(&StepNumbers) -> Option<f64>| n.as_ref().and_then(f);
+    let intensity = |n: &StepNumbers| n.intensity;
+    let bytes = |n: &StepNumbers| Some(n.bytes);
+    let att_bytes = |n: &StepNumbers| Some(n.attention_bytes);
+    let att_intensity = |n: &StepNumbers| n.attention_intensity;
+    let step = |n: &StepNumbers| Some(n.step_s);
+    // "Here: intensity a → b FLOP/B, step x → y."
+    let effect = |to: &Option<StepNumbers>| -> Markup {
+        let (Some(n), Some(t)) = (&now, to) else { return html! {} };
+        html! {
+            " " span.effect {
+                "Here: intensity " (human::intensity(n.intensity)) " → " (human::intensity(t.intensity))
+                " FLOP/B, step " (human::seconds(n.step_s)) " → " (human::seconds(t.step_s)) "."
+            }
+        }
+    };
+    let moved = |to: &Option<StepNumbers>, f: fn(&StepNumbers) -> Option<f64>, measure: &str, words: [&str; 3]| {
+        claim(measure, get(&now, f), get(to, f), words)
+    };
+    let link = |title: &str, overrides: &[(&str, Option<&str>)]| html! { a.experiment href=(q.href(path, overrides)) { (title) } };
     html! {
         section.experiments aria-label="try this" {
             h2 { "Try this" }
             ol {
-                @for e in &list {
-                    @let overrides: Vec<(&str, Option<&str>)> = e.changes.iter().map(|(k, v)| (*k, v.as_deref())).collect();
-                    @let after = q.clone_with(&overrides).resolve_summary(catalog);
+                li {
+                    (link(if decode { "Switch phase to prefill" } else { "Switch phase from prefill to decode" }, &phase))
+                    ": the step's arithmetic intensity "
+                    (moved(&p, intensity, "intensity", ["rises", "falls", "barely moves"]))
+                    (get(&now, intensity).zip(get(&p, intensity)).map(|(a, z)| format!(" ({})", ratio(a, z))).unwrap_or_default())
+                    ". Nothing about the model changes, only how many query rows share the fetched weights."
+                    (effect(&p))
+                }
+                li {
+                    (link("Raise the batch size in decode", &batch))
+                    " (to " (batch_up) "): the step's intensity "
+                    (moved(&b, intensity, "intensity", ["climbs", "falls", "barely moves"]))
+                    (get(&now, intensity).zip(get(&b, intensity)).map(|(a, z)| format!(" ({})", ratio(a, z))).unwrap_or_default())
+                    (by_trend(get(&now, intensity), get(&b, intensity), [
+                        ", as the same fetched weights serve more rows.",
+                        ".",
+                        ": the bytes grow with the rows too (the KV cache).",
+                    ]))
+                    (effect(&b))
+                }
+                @if i.weights != "int4" {
                     li {
-                        a.experiment href=(q.href(path, &overrides)) { (e.title) }
-                        " " (e.watch)
-                        @if let Some((step, intensity)) = after {
-                            " " span.effect {
-                                "Here: intensity " (human::intensity(report.total.intensity)) " → " (human::intensity(intensity))
-                                " FLOP/B, step " (human::seconds(report.step_time_s)) " → " (human::seconds(step)) "."
-                            }
-                        }
+                        (link("Drop the weights to INT4", &int4))
+                        ": the step's bytes " (moved(&w, bytes, "bytes", ["rise", "fall", "barely move"]))
+                        " and its intensity " (moved(&w, intensity, "intensity", ["rises", "falls", "barely moves"]))
+                        "; an operator can flip from memory-bound to compute-bound without its FLOPs changing."
+                        (effect(&w))
+                    }
+                }
+                @if i.kv.name() != "fp8" {
+                    li {
+                        (link("Store the KV cache in FP8", &fp8))
+                        ": attention's bytes " (moved(&k, att_bytes, "attention bytes", ["grow", "shrink", "barely move"]))
+                        (get(&now, att_bytes).zip(get(&k, att_bytes)).map(|(a, z)| format!(" ({})", ratio(a, z))).unwrap_or_default())
+                        " and its intensity " (moved(&k, att_intensity, "attention intensity", ["rises", "falls", "barely moves"]))
+                        (get(&now, att_intensity).zip(get(&k, att_intensity)).map(|(a, z)| format!(" ({})", ratio(a, z))).unwrap_or_default())
+                        " (the reference calculator's cache-side lever); the step "
+                        (moved(&k, step, "step time", ["slows", "speeds up", "barely changes"])) "."
+                        (effect(&k))
                     }
                 }
             }
@@ -175,12 +305,5 @@ impl PageQuery {
         q.scenario.retain(|(k, _)| !overrides.iter().any(|(o, _)| o == k));
         q.scenario.extend(overrides.iter().filter_map(|(k, v)| v.map(|v| (k.to_string(), v.to_string()))));
         q
-    }
-
-    /// Step time and intensity of the query's scenario, if it resolves.
-    fn resolve_summary(&self, catalog: &Catalog) -> Option<(f64, Option<f64>)> {
-        let r = self.resolve(catalog).ok()?;
-        let s = summarise(&r.scenario);
-        Some((s.step_time_s(), s.cost.intensity()))
     }
 }

@@ -91,12 +91,12 @@ struct Block {
     kids: Vec<Block>,
 }
 
-fn tip(name: &str, t: &Totals, times: u64) -> String {
+fn tip(name: &str, t: &Totals, times: u64, clock: &str) -> String {
     let bytes = t.cost.bytes();
     let intensity = if bytes > 0.0 { Some(t.cost.flops / bytes) } else { None };
     let each = if times > 1 { format!(" (× {times}, the numbers of one)") } else { String::new() };
     format!(
-        "{name}{each}\ntime {}\nFLOPs {}\nbytes {}\nintensity {} FLOP/B\n{}-bound",
+        "{name}{each}\n{clock} time {}\nFLOPs {}\nbytes {}\nintensity {} FLOP/B\n{}-bound",
         human::seconds(t.timing.time_s),
         human::flops(t.cost.flops),
         human::bytes(bytes),
@@ -106,18 +106,18 @@ fn tip(name: &str, t: &Totals, times: u64) -> String {
 }
 
 /// The block of the node at `path` (its children too when `depth` > 0), `times` identical copies.
-fn block(tree: &ZoomTree, path: &str, label: String, m: Measure, times: u64, depth: u32) -> Option<Block> {
+fn block(tree: &ZoomTree, path: &str, label: String, m: Measure, times: u64, depth: u32, clock: &str) -> Option<Block> {
     let v = tree.node(path).ok()?;
     if v.level == Level::Tiles {
         return None;
     }
-    let kids = if depth > 0 { children(tree, &v, m, false, depth - 1, times) } else { Vec::new() };
+    let kids = if depth > 0 { children(tree, &v, m, false, depth - 1, times, clock) } else { Vec::new() };
     Some(Block {
         label,
         path: path.to_string(),
         value: m.of(&v.totals) * times as f64,
         bound: v.totals.timing.bound().name(),
-        tip: tip(path, &v.totals, times),
+        tip: tip(path, &v.totals, times, clock),
         outside: false,
         times,
         kids,
@@ -126,16 +126,27 @@ fn block(tree: &ZoomTree, path: &str, label: String, m: Measure, times: u64, dep
 
 /// The children of `v` as blocks; at model level identical neighbouring layers are one block
 /// unless `expand`.
-fn children(tree: &ZoomTree, v: &NodeView<'_>, m: Measure, expand: bool, depth: u32, times: u64) -> Vec<Block> {
+fn children(
+    tree: &ZoomTree,
+    v: &NodeView<'_>,
+    m: Measure,
+    expand: bool,
+    depth: u32,
+    times: u64,
+    clock: &str,
+) -> Vec<Block> {
     let mut out = Vec::new();
     if v.level == Level::Model {
         let outside = |name: &str| -> Option<Block> {
-            let mut b = block(tree, name, name.to_string(), m, 1, 0)?;
+            let mut b = block(tree, name, name.to_string(), m, 1, 0, clock)?;
             b.outside = true;
             Some(b)
         };
-        out.extend(outside("embedding"));
+        // The rest of the step beside the stack: what runs before it, then after it.
+        let before = |n: &&llm_ledger_core::zoom::OpNode| n.op.kind.block() == llm_ledger_core::kinds::Block::Embedding;
+        out.extend(tree.rest.iter().filter(before).filter_map(|n| outside(n.op.kind.name())));
         let groups = &tree.layer_group;
+        let first = tree.first_layer;
         let mut i = 0;
         while i < groups.len() {
             let mut j = i + 1;
@@ -143,19 +154,17 @@ fn children(tree: &ZoomTree, v: &NodeView<'_>, m: Measure, expand: bool, depth: 
                 j += 1;
             }
             let n = (j - i) as u64;
-            let label = if n > 1 { format!("layer.{i}–{} × {n}", j - 1) } else { format!("layer.{i}") };
-            out.extend(block(tree, &format!("layer.{i}"), label, m, n, depth));
+            let (a, b) = (first + i, first + j - 1);
+            let label = if n > 1 { format!("layer.{a}–{b} × {n}") } else { format!("layer.{a}") };
+            out.extend(block(tree, &format!("layer.{a}"), label, m, n, depth, clock));
             i = j;
         }
-        if tree.final_norm.is_some() {
-            out.extend(outside("final_norm"));
-        }
-        out.extend(outside("lm_head"));
+        out.extend(tree.rest.iter().filter(|n| !before(n)).filter_map(|n| outside(n.op.kind.name())));
         return out;
     }
     for c in &v.children {
         let Some(p) = &c.path else { continue };
-        out.extend(block(tree, p, c.name.clone(), m, times, depth));
+        out.extend(block(tree, p, c.name.clone(), m, times, depth, clock));
     }
     out
 }
@@ -274,11 +283,12 @@ pub fn picture(
     href: &dyn Fn(&str) -> String,
     switch: &dyn Fn(&str, Option<&str>) -> String,
     pin: Option<&ZoomTree>,
+    clock: &str,
 ) -> Markup {
     if let Some(grid) = tile_grid(view, href) {
         return grid;
     }
-    let kids = children(tree, view, m, expand, 1, 1);
+    let kids = children(tree, view, m, expand, 1, 1, clock);
     if kids.is_empty() {
         return html! {};
     }
@@ -302,7 +312,7 @@ pub fn picture(
             path: view.path.clone(),
             value: m.of(&totals),
             bound: totals.timing.bound().name(),
-            tip: tip(&node_name, &totals, 1),
+            tip: tip(&node_name, &totals, 1, clock),
             outside: false,
             times: 1,
             kids: Vec::new(),
@@ -373,7 +383,9 @@ pub fn picture(
                     } @else if expand {
                         " " a #group-layers href=(switch(EXPAND, None)) { "Group identical layers" } "."
                     }
-                    " The layer stack is the model; the embedding, the final norm and the LM head sit beside it, outside."
+                    " The layer stack is the model; the rest of the step (the embedding, the final norm, the LM head"
+                    @if tree.rest.iter().any(|n| n.op.kind.is_comm()) { ", their collectives, a stage's send and wait" }
+                    ") sits beside it, outside."
                 }
                 @if pin.is_some() {
                     " " span #picture-pinned { "Dashed outlines: each block's size in the pinned scenario, on the same scale; the ratio written in a block is pinned ÷ now (hover for the pinned value, Δ and ratio)." }
@@ -413,18 +425,24 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
 /// level: every box links to its operator's zoom level. `flash_href` is the page with
 /// FlashAttention toggled.
 pub fn dataflow(
-    tree: &ZoomTree,
     view: &NodeView<'_>,
+    clock: &'static str,
     flash: bool,
     href: &dyn Fn(&str) -> String,
     flash_href: &str,
 ) -> Markup {
-    let Some(flow) = Dataflow::of_node(tree, view) else { return html! {} };
+    let Some(flow) = Dataflow::of_node(view, clock) else { return html! {} };
     let svg = flow.svg(Some(href));
+    let drawn = match view.detail {
+        llm_ledger_core::zoom::NodeDetail::Layer { focus: Some(b), .. } => {
+            format!("{}.{}", view.path, llm_ledger_core::zoom::block_name(b))
+        }
+        _ => view.path.clone(),
+    };
     html! {
         figure.plot.flow.zoomto #dataflow data-flash=(if flash { "on" } else { "off" }) aria-labelledby="dataflow-h" {
             figcaption {
-                strong #dataflow-h { (view.path) " as a dataflow" } ": each box is an operator, as wide as its time and "
+                strong #dataflow-h { (drawn) " as a dataflow" } ": each box is an operator, as wide as its " (clock) " time and "
                 span.key.memory { "memory-" } " or " span.key.compute { "compute-bound" }
                 "; each arrow a tensor with the bytes it carries (what the operator above writes, as the ledger counts it). "
                 "Click a box to zoom into it. "

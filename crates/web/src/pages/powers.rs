@@ -1,14 +1,16 @@
-//! Powers of ten (seed 000): one forward step as a tree — model, layer, block, operator, GEMM tile
-//! — one level at a time. The node at `at` (a zoom path, as `llm-ledger zoom --at`) with its
-//! children as a table, the breadcrumb back up, the "Does it add up?" panel (the report's own
-//! comparison and sentences), and the seed's four experiments as links. Every number is the
-//! CLI's `zoom` report for the same inputs.
+//! Powers of ten (seed 000): one forward step as a tree — model (the layer stack), layer,
+//! operation, tile — one level at a time. The node at `at` (a zoom path, as `llm-ledger zoom
+//! --at`) with its children as a table (a layer's under their block's heading), at model level
+//! the rest of the step beside the model and the step = the ledger's total, the breadcrumb back
+//! up, the "Does it add up?" panel (the report's own comparison and sentences), and the seed's
+//! four experiments as links, each sentence that says which way a number moves written from the
+//! numbers beside it. Every number is the CLI's `zoom` report for the same inputs.
 
-use super::parts::{num, share_bar, thead};
+use super::parts::{by_trend, claim, num, ratio, share_bar, thead};
 use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::zoom::{block_name, GapKind, Level, NodeView, TileLevel};
+use llm_ledger_core::zoom::{op_path, path_steps, weight_flip, Flip, GapKind, Level, NodeView, TileLevel};
 use llm_ledger_core::{Catalog, Phase, Scenario, ZoomTree};
 use llm_ledger_report::zoom::ZoomRow;
 use llm_ledger_report::{human, ZoomReport};
@@ -47,42 +49,33 @@ fn report_and_tree(
     Ok((r.scenario, tree, report, notice))
 }
 
-/// The zoom path's steps (`layer.N` is one step), without a leading `model`.
-fn steps(path: &str) -> Vec<String> {
-    let norm = path.trim().to_ascii_lowercase();
-    let rest = norm.strip_prefix("model").map(|r| r.trim_start_matches('.')).unwrap_or(&norm).to_string();
-    let segs: Vec<&str> = rest.split('.').filter(|s| !s.is_empty()).collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < segs.len() {
-        if segs[i] == "layer" && i + 1 < segs.len() {
-            out.push(format!("layer.{}", segs[i + 1]));
-            i += 2;
-        } else {
-            out.push(segs[i].to_string());
-            i += 1;
-        }
-    }
-    out
-}
-
 /// The node at `at`, or the deepest node on its path that exists here and why the rest does not.
 pub(crate) fn deepest<'t>(tree: &'t ZoomTree, sc: &Scenario, at: &str) -> (NodeView<'t>, Option<String>) {
     if let Ok(v) = tree.node(at) {
         return (v, None);
     }
-    let steps = steps(at);
+    let steps = path_steps(at);
     for keep in (0..steps.len()).rev() {
         let prefix = if keep == 0 { "model".to_string() } else { steps[..keep].join(".") };
         let Ok(view) = tree.node(&prefix) else { continue };
         let missing = steps.get(keep).map(String::as_str).unwrap_or("");
-        let why = why_missing(sc, tree, &view, missing);
-        let here: Vec<&str> = view.children.iter().filter_map(|c| c.path.as_deref()).map(last_step).collect();
+        let why = why_missing(sc, tree, &prefix, &view, missing);
+        // A block's path shows the layer with the block marked: list the block's operators.
+        let focus = match view.detail {
+            llm_ledger_core::zoom::NodeDetail::Layer { focus, .. } => focus,
+            _ => None,
+        };
+        let here: Vec<&str> = view
+            .children
+            .iter()
+            .filter(|c| focus.is_none() || c.block == focus)
+            .filter_map(|c| c.path.as_deref())
+            .map(last_step)
+            .collect();
         let listing = if here.is_empty() { String::new() } else { format!(" (here it holds {})", short_list(&here)) };
         let notice = format!(
-            "`{}` is not part of this scenario: {why}. Showing `{}`, the deepest level of that path that is{listing}.",
+            "`{}` is not part of this scenario: {why}. Showing `{prefix}`, the deepest level of that path that is{listing}.",
             at.trim(),
-            view.path
         );
         return (view, Some(notice));
     }
@@ -105,11 +98,11 @@ fn short_list(items: &[&str]) -> String {
     }
 }
 
-/// One clause on why `missing` is not below `view` in this scenario.
-fn why_missing(sc: &Scenario, tree: &ZoomTree, view: &NodeView<'_>, missing: &str) -> String {
+/// One clause on why `missing` is not below `prefix` (shown as `view`) in this scenario.
+fn why_missing(sc: &Scenario, tree: &ZoomTree, prefix: &str, view: &NodeView<'_>, missing: &str) -> String {
     let flash = sc.workload.flash_attention;
-    let attn = view.path.ends_with(".attn");
-    let mlp = view.path.ends_with(".mlp");
+    let attn = prefix.ends_with(".attn");
+    let mlp = prefix.ends_with(".mlp");
     match missing {
         "scores" | "values" | "softmax" if attn && flash => {
             "FlashAttention is on, so the score and value products and the softmax are fused into one operator, `attention`".into()
@@ -119,7 +112,13 @@ fn why_missing(sc: &Scenario, tree: &ZoomTree, view: &NodeView<'_>, missing: &st
         }
         _ if mlp && sc.model.is_moe() => format!("`{}` is a mixture-of-experts model, whose MLP has other operators", sc.model.name),
         _ if mlp => format!("`{}` has a dense MLP with other operators", sc.model.name),
-        m if m.starts_with("layer.") => format!("`{}` has {} layers (layer.0 … layer.{})", sc.model.name, tree.num_layers, tree.num_layers.saturating_sub(1)),
+        m if m.starts_with("layer.") && tree.pipeline.is_some() => format!(
+            "the page shows one GPU of the busiest pipeline stage, as the ledger does, and it runs {} of `{}`'s {} layers",
+            tree.layers_phrase(),
+            sc.model.name,
+            tree.model_layers
+        ),
+        m if m.starts_with("layer.") => format!("`{}` has {} layers (layer.0 … layer.{})", sc.model.name, tree.model_layers, tree.model_layers.saturating_sub(1)),
         "tiles" => format!("`{}` is not cut into tiles ({})", view.path, view.leaf_reason()),
         "" => "the path is empty".into(),
         m => format!("there is no `{m}` under `{}` here", view.path),
@@ -130,51 +129,61 @@ fn level_word(l: Level) -> &'static str {
     match l {
         Level::Model => "model",
         Level::Layer => "layer",
-        Level::Block => "block",
         Level::Op => "operator",
         Level::Tiles => "tiles",
     }
 }
 
-/// Seed 000's model level: the layer stack's total, with the embedding, the final norm and the LM
-/// head beside it, outside, and where the CLI's total (the node above) differs and why.
-fn seed_model(tree: &ZoomTree) -> Markup {
-    let st = &tree.stack;
-    let outside: Vec<(&str, &llm_ledger_core::zoom::OpNode)> = [
-        ("embedding", Some(&tree.embedding)),
-        ("final norm", tree.final_norm.as_ref()),
-        ("LM head", Some(&tree.lm_head)),
-    ]
-    .into_iter()
-    .filter_map(|(n, o)| o.map(|o| (n, o)))
-    .collect();
-    let total = &tree.total;
+/// Beside the model level: the rest of the step (embedding, final norm, LM head, their
+/// collectives, a pipeline stage's send and wait), and model + rest = step = the ledger's total.
+fn rest_of_step(r: &ZoomReport, link: &dyn Fn(&str) -> String, ledger_href: &str) -> Markup {
+    let Some(c) = &r.step else { return html! {} };
+    let clock = r.clock();
+    let row = |name: &str, id: &str, t: &llm_ledger_core::zoom::Totals| {
+        html! {
+            tr id=(id) {
+                th scope="row" { (name) }
+                (num(t.cost.flops, human::flops(t.cost.flops)))
+                (num(t.cost.bytes(), human::bytes(t.cost.bytes())))
+                (num(t.timing.time_s, human::seconds(t.timing.time_s)))
+                @let share = if c.step.timing.time_s > 0.0 { t.timing.time_s / c.step.timing.time_s } else { 0.0 };
+                td.share data-value=(share) { (share_bar(share)) span { (human::percent(share)) } }
+            }
+        }
+    };
     html! {
-        section.stack #seed-model aria-labelledby="seed-model-h" {
-            h2 #seed-model-h { "The model, as seed 000 counts it" }
-            dl.summary {
-                div.stack-total {
-                    dt { "layer stack: the model level (" (tree.num_layers) " layers)" }
-                    dd #stack-flops data-value=(st.cost.flops) { (human::flops(st.cost.flops)) }
-                    small { (human::bytes(st.cost.bytes())) " · " (human::seconds(st.timing.time_s)) }
-                }
-                @for (name, o) in &outside {
-                    div.outside {
-                        dt { (name) " — beside it, outside" }
-                        dd data-value=(o.op.cost.flops) { (human::flops(o.op.cost.flops)) }
-                        small { (human::bytes(o.op.cost.bytes())) " · " (human::seconds(o.timing.time_s)) }
+        section.stack #rest-of-step aria-labelledby="rest-h" {
+            h2 #rest-h { "Beside the model: the rest of the step" }
+            p {
+                "The model level is the layer stack: the 2 × parameters shortcut counts the layer stack, which is what this "
+                "page sums. The embedding, the final norm and the LM head"
+                @if r.inputs.parallel.is_some() { " (and here their collectives, and a pipeline stage's send and wait)" }
+                " sit beside it, outside — excluded from the model rather than silently folded in, and counted here, so "
+                "the step adds up."
+            }
+            table.ledger #rest {
+                (thead(&[("", false), ("FLOPs", true), ("HBM bytes", true), (&format!("{clock} time"), true), ("share of the step", false)]))
+                tbody {
+                    (row("model: the layer stack", "model-row", &c.model))
+                    @for part in &r.rest {
+                        tr data-path=[part.path.as_deref()] {
+                            td { @match &part.path { Some(p) => a.zoom href=(link(p)) { code { (part.name) } }, None => (part.name) } }
+                            (num(part.flops, human::flops(part.flops)))
+                            (num(part.bytes, human::bytes(part.bytes)))
+                            (num(part.time_s, human::seconds(part.time_s)))
+                            td.share data-value=(part.time_share) { (share_bar(part.time_share)) span { (human::percent(part.time_share)) } }
+                        }
                     }
                 }
+                tfoot { (row("step = model + rest", "step-row", &c.step)) }
             }
-            p.note #cli-differs {
-                "Where the CLI differs: " code { "llm-ledger zoom" } "'s model total (the numbers above: "
-                (human::flops(total.cost.flops)) ", " (human::bytes(total.cost.bytes())) ", " (human::seconds(total.timing.time_s))
-                ") adds the embedding, the final norm and the LM head to the stack; seed 000's model level is the stack alone ("
-                (human::flops(st.cost.flops)) ", " (human::bytes(st.cost.bytes())) ", " (human::seconds(st.timing.time_s))
-                "), the parts outside it \"excluded here rather than silently folded in\". "
-                "The stack's FLOPs per token are close to 2 × its parameters — each weight is one multiply and one add per "
-                "token — plus attention over the context and elementwise work; the embedding is a gather (no multiply) and the "
-                "LM head a product with the vocabulary, which is why the whole model's total is not 2 × the parameter count."
+            p #step-check data-exact=(c.exact) data-flops=(c.step.cost.flops) data-ledger-flops=(c.ledger.cost.flops) data-time=(c.step.timing.time_s) data-ledger-time=(c.ledger.timing.time_s) {
+                @if c.exact {
+                    "The step is the " a href=(ledger_href) { "ledger" } "'s total, exactly: "
+                } @else {
+                    "The step differs from the " a href=(ledger_href) { "ledger" } "'s total: "
+                }
+                (human::flops(c.ledger.cost.flops)) ", " (human::bytes(c.ledger.cost.bytes())) ", " (human::seconds(c.ledger.timing.time_s)) "."
             }
         }
     }
@@ -253,7 +262,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let at = q.extra(AT).unwrap_or("model");
     let catalog = &ctx.state.catalog;
     let (sc, tree, report, notice) = report_and_tree(q, catalog, at)?;
-    let path = report.path.clone();
+    // A block's path (`layer.0.mlp`) is the layer with its block marked: keep it as asked.
+    let path = match &report.focus {
+        Some(b) => format!("{}.{b}", report.path),
+        None => report.path.clone(),
+    };
     let measure = picture::Measure::parse(q.extra(picture::SIZE));
     let expand = q.extra(picture::EXPAND).is_some_and(|v| v.trim() == "1");
     let zoom_href = |p: &str| ctx.self_href(&[], &keep(q, p));
@@ -264,19 +277,25 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         ctx.self_href(&[], &pairs)
     };
     let (pin_tree, pin) = pinned(q, catalog, &path).unzip();
+    let clock = llm_ledger_report::zoom::clock_word(&sc);
     let flash = sc.workload.flash_attention;
     let flash_href = ctx.self_href(&[("flash", Some(if flash { "off" } else { "on" }))], &[]);
     let (picture, dataflow) = match tree.node(&path) {
         Ok(view) => (
-            picture::picture(&tree, &view, measure, expand, &zoom_href, &switch, pin_tree.as_ref()),
-            picture::dataflow(&tree, &view, flash, &zoom_href, &flash_href),
+            picture::picture(&tree, &view, measure, expand, &zoom_href, &switch, pin_tree.as_ref(), clock),
+            picture::dataflow(&view, clock, flash, &zoom_href, &flash_href),
         ),
         Err(_) => (html! {}, html! {}),
     };
     let link = |p: &str| zoom_href(p);
     let n = &report.node;
-    let exact = matches!(report.level, Level::Model | Level::Layer | Level::Block | Level::Op);
+    let exact = matches!(report.level, Level::Model | Level::Layer | Level::Op);
     let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
+    let what = match (report.level, &report.focus) {
+        (Level::Model, _) => format!("the layer stack, {} layers", tree.num_layers),
+        (Level::Layer, Some(b)) => format!("the numbers of {}, its {b} block's operators marked below", report.path),
+        _ => String::new(),
+    };
     Ok(html! {
         h1 { "Powers of ten" }
         p.lead {
@@ -302,7 +321,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         dl.summary #node data-path=(path) data-level=(level_word(report.level)) {
-            div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } } }
+            div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } @if !what.is_empty() { " · " (what) } } }
             div {
                 dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) }
                 @if let Some(p) = &pin { (delta(Some(n.flops), Some(p.node.flops), &|v| human::flops(v), "node-flops-delta")) }
@@ -316,9 +335,14 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 @if let Some(p) = &pin { (delta(n.intensity, p.node.intensity, &|v| human::intensity(Some(v)), "node-intensity-delta")) }
             }
             div {
-                dt { (if exact { "roofline time" } else { "modelled time" }) }
+                dt #node-time-label data-clock=(if exact { clock } else { "tile model" }) {
+                    (if exact { format!("{clock} time") } else { "tile-model time".to_string() })
+                }
                 dd #node-time data-value=(n.time_s) { (human::seconds(n.time_s)) }
-                @if let Some(b) = &n.bound { small #node-bound data-bound=(b) { (b) "-bound" } }
+                @if let Some(b) = &n.bound { small #node-bound data-bound=(b) { (b) "-bound (" (clock) ")" } }
+                @if exact && report.inputs.engine.is_some() {
+                    small #node-roofline data-value=(n.roofline_time_s) { " · roofline " (human::seconds(n.roofline_time_s)) }
+                }
                 @if let Some(p) = &pin {
                     (delta(Some(n.time_s), Some(p.node.time_s), &|v| human::seconds(v), "node-time-delta"))
                     @if let Some(pb) = &p.node.bound { @if Some(pb) != n.bound.as_ref() { small.delta #bound-flip { "pinned: " (pb) "-bound" } } }
@@ -328,13 +352,13 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         (pin_bar(ctx, q, &pin))
         (picture)
         (dataflow)
-        @if report.level == Level::Model { (seed_model(&tree)) }
+        @if report.level == Level::Model { (rest_of_step(&report, &link, &q.href("/ledger", &[]))) }
         div.two {
             div {
                 (children_table(&report, &link, &repeats(&tree, &report, expand)))
                 (addup(&report, &sc, q, catalog))
             }
-            (experiments(ctx, catalog, &sc, &report))
+            (experiments(ctx, catalog, &sc, &tree, &report))
         }
         p.downloads.notes {
             "This node as "
@@ -345,9 +369,14 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     })
 }
 
-fn crumb_label(path: &str) -> &str {
-    path.rsplit_once('.')
-        .map_or(path, |(head, last)| if head.ends_with("layer") { path.trim_start_matches("model.") } else { last })
+/// A breadcrumb's label: `layer.0`, an operator with its block (`mlp.up`), `tiles`, `lm_head`.
+fn crumb_label(path: &str) -> String {
+    let steps = path_steps(path);
+    match steps.as_slice() {
+        [layer, block, op] if layer.starts_with("layer.") => format!("{block}.{op}"),
+        [.., last] => last.clone(),
+        [] => "model".into(),
+    }
 }
 
 /// At model level, for each child row: how many identical layers its group holds (on the first
@@ -366,10 +395,11 @@ fn repeats(tree: &ZoomTree, r: &ZoomReport, expand: bool) -> Vec<usize> {
             if r.level != Level::Model || expand {
                 return 1;
             }
-            if i > 0 && g.get(i - 1) == g.get(i) {
+            let Some(j) = i.checked_sub(tree.first_layer) else { return 1 };
+            if j > 0 && g.get(j - 1) == g.get(j) {
                 return 0;
             }
-            g[i..].iter().take_while(|x| **x == g[i]).count()
+            g.get(j..).map_or(1, |rest| rest.iter().take_while(|x| **x == g[j]).count())
         })
         .collect()
 }
@@ -388,23 +418,40 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
             0.0
         }
     };
+    let clock = r.clock();
+    let time_col = if exact { format!("{clock} time") } else { "tile-model time".to_string() };
+    let cols = 9;
+    // At layer level the operators come under their block's heading (attention, then the MLP).
+    let heading = |i: usize| -> Option<&str> {
+        let b = r.children.get(i)?.block.as_deref()?;
+        (r.level == Level::Layer && (i == 0 || r.children[i - 1].block.as_deref() != Some(b))).then_some(b)
+    };
+    let focus = r.focus.as_deref();
     html! {
         table.ledger #children {
             caption {
                 @if r.children.is_empty() { "No children: " (r.path) " is a leaf" }
+                @else if r.level == Level::Model { "What the model is made of: its layers (click a row to zoom in)" }
+                @else if r.level == Level::Layer { "What this layer is made of: its operators, by block (click a row to zoom in)" }
                 @else if exact { "What this level is made of (click a row to zoom in)" }
                 @else { "The tiles, by class: how many, what they compute and what they load" }
             }
             @if exact {
                 (thead(&[("child", false), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-                    ("bytes", true), ("FLOP/B", true), ("time", true), ("share of time", false)]))
+                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of time", false)]))
             } @else {
                 (thead(&[("child", false), ("count", true), ("useful FLOPs", true), ("executed FLOPs", true),
-                    ("bytes", true), ("FLOP/B", true), ("time", true), ("share of bytes", false)]))
+                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of bytes", false)]))
             }
             tbody {
-                @for (c, n) in r.children.iter().zip(repeats.iter().copied().chain(std::iter::repeat(1))) {
-                    tr data-path=[c.path.as_deref()] class=[(n == 0).then_some("repeat")] {
+                @for (i, (c, n)) in r.children.iter().zip(repeats.iter().copied().chain(std::iter::repeat(1))).enumerate() {
+                    @if let Some(b) = heading(i) {
+                        tr.block-heading data-block=(b) class=[(focus == Some(b)).then_some("focus")] {
+                            th colspan=(cols) scope="rowgroup" { (block_title(b)) }
+                        }
+                    }
+                    @let marked = focus.is_some() && c.block.as_deref() == focus;
+                    tr data-path=[c.path.as_deref()] data-block=[c.block.as_deref()] class=[(n == 0).then_some("repeat").or(marked.then_some("focus"))] {
                         td {
                             @match &c.path {
                                 Some(p) => a.zoom href=(link(p)) { code { (c.name) } },
@@ -432,7 +479,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
             @if !a.leaf {
                 tfoot {
                     tr #sum {
-                        th scope="row" { "Σ children" }
+                        th scope="row" { @if r.level == Level::Model { "Σ children = the model" } @else { "Σ children" } }
                         @if exact {
                             (num(a.children_flops, human::flops(a.children_flops)))
                             td {} td {} td {}
@@ -448,6 +495,15 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                 }
             }
         }
+    }
+}
+
+/// A block's heading at layer level.
+fn block_title(b: &str) -> &str {
+    match b {
+        "attn" => "attention (attn)",
+        "mlp" => "MLP (mlp)",
+        other => other,
     }
 }
 
@@ -519,15 +575,23 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
             }
             @if let Some(g) = &r.gap {
                 table.gap #gap {
-                    caption { "FLOPs per token against 2 × parameters, by part" }
+                    caption { "FLOPs per token of the model (the layer stack) against 2 × its parameters, by part" }
                     (thead(&[("part", false), ("FLOPs per token", true)]))
                     tbody {
-                        tr { th scope="row" { "2 × parameters" } (num(g.two_params_flops, human::flops(g.two_params_flops))) }
+                        tr { th scope="row" { "2 × the stack's parameters" } (num(g.two_params_flops, human::flops(g.two_params_flops))) }
                         @for item in &g.items {
                             tr { td { (gap_name(item.kind)) } (num(item.flops_per_token, signed_flops(item.flops_per_token))) }
                         }
+                        tr #gap-model { th scope="row" { "= FLOPs per token of the model" } (num(g.flops_per_token, human::flops(g.flops_per_token))) }
+                        tr { th scope="row" colspan="2" { "the rest of the step, beside the model: against 2 × its parameters" } }
+                        @for item in g.outside.iter().filter(|i| i.kind != GapKind::FinalNorm || sc.model.final_norm.is_some()) {
+                            tr { td { (gap_name(item.kind)) } (num(item.flops_per_token, signed_flops(item.flops_per_token))) }
+                        }
                     }
-                    tfoot { tr { th scope="row" { "= FLOPs per token" } (num(g.flops_per_token, human::flops(g.flops_per_token))) } }
+                    tfoot {
+                        tr { th scope="row" { "2 × all parameters" } (num(g.step_two_params_flops, human::flops(g.step_two_params_flops))) }
+                        tr #gap-step { th scope="row" { "= FLOPs per token of the step" } (num(g.step_flops_per_token, human::flops(g.step_flops_per_token))) }
+                    }
                 }
             }
             @if tiles {
@@ -545,10 +609,11 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
             }
             @if r.level == Level::Model {
                 p.why {
-                    strong { "Why is the model total not 2 × the parameter count? " }
-                    "That shortcut counts weights as multiply-adds. The embedding is a gather, the LM head runs for the tokens that "
-                    "get logits, attention scores are FLOPs without parameters, and MoE experts a token skips do nothing; the table "
-                    "above adds the parts up exactly."
+                    strong { "Why is the model total not the model's parameter count × 2? " }
+                    "That shortcut counts the layer stack, which is what this page sums. The embedding table and the projection "
+                    "onto the vocabulary sit outside it, and are excluded here rather than silently folded in (they are the rest "
+                    "of the step, beside the model). Within the stack, attention scores are FLOPs without parameters, norms and "
+                    "activations are vector work, and MoE experts a token skips do nothing; the table above adds the parts up."
                 }
             }
             @if let Some((shape, _)) = gemm {
@@ -574,6 +639,7 @@ fn signed_flops(v: f64) -> String {
 fn gap_name(k: GapKind) -> &'static str {
     match k {
         GapKind::EmbeddingGather => "embedding: a gather, not a product",
+        GapKind::FinalNorm => "final norm: vector work on its scales",
         GapKind::LmHead => "LM head: only the tokens that get logits",
         GapKind::InactiveExperts => "MoE experts a token is not routed to",
         GapKind::AttentionScores => "attention over the context (no parameters)",
@@ -596,99 +662,97 @@ fn tiling_href(q: &PageQuery, _sc: &Scenario, shape: &llm_ledger_core::tiling::G
 }
 
 /// The zoom path of the tiles of the first layer's MLP up-projection, or else of its slowest GEMM
-/// (seed 000's fourth experiment).
-fn largest_gemm_tiles(sc: &Scenario) -> Option<String> {
-    let tree = ZoomTree::build(sc);
-    let layer = tree.layer(0)?;
+/// (seed 000's fourth experiment), in the first layer the GPU shown runs.
+fn largest_gemm_tiles(tree: &ZoomTree) -> Option<String> {
+    let index = tree.first_layer;
+    let layer = tree.layer(index)?;
     let gemms = layer.ops.iter().filter(|o| matches!(o.tiles, TileLevel::Gemm { .. }));
     let op = gemms
         .clone()
         .find(|o| o.name() == "up")
         .or_else(|| gemms.reduce(|a, b| if b.timing.time_s > a.timing.time_s { b } else { a }))?;
-    Some(format!("layer.0.{}.{}.tiles", block_name(op.op.kind.block()), op.name()))
+    Some(format!("{}.tiles", op_path(index, op)))
 }
 
-/// Where INT4 weights flip an operator from memory- to compute-bound.
-struct Flip {
-    /// The smallest power-of-two decode batch at which the operator is memory-bound with the
-    /// scenario's weights and compute-bound with INT4 weights.
-    batch: u64,
-    /// The operator's zoom path (layer 0's MLP up-projection, or its largest GEMM).
-    path: String,
-    /// The scenario's weight storage.
-    from: String,
-}
-
-/// Seed 000's third experiment made visible: search the decode batch (powers of two) for the
-/// first at which the operator the tile experiment uses is compute-bound with INT4 weights, and
-/// check it is memory-bound there with the scenario's own weights. The ledger's rows (one per
-/// operator kind, every layer alike) decide; `None` when no batch up to the limit flips it.
-fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario) -> Option<Flip> {
-    use llm_ledger_core::{Bound, Ledger};
-    let tiles = largest_gemm_tiles(sc)?;
-    let path = tiles.trim_end_matches(".tiles").to_string();
-    let kind = ZoomTree::build(sc).node(&path).ok()?.op()?.op.kind;
+/// Seed 000's third experiment made visible ([`weight_flip`]: the first power-of-two decode batch
+/// at which the operator the tile experiment uses is compute-bound with INT4 weights, and
+/// memory-bound there with the scenario's own, each by the scenario's clock), with its zoom path.
+fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree) -> Option<(Flip, String)> {
+    let path = largest_gemm_tiles(tree)?.trim_end_matches(".tiles").to_string();
+    let kind = tree.node(&path).ok()?.op()?.op.kind;
     let int4 = q.clone_with(&[("weights", Some("int4"))]).resolve(catalog).ok()?.scenario;
     if int4.weights == sc.weights {
         return None;
     }
-    let tokens = match sc.workload.contexts {
-        llm_ledger_core::Contexts::Uniform { tokens, .. } => tokens,
-        _ => 2048,
-    };
-    let decode = |s: &Scenario| {
-        let mut w = s.workload.clone();
-        w.phase = Phase::Decode;
-        s.with_workload(w)
-    };
-    let (int4, own) = (decode(&int4), decode(sc));
-    let bound = |s: &Scenario, b: u64| -> Option<Bound> {
-        let s = llm_ledger_core::memory::at_uniform(s, b, tokens);
-        Ledger::build(&s).rows.iter().find(|r| r.op == kind).map(|r| r.timing.bound())
-    };
-    let mut b = 1u64;
-    while b <= 16_384 {
-        if bound(&int4, b)? == Bound::Compute {
-            return (bound(&own, b)? == Bound::Memory).then(|| Flip {
-                batch: b,
-                path,
-                from: sc.weights.mlp.name().to_string(),
-            });
-        }
-        b *= 2;
-    }
-    None
+    weight_flip(sc, &int4, tree.first_layer, kind).map(|f| (f, path))
 }
 
-/// Seed 000's four "try this" experiments, from the current node, with its intensity before and after.
-fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) -> Markup {
+/// One side of the flip in words: `memory-bound with bf16 weights (math 12.3 µs < memory 20.1 µs)`.
+fn flip_side(side: &llm_ledger_core::zoom::FlipSide, weights: &str) -> Markup {
+    let t = &side.timing;
+    let cmp = if t.compute_s > t.memory_s { ">" } else { "≤" };
+    html! {
+        span.flip-side data-bound=(side.bound.name()) data-compute=(t.compute_s) data-memory=(t.memory_s) data-intensity=[side.intensity] {
+            (side.bound.name()) "-bound with " (weights) " weights (math " (human::seconds(t.compute_s)) " " (cmp)
+            " memory " (human::seconds(t.memory_s)) ", " (human::intensity(side.intensity)) " FLOP/B)"
+        }
+    }
+}
+
+/// The numbers of the current node and of the same node in another scenario.
+struct After {
+    intensity: Option<f64>,
+    bytes: f64,
+    time_s: f64,
+}
+
+/// Seed 000's four "try this" experiments, from the current node, each with what it changes there
+/// before and after; every sentence that says which way a number moves is written from the
+/// numbers beside it ([`claim`]).
+fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree, r: &ZoomReport) -> Markup {
     let q = ctx.query;
     let decode = sc.workload.phase == Phase::Decode;
     let batch = sc.workload.contexts.batch();
     let batch_up = batch.saturating_mul(8).clamp(8, llm_ledger_core::limits::MAX_BATCH).to_string();
-    let here = r.node.intensity;
-    let after = |scenario: &[(&str, Option<&str>)], at: &str| -> Option<(Option<f64>, f64)> {
-        let q2 = q.clone_with(scenario);
-        let (_, r2, _) = report(&q2, catalog, at).ok()?;
-        Some((r2.node.intensity, r2.node.time_s))
+    let at = match &r.focus {
+        Some(b) => format!("{}.{b}", r.path),
+        None => r.path.clone(),
     };
-    let effect = |res: Option<(Option<f64>, f64)>| -> Markup {
-        match res {
-            Some((i, t)) => html! {
+    let here = After { intensity: r.node.intensity, bytes: r.node.bytes, time_s: r.node.time_s };
+    let after = |scenario: &[(&str, Option<&str>)]| -> Option<After> {
+        let (_, r2, notice) = report(&q.clone_with(scenario), catalog, &at).ok()?;
+        // The same node only: another level's numbers are not a before and after.
+        (notice.is_none() && r2.level == r.level).then_some(After {
+            intensity: r2.node.intensity,
+            bytes: r2.node.bytes,
+            time_s: r2.node.time_s,
+        })
+    };
+    let clock = r.clock();
+    let effect = |a: &Option<After>| -> Markup {
+        match a {
+            Some(a) => html! {
                 span.effect {
-                    "Here: intensity " (human::intensity(here)) " → " span.after data-value=[i] { (human::intensity(i)) } " FLOP/B, time "
-                    (human::seconds(r.node.time_s)) " → " (human::seconds(t)) "."
+                    "Here: intensity " (human::intensity(here.intensity)) " → " span.after data-value=[a.intensity] { (human::intensity(a.intensity)) }
+                    " FLOP/B, bytes " (human::bytes(here.bytes)) " → " (human::bytes(a.bytes)) ", " (clock) " time "
+                    (human::seconds(here.time_s)) " → " (human::seconds(a.time_s)) "."
                 }
             },
             None => html! {},
         }
     };
-    let at = r.path.as_str();
+    let intensity =
+        |a: &Option<After>, words| claim("intensity", here.intensity, a.as_ref().and_then(|a| a.intensity), words);
+    let bytes = |a: &Option<After>, words| claim("bytes", Some(here.bytes), a.as_ref().map(|a| a.bytes), words);
+    let times = |a: &Option<After>| match (here.intensity, a.as_ref().and_then(|a| a.intensity)) {
+        (Some(x), Some(y)) => format!(" ({})", ratio(x, y)),
+        _ => String::new(),
+    };
     let phase_to = if decode { "prefill" } else { "decode" };
     let phase_overrides = [("phase", Some(phase_to))];
     let batch_overrides = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
     let int4 = [("weights", Some("int4"))];
-    let tiles_at = largest_gemm_tiles(sc);
+    let tiles_at = largest_gemm_tiles(tree);
     let now = pin_of(q);
     let compare = |overrides: &[(&str, Option<&str>)], id: &str| -> Markup {
         html! {
@@ -697,7 +761,9 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
             }
         }
     };
-    let flip = int4_flip(q, catalog, sc);
+    let (ap, ab, aw) = (after(&phase_overrides), after(&batch_overrides), after(&int4));
+    let in_int4 = sc.weights.mlp.name() == "int4";
+    let flip = if in_int4 { None } else { int4_flip(q, catalog, sc, tree) };
     html! {
         section.experiments aria-label="try this" {
             h2 { "Try this" }
@@ -706,42 +772,60 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, r: &ZoomReport) 
                     a.experiment #exp-phase href=(ctx.self_href(&phase_overrides, &[])) {
                         @if decode { "Switch phase from decode to prefill" } @else { "Switch phase from prefill to decode" }
                     }
-                    " and watch the arithmetic intensity "
-                    @if decode { "recover" } @else { "collapse" }
-                    ". Nothing about the model changes — only how many query rows share the weights that had to be fetched. "
-                    (effect(after(&phase_overrides, at)))
+                    @if ap.is_some() {
+                        ": here the arithmetic intensity " (intensity(&ap, ["recovers", "collapses", "barely moves"])) (times(&ap)) "."
+                    } @else { "." }
+                    " Nothing about the model changes — only how many query rows share the weights that had to be fetched. "
+                    (effect(&ap))
                     (compare(&phase_overrides, "cmp-phase"))
                 }
                 li {
                     a.experiment #exp-batch href=(ctx.self_href(&batch_overrides, &[])) { "Raise the batch size in decode (to " (batch_up) ")" }
-                    ". Intensity climbs roughly linearly, because the same fetched weights now serve more rows. "
-                    (effect(after(&batch_overrides, at)))
+                    @if ab.is_some() {
+                        ": here intensity " (intensity(&ab, ["climbs", "falls", "barely moves"])) (times(&ab))
+                        (by_trend(here.intensity, ab.as_ref().and_then(|a| a.intensity), [
+                            ", because the same fetched weights now serve more rows. ",
+                            ". ",
+                            ": here the bytes grow with the rows too (the KV cache, activations, padded tiles). ",
+                        ]))
+                    } @else { ". " }
+                    (effect(&ab))
                     (compare(&batch_overrides, "cmp-batch"))
                 }
-                li {
-                    a.experiment #exp-int4 href=(ctx.self_href(&int4, &[])) { "Drop the weights to INT4" }
-                    ". Bytes fall, intensity rises, and an operation can flip from memory-bound to compute-bound without its FLOPs changing. "
-                    (effect(after(&int4, at)))
-                    (compare(&int4, "cmp-int4"))
-                    @if let Some(f) = &flip {
-                        @let b = f.batch.to_string();
-                        @let at_b = q.clone_with(&[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode"))]);
-                        @let pin_b = pin_of(&at_b);
-                        " " span.effect #int4-flip data-batch=(f.batch) {
-                            "The flip needs a batch: at batch " (human::count(f.batch)) " (the smallest power of two where it happens) "
-                            code { (f.path) } " is memory-bound with " (f.from) " weights and compute-bound in INT4. "
-                            a.compare #cmp-int4-flip href=(q.href_page(&ctx.page.path(), &[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode")), ("weights", Some("int4"))], &[(AT, Some(&f.path)), (PIN, Some(&pin_b))])) {
-                                "See the flip →"
+                @if !in_int4 {
+                    li {
+                        a.experiment #exp-int4 href=(ctx.self_href(&int4, &[])) { "Drop the weights to INT4" }
+                        @if aw.is_some() {
+                            ": here bytes " (bytes(&aw, ["rise", "fall", "barely move"])) " and intensity " (intensity(&aw, ["rises", "falls", "barely moves"])) (times(&aw)) "; "
+                        } @else { ": " }
+                        "an operation can flip from memory-bound to compute-bound without its FLOPs changing. "
+                        (effect(&aw))
+                        (compare(&int4, "cmp-int4"))
+                        @if let Some((f, path)) = &flip {
+                            @let b = f.batch.to_string();
+                            @let at_b = q.clone_with(&[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode"))]);
+                            @let pin_b = pin_of(&at_b);
+                            " " span.effect #int4-flip data-batch=(f.batch) data-clock=(clock) {
+                                "The flip needs a batch: at decode batch " (human::count(f.batch)) " (the smallest power of two where it happens, by the "
+                                (clock) " clock) " code { (path) } " is "
+                                (flip_side(&f.from, &sc.weights.mlp.name())) " and " (flip_side(&f.to, "int4")) ". "
+                                a.compare #cmp-int4-flip href=(q.href_page(&ctx.page.path(), &[("batch", Some(&b)), ("contexts", None), ("phase", Some("decode")), ("weights", Some("int4"))], &[(AT, Some(path)), (PIN, Some(&pin_b))])) {
+                                    "See the flip →"
+                                }
                             }
                         }
                     }
                 }
                 @if let Some(t) = &tiles_at {
                     li {
-                        a.experiment #exp-tiles href=(ctx.self_href(&[], &[(AT, Some(t))])) { "Go to the tile level" }
-                        " of " code { (t.trim_end_matches(".tiles")) } " and compare the bytes the tiles move with the bytes an ideal machine would move. "
+                        @if r.path == *t {
+                            "You are at the tile level of " code { (t.trim_end_matches(".tiles")) } ": compare the bytes the tiles move with the bytes an ideal machine would move. "
+                        } @else {
+                            a.experiment #exp-tiles href=(ctx.self_href(&[], &[(AT, Some(t))])) { "Go to the tile level" }
+                            " of " code { (t.trim_end_matches(".tiles")) } " and compare the bytes the tiles move with the bytes an ideal machine would move. "
+                        }
                         "That ratio is the reuse factor."
-                        @if let Some(g) = report(q, catalog, t).ok().and_then(|(_, tr, _)| tr.tiles).as_ref().and_then(|t| t.gemm().copied()) {
+                        @if let Some(g) = tree.node(t).ok().and_then(|v| v.op()).and_then(|n| n.tiles.gemm().copied()) {
                             " " span.effect {
                                 "Here: " (human::bytes(g.tiled_bytes)) " moved against " (human::bytes(g.ideal_bytes))
                                 " read once, a reuse factor of ×" (format!("{:.2}", g.reuse_factor)) "."
