@@ -135,7 +135,7 @@ pub enum Error {
     /// A plan under load found no deployment holding both p99 SLAs: the closest one's p99s
     /// ([`crate::plan_refusal::ServingRefused`]); a front end words it in full
     /// (`llm_ledger_report::plan_serving::refusal_message`).
-    #[error("invalid `{}`: no deployment holds p99 TTFT ≤ {:.3} ms and p99 TPOT ≤ {:.3} ms at {} requests/s", .0.field(), .0.ttft_bound_s * 1e3, .0.tpot_bound_s * 1e3, .0.rate_per_s)]
+    #[error("invalid `{}`: no deployment holds p99 TTFT ≤ {:.3} ms and p99 TPOT ≤ {:.3} ms at {} requests/s", .0.field(), .0.ttft_bound_s * 1e3, .0.tpot_bound_s * 1e3, compact_f64(.0.rate_per_s))]
     NoServingPlan(Box<crate::plan_refusal::ServingRefused>),
     /// A long computation stopped before its end because another thread asked it to (Ctrl-C, a
     /// request's deadline; [`crate::simulate::Budget`]): there is no result, and nothing is wrong

@@ -139,6 +139,21 @@ pub const LINK_BANDWIDTH: Range = range("bandwidth_bytes_per_s", 1e6, 1e15, "byt
 /// A link's latency per hop, seconds (GPU file `interconnect.*.latency_s`).
 pub const LINK_LATENCY_S: Range = range("latency_s", 0.0, 1.0, "seconds", "GPU file");
 
+/// An arrival rate, requests per second (`simulate --rate`, `plan --rate`): from
+/// [`crate::simulate::MIN_RATE_PER_S`] (the gamma sampler's scale stays finite) to
+/// [`crate::simulate::MAX_RATE_PER_S`].
+pub const RATE: Range =
+    range("rate", crate::simulate::MIN_RATE_PER_S, crate::simulate::MAX_RATE_PER_S, "requests per second", FLAG);
+/// The coefficient of variation of gamma gaps (`simulate --cv`): the range of the gamma sampler
+/// ([`crate::simulate::workload::MIN_CV`], [`crate::simulate::workload::MAX_CV`]).
+pub const CV: Range = range(
+    "cv",
+    crate::simulate::workload::MIN_CV,
+    crate::simulate::workload::MAX_CV,
+    "coefficient of variation of gamma gaps (the sampler's range)",
+    FLAG,
+);
+
 /// Every real-valued input's range: the one definition the parsers and the README use.
 pub const RANGES: &[Range] = &[
     COMPUTE_EFFICIENCY,
@@ -157,6 +172,8 @@ pub const RANGES: &[Range] = &[
     GPU_TENSOR_FLOPS_PER_SMEM_BYTE,
     LINK_BANDWIDTH,
     LINK_LATENCY_S,
+    RATE,
+    CV,
 ];
 
 /// Integer inputs with their bounds: `(name, min, max, what)`.
@@ -172,6 +189,15 @@ pub const INTEGER_RANGES: &[(&str, u64, u64, &str)] = &[
     ("model parameters", 1, MAX_PARAMS, "the total a config describes"),
     ("GPU file sm_count", 1, MAX_SM_COUNT, "streaming multiprocessors"),
     ("GPU file onchip sizes", 1, MAX_ONCHIP, "shared memory, registers, warps, blocks, warp size"),
+    ("simulate requests, concurrency", 1, crate::simulate::MAX_REQUESTS, "requests per run (a trace: its rows)"),
+    ("simulate prompt, output", 1, crate::simulate::MAX_REQUEST_TOKENS, "tokens per request"),
+    (
+        "max_seqs, max_batched_tokens, chunk, block",
+        1,
+        crate::simulate::MAX_STEP_SIZE,
+        "sequences or tokens per engine step, tokens per KV block",
+    ),
+    ("max_steps", 1, u64::MAX, "engine steps over every run of one command (default 100000000; the explorer: 2000000)"),
 ];
 
 /// Largest SM count in a GPU file.

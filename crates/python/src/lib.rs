@@ -189,7 +189,8 @@ fn keyword_text(message: &str) -> String {
 
 /// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
 fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
-    let err = InputError::new_err(keyword_text(message));
+    // Control characters escaped, as the CLI prints its line (nothing typed reaches a terminal raw).
+    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&keyword_text(message)).into_owned());
     Python::with_gil(|py| {
         let v = err.value(py);
         let _ = v.setattr("field", field.map(str::to_string));

@@ -28,7 +28,8 @@ impl AppError {
     pub fn bad_request(message: impl Into<String>, field: Option<&str>) -> Self {
         AppError {
             status: StatusCode::BAD_REQUEST,
-            message: message.into(),
+            // Control characters escaped: a message may quote the request.
+            message: llm_ledger_core::error::escape_controls(&message.into()).into_owned(),
             field: field.map(str::to_string),
             close: false,
         }

@@ -261,3 +261,72 @@ pub fn layer<S: Clone + Send + Sync + 'static>(router: Router<S>, limits: &Limit
         }
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(timeout: Duration, pool: &Arc<Semaphore>) -> Work {
+        Work {
+            deadline: Instant::now() + timeout,
+            timeout,
+            pool: pool.clone(),
+            cross_site: false,
+            uploads: Arc::new(Semaphore::new(1)),
+            upload_slots: 1,
+            body_timeout: timeout,
+        }
+    }
+
+    /// Work that checks its flag is stopped at the deadline and gives its slot back: the next
+    /// request gets the slot instead of waiting for abandoned work.
+    #[tokio::test]
+    async fn work_past_its_deadline_is_cancelled_and_frees_its_slot() {
+        let pool = Arc::new(Semaphore::new(1));
+        let answer = work(Duration::from_millis(50), &pool)
+            .run(|cancel| {
+                // Runs until cancelled (a minute at most, so a missing cancel fails, not hangs).
+                let end = std::time::Instant::now() + Duration::from_secs(60);
+                while !cancel.load(Ordering::Relaxed) && std::time::Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                cancel.load(Ordering::Relaxed)
+            })
+            .await;
+        assert_eq!(answer.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
+        let slot = tokio::time::timeout(Duration::from_secs(30), pool.acquire()).await;
+        assert!(slot.is_ok(), "the slot is still held by abandoned work");
+        // Work that ends in time is not cancelled.
+        let done = work(Duration::from_secs(30), &pool).run(|cancel| cancel.load(Ordering::Relaxed)).await;
+        assert_eq!(done, Ok(false));
+    }
+
+    #[test]
+    fn requests_from_other_sites_are_told_apart() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            h
+        };
+        for other in [
+            &[("sec-fetch-site", "cross-site")][..],
+            &[("sec-fetch-site", "same-site")],
+            &[("host", "127.0.0.1:8765"), ("origin", "http://evil.example")],
+            &[("host", "127.0.0.1:8765"), ("origin", "http://127.0.0.1:9999")],
+            &[("host", "127.0.0.1:8765"), ("origin", "null")],
+        ] {
+            assert!(from_other_site(&headers(other)), "{other:?}");
+        }
+        for own in [
+            &[][..],
+            &[("sec-fetch-site", "same-origin")],
+            &[("sec-fetch-site", "none")],
+            &[("host", "127.0.0.1:8765"), ("origin", "http://127.0.0.1:8765")],
+            &[("host", "localhost"), ("origin", "http://LOCALHOST")],
+        ] {
+            assert!(!from_other_site(&headers(own)), "{own:?}");
+        }
+    }
+}

@@ -86,7 +86,8 @@ impl<'a> Budget<'a> {
         if estimate <= left as f64 {
             return Ok(());
         }
-        Err(self.over(format!("{} need about {} engine steps", describe(&runs), compact_f64(estimate.ceil()))))
+        let verb = if runs.len() == 1 { "needs" } else { "need" };
+        Err(self.over(format!("{} {verb} about {} engine steps", describe(&runs), compact_f64(estimate.ceil()))))
     }
 
     /// Charge `steps` steps that a run took: an error when the work is cancelled, or when the

@@ -21,23 +21,11 @@ pub const MAX_GAMMA_SHAPE: f64 = 1e8;
 /// Smallest gamma shape the sampler takes, `1/MAX_CV²`.
 pub const MIN_GAMMA_SHAPE: f64 = 1e-4;
 
-/// An arrival rate for `field` in requests per second, from [`super::MIN_RATE_PER_S`] to
-/// [`super::MAX_RATE_PER_S`] (a finite number: `NaN` and infinities are refused). The one check
-/// of every rate input (`simulate`, the plan under load, the explorer).
+/// An arrival rate for `field` in requests per second, in [`crate::limits::RATE`] (from
+/// [`super::MIN_RATE_PER_S`] to [`super::MAX_RATE_PER_S`]; `NaN` and infinities are refused).
+/// The one check of every rate input (`simulate`, the plan under load, the explorer).
 pub fn check_rate(field: &str, rate_per_s: f64) -> Result<f64> {
-    if rate_per_s.is_finite() && (super::MIN_RATE_PER_S..=super::MAX_RATE_PER_S).contains(&rate_per_s) {
-        Ok(rate_per_s)
-    } else {
-        Err(Error::invalid(
-            field,
-            compact_f64(rate_per_s),
-            format!(
-                "a rate in requests/s from {} to {}",
-                compact_f64(super::MIN_RATE_PER_S),
-                compact_f64(super::MAX_RATE_PER_S)
-            ),
-        ))
-    }
+    crate::limits::RATE.check(field, rate_per_s)
 }
 
 /// One request of a trace.
@@ -91,19 +79,7 @@ impl Arrivals {
             Arrivals::Poisson { rate_per_s } => check_rate("rate", *rate_per_s).map(|_| ()),
             Arrivals::Gamma { rate_per_s, cv } => {
                 check_rate("rate", *rate_per_s)?;
-                if cv.is_finite() && (MIN_CV..=MAX_CV).contains(cv) {
-                    Ok(())
-                } else {
-                    Err(Error::invalid(
-                        "cv",
-                        compact_f64(*cv),
-                        format!(
-                            "a coefficient of variation from {} to {}, the gamma sampler's range",
-                            compact_f64(MIN_CV),
-                            compact_f64(MAX_CV)
-                        ),
-                    ))
-                }
+                crate::limits::CV.check("cv", *cv).map(|_| ())
             }
             Arrivals::Closed { concurrency } => {
                 if (1..=super::MAX_REQUESTS).contains(concurrency) {

@@ -182,7 +182,7 @@ fn bad_inputs_are_refused_naming_the_field() {
     let err = |cfg: SimConfig| simulate(&sc, &cfg, |_| {}).unwrap_err();
     let e = err(SimConfig::poisson(0.0));
     assert_eq!(e.field(), Some("rate"), "{e}");
-    assert!(err(SimConfig::poisson(-3.0)).to_string().contains("from 1e-300 to 1e6"));
+    assert!(err(SimConfig::poisson(-3.0)).to_string().contains("a number in [1e-300, 1e6]"));
     let e = err(SimConfig { arrivals: Arrivals::Trace(Vec::new().into()), ..SimConfig::poisson(1.0) });
     assert!(e.to_string().contains("empty"), "{e}");
     let unsorted = vec![
@@ -336,11 +336,11 @@ fn the_gamma_sampler_terminates_at_both_ends_of_its_range() {
         let cfg = SimConfig { arrivals: Arrivals::Gamma { rate_per_s: 5.0, cv }, ..SimConfig::poisson(1.0) };
         let e = simulate(&sc, &cfg, |_| {}).unwrap_err();
         assert_eq!(e.field(), Some("cv"), "{e}");
-        assert!(e.to_string().contains("from 1e-4 to 100"), "{e}");
+        assert!(e.to_string().contains("a number in [1e-4, 100]"), "{e}");
     }
     // The smallest rate float is refused: every gap would be infinite.
     let e = simulate(&sc, &SimConfig::poisson(5e-324), |_| {}).unwrap_err();
-    assert_eq!(e.to_string(), "invalid `rate`: 5e-324 (a rate in requests/s from 1e-300 to 1e6)");
+    assert_eq!(e.to_string(), "invalid `rate`: 5e-324 (a number in [1e-300, 1e6])");
 }
 
 /// A long run: 200 requests of 64 + 20,000 tokens, one sequence per step (4·10⁶ steps).
@@ -373,7 +373,7 @@ fn a_run_stops_when_cancelled_or_past_its_budget() {
     assert_eq!(e.field(), Some("max_steps"));
     assert!((10_000..=10_000 + CHECK_STEPS).contains(&steps), "{steps} steps");
     // The estimate refuses it before it starts: 200 × 20,000 steps at one sequence per step.
-    assert!(budget.admit([&long_run()]).unwrap_err().to_string().contains("need about 4e6 engine steps"));
+    assert!(budget.admit([&long_run()]).unwrap_err().to_string().contains("needs about 4e6 engine steps"));
     // A run within its budget is charged its steps exactly.
     let budget = Budget::new(1_000_000, None);
     let s = simulate_within(&sc, &fixed(SimConfig::poisson(10.0), 20, 64, 8), &Deployment::SINGLE, &budget, |_| {})

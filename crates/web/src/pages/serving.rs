@@ -436,3 +436,40 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AppState;
+    use std::sync::atomic::AtomicBool;
+
+    fn render_with(query: &str, cancel: bool) -> Result<Markup, AppError> {
+        let state = AppState::builtin();
+        let page = crate::pages::find("serving").expect("the serving page");
+        let q = PageQuery::parse(Some(query), page.keys).unwrap();
+        let flag = AtomicBool::new(cancel);
+        render(&PageCtx { state: &state, query: &q, page, cancel: &flag })
+    }
+
+    /// Once the request's flag is set (its deadline, or its client gone), the simulation stops at
+    /// its next check instead of running to its end (here about 10⁶ steps).
+    #[test]
+    fn a_cancelled_request_stops_its_simulation() {
+        let long = "requests=2500&rate=1000000&prompt=1&output=400&max_seqs=1";
+        let e = render_with(long, true).unwrap_err();
+        assert_eq!(e.message, "cancelled before the end");
+        assert!(render_with("requests=5&prompt=16&output=4", false).is_ok());
+    }
+
+    /// A query estimated past the page's step budget is refused before it runs, naming
+    /// `requests` and the estimate.
+    #[test]
+    fn a_query_past_the_step_budget_is_refused_before_it_runs() {
+        let e = render_with("requests=5000&rate=1000000&prompt=1&output=460000&max_seqs=1", false).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("requests"));
+        assert_eq!(
+            e.message,
+            "invalid `requests`: 5000 (1 run of 5000 requests of 1 + 460000 tokens at ≤ 1 sequence per step needs about 2.3e9 engine steps, over the 2e6 one explorer answer simulates: fewer requests, shorter outputs or more sequences per step, or the CLI's simulate (its --max-steps))"
+        );
+    }
+}
