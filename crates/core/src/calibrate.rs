@@ -148,10 +148,11 @@ pub struct Calibration {
     /// Relative standard errors of `memory_scale`, `compute_scale`, `kernel_s` (`None` when the
     /// rows do not determine it, e.g. no compute-bound operator, or above 100 %).
     pub relative_std_errors: [Option<f64>; 3],
-    /// Whether the rows determine `memory_scale`, `compute_scale`, `kernel_s`: false when no row
-    /// moves it, or the rows cannot tell it from another constant (rows that repeat one another;
-    /// [`crate::fit`], "Undetermined constants"). An undetermined constant's value is wherever
-    /// the fit left it, not a measurement.
+    /// Whether the rows determine `memory_scale`, `compute_scale`, `kernel_s` (exactly when its
+    /// error is not `None`): false when no row moves it, when the rows cannot tell it from another
+    /// constant (rows that repeat one another; [`crate::fit`], "Undetermined constants"), or when
+    /// its error is over 100 %. An undetermined constant's value is wherever the fit left it, not
+    /// a measurement.
     pub determined: [bool; 3],
     /// Rows, in input order.
     pub rows: Vec<CalibrationRow>,
@@ -243,11 +244,12 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         a.sort_by(f64::total_cmp);
         a[a.len() / 2]
     };
+    let relative_std_errors =
+        [0, 1, 2].map(|k| Some(f.relative_std_errors[k]).filter(|e| f.determined[k] && e.is_finite() && *e <= 1.0));
     Ok(Calibration {
         profile,
-        relative_std_errors: [0, 1, 2]
-            .map(|k| Some(f.relative_std_errors[k]).filter(|e| f.determined[k] && e.is_finite() && *e <= 1.0)),
-        determined: [0, 1, 2].map(|k| f.determined[k]),
+        relative_std_errors,
+        determined: relative_std_errors.map(|e| e.is_some()),
         median_abs_error_before: median(rows.iter().map(|r| r.error_before).collect()),
         median_abs_error_after: median(rows.iter().map(|r| r.error_after).collect()),
         rows,

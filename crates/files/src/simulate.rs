@@ -175,7 +175,7 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
         Arrivals::Trace(t) => t.len() as u64,
         _ => u("requests", &args.requests, d.requests)?,
     };
-    Ok(SimConfig {
+    let cfg = SimConfig {
         arrivals,
         requests,
         seed: u("seed", &args.seed, d.seed)?,
@@ -196,7 +196,10 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,
-    })
+    };
+    // Every range first, so that a bad value is named before the step budget is estimated.
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).

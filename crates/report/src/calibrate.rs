@@ -2,8 +2,9 @@
 //! after.
 //!
 //! JSON keys (stable): `file`, `profile` (`memory_scale`, `compute_scale`, `kernel_s`),
-//! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one,
-//! or above 100 %), `determined` (the same three: whether the rows determine it),
+//! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one:
+//! no row moves it, the rows cannot tell it from another, or its error is over 100 %),
+//! `determined` (the same three: `false` where the error is `null`),
 //! `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`metric`, `op` for a per-kernel row, `measured`,
 //! `predicted_before`, `predicted_after`, `error_before`, `error_after`, `weight`), `written`
 //! (the profile file, if one was written). CSV: the rows.
@@ -31,10 +32,9 @@ impl CalibrateReport {
     pub fn profile_toml(&self) -> String {
         let c = &self.calibration;
         let p = c.profile;
-        let e = |k: usize| match (c.determined[k], c.relative_std_errors[k]) {
-            (false, _) => "\"undetermined\"".to_string(),
-            (true, Some(v)) => format!("{v:.4}"),
-            (true, None) => "\"above 1\"".to_string(),
+        let e = |k: usize| match c.relative_std_errors[k] {
+            Some(v) if c.determined[k] => format!("{v:.4}"),
+            _ => "\"undetermined\"".to_string(),
         };
         let notes: String = CONSTANTS
             .iter()
@@ -77,12 +77,11 @@ fn value(metric: Metric, v: f64) -> String {
 /// The fitted constants, in the order of [`Calibration::relative_std_errors`].
 const CONSTANTS: [&str; 3] = ["memory_scale", "compute_scale", "kernel_s"];
 
-/// `± x %`, `undetermined by these rows`, or `± over 100 %`.
+/// `± x %`, or `undetermined by these rows`.
 fn uncertainty(determined: bool, v: Option<f64>) -> String {
-    match (determined, v) {
-        (false, _) => "undetermined by these rows".into(),
-        (true, Some(v)) => format!("± {}", human::percent(v)),
-        (true, None) => "± over 100 %".into(),
+    match v {
+        Some(v) if determined => format!("± {}", human::percent(v)),
+        _ => "undetermined by these rows".into(),
     }
 }
 

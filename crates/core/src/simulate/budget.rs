@@ -87,7 +87,7 @@ impl<'a> Budget<'a> {
             return Ok(());
         }
         let verb = if runs.len() == 1 { "needs" } else { "need" };
-        Err(self.over(format!("{} {verb} about {} engine steps", describe(&runs), compact_f64(estimate.ceil()))))
+        Err(self.over(format!("{} {verb} about {} engine steps", describe(&runs), two_figures(estimate))))
     }
 
     /// Charge `steps` steps that a run took: an error when the work is cancelled, or when the
@@ -106,6 +106,15 @@ impl<'a> Budget<'a> {
     fn over(&self, need: String) -> Error {
         Error::OverBudget { field: MAX_STEPS_FIELD.into(), max_steps: self.max_steps, need }
     }
+}
+
+/// `v` to two significant figures, compactly (`4.6e11`, `9.2e6`, `256`).
+fn two_figures(v: f64) -> String {
+    if v < 100.0 {
+        return compact_f64(v.ceil());
+    }
+    let unit = 10f64.powi(v.log10().floor() as i32 - 1);
+    compact_f64((v / unit).round() * unit)
 }
 
 /// The runs in words: `3 runs of 10000 requests of 1 + 460000 tokens at ≤ 1 sequence per step`.

@@ -312,6 +312,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         (None, None) => None,
     };
     let deployment = disagg.clone().map_or(Deployment::SINGLE, Deployment::Disaggregated);
+    cfg.validate().map_err(|e| q.core_error(&e))?;
     let budget = Budget::new(MAX_WEB_STEPS, Some(ctx.cancel));
     let runs = if disagg.is_some() { 2 } else { 1 };
     let over = |e: Error| q.core_error(&over_budget(e, cfg.requests));
