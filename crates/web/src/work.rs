@@ -296,6 +296,7 @@ mod tests {
         assert_eq!(answer.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
         let slot = tokio::time::timeout(Duration::from_secs(30), pool.acquire()).await;
         assert!(slot.is_ok(), "the slot is still held by abandoned work");
+        drop(slot);
         // Work that ends in time is not cancelled.
         let done = work(Duration::from_secs(30), &pool).run(|cancel| cancel.load(Ordering::Relaxed)).await;
         assert_eq!(done, Ok(false));
