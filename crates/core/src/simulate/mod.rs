@@ -77,17 +77,17 @@ use std::collections::VecDeque;
 use workload::{Arrival, Arrivals, Lengths, Source};
 
 /// Most requests in one simulation.
-pub const MAX_REQUESTS: u64 = 1_000_000;
+pub const MAX_REQUESTS: u64 = crate::limits::MAX_SIM_REQUESTS;
 /// Most tokens in one request's prompt or output.
-pub const MAX_REQUEST_TOKENS: u64 = 1 << 24;
+pub const MAX_REQUEST_TOKENS: u64 = crate::limits::MAX_SIM_REQUEST_TOKENS;
 /// Highest arrival rate, requests per second.
-pub const MAX_RATE_PER_S: f64 = 1e6;
+pub const MAX_RATE_PER_S: f64 = crate::limits::RATE.max;
 /// Lowest arrival rate, requests per second: the gamma sampler's scale `1/(rate·shape)` must be
 /// a finite number for every shape it takes (down to [`workload::MIN_GAMMA_SHAPE`] = 10⁻⁴), and
 /// `10⁻³⁰⁰ × 10⁻⁴` is still a normal `f64`, where `5·10⁻³²⁴` makes every gap infinite.
-pub const MIN_RATE_PER_S: f64 = 1e-300;
+pub const MIN_RATE_PER_S: f64 = crate::limits::RATE.min;
 /// Most sequences per step, and most tokens per step.
-pub const MAX_STEP_SIZE: u64 = 1 << 24;
+pub const MAX_STEP_SIZE: u64 = crate::limits::MAX_SIM_STEP_SIZE;
 /// Steps after which a run stops, drained or not.
 pub const MAX_STEPS: u64 = 20_000_000;
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 /// about `x²/2`, each rounded by `d·2⁻⁵³`. Up to `k = 10⁸` the test is exact to `4·10⁻⁸`; past
 /// about `10¹⁶` it is rounding noise, and once `1/cv²` overflows (`cv < 10⁻¹⁵⁴`) it is `NaN` and
 /// never accepts — the sampler would loop forever.
-pub const MIN_CV: f64 = 1e-4;
+pub const MIN_CV: f64 = crate::limits::CV.min;
 /// Largest coefficient of variation of gamma gaps: shape down to [`MIN_GAMMA_SHAPE`], where the
 /// gap's scale `1/(rate·k)` stays a finite number at every rate from
 /// [`super::MIN_RATE_PER_S`] (the boost `U^{1/k}` for `k < 1` is then at most `U^{10⁴}`).
-pub const MAX_CV: f64 = 100.0;
+pub const MAX_CV: f64 = crate::limits::CV.max;
 /// Largest gamma shape the sampler takes, `1/MIN_CV²`.
 pub const MAX_GAMMA_SHAPE: f64 = 1e8;
 /// Smallest gamma shape the sampler takes, `1/MAX_CV²`.
