@@ -607,6 +607,10 @@ pub struct SimulateArgs {
     /// else the network), nvlink, pcie, network or ideal (no cost) (default auto).
     #[arg(long, help_heading = "Disaggregated")]
     pub kv_link: Option<String>,
+    /// Most engine steps over every run of this command (default 100000000): runs estimated to
+    /// need more are refused before they start, and runs that take more stop with an error.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
+    pub max_steps: Option<String>,
     #[command(flatten)]
     pub reserve: ReserveArgs,
     #[command(flatten)]
@@ -769,6 +773,10 @@ pub struct PlanLoadArgs {
     /// With --rate: output tokens, as `simulate --output` (default 256).
     #[arg(long = "output", allow_hyphen_values = true, help_heading = "Under load")]
     pub output_tokens: Option<String>,
+    /// With --rate: most engine steps over every simulation of the search (default
+    /// 100000000); a search estimated to need more is refused before it starts.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub max_steps: Option<String>,
 }
 
 /// `zoom` options.
@@ -977,6 +985,7 @@ impl SimulateArgs {
             reserve: a.reserve.reserve,
             disagg: a.disagg,
             kv_link: a.kv_link,
+            max_steps: a.max_steps,
         }
     }
 }
@@ -992,6 +1001,7 @@ impl PlanLoadArgs {
             seed: a.seed,
             prompt: a.prompt,
             output_tokens: a.output_tokens,
+            max_steps: a.max_steps,
         }
     }
 }

@@ -2,11 +2,14 @@
 //! a report. Every user error is one line on stderr and exit code 2 (a usage error keeps clap's
 //! content: the missing argument, the "did you mean" tip). Output that cannot be written (a full
 //! disk), on stdout or to a file the user named, is one line and exit code 1; a closed pipe
-//! (`| head`) is not an error.
+//! (`| head`) is not an error; Ctrl-C is one line and exit code 130 ([`interrupt`]). Every error
+//! line has its control characters escaped ([`llm_ledger_core::error::escape_controls`]): nothing
+//! the user typed reaches the terminal raw.
 
 mod cli;
 mod commands;
 mod inputs;
+mod interrupt;
 
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LedgerArgs};
@@ -120,13 +123,17 @@ impl std::error::Error for OutputError {}
 const OUTPUT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() != Some("serve") {
+        interrupt::install();
+    }
     let cli = match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             let sub = std::env::args().nth(1).filter(|s| Cli::command().find_subcommand(s).is_some());
-            eprintln!("{}", usage_error_line(&e.render().to_string(), sub.as_deref()));
+            let line = usage_error_line(&e.render().to_string(), sub.as_deref());
+            eprintln!("{}", llm_ledger_core::error::escape_controls(&line));
             return ExitCode::from(2);
         }
     };
@@ -148,9 +155,17 @@ fn main() -> ExitCode {
             eprintln!("error: {}", OutputError(e));
             ExitCode::from(OUTPUT_FAILED)
         }
+        Err(e)
+            if e.chain()
+                .any(|c| c.downcast_ref::<llm_ledger_core::Error>() == Some(&llm_ledger_core::Error::Cancelled)) =>
+        {
+            eprintln!("{}", interrupt::MESSAGE);
+            ExitCode::from(interrupt::EXIT_INTERRUPTED)
+        }
         Err(e) => {
             let msg = user_message(&e);
-            eprintln!("error: {}", msg.split_whitespace().collect::<Vec<_>>().join(" "));
+            let line = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("error: {}", llm_ledger_core::error::escape_controls(&line));
             let unwritable = e.is::<OutputError>() || e.is::<llm_ledger_files::output::WriteFailed>();
             ExitCode::from(if unwritable { OUTPUT_FAILED } else { 2 })
         }

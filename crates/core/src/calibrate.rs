@@ -148,6 +148,12 @@ pub struct Calibration {
     /// Relative standard errors of `memory_scale`, `compute_scale`, `kernel_s` (`None` when the
     /// rows do not determine it, e.g. no compute-bound operator, or above 100 %).
     pub relative_std_errors: [Option<f64>; 3],
+    /// Whether the rows determine `memory_scale`, `compute_scale`, `kernel_s` (exactly when its
+    /// error is not `None`): false when no row moves it, when the rows cannot tell it from another
+    /// constant (rows that repeat one another; [`crate::fit`], "Undetermined constants"), or when
+    /// its error is over 100 %. An undetermined constant's value is wherever the fit left it, not
+    /// a measurement.
+    pub determined: [bool; 3],
     /// Rows, in input order.
     pub rows: Vec<CalibrationRow>,
     /// Median |error| before and after.
@@ -238,9 +244,12 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         a.sort_by(f64::total_cmp);
         a[a.len() / 2]
     };
+    let relative_std_errors =
+        [0, 1, 2].map(|k| Some(f.relative_std_errors[k]).filter(|e| f.determined[k] && e.is_finite() && *e <= 1.0));
     Ok(Calibration {
         profile,
-        relative_std_errors: [0, 1, 2].map(|k| Some(f.relative_std_errors[k]).filter(|e| e.is_finite() && *e <= 1.0)),
+        relative_std_errors,
+        determined: relative_std_errors.map(|e| e.is_some()),
         median_abs_error_before: median(rows.iter().map(|r| r.error_before).collect()),
         median_abs_error_after: median(rows.iter().map(|r| r.error_after).collect()),
         rows,
@@ -303,6 +312,17 @@ mod tests {
         assert!((p.compute_scale / 0.9 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.kernel_s / 3e-6 - 1.0).abs() < 0.02, "{p:?}");
         assert!(c.median_abs_error_after < 1e-3 && c.median_abs_error_before > 0.05, "{c:?}");
+        assert_eq!(c.determined, [true; 3]);
+    }
+
+    /// Three identical rows determine no constant: each is reported undetermined (no error
+    /// estimate), never `± 0.0 %`.
+    #[test]
+    fn identical_rows_determine_no_constant() {
+        let row = rows(Profile::IDENTITY).swap_remove(1);
+        let c = calibrate(&[row.clone(), row.clone(), row]).unwrap();
+        assert_eq!(c.determined, [false; 3], "{c:?}");
+        assert_eq!(c.relative_std_errors, [None; 3]);
     }
 
     /// Per-kernel rows (a profiler's kernel times, one layer each): memory-bound GEMMs and norms

@@ -10,10 +10,37 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// followed by `…(N bytes)` ([`echo`]).
 pub const MAX_ECHO_CHARS: usize = 80;
 
-/// User input as it appears in a message: at most [`MAX_ECHO_CHARS`] characters, then `…(N bytes)`
-/// with the input's full length; a long plain number (`1e308` printed as 309 digits) is shown
-/// compactly ([`compact_f64`]) instead. Every variant of [`Error`] echoes input through this.
+/// Text with every control character (C0, DEL, C1) and every bidirectional-override character
+/// written as its escape (`\u{1b}`), so that echoed input cannot drive the terminal (colours, a
+/// cleared screen, a rewritten line) or reorder what a reader sees; everything else is unchanged.
+/// Idempotent. The one escape of every message that quotes input: [`echo`] applies it, and the
+/// front ends apply it to the whole line they print.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// User input as it appears in a message: control characters escaped ([`escape_controls`]), at
+/// most [`MAX_ECHO_CHARS`] characters, then `…(N bytes)` with the input's full length; a long
+/// plain number (`1e308` printed as 309 digits) is shown compactly ([`compact_f64`]) instead.
+/// Every variant of [`Error`] echoes input through this.
 pub fn echo(s: &str) -> String {
+    let bytes = s.len();
+    let escaped = escape_controls(s);
+    let s: &str = &escaped;
     // A number, possibly quoted as the parsers quote what they could not read.
     let (quote, bare) = match s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(t) => ("\"", t),
@@ -26,7 +53,7 @@ pub fn echo(s: &str) -> String {
     }
     match s.char_indices().nth(MAX_ECHO_CHARS) {
         None => s.to_string(),
-        Some((cut, _)) => format!("{}…({} bytes)", &s[..cut], s.len()),
+        Some((cut, _)) => format!("{}…({bytes} bytes)", &s[..cut]),
     }
 }
 
@@ -52,7 +79,7 @@ pub fn compact_f64(v: f64) -> String {
 #[non_exhaustive]
 pub enum Error {
     /// A field holds a value of the wrong type or out of range.
-    #[error("invalid `{}`: {} ({expected})", echo(field), echo(value))]
+    #[error("invalid `{}`: {} ({})", echo(field), echo(value), escape_controls(expected))]
     InvalidField {
         /// Field name as the user wrote it (config key, flag or query parameter).
         field: String,
@@ -62,7 +89,7 @@ pub enum Error {
         expected: String,
     },
     /// A field that the model family needs is absent.
-    #[error("missing required field `{}` for {context}", echo(field))]
+    #[error("missing required field `{}` for {}", echo(field), escape_controls(context))]
     MissingField {
         /// Field name.
         field: String,
@@ -70,7 +97,7 @@ pub enum Error {
         context: String,
     },
     /// A name that is not in a closed set (GPU, preset, precision, family …).
-    #[error("unknown {what}{} `{}`; accepted: {}", for_field(field, *field_in_message), echo(name), accepted.join(", "))]
+    #[error("unknown {what}{} `{}`; accepted: {}", for_field(field, *field_in_message), echo(name), escape_controls(&accepted.join(", ")))]
     UnknownName {
         /// What kind of name it is ("GPU", "model", "precision" …).
         what: String,
@@ -93,7 +120,7 @@ pub enum Error {
         message: String,
     },
     /// The input is structurally fine but describes something this tool does not model.
-    #[error("unsupported {}: {reason}", echo(what))]
+    #[error("unsupported {}: {}", echo(what), escape_controls(reason))]
     Unsupported {
         /// What is unsupported.
         what: String,
@@ -108,8 +135,24 @@ pub enum Error {
     /// A plan under load found no deployment holding both p99 SLAs: the closest one's p99s
     /// ([`crate::plan_refusal::ServingRefused`]); a front end words it in full
     /// (`llm_ledger_report::plan_serving::refusal_message`).
-    #[error("invalid `{}`: no deployment holds p99 TTFT ≤ {:.3} ms and p99 TPOT ≤ {:.3} ms at {} requests/s", .0.field(), .0.ttft_bound_s * 1e3, .0.tpot_bound_s * 1e3, .0.rate_per_s)]
+    #[error("invalid `{}`: no deployment holds p99 TTFT ≤ {:.3} ms and p99 TPOT ≤ {:.3} ms at {} requests/s", .0.field(), .0.ttft_bound_s * 1e3, .0.tpot_bound_s * 1e3, compact_f64(.0.rate_per_s))]
     NoServingPlan(Box<crate::plan_refusal::ServingRefused>),
+    /// A long computation stopped before its end because another thread asked it to (Ctrl-C, a
+    /// request's deadline; [`crate::simulate::Budget`]): there is no result, and nothing is wrong
+    /// with the input.
+    #[error("cancelled before the end")]
+    Cancelled,
+    /// Simulations that need, or took, more engine steps than their budget allows
+    /// ([`crate::simulate::Budget`]).
+    #[error("invalid `{}`: {} engine steps ({need}; raise it, or ask for fewer requests or shorter outputs)", echo(field), compact_f64(*max_steps as f64))]
+    OverBudget {
+        /// The input that sets the budget (`max_steps`).
+        field: String,
+        /// The budget, engine steps over every run of one command.
+        max_steps: u64,
+        /// What needs more: the estimate before the start, or the steps taken.
+        need: String,
+    },
     /// A report holds a NaN or an infinity: a bug (every input is range-checked), caught before
     /// anything is printed.
     #[error("internal error: non-finite value in {path}; please report this with the command line")]
@@ -151,6 +194,8 @@ fn for_field(field: &Option<String>, in_message: bool) -> String {
 /// A parser's message may quote the input: keep its head and its tail (the `(line N)`).
 fn echo_message(m: &str) -> String {
     const KEEP: usize = 3 * MAX_ECHO_CHARS;
+    let escaped = escape_controls(m);
+    let m: &str = &escaped;
     if m.chars().count() <= KEEP {
         return m.to_string();
     }
@@ -207,7 +252,9 @@ impl Error {
     #[must_use]
     pub fn map_field(mut self, name_of: impl Fn(&str) -> String) -> Self {
         match &mut self {
-            Error::InvalidField { field, .. } | Error::MissingField { field, .. } => *field = name_of(field),
+            Error::InvalidField { field, .. } | Error::MissingField { field, .. } | Error::OverBudget { field, .. } => {
+                *field = name_of(field)
+            }
             Error::UnknownName { field: Some(field), .. } => *field = name_of(field),
             _ => {}
         }
@@ -240,11 +287,13 @@ impl Error {
     /// about no single field.
     pub fn field(&self) -> Option<&str> {
         match self {
-            Error::InvalidField { field, .. } | Error::MissingField { field, .. } => Some(field),
+            Error::InvalidField { field, .. } | Error::MissingField { field, .. } | Error::OverBudget { field, .. } => {
+                Some(field)
+            }
             Error::UnknownName { field, .. } => field.as_deref(),
             Error::NoPlan(p) => Some(p.field()),
             Error::NoServingPlan(p) => Some(p.field()),
-            Error::Malformed { .. } | Error::Unsupported { .. } | Error::NonFinite { .. } => None,
+            Error::Malformed { .. } | Error::Unsupported { .. } | Error::NonFinite { .. } | Error::Cancelled => None,
         }
     }
 }

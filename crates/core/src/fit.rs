@@ -17,6 +17,17 @@
 //! **Uncertainty.** The covariance of `φ` is `σ̂² (JᵀWJ)⁻¹` with `σ̂² = Σwᵢrᵢ² / (n − p)` at the
 //! optimum; a constant's relative standard error is `√Cⱼⱼ` (a log-space standard error is a
 //! relative one). With `n ≤ p` the uncertainty is unknown (reported as infinite).
+//!
+//! **Undetermined constants.** When the rows cannot tell some constants apart — a column of
+//! zeros (no compute-bound row for a compute scale), rows that repeat one another, or columns in
+//! proportion — `JᵀWJ` is singular and a constant along its null space has no finite error: any
+//! value along it fits the rows equally well. The null space comes from the eigenvectors of the
+//! correlation form `D^{-1/2} JᵀWJ D^{-1/2}` (`D` its diagonal; cyclic Jacobi, Golub and Van Loan,
+//! *Matrix Computations*, §8.5) with eigenvalues below [`RANK_TOLERANCE`] of the largest; a
+//! constant is determined when its axis is orthogonal to that null space, and then its variance
+//! is `σ̂²·Σₖ vₖⱼ²/λₖ / Dⱼⱼ` over the other eigenpairs (the pseudo-inverse, which is the inverse
+//! when nothing is singular). Undetermined constants are reported with an infinite error and
+//! [`Fitted::determined`] false.
 
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -26,6 +37,11 @@ pub const HUBER_K: f64 = 1.345;
 
 /// Most constants one fit may have.
 pub const MAX_PARAMETERS: usize = 16;
+
+/// Eigenvalues of the correlation form below this fraction of the largest span the null space
+/// (a correlation above `1 − 10⁻⁹` between two constants' effects is taken as exact: the
+/// central-difference Jacobian is good to about `10⁻¹⁰`).
+pub const RANK_TOLERANCE: f64 = 1e-9;
 
 /// One constant to fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,6 +65,9 @@ pub struct Fitted {
     pub values: Vec<f64>,
     /// Relative standard error of each value (`0.02` = ±2 %); infinite when unknown.
     pub relative_std_errors: Vec<f64>,
+    /// Whether the rows determine each value (module docs); an undetermined one is wherever the
+    /// descent left it, and its error is infinite.
+    pub determined: Vec<bool>,
     /// Log residual of each measurement at the fit, `ln(predicted / measured)`.
     pub log_residuals: Vec<f64>,
     /// Huber weight of each measurement at the fit (1 = inlier).
@@ -159,15 +178,13 @@ pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usiz
     let (jtj, _) = normal_equations(&j, &r, &w);
     let (n, p) = (measured.len(), params.len());
     let sigma2 = weighted_cost(&r, &w) * 2.0 / (n.saturating_sub(p).max(1)) as f64;
-    // A constant the rows do not move (a zero column: no compute-bound row for a compute scale) is
-    // undetermined; the others' covariance comes from the determined block alone.
-    let biggest = (0..p).map(|k| jtj[k][k]).fold(0.0, f64::max);
-    let determined: Vec<usize> = (0..p).filter(|&k| jtj[k][k] > 1e-12 * biggest && biggest > 0.0).collect();
-    let block: Vec<Vec<f64>> = determined.iter().map(|&a| determined.iter().map(|&b| jtj[a][b]).collect()).collect();
-    let inv = (n > determined.len()).then(|| invert(block)).flatten();
-    let relative_std_errors = (0..p)
-        .map(|k| match (determined.iter().position(|&d| d == k), &inv) {
-            (Some(i), Some(m)) => (sigma2 * m[i][i]).max(0.0).sqrt(),
+    let variances = identified_variances(&jtj);
+    let determined: Vec<bool> = variances.iter().map(Option::is_some).collect();
+    let known = n > determined.iter().filter(|d| **d).count();
+    let relative_std_errors = variances
+        .iter()
+        .map(|v| match v {
+            Some(v) if known => (sigma2 * v).max(0.0).sqrt(),
             _ => f64::INFINITY,
         })
         .collect();
@@ -175,10 +192,85 @@ pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usiz
         names: params.iter().map(|p| p.name.clone()).collect(),
         values: phi.iter().map(|v| v.exp()).collect(),
         relative_std_errors,
+        determined,
         log_residuals: r,
         weights: w,
         iterations,
     })
+}
+
+/// For each constant, the diagonal of the pseudo-inverse of `a` (`JᵀWJ`) when the constant is
+/// determined, `None` when it is not (module docs, "Undetermined constants").
+fn identified_variances(a: &[Vec<f64>]) -> Vec<Option<f64>> {
+    let p = a.len();
+    let biggest = (0..p).map(|k| a[k][k]).fold(0.0, f64::max);
+    // A zero column moves nothing: undetermined, and left out of the correlation form.
+    let live: Vec<usize> = (0..p).filter(|&k| biggest > 0.0 && a[k][k] > 1e-12 * biggest).collect();
+    let scale: Vec<f64> = live.iter().map(|&k| a[k][k].sqrt()).collect();
+    let corr: Vec<Vec<f64>> = live
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| live.iter().enumerate().map(|(j, &c)| a[r][c] / (scale[i] * scale[j])).collect())
+        .collect();
+    let (values, vectors) = symmetric_eigen(corr);
+    let top = values.iter().copied().fold(0.0, f64::max);
+    let null = |k: usize| values[k] <= RANK_TOLERANCE * top;
+    let mut out = vec![None; p];
+    for (i, &k) in live.iter().enumerate() {
+        // Its axis' share in the null space: 0 when the rows determine it.
+        let in_null: f64 = (0..live.len()).filter(|&e| null(e)).map(|e| vectors[i][e].powi(2)).sum();
+        if in_null < 1e-6 {
+            let v: f64 = (0..live.len()).filter(|&e| !null(e)).map(|e| vectors[i][e].powi(2) / values[e]).sum();
+            out[k] = Some(v / a[k][k]);
+        }
+    }
+    out
+}
+
+/// Eigenvalues and eigenvectors (columns: `vectors[row][k]` is component `row` of the `k`-th) of
+/// a small symmetric matrix, by cyclic Jacobi rotations until the off-diagonal part is below
+/// 10⁻¹⁵ of the whole.
+fn symmetric_eigen(mut a: Vec<Vec<f64>>) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let n = a.len();
+    let mut v: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| if i == j { 1.0 } else { 0.0 }).collect()).collect();
+    let norm: f64 = a.iter().flatten().map(|x| x * x).sum::<f64>().sqrt();
+    for _ in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| a[i][j] * a[i][j])
+            .sum::<f64>()
+            .sqrt();
+        if off <= 1e-15 * norm {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                if a[p][q] == 0.0 {
+                    continue;
+                }
+                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let (c, s) = (1.0 / (t * t + 1.0).sqrt(), t / (t * t + 1.0).sqrt());
+                for row in a.iter_mut() {
+                    let (akp, akq) = (row[p], row[q]);
+                    row[p] = c * akp - s * akq;
+                    row[q] = s * akp + c * akq;
+                }
+                let (top, bottom) = a.split_at_mut(q);
+                for (apk, aqk) in top[p].iter_mut().zip(bottom[0].iter_mut()) {
+                    let (x, y) = (*apk, *aqk);
+                    *apk = c * x - s * y;
+                    *aqk = s * x + c * y;
+                }
+                for row in v.iter_mut() {
+                    let (vp, vq) = (row[p], row[q]);
+                    row[p] = c * vp - s * vq;
+                    row[q] = s * vp + c * vq;
+                }
+            }
+        }
+    }
+    ((0..n).map(|i| a[i][i]).collect(), v)
 }
 
 /// Huber weights `min(1, k·s/|r|)` with `s = 1.4826 · median|r|`, floored at 10⁻⁶ (exact data).
@@ -250,15 +342,6 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
-/// The inverse of a small matrix, column by column; `None` when singular.
-fn invert(a: Vec<Vec<f64>>) -> Option<Vec<Vec<f64>>> {
-    let n = a.len();
-    let cols: Option<Vec<Vec<f64>>> =
-        (0..n).map(|c| solve(a.clone(), (0..n).map(|r| if r == c { 1.0 } else { 0.0 }).collect())).collect();
-    let cols = cols?;
-    Some((0..n).map(|r| (0..n).map(|c| cols[c][r]).collect()).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,8 +407,36 @@ mod tests {
         // [[2, 1], [1, 3]] x = [3, 5] → x = (4/5, 7/5).
         let x = solve(vec![vec![2.0, 1.0], vec![1.0, 3.0]], vec![3.0, 5.0]).unwrap();
         assert!((x[0] - 0.8).abs() < 1e-12 && (x[1] - 1.4).abs() < 1e-12);
-        let inv = invert(vec![vec![2.0, 1.0], vec![1.0, 3.0]]).unwrap();
-        assert!((inv[0][0] - 0.6).abs() < 1e-12 && (inv[0][1] + 0.2).abs() < 1e-12);
         assert!(solve(vec![vec![1.0, 2.0], vec![2.0, 4.0]], vec![1.0, 2.0]).is_none());
+        // [[2, 1], [1, 2]]: eigenvalues 1 and 3, eigenvectors (1, −1)/√2 and (1, 1)/√2.
+        let (values, vectors) = symmetric_eigen(vec![vec![2.0, 1.0], vec![1.0, 2.0]]);
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert!((sorted[0] - 1.0).abs() < 1e-12 && (sorted[1] - 3.0).abs() < 1e-12, "{values:?}");
+        let k = values.iter().position(|v| (v - 3.0).abs() < 1e-9).unwrap();
+        assert!((vectors[0][k].abs() - 0.5f64.sqrt()).abs() < 1e-12 && vectors[0][k] * vectors[1][k] > 0.0);
+        // The pseudo-inverse's diagonal is the inverse's when nothing is singular:
+        // [[2, 1], [1, 3]]⁻¹ = [[0.6, −0.2], [−0.2, 0.4]].
+        let v = identified_variances(&[vec![2.0, 1.0], vec![1.0, 3.0]]);
+        assert!((v[0].unwrap() - 0.6).abs() < 1e-12 && (v[1].unwrap() - 0.4).abs() < 1e-12, "{v:?}");
+        // A singular pair is undetermined; a third constant apart from it is not.
+        let v = identified_variances(&[vec![1.0, 2.0, 0.0], vec![2.0, 4.0, 0.0], vec![0.0, 0.0, 5.0]]);
+        assert_eq!(v[..2], [None, None]);
+        assert!((v[2].unwrap() - 0.2).abs() < 1e-12, "{v:?}");
+    }
+
+    /// Rows that repeat one another cannot tell two constants apart: both are undetermined,
+    /// never `± 0 %`.
+    #[test]
+    fn identical_rows_leave_the_constants_undetermined() {
+        let rows = vec![(10.0, 1e6); 3];
+        let y: Vec<f64> = (0..3).map(|i| model(&rows)(&[5e-6, 2.9e12], i)).collect();
+        let f = fit(&[param("launch_s", 1e-5), param("bandwidth", 1e12)], &y, model(&rows)).unwrap();
+        assert_eq!(f.determined, [false, false]);
+        assert!(f.relative_std_errors.iter().all(|e| e.is_infinite()), "{:?}", f.relative_std_errors);
+        // The same rows with the launch cost known: the bandwidth alone is determined.
+        let g = fit(&[param("bandwidth", 1e12)], &y, |t, i| 5e-6 * rows[i].0 + rows[i].1 / t[0]).unwrap();
+        assert_eq!(g.determined, [true]);
+        assert!(g.relative_std_errors[0].is_finite());
     }
 }

@@ -139,6 +139,20 @@ pub const LINK_BANDWIDTH: Range = range("bandwidth_bytes_per_s", 1e6, 1e15, "byt
 /// A link's latency per hop, seconds (GPU file `interconnect.*.latency_s`).
 pub const LINK_LATENCY_S: Range = range("latency_s", 0.0, 1.0, "seconds", "GPU file");
 
+/// An arrival rate, requests per second (`simulate --rate`, `plan --rate`): from 10⁻³⁰⁰ (the
+/// gamma sampler's scale stays finite; `crate::simulate::MIN_RATE_PER_S` says why) to 10⁶.
+pub const RATE: Range = range("rate", 1e-300, 1e6, "requests per second", FLAG);
+/// The coefficient of variation of gamma gaps (`simulate --cv`): the gamma sampler's range
+/// (`crate::simulate::workload::MIN_CV` and `MAX_CV` say why).
+pub const CV: Range = range("cv", 1e-4, 100.0, "coefficient of variation of gamma gaps (the sampler's range)", FLAG);
+
+/// Most requests in one simulation (`simulate --requests`, `--concurrency`, a trace's rows).
+pub const MAX_SIM_REQUESTS: u64 = 1_000_000;
+/// Most tokens in one simulated request's prompt or output.
+pub const MAX_SIM_REQUEST_TOKENS: u64 = 1 << 24;
+/// Most sequences, or tokens, in one simulated engine step; most tokens per KV block.
+pub const MAX_SIM_STEP_SIZE: u64 = 1 << 24;
+
 /// Every real-valued input's range: the one definition the parsers and the README use.
 pub const RANGES: &[Range] = &[
     COMPUTE_EFFICIENCY,
@@ -157,6 +171,8 @@ pub const RANGES: &[Range] = &[
     GPU_TENSOR_FLOPS_PER_SMEM_BYTE,
     LINK_BANDWIDTH,
     LINK_LATENCY_S,
+    RATE,
+    CV,
 ];
 
 /// Integer inputs with their bounds: `(name, min, max, what)`.
@@ -172,6 +188,15 @@ pub const INTEGER_RANGES: &[(&str, u64, u64, &str)] = &[
     ("model parameters", 1, MAX_PARAMS, "the total a config describes"),
     ("GPU file sm_count", 1, MAX_SM_COUNT, "streaming multiprocessors"),
     ("GPU file onchip sizes", 1, MAX_ONCHIP, "shared memory, registers, warps, blocks, warp size"),
+    ("simulate requests, concurrency", 1, MAX_SIM_REQUESTS, "requests per run (a trace: its rows)"),
+    ("simulate prompt, output", 1, MAX_SIM_REQUEST_TOKENS, "tokens per request"),
+    (
+        "max_seqs, max_batched_tokens, chunk, block",
+        1,
+        MAX_SIM_STEP_SIZE,
+        "sequences or tokens per engine step, tokens per KV block",
+    ),
+    ("max_steps", 1, u64::MAX, "engine steps over every run of one command (default 100000000; the explorer: 2000000)"),
 ];
 
 /// Largest SM count in a GPU file.

@@ -26,8 +26,8 @@ use crate::plan::layouts;
 use crate::plan_refusal::{Layout, ServingClosest, ServingRefused};
 use crate::scenario::Scenario;
 use crate::serving::Price;
-use crate::simulate::workload::{Arrivals, Lengths};
-use crate::simulate::{kv_capacity_blocks, simulate, SimConfig, StepClock, MAX_RATE_PER_S};
+use crate::simulate::workload::{check_rate, Arrivals};
+use crate::simulate::{kv_capacity_blocks, simulate_within, Budget, Deployment, SimConfig, StepClock};
 use crate::workload::Chunk;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -110,19 +110,6 @@ pub struct ServingPlan {
     pub simulations: u64,
 }
 
-/// The mean of a length distribution, tokens (an estimate for the replica search's start).
-fn mean_tokens(l: &Lengths) -> f64 {
-    match l {
-        Lengths::Fixed(v) => *v as f64,
-        Lengths::Uniform { min, max } => (*min + *max) as f64 / 2.0,
-        Lengths::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
-        Lengths::Histogram(h) => {
-            let w: f64 = h.iter().map(|(_, w)| w).sum();
-            h.iter().map(|(t, w)| *t as f64 * w).sum::<f64>() / w
-        }
-    }
-}
-
 /// The worse of the two p99 ÷ bound ratios (≤ 1: both SLAs hold).
 fn badness(req: &ServingPlanRequest, ttft_s: f64, tpot_s: f64) -> f64 {
     (ttft_s / req.ttft_bound_s).max(tpot_s / req.tpot_bound_s)
@@ -139,10 +126,16 @@ struct Assessed {
     error: Option<Error>,
 }
 
-fn simulate_at(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, replicas: u64) -> Result<ServingPoint> {
+fn simulate_at(
+    sc: &Scenario,
+    req: &ServingPlanRequest,
+    cfg: &SimConfig,
+    replicas: u64,
+    budget: &Budget,
+) -> Result<ServingPoint> {
     let rate = req.rate_per_s / replicas as f64;
     let cfg = SimConfig { arrivals: Arrivals::Poisson { rate_per_s: rate }, ..cfg.clone() };
-    let s = simulate(sc, &cfg, |_| {})?.summary;
+    let s = simulate_within(sc, &cfg, &Deployment::SINGLE, budget, |_| {})?.summary;
     let p = &sc.parallel;
     let per_replica = p.gpus_per_replica();
     let gpus = per_replica * replicas;
@@ -166,22 +159,24 @@ fn simulate_at(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, replica
     })
 }
 
-fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig) -> Assessed {
+/// Assess one candidate; `Err` only when the search must stop (cancelled, or past the budget).
+fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Budget) -> Result<Assessed> {
     let mut out = Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, error: None };
     let max_replicas = MAX_SERVING_GPUS / sc.parallel.gpus_per_replica();
     // μ: requests/s of one replica decoding `max_seqs` sequences every step (an upper bound).
     let mut clock = StepClock::new(sc);
-    let cached = mean_tokens(&cfg.prompt).round() as u64;
+    let cached = cfg.prompt.mean_tokens().round() as u64;
     let step_s = clock.step_s(&vec![Chunk { new_tokens: 1, cached_tokens: cached }; cfg.max_seqs as usize]);
-    let mu = cfg.max_seqs as f64 / step_s / mean_tokens(&cfg.output).max(1.0);
+    let mu = cfg.max_seqs as f64 / step_s / cfg.output.mean_tokens().max(1.0);
     let mut r = ((req.rate_per_s / mu).ceil() as u64).clamp(1, max_replicas.max(1));
-    let run = |r: u64, out: &mut Assessed| -> Option<ServingPoint> {
+    let run = |r: u64, out: &mut Assessed| -> Result<Option<ServingPoint>> {
         out.simulations += 1;
-        let p = match simulate_at(sc, req, cfg, r) {
+        let p = match simulate_at(sc, req, cfg, r, budget) {
             Ok(p) => p,
+            Err(e @ (Error::Cancelled | Error::OverBudget { .. })) => return Err(e),
             Err(e) => {
                 out.error.get_or_insert(e);
-                return None;
+                return Ok(None);
             }
         };
         out.points.push(p);
@@ -189,18 +184,18 @@ fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig) -> Assessed 
         if out.closest.is_none_or(|c| worse(&p) < worse(&c)) {
             out.closest = Some(p);
         }
-        Some(p)
+        Ok(Some(p))
     };
     let mut failing = 0; // the most replicas known to miss
     let mut previous = f64::INFINITY;
     let first_meeting = loop {
-        let Some(p) = run(r, &mut out) else { return out };
+        let Some(p) = run(r, &mut out)? else { return Ok(out) };
         if p.meets_sla {
             break p;
         }
         let b = badness(req, p.ttft_p99_s, p.tpot_p99_s);
         if b > 0.95 * previous || r >= max_replicas {
-            return out; // more replicas do not help enough: it clearly fails
+            return Ok(out); // more replicas do not help enough: it clearly fails
         }
         previous = b;
         failing = r;
@@ -210,7 +205,7 @@ fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig) -> Assessed 
     let (mut lo, mut hi, mut best) = (failing, first_meeting.replicas, first_meeting);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        match run(mid, &mut out) {
+        match run(mid, &mut out)? {
             Some(p) if p.meets_sla => {
                 hi = mid;
                 best = p;
@@ -219,7 +214,7 @@ fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig) -> Assessed 
         }
     }
     out.best = Some(best);
-    out
+    Ok(out)
 }
 
 /// The candidate configurations of one layout: `(max_seqs, chunk)`.
@@ -251,13 +246,13 @@ fn candidates_of(sc: &Scenario, req: &ServingPlanRequest) -> Vec<SimConfig> {
 /// Plan the cheapest deployment holding both p99 SLAs at the rate (module docs). Errors with
 /// [`Error::NoServingPlan`] (the closest deployment's p99s) when none does.
 pub fn plan_serving(base: &Scenario, req: &ServingPlanRequest) -> Result<ServingPlan> {
-    if !(req.rate_per_s.is_finite() && req.rate_per_s > 0.0 && req.rate_per_s <= MAX_RATE_PER_S) {
-        return Err(Error::invalid(
-            "rate",
-            req.rate_per_s,
-            format!("a rate in requests/s above 0 and at most {MAX_RATE_PER_S}"),
-        ));
-    }
+    plan_serving_within(base, req, &Budget::unlimited())
+}
+
+/// [`plan_serving`] under `budget`: every candidate's first simulation is estimated before any
+/// runs ([`Budget::admit`]), and the simulations' steps are charged to the budget as they go.
+pub fn plan_serving_within(base: &Scenario, req: &ServingPlanRequest, budget: &Budget) -> Result<ServingPlan> {
+    check_rate("rate", req.rate_per_s)?;
     for (field, v) in [("ttft_ms", req.ttft_bound_s), ("tpot_ms", req.tpot_bound_s)] {
         if !(v.is_finite() && v > 0.0) {
             return Err(Error::invalid(field, v * 1e3, "a time in milliseconds above 0"));
@@ -284,7 +279,9 @@ pub fn plan_serving(base: &Scenario, req: &ServingPlanRequest) -> Result<Serving
         .filter(|(_, t)| *t <= req.tpot_bound_s)
         .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| (*i, c)))
         .collect();
-    let assessed: Vec<Assessed> = work.par_iter().map(|(i, cfg)| assess(&layouts[*i], req, cfg)).collect();
+    budget.admit(work.iter().map(|(_, c)| c))?;
+    let assessed: Vec<Assessed> =
+        work.par_iter().map(|(i, cfg)| assess(&layouts[*i], req, cfg, budget)).collect::<Result<_>>()?;
     let (mut ranked, mut meeting, mut closest, mut simulations) = (Vec::new(), Vec::new(), None, 0);
     let mut error = None;
     let worse = |c: &ServingPoint| badness(req, c.ttft_p99_s, c.tpot_p99_s);

@@ -7,11 +7,14 @@ use crate::read_text;
 use anyhow::{Context, Result};
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::plan::MAX_PLAN_GPUS;
-use llm_ledger_core::plan_serving::{plan_serving, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
+use llm_ledger_core::plan_serving::{plan_serving_within, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
-use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg, SimConfig, Simulation, MAX_RATE_PER_S};
+use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
+use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
+use llm_ledger_core::simulate::{
+    simulate_within, Budget, Deployment, Disagg, SimConfig, Simulation, DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
+};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::plan::DEFAULT_MAX_GPUS;
@@ -20,6 +23,7 @@ use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::Inputs;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 /// Most rates in one sweep.
 pub const MAX_RATES: usize = 1000;
@@ -44,17 +48,20 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
             "requests/s: a value, a list `2,4,8` or a range `1..40`",
         ));
     }
-    items
-        .iter()
-        .map(|s| {
-            let v = parse_f64("rate", s)?;
-            if v > 0.0 && v <= MAX_RATE_PER_S {
-                Ok(v)
-            } else {
-                Err(Error::invalid("rate", s, format!("a rate in requests/s above 0 and at most {MAX_RATE_PER_S}")))
-            }
-        })
-        .collect()
+    items.iter().map(|s| check_rate("rate", parse_f64("rate", s)?)).collect()
+}
+
+/// The step budget of one command over all its runs: `max_steps` (an integer ≥ 1; default
+/// [`DEFAULT_MAX_STEPS`]), cancelled when `cancel` becomes true.
+pub fn budget<'a>(max_steps: Option<&str>, cancel: Option<&'a AtomicBool>) -> Result<Budget<'a>, Error> {
+    let steps = match max_steps {
+        Some(s) => parse_u64(MAX_STEPS_FIELD, s)?,
+        None => DEFAULT_MAX_STEPS,
+    };
+    if steps == 0 {
+        return Err(Error::invalid(MAX_STEPS_FIELD, steps, "an integer ≥ 1 (engine steps over every run)"));
+    }
+    Ok(Budget::new(steps, cancel))
 }
 
 /// Prompt or output lengths from a flag's text (`hist:FILE` read here), or `default` tokens.
@@ -114,6 +121,8 @@ pub struct SimArgs {
     pub disagg: Option<String>,
     /// The link a disaggregated run moves KV caches over.
     pub kv_link: Option<String>,
+    /// Engine steps over every run of the command (the step budget).
+    pub max_steps: Option<String>,
 }
 
 /// The simulator's configuration from the text inputs (the rate is set per run).
@@ -153,6 +162,7 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
     unused("concurrency", args.concurrency.is_some() && kind != "closed", "closed")?;
     unused("trace", args.trace.is_some() && kind != "trace", "trace")?;
     unused("rate", args.rate.is_some() && matches!(kind, "closed" | "trace"), "poisson or gamma")?;
+    unused("requests", args.requests.is_some() && kind == "trace", "poisson, gamma or closed (a trace has its own)")?;
     let serving = ServingRequest { reserve: args.reserve.clone(), ..Default::default() }.resolve(sc)?;
     let max_batched_tokens = u("max_batched_tokens", &args.max_batched_tokens, d.max_batched_tokens)?;
     let ms = |field: &str, v: &Option<String>| -> Result<Option<f64>> {
@@ -161,9 +171,13 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
             .transpose()?
             .map(|ms| ms / 1e3))
     };
-    Ok(SimConfig {
+    let requests = match &arrivals {
+        Arrivals::Trace(t) => t.len() as u64,
+        _ => u("requests", &args.requests, d.requests)?,
+    };
+    let cfg = SimConfig {
         arrivals,
-        requests: u("requests", &args.requests, d.requests)?,
+        requests,
         seed: u("seed", &args.seed, d.seed)?,
         prompt: lengths("prompt", args.prompt.as_deref(), llm_ledger_core::serving::DEFAULT_PROMPT_TOKENS)?,
         output: lengths("output", args.output.as_deref(), llm_ledger_core::serving::DEFAULT_OUTPUT_TOKENS)?,
@@ -182,7 +196,10 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,
-    })
+    };
+    // Every range first, so that a bad value is named before the step budget is estimated.
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).
@@ -226,24 +243,27 @@ pub fn check_sweep_requests(cfg: &SimConfig, rates: usize, runs_per_rate: u64, w
 
 /// One run per rate of [`rates`], in parallel; each is deterministic, so the order of work does
 /// not change a number.
-pub fn run_rates(sc: &Scenario, cfg: &SimConfig, rates: &[f64]) -> Result<Vec<Simulation>, Error> {
-    run_deployments(sc, cfg, rates, &[Deployment::SINGLE])
+pub fn run_rates(sc: &Scenario, cfg: &SimConfig, rates: &[f64], budget: &Budget) -> Result<Vec<Simulation>, Error> {
+    run_deployments(sc, cfg, rates, &[Deployment::SINGLE], budget)
 }
 
 /// One run per deployment and rate (deployment-major: every rate of the first deployment, then
-/// of the next), in parallel.
+/// of the next), in parallel, under one step budget: estimated before any starts
+/// ([`Budget::admit`]), charged as they go.
 pub fn run_deployments(
     sc: &Scenario,
     cfg: &SimConfig,
     rates: &[f64],
     deployments: &[Deployment],
+    budget: &Budget,
 ) -> Result<Vec<Simulation>, Error> {
     use rayon::prelude::*;
     let jobs: Vec<(f64, &Deployment)> = deployments.iter().flat_map(|d| rates.iter().map(move |&r| (r, d))).collect();
+    budget.admit(std::iter::repeat_n(cfg, jobs.len()))?;
     jobs.par_iter()
         .map(|&(rate, d)| {
             let c = if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) };
-            simulate_deployment(sc, &c, d, |_| {})
+            simulate_within(sc, &c, d, budget, |_| {})
         })
         .collect()
 }
@@ -282,13 +302,20 @@ impl SimRun {
 
 /// A run that replaces the parallel runs of one rate (the CLI's step trace), with the input that
 /// asks for it (named in the refusal when a sweep or `disagg` is asked for too).
-pub type SingleRun<'a> = (&'a str, &'a dyn Fn(&SimConfig) -> Result<Simulation>);
+pub type SingleRun<'a> = (&'a str, &'a dyn Fn(&SimConfig, &Budget) -> Result<Simulation>);
 
 /// Resolve `args` for `sc` and run `simulate`: one run per rate, in parallel, and with
 /// `disagg` the same rates aggregated on as many instances beside the disaggregated pools.
 /// `single` replaces the runs of a single rate without `disagg` (the CLI's step trace); it is
-/// refused with a sweep or `disagg` (`single_field` names its input).
-pub fn run(sc: &Scenario, args: &SimArgs, single: Option<SingleRun<'_>>) -> Result<SimRun> {
+/// refused with a sweep or `disagg` (`single_field` names its input). Every run is under the
+/// step budget of `max_steps` and stops once `cancel` becomes true ([`Error::Cancelled`]).
+pub fn run(
+    sc: &Scenario,
+    args: &SimArgs,
+    single: Option<SingleRun<'_>>,
+    cancel: Option<&AtomicBool>,
+) -> Result<SimRun> {
+    let budget = budget(args.max_steps.as_deref(), cancel)?;
     let cfg = config(args, sc)?;
     let rates = rates(args.rate.as_deref(), &cfg)?;
     let sweep = rates.len() > 1;
@@ -305,7 +332,10 @@ pub fn run(sc: &Scenario, args: &SimArgs, single: Option<SingleRun<'_>>) -> Resu
         Some((field, _)) if disagg.is_some() => {
             return Err(Error::invalid(field, "given with --disagg", "a run of one instance").into());
         }
-        Some((_, one)) => vec![one(&cfg)?],
+        Some((_, one)) => {
+            budget.admit([&cfg])?;
+            vec![one(&cfg, &budget)?]
+        }
         None => {
             let deployments: Vec<Deployment> = match &disagg {
                 None => vec![Deployment::SINGLE],
@@ -314,7 +344,7 @@ pub fn run(sc: &Scenario, args: &SimArgs, single: Option<SingleRun<'_>>) -> Resu
                     vec![d.aggregated_equivalent(), d]
                 }
             };
-            run_deployments(sc, &cfg, &rates, &deployments)?
+            run_deployments(sc, &cfg, &rates, &deployments, &budget)?
         }
     };
     // With disagg the runs are the aggregated ones, then the disaggregated ones.
@@ -362,6 +392,8 @@ pub struct PlanLoadArgs {
     pub prompt: Option<String>,
     /// Output lengths, as `simulate`'s.
     pub output_tokens: Option<String>,
+    /// Engine steps over every simulation of the search (the step budget).
+    pub max_steps: Option<String>,
 }
 
 impl PlanLoadArgs {
@@ -373,6 +405,7 @@ impl PlanLoadArgs {
             ("seed", self.seed.is_some()),
             ("prompt", self.prompt.is_some()),
             ("output", self.output_tokens.is_some()),
+            (MAX_STEPS_FIELD, self.max_steps.is_some()),
         ] {
             if given {
                 return Err(Error::invalid(flag, "given", "it applies only with --rate (a plan under load)").into());
@@ -385,15 +418,7 @@ impl PlanLoadArgs {
     /// checked, and refusals of `batch` and `ctx` (the simulated lengths replace them); run
     /// before the scenario is resolved.
     pub fn check(&self, rate: &str, batch_given: bool, ctx_given: bool) -> Result<(f64, f64)> {
-        let rate_per_s = parse_f64("rate", rate)?;
-        if !(rate_per_s > 0.0 && rate_per_s <= MAX_RATE_PER_S) {
-            return Err(Error::invalid(
-                "rate",
-                rate,
-                format!("a rate in requests/s above 0 and at most {MAX_RATE_PER_S}"),
-            )
-            .into());
-        }
+        let rate_per_s = check_rate("rate", parse_f64("rate", rate)?)?;
         for (flag, given) in [("batch", batch_given), ("ctx", ctx_given)] {
             if given {
                 return Err(
@@ -410,9 +435,18 @@ impl PlanLoadArgs {
 
     /// The cheapest deployment of `sc` holding the p99 TTFT and TPOT bounds at the rate, by
     /// simulation ([`plan_serving`]), as its report: `checked` is [`PlanLoadArgs::check`]'s rate
-    /// and TTFT bound; `s` holds the price, the reserve and the TPOT bound.
-    pub fn report(&self, sc: &Scenario, s: &Serving, checked: (f64, f64), max_gpus: u64) -> Result<ServingPlanReport> {
+    /// and TTFT bound; `s` holds the price, the reserve and the TPOT bound. The search runs
+    /// under the step budget of `max_steps` and stops once `cancel` becomes true.
+    pub fn report(
+        &self,
+        sc: &Scenario,
+        s: &Serving,
+        checked: (f64, f64),
+        max_gpus: u64,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<ServingPlanReport> {
         let (rate_per_s, ttft_bound_s) = checked;
+        let budget = budget(self.max_steps.as_deref(), cancel)?;
         let price = s.require_price(&sc.gpu.name)?;
         let Some(tpot_bound_s) = s.tpot_bound_s else {
             return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds").into());
@@ -431,7 +465,7 @@ impl PlanLoadArgs {
         };
         let (requests, seed) = (sim.requests, sim.seed);
         let request = ServingPlanRequest { rate_per_s, ttft_bound_s, tpot_bound_s, max_gpus, price, sim };
-        let plan = plan_serving(sc, &request)?;
+        let plan = plan_serving_within(sc, &request, &budget)?;
         Ok(ServingPlanReport::new(
             Inputs::of(sc),
             rate_per_s,
@@ -468,7 +502,11 @@ mod tests {
         assert_eq!(parse_rates("1..4").unwrap(), [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(parse_rates("0.5,1.5").unwrap(), [0.5, 1.5]);
         assert_eq!(parse_rates("0").unwrap_err().field(), Some("rate"));
-        assert!(parse_rates("-2").unwrap_err().to_string().contains("above 0"));
+        assert!(parse_rates("-2").unwrap_err().to_string().contains("a number in [1e-300, 1e6]"));
+        assert_eq!(
+            parse_rates("5e-324").unwrap_err().to_string(),
+            "invalid `rate`: 5e-324 (a number in [1e-300, 1e6])"
+        );
         assert!(parse_rates("1..100000").unwrap_err().to_string().contains("at most 1000"));
     }
 }

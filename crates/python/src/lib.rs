@@ -40,6 +40,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 create_exception!(
     _native,
@@ -97,9 +98,10 @@ const SIMULATE: &[&str] = &[
     "reserve",
     "disagg",
     "kv_link",
+    "max_steps",
 ];
 /// `plan`'s inputs of a plan under load (`plan --rate`).
-const PLAN_LOAD: &[&str] = &["rate", "ttft_ms", "requests", "seed", "prompt", "output"];
+const PLAN_LOAD: &[&str] = &["rate", "ttft_ms", "requests", "seed", "prompt", "output", "max_steps"];
 
 /// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
 /// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
@@ -136,7 +138,7 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
 fn command_keys(command: &str) -> &'static [&'static str] {
     match command {
         "sweep" | "moe" => &["batch"],
-        "plan" => &["batch", "rate", "ttft_ms", "requests", "seed", "prompt", "output"],
+        "plan" => &["batch", "rate", "ttft_ms", "requests", "seed", "prompt", "output", "max_steps"],
         "simulate" => SIMULATE,
         "tile" => &[
             "m",
@@ -187,7 +189,8 @@ fn keyword_text(message: &str) -> String {
 
 /// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
 fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
-    let err = InputError::new_err(keyword_text(message));
+    // Control characters escaped, as the CLI prints its line (nothing typed reaches a terminal raw).
+    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&keyword_text(message)).into_owned());
     Python::with_gil(|py| {
         let v = err.value(py);
         let _ = v.setattr("field", field.map(str::to_string));
@@ -314,6 +317,7 @@ impl Call {
             reserve: t("reserve"),
             disagg: t("disagg"),
             kv_link: t("kv_link"),
+            max_steps: t("max_steps"),
         }
     }
 
@@ -327,6 +331,7 @@ impl Call {
             seed: t("seed"),
             prompt: t("prompt"),
             output_tokens: t("output"),
+            max_steps: t("max_steps"),
         }
     }
 }
@@ -357,14 +362,50 @@ fn output<R: Report>(r: &R, svg: Option<String>) -> PyResult<Output> {
     Ok((json, rows, human_json(&r.human()), r.layout(Format::Table), svg))
 }
 
-/// Run `command` (not `sweep`) on text keyword arguments; see the module doc.
+/// How often a running command checks Python's signal handlers.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Run `work` on a thread of its own with the GIL released, while this (the calling) thread
+/// runs Python's signal handlers every [`SIGNAL_POLL`]: when one raises (`KeyboardInterrupt`
+/// after Ctrl-C), `work`'s cancellation flag is set, `work` stops at its next check (a
+/// simulation: within 1,024 steps) and the exception is raised here.
+fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&AtomicBool) -> PyResult<T> + Send) -> PyResult<T> {
+    py.allow_threads(|| {
+        let cancel = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let flag = &cancel;
+            s.spawn(move || {
+                let _ = tx.send(work(flag));
+            });
+            loop {
+                match rx.recv_timeout(SIGNAL_POLL) {
+                    Ok(result) => return result,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(e) = Python::with_gil(|py| py.check_signals()) {
+                            cancel.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    // The work panicked: the scope passes the panic on once it is joined.
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err(PyValueError::new_err("the computation ended without a result"))
+                    }
+                }
+            }
+        })
+    })
+}
+
+/// Run `command` (not `sweep`) on text keyword arguments; see the module doc. Ctrl-C stops it
+/// ([`interruptible`]).
 #[pyfunction]
 fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
     let call = Call::new(command, pairs)?;
-    py.allow_threads(|| build(command, &call))
+    interruptible(py, |cancel| build(command, &call, cancel))
 }
 
-fn build(command: &str, call: &Call) -> PyResult<Output> {
+fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
     let core = |e: Error| input_error(&e);
     match command {
         "ledger" => {
@@ -420,7 +461,7 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
                 let checked = load.check(rate, given("batch"), given("ctx")).map_err(files)?;
                 let sc = call.scenario()?;
                 let s = call.serving(&sc)?;
-                return output(&load.report(&sc, &s, checked, max_gpus).map_err(files)?, None);
+                return output(&load.report(&sc, &s, checked, max_gpus, Some(cancel)).map_err(files)?, None);
             }
             load.check_static().map_err(files)?;
             let sc = call.scenario()?;
@@ -429,7 +470,8 @@ fn build(command: &str, call: &Call) -> PyResult<Output> {
         }
         "simulate" => {
             let sc = call.scenario()?;
-            let sim = llm_ledger_files::simulate::run(&sc, &call.sim(), None).map_err(|e| files_error(e, None))?;
+            let sim = llm_ledger_files::simulate::run(&sc, &call.sim(), None, Some(cancel))
+                .map_err(|e| files_error(e, None))?;
             // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
             // p99 latency (a sweep).
             let svg = sim.chart().svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -7,6 +7,7 @@ one-line message with keywords for flags."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -323,3 +324,47 @@ def test_a_hostile_hub_writes_nothing(tmp_path, monkeypatch):
         server.shutdown()
     assert "`ETag: \"/" in str(e.value) and "nothing was written" in str(e.value)
     assert not any(outside.iterdir()) and not cache.exists()
+
+
+# Hostile inputs to the long runs: the step budget, Ctrl-C, exact latencies at extreme time
+# scales, escaped echoes.
+
+
+def test_runs_past_the_step_budget_are_the_cli_message(cli):
+    kwargs = {"rate": "1..100", "requests": 10000, "prompt": 1, "output": 460000, "max_seqs": 1}
+    with pytest.raises(ll.InputError) as e:
+        ll.simulate(**kwargs)
+    assert e.value.field == "max_steps"
+    assert f"error: {e.value}" == keyword_text(cli("simulate", *flags(kwargs), ok=False))
+    assert "need about 4.6e11 engine steps" in str(e.value)
+
+
+def test_ctrl_c_raises_keyboard_interrupt_during_a_long_simulation():
+    # 64 rates of a million requests decoding 100,000 tokens each: minutes of work, long past the
+    # bound below. SIGINT arrives a second in; the call must raise KeyboardInterrupt, not return.
+    script = (
+        "import os, signal, threading\n"
+        "import llm_ledger as ll\n"
+        "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    ll.simulate(rate='1..64', requests=1000000, prompt=1, output=100000, max_steps=10**12)\n"
+        "    print('returned')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "interrupted", p.stderr
+
+
+def test_latencies_stay_exact_one_request_every_1e15_s():
+    lat = ll.latency(prompt=512, output=32).json
+    s = ll.simulate(rate=1e-15, requests=100, prompt=512, output=32).summary
+    for name, want in [("ttft_s", lat["ttft_s"]), ("tpot_s", lat["tpot_s"])]:
+        for k in ["mean", "p50", "p99"]:
+            assert abs(s[name][k] / want - 1) <= 0.005, (name, k, s[name][k], want)
+
+
+def test_echoed_control_characters_are_escaped():
+    with pytest.raises(ll.InputError) as e:
+        ll.ledger(gpu="h100\x1b[31mred")
+    assert "h100\\u{1b}[31mred" in str(e.value) and "\x1b" not in str(e.value)

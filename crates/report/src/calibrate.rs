@@ -2,7 +2,9 @@
 //! after.
 //!
 //! JSON keys (stable): `file`, `profile` (`memory_scale`, `compute_scale`, `kernel_s`),
-//! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one),
+//! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one:
+//! no row moves it, the rows cannot tell it from another, or its error is over 100 %),
+//! `determined` (the same three: `false` where the error is `null`),
 //! `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`metric`, `op` for a per-kernel row, `measured`,
 //! `predicted_before`, `predicted_after`, `error_before`, `error_after`, `weight`), `written`
 //! (the profile file, if one was written). CSV: the rows.
@@ -25,15 +27,29 @@ pub struct CalibrateReport {
 }
 
 impl CalibrateReport {
-    /// The profile as a file `--profile` reads, with the fit recorded under `[fit]`.
+    /// The profile as a file `--profile` reads, with the fit recorded under `[fit]` and a
+    /// comment on each constant the rows do not determine.
     pub fn profile_toml(&self) -> String {
         let c = &self.calibration;
         let p = c.profile;
-        let e = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_else(|| "\"undetermined\"".into());
+        let e = |k: usize| match c.relative_std_errors[k] {
+            Some(v) if c.determined[k] => format!("{v:.4}"),
+            _ => "\"undetermined\"".to_string(),
+        };
+        let notes: String = CONSTANTS
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !c.determined[*k])
+            .map(|(_, name)| {
+                format!(
+                    "# {name}: undetermined by these rows (its value is where the fit left it, not a measurement)\n"
+                )
+            })
+            .collect();
         format!(
             "# llm-ledger calibration profile, fitted by `llm-ledger calibrate {}`.\n\
              # t' = t × memory_scale (memory-bound) or × compute_scale (compute-bound), + kernel_s per kernel.\n\
-             memory_scale = {:.6}\ncompute_scale = {:.6}\nkernel_s = {:.6e}\n\n[fit]\nrows = {}\n\
+             {notes}memory_scale = {:.6}\ncompute_scale = {:.6}\nkernel_s = {:.6e}\n\n[fit]\nrows = {}\n\
              relative_std_error_memory_scale = {}\nrelative_std_error_compute_scale = {}\nrelative_std_error_kernel_s = {}\n\
              median_abs_error_before = {:.4}\nmedian_abs_error_after = {:.4}\n",
             self.file,
@@ -41,9 +57,9 @@ impl CalibrateReport {
             p.compute_scale,
             p.kernel_s,
             c.rows.len(),
-            e(c.relative_std_errors[0]),
-            e(c.relative_std_errors[1]),
-            e(c.relative_std_errors[2]),
+            e(0),
+            e(1),
+            e(2),
             c.median_abs_error_before,
             c.median_abs_error_after,
         )
@@ -58,11 +74,14 @@ fn value(metric: Metric, v: f64) -> String {
     }
 }
 
-/// `±x %`, or `undetermined`.
-fn uncertainty(v: Option<f64>) -> String {
+/// The fitted constants, in the order of [`Calibration::relative_std_errors`].
+const CONSTANTS: [&str; 3] = ["memory_scale", "compute_scale", "kernel_s"];
+
+/// `± x %`, or `undetermined by these rows`.
+fn uncertainty(determined: bool, v: Option<f64>) -> String {
     match v {
-        Some(v) => format!("± {}", human::percent(v)),
-        None => "undetermined by these rows".into(),
+        Some(v) if determined => format!("± {}", human::percent(v)),
+        _ => "undetermined by these rows".into(),
     }
 }
 
@@ -98,9 +117,13 @@ impl Report for CalibrateReport {
             })
             .collect();
         let mut footer = vec![
-            format!("memory_scale  {:.4}  ({})", p.memory_scale, uncertainty(c.relative_std_errors[0])),
-            format!("compute_scale {:.4}  ({})", p.compute_scale, uncertainty(c.relative_std_errors[1])),
-            format!("kernel_s      {}  ({})", human::seconds(p.kernel_s), uncertainty(c.relative_std_errors[2])),
+            format!("memory_scale  {:.4}  ({})", p.memory_scale, uncertainty(c.determined[0], c.relative_std_errors[0])),
+            format!("compute_scale {:.4}  ({})", p.compute_scale, uncertainty(c.determined[1], c.relative_std_errors[1])),
+            format!(
+                "kernel_s      {}  ({})",
+                human::seconds(p.kernel_s),
+                uncertainty(c.determined[2], c.relative_std_errors[2])
+            ),
             format!(
                 "median |error| {} before, {} after; 3 constants fitted on {} rows (Huber-weighted least squares in log space)",
                 human::percent(c.median_abs_error_before),

@@ -16,11 +16,16 @@ pub fn si(value: f64, unit: &str) -> String {
     format!("{} {p}{unit}", sig3(value / scale))
 }
 
-/// Three significant figures without exponent (`1.61`, `16.1`, `161`, `0.0123`).
+/// Three significant figures without exponent (`1.61`, `16.1`, `161`, `0.0123`); from 10¹² up
+/// and below 10⁻⁶ in scientific form (`1.00e300`, `4.20e-9`), never hundreds of digits.
 pub fn sig3(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
+    } else if !v.is_finite() {
+        v.to_string()
+    } else if !(1e-6..1e12).contains(&a) {
+        format!("{v:.2e}")
     } else if a >= 99.95 {
         format!("{v:.0}")
     } else if a >= 9.995 {
@@ -158,5 +163,19 @@ mod tests {
         assert_eq!(intensity(None), "—");
         assert_eq!(intensity(Some(4.0)), "4.0");
         assert_eq!(sig3(0.0123), "0.0123");
+    }
+
+    #[test]
+    fn extreme_numbers_print_in_scientific_form() {
+        assert_eq!(sig3(1e-300), "1.00e-300");
+        assert_eq!(sig3(1e300), "1.00e300");
+        assert_eq!(sig3(-2.5e15), "-2.50e15");
+        assert_eq!(seconds(1e300), "1.00e300 s");
+        assert_eq!(seconds(3e-20), "3.00e-11 ns");
+        assert_eq!(sig3(999_999_999_999.0), "999999999999");
+        assert_eq!(sig3(1e-6), "0.00000100");
+        for v in [1e-300, 5e-324, 1e300, f64::MAX] {
+            assert!(sig3(v).len() <= 10 && seconds(v).len() <= 14, "{}", sig3(v));
+        }
     }
 }

@@ -23,6 +23,7 @@
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
+use llm_ledger_core::error::compact_f64;
 use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
 use llm_ledger_core::simulate::{Disagg, KvLink, Schedule, SimConfig, SimSummary};
@@ -71,7 +72,9 @@ pub fn lengths_words(l: &Lengths) -> String {
     match l {
         Lengths::Fixed(v) => format!("{v}"),
         Lengths::Uniform { min, max } => format!("uniform {min}..{max}"),
-        Lengths::LogNormal { median, sigma } => format!("lognormal median {median} sigma {sigma}"),
+        Lengths::LogNormal { median, sigma } => {
+            format!("lognormal median {} sigma {}", compact_f64(*median), compact_f64(*sigma))
+        }
         Lengths::Histogram(h) => format!("histogram of {} lengths", h.len()),
     }
 }
@@ -90,7 +93,7 @@ impl Settings {
             arrivals: arrivals.into(),
             cv,
             concurrency,
-            requests: cfg.requests,
+            requests: cfg.offered_requests(),
             seed: cfg.seed,
             prompt: if trace { "from the trace".into() } else { lengths_words(&cfg.prompt) },
             output: if trace { "from the trace".into() } else { lengths_words(&cfg.output) },
@@ -336,7 +339,7 @@ impl SimulateReport {
         let i = &self.inputs;
         let s = &self.settings;
         let arrivals = match s.arrivals.as_str() {
-            "gamma" => format!("gamma arrivals (cv {})", s.cv.unwrap_or(1.0)),
+            "gamma" => format!("gamma arrivals (cv {})", compact_f64(s.cv.unwrap_or(1.0))),
             "closed" => format!("closed loop of {}", s.concurrency.unwrap_or(0)),
             "trace" => "trace arrivals".into(),
             _ => "Poisson arrivals".into(),

@@ -74,7 +74,7 @@ pub fn routes() -> Router<Arc<AppState>> {
 /// ([`crate::work`]), and a request past its deadline is answered 503.
 fn heavy(f: fn(&AppState, Option<&str>) -> Result<Response, AppError>) -> MethodRouter<Arc<AppState>> {
     get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| async move {
-        work.run(move || f(&state, q.as_deref())).await.and_then(|r| r)
+        work.run(move |_| f(&state, q.as_deref())).await.and_then(|r| r)
     })
 }
 
@@ -109,7 +109,11 @@ async fn ledger_get(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -
     ledger(&state, &PageQuery::parse(q.as_deref(), &[FORMAT_KEY])?)
 }
 
-async fn ledger_post(State(state): State<Arc<AppState>>, req: Request) -> Result<Response, AppError> {
+async fn ledger_post(
+    State(state): State<Arc<AppState>>,
+    Extension(work): Extension<Work>,
+    req: Request,
+) -> Result<Response, AppError> {
     let mut q = PageQuery::parse(req.uri().query(), &[FORMAT_KEY])?;
     if q.config.is_some() {
         return Err(AppError::bad_request(
@@ -117,7 +121,8 @@ async fn ledger_post(State(state): State<Arc<AppState>>, req: Request) -> Result
             Some("config"),
         ));
     }
-    let body = upload::read_body(req.into_body()).await?;
+    let (parts, body) = req.into_parts();
+    let body = upload::read_body(&work, &parts.headers, body).await?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| AppError::bad_request("the request body is not UTF-8 text", Some("config")))?;
     q.config = Some(upload::encode(text)?);

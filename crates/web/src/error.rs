@@ -17,17 +17,33 @@ pub struct AppError {
     pub message: String,
     /// The query parameter or form field the message is about, when there is one.
     pub field: Option<String>,
+    /// The answer closes the connection (`Connection: close`): the request's body was not read
+    /// to its end, so the connection cannot carry another request.
+    #[serde(skip)]
+    pub close: bool,
 }
 
 impl AppError {
     /// A 400 about `field`.
     pub fn bad_request(message: impl Into<String>, field: Option<&str>) -> Self {
-        AppError { status: StatusCode::BAD_REQUEST, message: message.into(), field: field.map(str::to_string) }
+        AppError {
+            status: StatusCode::BAD_REQUEST,
+            // Control characters escaped: a message may quote the request.
+            message: llm_ledger_core::error::escape_controls(&message.into()).into_owned(),
+            field: field.map(str::to_string),
+            close: false,
+        }
     }
 
     /// Another status.
     pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = status;
+        self
+    }
+
+    /// The same error, closing the connection.
+    pub fn closing(mut self) -> Self {
+        self.close = true;
         self
     }
 
@@ -55,7 +71,7 @@ impl AppError {
             llm_ledger_core::Error::NonFinite { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         };
-        AppError { status, message, field }
+        AppError { status, message, field, close: false }
     }
 }
 
@@ -74,7 +90,11 @@ impl IntoResponse for AppError {
         struct Body<'a> {
             error: &'a AppError,
         }
-        (self.status, Json(Body { error: &self })).into_response()
+        let mut res = (self.status, Json(Body { error: &self })).into_response();
+        if self.close {
+            res.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        }
+        res
     }
 }
 

@@ -67,6 +67,14 @@ pub struct Limits {
     /// Every request is answered within this time (default 10 s): work still running at the
     /// deadline is answered 503 with a one-line message.
     pub request_timeout: Duration,
+    /// A request body (an upload) must have arrived this long after its request began, or the
+    /// request is answered 408 and the connection closed (default 5 s; at most the request
+    /// deadline).
+    pub body_read_timeout: Duration,
+    /// Request bodies read at once, at most (default 16), apart from the heavy-work pool: one
+    /// more is answered 503 at once and its connection closed, so stalled uploads hold at most
+    /// this many connections.
+    pub upload_slots: usize,
 }
 
 impl Default for Limits {
@@ -77,6 +85,8 @@ impl Default for Limits {
             max_connections: 256,
             heavy_workers: std::thread::available_parallelism().map_or(4, |n| n.get()),
             request_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(5),
+            upload_slots: 16,
         }
     }
 }

@@ -7,16 +7,16 @@
 use crate::error::AppError;
 use crate::pages::{self, PageInfo};
 use crate::query::PageQuery;
+use crate::work::Work;
 use crate::AppState;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::{header, StatusCode};
+use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Multipart, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use http_body_util::BodyExt;
 use llm_ledger_core::model::{parse_config_json, Preset};
 use std::sync::Arc;
 
@@ -123,14 +123,14 @@ struct Form {
     config: Option<Vec<u8>>,
 }
 
-async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError> {
+async fn read_form(state: &Arc<AppState>, work: &Work, req: Request) -> Result<Form, AppError> {
     let is_json = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     let (parts, body) = req.into_parts();
-    let body = read_body(body).await?;
+    let body = read_body(work, &parts.headers, body).await?;
     if is_json {
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
@@ -154,46 +154,17 @@ async fn read_form(state: &Arc<AppState>, req: Request) -> Result<Form, AppError
     Ok(form)
 }
 
-/// A whole request body of at most [`MAX_BODY_BYTES`], however it is sent (with a
-/// Content-Length, or chunked without one): more is 413 (the limit named; reading stops there),
-/// a body that breaks off is 400. Every handler that reads a body reads it here, so there is no
-/// body-size layer in front of them with an answer of its own.
-pub async fn read_body(body: Body) -> Result<Bytes, AppError> {
-    let mut body = body;
-    let mut buf = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            if is_length_limit(&e) {
-                body_too_large()
-            } else {
-                AppError::bad_request(format!("cannot read the request body: {e}"), None)
-            }
-        })?;
-        if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > MAX_BODY_BYTES {
-                return Err(body_too_large());
-            }
-            buf.extend_from_slice(&data);
-        }
-    }
-    Ok(Bytes::from(buf))
+/// A whole request body of at most [`MAX_BODY_BYTES`] (more is 413, the limit named), read on
+/// one of the explorer's upload slots within its body deadline ([`Work::read_body`]). Every
+/// handler that reads a body reads it here, so there is no body-size layer in front of them with
+/// an answer of its own.
+pub async fn read_body(work: &Work, headers: &HeaderMap, body: Body) -> Result<Bytes, AppError> {
+    work.read_body(headers, body, MAX_BODY_BYTES, body_too_large).await
 }
 
-/// Whether `e` (or an error it wraps) is a body-size limit's.
-fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if err.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cur = err.source();
-    }
-    false
-}
-
-async fn upload(State(state): State<Arc<AppState>>, req: Request) -> Response {
+async fn upload(State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, req: Request) -> Response {
     let fallback = PageQuery::parse(req.uri().query(), &[PAGE_KEY]).unwrap_or_default();
-    let form = match read_form(&state, req).await {
+    let form = match read_form(&state, &work, req).await {
         Ok(f) => f,
         Err(e) => return pages::error_page(&state, pages::home(), &fallback, e),
     };

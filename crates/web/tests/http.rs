@@ -1428,6 +1428,52 @@ async fn heavy_requests_are_bounded_by_parameter_limits_and_the_deadline() {
     assert_eq!(app.oneshot(get_req("/gpus")).await.unwrap().status(), StatusCode::OK);
 }
 
+/// Heavy work is not run for another site's page (it could send any number of them); the
+/// explorer's own links (`same-origin`), a typed URL (`none`) and clients that send no fetch
+/// metadata are served, and light pages are served to anyone.
+#[tokio::test]
+async fn heavy_requests_from_other_sites_are_refused() {
+    let app = router();
+    let with = |uri: &str, headers: &[(&str, &str)]| {
+        let mut req = Request::get(uri).header("host", "127.0.0.1:8765");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let heavy = "/serving?requests=5&prompt=16&output=4";
+    for other in [
+        &[("sec-fetch-site", "cross-site")][..],
+        &[("sec-fetch-site", "same-site")],
+        &[("origin", "http://evil.example")],
+    ] {
+        let r = app.clone().oneshot(with(heavy, other)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{other:?}");
+        assert_security_headers(r.headers());
+        let body = String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        assert!(
+            page_error(&body).starts_with("this page computes on request and is not answered to other sites"),
+            "{body:.300}"
+        );
+        let api = app.clone().oneshot(with("/api/moe?experts=8&top_k=2&batch=1..4", other)).await.unwrap();
+        assert_eq!(api.status(), StatusCode::FORBIDDEN, "{other:?}");
+        // A light page is not work: it is served.
+        assert_eq!(app.clone().oneshot(with("/gpus", other)).await.unwrap().status(), StatusCode::OK);
+    }
+    for own in [&[("sec-fetch-site", "same-origin")][..], &[("sec-fetch-site", "none")], &[]] {
+        let r = app.clone().oneshot(with(heavy, own)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{own:?}");
+    }
+}
+
+/// The issue's query (5,000 requests each decoding 460,000 tokens one at a time) is refused by
+/// its estimate before it runs, naming `requests`.
+#[tokio::test]
+async fn a_serving_query_past_the_step_budget_is_refused_at_once() {
+    let r = get("/serving?requests=5000&rate=1000000&prompt=1&output=460000&max_seqs=1").await;
+    assert_page_refuses(&r, "invalid `requests`: 5000 (1 run of 5000 requests of 1 + 460000 tokens", "requests");
+}
+
 mod over_tcp {
     //! The server itself (`serve_listener`) on a loopback port: slow and idle clients, and the
     //! answers hyper writes below the router. Every wait is bounded.
@@ -1542,6 +1588,86 @@ mod over_tcp {
         assert!(closed_by_server(&mut s, deadline).await, "an idle keep-alive connection stays open");
     }
 
+    /// Read what the server sends on `s` until it closes it or `bound` passes.
+    async fn read_answer(s: &mut TcpStream, bound: Duration) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 8192];
+        let deadline = tokio::time::Instant::now() + bound;
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    const UPLOAD_HEAD: &str =
+        "POST /upload?page=ledger HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stalled_upload_body_is_408_not_the_heavy_works_503() {
+        let limits = Limits { body_read_timeout: Duration::from_secs(1), ..Limits::default() };
+        let (addr, _stop) = start(limits).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(format!("{UPLOAD_HEAD}Content-Length: 100\r\n\r\n{{\"model_type\"").as_bytes()).await.unwrap();
+        let answer = read_answer(&mut s, BOUND).await;
+        assert!(answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{answer:.300}");
+        assert!(answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{answer:.300}");
+        assert!(answer.contains("the request body did not arrive within 1 s"), "{answer:.600}");
+        assert_security_headers_in(&answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_oversized_content_length_is_413_before_100_continue() {
+        let (addr, _stop) = start(Limits::default()).await;
+        for path in ["/upload?page=ledger", "/api/ledger"] {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n"
+            );
+            s.write_all(head.as_bytes()).await.unwrap();
+            // The client sends nothing more: the answer comes without the body.
+            let answer = read_answer(&mut s, BOUND).await;
+            assert!(answer.starts_with("HTTP/1.1 413 Payload Too Large\r\n"), "{path}: {answer:.300}");
+            assert!(!answer.contains("100 Continue"), "{path}: {answer:.300}");
+            assert!(answer.contains("the request body is over 81920 bytes"), "{path}: {answer:.600}");
+        }
+    }
+
+    /// Stalled uploads hold at most their slots: the rest are answered 503 at once and closed, so
+    /// a new client is not kept waiting behind them (before, with every connection a stalled
+    /// upload, it waited for one to time out).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stalled_uploads_hold_only_their_own_slots() {
+        let limits = Limits {
+            max_connections: 24,
+            upload_slots: 4,
+            body_read_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(60),
+            ..Limits::default()
+        };
+        let (addr, _stop) = start(limits).await;
+        let mut stalled = Vec::new();
+        for _ in 0..24 {
+            let mut s = timeout(BOUND, TcpStream::connect(addr)).await.expect("connect").unwrap();
+            s.write_all(format!("{UPLOAD_HEAD}Content-Length: 100\r\n\r\n{{").as_bytes()).await.unwrap();
+            stalled.push(s);
+        }
+        // All but the four in slots are answered at once.
+        let mut refused = 0;
+        for s in stalled.iter_mut() {
+            let answer = read_answer(s, Duration::from_millis(300)).await;
+            if answer.starts_with("HTTP/1.1 503") {
+                assert!(answer.contains("4 uploads are being read already"), "{answer:.600}");
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 20);
+        let answer = exchange(addr, b"GET /gpus HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:.200}");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn hypers_own_answers_carry_the_security_headers() {
         let (addr, _stop) = start(Limits::default()).await;
@@ -1647,7 +1773,7 @@ async fn issue_14_serving_shows_the_simulators_numbers() {
 #[tokio::test]
 async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
     let r = get("/serving?rate=0").await;
-    assert_page_refuses(&r, "invalid `rate`: 0 (a rate in requests/s above 0", "rate");
+    assert_page_refuses(&r, "invalid `rate`: 0 (a number in [1e-300, 1e6])", "rate");
     let r = get("/serving?rate=-2").await;
     assert_page_refuses(&r, "invalid `rate`: -2", "rate");
     let r = get("/serving?rate=fast").await;

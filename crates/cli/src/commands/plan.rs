@@ -17,7 +17,7 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         let checked = load.check(rate, args.shape.batch.is_some(), args.shape.ctx.is_some())?;
         let sc = super::scenario(&args.base(), "plan")?;
         let s = serving(args, &sc)?;
-        return Ok(load.report(&sc, &s, checked, max_gpus)?.render(format)?);
+        return Ok(load.report(&sc, &s, checked, max_gpus, Some(crate::interrupt::flag()))?.render(format)?);
     }
     load.check_static()?;
     let sc = super::scenario(&args.base(), "plan")?;

@@ -4,7 +4,7 @@
 use crate::cli::SimulateArgs;
 use crate::inputs;
 use anyhow::Result;
-use llm_ledger_core::simulate::{simulate, SimConfig, Simulation, StepRecord};
+use llm_ledger_core::simulate::{simulate_within, Budget, Deployment, SimConfig, Simulation, StepRecord};
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
@@ -17,13 +17,14 @@ pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<Sim
     llm_ledger_files::simulate::config(&args.sim(), sc)
 }
 
-/// One run writing every step to the CSV file `path` as it goes: into a temporary file renamed
-/// over `path` only when the run finished, so a failed run leaves the old file as it was.
-fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, path: &str) -> Result<Simulation> {
+/// One run writing every step to the CSV file `path` as it goes, under `budget`: into a temporary
+/// file renamed over `path` only when the run finished, so a failed run leaves the old file as it
+/// was.
+fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, budget: &Budget, path: &str) -> Result<Simulation> {
     let file = llm_ledger_files::output::OutputFile::create(Path::new(path), "trace")?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     let mut failed: Option<csv::Error> = None;
-    let sim = simulate(sc, cfg, |r: &StepRecord| {
+    let sim = simulate_within(sc, cfg, &Deployment::SINGLE, budget, |r: &StepRecord| {
         if failed.is_none() {
             failed = w.serialize(r).err();
         }
@@ -67,10 +68,11 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
     {
         return Err(Error::invalid("plot_timeline", "given with a sweep of rates", "one rate").into());
     }
-    let trace = |cfg: &SimConfig| traced(&sc, cfg, args.trace_out.as_deref().unwrap_or_default());
+    let trace =
+        |cfg: &SimConfig, budget: &Budget| traced(&sc, cfg, budget, args.trace_out.as_deref().unwrap_or_default());
     let single: Option<llm_ledger_files::simulate::SingleRun<'_>> =
-        args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig) -> Result<Simulation>));
-    let sim = llm_ledger_files::simulate::run(&sc, &args.sim(), single)?;
+        args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig, &Budget) -> Result<Simulation>));
+    let sim = llm_ledger_files::simulate::run(&sc, &args.sim(), single, Some(crate::interrupt::flag()))?;
     if let Some(path) = &args.plot {
         inputs::write_svg(path, &sim.chart().svg(PlotSize::default())?)?;
     }

@@ -9,6 +9,7 @@ mod econ;
 mod explorer;
 mod fidelity;
 mod harness;
+mod hostile_runs;
 mod hub;
 mod outputs;
 mod parallel;

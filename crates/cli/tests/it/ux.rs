@@ -162,6 +162,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         ("plan", "seed") => s(&["3", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "prompt") => s(&["500", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "output") => s(&["50", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
+        ("plan", "max-steps") => s(&["100000000", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("sweep", "plot") => s(&[&tmp.join("curve.svg").to_string_lossy()]),
         ("zoom", "plot") => s(&[&tmp.join("dataflow.svg").to_string_lossy(), "--at", "layer.0"]),
         (_, "plot") => s(&[&tmp.join("roofline.svg").to_string_lossy()]),

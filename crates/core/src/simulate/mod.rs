@@ -43,8 +43,22 @@
 //! the statistics are streamed ([`stats::Sketch`], quantiles within
 //! [`stats::RELATIVE_ACCURACY`]). A run stops after [`MAX_STEPS`] steps even if requests are
 //! still queued (`drained: false`); arrivals above capacity show as a growing queue
-//! ([`SimSummary::queue_growth_per_s`]).
+//! ([`SimSummary::queue_growth_per_s`]). The front ends also give every command a step budget
+//! over all its runs, estimated before they start and charged as they go, and a cancellation
+//! flag ([`budget`]).
+//!
+//! ## The clock
+//!
+//! Every per-request duration (TTFT, ITL, TPOT, end to end) is a difference of two times on the
+//! engine's clock, so the clock keeps its origin near the times it measures: whenever a request
+//! arrives at an empty system (no request waiting, running or moving), the clock's zero moves to
+//! that arrival. A busy period is at most [`MAX_STEPS`] steps long, so the times within it stay
+//! small and a duration keeps the precision of the step times it adds up, however late the
+//! arrival (a trace at 10³⁰⁰ s, or one request every 10¹⁵ s) — where an absolute clock would
+//! lose it (an `f64` near 10¹⁵ s has a 0.125 s step). Absolute times (step records, the time
+//! series, the duration) are the origin plus the clock.
 
+pub mod budget;
 pub mod disagg;
 pub mod rng;
 pub mod stats;
@@ -55,6 +69,7 @@ use crate::ledger::summarise;
 use crate::memory::max_cached_tokens;
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
+pub use budget::{Budget, DEFAULT_MAX_STEPS};
 pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
@@ -62,13 +77,17 @@ use std::collections::VecDeque;
 use workload::{Arrival, Arrivals, Lengths, Source};
 
 /// Most requests in one simulation.
-pub const MAX_REQUESTS: u64 = 1_000_000;
+pub const MAX_REQUESTS: u64 = crate::limits::MAX_SIM_REQUESTS;
 /// Most tokens in one request's prompt or output.
-pub const MAX_REQUEST_TOKENS: u64 = 1 << 24;
+pub const MAX_REQUEST_TOKENS: u64 = crate::limits::MAX_SIM_REQUEST_TOKENS;
 /// Highest arrival rate, requests per second.
-pub const MAX_RATE_PER_S: f64 = 1e6;
+pub const MAX_RATE_PER_S: f64 = crate::limits::RATE.max;
+/// Lowest arrival rate, requests per second: the gamma sampler's scale `1/(rate·shape)` must be
+/// a finite number for every shape it takes (down to [`workload::MIN_GAMMA_SHAPE`] = 10⁻⁴), and
+/// `10⁻³⁰⁰ × 10⁻⁴` is still a normal `f64`, where `5·10⁻³²⁴` makes every gap infinite.
+pub const MIN_RATE_PER_S: f64 = crate::limits::RATE.min;
 /// Most sequences per step, and most tokens per step.
-pub const MAX_STEP_SIZE: u64 = 1 << 24;
+pub const MAX_STEP_SIZE: u64 = crate::limits::MAX_SIM_STEP_SIZE;
 /// Steps after which a run stops, drained or not.
 pub const MAX_STEPS: u64 = 20_000_000;
 
@@ -146,6 +165,14 @@ impl SimConfig {
             ttft_slo_s: None,
             tpot_slo_s: None,
             reserve_bytes: crate::serving::DEFAULT_RESERVE_BYTES,
+        }
+    }
+
+    /// The requests a run offers: a trace's length, else [`SimConfig::requests`].
+    pub fn offered_requests(&self) -> u64 {
+        match &self.arrivals {
+            Arrivals::Trace(t) => t.len() as u64,
+            _ => self.requests,
         }
     }
 
@@ -618,7 +645,11 @@ struct Engine<'a> {
     /// The scenario, for the KV bytes a transfer moves.
     sc: &'a Scenario,
     kv_bytes_memo: std::collections::HashMap<u64, f64>,
+    /// Where the clock has its zero, seconds from the start (module docs, "The clock").
+    origin_s: f64,
+    /// Now, on the clock.
     now_s: f64,
+    /// The last arrival, seconds from the start.
     last_arrival_s: f64,
     waiting_at_last_arrival: u64,
     // Statistics.
@@ -637,6 +668,8 @@ struct Engine<'a> {
     output_tokens: u64,
     prompt_tokens: u64,
     steps: u64,
+    /// Steps charged to the budget so far.
+    charged: u64,
 }
 
 /// Check that a request can be served at all: its longest cache fits the KV capacity.
@@ -655,6 +688,35 @@ fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) ->
         ));
     }
     Ok(())
+}
+
+/// Why no KV block fits, naming the input to change: the step's token budget when a one-token
+/// step would leave room (its activations take the rest), else the reserve when the weights
+/// alone would, else the model.
+fn no_kv_room(sc: &Scenario, cfg: &SimConfig) -> Error {
+    let blocks = |c: &SimConfig| kv_capacity_blocks(sc, c).unwrap_or(0);
+    if cfg.max_batched_tokens > 1 && blocks(&SimConfig { max_batched_tokens: 1, ..cfg.clone() }) > 0 {
+        return Error::invalid(
+            "max_batched_tokens",
+            cfg.max_batched_tokens,
+            format!(
+                "a token budget per step whose activations leave room for KV cache next to the weights on the {} (at {} none is left)",
+                sc.gpu.name, cfg.max_batched_tokens
+            ),
+        );
+    }
+    if cfg.reserve_bytes > 0.0 && blocks(&SimConfig { max_batched_tokens: 1, reserve_bytes: 0.0, ..cfg.clone() }) > 0 {
+        return Error::invalid(
+            "reserve",
+            crate::error::compact_f64(cfg.reserve_bytes),
+            format!("a reserve that leaves room for KV cache next to the weights on the {}", sc.gpu.name),
+        );
+    }
+    Error::invalid(
+        "model",
+        &sc.model.name,
+        format!("a model whose weights leave room for KV cache on the {} (none is left)", sc.gpu.name),
+    )
 }
 
 /// The step that sizes an instance's KV cache: the largest the scheduler runs, a prefill of
@@ -690,7 +752,7 @@ pub fn kv_bytes_per_gpu(sc: &Scenario, tokens: u64) -> Result<f64> {
 /// Run one simulation of one serving instance; `on_step` sees every step as it happens (a trace
 /// writer, or nothing).
 pub fn simulate(sc: &Scenario, cfg: &SimConfig, on_step: impl FnMut(&StepRecord)) -> Result<Simulation> {
-    simulate_deployment(sc, cfg, &Deployment::SINGLE, on_step)
+    simulate_within(sc, cfg, &Deployment::SINGLE, &Budget::unlimited(), on_step)
 }
 
 /// Run one simulation of `deployment`: aggregated replicas or disaggregated pools, every
@@ -700,6 +762,20 @@ pub fn simulate_deployment(
     sc: &Scenario,
     cfg: &SimConfig,
     deployment: &Deployment,
+    on_step: impl FnMut(&StepRecord),
+) -> Result<Simulation> {
+    simulate_within(sc, cfg, deployment, &Budget::unlimited(), on_step)
+}
+
+/// [`simulate_deployment`] under `budget`: its steps are charged to the budget as they are
+/// taken, and the run stops with [`Error::OverBudget`] past it or [`Error::Cancelled`] once the
+/// budget's flag is set (checked every [`budget::CHECK_STEPS`] steps). Estimate the runs with
+/// [`Budget::admit`] before starting them.
+pub fn simulate_within(
+    sc: &Scenario,
+    cfg: &SimConfig,
+    deployment: &Deployment,
+    budget: &Budget,
     mut on_step: impl FnMut(&StepRecord),
 ) -> Result<Simulation> {
     cfg.validate()?;
@@ -713,11 +789,7 @@ pub fn simulate_deployment(
     }
     let total_blocks = kv_capacity_blocks(sc, cfg)?;
     if total_blocks == 0 {
-        return Err(Error::invalid(
-            "model",
-            &sc.model.name,
-            format!("a model whose weights leave room for KV cache on the {} (none is left)", sc.gpu.name),
-        ));
+        return Err(no_kv_room(sc, cfg));
     }
     let capacity = total_blocks * cfg.block_tokens;
     // Requests whose lengths are known in advance are checked before the run.
@@ -748,7 +820,13 @@ pub fn simulate_deployment(
     let mut e = Engine {
         cfg,
         clock: StepClock::new(sc),
-        source: Source::new(cfg.arrivals.clone(), cfg.prompt.clone(), cfg.output.clone(), cfg.requests, cfg.seed),
+        source: Source::new(
+            cfg.arrivals.clone(),
+            cfg.prompt.clone(),
+            cfg.output.clone(),
+            cfg.offered_requests(),
+            cfg.seed,
+        ),
         pending: None,
         instances,
         front,
@@ -758,6 +836,7 @@ pub fn simulate_deployment(
         transfers: Vec::new(),
         sc,
         kv_bytes_memo: std::collections::HashMap::new(),
+        origin_s: 0.0,
         now_s: 0.0,
         last_arrival_s: 0.0,
         waiting_at_last_arrival: 0,
@@ -776,8 +855,9 @@ pub fn simulate_deployment(
         output_tokens: 0,
         prompt_tokens: 0,
         steps: 0,
+        charged: 0,
     };
-    e.run(capacity, &mut on_step)?;
+    e.run(capacity, budget, &mut on_step)?;
     Ok(e.finish(capacity))
 }
 
@@ -798,6 +878,19 @@ impl Engine<'_> {
     /// A new request joins the next front instance's queue (round robin).
     fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
         check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
+        if !a.absolute_s.is_finite() {
+            // Only open loops draw times; a trace's are checked finite.
+            let rate = self.cfg.arrivals.rate_per_s().unwrap_or(f64::NAN);
+            return Err(Error::invalid(
+                "rate",
+                crate::error::compact_f64(rate),
+                format!(
+                    "a rate at which {} requests arrive within {} s, the longest time a number holds",
+                    self.source.total(),
+                    crate::error::compact_f64(f64::MAX)
+                ),
+            ));
+        }
         self.mark(a.arrival_s);
         self.in_system += 1;
         let hit = ((self.cfg.prefix_hit * a.prompt_tokens as f64).floor() as u64).min(a.prompt_tokens - 1);
@@ -817,7 +910,7 @@ impl Engine<'_> {
             blocks: 0,
             in_step: false,
         });
-        self.last_arrival_s = a.arrival_s;
+        self.last_arrival_s = a.absolute_s;
         if self.source.issued() == self.source.total() {
             self.waiting_at_last_arrival = self.waiting();
         }
@@ -846,7 +939,29 @@ impl Engine<'_> {
         best
     }
 
-    fn run(&mut self, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+    /// Move the clock's zero to `t_s`, where a request arrives at an empty system, `absolute_s`
+    /// from the start (module docs, "The clock").
+    fn rebase(&mut self, t_s: f64, absolute_s: f64) {
+        self.mark(t_s);
+        self.origin_s = absolute_s;
+        self.now_s = 0.0;
+        self.last_event_s = 0.0;
+        for free in &mut self.link_free_s {
+            *free -= t_s;
+        }
+        if let Some(a) = &mut self.pending {
+            a.arrival_s -= t_s;
+        }
+        self.source.rebase(absolute_s, t_s);
+    }
+
+    /// Serve every request (or stop at [`MAX_STEPS`]), charging the steps to `budget`.
+    fn run(&mut self, capacity: u64, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+        self.serve(capacity, budget, on_step)?;
+        budget.charge(self.steps - self.charged)
+    }
+
+    fn serve(&mut self, capacity: u64, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
         if let Arrivals::Closed { concurrency } = self.cfg.arrivals {
             for _ in 0..concurrency {
                 if let Some(a) = self.source.next_closed(0.0) {
@@ -856,6 +971,10 @@ impl Engine<'_> {
         }
         let mut chunks: Vec<Chunk> = Vec::new();
         while self.steps < MAX_STEPS {
+            if self.steps - self.charged >= budget::CHECK_STEPS {
+                budget.charge(self.steps - self.charged)?;
+                self.charged = self.steps;
+            }
             let next = self.next_event();
             if next.is_none_or(|(t, _)| t > self.now_s) {
                 // Nothing else happens now: every idle instance with work starts a step.
@@ -870,7 +989,12 @@ impl Engine<'_> {
                     continue;
                 }
             }
-            let Some((t, event)) = next else { return Ok(()) };
+            let Some((mut t, event)) = next else { return Ok(()) };
+            if event == Event::Arrival && self.in_system == 0 && t != 0.0 {
+                let absolute_s = self.pending.map_or(t, |a| a.absolute_s);
+                self.rebase(t, absolute_s);
+                t = 0.0;
+            }
             self.now_s = self.now_s.max(t);
             match event {
                 Event::Arrival => {
@@ -922,7 +1046,7 @@ impl Engine<'_> {
         inst.busy_until_s = Some(self.now_s + dt);
         inst.step_record = StepRecord {
             step: self.steps,
-            start_s: self.now_s,
+            start_s: self.origin_s + self.now_s,
             time_s: dt,
             decodes,
             prefills,
@@ -1004,7 +1128,8 @@ impl Engine<'_> {
                 }
             })
             .sum();
-        self.series.offer(SeriesPoint { t_s: now, running, waiting, kv_utilisation: used as f64 / total as f64 });
+        let t_s = self.origin_s + now;
+        self.series.offer(SeriesPoint { t_s, running, waiting, kv_utilisation: used as f64 / total as f64 });
         let inst = &mut self.instances[k];
         inst.busy_until_s = None;
         inst.plan = plan;
@@ -1062,8 +1187,8 @@ impl Engine<'_> {
     }
 
     fn finish(mut self, capacity: u64) -> Simulation {
-        let duration_s = self.now_s;
-        self.mark(duration_s);
+        self.mark(self.now_s);
+        let duration_s = self.origin_s + self.now_s;
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let issued = self.source.issued();
         let arrival_rate_per_s = if self.last_arrival_s > 0.0 && issued > 1 {

@@ -121,6 +121,14 @@ mod tests {
             assert!((m / (2.0 * k) - 1.0).abs() < 0.02, "k {k}: mean {m}");
             assert!((v / (4.0 * k) - 1.0).abs() < 0.05, "k {k}: var {v}");
         }
+        // The ends of the range `simulate` takes (cv 10⁻⁴ and 100): every draw ends, finite; at
+        // shape 10⁸ with the moments (mean 1, variance 10⁻⁸).
+        let k = super::super::workload::MAX_GAMMA_SHAPE;
+        let g: Vec<f64> = (0..n).map(|_| r.gamma(k, 1.0 / k)).collect();
+        let (m, v) = moments(&g);
+        assert!((m - 1.0).abs() < 1e-5 && (v / 1e-8 - 1.0).abs() < 0.05, "k {k}: {m} {v}");
+        let k = super::super::workload::MIN_GAMMA_SHAPE;
+        assert!((0..n).map(|_| r.gamma(k, 1.0 / k)).all(|x| x.is_finite() && x >= 0.0));
         let z: Vec<f64> = (0..n).map(|_| r.normal()).collect();
         let (m, v) = moments(&z);
         assert!(m.abs() < 0.01 && (v - 1.0).abs() < 0.02, "{m} {v}");

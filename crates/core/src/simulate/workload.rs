@@ -1,9 +1,32 @@
 //! The requests a simulation serves: when they arrive and how long they are.
 
 use super::rng::Pcg32;
-use crate::error::{Error, Result};
+use crate::error::{compact_f64, Error, Result};
 use serde::Serialize;
 use std::sync::Arc;
+
+/// Smallest coefficient of variation of gamma gaps: shape `k = 1/cv²` up to
+/// [`MAX_GAMMA_SHAPE`]. The sampler (Marsaglia and Tsang, [`Pcg32::gamma`]) accepts a draw when
+/// `ln u < x²/2 + d − d·v + d·ln v` with `d = k − 1/3`: three terms of size `d` that cancel to
+/// about `x²/2`, each rounded by `d·2⁻⁵³`. Up to `k = 10⁸` the test is exact to `4·10⁻⁸`; past
+/// about `10¹⁶` it is rounding noise, and once `1/cv²` overflows (`cv < 10⁻¹⁵⁴`) it is `NaN` and
+/// never accepts — the sampler would loop forever.
+pub const MIN_CV: f64 = crate::limits::CV.min;
+/// Largest coefficient of variation of gamma gaps: shape down to [`MIN_GAMMA_SHAPE`], where the
+/// gap's scale `1/(rate·k)` stays a finite number at every rate from
+/// [`super::MIN_RATE_PER_S`] (the boost `U^{1/k}` for `k < 1` is then at most `U^{10⁴}`).
+pub const MAX_CV: f64 = crate::limits::CV.max;
+/// Largest gamma shape the sampler takes, `1/MIN_CV²`.
+pub const MAX_GAMMA_SHAPE: f64 = 1e8;
+/// Smallest gamma shape the sampler takes, `1/MAX_CV²`.
+pub const MIN_GAMMA_SHAPE: f64 = 1e-4;
+
+/// An arrival rate for `field` in requests per second, in [`crate::limits::RATE`] (from
+/// [`super::MIN_RATE_PER_S`] to [`super::MAX_RATE_PER_S`]; `NaN` and infinities are refused).
+/// The one check of every rate input (`simulate`, the plan under load, the explorer).
+pub fn check_rate(field: &str, rate_per_s: f64) -> Result<f64> {
+    crate::limits::RATE.check(field, rate_per_s)
+}
 
 /// One request of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -50,28 +73,13 @@ impl Arrivals {
         }
     }
 
-    /// Check the parameters; `field_rate` names the rate input.
+    /// Check the parameters (errors name `rate`, `cv`, `concurrency` or `trace`).
     pub fn validate(&self) -> Result<()> {
-        let rate_ok = |r: f64| {
-            if r.is_finite() && r > 0.0 && r <= super::MAX_RATE_PER_S {
-                Ok(())
-            } else {
-                Err(Error::invalid(
-                    "rate",
-                    r,
-                    format!("a rate in requests/s above 0 and at most {}", super::MAX_RATE_PER_S),
-                ))
-            }
-        };
         match self {
-            Arrivals::Poisson { rate_per_s } => rate_ok(*rate_per_s),
+            Arrivals::Poisson { rate_per_s } => check_rate("rate", *rate_per_s).map(|_| ()),
             Arrivals::Gamma { rate_per_s, cv } => {
-                rate_ok(*rate_per_s)?;
-                if cv.is_finite() && *cv > 0.0 && *cv <= 100.0 {
-                    Ok(())
-                } else {
-                    Err(Error::invalid("cv", cv, "a coefficient of variation above 0 and at most 100"))
-                }
+                check_rate("rate", *rate_per_s)?;
+                crate::limits::CV.check("cv", *cv).map(|_| ())
             }
             Arrivals::Closed { concurrency } => {
                 if (1..=super::MAX_REQUESTS).contains(concurrency) {
@@ -97,7 +105,7 @@ impl Arrivals {
                     if !r.arrival_s.is_finite() || r.arrival_s < 0.0 {
                         return Err(Error::invalid(
                             "trace",
-                            format!("arrival {} s in request {row}", r.arrival_s),
+                            format!("arrival {} s in request {row}", compact_f64(r.arrival_s)),
                             "a time in seconds ≥ 0",
                         ));
                     }
@@ -105,9 +113,10 @@ impl Arrivals {
                         return Err(Error::invalid(
                             "trace",
                             format!(
-                                "request {row} arrives at {} s, before request {} at {last} s",
-                                r.arrival_s,
-                                row - 1
+                                "request {row} arrives at {} s, before request {} at {} s",
+                                compact_f64(r.arrival_s),
+                                row - 1,
+                                compact_f64(last)
                             ),
                             "arrival times sorted ascending",
                         ));
@@ -201,6 +210,20 @@ impl Lengths {
         }
     }
 
+    /// The mean length, tokens: `(min + max)/2` of a uniform, `median·e^{σ²/2}` of a lognormal,
+    /// the weighted mean of a histogram.
+    pub fn mean_tokens(&self) -> f64 {
+        match self {
+            Lengths::Fixed(v) => *v as f64,
+            Lengths::Uniform { min, max } => (*min + *max) as f64 / 2.0,
+            Lengths::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
+            Lengths::Histogram(h) => {
+                let w: f64 = h.iter().map(|(_, w)| w).sum();
+                h.iter().map(|(t, w)| *t as f64 * w).sum::<f64>() / w
+            }
+        }
+    }
+
     /// The largest length it can draw (a lognormal: none).
     pub fn max_tokens(&self) -> Option<u64> {
         match self {
@@ -244,7 +267,10 @@ pub(super) struct Source {
     output: Lengths,
     requests: u64,
     issued: u64,
+    /// The last open-loop arrival, on the engine's clock.
     clock_s: f64,
+    /// Where the engine's clock has its zero, seconds (trace times are absolute).
+    origin_s: f64,
     gaps: Pcg32,
     lengths: Pcg32,
 }
@@ -252,17 +278,17 @@ pub(super) struct Source {
 /// A request as it arrives.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Arrival {
+    /// On the engine's clock.
     pub arrival_s: f64,
+    /// From the start of the run (a trace's own time).
+    pub absolute_s: f64,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
 }
 
 impl Source {
+    /// A source of `requests` requests ([`super::SimConfig::offered_requests`]).
     pub(super) fn new(arrivals: Arrivals, prompt: Lengths, output: Lengths, requests: u64, seed: u64) -> Source {
-        let requests = match &arrivals {
-            Arrivals::Trace(t) => t.len() as u64,
-            _ => requests,
-        };
         Source {
             arrivals,
             prompt,
@@ -270,6 +296,7 @@ impl Source {
             requests,
             issued: 0,
             clock_s: 0.0,
+            origin_s: 0.0,
             gaps: Pcg32::new(seed, 1),
             lengths: Pcg32::new(seed, 2),
         }
@@ -285,7 +312,14 @@ impl Source {
         self.issued
     }
 
-    /// The next open-loop arrival (none for a closed loop, or when all have been issued).
+    /// The engine's clock moved its zero to `origin_s` (absolute), `shift_s` after the old one.
+    pub(super) fn rebase(&mut self, origin_s: f64, shift_s: f64) {
+        self.origin_s = origin_s;
+        self.clock_s -= shift_s;
+    }
+
+    /// The next open-loop arrival on the engine's clock (none for a closed loop, or when all
+    /// have been issued).
     pub(super) fn next_open(&mut self) -> Option<Arrival> {
         if self.issued >= self.requests {
             return None;
@@ -296,7 +330,8 @@ impl Source {
                 let r = t[self.issued as usize];
                 self.issued += 1;
                 return Some(Arrival {
-                    arrival_s: r.arrival_s,
+                    arrival_s: r.arrival_s - self.origin_s,
+                    absolute_s: r.arrival_s,
                     prompt_tokens: r.prompt_tokens,
                     output_tokens: r.output_tokens,
                 });
@@ -322,7 +357,7 @@ impl Source {
         self.issued += 1;
         let prompt_tokens = self.prompt.draw(&mut self.lengths);
         let output_tokens = self.output.draw(&mut self.lengths);
-        Arrival { arrival_s: at_s, prompt_tokens, output_tokens }
+        Arrival { arrival_s: at_s, absolute_s: self.origin_s + at_s, prompt_tokens, output_tokens }
     }
 }
 

@@ -4,12 +4,19 @@
 use llm_ledger_core::latency::Latency;
 use llm_ledger_core::ledger::{summarise, summarise_each};
 use llm_ledger_core::ops::OpKind;
+use llm_ledger_core::simulate::budget::CHECK_STEPS;
 use llm_ledger_core::simulate::rng::Pcg32;
+use llm_ledger_core::simulate::stats::RELATIVE_ACCURACY;
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths, TraceRequest};
-use llm_ledger_core::simulate::{simulate, SimConfig, SimSummary, Simulation, StepClock};
+use llm_ledger_core::simulate::workload::{MAX_CV, MIN_CV};
+use llm_ledger_core::simulate::{
+    simulate, simulate_within, Budget, Deployment, SimConfig, SimSummary, Simulation, StepClock, MIN_RATE_PER_S,
+};
 use llm_ledger_core::testing::scenario;
 use llm_ledger_core::workload::{Chunk, ContextBucket, Contexts, Phase, Workload};
+use llm_ledger_core::Error;
 use llm_ledger_core::Scenario;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn llama() -> Scenario {
     scenario(&[])
@@ -175,7 +182,7 @@ fn bad_inputs_are_refused_naming_the_field() {
     let err = |cfg: SimConfig| simulate(&sc, &cfg, |_| {}).unwrap_err();
     let e = err(SimConfig::poisson(0.0));
     assert_eq!(e.field(), Some("rate"), "{e}");
-    assert!(err(SimConfig::poisson(-3.0)).to_string().contains("above 0"));
+    assert!(err(SimConfig::poisson(-3.0)).to_string().contains("a number in [1e-300, 1e6]"));
     let e = err(SimConfig { arrivals: Arrivals::Trace(Vec::new().into()), ..SimConfig::poisson(1.0) });
     assert!(e.to_string().contains("empty"), "{e}");
     let unsorted = vec![
@@ -268,4 +275,109 @@ fn a_step_of_chunks_is_the_ledger_of_that_batch() {
             assert!(close(g.pairs, sum, 1e-12));
         }
     }
+}
+
+/// Every per-request duration of `s` equals the static model's for one request alone (means
+/// exact to 10⁻⁹, quantiles within the sketch's accuracy).
+fn assert_alone(s: &SimSummary, stat: &Latency, what: &str) {
+    for (name, q, want) in
+        [("TTFT", s.ttft_s, stat.ttft_s), ("TPOT", s.tpot_s, stat.tpot_s.unwrap()), ("e2e", s.e2e_s, stat.e2e_s)]
+    {
+        assert!(close(q.mean, want, 1e-9), "{what}: {name} mean {} vs {want}", q.mean);
+        for p in [q.p50, q.p99, q.max] {
+            assert!(close(p, want, RELATIVE_ACCURACY), "{what}: {name} quantile {p} vs {want}");
+        }
+    }
+}
+
+/// Durations are exact at any time scale: one request every 10¹⁵ s (an absolute clock near 10¹⁶ s
+/// has a 2 s step, and used to report TTFT 0), the lowest rate taken, and a trace whose requests
+/// arrive at 10³⁰⁰ s all give the static answer of one request alone.
+#[test]
+fn per_request_durations_are_exact_at_any_time_scale() {
+    let sc = llama();
+    let stat = Latency::of(&sc, 1, 700, 40, SimConfig::poisson(1.0).reserve_bytes).unwrap();
+    for rate in [1e-15, MIN_RATE_PER_S] {
+        let s = run(&sc, &fixed(SimConfig::poisson(rate), 20, 700, 40)).summary;
+        assert_eq!((s.completed, s.max_batch), (20, 1));
+        assert_alone(&s, &stat, &format!("rate {rate}"));
+        assert!(s.duration_s.is_finite() && s.duration_s > 1.0 / rate, "{}", s.duration_s);
+    }
+    // The last two are one step of an f64 apart: 4·10²⁸⁴ s, still a long idle gap.
+    let trace: Vec<TraceRequest> = [0.0, 1e300, 2e300, 2e300 * (1.0 + f64::EPSILON)]
+        .iter()
+        .map(|&t| TraceRequest { arrival_s: t, prompt_tokens: 700, output_tokens: 40 })
+        .collect();
+    let cfg = SimConfig { arrivals: Arrivals::Trace(trace.into()), ..SimConfig::poisson(1.0) };
+    let sim = run(&sc, &cfg);
+    let s = &sim.summary;
+    assert_eq!((s.completed, s.max_batch), (4, 1));
+    assert_alone(s, &stat, "a trace at 1e300 s");
+    assert!(s.duration_s >= 2e300 && s.duration_s.is_finite());
+    assert!(sim.series.iter().all(|p| p.t_s.is_finite()));
+}
+
+/// The gamma sampler's range: at both ends of `cv` a run ends with every request served (shape
+/// 10⁸ and 10⁻⁴), and just past them the value is refused naming `cv` and the range.
+#[test]
+fn the_gamma_sampler_terminates_at_both_ends_of_its_range() {
+    let sc = llama();
+    for cv in [MIN_CV, MAX_CV] {
+        let cfg = fixed(
+            SimConfig { arrivals: Arrivals::Gamma { rate_per_s: 5.0, cv }, ..SimConfig::poisson(1.0) },
+            50,
+            64,
+            8,
+        );
+        let s = run(&sc, &cfg).summary;
+        assert_eq!(s.completed, 50, "cv {cv}");
+    }
+    for cv in [1e-160, MIN_CV / 2.0, MAX_CV * 1.01, f64::NAN] {
+        let cfg = SimConfig { arrivals: Arrivals::Gamma { rate_per_s: 5.0, cv }, ..SimConfig::poisson(1.0) };
+        let e = simulate(&sc, &cfg, |_| {}).unwrap_err();
+        assert_eq!(e.field(), Some("cv"), "{e}");
+        assert!(e.to_string().contains("a number in [1e-4, 100]"), "{e}");
+    }
+    // The smallest rate float is refused: every gap would be infinite.
+    let e = simulate(&sc, &SimConfig::poisson(5e-324), |_| {}).unwrap_err();
+    assert_eq!(e.to_string(), "invalid `rate`: 5e-324 (a number in [1e-300, 1e6])");
+}
+
+/// A long run: 200 requests of 64 + 20,000 tokens, one sequence per step (4·10⁶ steps).
+fn long_run() -> SimConfig {
+    SimConfig { max_seqs: 1, ..fixed(SimConfig::poisson(1000.0), 200, 64, 20_000) }
+}
+
+/// A run stops within one check of its cancellation flag being set, and within one check of
+/// passing its step budget, with the error that says which.
+#[test]
+fn a_run_stops_when_cancelled_or_past_its_budget() {
+    let sc = llama();
+    let cancel = AtomicBool::new(false);
+    let budget = Budget::new(u64::MAX, Some(&cancel));
+    let mut steps = 0u64;
+    let e = simulate_within(&sc, &long_run(), &Deployment::SINGLE, &budget, |_| {
+        steps += 1;
+        if steps == 5000 {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    })
+    .unwrap_err();
+    assert_eq!(e, Error::Cancelled);
+    assert!((5000..=5000 + CHECK_STEPS).contains(&steps), "{steps} steps");
+
+    let budget = Budget::new(10_000, None);
+    let mut steps = 0u64;
+    let e = simulate_within(&sc, &long_run(), &Deployment::SINGLE, &budget, |_| steps += 1).unwrap_err();
+    assert!(matches!(e, Error::OverBudget { .. }), "{e}");
+    assert_eq!(e.field(), Some("max_steps"));
+    assert!((10_000..=10_000 + CHECK_STEPS).contains(&steps), "{steps} steps");
+    // The estimate refuses it before it starts: 200 × 20,000 steps at one sequence per step.
+    assert!(budget.admit([&long_run()]).unwrap_err().to_string().contains("needs about 4e6 engine steps"));
+    // A run within its budget is charged its steps exactly.
+    let budget = Budget::new(1_000_000, None);
+    let s = simulate_within(&sc, &fixed(SimConfig::poisson(10.0), 20, 64, 8), &Deployment::SINGLE, &budget, |_| {})
+        .unwrap()
+        .summary;
+    assert_eq!(budget.used_steps(), s.steps);
 }

@@ -333,7 +333,9 @@ def simulate(**kwargs):
     range such as ``"1..40"`` for a sweep; ``arrivals``, ``cv``, ``concurrency``, ``trace``),
     requests (``requests``, ``seed``, ``prompt``, ``output``), the scheduler (``max_seqs``,
     ``max_batched_tokens``, ``chunk``, ``schedule``, ``block``, ``prefix_hit``) and goodput
-    bounds (``ttft_ms``, ``tpot_ms``), on the scenario the other keywords describe. Returns a
+    bounds (``ttft_ms``, ``tpot_ms``), on the scenario the other keywords describe; ``max_steps``
+    bounds the engine steps of all its runs (the CLI's ``--max-steps``). Ctrl-C stops a running
+    call with ``KeyboardInterrupt`` within moments. Returns a
     :class:`Simulation`: ``summary`` (one rate), ``points`` (every rate), the plot the CLI's
     ``--plot`` draws. Keywords: ``keywords("simulate")``."""
     return _run("simulate", kwargs, Simulation)

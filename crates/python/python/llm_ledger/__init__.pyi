@@ -340,6 +340,7 @@ def plan(
     seed: Optional[int] = None,
     prompt: Optional[Lengths] = None,
     output: Optional[Lengths] = None,
+    max_steps: Optional[int] = None,
 ) -> Report:
     """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens; with `rate` and
     `ttft_ms`, the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds at that
@@ -393,6 +394,7 @@ def simulate(
     reserve: Optional[Union[str, Number]] = None,
     disagg: Optional[str] = None,
     kv_link: Optional[str] = None,
+    max_steps: Optional[int] = None,
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
     quantiles, goodput, one rate or a sweep of rates. ``disagg="1:3"`` runs prefill and decode

@@ -46,6 +46,9 @@ pub struct PageCtx<'a> {
     pub query: &'a PageQuery,
     /// The page being rendered.
     pub page: &'static PageInfo,
+    /// Set when the answer is no longer wanted (the request's deadline, or its client gone):
+    /// work that runs long checks it ([`crate::work`]).
+    pub cancel: &'a std::sync::atomic::AtomicBool,
 }
 
 impl PageCtx<'_> {
@@ -279,19 +282,24 @@ pub fn routes() -> Router<Arc<AppState>> {
 /// (then a 503 page past the request's deadline).
 async fn answer(state: Arc<AppState>, work: Work, page: &'static PageInfo, q: Option<String>) -> Response {
     if !page.heavy {
-        return render(&state, page, q.as_deref());
+        return render(&state, page, q.as_deref(), &std::sync::atomic::AtomicBool::new(false));
     }
     let (st, raw) = (state.clone(), q.clone());
-    match work.run(move || render(&st, page, raw.as_deref())).await {
+    match work.run(move |cancel| render(&st, page, raw.as_deref(), cancel)).await {
         Ok(res) => res,
         Err(e) => error_page(&state, page, &PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default(), e),
     }
 }
 
-fn render(state: &AppState, page: &'static PageInfo, raw_query: Option<&str>) -> Response {
+fn render(
+    state: &AppState,
+    page: &'static PageInfo,
+    raw_query: Option<&str>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Response {
     let (query, body) = match PageQuery::parse(raw_query, page.keys) {
         Ok(q) => {
-            let body = (page.render)(&PageCtx { state, query: &q, page });
+            let body = (page.render)(&PageCtx { state, query: &q, page, cancel });
             (q, body)
         }
         Err(e) => (PageQuery::default(), Err(e)),
@@ -306,6 +314,11 @@ pub fn error_page(state: &AppState, page: &'static PageInfo, query: &PageQuery, 
 
 fn respond(state: &AppState, page: &'static PageInfo, query: &PageQuery, body: Result<Markup, AppError>) -> Response {
     let status = body.as_ref().err().map(|e| e.status).unwrap_or_default();
+    let close = body.as_ref().err().is_some_and(|e| e.close);
     let markup = html::layout(state, page, query, body);
-    (status, [(header::CACHE_CONTROL, "no-cache")], Html(markup.into_string())).into_response()
+    let mut res = (status, [(header::CACHE_CONTROL, "no-cache")], Html(markup.into_string())).into_response();
+    if close {
+        res.headers_mut().insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    res
 }

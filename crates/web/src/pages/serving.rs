@@ -18,7 +18,7 @@ use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{ServingRequest, DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS};
 use llm_ledger_core::simulate::stats::Quantiles;
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg, SimConfig, SimSummary, Simulation};
+use llm_ledger_core::simulate::{simulate_within, Budget, Deployment, Disagg, SimConfig, SimSummary, Simulation};
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::human;
 use llm_ledger_report::plot::serving::ServingChart;
@@ -29,6 +29,12 @@ use maud::{html, Markup};
 /// Most requests one page answer simulates (the CLI takes up to
 /// [`llm_ledger_core::simulate::MAX_REQUESTS`]): a fraction of a second in a release build.
 pub const MAX_WEB_REQUESTS: u64 = 5_000;
+
+/// Most engine steps one page answer simulates, over its runs (the CLI's default budget is
+/// [`llm_ledger_core::simulate::DEFAULT_MAX_STEPS`]): 5,000 requests at the defaults take about
+/// 5,000 steps; 2·10⁶ is a few seconds of one core at worst. A query estimated to need more is
+/// refused before it runs ([`llm_ledger_core::simulate::Budget`]).
+pub const MAX_WEB_STEPS: u64 = 2_000_000;
 
 /// The page's keys: the `simulate` flags that take no file.
 pub const KEYS: &[&str] = &[
@@ -220,6 +226,21 @@ pub fn config(q: &PageQuery, sc: &Scenario) -> Result<SimConfig, Error> {
     })
 }
 
+/// A query past the page's step budget, about its `requests` (the page has no budget input).
+fn over_budget(e: Error, requests: u64) -> Error {
+    match e {
+        Error::OverBudget { need, .. } => Error::invalid(
+            "requests",
+            requests,
+            format!(
+                "{need}, over the {} one explorer answer simulates: fewer requests, shorter outputs or more sequences per step, or the CLI's simulate (its --max-steps)",
+                llm_ledger_core::error::compact_f64(MAX_WEB_STEPS as f64)
+            ),
+        ),
+        other => other,
+    }
+}
+
 /// A latency row: name, id prefix, the distribution.
 fn latency_row(name: &str, id: &str, d: &Quantiles) -> Markup {
     html! {
@@ -291,12 +312,16 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         (None, None) => None,
     };
     let deployment = disagg.clone().map_or(Deployment::SINGLE, Deployment::Disaggregated);
-    let sim: Simulation = simulate_deployment(&sc, &cfg, &deployment, |_| {}).map_err(|e| q.core_error(&e))?;
+    cfg.validate().map_err(|e| q.core_error(&e))?;
+    let budget = Budget::new(MAX_WEB_STEPS, Some(ctx.cancel));
+    let runs = if disagg.is_some() { 2 } else { 1 };
+    let over = |e: Error| q.core_error(&over_budget(e, cfg.requests));
+    budget.admit(std::iter::repeat_n(&cfg, runs)).map_err(over)?;
+    let sim: Simulation = simulate_within(&sc, &cfg, &deployment, &budget, |_| {}).map_err(over)?;
     let report = match &disagg {
         None => SimulateReport::new(&sc, &cfg, vec![sim.summary.clone()], false),
         Some(d) => {
-            let agg = simulate_deployment(&sc, &cfg, &deployment.aggregated_equivalent(), |_| {})
-                .map_err(|e| q.core_error(&e))?;
+            let agg = simulate_within(&sc, &cfg, &deployment.aggregated_equivalent(), &budget, |_| {}).map_err(over)?;
             SimulateReport::disaggregated(&sc, &cfg, d, vec![sim.summary.clone()], vec![agg.summary], false)
         }
     };
@@ -411,4 +436,41 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "reads traces and length histograms, and simulates up to a million requests)."
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AppState;
+    use std::sync::atomic::AtomicBool;
+
+    fn render_with(query: &str, cancel: bool) -> Result<Markup, AppError> {
+        let state = AppState::builtin();
+        let page = crate::pages::find("serving").expect("the serving page");
+        let q = PageQuery::parse(Some(query), page.keys).unwrap();
+        let flag = AtomicBool::new(cancel);
+        render(&PageCtx { state: &state, query: &q, page, cancel: &flag })
+    }
+
+    /// Once the request's flag is set (its deadline, or its client gone), the simulation stops at
+    /// its next check instead of running to its end (here about 10⁶ steps).
+    #[test]
+    fn a_cancelled_request_stops_its_simulation() {
+        let long = "requests=2500&rate=1000000&prompt=1&output=400&max_seqs=1";
+        let e = render_with(long, true).unwrap_err();
+        assert_eq!(e.message, "cancelled before the end");
+        assert!(render_with("requests=5&prompt=16&output=4", false).is_ok());
+    }
+
+    /// A query estimated past the page's step budget is refused before it runs, naming
+    /// `requests` and the estimate.
+    #[test]
+    fn a_query_past_the_step_budget_is_refused_before_it_runs() {
+        let e = render_with("requests=5000&rate=1000000&prompt=1&output=460000&max_seqs=1", false).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("requests"));
+        assert_eq!(
+            e.message,
+            "invalid `requests`: 5000 (1 run of 5000 requests of 1 + 460000 tokens at ≤ 1 sequence per step needs about 2.3e9 engine steps, over the 2e6 one explorer answer simulates: fewer requests, shorter outputs or more sequences per step, or the CLI's simulate (its --max-steps))"
+        );
+    }
 }
