@@ -297,3 +297,14 @@ def test_python_values_are_the_cli_text():
     # The same sweep from a range and from the CLI's axis text.
     a, b = ll.sweep(batch=range(1, 9, 2)), ll.sweep(batch="1..7:2")
     assert a.json == b.json and list(a.columns["batch"]) == [1, 3, 5, 7]
+
+
+def test_reports_say_whether_the_model_fits():
+    fits = ll.ledger()
+    assert fits.fits is True and fits.plan_command is None
+    big = ll.ledger(model="llama-3.1-405b")
+    assert big.fits is False and big.json["memory_bytes"] > big.json["gpu_memory_bytes"]
+    assert big.plan_command == "llm-ledger plan --model llama-3.1-405b --gpu h100-sxm --tpot-ms 50"
+    assert ll.latency(model="llama-3.1-405b").fits is False
+    assert ll.sweep(batch=[1, 2], model="llama-3.1-405b").fits is False
+    assert ll.tile(m=1, n=4096, k=4096).fits is None

@@ -4,8 +4,10 @@
 //! JSON keys (stable): `inputs`, `lines[]` (the sentences), `crossover` (as `kv`), `footprint`,
 //! `max_batch`, `fit_basis` (`step`: `footprint.fits` and `max_batch` are this step's),
 //! `price`, `usd_per_million_tokens`, `baseline`, `levers[]` (ranked; lever fields as in `levers`
-//! plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`.
+//! plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`, and whether the step fits
+//! ([`FitView`]: `fits`, `memory_bytes`, `gpu_memory_bytes`, `plan_command`).
 
+use crate::fit::FitView;
 use crate::ledger::Inputs;
 use crate::levers::{lever_table, LeverRow};
 use crate::render::{HumanTable, Report};
@@ -13,6 +15,7 @@ use llm_ledger_core::advise::Advice;
 use llm_ledger_core::crossover::Side;
 use llm_ledger_core::levers::LeverOutcome;
 use llm_ledger_core::workload::Phase;
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// The `advise` report.
@@ -25,13 +28,17 @@ pub struct AdviseReport {
     pub advice: Advice,
     /// The advice, one sentence per line.
     pub lines: Vec<String>,
+    /// Whether the step fits in GPU memory (the advice's footprint).
+    #[serde(flatten)]
+    pub fit: FitView,
 }
 
 impl AdviseReport {
-    /// The report of `advice` on the scenario of `inputs`, with its sentences.
-    pub fn new(inputs: Inputs, advice: Advice) -> Self {
+    /// The report of `advice` on `sc`, with its sentences.
+    pub fn new(sc: &Scenario, advice: Advice) -> Self {
         let lines = sentences(&advice);
-        AdviseReport { inputs, advice, lines }
+        let fit = FitView::of_footprint(sc, &advice.footprint);
+        AdviseReport { inputs: Inputs::of(sc), advice, lines, fit }
     }
 }
 
@@ -147,6 +154,7 @@ impl Report for AdviseReport {
         let ranked: Vec<&LeverOutcome> = a.levers.iter().map(|r| &r.lever).collect();
         let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped);
         footer.push(a.fit_basis.rule(self.inputs.counting).into());
+        footer.extend(self.fit.hint());
         let mut title = vec![self.inputs.headline(), String::new()];
         title.extend(self.lines.iter().cloned());
         title.push(String::new());
@@ -166,7 +174,7 @@ mod tests {
     fn report(batch: &str, ctx: &str) -> AdviseReport {
         let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
         let s = ServingRequest { usd_per_hour: Some("3".into()), ..Default::default() }.resolve(&sc).unwrap();
-        AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s))
+        AdviseReport::new(&sc, Advice::of(&sc, &s))
     }
 
     #[test]
@@ -188,7 +196,7 @@ mod tests {
         let lines = |model: &str, batch: &str, ctx: &str| {
             let sc = scenario(&[("model", model), ("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
             let s = ServingRequest::default().resolve(&sc).unwrap();
-            AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s)).lines
+            AdviseReport::new(&sc, Advice::of(&sc, &s)).lines
         };
         let below = lines("llama-3-8b", "1", "2048");
         assert!(

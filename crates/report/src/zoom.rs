@@ -5,12 +5,15 @@
 //! (parent and children FLOPs and bytes, differences, ratios — the bytes ratio is the reuse
 //! factor at the tile level — and `exact`), `explanation[]` (the same sentences as the table),
 //! `gap` at model level (FLOPs per token against 2 × parameters, by part) and `tiles` at operator
-//! and tile levels (the whole tiling). Plain SI numbers throughout.
+//! and tile levels (the whole tiling), and whether the step fits ([`StepFit`]: `fits`,
+//! `memory_bytes`, `gpu_memory_bytes`, `plan_command`). Plain SI numbers throughout.
 
+use crate::fit::StepFit;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use crate::tile::gemm_lines;
+use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::tiling::AttentionTiling;
 use llm_ledger_core::zoom::{
     AddUp, ChildView, FlopsGap, GapKind, Level, NoTiles, NodeDetail, NodeView, OpNode, TileLevel, ZoomTree,
@@ -86,6 +89,9 @@ pub struct ZoomReport {
     pub tiles: Option<TileLevel>,
     /// Layer level: layers with the same shape (computed once).
     pub identical_layers: Option<u64>,
+    /// Whether the step fits in GPU memory (the default reserve).
+    #[serde(flatten)]
+    pub fit: StepFit,
 }
 
 fn intensity(flops: f64, bytes: f64) -> Option<f64> {
@@ -477,6 +483,7 @@ impl ZoomReport {
         }
         ZoomReport {
             inputs: Inputs::of(sc),
+            fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
             path: view.path.clone(),
             level: view.level,
             breadcrumb: view.breadcrumb.clone(),
@@ -591,6 +598,7 @@ impl Report for ZoomReport {
             human::seconds(n.time_s)
         ));
         let mut footer: Vec<String> = self.explanation.clone();
+        footer.extend(self.fit.footer());
         // Suggest the first layer from the model, else the child with the largest time (the first of
         // equals).
         let candidates = self.children.iter().filter(|c| c.path.is_some());
