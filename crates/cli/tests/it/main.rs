@@ -15,6 +15,7 @@ mod parallel;
 mod plan_load;
 mod readme;
 mod simulate;
+mod suggestions;
 mod ux;
 mod widths;
 mod zoom_tile;
