@@ -30,6 +30,20 @@ pub fn echo(s: &str) -> String {
     }
 }
 
+/// A count with thousands separators (`8,030,261,248`): the one way counts are written, in
+/// messages and notes here and in every table (`llm_ledger_report::human::count`).
+pub fn grouped(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A number for a message, compactly: plain decimal between 10⁻³ and 10⁶ (`0.01`, `2048`,
 /// `3.35`), otherwise scientific with the shortest exact mantissa (`1e308`, `5e-324`, `3.6e6`);
 /// `NaN` and `inf` as such. The one formatter for floats in messages.

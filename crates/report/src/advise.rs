@@ -42,17 +42,7 @@ impl AdviseReport {
     }
 }
 
-fn gb(b: f64) -> String {
-    if b < 1e9 {
-        format!("{:.0} MB", b / 1e6)
-    } else {
-        format!("{:.1} GB", b / 1e9)
-    }
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.2} ms", s * 1e3)
-}
+use crate::human::{bytes as gb, seconds as ms, usd};
 
 /// A non-negative quantity rounded to a whole number, with thousands separators.
 fn thousands(v: f64) -> String {
@@ -72,20 +62,20 @@ fn sentences(a: &Advice) -> Vec<String> {
     }
     let side = match c.side {
         Side::Below => format!(
-            "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
+            "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {} the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
             thousands(c.cached_tokens),
             thousands(c.crossover_tokens),
             gb(c.weight_bytes),
             thousands(c.kv_bytes_per_token),
-            c.kv_to_weight_ratio
+            crate::human::ratio(c.kv_to_weight_ratio)
         ),
         Side::Above => format!(
-            "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
+            "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {} the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
             thousands(c.cached_tokens),
             thousands(c.crossover_tokens),
             gb(c.weight_bytes),
             thousands(c.kv_bytes_per_token),
-            c.kv_to_weight_ratio
+            crate::human::ratio(c.kv_to_weight_ratio)
         ),
     };
     out.push(side);
@@ -105,7 +95,7 @@ fn sentences(a: &Advice) -> Vec<String> {
     }
     out.push(mem);
     let base = &a.baseline;
-    let price_note = |usd: Option<f64>| usd.map(|u| format!(", ${u:.3} per M tokens")).unwrap_or_default();
+    let price_note = |dollars: Option<f64>| dollars.map(|u| format!(", {} per M tokens", usd(u))).unwrap_or_default();
     out.push(format!(
         "Now: {} per step, {} tokens/s{}.",
         ms(base.step_time_s),

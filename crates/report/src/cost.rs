@@ -199,7 +199,7 @@ impl Report for CostReport {
                 i.gpu,
                 human::count(self.prompt_tokens),
                 human::count(self.output_tokens),
-                i.weights,
+                i.weights_shown(),
                 i.kv,
                 i.layout_suffix(),
                 self.usd_per_hour

@@ -136,9 +136,9 @@ impl Report for KvReport {
             (
                 "this workload",
                 format!(
-                    "{} cached tokens, KV reads {:.2}× weight reads: {} the crossover",
+                    "{} cached tokens, KV reads {} weight reads: {} the crossover",
                     tokens(r.cached_tokens),
-                    r.kv_to_weight_ratio,
+                    human::ratio(r.kv_to_weight_ratio),
                     r.side
                 ),
             ),

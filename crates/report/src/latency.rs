@@ -91,7 +91,7 @@ impl Report for LatencyReport {
             human::count(l.batch),
             human::count(l.prompt_tokens),
             human::count(l.output_tokens),
-            i.weights,
+            i.weights_shown(),
             i.kv,
             i.layout_suffix()
         );

@@ -141,11 +141,17 @@ impl Inputs {
             self.gpu,
             self.phase,
             shape,
-            self.weights,
+            self.weights_shown(),
             self.kv,
             self.activations,
             self.layout_suffix()
         )
+    }
+
+    /// The weight storage for titles: [`Self::weights`] with measured widths rounded
+    /// ([`human::weights`]: `4.84bit`, where JSON keeps `4.84375bit`).
+    pub fn weights_shown(&self) -> String {
+        human::weights(&self.weight_precisions)
     }
 
     /// ` · TP 8 × PP 2 (16 GPUs)` for a parallel deployment, empty on one GPU (for titles).

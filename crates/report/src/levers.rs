@@ -133,7 +133,7 @@ pub fn lever_table(
             r.side.clone(),
             human::count(r.batch),
             human::seconds(r.step_time_s),
-            format!("{:.2}×", r.speedup),
+            human::ratio(r.speedup),
             human::count(r.tokens_per_s.round() as u64),
             if r.name == "baseline" { "—".into() } else { format!("{:+.0} %", -r.cost_saving * 100.0) },
             human::bytes(r.memory_bytes),

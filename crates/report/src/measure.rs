@@ -72,7 +72,7 @@ impl Report for MeasureReport {
             vec![self.inputs.headline()],
             vec![
                 ("measured step", format!("{} ({} tok/s)", human::seconds(u.measured_step_s), human::sig3(u.measured_tokens_per_s))),
-                ("ledger step", format!("{} (measured is {:.2}× the ledger)", human::seconds(u.ledger_step_s), u.measured_over_ledger)),
+                ("ledger step", format!("{} (measured is {} the ledger)", human::seconds(u.ledger_step_s), human::ratio(u.measured_over_ledger))),
                 ("MBU", format!("{} ({} in {})", human::percent(u.mbu), human::bytes(u.bytes), human::seconds(u.measured_step_s))),
                 ("MFU", format!("{} ({})", human::percent(u.mfu), human::flops(u.flops))),
                 ("memory floor", human::seconds(u.memory_floor_s)),

@@ -201,7 +201,7 @@ impl PlanReport {
             i.model,
             i.gpu,
             human::count(self.ctx),
-            i.weights,
+            i.weights_shown(),
             i.kv,
             human::seconds(self.tpot_bound_s),
             self.max_gpus,
@@ -231,7 +231,7 @@ impl PlanReport {
             footer.push(format!(
                 "why: the weights are {} ({}), at least {} GPUs of {} after the {} reserve; {} holds {} of weights per GPU and fits {} sequences at {} tokens; {} of its step is on links",
                 human::bytes(self.weight_bytes),
-                i.weights,
+                i.weights_shown(),
                 self.min_gpus_for_weights,
                 human::bytes(self.available_bytes),
                 human::bytes(self.reserve_bytes),

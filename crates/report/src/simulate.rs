@@ -355,7 +355,7 @@ impl SimulateReport {
             human::count(s.requests),
             s.prompt,
             s.output,
-            i.weights,
+            i.weights_shown(),
             i.kv,
             i.layout_suffix()
         )

@@ -169,7 +169,7 @@ impl SweepPlan {
                 i.gpu,
                 i.phase,
                 human::count(ctx),
-                if i.weights.contains(' ') { "mixed" } else { i.weights.as_str() },
+                if i.weights.contains(' ') { "mixed".to_string() } else { i.weights_shown() },
                 i.kv
             )),
         })
@@ -319,7 +319,7 @@ impl SweepView {
                 i.model,
                 i.gpu,
                 i.phase,
-                i.weights,
+                i.weights_shown(),
                 i.kv,
                 i.layout_suffix(),
                 h.batch_axis,

@@ -259,8 +259,8 @@ fn gemm_addup_lines(n: &OpNode, a: &AddUp, counting_note: Option<&str>, with_rea
         "FLOPs add up: the tile grid divides the output and K, nothing is padded".into()
     });
     out.push(format!(
-        "bytes ×{:.2} (the reuse factor): each A strip ({} rows × K) is re-read by the {} of its row, each B strip (K × {} columns) by the {} of its column; {} instead of {}",
-        a.bytes_ratio(),
+        "bytes {} (the reuse factor): each A strip ({} rows × K) is re-read by the {} of its row, each B strip (K × {} columns) by the {} of its column; {} instead of {}",
+        human::ratio(a.bytes_ratio()),
         g.tile.bm,
         crate::tile::plural(g.tiles_n, "tile"),
         g.tile.bn,
@@ -292,8 +292,8 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
                 ratio_pct(t.executed_flops, t.flops)
             ));
             out.push(format!(
-                "bytes ×{:.2}: every query block re-reads the K/V blocks it needs ({}); Q read and O written once ({}); DRAM stays at the read-once {} while a head's K/V sit in L2",
-                t.reuse_factor,
+                "bytes {}: every query block re-reads the K/V blocks it needs ({}); Q read and O written once ({}); DRAM stays at the read-once {} while a head's K/V sit in L2",
+                human::ratio(t.reuse_factor),
                 human::bytes(t.kv_tiled_bytes),
                 human::bytes(t.query_output_bytes),
                 human::bytes(t.ideal_bytes)
@@ -319,8 +319,8 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
                 t.block_kv
             ));
             out.push(format!(
-                "bytes ×{:.2}: K/V read by each query block ({}), Q and O ({}), split-KV partial outputs written and read back ({})",
-                t.reuse_factor,
+                "bytes {}: K/V read by each query block ({}), Q and O ({}), split-KV partial outputs written and read back ({})",
+                human::ratio(t.reuse_factor),
                 human::bytes(t.kv_tiled_bytes),
                 human::bytes(t.query_output_bytes),
                 human::bytes(t.split_bytes)
@@ -448,10 +448,10 @@ impl ZoomReport {
             NodeDetail::Op(n) => {
                 if n.tiles.totals().is_some() {
                     explanation.push(format!(
-                        "zoomed into tiles it does not add up: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
-                        a.flops_ratio(),
+                        "zoomed into tiles it does not add up: FLOPs {} ({}), bytes {} ({})",
+                        human::ratio(a.flops_ratio()),
                         signed(a.flops_difference, human::flops),
-                        a.bytes_ratio(),
+                        human::ratio(a.bytes_ratio()),
                         signed(a.bytes_difference, human::bytes)
                     ));
                 }
@@ -471,10 +471,10 @@ impl ZoomReport {
                     leaf: false,
                 };
                 explanation.push(format!(
-                    "against the operation above: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
-                    op_level.flops_ratio(),
+                    "against the operation above: FLOPs {} ({}), bytes {} ({})",
+                    human::ratio(op_level.flops_ratio()),
                     signed(op_level.flops_difference, human::flops),
-                    op_level.bytes_ratio(),
+                    human::ratio(op_level.bytes_ratio()),
                     signed(op_level.bytes_difference, human::bytes)
                 ));
                 explanation.extend(op_tile_lines(n, &op_level, sc, view));
