@@ -13,9 +13,13 @@ pub struct Cli {
     /// What to do (default: `ledger` with the default scenario).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Tables: every column, however wide.
+    ///
     /// Tables: every column, however wide (the default when stdout is not a terminal).
     #[arg(long, global = true, help_heading = "Table width")]
     pub wide: bool,
+    /// Tables: fit this many columns, hiding the less important ones.
+    ///
     /// Tables: fit this many columns, hiding the less important ones (default: the terminal's
     /// width, or $COLUMNS, when stdout is a terminal).
     #[arg(long, global = true, value_name = "COLUMNS", conflicts_with = "wide", help_heading = "Table width")]
@@ -32,42 +36,69 @@ pub enum Command {
     Models(ListArgs),
     /// List the GPU catalogue with peaks and ridge points.
     Gpus(ListArgs),
+    /// Sweep batch and context up to and past the memory wall.
+    ///
     /// Sweep batch and/or context (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`):
     /// step time, tokens/s, intensity, largest row, memory and whether it fits; lists in `--gpu`,
     /// `--weights` and `--kv` compare them as series.
     Sweep(SweepArgs),
+    /// KV bytes per token, the KV/weight crossover, memory and capacity.
+    ///
     /// KV bytes per token, the KV/weight crossover, where the workload sits, memory and capacity.
     Kv(StepArgs),
+    /// Re-run the workload with each lever (quantisation, batch, KV).
+    ///
     /// Re-run the workload with each lever (W4A16, W8A16, fp8, bigger batch, fp8/int8 KV, fewer KV heads).
     Levers(StepArgs),
+    /// TTFT, TPOT and end-to-end latency of a batch of requests.
+    ///
     /// Time to first token, time per output token and end-to-end latency of a batch of requests.
     Latency(LatencyArgs),
     /// Dollars per million tokens at a batch, and the cheapest batch under a TPOT bound.
     Cost(CostArgs),
+    /// MBU and MFU of a measured step against the ledger.
+    ///
     /// MBU and MFU of a measured step against the ledger, and what they mean for the next step.
     Measure(MeasureArgs),
+    /// The crossover, memory and the levers ranked by what they save.
+    ///
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
+    /// Fit the expected clock to your own measurements (a CSV).
+    ///
     /// Fit the expected clock to your own measurements (a CSV of scenario columns and one of
     /// step_ms, step_s, tokens_per_s, tpot_ms, ttft_ms): residuals, fitted constants with their
     /// uncertainty, and a profile file for --profile.
     Calibrate(CalibrateArgs),
+    /// Walk one forward step from the model down to a GEMM tile.
+    ///
     /// Walk one forward step from the model down to a GEMM tile: a node, its children, the
     /// breadcrumb, and whether (and why not) the children add up to it.
     Zoom(ZoomArgs),
+    /// One GEMM cut into thread-block tiles: occupancy, waves, re-reads, time.
+    ///
     /// One GEMM cut into thread-block tiles on a GPU: tile and wave quantisation, occupancy,
     /// re-read traffic, a modelled time and the candidate tiles.
     Tile(TileArgs),
+    /// The MoE union problem: experts touched and expert bytes over a batch range.
+    ///
     /// The MoE union problem over a batch range: experts touched, tokens per expert, expert weight
     /// bytes read per step (with --model) or for --experts/--top-k alone.
     Moe(MoeArgs),
+    /// Find the multi-GPU layouts that fit and meet a time per token, cheapest first.
+    ///
     /// Search tensor × pipeline (× expert) parallel layouts and batches that fit and meet a time per
-    /// output token, ranked by dollars per million tokens, with the Pareto front.
+    /// output token, ranked by dollars per million tokens, with the Pareto front; with --rate, the
+    /// cheapest deployment that holds p99 SLAs under load (simulated).
     Plan(PlanArgs),
+    /// Serving under load: continuous batching simulated, TTFT/TPOT/ITL percentiles.
+    ///
     /// Serve requests under load: a continuous-batching simulation (arrivals, chunked prefill, paged
     /// KV with preemption) timed step by step by the ledger; TTFT, TPOT, ITL, throughput, goodput;
     /// `--rate 1..40` sweeps the arrival rate.
     Simulate(SimulateArgs),
+    /// Serve the explorer: a local web page for the ledger (Ctrl-C to stop).
+    ///
     /// Serve the explorer: a local web page for the ledger, with plots (Ctrl-C to stop).
     Serve(ServeArgs),
 }
@@ -117,7 +148,7 @@ impl clap::ValueEnum for FormatArg {
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
 }
 
@@ -173,83 +204,134 @@ pub struct ScenarioArgs {
     pub link_efficiency: Option<String>,
 }
 
+/// Help headings: a command's flags are grouped under these in `--help` and `-h`.
+pub mod heading {
+    /// The model and the GPU, and the files that add to the catalogue.
+    pub const MODEL: &str = "Model and GPU";
+    /// Storage and math formats.
+    pub const PRECISION: &str = "Precision";
+    /// What is counted.
+    pub const COUNTING: &str = "Counting";
+    /// How time is computed.
+    pub const CLOCK: &str = "Clock";
+    /// MoE routing.
+    pub const ROUTING: &str = "MoE routing";
+    /// The shape of the step (or the axes of a sweep).
+    pub const STEP: &str = "Step";
+    /// A deployment over several GPUs.
+    pub const PARALLEL: &str = "Parallel deployment";
+    /// Memory, requests and price.
+    pub const SERVING: &str = "Requests, memory and price";
+    /// Output format and files.
+    pub const OUTPUT: &str = "Output";
+}
+
 /// The model, the GPU and how the step is computed: every scenario command takes these.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SetupArgs {
-    /// Model: a preset name, a path to a config.json (or a directory holding one, with any
-    /// *.safetensors headers), a GGUF file, or a Hugging Face Hub repo id org/name (local cache
-    /// first, then a download unless HF_HUB_OFFLINE=1).
-    #[arg(long, short = 'm', value_name = "NAME|PATH|ORG/NAME")]
+    /// Model: a preset, a config.json, a GGUF file or a Hub id.
+    ///
+    /// A preset name (`llm-ledger models`), a path to a config.json (or a directory holding one,
+    /// with any *.safetensors headers), a GGUF file, or a Hugging Face Hub repo id org/name, also
+    /// as org/name@REV or a pasted https://huggingface.co/org/name URL (local cache first, then a
+    /// download unless HF_HUB_OFFLINE=1).
+    #[arg(long, short = 'm', value_name = "NAME|PATH|ORG/NAME", help_heading = heading::MODEL)]
     pub model: Option<String>,
     /// Hub revision for an org/name --model: a branch, tag or commit hash (default main).
-    #[arg(long, value_name = "REV")]
+    #[arg(long, value_name = "REV", help_heading = heading::MODEL)]
     pub revision: Option<String>,
     /// GPU: a catalogue name, or a path to a GPU file (its first entry).
-    #[arg(long, short = 'g', value_name = "NAME|PATH")]
+    ///
+    /// A name of `llm-ledger gpus`, or a path to a GPU file in the catalogue's TOML schema (its
+    /// first entry).
+    #[arg(long, short = 'g', value_name = "NAME|PATH", help_heading = heading::MODEL)]
     pub gpu: Option<String>,
     /// Add the GPUs of a user GPU file to the catalogue.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::MODEL)]
     pub gpu_file: Option<String>,
     /// Add the presets of a user preset file to the catalogue.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::MODEL)]
     pub preset_file: Option<String>,
+    /// Weight storage (default: the checkpoint's, else bf16).
+    ///
     /// Weight storage: fp32, bf16, fp16, fp8, fp8-b128, int8, int4, int4-g128, fp4, mxfp4, nvfp4
     /// (default: the checkpoint's quantization_config, else bf16).
-    #[arg(long, short = 'w')]
+    #[arg(long, short = 'w', value_name = "FORMAT", help_heading = heading::PRECISION)]
     pub weights: Option<String>,
     /// KV-cache storage (default bf16).
-    #[arg(long, short = 'k')]
+    ///
+    /// KV-cache storage, as --weights (default bf16).
+    #[arg(long, short = 'k', value_name = "FORMAT", help_heading = heading::PRECISION)]
     pub kv: Option<String>,
+    /// Activation storage (default bf16).
+    ///
     /// Activation storage: fp32, bf16, fp16, fp8, int8 (default bf16).
-    #[arg(long)]
+    #[arg(long, value_name = "FORMAT", help_heading = heading::PRECISION)]
     pub activations: Option<String>,
+    /// Format GEMM inputs are quantised to (W8A8: fp8).
+    ///
     /// Format GEMM inputs are quantised to, e.g. fp8 for W8A8 (default: the checkpoint's scheme, else
     /// the activation format).
-    #[arg(long)]
+    #[arg(long, value_name = "FORMAT", help_heading = heading::PRECISION)]
     pub gemm_activations: Option<String>,
     /// FlashAttention: on (default) or off.
-    #[arg(long)]
+    #[arg(long, value_name = "on|off", help_heading = heading::COUNTING)]
     pub flash: Option<String>,
-    /// Prefill attention FLOPs: half (causal triangle, default) or full (the square).
-    #[arg(long)]
+    /// Prefill attention FLOPs: half (default) or full.
+    ///
+    /// Prefill attention FLOPs: half (the causal triangle, default) or full (the square).
+    #[arg(long, value_name = "half|full", help_heading = heading::COUNTING)]
     pub causal: Option<String>,
-    /// Logits for the last token of each sequence (default) or all tokens.
-    #[arg(long)]
+    /// Logits for the last token of each sequence (default) or all.
+    #[arg(long, value_name = "last|all", help_heading = heading::COUNTING)]
     pub logits: Option<String>,
+    /// Counting: full (default) or seed (the reference calculator's).
+    ///
     /// Counting: full (default: every operator) or seed (also `reference`): only the weight and KV
     /// reads of the q/k/v/o and MLP projections, attention and lm_head, as the reference decode
-    /// calculator counts them (the project's seed document 004, README "The reference calculator").
-    #[arg(long)]
+    /// calculator counts them (README, "The reference calculator").
+    #[arg(long, value_name = "full|seed", help_heading = heading::COUNTING)]
     pub counting: Option<String>,
+    /// MLA execution form: auto, naive or absorbed.
+    ///
     /// MLA execution form: auto (absorbed in decode, naive in prefill), naive or absorbed.
-    #[arg(long)]
+    #[arg(long, value_name = "FORM", help_heading = heading::COUNTING)]
     pub mla: Option<String>,
     /// Achieved fraction of peak compute.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", help_heading = heading::CLOCK)]
     pub compute_efficiency: Option<String>,
     /// Achieved fraction of peak bandwidth.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", help_heading = heading::CLOCK)]
     pub bandwidth_efficiency: Option<String>,
+    /// Time model: measured or roofline.
+    ///
     /// Time model: measured (the expected time from measured kernel behaviour) or roofline (the two
     /// efficiencies above); --counting seed always uses the roofline.
-    #[arg(long)]
+    #[arg(long, value_name = "MODEL", help_heading = heading::CLOCK)]
     pub time_model: Option<String>,
+    /// Engine the measured clock assumes.
+    ///
     /// Inference engine the measured clock assumes: trtllm, vllm, sglang, gpt-fast or eager.
-    #[arg(long)]
+    #[arg(long, value_name = "ENGINE", help_heading = heading::CLOCK)]
     pub engine: Option<String>,
+    /// A calibration profile that adjusts the measured clock.
+    ///
     /// A calibration profile (`llm-ledger calibrate` writes one) that adjusts the measured clock.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::CLOCK)]
     pub profile: Option<String>,
     /// MoE routing skew as a Zipf exponent (0 = uniform, the default).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, value_name = "S", help_heading = heading::ROUTING)]
     pub zipf: Option<String>,
+    /// Measured MoE routing: a CSV of per-expert loads.
+    ///
     /// Measured MoE routing: a CSV of per-expert loads (`expert,load` or one load per line).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::ROUTING)]
     pub expert_loads: Option<String>,
 }
 
 /// The shape of one step: its phase and its sequences.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STEP)]
 pub struct StepShapeArgs {
     /// Phase: decode or prefill.
     #[arg(long, short = 'p')]
@@ -260,9 +342,13 @@ pub struct StepShapeArgs {
     /// Tokens per sequence: cached (decode) or prompt (prefill).
     #[arg(long, short = 'c', allow_hyphen_values = true)]
     pub ctx: Option<String>,
+    /// A mix of contexts instead of --batch/--ctx.
+    ///
     /// A mix of contexts instead of --batch/--ctx: `2048x8,32768x2` or `1000,2000,3000`.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, value_name = "MIX")]
     pub contexts: Option<String>,
+    /// A CSV histogram of contexts (`context,count` per line).
+    ///
     /// A CSV histogram of contexts (`context,count` per line), e.g. from production logs.
     #[arg(long, value_name = "FILE")]
     pub histogram: Option<String>,
@@ -270,6 +356,7 @@ pub struct StepShapeArgs {
 
 /// The axes of a sweep (lists `1,8,32`, ranges `1..256`, `0..8192:1024`, `1..256*2`).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STEP)]
 pub struct SweepShapeArgs {
     /// Phase: decode or prefill.
     #[arg(long, short = 'p')]
@@ -284,32 +371,40 @@ pub struct SweepShapeArgs {
 
 /// Link flags of a deployment over several GPUs.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::PARALLEL)]
 pub struct LinkArgs {
     /// Link between GPUs: nvlink (default where the GPU has it) or pcie.
-    #[arg(long, help_heading = "Parallel deployment")]
+    #[arg(long, value_name = "LINK")]
     pub interconnect: Option<String>,
     /// Achieved fraction of link bandwidth.
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "FRACTION")]
     pub link_efficiency: Option<String>,
 }
 
 /// A deployment over several GPUs.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::PARALLEL)]
 pub struct ParallelArgs {
+    /// Tensor-parallel GPUs.
+    ///
     /// Tensor-parallel GPUs: heads, q/k/v/gate/up columns and o/down rows split N ways.
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub tp: Option<String>,
     /// Pipeline stages: contiguous runs of layers.
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub pp: Option<String>,
+    /// Expert-parallel groups.
+    ///
     /// Expert-parallel groups: routed experts spread over them, attention data-parallel.
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub ep: Option<String>,
     /// Data-parallel replicas of the whole layout.
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub dp: Option<String>,
+    /// Pipeline micro-batches (default: the stages).
+    ///
     /// Pipeline micro-batches (default: the stages, at most one per sequence).
-    #[arg(long, allow_hyphen_values = true, help_heading = "Parallel deployment")]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub micro_batches: Option<String>,
     #[command(flatten)]
     pub link: LinkArgs,
@@ -425,15 +520,16 @@ pub struct LedgerArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
     /// Also write the roofline chart (SVG) of the ledger to FILE.
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = heading::OUTPUT)]
     pub plot: Option<String>,
 }
 
 /// The runtime reserve option.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::SERVING)]
 pub struct ReserveArgs {
     /// Memory kept back for the CUDA context, allocator and buffers: a size with a unit, `2GB`,
     /// `1.5GiB`, `512MB`.
@@ -443,6 +539,7 @@ pub struct ReserveArgs {
 
 /// The request shape.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::SERVING)]
 pub struct RequestArgs {
     /// Prompt tokens per request.
     #[arg(long, allow_hyphen_values = true)]
@@ -454,6 +551,7 @@ pub struct RequestArgs {
 
 /// The price option.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::SERVING)]
 pub struct PriceArgs {
     /// Price in USD per GPU-hour (default: the catalogue's approximate price).
     #[arg(long, allow_hyphen_values = true)]
@@ -488,12 +586,13 @@ pub struct SweepArgs {
     pub output: OutputArgs,
     /// Also write the batch curve (SVG: step time and tokens/s against batch, with the memory wall
     /// and the KV crossover) to FILE; needs one --ctx value and at most 4,096 batch sizes.
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = heading::OUTPUT)]
     pub plot: Option<String>,
 }
 
 /// The concurrency of the economics commands.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::SERVING)]
 pub struct ConcurrencyArgs {
     /// Concurrent requests, decoded together.
     #[arg(long, short = 'b', allow_hyphen_values = true)]
@@ -531,7 +630,7 @@ pub struct CostArgs {
     #[command(flatten)]
     pub price: PriceArgs,
     /// Find the cheapest batch whose time per output token is at most this many milliseconds.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = heading::SERVING)]
     pub tpot_ms: Option<String>,
     #[command(flatten)]
     pub reserve: ReserveArgs,
@@ -617,14 +716,14 @@ pub struct SimulateArgs {
     pub output_format: OutputArgs,
     /// Write every step (time, sequences, tokens, queue, KV blocks, preemptions) as CSV to FILE
     /// (one rate only).
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv", help_heading = heading::OUTPUT)]
     pub trace_out: Option<String>,
     /// Also write a plot to FILE: latency CDFs (one rate) or output tokens/s against p99 TTFT and
     /// TPOT (a sweep).
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = heading::OUTPUT)]
     pub plot: Option<String>,
     /// Also write the running batch and the waiting queue over time to FILE (one rate).
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = heading::OUTPUT)]
     pub plot_timeline: Option<String>,
 }
 
@@ -638,10 +737,16 @@ pub struct MeasureArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Measured step time, milliseconds.
-    #[arg(long, allow_hyphen_values = true, required_unless_present = "tokens_per_s", conflicts_with = "tokens_per_s")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        required_unless_present = "tokens_per_s",
+        conflicts_with = "tokens_per_s",
+        help_heading = "Measurement"
+    )]
     pub step_ms: Option<String>,
     /// Measured throughput, tokens per second (decode: generated; prefill: processed).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Measurement")]
     pub tokens_per_s: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -684,6 +789,7 @@ pub struct AdviseArgs {
 
 /// The batch axis of `moe`, with the rest of its step.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STEP)]
 pub struct MoeShapeArgs {
     /// Phase: decode or prefill.
     #[arg(long, short = 'p')]
@@ -706,10 +812,10 @@ pub struct MoeArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Routed experts E, without a model.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = heading::ROUTING)]
     pub experts: Option<String>,
     /// Experts per token k, without a model.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = heading::ROUTING)]
     pub top_k: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -717,6 +823,7 @@ pub struct MoeArgs {
 
 /// The decode step a plan sizes.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STEP)]
 pub struct PlanShapeArgs {
     /// The candidate batches: a list or a range (default every batch that fits).
     #[arg(long, short = 'b', allow_hyphen_values = true)]
@@ -736,10 +843,10 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub link: LinkArgs,
     /// Upper bound on the time per output token, milliseconds.
-    #[arg(long, allow_hyphen_values = true, required = true)]
+    #[arg(long, allow_hyphen_values = true, required = true, help_heading = "Search")]
     pub tpot_ms: Option<String>,
     /// Most GPUs per replica.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Search")]
     pub max_gpus: Option<String>,
     #[command(flatten)]
     pub price: PriceArgs,
@@ -790,14 +897,14 @@ pub struct ZoomArgs {
     pub parallel: ParallelArgs,
     /// Node to show: model, embedding, layer.N, layer.N.attn, layer.N.mlp.up, layer.N.mlp.up.tiles,
     /// final_norm, lm_head, lm_head.tiles …
-    #[arg(long, default_value = "model", value_name = "PATH")]
+    #[arg(long, default_value = "model", value_name = "PATH", help_heading = heading::OUTPUT)]
     pub at: String,
     /// Output format: table, json, csv or md.
-    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
     /// Also write the dataflow diagram (SVG: operators as boxes sized by time, tensors as arrows
     /// labelled with their bytes) of the layer or block at --at (layer.N, layer.N.attn, layer.N.mlp).
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = heading::OUTPUT)]
     pub plot: Option<String>,
 }
 
@@ -838,7 +945,7 @@ pub struct TileArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub bandwidth_efficiency: Option<String>,
     /// Output format: table, json, csv (the candidates) or md.
-    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true)]
+    #[arg(long, short = 'f', default_value = "table", ignore_case = true, hide_possible_values = true, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
 }
 
@@ -897,14 +1004,20 @@ pub fn command() -> clap::Command {
     for name in names {
         cmd = cmd.mut_subcommand(&name, |mut sub| {
             for (id, default) in help_defaults(&name) {
-                let help = sub.get_arguments().find(|a| a.get_id() == id).map(|a| a.get_help().map(|h| h.to_string()));
-                match help {
-                    Some(h) if !h.as_deref().unwrap_or("").contains("default") => {
-                        let h = h.unwrap_or_default();
-                        sub = sub.mut_arg(id, |a| a.help(format!("{h} [default: {default}]")));
-                    }
-                    _ => {}
+                let Some(arg) = sub.get_arguments().find(|a| a.get_id() == id) else { continue };
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                let long = arg.get_long_help().map(|h| h.to_string());
+                if help.contains("default") || long.as_deref().is_some_and(|l| l.contains("default")) {
+                    continue;
                 }
+                // `-h` shows the summary and `--help` the explanation: both carry the default.
+                sub = sub.mut_arg(id, |a| {
+                    let a = a.help(format!("{help} [default: {default}]"));
+                    match &long {
+                        Some(l) => a.long_help(format!("{l} [default: {default}]")),
+                        None => a,
+                    }
+                });
             }
             sub
         });

@@ -11,6 +11,7 @@ mod commands;
 mod inputs;
 mod interrupt;
 
+use clap::error::{ContextKind, ContextValue, ErrorKind as UsageErrorKind};
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LedgerArgs};
 use std::io::{ErrorKind, Write};
@@ -67,6 +68,42 @@ fn usage_error_line(rendered: &str, subcommand: Option<&str>) -> String {
     }
 }
 
+/// An unknown `--flag` as one line, by the rule every "did you mean" follows
+/// (`llm_ledger_core::error::suggestions`): when another command takes the flag, which ones
+/// (`plan --tp`: `--tp` is a flag of `ledger`, `sweep`, …); else the command's own flags closest
+/// to it. `None` for anything else (a short flag, a stray value): clap's message stands.
+fn unknown_flag_line(arg: &str, subcommand: Option<&str>) -> Option<String> {
+    let flag = arg.split('=').next()?;
+    let name = flag.strip_prefix("--").filter(|n| !n.is_empty())?;
+    let cmd = cli::command();
+    let this = match subcommand {
+        Some(sub) => cmd.find_subcommand(sub)?.clone(),
+        None => cmd.clone(),
+    };
+    let longs = |c: &clap::Command| -> Vec<String> {
+        c.get_arguments().filter(|a| !a.is_hide_set()).filter_map(|a| a.get_long().map(str::to_string)).collect()
+    };
+    let takers: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| Some(s.get_name()) != subcommand && longs(s).iter().any(|l| l == name))
+        .map(|s| format!("`{}`", s.get_name()))
+        .collect();
+    let here = subcommand.map_or("`llm-ledger` without a command".to_string(), |s| format!("`{s}`"));
+    let tip = if !takers.is_empty() {
+        format!("{here} does not take it: `--{name}` is a flag of {}", takers.join(", "))
+    } else {
+        let mut own = longs(&this);
+        own.extend(["help".to_string(), "wide".into(), "width".into()]);
+        let close = llm_ledger_core::error::suggestions(name, &own);
+        match close.first() {
+            Some(best) => format!("tip: a similar argument exists: '--{best}'"),
+            None => format!("{here} has no such flag"),
+        }
+    };
+    let see = subcommand.map_or("`llm-ledger --help`".to_string(), |s| format!("`llm-ledger {s} --help`"));
+    Some(format!("error: unexpected argument '{flag}' found; {tip} (see {see})"))
+}
+
 /// The width tables are fitted to: `--width`, else (unless `--wide`) the terminal's when stdout is
 /// one ($COLUMNS first); `None` means every column.
 fn table_width(cli: &Cli) -> Option<usize> {
@@ -97,7 +134,21 @@ fn user_message(e: &anyhow::Error) -> String {
         llm_ledger_core::Error::NoServingPlan(refused) => {
             llm_ledger_report::plan_serving::refusal_message(refused, &flags)
         }
-        _ => core.clone().map_field(flags).to_string(),
+        _ => {
+            let message = core.clone().map_field(flags).to_string();
+            // A long list of names is counted, not printed: the command that lists them.
+            let listed_by = match core.field() {
+                Some("model") => "`llm-ledger models`",
+                Some("gpu") => "`llm-ledger gpus`",
+                _ => return message,
+            };
+            match core.accepted() {
+                Some(names) if names.len() > llm_ledger_core::error::LISTED_NAMES => {
+                    format!("{message}; {listed_by} lists them")
+                }
+                _ => message,
+            }
+        }
     }
 }
 
@@ -132,7 +183,13 @@ fn main() -> ExitCode {
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             let sub = std::env::args().nth(1).filter(|s| Cli::command().find_subcommand(s).is_some());
-            let line = usage_error_line(&e.render().to_string(), sub.as_deref());
+            let unknown = match (e.kind(), e.get(ContextKind::InvalidArg)) {
+                (UsageErrorKind::UnknownArgument, Some(ContextValue::String(arg))) => {
+                    unknown_flag_line(arg, sub.as_deref())
+                }
+                _ => None,
+            };
+            let line = unknown.unwrap_or_else(|| usage_error_line(&e.render().to_string(), sub.as_deref()));
             eprintln!("{}", llm_ledger_core::error::escape_controls(&line));
             return ExitCode::from(2);
         }

@@ -57,6 +57,20 @@ pub fn echo(s: &str) -> String {
     }
 }
 
+/// A count with thousands separators (`8,030,261,248`): the one way counts are written, in
+/// messages and notes here and in every table (`llm_ledger_report::human::count`).
+pub fn grouped(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A number for a message, compactly: plain decimal between 10⁻³ and 10⁶ (`0.01`, `2048`,
 /// `3.35`), otherwise scientific with the shortest exact mantissa (`1e308`, `5e-324`, `3.6e6`);
 /// `NaN` and `inf` as such. The one formatter for floats in messages.
@@ -96,8 +110,10 @@ pub enum Error {
         /// Where it was needed (e.g. "model_type llama").
         context: String,
     },
-    /// A name that is not in a closed set (GPU, preset, precision, family …).
-    #[error("unknown {what}{} `{}`; accepted: {}", for_field(field, *field_in_message), echo(name), escape_controls(&accepted.join(", ")))]
+    /// A name that is not in a closed set (GPU, preset, precision, family …). The message offers
+    /// the closest accepted names ([`suggestions`]) and lists the accepted ones when they are
+    /// few ([`LISTED_NAMES`]); a longer list is counted, not printed (`accepted` holds it).
+    #[error("unknown {what}{} `{}`; {}", for_field(field, *field_in_message), echo(name), escape_controls(&unknown_tail(name, accepted)))]
     UnknownName {
         /// What kind of name it is ("GPU", "model", "precision" …).
         what: String,
@@ -180,6 +196,85 @@ fn plan_short(p: &crate::plan_refusal::PlanRefused) -> String {
         }
         NoLayout => format!("{} cannot be split over at most {gpus}", p.model),
         DoesNotFit { .. } => format!("no layout of at most {gpus} fits {} on {}", p.model, p.gpu),
+    }
+}
+
+/// Most accepted names a message lists; a longer list is counted and only the closest names are
+/// offered.
+pub const LISTED_NAMES: usize = 20;
+
+/// Most names a "did you mean" offers.
+const MAX_SUGGESTIONS: usize = 3;
+
+/// Least similarity (0 to 1) of a name worth offering.
+const MIN_SIMILARITY: f64 = 0.5;
+
+/// How alike a mistyped `given` is to an accepted `name`, 0 (nothing alike) to 1 (equal but for
+/// case and separators): the normalised Damerau–Levenshtein similarity of the two in lower case
+/// with `_`, `.` and `-` as one separator, and at least 0.9 when one holds the other (`h100` in
+/// `h100-sxm`, `llama-3-8b-instruct` around `llama-3-8b`).
+pub fn similarity(given: &str, name: &str) -> f64 {
+    let norm = |s: &str| s.trim().to_lowercase().replace(['_', '.'], "-");
+    let (g, n) = (norm(given), norm(name));
+    if g.is_empty() || n.is_empty() {
+        return 0.0;
+    }
+    let edit = strsim::normalized_damerau_levenshtein(&g, &n);
+    let held = n.contains(&g) || g.contains(&n);
+    if held && g.len().min(n.len()) >= 2 {
+        edit.max(0.9)
+    } else {
+        edit
+    }
+}
+
+/// The accepted names closest to `given`, most alike first (the first of equals in `accepted`
+/// order): at most [`MAX_SUGGESTIONS`], each at least [`MIN_SIMILARITY`] alike ([`similarity`]),
+/// and only the best when one is far better than the rest. A prefix every accepted name shares
+/// (`layer.0.mlp.` of a zoom level's children) is left out of the comparison when `given` has it
+/// too. The one "did you mean" of every closed list of names (presets, GPUs, engines, precisions,
+/// flags).
+pub fn suggestions<'a, S: AsRef<str>>(given: &str, accepted: &'a [S]) -> Vec<&'a str> {
+    let shared = match accepted {
+        [first, rest @ ..] if !rest.is_empty() => rest.iter().fold(first.as_ref(), |p, a| {
+            let same = p.char_indices().zip(a.as_ref().chars()).take_while(|((_, x), y)| x == y).count();
+            p.char_indices().nth(same).map_or(p, |(at, _)| &p[..at])
+        }),
+        _ => "",
+    };
+    let (given, skip) = match given.strip_prefix(shared) {
+        Some(rest) if !rest.is_empty() => (rest, shared.len()),
+        _ => (given, 0),
+    };
+    let mut scored: Vec<(f64, usize, &str)> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (similarity(given, &a.as_ref()[skip..]), i, a.as_ref()))
+        .filter(|(s, _, a)| *s >= MIN_SIMILARITY && !a.is_empty())
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let best = scored.first().map_or(0.0, |s| s.0);
+    scored.into_iter().take_while(|(s, ..)| best - s < 0.1).take(MAX_SUGGESTIONS).map(|(_, _, a)| a).collect()
+}
+
+/// The rest of an unknown-name message: the closest names, then the accepted names when they are
+/// few ([`LISTED_NAMES`]), else how many there are.
+fn unknown_tail(name: &str, accepted: &[String]) -> String {
+    let close = suggestions(name, accepted);
+    let mean = match close.as_slice() {
+        [] => String::new(),
+        [one] => format!("did you mean `{one}`? "),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|n| format!("`{n}`")).collect();
+            format!("did you mean {} or `{last}`? ", first.join(", "))
+        }
+    };
+    if accepted.len() <= LISTED_NAMES {
+        format!("{mean}accepted: {}", accepted.join(", "))
+    } else if close.is_empty() {
+        format!("none of the {} accepted names is close", accepted.len())
+    } else {
+        format!("{mean}({} accepted)", accepted.len())
     }
 }
 
@@ -319,6 +414,34 @@ mod tests {
     }
 
     #[test]
+    fn the_closest_names_are_offered_and_a_long_list_is_counted() {
+        let presets = ["llama-3-8b", "llama-3.1-70b", "llama-3.1-405b", "gpt-oss-20b", "gpt-oss-120b", "mistral-7b"];
+        assert_eq!(suggestions("lama-3-8b", &presets), ["llama-3-8b"]);
+        assert_eq!(suggestions("LLAMA_3_8B", &presets), ["llama-3-8b"]);
+        assert_eq!(suggestions("gpt-oss", &presets), ["gpt-oss-20b", "gpt-oss-120b"]);
+        assert!(suggestions("bert", &presets).is_empty());
+        assert_eq!(suggestions("h100", &["a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200"]), ["h100-sxm", "h100-pcie"]);
+        assert_eq!(suggestions("rtx4090", &["rtx-4090", "rtx-3090"]), ["rtx-4090"]);
+        // The shared prefix of a zoom level's children is not what was mistyped.
+        let children = ["layer.0.mlp.norm", "layer.0.mlp.gate", "layer.0.mlp.up", "layer.0.mlp.down"];
+        assert_eq!(suggestions("layer.0.mlp.upp", &children), ["layer.0.mlp.up"]);
+        assert!(suggestions("layer.0.mlp.xyz", &children).is_empty());
+        assert!((similarity("llama-3-8b", "Llama_3_8B") - 1.0).abs() < 1e-12);
+        let many: Vec<String> = (0..30).map(|i| format!("gpu-{i}")).collect();
+        let e = Error::unknown("GPU", "gpu-31", &many).to_string();
+        assert!(e.starts_with("unknown GPU `gpu-31`; did you mean `gpu-"), "{e}");
+        assert!(e.ends_with("? (30 accepted)"), "{e}");
+        assert_eq!(
+            Error::unknown("GPU", "zzz", &many).to_string(),
+            "unknown GPU `zzz`; none of the 30 accepted names is close"
+        );
+        assert_eq!(
+            Error::unknown_for("engine", "engine", "vlm", ["trtllm", "vllm"]).to_string(),
+            "unknown engine for `engine` `vlm`; did you mean `vllm`? accepted: trtllm, vllm"
+        );
+    }
+
+    #[test]
     fn every_error_carries_its_field_and_accepted_values_as_data() {
         use crate::{Catalog, ScenarioRequest};
         let resolve = |r: ScenarioRequest| r.resolve(&Catalog::builtin()).unwrap_err();
@@ -344,7 +467,10 @@ mod tests {
             "unknown value for `FLASH` `maybe`; accepted: on, off"
         );
         let gpu = cases[0].0.clone().map_field(|f| f.to_uppercase());
-        assert!(gpu.to_string().starts_with("unknown GPU `h900`; accepted: "), "{gpu}");
+        assert!(
+            gpu.to_string().starts_with("unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm"),
+            "{gpu}"
+        );
         assert_eq!(gpu.field(), Some("GPU"));
         assert_eq!(Error::NonFinite { path: "x".into() }.field(), None);
     }

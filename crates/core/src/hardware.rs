@@ -442,6 +442,6 @@ mod tests {
         assert_eq!(e, "invalid `a100-40gb-sxm.onchip.tensor_flops_per_smem_byte`: -1 (a number in [0, 1e6])");
         let text = BUILTIN_GPUS_TOML.replacen("onchip = \"sm80\"", "onchip = \"sm99\"", 1);
         let e = parse_gpu_file(&text).unwrap_err().to_string();
-        assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; accepted: cdna, sm100"), "{e}");
+        assert!(e.contains("unknown onchip profile for GPU `a100-40gb-sxm` `sm99`; did you mean `sm89` or `sm90`? accepted: cdna, sm100"), "{e}");
     }
 }

@@ -85,6 +85,42 @@ impl RepoId {
     }
 }
 
+/// A Hub model as a user may paste it: a model page's URL (`https://huggingface.co/org/name`, also
+/// `hf.co` or `HF_ENDPOINT`, with `/tree/REV`, `/blob/REV/FILE` or `/resolve/REV/FILE` after it,
+/// `%2F` in REV read as `/`) or `org/name@REV`. Returns the repo id and the revision it names;
+/// `None` for anything else (a plain `org/name` among it, which needs no rewriting).
+pub fn hub_reference(s: &str) -> Option<(String, Option<String>)> {
+    let s = s.trim();
+    let endpoint = env("HF_ENDPOINT");
+    let hosts = ["https://huggingface.co/", "http://huggingface.co/", "https://hf.co/", "huggingface.co/", "hf.co/"];
+    let custom = endpoint.as_deref().map(|e| format!("{}/", e.trim_end_matches('/')));
+    let path = custom.iter().map(String::as_str).chain(hosts).find_map(|h| s.strip_prefix(h));
+    let Some(path) = path else {
+        let (id, rev) = s.split_once('@')?;
+        return (id.matches('/').count() == 1 && !rev.is_empty()).then(|| (id.to_string(), Some(rev.to_string())));
+    };
+    let path = path.split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
+    let mut parts = path.split('/');
+    let (org, name) = (parts.next()?, parts.next()?);
+    let revision = match parts.next() {
+        None => None,
+        Some("tree" | "blob" | "resolve") => Some(parts.next()?.replace("%2F", "/").replace("%2f", "/")),
+        Some(_) => return None,
+    };
+    Some((format!("{org}/{name}"), revision))
+}
+
+/// The repo of the cache that is `repo` but for case (`meta-llama/Llama-3.1-8B` for
+/// `meta-llama/llama-3.1-8b`): its id, for a message. Repo folders are `models--org--name`.
+fn cached_in_other_case(cache: &Path, repo: &RepoId) -> Option<String> {
+    let wanted = repo.folder().to_ascii_lowercase();
+    std::fs::read_dir(cache).ok()?.flatten().find_map(|e| {
+        let folder = e.file_name().to_string_lossy().into_owned();
+        let rest = folder.strip_prefix("models--").filter(|_| folder.to_ascii_lowercase() == wanted)?;
+        (folder != repo.folder()).then(|| rest.replacen("--", "/", 1))
+    })
+}
+
 /// Check a `--revision`: a branch or tag name (`[A-Za-z0-9._/-]`, no `..`, no leading or trailing
 /// `/`) or a commit hash.
 fn check_revision(rev: &str) -> Result<()> {
@@ -201,7 +237,12 @@ pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
         } else {
             format!("`{}` is not in the Hugging Face cache `{}`", repo.id(), cache.display())
         };
-        bail!("cannot resolve `--model` {}: {why}, and HF_HUB_OFFLINE forbids downloading it", repo.id());
+        let case = cached_in_other_case(&cache, repo)
+            .map(|id| {
+                format!("; the cache holds `{id}` (repo ids are case-sensitive here): did you mean `--model {id}`?")
+            })
+            .unwrap_or_default();
+        bail!("cannot resolve `--model` {}: {why}, and HF_HUB_OFFLINE forbids downloading it{case}", repo.id());
     }
     let timeout_s = match env("HF_HUB_DOWNLOAD_TIMEOUT") {
         None => DEFAULT_DOWNLOAD_TIMEOUT_S,
@@ -504,6 +545,25 @@ mod tests {
         }
         let e = check_etag_header("\"a\nb\"").unwrap_err();
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn pasted_urls_and_revisions_are_repo_ids() {
+        let r = |s: &str| hub_reference(s);
+        let some = |id: &str, rev: Option<&str>| Some((id.to_string(), rev.map(str::to_string)));
+        assert_eq!(r("https://huggingface.co/meta-llama/Llama-3.1-8B"), some("meta-llama/Llama-3.1-8B", None));
+        assert_eq!(r("https://huggingface.co/meta-llama/Llama-3.1-8B/"), some("meta-llama/Llama-3.1-8B", None));
+        assert_eq!(r("https://huggingface.co/Qwen/Qwen3-8B/tree/v1.0"), some("Qwen/Qwen3-8B", Some("v1.0")));
+        assert_eq!(
+            r("https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json"),
+            some("Qwen/Qwen3-8B", Some("main"))
+        );
+        assert_eq!(r("hf.co/org/m/resolve/refs%2Fpr%2F1/config.json"), some("org/m", Some("refs/pr/1")));
+        assert_eq!(r("org/name@0123abc"), some("org/name", Some("0123abc")));
+        for plain in ["org/name", "llama-3-8b", "./models/x@y", "https://huggingface.co/org", "a@"] {
+            assert_eq!(r(plain), None, "{plain}");
+        }
+        assert_eq!(r("https://huggingface.co/org/name/discussions/1"), None);
     }
 
     #[test]

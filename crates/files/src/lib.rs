@@ -95,6 +95,26 @@ pub fn model_source(s: &str) -> Result<ModelSource> {
     }
 }
 
+/// A Hub model given as a pasted URL or `org/name@REV` ([`hub::hub_reference`]) rewritten as the
+/// repo id in `req` and its revision in the file inputs; a revision given twice must agree.
+fn hub_model(req: &mut ScenarioRequest, args: &FileInputs) -> Result<FileInputs> {
+    let mut args = args.clone();
+    let Some((id, rev)) = req.model.as_deref().filter(|m| !Path::new(m).exists()).and_then(hub::hub_reference) else {
+        return Ok(args);
+    };
+    if let (Some(given), Some(named)) = (&args.revision, &rev) {
+        if given != named {
+            bail!(
+                "invalid `--revision`: {given:?} given with `--model {}`, which names revision {named:?}",
+                req.model.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    args.revision = args.revision.or(rev);
+    req.model = Some(id);
+    Ok(args)
+}
+
 /// The catalogue with the user's GPU and preset files added.
 pub fn catalog(gpu_file: Option<&str>, preset_file: Option<&str>) -> Result<Catalog> {
     let mut c = Catalog::builtin();
@@ -200,6 +220,7 @@ pub fn input_paths(model: Option<&str>, gpu: Option<&str>, files: &FileInputs) -
 /// `args`, reading every file they name.
 pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario> {
     let catalog = catalog(args.gpu_file.as_deref(), args.preset_file.as_deref())?;
+    let args = &hub_model(&mut req, args)?;
     if let Some(m) = req.model.clone().as_deref() {
         let source = model_source(m)?;
         if args.revision.is_some() && !matches!(source, ModelSource::Hub(_)) {

@@ -16,7 +16,6 @@
 //! CLI's one-line message, its flags written as keywords ([`keyword_text`]); a keyword the
 //! command does not take is a `TypeError`.
 
-use llm_ledger_core::levers::LeverSet;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
@@ -33,7 +32,7 @@ use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
 use llm_ledger_report::sweep::SweepPlan;
-use llm_ledger_report::{Format, HumanTable, Inputs, LedgerReport, Report, TileReport, ZoomReport};
+use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport, ZoomReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -422,8 +421,7 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         }
         "levers" => {
             let sc = call.scenario()?;
-            let set = LeverSet::of(&sc, call.serving(&sc)?.reserve_bytes);
-            output(&LeverReport::new(Inputs::of(&sc), set), None)
+            output(&LeverReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
         }
         "latency" => {
             let sc = call.scenario()?;

@@ -323,3 +323,14 @@ def test_a_model_name_that_is_a_file_here_is_that_file(monkeypatch, cli_json):
     here = ll.ledger(model="tiny-q4_k_m.gguf").json
     assert here["inputs"]["model"] == "tiny-q4_k_m.gguf"
     assert here["step_time_s"] == cli_json("ledger", "--model", "examples/tiny-q4_k_m.gguf")["step_time_s"]
+
+
+def test_reports_say_whether_the_model_fits():
+    fits = ll.ledger()
+    assert fits.fits is True and fits.plan_command is None
+    big = ll.ledger(model="llama-3.1-405b")
+    assert big.fits is False and big.json["memory_bytes"] > big.json["gpu_memory_bytes"]
+    assert big.plan_command == "llm-ledger plan --model llama-3.1-405b --gpu h100-sxm --tpot-ms 50"
+    assert ll.latency(model="llama-3.1-405b").fits is False
+    assert ll.sweep(batch=[1, 2], model="llama-3.1-405b").fits is False
+    assert ll.tile(m=1, n=4096, k=4096).fits is None

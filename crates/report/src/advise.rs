@@ -4,8 +4,10 @@
 //! JSON keys (stable): `inputs`, `lines[]` (the sentences), `crossover` (as `kv`), `footprint`,
 //! `max_batch`, `fit_basis` (`step`: `footprint.fits` and `max_batch` are this step's),
 //! `price`, `usd_per_million_tokens`, `baseline`, `levers[]` (ranked; lever fields as in `levers`
-//! plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`.
+//! plus `usd_per_million_tokens`), `skipped[]`, `experts_touched`, and whether the step fits
+//! ([`FitView`]: `fits`, `memory_bytes`, `gpu_memory_bytes`, `plan_command`).
 
+use crate::fit::FitView;
 use crate::ledger::Inputs;
 use crate::levers::{lever_table, LeverRow};
 use crate::render::{HumanTable, Report};
@@ -13,6 +15,7 @@ use llm_ledger_core::advise::Advice;
 use llm_ledger_core::crossover::Side;
 use llm_ledger_core::levers::LeverOutcome;
 use llm_ledger_core::workload::Phase;
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// The `advise` report.
@@ -25,27 +28,21 @@ pub struct AdviseReport {
     pub advice: Advice,
     /// The advice, one sentence per line.
     pub lines: Vec<String>,
+    /// Whether the step fits in GPU memory (the advice's footprint).
+    #[serde(flatten)]
+    pub fit: FitView,
 }
 
 impl AdviseReport {
-    /// The report of `advice` on the scenario of `inputs`, with its sentences.
-    pub fn new(inputs: Inputs, advice: Advice) -> Self {
+    /// The report of `advice` on `sc`, with its sentences.
+    pub fn new(sc: &Scenario, advice: Advice) -> Self {
         let lines = sentences(&advice);
-        AdviseReport { inputs, advice, lines }
+        let fit = FitView::of_footprint(sc, &advice.footprint);
+        AdviseReport { inputs: Inputs::of(sc), advice, lines, fit }
     }
 }
 
-fn gb(b: f64) -> String {
-    if b < 1e9 {
-        format!("{:.0} MB", b / 1e6)
-    } else {
-        format!("{:.1} GB", b / 1e9)
-    }
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.2} ms", s * 1e3)
-}
+use crate::human::{bytes as gb, seconds as ms, usd};
 
 /// A non-negative quantity rounded to a whole number, with thousands separators.
 fn thousands(v: f64) -> String {
@@ -65,20 +62,20 @@ fn sentences(a: &Advice) -> Vec<String> {
     }
     let side = match c.side {
         Side::Below => format!(
-            "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
+            "Below the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {} the weight reads, so weight-side levers pay: quantised weights, bigger batches, speculative decoding.",
             thousands(c.cached_tokens),
             thousands(c.crossover_tokens),
             gb(c.weight_bytes),
             thousands(c.kv_bytes_per_token),
-            c.kv_to_weight_ratio
+            crate::human::ratio(c.kv_to_weight_ratio)
         ),
         Side::Above => format!(
-            "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {:.2}× the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
+            "Above the crossover: {} cached tokens per step against {} ({} of weights ÷ {} B of KV per token); KV reads are {} the weight reads, so cache-side levers pay: an FP8 KV cache, prefix sharing, shorter retained context, admission limits on total cached tokens.",
             thousands(c.cached_tokens),
             thousands(c.crossover_tokens),
             gb(c.weight_bytes),
             thousands(c.kv_bytes_per_token),
-            c.kv_to_weight_ratio
+            crate::human::ratio(c.kv_to_weight_ratio)
         ),
     };
     out.push(side);
@@ -98,7 +95,7 @@ fn sentences(a: &Advice) -> Vec<String> {
     }
     out.push(mem);
     let base = &a.baseline;
-    let price_note = |usd: Option<f64>| usd.map(|u| format!(", ${u:.3} per M tokens")).unwrap_or_default();
+    let price_note = |dollars: Option<f64>| dollars.map(|u| format!(", {} per M tokens", usd(u))).unwrap_or_default();
     out.push(format!(
         "Now: {} per step, {} tokens/s{}.",
         ms(base.step_time_s),
@@ -147,6 +144,7 @@ impl Report for AdviseReport {
         let ranked: Vec<&LeverOutcome> = a.levers.iter().map(|r| &r.lever).collect();
         let (header, rows, mut footer) = lever_table(&a.baseline, &ranked, &a.skipped, self.inputs.engine.is_some());
         footer.push(a.fit_basis.rule(self.inputs.counting).into());
+        footer.extend(self.fit.hint());
         let mut title = vec![self.inputs.headline(), String::new()];
         title.extend(self.lines.iter().cloned());
         title.push(String::new());
@@ -166,7 +164,7 @@ mod tests {
     fn report(batch: &str, ctx: &str) -> AdviseReport {
         let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
         let s = ServingRequest { usd_per_hour: Some("3".into()), ..Default::default() }.resolve(&sc).unwrap();
-        AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s))
+        AdviseReport::new(&sc, Advice::of(&sc, &s))
     }
 
     #[test]
@@ -188,7 +186,7 @@ mod tests {
         let lines = |model: &str, batch: &str, ctx: &str| {
             let sc = scenario(&[("model", model), ("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
             let s = ServingRequest::default().resolve(&sc).unwrap();
-            AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s)).lines
+            AdviseReport::new(&sc, Advice::of(&sc, &s)).lines
         };
         let below = lines("llama-3-8b", "1", "2048");
         assert!(

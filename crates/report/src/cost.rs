@@ -7,8 +7,11 @@
 //! cheapest batch under the bound when one is asked for; each with `label`, `batch`, `ttft_s`,
 //! `tpot_s`, `e2e_s`, `output_tokens_per_s`, `usd_per_million_input_tokens`,
 //! `usd_per_million_output_tokens`, `usd_per_request`, `peak_memory_bytes`, `peak_phase`, `fits`,
-//! `fit_basis` (`request_peak`: [`llm_ledger_core::memory::FitBasis::RequestPeak`])).
+//! `fit_basis` (`request_peak`: [`llm_ledger_core::memory::FitBasis::RequestPeak`])), and whether
+//! the given batch fits, as every report's [`FitView`]: `fits`, `memory_bytes` (its peak),
+//! `gpu_memory_bytes`, `plan_command`.
 
+use crate::fit::FitView;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
@@ -95,6 +98,9 @@ pub struct CostReport {
     pub tpot_bound_s: Option<f64>,
     /// The given batch, then the cheapest under the bound.
     pub rows: Vec<CostRow>,
+    /// Whether the given batch fits (its requests' peak).
+    #[serde(flatten)]
+    pub fit: FitView,
 }
 
 impl CostReport {
@@ -107,12 +113,19 @@ impl CostReport {
         let at = CostPoint::at(sc, serving, price, batch)?;
         let cheapest =
             serving.tpot_bound_s.map(|b| cheapest_under_tpot(sc, serving, price, b).map(|c| (b, c))).transpose()?;
-        let inputs = Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens));
-        Ok(CostReport::new(inputs, &at, cheapest.as_ref().map(|(b, c)| (*b, c))))
+        Ok(CostReport::new(sc, &at, cheapest.as_ref().map(|(b, c)| (*b, c))))
     }
 
-    /// Build from the cost at the given batch and, optionally, the cheapest under `bound_s`.
-    pub fn new(inputs: Inputs, at: &CostPoint, cheapest: Option<(f64, &CostPoint)>) -> CostReport {
+    /// Build from the cost at the given batch on `sc` and, optionally, the cheapest under `bound_s`.
+    pub fn new(sc: &Scenario, at: &CostPoint, cheapest: Option<(f64, &CostPoint)>) -> CostReport {
+        let l = &at.latency;
+        let inputs = Inputs::of(&at_uniform(sc, l.batch, l.prompt_tokens));
+        let fit = FitView {
+            fits: l.fits,
+            memory_bytes: l.peak_memory_bytes,
+            gpu_memory_bytes: sc.gpu.memory_bytes,
+            plan_command: (!l.fits).then(|| crate::fit::plan_command(sc)),
+        };
         let mut rows = vec![CostRow::of("batch", at)];
         if let Some((_, c)) = cheapest {
             rows.push(CostRow::of("cheapest", c));
@@ -128,6 +141,7 @@ impl CostReport {
             usd_per_request: at.usd_per_request,
             tpot_bound_s: cheapest.map(|(b, _)| b),
             rows,
+            fit,
         }
     }
 }
@@ -177,6 +191,7 @@ impl Report for CostReport {
             "the cheapest batch under a TPOT bound is the largest batch that meets it and fits (TPOT ÷ batch never rises with the batch)".into(),
         ];
         footer.extend(self.rows.first().map(|r| r.fit_basis.rule(i.counting).to_string()));
+        footer.extend(self.fit.hint());
         HumanTable {
             title: vec![format!(
                 "{} on {} · requests of {} prompt + {} output tokens · weights {} · KV {}{} · ${}/GPU-hour",
@@ -184,7 +199,7 @@ impl Report for CostReport {
                 i.gpu,
                 human::count(self.prompt_tokens),
                 human::count(self.output_tokens),
-                i.weights,
+                i.weights_shown(),
                 i.kv,
                 i.layout_suffix(),
                 self.usd_per_hour
@@ -229,7 +244,7 @@ mod tests {
         let price = s.price.unwrap();
         let at = CostPoint::at(&sc, &s, price, 16).unwrap();
         let best = cheapest_under_tpot(&sc, &s, price, 0.020).unwrap();
-        CostReport::new(Inputs::of(&sc), &at, Some((0.020, &best)))
+        CostReport::new(&sc, &at, Some((0.020, &best)))
     }
 
     #[test]

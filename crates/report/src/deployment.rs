@@ -195,7 +195,7 @@ pub fn footer(sc: &Scenario, t: &Totals) -> Vec<String> {
     }
     if let Some(i) = t.expert_imbalance {
         lines.push(format!(
-            "EP {}: {} routed experts per group; the busiest group gets {:.2}× the mean expected load ({} routing)",
+            "EP {}: {} routed experts per group; the busiest group gets {} the mean expected load ({} routing)",
             p.ep,
             sc.model
                 .layer_groups()
@@ -204,7 +204,7 @@ pub fn footer(sc: &Scenario, t: &Totals) -> Vec<String> {
                     Mlp::Dense(_) => None,
                 })
                 .unwrap_or(0),
-            i,
+            human::ratio(i),
             sc.routing.describe()
         ));
     }

@@ -1,5 +1,9 @@
 //! Human-readable numbers for tables: SI prefixes, decimal bytes (GB = 10⁹ B, as vendors and the
-//! seed print them). JSON and CSV never use these; they carry plain SI numbers.
+//! seed print them), whole numbers with thousands separators, dollars, ratios and bit widths. The
+//! one number formatter of every table, title and footer of the CLI, and of the explorer's pages.
+//! JSON and CSV never use these; they carry plain SI numbers.
+
+use llm_ledger_core::error::grouped;
 
 /// `value` with an SI prefix and `unit`, 3 significant figures (`1.61 GFLOP`, `812 kB`).
 pub fn si(value: f64, unit: &str) -> String {
@@ -16,8 +20,9 @@ pub fn si(value: f64, unit: &str) -> String {
     format!("{} {p}{unit}", sig3(value / scale))
 }
 
-/// Three significant figures without exponent (`1.61`, `16.1`, `161`, `0.0123`); from 10¹² up
-/// and below 10⁻⁶ in scientific form (`1.00e300`, `4.20e-9`), never hundreds of digits.
+/// Three significant figures without exponent (`1.61`, `16.1`, `161`, `0.0123`); from 1,000 the
+/// whole number with thousands separators (`5,328`), as [`count`] writes counts; from 10¹² up and
+/// below 10⁻⁶ in scientific form (`1.00e300`, `4.20e-9`), never hundreds of digits.
 pub fn sig3(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
@@ -26,6 +31,11 @@ pub fn sig3(v: f64) -> String {
         v.to_string()
     } else if !(1e-6..1e12).contains(&a) {
         format!("{v:.2e}")
+    } else if a >= 999.5 {
+        // Rounded as `{:.0}` rounds (half to even), then grouped.
+        let sign = if v < 0.0 { "-" } else { "" };
+        let whole: u64 = format!("{a:.0}").parse().unwrap_or(u64::MAX);
+        format!("{sign}{}", count(whole))
     } else if a >= 99.95 {
         format!("{v:.0}")
     } else if a >= 9.995 {
@@ -87,29 +97,59 @@ pub fn percent(v: f64) -> String {
     format!("{:.1} %", v * 100.0)
 }
 
-/// Dollars for tables: whole dollars from $100, three decimals from a cent, else two significant
-/// figures in scientific notation (`$1.23e-3`). The one dollar format of every report.
+/// Dollars for tables: whole dollars with thousands separators from $100 (`$1,234`), cents from
+/// a dollar (`$5.46`), and three significant figures below (`$0.406`, `$0.0170`, `$0.000138`):
+/// never scientific notation. The one dollar format of every report.
 pub fn usd(v: f64) -> String {
-    if v >= 100.0 {
-        format!("${v:.0}")
-    } else if v >= 0.01 {
-        format!("${v:.3}")
+    if !v.is_finite() {
+        format!("${v}")
+    } else if v >= 99.5 {
+        format!("${}", sig3(v))
+    } else if v >= 0.995 {
+        format!("${v:.2}")
+    } else if v <= 0.0 {
+        "$0".into()
     } else {
-        format!("${v:.2e}")
+        format!("${}", sig3(v))
     }
 }
 
-/// A count with thousands separators (`8,030,261,248`).
-pub fn count(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+/// A ratio of two like quantities, with its `×` after it: two decimals below 10 (`1.15×`,
+/// `0.66×`), three significant figures from 10 (`16.0×`, `123×`).
+pub fn ratio(v: f64) -> String {
+    if v.abs() < 9.995 {
+        format!("{v:.2}×")
+    } else {
+        format!("{}×", sig3(v))
     }
-    out
+}
+
+/// A width in bits per value as a precision names it (`4.84bit` for a GGUF class of 4.84375
+/// bits): at most two decimals, trailing zeros dropped (`4.5bit`, `16bit`).
+pub fn bits(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}bit")
+}
+
+/// A storage precision's name for a title: its canonical name, a measured width rounded ([`bits`]).
+pub fn precision(p: llm_ledger_core::Precision) -> String {
+    match p {
+        llm_ledger_core::Precision::Bits { bits_x65536 } => bits(f64::from(bits_x65536) / 65536.0),
+        other => other.name(),
+    }
+}
+
+/// The weight storage of a title: the one format, or the most common with the exceptions, each
+/// named by [`precision`].
+pub fn weights(w: &llm_ledger_core::model::WeightPrecisions) -> String {
+    w.describe_with(precision)
+}
+
+/// A count with thousands separators (`8,030,261,248`; the core's [`grouped`], which its
+/// messages use).
+pub fn count(v: u64) -> String {
+    grouped(v)
 }
 
 /// Parameters in billions (`8.03 B`) or millions (`124 M`).
@@ -130,10 +170,35 @@ mod tests {
     /// amounts with three decimals, the cost report's in scientific notation).
     #[test]
     fn issue_12_one_dollar_format() {
-        assert_eq!(usd(1234.4), "$1234");
+        assert_eq!(usd(1234.4), "$1,234");
+        assert_eq!(usd(571.2), "$571");
+        assert_eq!(usd(72.347), "$72.35");
+        assert_eq!(usd(5.461), "$5.46");
         assert_eq!(usd(0.5), "$0.500");
-        assert_eq!(usd(0.005), "$5.00e-3");
+        assert_eq!(usd(0.017), "$0.0170");
+        assert_eq!(usd(1.38e-4), "$0.000138");
+        assert_eq!(usd(0.0), "$0");
         assert_eq!(crate::cost::usd(0.005), usd(0.005));
+    }
+
+    #[test]
+    fn whole_numbers_ratios_and_bit_widths() {
+        assert_eq!(sig3(5328.4), "5,328");
+        assert_eq!(sig3(999.4), "999");
+        assert_eq!(sig3(1_234_567.0), "1,234,567");
+        assert_eq!(sig3(-2048.0), "-2,048");
+        // Rounded as `{:.0}` rounds: 1670.5 is 1,670, as it printed before it was grouped.
+        assert_eq!(sig3(1670.5), "1,670");
+        assert_eq!(ratio(1.149), "1.15×");
+        assert_eq!(ratio(0.66), "0.66×");
+        assert_eq!(ratio(16.0), "16.0×");
+        assert_eq!(ratio(123.4), "123×");
+        assert_eq!(bits(4.84375), "4.84bit");
+        assert_eq!(bits(4.5), "4.5bit");
+        assert_eq!(bits(16.0), "16bit");
+        let w = llm_ledger_core::Precision::from_bits(5.1875).unwrap();
+        assert_eq!(precision(w), "5.19bit");
+        assert_eq!(w.name(), "5.1875bit", "the canonical name stays exact");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! `crossover_tokens`, `cached_tokens`, `kv_read_bytes`, `kv_to_weight_ratio`, `side`,
 //! `weight_memory_bytes`, `kv_cache_bytes`, `workspace_bytes`, `memory_bytes`, `capacity_bytes`,
 //! `reserve_bytes`, `fits`, `max_cached_tokens`, `max_batch`, `fit_basis` (`step`: `fits` and
-//! `max_batch` are this step's, [`FitBasis::Step`]), `kv_bytes_per_sequence`.
+//! `max_batch` are this step's, [`FitBasis::Step`]), `kv_bytes_per_sequence`, `gpu_memory_bytes`
+//! and `plan_command` (as every report's [`crate::fit::FitView`]).
 
 use crate::facts::{facts_table, yes_no};
 use crate::human;
@@ -65,6 +66,10 @@ pub struct KvReport {
     /// The numbers.
     #[serde(flatten)]
     pub row: KvRow,
+    /// One GPU's memory, bytes (`capacity_bytes`, under the name every report gives it).
+    pub gpu_memory_bytes: f64,
+    /// When the step does not fit: the `plan` command that searches for a layout that does.
+    pub plan_command: Option<String>,
 }
 
 impl KvReport {
@@ -77,8 +82,11 @@ impl KvReport {
             Contexts::Uniform { tokens, .. } => Some(tokens),
             Contexts::Mix(_) => None,
         };
+        let view = crate::fit::FitView::of(sc, &fit);
         KvReport {
             inputs: Inputs::of(sc),
+            gpu_memory_bytes: view.gpu_memory_bytes,
+            plan_command: view.plan_command,
             row: KvRow {
                 kv_bytes_per_token: c.kv_bytes_per_token,
                 weight_bytes: c.weight_bytes,
@@ -128,9 +136,9 @@ impl Report for KvReport {
             (
                 "this workload",
                 format!(
-                    "{} cached tokens, KV reads {:.2}× weight reads: {} the crossover",
+                    "{} cached tokens, KV reads {} weight reads: {} the crossover",
                     tokens(r.cached_tokens),
-                    r.kv_to_weight_ratio,
+                    human::ratio(r.kv_to_weight_ratio),
                     r.side
                 ),
             ),
@@ -172,7 +180,10 @@ impl Report for KvReport {
                 "crossover = weight bytes read per step ÷ KV bytes per token (the reference calculator's rule); above it every extra sequence is paid in full".into(),
                 "capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token".into(),
                 r.fit_basis.rule(self.inputs.counting).into(),
-            ],
+            ]
+            .into_iter()
+            .chain(self.plan_command.as_deref().map(crate::fit::hint))
+            .collect(),
         )
     }
 }

@@ -4,7 +4,8 @@
 //! (`null` with one output token), `decode_s`, `e2e_s`, `output_tokens_per_s`,
 //! `decode_tokens_per_s`, `peak_memory_bytes`, `peak_phase` (`prefill` or `decode`: the step of
 //! the peak), `fits`, `max_batch`, `fit_basis` (`request_peak`:
-//! [`llm_ledger_core::memory::FitBasis::RequestPeak`]), `decode_sum`.
+//! [`llm_ledger_core::memory::FitBasis::RequestPeak`]), `decode_sum`, and as every report's
+//! [`crate::fit::FitView`]: `memory_bytes` (the peak's), `gpu_memory_bytes`, `plan_command`.
 
 use crate::facts::{facts_table, yes_no};
 use crate::human;
@@ -25,6 +26,13 @@ pub struct LatencyReport {
     /// The numbers.
     #[serde(flatten)]
     pub latency: Latency,
+    /// Memory at the peak on the fullest GPU, bytes (`peak_memory_bytes`, under the name every
+    /// report gives it).
+    pub memory_bytes: f64,
+    /// One GPU's memory, bytes.
+    pub gpu_memory_bytes: f64,
+    /// When the requests do not fit: the `plan` command that searches for a layout that does.
+    pub plan_command: Option<String>,
 }
 
 impl LatencyReport {
@@ -33,7 +41,18 @@ impl LatencyReport {
     pub fn build(sc: &Scenario, serving: &Serving) -> Result<LatencyReport> {
         let batch = sc.workload.contexts.batch();
         let latency = Latency::of(sc, batch, serving.prompt_tokens, serving.output_tokens, serving.reserve_bytes)?;
-        Ok(LatencyReport { inputs: Inputs::of(&at_uniform(sc, batch, serving.prompt_tokens)), latency })
+        Ok(LatencyReport::new(sc, latency))
+    }
+
+    /// The report of `latency`, requests on `sc`'s model and GPU.
+    pub fn new(sc: &Scenario, latency: Latency) -> LatencyReport {
+        LatencyReport {
+            inputs: Inputs::of(&at_uniform(sc, latency.batch, latency.prompt_tokens)),
+            memory_bytes: latency.peak_memory_bytes,
+            gpu_memory_bytes: sc.gpu.memory_bytes,
+            plan_command: (!latency.fits).then(|| crate::fit::plan_command(sc)),
+            latency,
+        }
     }
 }
 
@@ -72,7 +91,7 @@ impl Report for LatencyReport {
             human::count(l.batch),
             human::count(l.prompt_tokens),
             human::count(l.output_tokens),
-            i.weights,
+            i.weights_shown(),
             i.kv,
             i.layout_suffix()
         );
@@ -94,7 +113,10 @@ impl Report for LatencyReport {
                 "TTFT = one prefill step of batch × prompt; TPOT = Σ decode steps at prompt … prompt + output − 2 cached tokens ÷ (output − 1); e2e = TTFT + decode".into(),
                 decode_sum_note(l.decode_sum),
                 l.fit_basis.rule(i.counting).into(),
-            ],
+            ]
+            .into_iter()
+            .chain(self.plan_command.as_deref().map(crate::fit::hint))
+            .collect(),
         )
     }
 }
@@ -108,7 +130,7 @@ mod tests {
     fn report(output: u64) -> LatencyReport {
         let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
         let l = Latency::of(&sc, 8, 2048, output, 2e9).unwrap();
-        LatencyReport { inputs: Inputs::of(&sc), latency: l }
+        LatencyReport::new(&sc, l)
     }
 
     #[test]

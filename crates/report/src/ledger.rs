@@ -2,12 +2,16 @@
 //!
 //! JSON is a stable interface: `inputs`, `rows[]` (each with at least `op`, `flops`, `bytes`,
 //! `weight_bytes`, `kv_bytes`, `activation_bytes`, `intensity`, `time_s`, `bound`), `total` (the
-//! same fields), `step_time_s`, `tokens_per_s`, floors and notes. Plain SI numbers throughout.
+//! same fields), `step_time_s`, `tokens_per_s`, floors, notes, and whether the step fits in GPU
+//! memory ([`StepFit`]: `fits`, `memory_bytes`, `gpu_memory_bytes`, `plan_command`; the default
+//! reserve). Plain SI numbers throughout.
 
 use crate::deployment::{Layout, Totals};
+use crate::fit::StepFit;
 use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::model::WeightPrecisions;
+use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
 use llm_ledger_core::{Bound, Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, SlowCause, Timing};
 use serde::Serialize;
@@ -137,11 +141,17 @@ impl Inputs {
             self.gpu,
             self.phase,
             shape,
-            self.weights,
+            self.weights_shown(),
             self.kv,
             self.activations,
             self.layout_suffix()
         )
+    }
+
+    /// The weight storage for titles: [`Self::weights`] with measured widths rounded
+    /// ([`human::weights`]: `4.84bit`, where JSON keeps `4.84375bit`).
+    pub fn weights_shown(&self) -> String {
+        human::weights(&self.weight_precisions)
     }
 
     /// ` · TP 8 × PP 2 (16 GPUs)` for a parallel deployment, empty on one GPU (for titles).
@@ -340,6 +350,9 @@ pub struct LedgerReport {
     pub counting_note: String,
     /// Model notes (keys not costed) and other caveats.
     pub notes: Vec<String>,
+    /// Whether the step fits in GPU memory (the fullest GPU of a layout), with the default reserve.
+    #[serde(flatten)]
+    pub fit: StepFit,
     /// A parallel deployment's totals (absent on one GPU); the rows are one GPU's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<Totals>,
@@ -369,6 +382,7 @@ impl LedgerReport {
             compute_floor_s: s.compute_floor_s,
             counting_note: counting_note(sc),
             notes: sc.model.notes.clone(),
+            fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
             deployment: totals.clone(),
             deployment_notes: totals.as_ref().map(|t| crate::deployment::footer(sc, t)).unwrap_or_default(),
             row_links: l
@@ -519,6 +533,7 @@ impl Report for LedgerReport {
         footer.extend(slow_lines(&self.rows));
         footer.push(self.counting_note.clone());
         footer.extend(self.deployment_notes.iter().cloned());
+        footer.extend(self.fit.footer());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
         let mut header: Vec<String> =
             ["op", "n", "FLOPs", "weights", "KV", "activations", "bytes", "FLOP/B", "math", "time", "share", "bound"]

@@ -4,13 +4,17 @@
 //! `time_per_token_s`, `memory_bytes`, `fits`), `levers[]` (`lever`, `name`, `description`,
 //! `side`, `outcome` as `baseline`, `speedup`, `step_time_saved_s`, `cost_saving`), `skipped[]`
 //! (`name`, `reason`), `fit_basis` (`step`: every `fits` and the batch lever are this step's,
-//! [`FitBasis::Step`]). CSV: one flat row per lever, the baseline first.
+//! [`FitBasis::Step`]), and whether the workload as given fits ([`FitView`]: `fits`,
+//! `memory_bytes`, `gpu_memory_bytes`, `plan_command`). CSV: one flat row per lever, the baseline
+//! first.
 
+use crate::fit::FitView;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::levers::{Lever, LeverOutcome, LeverSet, Outcome, Skipped};
 use llm_ledger_core::memory::FitBasis;
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// The `levers` report.
@@ -26,6 +30,9 @@ pub struct LeverReport {
     pub skipped: Vec<Skipped>,
     /// The basis of every `fits`.
     pub fit_basis: FitBasis,
+    /// Whether the workload as given fits.
+    #[serde(flatten)]
+    pub fit: FitView,
 }
 
 /// One flat row (CSV).
@@ -83,10 +90,12 @@ impl LeverRow {
 }
 
 impl LeverReport {
-    /// Build from a lever set, in lever order.
-    pub fn new(inputs: Inputs, set: LeverSet) -> LeverReport {
+    /// Every lever against `sc`, in lever order, with `reserve_bytes` held back.
+    pub fn new(sc: &Scenario, reserve_bytes: f64) -> LeverReport {
+        let set = LeverSet::of(sc, reserve_bytes);
         LeverReport {
-            inputs,
+            inputs: Inputs::of(sc),
+            fit: FitView::of(sc, &llm_ledger_core::memory::Fit::step(sc, reserve_bytes)),
             baseline: set.baseline,
             levers: set.levers,
             skipped: set.skipped,
@@ -125,7 +134,7 @@ pub fn lever_table(
             r.side.clone(),
             human::count(r.batch),
             human::seconds(r.step_time_s),
-            format!("{:.2}×", r.speedup),
+            human::ratio(r.speedup),
             human::count(r.tokens_per_s.round() as u64),
             if r.name == "baseline" { "—".into() } else { format!("{:+.0} %", -r.cost_saving * 100.0) },
             human::bytes(r.memory_bytes),
@@ -185,6 +194,7 @@ impl Report for LeverReport {
             "per token = change in step time ÷ tokens per step (the change in cost per token at a fixed price)".into(),
         );
         footer.push(self.fit_basis.rule(self.inputs.counting).into());
+        footer.extend(self.fit.hint());
         let priority = lever_priority(&header);
         HumanTable {
             title: vec![self.inputs.headline()],
@@ -205,7 +215,7 @@ mod tests {
 
     fn report(batch: &str, ctx: &str) -> LeverReport {
         let sc = scenario(&[("counting", "seed"), ("batch", batch), ("ctx", ctx)]);
-        LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9))
+        LeverReport::new(&sc, 2e9)
     }
 
     #[test]
@@ -219,7 +229,7 @@ mod tests {
         assert!(table.contains(&format!("w4a16, w8a16: {WEIGHT_ONLY_DEQUANT}")), "{table}");
         // Not said when the weight-only levers do not apply (weights already 4-bit).
         let sc = scenario(&[("counting", "seed"), ("weights", "int4")]);
-        let table = LeverReport::new(Inputs::of(&sc), LeverSet::of(&sc, 2e9)).render(Format::Table).unwrap();
+        let table = LeverReport::new(&sc, 2e9).render(Format::Table).unwrap();
         assert!(!table.contains(WEIGHT_ONLY_DEQUANT), "{table}");
     }
 

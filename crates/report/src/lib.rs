@@ -9,6 +9,7 @@ pub mod cost;
 pub mod deployment;
 pub mod facts;
 pub mod finite;
+pub mod fit;
 pub mod human;
 pub mod kv;
 pub mod latency;

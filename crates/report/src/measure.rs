@@ -2,13 +2,18 @@
 //!
 //! JSON keys (stable): `inputs`, `mbu`, `mfu`, `measured_step_s`, `measured_tokens_per_s`,
 //! `ledger_step_s`, `memory_floor_s`, `compute_floor_s`, `bytes`, `flops`,
-//! `measured_over_ledger`, `reading` (`above_roof`, `near_roof`, `overhead`), `advice`.
+//! `measured_over_ledger`, `reading` (`above_roof`, `near_roof`, `overhead`), `advice`, and
+//! whether the step fits ([`StepFit`]: `fits`, `memory_bytes`, `gpu_memory_bytes`,
+//! `plan_command`; the default reserve).
 
 use crate::facts::facts_table;
+use crate::fit::StepFit;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::measure::{Reading, Utilisation};
+use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 
 /// The reading in words (seed 004, "Measuring against the ledger").
@@ -38,12 +43,19 @@ pub struct MeasureReport {
     /// The numbers.
     #[serde(flatten)]
     pub row: MeasureRow,
+    /// Whether the step fits in GPU memory.
+    #[serde(flatten)]
+    pub fit: StepFit,
 }
 
 impl MeasureReport {
-    /// Build from a utilisation.
-    pub fn new(inputs: Inputs, u: Utilisation) -> MeasureReport {
-        MeasureReport { inputs, row: MeasureRow { utilisation: u, advice: advice(u.reading) } }
+    /// Build from a utilisation of `sc`'s step.
+    pub fn new(sc: &Scenario, u: Utilisation) -> MeasureReport {
+        MeasureReport {
+            inputs: Inputs::of(sc),
+            row: MeasureRow { utilisation: u, advice: advice(u.reading) },
+            fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
+        }
     }
 }
 
@@ -60,16 +72,20 @@ impl Report for MeasureReport {
             vec![self.inputs.headline()],
             vec![
                 ("measured step", format!("{} ({} tok/s)", human::seconds(u.measured_step_s), human::sig3(u.measured_tokens_per_s))),
-                ("ledger step", format!("{} (measured is {:.2}× the ledger)", human::seconds(u.ledger_step_s), u.measured_over_ledger)),
+                ("ledger step", format!("{} (measured is {} the ledger)", human::seconds(u.ledger_step_s), human::ratio(u.measured_over_ledger))),
                 ("MBU", format!("{} ({} in {})", human::percent(u.mbu), human::bytes(u.bytes), human::seconds(u.measured_step_s))),
                 ("MFU", format!("{} ({})", human::percent(u.mfu), human::flops(u.flops))),
                 ("memory floor", human::seconds(u.memory_floor_s)),
                 ("compute floor", human::seconds(u.compute_floor_s)),
             ],
-            vec![
-                format!("reading: {}", self.row.advice),
-                "MBU = ledger bytes ÷ measured time ÷ peak bandwidth; MFU = Σ FLOPs ÷ peak of their format ÷ measured time".into(),
-            ],
+            [
+                vec![
+                    format!("reading: {}", self.row.advice),
+                    "MBU = ledger bytes ÷ measured time ÷ peak bandwidth; MFU = Σ FLOPs ÷ peak of their format ÷ measured time".into(),
+                ],
+                self.fit.footer(),
+            ]
+            .concat(),
         )
     }
 }
@@ -83,7 +99,7 @@ mod tests {
 
     fn report(ms: f64) -> MeasureReport {
         let sc = scenario(&[("counting", "seed")]);
-        MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, Measured::StepTime(ms / 1e3)))
+        MeasureReport::new(&sc, Utilisation::of(&sc, Measured::StepTime(ms / 1e3)))
     }
 
     #[test]

@@ -3,15 +3,20 @@
 //! the expert GEMMs' intensity and the step time.
 //!
 //! JSON: `{"experts", "top_k", "routing", "model", "phase", "points": [{"batch", "tokens",
-//! "experts_touched", …}]}`.
+//! "experts_touched", …, "fits", "memory_bytes"}], "fits", "memory_bytes", "gpu_memory_bytes",
+//! "plan_command"}`: with a model, each point says whether its step fits and the top-level
+//! fields ([`FitView`]) are the largest batch's (every smaller batch fits when it does); `null`
+//! for `--experts`/`--top-k` alone.
 
 use crate::human;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::expert_step::{expert_step, ExpertStep};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_EXPERTS};
+use llm_ledger_core::memory::Fit;
 use llm_ledger_core::moe::{moe_shape, routing_probabilities, union_point, UnionPoint};
 use llm_ledger_core::scenario::parse_u64;
+use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Contexts, Phase, Scenario};
 use serde::Serialize;
@@ -46,6 +51,10 @@ pub struct MoePoint {
     /// Model numbers, when a model was given.
     #[serde(flatten)]
     pub model: Option<ExpertStep>,
+    /// Whether the step fits in GPU memory (with a model; the default reserve).
+    pub fits: Option<bool>,
+    /// Weights + KV cache + workspace on the fullest GPU, bytes (with a model).
+    pub memory_bytes: Option<f64>,
 }
 
 /// The report.
@@ -67,6 +76,14 @@ pub struct MoeReport {
     pub ctx: u64,
     /// Points in batch order.
     pub points: Vec<MoePoint>,
+    /// Whether the largest batch fits (with a model).
+    pub fits: Option<bool>,
+    /// Memory of the largest batch, bytes (with a model).
+    pub memory_bytes: Option<f64>,
+    /// One GPU's memory, bytes (with a model).
+    pub gpu_memory_bytes: Option<f64>,
+    /// When the largest batch does not fit: the `plan` command that searches for a layout that does.
+    pub plan_command: Option<String>,
 }
 
 impl MoeReport {
@@ -116,9 +133,22 @@ impl MoeReport {
             sc.workload.contexts = Contexts::uniform(batch, ctx)?;
             let union = union_point(experts, top_k, sc.workload.step_tokens(), &base.routing)?;
             let model = if standalone { None } else { expert_step(&sc) };
-            points.push(MoePoint { batch, union, model });
+            let fit = (!standalone).then(|| Fit::step(&sc, DEFAULT_RESERVE_BYTES));
+            points.push(MoePoint {
+                batch,
+                union,
+                model,
+                fits: fit.as_ref().map(Fit::fits),
+                memory_bytes: fit.as_ref().map(Fit::needed_bytes),
+            });
         }
+        let last = points.last().filter(|_| !standalone);
+        let largest_fits = last.and_then(|p| p.fits);
         Ok(MoeReport {
+            fits: largest_fits,
+            memory_bytes: last.and_then(|p| p.memory_bytes),
+            gpu_memory_bytes: (!standalone).then_some(base.gpu.memory_bytes),
+            plan_command: (largest_fits == Some(false)).then(|| crate::fit::plan_command(base)),
             experts,
             top_k,
             routing: base.routing.describe(),
@@ -146,6 +176,8 @@ pub struct MoeCsvRow {
     expert_gemm_intensity: Option<f64>,
     step_time_s: Option<f64>,
     tokens_per_s: Option<f64>,
+    fits: Option<bool>,
+    memory_bytes: Option<f64>,
 }
 
 impl Report for MoeReport {
@@ -167,6 +199,8 @@ impl Report for MoeReport {
                 expert_gemm_intensity: p.model.and_then(|m| m.expert_gemm_intensity),
                 step_time_s: p.model.map(|m| m.step_time_s),
                 tokens_per_s: p.model.map(|m| m.tokens_per_s),
+                fits: p.fits,
+                memory_bytes: p.memory_bytes,
             })
             .collect()
     }
@@ -178,7 +212,9 @@ impl Report for MoeReport {
                 .map(String::from)
                 .to_vec();
         if with_model {
-            header.extend(["expert weights read", "of all", "expert FLOP/B", "step", "tok/s"].map(String::from));
+            header.extend(
+                ["expert weights read", "of all", "expert FLOP/B", "step", "tok/s", "memory", "fits"].map(String::from),
+            );
         }
         let rows = self
             .points
@@ -201,6 +237,8 @@ impl Report for MoeReport {
                         human::intensity(m.expert_gemm_intensity),
                         human::seconds(m.step_time_s),
                         human::sig3(m.tokens_per_s),
+                        p.memory_bytes.map(human::bytes).unwrap_or_default(),
+                        p.fits.map(crate::facts::yes_no).unwrap_or_default(),
                     ]);
                 }
                 r
@@ -227,17 +265,24 @@ impl Report for MoeReport {
         }
         if with_model {
             footer.push("expert weights read = experts touched × one expert's weights × MoE layers; the step reads the union, not k experts".into());
+            footer.push(format!(
+                "memory = weights + KV cache + workspace; fits = memory ≤ {} − {} reserve",
+                self.gpu_memory_bytes.map(human::bytes).unwrap_or_default(),
+                human::bytes(DEFAULT_RESERVE_BYTES)
+            ));
+            footer.extend(self.plan_command.as_deref().map(crate::fit::hint));
         }
         // On a narrow terminal the batch, the experts touched and the step time stay longest.
         let priority = header
             .iter()
             .map(|h| match h.as_str() {
-                "batch" | "experts touched" | "step" => 0,
+                "batch" | "experts touched" | "step" | "fits" => 0,
                 "tokens/expert" | "expert weights read" | "tok/s" => 1,
-                "of all" | "expert FLOP/B" => 3,
+                "of all" | "expert FLOP/B" | "memory" => 3,
                 _ => 2,
             })
             .collect();
-        HumanTable { title: vec![title], right_aligned: (0..header.len()).collect(), header, rows, footer, priority }
+        let right_aligned = (0..header.len()).filter(|i| header[*i] != "fits").collect();
+        HumanTable { title: vec![title], right_aligned, header, rows, footer, priority }
     }
 }

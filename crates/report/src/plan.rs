@@ -8,7 +8,9 @@
 //! `tokens_per_s`, `tokens_per_s_per_gpu`, `usd_per_million_tokens`, `memory_bytes`,
 //! `weight_bytes`, `max_batch`, `link_share`, `meets_bound`, `replicas`), `refused[]` (`tp`, `pp`,
 //! `ep`, `reason`: `does_not_fit` with `memory_bytes`, `available_bytes`, or `too_slow` with
-//! `tpot_s`). CSV: the ranked layouts.
+//! `tpot_s`), and the answer's fit as every report's [`crate::fit::FitView`] (`fits`: whether
+//! the cheapest layout fits, which a ranked layout always does; `memory_bytes` on its fullest GPU;
+//! `gpu_memory_bytes`; `plan_command` always `null`). CSV: the ranked layouts.
 
 use crate::human;
 use crate::ledger::Inputs;
@@ -64,6 +66,9 @@ pub struct PlanReport {
     pub refused: Vec<llm_ledger_core::plan::Refused>,
     /// The basis of every fit.
     pub fit_basis: llm_ledger_core::memory::FitBasis,
+    /// Whether the answer (the cheapest layout) fits.
+    #[serde(flatten)]
+    pub fit: crate::fit::FitView,
 }
 
 /// Everything the report echoes besides the plan.
@@ -125,6 +130,13 @@ impl PlanReport {
     /// Build from a plan.
     pub fn new(c: PlanContext, plan: Plan) -> PlanReport {
         let available = c.capacity_bytes - c.reserve_bytes;
+        let answer = plan.ranked.first();
+        let fit = crate::fit::FitView {
+            fits: answer.is_some_and(|p| p.memory_bytes <= available),
+            memory_bytes: answer.map_or(0.0, |p| p.memory_bytes),
+            gpu_memory_bytes: c.capacity_bytes,
+            plan_command: None,
+        };
         PlanReport {
             inputs: c.inputs,
             ctx: c.ctx,
@@ -139,6 +151,7 @@ impl PlanReport {
             layouts: plan.layouts,
             ranked: plan.ranked,
             pareto: plan.pareto,
+            fit,
             refused: plan.refused,
             fit_basis: plan.fit_basis,
         }
@@ -188,7 +201,7 @@ impl PlanReport {
             i.model,
             i.gpu,
             human::count(self.ctx),
-            i.weights,
+            i.weights_shown(),
             i.kv,
             human::seconds(self.tpot_bound_s),
             self.max_gpus,
@@ -218,7 +231,7 @@ impl PlanReport {
             footer.push(format!(
                 "why: the weights are {} ({}), at least {} GPUs of {} after the {} reserve; {} holds {} of weights per GPU and fits {} sequences at {} tokens; {} of its step is on links",
                 human::bytes(self.weight_bytes),
-                i.weights,
+                i.weights_shown(),
                 self.min_gpus_for_weights,
                 human::bytes(self.available_bytes),
                 human::bytes(self.reserve_bytes),

@@ -129,6 +129,11 @@ pub fn fit_tables_to(columns: usize) {
     TABLE_WIDTH.store(columns, Ordering::Relaxed);
 }
 
+/// The width set by [`fit_tables_to`], if any (for tables rendered piece by piece, `sweep`'s).
+pub fn table_width() -> Option<usize> {
+    Some(TABLE_WIDTH.load(Ordering::Relaxed)).filter(|w| *w > 0)
+}
+
 /// An aligned text table (comfy-table, no borders beyond a header rule), fitted to the width set
 /// by [`fit_tables_to`], if any.
 pub fn to_table(t: &HumanTable) -> String {
@@ -138,14 +143,18 @@ pub fn to_table(t: &HumanTable) -> String {
     }
 }
 
-/// The table's rows and header alone, with the columns in `keep`; no line ends in a space.
-fn grid(t: &HumanTable, keep: &[usize]) -> String {
+/// The table's rows and header alone, with the columns in `keep`; no line ends in a space. With
+/// `wrap_to`, cells are wrapped so that the grid fits that many columns where it can.
+fn grid(t: &HumanTable, keep: &[usize], wrap_to: Option<usize>) -> String {
     use comfy_table::{CellAlignment, ContentArrangement, Table};
     // Rules above and below the table and under the header; no lines between rows.
     const STYLE: &str = "  ── ──      ──    ";
     let pick = |r: &[String]| keep.iter().map(|i| r.get(*i).cloned().unwrap_or_default()).collect::<Vec<_>>();
     let mut table = Table::new();
     table.load_preset(STYLE).set_content_arrangement(ContentArrangement::Disabled);
+    if let Some(w) = wrap_to {
+        table.set_content_arrangement(ContentArrangement::Dynamic).set_width(u16::try_from(w).unwrap_or(u16::MAX));
+    }
     table.set_header(pick(&t.header));
     for r in &t.rows {
         table.add_row(pick(r));
@@ -167,7 +176,7 @@ fn width_of(line: &str) -> usize {
 
 /// Break a line at spaces into lines of at most `width` columns (a longer word stays whole; a
 /// number stays with the unit after it); continuation lines keep the line's indent plus two.
-fn wrap(line: &str, width: usize) -> Vec<String> {
+pub fn wrap(line: &str, width: usize) -> Vec<String> {
     if width_of(line) <= width {
         return vec![line.to_string()];
     }
@@ -184,44 +193,64 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
             _ => words.push(w.to_string()),
         }
     }
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
+    let prefix = |out: &Vec<String>| if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
     for word in words {
-        // Continuation lines are indented two more columns.
-        let prefix_width = width_of(&indent) + if out.is_empty() { 0 } else { 2 };
-        if !cur.is_empty() && prefix_width + width_of(&cur) + 1 + width_of(&word) > width {
-            let prefix = if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
-            out.push(format!("{prefix}{}", std::mem::take(&mut cur)));
+        // The prefix this line will get: the indent, and two more on a continuation line.
+        if !cur.is_empty() && width_of(&prefix(&out)) + width_of(&cur) + 1 + width_of(&word) > width {
+            let p = prefix(&out);
+            out.push(format!("{p}{}", std::mem::take(&mut cur)));
         }
         if !cur.is_empty() {
             cur.push(' ');
         }
         cur.push_str(&word);
     }
-    let prefix = if out.is_empty() { indent.clone() } else { format!("{indent}  ") };
-    out.push(format!("{prefix}{cur}"));
+    let p = prefix(&out);
+    out.push(format!("{p}{cur}"));
     out
+}
+
+/// The columns of a table of `columns` columns to show so that `fits(kept)` holds: the least
+/// important ones (the highest `priority`, 0 never; the rightmost among equals; a column without a
+/// priority is 1, the first 0) are hidden one at a time until it does, or nothing more can go.
+/// Returns the kept and the hidden columns, each in column order. The one column fitting of
+/// every table, whole ([`to_table_width`]) or streamed (`sweep`).
+pub fn fit_columns(columns: usize, priority: &[u8], fits: impl Fn(&[usize]) -> bool) -> (Vec<usize>, Vec<usize>) {
+    let priority = |i: usize| priority.get(i).copied().unwrap_or(u8::from(i > 0));
+    let mut keep: Vec<usize> = (0..columns).collect();
+    let mut hidden = Vec::new();
+    while !fits(&keep) {
+        // The least important column left (the rightmost among equals); never a priority-0 one.
+        let Some(pos) = (0..keep.len()).filter(|p| priority(keep[*p]) > 0).max_by_key(|p| (priority(keep[*p]), *p))
+        else {
+            break;
+        };
+        hidden.push(keep.remove(pos));
+    }
+    hidden.sort_unstable();
+    (keep, hidden)
+}
+
+/// The footer line naming the columns a fitted table hid.
+pub fn hidden_line(names: &[&str]) -> String {
+    format!("hidden to fit the terminal: {} (--wide shows every column)", names.join("; "))
 }
 
 /// An aligned text table; with `max_width`, columns are hidden (by [`HumanTable::priority`]) until
 /// the grid fits, a footer line names them, and title and footer lines are wrapped at spaces.
 /// No line ends in a space.
 pub fn to_table_width(t: &HumanTable, max_width: Option<usize>) -> String {
-    let all: Vec<usize> = (0..t.header.len()).collect();
-    let mut keep = all.clone();
-    let mut body = grid(t, &keep);
-    let mut hidden = Vec::new();
-    if let Some(w) = max_width {
-        let priority = |i: usize| t.priority.get(i).copied().unwrap_or(u8::from(i > 0));
-        while body.lines().map(width_of).max().unwrap_or(0) > w {
-            // The least important column left (the rightmost among equals); never a priority-0 one.
-            let Some(pos) = (0..keep.len()).filter(|p| priority(keep[*p]) > 0).max_by_key(|p| (priority(keep[*p]), *p))
-            else {
-                break;
-            };
-            hidden.push(keep.remove(pos));
-            body = grid(t, &keep);
-        }
+    let widest = |body: &str| body.lines().map(width_of).max().unwrap_or(0);
+    let (keep, hidden) = match max_width {
+        Some(w) => fit_columns(t.header.len(), &t.priority, |keep| widest(&grid(t, keep, None)) <= w),
+        None => ((0..t.header.len()).collect(), Vec::new()),
+    };
+    let mut body = grid(t, &keep, None);
+    // Columns that cannot go and still do not fit: their cells wrap.
+    if let Some(w) = max_width.filter(|w| widest(&body) > *w) {
+        body = grid(t, &keep, Some(w));
     }
     let lines = |ls: &[String]| -> Vec<String> {
         match max_width {
@@ -231,9 +260,8 @@ pub fn to_table_width(t: &HumanTable, max_width: Option<usize>) -> String {
     };
     let mut footer = t.footer.clone();
     if !hidden.is_empty() {
-        hidden.sort_unstable();
         let names: Vec<&str> = hidden.iter().map(|i| t.header[*i].as_str()).collect();
-        footer.push(format!("hidden to fit the terminal: {} (--wide shows every column)", names.join("; ")));
+        footer.push(hidden_line(&names));
     }
     let mut out = String::new();
     for l in lines(&t.title).iter().chain(std::iter::once(&body)).chain(lines(&footer).iter()) {
@@ -316,6 +344,27 @@ mod tests {
         // Without priorities the rightmost columns go first and the first stays.
         let plain = to_table_width(&HumanTable { priority: vec![], ..wide() }, Some(12));
         assert!(plain.contains("\n name\n"), "{plain}");
+    }
+
+    #[test]
+    fn a_wrapped_continuation_line_fits_with_its_indent() {
+        // The continuation's two-space indent counts: "  cccc dddd" would be 11 columns.
+        assert_eq!(wrap("aaaa bbbb cccc dddd", 10), vec!["aaaa bbbb", "  cccc", "  dddd"]);
+        for width in 14..40 {
+            let line = "memory: 813 GB (weights 812 GB + KV 1.06 GB + workspace 898 kB) of 78.0 GB available";
+            assert!(wrap(line, width).iter().all(|l| l.chars().count() <= width), "{width}");
+        }
+    }
+
+    #[test]
+    fn fitted_columns_go_by_priority_then_from_the_right() {
+        let widths = [5, 10, 10, 10];
+        let fits = |w: usize| move |keep: &[usize]| keep.iter().map(|i| widths[*i]).sum::<usize>() <= w;
+        assert_eq!(fit_columns(4, &[0, 1, 2, 1], fits(35)), (vec![0, 1, 2, 3], vec![]));
+        assert_eq!(fit_columns(4, &[0, 1, 2, 1], fits(25)), (vec![0, 1, 3], vec![2]));
+        assert_eq!(fit_columns(4, &[0, 1, 2, 1], fits(15)), (vec![0, 1], vec![2, 3]));
+        // Priority 0 never goes, even when nothing fits.
+        assert_eq!(fit_columns(4, &[0, 0, 2, 1], fits(1)), (vec![0, 1], vec![2, 3]));
     }
 
     #[test]

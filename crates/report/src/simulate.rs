@@ -11,8 +11,10 @@
 //! `preemptions`, `recomputed_tokens`, `prefix_hit_tokens`, `processed_tokens`,
 //! `output_tokens`, `prompt_tokens`, `steps`, `mean_batch`, `max_batch`, `mean_queue`,
 //! `max_queue`, `queue_growth_per_s`, `mean_kv_utilisation`, `max_kv_utilisation`,
-//! `kv_capacity_tokens`, `drained`. CSV: one row per rate with the distributions flattened
-//! (`ttft_p99_s`, …).
+//! `kv_capacity_tokens`, `drained`; and whether an instance fits ([`StepFit`]: `fits`,
+//! `memory_bytes`, `gpu_memory_bytes`, `plan_command`: the step that sizes the KV cache, with the
+//! simulator's reserve, on the fullest GPU of the layout). CSV: one row per rate with the
+//! distributions flattened (`ttft_p99_s`, …).
 //!
 //! With `--disagg X:Y` the `summary`/`points` are the disaggregated deployment's (each with
 //! `kv_transfer_s`), `aggregated`/`aggregated_points` the same GPUs serving aggregated (`X + Y`
@@ -20,6 +22,7 @@
 //! `decode_instances`, `gpus_per_instance`, `gpus`, `link`). The table puts the two side by side,
 //! one row each per rate; CSV rows carry a `deployment` column.
 
+use crate::fit::StepFit;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
@@ -132,6 +135,9 @@ pub struct SimulateReport {
     /// A sweep: aggregated serving on the same GPUs, one per rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregated_points: Option<Vec<SimSummary>>,
+    /// Whether an instance holds the weights and the step that sizes its KV cache.
+    #[serde(flatten)]
+    pub fit: StepFit,
 }
 
 /// A disaggregated deployment, as reported.
@@ -181,6 +187,7 @@ impl SimulateReport {
         let step = llm_ledger_core::simulate::sizing_step(sc, cfg).unwrap_or_else(|_| sc.clone());
         SimulateReport {
             inputs: Inputs::of(&step),
+            fit: StepFit::of(&step, cfg.reserve_bytes),
             settings: Settings::of(cfg),
             summary,
             points,
@@ -351,7 +358,7 @@ impl SimulateReport {
             human::count(s.requests),
             s.prompt,
             s.output,
-            i.weights,
+            i.weights_shown(),
             i.kv,
             i.layout_suffix()
         )
@@ -384,6 +391,23 @@ impl SimulateReport {
                 human::sig3(p.queue_growth_per_s)
             ));
         }
+        let fp = &self.fit.footprint;
+        f.push(format!(
+            "memory{}: weights {} + the workspace of a {}-token step {} of {} available ({} − {} reserve): {}",
+            if self.fit.parallel { " on the fullest GPU" } else { "" },
+            human::bytes(fp.weight_bytes),
+            human::count(self.settings.max_batched_tokens),
+            human::bytes(fp.workspace_bytes),
+            human::bytes(fp.available_bytes),
+            human::bytes(fp.capacity_bytes),
+            human::bytes(fp.reserve_bytes),
+            if self.fit.view.fits {
+                "fits; the paged KV cache takes the rest"
+            } else {
+                "such a step and its KV cache do NOT fit"
+            },
+        ));
+        f.extend(self.fit.view.hint());
         f
     }
 }

@@ -1,7 +1,9 @@
 //! The `sweep` view, rendered piece by piece so that a sweep of any length streams: a head, one
 //! string per point, a tail. Table and Markdown use fixed column widths (no need to see every
 //! row first); JSON is `{"inputs": …, "capacity_bytes": …, "reserve_bytes": …, "fit_basis": "step",
-//! "points": [ … ]}` (every point's `fits` is its own step's, [`FitBasis::Step`])
+//! "fits": …, "memory_bytes": …, "gpu_memory_bytes": …, "plan_command": …, "points": [ … ]}` (every
+//! point's `fits` is its own step's, [`FitBasis::Step`]; the head's [`FitView`] is the largest
+//! point's — the largest batch at the longest context, which fits exactly when every point does)
 //! with one point object per line; CSV has one header line and one line per point, the point
 //! fields of JSON.
 //!
@@ -12,6 +14,7 @@
 //! Point keys (stable): `batch`, `ctx`, `step_time_s`, `tokens_per_s`, `flops`, `bytes`,
 //! `weight_bytes`, `kv_bytes`, `intensity`, `largest_op`, `largest_op_time_s`, `memory_bytes`, `kv_cache_bytes`, `fits`.
 
+use crate::fit::FitView;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::plot::{BatchCurve, BatchPoint};
@@ -19,7 +22,7 @@ use crate::render::Format;
 use llm_ledger_core::crossover::crossover_batch;
 use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
-use llm_ledger_core::memory::{at_uniform, memory_wall_batch, FitBasis};
+use llm_ledger_core::memory::{at_uniform, memory_wall_batch, Fit, FitBasis};
 use llm_ledger_core::sweep::{Axis, Sweep, SweepPoint};
 use llm_ledger_core::{Phase, Scenario};
 use serde::Serialize;
@@ -47,6 +50,10 @@ pub struct SweepHead {
     pub reserve_bytes: f64,
     /// The basis of every point's `fits`: its own step.
     pub fit_basis: FitBasis,
+    /// Whether every point fits: the largest point's fit (the largest batch at the longest
+    /// context; of every series in a compared sweep).
+    #[serde(flatten)]
+    pub fit: FitView,
     /// The series of a compared sweep (several GPUs or precisions), in output order; empty for one.
     /// `inputs` and `capacity_bytes` are then those of the first series.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,6 +113,7 @@ impl SweepPlan {
             capacity_bytes: base.gpu.memory_bytes,
             reserve_bytes,
             fit_basis: FitBasis::Step,
+            fit: largest_fit(&base, &batch, &ctx, reserve_bytes),
             variants: Vec::new(),
         };
         let sweep = Sweep::new(base.clone(), batch, ctx.clone(), reserve_bytes)?;
@@ -161,45 +169,100 @@ impl SweepPlan {
                 i.gpu,
                 i.phase,
                 human::count(ctx),
-                if i.weights.contains(' ') { "mixed" } else { i.weights.as_str() },
+                if i.weights.contains(' ') { "mixed".to_string() } else { i.weights_shown() },
                 i.kv
             )),
         })
     }
 }
 
-/// Streaming renderer of a sweep.
+/// The fit of the largest point of a sweep over `batch` × `ctx` of `base`: memory grows with the
+/// batch and with the context, so it fits exactly when every point does.
+fn largest_fit(base: &Scenario, batch: &Axis, ctx: &Axis, reserve_bytes: f64) -> FitView {
+    let largest = at_uniform(base, batch.max(), ctx.max());
+    FitView::of(&largest, &Fit::step(&largest, reserve_bytes))
+}
+
+/// Streaming renderer of a sweep. A table is fitted to the width set by
+/// [`crate::render::fit_tables_to`] before the first row (the column widths are fixed): the less
+/// important columns are hidden by the shared rule ([`crate::render::fit_columns`]) and named in
+/// the last line, and the title and notes wrap, as every other table does.
 #[derive(Debug, Clone, Copy)]
 pub struct SweepView {
     format: Format,
     /// Width of the leading `series` column of a compared sweep (0: one series, no column).
     series_width: usize,
+    /// Which of [`COLUMNS`] a table shows.
+    shown: [bool; COLUMNS.len()],
+    /// The width lines are fitted to (tables only).
+    width: Option<usize>,
 }
 
-/// Column headers, widths and whether the column is text (left-aligned) in the table and Markdown.
-const COLUMNS: [(&str, usize, bool); 10] = [
-    ("batch", 9, false),
-    ("ctx", 11, false),
-    ("step", 9, false),
-    ("tok/s", 10, false),
-    ("weights", 9, false),
-    ("KV", 9, false),
-    ("FLOP/B", 7, false),
-    ("largest row", 20, true),
-    ("memory", 9, false),
-    ("fits", 4, true),
+/// Column headers, widths, whether the column is text (left-aligned) in the table and Markdown,
+/// and how readily a narrow terminal hides it ([`crate::HumanTable::priority`]): the largest row
+/// first, then intensity and the byte breakdown; batch, context, step time and fits stay.
+const COLUMNS: [(&str, usize, bool, u8); 10] = [
+    ("batch", 9, false, 0),
+    ("ctx", 11, false, 0),
+    ("step", 9, false, 0),
+    ("tok/s", 10, false, 1),
+    ("weights", 9, false, 2),
+    ("KV", 9, false, 2),
+    ("FLOP/B", 7, false, 2),
+    ("largest row", 20, true, 3),
+    ("memory", 9, false, 1),
+    ("fits", 4, true, 0),
 ];
 
 impl SweepView {
     /// A renderer for `format`.
     pub fn new(format: Format) -> SweepView {
-        SweepView { format, series_width: 0 }
+        SweepView::with_series(format, 0)
     }
 
     /// A renderer for a compared sweep over `variants`: every point carries its series.
     pub fn compare(format: Format, variants: &[Variant]) -> SweepView {
         let width = variants.iter().map(|v| v.label().chars().count()).max().unwrap_or(0).max("series".len());
-        SweepView { format, series_width: if variants.len() > 1 { width } else { 0 } }
+        SweepView::with_series(format, if variants.len() > 1 { width } else { 0 })
+    }
+
+    /// A table fitted to the width set for tables, if any; other formats show every column.
+    fn with_series(format: Format, series_width: usize) -> SweepView {
+        let width = crate::render::table_width().filter(|_| format == Format::Table);
+        SweepView { format, series_width, shown: [true; COLUMNS.len()], width }.fitted()
+    }
+
+    /// This view with its columns chosen for [`Self::width`].
+    fn fitted(mut self) -> SweepView {
+        if let Some(w) = self.width {
+            let priority: Vec<u8> = COLUMNS.iter().map(|c| c.3).collect();
+            let (keep, _) = crate::render::fit_columns(COLUMNS.len(), &priority, |keep| self.line_width(keep) <= w);
+            self.shown = std::array::from_fn(|i| keep.contains(&i));
+        }
+        self
+    }
+
+    /// Width of a row showing the columns `keep`.
+    fn line_width(&self, keep: &[usize]) -> usize {
+        let series = if self.series_width > 0 { self.series_width + 2 } else { 0 };
+        series + keep.iter().map(|i| COLUMNS[*i].1).sum::<usize>() + 2 * keep.len().saturating_sub(1)
+    }
+
+    /// The shown columns.
+    fn kept(&self) -> Vec<usize> {
+        (0..COLUMNS.len()).filter(|i| self.shown[*i]).collect()
+    }
+
+    /// Lines of prose, wrapped to the width.
+    fn prose(&self, lines: &[String]) -> String {
+        lines
+            .iter()
+            .flat_map(|l| match self.width {
+                Some(w) => crate::render::wrap(l, w),
+                None => vec![l.clone()],
+            })
+            .map(|l| format!("{l}\n"))
+            .collect()
     }
 
     /// `cells`, with the series cell first when the sweep compares series.
@@ -214,7 +277,8 @@ impl SweepView {
                 if let Some(v) = series.filter(|_| self.series_width > 0) {
                     s.push_str(&format!("{v:<w$}  ", w = self.series_width));
                 }
-                for (i, (c, (_, w, text))) in cells.iter().zip(COLUMNS).enumerate() {
+                let shown = cells.iter().zip(COLUMNS).zip(self.shown).filter(|(_, shown)| *shown);
+                for (i, ((c, (_, w, text, _)), _)) in shown.enumerate() {
                     if i > 0 {
                         s.push_str("  ");
                     }
@@ -232,9 +296,7 @@ impl SweepView {
     }
 
     fn rule(&self) -> String {
-        let series = if self.series_width > 0 { self.series_width + 2 } else { 0 };
-        let width: usize = series + COLUMNS.iter().map(|(_, w, _)| w).sum::<usize>() + 2 * (COLUMNS.len() - 1);
-        format!("{}\n", "─".repeat(width))
+        format!("{}\n", "─".repeat(self.line_width(&self.kept())))
     }
 
     /// Everything before the first point.
@@ -257,7 +319,7 @@ impl SweepView {
                 i.model,
                 i.gpu,
                 i.phase,
-                i.weights,
+                i.weights_shown(),
                 i.kv,
                 i.layout_suffix(),
                 h.batch_axis,
@@ -265,10 +327,10 @@ impl SweepView {
                 human::count(h.point_count)
             )
         };
-        let header: Vec<String> = COLUMNS.iter().map(|(n, _, _)| n.to_string()).collect();
+        let header: Vec<String> = COLUMNS.iter().map(|(n, ..)| n.to_string()).collect();
         match self.format {
             Format::Json => format!(
-                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"fit_basis\": {},\n{}  \"points\": [\n",
+                "{{\n  \"inputs\": {},\n  \"batch_axis\": {},\n  \"ctx_axis\": {},\n  \"point_count\": {},\n  \"capacity_bytes\": {},\n  \"reserve_bytes\": {},\n  \"fit_basis\": {},\n  \"fits\": {},\n  \"memory_bytes\": {},\n  \"gpu_memory_bytes\": {},\n  \"plan_command\": {},\n{}  \"points\": [\n",
                 json(&h.inputs),
                 json(&h.batch_axis),
                 json(&h.ctx_axis),
@@ -276,14 +338,21 @@ impl SweepView {
                 json(&h.capacity_bytes),
                 json(&h.reserve_bytes),
                 json(&h.fit_basis),
+                json(&h.fit.fits),
+                json(&h.fit.memory_bytes),
+                json(&h.fit.gpu_memory_bytes),
+                json(&h.fit.plan_command),
                 if h.variants.len() > 1 { format!("  \"variants\": {},\n", json(&h.variants)) } else { String::new() }
             ),
             Format::Csv => String::new(),
             Format::Md => {
-                let rule: Vec<String> = COLUMNS.iter().map(|(_, _, text)| if *text { "---" } else { "---:" }.into()).collect();
+                let rule: Vec<String> =
+                    COLUMNS.iter().map(|(_, _, text, _)| if *text { "---" } else { "---:" }.into()).collect();
                 format!("**{title}**\n\n{}{}", self.line(Some("series"), &header), self.line(Some("---"), &rule))
             }
-            Format::Table => format!("{title}\n{}{}{}", self.rule(), self.line(Some("series"), &header), self.rule()),
+            Format::Table => {
+                format!("{}{}{}{}", self.prose(&[title]), self.rule(), self.line(Some("series"), &header), self.rule())
+            }
         }
     }
 
@@ -374,11 +443,16 @@ impl SweepView {
             ),
             h.fit_basis.rule(h.inputs.counting).to_string(),
         ];
+        let mut notes: Vec<String> = notes.into_iter().chain(h.fit.hint()).collect();
+        let hidden: Vec<&str> = (0..COLUMNS.len()).filter(|i| !self.shown[*i]).map(|i| COLUMNS[i].0).collect();
+        if !hidden.is_empty() {
+            notes.push(crate::render::hidden_line(&hidden));
+        }
         match self.format {
             Format::Json => "\n  ]\n}\n".into(),
             Format::Csv => String::new(),
-            Format::Md => format!("\n{}\n\n{}\n\n{}\n", notes[0], notes[1], notes[2]),
-            Format::Table => format!("{}{}\n{}\n{}\n", self.rule(), notes[0], notes[1], notes[2]),
+            Format::Md => notes.iter().map(|n| format!("\n{n}\n")).collect(),
+            Format::Table => format!("{}{}", self.rule(), self.prose(&notes)),
         }
     }
 
@@ -419,6 +493,12 @@ mod tests {
             capacity_bytes: sc.gpu.memory_bytes,
             reserve_bytes: 2e9,
             fit_basis: FitBasis::Step,
+            fit: largest_fit(
+                &sc,
+                &Axis::parse("batch", b, 1, MAX_BATCH).unwrap(),
+                &Axis::parse("ctx", c, 0, MAX_CONTEXT).unwrap(),
+                2e9,
+            ),
             variants: Vec::new(),
         };
         let sw = Sweep::new(

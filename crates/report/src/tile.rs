@@ -244,19 +244,19 @@ pub fn gemm_lines(g: &GemmTiling, roofline_time_s: f64) -> Vec<String> {
         ),
         padding,
         format!(
-            "bytes: read once {}; as tiled {} = A re-read by {} {} + B re-read by {} {} + C: reuse factor {:.2}",
+            "bytes: read once {}; as tiled {} = A re-read by {} {} + B re-read by {} {} + C: reuse factor {}",
             human::bytes(g.ideal_bytes),
             human::bytes(g.tiled_bytes),
             plural(g.tiles_n, "tile column"),
             human::bytes(g.tiled_a_bytes),
             plural(g.tiles_m, "tile row"),
             human::bytes(g.tiled_b_bytes),
-            g.reuse_factor
+            human::ratio(g.reuse_factor)
         ),
         format!(
-            "DRAM with L2 sharing within a wave (panels of {GROUP_M} tile rows): ≈{} ({:.2}× read-once)",
+            "DRAM with L2 sharing within a wave (panels of {GROUP_M} tile rows): ≈{} ({} read-once)",
             human::bytes(g.dram_bytes),
-            g.dram_bytes / g.ideal_bytes
+            human::ratio(g.dram_bytes / g.ideal_bytes)
         ),
         format!(
             "time: {} modelled, {}-bound (math {} of which shared-memory feed {}, memory {}) vs the roofline's {} ({})",

@@ -7,14 +7,17 @@
 //! at model level `rest[]` (the rest of the step beside the model), `step` (model + rest, the
 //! ledger's total and whether they are equal) and `gap` (FLOPs per token against 2 ×
 //! parameters, by part); at layer level `focus` (the block a `layer.N.attn|mlp` path named);
-//! `tiles` at operator and tile levels (the whole tiling). Plain SI numbers throughout. CSV: the
-//! children, then at model level the rest of the step.
+//! `tiles` at operator and tile levels (the whole tiling); and whether the step fits
+//! ([`StepFit`]: `fits`, `memory_bytes`, `gpu_memory_bytes`, `plan_command`). Plain SI numbers
+//! throughout. CSV: the children, then at model level the rest of the step.
 
+use crate::fit::StepFit;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use crate::tile::gemm_lines;
 use llm_ledger_core::kinds::Block;
+use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::tiling::AttentionTiling;
 use llm_ledger_core::zoom::{
     block_name, AddUp, ChildView, FlopsGap, GapItem, GapKind, Level, NoTiles, NodeDetail, NodeView, OpNode, StepCheck,
@@ -106,6 +109,9 @@ pub struct ZoomReport {
     pub tiles: Option<TileLevel>,
     /// Layer level: layers with the same shape (computed once).
     pub identical_layers: Option<u64>,
+    /// Whether the step fits in GPU memory (the default reserve).
+    #[serde(flatten)]
+    pub fit: StepFit,
 }
 
 /// The clock the scenario's times come from, as a label names it: `expected` (the measured clock
@@ -293,8 +299,8 @@ fn gemm_addup_lines(n: &OpNode, a: &AddUp, counting_note: Option<&str>, with_rea
         "FLOPs add up: the tile grid divides the output and K, nothing is padded".into()
     });
     out.push(format!(
-        "bytes ×{:.2} (the reuse factor): each A strip ({} rows × K) is re-read by the {} of its row, each B strip (K × {} columns) by the {} of its column; {} instead of {}",
-        a.bytes_ratio(),
+        "bytes {} (the reuse factor): each A strip ({} rows × K) is re-read by the {} of its row, each B strip (K × {} columns) by the {} of its column; {} instead of {}",
+        human::ratio(a.bytes_ratio()),
         g.tile.bm,
         crate::tile::plural(g.tiles_n, "tile"),
         g.tile.bn,
@@ -326,8 +332,8 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
                 ratio_pct(t.executed_flops, t.flops)
             ));
             out.push(format!(
-                "bytes ×{:.2}: every query block re-reads the K/V blocks it needs ({}); Q read and O written once ({}); DRAM stays at the read-once {} while a head's K/V sit in L2",
-                t.reuse_factor,
+                "bytes {}: every query block re-reads the K/V blocks it needs ({}); Q read and O written once ({}); DRAM stays at the read-once {} while a head's K/V sit in L2",
+                human::ratio(t.reuse_factor),
                 human::bytes(t.kv_tiled_bytes),
                 human::bytes(t.query_output_bytes),
                 human::bytes(t.ideal_bytes)
@@ -353,8 +359,8 @@ fn attention_lines(t: &AttentionTiling, fused: &Cost, unfused: &Cost, heads_note
                 t.block_kv
             ));
             out.push(format!(
-                "bytes ×{:.2}: K/V read by each query block ({}), Q and O ({}), split-KV partial outputs written and read back ({})",
-                t.reuse_factor,
+                "bytes {}: K/V read by each query block ({}), Q and O ({}), split-KV partial outputs written and read back ({})",
+                human::ratio(t.reuse_factor),
                 human::bytes(t.kv_tiled_bytes),
                 human::bytes(t.query_output_bytes),
                 human::bytes(t.split_bytes)
@@ -571,10 +577,10 @@ impl ZoomReport {
                 }
                 if n.tiles.totals().is_some() {
                     explanation.push(format!(
-                        "zoomed into tiles it does not add up: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
-                        a.flops_ratio(),
+                        "zoomed into tiles it does not add up: FLOPs {} ({}), bytes {} ({})",
+                        human::ratio(a.flops_ratio()),
                         signed(a.flops_difference, human::flops),
-                        a.bytes_ratio(),
+                        human::ratio(a.bytes_ratio()),
                         signed(a.bytes_difference, human::bytes)
                     ));
                 }
@@ -585,10 +591,10 @@ impl ZoomReport {
                 explanation.push(exact_line("the tile classes sum to the tile level", a));
                 let op_level = AddUp::between(n.op.cost.flops, n.op.cost.bytes(), t.cost.flops, t.cost.bytes());
                 explanation.push(format!(
-                    "against the operation above: FLOPs ×{:.3} ({}), bytes ×{:.2} ({})",
-                    op_level.flops_ratio(),
+                    "against the operation above: FLOPs {} ({}), bytes {} ({})",
+                    human::ratio(op_level.flops_ratio()),
                     signed(op_level.flops_difference, human::flops),
-                    op_level.bytes_ratio(),
+                    human::ratio(op_level.bytes_ratio()),
                     signed(op_level.bytes_difference, human::bytes)
                 ));
                 explanation.extend(op_tile_lines(n, &op_level, sc, view));
@@ -597,6 +603,7 @@ impl ZoomReport {
         }
         ZoomReport {
             inputs: Inputs::of(sc),
+            fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
             path: view.path.clone(),
             level: view.level,
             breadcrumb: view.breadcrumb.clone(),
@@ -765,6 +772,7 @@ impl Report for ZoomReport {
         let mut title = vec![self.inputs.headline(), format!("zoom: {}", self.breadcrumb.join(" › "))];
         title.push(self.node_line());
         let mut footer: Vec<String> = self.explanation.clone();
+        footer.extend(self.fit.footer());
         // Suggest the first layer from the model, else the child with the largest time (the first of
         // equals; in the marked block when the path named one).
         let candidates =

@@ -192,9 +192,9 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
     let cases: &[(&str, &str, Option<&str>)] = &[
         ("batch=0", "invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch")),
         ("batch=-3", "invalid `batch`: \"-3\" (a non-negative integer)", Some("batch")),
-        ("gpu=h900", "unknown GPU `h900`; accepted: a100-40gb-sxm,", Some("gpu")),
-        ("model=llama-9", "unknown model `llama-9`; accepted: llama-3-8b,", Some("model")),
-        ("kv=int3", "unknown precision for `kv` `int3`; accepted:", Some("kv")),
+        ("gpu=h900", "unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm,", Some("gpu")),
+        ("model=llama-9", "unknown model `llama-9`; did you mean `llama-3-8b`", Some("model")),
+        ("kv=int3", "unknown precision for `kv` `int3`; did you mean `int8` or `int4`? accepted:", Some("kv")),
         ("phase=train", "unknown phase `train`; accepted: decode, prefill", Some("phase")),
         ("phase=prefill&ctx=0", "invalid `ctx`: 0 (a prompt of at least 1 token in prefill)", Some("ctx")),
         ("contexts=2048x8&batch=2", "invalid `contexts`: given together with batch/ctx", Some("contexts")),
@@ -657,7 +657,12 @@ async fn issue_15_a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level(
     assert!(r.body.contains("data-path=\"layer.0.mlp."), "children of the MoE MLP are listed");
     let (status, message, field) = api_error("/api/zoom?at=layer.0.mlp.nope").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("at")));
-    assert!(message.starts_with("unknown zoom path `layer.0.mlp.nope`; accepted: layer.0.mlp.norm"), "{message}");
+    assert!(
+        message.starts_with(
+            "unknown zoom path `layer.0.mlp.nope`; did you mean `layer.0.mlp.norm`? accepted: layer.0.mlp.norm"
+        ),
+        "{message}"
+    );
     let (status, _, field) = api_error("/api/zoom?at=model&batch=0").await;
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
 }

@@ -8,7 +8,7 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::Error;
 use llm_ledger_report::advise::AdviseReport;
 use llm_ledger_report::measure::MeasureReport;
-use llm_ledger_report::{Format, Inputs, Report};
+use llm_ledger_report::{Format, Report};
 
 /// MBU and MFU of a measured step.
 pub fn measure(args: &MeasureArgs) -> Result<String> {
@@ -20,7 +20,7 @@ pub fn measure(args: &MeasureArgs) -> Result<String> {
         .resolve(&sc)?
         .measured
         .ok_or_else(|| Error::invalid("step_ms", "none given", "--step-ms or --tokens-per-s"))?;
-    Ok(MeasureReport::new(Inputs::of(&sc), Utilisation::of(&sc, measured)).render(format)?)
+    Ok(MeasureReport::new(&sc, Utilisation::of(&sc, measured)).render(format)?)
 }
 
 /// Below or above the crossover, and the levers ranked.
@@ -33,5 +33,5 @@ pub fn advise(args: &AdviseArgs) -> Result<String> {
         ..Default::default()
     };
     let s = req.resolve(&sc)?;
-    Ok(AdviseReport::new(Inputs::of(&sc), Advice::of(&sc, &s)).render(format)?)
+    Ok(AdviseReport::new(&sc, Advice::of(&sc, &s)).render(format)?)
 }

@@ -138,6 +138,10 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     head.point_count = plans.iter().map(|p| p.head.point_count).sum();
     if variants.len() > 1 {
         head.variants = variants.clone();
+        // Every point fits when every series' largest point does: the first that does not speaks.
+        if let Some(p) = plans.iter().find(|p| !p.head.fit.fits) {
+            head.fit = p.head.fit.clone();
+        }
     }
     let plan = &plans[0];
     if args.plot.is_some() {

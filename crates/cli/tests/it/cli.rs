@@ -1,7 +1,7 @@
 //! End-to-end tests of the `llm-ledger` binary: the output contract (table snapshots, JSON keys,
 //! CSV/Markdown) and bad input (one line on stderr, exit code 2, no panic).
 
-use crate::harness::{fails, json, run, temp_file};
+use crate::harness::{fails, json, ok, run, temp_file};
 use std::path::PathBuf;
 
 #[test]
@@ -155,10 +155,10 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--model", &binary]).contains("is not UTF-8 text"));
 
     assert!(fails(&["ledger", "--gpu", "h900"])
-        .contains("unknown GPU `h900`; accepted: a100-40gb-sxm, a100-80gb-sxm, h100-sxm"));
+        .contains("unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm, a100-80gb-sxm, h100-sxm"));
     assert!(fails(&["ledger", "--weights", "int3"])
-        .contains("unknown precision for `--weights` `int3`; accepted: fp32, bf16"));
-    assert!(fails(&["ledger", "--model", "llama-9"]).contains("unknown model `llama-9`; accepted: llama-3-8b"));
+        .contains("unknown precision for `--weights` `int3`; did you mean `int8` or `int4`? accepted: fp32, bf16"));
+    assert!(fails(&["ledger", "--model", "llama-9"]).contains("unknown model `llama-9`; did you mean `llama-3-8b`"));
     assert!(fails(&["ledger", "--batch", "0"]).contains("invalid `--batch`: 0"));
     assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `--batch`: \"-4\" (a non-negative integer)"));
     assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `--ctx`: \"lots\""));
@@ -259,4 +259,34 @@ fn usage_errors_are_one_line_too() {
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Usage: llm-ledger"));
+}
+
+/// A user's preset file need not give `published_params`: the computed count stands in, and the
+/// reports say so.
+#[test]
+fn a_preset_without_published_params_is_accepted_with_a_note() {
+    let file = temp_file(
+        "no-published.toml",
+        br#"[[model]]
+name = "my-llama"
+display = "a Llama 3 8B of my own"
+[model.config]
+model_type = "llama"
+hidden_size = 4096
+intermediate_size = 14336
+num_hidden_layers = 32
+num_attention_heads = 32
+num_key_value_heads = 8
+vocab_size = 128256
+"#,
+    );
+    let out = ok(&["ledger", "--preset-file", &file, "--model", "my-llama"]);
+    assert!(
+        out.contains("note: preset `my-llama` gives no published_params: the computed count, 8,030,261,248 parameters, stands in"),
+        "{out}"
+    );
+    let models = json(&["models", "--preset-file", &file, "--format", "json"]);
+    let mine = models["models"].as_array().unwrap().iter().find(|m| m["name"] == "my-llama").unwrap().clone();
+    assert_eq!(mine["published_params"], 8_030_261_248.0);
+    assert_eq!(mine["params"], 8_030_261_248u64);
 }

@@ -622,3 +622,49 @@ fn a_trickling_hub_is_stopped_by_the_download_deadline() {
     assert!(e.contains("no answer within 1 s (HF_HUB_DOWNLOAD_TIMEOUT"), "{e}");
     assert!(files_under(&cache).is_empty());
 }
+
+/// A model page's URL, pasted as is, and `org/name@REV` are the repo id (at that revision).
+#[test]
+fn a_pasted_hub_url_or_an_id_at_a_revision_is_the_repo_id() {
+    let cache = scratch("urls");
+    let two_layers = LLAMA_8B.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": 2");
+    put_snapshot(&cache, "org/model", COMMIT_A, Some("main"), &[("config.json", LLAMA_8B.as_bytes())]);
+    put_snapshot(&cache, "org/model", COMMIT_B, Some("small"), &[("config.json", two_layers.as_bytes())]);
+    let json = |model: &str, extra: &[&str]| {
+        let out =
+            run_ok(cli_with(&cache, None), &[&["ledger", "--format", "json", "--model", model][..], extra].concat());
+        let v: Value = serde_json::from_str(&out).unwrap();
+        (v["inputs"]["model"].as_str().unwrap().to_string(), v["total"]["weight_bytes"].as_f64().unwrap())
+    };
+    let main = json("org/model", &[]);
+    let small = json("org/model", &["--revision", "small"]);
+    assert!(small.1 < main.1 / 2.0);
+    for url in ["https://huggingface.co/org/model", "https://huggingface.co/org/model/tree/main", "hf.co/org/model/"] {
+        assert_eq!(json(url, &[]), main, "{url}");
+    }
+    for small_url in [
+        "org/model@small",
+        "https://huggingface.co/org/model/tree/small",
+        "https://huggingface.co/org/model/blob/small/config.json",
+    ] {
+        assert_eq!(json(small_url, &[]), small, "{small_url}");
+    }
+    assert_eq!(json("org/model@small", &["--revision", "small"]), small);
+    let e = run_fails(cli_with(&cache, None), &["ledger", "--model", "org/model@small", "--revision", "main"]);
+    assert!(e.starts_with("error: invalid `--revision`: \"main\" given with `--model org/model@small`"), "{e}");
+}
+
+/// A repo id in another case than the cached one names the cached one.
+#[test]
+fn a_hub_id_in_the_wrong_case_names_the_cached_id() {
+    let cache = scratch("case");
+    put_snapshot(&cache, "meta-llama/Llama-3.1-8B", COMMIT_A, Some("main"), &[("config.json", LLAMA_8B.as_bytes())]);
+    let e = run_fails(cli_with(&cache, None), &["ledger", "--model", "meta-llama/llama-3.1-8b"]);
+    assert!(
+        e.ends_with("the cache holds `meta-llama/Llama-3.1-8B` (repo ids are case-sensitive here): did you mean `--model meta-llama/Llama-3.1-8B`?"),
+        "{e}"
+    );
+    // The same in a URL.
+    let e = run_fails(cli_with(&cache, None), &["ledger", "--model", "https://huggingface.co/Meta-Llama/llama-3.1-8B"]);
+    assert!(e.contains("did you mean `--model meta-llama/Llama-3.1-8B`?"), "{e}");
+}

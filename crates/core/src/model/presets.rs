@@ -19,7 +19,8 @@ pub struct Preset {
     pub aliases: Vec<String>,
     /// Human name.
     pub display: String,
-    /// Published total parameter count (`None` for a user's model).
+    /// Published total parameter count (`None` for a user's model; a user's preset file without
+    /// one gets the computed count, and a note saying so).
     pub published_params: Option<f64>,
     /// Published active parameter count (MoE).
     pub published_active_params: Option<f64>,
@@ -37,7 +38,7 @@ struct Record {
     #[serde(default)]
     aliases: Vec<String>,
     display: String,
-    published_params: f64,
+    published_params: Option<f64>,
     published_active_params: Option<f64>,
     reference_config: Option<String>,
     config: serde_json::Value,
@@ -49,7 +50,9 @@ struct File {
     model: Vec<Record>,
 }
 
-/// Parse a preset file (the `crates/core/data/models.toml` schema).
+/// Parse a preset file (the `crates/core/data/models.toml` schema). An entry without
+/// `published_params` gets the count its config implies ([`ModelSpec::total_params`]) and a note
+/// that says so, which every report on it shows.
 pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
         return Err(Error::invalid("preset file", format!("{} bytes", text.len()), "at most 4 MiB"));
@@ -58,17 +61,29 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
     file.model
         .into_iter()
         .map(|r| {
-            let spec = resolve(&HfConfig::from_value(r.config)?, &r.name).map_err(|e| match e {
+            let mut spec = resolve(&HfConfig::from_value(r.config)?, &r.name).map_err(|e| match e {
                 Error::InvalidField { field, value, expected } => {
                     Error::InvalidField { field: format!("{}: {field}", r.name), value, expected }
                 }
                 other => other,
             })?;
+            let published = match r.published_params {
+                Some(p) => p,
+                None => {
+                    let computed = spec.total_params();
+                    spec.notes.push(format!(
+                        "preset `{}` gives no published_params: the computed count, {} parameters, stands in",
+                        r.name,
+                        crate::error::grouped(computed)
+                    ));
+                    computed as f64
+                }
+            };
             Ok(Preset {
                 name: r.name,
                 aliases: r.aliases,
                 display: r.display,
-                published_params: Some(r.published_params),
+                published_params: Some(published),
                 published_active_params: r.published_active_params,
                 reference_config: r.reference_config,
                 spec: Arc::new(spec),
@@ -102,6 +117,43 @@ mod tests {
         let expected = 2 * 128256 * 4096 + 32 * per_layer + 4096;
         assert_eq!(expected, 8_030_261_248);
         assert_eq!(preset("llama-3-8b").spec.total_params(), expected);
+    }
+
+    #[test]
+    fn a_preset_without_published_params_gets_the_computed_count_and_a_note() {
+        let text = r#"
+[[model]]
+name = "my-llama"
+display = "a Llama 3 8B of my own"
+[model.config]
+model_type = "llama"
+hidden_size = 4096
+intermediate_size = 14336
+num_hidden_layers = 32
+num_attention_heads = 32
+num_key_value_heads = 8
+vocab_size = 128256
+"#;
+        let p = &parse_preset_file(text).unwrap()[0];
+        assert_eq!(p.published_params, Some(8_030_261_248.0));
+        assert_eq!(
+            p.spec.notes,
+            ["preset `my-llama` gives no published_params: the computed count, 8,030,261,248 parameters, stands in"]
+        );
+        // Given, it is used as given and nothing is noted.
+        let given = text.replace("display =", "published_params = 8.0e9\ndisplay =");
+        let p = &parse_preset_file(&given).unwrap()[0];
+        assert_eq!(p.published_params, Some(8.0e9));
+        assert!(p.spec.notes.is_empty(), "{:?}", p.spec.notes);
+    }
+
+    #[test]
+    fn every_builtin_preset_states_its_published_count() {
+        let file: toml::Table = BUILTIN_MODELS_TOML.parse().unwrap();
+        for m in file["model"].as_array().unwrap() {
+            assert!(m.get("published_params").is_some(), "{}", m["name"]);
+        }
+        assert!(builtin_presets().iter().all(|p| p.spec.notes.iter().all(|n| !n.contains("published_params"))));
     }
 
     #[test]

@@ -61,8 +61,13 @@ impl WeightPrecisions {
     /// Short description: one name when uniform (`--weights P`), otherwise the most common format
     /// with the exceptions (`fp8-b128 (router, embedding, lm_head bf16)`).
     pub fn describe(&self) -> String {
+        self.describe_with(Precision::name)
+    }
+
+    /// [`Self::describe`] with each precision named by `name` (a front end's rounded widths).
+    pub fn describe_with(&self, name: impl Fn(Precision) -> String) -> String {
         if *self == Self::uniform(self.attention) {
-            return self.attention.name();
+            return name(self.attention);
         }
         let classes = self.classes();
         let common = classes
@@ -77,8 +82,9 @@ impl WeightPrecisions {
                 None => by_format.push((*p, vec![name])),
             }
         }
-        let exceptions: Vec<String> = by_format.iter().map(|(p, names)| format!("{} {p}", names.join(", "))).collect();
-        format!("{common} ({})", exceptions.join("; "))
+        let exceptions: Vec<String> =
+            by_format.iter().map(|(p, names)| format!("{} {}", names.join(", "), name(*p))).collect();
+        format!("{} ({})", name(common), exceptions.join("; "))
     }
 }
 

@@ -1047,7 +1047,7 @@ mod tests {
         let e = tree.node("layer.0.mlp.upp").unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown zoom path `layer.0.mlp.upp`; accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up, layer.0.mlp.act, layer.0.mlp.down, layer.0.mlp.residual"
+            "unknown zoom path `layer.0.mlp.upp`; did you mean `layer.0.mlp.up`? accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up, layer.0.mlp.act, layer.0.mlp.down, layer.0.mlp.residual"
         );
         let e = tree.node("layer.32").unwrap_err().to_string();
         assert_eq!(e, "unknown zoom path `layer.32`; accepted: embedding, layer.0 … layer.31, final_norm, lm_head");

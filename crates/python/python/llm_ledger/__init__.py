@@ -170,6 +170,13 @@ class Report:
         self.rows = self.json["rows"] if isinstance(self.json.get("rows"), list) else _json.loads(rows_text)
         #: The total row (``ledger``), else None.
         self.total = self.json.get("total") if isinstance(self.json, dict) else None
+        #: Whether the scenario fits in GPU memory: the JSON's ``fits`` (weights + KV cache +
+        #: workspace against the GPU's memory less the reserve, on the fullest GPU of a layout);
+        #: None where the report has no scenario (``tile``, ``moe`` without a model).
+        self.fits = self.json.get("fits") if isinstance(self.json, dict) else None
+        #: When it does not fit: the CLI's ``plan`` command that searches for a layout that does
+        #: (in Python, ``plan(model=..., gpu=..., tpot_ms=...)``), else None.
+        self.plan_command = self.json.get("plan_command") if isinstance(self.json, dict) else None
         #: The plot as inline SVG (``ledger``: the roofline), else None.
         self.svg = svg
         self._human = _json.loads(human_text)
@@ -226,6 +233,8 @@ class Sweep:
         self.columns = columns
         #: A sweep has no total row.
         self.total = None
+        #: Whether every point fits in GPU memory (the head's ``fits``: the largest point's).
+        self.fits = self.head["fits"]
         #: The batch curve as inline SVG (one context, at most 4,096 points; the CLI's ``--plot``),
         #: else None.
         self.svg = svg

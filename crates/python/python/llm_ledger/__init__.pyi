@@ -38,6 +38,11 @@ class Report:
     rows: List[Dict[str, Any]]
     #: The total row (`ledger`), else None.
     total: Optional[Dict[str, Any]]
+    #: Whether the scenario fits in GPU memory (the JSON's `fits`; None where the report has no
+    #: scenario: `tile`, `moe` without a model).
+    fits: Optional[bool]
+    #: When it does not fit: the CLI's `plan` command that searches for a layout that does.
+    plan_command: Optional[str]
     #: The roofline plot as inline SVG (`ledger`), else None.
     svg: Optional[str]
     def to_pandas(self) -> Any: ...
@@ -58,6 +63,8 @@ class Sweep:
     head: Dict[str, Any]
     columns: Dict[str, Union[array, List[str], List[bool]]]
     total: None
+    #: Whether every point fits in GPU memory (the head's `fits`: the largest point's).
+    fits: bool
     #: The batch curve as inline SVG (one context, at most 4,096 points), else None.
     svg: Optional[str]
     @property

@@ -241,7 +241,7 @@ mod tests {
         let s = curve().svg(PlotSize::default()).unwrap();
         assert_eq!(s.matches("<circle class=\"step\"").count(), 5);
         assert_eq!(s.matches("<circle class=\"rate\"").count(), 5);
-        assert!(s.contains("<title>batch 64\nstep 12.0 ms\n5333 tokens/s</title>"), "{s}");
+        assert!(s.contains("<title>batch 64\nstep 12.0 ms\n5,333 tokens/s</title>"), "{s}");
         assert!(s.contains("memory wall: batch 230 (beyond the plot) →"));
         assert!(s.contains("KV bytes = weight bytes: batch 55.9"));
         assert!(

@@ -163,7 +163,7 @@ pub fn title(inputs: &crate::Inputs) -> String {
             format!("{} sequences, {} tokens", inputs.batch, crate::human::count(inputs.total_context_tokens as u64))
         }
     };
-    let weights = if inputs.weights.contains(' ') { "mixed" } else { inputs.weights.as_str() };
+    let weights = if inputs.weights.contains(' ') { "mixed".to_string() } else { inputs.weights_shown() };
     format!("{} on {} · {} · {shape} · weights {weights} · KV {}", inputs.model, inputs.gpu, inputs.phase, inputs.kv)
 }
 

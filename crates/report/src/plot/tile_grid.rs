@@ -414,7 +414,7 @@ impl TileGrid<'_> {
         o.text((xi + 20, y as i32), &pad, FONT - 2.0, FG, Anchor::Start, 0.0);
         y += 17.0;
         line(o, &mut y, &format!("SMs busy: {} of {}", t.busy_sms, t.sm_count), FONT - 1.0);
-        line(o, &mut y, &format!("bytes ×{:.2} re-read (reuse factor)", t.reuse_factor), FONT - 1.0);
+        line(o, &mut y, &format!("bytes {} re-read (reuse factor)", crate::human::ratio(t.reuse_factor)), FONT - 1.0);
         line(
             o,
             &mut y,

@@ -87,7 +87,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         p.headline #headline {
             (h.inputs.model) " on " (h.inputs.gpu) " · " (h.inputs.phase) " · " (human::count(ctx_tokens)) " tokens per sequence · weights "
-            (h.inputs.weights) " · KV " (h.inputs.kv) " · batch " (h.batch_axis) " (" (human::count(h.point_count)) " points)"
+            (h.inputs.weights_shown()) " · KV " (h.inputs.kv) " · batch " (h.batch_axis) " (" (human::count(h.point_count)) " points)"
         }
         dl.summary {
             div {

@@ -142,7 +142,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         p.headline #headline {
             (i.model) " on " (i.gpu) " · batch " (human::count(at.batch)) " requests of " (human::count(cost.prompt_tokens)) " prompt + "
-            (human::count(cost.output_tokens)) " output tokens · weights " (i.weights) " · KV " (i.kv)
+            (human::count(cost.output_tokens)) " output tokens · weights " (i.weights_shown()) " · KV " (i.kv)
         }
         (facts(&items))
         section.tpot #tpot aria-labelledby="tpot-h" {

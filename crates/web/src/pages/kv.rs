@@ -74,7 +74,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "side",
             Some(k.kv_to_weight_ratio),
             format!("{} the crossover", k.side),
-            format!("KV reads {:.2}× the weight reads", k.kv_to_weight_ratio),
+            format!("KV reads {} the weight reads", human::ratio(k.kv_to_weight_ratio)),
         ),
         (
             "memory",

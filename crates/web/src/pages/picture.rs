@@ -246,7 +246,7 @@ fn ghost(svg: &mut String, b: &Block, pinned: Option<f64>, m: Measure, x: f64, y
         m.fmt(p),
         m.fmt(b.value),
         m.fmt(d.abs()),
-        if p > 0.0 { format!("×{:.3}", b.value / p) } else { "—".into() }
+        if p > 0.0 { human::ratio(b.value / p) } else { "—".into() }
     );
     let _ = write!(
         svg,

@@ -251,7 +251,7 @@ fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &s
     html! {
         small.delta id=(id) data-pinned=(b) data-ratio=[ratio] {
             "pinned " (fmt(b)) " · Δ " (sign) (fmt(d.abs()))
-            @if let Some(r) = ratio { " · ×" (format!("{r:.3}")) }
+            @if let Some(r) = ratio { " · " (human::ratio(r)) }
         }
     }
 }
@@ -551,21 +551,21 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
                             (num(a.parent_flops, human::flops(a.parent_flops)))
                             (num(a.children_flops, human::flops(a.children_flops)))
                             (num(a.flops_difference, human::flops(a.flops_difference)))
-                            td.num #flops-ratio data-value=(view.flops_ratio) { (format!("×{:.3}", view.flops_ratio)) }
+                            td.num #flops-ratio data-value=(view.flops_ratio) { (human::ratio(view.flops_ratio)) }
                         }
                         tr {
                             th scope="row" { "bytes" }
                             (num(a.parent_bytes, human::bytes(a.parent_bytes)))
                             (num(a.children_bytes, human::bytes(a.children_bytes)))
                             (num(a.bytes_difference, human::bytes(a.bytes_difference)))
-                            td.num #bytes-ratio data-value=(view.bytes_ratio) { (format!("×{:.2}", view.bytes_ratio)) }
+                            td.num #bytes-ratio data-value=(view.bytes_ratio) { (human::ratio(view.bytes_ratio)) }
                         }
                     }
                 }
             }
             @if let Some((_, choice)) = gemm {
                 p.reuse {
-                    "Reuse factor " strong #reuse-factor data-value=(choice.best.reuse_factor) { (format!("×{:.2}", choice.best.reuse_factor)) }
+                    "Reuse factor " strong #reuse-factor data-value=(choice.best.reuse_factor) { (human::ratio(choice.best.reuse_factor)) }
                     ": the tiles move " (human::bytes(choice.best.tiled_bytes)) " where an ideal machine, reading each operand once, moves "
                     (human::bytes(choice.best.ideal_bytes)) "."
                 }
@@ -828,7 +828,7 @@ fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree,
                         @if let Some(g) = tree.node(t).ok().and_then(|v| v.op()).and_then(|n| n.tiles.gemm().copied()) {
                             " " span.effect {
                                 "Here: " (human::bytes(g.tiled_bytes)) " moved against " (human::bytes(g.ideal_bytes))
-                                " read once, a reuse factor of ×" (format!("{:.2}", g.reuse_factor)) "."
+                                " read once, a reuse factor of " (human::ratio(g.reuse_factor)) "."
                             }
                         }
                     }

@@ -162,7 +162,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "reuse factor",
             "reuse-factor",
             Some(t.reuse_factor),
-            format!("×{:.2}", t.reuse_factor),
+            human::ratio(t.reuse_factor),
             format!("{} moved by the tiles vs {} read once", human::bytes(t.tiled_bytes), human::bytes(t.ideal_bytes)),
         ),
         (
@@ -170,7 +170,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "dram-bytes",
             Some(t.dram_bytes),
             human::bytes(t.dram_bytes),
-            format!("{:.2}× read-once, waves sharing panels through L2", t.dram_bytes / t.ideal_bytes),
+            format!("{} read-once, waves sharing panels through L2", human::ratio(t.dram_bytes / t.ideal_bytes)),
         ),
         (
             "modelled time",
