@@ -1174,7 +1174,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_help_states_the_core_defaults_once() {
+    fn help_states_the_core_defaults_once() {
         let mut cmd = command();
         let ledger = cmd.find_subcommand_mut("ledger").unwrap().render_long_help().to_string();
         assert!(ledger.contains("Sequences in the step [default: 1]"), "{ledger}");
@@ -1201,10 +1201,10 @@ mod tests {
         cmd.get_arguments().map(|a| a.get_id().to_string()).collect()
     }
 
-    /// Issue 12, item 5: every scenario input of the core's table is a flag, and every scenario
+    /// Every scenario input of the core's table is a flag, and every scenario
     /// flag is an input (or one of the files the CLI reads).
     #[test]
-    fn issue_12_every_scenario_input_is_a_flag_and_back() {
+    fn every_scenario_input_is_a_flag_and_back() {
         use llm_ledger_core::scenario::scenario_inputs;
         let flags = scenario_flag_ids();
         for i in scenario_inputs() {
@@ -1218,10 +1218,10 @@ mod tests {
         }
     }
 
-    /// Issue 12, item 5: a default the help shows is the core table's: `[default: X]` is the
+    /// A default the help shows is the core table's: `[default: X]` is the
     /// table's value, and a help that states its default in words names the table's value.
     #[test]
-    fn issue_12_help_defaults_are_the_tables() {
+    fn help_defaults_are_the_tables() {
         use llm_ledger_core::scenario::scenario_input;
         let cmd = command();
         let mut shown = 0;
@@ -1250,9 +1250,9 @@ mod tests {
         assert!(shown > 50, "{shown}");
     }
 
-    /// Issue 12, item 9: `--format` is a clap value enum whose names are the report crate's.
+    /// `--format` is a clap value enum whose names are the report crate's.
     #[test]
-    fn issue_12_format_is_a_value_enum_of_the_report_formats() {
+    fn format_is_a_value_enum_of_the_report_formats() {
         use clap::ValueEnum;
         for f in FormatArg::value_variants() {
             let name = f.to_possible_value().unwrap().get_name().to_string();
@@ -1270,7 +1270,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_core_field_names_map_to_the_flags_as_typed() {
+    fn core_field_names_map_to_the_flags_as_typed() {
         assert_eq!(flag_of("tpot_ms").as_deref(), Some("--tpot-ms"));
         assert_eq!(flag_of("compute_efficiency").as_deref(), Some("--compute-efficiency"));
         assert_eq!(flag_of("batch").as_deref(), Some("--batch"));

@@ -15,7 +15,7 @@ fn benches(c: &mut Criterion) {
     let decode = scenario("llama-3-8b", "decode", 1, 2048);
     let prefill = scenario("llama-3-8b", "prefill", 1, 2048);
     let moe = scenario("deepseek-v3", "decode", 64, 4096);
-    // The default clock is the measured one (issue 13: ≤ 2 µs a decode ledger); the roofline for contrast.
+    // The default clock is the measured one (≤ 2 µs a decode ledger); the roofline for contrast.
     let roofline = decode.with_clock(llm_ledger_core::engine::Clock::ROOFLINE);
     c.bench_function("ledger decode llama-3-8b", |b| b.iter(|| Ledger::build(black_box(&decode))));
     c.bench_function("ledger decode llama-3-8b, roofline clock", |b| b.iter(|| Ledger::build(black_box(&roofline))));

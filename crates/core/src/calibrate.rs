@@ -1,4 +1,4 @@
-//! Calibrating the expected clock to a user's own measurements (issue 13, item 5).
+//! Calibrating the expected clock to a user's own measurements.
 //!
 //! Each observation is a scenario and one measured quantity of its step: the step time, its
 //! tokens per second (decode: output tokens; prefill: prompt tokens), the time per output token

@@ -1,5 +1,5 @@
 //! Fitting a few positive constants to measurements: robust least squares in log space, the
-//! engine of `llm-ledger calibrate` (issue 13, item 5).
+//! Engine of `llm-ledger calibrate`.
 //!
 //! **Model.** Measurements `yᵢ > 0` and a prediction `fᵢ(θ) > 0` from `p` positive constants `θ`
 //! (a launch cost, an achievable fraction …). The fit works in logs: parameters `φ = ln θ` (so

@@ -806,9 +806,9 @@ mod tests {
         serde_json::from_value(pairs).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
-    /// Issue 12, item 5: the input table describes every text field of the request, in order.
+    /// The input table describes every text field of the request, in order.
     #[test]
-    fn issue_12_the_input_table_is_the_request_fields() {
+    fn the_input_table_is_the_request_fields() {
         let names: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
         assert_eq!(names, struct_fields::<ScenarioRequest>());
         for i in scenario_inputs() {
@@ -816,10 +816,10 @@ mod tests {
         }
     }
 
-    /// Issue 12, item 5: each table default is the resolver's: setting an input to its default
+    /// Each table default is the resolver's: setting an input to its default
     /// gives the scenario of leaving it out.
     #[test]
-    fn issue_12_table_defaults_are_the_resolvers() {
+    fn table_defaults_are_the_resolvers() {
         let catalog = Catalog::builtin();
         let default = format!("{:?}", ScenarioRequest::default().resolve(&catalog).unwrap());
         let mut checked = 0;
@@ -836,10 +836,10 @@ mod tests {
         assert_eq!(scenario_input("bandwidth_efficiency").unwrap().default.as_deref(), Some("0.8"));
     }
 
-    /// Issue 12, item 5: every listed value resolves, and a value outside the list is refused
+    /// Every listed value resolves, and a value outside the list is refused
     /// with the list.
     #[test]
-    fn issue_12_listed_values_are_the_resolvers() {
+    fn listed_values_are_the_resolvers() {
         let catalog = Catalog::builtin();
         for i in scenario_inputs() {
             let Accepted::OneOf(values) = i.accepted else { continue };
@@ -855,10 +855,10 @@ mod tests {
         }
     }
 
-    /// Issue 12, item 6: loads from a file reach the routing as numbers, as the same loads
+    /// Loads from a file reach the routing as numbers, as the same loads
     /// given as text do; both at once, or with a Zipf skew, are refused.
     #[test]
-    fn issue_12_expert_loads_parse_once() {
+    fn expert_loads_parse_once() {
         let catalog = Catalog::builtin();
         let loads = parse_expert_loads_csv("expert,load\n0,3\n1,1.5\n2,0.25\n").unwrap();
         assert_eq!(loads, ExpertLoads(vec![3.0, 1.5, 0.25]));

@@ -81,7 +81,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_a_bare_number_asks_for_a_unit() {
+    fn a_bare_number_asks_for_a_unit() {
         for bare in ["4", "2e9", "4096"] {
             let e = parse_bytes("reserve", bare).unwrap_err().to_string();
             assert!(

@@ -166,10 +166,10 @@ pub fn params(v: u64) -> String {
 mod tests {
     use super::*;
 
-    /// Issue 12, item 9: one dollar format for every report (the plan's used to print sub-cent
+    /// One dollar format for every report (the plan's used to print sub-cent
     /// amounts with three decimals, the cost report's in scientific notation).
     #[test]
-    fn issue_12_one_dollar_format() {
+    fn one_dollar_format() {
         assert_eq!(usd(1234.4), "$1,234");
         assert_eq!(usd(571.2), "$571");
         assert_eq!(usd(72.347), "$72.35");
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(sig3(-2.5e15), "-2.50e15");
         assert_eq!(seconds(1e300), "1.00e300 s");
         assert_eq!(seconds(3e-20), "3.00e-11 ns");
-        assert_eq!(sig3(999_999_999_999.0), "999999999999");
+        assert_eq!(sig3(999_999_999_999.0), "999,999,999,999");
         assert_eq!(sig3(1e-6), "0.00000100");
         for v in [1e-300, 5e-324, 1e300, f64::MAX] {
             assert!(sig3(v).len() <= 10 && seconds(v).len() <= 14, "{}", sig3(v));

@@ -318,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_no_table_line_ends_in_a_space() {
+    fn no_table_line_ends_in_a_space() {
         for width in [None, Some(24), Some(200)] {
             let out = to_table_width(&wide(), width);
             assert!(out.lines().all(|l| !l.ends_with(' ')), "{out:?}");
@@ -329,7 +329,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_a_fitted_table_hides_the_least_important_columns_and_wraps_prose() {
+    fn a_fitted_table_hides_the_least_important_columns_and_wraps_prose() {
         let full = to_table_width(&wide(), None);
         assert!(full.contains("a long detail cell") && !full.contains("hidden"));
         let out = to_table_width(&wide(), Some(24));

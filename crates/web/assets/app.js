@@ -133,7 +133,7 @@
       box.value = String(Math.max(1, Math.round(Math.pow(2, Number(el.value)))));
       // At once: live() keeps one request in flight and fetches the latest state when it answers,
       // so a fast drag is coalesced without a timer (a 15 ms timer here was a third of the
-      // 50 ms budget per update; issue 15).
+      // 50 ms budget per update).
       clearTimeout(timer);
       live(form);
     } else if (el.type === "text") {
@@ -186,7 +186,7 @@
   showSliders();
 })();
 
-// ---- Plot tooltips and clickable points (issue 15, item 7) -------------------------------------
+// ---- Plot tooltips and clickable points -------------------------------------
 // Every data mark of a plot is an SVG element with a <title> (its numbers: the browser shows it on
 // hover without this script), some wrapped in a link (a point that stands for a scenario or an
 // operator). Here the title becomes a styled tooltip: on hover and keyboard focus with a mouse, and

@@ -1,4 +1,4 @@
-//! Server-side time of every page (issue 15: at most 10 ms each): the whole request through the
+//! Server-side time of every page (at most 10 ms each): the whole request through the
 //! router in process — query parsing, the core's numbers, the report, the HTML with its plots and
 //! the Powers of ten picture — as a live update of the explorer fetches it.
 //!

@@ -385,11 +385,11 @@ mod tests {
         assert_eq!(listed("activations"), ["bf16", "fp32", "fp16", "fp8", "int8"]);
     }
 
-    /// Issue 12, item 5: the form has one control per scenario input and no other scenario
+    /// The form has one control per scenario input and no other scenario
     /// control, and each control's default (a select's `data-default`, a text box's placeholder)
     /// is the core's table default.
     #[test]
-    fn issue_12_the_form_has_a_control_per_scenario_input_with_the_table_default() {
+    fn the_form_has_a_control_per_scenario_input_with_the_table_default() {
         let state = AppState::new(Catalog::builtin());
         let page =
             crate::pages::PAGES.iter().find(|p| p.controls && p.inputs.is_empty()).expect("a page with controls");

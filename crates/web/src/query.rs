@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("batch"));
     }
 
-    /// Issue 11, item 2: a page never shows `NaN` or `inf` with status 200; a non-finite number in
+    /// A page never shows `NaN` or `inf` with status 200; a non-finite number in
     /// a report is the explorer's internal error (500), named by its path.
     #[test]
     fn a_page_with_a_non_finite_number_is_an_internal_error() {

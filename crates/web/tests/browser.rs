@@ -577,10 +577,10 @@ const EVERY_PAGE: &[(&str, &str)] = &[
     ("gpus", ""),
 ];
 
-/// Issue 15, item 6: on a 390 px wide phone no page scrolls sideways (tables and plots scroll in
+/// On a 390 px wide phone no page scrolls sideways (tables and plots scroll in
 /// their own boxes), and plot text stays legible (at least 8 px as drawn); a screenshot of each.
 #[test]
-fn issue_15_on_a_390_px_phone_no_page_scrolls_sideways() {
+fn on_a_390_px_phone_no_page_scrolls_sideways() {
     in_browser(&[], |c, base| async move {
         c.set_window_size(390, 844).await.text_err()?;
         let inner = c.execute("return window.innerWidth", vec![]).await.text_err()?;
@@ -657,11 +657,11 @@ async fn press_and_move(c: &Client, id: &str, dx: f64) -> Result {
     c.perform_actions(mouse).await.text_err()
 }
 
-/// Issue 15, item 3: dragging the batch slider updates the numbers while it moves and the URL
+/// Dragging the batch slider updates the numbers while it moves and the URL
 /// follows (one history entry per drag: back returns to before it), without a full reload; the
 /// toggles switch FlashAttention and the phase in one click.
 #[test]
-fn issue_15_dragging_a_slider_updates_the_numbers_and_the_url() {
+fn dragging_a_slider_updates_the_numbers_and_the_url() {
     in_browser(&[], |c, base| async move {
         c.goto(&base).await.text_err()?;
         wait_heading(&c, "Overview").await?;
@@ -703,7 +703,7 @@ fn issue_15_dragging_a_slider_updates_the_numbers_and_the_url() {
         let kept = c.execute("return window.__noReload === 1", vec![]).await.text_err()?;
         assert_eq!(kept, json!(true), "no full reload: {u}");
         let ms = c.execute("return window.__lastUpdateMs", vec![]).await.text_err()?;
-        eprintln!("issue 15: last live update took {ms} ms in the browser (debug build)");
+        eprintln!("last live update took {ms} ms in the browser (debug build)");
         // Back: before the drag, in one step.
         c.back().await.text_err()?;
         until("the URL before the drag", || async { Some(url(&c).await).filter(|u| !u.contains("batch=")) }).await?;
@@ -731,12 +731,12 @@ async fn click_picture(c: &Client, path: &str) -> Result {
     wait_node(c, path).await
 }
 
-/// Issue 15, items 1 and 6: from the model to a GEMM's tiles by clicking the picture (identical
+/// From the model to a GEMM's tiles by clicking the picture (identical
 /// layers are one block; the layer shows its operators; the operator is its tile grid), back by
 /// the breadcrumb; and a control changed at a deep zoom keeps the deepest level that exists and
 /// says why.
 #[test]
-fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() {
+fn zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() {
     in_browser(&[], |c, base| async move {
         c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
         wait_node(&c, "model").await?;
@@ -783,10 +783,10 @@ fn issue_15_zoom_by_the_picture_and_keep_a_valid_level_when_a_control_changes() 
     });
 }
 
-/// Issue 15, item 2: the layer's dataflow fuses and splits attention in one click, and a box
+/// The layer's dataflow fuses and splits attention in one click, and a box
 /// zooms into its operator; the diagram fits a phone.
 #[test]
-fn issue_15_the_dataflow_splits_attention_and_zooms_into_an_operator() {
+fn the_dataflow_splits_attention_and_zooms_into_an_operator() {
     in_browser(&[], |c, base| async move {
         c.set_window_size(390, 844).await.text_err()?;
         c.goto(&format!("{base}powers-of-ten?at=layer.0&phase=prefill&ctx=512")).await.text_err()?;
@@ -820,10 +820,10 @@ fn issue_15_the_dataflow_splits_attention_and_zooms_into_an_operator() {
     });
 }
 
-/// Issue 15, item 4: pin a scenario, drag the batch: the node's numbers show their change against
+/// Pin a scenario, drag the batch: the node's numbers show their change against
 /// the pin; the INT4 experiment's flip shows memory-bound against compute-bound in one click.
 #[test]
-fn issue_15_pin_and_compare() {
+fn pin_and_compare() {
     in_browser(&[], |c, base| async move {
         c.goto(&format!("{base}powers-of-ten?at=layer.0.mlp.up")).await.text_err()?;
         wait_node(&c, "layer.0.mlp.up").await?;
@@ -961,7 +961,7 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<[f64; 4
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "issue 15 live update: the last answer was {} B of HTML, the new content {} elements",
+        "live update: the last answer was {} B of HTML, the new content {} elements",
         size[0],
         size[1]
     );
@@ -969,12 +969,12 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<[f64; 4
     Ok(times.iter().map(|t| [0, 1, 2, 3].map(|i| t[i].as_f64().unwrap_or(f64::NAN))).collect())
 }
 
-/// Issue 15, item 7: hovering a roofline point shows its numbers in the styled tooltip and
+/// Hovering a roofline point shows its numbers in the styled tooltip and
 /// clicking it goes to its operator's row; a tap shows the numbers first and a second tap follows
 /// the link; a batch-curve point goes to its batch. Item 3: the time from a slider's `input` event
 /// to the updated page, per page, printed (never asserted: a timing on shared cores).
 #[test]
-fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
+fn plot_points_show_their_numbers_and_go_where_they_stand_for() {
     in_browser(&[], |c, base| async move {
         c.goto(&format!("{base}ledger?batch=64")).await.text_err()?;
         wait_heading(&c, "Ledger").await?;
@@ -1065,7 +1065,7 @@ fn issue_15_plot_points_show_their_numbers_and_go_where_they_stand_for() {
         }
         use std::io::Write;
         for l in report_lines {
-            let _ = writeln!(std::io::stderr(), "issue 15 live update: {l}");
+            let _ = writeln!(std::io::stderr(), "live update: {l}");
         }
         Ok(())
     });

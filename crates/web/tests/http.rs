@@ -149,13 +149,13 @@ async fn the_ledger_page_shows_the_clis_numbers() {
 async fn the_seed_004_headline_numbers_are_on_the_page() {
     // Seed 004: batch 1 at 2,048 tokens reads 15.3 GB and does 16 GFLOP per step (full counting: 16.1 GFLOP,
     // the seed's rows plus norms, rope and residuals); the step is 5.71 ms at 60 %/80 % of peak on
-    // the roofline clock, and the explorer's default (the measured clock, issue 13) expects 6.23 ms.
+    // the roofline clock, and the explorer's default (the measured clock) expects 6.28 ms.
     let r = get("/ledger?time_model=roofline").await;
     assert!(r.body.contains(">15.3 GB<"));
     assert!(r.body.contains(">16.1 GFLOP<"));
     assert!(r.body.contains(">5.71 ms<"));
     let r = get("/ledger").await;
-    assert!(r.body.contains(">15.3 GB<") && r.body.contains(">6.23 ms<"));
+    assert!(r.body.contains(">15.3 GB<") && r.body.contains(">6.28 ms<"));
 }
 
 #[tokio::test]
@@ -620,11 +620,11 @@ fn zoom_notice(html: &str) -> Option<String> {
     Some(rest[..rest.find("</p>").unwrap()].replace("&#39;", "'"))
 }
 
-/// Issue 15, item 6: a control change while zoomed keeps the deepest zoom path that still exists
+/// A control change while zoomed keeps the deepest zoom path that still exists
 /// and says what changed — never "unknown zoom path". The JSON endpoint, like `zoom --at`, still
 /// refuses a path that is not there.
 #[tokio::test]
-async fn issue_15_a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level() {
+async fn a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level() {
     let cases: &[(&str, &str, &str)] = &[
         // FlashAttention on (the default) fuses the unfused operators away.
         ("flash=on&at=layer.0.attn.scores", "layer.0.attn", "FlashAttention is on"),
@@ -667,10 +667,10 @@ async fn issue_15_a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level(
     assert_eq!((status, field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
 }
 
-/// Issue 15, item 6: a scenario that does not fit (Llama 3.1 405B on one L4) gets the banner on
+/// A scenario that does not fit (Llama 3.1 405B on one L4) gets the banner on
 /// every page that shows its numbers, from the core's fit rule; one that fits gets none.
 #[tokio::test]
-async fn issue_15_every_page_says_when_the_scenario_does_not_fit() {
+async fn every_page_says_when_the_scenario_does_not_fit() {
     for page in PAGES.iter().filter(|p| p.controls && p.slug != "gemm-tiling") {
         let r = get(&format!("/{}?model=llama-3.1-405b&gpu=l4", page.slug)).await;
         assert_eq!(r.status, StatusCode::OK, "{}", page.slug);
@@ -693,10 +693,10 @@ async fn issue_15_every_page_says_when_the_scenario_does_not_fit() {
     assert_eq!(value_of(&r.body, "fit-max-batch"), fit.max_batch.unwrap() as f64);
 }
 
-/// Issue 15, item 6: every control has a label in words (not the raw field name) and one line of
+/// Every control has a label in words (not the raw field name) and one line of
 /// help, "more inputs" included; text boxes say what they accept.
 #[tokio::test]
-async fn issue_15_every_control_has_a_label_and_help() {
+async fn every_control_has_a_label_and_help() {
     let r = get("/").await;
     let form = &r.body[r.body.find("id=\"controls\"").unwrap()..r.body.find("id=\"upload\"").unwrap()];
     let mut labels = 0;
@@ -717,9 +717,9 @@ async fn issue_15_every_control_has_a_label_and_help() {
     assert!(form.contains("(a positive integer)"), "a text box says what it accepts");
 }
 
-/// Issue 15, item 6: the KV chart's caption speaks of the red line only when the chart draws it.
+/// The KV chart's caption speaks of the red line only when the chart draws it.
 #[tokio::test]
-async fn issue_15_the_kv_caption_matches_the_wall_on_the_chart() {
+async fn the_kv_caption_matches_the_wall_on_the_chart() {
     let near = get("/kv-cache?batch=64").await;
     assert!(near.body.contains("memory full: "), "the wall is drawn");
     assert!(near.body.contains("Past the red dashed line ("), "{}", near.body);
@@ -728,11 +728,11 @@ async fn issue_15_the_kv_caption_matches_the_wall_on_the_chart() {
     assert!(!far.body.contains("red dashed line") && far.body.contains("beyond the right edge of the chart"));
 }
 
-/// Issue 15, items 1 and 3, the no-JavaScript path: every control of the form is a form field
+/// The no-JavaScript path: every control of the form is a form field
 /// (the sliders, which have no name, are hidden until the script shows them; the toggles are radio
 /// buttons), and every block of the picture but the node itself is a link to its zoom path.
 #[tokio::test]
-async fn issue_15_without_javascript_every_control_is_a_field_and_every_block_a_link() {
+async fn without_javascript_every_control_is_a_field_and_every_block_a_link() {
     let r = get("/powers-of-ten?at=layer.0").await;
     let form = &r.body[r.body.find("id=\"controls\"").unwrap()..r.body.find("id=\"upload\"").unwrap()];
     for tag in form.split('<').filter(|t| t.starts_with("input ") || t.starts_with("select ")) {
@@ -760,11 +760,11 @@ async fn issue_15_without_javascript_every_control_is_a_field_and_every_block_a_
     assert!(r.body.contains("class=\"zoomto\" href=\"/powers-of-ten?at=layer.0.mlp.up.tiles\""));
 }
 
-/// Issue 15, items 1 and 5: identical layers are one block "× 32" (and one table row, the rest
+/// Identical layers are one block "× 32" (and one table row, the rest
 /// folded until expanded); the model level is the layer stack (seed 000), the node itself, with
 /// the rest of the step beside it and the step = the ledger's total.
 #[tokio::test]
-async fn issue_15_identical_layers_fold_and_the_stack_is_the_model_level() {
+async fn identical_layers_fold_and_the_stack_is_the_model_level() {
     let r = get("/powers-of-ten").await;
     assert!(r.body.contains("layer.0–31 × 32"), "one block for 32 identical layers");
     assert_eq!(r.body.matches("class=\"repeat\"").count(), 31, "31 rows folded into layer.0's");
@@ -866,11 +866,11 @@ async fn no_experiment_sentence_contradicts_its_numbers() {
     assert!(r.body.contains("You are at the tile level of"));
 }
 
-/// Issue 15, item 4: a pinned scenario (in the URL) puts its numbers, the change and the ratio
+/// A pinned scenario (in the URL) puts its numbers, the change and the ratio
 /// beside every number of the node; the experiments compare with one click; the INT4 experiment
 /// finds a batch where the up-projection really flips from memory- to compute-bound.
 #[tokio::test]
-async fn issue_15_pin_and_compare() {
+async fn pin_and_compare() {
     use llm_ledger_core::ZoomTree;
     use llm_ledger_report::ZoomReport;
     let r = get("/powers-of-ten?at=layer.0.mlp.up").await;
@@ -1048,7 +1048,7 @@ async fn kv_cache_page_and_endpoint_are_the_kv_report() {
     assert_eq!(value_of(&get("/kv-cache").await.body, "kv-per-token"), 131_072.0);
     let r = get("/kv-cache?reserve=lots").await;
     assert_page_refuses(&r, "invalid `reserve`: \"lots\" (a size with a unit: B, kB, MB, GB", "reserve");
-    // Issue 11: a bare number is not taken as bytes (the CLI's --reserve shares the parser).
+    // A bare number is not taken as bytes (the CLI's --reserve shares the parser).
     let r = get("/kv-cache?reserve=4").await;
     assert_page_refuses(&r, "invalid `reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB", "reserve");
     let (status, _, field) = api_error("/api/kv?reserve=81GB").await;
@@ -1263,7 +1263,7 @@ async fn only_loopback_host_names_are_answered_dns_rebinding() {
     assert_eq!(r.status(), StatusCode::OK);
 }
 
-/// Issue 11, item 4: the explorer's pages and API say which basis "fits" is decided on, as the CLI
+/// The explorer's pages and API say which basis "fits" is decided on, as the CLI
 /// does (the step for KV and Batching, the requests' peak for Cost).
 #[tokio::test]
 async fn pages_and_the_api_name_the_fit_basis() {
@@ -1285,7 +1285,7 @@ async fn pages_and_the_api_name_the_fit_basis() {
     assert_eq!((&l["max_batch"], &l["fit_basis"]), (&5.into(), &"request_peak".into()));
 }
 
-// ---- Bodies, connections, heavy work and hyper's own answers (issue 11, items 7–10). ----
+// ---- Bodies, connections, heavy work and hyper's own answers. ----
 
 /// A body sent in chunks with no Content-Length (as `Transfer-Encoding: chunked`).
 struct Chunked(Vec<axum::body::Bytes>);
@@ -1714,7 +1714,7 @@ mod over_tcp {
     }
 }
 
-// ---- Issue 14, item 5: the Serving page (the CLI's `simulate` at one rate). ----
+// ---- The Serving page (the CLI's `simulate` at one rate). ----
 
 /// The `simulate` configuration the CLI builds for these flags, with the CLI's defaults
 /// (`SimConfig::poisson`, chunk = max batched tokens, prompt 2048, output 256, 2 GB reserve).
@@ -1724,7 +1724,7 @@ fn sim_config(rate: f64, requests: u64, seed: u64) -> llm_ledger_core::simulate:
 }
 
 #[tokio::test]
-async fn issue_14_serving_shows_the_simulators_numbers() {
+async fn serving_shows_the_simulators_numbers() {
     use llm_ledger_core::simulate::simulate;
     // Defaults: Poisson at 10 requests/s, 1,000 requests, seed 0, as `llm-ledger simulate`.
     for (uri, cfg) in
@@ -1776,7 +1776,7 @@ async fn issue_14_serving_shows_the_simulators_numbers() {
 }
 
 #[tokio::test]
-async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
+async fn serving_refuses_bad_inputs_in_one_line_naming_the_field() {
     let r = get("/serving?rate=0").await;
     assert_page_refuses(&r, "invalid `rate`: 0 (a number in [1e-300, 1e6])", "rate");
     let r = get("/serving?rate=-2").await;
@@ -1809,7 +1809,7 @@ async fn issue_14_serving_refuses_bad_inputs_in_one_line_naming_the_field() {
 }
 
 #[tokio::test]
-async fn issue_14_serving_compares_a_disaggregated_split_with_aggregated_serving() {
+async fn serving_compares_a_disaggregated_split_with_aggregated_serving() {
     use llm_ledger_core::simulate::{simulate_deployment, Deployment, Disagg};
     let sc = scenario(&[]);
     let cfg = sim_config(8.0, 300, 0);
@@ -1837,7 +1837,7 @@ async fn issue_14_serving_compares_a_disaggregated_split_with_aggregated_serving
 }
 
 #[tokio::test]
-async fn issue_14_serving_runs_on_the_heavy_pool_under_the_deadline() {
+async fn serving_runs_on_the_heavy_pool_under_the_deadline() {
     assert!(PAGES.iter().any(|p| p.slug == "serving" && p.heavy), "the simulation runs off the answering threads");
     let limits = llm_ledger_web::Limits { request_timeout: std::time::Duration::ZERO, ..Default::default() };
     let app = app(Arc::new(AppState { limits, ..AppState::builtin() }));
@@ -1860,11 +1860,11 @@ fn attrs<'a>(svg: &'a str, name: &str) -> Vec<&'a str> {
     svg.split(key.as_str()).skip(1).map(|s| &s[..s.find('"').unwrap()]).collect()
 }
 
-/// Issue 15, item 2: at layer level Powers of ten draws the layer as a dataflow diagram, every box
+/// At layer level Powers of ten draws the layer as a dataflow diagram, every box
 /// a link to its operator's zoom level (each of which exists: the page shows that node, with no
 /// notice), arrows labelled with the ledger's bytes.
 #[tokio::test]
-async fn issue_15_the_layer_page_draws_the_dataflow_and_its_links_resolve() {
+async fn the_layer_page_draws_the_dataflow_and_its_links_resolve() {
     let r = get("/powers-of-ten?at=layer.0&batch=8").await;
     assert_eq!(r.status, StatusCode::OK);
     let svg = svg_of(&r.body, "plot dataflow").expect("the dataflow diagram at layer level");
@@ -1894,10 +1894,10 @@ async fn issue_15_the_layer_page_draws_the_dataflow_and_its_links_resolve() {
     }
 }
 
-/// Issue 15, item 2: FlashAttention on is one attention box and no score matrix on the arrows;
+/// FlashAttention on is one attention box and no score matrix on the arrows;
 /// off, three boxes and the score matrix's bytes, as the ledger counts them, on the arrows.
 #[tokio::test]
-async fn issue_15_flash_attention_fuses_or_splits_the_dataflow() {
+async fn flash_attention_fuses_or_splits_the_dataflow() {
     let q = "at=layer.0&phase=prefill&batch=2&ctx=1024";
     let on = get(&format!("/powers-of-ten?{q}")).await;
     let svg = svg_of(&on.body, "plot dataflow").unwrap();
@@ -1928,10 +1928,10 @@ async fn issue_15_flash_attention_fuses_or_splits_the_dataflow() {
     assert!(score_arrows[0].contains("data-to=\"layer.0.attn.softmax\""));
 }
 
-/// Issue 15, item 2: MoE, MLA and parallel-attention layers draw (no panic, every box a valid
+/// MoE, MLA and parallel-attention layers draw (no panic, every box a valid
 /// zoom path).
 #[tokio::test]
-async fn issue_15_moe_mla_and_parallel_layers_draw_a_dataflow() {
+async fn moe_mla_and_parallel_layers_draw_a_dataflow() {
     for (model, at) in
         [("deepseek-v3", "layer.5"), ("mixtral-8x7b", "layer.0"), ("falcon-7b", "layer.0"), ("gpt-oss-20b", "layer.1")]
     {
@@ -1952,10 +1952,10 @@ async fn issue_15_moe_mla_and_parallel_layers_draw_a_dataflow() {
     assert!(svg_of(&r.body, "plot dataflow").unwrap().contains("data-path=\"layer.0.mlp.router\""));
 }
 
-/// Issue 15, item 4: with a pinned scenario the picture shows both — a dashed outline per block
+/// With a pinned scenario the picture shows both — a dashed outline per block
 /// at the pinned value on the same scale, with the pinned number on hover.
 #[tokio::test]
-async fn issue_15_the_picture_shows_the_pinned_scenario() {
+async fn the_picture_shows_the_pinned_scenario() {
     use llm_ledger_core::ZoomTree;
     let plain = get("/powers-of-ten?at=layer.0&batch=8").await;
     assert!(!svg_of(&plain.body, "plot icicle").unwrap().contains("class=\"ghost\""), "no pin, no ghosts");
@@ -1983,12 +1983,12 @@ async fn issue_15_the_picture_shows_the_pinned_scenario() {
     assert!((p - 32.0 * pinned.node("layer.0").unwrap().totals.timing.time_s).abs() < 1e-12 * p.max(1.0));
 }
 
-/// Issue 15, item 7: on every page with a plot, every data mark has a hover text, and every
+/// On every page with a plot, every data mark has a hover text, and every
 /// mark that links somewhere (a roofline operator → its row; a batch-curve, KV-chart or MoE
 /// point → the page at that batch) resolves: GET it → 200, no error box, and a `#fragment`
 /// names an element of the page.
 #[tokio::test]
-async fn issue_15_every_plot_mark_has_a_tooltip_and_its_link_resolves() {
+async fn every_plot_mark_has_a_tooltip_and_its_link_resolves() {
     use llm_ledger_report::plot::marks;
     // (page, the classes of marks that must link, at least how many links)
     let pages: &[(&str, &[&str], usize)] = &[
@@ -2037,11 +2037,11 @@ async fn issue_15_every_plot_mark_has_a_tooltip_and_its_link_resolves() {
     }
 }
 
-/// Issue 15, item 7: the links carry the scenario and go where the mark says — a roofline
+/// The links carry the scenario and go where the mark says — a roofline
 /// operator to its own row, a batch-curve point to that batch (its table row marked), a KV-chart
 /// batch to that batch, the crossover to the first batch past it.
 #[tokio::test]
-async fn issue_15_plot_links_go_to_what_the_mark_stands_for() {
+async fn plot_links_go_to_what_the_mark_stands_for() {
     use llm_ledger_report::plot::marks;
     let r = get("/ledger?batch=64&kv=fp8").await;
     let report = cli_report(&[("batch", "64"), ("kv", "fp8")]);
@@ -2078,11 +2078,11 @@ async fn issue_15_plot_links_go_to_what_the_mark_stands_for() {
     assert!(wall.href.as_deref().unwrap().contains(&format!("batch={max}")), "{wall:?}");
 }
 
-/// Issue 13, item 4 on the explorer: under the measured clock each ledger row shows its roofline
+/// Under the measured clock each ledger row shows its roofline
 /// time, its expected time and the achieved fraction (the CLI table's columns, the report's
 /// numbers); under `time_model=roofline` one time column, as before.
 #[tokio::test]
-async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
+async fn the_ledger_page_shows_both_clocks_per_row() {
     let cell = |html: &str, op: &str, class: &str| -> Option<f64> {
         let at = html.find(&format!("<tr data-op=\"{op}\""))?;
         let row = &html[at..at + html[at..].find("</tr>")?];
@@ -2125,11 +2125,11 @@ async fn issue_13_the_ledger_page_shows_both_clocks_per_row() {
     }
 }
 
-/// Issue 15, item 7: from a roofline point to its row, and from the row to the operator in Powers
+/// From a roofline point to its row, and from the row to the operator in Powers
 /// of ten — every operator name of the ledger table that Powers of ten shows links to a zoom path
 /// that opens that operator (its node's FLOPs are the row's FLOPs per layer).
 #[tokio::test]
-async fn issue_15_ledger_rows_link_to_their_operator_in_powers_of_ten() {
+async fn ledger_rows_link_to_their_operator_in_powers_of_ten() {
     // DeepSeek-V3's first three layers are dense and the rest MoE: an expert operator's first
     // layer is layer 3 (its rows sum layers of different shapes, so only the link is checked).
     for pairs in [

@@ -88,70 +88,70 @@ fn st(json: &str, data: usize) -> Vec<u8> {
     b
 }
 
-/// Issue 16 rows: Hub ids, revisions, safetensors and GGUF headers.
+/// Hub ids, revisions, safetensors and GGUF headers.
 fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
     use Input::*;
     let w = br#""lm_head.weight": {"dtype": "BF16", "shape": [100, 64], "data_offsets": [0, 12800]}"#;
     let w = std::str::from_utf8(w).unwrap();
     vec![
         (
-            "issue 16: repo id with ..",
+            "repo id with ..",
             Args(&["--model", "org/.."]),
             "invalid `--model`: \"org/..\" (`..` or `--` inside a segment",
         ),
         (
-            "issue 16: repo id with a space",
+            "repo id with a space",
             Args(&["--model", "org/my model"]),
             "invalid `--model`: \"org/my model\" (a character outside [A-Za-z0-9._-]",
         ),
         (
-            "issue 16: repo id ending in a dash",
+            "repo id ending in a dash",
             Args(&["--model", "org/x-"]),
             "invalid `--model`: \"org/x-\" (a segment starting or ending",
         ),
         (
-            "issue 16: revision path trick",
+            "revision path trick",
             Args(&["--model", "org/name", "--revision", "../../etc/passwd"]),
             "invalid `--revision`: \"../../etc/passwd\"",
         ),
         (
-            "issue 16: revision without a repo id",
+            "revision without a repo id",
             Args(&["--revision", "main"]),
             "invalid `--revision`: given without a Hub repo id",
         ),
         (
-            "issue 16: repo id not cached, offline",
+            "repo id not cached, offline",
             Cmd(vec!["ledger".into(), "--model".into(), "nobody-here/none".into()]),
             "HF_HUB_OFFLINE forbids downloading it",
         ),
         (
-            "issue 16: safetensors shorter than its length",
+            "safetensors shorter than its length",
             Safetensors(vec![1, 2, 3]),
             "invalid `header length`: 3 bytes",
         ),
         (
-            "issue 16: safetensors header past the file",
+            "safetensors header past the file",
             Safetensors(st("{}", 0)[..9].to_vec()),
             "invalid `header length`: 2 (at most the file's 1 bytes after the 8-byte length)",
         ),
         (
-            "issue 16: safetensors header of 2^63",
+            "safetensors header of 2^63",
             Safetensors([&(1u64 << 63).to_le_bytes()[..], b"{}"].concat()),
             "invalid `header length`: 9223372036854775808 (at most 100000000 bytes)",
         ),
-        ("issue 16: safetensors header not JSON", Safetensors(st("{\"a\": ", 0)), "malformed safetensors header"),
+        ("safetensors header not JSON", Safetensors(st("{\"a\": ", 0)), "malformed safetensors header"),
         (
-            "issue 16: safetensors data missing",
+            "safetensors data missing",
             Safetensors(st(&format!("{{{w}}}"), 100)),
             "invalid `lm_head.weight.data_offsets`: [0, 12800] (begin ≤ end ≤ the 100 data bytes after the header)",
         ),
         (
-            "issue 16: safetensors unknown dtype",
+            "safetensors unknown dtype",
             Safetensors(st(r#"{"x.weight": {"dtype": "Q4_K", "shape": [2], "data_offsets": [0, 2]}}"#, 2)),
             "unknown dtype for `x.weight.dtype` `Q4_K`; accepted: BOOL, U8",
         ),
         (
-            "issue 16: safetensors overflowing shape",
+            "safetensors overflowing shape",
             Safetensors(st(
                 r#"{"x.weight": {"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 0]}}"#,
                 0,
@@ -159,30 +159,30 @@ fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
             "invalid `x.weight.shape`: [4294967296, 4294967296, 4294967296] (at most 281474976710656 elements)",
         ),
         (
-            "issue 16: safetensors negative shape",
+            "safetensors negative shape",
             Safetensors(st(r#"{"x.weight": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}}"#, 0)),
             "invalid `x.weight.shape`: [-1] (a list of at most 8 non-negative integers)",
         ),
         (
-            "issue 16: safetensors span disagrees",
+            "safetensors span disagrees",
             Safetensors(st(r#"{"x.weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}"#, 4)),
             "invalid `x.weight.data_offsets`: [0, 4] (a span of 8 bytes for F32 [2])",
         ),
-        ("issue 16: gguf bad magic", Gguf(gguf_with(|b| b[..4].copy_from_slice(b"GGML"))), "invalid `magic`"),
-        ("issue 16: gguf version 1", Gguf(gguf_with(|b| b[4] = 1)), "invalid `version`: 1 (2 or 3)"),
+        ("gguf bad magic", Gguf(gguf_with(|b| b[..4].copy_from_slice(b"GGML"))), "invalid `magic`"),
+        ("gguf version 1", Gguf(gguf_with(|b| b[4] = 1)), "invalid `version`: 1 (2 or 3)"),
         (
-            "issue 16: gguf absurd tensor count",
+            "gguf absurd tensor count",
             Gguf(gguf_with(|b| b[8..16].copy_from_slice(&u64::MAX.to_le_bytes()))),
             "invalid `tensor_count`: 18446744073709551615 (at most 1048576)",
         ),
-        ("issue 16: gguf truncated header", Gguf(gguf_with(|b| b.truncate(100))), "truncated header"),
+        ("gguf truncated header", Gguf(gguf_with(|b| b.truncate(100))), "truncated header"),
         (
-            "issue 16: gguf string longer than the file",
+            "gguf string longer than the file",
             Gguf(gguf_with(|b| b[24..32].copy_from_slice(&(1u64 << 62).to_le_bytes()))),
             "invalid `metadata key`: 4611686018427387904 bytes at offset 32",
         ),
         (
-            "issue 16: gguf unknown ggml type",
+            "gguf unknown ggml type",
             Gguf(gguf_with(|b| {
                 let i = find(b, b"token_embd.weight") + 17 + 4 + 16;
                 b[i..i + 4].copy_from_slice(&99u32.to_le_bytes());
@@ -190,7 +190,7 @@ fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
             "unknown ggml type for `token_embd.weight.type` `99`",
         ),
         (
-            "issue 16: gguf overflowing dims",
+            "gguf overflowing dims",
             Gguf(gguf_with(|b| {
                 let i = find(b, b"token_embd.weight") + 17 + 4 + 8;
                 b[i..i + 8].copy_from_slice(&u64::MAX.to_le_bytes());
@@ -198,7 +198,7 @@ fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
             "invalid `token_embd.weight.dims`: [256, 18446744073709551615]",
         ),
         (
-            "issue 16: gguf unknown architecture",
+            "gguf unknown architecture",
             Gguf(gguf_with(|b| {
                 let i = find(b, b"llama");
                 b[i..i + 5].copy_from_slice(b"bert_");
@@ -287,12 +287,12 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("prefill empty prompt", Args(&["--phase", "prefill", "--ctx", "0"]), "invalid `--ctx`: 0 (a prompt of at least 1 token in prefill)"),
         ("sweep series past the point cap", Cmd(many_series), "invalid `gpu × weights × kv × batch × ctx`: 200 × 11 × 1 × 100000000 × 1 = 220000000000 points (at most 100000000 points in all)"),
         ("sweep grid past the point cap", Cmd(words("sweep --batch 1..100000 --ctx 0..10000")), "invalid `batch × ctx`: 100000 × 10001 = 1000100000 points (at most 100000000 points in all)"),
-        // Issue 11, item 2: every float input has a range (limits::RANGES); these once printed NaN or inf.
+        // Every float input has a range (limits::RANGES); these once printed NaN or inf.
         ("compute efficiency 5e-324", Args(&["--compute-efficiency", "5e-324"]), "invalid `--compute-efficiency`: 5e-324 (a number in [0.01, 1])"),
         ("bandwidth efficiency 0.001", Args(&["--bandwidth-efficiency", "0.001"]), "invalid `--bandwidth-efficiency`: 0.001 (a number in [0.01, 1])"),
         ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `--link-efficiency`: 1e-300 (a number in [0.01, 1])"),
         ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `--zipf`: 1e308 (a number in [0, 10])"),
-        // Issue 13: the clock's inputs name their accepted values.
+        // The clock's inputs name their accepted values.
         ("unknown engine", Args(&["--engine", "tgi"]), "unknown engine for `--engine` `tgi`; accepted: trtllm, vllm, sglang, gpt-fast, eager"),
         ("unknown time model", Args(&["--time-model", "fast"]), "unknown time model for `--time-model` `fast`; accepted: measured, roofline"),
         ("empty engine on sweep", Cli(&["sweep", "--engine", ""]), "unknown engine for `--engine` ``; accepted: trtllm"),
@@ -320,65 +320,65 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("3 MB histogram line", Histogram(format!("1024,1\n{}x,1\n", "7".repeat(3 << 20)).into_bytes()), "invalid `histogram line 2`: \"7777"),
         ("1e308 digits as a batch", Input::Cmd(vec!["ledger".into(), "--batch".into(), format!("1{}", "0".repeat(308))]), "invalid `--batch`: \"1e308\" (a non-negative integer)"),
         ("1e308 digits as a price", cmd(&["cost", "--usd-per-hour", "100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"]), "invalid `--usd-per-hour`: 1e110 (a number in (0, 1e6])"),
-        ("issue 11: a flag error names the flag as typed", Cli(&["cost", "--tpot-ms", "-3"]), "invalid `--tpot-ms`: -3 (a number in [0.001, 3.6e6])"),
-        ("issue 11: two GPUs outside sweep", Args(&["--gpu", "h100-sxm,h200"]), "invalid `--gpu`: \"h100-sxm,h200\" (one value for `ledger`; `llm-ledger sweep` compares several as series)"),
-        ("issue 11: cost takes no --ctx", Cli(&["cost", "--ctx", "4096"]), "unexpected argument '--ctx' found"),
-        ("issue 11: kv takes no --tp", Cli(&["kv", "--tp", "2"]), "unexpected argument '--tp' found"),
-        ("issue 11: reserve without a unit", Cli(&["kv", "--reserve", "4"]), "invalid `--reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB;"),
-        ("issue 11: reserve in plain bytes", Cli(&["cost", "--reserve", "2e9"]), "(a size needs a unit, e.g. 2e9GB"),
-        ("issue 11: reserve in parsecs", Cli(&["sweep", "--reserve", "3pc"]), "(a size with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
-        // Issue 14: the serving simulator.
-        ("issue 14: a negative rate", Cli(&["simulate", "--rate", "-2"]), "invalid `--rate`: -2 (a number in [1e-300, 1e6])"),
-        ("issue 14: a zero rate in a list", Cli(&["simulate", "--rate", "0,4"]), "invalid `--rate`: 0 (a number in [1e-300, 1e6])"),
-        ("issue 14: too many rates", Cli(&["simulate", "--rate", "1..100000"]), "invalid `--rate`: 100000 rates (at most 1000)"),
-        ("issue 14: an unsorted trace", Cmd(vec!["simulate".into(), "--trace".into(), temp("unsorted-trace.csv", b"arrival_s,prompt_tokens,output_tokens\n1,10,5\n0.5,10,5\n")]), "invalid `--trace`: request 2 arrives at 0.5 s, before request 1 at 1 s (arrival times sorted ascending)"),
-        ("issue 14: an empty trace", Cmd(vec!["simulate".into(), "--trace".into(), temp("empty-trace.csv", b"arrival_s,prompt_tokens,output_tokens\n")]), "invalid `--trace`: an empty trace (at least one request)"),
-        ("issue 14: a trace row with two fields", Cmd(vec!["simulate".into(), "--trace".into(), temp("short-trace.csv", b"0,10\n")]), "invalid `trace`: line 1: 2 fields (3 comma-separated numbers)"),
-        ("issue 14: a request past the KV capacity", Cli(&["simulate", "--prompt", "1000000"]), "invalid `--prompt`: a request of 1000000 prompt + 256 output tokens (requests whose cache (prompt + output − 1 = 1000255 tokens) fits the KV capacity of 466144 tokens left next to the weights)"),
-        ("issue 14: a lognormal draw past the KV capacity", Cli(&["simulate", "--prompt", "lognormal:300000:1"]), "fits the KV capacity of 466144 tokens"),
-        ("issue 14: weights that leave no KV room", Cli(&["simulate", "--model", "llama-3.1-405b"]), "invalid `--model`: llama-3.1-405b (a model whose weights leave room for KV cache on the h100-sxm (none is left))"),
-        ("issue 14: an empty uniform range", Cli(&["simulate", "--output", "uniform:9..3"]), "invalid `--output`: uniform:9..3 (a range with min ≤ max)"),
-        ("issue 14: an unknown length distribution", Cli(&["simulate", "--prompt", "zipf:2"]), "invalid `--prompt`: \"zipf:2\" (a token count, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv)"),
-        ("issue 14: zero sequences per step", Cli(&["simulate", "--max-seqs", "0"]), "invalid `--max-seqs`: 0 (an integer in 1..=16777216)"),
-        ("issue 14: an absurd chunk", Cli(&["simulate", "--chunk", "99999999999"]), "invalid `--chunk`: 99999999999 (an integer in 1..=16777216)"),
-        ("issue 14: an absurd request count", Cli(&["simulate", "--requests", "99999999999"]), "invalid `--requests`: 99999999999 (an integer in 1..=1000000)"),
-        ("issue 14: a zero block", Cli(&["simulate", "--block", "0"]), "invalid `--block`: 0"),
-        ("issue 14: a full prefix cache", Cli(&["simulate", "--prefix-hit", "1"]), "invalid `--prefix-hit`: 1 (a fraction in [0, 1))"),
-        ("issue 14: a zero TTFT bound", Cli(&["simulate", "--ttft-ms", "0"]), "invalid `--ttft-ms`: 0 (a number in [0.001, 3.6e6])"),
-        ("issue 14: cv without gamma arrivals", Cli(&["simulate", "--cv", "2"]), "invalid `--cv`: given (it applies only to --arrivals gamma)"),
-        ("issue 14: a zero cv", Cli(&["simulate", "--arrivals", "gamma", "--cv", "0"]), "invalid `--cv`: 0 (a number in [1e-4, 100])"),
-        ("issue 14: a closed loop of none", Cli(&["simulate", "--arrivals", "closed", "--concurrency", "0"]), "invalid `--concurrency`: 0 (an integer in 1..=1000000)"),
-        ("issue 14: an unknown arrival process", Cli(&["simulate", "--arrivals", "fifo"]), "unknown arrivals `fifo`; accepted: poisson, gamma, closed, trace"),
-        ("issue 14: an unknown schedule", Cli(&["simulate", "--schedule", "lifo"]), "unknown schedule `lifo`; accepted: prefill-first, decode-first"),
-        ("issue 14: pipeline stages", Cli(&["simulate", "--pp", "2"]), "invalid `--pp`: 2 (pp = 1: the simulator does not model pipeline micro-batches (use tp or ep))"),
-        ("issue 14: a sweep too large to run", Cli(&["simulate", "--rate", "1..100", "--requests", "1000000"]), "invalid `--requests`: 1000000 requests at each of 100 rates (at most 10000000 requests in all)"),
-        ("issue 14: plan --rate without a TTFT bound", Cli(&["plan", "--rate", "2", "--tpot-ms", "50"]), "invalid `--ttft-ms`: none given (a p99 bound in milliseconds with --rate)"),
-        ("issue 14: plan --rate without a TPOT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "500"]), "--tpot-ms"),
-        ("issue 14: plan at a zero rate", Cli(&["plan", "--rate", "0", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: 0 (a number in [1e-300, 1e6])"),
-        ("issue 14: plan at a negative rate", Cli(&["plan", "--rate", "-3", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: -3 (a number in [1e-300, 1e6])"),
-        ("issue 14: plan at a rate that is not a number", Cli(&["plan", "--rate", "fast", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`"),
-        ("issue 14: plan with a zero TTFT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "0", "--tpot-ms", "50"]), "invalid `--ttft-ms`: 0 (a number in [0.001, 3.6e6])"),
-        ("issue 14: plan with a negative TPOT bound under load", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "-1"]), "invalid `--tpot-ms`: -1"),
-        ("issue 14: plan with zero requests per candidate", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--requests", "0"]), "invalid `--requests`: 0 (an integer in 1..=1000000)"),
-        ("issue 14: plan with a TTFT bound but no rate", Cli(&["plan", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--ttft-ms`: given (it applies only with --rate (a plan under load))"),
-        ("issue 14: plan under load with a batch", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--batch", "8"]), "invalid `--batch`: given with --rate (--prompt and --output (the simulated lengths))"),
-        ("issue 14: a timeline of a sweep", Cli(&["simulate", "--rate", "1,2", "--plot-timeline", "x.svg"]), "invalid `--plot-timeline`: given with a sweep of rates (one rate)"),
-        ("issue 14: a disaggregated split with no prefill instance", Cli(&["simulate", "--disagg", "0:1"]), "invalid `--disagg`: 0:1 (PREFILL:DECODE instances, e.g. 1:3, each at least 1, together at most 64)"),
-        ("issue 14: a disaggregated split of one number", Cli(&["simulate", "--disagg", "3"]), "invalid `--disagg`: 3 (PREFILL:DECODE instances"),
-        ("issue 14: a disaggregated split of words", Cli(&["simulate", "--disagg", "a:b"]), "invalid `--disagg`: a:b (PREFILL:DECODE instances"),
-        ("issue 14: an absurd disaggregated split", Cli(&["simulate", "--disagg", "1:99999999999999999999"]), "invalid `--disagg`: 1:99999999999999999999 (PREFILL:DECODE instances"),
-        ("issue 14: a disaggregated split past the instance bound", Cli(&["simulate", "--disagg", "40:25"]), "together at most 64)"),
-        ("issue 14: an unknown KV link", Cli(&["simulate", "--disagg", "1:1", "--kv-link", "carrier-pigeon"]), "unknown KV link for `--kv-link` `carrier-pigeon`; accepted: auto, nvlink, pcie, network, ideal"),
-        ("issue 14: a KV link without --disagg", Cli(&["simulate", "--kv-link", "nvlink"]), "invalid `--kv-link`: given (it applies only with --disagg X:Y)"),
-        ("issue 14: NVLink for pools larger than its domain", Cli(&["simulate", "--disagg", "4:6", "--kv-link", "nvlink"]), "invalid `--kv-link`: nvlink (a link whose domain holds both pools: NVLink 4 (NVSwitch) reaches 8 GPUs, the deployment has 10 (use network))"),
-        ("issue 14: a disaggregated sweep counts both runs against the request bound", Cli(&["simulate", "--disagg", "1:1", "--requests", "1000000", "--rate", "1..6"]), "invalid `--requests`: 1000000 requests at each of 6 rates, run disaggregated and aggregated (at most 10000000 requests in all)"),
-        ("issue 14: a step trace of a disaggregated run", Cli(&["simulate", "--disagg", "1:1", "--trace-out", "x.csv"]), "invalid `--trace-out`: given with --disagg (a run of one instance)"),
-        ("issue 15: a dataflow diagram of the whole model", Cli(&["zoom", "--plot", "x.svg"]), "invalid `--plot`: `--at model` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)"),
-        ("issue 15: a dataflow diagram of one operator", Cli(&["zoom", "--at", "layer.0.mlp.up", "--plot", "x.svg"]), "invalid `--plot`: `--at layer.0.mlp.up` is not a layer or a block"),
+        ("a flag error names the flag as typed", Cli(&["cost", "--tpot-ms", "-3"]), "invalid `--tpot-ms`: -3 (a number in [0.001, 3.6e6])"),
+        ("two GPUs outside sweep", Args(&["--gpu", "h100-sxm,h200"]), "invalid `--gpu`: \"h100-sxm,h200\" (one value for `ledger`; `llm-ledger sweep` compares several as series)"),
+        ("cost takes no --ctx", Cli(&["cost", "--ctx", "4096"]), "unexpected argument '--ctx' found"),
+        ("kv takes no --tp", Cli(&["kv", "--tp", "2"]), "unexpected argument '--tp' found"),
+        ("reserve without a unit", Cli(&["kv", "--reserve", "4"]), "invalid `--reserve`: \"4\" (a size needs a unit, e.g. 4GB or 4GiB;"),
+        ("reserve in plain bytes", Cli(&["cost", "--reserve", "2e9"]), "(a size needs a unit, e.g. 2e9GB"),
+        ("reserve in parsecs", Cli(&["sweep", "--reserve", "3pc"]), "(a size with a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
+        // The serving simulator.
+        ("a negative rate", Cli(&["simulate", "--rate", "-2"]), "invalid `--rate`: -2 (a number in [1e-300, 1e6])"),
+        ("a zero rate in a list", Cli(&["simulate", "--rate", "0,4"]), "invalid `--rate`: 0 (a number in [1e-300, 1e6])"),
+        ("too many rates", Cli(&["simulate", "--rate", "1..100000"]), "invalid `--rate`: 100000 rates (at most 1000)"),
+        ("an unsorted trace", Cmd(vec!["simulate".into(), "--trace".into(), temp("unsorted-trace.csv", b"arrival_s,prompt_tokens,output_tokens\n1,10,5\n0.5,10,5\n")]), "invalid `--trace`: request 2 arrives at 0.5 s, before request 1 at 1 s (arrival times sorted ascending)"),
+        ("an empty trace", Cmd(vec!["simulate".into(), "--trace".into(), temp("empty-trace.csv", b"arrival_s,prompt_tokens,output_tokens\n")]), "invalid `--trace`: an empty trace (at least one request)"),
+        ("a trace row with two fields", Cmd(vec!["simulate".into(), "--trace".into(), temp("short-trace.csv", b"0,10\n")]), "invalid `trace`: line 1: 2 fields (3 comma-separated numbers)"),
+        ("a request past the KV capacity", Cli(&["simulate", "--prompt", "1000000"]), "invalid `--prompt`: a request of 1000000 prompt + 256 output tokens (requests whose cache (prompt + output − 1 = 1000255 tokens) fits the KV capacity of 466144 tokens left next to the weights)"),
+        ("a lognormal draw past the KV capacity", Cli(&["simulate", "--prompt", "lognormal:300000:1"]), "fits the KV capacity of 466144 tokens"),
+        ("weights that leave no KV room", Cli(&["simulate", "--model", "llama-3.1-405b"]), "invalid `--model`: llama-3.1-405b (a model whose weights leave room for KV cache on the h100-sxm (none is left))"),
+        ("an empty uniform range", Cli(&["simulate", "--output", "uniform:9..3"]), "invalid `--output`: uniform:9..3 (a range with min ≤ max)"),
+        ("an unknown length distribution", Cli(&["simulate", "--prompt", "zipf:2"]), "invalid `--prompt`: \"zipf:2\" (a token count, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv)"),
+        ("zero sequences per step", Cli(&["simulate", "--max-seqs", "0"]), "invalid `--max-seqs`: 0 (an integer in 1..=16777216)"),
+        ("an absurd chunk", Cli(&["simulate", "--chunk", "99999999999"]), "invalid `--chunk`: 99999999999 (an integer in 1..=16777216)"),
+        ("an absurd request count", Cli(&["simulate", "--requests", "99999999999"]), "invalid `--requests`: 99999999999 (an integer in 1..=1000000)"),
+        ("a zero block", Cli(&["simulate", "--block", "0"]), "invalid `--block`: 0"),
+        ("a full prefix cache", Cli(&["simulate", "--prefix-hit", "1"]), "invalid `--prefix-hit`: 1 (a fraction in [0, 1))"),
+        ("a zero TTFT bound", Cli(&["simulate", "--ttft-ms", "0"]), "invalid `--ttft-ms`: 0 (a number in [0.001, 3.6e6])"),
+        ("cv without gamma arrivals", Cli(&["simulate", "--cv", "2"]), "invalid `--cv`: given (it applies only to --arrivals gamma)"),
+        ("a zero cv", Cli(&["simulate", "--arrivals", "gamma", "--cv", "0"]), "invalid `--cv`: 0 (a number in [1e-4, 100])"),
+        ("a closed loop of none", Cli(&["simulate", "--arrivals", "closed", "--concurrency", "0"]), "invalid `--concurrency`: 0 (an integer in 1..=1000000)"),
+        ("an unknown arrival process", Cli(&["simulate", "--arrivals", "fifo"]), "unknown arrivals `fifo`; accepted: poisson, gamma, closed, trace"),
+        ("an unknown schedule", Cli(&["simulate", "--schedule", "lifo"]), "unknown schedule `lifo`; accepted: prefill-first, decode-first"),
+        ("pipeline stages", Cli(&["simulate", "--pp", "2"]), "invalid `--pp`: 2 (pp = 1: the simulator does not model pipeline micro-batches (use tp or ep))"),
+        ("a sweep too large to run", Cli(&["simulate", "--rate", "1..100", "--requests", "1000000"]), "invalid `--requests`: 1000000 requests at each of 100 rates (at most 10000000 requests in all)"),
+        ("plan --rate without a TTFT bound", Cli(&["plan", "--rate", "2", "--tpot-ms", "50"]), "invalid `--ttft-ms`: none given (a p99 bound in milliseconds with --rate)"),
+        ("plan --rate without a TPOT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "500"]), "--tpot-ms"),
+        ("plan at a zero rate", Cli(&["plan", "--rate", "0", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: 0 (a number in [1e-300, 1e6])"),
+        ("plan at a negative rate", Cli(&["plan", "--rate", "-3", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`: -3 (a number in [1e-300, 1e6])"),
+        ("plan at a rate that is not a number", Cli(&["plan", "--rate", "fast", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--rate`"),
+        ("plan with a zero TTFT bound", Cli(&["plan", "--rate", "2", "--ttft-ms", "0", "--tpot-ms", "50"]), "invalid `--ttft-ms`: 0 (a number in [0.001, 3.6e6])"),
+        ("plan with a negative TPOT bound under load", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "-1"]), "invalid `--tpot-ms`: -1"),
+        ("plan with zero requests per candidate", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--requests", "0"]), "invalid `--requests`: 0 (an integer in 1..=1000000)"),
+        ("plan with a TTFT bound but no rate", Cli(&["plan", "--ttft-ms", "500", "--tpot-ms", "50"]), "invalid `--ttft-ms`: given (it applies only with --rate (a plan under load))"),
+        ("plan under load with a batch", Cli(&["plan", "--rate", "2", "--ttft-ms", "500", "--tpot-ms", "50", "--batch", "8"]), "invalid `--batch`: given with --rate (--prompt and --output (the simulated lengths))"),
+        ("a timeline of a sweep", Cli(&["simulate", "--rate", "1,2", "--plot-timeline", "x.svg"]), "invalid `--plot-timeline`: given with a sweep of rates (one rate)"),
+        ("a disaggregated split with no prefill instance", Cli(&["simulate", "--disagg", "0:1"]), "invalid `--disagg`: 0:1 (PREFILL:DECODE instances, e.g. 1:3, each at least 1, together at most 64)"),
+        ("a disaggregated split of one number", Cli(&["simulate", "--disagg", "3"]), "invalid `--disagg`: 3 (PREFILL:DECODE instances"),
+        ("a disaggregated split of words", Cli(&["simulate", "--disagg", "a:b"]), "invalid `--disagg`: a:b (PREFILL:DECODE instances"),
+        ("an absurd disaggregated split", Cli(&["simulate", "--disagg", "1:99999999999999999999"]), "invalid `--disagg`: 1:99999999999999999999 (PREFILL:DECODE instances"),
+        ("a disaggregated split past the instance bound", Cli(&["simulate", "--disagg", "40:25"]), "together at most 64)"),
+        ("an unknown KV link", Cli(&["simulate", "--disagg", "1:1", "--kv-link", "carrier-pigeon"]), "unknown KV link for `--kv-link` `carrier-pigeon`; accepted: auto, nvlink, pcie, network, ideal"),
+        ("a KV link without --disagg", Cli(&["simulate", "--kv-link", "nvlink"]), "invalid `--kv-link`: given (it applies only with --disagg X:Y)"),
+        ("NVLink for pools larger than its domain", Cli(&["simulate", "--disagg", "4:6", "--kv-link", "nvlink"]), "invalid `--kv-link`: nvlink (a link whose domain holds both pools: NVLink 4 (NVSwitch) reaches 8 GPUs, the deployment has 10 (use network))"),
+        ("a disaggregated sweep counts both runs against the request bound", Cli(&["simulate", "--disagg", "1:1", "--requests", "1000000", "--rate", "1..6"]), "invalid `--requests`: 1000000 requests at each of 6 rates, run disaggregated and aggregated (at most 10000000 requests in all)"),
+        ("a step trace of a disaggregated run", Cli(&["simulate", "--disagg", "1:1", "--trace-out", "x.csv"]), "invalid `--trace-out`: given with --disagg (a run of one instance)"),
+        ("a dataflow diagram of the whole model", Cli(&["zoom", "--plot", "x.svg"]), "invalid `--plot`: `--at model` is not a layer or a block (the dataflow diagram draws layer.N, layer.N.attn or layer.N.mlp)"),
+        ("a dataflow diagram of one operator", Cli(&["zoom", "--at", "layer.0.mlp.up", "--plot", "x.svg"]), "invalid `--plot`: `--at layer.0.mlp.up` is not a layer or a block"),
     ]
 }
 
-/// No error line is longer than this, whatever the input (issue 11, item 13).
+/// No error line is longer than this, whatever the input.
 const MAX_ERROR_LINE_BYTES: usize = 1000;
 
 #[test]
@@ -467,7 +467,7 @@ const LLAMA_16_LAYERS: &str = r#"{"architectures": ["LlamaForCausalLM"], "model_
     "vocab_size": 128256, "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": false,
     "torch_dtype": "bfloat16"}"#;
 
-/// Issue 11, item 1: a file in a folder named like a preset (or a file named like one) is that file,
+/// A file in a folder named like a preset (or a file named like one) is that file,
 /// not the preset, and the title names the file.
 #[test]
 fn a_model_path_always_means_that_file_even_when_it_looks_like_a_preset() {
@@ -535,7 +535,7 @@ fn a_gpu_path_always_means_that_file() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Issue 11, item 5: a FIFO (any non-regular file) named by any file flag is refused by its
+/// A FIFO (any non-regular file) named by any file flag is refused by its
 /// metadata at once, instead of blocking on open or read.
 #[cfg(unix)]
 #[test]
@@ -560,7 +560,7 @@ fn a_fifo_is_refused_at_once_by_every_file_flag() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("config.json"), "{out:?}");
 }
 
-/// Issue 11, item 5: a histogram of 1,048,576 distinct lengths (once 179 s for 3.8 MB: a quadratic
+/// A histogram of 1,048,576 distinct lengths (once 179 s for 3.8 MB: a quadratic
 /// merge) loads; the bound only catches a hang (speed: `cargo bench -p llm-ledger-core -- histogram`).
 #[test]
 fn a_one_million_line_histogram_loads() {

@@ -1,4 +1,4 @@
-//! Issue 16: checkpoint headers. Small safetensors and GGUF files written byte by byte here; the
+//! Checkpoint headers. Small safetensors and GGUF files written byte by byte here; the
 //! CLI reads only their headers.
 
 use crate::harness::{cli, fails, json, ok};
@@ -87,11 +87,11 @@ fn notes(v: &Value) -> String {
     v["notes"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")).unwrap_or_default()
 }
 
-/// Done-when of issue 16: an FP8 safetensors checkpoint shows half the weight bytes of its bf16
+/// An FP8 safetensors checkpoint shows half the weight bytes of its bf16
 /// config (matrices; the norms stay bf16 in both), and the headers' exact bytes, scales
 /// included, are reported against what the config implies.
 #[test]
-fn issue_16_fp8_checkpoint_halves_the_weight_bytes_of_its_bf16_config() {
+fn fp8_checkpoint_halves_the_weight_bytes_of_its_bf16_config() {
     let config = scratch("bf16-config").join("config.json");
     std::fs::write(&config, SMALL).unwrap();
     let bf16 = json(&["kv", "--model", config.to_str().unwrap(), "--format", "json"]);
@@ -123,7 +123,7 @@ fn issue_16_fp8_checkpoint_halves_the_weight_bytes_of_its_bf16_config() {
 
 /// A bf16 checkpoint changes nothing but adds the note; a bf16 config by path is unchanged.
 #[test]
-fn issue_16_bf16_checkpoint_keeps_the_numbers() {
+fn bf16_checkpoint_keeps_the_numbers() {
     let dir = small_checkpoint("bf16-checkpoint", "BF16", false);
     let config = Path::new(&dir).join("config.json");
     let with_headers = json(&["kv", "--model", &dir, "--format", "json"]);
@@ -136,7 +136,7 @@ fn issue_16_bf16_checkpoint_keeps_the_numbers() {
 
 /// A Hub snapshot with a safetensors shard reads its headers too.
 #[test]
-fn issue_16_hub_snapshot_headers() {
+fn hub_snapshot_headers() {
     let cache = scratch("hub-headers");
     let fp8 = small_checkpoint("hub-headers-src", "F8_E4M3", false);
     let shard = std::fs::read(Path::new(&fp8).join("model.safetensors")).unwrap();
@@ -269,9 +269,9 @@ pub fn q4_k_m(data: bool) -> Vec<u8> {
     )
 }
 
-/// Done-when of issue 16: a GGUF Q4_K_M model gives the bytes its quant types imply.
+/// A GGUF Q4_K_M model gives the bytes its quant types imply.
 #[test]
-fn issue_16_gguf_q4_k_m_bytes_follow_the_block_layouts() {
+fn gguf_q4_k_m_bytes_follow_the_block_layouts() {
     let path = crate::harness::temp_file("tiny-q4_k_m.gguf", &q4_k_m(true));
     let v = json(&["kv", "--model", &path, "--format", "json"]);
     // Per layer (elements → bytes): q 65 536 → 36 864 and o the same (Q4_K, ÷256 × 144);
@@ -295,7 +295,7 @@ fn issue_16_gguf_q4_k_m_bytes_follow_the_block_layouts() {
 
 /// Hostile headers: one line naming the file and the field, exit 2 (more rows in bad_inputs.rs).
 #[test]
-fn issue_16_bad_checkpoint_headers() {
+fn bad_checkpoint_headers() {
     let dir = scratch("bad-headers");
     std::fs::write(dir.join("config.json"), SMALL).unwrap();
     let good = safetensors(&[("lm_head.weight".into(), "BF16", vec![100, 64])]);
@@ -339,7 +339,7 @@ fn readme_gguf_example_is_the_test_model() {
 /// A checkpoint that disagrees with its config is reported by tensor name; the header's bytes
 /// still win.
 #[test]
-fn issue_16_shape_mismatches_are_named() {
+fn shape_mismatches_are_named() {
     let dir = scratch("mismatch");
     std::fs::write(dir.join("config.json"), SMALL).unwrap();
     let (m, n) = small_tensors();
@@ -369,7 +369,7 @@ fn issue_16_shape_mismatches_are_named() {
 /// Packed integer weights without a quantization_config (GPTQ-style I32 words with F16 scales):
 /// each such class is stored at its measured width, so the ledger's bytes are the header's.
 #[test]
-fn issue_16_packed_integer_weights_are_measured() {
+fn packed_integer_weights_are_measured() {
     let dir = scratch("packed");
     std::fs::write(dir.join("config.json"), SMALL).unwrap();
     let (m, n) = small_tensors();
@@ -397,7 +397,7 @@ fn issue_16_packed_integer_weights_are_measured() {
 /// A snapshot whose index names two shards, one downloaded: the note says the headers cover part
 /// of the weights; an index naming none present reads no headers.
 #[test]
-fn issue_16_partial_shards_are_said() {
+fn partial_shards_are_said() {
     let dir = scratch("partial-shards");
     std::fs::write(dir.join("config.json"), SMALL).unwrap();
     let index = r#"{"weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors",

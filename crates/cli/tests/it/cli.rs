@@ -163,7 +163,7 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--batch", "-4"]).contains("invalid `--batch`: \"-4\" (a non-negative integer)"));
     assert!(fails(&["ledger", "--ctx", "lots"]).contains("invalid `--ctx`: \"lots\""));
     assert!(fails(&["ledger", "--ctx", "9999999999999999"]).contains("invalid `--ctx`"));
-    // Issue 12, item 9: `--format` is a clap value enum; a bad value is clap's usage error.
+    // `--format` is a clap value enum; a bad value is clap's usage error.
     assert!(fails(&["ledger", "--format", "xml"])
         .contains("invalid value 'xml' for '--format <FORMAT>'; [possible values: table, json, csv, md]"));
     assert!(fails(&["ledger", "--compute-efficiency", "1.5"]).contains("invalid `--compute-efficiency`: 1.5"));

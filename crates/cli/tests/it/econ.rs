@@ -1,6 +1,6 @@
 //! The economics subcommands end to end: seed figures, stable JSON keys, formats, bad inputs.
 //! `data/histogram.csv` is a made-up production mix (40 × 2,048 + 4 × 32,768 tokens);
-//! `data/empty.csv` and `data/negative.csv` are the bad histograms of issue 3.
+//! `data/empty.csv` and `data/negative.csv` are the bad histograms.
 
 use crate::harness::{fails, ok_quiet as ok};
 use serde_json::Value;
@@ -93,7 +93,7 @@ fn bad_inputs_get_one_line_and_exit_2() {
     assert!(fails(&["measure", "--step-ms", "0"]).contains("invalid `--step-ms`"));
 }
 
-/// Issue 11, item 4: "does it fit" has one answer per basis, and every output says which. Llama
+/// "does it fit" has one answer per basis, and every output says which. Llama
 /// 3.1 70B fp8 on an A100 80GB: a decode step at 2,048 cached tokens fits batch 9 (kv, sweep,
 /// levers, advise, plan); requests of 2,048 + 256 tokens fit batch 5 (latency, cost), because
 /// their prefill step of 5 × 2,048 tokens with its workspace is their peak — the step basis of

@@ -146,7 +146,7 @@ fn ledger_plot_writes_a_standalone_roofline_svg() {
     assert!(msg.starts_with("error: cannot write plot `/nonexistent-dir/x.svg`"), "{msg}");
 }
 
-/// Issue 15 item 2: `zoom --at layer.N --plot FILE.svg` writes the layer as a dataflow diagram
+/// `zoom --at layer.N --plot FILE.svg` writes the layer as a dataflow diagram
 /// (the explorer's drawing, without the links), and the zoom table still goes to stdout.
 #[test]
 fn zoom_plot_writes_the_layers_dataflow() {

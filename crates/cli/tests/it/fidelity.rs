@@ -1,4 +1,4 @@
-//! The clock against published measurements (issue 13 item 6): runs every row of the vendored
+//! The clock against published measurements: runs every row of the vendored
 //! `tests/data/calibration/fit-rows.csv` through the CLI, compares predicted with measured, and
 //! guards the result: the median |error| stays ≤ 10 % and every regime's bias (median signed
 //! error) within ±10 %. `docs/fidelity.md` is this test's output: with `UPDATE_FIDELITY=1` the test
@@ -196,7 +196,7 @@ test, `crates/core/tests/it/physical_bounds.rs`, checks every preset × GPU × e
 and one above 3× its roofline plus its launch names its cause. No row here covers MLA (DeepSeek),
 Qwen MoE or gpt-oss: no published measurement of those in `fit-rows.csv`. The
 roofline column is the same command under `--time-model roofline` (60 % of peak, 80 % of bandwidth,
-no fixed costs): the clock before issue 13, for contrast.
+no fixed costs): the seed's clock, without measured kernels, for contrast.
 
 **Fitted constants: 3 on these 62 rows** — `GRAPH_KERNEL_S` (fixed cost per kernel under CUDA
 graphs, 4.5 µs), `HOST_LAUNCH_S` (host dispatch floor of an eager kernel, 30 µs) and
@@ -350,7 +350,7 @@ fn the_roofline_clock_is_what_the_fidelity_table_contrasts() {
 
 #[test]
 fn seed_counting_keeps_the_reference_calculators_roofline_whatever_the_clock() {
-    // Issue 13: `--counting seed` prints the reference calculator's table digit for digit, so the
+    // `--counting seed` prints the reference calculator's table digit for digit, so the
     // measured clock (the default) and any engine leave it unchanged.
     let seed = ["ledger", "--batch", "64", "--counting", "seed"];
     let roofline = crate::harness::ok(&[&seed[..], &["--time-model", "roofline"]].concat());

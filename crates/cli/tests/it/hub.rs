@@ -1,4 +1,4 @@
-//! Issue 16: `--model org/name` from the Hugging Face cache (a cache tree made here) and from a
+//! `--model org/name` from the Hugging Face cache (a cache tree made here) and from a
 //! Hub endpoint (a loopback HTTP server started here, reached through `HF_ENDPOINT`). Nothing
 //! here reaches the network.
 
@@ -91,10 +91,10 @@ fn strip_names(v: &mut Value) {
     }
 }
 
-/// Done-when of issue 16: `ledger --model meta-llama/Llama-3.1-8B` from a populated cache with no
+/// `ledger --model meta-llama/Llama-3.1-8B` from a populated cache with no
 /// network gives the numbers of the same config.json by path.
 #[test]
-fn issue_16_hub_id_from_the_cache_matches_the_config_by_path() {
+fn hub_id_from_the_cache_matches_the_config_by_path() {
     let cache = scratch("populated");
     let snap = put_snapshot(
         &cache,
@@ -116,7 +116,7 @@ fn issue_16_hub_id_from_the_cache_matches_the_config_by_path() {
 
 /// `refs/main` by default; `--revision` picks another branch or a commit hash.
 #[test]
-fn issue_16_revision_picks_the_snapshot() {
+fn revision_picks_the_snapshot() {
     let cache = scratch("revisions");
     let two_layers = LLAMA_8B.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": 2");
     put_snapshot(&cache, "org/model", COMMIT_A, Some("main"), &[("config.json", LLAMA_8B.as_bytes())]);
@@ -151,7 +151,7 @@ fn find_number(v: &Value, key: &str) -> Option<f64> {
 
 /// Offline with an empty cache, or a cache whose ref points at a missing snapshot: one clear line.
 #[test]
-fn issue_16_offline_without_the_snapshot_is_a_clear_error() {
+fn offline_without_the_snapshot_is_a_clear_error() {
     let cache = scratch("empty");
     let e = run_fails(cli_with(&cache, None), &["ledger", "--model", "meta-llama/Llama-3.1-8B"]);
     assert!(
@@ -167,7 +167,7 @@ fn issue_16_offline_without_the_snapshot_is_a_clear_error() {
 
 /// A local path always wins over a repo id, and a preset name stays a preset.
 #[test]
-fn issue_16_a_local_path_wins_over_a_repo_id() {
+fn a_local_path_wins_over_a_repo_id() {
     let cache = scratch("path-wins");
     let dir = cache.join("org").join("model");
     std::fs::create_dir_all(&dir).unwrap();
@@ -268,7 +268,7 @@ fn start_hub(hub: Hub) -> String {
 }
 
 #[test]
-fn issue_16_download_from_the_hub_endpoint() {
+fn download_from_the_hub_endpoint() {
     let cache = scratch("download");
     let url = start_hub(Hub::Serves);
     let by_id =
@@ -284,7 +284,7 @@ fn issue_16_download_from_the_hub_endpoint() {
 }
 
 #[test]
-fn issue_16_download_errors_are_one_line() {
+fn download_errors_are_one_line() {
     for (hub, expected) in [
         (Hub::Gated, "the Hub refused access (HTTP 401); the repo is gated or private: accept its licence on the model page and set HF_TOKEN"),
         (Hub::Missing, "not found at revision main"),
@@ -300,7 +300,7 @@ fn issue_16_download_errors_are_one_line() {
 
 /// A Hub that never answers: an error after HF_HUB_DOWNLOAD_TIMEOUT, not a hang.
 #[test]
-fn issue_16_a_silent_hub_times_out() {
+fn a_silent_hub_times_out() {
     let cache = scratch("silent");
     let url = start_hub(Hub::Silent);
     let mut c = cli_with(&cache, Some(&url));
@@ -316,7 +316,7 @@ fn issue_16_a_silent_hub_times_out() {
 /// A gated repo: refused without a token, served with `HF_TOKEN` or with the token file
 /// `huggingface-cli login` writes (`$HF_HOME/token`).
 #[test]
-fn issue_16_gated_repos_take_the_token() {
+fn gated_repos_take_the_token() {
     let url = start_hub(Hub::Gated);
     let cache = scratch("gated-env");
     let mut c = cli_with(&cache, Some(&url));

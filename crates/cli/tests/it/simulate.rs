@@ -1,4 +1,4 @@
-//! Issue 14: `llm-ledger simulate` end to end.
+//! `llm-ledger simulate` end to end.
 
 use crate::harness::{json, ok, temp_file};
 

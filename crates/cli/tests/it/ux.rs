@@ -1,4 +1,4 @@
-//! What a user meets around the numbers (issue 11): output that cannot be written, usage errors
+//! What a user meets around the numbers: output that cannot be written, usage errors
 //! that keep clap's content on one line, help that lists only accepted flags, tables that fit the
 //! terminal, byte sizes with units, and the build and CI set-up.
 
@@ -20,7 +20,7 @@ fn repo_root() -> PathBuf {
 
 #[test]
 #[cfg(target_os = "linux")]
-fn issue_11_output_to_a_full_disk_is_an_error() {
+fn output_to_a_full_disk_is_an_error() {
     for args in [&["ledger"][..], &["gpus", "--format", "md"], &["sweep", "--batch", "1..64"]] {
         let full = std::fs::File::create("/dev/full").unwrap();
         let out = std::process::Command::new(bin()).args(args).stdout(full).output().unwrap();
@@ -31,7 +31,7 @@ fn issue_11_output_to_a_full_disk_is_an_error() {
 }
 
 #[test]
-fn issue_11_a_pipe_closed_early_is_quiet_and_succeeds() {
+fn a_pipe_closed_early_is_quiet_and_succeeds() {
     // Outputs far larger than a pipe's buffer on both paths: the buffered one (an MoE table of
     // 4,096 rows as JSON, 0.8 MB) and the streamed sweep.
     let cases: [&[&str]; 2] = [
@@ -53,7 +53,7 @@ fn issue_11_a_pipe_closed_early_is_quiet_and_succeeds() {
 // ---- item 14: usage errors keep their content on one line ----
 
 #[test]
-fn issue_11_usage_errors_name_the_missing_argument_and_keep_the_tip() {
+fn usage_errors_name_the_missing_argument_and_keep_the_tip() {
     assert_eq!(
         fails(&["tile", "--m", "1", "--n", "14336"]),
         "error: the following required arguments were not provided: --k <K> (see `llm-ledger tile --help`)"
@@ -70,7 +70,7 @@ fn issue_11_usage_errors_name_the_missing_argument_and_keep_the_tip() {
 // ---- item 21: small release binary, CI that installs only what is missing ----
 
 #[test]
-fn issue_11_release_builds_are_stripped_and_profiling_keeps_debug_info() {
+fn release_builds_are_stripped_and_profiling_keeps_debug_info() {
     let manifest: toml::Table = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap().parse().unwrap();
     let profile = |name: &str| manifest["profile"][name].as_table().unwrap().clone();
     let release = profile("release");
@@ -84,7 +84,7 @@ fn issue_11_release_builds_are_stripped_and_profiling_keeps_debug_info() {
 
 #[test]
 #[cfg(unix)]
-fn issue_11_ci_installs_only_what_is_missing_and_says_how_when_it_cannot() {
+fn ci_installs_only_what_is_missing_and_says_how_when_it_cannot() {
     use std::os::unix::fs::PermissionsExt;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ci-path");
     let _ = std::fs::remove_dir_all(&dir);
@@ -232,7 +232,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
 }
 
 #[test]
-fn issue_11_every_flag_a_help_lists_is_accepted_alone() {
+fn every_flag_a_help_lists_is_accepted_alone() {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("help-flags");
     std::fs::create_dir_all(&tmp).unwrap();
     let subs = ["ledger", "models", "gpus", "sweep", "kv", "levers", "latency", "cost", "measure", "advise", "zoom"];
@@ -262,7 +262,7 @@ fn issue_11_every_flag_a_help_lists_is_accepted_alone() {
 }
 
 #[test]
-fn issue_11_the_reproductions_are_not_listed() {
+fn the_reproductions_are_not_listed() {
     for sub in ["cost", "latency"] {
         let flags = listed_flags(sub);
         for refused in ["phase", "ctx", "contexts", "histogram"] {
@@ -308,7 +308,7 @@ const REPORTS: &[&[&str]] = &[
 ];
 
 #[test]
-fn issue_11_no_line_of_a_table_or_markdown_ends_in_a_space() {
+fn no_line_of_a_table_or_markdown_ends_in_a_space() {
     for report in REPORTS {
         for extra in [&["--format", "table"][..], &["--format", "md"], &["--width", "100"]] {
             let mut args = report.to_vec();
@@ -323,7 +323,7 @@ fn issue_11_no_line_of_a_table_or_markdown_ends_in_a_space() {
 }
 
 #[test]
-fn issue_11_tables_fit_a_forced_width_and_say_what_they_hid() {
+fn tables_fit_a_forced_width_and_say_what_they_hid() {
     // Output to a pipe is never cut: every column, as before.
     let (_, full, _) = run(&["gpus"]);
     assert!(full.lines().map(|l| l.chars().count()).max().unwrap() > 200);
@@ -371,7 +371,7 @@ fn undefined_seed_mentions(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn issue_11_help_output_and_docs_name_the_reference_calculator() {
+fn help_output_and_docs_name_the_reference_calculator() {
     let mut texts = vec![("--help".to_string(), run(&["--help"]).1)];
     for sub in
         ["ledger", "sweep", "kv", "levers", "latency", "cost", "measure", "advise", "zoom", "tile", "moe", "plan"]

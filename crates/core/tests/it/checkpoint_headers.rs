@@ -1,4 +1,4 @@
-//! Issue 16: the safetensors and GGUF header parsers take any bytes — random, truncated or with
+//! The safetensors and GGUF header parsers take any bytes — random, truncated or with
 //! bytes flipped — and answer a model, "read more" or an error; never a panic, never a number from
 //! the file used as an allocation size.
 

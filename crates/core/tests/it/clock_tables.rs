@@ -1,5 +1,5 @@
-//! The measured clock reads the measured kernel tables where they cover an operator (issue 13
-//! item 1): the whole decode step on a catalogue GPU against AIConfigurator's own estimate.
+//! The measured clock reads the measured kernel tables where they cover an operator:
+//! The whole decode step on a catalogue GPU against AIConfigurator's own estimate.
 
 use llm_ledger_core::{summarise, Catalog, ScenarioRequest};
 

@@ -1,4 +1,4 @@
-//! Issue 14 item 3: disaggregated serving (prefill and decode pools, the KV cache moved over a
+//! Disaggregated serving (prefill and decode pools, the KV cache moved over a
 //! link) against the static latency model, hand-computed transfers, queueing theory, its own
 //! bookkeeping and aggregated serving on the same GPUs.
 

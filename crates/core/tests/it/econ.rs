@@ -170,7 +170,7 @@ fn every_preset_runs_every_view() {
     }
 }
 
-/// One "does it fit" answer (issue 11, item 4): for the same inputs every command agrees. The
+/// One "does it fit" answer: for the same inputs every command agrees. The
 /// step basis (`kv`, `sweep`, `levers`, `advise`, `plan`) at a decode step of `ctx` cached tokens;
 /// the request-peak basis (`latency`, `cost`) for prompt `P` and output `O` is the step basis of
 /// its prefill step at `P` and of its last decode step at `P + O − 2` cached tokens (`P + O − 1`

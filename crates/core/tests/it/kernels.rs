@@ -1,4 +1,4 @@
-//! The measured-kernel tables (`core::kernels`, issue 13 item 1): every embedded file parses and
+//! The measured-kernel tables (`core::kernels`): every embedded file parses and
 //! agrees with `manifest.toml`; lookups are exact at measured points, lie between their
 //! neighbours, grow with m; physics cross-checks; `None` where there is no data.
 //!

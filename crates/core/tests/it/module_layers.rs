@@ -1,4 +1,4 @@
-//! The core's top-level modules form a DAG (issue 12, "break the knot"): no module reaches back to
+//! The core's top-level modules form a DAG: no module reaches back to
 //! one that imports it. Reads every `src/**/*.rs`, collects the `crate::<module>` references
 //! outside comments and outside `#[cfg(test)]` (everything after a line `#[cfg(test)]` is test
 //! code), resolves `crate::Name` through `lib.rs`'s re-exports, and fails on any cycle, printing it.

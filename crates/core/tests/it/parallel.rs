@@ -1,4 +1,4 @@
-//! Parallel deployments (issue 6): per-GPU weights and KV under tensor parallelism, the collective
+//! Parallel deployments: per-GPU weights and KV under tensor parallelism, the collective
 //! model against its closed form, pipeline stages and micro-batches, expert parallelism under
 //! skewed routing, the planner's refusals and choices, and one GPU left unchanged.
 

@@ -1,4 +1,4 @@
-//! Issue 14: the continuous-batching simulator against the static latency model, queueing
+//! The continuous-batching simulator against the static latency model, queueing
 //! theory and its own bookkeeping.
 
 use llm_ledger_core::latency::Latency;

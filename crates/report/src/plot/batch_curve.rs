@@ -252,7 +252,7 @@ mod tests {
         assert!(!s.contains("#000000"));
     }
 
-    /// Issue 15 item 7: both markers of every batch size carry its numbers with units and link
+    /// Both markers of every batch size carry its numbers with units and link
     /// where the link builder says.
     #[test]
     fn every_marker_carries_its_points_numbers_and_link() {

@@ -1,4 +1,4 @@
-//! One decoder layer as a dataflow diagram (issue 15 item 2): the operators as boxes whose width
+//! One decoder layer as a dataflow diagram: the operators as boxes whose width
 //! is their time (the same expected time the ledger and the zoom use), coloured by what bounds
 //! them; the activation tensors as arrows labelled with their bytes.
 //!

@@ -292,11 +292,11 @@ mod tests {
         v[..v.find('"').unwrap()].parse().unwrap()
     }
 
-    /// Issue 15: the KV line's slope was ~4 % low (its end, past the top of the frame, was clamped
+    /// The KV line's slope was ~4 % low (its end, past the top of the frame, was clamped
     /// to the edge), so the workload point sat off it. The point must lie on the line, within
     /// a pixel, and the line's slope must be KV bytes per token.
     #[test]
-    fn issue_15_the_workload_point_lies_on_the_kv_line() {
+    fn the_workload_point_lies_on_the_kv_line() {
         for (tokens, capacity) in [(131_072.0, 480_576.0), (10_000.0, 2e6), (400_000.0, 450_000.0)] {
             let mut c = chart();
             c.cached_tokens = tokens;
@@ -319,10 +319,10 @@ mod tests {
         }
     }
 
-    /// Issue 15: the crossover's and the wall's labels never share a row (they overprinted when
+    /// The crossover's and the wall's labels never share a row (they overprinted when
     /// the two were close) and none runs past the plot's right edge.
     #[test]
-    fn issue_15_labels_do_not_overprint_or_clip() {
+    fn labels_do_not_overprint_or_clip() {
         let mut c = chart();
         c.capacity_tokens = c.crossover_tokens * 1.05;
         let size = PlotSize::default();
@@ -340,7 +340,7 @@ mod tests {
         assert!(right <= f64::from(size.width), "the wall's label ends at {right}");
     }
 
-    /// Issue 15 item 7: every mark carries its numbers with units; whole batches, the crossover
+    /// Every mark carries its numbers with units; whole batches, the crossover
     /// and the wall link to their batch, the workload where the builder says.
     #[test]
     fn every_mark_carries_its_numbers_and_link() {

@@ -212,7 +212,7 @@ mod tests {
         assert!(!s.contains("#000000"));
     }
 
-    /// Issue 15 item 7: every marker carries its point's numbers and its link.
+    /// Every marker carries its point's numbers and its link.
     #[test]
     fn every_marker_carries_its_points_numbers_and_link() {
         let c = curve(true);

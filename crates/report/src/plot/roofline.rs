@@ -409,7 +409,7 @@ mod tests {
         assert!(s.contains(">not drawn (no HBM bytes):<") && s.contains(">softmax<"), "{s}");
     }
 
-    /// Issue 15 item 7: every drawn operator is a marker whose `<title>` holds the report row's
+    /// Every drawn operator is a marker whose `<title>` holds the report row's
     /// numbers with units, linked where the link builder says; without one, no links.
     #[test]
     fn every_marker_carries_its_rows_numbers_and_link() {

@@ -273,7 +273,7 @@ mod tests {
         assert!(empty.svg(PlotSize::default()).is_err());
     }
 
-    /// Issue 15 item 7: every mark's `<title>` holds its numbers with units — the CDFs' fraction
+    /// Every mark's `<title>` holds its numbers with units — the CDFs' fraction
     /// and latency, the timeline's batch and queue, the sweep's rate, p99 and throughput — and a
     /// sweep's marks link to their rate.
     #[test]

@@ -505,7 +505,7 @@ mod tests {
         assert_eq!(s.matches("<rect class=\"pad\"").count(), 112);
     }
 
-    /// Issue 15 item 7: every cell's `<title>` names its tiles, the output elements they cover
+    /// Every cell's `<title>` names its tiles, the output elements they cover
     /// (padding past M and N) and its wave, from the tiling's numbers.
     #[test]
     fn every_cell_carries_its_tiles_elements_and_wave() {
@@ -541,9 +541,9 @@ mod tests {
         assert_eq!(wave_colour(0, 9), wave_colour(0, 100));
     }
 
-    /// Issue 15: one tile's re-read strips are outlined — the tiles of its row (A) and column (B).
+    /// One tile's re-read strips are outlined — the tiles of its row (A) and column (B).
     #[test]
-    fn issue_15_the_reread_strips_of_one_tile_are_outlined() {
+    fn the_reread_strips_of_one_tile_are_outlined() {
         let t = tiling(1000, 1000, 1000, 128, 128);
         let s = TileGrid { tiling: &t, title: None }.svg_with_reread(PlotSize { width: 820, height: 560 }).unwrap();
         assert_eq!(s.matches("class=\"reread-tile\"").count(), 1);

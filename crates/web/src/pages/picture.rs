@@ -1,4 +1,4 @@
-//! The picture of Powers of ten (issue 15): the pass as an icicle — the node on top, its children
+//! The picture of Powers of ten: the pass as an icicle — the node on top, its children
 //! under it, their children under them — each block's width its share of the time (or of the
 //! bytes or FLOPs), coloured by what bounds it, its numbers on hover (`<title>`), and a link that
 //! zooms into it (so it works without JavaScript). Identical layers are one block "× 32" that a
@@ -226,7 +226,7 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The pinned scenario's size of a block (issue 15 item 4): a dashed outline from the block's
+/// The pinned scenario's size of a block: a dashed outline from the block's
 /// left edge, as wide as the block would be at the pinned value on the same scale (width ×
 /// pinned ÷ now, clipped at the picture's edge), with the pinned value, Δ and ratio on hover and,
 /// where it fits, the ratio written under the block's label.
@@ -421,7 +421,7 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
     })
 }
 
-/// The layer (or block) as a dataflow diagram ([`Dataflow`], issue 15 item 2), at layer and block
+/// The layer (or block) as a dataflow diagram ([`Dataflow`]), at layer and block
 /// level: every box links to its operator's zoom level. `flash_href` is the page with
 /// FlashAttention toggled.
 pub fn dataflow(
