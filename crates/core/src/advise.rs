@@ -1,4 +1,4 @@
-//! Advice: seed 004's "What to do next", made computable for one model, GPU and production mix.
+//! Advice: the reference calculator's "What to do next", made computable for one model, GPU and production mix.
 //!
 //! 1. Where the workload sits relative to the KV crossover ([`crate::crossover`]): below it,
 //!    weight-side levers pay (quantised weights, bigger batches, speculative decoding); above it,
@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn moe_models_get_the_experts_touched() {
-        // Mixtral (8 experts, top-2), batch 8: 8 · (1 − (6/8)^8) = 7.2 (seed 004).
+        // Mixtral (8 experts, top-2), batch 8: 8 · (1 − (6/8)^8) = 7.2 (the reference calculator).
         let a = {
             let s = sc("mixtral-8x7b", "8", "2048");
             Advice::of(&s, &serving(&s))

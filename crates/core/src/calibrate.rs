@@ -184,7 +184,7 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         check_op(i, o)?;
     }
     let with = |o: &Observation, t: &[f64]| {
-        let profile = Profile { memory_scale: t[0], compute_scale: t[1], kernel_s: t[2] };
+        let profile = Profile { memory_scale: t[0], compute_scale: t[1], kernel_s: t[2], host_step_s: 0.0 };
         Scenario { profile, ..o.scenario.clone() }
     };
     // Log-space fit: kernel_s must stay positive, so it starts at 1 µs and may fall to 1 ns.
@@ -305,7 +305,7 @@ mod tests {
     /// The round trip: measurements generated from known constants are recovered within 2 %.
     #[test]
     fn measurements_from_known_constants_are_recovered_within_two_percent() {
-        let truth = Profile { memory_scale: 1.15, compute_scale: 0.9, kernel_s: 3e-6 };
+        let truth = Profile { memory_scale: 1.15, compute_scale: 0.9, kernel_s: 3e-6, host_step_s: 0.0 };
         let c = calibrate(&rows(truth)).unwrap();
         let p = c.profile;
         assert!((p.memory_scale / 1.15 - 1.0).abs() < 0.02, "{p:?}");
@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn per_kernel_measurements_from_known_constants_are_recovered_within_two_percent() {
-        let truth = Profile { memory_scale: 1.2, compute_scale: 1.1, kernel_s: 2e-6 };
+        let truth = Profile { memory_scale: 1.2, compute_scale: 1.1, kernel_s: 2e-6, host_step_s: 0.0 };
         let c = calibrate(&kernel_rows(truth)).unwrap();
         let p = c.profile;
         assert!((p.memory_scale / 1.2 - 1.0).abs() < 0.02, "{p:?}");

@@ -1,10 +1,10 @@
-//! The KV crossover (seed 004, "a clean crossover rule hiding in the ledger"): KV bytes read per
+//! The KV crossover (the reference calculator: "a clean crossover rule hiding in the ledger"): KV bytes read per
 //! step exceed weight bytes read per step once the total cached tokens of the batch pass
 //! `weight_bytes / kv_bytes_per_token` (≈114,500 for Llama 3 8B: 15.0 GB over 131,072 B).
 //! Below it batching is nearly free; above it every additional sequence is paid in full.
 //!
 //! The weight total is the weight bytes the ledger reads in this step: under seed counting the
-//! seed's 15,009,316,864 B (every GEMM weight, no embedding table); under full counting also
+//! reference calculator's 15,009,316,864 B (every GEMM weight, no embedding table); under full counting also
 //! the norm scales and the embedding rows the step gathers (15,009,857,536 B at batch 1). For an
 //! MoE model it is the expected experts touched at this batch, so the crossover moves with the
 //! batch. KV bytes per token ignore sliding windows (a windowed layer stops adding bytes past its
@@ -76,7 +76,7 @@ impl Crossover {
 }
 
 /// The batch of `ctx`-token sequences at which the step's KV bytes read reach its weight bytes
-/// read (the seed's crossover as a batch size: 114,512.6 tokens ÷ 2,048 = 55.9 for Llama 3 8B),
+/// read (the reference calculator's crossover as a batch size: 114,512.6 tokens ÷ 2,048 = 55.9 for Llama 3 8B),
 /// or `None` when no batch up to [`MAX_BATCH`] gets there (a context of 0, or every layer's window
 /// below the weights).
 ///

@@ -7,20 +7,33 @@ use crate::error::{Error, Result};
 use serde::Serialize;
 use std::str::FromStr;
 
-/// The inference engine (kernels, fusions, CUDA graphs) the measured clock assumes.
+/// The inference engine (kernels, fusions, CUDA graphs, host time) the measured clock assumes.
+/// An engine name may carry a version (`trtllm@0.6`, `vllm@0.6.3`): the versions whose kernels or
+/// host loop differ from today's are variants of their own; any other version is today's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(into = "&'static str")]
 pub enum Engine {
-    /// TensorRT-LLM: CUDA graphs; QKV and gate/up GEMMs merged; residual fused into the norm,
-    /// SiLU×gate into the gate/up GEMM, RoPE and the KV-cache append into the attention kernel.
-    /// The default: it is the engine NVIDIA's AIConfigurator measures on every GPU it covers, and
-    /// the engine of most of the whole-step rows this clock is validated on (docs/fidelity.md).
+    /// TensorRT-LLM: CUDA graphs; QKV and gate/up GEMMs merged; RoPE and the KV-cache append in
+    /// the attention kernel; the residual add and the next RMSNorm one kernel; SwiGLU a kernel of
+    /// its own after the gate/up GEMM. The default: it is the engine NVIDIA's AIConfigurator
+    /// measures on every GPU it covers, and the engine of most of the whole-step rows this clock
+    /// is validated on (docs/fidelity.md).
     #[default]
     Trtllm,
-    /// vLLM: CUDA graphs in decode; QKV and gate/up merged; residual fused into the norm
-    /// (`fused_add_rms_norm`); SiLU×gate, RoPE and the cache append are kernels of their own.
+    /// TensorRT-LLM before v0.7 (`trtllm@0.6`): as [`Engine::Trtllm`], but its decode attention
+    /// (masked multi-head attention) reads the KV cache once per *query* head of a GQA/MQA
+    /// group; the grouped read came with the XQA kernel (TensorRT-LLM v0.7/v0.8 release notes,
+    /// NVIDIA's XQA blog).
+    TrtllmPreXqa,
+    /// vLLM (the V1 engine, default since v0.8): CUDA graphs in decode; QKV and gate/up merged;
+    /// the residual add and the next RMSNorm one kernel (`fused_add_rms_norm`); SiLU×gate, RoPE
+    /// and the cache append kernels of their own; the host's scheduling overlapped with the GPU.
     Vllm,
-    /// SGLang: as vLLM (same fusions in its default model code).
+    /// vLLM's V0 engine (`vllm@0.6`, versions before 0.8): the same kernels, but the host
+    /// schedules, prepares the inputs and samples between GPU steps, serially
+    /// ([`Engine::host_step_s`]).
+    VllmV0,
+    /// SGLang: as vLLM (same fusions in its default model code; its scheduler overlaps the GPU).
     Sglang,
     /// gpt-fast (PyTorch `torch.compile` + CUDA graphs): Inductor fuses every elementwise operator
     /// into its neighbours; the GEMMs stay cuBLAS kernels.
@@ -30,21 +43,49 @@ pub enum Engine {
     Eager,
 }
 
-/// Engine names as the `engine` input accepts them.
-pub const ENGINE_NAMES: &[&str] = &["trtllm", "vllm", "sglang", "gpt-fast", "eager"];
+/// Engine names as the `engine` input accepts them (a version may follow `@`).
+pub const ENGINE_NAMES: &[&str] = &["trtllm", "trtllm@0.6", "vllm", "vllm@0.6", "sglang", "gpt-fast", "eager"];
+
+/// Host time per step of vLLM's V0 engine, seconds: scheduling, preparing the model inputs and
+/// sampling run on the CPU between GPU steps (its CUDA graphs cover the decode forward only;
+/// vLLM's V1 announcement, January 2025, names this serial host work as what V1 removed).
+/// **Fitted**: the median of the gaps between measured and modelled mean end-to-end latency of
+/// vLLM's performance-benchmark CI (build 9515, H200, batch 8, 32 in / 128 out: Llama-3.1-8B TP 1
+/// 1.5 ms, Llama-3-70B TP 4 2.9 ms, Mixtral-8x7B TP 2 2.2 ms per step), divided over its 128
+/// steps. One constant for every model and layout; the spread (1.5–2.9 ms) is its uncertainty.
+pub const VLLM_V0_HOST_STEP_S: f64 = 2.2e-3;
 
 impl Engine {
     /// Every engine, in [`ENGINE_NAMES`] order.
-    pub const ALL: [Engine; 5] = [Engine::Trtllm, Engine::Vllm, Engine::Sglang, Engine::GptFast, Engine::Eager];
+    pub const ALL: [Engine; 7] = [
+        Engine::Trtllm,
+        Engine::TrtllmPreXqa,
+        Engine::Vllm,
+        Engine::VllmV0,
+        Engine::Sglang,
+        Engine::GptFast,
+        Engine::Eager,
+    ];
 
     /// Name as accepted by the `engine` input.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Trtllm => "trtllm",
+            Engine::TrtllmPreXqa => "trtllm@0.6",
             Engine::Vllm => "vllm",
+            Engine::VllmV0 => "vllm@0.6",
             Engine::Sglang => "sglang",
             Engine::GptFast => "gpt-fast",
             Engine::Eager => "eager",
+        }
+    }
+
+    /// The engine without its version: what it fuses and which kernel tables it has.
+    pub fn family(self) -> Engine {
+        match self {
+            Engine::TrtllmPreXqa => Engine::Trtllm,
+            Engine::VllmV0 => Engine::Vllm,
+            e => e,
         }
     }
 
@@ -53,31 +94,82 @@ impl Engine {
         !matches!(self, Engine::Eager)
     }
 
-    /// The engine whose kernels were measured in [`crate::kernels`]: trtllm, vllm and sglang;
-    /// `None` for gpt-fast and eager (no tables: the fitted model times them).
-    pub fn kernel_engine(self) -> Option<crate::kernels::Engine> {
+    /// Whether its decode attention reads a GQA group's K and V once per query head rather than
+    /// once per KV head ([`Engine::TrtllmPreXqa`]).
+    pub fn kv_read_per_query_head(self) -> bool {
+        self == Engine::TrtllmPreXqa
+    }
+
+    /// Host time per step that the GPU waits for, seconds: [`VLLM_V0_HOST_STEP_S`] for vLLM's V0
+    /// engine; 0 for the others, whose host work overlaps the GPU (TensorRT-LLM's C++ runtime
+    /// and NIM enqueue the next step while one runs; vLLM V1 and SGLang schedule ahead) or is
+    /// counted per kernel (eager's launches, [`crate::clock::HOST_LAUNCH_S`]).
+    pub fn host_step_s(self) -> f64 {
         match self {
+            Engine::VllmV0 => VLLM_V0_HOST_STEP_S,
+            _ => 0.0,
+        }
+    }
+
+    /// The engine whose kernels were measured in [`crate::kernels`]: trtllm, vllm and sglang;
+    /// `None` for gpt-fast and eager (no tables: the fitted model times them). The tables are
+    /// today's kernels: an older version's GEMMs read them too (a GEMM is a cuBLAS/CUTLASS kernel
+    /// in every version).
+    pub fn kernel_engine(self) -> Option<crate::kernels::Engine> {
+        match self.family() {
             Engine::Trtllm => Some(crate::kernels::Engine::Trtllm),
             Engine::Vllm => Some(crate::kernels::Engine::Vllm),
             Engine::Sglang => Some(crate::kernels::Engine::Sglang),
-            Engine::GptFast | Engine::Eager => None,
+            _ => None,
         }
     }
+}
+
+impl From<Engine> for &'static str {
+    fn from(e: Engine) -> &'static str {
+        e.name()
+    }
+}
+
+/// `major.minor` of a version string (`0.6`, `0.6.1`, `v0.5.0`), or `None`.
+fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut parts = v.trim_start_matches('v').split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
+    Some((major, minor))
 }
 
 impl FromStr for Engine {
     type Err = Error;
     fn from_str(s: &str) -> Result<Engine> {
         let t = s.trim().to_ascii_lowercase();
-        match t.as_str() {
-            "trt-llm" | "tensorrt-llm" => return Ok(Engine::Trtllm),
-            "gptfast" | "gpt_fast" => return Ok(Engine::GptFast),
-            _ => {}
+        let (name, version) = match t.split_once('@') {
+            Some((n, v)) => (n, Some(v)),
+            None => (t.as_str(), None),
+        };
+        let family = match name {
+            "trt-llm" | "tensorrt-llm" | "trtllm" | "nim" => Engine::Trtllm,
+            "gptfast" | "gpt_fast" | "gpt-fast" => Engine::GptFast,
+            "vllm" => Engine::Vllm,
+            "sglang" => Engine::Sglang,
+            "eager" => Engine::Eager,
+            _ => return Err(Error::unknown_for("engine", "engine", s, ENGINE_NAMES)),
+        };
+        let Some(version) = version else { return Ok(family) };
+        let bad = || {
+            Error::invalid(
+                "engine",
+                format!("{s:?}"),
+                "a version as major.minor after @ (trtllm@0.6, vllm@0.6.3) for trtllm or vllm",
+            )
+        };
+        let v = major_minor(version).ok_or_else(bad)?;
+        match family {
+            Engine::Trtllm if v < (0, 7) => Ok(Engine::TrtllmPreXqa),
+            Engine::Vllm if v < (0, 8) => Ok(Engine::VllmV0),
+            Engine::Trtllm | Engine::Vllm => Ok(family),
+            _ => Err(bad()),
         }
-        Engine::ALL
-            .into_iter()
-            .find(|e| e.name() == t)
-            .ok_or_else(|| Error::unknown_for("engine", "engine", s, ENGINE_NAMES))
     }
 }
 
@@ -145,6 +237,22 @@ mod tests {
             assert_eq!(e.name().parse::<Engine>().unwrap(), e);
         }
         assert_eq!(ENGINE_NAMES, Engine::ALL.map(Engine::name));
+        for (name, e) in [
+            ("trtllm@0.5.0", Engine::TrtllmPreXqa),
+            ("TensorRT-LLM@v0.6.1", Engine::TrtllmPreXqa),
+            ("trtllm@0.7", Engine::Trtllm),
+            ("trtllm@1.0.0", Engine::Trtllm),
+            ("vllm@0.6.3", Engine::VllmV0),
+            ("vllm@0.7", Engine::VllmV0),
+            ("vllm@0.8", Engine::Vllm),
+            ("nim", Engine::Trtllm),
+        ] {
+            assert_eq!(name.parse::<Engine>().unwrap(), e, "{name}");
+        }
+        for bad in ["trtllm@", "trtllm@x.y", "sglang@0.3", "eager@1"] {
+            let err = bad.parse::<Engine>().unwrap_err().to_string();
+            assert!(err.starts_with("invalid `engine`") && err.contains("major.minor"), "{err}");
+        }
         let err = "tgi".parse::<Engine>().unwrap_err().to_string();
         assert!(err.contains("engine") && err.contains("trtllm") && err.contains("eager"), "{err}");
         assert!("slow".parse::<TimeModelKind>().unwrap_err().to_string().contains("time_model"));

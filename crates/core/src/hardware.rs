@@ -3,7 +3,7 @@
 //! user's file has the same schema.
 //!
 //! Ridge point of a math format = peak FLOP/s ÷ memory bandwidth (FLOP per byte): operators whose
-//! arithmetic intensity is below it are memory-bound on this GPU (seed 004, rule 3).
+//! arithmetic intensity is below it are memory-bound on this GPU (the reference calculator: rule 3).
 
 use crate::error::{Error, Result};
 use crate::limits;

@@ -62,6 +62,9 @@ pub enum OpKind {
     AllGatherLogits,
     PpSend,
     PipelineWait,
+    /// The engine's host work between GPU steps that the GPU waits for (scheduling, input
+    /// preparation, sampling): time under no roof.
+    HostStep,
 }
 
 /// Where an operator sits in the model.
@@ -152,6 +155,7 @@ impl OpKind {
             AllGatherLogits => "all_gather_logits",
             PpSend => "pp_send",
             PipelineWait => "pipeline_wait",
+            HostStep => "host",
         }
     }
 
@@ -210,7 +214,7 @@ impl OpKind {
         match self {
             Embedding | AllReduceEmbedding => Block::Embedding,
             // The pipeline's send and wait come after a stage's layers.
-            FinalNorm | LmHead | AllGatherLogits | PpSend | PipelineWait => Block::Head,
+            FinalNorm | LmHead | AllGatherLogits | PpSend | PipelineWait | HostStep => Block::Head,
             AttnNorm | QProj | KProj | VProj | QkvProj | QAProj | QANorm | QBProj | KvAProj | KvANorm | QkNorm
             | Rope | KvWrite | KvBProj | QAbsorb | Attention | AttnScores | Softmax | AttnValues | VUp | OProj
             | AttnResidual | AllReduceAttn => Block::Attention,
@@ -218,7 +222,7 @@ impl OpKind {
         }
     }
 
-    /// Whether this is one of the minor (elementwise or gather) operators that seed 004 leaves out.
+    /// Whether this is one of the minor (elementwise or gather) operators that the reference calculator leaves out.
     pub fn is_minor(self) -> bool {
         use OpKind::*;
         matches!(

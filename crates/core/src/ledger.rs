@@ -2,7 +2,7 @@
 //! time; the step time is the sum of the rows.
 //!
 //! Each operator instance (one layer's q_proj, say) gets its own roofline time, and a row's time is
-//! the sum over its instances; the step is the sum of rows. The floors are the seed's: all bytes at
+//! the sum over its instances; the step is the sum of rows. The floors are the reference calculator's: all bytes at
 //! full bandwidth, and each operator's FLOPs at its full peak.
 //!
 //! In a parallel deployment the rows are one GPU's (the busiest), with communication rows timed on

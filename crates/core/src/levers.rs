@@ -1,9 +1,9 @@
-//! Levers (seed 004, "Long context changes the mix" and "Weight quantisation in the ledger"):
+//! Levers (the reference calculator: "Long context changes the mix" and "Weight quantisation in the ledger"):
 //! the same workload re-run with one change each, and what it buys.
 //!
 //! | lever | inputs it sets ([`Lever::inputs`]) | side |
 //! |---|---|---|
-//! | `w4a16` | `weights = int4` (0.5 B, scales ignored, the seed's convention), `gemm_activations` = the 16-bit activation format: math in 16 bits | weights |
+//! | `w4a16` | `weights = int4` (0.5 B, scales ignored, the reference calculator's convention), `gemm_activations` = the 16-bit activation format: math in 16 bits | weights |
 //! | `w8a16` | `weights = int8`, `gemm_activations` 16-bit | weights |
 //! | `fp8` | W8A8: `weights = fp8`, `activations = fp8`, `gemm_activations = fp8`: GEMMs at the fp8 peak where the GPU has one | weights |
 //! | `batch` | `batch` = the largest that fits at the same context (uniform batches only) | weights |

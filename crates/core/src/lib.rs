@@ -31,7 +31,7 @@
 //!
 //! ```
 //! use llm_ledger_core::{Ledger, Scenario};
-//! // Seed 004: Llama 3 8B decode, batch 1, 2048 cached tokens, on an H100 SXM.
+//! // The reference calculator: Llama 3 8B decode, batch 1, 2048 cached tokens, on an H100 SXM.
 //! let ledger = Ledger::build(&Scenario::default_decode());
 //! let gb = ledger.summary.cost.weight_bytes / 1e9;
 //! assert!((gb - 15.0).abs() < 0.1, "{gb}");

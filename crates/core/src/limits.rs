@@ -44,7 +44,7 @@ pub const MAX_PARAMS: u64 = 1 << 50;
 
 /// The documented interval of one real-valued input: `[min, max]`, or `(min, max]` when
 /// `min_open`. Each range is defined once here and checked by the core's parsers, so a flag, a
-/// URL parameter and a file key with the same meaning accept exactly the same values (README,
+/// URL parameter and a file key with the same meaning accept exactly the same values (docs/inputs.md,
 /// "Input ranges", is generated from [`RANGES`] and checked against it by a test).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
@@ -56,7 +56,7 @@ pub struct Range {
     pub min_open: bool,
     /// Upper bound (included).
     pub max: f64,
-    /// Unit and meaning, for the README table.
+    /// Unit and meaning, for the docs/inputs.md table.
     pub what: &'static str,
     /// Where the input comes from (flag and URL parameter, GPU file key …).
     pub given_as: &'static str,
@@ -153,7 +153,7 @@ pub const MAX_SIM_REQUEST_TOKENS: u64 = 1 << 24;
 /// Most sequences, or tokens, in one simulated engine step; most tokens per KV block.
 pub const MAX_SIM_STEP_SIZE: u64 = 1 << 24;
 
-/// Every real-valued input's range: the one definition the parsers and the README use.
+/// Every real-valued input's range: the one definition the parsers and docs/inputs.md use.
 pub const RANGES: &[Range] = &[
     COMPUTE_EFFICIENCY,
     BANDWIDTH_EFFICIENCY,
@@ -205,7 +205,7 @@ pub const MAX_SM_COUNT: u64 = 100_000;
 /// Largest on-chip size or count in a GPU file (shared memory bytes, registers, warps, blocks).
 pub const MAX_ONCHIP: u64 = 1 << 30;
 
-/// The README's "Input ranges" table, generated from [`RANGES`] and [`INTEGER_RANGES`].
+/// docs/inputs.md's "Input ranges" table, generated from [`RANGES`] and [`INTEGER_RANGES`].
 pub fn ranges_markdown() -> String {
     let mut s = String::from("| input | accepted | unit | given as |\n|---|---|---|---|\n");
     for r in RANGES {

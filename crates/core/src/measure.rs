@@ -1,4 +1,4 @@
-//! Measured against the ledger (seed 004, "Measuring against the ledger"):
+//! Measured against the ledger (the reference calculator: "Measuring against the ledger"):
 //!
 //! * **MBU** (model bandwidth utilisation) = ledger bytes per step ÷ measured step time ÷ peak
 //!   bandwidth = `memory_floor_s / T`;
@@ -9,7 +9,7 @@
 //! A measured throughput converts to a step time as `T = tokens per step ÷ tokens per second`
 //! (decode: one token per sequence; prefill: every prompt token).
 //!
-//! The seed's reading: healthy decode shows high MBU and low MFU. Below about 60 % of both roofs,
+//! The reference calculator's reading: healthy decode shows high MBU and low MFU. Below about 60 % of both roofs,
 //! time is going where the ledger does not count — kernel launches and Python overhead (CUDA
 //! Graphs replay a step with one launch), unfused kernels, tensor-parallel communication — so look
 //! there before buying hardware. Above 100 % the measurement is faster than the hardware allows
@@ -20,7 +20,7 @@ use crate::scenario::Scenario;
 use crate::serving::Measured;
 use serde::Serialize;
 
-/// Utilisation at and above which a step counts as bound by what the ledger counts (seed 004:
+/// Utilisation at and above which a step counts as bound by what the ledger counts (the reference calculator:
 /// "Below about 60 percent, look for launches, unfused kernels and communication").
 pub const HEALTHY_UTILISATION: f64 = 0.6;
 

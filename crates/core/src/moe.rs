@@ -1,5 +1,5 @@
 //! Mixture-of-experts routing: how many distinct experts a step touches (the union problem of
-//! seed 004) and how many tokens each expert sees.
+//! the reference calculator) and how many tokens each expert sees.
 //!
 //! Let `p_i` be the probability that one token routes to expert `i` (so Σ p_i = k). Tokens route
 //! independently, so expert `i` is untouched by N tokens with probability (1 − p_i)^N and, by
@@ -9,7 +9,7 @@
 //! E[touched] = Σ_i (1 − (1 − p_i)^N)
 //! ```
 //!
-//! Uniform routing has p_i = k/E, which gives seed 004's E·(1 − (1 − k/E)^N). The correlation
+//! Uniform routing has p_i = k/E, which gives the reference calculator's E·(1 − (1 − k/E)^N). The correlation
 //! between a token's k choices does not enter an expectation of a sum, so the formula is exact for
 //! any routing with these marginals. Skewed routing is given as a Zipf exponent or as measured
 //! per-expert loads (tokens routed to each expert, any scale).
@@ -128,7 +128,7 @@ pub fn expected_experts_touched(experts: u64, top_k: u64, tokens: f64, routing: 
     Ok(p.iter().map(|pi| 1.0 - (1.0 - pi).powf(tokens)).sum())
 }
 
-/// Seed 004: E·(1 − (1 − k/E)^N). Allocation-free; the ledger's hot path.
+/// The reference calculator: E·(1 − (1 − k/E)^N). Allocation-free; the ledger's hot path.
 #[inline]
 pub fn uniform_experts_touched(experts: u64, top_k: u64, tokens: f64) -> f64 {
     let e = experts as f64;
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn seed_expected_experts_table() {
-        // Seed 004: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16.
+        // The reference calculator: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16.
         let got: Vec<f64> =
             [1.0, 4.0, 8.0, 16.0].iter().map(|b| one_decimal(uniform_experts_touched(8, 2, *b))).collect();
         assert_eq!(got, [2.0, 5.5, 7.2, 7.9]);

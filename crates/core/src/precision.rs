@@ -8,7 +8,7 @@
 //! | `fp32` | 4 | |
 //! | `bf16`, `fp16` | 2 | |
 //! | `fp8` (e4m3), `int8` | 1 | per-tensor/per-channel scales ignored |
-//! | `int4`, `fp4` | 0.5 | scales ignored, as in the seed's W4A16 ledger |
+//! | `int4`, `fp4` | 0.5 | scales ignored, as in the reference calculator's W4A16 ledger |
 //! | `int4-gN` | 0.5 + 4/N | one fp16 scale and one fp16 zero point per group of N (GPTQ/AWQ; 4.25 bits at N = 128) |
 //! | `fp8-bN` | 1 + 4/N² | one fp32 scale per N×N block (DeepSeek-V3 style; 1.00024 B at N = 128) |
 //! | `mxfp4` | 17/32 | 32 fp4 values share one E8M0 scale byte (OCP MX; 4.25 bits) |
@@ -40,7 +40,7 @@ pub enum Precision {
     },
     /// 8-bit integer, 1 byte; scales ignored.
     Int8,
-    /// 4-bit integer, 0.5 byte; scales ignored (the seed's W4A16 convention).
+    /// 4-bit integer, 0.5 byte; scales ignored (the reference calculator's W4A16 convention).
     Int4,
     /// 4-bit integer with an fp16 scale and an fp16 zero point per `group` values.
     Int4Group {

@@ -1,7 +1,7 @@
 //! Roofline time of one operator: `max(flops / (peak × compute_efficiency),
-//! bytes / (bandwidth × bandwidth_efficiency))` (seed 004, "Why batching plateaus"); the step is
+//! bytes / (bandwidth × bandwidth_efficiency))` (the reference calculator: "Why batching plateaus"); the step is
 //! the sum over operators. The default achieved fractions, 60 % of peak compute and 80 % of peak
-//! bandwidth, are the seed's assumptions; measure your own and set them.
+//! bandwidth, are the reference calculator's assumptions; measure your own and set them.
 
 use crate::cost::Cost;
 use crate::error::Result;
@@ -119,6 +119,9 @@ pub enum SlowCause {
     AttentionKernel,
     /// A calibration profile (`profile`) scales the clock's times.
     Profile,
+    /// The engine's decode attention reads a GQA group's K and V once per query head
+    /// (TensorRT-LLM before its XQA kernel).
+    KvPerQueryHead,
 }
 
 impl SlowCause {
@@ -130,6 +133,7 @@ impl SlowCause {
             SlowCause::TileWaste => "tile padding and wave quantisation leave most of the tensor cores idle",
             SlowCause::AttentionKernel => "prefill attention at FlashAttention's measured fraction of peak",
             SlowCause::Profile => "the calibration profile scales this operator's time",
+            SlowCause::KvPerQueryHead => "the engine's decode attention reads the KV cache once per query head",
         }
     }
 }
@@ -162,6 +166,12 @@ impl Timing {
     /// Time spent waiting for other pipeline stages: time under no roof.
     pub fn wait(wait_s: f64) -> Timing {
         Timing { time_s: wait_s, roofline_s: wait_s, ..Timing::default() }
+    }
+
+    /// Time the GPU waits for the engine's host work: time under no roof, which the roofline
+    /// clock does not have (its roofline time is 0).
+    pub fn host(host_s: f64) -> Timing {
+        Timing { time_s: host_s, ..Timing::default() }
     }
 
     /// Which roof dominates: the largest of the parts (compute only when strictly above memory, as
@@ -313,6 +323,13 @@ pub trait TimeModel {
     fn slow_cause(&self, _op: &Op, _gpu: &Gpu) -> Option<SlowCause> {
         None
     }
+
+    /// Host time per step that the GPU waits for under this model, seconds (the step's `host`
+    /// row; default none).
+    #[inline]
+    fn host_step_s(&self) -> f64 {
+        0.0
+    }
 }
 
 /// The roofline ([`Timing::of`]): `max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth ×
@@ -411,6 +428,12 @@ impl<M: TimeModel> KernelTimer<M> {
             .then(|| self.model.slow_cause(op, gpu))
             .flatten();
         Timing { roofline_s: roof.time_s, slow, ..t }
+    }
+
+    /// Host time per step under the timer's model ([`TimeModel::host_step_s`]).
+    #[inline]
+    pub fn host_step_s(&self) -> f64 {
+        self.model.host_step_s()
     }
 
     /// Time of a communication operator whose link time is `link_s` (it closes the open kernel).

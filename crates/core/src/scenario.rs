@@ -77,7 +77,7 @@ impl Scenario {
         Ok(Scenario { parallel, ..self.clone() })
     }
 
-    /// The seed's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
+    /// The reference calculator's default: Llama 3 8B on an H100 SXM, decode, batch 1, 2048 cached tokens, bf16.
     pub fn default_decode() -> Scenario {
         ScenarioRequest::default().resolve(&Catalog::builtin()).expect("built-in defaults resolve")
     }
@@ -88,7 +88,7 @@ impl Scenario {
     }
 
     /// The clock the operators are timed by: the scenario's, except that seed counting keeps the
-    /// seed's roofline so that its tables stay digit for digit.
+    /// reference calculator's roofline so that its tables stay digit for digit.
     pub fn effective_clock(&self) -> Clock {
         if self.workload.counting == Counting::Seed {
             Clock::ROOFLINE
@@ -381,7 +381,7 @@ pub fn scenario_input(name: &str) -> Option<&'static ScenarioInput> {
     scenario_inputs().iter().find(|i| i.name == name)
 }
 
-/// Raw inputs, as text. Every field is optional; the defaults are the seed's scenario.
+/// Raw inputs, as text. Every field is optional; the defaults are the reference calculator's scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioRequest {

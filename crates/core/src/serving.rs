@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 /// needs 0.5–2 GB more"); the upper end is taken. Set it with `reserve`.
 pub const DEFAULT_RESERVE_BYTES: f64 = 2e9;
 
-/// Default prompt length of a request, tokens (the seed's 2,048-token context).
+/// Default prompt length of a request, tokens (the reference calculator's 2,048-token context).
 pub const DEFAULT_PROMPT_TOKENS: u64 = 2048;
 
 /// Default output length of a request, tokens.

@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn op_kinds_fit_the_slots() {
-        assert!((OpKind::PipelineWait as usize) < KIND_SLOTS);
+        assert!((OpKind::HostStep as usize) < KIND_SLOTS);
     }
 
     fn values(text: &str) -> Vec<u64> {

@@ -197,7 +197,7 @@ pub enum Logits {
 pub enum Counting {
     /// Every operator, with weight, KV and activation bytes.
     Full,
-    /// Exactly what seed 004's calculator counts: weight and KV-read bytes of qkv_proj, o_proj,
+    /// Exactly what the reference calculator's calculator counts: weight and KV-read bytes of qkv_proj, o_proj,
     /// mlp, attention and lm_head; no minor operators, no activation bytes, no KV writes, and the
     /// new token attends to the `ctx` cached tokens only.
     Seed,
@@ -397,7 +397,7 @@ impl Workload {
                 g.materialised_scores += one.materialised_scores;
             }
             if self.phase == Phase::Decode && self.counting == Counting::Seed {
-                // The seed's decode: the new token attends to the cached ones only, writes nothing.
+                // The reference calculator's decode: the new token attends to the cached ones only, writes nothing.
                 g.pairs -= g.queries;
                 g.kv_positions_read = g.pairs;
                 g.kv_positions_written = 0.0;

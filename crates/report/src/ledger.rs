@@ -525,6 +525,9 @@ impl Report for LedgerReport {
                 if let Ok(e) = engine.parse::<llm_ledger_core::engine::Engine>() {
                     footer.push(format!("fusion ({engine}): {}", llm_ledger_core::clock::fusion_words(e)));
                 }
+                if self.rows.iter().any(|r| r.op == llm_ledger_core::ops::OpKind::HostStep.name()) {
+                    footer.push(format!("host ({engine}): the engine schedules, prepares the inputs and samples on the CPU between GPU steps, and the GPU waits (bound `wait`; docs/fidelity.md)"));
+                }
                 footer.push(format!("roofline per operator: {roofline}"));
                 footer.push(ACHIEVED_RULE.into());
             }

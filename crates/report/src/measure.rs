@@ -1,4 +1,4 @@
-//! The `measure` report: MBU and MFU of a measured step against the ledger, and the seed's reading.
+//! The `measure` report: MBU and MFU of a measured step against the ledger, and the reference calculator's reading.
 //!
 //! JSON keys (stable): `inputs`, `mbu`, `mfu`, `measured_step_s`, `measured_tokens_per_s`,
 //! `ledger_step_s`, `memory_floor_s`, `compute_floor_s`, `bytes`, `flops`,
@@ -16,7 +16,7 @@ use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::Scenario;
 use serde::Serialize;
 
-/// The reading in words (seed 004, "Measuring against the ledger").
+/// The reading in words (the reference calculator: "Measuring against the ledger").
 pub fn advice(reading: Reading) -> &'static str {
     match reading {
         Reading::AboveRoof => "faster than the hardware allows for the ledger's bytes and FLOPs: check the inputs (precisions, batch, context, GPU) and the measurement",

@@ -1,4 +1,4 @@
-//! The `moe` report: the union problem of seed 004 over a batch range — experts touched, tokens
+//! The `moe` report: the union problem of the reference calculator over a batch range — experts touched, tokens
 //! per expert, the busiest expert's load, and (with a model) the expert weight bytes each step reads,
 //! the expert GEMMs' intensity and the step time.
 //!

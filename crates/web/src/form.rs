@@ -1,4 +1,4 @@
-//! The scenario controls (seed 000's: model, GPU, phase, context length, batch, weight and KV
+//! The scenario controls (the Powers of Ten walk-through's: model, GPU, phase, context length, batch, weight and KV
 //! precision, FlashAttention; the rest under "more inputs"). One GET form, so everything works
 //! without JavaScript; the script submits it on every change. Every field of the core's
 //! `ScenarioRequest` has a control (a field without a tailored one gets a text box), so a form

@@ -260,7 +260,7 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     .await?;
     shot(c, "ledger").await?;
 
-    // One of the seed's experiments, then back and forward.
+    // One of the walk-through's experiments, then back and forward.
     c.find(Locator::LinkText("Drop the weights to INT4")).await.text_err()?.click().await.text_err()?;
     wait_url(c, "weights=int4").await?;
     let int4 = cli_step_time(&[("batch", "64"), ("weights", "int4"), ("kv", "fp8")]);
@@ -345,10 +345,10 @@ async fn descend(c: &Client, path: &str) -> Result {
     wait_node(c, path).await
 }
 
-/// Seed 000 by clicking: from the model down to a GEMM's tiles, back up by the breadcrumb, and an
+/// The Powers of Ten walk-through by clicking: from the model down to a GEMM's tiles, back up by the breadcrumb, and an
 /// experiment that changes the intensity.
 async fn powers_of_ten(c: &Client, base: &str) -> Result {
-    // The seed's scenario (Llama 3 8B, decode, batch 1), then by the navigation.
+    // The reference calculator's scenario (Llama 3 8B, decode, batch 1), then by the navigation.
     c.goto(base).await.text_err()?;
     wait_heading(c, "Overview").await?;
     c.find(Locator::Css("nav a[data-slug='powers-of-ten']")).await.text_err()?.click().await.text_err()?;
@@ -841,7 +841,7 @@ fn pin_and_compare() {
         let u = url(&c).await;
         assert!(u.contains("pin=default") && u.contains("at=layer.0.mlp.up"), "{u}");
         shot(&c, "powers-of-ten-pinned").await?;
-        // The seed's INT4 experiment at the batch where the flip happens, against the pin.
+        // The walk-through's INT4 experiment at the batch where the flip happens, against the pin.
         c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
         wait_node(&c, "model").await?;
         c.find(Locator::Id("cmp-int4-flip")).await.text_err()?.click().await.text_err()?;

@@ -147,8 +147,8 @@ async fn the_ledger_page_shows_the_clis_numbers() {
 
 #[tokio::test]
 async fn the_seed_004_headline_numbers_are_on_the_page() {
-    // Seed 004: batch 1 at 2,048 tokens reads 15.3 GB and does 16 GFLOP per step (full counting: 16.1 GFLOP,
-    // the seed's rows plus norms, rope and residuals); the step is 5.71 ms at 60 %/80 % of peak on
+    // The reference calculator: batch 1 at 2,048 tokens reads 15.3 GB and does 16 GFLOP per step (full counting: 16.1 GFLOP,
+    // the reference calculator's rows plus norms, rope and residuals); the step is 5.71 ms at 60 %/80 % of peak on
     // the roofline clock, and the explorer's default (the measured clock) expects 6.28 ms.
     let r = get("/ledger?time_model=roofline").await;
     assert!(r.body.contains(">15.3 GB<"));
@@ -761,7 +761,7 @@ async fn without_javascript_every_control_is_a_field_and_every_block_a_link() {
 }
 
 /// Identical layers are one block "× 32" (and one table row, the rest
-/// folded until expanded); the model level is the layer stack (seed 000), the node itself, with
+/// folded until expanded); the model level is the layer stack (the Powers of Ten walk-through), the node itself, with
 /// the rest of the step beside it and the step = the ledger's total.
 #[tokio::test]
 async fn identical_layers_fold_and_the_stack_is_the_model_level() {
@@ -1044,7 +1044,7 @@ async fn kv_cache_page_and_endpoint_are_the_kv_report() {
         assert!(r.body.contains("<svg class=\"plot kv-chart\""));
         assert_eq!(get(&format!("/api/kv?{q}")).await.body, expected.render(Format::Json).unwrap(), "{q}");
     }
-    // Seed 004: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token.
+    // The reference calculator: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token.
     assert_eq!(value_of(&get("/kv-cache").await.body, "kv-per-token"), 131_072.0);
     let r = get("/kv-cache?reserve=lots").await;
     assert_page_refuses(&r, "invalid `reserve`: \"lots\" (a size with a unit: B, kB, MB, GB", "reserve");
@@ -1189,7 +1189,7 @@ async fn gemm_tiling_refuses_bad_shapes_and_tiles() {
 #[tokio::test]
 async fn moe_page_counts_the_union_and_the_expert_bytes() {
     use llm_ledger_report::moe::{MoeReport, MoeRequest};
-    // Seed 004: 8 experts, top-2 → 2.0, 5.5, 7.2, 7.9 experts touched at batch 1, 4, 8, 16.
+    // The reference calculator: 8 experts, top-2 → 2.0, 5.5, 7.2, 7.9 experts touched at batch 1, 4, 8, 16.
     let r = get("/moe?experts=8&top_k=2&batches=1,4,8,16").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let touched: Vec<String> = values_of_class(&r.body, "num touched").iter().map(|v| format!("{v:.1}")).collect();

@@ -124,11 +124,7 @@ fn checkpoint_cases() -> Vec<(&'static str, Input, &'static str)> {
             Cmd(vec!["ledger".into(), "--model".into(), "nobody-here/none".into()]),
             "HF_HUB_OFFLINE forbids downloading it",
         ),
-        (
-            "safetensors shorter than its length",
-            Safetensors(vec![1, 2, 3]),
-            "invalid `header length`: 3 bytes",
-        ),
+        ("safetensors shorter than its length", Safetensors(vec![1, 2, 3]), "invalid `header length`: 3 bytes"),
         (
             "safetensors header past the file",
             Safetensors(st("{}", 0)[..9].to_vec()),

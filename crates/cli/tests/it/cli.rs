@@ -71,7 +71,7 @@ fn json_is_the_stable_interface() {
 
 #[test]
 fn seed_counting_json_matches_the_seed_total() {
-    // Seed 004, batch 64 × 2048: 1029.3 GFLOP, 32.19 GB.
+    // The reference calculator, batch 64 × 2048: 1029.3 GFLOP, 32.19 GB.
     let v = json(&["ledger", "--format", "json", "--batch", "64", "--counting", "seed"]);
     assert_eq!(format!("{:.1}", v["total"]["flops"].as_f64().unwrap() / 1e9), "1029.3");
     assert_eq!(format!("{:.2}", v["total"]["bytes"].as_f64().unwrap() / 1e9), "32.19");
@@ -173,7 +173,7 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
 
 #[test]
 fn moe_reproduces_the_seed_union_table() {
-    // Seed 004: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16; 128 top-8 → 8, 51.6, 111.8, 125.9.
+    // The reference calculator: 8 experts top-2 → 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16; 128 top-8 → 8, 51.6, 111.8, 125.9.
     for (args, expected) in [
         (["--experts", "8", "--top-k", "2", "--batch", "1,4,8,16"], [2.0, 5.5, 7.2, 7.9]),
         (["--experts", "128", "--top-k", "8", "--batch", "1,8,32,64"], [8.0, 51.6, 111.8, 125.9]),

@@ -121,15 +121,15 @@ fn readme_examples_are_real_output() {
     );
 }
 
-/// The README's "Input ranges" table is generated from the core's one definition
+/// docs/inputs.md's "Input ranges" table is generated from the core's one definition
 /// (`limits::ranges_markdown`); this fails if they drift. (It lives here, not in the core, so the
 /// core crate packages and tests on its own.)
 #[test]
-fn readme_states_the_input_ranges_from_the_core_definition() {
-    let readme = include_str!("../../../../README.md");
+fn the_docs_state_the_input_ranges_from_the_core_definition() {
+    let page = include_str!("../../../../docs/inputs.md");
     let table = llm_ledger_core::limits::ranges_markdown();
     assert!(
-        readme.contains(&table),
-        "README.md's \"Input ranges\" table differs from limits::ranges_markdown():\n{table}"
+        page.contains(&table),
+        "docs/inputs.md's \"Input ranges\" table differs from limits::ranges_markdown():\n{table}"
     );
 }

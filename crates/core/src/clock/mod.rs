@@ -16,11 +16,16 @@
 //! * weight-only quantised GEMMs paying for dequantisation ([`dequant_s`]), so W4A16 loses its
 //!   edge over bf16 as the batch grows ([`w4a16_crossover_batch`] finds where);
 //! * collectives: the α + n/β model of [`crate::parallel`] (NCCL's own cost model), plus the host
-//!   launch floor when launched eagerly ([`Measured`]'s `link_time`).
+//!   launch floor when launched eagerly ([`Measured`]'s `link_time`);
+//! * the engine's version where it changes a kernel: TensorRT-LLM before XQA reads a GQA group's
+//!   KV once per query head in decode ([`Engine::kv_read_per_query_head`]);
+//! * host time per step that the GPU waits for ([`Engine::host_step_s`]: vLLM's V0 engine), a
+//!   row of its own.
 //!
-//! Fitted constants (3, on the 62 rows of `docs/fidelity.md`): [`GRAPH_KERNEL_S`], [`HOST_LAUNCH_S`]
-//! and [`DEQUANT_OPS_PER_WEIGHT`]. Every other number is a published measurement, quoted where it is
-//! used.
+//! Fitted constants (3, on the 62 fit rows of `docs/fidelity.md`): [`GRAPH_KERNEL_S`],
+//! [`HOST_LAUNCH_S`] and [`DEQUANT_OPS_PER_WEIGHT`]; and one on three of its end-to-end rows,
+//! [`crate::engine::VLLM_V0_HOST_STEP_S`]. Every other number is a published measurement, quoted
+//! where it is used.
 //!
 //! # Where an operator's time comes from, in order
 //!
@@ -177,40 +182,50 @@ pub fn kernel_time_s(engine: Engine, roof_s: f64) -> f64 {
 }
 
 /// How `engine` runs operator `op` (module docs of [`Engine`] say which engine fuses what;
-/// sources: TensorRT-LLM's fused gated-MLP and attention plugins, vLLM's `QKVParallelLinear`,
+/// sources: TensorRT-LLM's attention plugin and its layer as NVIDIA AIConfigurator composes it
+/// (`aiconfigurator/sdk/models`: `add_norm` an elementwise kernel of 2h in and 2h out per token,
+/// `act_gate` one of the gate/up output in and the intermediate out), vLLM's `QKVParallelLinear`,
 /// `MergedColumnParallelLinear` and `fused_add_rms_norm`, Inductor's pointwise fusion in gpt-fast):
 ///
 /// * **merged GEMMs** ([`Join::Part`]): Q, K and V in one QKV GEMM (every engine but eager), gate
 ///   and up in one gate/up GEMM (trtllm, vllm, sglang; gpt-fast keeps them apart), routed and
 ///   shared experts alike — only where the checkpoint stores them as separate matrices
 ///   ([`Op::merge_n`]);
-/// * **epilogues** ([`Join::Fused`], bytes on chip by [`fused_on_chip_bytes`]): the residual add
-///   into the previous kernel (every engine but eager); SiLU × gate into the gate/up GEMM, RoPE
-///   and the KV-cache append into the QKV/attention kernels (trtllm, gpt-fast);
+/// * **add + norm** (trtllm, vllm, sglang): the residual add a kernel of its own and the RMSNorm
+///   after it inside that kernel ([`Join::Fused`]: the sum stays on chip), so the kernel reads
+///   the residual and the sublayer's output and writes the new residual and the normalised
+///   input, `4·h` elements per token;
+/// * **epilogues** ([`Join::Fused`], bytes on chip by [`fused_on_chip_bytes`]): RoPE and the
+///   KV-cache append into the QKV/attention kernels (trtllm, gpt-fast); the residual add and the
+///   activation into the previous kernel (gpt-fast);
 /// * FlashAttention's softmax inside the attention kernel under every engine ([`Op::fused`]);
-/// * everything else a kernel of its own ([`Join::Own`]).
+/// * everything else a kernel of its own ([`Join::Own`]): the gated activation (SwiGLU) after the
+///   gate/up GEMM under trtllm, vllm and sglang, every operator under eager.
 pub fn engine_join(engine: Engine, op: &Op) -> Join {
     use OpKind::*;
     if op.fused {
         return Join::Fused { on_chip_bytes: 0.0 };
     }
     let kind = op.kind;
+    let engine = engine.family();
     let qkv = matches!(kind, QProj | KProj | VProj);
     let gate_up = matches!(kind, GateProj | UpProj | ExpertGate | ExpertUp | SharedGate | SharedUp);
     let merges = match engine {
         Engine::Eager => false,
-        Engine::Trtllm | Engine::Vllm | Engine::Sglang => qkv || gate_up,
         Engine::GptFast => qkv,
+        _ => qkv || gate_up,
     };
     if merges && op.merge_n.is_some() {
         let first = matches!(kind, QProj | GateProj | ExpertGate | SharedGate);
         return Join::Part { first, share: op.merge_share() };
     }
     let residual = matches!(kind, AttnResidual | MlpResidual | Residual);
+    let norm_after_residual = matches!(kind, AttnNorm | MlpNorm | FinalNorm);
     let epilogue = match engine {
         Engine::Eager => false,
-        Engine::Trtllm | Engine::GptFast => residual || matches!(kind, Act | ExpertAct | SharedAct | Rope | KvWrite),
-        Engine::Vllm | Engine::Sglang => residual,
+        Engine::GptFast => residual || matches!(kind, Act | ExpertAct | SharedAct | Rope | KvWrite),
+        Engine::Trtllm => norm_after_residual || matches!(kind, Rope | KvWrite),
+        _ => norm_after_residual,
     };
     if epilogue {
         Join::Fused { on_chip_bytes: fused_on_chip_bytes(kind, &op.cost) }
@@ -222,8 +237,8 @@ pub fn engine_join(engine: Engine, op: &Op) -> Join {
 /// How `engine` joins operators into kernels, in words ([`engine_join`]), for footers.
 pub fn fusion_words(engine: Engine) -> &'static str {
     match engine {
-        Engine::Trtllm => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; the residual add, SiLU × gate, RoPE and the KV-cache append run inside the kernel before them (bound `fused`: the time they add there, their on-chip inputs not counted as HBM traffic)",
-        Engine::Vllm | Engine::Sglang => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; the residual add runs inside the kernel before it (bound `fused`: the time it adds there, its on-chip input not counted as HBM traffic)",
+        Engine::Trtllm | Engine::TrtllmPreXqa => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; each residual add and the RMSNorm after it are one kernel, SiLU × gate a kernel of its own; the norm, RoPE and the KV-cache append run inside the kernel before them (bound `fused`: the time they add there, their on-chip inputs not counted as HBM traffic)",
+        Engine::Vllm | Engine::VllmV0 | Engine::Sglang => "q/k/v run as one QKV GEMM and gate/up as one GEMM, each row charged its columns' share; each residual add and the RMSNorm after it are one kernel (the norm bound `fused`: the time it adds there, its on-chip input not counted as HBM traffic)",
         Engine::GptFast => "q/k/v run as one QKV GEMM, each row charged its columns' share; the residual add, the activation, RoPE and the KV-cache append run inside the kernel before them (bound `fused`: the time they add there, their on-chip inputs not counted as HBM traffic)",
         Engine::Eager => "none: every operator is a kernel of its own, launched from the host",
     }
@@ -238,10 +253,13 @@ pub fn fusion_words(engine: Engine) -> &'static str {
 ///   outputs from its accumulators: all of its reads (its output is written);
 /// * RoPE rotates Q and K inside the kernel that produced them: its reads and writes replace
 ///   that kernel's output (already counted there): all of its bytes;
-/// * the KV-cache append reads the new K/V and writes the cache through HBM: none.
+/// * the KV-cache append reads the new K/V and writes the cache through HBM: none;
+/// * an RMSNorm after the residual add reads the sum the add just made, on chip: all of its
+///   activation reads (its output and its scale weights go through HBM).
 pub fn fused_on_chip_bytes(kind: OpKind, cost: &crate::cost::Cost) -> f64 {
     use OpKind::*;
     match kind {
+        AttnNorm | MlpNorm | FinalNorm => cost.activation_read_bytes(),
         AttnResidual | MlpResidual => cost.activation_read_bytes() / 2.0,
         Residual => cost.activation_read_bytes() / 3.0,
         Act | ExpertAct | SharedAct => cost.activation_read_bytes(),
@@ -395,6 +413,18 @@ impl Measured {
         (compute_s, memory_s, dequant_s(op, gpu, &fit))
     }
 
+    /// KV bytes the engine's decode attention reads beyond the ledger's once-per-KV-head count:
+    /// `kv_read_bytes × (heads ÷ kv_heads − 1)` when it reads a GQA group's K and V once per
+    /// query head ([`Engine::kv_read_per_query_head`]), else 0.
+    fn kv_reread_bytes(&self, op: &Op) -> f64 {
+        match op.attention {
+            Some(a) if self.engine.kv_read_per_query_head() && self.phase == Phase::Decode && a.kv_heads > 0.0 => {
+                op.cost.kv_read_bytes * (a.heads / a.kv_heads - 1.0).max(0.0)
+            }
+            _ => 0.0,
+        }
+    }
+
     /// `op` in a kernel of its own: the measured kernel where there is a table for it, else the
     /// fitted roofs plus the kernel's fixed cost.
     ///
@@ -404,7 +434,7 @@ impl Measured {
     /// 34 MB q_proj weights stream at 2.0 TB/s, 2.3× the card's 864 GB/s), while in a step every
     /// layer's weights come from HBM.
     fn own_kernel(&self, op: &Op, gpu: &Gpu) -> Timing {
-        let hbm_bytes = op.cost.bytes();
+        let hbm_bytes = op.cost.bytes() + self.kv_reread_bytes(op);
         let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
         let time_s = match self.table_s(op) {
             Some(t) => t.max(memory_s),
@@ -468,6 +498,10 @@ impl TimeModel for Measured {
         }
     }
 
+    fn host_step_s(&self) -> f64 {
+        self.engine.host_step_s()
+    }
+
     fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<SlowCause> {
         let whole = match engine_join(self.engine, op) {
             Join::Part { .. } => merged_gemm(op),
@@ -475,6 +509,9 @@ impl TimeModel for Measured {
         };
         if self.table_s(&whole).is_some() {
             return Some(SlowCause::MeasuredKernel);
+        }
+        if self.kv_reread_bytes(&whole) > 0.0 {
+            return Some(SlowCause::KvPerQueryHead);
         }
         let (compute_s, memory_s, extra_s) = self.roofs(&whole, whole.cost.bytes(), gpu);
         if extra_s > compute_s.max(memory_s) {
@@ -543,6 +580,14 @@ impl TimeModel for Model {
     }
 
     #[inline]
+    fn host_step_s(&self) -> f64 {
+        match self {
+            Model::Roofline => 0.0,
+            Model::Measured(m) => m.host_step_s(),
+        }
+    }
+
+    #[inline]
     fn is_roofline(&self) -> bool {
         matches!(self, Model::Roofline)
     }
@@ -558,7 +603,7 @@ impl TimeModel for Model {
 
 /// The smallest batch (in `1..=max_batch`) at which a weight-only quantised GEMM of `n × k`
 /// weights in `weight` bytes per weight is no faster than the same GEMM with 16-bit weights under
-/// the measured model on `gpu`, or `None` if it stays faster up to `max_batch` (seed 004: W4A16
+/// the measured model on `gpu`, or `None` if it stays faster up to `max_batch` (the reference calculator: W4A16
 /// loses its edge over bf16 as the batch grows). Both formats on the fitted model (no kernel
 /// tables), so that the two sides are timed the same way where only one has a table.
 pub fn w4a16_crossover_batch(

@@ -1,4 +1,4 @@
-//! A calibration profile: three constants fitted to a user's own measurements
+//! A calibration profile: constants fitted to a user's own measurements
 //! (`llm-ledger calibrate`, [`crate::fit`]) that adjust the expected clock for their deployment.
 //!
 //! For an operator the clock times at `t` with roofs `c` (compute) and `m` (memory):
@@ -10,6 +10,8 @@
 //! than the clock says), `compute_scale` the achieved throughput of compute-bound ones, and
 //! `kernel_s` the fixed cost per kernel (launch gaps, an engine's per-kernel overhead). The
 //! identity profile (1, 1, 0) leaves every time bit for bit as it was. Collectives are not scaled.
+//! `host_step_s` adds host time per step, waited for by the GPU, to the engine's own
+//! ([`crate::engine::Engine::host_step_s`]): the step's `host` row.
 //! The roofline clock ignores profiles: it is the explanation, not the estimate.
 
 use super::Model;
@@ -29,6 +31,8 @@ pub struct Profile {
     pub compute_scale: f64,
     /// Seconds added to every operator that runs in a kernel of its own.
     pub kernel_s: f64,
+    /// Seconds of host time per step the GPU waits for, added to the engine's own.
+    pub host_step_s: f64,
 }
 
 impl Default for Profile {
@@ -42,10 +46,12 @@ impl Default for Profile {
 pub const SCALE_RANGE: (f64, f64) = (0.1, 10.0);
 /// Most seconds a profile may add per kernel.
 pub const MAX_KERNEL_S: f64 = 1e-3;
+/// Most seconds of host time a profile may add per step.
+pub const MAX_HOST_STEP_S: f64 = 0.1;
 
 impl Profile {
     /// No adjustment.
-    pub const IDENTITY: Profile = Profile { memory_scale: 1.0, compute_scale: 1.0, kernel_s: 0.0 };
+    pub const IDENTITY: Profile = Profile { memory_scale: 1.0, compute_scale: 1.0, kernel_s: 0.0, host_step_s: 0.0 };
 
     /// Whether this profile changes nothing.
     pub fn is_identity(&self) -> bool {
@@ -74,11 +80,25 @@ impl Profile {
                 format!("seconds in 0..={MAX_KERNEL_S}"),
             ));
         }
-        Ok(Profile { memory_scale, compute_scale, kernel_s })
+        Ok(Profile { memory_scale, compute_scale, kernel_s, host_step_s: 0.0 })
     }
 
-    /// A profile file (TOML: `memory_scale`, `compute_scale`, `kernel_s`, and an optional
-    /// `[fit]` table that `calibrate` writes for the record and is not read).
+    /// This profile with `host_step_s` seconds of host time per step (checked: 0 to
+    /// [`MAX_HOST_STEP_S`]).
+    pub fn with_host_step_s(self, host_step_s: f64) -> Result<Profile> {
+        if !(0.0..=MAX_HOST_STEP_S).contains(&host_step_s) {
+            return Err(Error::invalid(
+                "host_step_s",
+                crate::error::compact_f64(host_step_s),
+                format!("seconds in 0..={MAX_HOST_STEP_S}"),
+            ));
+        }
+        Ok(Profile { host_step_s, ..self })
+    }
+
+    /// A profile file (TOML: `memory_scale`, `compute_scale`, `kernel_s`, optionally
+    /// `host_step_s`, and an optional `[fit]` table that `calibrate` writes for the record and is
+    /// not read).
     pub fn from_toml(text: &str) -> Result<Profile> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -87,11 +107,13 @@ impl Profile {
             compute_scale: f64,
             kernel_s: f64,
             #[serde(default)]
+            host_step_s: f64,
+            #[serde(default)]
             #[allow(dead_code)]
             fit: Option<toml::Value>,
         }
         let f: File = toml::from_str(text).map_err(|e| Error::toml("profile file", text, &e))?;
-        Profile::new(f.memory_scale, f.compute_scale, f.kernel_s)
+        Profile::new(f.memory_scale, f.compute_scale, f.kernel_s)?.with_host_step_s(f.host_step_s)
     }
 
     /// `t'` of the module docs for one operator's timing from the clock, for an operator that
@@ -151,6 +173,15 @@ impl TimeModel for Profiled {
     fn is_roofline(&self) -> bool {
         self.model.is_roofline()
     }
+
+    #[inline]
+    fn host_step_s(&self) -> f64 {
+        if self.model.is_roofline() {
+            0.0
+        } else {
+            self.model.host_step_s() + self.profile.host_step_s
+        }
+    }
 }
 
 #[cfg(test)]
@@ -175,7 +206,14 @@ mod tests {
     fn profile_files_parse_and_refuse_what_they_should() {
         let p = Profile::from_toml("memory_scale = 1.1\ncompute_scale = 0.95\nkernel_s = 2e-6\n[fit]\nrows = 12\n")
             .unwrap();
-        assert_eq!(p, Profile { memory_scale: 1.1, compute_scale: 0.95, kernel_s: 2e-6 });
+        assert_eq!(p, Profile { memory_scale: 1.1, compute_scale: 0.95, kernel_s: 2e-6, host_step_s: 0.0 });
+        let p =
+            Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 0\nhost_step_s = 1.5e-3\n").unwrap();
+        assert_eq!(p.host_step_s, 1.5e-3);
+        let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 0\nhost_step_s = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`host_step_s`") && e.contains("0..=0.1"), "{e}");
         let e = Profile::from_toml("memory_scale = 0\ncompute_scale = 1\nkernel_s = 0\n").unwrap_err().to_string();
         assert!(e.contains("`memory_scale`") && e.contains("0.1..=10"), "{e}");
         let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 1\n").unwrap_err().to_string();

@@ -11,12 +11,12 @@
 //! * **KV cache**: per token and layer, `Attention::kv_elements_per_token()` elements (2·kv·hd;
 //!   the latent r_kv + d_r for MLA) at the KV precision; a sliding-window layer holds at most
 //!   `window` tokens. A decode step at `ctx` cached tokens holds `ctx + 1` after appending the new
-//!   token (`ctx` under seed counting, as the seed's "84 GB at batch 256" does); prefill holds the
+//!   token (`ctx` under seed counting, as the reference calculator's "84 GB at batch 256" does); prefill holds the
 //!   prompt.
 //! * **Activation workspace** ([`workspace_bytes`]): an estimate of the live activations of one
 //!   step, documented there.
 //!
-//! Under [`Counting::Seed`] the seed's "weights plus cache" is reproduced: the weights without the
+//! Under [`Counting::Seed`] the reference calculator's "weights plus cache" is reproduced: the weights without the
 //! embedding table ("15.0 GB (excluding the embedding table)") and no workspace.
 //!
 //! In a parallel deployment every footprint is one GPU's, the fullest
@@ -105,7 +105,7 @@ impl WeightFootprint {
     }
 
     /// Weight bytes that count toward memory under `counting`: all of them, or without the
-    /// embedding table under seed counting (the seed's 15.0 GB for Llama 3 8B).
+    /// embedding table under seed counting (the reference calculator's 15.0 GB for Llama 3 8B).
     pub fn counted_bytes(&self, counting: Counting) -> f64 {
         match counting {
             Counting::Full => self.total_bytes(),
@@ -158,7 +158,7 @@ pub(crate) fn layer_bytes(layer: &LayerSpec, h: u64, w: &WeightPrecisions) -> We
 }
 
 /// KV-cache bytes one token adds across all layers, ignoring windows (Llama 3 8B at bf16:
-/// 32 · 2 · 8 · 128 · 2 = 131,072 bytes, seed 004).
+/// 32 · 2 · 8 · 128 · 2 = 131,072 bytes, the reference calculator).
 pub fn kv_bytes_per_token(model: &ModelSpec, kv: Precision) -> f64 {
     model.kv_elements_per_token() as f64 * kv.bytes()
 }

@@ -2,7 +2,7 @@
 //! `quantization_config` (architectures.md §14).
 //!
 //! Rules: `--weights P` stores every GEMM weight (attention, MLPs, experts, LM head) at P, as the
-//! seed's ledger does; the embedding table and routers, which quantisers leave alone, stay at
+//! reference calculator's ledger does; the embedding table and routers, which quantisers leave alone, stay at
 //! `P.unquantised()` (bf16 for narrow formats). A checkpoint's `quantization_config` applies its
 //! format to the linear layers it converts and leaves embedding, LM head, routers and anything in
 //! `modules_to_not_convert`/`ignore` at bf16.

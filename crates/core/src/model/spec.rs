@@ -365,7 +365,7 @@ impl ModelSpec {
     }
 
     /// KV-cache elements per token summed over layers, ignoring sliding windows (Llama 3 8B:
-    /// 32 · 2 · 8 · 128 = 65,536, i.e. 131,072 bytes at bf16, seed 004).
+    /// 32 · 2 · 8 · 128 = 65,536, i.e. 131,072 bytes at bf16, the reference calculator).
     pub fn kv_elements_per_token(&self) -> u64 {
         self.layer_groups().map(|(l, n)| n * l.attention.kv_elements_per_token()).sum()
     }

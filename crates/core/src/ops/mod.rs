@@ -1,6 +1,6 @@
 //! The operators of one forward step and their FLOPs and bytes.
 //!
-//! Counting rules (seed 004 rules 1–3, extended to every operator; `T` tokens in the step, `a`
+//! Counting rules (the reference calculator rules 1–3, extended to every operator; `T` tokens in the step, `a`
 //! bytes per activation element, `w` bytes per weight, `e` bytes per KV element):
 //!
 //! * **GEMM** `[T×K]·[K×N]`: FLOPs, weight and activation bytes as [`Gemm`] counts them; the
@@ -15,7 +15,7 @@
 //! * **MoE** experts: FLOPs for every (token, expert) assignment; weight bytes for the expected
 //!   number of distinct experts touched ([`crate::moe`]).
 //!
-//! Under [`Counting::Seed`] only seed 004's rows are produced (qkv_proj, o_proj, mlp, attention,
+//! Under [`Counting::Seed`] only the reference calculator's rows are produced (qkv_proj, o_proj, mlp, attention,
 //! lm_head) with weight and KV-read bytes only.
 //!
 //! In a parallel deployment ([`crate::parallel`]) the builder hands out one GPU's share of every

@@ -12,7 +12,7 @@
 //!   model's, not `1/tp`. MLA's latent KV is shared by all heads: every TP rank holds and reads
 //!   all of it (its q_a/kv_a projections are replicated too). The embedding and the LM head are
 //!   vocab-parallel. Two all-reduces of `T × hidden` activations per layer (after o_proj and
-//!   after the MLP), one after the embedding, and a gather of the logits (seed 004: "adds two
+//!   after the MLP), one after the embedding, and a gather of the logits (the reference calculator: "adds two
 //!   all-reduces of B x d activations per layer").
 //! * **Pipeline parallel**: layers split into contiguous stages (see [`stage_layer_counts`]),
 //!   activations (`T × hidden`) sent between stages, `M` micro-batches (default `min(pp, batch)`).

@@ -78,6 +78,8 @@ pub enum Site<'a> {
     Head,
     /// The time the GPU waits for the other pipeline stages.
     Wait,
+    /// The time the GPU waits for the engine's host work between steps.
+    Host,
 }
 
 /// One operator of one GPU's step, as [`for_each_gpu_site`] hands it out.
@@ -130,6 +132,7 @@ pub fn for_each_gpu_site(sc: &Scenario, mut f: impl FnMut(GpuOp<'_>)) -> Option<
             b.layer(layer, &mut |op| emit(Site::Layer(layer), &op, count));
         }
         b.head(&mut |op| emit(Site::Head, &op, 1));
+        host_step(sc, timer.host_step_s(), &mut f);
         return None;
     }
     let mbs = micro_batches(sc);
@@ -158,13 +161,24 @@ pub fn for_each_gpu_site(sc: &Scenario, mut f: impl FnMut(GpuOp<'_>)) -> Option<
     let wait = (step - busy[stage]).max(0.0);
     let wait_op = Op::plain(OpKind::PipelineWait, Cost::ZERO, MathFormat::Vector);
     f(GpuOp { scenario: sc, site: Site::Wait, op: &wait_op, layers: 1, runs: 1, one: Timing::wait(wait) });
+    let host_s = kernel_timer(sc).host_step_s();
+    host_step(sc, host_s, &mut f);
     Some(PipelineTiming {
         stage,
         micro_batches: mbs.iter().map(|(_, c)| c).sum(),
         busy_s: busy[stage],
-        step_s: step,
+        step_s: step + host_s,
         idle_fraction: 1.0 - busy.iter().sum::<f64>() / (p as f64 * step),
     })
+}
+
+/// The step's host row: `host_s` seconds that the GPU waits for the engine's host work, once per
+/// step (nothing when the engine overlaps it, `host_s` = 0).
+fn host_step(sc: &Scenario, host_s: f64, f: &mut impl FnMut(GpuOp<'_>)) {
+    if host_s > 0.0 {
+        let op = Op::plain(OpKind::HostStep, Cost::ZERO, MathFormat::Vector);
+        f(GpuOp { scenario: sc, site: Site::Host, op: &op, layers: 1, runs: 1, one: Timing::host(host_s) });
+    }
 }
 
 /// The operators of one GPU of stage `s` for the step `sc` (one micro-batch), with the time of

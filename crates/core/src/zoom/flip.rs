@@ -1,4 +1,4 @@
-//! Where other weights flip an operator from memory- to compute-bound: seed 000's third
+//! Where other weights flip an operator from memory- to compute-bound: the Powers of Ten walk-through's third
 //! experiment ("Drop the weights to INT4. Bytes fall, intensity rises, and an operation can flip
 //! from memory-bound to compute-bound without its FLOPs changing at all"), as a search over the
 //! decode batch.

@@ -1,5 +1,5 @@
 //! Powers of ten: one forward step as a tree — model → layers → operations → tiles — whose every
-//! level is computed from the level below, with an add-up report at each step (seed 000,
+//! level is computed from the level below, with an add-up report at each step (the Powers of Ten walk-through,
 //! "Powers of Ten": "one forward pass, at four magnifications").
 //!
 //! ```text
@@ -9,7 +9,7 @@
 //!     └ layer.i.attn.q.tiles the operator cut into thread-block tiles on the GPU
 //! ```
 //!
-//! **The model is the layer stack** (seed 000: the 2 × parameters shortcut "counts the layer
+//! **The model is the layer stack** (the Powers of Ten walk-through: the 2 × parameters shortcut "counts the layer
 //! stack, which is what this page sums"; the embedding and the vocabulary projection "are
 //! excluded here rather than silently folded in"). The embedding, the final norm and the LM head
 //! (and, on several GPUs, their collectives, a pipeline stage's send and its wait) are the *rest
@@ -59,7 +59,7 @@ use gap::flops_gap;
 pub use gap::{FlopsGap, GapItem, GapKind};
 pub use view::{AddUp, ChildView, NodeDetail, NodeView};
 
-/// Levels of the tree (seed 000's four magnifications).
+/// Levels of the tree (the Powers of Ten walk-through's four magnifications).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
@@ -853,7 +853,7 @@ mod tests {
 
     #[test]
     fn the_model_level_is_the_layer_stack_and_the_rest_of_the_step_sits_beside_it() {
-        // Seed 000: the model level sums the layer stack; the embedding and the vocabulary
+        // The Powers of Ten walk-through: the model level sums the layer stack; the embedding and the vocabulary
         // projection sit outside it. Llama 3 8B decode: 32 layers of 470 MFLOP each; the step
         // adds the embedding (a gather, 0 FLOP), the final norm and the LM head (2 · 4,096 ·
         // 128,256 = 1.05 GFLOP).

@@ -22,8 +22,8 @@ fn step_ms(gpu: &str, engine: &str) -> f64 {
 fn llama_8b_decode_step_on_h100_is_within_10_percent_of_aiconfigurators_breakdown() {
     // AIConfigurator 0.12.0, Llama-3.1-8B on h100_sxm, trtllm, TP 1, static batch 1, isl 2048:
     // generation phase total 6.616 ms (qkv 0.707, attention 0.444, proj 0.530, gate/up 2.783,
-    // down 1.483, logits 0.377, norms and activation 0.292; ../shared/research/peers-aiconfigurator/
-    // aic0.12.0_llama3.1-8b_h100_sxm_static_bs1_isl2048_osl2_SILICON.txt). Its GEMMs are read from
+    // down 1.483, logits 0.377, norms and activation 0.292: `aiconfigurator cli` 0.12.0, static
+    // batch 1, isl 2048, osl 2, SILICON database). Its GEMMs are read from
     // the tables our clock now reads.
     let ms = step_ms("h100-sxm", "trtllm");
     let err = ms / 6.616 - 1.0;

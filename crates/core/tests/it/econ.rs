@@ -1,4 +1,4 @@
-//! Seed 004's figures about time, memory and money, through the public API: the batch sweep and
+//! The reference calculator's figures about time, memory and money, through the public API: the batch sweep and
 //! its memory wall, the long-context equivalence, the crossover, the levers.
 
 use llm_ledger_core::crossover::{Crossover, Side};
@@ -30,7 +30,7 @@ fn seed_batch_sweep_and_memory_wall() {
     // "for b in [1, 8, 32, 64, 128]" at 2,048 tokens, plus batch 256 past the wall.
     let pts = sweep(seed(), "1,8,32,64,128,256", "2048");
     let row = |p: &SweepPoint| format!("{} {:.1} ms {:.0} tok/s", p.batch, p.step_time_s * 1e3, p.tokens_per_s);
-    // The seed's printed sweep (golden/seed004_report.txt) rounds to 2 decimals.
+    // The reference calculator's printed sweep (golden/seed004_report.txt) rounds to 2 decimals.
     assert_eq!(row(&pts[0]), "1 5.7 ms 175 tok/s");
     assert_eq!(format!("{:.1}", pts[3].step_time_s * 1e3), "12.0");
     assert_eq!(format!("{:.1}", pts[4].step_time_s * 1e3), "18.4");

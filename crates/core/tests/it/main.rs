@@ -5,6 +5,7 @@ mod checkpoint_headers;
 mod clock_tables;
 mod disagg;
 mod econ;
+mod engines;
 #[path = "../fuzz_checks/mod.rs"]
 mod fuzz_checks;
 mod fuzz_regressions;

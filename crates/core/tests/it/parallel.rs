@@ -129,7 +129,7 @@ fn tensor_parallel_shares_add_up_to_one_gpu() {
 
 #[test]
 fn one_gpu_is_unchanged() {
-    // Explicit TP = PP = EP = DP = 1 is the single-GPU ledger, row for row (seed 004's numbers are
+    // Explicit TP = PP = EP = DP = 1 is the single-GPU ledger, row for row (the reference calculator's numbers are
     // held by tests/seed004.rs).
     let one = Ledger::build(&scenario(&[("batch", "64"), ("counting", "seed")]));
     let flags = [("batch", "64"), ("counting", "seed"), ("tp", "1"), ("pp", "1"), ("ep", "1"), ("dp", "1")];

@@ -1,9 +1,9 @@
-//! Seed 004 ("Decode Compute Math, in depth"), digit for digit.
+//! The reference calculator ("Decode Compute Math, in depth"), digit for digit.
 //!
-//! `golden/seed004_report.txt` is the output of the seed's own calculator
+//! `golden/seed004_report.txt` is the output of the reference calculator's own calculator
 //! (`golden/seed004_calculator.py`, copied verbatim from the seed; regenerate with
 //! `python3 seed004_calculator.py > seed004_report.txt`). These tests print our ledger, under
-//! seed counting, with the seed's format strings and compare the text.
+//! seed counting, with the reference calculator's format strings and compare the text.
 
 use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::model::WeightPrecisions;
@@ -42,7 +42,7 @@ fn seed_scenario(batch: u64, ctx: u64) -> Scenario {
     s
 }
 
-/// The seed's `report()`, printed from our ledger.
+/// The reference calculator's `report()`, printed from our ledger.
 fn report(s: &Scenario) -> String {
     let l = Ledger::build(s);
     let (batch, ctx) = match &s.workload.contexts {

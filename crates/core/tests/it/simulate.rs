@@ -151,13 +151,23 @@ fn chunked_prefill_and_the_schedule_change_the_tails_as_engines_do() {
     // Prefill-first serves prompts before the running decodes: in a 4,096-token step shared by a
     // 4,000-token prompt and the decodes, the decodes wait (a far longer ITL tail) and prompts
     // start no later (a TTFT tail no longer). Decode-first bounds every decode's wait by a step.
-    let shared =
-        SimConfig { max_batched_tokens: 4096, chunk_tokens: 4096, ..fixed(SimConfig::poisson(7.0), 1500, 4000, 200) };
-    let df = run(&llama(), &shared).summary;
-    let pf = run(&llama(), &SimConfig { schedule: "prefill-first".parse().unwrap(), ..shared }).summary;
-    assert!(pf.itl_s.p99 > 2.0 * df.itl_s.p99, "ITL p99 {} vs {}", pf.itl_s.p99, df.itl_s.p99);
+    let shared = |rate: f64| SimConfig {
+        max_batched_tokens: 4096,
+        chunk_tokens: 4096,
+        ..fixed(SimConfig::poisson(rate), 1500, 4000, 200)
+    };
+    let prefill_first = |c: SimConfig| SimConfig { schedule: "prefill-first".parse().unwrap(), ..c };
+    let df = run(&llama(), &shared(6.0)).summary;
+    let pf = run(&llama(), &prefill_first(shared(6.0))).summary;
+    assert!(pf.itl_s.p99 > 1.5 * df.itl_s.p99, "ITL p99 {} vs {}", pf.itl_s.p99, df.itl_s.p99);
     assert!(pf.ttft_s.p99 <= df.ttft_s.p99, "TTFT p99 {} vs {}", pf.ttft_s.p99, df.ttft_s.p99);
     assert!(pf.tpot_s.mean > df.tpot_s.mean);
+    // Nearer capacity prefill-first admits prompts until the KV cache is full and then preempts
+    // the running decodes, again and again, and its queue grows; decode-first never preempts.
+    let df = run(&llama(), &shared(7.0)).summary;
+    let pf = run(&llama(), &prefill_first(shared(7.0))).summary;
+    assert_eq!(df.preemptions, 0);
+    assert!(pf.preemptions > 1000 && pf.queue_growth_per_s > 1.0, "{} preemptions", pf.preemptions);
 }
 
 #[test]

@@ -1,10 +1,10 @@
-//! The batch curve: step time and tokens per second against batch (seed 004, "Why batching
+//! The batch curve: step time and tokens per second against batch (the reference calculator: "Why batching
 //! plateaus"), with two vertical markers the caller computes:
 //!
 //! - the **memory wall**: the batch at which weights plus KV cache no longer fit in the GPU's
-//!   memory (the seed's batch 256 × 2,048 tokens needing about 84 GB on an 80 GB card); the region
+//!   memory (the reference calculator's batch 256 × 2,048 tokens needing about 84 GB on an 80 GB card); the region
 //!   beyond it is shaded;
-//! - the **KV crossover**: the batch at which KV bytes read per step exceed weight bytes (the seed's
+//! - the **KV crossover**: the batch at which KV bytes read per step exceed weight bytes (the reference calculator's
 //!   ≈114,500 cached tokens in the batch for Llama 3 8B).
 //!
 //! The x axis is log₂(batch); step time (left axis, ms) and tokens/s (right axis) are linear from 0.
@@ -223,7 +223,7 @@ mod tests {
     use super::*;
 
     fn curve() -> BatchCurve {
-        // Seed 004's sweep at 2,048 cached tokens (ms): 1 → 5.78, 8 → 6.47, 32 → 8.86, 64 → 12.0, 128 → 18.4.
+        // The reference calculator's sweep at 2,048 cached tokens (ms): 1 → 5.78, 8 → 6.47, 32 → 8.86, 64 → 12.0, 128 → 18.4.
         let pts = [(1, 5.78e-3), (8, 6.47e-3), (32, 8.86e-3), (64, 12.0e-3), (128, 18.4e-3)];
         BatchCurve {
             points: pts

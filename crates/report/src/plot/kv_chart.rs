@@ -1,4 +1,4 @@
-//! KV bytes against cached tokens (seed 004, "a clean crossover rule"): the KV bytes a decode step
+//! KV bytes against cached tokens (the reference calculator: "a clean crossover rule"): the KV bytes a decode step
 //! reads grow with the tokens cached across the batch (`kv_bytes_per_token × tokens`, windows
 //! ignored), the weight bytes it reads do not, and the two lines cross at the crossover; the
 //! workload is a point, and the memory wall (the cached tokens that fit next to the weights) a
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn chart() -> KvChart {
-        // Seed 004: 131,072 B per token, 15.0 GB of weights, crossover 114,513 tokens; batch 64 × 2,048.
+        // The reference calculator: 131,072 B per token, 15.0 GB of weights, crossover 114,513 tokens; batch 64 × 2,048.
         KvChart {
             kv_bytes_per_token: 131_072.0,
             weight_bytes: 15_009_316_864.0,

@@ -1,4 +1,4 @@
-//! Experts touched against batch (seed 004, "the union problem"): the expected number of distinct
+//! Experts touched against batch (the reference calculator: "the union problem"): the expected number of distinct
 //! experts `Σ 1 − (1 − p_i)^N` a step of `N` routed tokens reads, rising from `k` (one token) toward
 //! the ceiling `E` (every expert), with the uniform-routing curve `E·(1 − (1 − k/E)^N)` dashed
 //! beside a skewed one. The x axis is log₂(batch), the y axis linear from 0 to just above `E`.
@@ -176,7 +176,7 @@ mod tests {
     use super::*;
 
     fn curve(skew: bool) -> MoeCurve {
-        // Seed 004: 8 experts, top-2: 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16.
+        // The reference calculator: 8 experts, top-2: 2.0, 5.5, 7.2, 7.9 at B = 1, 4, 8, 16.
         let pts = [(1u64, 2.0), (4, 5.46875), (8, 7.199), (16, 7.920)];
         MoeCurve {
             experts: 8,

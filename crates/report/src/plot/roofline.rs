@@ -2,7 +2,7 @@
 //! arithmetic intensity, both on log scales.
 //!
 //! - Ceilings: for every math format the GPU has, a horizontal line at its dense peak, starting at
-//!   its ridge point `peak ÷ bandwidth` (seed 004, rule 3), where the bandwidth slope
+//!   its ridge point `peak ÷ bandwidth` (the reference calculator: rule 3), where the bandwidth slope
 //!   `FLOP/s = bandwidth × intensity` meets it. Formats with the same peak share one line.
 //! - Achieved roofs (dashed), for the formats the operators run in: the same with the ledger's
 //!   efficiencies, `min(compute_eff × peak, bandwidth_eff × bandwidth × intensity)`.

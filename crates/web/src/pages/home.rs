@@ -1,4 +1,4 @@
-//! The overview: the scenario at a glance, the model and the GPU behind it, the seed's
+//! The overview: the scenario at a glance, the model and the GPU behind it, the walk-through's
 //! experiments, and a map of the pages.
 
 use super::parts::{experiments, summary};

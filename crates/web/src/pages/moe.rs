@@ -1,5 +1,5 @@
 //! Mixture of experts: the CLI's `moe` report over a batch range — experts touched per step
-//! against batch (the union problem of seed 004, with E as the ceiling), tokens per expert, the
+//! against batch (the union problem of the reference calculator, with E as the ceiling), tokens per expert, the
 //! busiest expert, and with a model the expert weight bytes each step reads.
 //!
 //! E and k come from the scenario's model, or from the page's `experts` and `top_k` (then the

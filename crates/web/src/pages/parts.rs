@@ -1,5 +1,5 @@
 //! Pieces several pages use: number cells that carry their exact value, share bars, the step
-//! summary, and the seed's one-click experiments.
+//! summary, and the walk-through's one-click experiments.
 
 use crate::query::PageQuery;
 use llm_ledger_core::{Catalog, Ledger};
@@ -211,8 +211,8 @@ impl StepNumbers {
     }
 }
 
-/// Seed 000's "try this" experiments that the ledger can show (the tile-level one needs the
-/// Powers of ten page), and seed 004's cache levers, as links from the current scenario, each
+/// The Powers of Ten walk-through's "try this" experiments that the ledger can show (the tile-level one needs the
+/// Powers of ten page), and the reference calculator's cache levers, as links from the current scenario, each
 /// with what it changes before and after; every sentence that says which way a number moves is
 /// written from those numbers ([`claim`]).
 pub fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &LedgerReport) -> Markup {

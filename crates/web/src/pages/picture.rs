@@ -3,7 +3,7 @@
 //! bytes or FLOPs), coloured by what bounds it, its numbers on hover (`<title>`), and a link that
 //! zooms into it (so it works without JavaScript). Identical layers are one block "× 32" that a
 //! link expands. At model level the layer stack is the model, and the embedding, the final norm
-//! and the LM head sit beside it, outside (seed 000's convention). A GEMM operator and its tiles
+//! and the LM head sit beside it, outside (the Powers of Ten walk-through's convention). A GEMM operator and its tiles
 //! are drawn as the tile grid (the GEMM tiling page's drawing) with one tile's re-read strips.
 //!
 //! Hand-written SVG: a handful of rectangles and links, no library needed; it is server-rendered

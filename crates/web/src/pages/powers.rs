@@ -1,8 +1,8 @@
-//! Powers of ten (seed 000): one forward step as a tree — model (the layer stack), layer,
+//! Powers of ten (the Powers of Ten walk-through): one forward step as a tree — model (the layer stack), layer,
 //! operation, tile — one level at a time. The node at `at` (a zoom path, as `llm-ledger zoom
 //! --at`) with its children as a table (a layer's under their block's heading), at model level
 //! the rest of the step beside the model and the step = the ledger's total, the breadcrumb back
-//! up, the "Does it add up?" panel (the report's own comparison and sentences), and the seed's
+//! up, the "Does it add up?" panel (the report's own comparison and sentences), and the walk-through's
 //! four experiments as links, each sentence that says which way a number moves written from the
 //! numbers beside it. Every number is the CLI's `zoom` report for the same inputs.
 
@@ -514,7 +514,7 @@ fn opt_bytes(v: Option<f64>) -> Markup {
     }
 }
 
-/// The "Does it add up?" panel: parent against children, the report's sentences, and the seed's
+/// The "Does it add up?" panel: parent against children, the report's sentences, and the walk-through's
 /// three "why" notes where they apply.
 fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Markup {
     // At the tile level the comparison that matters is one level up: the operator against its
@@ -662,7 +662,7 @@ fn tiling_href(q: &PageQuery, _sc: &Scenario, shape: &llm_ledger_core::tiling::G
 }
 
 /// The zoom path of the tiles of the first layer's MLP up-projection, or else of its slowest GEMM
-/// (seed 000's fourth experiment), in the first layer the GPU shown runs.
+/// (the Powers of Ten walk-through's fourth experiment), in the first layer the GPU shown runs.
 fn largest_gemm_tiles(tree: &ZoomTree) -> Option<String> {
     let index = tree.first_layer;
     let layer = tree.layer(index)?;
@@ -674,7 +674,7 @@ fn largest_gemm_tiles(tree: &ZoomTree) -> Option<String> {
     Some(format!("{}.tiles", op_path(index, op)))
 }
 
-/// Seed 000's third experiment made visible ([`weight_flip`]: the first power-of-two decode batch
+/// The Powers of Ten walk-through's third experiment made visible ([`weight_flip`]: the first power-of-two decode batch
 /// at which the operator the tile experiment uses is compute-bound with INT4 weights, and
 /// memory-bound there with the scenario's own, each by the scenario's clock), with its zoom path.
 fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree) -> Option<(Flip, String)> {
@@ -706,7 +706,7 @@ struct After {
     time_s: f64,
 }
 
-/// Seed 000's four "try this" experiments, from the current node, each with what it changes there
+/// The Powers of Ten walk-through's four "try this" experiments, from the current node, each with what it changes there
 /// before and after; every sentence that says which way a number moves is written from the
 /// numbers beside it ([`claim`]).
 fn experiments(ctx: &PageCtx, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree, r: &ZoomReport) -> Markup {
