@@ -32,6 +32,10 @@ pub struct AttentionShape {
     pub q_bytes_per_query: f64,
     /// Bytes of one query position's output O (all heads).
     pub o_bytes_per_query: f64,
+    /// The step's attention work per head (sequences, queries, pairs, KV positions): what the
+    /// measured attention kernels are keyed by ([`crate::clock`]).
+    #[serde(skip)]
+    pub geometry: crate::workload::AttentionGeometry,
 }
 
 /// One operator instance in one layer.

@@ -300,6 +300,7 @@ impl Chunk {
         };
         let read = window.map_or(k + c, |w| (k + c).min(w as f64 + c - 1.0));
         AttentionGeometry {
+            sequences: 1.0,
             queries: c,
             pairs,
             kv_positions_read: read,
@@ -382,6 +383,7 @@ impl Workload {
     pub fn attention_geometry(&self, window: Option<u64>) -> AttentionGeometry {
         if let Some(chunks) = &self.chunks {
             let mut g = AttentionGeometry {
+                sequences: 0.0,
                 queries: 0.0,
                 pairs: 0.0,
                 kv_positions_read: 0.0,
@@ -390,6 +392,7 @@ impl Workload {
             };
             for c in chunks.iter() {
                 let one = c.geometry(window, self.causal);
+                g.sequences += one.sequences;
                 g.queries += one.queries;
                 g.pairs += one.pairs;
                 g.kv_positions_read += one.kv_positions_read;
@@ -413,6 +416,7 @@ impl Workload {
                 let pairs = self.contexts.sum(|c| cap(c + extra));
                 let b = self.contexts.batch() as f64;
                 AttentionGeometry {
+                    sequences: b,
                     queries: b,
                     pairs,
                     kv_positions_read: pairs,
@@ -431,6 +435,7 @@ impl Workload {
                 };
                 let t = self.contexts.total_tokens();
                 AttentionGeometry {
+                    sequences: self.contexts.batch() as f64,
                     queries: t,
                     pairs,
                     kv_positions_read: t,
@@ -445,6 +450,8 @@ impl Workload {
 /// Attention work of one layer, per head (query heads for pairs, KV heads for positions).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttentionGeometry {
+    /// Sequences (or chunks of sequences) the step attends for.
+    pub sequences: f64,
     /// Query positions in the step.
     pub queries: f64,
     /// (query, key) pairs scored, per query head.

@@ -289,7 +289,7 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("link efficiency 1e-300", Args(&["--tp", "2", "--link-efficiency", "1e-300"]), "invalid `--link-efficiency`: 1e-300 (a number in [0.01, 1])"),
         ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `--zipf`: 1e308 (a number in [0, 10])"),
         // The clock's inputs name their accepted values.
-        ("unknown engine", Args(&["--engine", "tgi"]), "unknown engine for `--engine` `tgi`; accepted: trtllm, vllm, sglang, gpt-fast, eager"),
+        ("unknown engine", Args(&["--engine", "tgi"]), "unknown engine for `--engine` `tgi`; accepted: trtllm, trtllm@0.6, vllm, vllm@0.6, sglang, gpt-fast, eager"),
         ("unknown time model", Args(&["--time-model", "fast"]), "unknown time model for `--time-model` `fast`; accepted: measured, roofline"),
         ("empty engine on sweep", Cli(&["sweep", "--engine", ""]), "unknown engine for `--engine` ``; accepted: trtllm"),
         ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `--step-ms`: 1e-320 (a number in [0.001, 3.6e6])"),

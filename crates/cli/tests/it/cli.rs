@@ -237,10 +237,11 @@ fn a_sweep_compares_gpus_and_precisions_as_series() {
     assert_eq!((points[2]["gpu"].as_str(), points[2]["weights"].as_str()), (Some("h100-sxm"), Some("int4")));
     assert_eq!(points[4]["gpu"], "h200");
     // Same bytes on both GPUs; the H200's 4.8 TB/s against the H100's 3.35 TB/s shows in the
-    // memory-bound batch-1 step: the ratio of step times is at most 4.8/3.35.
+    // memory-bound batch-1 step: the ratio of step times is at most 4.8/3.35, and above 1.2 (the
+    // batch-1 decode attention kernel is latency-bound: about as fast on both).
     assert_eq!(points[0]["bytes"], points[4]["bytes"]);
     let ratio = points[0]["step_time_s"].as_f64().unwrap() / points[4]["step_time_s"].as_f64().unwrap();
-    assert!(ratio > 1.3 && ratio <= 4.8 / 3.35 + 1e-9, "{ratio}");
+    assert!(ratio > 1.2 && ratio <= 4.8 / 3.35 + 1e-9, "{ratio}");
     // int4 weights read a quarter of the bf16 GEMM weight bytes (embedding rows stay 16-bit).
     assert!(points[2]["weight_bytes"].as_f64().unwrap() < points[0]["weight_bytes"].as_f64().unwrap() * 0.26);
     let (_, csv, _) = run(&["sweep", "--gpu", "h100-sxm,h200", "--batch", "1", "--format", "csv"]);

@@ -43,7 +43,8 @@ fn tp_ledger_json_has_link_rows_and_the_deployment() {
 
 #[test]
 fn plan_json_ranks_and_explains() {
-    // 405B at fp8 on at most 8 GPUs at 30 ms: TP 8 is the only layout (core tests/parallel.rs).
+    // 405B at fp8 on at most 8 GPUs at 35 ms: TP 8 is the only layout (core tests/parallel.rs; the
+    // measured clock's TP 8 takes 30.8 ms at batch 1, a pipeline split of 8 GPUs at least 38 ms).
     let fp8 = |format: &str| {
         ok(&[
             "plan",
@@ -52,7 +53,7 @@ fn plan_json_ranks_and_explains() {
             "--weights",
             "fp8",
             "--tpot-ms",
-            "30",
+            "35",
             "--max-gpus",
             "8",
             "-f",

@@ -30,7 +30,7 @@ fn a_mistyped_preset_or_gpu_gets_the_closest_names_and_the_command_that_lists_th
 fn a_short_list_is_still_listed_with_the_closest_name_first() {
     assert_eq!(
         fails(&["ledger", "--engine", "vlm"]),
-        "error: unknown engine for `--engine` `vlm`; did you mean `vllm`? accepted: trtllm, vllm, sglang, gpt-fast, eager"
+        "error: unknown engine for `--engine` `vlm`; did you mean `vllm`? accepted: trtllm, trtllm@0.6, vllm, vllm@0.6, sglang, gpt-fast, eager"
     );
     assert_eq!(
         fails(&["ledger", "--phase", "decod"]),

@@ -35,13 +35,16 @@
 //!    ([`Engine::kernel_engine`]: trtllm, vllm, sglang; never gpt-fast or eager), and the operator is
 //!    a GEMM in a kernel of its own whose format has a table ([`gemm_dtype`]): its time is
 //!    `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest measured kernel for at least m rows: never faster for a bigger batch), the whole measured kernel (launch
-//!    included), and nothing is added ([`Measured::table_s`]).
+//!    included), and nothing is added ([`Measured::table_s`]); FlashAttention likewise from the
+//!    engine's attention tables (`Measured::attention_table_s`: prefill and decode, one lookup at
+//!    the step's sequences and length). A measured time is never below the operator's HBM bytes
+//!    at the achievable bandwidth nor its FLOPs at the peak.
 //! 2. **The fitted model above** for everything else, and wherever a lookup returns `None`: the
 //!    operators an engine merges into the previous GEMM (K and V beside Q, up beside gate) keep
 //!    their marginal roofs in the fitted model (the table's time is for the first GEMM's own
-//!    shape), epilogue-fused operators their arithmetic; attention and collectives are not yet
-//!    taken from the tables (an operator does not carry the batch and cached length the attention
-//!    tables are keyed by; collectives stay on the α + n/β model).
+//!    shape), epilogue-fused operators their arithmetic; attention with a sliding window, MLA's
+//!    attention core, unfused attention, decode steps that carry prompt chunks and TensorRT-LLM
+//!    before XQA stay on the fitted model; collectives stay on the α + n/β model.
 //!
 //! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
 //! the roofline time is kept beside the expected time.
@@ -374,6 +377,9 @@ impl Measured {
     /// fastest measured kernel for at least m rows: a bigger batch is never faster.
     pub fn table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
+        if op.attention.is_some() {
+            return self.attention_table_s(op);
+        }
         let g = op.gemm?;
         if matches!(op.kind, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown) {
             return None;
@@ -390,6 +396,63 @@ impl Measured {
         let dtype = gemm_dtype(g.weight, op.math)?;
         let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
         Some(us * 1e-6 * g.instances)
+    }
+
+    /// The measured time of a FlashAttention operator (QKᵀ, softmax and P·V in one kernel, one
+    /// layer), seconds, from the engine's attention tables ([`kernels::attention_us`]): keyed by
+    /// the phase, the math and KV-cache formats, the head dimension, the heads and KV heads on this
+    /// GPU, the sequences `n` and a length per sequence — decode: the cached tokens each sequence
+    /// reads, `kv_positions_read ÷ n − 1` (its own new token is the −1; the kernel is linear in
+    /// the tokens read, so a mix of contexts reads at its mean); prefill: the prompt length `L`
+    /// whose causal triangle `n·L(L+1)/2` holds the step's scored pairs (a mix of prompts at the
+    /// length of its mean square, which is what the kernel's work grows with). `None` — the fitted
+    /// model times it — for unfused attention, MLA (its own kernels), a sliding window, a decode
+    /// step that also carries prompt chunks, a KV cache in a format without a table, an engine
+    /// version whose decode kernel is not today's ([`Engine::kv_read_per_query_head`]), or shapes
+    /// the tables do not cover.
+    fn attention_table_s(&self, op: &Op) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        let a = op.attention?;
+        if op.kind != OpKind::Attention || a.window.is_some() || a.qk_dim != a.v_dim || a.kv_heads <= 0.0 {
+            return None;
+        }
+        if self.engine.kv_read_per_query_head() && self.phase == Phase::Decode {
+            return None;
+        }
+        let g = a.geometry;
+        let n = g.sequences;
+        if n < 1.0 {
+            return None;
+        }
+        let kv_element_bytes = a.k_bytes_per_position / (a.kv_heads * a.qk_dim);
+        let kv_dtype = if kv_element_bytes == 2.0 {
+            kernels::AttnDtype::Bf16
+        } else if kv_element_bytes == 1.0 {
+            kernels::AttnDtype::Fp8
+        } else {
+            return None;
+        };
+        let dtype = if op.math == MathFormat::Fp8 { kernels::AttnDtype::Fp8 } else { kernels::AttnDtype::Bf16 };
+        let (phase, length) = match self.phase {
+            Phase::Decode if g.queries == n => (kernels::AttentionPhase::Generation, g.kv_positions_read / n - 1.0),
+            Phase::Decode => return None,
+            Phase::Prefill => {
+                let pairs_per_sequence = g.pairs / n;
+                (kernels::AttentionPhase::Context, ((1.0 + 8.0 * pairs_per_sequence).sqrt() - 1.0) / 2.0)
+            }
+        };
+        let q = kernels::AttentionQuery {
+            phase,
+            dtype,
+            kv_dtype,
+            head_dim: a.qk_dim as u32,
+            heads: a.heads,
+            kv_heads: a.kv_heads,
+            window: 0,
+            batch: n,
+            length: length.max(1.0),
+        };
+        kernels::attention_us(kgpu, kengine, &q).map(|us| us * 1e-6)
     }
 
     /// The fitted roofs of work `op` moving `hbm_bytes` through HBM, and the time it adds beyond
@@ -437,7 +500,8 @@ impl Measured {
         let hbm_bytes = op.cost.bytes() + self.kv_reread_bytes(op);
         let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
         let time_s = match self.table_s(op) {
-            Some(t) => t.max(memory_s),
+            // Never below the HBM bytes at the achievable bandwidth, nor the FLOPs at the peak.
+            Some(t) => t.max(memory_s).max(op.cost.flops / gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector)),
             None => kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s),
         };
         Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }

@@ -110,6 +110,7 @@ impl OpBuilder<'_> {
             v_bytes_per_position: c.v.kv + c.v.act * self.a,
             q_bytes_per_query: c.heads * c.qk_dim * self.a,
             o_bytes_per_query: c.heads * c.v_dim * self.a,
+            geometry: g,
         });
         if self.sc.workload.flash_attention || self.seed {
             let cost = Cost {

