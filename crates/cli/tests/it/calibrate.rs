@@ -43,7 +43,7 @@ fn a_profile_fitted_to_slower_decode_steps_reproduces_them() {
     }
     // The table names the constants and the file written.
     let table = ok(&["calibrate", &file]);
-    assert!(table.contains("memory_scale") && table.contains("3 constants fitted on 5 rows"), "{table}");
+    assert!(table.contains("memory_scale") && table.contains("4 constants fitted on 5 rows"), "{table}");
 }
 
 #[test]
@@ -53,13 +53,13 @@ fn bad_measurement_files_are_one_line_errors() {
         ("cal-two.csv", "batch,step_ms,tpot_ms\n1,5,5\n", "exactly one measurement column"),
         ("cal-unknown.csv", "batch,speed,step_ms\n1,2,5\n", "unknown column `speed`"),
         ("cal-neg.csv", "batch,step_ms\n1,-5\n2,5\n3,5\n", "line 2: `step_ms` = \"-5\" (a positive number)"),
-        ("cal-few.csv", "batch,step_ms\n1,5\n", "1 measurement rows (at least 3"),
-        ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\n", "line 2"),
-        ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\n", "row 1"),
-        ("cal-op-name.csv", "op,op_us\nqproj,5\nq_proj,5\nq_proj,6\n", "line 2"),
-        ("cal-op-none.csv", "op,op_us\n,5\nq_proj,5\nq_proj,6\n", "row 1"),
-        ("cal-op-fused.csv", "op,op_us\nrope,5\nq_proj,5\nq_proj,6\n", "fuses this one"),
-        ("cal-op-step.csv", "op,step_ms\nq_proj,5\n,5\n,6\n", "row 1"),
+        ("cal-few.csv", "batch,step_ms\n1,5\n2,5\n3,5\n", "3 measurement rows (at least 4"),
+        ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\nh100-sxm,7\n", "line 2"),
+        ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\nprefill,7\n", "row 1"),
+        ("cal-op-name.csv", "op,op_us\nqproj,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "line 2"),
+        ("cal-op-none.csv", "op,op_us\n,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "row 1"),
+        ("cal-op-fused.csv", "op,op_us\nrope,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "fuses this one"),
+        ("cal-op-step.csv", "op,step_ms\nq_proj,5\n,5\n,6\n,7\n", "row 1"),
     ];
     for (name, text, want) in cases {
         let e = fails(&["calibrate", &temp_file(name, text.as_bytes())]);

@@ -168,7 +168,7 @@ pub fn ratio(before: f64, after: f64) -> String {
 /// The one of `words` (up, down, flat) for how a number moved from `before` to `after`; empty
 /// when either is missing. A reason a sentence gives for a change is chosen this way, so it is
 /// only given for the change that happened.
-pub fn by_trend<'a>(before: Option<f64>, after: Option<f64>, words: [&'a str; 3]) -> &'a str {
+pub fn by_trend(before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> &str {
     match (before, after) {
         (Some(b), Some(a)) => match Trend::of(b, a) {
             Trend::Up => words[0],
