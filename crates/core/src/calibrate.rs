@@ -109,7 +109,7 @@ pub struct Observation {
     pub op: Option<OpKind>,
     /// The value, SI units (seconds or tokens per second).
     pub measured: f64,
-    /// Where the row came from, for the report (`rows.csv:3`, `run.json record 1 mean_tpot_ms`);
+    /// Where the row came from, for the report (`rows.csv:3`, `run.json #1`: a CSV's line, a benchmark file's record);
     /// empty when no one asked.
     pub source: String,
 }

@@ -160,7 +160,8 @@ impl Report for CalibrateReport {
             rows,
             right_aligned: [0, 2, 3, 4, 5, 6, 7].into_iter().map(|k| if k == 0 { 0 } else { k + shift }).collect(),
             footer,
-            priority: vec![],
+            // The source goes first when the table must narrow: the row number still says which.
+            priority: if self.show_sources { [0, 3, 1, 1, 1, 1, 1, 1, 1].to_vec() } else { vec![] },
         }
     }
 }

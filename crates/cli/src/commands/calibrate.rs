@@ -172,7 +172,7 @@ fn run_rows(file: &str, run: &Run, flags: &ScenarioArgs, batch: Option<u64>) -> 
         ..FileInputs::default()
     };
     let mut out = Vec::new();
-    for (metric, measured, field) in &run.measured {
+    for (metric, measured, _field) in &run.measured {
         let (phase, b, ctx) = match metric {
             Metric::TtftS => ("prefill", 1, run.prefill_ctx()),
             _ => {
@@ -203,7 +203,7 @@ fn run_rows(file: &str, run: &Run, flags: &ScenarioArgs, batch: Option<u64>) -> 
             metric: *metric,
             op: None,
             measured: *measured,
-            source: format!("{} #{} {field}", short_name(file), run.record),
+            source: format!("{} #{}", short_name(file), run.record),
         });
     }
     Ok(out)

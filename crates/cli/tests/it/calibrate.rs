@@ -153,7 +153,7 @@ fn vllm_serving_runs_fit_the_host_time_and_the_scales() {
     assert!(v["relative_std_errors"][3].is_number(), "{v}");
     assert_eq!(v["rows"].as_array().unwrap().len(), 15, "three rows per run: {v}");
     assert_eq!(v["rows"][1]["metric"], "ttft_s");
-    assert!(v["rows"][4]["source"].as_str().unwrap().ends_with("#2 mean_ttft_ms"), "{v}");
+    assert!(v["rows"][4]["source"].as_str().unwrap().ends_with("calibrate-vllm-runs.jsonl #2"), "{v}");
     assert!(v["median_abs_error_after"].as_f64().unwrap() < 0.01, "{v}");
     let profile = std::fs::read_to_string(&out).unwrap();
     let written: f64 = profile.lines().find_map(|l| l.strip_prefix("host_step_s = ")).unwrap().parse().unwrap();
@@ -167,7 +167,7 @@ fn vllm_serving_runs_fit_the_host_time_and_the_scales() {
     assert!((fitted / measured - 1.0).abs() < 0.01, "{fitted} vs {measured}");
     // The table: a row per measurement with its source, before and after, and the four constants.
     let table = ok(&["calibrate", &file, "--gpu", "h100-sxm"]);
-    assert!(table.contains("calibrate-vllm-runs.jsonl #1 mean_tpot_ms") && table.contains("before"), "{table}");
+    assert!(table.contains("calibrate-vllm-runs.jsonl #1") && table.contains("before"), "{table}");
     assert!(table.contains("host_step_s   2.0") && table.contains("4 constants fitted on 15 rows"), "{table}");
 }
 
@@ -185,15 +185,15 @@ fn each_benchmark_format_is_read_from_its_documented_schema() {
     assert_eq!(
         sources,
         [
-            "vllm-serving.json #1 mean_tpot_ms",
-            "vllm-serving.json #1 mean_ttft_ms",
-            "vllm-serving.json #1 output_throughput",
-            "profile_export_genai_perf.json #1 inter_token_latency.avg",
-            "profile_export_genai_perf.json #1 time_to_first_token.avg",
-            "profile_export_genai_perf.json #1 output_token_throughput.avg",
-            "trtllm-bench-report.json #1 streaming_metrics.avg_tpot_ms",
-            "trtllm-bench-report.json #1 streaming_metrics.avg_ttft_ms",
-            "trtllm-bench-report.json #1 performance.system_output_throughput_tok_s",
+            "vllm-serving.json #1",
+            "vllm-serving.json #1",
+            "vllm-serving.json #1",
+            "profile_export_genai_perf.json #1",
+            "profile_export_genai_perf.json #1",
+            "profile_export_genai_perf.json #1",
+            "trtllm-bench-report.json #1",
+            "trtllm-bench-report.json #1",
+            "trtllm-bench-report.json #1",
         ]
     );
     assert_eq!(rows[0]["measured"].as_f64().unwrap(), 9.6e-3);
