@@ -64,11 +64,12 @@ pub enum Command {
     ///
     /// Below or above the crossover, memory, and the levers ranked by the cost per token they save.
     Advise(AdviseArgs),
-    /// Fit the expected clock to your own measurements (a CSV).
+    /// Fit the expected clock to your own measurements (CSV, benchmark JSON).
     ///
     /// Fit the expected clock to your own measurements (a CSV of scenario columns and one of
-    /// step_ms, step_s, tokens_per_s, tpot_ms, ttft_ms): residuals, fitted constants with their
-    /// uncertainty, and a profile file for --profile.
+    /// step_ms, step_s, tokens_per_s, tpot_ms, ttft_ms, op_us; or the JSON of vLLM's
+    /// benchmark_serving, genai-perf or trtllm-bench): each row before and after, the four fitted
+    /// constants with their uncertainty, and a profile file for --profile.
     Calibrate(CalibrateArgs),
     /// Walk one forward step from the model down to a GEMM tile.
     ///
@@ -755,19 +756,34 @@ pub struct MeasureArgs {
 /// `calibrate` options.
 #[derive(Debug, Clone, Args)]
 pub struct CalibrateArgs {
-    /// Measurements: a CSV whose header names scenario inputs (model, gpu, phase, batch, ctx,
-    /// weights, kv, tp, engine, …, as the flags without `--`) and one measurement column.
-    #[arg(value_name = "FILE.csv")]
-    pub file: String,
+    /// Measurements: CSVs and benchmark outputs (vLLM, genai-perf, trtllm-bench JSON).
+    ///
+    /// Measurement files, of mixed formats: a CSV whose header names scenario inputs (model, gpu,
+    /// phase, batch, ctx, weights, kv, tp, engine, …, as the flags without `--`) and one
+    /// measurement column; the JSON of vLLM's benchmark_serving.py --save-result (or its JSON
+    /// Lines); genai-perf's profile_export_genai_perf.json; trtllm-bench's report JSON. The format
+    /// comes from the file's keys, or from --format-in.
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<String>,
+    /// Read every file as this format: csv, vllm, genai-perf or trtllm-bench (default: detected).
+    #[arg(long, value_name = "FORMAT")]
+    pub format_in: Option<String>,
+    /// A benchmark run's concurrency (its decode batch) where its file does not state one.
+    ///
+    /// The decode batch of a benchmark file's runs: their concurrency, for files that do not state
+    /// it (vLLM without --max-concurrency, genai-perf without --concurrency); given, it wins over
+    /// what a file states.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<String>,
     /// Write the fitted profile (TOML) to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<String>,
-    /// Add the GPUs of a user GPU file to the catalogue.
-    #[arg(long, value_name = "FILE")]
-    pub gpu_file: Option<String>,
-    /// Add the presets of a user preset file to the catalogue.
-    #[arg(long, value_name = "FILE")]
-    pub preset_file: Option<String>,
+    // The scenario flags describe the runs of the benchmark files (a CSV states each row's
+    // scenario in its columns): what a flag gives wins over what a file states.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

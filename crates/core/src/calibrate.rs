@@ -109,6 +109,9 @@ pub struct Observation {
     pub op: Option<OpKind>,
     /// The value, SI units (seconds or tokens per second).
     pub measured: f64,
+    /// Where the row came from, for the report (`rows.csv:3`, `run.json #1`: a CSV's line, a benchmark file's record);
+    /// empty when no one asked.
+    pub source: String,
 }
 
 impl Observation {
@@ -120,8 +123,10 @@ impl Observation {
 }
 
 /// One row's fit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationRow {
+    /// Where the row came from ([`Observation::source`]).
+    pub source: String,
     /// What was measured.
     pub metric: Metric,
     /// The operator of an `op_s` row (`null` for the others).
@@ -145,15 +150,15 @@ pub struct CalibrationRow {
 pub struct Calibration {
     /// The fitted profile.
     pub profile: Profile,
-    /// Relative standard errors of `memory_scale`, `compute_scale`, `kernel_s` (`None` when the
-    /// rows do not determine it, e.g. no compute-bound operator, or above 100 %).
-    pub relative_std_errors: [Option<f64>; 3],
-    /// Whether the rows determine `memory_scale`, `compute_scale`, `kernel_s` (exactly when its
+    /// Relative standard errors of [`CONSTANTS`] (`None` when the rows do not determine it, e.g.
+    /// no compute-bound operator, or above 100 %).
+    pub relative_std_errors: [Option<f64>; 4],
+    /// Whether the rows determine each of [`CONSTANTS`] (exactly when its
     /// error is not `None`): false when no row moves it, when the rows cannot tell it from another
     /// constant (rows that repeat one another; [`crate::fit`], "Undetermined constants"), or when
     /// its error is over 100 %. An undetermined constant's value is wherever the fit left it, not
     /// a measurement.
-    pub determined: [bool; 3],
+    pub determined: [bool; 4],
     /// Rows, in input order.
     pub rows: Vec<CalibrationRow>,
     /// Median |error| before and after.
@@ -161,6 +166,13 @@ pub struct Calibration {
     /// Median |error| after.
     pub median_abs_error_after: f64,
 }
+
+/// The fitted constants, in the order of [`Calibration::relative_std_errors`].
+pub const CONSTANTS: [&str; 4] = ["memory_scale", "compute_scale", "kernel_s", "host_step_s"];
+
+/// Where the fit starts `host_step_s`: 1 µs, small against any step, so that rows which do not
+/// need host time leave it near its floor of 1 ns.
+pub const HOST_STEP_START_S: f64 = 1e-6;
 
 /// Fit a [`Profile`] to `observations` (module docs). Each row must run on the measured clock
 /// (a profile does not adjust the roofline), and a TPOT row must be a decode step, a TTFT row a
@@ -184,10 +196,11 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         check_op(i, o)?;
     }
     let with = |o: &Observation, t: &[f64]| {
-        let profile = Profile { memory_scale: t[0], compute_scale: t[1], kernel_s: t[2], host_step_s: 0.0 };
+        let profile = Profile { memory_scale: t[0], compute_scale: t[1], kernel_s: t[2], host_step_s: t[3] };
         Scenario { profile, ..o.scenario.clone() }
     };
-    // Log-space fit: kernel_s must stay positive, so it starts at 1 µs and may fall to 1 ns.
+    // Log-space fit: kernel_s and host_step_s must stay positive, so each starts at 1 µs and may
+    // fall to 1 ns.
     let params = [
         Parameter {
             name: "memory_scale".into(),
@@ -202,6 +215,12 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
             max: crate::clock::profile::SCALE_RANGE.1,
         },
         Parameter { name: "kernel_s".into(), start: 1e-6, min: 1e-9, max: crate::clock::profile::MAX_KERNEL_S },
+        Parameter {
+            name: "host_step_s".into(),
+            start: HOST_STEP_START_S,
+            min: 1e-9,
+            max: crate::clock::profile::MAX_HOST_STEP_S,
+        },
     ];
     let measured: Vec<f64> = observations.iter().map(|o| o.measured).collect();
     let predict = |t: &[f64], i: usize| {
@@ -220,7 +239,10 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         .map(|(o, m)| if o.metric == Metric::TokensPerS { 1.0 / m } else { *m })
         .collect();
     let f: Fitted = fit(&params, &as_time, predict)?;
-    let profile = Profile::new(f.values[0], f.values[1], f.values[2])?;
+    // Per-kernel rows alone do not see the host: the profile then adds no host time of its own.
+    let host_moved = observations.iter().any(|o| o.metric != Metric::OpS);
+    let host_step_s = if host_moved { f.values[3] } else { 0.0 };
+    let profile = Profile::new(f.values[0], f.values[1], f.values[2])?.with_host_step_s(host_step_s)?;
     let rows: Vec<CalibrationRow> = observations
         .iter()
         .enumerate()
@@ -228,6 +250,7 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
             let before = o.predict(&Scenario { profile: Profile::IDENTITY, ..o.scenario.clone() });
             let after = o.predict(&Scenario { profile, ..o.scenario.clone() });
             CalibrationRow {
+                source: o.source.clone(),
                 metric: o.metric,
                 op: o.op,
                 measured: o.measured,
@@ -245,7 +268,7 @@ pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
         a[a.len() / 2]
     };
     let relative_std_errors =
-        [0, 1, 2].map(|k| Some(f.relative_std_errors[k]).filter(|e| f.determined[k] && e.is_finite() && *e <= 1.0));
+        [0, 1, 2, 3].map(|k| Some(f.relative_std_errors[k]).filter(|e| f.determined[k] && e.is_finite() && *e <= 1.0));
     Ok(Calibration {
         profile,
         relative_std_errors,
@@ -297,32 +320,46 @@ mod tests {
         ] {
             let sc = scenario(&[("model", model), ("phase", phase), ("batch", batch), ("ctx", ctx), ("gpu", "h200")]);
             let measured = metric.predict(&Scenario { profile: truth, ..sc.clone() }, None).unwrap();
-            out.push(Observation { scenario: sc, metric, op: None, measured });
+            out.push(Observation { scenario: sc, metric, op: None, measured, source: String::new() });
         }
         out
     }
 
-    /// The round trip: measurements generated from known constants are recovered within 2 %.
+    /// The round trip: measurements generated from known constants, 1.5 ms of host time per step
+    /// among them, are recovered within 2 %.
     #[test]
     fn measurements_from_known_constants_are_recovered_within_two_percent() {
-        let truth = Profile { memory_scale: 1.15, compute_scale: 0.9, kernel_s: 3e-6, host_step_s: 0.0 };
+        let truth = Profile { memory_scale: 1.15, compute_scale: 0.9, kernel_s: 3e-6, host_step_s: 1.5e-3 };
         let c = calibrate(&rows(truth)).unwrap();
         let p = c.profile;
         assert!((p.memory_scale / 1.15 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.compute_scale / 0.9 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.kernel_s / 3e-6 - 1.0).abs() < 0.02, "{p:?}");
+        assert!((p.host_step_s / 1.5e-3 - 1.0).abs() < 0.02, "{p:?}");
         assert!(c.median_abs_error_after < 1e-3 && c.median_abs_error_before > 0.05, "{c:?}");
-        assert_eq!(c.determined, [true; 3]);
+        assert_eq!(c.determined, [true; 4]);
     }
 
-    /// Three identical rows determine no constant: each is reported undetermined (no error
+    /// Without host time in the measurements the fit leaves host_step_s at a negligible value:
+    /// the other three are recovered as before.
+    #[test]
+    fn measurements_without_host_time_fit_none() {
+        let truth = Profile { memory_scale: 1.15, compute_scale: 0.9, kernel_s: 3e-6, host_step_s: 0.0 };
+        let c = calibrate(&rows(truth)).unwrap();
+        let p = c.profile;
+        assert!((p.memory_scale / 1.15 - 1.0).abs() < 0.02, "{p:?}");
+        assert!((p.kernel_s / 3e-6 - 1.0).abs() < 0.02, "{p:?}");
+        assert!(p.host_step_s < 1e-7, "{p:?}");
+    }
+
+    /// Four identical rows determine no constant: each is reported undetermined (no error
     /// estimate), never `± 0.0 %`.
     #[test]
     fn identical_rows_determine_no_constant() {
         let row = rows(Profile::IDENTITY).swap_remove(1);
-        let c = calibrate(&[row.clone(), row.clone(), row]).unwrap();
-        assert_eq!(c.determined, [false; 3], "{c:?}");
-        assert_eq!(c.relative_std_errors, [None; 3]);
+        let c = calibrate(&[row.clone(), row.clone(), row.clone(), row]).unwrap();
+        assert_eq!(c.determined, [false; 4], "{c:?}");
+        assert_eq!(c.relative_std_errors, [None; 4]);
     }
 
     /// Per-kernel rows (a profiler's kernel times, one layer each): memory-bound GEMMs and norms
@@ -340,7 +377,7 @@ mod tests {
         ] {
             let sc = scenario(&[("phase", phase), ("batch", batch), ("ctx", ctx), ("gpu", "h100-sxm")]);
             let measured = Metric::OpS.predict(&Scenario { profile: truth, ..sc.clone() }, Some(op)).unwrap();
-            out.push(Observation { scenario: sc, metric: Metric::OpS, op: Some(op), measured });
+            out.push(Observation { scenario: sc, metric: Metric::OpS, op: Some(op), measured, source: String::new() });
         }
         out
     }
@@ -353,6 +390,9 @@ mod tests {
         assert!((p.memory_scale / 1.2 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.compute_scale / 1.1 - 1.0).abs() < 0.02, "{p:?}");
         assert!((p.kernel_s / 2e-6 - 1.0).abs() < 0.02, "{p:?}");
+        // A kernel's time holds no host time: undetermined, and the profile adds none.
+        assert_eq!(c.determined, [true, true, true, false], "{c:?}");
+        assert_eq!(p.host_step_s, 0.0);
         assert_eq!(c.rows[0].op, Some(OpKind::GateProj));
         // The prediction is one layer's kernel: the ledger row ÷ its 32 instances.
         let sc = scenario(&[("gpu", "h100-sxm")]);

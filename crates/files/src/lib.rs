@@ -8,6 +8,7 @@
 //! Errors are `anyhow` chains whose messages name the CLI flag (`--model`, `--revision`); a core
 //! error keeps its type (the front end names its field as it spells it).
 
+pub mod benchmarks;
 pub mod checkpoint;
 pub mod hub;
 pub mod output;

@@ -1,29 +1,35 @@
 //! The `calibrate` report: the fitted profile with its uncertainty, and each row's error before and
 //! after.
 //!
-//! JSON keys (stable): `file`, `profile` (`memory_scale`, `compute_scale`, `kernel_s`),
-//! `relative_std_errors` (the same three, as fractions; `null` when the rows do not determine one:
-//! no row moves it, the rows cannot tell it from another, or its error is over 100 %),
-//! `determined` (the same three: `false` where the error is `null`),
-//! `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`metric`, `op` for a per-kernel row, `measured`,
-//! `predicted_before`, `predicted_after`, `error_before`, `error_after`, `weight`), `written`
-//! (the profile file, if one was written). CSV: the rows.
+//! JSON keys (stable): `file` (the measurement files, joined by `, `), `profile` (`memory_scale`,
+//! `compute_scale`, `kernel_s`, `host_step_s`), `relative_std_errors` (the same four, as
+//! fractions; `null` when the rows do not determine one: no row moves it, the rows cannot tell it
+//! from another, or its error is over 100 %), `determined` (the same four: `false` where the error
+//! is `null`), `median_abs_error_before`, `median_abs_error_after`, `rows[]` (`source`, `metric`,
+//! `op` for a per-kernel row, `measured`, `predicted_before`, `predicted_after`, `error_before`,
+//! `error_after`, `weight`), `written` (the profile file, if one was written). CSV: the rows. The
+//! table shows a `source` column when the rows come from more than one file or from a benchmark's
+//! JSON.
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::calibrate::{Calibration, CalibrationRow, Metric};
+use llm_ledger_core::calibrate::{Calibration, CalibrationRow, Metric, CONSTANTS};
 use serde::Serialize;
 
 /// The `calibrate` report.
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrateReport {
-    /// The measurements file.
+    /// The measurement files, joined by `, `.
     pub file: String,
     /// The fit.
     #[serde(flatten)]
     pub calibration: Calibration,
     /// The profile file written, if any.
     pub written: Option<String>,
+    /// Whether the table shows each row's source (rows from several files, or from a benchmark's
+    /// JSON, whose row order alone does not say which measurement a row is).
+    #[serde(skip)]
+    pub show_sources: bool,
 }
 
 impl CalibrateReport {
@@ -46,20 +52,20 @@ impl CalibrateReport {
                 )
             })
             .collect();
+        let errors: String =
+            CONSTANTS.iter().enumerate().map(|(k, name)| format!("relative_std_error_{name} = {}\n", e(k))).collect();
         format!(
             "# llm-ledger calibration profile, fitted by `llm-ledger calibrate {}`.\n\
-             # t' = t × memory_scale (memory-bound) or × compute_scale (compute-bound), + kernel_s per kernel.\n\
-             {notes}memory_scale = {:.6}\ncompute_scale = {:.6}\nkernel_s = {:.6e}\n\n[fit]\nrows = {}\n\
-             relative_std_error_memory_scale = {}\nrelative_std_error_compute_scale = {}\nrelative_std_error_kernel_s = {}\n\
-             median_abs_error_before = {:.4}\nmedian_abs_error_after = {:.4}\n",
-            self.file,
+             # t' = t × memory_scale (memory-bound) or × compute_scale (compute-bound), + kernel_s per kernel;\n\
+             # each step waits host_step_s more on the host.\n\
+             {notes}memory_scale = {:.6}\ncompute_scale = {:.6}\nkernel_s = {:.6e}\nhost_step_s = {:.6e}\n\n[fit]\nrows = {}\n\
+             {errors}median_abs_error_before = {:.4}\nmedian_abs_error_after = {:.4}\n",
+            self.file.replace(", ", " "),
             p.memory_scale,
             p.compute_scale,
             p.kernel_s,
+            p.host_step_s,
             c.rows.len(),
-            e(0),
-            e(1),
-            e(2),
             c.median_abs_error_before,
             c.median_abs_error_after,
         )
@@ -73,9 +79,6 @@ fn value(metric: Metric, v: f64) -> String {
         _ => human::seconds(v),
     }
 }
-
-/// The fitted constants, in the order of [`Calibration::relative_std_errors`].
-const CONSTANTS: [&str; 3] = ["memory_scale", "compute_scale", "kernel_s"];
 
 /// `± x %`, or `undetermined by these rows`.
 fn uncertainty(determined: bool, v: Option<f64>) -> String {
@@ -101,8 +104,11 @@ impl Report for CalibrateReport {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                vec![
-                    (i + 1).to_string(),
+                let mut row = vec![(i + 1).to_string()];
+                if self.show_sources {
+                    row.push(r.source.clone());
+                }
+                row.extend([
                     match r.op {
                         Some(op) => format!("{} {}", r.metric.name(), op.name()),
                         None => r.metric.name().to_string(),
@@ -113,7 +119,8 @@ impl Report for CalibrateReport {
                     value(r.metric, r.predicted_after),
                     signed(r.error_after),
                     format!("{:.2}", r.weight),
-                ]
+                ]);
+                row
             })
             .collect();
         let mut footer = vec![
@@ -125,9 +132,15 @@ impl Report for CalibrateReport {
                 uncertainty(c.determined[2], c.relative_std_errors[2])
             ),
             format!(
-                "median |error| {} before, {} after; 3 constants fitted on {} rows (Huber-weighted least squares in log space)",
+                "host_step_s   {}  ({})",
+                human::seconds(p.host_step_s),
+                uncertainty(c.determined[3], c.relative_std_errors[3])
+            ),
+            format!(
+                "median |error| {} before, {} after; {} constants fitted on {} rows (Huber-weighted least squares in log space)",
                 human::percent(c.median_abs_error_before),
                 human::percent(c.median_abs_error_after),
+                CONSTANTS.len(),
                 c.rows.len()
             ),
         ];
@@ -135,15 +148,20 @@ impl Report for CalibrateReport {
             Some(f) => format!("profile written to {f}: use it with --profile {f}"),
             None => "write the profile with --out FILE, then use it with --profile FILE".into(),
         });
+        let mut header = vec!["row"];
+        if self.show_sources {
+            header.push("source");
+        }
+        header.extend(["metric", "measured", "before", "error", "after", "error", "weight"]);
+        let shift = usize::from(self.show_sources);
         HumanTable {
             title: vec![format!("calibration of the expected clock to {}", self.file)],
-            header: ["row", "metric", "measured", "before", "error", "after", "error", "weight"]
-                .map(String::from)
-                .to_vec(),
+            header: header.into_iter().map(String::from).collect(),
             rows,
-            right_aligned: vec![0, 2, 3, 4, 5, 6, 7],
+            right_aligned: [0, 2, 3, 4, 5, 6, 7].into_iter().map(|k| if k == 0 { 0 } else { k + shift }).collect(),
             footer,
-            priority: vec![],
+            // The source goes first when the table must narrow: the row number still says which.
+            priority: if self.show_sources { [0, 3, 1, 1, 1, 1, 1, 1, 1].to_vec() } else { vec![] },
         }
     }
 }

@@ -2,6 +2,7 @@
 //! profile read back with `--profile`.
 
 use crate::harness::{fails, json, ok, temp_file};
+use std::path::Path;
 
 /// The ledger's expected step time of a decode step, seconds.
 fn step_s(args: &[&str]) -> f64 {
@@ -43,7 +44,7 @@ fn a_profile_fitted_to_slower_decode_steps_reproduces_them() {
     }
     // The table names the constants and the file written.
     let table = ok(&["calibrate", &file]);
-    assert!(table.contains("memory_scale") && table.contains("3 constants fitted on 5 rows"), "{table}");
+    assert!(table.contains("memory_scale") && table.contains("4 constants fitted on 5 rows"), "{table}");
 }
 
 #[test]
@@ -53,13 +54,13 @@ fn bad_measurement_files_are_one_line_errors() {
         ("cal-two.csv", "batch,step_ms,tpot_ms\n1,5,5\n", "exactly one measurement column"),
         ("cal-unknown.csv", "batch,speed,step_ms\n1,2,5\n", "unknown column `speed`"),
         ("cal-neg.csv", "batch,step_ms\n1,-5\n2,5\n3,5\n", "line 2: `step_ms` = \"-5\" (a positive number)"),
-        ("cal-few.csv", "batch,step_ms\n1,5\n", "1 measurement rows (at least 3"),
-        ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\n", "line 2"),
-        ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\n", "row 1"),
-        ("cal-op-name.csv", "op,op_us\nqproj,5\nq_proj,5\nq_proj,6\n", "line 2"),
-        ("cal-op-none.csv", "op,op_us\n,5\nq_proj,5\nq_proj,6\n", "row 1"),
-        ("cal-op-fused.csv", "op,op_us\nrope,5\nq_proj,5\nq_proj,6\n", "fuses this one"),
-        ("cal-op-step.csv", "op,step_ms\nq_proj,5\n,5\n,6\n", "row 1"),
+        ("cal-few.csv", "batch,step_ms\n1,5\n2,5\n3,5\n", "3 measurement rows (at least 4"),
+        ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\nh100-sxm,7\n", "line 2"),
+        ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\nprefill,7\n", "row 1"),
+        ("cal-op-name.csv", "op,op_us\nqproj,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "line 2"),
+        ("cal-op-none.csv", "op,op_us\n,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "row 1"),
+        ("cal-op-fused.csv", "op,op_us\nrope,5\nq_proj,5\nq_proj,6\nq_proj,7\n", "fuses this one"),
+        ("cal-op-step.csv", "op,step_ms\nq_proj,5\n,5\n,6\n,7\n", "row 1"),
     ];
     for (name, text, want) in cases {
         let e = fails(&["calibrate", &temp_file(name, text.as_bytes())]);
@@ -95,4 +96,191 @@ fn per_kernel_rows_fit_the_profile() {
     assert_eq!(v["rows"][0]["metric"], "op_s");
     let table = ok(&["calibrate", &file]);
     assert!(table.contains("op_s down_proj"), "{table}");
+}
+
+/// The benchmark files in each tool's documented schema (`tests/data/benchmarks`).
+const BENCHMARKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/benchmarks");
+
+/// The step time the ledger predicts for `model` on the H100 under the vLLM engine and a profile.
+fn vllm_step_s(model: &str, phase: &str, batch: u64, ctx: u64, profile: &str) -> f64 {
+    let (b, c) = (batch.to_string(), ctx.to_string());
+    let args =
+        ["--model", model, "--gpu", "h100-sxm", "--engine", "vllm", "--phase", phase, "--batch", &b, "--ctx", &c];
+    step_s(&[&args[..], &["--profile", profile]].concat())
+}
+
+/// Serving runs written as vLLM's `benchmark_serving.py --save-result --append-result` would
+/// (JSON Lines), measured on a GPU whose memory-bound kernels are 10 % slower than the clock
+/// thinks and whose host adds 2 ms per step: the fit recovers both, prints each row before and
+/// after, writes the profile, and a ledger under that profile predicts the measured step.
+#[test]
+fn vllm_serving_runs_fit_the_host_time_and_the_scales() {
+    let truth = temp_file(
+        "calibrate-vllm-truth.toml",
+        b"memory_scale = 1.1\ncompute_scale = 1.0\nkernel_s = 0\nhost_step_s = 2e-3\n",
+    );
+    let mut lines = String::new();
+    // (model, concurrency, prompt, output): a decode step at ctx = prompt + output / 2.
+    for (model, c, prompt, output) in [
+        ("llama-3-8b", 1, 512, 128),
+        ("llama-3-8b", 16, 1024, 256),
+        ("llama-3-8b", 64, 2048, 256),
+        ("llama-3.2-1b", 8, 256, 512),
+        ("llama-3.2-1b", 32, 4096, 128),
+    ] {
+        let step = vllm_step_s(model, "decode", c, prompt + output / 2, &truth);
+        let ttft = vllm_step_s(model, "prefill", 1, prompt, &truth);
+        let n = 100;
+        lines.push_str(
+            &serde_json::json!({
+                "backend": "vllm", "model_id": model, "num_prompts": n, "request_rate": "inf",
+                "max_concurrency": c, "completed": n, "total_input_tokens": n * prompt,
+                "total_output_tokens": n * output, "mean_ttft_ms": ttft * 1e3, "mean_tpot_ms": step * 1e3,
+                "mean_itl_ms": step * 1e3 * 1.01, "output_throughput": c as f64 / step,
+            })
+            .to_string(),
+        );
+        lines.push('\n');
+    }
+    let file = temp_file("calibrate-vllm-runs.jsonl", lines.as_bytes());
+    let out = temp_file("calibrate-vllm-profile.toml", b"");
+    std::fs::remove_file(&out).unwrap();
+    let v = json(&["calibrate", &file, "--gpu", "h100-sxm", "--out", &out, "--format", "json"]);
+    let p = &v["profile"];
+    assert!((p["host_step_s"].as_f64().unwrap() / 2e-3 - 1.0).abs() < 0.03, "{v}");
+    assert!((p["memory_scale"].as_f64().unwrap() / 1.1 - 1.0).abs() < 0.02, "{v}");
+    assert_eq!(v["determined"][3], true, "{v}");
+    assert!(v["relative_std_errors"][3].is_number(), "{v}");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 15, "three rows per run: {v}");
+    assert_eq!(v["rows"][1]["metric"], "ttft_s");
+    assert!(v["rows"][4]["source"].as_str().unwrap().ends_with("calibrate-vllm-runs.jsonl #2"), "{v}");
+    assert!(v["median_abs_error_after"].as_f64().unwrap() < 0.01, "{v}");
+    let profile = std::fs::read_to_string(&out).unwrap();
+    let written: f64 = profile.lines().find_map(|l| l.strip_prefix("host_step_s = ")).unwrap().parse().unwrap();
+    assert!(
+        (written / 2e-3 - 1.0).abs() < 0.03 && profile.contains("relative_std_error_host_step_s = 0."),
+        "{profile}"
+    );
+    // The ledger under the written profile predicts the measured step.
+    let fitted = vllm_step_s("llama-3-8b", "decode", 16, 1152, &out);
+    let measured = vllm_step_s("llama-3-8b", "decode", 16, 1152, &truth);
+    assert!((fitted / measured - 1.0).abs() < 0.01, "{fitted} vs {measured}");
+    // The table: a row per measurement with its source, before and after, and the four constants.
+    let table = ok(&["calibrate", &file, "--gpu", "h100-sxm"]);
+    assert!(table.contains("calibrate-vllm-runs.jsonl #1") && table.contains("before"), "{table}");
+    assert!(table.contains("host_step_s   2.0") && table.contains("4 constants fitted on 15 rows"), "{table}");
+}
+
+/// One file of each tool, together: the format of each comes from its keys, and each run's
+/// measurements are compared with the step its file states (batch = concurrency, context = mean
+/// prompt + half the mean output; TTFT a prefill of one mean prompt).
+#[test]
+fn each_benchmark_format_is_read_from_its_documented_schema() {
+    let f = |name: &str| format!("{BENCHMARKS}/{name}");
+    let (vllm, genai, trtllm) =
+        (f("vllm-serving.json"), f("profile_export_genai_perf.json"), f("trtllm-bench-report.json"));
+    let v = json(&["calibrate", &vllm, &genai, &trtllm, "--model", "llama-3-8b", "--gpu", "h100-sxm", "-f", "json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let sources: Vec<&str> = rows.iter().map(|r| r["source"].as_str().unwrap()).collect();
+    assert_eq!(
+        sources,
+        [
+            "vllm-serving.json #1",
+            "vllm-serving.json #1",
+            "vllm-serving.json #1",
+            "profile_export_genai_perf.json #1",
+            "profile_export_genai_perf.json #1",
+            "profile_export_genai_perf.json #1",
+            "trtllm-bench-report.json #1",
+            "trtllm-bench-report.json #1",
+            "trtllm-bench-report.json #1",
+        ]
+    );
+    assert_eq!(rows[0]["measured"].as_f64().unwrap(), 9.6e-3);
+    assert_eq!(rows[2]["measured"].as_f64().unwrap(), 1625.4);
+    let plain = |engine: &str, phase: &str, b: &str, c: &str| {
+        step_s(&["--gpu", "h100-sxm", "--engine", engine, "--phase", phase, "--batch", b, "--ctx", c])
+    };
+    let before = |i: usize| rows[i]["predicted_before"].as_f64().unwrap();
+    // vLLM: max_concurrency 16; 1,024 prompt + 256 / 2 output tokens; backend vllm.
+    assert_eq!(before(0), plain("vllm", "decode", "16", "1152"));
+    assert_eq!(before(1), plain("vllm", "prefill", "1", "1024"));
+    assert!((before(2) - 16.0 / plain("vllm", "decode", "16", "1152")).abs() < 1e-9);
+    // genai-perf: concurrency 8; 512 + 256 / 2; backend tensorrtllm.
+    assert_eq!(before(3), plain("trtllm", "decode", "8", "640"));
+    // trtllm-bench: 63.7 concurrent requests on average → 64; 128 + 128 / 2.
+    assert_eq!(before(6), plain("trtllm", "decode", "64", "192"));
+    assert_eq!(before(7), plain("trtllm", "prefill", "1", "128"));
+    // --format-in names the format, and a CSV beside them is read as a CSV.
+    let e = fails(&["calibrate", &genai, "--format-in", "vllm", "--gpu", "h100-sxm", "--model", "llama-3-8b"]);
+    assert!(e.contains("record 1: missing field `completed`"), "{e}");
+    let e = fails(&["calibrate", &vllm, "--format-in", "json", "--gpu", "h100-sxm"]);
+    assert!(e.contains("`--format-in`") && e.contains("csv, vllm, genai-perf, trtllm-bench"), "{e}");
+}
+
+/// Bad benchmark files: one line naming the file, the record and the field; exit 2; no profile
+/// written.
+#[test]
+fn bad_benchmark_files_are_one_line_errors_and_write_nothing() {
+    let base = serde_json::json!({
+        "backend": "vllm", "model_id": "llama-3-8b", "completed": 10, "total_input_tokens": 5120,
+        "total_output_tokens": 1280, "max_concurrency": 4, "mean_ttft_ms": 30.0, "mean_tpot_ms": 8.0,
+        "output_throughput": 480.0,
+    });
+    let with = |key: &str, value: serde_json::Value| {
+        let mut v = base.clone();
+        if value.is_null() {
+            v.as_object_mut().unwrap().remove(key);
+        } else {
+            v[key] = value;
+        }
+        format!("{base}\n{v}\n")
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("bench-unknown.json", r#"{"throughput": 3}"#.into(), "record 1: a JSON of unknown schema"),
+        (
+            "bench-missing.json",
+            with("total_output_tokens", serde_json::Value::Null),
+            "record 2: missing field `total_output_tokens`",
+        ),
+        (
+            "bench-nan.json",
+            with("mean_tpot_ms", 0.into()).replace("\"mean_tpot_ms\":0", "\"mean_tpot_ms\":NaN"),
+            "record 2: `mean_tpot_ms` = NaN",
+        ),
+        ("bench-negative.json", with("mean_ttft_ms", (-3.0).into()), "record 2: `mean_ttft_ms` = -3.0"),
+        (
+            "bench-concurrency.json",
+            with("max_concurrency", serde_json::Value::Null),
+            "record 2: missing field `max_concurrency`",
+        ),
+        (
+            "bench-model.json",
+            with("model_id", "no-such-org/no-such-model".into()),
+            "record 2: `model_id` = \"no-such-org/no-such-model\"",
+        ),
+        ("bench-text.json", "{ not json at all".into(), "a JSON of unknown schema"),
+    ];
+    let out = temp_file("bench-bad-profile.toml", b"");
+    std::fs::remove_file(&out).unwrap();
+    for (name, text, want) in cases {
+        let file = temp_file(name, text.as_bytes());
+        let e = fails(&["calibrate", &file, "--gpu", "h100-sxm", "--out", &out]);
+        assert!(e.contains(&format!("`{file}`")) && e.contains(want), "{name}: {e}");
+        assert!(!Path::new(&out).exists(), "{name}: nothing written");
+    }
+    let file = temp_file("bench-good.json", with("mean_tpot_ms", 9.into()).as_bytes());
+    let e = fails(&["calibrate", &file, "--gpu", "h900", "--out", &out]);
+    assert!(e.contains("h900"), "{e}");
+    let e = fails(&["calibrate", &file, "--out", &out]);
+    assert!(e.contains("`--gpu`") && e.contains("does not state the GPU"), "{e}");
+    let e = fails(&["calibrate", &file, "--gpu", "h100-sxm", "--profile", &out]);
+    assert!(e.contains("`--profile`"), "{e}");
+    assert!(!Path::new(&out).exists());
+    // Scenario flags describe benchmark runs; for CSVs alone they are refused, not ignored.
+    let csv = temp_file("bench-rows.csv", b"batch,step_ms\n1,5\n2,5\n4,6\n8,7\n");
+    let e = fails(&["calibrate", &csv, "--gpu", "h100-sxm"]);
+    assert!(e.contains("scenario flags") && e.contains("a CSV states each row's scenario"), "{e}");
+    // The same run twice plus a CSV's rows is a fit.
+    ok(&["calibrate", &file, &csv, "--gpu", "h100-sxm", "--model", "llama-3-8b"]);
 }

@@ -136,18 +136,18 @@ fn echoed_input_has_its_control_characters_escaped_and_names_the_right_flag() {
 
 #[test]
 fn identical_calibration_rows_leave_every_constant_undetermined() {
-    let rows = "model,gpu,batch,ctx,step_ms\n".to_string() + &"llama-3-8b,h100-sxm,64,4096,21.5\n".repeat(3);
+    let rows = "model,gpu,batch,ctx,step_ms\n".to_string() + &"llama-3-8b,h100-sxm,64,4096,21.5\n".repeat(4);
     let file = temp_file("calibrate-identical.csv", rows.as_bytes());
     let v = json(&["calibrate", &file, "-f", "json"]);
-    assert_eq!(v["determined"], serde_json::json!([false, false, false]), "{v}");
-    assert_eq!(v["relative_std_errors"], serde_json::json!([null, null, null]), "{v}");
+    assert_eq!(v["determined"], serde_json::json!([false, false, false, false]), "{v}");
+    assert_eq!(v["relative_std_errors"], serde_json::json!([null, null, null, null]), "{v}");
     let table = ok(&["calibrate", &file]);
-    assert_eq!(table.matches("undetermined by these rows").count(), 3, "{table}");
+    assert_eq!(table.matches("undetermined by these rows").count(), 4, "{table}");
     assert!(!table.contains("± 0.0 %"), "{table}");
     let out = temp_file("calibrate-identical.toml", b"");
     ok(&["calibrate", &file, "--out", &out]);
     let profile = std::fs::read_to_string(&out).unwrap();
-    for name in ["memory_scale", "compute_scale", "kernel_s"] {
+    for name in ["memory_scale", "compute_scale", "kernel_s", "host_step_s"] {
         assert!(profile.contains(&format!("# {name}: undetermined by these rows")), "{profile}");
         assert!(profile.contains(&format!("relative_std_error_{name} = \"undetermined\"")), "{profile}");
     }

@@ -50,7 +50,7 @@ fn a_flag_of_another_command_says_which_commands_take_it() {
     let e = fails(&["plan", "--tpot-ms", "50", "--tp", "8"]);
     assert_eq!(
         e,
-        "error: unexpected argument '--tp' found; `plan` does not take it: `--tp` is a flag of `ledger`, `sweep`, `latency`, `cost`, `measure`, `zoom`, `moe`, `simulate` (see `llm-ledger plan --help`)"
+        "error: unexpected argument '--tp' found; `plan` does not take it: `--tp` is a flag of `ledger`, `sweep`, `latency`, `cost`, `measure`, `calibrate`, `zoom`, `moe`, `simulate` (see `llm-ledger plan --help`)"
     );
     assert!(!e.contains("--output"), "{e}");
     let e = fails(&["sweep", "--tpot-ms", "5"]);
