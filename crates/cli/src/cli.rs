@@ -234,7 +234,7 @@ pub struct SetupArgs {
     ///
     /// A preset name (`llm-ledger models`), a path to a config.json (or a directory holding one,
     /// with any *.safetensors headers), a GGUF file, or a Hugging Face Hub repo id org/name, also
-    /// as org/name@REV or a pasted https://huggingface.co/org/name URL (local cache first, then a
+    /// as org/name@REV or a pasted `https://huggingface.co/org/name` URL (local cache first, then a
     /// download unless HF_HUB_OFFLINE=1).
     #[arg(long, short = 'm', value_name = "NAME|PATH|ORG/NAME", help_heading = heading::MODEL)]
     pub model: Option<String>,

@@ -36,7 +36,7 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
 /// User input as it appears in a message: control characters escaped ([`escape_controls`]), at
 /// most [`MAX_ECHO_CHARS`] characters, then `…(N bytes)` with the input's full length; a long
 /// plain number (`1e308` printed as 309 digits) is shown compactly ([`compact_f64`]) instead.
-/// Every variant of [`Error`] echoes input through this.
+/// Every variant of [`enum@Error`] echoes input through this.
 pub fn echo(s: &str) -> String {
     let bytes = s.len();
     let escaped = escape_controls(s);
@@ -229,7 +229,7 @@ pub fn similarity(given: &str, name: &str) -> f64 {
 }
 
 /// The accepted names closest to `given`, most alike first (the first of equals in `accepted`
-/// order): at most [`MAX_SUGGESTIONS`], each at least [`MIN_SIMILARITY`] alike ([`similarity`]),
+/// order): at most `MAX_SUGGESTIONS`, each at least `MIN_SIMILARITY` alike ([`similarity`]),
 /// and only the best when one is far better than the rest. A prefix every accepted name shares
 /// (`layer.0.mlp.` of a zoom level's children) is left out of the comparison when `given` has it
 /// too. The one "did you mean" of every closed list of names (presets, GPUs, engines, precisions,

@@ -31,7 +31,7 @@ pub struct TimedLayout {
 }
 
 /// Why a plan ranked nothing, in quantities; the front ends put it in words
-/// (`llm_ledger_report::plan::refusal_message`). Carried by [`Error::NoPlan`].
+/// (`llm_ledger_report::plan::refusal_message`). Carried by [`crate::Error::NoPlan`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum PlanRefusal {

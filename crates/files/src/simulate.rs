@@ -434,7 +434,7 @@ impl PlanLoadArgs {
     }
 
     /// The cheapest deployment of `sc` holding the p99 TTFT and TPOT bounds at the rate, by
-    /// simulation ([`plan_serving`]), as its report: `checked` is [`PlanLoadArgs::check`]'s rate
+    /// simulation (`plan_serving`), as its report: `checked` is [`PlanLoadArgs::check`]'s rate
     /// and TTFT bound; `s` holds the price, the reserve and the TPOT bound. The search runs
     /// under the step budget of `max_steps` and stops once `cancel` becomes true.
     pub fn report(

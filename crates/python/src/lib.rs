@@ -1,7 +1,7 @@
 //! `llm_ledger._native`: the Rust layer of the Python package, kept thin. Each command turns its
 //! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
-//! [`from_pairs`](llm_ledger_core::pairs::from_pairs), [`ServingRequest`] and the command's own
+//! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands back its JSON
 //! (the CLI's `--format json`, byte for byte), its CSV rows as JSON objects, its human table and,
 //! for `ledger` and `simulate`, the plot the CLI's `--plot` draws. A `sweep` comes back as columns
@@ -13,7 +13,7 @@
 //! Errors: a core error is `llm_ledger.InputError` (a `ValueError`) with the core's one-line
 //! message, which names the input field — the Python keyword, since keywords are the core's field
 //! names — and the attributes `field` and `accepted`; an error about a file or a Hub id is the
-//! CLI's one-line message, its flags written as keywords ([`keyword_text`]); a keyword the
+//! CLI's one-line message, its flags written as keywords (`keyword_text`); a keyword the
 //! command does not take is a `TypeError`.
 
 use llm_ledger_core::pairs::from_pairs;

@@ -1,6 +1,6 @@
 //! "Does it fit", as every report that prints a time for a scenario says it: the JSON fields
 //! [`FitView`] (`fits`, `memory_bytes`, `gpu_memory_bytes`, `plan_command`) and the footer lines
-//! of [`FitView::footer`]. The answer is the core's one rule ([`Fit`]: weights + KV cache +
+//! of `FitView::footer`. The answer is the core's one rule ([`Fit`]: weights + KV cache +
 //! workspace ≤ GPU memory − reserve, on the fullest GPU of a TP/PP/EP layout); this module only
 //! words it, and names the `plan` command that searches for a layout that fits when it does not.
 

@@ -5,7 +5,7 @@
 //! JSON: `{"experts", "top_k", "routing", "model", "phase", "points": [{"batch", "tokens",
 //! "experts_touched", …, "fits", "memory_bytes"}], "fits", "memory_bytes", "gpu_memory_bytes",
 //! "plan_command"}`: with a model, each point says whether its step fits and the top-level
-//! fields ([`FitView`]) are the largest batch's (every smaller batch fits when it does); `null`
+//! fields (`FitView`) are the largest batch's (every smaller batch fits when it does); `null`
 //! for `--experts`/`--top-k` alone.
 
 use crate::human;

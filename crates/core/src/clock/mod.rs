@@ -12,7 +12,7 @@
 //! * attention efficiency by phase ([`GpuFit::attention_prefill`]);
 //! * a fixed cost per kernel, with CUDA graphs or launched from the host ([`kernel_fixed_s`],
 //!   [`HOST_LAUNCH_S`]);
-//! * fusion as each engine fuses ([`engine_fusion`]);
+//! * fusion as each engine fuses ([`engine_join`]);
 //! * weight-only quantised GEMMs paying for dequantisation ([`dequant_s`]), so W4A16 loses its
 //!   edge over bf16 as the batch grows ([`w4a16_crossover_batch`] finds where);
 //! * collectives: the α + n/β model of [`crate::parallel`] (NCCL's own cost model), plus the host

@@ -364,7 +364,7 @@ pub fn memory_wall_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> Opti
 
 /// Cached tokens of the whole instance that fit next to the weights and the workload's
 /// workspace, counted at the KV bytes a token adds on each GPU
-/// ([`parallel::stage_kv_bytes_per_token`]: under tensor parallelism each GPU holds its share of
+/// (`parallel::stage_kv_bytes_per_token`: under tensor parallelism each GPU holds its share of
 /// the KV heads, so TP `N` holds up to `N×` the cache of one GPU's free memory; a sliding-window
 /// model can hold more once sequences outgrow the window): the least over pipeline stages of
 /// `⌊(capacity − reserve − weights − workspace) ÷ bytes per token⌋`.

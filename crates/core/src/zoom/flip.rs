@@ -93,11 +93,11 @@ fn side(sc: &Scenario, layer: usize, kind: OpKind) -> Option<FlipSide> {
     Some(FlipSide { cost, timing, bound: timing.bound(), intensity: cost.intensity(), math })
 }
 
-/// Search the decode batch (1, 2, 4, … [`MAX_FLIP_BATCH`]) for the first at which operator `kind`
+/// Search the decode batch (1, 2, 4, … `MAX_FLIP_BATCH`) for the first at which operator `kind`
 /// of layer `layer` is compute-bound under `to` (the same scenario with other weights), and
 /// return it when the operator is memory-bound there under `from`; `None` when no batch flips it
 /// (it is compute-bound in both first, or never compute-bound) or the GPU shown does not run it.
-/// Contexts: the scenario's own with one context, [`MIX_FLIP_TOKENS`] for a mix. Both scenarios
+/// Contexts: the scenario's own with one context, `MIX_FLIP_TOKENS` for a mix. Both scenarios
 /// keep their clock: the bound is the one that clock gives.
 pub fn weight_flip(from: &Scenario, to: &Scenario, layer: usize, kind: OpKind) -> Option<Flip> {
     let tokens = match from.workload.contexts {

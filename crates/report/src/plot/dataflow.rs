@@ -7,7 +7,7 @@
 //! ([`Cost::activation_written_bytes`], the part of the ledger's activation bytes that is their
 //! output), so with FlashAttention off the arrows out of `attn_scores` and `softmax` carry the
 //! score matrix exactly as the ledger counts it; with it on the softmax runs inside the attention
-//! kernel ([`llm_ledger_core::Op::fused`]) and is drawn inside the attention box.
+//! kernel ([`llm_ledger_core::ops::Op::fused`]) and is drawn inside the attention box.
 //!
 //! **Where an operator's input comes from** is a property of its kind, not of a model:
 //!

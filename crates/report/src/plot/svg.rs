@@ -220,7 +220,7 @@ pub fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) ->
     s.replace(&format!("\"{FG}\""), "\"currentColor\"")
 }
 
-/// A data mark read back from a plot's SVG (what [`Overlay::mark`] wrote): its element, class,
+/// A data mark read back from a plot's SVG (what `Overlay::mark` wrote): its element, class,
 /// hover text and link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkInfo {

@@ -47,7 +47,7 @@ pub struct PageCtx<'a> {
     /// The page being rendered.
     pub page: &'static PageInfo,
     /// Set when the answer is no longer wanted (the request's deadline, or its client gone):
-    /// work that runs long checks it ([`crate::work`]).
+    /// work that runs long checks it (`crate::work`).
     pub cancel: &'a std::sync::atomic::AtomicBool,
 }
 
@@ -104,7 +104,7 @@ pub struct PageInfo {
     /// Show the scenario controls.
     pub controls: bool,
     /// The page's work grows with its parameters (an axis, experts, a tile grid, a zoom tree,
-    /// a search over batches): it runs on the heavy-work pool ([`crate::work`]), off the
+    /// a search over batches): it runs on the heavy-work pool (`crate::work`), off the
     /// threads that answer the other requests.
     pub heavy: bool,
 }
