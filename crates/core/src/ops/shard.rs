@@ -235,6 +235,16 @@ impl OpShard {
                 op.cost.activation_bytes /= t;
                 op.cost.activation_written_bytes /= t;
                 op.cost.kv_read_bytes *= self.kv_share;
+                // The shape on this GPU: its query heads and its KV heads (the time models and
+                // the tile model are keyed by them).
+                if let Some(a) = op.attention.as_mut() {
+                    a.heads /= t;
+                    a.q_bytes_per_query /= t;
+                    a.o_bytes_per_query /= t;
+                    a.kv_heads *= self.kv_share;
+                    a.k_bytes_per_position *= self.kv_share;
+                    a.v_bytes_per_position *= self.kv_share;
+                }
             }
             ExpertGate | ExpertUp => self.expert(&mut op, Split::Column),
             ExpertDown => self.expert(&mut op, Split::Row),
@@ -251,6 +261,15 @@ impl OpShard {
             }
             if let Some(g) = op.gemm.as_mut() {
                 g.m *= self.token_share;
+            }
+            if let Some(a) = op.attention.as_mut() {
+                let g = &mut a.geometry;
+                g.sequences *= self.token_share;
+                g.queries *= self.token_share;
+                g.pairs *= self.token_share;
+                g.kv_positions_read *= self.token_share;
+                g.kv_positions_written *= self.token_share;
+                g.materialised_scores *= self.token_share;
             }
         }
         op
