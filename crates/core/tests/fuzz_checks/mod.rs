@@ -134,7 +134,7 @@ pub fn check_simulate_inputs(data: &[u8]) {
 }
 
 /// The keys [`check_simulate_inputs`] reads itself; the rest go to the scenario.
-const SIMULATE_KEYS: [&str; 15] = [
+pub const SIMULATE_KEYS: [&str; 15] = [
     "rate",
     "arrivals",
     "cv",

@@ -154,27 +154,11 @@ mod simulate_inputs_generated {
         ]
     }
 
+    /// `simulate`'s own keys and a few scenario keys.
     fn key() -> impl Strategy<Value = &'static str> {
-        prop::sample::select(vec![
-            "rate",
-            "arrivals",
-            "cv",
-            "concurrency",
-            "trace",
-            "requests",
-            "seed",
-            "prompt",
-            "output",
-            "max_seqs",
-            "max_batched_tokens",
-            "chunk",
-            "schedule",
-            "block",
-            "prefix_hit",
-            "gpu",
-            "model",
-            "kv",
-        ])
+        let mut keys = fuzz_checks::SIMULATE_KEYS.to_vec();
+        keys.extend(["gpu", "model", "kv"]);
+        prop::sample::select(keys)
     }
 
     proptest! {
