@@ -64,6 +64,64 @@ pub struct OnChip {
     pub tensor_flops_per_smem_byte: f64,
 }
 
+/// Achievable fractions of a GPU's datasheet peaks, measured: what the measured clock
+/// ([`crate::clock`]) reaches where it has no kernel table. The catalogue's profiles
+/// (`[achievable.*]` in `crates/core/data/gpus.toml`) cite each measurement beside its value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Achievable {
+    /// Achievable fraction of HBM bandwidth (STREAM copy ÷ datasheet).
+    pub bandwidth: f64,
+    /// Achievable fraction of the 16-bit tensor peak (best-shape matmul ÷ datasheet).
+    pub bf16: f64,
+    /// Achievable fraction of the 8-bit (and 4-bit) tensor peak.
+    pub fp8: f64,
+    /// Achieved fraction of the 16-bit peak by prefill attention (FlashAttention-2 forward).
+    pub attention_prefill: f64,
+}
+
+impl Achievable {
+    /// Achievable fraction of the peak of `math`: 8- and 4-bit tensor formats at
+    /// [`Achievable::fp8`], everything else (16-bit tensor, vector) at [`Achievable::bf16`].
+    pub fn peak_fraction(&self, math: MathFormat) -> f64 {
+        match math {
+            MathFormat::Fp8 | MathFormat::Int8 | MathFormat::Fp4 => self.fp8,
+            _ => self.bf16,
+        }
+    }
+}
+
+/// A profile of achievable fractions in a GPU file: the fractions and where they come from.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AchievableProfile {
+    bandwidth: f64,
+    bf16: f64,
+    fp8: f64,
+    attention_prefill: f64,
+    #[serde(default)]
+    sources: String,
+}
+
+impl AchievableProfile {
+    fn fractions(&self) -> Achievable {
+        Achievable {
+            bandwidth: self.bandwidth,
+            bf16: self.bf16,
+            fp8: self.fp8,
+            attention_prefill: self.attention_prefill,
+        }
+    }
+}
+
+/// `achievable` in the file: a profile name or an inline table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AchievableRef {
+    Profile(String),
+    Inline(AchievableProfile),
+}
+
 /// A GPU as the ledger sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Gpu {
@@ -91,6 +149,15 @@ pub struct Gpu {
     pub interconnect: Interconnect,
     /// Provenance of the numbers.
     pub sources: String,
+    /// Achievable fractions of the peaks (the catalogue's profile, or `default`).
+    #[serde(skip)]
+    pub achievable: Achievable,
+    /// Where the achievable fractions come from.
+    #[serde(skip)]
+    pub achievable_sources: String,
+    /// The measured kernel tables' folder (`h100_sxm`), built-in entries only.
+    #[serde(skip)]
+    pub kernel_tables: Option<String>,
 }
 
 /// One kind of GPU-to-GPU link, as seen by one GPU.
@@ -182,6 +249,8 @@ struct GpuRecord {
     memory_bandwidth_bytes_per_s: f64,
     l2_bytes: f64,
     onchip: OnChipRef,
+    achievable: Option<AchievableRef>,
+    kernel_tables: Option<String>,
     usd_per_gpu_hour: Option<f64>,
     #[serde(default)]
     sources: String,
@@ -195,6 +264,8 @@ struct GpuRecord {
 struct GpuFile {
     #[serde(default)]
     onchip: BTreeMap<String, OnChip>,
+    #[serde(default)]
+    achievable: BTreeMap<String, AchievableProfile>,
     #[serde(default)]
     gpu: Vec<GpuRecord>,
 }
@@ -281,6 +352,14 @@ impl Gpu {
             }
         }
         f(limits::GPU_TENSOR_FLOPS_PER_SMEM_BYTE, "onchip.tensor_flops_per_smem_byte", o.tensor_flops_per_smem_byte)?;
+        let a = &self.achievable;
+        for (k, v) in
+            [("bandwidth", a.bandwidth), ("bf16", a.bf16), ("fp8", a.fp8), ("attention_prefill", a.attention_prefill)]
+        {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(Error::invalid(format!("{}.achievable.{k}", self.name), v, "a fraction in (0, 1]"));
+            }
+        }
         self.interconnect.validate(&self.name)
     }
 }
@@ -296,9 +375,14 @@ fn check_name(name: &str) -> Result<()> {
     }
 }
 
-/// Parse a GPU file (the catalogue schema). Built-in on-chip profiles (`sm80`, `sm90`, …) may be
-/// referenced by name from a user's file.
+/// Parse a GPU file (the catalogue schema). Built-in on-chip profiles (`sm80`, `sm90`, …) and
+/// achievable profiles (`h100`, `default`, …) may be referenced by name from a user's file;
+/// `kernel_tables` may not (the measured tables belong to the catalogue's own entries).
 pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
+    parse_gpus(text, false)
+}
+
+fn parse_gpus(text: &str, builtin: bool) -> Result<Vec<Gpu>> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
         return Err(Error::invalid(
             "GPU file",
@@ -308,6 +392,7 @@ pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
     }
     let file: GpuFile = toml::from_str(text).map_err(|e| Error::toml("GPU file", text, &e))?;
     let builtin_profiles = builtin_profiles();
+    let builtin_achievable = if builtin { BTreeMap::new() } else { builtin_achievable() };
     if file.gpu.is_empty() {
         return Err(Error::MissingField { field: "[[gpu]]".into(), context: "a GPU file (at least one entry)".into() });
     }
@@ -325,7 +410,31 @@ pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
                     })?
                 }
             };
+            let profile = |p: &str| {
+                let found = file.achievable.get(p).or_else(|| builtin_achievable.get(p));
+                found.map(|a| (a.fractions(), a.sources.clone())).ok_or_else(|| {
+                    let mut names: Vec<&String> = file.achievable.keys().chain(builtin_achievable.keys()).collect();
+                    names.sort();
+                    names.dedup();
+                    Error::unknown(format!("achievable profile for GPU `{}`", r.name), p, names)
+                })
+            };
+            let (achievable, achievable_sources) = match &r.achievable {
+                Some(AchievableRef::Inline(a)) => (a.fractions(), a.sources.clone()),
+                Some(AchievableRef::Profile(p)) => profile(p)?,
+                None => profile("default")?,
+            };
+            if r.kernel_tables.is_some() && !builtin {
+                return Err(Error::invalid(
+                    format!("{}.kernel_tables", r.name),
+                    r.kernel_tables.unwrap_or_default(),
+                    "absent: measured kernel tables belong to the built-in catalogue's entries",
+                ));
+            }
             let gpu = Gpu {
+                achievable,
+                achievable_sources,
+                kernel_tables: r.kernel_tables,
                 display: r.display.unwrap_or_else(|| r.name.clone()),
                 name: r.name,
                 aliases: r.aliases,
@@ -349,11 +458,15 @@ fn builtin_profiles() -> BTreeMap<String, OnChip> {
     toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML).map(|f| f.onchip).unwrap_or_default()
 }
 
+fn builtin_achievable() -> BTreeMap<String, AchievableProfile> {
+    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML).map(|f| f.achievable).unwrap_or_default()
+}
+
 /// The built-in catalogue, parsed once.
 pub fn builtin_gpus() -> &'static [Arc<Gpu>] {
     static GPUS: OnceLock<Vec<Arc<Gpu>>> = OnceLock::new();
     GPUS.get_or_init(|| {
-        parse_gpu_file(BUILTIN_GPUS_TOML)
+        parse_gpus(BUILTIN_GPUS_TOML, true)
             .expect("embedded crates/core/data/gpus.toml is valid (checked by tests)")
             .into_iter()
             .map(Arc::new)
@@ -367,6 +480,45 @@ mod tests {
 
     fn gpu(name: &str) -> Arc<Gpu> {
         builtin_gpus().iter().find(|g| g.name == name).cloned().unwrap()
+    }
+
+    /// The catalogue's achievable profiles are the published measurements ÷ the datasheet
+    /// figures they were measured against; every GPU has one (`default` where none is measured).
+    #[test]
+    fn achievable_fractions_are_the_measurements_over_the_datasheets() {
+        let a = |n: &str| gpu(n).achievable;
+        assert_eq!(a("a100-80gb-sxm").bandwidth, 1.61 / 2.039);
+        assert_eq!(a("a100-40gb-sxm").bf16, 271.2 / 312.0);
+        assert_eq!(a("h100-sxm").bandwidth, 2.90 / 3.35);
+        assert_eq!(a("h100-pcie").fp8, 1402.6 / 1979.0);
+        assert_eq!(a("h200").fp8, 1453.4 / 1979.0);
+        assert_eq!(a("h200").attention_prefill, 329.3 / 989.0);
+        assert_eq!(a("gb200").bandwidth, 7.35 / 8.0);
+        assert_eq!(a("mi250x-gcd").bf16, 668.4 / 1300.0);
+        assert_eq!(a("mi325x").attention_prefill, 328.6 / 1307.0);
+        assert_eq!((a("l40s").bandwidth, a("rtx-4090").fp8), (0.85, 0.72));
+        assert!(gpu("h100-sxm").achievable_sources.contains("STREAM"));
+        assert_eq!(gpu("h100-sxm").kernel_tables.as_deref(), Some("h100_sxm"));
+        assert_eq!(gpu("h100-pcie").kernel_tables, None);
+    }
+
+    /// A user's GPU file names a built-in achievable profile or gives its own; it cannot claim
+    /// the catalogue's measured kernel tables; every mistake names the field.
+    #[test]
+    fn a_users_gpu_names_an_achievable_profile_but_not_kernel_tables() {
+        let base = crate::testing::minimal_gpu_toml("mine");
+        let with = |line: &str| base.replace("onchip = \"sm90\"\n", &format!("onchip = \"sm90\"\n{line}\n"));
+        assert_eq!(parse_gpu_file(&base).unwrap()[0].achievable, gpu("l40s").achievable);
+        assert_eq!(parse_gpu_file(&with("achievable = \"h100\"")).unwrap()[0].achievable, gpu("h100-sxm").achievable);
+        let inline = "achievable = { bandwidth = 0.9, bf16 = 0.7, fp8 = 0.6, attention_prefill = 0.4 }";
+        assert_eq!(parse_gpu_file(&with(inline)).unwrap()[0].achievable.bf16, 0.7);
+        let e = parse_gpu_file(&with("achievable = \"h101\"")).unwrap_err().to_string();
+        assert!(e.starts_with("unknown achievable profile for GPU `mine` `h101`; did you mean `h100`"), "{e}");
+        let e = parse_gpu_file(&with("kernel_tables = \"h100_sxm\"")).unwrap_err().to_string();
+        assert_eq!(e, "invalid `mine.kernel_tables`: h100_sxm (absent: measured kernel tables belong to the built-in catalogue's entries)");
+        let bad = "achievable = { bandwidth = 1.2, bf16 = 0.7, fp8 = 0.6, attention_prefill = 0.4 }";
+        let e = parse_gpu_file(&with(bad)).unwrap_err().to_string();
+        assert_eq!(e, "invalid `mine.achievable.bandwidth`: 1.2 (a fraction in (0, 1])");
     }
 
     #[test]

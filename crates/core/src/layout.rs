@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::hardware::{Gpu, Link};
+use crate::kernels::Collective;
 use crate::kinds::OpKind;
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec};
 use serde::Serialize;
@@ -107,6 +108,21 @@ pub struct GroupLink {
     pub scope: LinkScope,
     /// The link.
     pub link: Link,
+}
+
+/// One collective as the measured collective tables key it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CollectiveCall {
+    /// Which collective.
+    pub op: Collective,
+    /// GPUs in the group (all in one server).
+    pub gpus: u32,
+    /// The link the group runs over.
+    pub scope: LinkScope,
+    /// The message each GPU contributes, bytes.
+    pub message_bytes: f64,
+    /// The link bytes at the link's full bandwidth, seconds: no measured collective is faster.
+    pub floor_s: f64,
 }
 
 /// Which of a GPU's links.
@@ -309,6 +325,36 @@ impl Parallelism {
             OpKind::AllToAllDispatch | OpKind::AllToAllCombine => self.ep_link.as_ref().map(|l| (l, e - 1.0)),
             _ => None,
         }
+    }
+
+    /// A collective as the measured tables key it ([`CollectiveCall`]), for an operator of `kind`
+    /// moving `link_bytes` per GPU: the message each GPU contributes is recovered from the ring
+    /// volumes [`crate::ops`] charges — all-reduce `link = 2(N−1)/N · message`, all-gather
+    /// `(N−1)/N · message` (the gathered output), all-to-all `(N−1)/N · message` (the GPU's send
+    /// buffer, its own share included). `None` where the group leaves one server (the tables
+    /// measure the GPUs of one node over NVLink or PCIe) or the operator is not a collective.
+    pub fn collective_call(&self, kind: OpKind, link_bytes: f64) -> Option<CollectiveCall> {
+        let (link, _) = self.collective(kind)?;
+        if link.scope == LinkScope::Network {
+            return None;
+        }
+        let (op, gpus) = match kind {
+            OpKind::AllReduceEmbedding | OpKind::AllReduceAttn | OpKind::AllReduceMlp => {
+                (Collective::AllReduce, self.tp)
+            }
+            OpKind::AllGatherLogits => (Collective::AllGather, self.tp),
+            OpKind::AllToAllDispatch | OpKind::AllToAllCombine => (Collective::AllToAll, self.ep),
+            _ => return None,
+        };
+        let n = gpus as f64;
+        let ring = if op == Collective::AllReduce { 2.0 * (n - 1.0) / n } else { (n - 1.0) / n };
+        Some(CollectiveCall {
+            op,
+            gpus: u32::try_from(gpus).ok()?,
+            scope: link.scope,
+            message_bytes: link_bytes / ring,
+            floor_s: link_bytes / link.link.bandwidth_bytes_per_s,
+        })
     }
 
     /// The link a communication operator of the GPU shown (of pipeline stage `stage`) uses.

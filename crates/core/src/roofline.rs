@@ -6,6 +6,7 @@
 use crate::cost::Cost;
 use crate::error::Result;
 use crate::hardware::Gpu;
+use crate::layout::CollectiveCall;
 use crate::operator::Op;
 use crate::precision::MathFormat;
 use serde::Serialize;
@@ -296,10 +297,11 @@ pub trait TimeModel {
         }
     }
 
-    /// A communication operator's time for a link time of `link_s` seconds (default: the link
-    /// time itself, [`Timing::link`]).
+    /// A communication operator's time for a link time of `link_s` seconds on the α + n/β model,
+    /// and the collective it is where the measured tables can key it (default: the link time
+    /// itself, [`Timing::link`]).
     #[inline]
-    fn link_time(&self, link_s: f64) -> Timing {
+    fn link_time(&self, _call: Option<&CollectiveCall>, link_s: f64) -> Timing {
         Timing::link(link_s)
     }
 
@@ -436,10 +438,11 @@ impl<M: TimeModel> KernelTimer<M> {
         self.model.host_step_s()
     }
 
-    /// Time of a communication operator whose link time is `link_s` (it closes the open kernel).
+    /// Time of a communication operator whose link time is `link_s` on the α + n/β model (it
+    /// closes the open kernel); `call` keys the measured collective tables where there are some.
     #[inline]
-    pub fn link(&mut self, link_s: f64) -> Timing {
-        let t = self.model.link_time(link_s);
+    pub fn link(&mut self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
+        let t = self.model.link_time(call, link_s);
         self.kernel = OpenKernel(t);
         self.roof = OpenKernel(Timing::link(link_s));
         t

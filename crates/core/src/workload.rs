@@ -299,6 +299,8 @@ impl Chunk {
             }
         };
         let read = window.map_or(k + c, |w| (k + c).min(w as f64 + c - 1.0));
+        // A one-token prompt with nothing cached is a prompt (the engines' prefill kernel).
+        let decode = self.new_tokens == 1 && self.cached_tokens > 0;
         AttentionGeometry {
             sequences: 1.0,
             queries: c,
@@ -306,6 +308,8 @@ impl Chunk {
             kv_positions_read: read,
             kv_positions_written: c,
             materialised_scores: if self.new_tokens == 1 { pairs } else { c * (k + c) },
+            decode_sequences: if decode { 1.0 } else { 0.0 },
+            decode_pairs: if decode { pairs } else { 0.0 },
         }
     }
 }
@@ -382,29 +386,14 @@ impl Workload {
     ///   FlashAttention-2 DRAM model); an unfused kernel materialises the full p² score matrix.
     pub fn attention_geometry(&self, window: Option<u64>) -> AttentionGeometry {
         if let Some(chunks) = &self.chunks {
-            let mut g = AttentionGeometry {
-                sequences: 0.0,
-                queries: 0.0,
-                pairs: 0.0,
-                kv_positions_read: 0.0,
-                kv_positions_written: 0.0,
-                materialised_scores: 0.0,
-            };
-            for c in chunks.iter() {
-                let one = c.geometry(window, self.causal);
-                g.sequences += one.sequences;
-                g.queries += one.queries;
-                g.pairs += one.pairs;
-                g.kv_positions_read += one.kv_positions_read;
-                g.kv_positions_written += one.kv_positions_written;
-                g.materialised_scores += one.materialised_scores;
-            }
+            let mut g = chunks.iter().fold(AttentionGeometry::ZERO, |g, c| g.plus(c.geometry(window, self.causal)));
             if self.phase == Phase::Decode && self.counting == Counting::Seed {
                 // The reference calculator's decode: the new token attends to the cached ones only, writes nothing.
                 g.pairs -= g.queries;
                 g.kv_positions_read = g.pairs;
                 g.kv_positions_written = 0.0;
                 g.materialised_scores = g.pairs;
+                g.decode_pairs = g.pairs;
             }
             return g;
         }
@@ -422,6 +411,8 @@ impl Workload {
                     kv_positions_read: pairs,
                     kv_positions_written: if self.counting == Counting::Seed { 0.0 } else { b },
                     materialised_scores: pairs,
+                    decode_sequences: b,
+                    decode_pairs: pairs,
                 }
             }
             Phase::Prefill => {
@@ -441,6 +432,8 @@ impl Workload {
                     kv_positions_read: t,
                     kv_positions_written: t,
                     materialised_scores: self.contexts.sum(|p| p * p),
+                    decode_sequences: 0.0,
+                    decode_pairs: 0.0,
                 }
             }
         }
@@ -462,6 +455,54 @@ pub struct AttentionGeometry {
     pub kv_positions_written: f64,
     /// Score-matrix entries an unfused kernel writes to HBM, per query head.
     pub materialised_scores: f64,
+    /// Of [`AttentionGeometry::sequences`], those with one new token (decodes): a step of
+    /// continuous batching attends for decodes and prompt chunks, which engines run as different
+    /// kernels (a decode kernel and a prefill kernel).
+    pub decode_sequences: f64,
+    /// Of [`AttentionGeometry::pairs`], those of the decodes (per query head).
+    pub decode_pairs: f64,
+}
+
+impl AttentionGeometry {
+    /// No attention.
+    pub const ZERO: AttentionGeometry = AttentionGeometry {
+        sequences: 0.0,
+        queries: 0.0,
+        pairs: 0.0,
+        kv_positions_read: 0.0,
+        kv_positions_written: 0.0,
+        materialised_scores: 0.0,
+        decode_sequences: 0.0,
+        decode_pairs: 0.0,
+    };
+
+    /// Every count times `f` (a GPU's share of the step's tokens).
+    pub fn scaled(self, f: f64) -> AttentionGeometry {
+        AttentionGeometry {
+            sequences: self.sequences * f,
+            queries: self.queries * f,
+            pairs: self.pairs * f,
+            kv_positions_read: self.kv_positions_read * f,
+            kv_positions_written: self.kv_positions_written * f,
+            materialised_scores: self.materialised_scores * f,
+            decode_sequences: self.decode_sequences * f,
+            decode_pairs: self.decode_pairs * f,
+        }
+    }
+
+    /// The counts of two sets of sequences together.
+    pub fn plus(self, o: AttentionGeometry) -> AttentionGeometry {
+        AttentionGeometry {
+            sequences: self.sequences + o.sequences,
+            queries: self.queries + o.queries,
+            pairs: self.pairs + o.pairs,
+            kv_positions_read: self.kv_positions_read + o.kv_positions_read,
+            kv_positions_written: self.kv_positions_written + o.kv_positions_written,
+            materialised_scores: self.materialised_scores + o.materialised_scores,
+            decode_sequences: self.decode_sequences + o.decode_sequences,
+            decode_pairs: self.decode_pairs + o.decode_pairs,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,17 +6,18 @@
 //! roofline rebuilt from measurements plus the terms a roofline lacks, each a function below with
 //! its source:
 //!
-//! * achievable bandwidth and achievable matmul peak per GPU and format ([`GpuFit`]: STREAM-like
+//! * achievable bandwidth and achievable matmul peak per GPU and format ([`Achievable`], the GPU's profile in `gpus.toml`: STREAM-like
 //!   copies and the best-shape matmul searches of `measured-kernels.md` §1–2);
 //! * GEMM efficiency by shape: tile padding and wave quantisation ([`gemm_shape_efficiency`]);
-//! * attention efficiency by phase ([`GpuFit::attention_prefill`]);
+//! * attention efficiency by phase ([`Achievable::attention_prefill`]);
 //! * a fixed cost per kernel, with CUDA graphs or launched from the host ([`kernel_fixed_s`],
 //!   [`HOST_LAUNCH_S`]);
 //! * fusion as each engine fuses ([`engine_join`]);
 //! * weight-only quantised GEMMs paying for dequantisation ([`dequant_s`]), so W4A16 loses its
 //!   edge over bf16 as the batch grows ([`w4a16_crossover_batch`] finds where);
-//! * collectives: the α + n/β model of [`crate::parallel`] (NCCL's own cost model), plus the host
-//!   launch floor when launched eagerly ([`Measured`]'s `link_time`);
+//! * collectives: the measured all-reduce and NCCL tables inside one server (`Measured`'s
+//!   `collective_table_s`), else the α + n/β model of [`crate::parallel`] (NCCL's own cost model),
+//!   plus the host launch floor when launched eagerly ([`Measured`]'s `link_time`);
 //! * the engine's version where it changes a kernel: TensorRT-LLM before XQA reads a GQA group's
 //!   KV once per query head in decode ([`Engine::kv_read_per_query_head`]);
 //! * host time per step that the GPU waits for ([`Engine::host_step_s`]: vLLM's V0 engine), a
@@ -36,99 +37,30 @@
 //!    a GEMM in a kernel of its own whose format has a table ([`gemm_dtype`]): its time is
 //!    `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest measured kernel for at least m rows: never faster for a bigger batch), the whole measured kernel (launch
 //!    included), and nothing is added ([`Measured::table_s`]); FlashAttention likewise from the
-//!    engine's attention tables (`Measured::attention_table_s`: prefill and decode, one lookup at
-//!    the step's sequences and length). A measured time is never below the operator's HBM bytes
-//!    at the achievable bandwidth nor its FLOPs at the peak.
+//!    engine's attention tables (`Measured::attention_table_s`: a step's decodes on the generation
+//!    kernel and its prompt chunks on the context kernel), and collectives from the all-reduce /
+//!    NCCL tables where the group is inside one server on the link they were measured over. A
+//!    measured time is never below the operator's HBM bytes at the achievable bandwidth nor its
+//!    FLOPs at the peak (a collective: its link bytes at the link's peak).
 //! 2. **The fitted model above** for everything else, and wherever a lookup returns `None`: the
 //!    operators an engine merges into the previous GEMM (K and V beside Q, up beside gate) keep
 //!    their marginal roofs in the fitted model (the table's time is for the first GEMM's own
 //!    shape), epilogue-fused operators their arithmetic; attention with a sliding window, MLA's
-//!    attention core, unfused attention, decode steps that carry prompt chunks and TensorRT-LLM
-//!    before XQA stay on the fitted model; collectives stay on the α + n/β model.
+//!    attention core, unfused attention and TensorRT-LLM's decodes before XQA stay on the fitted
+//!    model; collectives across servers stay on the α + n/β model.
 //!
 //! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
 //! the roofline time is kept beside the expected time.
 
 use crate::engine::{Clock, Engine};
-use crate::hardware::Gpu;
+use crate::hardware::{Achievable, Gpu};
 use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::OpKind;
+use crate::layout::{CollectiveCall, LinkScope};
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
 use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timing};
 use crate::workload::Phase;
-
-/// Achievable fractions of a GPU's datasheet peaks, measured (each value's source beside it).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GpuFit {
-    /// Achievable fraction of HBM bandwidth (STREAM copy ÷ datasheet).
-    pub bandwidth: f64,
-    /// Achievable fraction of the 16-bit tensor peak (best-shape matmul ÷ datasheet).
-    pub bf16: f64,
-    /// Achievable fraction of the 8-bit (and 4-bit) tensor peak.
-    pub fp8: f64,
-    /// Achieved fraction of the 16-bit peak by prefill attention (FlashAttention-2 forward).
-    pub attention_prefill: f64,
-}
-
-impl GpuFit {
-    /// A100 (SXM and PCIe): bandwidth 1.61 ÷ 2.039 TB/s (Azure ND A100 v4 STREAM copy; also
-    /// LLMCompass's weight-streaming GEMM, 1.61 TB/s); bf16 271.2 ÷ 312 TF (stas00 MAMF,
-    /// 1024×10240×5120); attention 179.5 ÷ 312 TF (Azure guide, FA2, head dim 64, seq 8192).
-    pub const A100: GpuFit =
-        GpuFit { bandwidth: 1.61 / 2.039, bf16: 271.2 / 312.0, fp8: 271.2 / 312.0, attention_prefill: 179.5 / 312.0 };
-    /// H100: bandwidth 2.90 ÷ 3.35 TB/s (Azure ND H100 v5 copy); bf16 794.5 ÷ 989 TF and fp8
-    /// 1402.6 ÷ 1979 TF (stas00 MAMF); attention 327.9 ÷ 989 TF (Azure guide, FA2, head dim 128).
-    pub const H100: GpuFit =
-        GpuFit { bandwidth: 2.90 / 3.35, bf16: 794.5 / 989.0, fp8: 1402.6 / 1979.0, attention_prefill: 327.9 / 989.0 };
-    /// H200: bandwidth 4.01 ÷ 4.8 TB/s (Azure ND H200 v5 copy); bf16 as H100 (stas00: "H200 is the
-    /// same"); fp8 1453.4 ÷ 1979 TF (MAMF); attention 329.3 ÷ 989 TF (Azure guide, FA2).
-    pub const H200: GpuFit =
-        GpuFit { bandwidth: 4.01 / 4.8, bf16: 794.5 / 989.0, fp8: 1453.4 / 1979.0, attention_prefill: 329.3 / 989.0 };
-    /// B200/GB200: bandwidth 7.35 ÷ 8.0 TB/s (Azure HPC blog, GB200 "92 % efficiency"); bf16
-    /// 1745 ÷ 2250 TF and fp8 3432.5 ÷ 4500 TF (stas00 MAMF, B200); attention: no measurement, the
-    /// lower end of FlashAttention-2's "50–73 % of the theoretical maximum".
-    pub const B200: GpuFit =
-        GpuFit { bandwidth: 7.35 / 8.0, bf16: 1745.0 / 2250.0, fp8: 3432.5 / 4500.0, attention_prefill: 0.5 };
-    /// MI300X/MI325X: bandwidth 4.15 ÷ 5.3 TB/s (Azure guide fork, copy; tag C); bf16 668.4 ÷
-    /// 1300 TF (stas00 MAMF, ROCm 6.3); fp8 1222.9 ÷ 2615 TF (Azure fork, hipBLASLt 8192³);
-    /// attention 328.6 ÷ 1307 TF (Azure fork, FA2).
-    pub const MI300X: GpuFit =
-        GpuFit { bandwidth: 4.15 / 5.3, bf16: 668.4 / 1300.0, fp8: 1222.9 / 2615.0, attention_prefill: 328.6 / 1307.0 };
-    /// Any other GPU: the middle of the published ranges: bandwidth 0.85 (NVIDIA HBM 0.80–0.90,
-    /// `measured-kernels.md` §1), bf16 0.80 (0.80–0.87, §2), fp8 0.72 (0.70–0.76, §2), attention 0.5
-    /// (FlashAttention-2 "50–73 %").
-    pub const DEFAULT: GpuFit = GpuFit { bandwidth: 0.85, bf16: 0.80, fp8: 0.72, attention_prefill: 0.5 };
-
-    /// The fit for a catalogue GPU, by its name's family (`a100…`, `h100…`, `h200…`, `b200`,
-    /// `gb200`, `mi…`: MI300X's for every AMD Instinct); [`GpuFit::DEFAULT`] otherwise (users' GPU files included).
-    pub fn of(gpu: &Gpu) -> GpuFit {
-        let n = gpu.name.as_str();
-        if n.starts_with("a100") {
-            GpuFit::A100
-        } else if n.starts_with("h100") {
-            GpuFit::H100
-        } else if n.starts_with("h200") || n.starts_with("gh200") {
-            GpuFit::H200
-        } else if n.starts_with("b200") || n.starts_with("gb200") {
-            GpuFit::B200
-        } else if n.starts_with("mi") {
-            // Other CDNA parts (MI250X) have no published STREAM or matmul search here: MI300X's.
-            GpuFit::MI300X
-        } else {
-            GpuFit::DEFAULT
-        }
-    }
-
-    /// Achievable fraction of the peak of `math`: 8- and 4-bit tensor formats at [`GpuFit::fp8`],
-    /// everything else (16-bit tensor, vector) at [`GpuFit::bf16`].
-    pub fn peak_fraction(&self, math: MathFormat) -> f64 {
-        match math {
-            MathFormat::Fp8 | MathFormat::Int8 | MathFormat::Fp4 => self.fp8,
-            _ => self.bf16,
-        }
-    }
-}
 
 /// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
 /// and the tail between dependent kernels, which a roofline does not see. **Fitted** (one constant)
@@ -154,7 +86,7 @@ pub const DEQUANT_OPS_PER_WEIGHT: f64 = 4.0;
 /// (unfused, one tensor pass each): LLMCompass's A100 prefill LayerNorm moves 16,384 × 12,288 fp16
 /// values in and out (805 MB) in 0.68 ms, 1.18 TB/s = 0.58 of 2.039 TB/s (derived,
 /// `measured-kernels.md` §6; its softmax, 1.15 TB/s, agrees). Fused engines' kernels reach the
-/// GPU's [`GpuFit::bandwidth`].
+/// GPU's [`Achievable::bandwidth`].
 pub const EAGER_VECTOR_BANDWIDTH: f64 = 1.18 / 2.039;
 
 /// Rows of one M tile of a weight-only quantised GEMM kernel: each M tile dequantises the weights
@@ -304,7 +236,7 @@ pub fn gemm_shape_efficiency(m: f64, n: f64, k: f64, instances: f64, sm_count: u
 /// Dequantisation time of a weight-only quantised GEMM, seconds: `⌈m / DEQUANT_TILE_M⌉ ·
 /// instances · k · n · DEQUANT_OPS_PER_WEIGHT ÷ (vector peak × achievable fraction)`. Zero for
 /// 16-bit weights and for W8A8 (the tensor cores take the 8-bit operands as they are).
-pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &GpuFit) -> f64 {
+pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &Achievable) -> f64 {
     let Some(g) = op.gemm else { return 0.0 };
     let weight_only = g.weight.bytes() < 2.0 && matches!(op.math, MathFormat::Bf16 | MathFormat::Fp16);
     if !weight_only {
@@ -352,18 +284,18 @@ pub struct Measured {
     pub engine: Engine,
     /// The step's phase (attention efficiency differs).
     pub phase: Phase,
-    /// The GPU's achievable fractions ([`GpuFit::of`], looked up once per step, not per operator).
-    pub fit: GpuFit,
+    /// The GPU's achievable fractions ([`Gpu::achievable`], the catalogue's measured profile).
+    pub fit: Achievable,
     /// The measured kernel tables for this GPU and engine, where both have them (looked up once
     /// per step); `None`: the fitted model times every operator.
     pub tables: Option<(KernelGpu, kernels::Engine)>,
 }
 
 impl Measured {
-    /// The measured model of `engine` in `phase` on `gpu`: its [`GpuFit`], and the kernel tables
+    /// The measured model of `engine` in `phase` on `gpu`: its [`Achievable`], and the kernel tables
     /// where the GPU is a catalogue GPU with tables and the engine has measured kernels.
     pub fn new(engine: Engine, phase: Phase, gpu: &Gpu) -> Measured {
-        Measured { engine, phase, fit: GpuFit::of(gpu), tables: kernel_tables(engine, gpu) }
+        Measured { engine, phase, fit: gpu.achievable, tables: kernel_tables(engine, gpu) }
     }
 
     /// The measured time of GEMM `op` in a kernel of its own from the kernel tables, seconds (the
@@ -401,27 +333,32 @@ impl Measured {
     /// The measured time of a FlashAttention operator (QKᵀ, softmax and P·V in one kernel, one
     /// layer), seconds, from the engine's attention tables ([`kernels::attention_us`]): keyed by
     /// the phase, the math and KV-cache formats, the head dimension, the heads and KV heads on this
-    /// GPU, the sequences `n` and a length per sequence — decode: the cached tokens each sequence
-    /// reads, `kv_positions_read ÷ n − 1` (its own new token is the −1; the kernel is linear in
-    /// the tokens read, so a mix of contexts reads at its mean); prefill: the prompt length `L`
-    /// whose causal triangle `n·L(L+1)/2` holds the step's scored pairs (a mix of prompts at the
-    /// length of its mean square, which is what the kernel's work grows with). `None` — the fitted
-    /// model times it — for unfused attention, MLA (its own kernels), a sliding window, a decode
-    /// step that also carries prompt chunks, a KV cache in a format without a table, an engine
-    /// version whose decode kernel is not today's ([`Engine::kv_read_per_query_head`]), or shapes
-    /// the tables do not cover.
+    /// GPU, the sequences `n` and a length per sequence. A step's decodes and its prompt chunks
+    /// are two kernels, as the engines run them (TensorRT-LLM's attention op launches its context
+    /// FMHA for the chunks and its generation kernel for the decodes; a step of one kind is one
+    /// lookup):
+    ///
+    /// * decodes (`n_d` sequences of one new token): the generation kernel at the cached tokens
+    ///   each reads, `decode_pairs ÷ n_d − 1` (its own new token is the −1; the kernel is linear in
+    ///   the tokens read, so a mix of contexts reads at its mean);
+    /// * prompt chunks (the other `n_p` sequences): the context kernel at the prompt length `L`
+    ///   whose causal triangle `n_p·L(L+1)/2` holds their scored pairs (a mix of prompts at the
+    ///   length of its mean square, which is what the kernel's work grows with; a chunk after a
+    ///   cached prefix at the length with its pairs).
+    ///
+    /// `None` — the fitted model times it — for unfused attention, MLA (its own kernels), a
+    /// sliding window, a KV cache in a format without a table, an engine version whose decode
+    /// kernel is not today's ([`Engine::kv_read_per_query_head`]) in a step with decodes, or
+    /// shapes the tables do not cover.
     fn attention_table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
         let a = op.attention?;
         if op.kind != OpKind::Attention || a.window.is_some() || a.qk_dim != a.v_dim || a.kv_heads <= 0.0 {
             return None;
         }
-        if self.engine.kv_read_per_query_head() && self.phase == Phase::Decode {
-            return None;
-        }
         let g = a.geometry;
-        let n = g.sequences;
-        if n < 1.0 {
+        let (decodes, chunks) = (g.decode_sequences, g.sequences - g.decode_sequences);
+        if g.sequences < 1.0 || (decodes > 0.0 && self.engine.kv_read_per_query_head()) {
             return None;
         }
         let kv_element_bytes = a.k_bytes_per_position / (a.kv_heads * a.qk_dim);
@@ -433,26 +370,53 @@ impl Measured {
             return None;
         };
         let dtype = if op.math == MathFormat::Fp8 { kernels::AttnDtype::Fp8 } else { kernels::AttnDtype::Bf16 };
-        let (phase, length) = match self.phase {
-            Phase::Decode if g.queries == n => (kernels::AttentionPhase::Generation, g.kv_positions_read / n - 1.0),
-            Phase::Decode => return None,
-            Phase::Prefill => {
-                let pairs_per_sequence = g.pairs / n;
-                (kernels::AttentionPhase::Context, ((1.0 + 8.0 * pairs_per_sequence).sqrt() - 1.0) / 2.0)
-            }
+        let lookup = |phase, batch: f64, length: f64| {
+            let q = kernels::AttentionQuery {
+                phase,
+                dtype,
+                kv_dtype,
+                head_dim: a.qk_dim as u32,
+                heads: a.heads,
+                kv_heads: a.kv_heads,
+                window: 0,
+                batch,
+                length: length.max(1.0),
+            };
+            kernels::attention_us(kgpu, kengine, &q)
         };
-        let q = kernels::AttentionQuery {
-            phase,
-            dtype,
-            kv_dtype,
-            head_dim: a.qk_dim as u32,
-            heads: a.heads,
-            kv_heads: a.kv_heads,
-            window: 0,
-            batch: n,
-            length: length.max(1.0),
+        // Fractions of a sequence are a GPU's share of the step's tokens (data-parallel attention).
+        let decode_us = if decodes > 0.0 {
+            lookup(kernels::AttentionPhase::Generation, decodes, g.decode_pairs / decodes - 1.0)?
+        } else {
+            0.0
         };
-        kernels::attention_us(kgpu, kengine, &q).map(|us| us * 1e-6)
+        let chunk_us = if chunks > 1e-9 {
+            let pairs_per_sequence = (g.pairs - g.decode_pairs) / chunks;
+            lookup(kernels::AttentionPhase::Context, chunks, ((1.0 + 8.0 * pairs_per_sequence).sqrt() - 1.0) / 2.0)?
+        } else {
+            0.0
+        };
+        Some((decode_us + chunk_us) * 1e-6)
+    }
+
+    /// A collective from the measured tables, seconds: an all-reduce as the engine's
+    /// [`kernels::allreduce_us`] (its custom kernel or NCCL, whichever is faster: TensorRT-LLM's
+    /// `AllReduceStrategy.AUTO`, vLLM's and SGLang's custom all-reduce falling back to NCCL), every
+    /// other collective from NCCL's tables ([`kernels::nccl_us`]); each on its monotone envelope
+    /// (a longer message is never faster). `None` without tables, outside them (more than 8
+    /// GPUs), or over another link than the one they were measured on (AIConfigurator's systems:
+    /// NVLink through NVSwitch on the SXM boards, PCIe on L40S servers).
+    fn collective_table_s(&self, call: &CollectiveCall) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        let measured_over = if kgpu == KernelGpu::L40s { LinkScope::Pcie } else { LinkScope::ScaleUp };
+        if call.scope != measured_over {
+            return None;
+        }
+        let us = match call.op {
+            kernels::Collective::AllReduce => kernels::allreduce_us(kgpu, kengine, call.gpus, call.message_bytes),
+            op => kernels::nccl_us(kgpu, op, call.gpus, call.message_bytes),
+        }?;
+        Some(us * 1e-6)
     }
 
     /// The fitted roofs of work `op` moving `hbm_bytes` through HBM, and the time it adds beyond
@@ -549,9 +513,14 @@ impl TimeModel for Measured {
         engine_join(self.engine, op)
     }
 
-    fn link_time(&self, link_s: f64) -> Timing {
-        let time_s = if self.engine.cuda_graphs() { link_s } else { link_s.max(HOST_LAUNCH_S) };
-        Timing { link_s, time_s, roofline_s: link_s, ..Timing::default() }
+    /// A collective: the engine's measured kernel where the tables have the GPU, the engine and
+    /// the group ([`Measured::collective_table_s`]), never faster than its link bytes at the
+    /// link's full bandwidth; else the α + n/β time. Launched eagerly, at least [`HOST_LAUNCH_S`].
+    fn link_time(&self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
+        let measured = call.and_then(|c| Some(self.collective_table_s(c)?.max(c.floor_s)));
+        let t = measured.unwrap_or(link_s);
+        let time_s = if self.engine.cuda_graphs() { t } else { t.max(HOST_LAUNCH_S) };
+        Timing { link_s: t, time_s, roofline_s: link_s, ..Timing::default() }
     }
 
     fn kernel_fixed_s(&self) -> f64 {
@@ -657,10 +626,10 @@ impl TimeModel for Model {
     }
 
     #[inline]
-    fn link_time(&self, link_s: f64) -> Timing {
+    fn link_time(&self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
         match self {
             Model::Roofline => Timing::link(link_s),
-            Model::Measured(m) => m.link_time(link_s),
+            Model::Measured(m) => m.link_time(call, link_s),
         }
     }
 }

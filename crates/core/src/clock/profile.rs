@@ -17,6 +17,7 @@
 use super::Model;
 use crate::error::{Error, Result};
 use crate::hardware::Gpu;
+use crate::layout::CollectiveCall;
 use crate::operator::Op;
 use crate::roofline::{Efficiency, Join, TimeModel, Timing};
 use serde::{Deserialize, Serialize};
@@ -165,8 +166,8 @@ impl TimeModel for Profiled {
     }
 
     #[inline]
-    fn link_time(&self, link_s: f64) -> Timing {
-        self.model.link_time(link_s)
+    fn link_time(&self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
+        self.model.link_time(call, link_s)
     }
 
     #[inline]

@@ -311,6 +311,11 @@ fn positive(xs: &[f64]) -> bool {
     xs.iter().all(|v| v.is_finite() && *v > 0.0)
 }
 
+/// The fastest of `candidates` (each µs) that gives a value.
+fn fastest_us(candidates: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    candidates.flatten().reduce(f64::min)
+}
+
 /// The fastest of `candidates` (each `ln(ns)`) that gives a value.
 fn fastest(candidates: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     candidates.flatten().reduce(f64::min)
@@ -325,10 +330,24 @@ pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, 
     f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
 
-/// The GEMM files with [`KernelFile::suffix_min_on_first_axis`] applied, per (GPU, engine),
-/// built on first use.
-static GEMM_ENVELOPE: [OnceLock<Option<KernelFile>>; KernelGpu::ALL.len() * 4] =
-    [const { OnceLock::new() }; KernelGpu::ALL.len() * 4];
+/// The files with [`KernelFile::suffix_min`] applied (GEMM: over m; collectives: over the message
+/// size; attention: over batch and length), per (GPU, engine, op), built on first use.
+static ENVELOPE: [OnceLock<Option<KernelFile>>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+
+/// The monotone envelope of a file: the fastest measured kernel for at least this much work
+/// along its axes, so a bigger GEMM, a longer message, or more or longer sequences are never
+/// faster than less.
+fn envelope(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static KernelFile> {
+    ENVELOPE[slot(gpu, engine, op)]
+        .get_or_init(|| {
+            let axes: &[usize] = match op {
+                Op::ContextAttention | Op::GenerationAttention => &[0, 1],
+                _ => &[0],
+            };
+            file(gpu, engine, op).map(|f| f.suffix_min(axes))
+        })
+        .as_ref()
+}
 
 pub(super) fn gemm_envelope_us(
     gpu: KernelGpu,
@@ -341,9 +360,7 @@ pub(super) fn gemm_envelope_us(
     if !positive(&[m, n, k]) {
         return None;
     }
-    let f = GEMM_ENVELOPE[gpu as usize * 4 + engine as usize]
-        .get_or_init(|| file(gpu, Some(engine), Op::Gemm).map(KernelFile::suffix_min_on_first_axis))
-        .as_ref()?;
+    let f = envelope(gpu, Some(engine), Op::Gemm)?;
     let g = f.find(&[Q::S(dtype.as_str())])?;
     f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
@@ -372,7 +389,7 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
         AttentionPhase::Context => Op::ContextAttention,
         AttentionPhase::Generation => Op::GenerationAttention,
     };
-    let f = file(gpu, Some(engine), op)?;
+    let f = envelope(gpu, Some(engine), op)?;
     let one = |kernel: &str| attention_kernel(f, kernel, q);
     if let Some(v) = default_attention_kernel(gpu, engine).and_then(one) {
         return Some(to_us(v));
@@ -457,14 +474,15 @@ pub(super) fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64
     if gpus == 1 {
         return Some(0.0);
     }
-    let custom = file(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
+    let custom = envelope(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
         // The CUDA-graph variant where there is one, else the engine's only kernel.
         let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
         let g = f.find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")])?;
         f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]))
     });
     let custom = custom.map(to_us);
-    custom.or_else(|| nccl_us(gpu, Collective::AllReduce, gpus, bytes))
+    let nccl = nccl_us(gpu, Collective::AllReduce, gpus, bytes);
+    fastest_us([custom, nccl].into_iter())
 }
 
 pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> Option<f64> {
@@ -474,7 +492,7 @@ pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> 
     if gpus == 1 {
         return Some(0.0);
     }
-    let f = file(gpu, None, Op::Nccl)?;
+    let f = envelope(gpu, None, Op::Nccl)?;
     let g = f.find(&[Q::S(op.as_str()), Q::S("half")])?;
     f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
 }

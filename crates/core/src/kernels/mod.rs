@@ -113,29 +113,16 @@ impl KernelGpu {
         }
     }
 
-    /// The GPU catalogue's name for it (`crates/core/data/gpus.toml`).
-    pub fn catalogue_name(self) -> &'static str {
-        match self {
-            KernelGpu::A100Sxm => "a100-80gb-sxm",
-            KernelGpu::H100Sxm => "h100-sxm",
-            KernelGpu::H200Sxm => "h200",
-            KernelGpu::B200Sxm => "b200",
-            KernelGpu::L40s => "l40s",
-        }
+    /// The GPU with tables in the folder `dir` (`h100_sxm`); `None` for any other name.
+    pub fn from_dir(dir: &str) -> Option<KernelGpu> {
+        KernelGpu::ALL.into_iter().find(|g| g.dir() == dir)
     }
 
-    /// The measured GPU for a catalogue name (`h100-sxm` → `H100Sxm`); `None` for every other
-    /// name (no measured data: the caller falls back). Matches the catalogue's own name only, not
-    /// its aliases: resolve aliases first.
-    pub fn from_catalogue_name(name: &str) -> Option<KernelGpu> {
-        KernelGpu::ALL.into_iter().find(|g| g.catalogue_name() == name)
-    }
-
-    /// The measured GPU for a resolved [`Gpu`]: `Some` only when it *is* the catalogue's entry of
-    /// that name (same numbers), so a user's GPU file, even one reusing a catalogue name with
-    /// other figures, gets `None`.
+    /// The measured GPU for a resolved [`Gpu`]: its catalogue entry's `kernel_tables`, and
+    /// `Some` only when it *is* the catalogue's entry (same numbers), so a user's GPU, even one
+    /// reusing a catalogue name with other figures, gets `None`.
     pub fn for_gpu(gpu: &Gpu) -> Option<KernelGpu> {
-        let k = KernelGpu::from_catalogue_name(&gpu.name)?;
+        let k = KernelGpu::from_dir(gpu.kernel_tables.as_deref()?)?;
         builtin_gpus().iter().any(|b| **b == *gpu).then_some(k)
     }
 
@@ -386,7 +373,9 @@ pub fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'
 /// it is full attention at `length = window`, and prefill is full attention scaled by
 /// `2w/L − (w/L)²`, the causal band's share of the triangle), then heads and KV heads
 /// interpolated in log space keeping the group size `heads / kv_heads` (KV heads outer), then
-/// batch × length on the grid.
+/// batch × length on the grid, on the tables' monotone envelope over batch and length (more or
+/// longer sequences are never faster: the fastest measured time for at least this batch and
+/// length).
 pub fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
     embedded::attention_us(gpu, engine, q)
 }
@@ -411,8 +400,9 @@ pub fn mla_bmm_us(
 }
 
 /// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of
-/// one node, µs, as `engine` runs it: its custom all-reduce kernel where it has one measured
-/// for `gpus` (CUDA-graph variant), else NCCL ([`nccl_us`]). `gpus = 1` costs 0; `gpus` between
+/// one node, µs, as `engine` runs it: the faster of its custom all-reduce kernel where it has one
+/// measured for `gpus` (CUDA-graph variant) and NCCL ([`nccl_us`]), as the engines choose
+/// between them; each on its monotone envelope over the message size. `gpus = 1` costs 0; `gpus` between
 /// measured counts (2, 4, 8) interpolates in log space; above 8, `None`.
 pub fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64) -> Option<f64> {
     embedded::allreduce_us(gpu, engine, gpus, bytes)
@@ -420,7 +410,8 @@ pub fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64) -> Op
 
 /// Time of one NCCL collective moving `bytes` bytes (the per-GPU message) over `gpus` GPUs of one
 /// node, µs, from the 16-bit (`half`) table: NCCL's message_size counts *elements*, so
-/// `elements = bytes / 2`. `gpus = 1` costs 0; above 8, `None`.
+/// `elements = bytes / 2`; on its monotone envelope over the message size (the fastest measured
+/// time for at least this message). `gpus = 1` costs 0; above 8, `None`.
 pub fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> Option<f64> {
     embedded::nccl_us(gpu, op, gpus, bytes)
 }

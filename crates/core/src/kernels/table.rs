@@ -127,7 +127,7 @@ pub(crate) struct KernelFile {
     /// The same for the inner and outer keys.
     pub inner_power: Option<f64>,
     pub outer_power: Option<f64>,
-    /// The embedded bytes, or a derived copy ([`KernelFile::suffix_min_on_first_axis`]).
+    /// The embedded bytes, or a derived copy ([`KernelFile::suffix_min`]).
     codes: Cow<'static, [u8]>,
     /// Number of codes (`data N`).
     pub cells: usize,
@@ -301,24 +301,30 @@ impl KernelFile {
         u16::from_le_bytes([self.codes[2 * i], self.codes[2 * i + 1]])
     }
 
-    /// This file with every table's cells replaced by the minimum over the cells at the same or
-    /// a larger value of the first axis (GEMM: m), over measured cells: `t'(i, …) = min_{i' ≥ i}
-    /// t(i', …)`. An unmeasured cell takes that minimum too where some larger value was measured
-    /// (it stays unmeasured only above the last measured one). Codes grow with time (`code =
-    /// 2048 · ln ns`, and `0xFFFF`, unmeasured, is above every code), so the minimum of codes is
-    /// the minimum of times. The result is non-decreasing
-    /// along the first axis, and interpolation (linear in log space between non-decreasing
+    /// This file with every table's cells replaced, along each axis of `axes` in turn, by the
+    /// minimum over the cells at the same or a larger value of that axis (GEMM: m; attention:
+    /// batch and length), over measured cells: `t'(…, i, …) = min_{i' ≥ i} t(…, i', …)`. An
+    /// unmeasured cell takes that minimum too where some larger value was measured (it stays
+    /// unmeasured only above the last measured one). Codes grow with time (`code = 2048 · ln ns`,
+    /// and `0xFFFF`, unmeasured, is above every code), so the minimum of codes is the minimum of
+    /// times. The result is non-decreasing along every axis of `axes` (a suffix minimum along a
+    /// second axis keeps the first's order: each is a minimum over the same later cells of rows
+    /// that were already ordered), and interpolation (linear in log space between non-decreasing
     /// points, clamped below, growing above) keeps it so.
-    pub fn suffix_min_on_first_axis(&self) -> KernelFile {
+    pub fn suffix_min(&self, axes: &[usize]) -> KernelFile {
         let mut codes: Vec<u16> = (0..self.cells).map(|i| self.code(i)).collect();
         for t in &self.tables {
-            let (count, stride) = (t.axes[0].values.len(), t.strides[0]);
-            for inner in 0..stride {
-                let mut running = UNMEASURED;
-                for i in (0..count).rev() {
-                    let at = t.offset + i * stride + inner;
-                    running = running.min(codes[at]);
-                    codes[at] = running;
+            let size: usize = t.axes.iter().map(|a| a.values.len()).product();
+            for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
+                let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
+                // Every line along axis d starts at a cell whose index on d is 0.
+                for start in (0..size).filter(|i| (i / stride) % count == 0) {
+                    let mut running = UNMEASURED;
+                    for i in (0..count).rev() {
+                        let at = t.offset + start + i * stride;
+                        running = running.min(codes[at]);
+                        codes[at] = running;
+                    }
                 }
             }
         }

@@ -263,13 +263,7 @@ impl OpShard {
                 g.m *= self.token_share;
             }
             if let Some(a) = op.attention.as_mut() {
-                let g = &mut a.geometry;
-                g.sequences *= self.token_share;
-                g.queries *= self.token_share;
-                g.pairs *= self.token_share;
-                g.kv_positions_read *= self.token_share;
-                g.kv_positions_written *= self.token_share;
-                g.materialised_scores *= self.token_share;
+                a.geometry = a.geometry.scaled(self.token_share);
             }
         }
         op

@@ -53,7 +53,10 @@ pub struct PipelineTiming {
 /// send and wait are timed by [`for_each_gpu_op`], which knows the stage.
 pub fn op_timing<M: TimeModel>(sc: &Scenario, timer: &mut KernelTimer<M>, op: &Op) -> Timing {
     match sc.parallel.collective(op.kind) {
-        Some((l, hops)) => timer.link(sc.parallel.link_time_s(&l.link, op.cost.link_bytes, hops)),
+        Some((l, hops)) => timer.link(
+            sc.parallel.collective_call(op.kind, op.cost.link_bytes).as_ref(),
+            sc.parallel.link_time_s(&l.link, op.cost.link_bytes, hops),
+        ),
         None => timer.next(op, &sc.gpu, sc.efficiency),
     }
 }
@@ -206,7 +209,7 @@ fn visit_stage(sc: &Scenario, s: usize, f: &mut dyn FnMut(GpuOp<'_>)) {
                 * sc.model.hidden_size as f64
                 * sc.workload.activations.bytes();
             let op = Op::plain(OpKind::PpSend, Cost { link_bytes: bytes, ..Cost::ZERO }, MathFormat::Vector);
-            let one = timer.link(par.link_time_s(&link.link, bytes, 1.0));
+            let one = timer.link(None, par.link_time_s(&link.link, bytes, 1.0));
             f(GpuOp { scenario: sc, site: Site::Head, op: &op, layers: 1, runs: 1, one });
         }
     }

@@ -238,20 +238,26 @@ fn sliding_window() {
 
 #[test]
 fn none_where_there_is_no_data() {
-    // GPUs: catalogue names only; others (AMD, L4, PCIe cards) have none.
-    assert_eq!(KernelGpu::from_catalogue_name("h100-sxm"), Some(H100));
-    assert_eq!(KernelGpu::from_catalogue_name("a100-80gb-sxm"), Some(KernelGpu::A100Sxm));
-    assert_eq!(KernelGpu::from_catalogue_name("h200"), Some(KernelGpu::H200Sxm));
-    assert_eq!(KernelGpu::from_catalogue_name("b200"), Some(KernelGpu::B200Sxm));
-    assert_eq!(KernelGpu::from_catalogue_name("l40s"), Some(KernelGpu::L40s));
-    for name in ["mi300x", "l4", "h100-pcie", "a100-40gb-sxm", "gb200", "h100_sxm", "H100-SXM", ""] {
-        assert_eq!(KernelGpu::from_catalogue_name(name), None, "{name}");
-    }
-    // Every catalogue name we map exists in the catalogue.
+    // GPUs: the catalogue entries that name their tables; others (AMD, L4, PCIe cards) have none.
     let catalogue: Vec<&Gpu> = builtin_gpus().iter().map(|g| &**g).collect();
+    let with_tables: Vec<(&str, KernelGpu)> =
+        catalogue.iter().filter_map(|c| Some((c.name.as_str(), KernelGpu::for_gpu(c)?))).collect();
+    assert_eq!(
+        with_tables,
+        [
+            ("a100-80gb-sxm", KernelGpu::A100Sxm),
+            ("h100-sxm", H100),
+            ("h200", KernelGpu::H200Sxm),
+            ("b200", KernelGpu::B200Sxm),
+            ("l40s", KernelGpu::L40s)
+        ]
+    );
+    for dir in ["h100-sxm", "H100_SXM", "mi300x", ""] {
+        assert_eq!(KernelGpu::from_dir(dir), None, "{dir}");
+    }
+    // Every GPU with tables is named by one catalogue entry.
     for g in KernelGpu::ALL {
-        let entry = catalogue.iter().find(|c| c.name == g.catalogue_name()).unwrap();
-        assert_eq!(KernelGpu::for_gpu(entry), Some(g));
+        assert_eq!(with_tables.iter().filter(|(_, k)| *k == g).count(), 1, "{g:?}");
     }
     // A user's GPU file that reuses a catalogue name with other figures gets none.
     let mut user = (*catalogue.iter().find(|c| c.name == "h100-sxm").unwrap()).clone();
@@ -426,4 +432,39 @@ fn aiconfigurator_own_breakdown_h100_llama_8b_decode() {
     assert_eq!(ms(gemm_us(H100, TRT, BF16, 1.0, 4096.0, 4096.0).unwrap()), "0.530");
     let attn = attention_us(H100, TRT, &llama(AttentionPhase::Generation, 1.0, 2048.0)).unwrap();
     assert!(rel(attn * layers / 1000.0, 0.444) < 0.01, "{}", ms(attn));
+}
+
+/// A step of continuous batching runs its decodes and its prompt chunks as two attention kernels:
+/// the generation kernel at the decodes' count and mean cached length, the context kernel at the
+/// chunks' count and the length whose causal triangle holds their pairs.
+#[test]
+fn a_mixed_step_times_its_decodes_and_its_chunks_as_two_measured_kernels() {
+    use llm_ledger_core::workload::Chunk;
+    let sc = llm_ledger_core::testing::scenario(&[("model", "llama-3-8b"), ("gpu", "h100-sxm"), ("engine", "trtllm")]);
+    let decodes = [Chunk { new_tokens: 1, cached_tokens: 1000 }, Chunk { new_tokens: 1, cached_tokens: 3000 }];
+    let prompts = [Chunk { new_tokens: 512, cached_tokens: 0 }, Chunk { new_tokens: 512, cached_tokens: 0 }];
+    let chunks: Vec<Chunk> = decodes.iter().chain(&prompts).copied().collect();
+    let step = sc.with_workload(sc.workload.with_chunks(chunks.into()));
+    let l = llm_ledger_core::Ledger::build(&step);
+    let r = l.row(llm_ledger_core::ops::OpKind::Attention).unwrap();
+    let at = |phase, batch: f64, length: f64| {
+        let q = AttentionQuery {
+            phase,
+            dtype: AttnDtype::Bf16,
+            kv_dtype: AttnDtype::Bf16,
+            head_dim: 128,
+            heads: 32.0,
+            kv_heads: 8.0,
+            window: 0,
+            batch,
+            length,
+        };
+        attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap() * 1e-6
+    };
+    // Decodes: 1001 and 3001 positions read, a mean of 2000 cached tokens; prompts: 512 each.
+    let want = at(AttentionPhase::Generation, 2.0, 2000.0) + at(AttentionPhase::Context, 2.0, 512.0);
+    let got = r.timing.time_s / r.instances as f64;
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    // Each part alone is less than the two together.
+    assert!(want > at(AttentionPhase::Context, 2.0, 512.0));
 }

@@ -60,7 +60,8 @@ fn llama_70b_weight_bytes_per_gpu_at_tp_2_4_8() {
 }
 
 /// Ring all-reduce of `S` bytes over `N` GPUs: `2·(N−1)/N · S` on each GPU's link, taking
-/// `that ÷ (per-direction bandwidth × 0.8) + 6.6 µs + 2·(N−1) · α`.
+/// `that ÷ (per-direction bandwidth × 0.8) + 6.6 µs + 2·(N−1) · α` on the roofline (the α + n/β
+/// model, the roofline column of every clock).
 #[test]
 fn all_reduce_time_matches_the_closed_form() {
     // Batch 16: S = 16 · 8,192 · 2 bytes = 262,144; at N = 8 each GPU sends 2·7/8 · S = 458,752.
@@ -74,14 +75,14 @@ fn all_reduce_time_matches_the_closed_form() {
             let r = row(&l, op);
             assert_eq!(r.instances, 80);
             assert!(close(r.cost.link_bytes, 80.0 * sent, 1e-12), "{ic}: {}", r.cost.link_bytes);
-            assert!(close(r.timing.time_s, 80.0 * one, 1e-12), "{ic}: {} vs {}", r.timing.time_s, 80.0 * one);
+            assert!(close(r.timing.roofline_s, 80.0 * one, 1e-12), "{ic}: {} vs {}", r.timing.roofline_s, 80.0 * one);
             assert_eq!(r.cost.bytes(), 0.0, "link bytes are not HBM bytes");
             assert_eq!(r.timing.bound().name(), "link");
         }
         // The gather of the logits: 16 rows × 128,256 × 2 bytes, 7/8 of it over 7 hops.
         let g = row(&l, OpKind::AllGatherLogits);
         let logits = 16.0 * 128_256.0 * 2.0 * 7.0 / 8.0;
-        assert!(close(g.timing.time_s, logits / (bw * 0.8) + 6.6e-6 + 7.0 * alpha, 1e-12));
+        assert!(close(g.timing.roofline_s, logits / (bw * 0.8) + 6.6e-6 + 7.0 * alpha, 1e-12));
     }
 }
 
@@ -304,7 +305,7 @@ fn communication_dominates_one_prompt_on_pcie_but_not_on_nvlink() {
     // bytes add 14.3 kB ÷ 360 GB/s = 0.04 µs and ÷ 51.2 GB/s = 0.28 µs.
     let dec = |ic: &str| Ledger::build(&scenario(&[("tp", "8"), ("interconnect", ic)]));
     let (nv, pc) = (dec("nvlink"), dec("pcie"));
-    let t = |l: &Ledger| row(l, OpKind::AllReduceMlp).timing.time_s / 32.0;
+    let t = |l: &Ledger| row(l, OpKind::AllReduceMlp).timing.roofline_s / 32.0;
     let bytes = 2.0 * 7.0 / 8.0 * 4096.0 * 2.0;
     assert!(close(t(&nv), bytes / 360e9 + 15.0e-6, 1e-12));
     assert!(close(t(&pc), bytes / 51.2e9 + 20.6e-6, 1e-12));
@@ -316,6 +317,47 @@ fn communication_dominates_one_prompt_on_pcie_but_not_on_nvlink() {
     let (nv, pc) = (link_share(&pre("nvlink")), link_share(&pre("pcie")));
     assert!(pc > 0.5, "PCIe: {pc}");
     assert!(nv < 0.5, "NVLink: {nv}");
+}
+
+/// On the measured clock a collective over the link its tables were measured on is the engine's
+/// measured kernel: an all-reduce the faster of the engine's custom kernel and NCCL at the message
+/// each GPU contributes (`link bytes ÷ 2(N−1)/N`), never a shorter message's time beyond a longer
+/// one's, never faster than its link bytes at the link's peak; over another link (PCIe chosen on
+/// an NVLink board) the α + n/β model.
+#[test]
+fn collectives_on_the_measured_clock_are_the_measured_kernels() {
+    use llm_ledger_core::kernels::{allreduce_us, nccl_us, Collective, Engine, KernelGpu};
+    let per = |l: &Ledger, op| {
+        let r = row(l, op);
+        (
+            r.timing.time_s / r.instances as f64,
+            r.timing.roofline_s / r.instances as f64,
+            r.cost.link_bytes / r.instances as f64,
+        )
+    };
+    let mut last = 0.0;
+    for batch in [1u64, 4, 16, 64, 256, 1024] {
+        let l = Ledger::build(&s70(&[("tp", "8"), ("batch", &batch.to_string()), ("engine", "trtllm")]));
+        let (t, roof, link) = per(&l, OpKind::AllReduceMlp);
+        let message = batch as f64 * 8192.0 * 2.0;
+        assert!(close(link, 2.0 * 7.0 / 8.0 * message, 1e-12));
+        let custom = allreduce_us(KernelGpu::H100Sxm, Engine::Trtllm, 8, message).unwrap();
+        let nccl = nccl_us(KernelGpu::H100Sxm, Collective::AllReduce, 8, message).unwrap();
+        assert!(custom <= nccl + 1e-9, "the faster of the two: {custom} vs NCCL {nccl}");
+        assert!(close(t, (custom * 1e-6).max(link / 450e9), 1e-12), "batch {batch}: {t} vs {custom} µs");
+        assert!(t >= last, "batch {batch}: a longer message is never faster ({t} < {last})");
+        assert!(t >= link / 450e9);
+        assert!(roof > 0.0 && roof != t);
+        last = t;
+    }
+    // PCIe chosen on an NVLink board: no table for that link, the α + n/β time.
+    let l = Ledger::build(&s70(&[("tp", "8"), ("batch", "16"), ("interconnect", "pcie")]));
+    let (t, roof, _) = per(&l, OpKind::AllReduceMlp);
+    assert_eq!(t, roof);
+    // The roofline clock keeps the α + n/β time.
+    let l = Ledger::build(&s70(&[("tp", "8"), ("batch", "16"), ("time_model", "roofline")]));
+    let (t, roof, _) = per(&l, OpKind::AllReduceMlp);
+    assert_eq!(t, roof);
 }
 
 #[test]
