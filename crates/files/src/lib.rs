@@ -12,7 +12,6 @@ pub mod benchmarks;
 pub mod checkpoint;
 pub mod hub;
 pub mod output;
-pub mod simulate;
 
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::clock::Profile;
