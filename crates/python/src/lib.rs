@@ -13,8 +13,9 @@
 //! Errors: a core error is `llm_ledger.InputError` (a `ValueError`) with the core's one-line
 //! message, which names the input field — the Python keyword, since keywords are the core's field
 //! names — and the attributes `field` and `accepted`; an error about a file or a Hub id is the
-//! CLI's one-line message, its flags written as keywords (`keyword_text`); a keyword the
-//! command does not take is a `TypeError`.
+//! CLI's one-line message, the inputs it names written as keywords (the messages name inputs
+//! structurally, [`llm_ledger_core::error::Text`], so nothing rewrites the CLI's text); a keyword
+//! the command does not take is a `TypeError`.
 
 use llm_ledger_app::plan::{self, PlanLoadRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
@@ -138,38 +139,11 @@ fn command_keys(command: &str) -> Vec<&'static str> {
 /// The keys of [`ServingRequest`].
 const SERVING: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms", "step_ms", "tokens_per_s"];
 
-/// A message as Python words it: the CLI's flags in it (`--tpot-ms`, `--arrivals`) become the
-/// keywords (`tpot_ms`, `arrivals`). A flag is `--` then a lower-case letter, at the start or
-/// after a space, a backtick or a bracket.
-fn keyword_text(message: &str) -> String {
-    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut out = String::with_capacity(one_line.len());
-    let mut rest = one_line.as_str();
-    while let Some(i) = rest.find("--") {
-        let (before, after) = rest.split_at(i);
-        out.push_str(before);
-        let at_boundary = out.is_empty() || out.ends_with([' ', '`', '(', '[']);
-        let name_len = after[2..]
-            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-            .unwrap_or(after.len() - 2);
-        let name = &after[2..2 + name_len];
-        if at_boundary && name.starts_with(|c: char| c.is_ascii_lowercase()) {
-            out.push_str(&name.trim_end_matches('-').replace('-', "_"));
-            out.push_str(&name[name.trim_end_matches('-').len()..]);
-            rest = &after[2 + name_len..];
-        } else {
-            out.push_str("--");
-            rest = &after[2..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
 fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
     // Control characters escaped, as the CLI prints its line (nothing typed reaches a terminal raw).
-    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&keyword_text(message)).into_owned());
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&one_line).into_owned());
     Python::with_gil(|py| {
         let v = err.value(py);
         let _ = v.setattr("field", field.map(str::to_string));
@@ -192,15 +166,17 @@ fn input_error(e: &Error) -> PyErr {
 
 /// An error of the shared file readers (`llm_ledger_files`) as [`InputError`]: a core error alone
 /// keeps its field; one with context (a file's name, a Hub id) is the CLI's one-line message
-/// (`{:#}`), about `field`, else about the flag of a message `invalid `--flag`: …` (as a keyword).
+/// (`{:#}`), about `field`, else about the first input a message in the chain names. Inputs are
+/// named by their keywords, the inputs' own names ([`llm_ledger_core::error::Text`]).
 fn files_error(e: anyhow::Error, field: Option<&str>) -> PyErr {
     match e.downcast_ref::<Error>().filter(|_| e.chain().count() == 1) {
         Some(core) => input_error(core),
         None => {
-            let message = format!("{e:#}");
-            let named =
-                message.strip_prefix("invalid `--").and_then(|m| m.split_once('`')).map(|(f, _)| f.replace('-', "_"));
-            input_error_with(&message, field.or(named.as_deref()), None)
+            let named = e.chain().find_map(|c| match c.downcast_ref::<Error>() {
+                Some(input @ Error::Input { .. }) => input.field(),
+                _ => None,
+            });
+            input_error_with(&format!("{e:#}"), field.or(named), None)
         }
     }
 }
