@@ -1,5 +1,5 @@
 //! Serving: one serving instance under load — the CLI's `simulate` at one arrival rate (the
-//! core's [`llm_ledger_core::simulate`], reported by [`SimulateReport`] and drawn by [`ServingChart`]): TTFT, TPOT,
+//! core's [`llm_ledger_core::simulate`], reported by [`SimulateReport`](llm_ledger_report::simulate::SimulateReport) and drawn by [`ServingChart`]): TTFT, TPOT,
 //! ITL and end-to-end latency, throughput, goodput under the SLAs, preemptions and KV use, with the
 //! latency CDFs and the running batch and waiting queue over time.
 //!
