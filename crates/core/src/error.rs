@@ -540,16 +540,17 @@ mod tests {
         let e = Error::refused("cv", "given", "it applies only to {arrivals} gamma");
         assert_eq!(e.to_string(), "invalid `cv`: given (it applies only to arrivals gamma)");
         assert_eq!(e.field(), Some("cv"));
-        let flag = |f: &str| format!("--{}", f.replace('_', "-"));
-        let cli = e.clone().map_field(flag);
-        assert_eq!(cli.to_string(), "invalid `--cv`: given (it applies only to --arrivals gamma)");
-        assert_eq!(cli.field(), Some("--cv"));
+        // A front end's spelling (here a made-up one: the CLI's `--flag` is tested in its crate).
+        let spell = |f: &str| format!("<{}>", f.replace('_', "-"));
+        let other = e.clone().map_field(spell);
+        assert_eq!(other.to_string(), "invalid `<cv>`: given (it applies only to <arrivals> gamma)");
+        assert_eq!(other.field(), Some("<cv>"));
         let m = Error::refused_text(
             "max_steps",
             Text::template("given with {rate}"),
             Text::template("{prompt} and {output}"),
         );
-        assert_eq!(m.map_field(flag).to_string(), "invalid `--max-steps`: given with --rate (--prompt and --output)");
+        assert_eq!(m.map_field(spell).to_string(), "invalid `<max-steps>`: given with <rate> (<prompt> and <output>)");
         // Braces that close nothing stay text.
         assert_eq!(Text::template("a {b").to_string(), "a {b");
         assert_eq!(Error::refused("x", "\u{1b}[2J", "y").to_string(), "invalid `x`: \\u{1b}[2J (y)");
