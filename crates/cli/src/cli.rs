@@ -1091,9 +1091,9 @@ impl SimulateArgs {
     }
 
     /// The simulator's inputs as text, for the shared resolver.
-    pub fn sim(&self) -> llm_ledger_files::simulate::SimArgs {
+    pub fn sim(&self) -> llm_ledger_app::simulate::SimRequest {
         let a = self.clone();
-        llm_ledger_files::simulate::SimArgs {
+        llm_ledger_app::simulate::SimRequest {
             rate: a.rate,
             arrivals: a.arrivals,
             cv: a.cv,
@@ -1121,15 +1121,15 @@ impl SimulateArgs {
 
 impl PlanLoadArgs {
     /// The plan-under-load inputs as text, for the shared resolver.
-    pub fn text(&self) -> llm_ledger_files::simulate::PlanLoadArgs {
+    pub fn text(&self) -> llm_ledger_app::plan::PlanLoadRequest {
         let a = self.clone();
-        llm_ledger_files::simulate::PlanLoadArgs {
+        llm_ledger_app::plan::PlanLoadRequest {
             rate: a.rate,
             ttft_ms: a.ttft_ms,
             requests: a.requests,
             seed: a.seed,
             prompt: a.prompt,
-            output_tokens: a.output_tokens,
+            output: a.output_tokens,
             max_steps: a.max_steps,
         }
     }
@@ -1283,6 +1283,41 @@ mod tests {
             }
         }
         assert_eq!(parse("xml").unwrap_err().kind(), clap::error::ErrorKind::InvalidValue);
+    }
+
+    /// A command's own flags (its long names with `_` for `-`, in definition order): those of
+    /// `sub` that are not scenario or output flags.
+    fn own_flags(sub: &str, outputs: &[&str]) -> Vec<String> {
+        let cmd = command();
+        let scenario = scenario_flag_ids();
+        let c = cmd.find_subcommand(sub).unwrap();
+        c.get_arguments()
+            .filter(|a| !scenario.contains(&a.get_id().to_string()) && a.get_id() != "format")
+            .filter_map(|a| a.get_long().map(|l| l.replace('-', "_")))
+            .filter(|l| !outputs.contains(&l.as_str()))
+            .collect()
+    }
+
+    /// `simulate`'s and `plan --rate`'s flags are the app's input tables, no more and no fewer:
+    /// a flag added to one but not the other fails here.
+    #[test]
+    fn the_command_flags_are_the_app_input_tables() {
+        let names = |t: &[llm_ledger_app::Input]| -> Vec<String> {
+            let mut v: Vec<String> = t.iter().map(|i| i.name.to_string()).collect();
+            v.sort();
+            v
+        };
+        let mut sim = own_flags("simulate", &["trace_out", "plot", "plot_timeline"]);
+        sim.sort();
+        assert_eq!(sim, names(llm_ledger_app::simulate::inputs()));
+        let mut plan = own_flags("plan", &[]);
+        plan.retain(|f| !["tpot_ms", "max_gpus", "usd_per_hour", "reserve"].contains(&f.as_str()));
+        plan.sort();
+        assert_eq!(plan, names(llm_ledger_app::plan::load_inputs()));
+        // Each field an app error names is spelled as the flag.
+        for i in llm_ledger_app::simulate::inputs().iter().chain(llm_ledger_app::plan::load_inputs()) {
+            assert_eq!(flag_of(i.name), Some(format!("--{}", i.name.replace('_', "-"))), "{}", i.name);
+        }
     }
 
     #[test]

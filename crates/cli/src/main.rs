@@ -119,15 +119,25 @@ fn table_width(cli: &Cli) -> Option<usize> {
 }
 
 /// An error as the user reads it: a core error about a scenario input names the flag as typed
-/// (`--tpot-ms`, not `tpot_ms`); errors in a file (with context) keep the file's key names.
+/// (`--tpot-ms`, not `tpot_ms`), and so does a message naming inputs
+/// ([`llm_ledger_core::Error::Input`]) wherever it is in the chain; errors in a file (with
+/// context) keep the file's key names.
 fn user_message(e: &anyhow::Error) -> String {
-    let Some(core) = e.downcast_ref::<llm_ledger_core::Error>().filter(|_| e.chain().count() == 1) else {
-        return format!("{e:#}");
-    };
     // `prompt + output` names two flags.
     let flags = |field: &str| -> String {
         let parts: Option<Vec<String>> = field.split(" + ").map(cli::flag_of).collect();
         parts.map(|p| p.join(" + ")).unwrap_or_else(|| field.to_string())
+    };
+    let Some(core) = e.downcast_ref::<llm_ledger_core::Error>().filter(|_| e.chain().count() == 1) else {
+        // As `{e:#}` writes the chain, each message that names inputs spelled as flags.
+        let layers: Vec<String> = e
+            .chain()
+            .map(|c| match c.downcast_ref::<llm_ledger_core::Error>() {
+                Some(input @ llm_ledger_core::Error::Input { .. }) => input.clone().map_field(flags).to_string(),
+                _ => c.to_string(),
+            })
+            .collect();
+        return layers.join(": ");
     };
     match core {
         llm_ledger_core::Error::NoPlan(refused) => llm_ledger_report::plan::refusal_message(refused, &flags),

@@ -83,6 +83,109 @@ pub fn compact_f64(v: f64) -> String {
     }
 }
 
+/// A message that names inputs: plain text and input names ([`Part::Input`], each an input's
+/// canonical name, `arrivals`, `max_steps`), so that every front end spells the inputs it names its
+/// own way ([`Error::map_field`]: the CLI's `--arrivals`, the explorer's `?arrivals=`, the Python
+/// keyword `arrivals=`) and no front end rewrites another's message text. Its [`std::fmt::Display`]
+/// writes each input by its canonical name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Text(Vec<Part>);
+
+/// A piece of [`Text`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Text as written.
+    Plain(String),
+    /// An input, by its canonical name, spelled by the front end.
+    Input(String),
+}
+
+impl Text {
+    /// Text from a template whose `{name}` marks the input `name` (`"it applies only to
+    /// {arrivals} gamma"`); everything else is plain. Templates are the code's own strings: user
+    /// input goes in through [`Text::plain`].
+    pub fn template(template: &str) -> Text {
+        let mut text = Text::default();
+        let mut rest = template;
+        while let Some((before, after)) = rest.split_once('{') {
+            let Some((name, tail)) = after.split_once('}') else { break };
+            text = text.plain(before).input(name);
+            rest = tail;
+        }
+        text.plain(rest)
+    }
+
+    /// This text followed by `s`, as written.
+    #[must_use]
+    pub fn plain(mut self, s: &str) -> Text {
+        if !s.is_empty() {
+            match self.0.last_mut() {
+                Some(Part::Plain(p)) => p.push_str(s),
+                _ => self.0.push(Part::Plain(s.to_string())),
+            }
+        }
+        self
+    }
+
+    /// This text followed by the input `name`.
+    #[must_use]
+    pub fn input(mut self, name: &str) -> Text {
+        self.0.push(Part::Input(name.to_string()));
+        self
+    }
+
+    /// This text followed by `other`.
+    #[must_use]
+    pub fn then(mut self, other: Text) -> Text {
+        for part in other.0 {
+            self = match part {
+                Part::Plain(p) => self.plain(&p),
+                Part::Input(i) => self.input(&i),
+            };
+        }
+        self
+    }
+
+    /// The inputs this text names, in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|p| match p {
+            Part::Input(i) => Some(i.as_str()),
+            Part::Plain(_) => None,
+        })
+    }
+
+    /// The text with every input spelled by `name_of`.
+    pub fn spell(&self, name_of: &dyn Fn(&str) -> String) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Part::Plain(s) => s.clone(),
+                Part::Input(i) => name_of(i),
+            })
+            .collect()
+    }
+
+    /// Every input renamed by `name_of` (a front end's spelling).
+    #[must_use]
+    pub fn map_inputs(self, name_of: &dyn Fn(&str) -> String) -> Text {
+        Text(
+            self.0
+                .into_iter()
+                .map(|p| match p {
+                    Part::Input(i) => Part::Input(name_of(&i)),
+                    plain => plain,
+                })
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.spell(&str::to_string))
+    }
+}
+
 /// Everything that can go wrong when turning user input into a ledger.
 ///
 /// Each variant carries its data as fields, never only inside the message: the input field it is
@@ -142,6 +245,16 @@ pub enum Error {
         what: String,
         /// Why, and what is supported instead.
         reason: String,
+    },
+    /// An input refused with a message that names it and other inputs ([`Text`]), each spelled
+    /// by the front end ([`Error::map_field`]): `invalid `cv`: given (it applies only to arrivals
+    /// gamma)`, the CLI's `invalid `--cv`: given (it applies only to --arrivals gamma)`.
+    #[error("{}", escape_controls(&message.to_string()))]
+    Input {
+        /// The input it is about (a canonical name, or as the front end spelled it).
+        field: String,
+        /// The whole message.
+        message: Text,
     },
     /// A plan ranked no layout: the quantities of why ([`crate::plan_refusal::PlanRefused`]); a front end
     /// words it in full (`llm_ledger_report::plan::refusal_message`). This message is the short
@@ -332,6 +445,26 @@ impl Error {
         }
     }
 
+    /// [`Error::Input`] in the form of [`Error::InvalidField`]: `invalid `FIELD`: VALUE
+    /// (EXPECTED)`, the value echoed ([`echo`]) and `expected` a template naming other inputs
+    /// (`{arrivals}`, [`Text::template`]).
+    pub fn refused(field: &str, value: impl ToString, expected: &str) -> Self {
+        Error::refused_text(field, Text::default().plain(&echo(&value.to_string())), Text::template(expected))
+    }
+
+    /// [`Error::refused`] with the value and the expected text as [`Text`] (a value that names
+    /// inputs: `given with {rate}`).
+    pub fn refused_text(field: &str, value: Text, expected: Text) -> Self {
+        let message =
+            Text::template("invalid `").input(field).plain("`: ").then(value).plain(" (").then(expected).plain(")");
+        Error::Input { field: field.to_string(), message }
+    }
+
+    /// [`Error::Input`] about `field` with the whole message (naming inputs).
+    pub fn input(field: &str, message: Text) -> Self {
+        Error::Input { field: field.to_string(), message }
+    }
+
     /// The same error about the input `field`, where it names none yet (a GPU name looked up for
     /// the field `gpu`); the message is unchanged.
     #[must_use]
@@ -351,6 +484,10 @@ impl Error {
                 *field = name_of(field)
             }
             Error::UnknownName { field: Some(field), .. } => *field = name_of(field),
+            Error::Input { field, message } => {
+                *field = name_of(field);
+                *message = std::mem::take(message).map_inputs(&name_of);
+            }
             _ => {}
         }
         self
@@ -382,9 +519,10 @@ impl Error {
     /// about no single field.
     pub fn field(&self) -> Option<&str> {
         match self {
-            Error::InvalidField { field, .. } | Error::MissingField { field, .. } | Error::OverBudget { field, .. } => {
-                Some(field)
-            }
+            Error::InvalidField { field, .. }
+            | Error::MissingField { field, .. }
+            | Error::OverBudget { field, .. }
+            | Error::Input { field, .. } => Some(field),
             Error::UnknownName { field, .. } => field.as_deref(),
             Error::NoPlan(p) => Some(p.field()),
             Error::NoServingPlan(p) => Some(p.field()),
@@ -396,6 +534,27 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_its_inputs_as_each_front_end_spells_them() {
+        let e = Error::refused("cv", "given", "it applies only to {arrivals} gamma");
+        assert_eq!(e.to_string(), "invalid `cv`: given (it applies only to arrivals gamma)");
+        assert_eq!(e.field(), Some("cv"));
+        // A front end's spelling (here a made-up one: the CLI's `--flag` is tested in its crate).
+        let spell = |f: &str| format!("<{}>", f.replace('_', "-"));
+        let other = e.clone().map_field(spell);
+        assert_eq!(other.to_string(), "invalid `<cv>`: given (it applies only to <arrivals> gamma)");
+        assert_eq!(other.field(), Some("<cv>"));
+        let m = Error::refused_text(
+            "max_steps",
+            Text::template("given with {rate}"),
+            Text::template("{prompt} and {output}"),
+        );
+        assert_eq!(m.map_field(spell).to_string(), "invalid `<max-steps>`: given with <rate> (<prompt> and <output>)");
+        // Braces that close nothing stay text.
+        assert_eq!(Text::template("a {b").to_string(), "a {b");
+        assert_eq!(Error::refused("x", "\u{1b}[2J", "y").to_string(), "invalid `x`: \\u{1b}[2J (y)");
+    }
 
     #[test]
     fn echoed_input_is_cut_and_numbers_are_compact() {

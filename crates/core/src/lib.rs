@@ -11,22 +11,23 @@
 //!
 //! ## Layers
 //!
-//! The modules form a DAG (checked by `tests/it/module_layers.rs`); each row imports only rows
-//! above it:
+//! The modules form a DAG (checked by `tests/it/module_layers.rs`, which also checks that this
+//! table lists every module); each row imports only rows above it:
 //!
 //! ```text
 //! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
 //!            pairs (text inputs as key-value pairs into a request)
 //!            error (carries a plan refusal's quantities)
 //! inputs     precision  limits  gemm (the GEMM cost)  fit (robust log-space least squares)
-//!            model  workload  hardware
+//!            model  workload  hardware  kernels (measured kernel tables)
 //!            moe (routing math)  layout (parallel inputs)  roofline (TimeModel, KernelTimer)
 //! scenario   scenario
-//! operators  ops (+ ops::shard)  memory (+ memory::parallel)  size
+//! operators  ops (+ ops::shard)  operator (Op)  memory (+ memory::parallel)  size
 //!            parallel (pipeline, op_timing)  tiling  serving
+//! clock      clock (the measured clock)  engine (the engines' fusion and host time)
 //! ledger     ledger
-//! views      zoom  sweep  latency  crossover  measure  expert_step
-//!            economics  levers  plan  advise  simulate
+//! views      zoom  sweep  latency  crossover  measure  expert_step  calibrate
+//!            economics  levers  plan  advise  simulate  plan_serving
 //! ```
 //!
 //! ```

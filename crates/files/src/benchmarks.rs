@@ -38,6 +38,7 @@
 
 use anyhow::{bail, Result};
 use llm_ledger_core::calibrate::Metric;
+use llm_ledger_core::error::{Error, Text};
 use serde_json::Value;
 
 /// A benchmark file's format.
@@ -66,10 +67,10 @@ impl Format {
     pub fn parse(name: &str) -> Result<Format> {
         match Format::NAMES.iter().find(|(n, _)| *n == name) {
             Some((_, f)) => Ok(*f),
-            None => bail!(
-                "invalid `--format-in`: {name:?} (one of {})",
-                Format::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-            ),
+            None => {
+                let names = Format::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+                Err(Error::refused("format_in", format!("{name:?}"), &format!("one of {names}")).into())
+            }
         }
     }
 
@@ -88,9 +89,15 @@ impl Format {
         let record = records(text).ok().and_then(|r| r.into_iter().next());
         match record.as_ref().and_then(json_format) {
             Some(f) => Ok(f),
-            None => bail!(
-                "invalid `{file}` record 1: a JSON of unknown schema; expected {KNOWN_SCHEMAS}, or give --format-in vllm|genai-perf|trtllm-bench"
-            ),
+            None => {
+                let message = Text::default()
+                    .plain(&format!(
+                        "invalid `{file}` record 1: a JSON of unknown schema; expected {KNOWN_SCHEMAS}, or give "
+                    ))
+                    .input("format_in")
+                    .plain(" vllm|genai-perf|trtllm-bench");
+                Err(Error::input("format_in", message).into())
+            }
         }
     }
 }

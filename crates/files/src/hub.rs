@@ -22,8 +22,10 @@
 //! run would use.
 
 use anyhow::{anyhow, bail, Context, Result};
+use llm_ledger_core::error::Text;
 use llm_ledger_core::limits::MAX_INPUT_FILE_BYTES;
 use llm_ledger_core::model::safetensors::MAX_INDEX_BYTES;
+use llm_ledger_core::Error;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -49,9 +51,8 @@ impl RepoId {
     /// Check `s` as a repo id; the error names `--model`.
     pub fn parse(s: &str) -> Result<RepoId> {
         let bad = |why: &str| {
-            anyhow!(
-                "invalid `--model`: {s:?} ({why}; a Hub repo id is org/name of letters, digits, '.', '_' and '-', or give a local path or a preset name)"
-            )
+            let value = format!("{s:?} ({why}; a Hub repo id is org/name of letters, digits, '.', '_' and '-', or give a local path or a preset name)");
+            anyhow::Error::new(Error::input("model", Text::template("invalid `{model}`: ").plain(&value)))
         };
         if s.len() > MAX_REPO_ID_CHARS {
             return Err(bad(&format!("longer than {MAX_REPO_ID_CHARS} characters")));
@@ -132,7 +133,10 @@ fn check_revision(rev: &str) -> Result<()> {
         && !rev.starts_with(['/', '.'])
         && !rev.ends_with('/');
     if !ok {
-        bail!("invalid `--revision`: {rev:?} (a branch or tag name of letters, digits, '.', '_', '-', '/' without `..`, or a commit hash)");
+        let value = format!(
+            "{rev:?} (a branch or tag name of letters, digits, '.', '_', '-', '/' without `..`, or a commit hash)"
+        );
+        return Err(Error::input("revision", Text::template("invalid `{revision}`: ").plain(&value)).into());
     }
     Ok(())
 }
@@ -239,10 +243,16 @@ pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
         };
         let case = cached_in_other_case(&cache, repo)
             .map(|id| {
-                format!("; the cache holds `{id}` (repo ids are case-sensitive here): did you mean `--model {id}`?")
+                Text::default()
+                    .plain(&format!("; the cache holds `{id}` (repo ids are case-sensitive here): did you mean `"))
+                    .input("model")
+                    .plain(&format!(" {id}`?"))
             })
             .unwrap_or_default();
-        bail!("cannot resolve `--model` {}: {why}, and HF_HUB_OFFLINE forbids downloading it{case}", repo.id());
+        let message = Text::template("cannot resolve `{model}` ")
+            .plain(&format!("{}: {why}, and HF_HUB_OFFLINE forbids downloading it", repo.id()))
+            .then(case);
+        return Err(Error::input("model", message).into());
     }
     let timeout_s = match env("HF_HUB_DOWNLOAD_TIMEOUT") {
         None => DEFAULT_DOWNLOAD_TIMEOUT_S,
@@ -389,18 +399,21 @@ impl Hub {
     /// wrong.
     fn error(&self, e: FetchError, repo: &RepoId, rev: &str, file: &str) -> anyhow::Error {
         let (id, endpoint) = (repo.id(), self.shown());
-        match e {
-            FetchError::Status(code @ (401 | 403)) => anyhow!(
-                "cannot download `{file}` of `--model` {id}: the Hub refused access (HTTP {code}); the repo is gated or private: accept its licence on the model page and set HF_TOKEN (or run `huggingface-cli login`)"
-            ),
-            FetchError::Status(404) => anyhow!(
-                "cannot download `{file}` of `--model` {id}: not found at revision {rev} on {endpoint} (HTTP 404); check the repo id and --revision"
-            ),
-            FetchError::Status(code) => anyhow!("cannot download `{file}` of `--model` {id}: HTTP {code} from {endpoint}"),
+        let of =
+            Text::default().plain(&format!("cannot download `{file}` of `")).input("model").plain(&format!("` {id}"));
+        let message = match e {
+            FetchError::Status(code @ (401 | 403)) => of.plain(&format!(
+                ": the Hub refused access (HTTP {code}); the repo is gated or private: accept its licence on the model page and set HF_TOKEN (or run `huggingface-cli login`)"
+            )),
+            FetchError::Status(404) => of
+                .plain(&format!(": not found at revision {rev} on {endpoint} (HTTP 404); check the repo id and "))
+                .input("revision"),
+            FetchError::Status(code) => of.plain(&format!(": HTTP {code} from {endpoint}")),
             FetchError::Other(msg) => {
-                anyhow!("cannot download `{file}` of `--model` {id} from {endpoint}: {msg}; nothing was written to the cache")
+                of.plain(&format!(" from {endpoint}: {msg}; nothing was written to the cache"))
             }
-        }
+        };
+        anyhow::Error::new(Error::input("model", message))
     }
 
     /// Download `config.json` and, when the repo has one, `model.safetensors.index.json` (at the
@@ -499,8 +512,13 @@ mod tests {
             assert!(RepoId::parse(good).is_ok(), "{good}");
         }
         for bad in ["a/..", "../a", "a/b/c", "/a", "a/", "a/.b", "a/b-", "a/b c", "a/b\\c", "a/b--c", "a/%2e%2e", ""] {
-            let e = RepoId::parse(bad).unwrap_err().to_string();
-            assert!(e.starts_with("invalid `--model`"), "{bad}: {e}");
+            let e = RepoId::parse(bad).unwrap_err();
+            let core = e.downcast_ref::<Error>().expect("a core error");
+            assert_eq!(core.field(), Some("model"));
+            // The input named as each front end spells it: the keyword, or the CLI's flag.
+            assert!(e.to_string().starts_with("invalid `model`"), "{bad}: {e}");
+            let flag = core.clone().map_field(|f| format!("--{f}")).to_string();
+            assert!(flag.starts_with("invalid `--model`"), "{bad}: {flag}");
         }
     }
 
@@ -572,8 +590,9 @@ mod tests {
             check_revision(good).unwrap();
         }
         for bad in ["", "../main", "a/../../b", "/etc", "main/", "a b", ".hidden"] {
-            let e = check_revision(bad).unwrap_err().to_string();
-            assert!(e.starts_with("invalid `--revision`"), "{bad}: {e}");
+            let e = check_revision(bad).unwrap_err();
+            assert_eq!(e.downcast_ref::<Error>().and_then(Error::field), Some("revision"));
+            assert!(e.to_string().starts_with("invalid `revision`"), "{bad}: {e}");
         }
     }
 }

@@ -5,22 +5,23 @@
 //! read, so `llm-ledger ledger --model org/name --revision r` and
 //! `llm_ledger.ledger(model="org/name", revision="r")` resolve the same snapshot.
 //!
-//! Errors are `anyhow` chains whose messages name the CLI flag (`--model`, `--revision`); a core
-//! error keeps its type (the front end names its field as it spells it).
+//! Errors are `anyhow` chains; an error about an input (`model`, `revision`) is a core error that
+//! names the inputs as [`llm_ledger_core::error::Text`] (each front end spells them its own way:
+//! `--model`, `model=`), and every core error keeps its type.
 
 pub mod benchmarks;
 pub mod checkpoint;
 pub mod hub;
 pub mod output;
-pub mod simulate;
 
 use anyhow::{bail, Context, Result};
 use llm_ledger_core::clock::Profile;
+use llm_ledger_core::error::Text;
 use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::limits::{MAX_HISTOGRAM_BYTES, MAX_INPUT_FILE_BYTES};
 use llm_ledger_core::model::{parse_config_json, parse_preset_file, ModelSpec};
 use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv, Loaded};
-use llm_ledger_core::{Catalog, Gpu, Scenario, ScenarioRequest};
+use llm_ledger_core::{Catalog, Error, Gpu, Scenario, ScenarioRequest};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,10 +106,11 @@ fn hub_model(req: &mut ScenarioRequest, args: &FileInputs) -> Result<FileInputs>
     };
     if let (Some(given), Some(named)) = (&args.revision, &rev) {
         if given != named {
-            bail!(
-                "invalid `--revision`: {given:?} given with `--model {}`, which names revision {named:?}",
-                req.model.as_deref().unwrap_or_default()
-            );
+            let message = Text::template("invalid `{revision}`: ")
+                .plain(&format!("{given:?} given with `"))
+                .input("model")
+                .plain(&format!(" {}`, which names revision {named:?}", req.model.as_deref().unwrap_or_default()));
+            return Err(Error::input("revision", message).into());
         }
     }
     args.revision = args.revision.or(rev);
@@ -225,7 +227,9 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
     if let Some(m) = req.model.clone().as_deref() {
         let source = model_source(m)?;
         if args.revision.is_some() && !matches!(source, ModelSource::Hub(_)) {
-            bail!("invalid `--revision`: given with `--model {m}`, which is not a Hub repo id (org/name)");
+            let message = Text::template("invalid `{revision}`: given with `{model} ")
+                .plain(&format!("{m}`, which is not a Hub repo id (org/name)"));
+            return Err(Error::input("revision", message).into());
         }
         let spec = match source {
             ModelSource::Preset => None,
@@ -249,7 +253,8 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
             req.model_file = Some(Loaded(Arc::new(spec)));
         }
     } else if args.revision.is_some() {
-        bail!("invalid `--revision`: given without a Hub repo id as `--model`");
+        let message = Text::template("invalid `{revision}`: given without a Hub repo id as `{model}`");
+        return Err(Error::input("revision", message).into());
     }
     if let Some(p) = &args.profile {
         let profile =
@@ -262,9 +267,10 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
     }
     if let Some(h) = &args.histogram {
         if req.contexts.is_some() || req.batch.is_some() || req.ctx.is_some() {
-            bail!(
-                "invalid `histogram`: given together with --batch/--ctx/--contexts (use one way to describe the batch)"
+            let message = Text::template(
+                "invalid `histogram`: given together with {batch}/{ctx}/{contexts} (use one way to describe the batch)",
             );
+            return Err(Error::input("histogram", message).into());
         }
         req.context_mix = Some(
             parse_context_histogram(&read_text_at_most(Path::new(h), "histogram", MAX_HISTOGRAM_BYTES)?)

@@ -8,21 +8,24 @@
 //! computed here, not in a Python loop. Files and Hub ids (`model`, `gpu`, `profile`,
 //! `revision`, `simulate`'s `trace` and `hist:` lengths) are read by `llm_ledger_files`, the
 //! CLI's own readers, and `simulate` and `plan --rate` take their inputs through the same
-//! resolvers as the CLI (`llm_ledger_files::simulate`).
+//! resolvers as the CLI (`llm_ledger_app`), whose input tables list their keywords.
 //!
 //! Errors: a core error is `llm_ledger.InputError` (a `ValueError`) with the core's one-line
 //! message, which names the input field — the Python keyword, since keywords are the core's field
 //! names — and the attributes `field` and `accepted`; an error about a file or a Hub id is the
-//! CLI's one-line message, its flags written as keywords (`keyword_text`); a keyword the
-//! command does not take is a `TypeError`.
+//! CLI's one-line message, the inputs it names written as keywords (the messages name inputs
+//! structurally, [`llm_ledger_core::error::Text`], so nothing rewrites the CLI's text); a keyword
+//! the command does not take is a `TypeError`.
 
+use llm_ledger_app::plan::{self, PlanLoadRequest};
+use llm_ledger_app::simulate::{self, SimRequest};
+use llm_ledger_app::{CommandError, Files, Input};
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
-use llm_ledger_files::simulate::{PlanLoadArgs, SimArgs};
 use llm_ledger_files::FileInputs;
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
@@ -75,32 +78,10 @@ const SETUP: &[&str] = &[
 const SHAPE: &[&str] = &["phase", "batch", "ctx", "contexts"];
 /// A parallel deployment.
 const PARALLEL: &[&str] = &["tp", "pp", "ep", "dp", "micro_batches", "interconnect", "link_efficiency"];
-/// `simulate`'s own inputs (the CLI's flags).
-const SIMULATE: &[&str] = &[
-    "rate",
-    "arrivals",
-    "cv",
-    "concurrency",
-    "trace",
-    "requests",
-    "seed",
-    "prompt",
-    "output",
-    "max_seqs",
-    "max_batched_tokens",
-    "chunk",
-    "schedule",
-    "block",
-    "prefix_hit",
-    "ttft_ms",
-    "tpot_ms",
-    "reserve",
-    "disagg",
-    "kv_link",
-    "max_steps",
-];
-/// `plan`'s inputs of a plan under load (`plan --rate`).
-const PLAN_LOAD: &[&str] = &["rate", "ttft_ms", "requests", "seed", "prompt", "output", "max_steps"];
+/// The names of a command's input table (`llm_ledger_app`), in its order.
+fn names(inputs: &'static [Input]) -> Vec<&'static str> {
+    inputs.iter().map(|i| i.name).collect()
+}
 
 /// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
 /// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
@@ -116,30 +97,30 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
         "tile" => &[&["gpu", "weights", "activations", "compute_efficiency", "bandwidth_efficiency"]],
         _ => return None,
     };
-    let own: &[&str] = match command {
-        "ledger" => &[],
-        "zoom" => &["at"],
-        "kv" | "levers" | "sweep" => &["reserve"],
-        "moe" => &["experts", "top_k"],
-        "latency" => &["prompt", "output", "reserve"],
-        "cost" => &["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
-        "simulate" => SIMULATE,
-        "plan" => &["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
-        "tile" => &["m", "n", "k", "tile", "output"],
-        _ => &[],
+    let own: Vec<&'static str> = match command {
+        "ledger" => vec![],
+        "zoom" => vec!["at"],
+        "kv" | "levers" | "sweep" => vec!["reserve"],
+        "moe" => vec!["experts", "top_k"],
+        "latency" => vec!["prompt", "output", "reserve"],
+        "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
+        "simulate" => names(simulate::inputs()),
+        "plan" => vec!["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
+        "tile" => vec!["m", "n", "k", "tile", "output"],
+        _ => vec![],
     };
-    let load: &[&str] = if command == "plan" { PLAN_LOAD } else { &[] };
-    Some(groups.iter().flat_map(|g| g.iter()).chain(own).chain(load).copied().collect())
+    let load = if command == "plan" { names(plan::load_inputs()) } else { vec![] };
+    Some(groups.iter().flat_map(|g| g.iter()).copied().chain(own).chain(load).collect())
 }
 
 /// The keys the axes of `sweep`, `moe` and `plan` take as lists or ranges, and `tile`'s GEMM
 /// inputs: read by the command, not by the scenario resolver.
-fn command_keys(command: &str) -> &'static [&'static str] {
+fn command_keys(command: &str) -> Vec<&'static str> {
     match command {
-        "sweep" | "moe" => &["batch"],
-        "plan" => &["batch", "rate", "ttft_ms", "requests", "seed", "prompt", "output", "max_steps"],
-        "simulate" => SIMULATE,
-        "tile" => &[
+        "sweep" | "moe" => vec!["batch"],
+        "plan" => ["batch"].into_iter().chain(names(plan::load_inputs())).collect(),
+        "simulate" => names(simulate::inputs()),
+        "tile" => vec![
             "m",
             "n",
             "k",
@@ -151,45 +132,18 @@ fn command_keys(command: &str) -> &'static [&'static str] {
             "compute_efficiency",
             "bandwidth_efficiency",
         ],
-        _ => &[],
+        _ => vec![],
     }
 }
 
 /// The keys of [`ServingRequest`].
 const SERVING: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms", "step_ms", "tokens_per_s"];
 
-/// A message as Python words it: the CLI's flags in it (`--tpot-ms`, `--arrivals`) become the
-/// keywords (`tpot_ms`, `arrivals`). A flag is `--` then a lower-case letter, at the start or
-/// after a space, a backtick or a bracket.
-fn keyword_text(message: &str) -> String {
-    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut out = String::with_capacity(one_line.len());
-    let mut rest = one_line.as_str();
-    while let Some(i) = rest.find("--") {
-        let (before, after) = rest.split_at(i);
-        out.push_str(before);
-        let at_boundary = out.is_empty() || out.ends_with([' ', '`', '(', '[']);
-        let name_len = after[2..]
-            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-            .unwrap_or(after.len() - 2);
-        let name = &after[2..2 + name_len];
-        if at_boundary && name.starts_with(|c: char| c.is_ascii_lowercase()) {
-            out.push_str(&name.trim_end_matches('-').replace('-', "_"));
-            out.push_str(&name[name.trim_end_matches('-').len()..]);
-            rest = &after[2 + name_len..];
-        } else {
-            out.push_str("--");
-            rest = &after[2..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
 fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
     // Control characters escaped, as the CLI prints its line (nothing typed reaches a terminal raw).
-    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&keyword_text(message)).into_owned());
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let err = InputError::new_err(llm_ledger_core::error::escape_controls(&one_line).into_owned());
     Python::with_gil(|py| {
         let v = err.value(py);
         let _ = v.setattr("field", field.map(str::to_string));
@@ -212,15 +166,17 @@ fn input_error(e: &Error) -> PyErr {
 
 /// An error of the shared file readers (`llm_ledger_files`) as [`InputError`]: a core error alone
 /// keeps its field; one with context (a file's name, a Hub id) is the CLI's one-line message
-/// (`{:#}`), about `field`, else about the flag of a message `invalid `--flag`: …` (as a keyword).
+/// (`{:#}`), about `field`, else about the first input a message in the chain names. Inputs are
+/// named by their keywords, the inputs' own names ([`llm_ledger_core::error::Text`]).
 fn files_error(e: anyhow::Error, field: Option<&str>) -> PyErr {
     match e.downcast_ref::<Error>().filter(|_| e.chain().count() == 1) {
         Some(core) => input_error(core),
         None => {
-            let message = format!("{e:#}");
-            let named =
-                message.strip_prefix("invalid `--").and_then(|m| m.split_once('`')).map(|(f, _)| f.replace('-', "_"));
-            input_error_with(&message, field.or(named.as_deref()), None)
+            let named = e.chain().find_map(|c| match c.downcast_ref::<Error>() {
+                Some(input @ Error::Input { .. }) => input.field(),
+                _ => None,
+            });
+            input_error_with(&format!("{e:#}"), field.or(named), None)
         }
     }
 }
@@ -245,6 +201,7 @@ impl Call {
     /// an unexpected keyword argument).
     fn new(command: &str, pairs: Vec<(String, String)>) -> PyResult<Call> {
         let accepted = keywords_of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))?;
+        let command_keys = command_keys(command);
         let scenario_fields: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
         let mut call = Call { scenario: vec![], serving: vec![], own: HashMap::new() };
         for (k, v) in pairs {
@@ -254,7 +211,7 @@ impl Call {
                     accepted.join(", ")
                 )));
             }
-            if command_keys(command).contains(&k.as_str()) {
+            if command_keys.contains(&k.as_str()) {
                 call.own.insert(k, v);
             } else if SERVING.contains(&k.as_str()) {
                 call.serving.push((k, v));
@@ -292,46 +249,23 @@ impl Call {
         req.resolve(sc).map_err(|e| input_error(&e))
     }
 
-    /// `simulate`'s own inputs as the text the CLI's flags give.
-    fn sim(&self) -> SimArgs {
-        let t = |k: &str| self.own_text(k);
-        SimArgs {
-            rate: t("rate"),
-            arrivals: t("arrivals"),
-            cv: t("cv"),
-            concurrency: t("concurrency"),
-            trace: t("trace"),
-            requests: t("requests"),
-            seed: t("seed"),
-            prompt: t("prompt"),
-            output: t("output"),
-            max_seqs: t("max_seqs"),
-            max_batched_tokens: t("max_batched_tokens"),
-            chunk: t("chunk"),
-            schedule: t("schedule"),
-            block: t("block"),
-            prefix_hit: t("prefix_hit"),
-            ttft_ms: t("ttft_ms"),
-            tpot_ms: t("tpot_ms"),
-            reserve: t("reserve"),
-            disagg: t("disagg"),
-            kv_link: t("kv_link"),
-            max_steps: t("max_steps"),
-        }
+    /// The command's own pairs that are inputs of `table`, read into its request (the app's).
+    fn request<T: serde::de::DeserializeOwned>(&self, table: &'static [Input]) -> PyResult<T> {
+        let pairs = self.own.iter().filter(|(k, _)| table.iter().any(|i| i.name == k.as_str()));
+        from_pairs(pairs.map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| pair_error(e, None))
     }
+}
 
-    /// `plan`'s inputs of a plan under load.
-    fn plan_load(&self) -> PlanLoadArgs {
-        let t = |k: &str| self.own_text(k);
-        PlanLoadArgs {
-            rate: t("rate"),
-            ttft_ms: t("ttft_ms"),
-            requests: t("requests"),
-            seed: t("seed"),
-            prompt: t("prompt"),
-            output_tokens: t("output"),
-            max_steps: t("max_steps"),
-        }
+/// The files `simulate`'s and `plan`'s inputs name, read as the CLI reads them.
+const FILES: Files<'static> = Files::Read(&llm_ledger_files::read_text);
+
+/// A command's error as the Python exception: an input's error is [`InputError`] about its
+/// keyword; a file's is the reader's one-line message about the input that named the file.
+fn command_error(e: CommandError) -> PyErr {
+    match e {
+        CommandError::Input(e) => input_error(&e),
+        CommandError::File { field, error } => files_error(error, Some(field)),
+        CommandError::Other(error) => files_error(error, None),
     }
 }
 
@@ -450,26 +384,26 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
         }
         "plan" => {
-            let load = call.plan_load();
-            let files = |e| files_error(e, None);
+            let load: PlanLoadRequest = call.request(plan::load_inputs())?;
             if let Some(rate) = &load.rate {
                 // The plan under load (`plan --rate`), checked in the CLI's order.
-                let max_gpus = llm_ledger_files::simulate::max_gpus(call.own("max_gpus")).map_err(files)?;
+                let max_gpus = plan::max_gpus(call.own("max_gpus")).map_err(core)?;
                 let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
-                let checked = load.check(rate, given("batch"), given("ctx")).map_err(files)?;
+                let checked = load.check(rate, given("batch"), given("ctx")).map_err(command_error)?;
                 let sc = call.scenario()?;
                 let s = call.serving(&sc)?;
-                return output(&load.report(&sc, &s, checked, max_gpus, Some(cancel)).map_err(files)?, None);
+                let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
+                return output(&report, None);
             }
-            load.check_static().map_err(files)?;
+            load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
             let s = call.serving(&sc)?;
             output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;
-            let sim = llm_ledger_files::simulate::run(&sc, &call.sim(), None, Some(cancel))
-                .map_err(|e| files_error(e, None))?;
+            let req: SimRequest = call.request(simulate::inputs())?;
+            let sim = simulate::run(&sc, &req, FILES, None, Some(cancel)).map_err(command_error)?;
             // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
             // p99 latency (a sweep).
             let svg = sim.chart().svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -10,7 +10,7 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::error::{Error, Result};
+use llm_ledger_core::error::{echo, Error, Result, Text};
 use llm_ledger_core::expert_step::{expert_step, ExpertStep};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_EXPERTS};
 use llm_ledger_core::memory::Fit;
@@ -101,16 +101,19 @@ impl MoeReport {
         }
         let standalone = req.experts.is_some() || req.top_k.is_some();
         if standalone && req.model_given {
-            return Err(Error::invalid(
+            return Err(Error::refused_text(
                 "experts",
-                "given together with --model",
-                "a model brings its own experts and top-k",
+                Text::template("given together with {model}"),
+                Text::template("a model brings its own experts and top-k"),
             ));
         }
         let (experts, top_k) = if standalone {
             let field = |name: &str, v: Option<&str>| -> Result<u64> {
-                let v =
-                    v.ok_or_else(|| Error::MissingField { field: name.into(), context: "moe without --model".into() })?;
+                let missing = || {
+                    let message = Text::template("missing required field `").input(name).plain("` for moe without ");
+                    Error::input(name, message.input("model"))
+                };
+                let v = v.ok_or_else(missing)?;
                 let n = parse_u64(name, v)?;
                 if !(1..=MAX_EXPERTS).contains(&n) {
                     return Err(Error::invalid(name, n, format!("an integer in 1..={MAX_EXPERTS}")));
@@ -121,9 +124,12 @@ impl MoeReport {
             routing_probabilities(e, k, &base.routing)?;
             (e, k)
         } else {
-            moe_shape(&base.model).ok_or_else(|| Error::Unsupported {
-                what: format!("model `{}` for moe", base.model.name),
-                reason: "it has no mixture-of-experts layers; pass a MoE model (mixtral-8x7b, qwen3-30b-a3b, deepseek-v3, gpt-oss-20b …) or --experts and --top-k".into(),
+            moe_shape(&base.model).ok_or_else(|| {
+                let what = echo(&format!("model `{}` for moe", base.model.name));
+                let message = Text::template("unsupported ").plain(&what).then(Text::template(
+                    ": it has no mixture-of-experts layers; pass a MoE model (mixtral-8x7b, qwen3-30b-a3b, deepseek-v3, gpt-oss-20b …) or {experts} and {top_k}",
+                ));
+                Error::input("model", message)
             })?
         };
         let ctx = base.workload.contexts.max_tokens();

@@ -1228,13 +1228,10 @@ async fn moe_explains_a_dense_model_and_refuses_what_the_cli_refuses() {
         "{message}"
     );
     let (_, message, field) = api_error("/api/moe?model=mixtral-8x7b&experts=8&top_k=2").await;
-    assert_eq!(message, "invalid `experts`: given together with --model (a model brings its own experts and top-k)");
+    // The CLI's message, the inputs it names spelled as the query keys.
+    assert_eq!(message, "invalid `experts`: given together with model (a model brings its own experts and top-k)");
     assert_eq!(field.as_deref(), Some("experts"));
-    assert_page_refuses(
-        &get("/moe?experts=8").await,
-        "missing required field `top_k` for moe without --model",
-        "top_k",
-    );
+    assert_page_refuses(&get("/moe?experts=8").await, "missing required field `top_k` for moe without model", "top_k");
     assert_page_refuses(&get("/moe?experts=8&top_k=9").await, "invalid `top_k`: 9", "top_k");
     assert_page_refuses(&get("/moe?model=mixtral-8x7b&batches=0..5").await, "invalid `batch`: 0", "batches");
     // The page ignores the model when E and k are given (and says so).

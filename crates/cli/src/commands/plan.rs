@@ -2,13 +2,13 @@
 
 use crate::cli::PlanArgs;
 use anyhow::Result;
+use llm_ledger_app::plan::max_gpus;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_files::simulate::max_gpus;
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::{Format, Report};
 
 /// Rank the layouts that fit and meet the TPOT bound (with `--rate`: the plan under load, by
-/// simulation, [`llm_ledger_files::simulate::PlanLoadArgs::report`]).
+/// simulation, [`llm_ledger_app::plan::PlanLoadRequest::report`]).
 pub fn plan(args: &PlanArgs) -> Result<String> {
     let format: Format = args.output.format.0;
     let load = args.load.text();
@@ -17,7 +17,8 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         let checked = load.check(rate, args.shape.batch.is_some(), args.shape.ctx.is_some())?;
         let sc = super::scenario(&args.base(), "plan")?;
         let s = serving(args, &sc)?;
-        return Ok(load.report(&sc, &s, checked, max_gpus, Some(crate::interrupt::flag()))?.render(format)?);
+        let files = super::simulate::FILES;
+        return Ok(load.report(&sc, &s, checked, max_gpus, files, Some(crate::interrupt::flag()))?.render(format)?);
     }
     load.check_static()?;
     let sc = super::scenario(&args.base(), "plan")?;

@@ -11,10 +11,13 @@ use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::{Format, Report};
 use std::path::{Path, PathBuf};
 
+/// The files `simulate`'s inputs name, read from disk.
+pub const FILES: llm_ledger_app::Files<'static> = llm_ledger_app::Files::Read(&llm_ledger_files::read_text);
+
 /// The simulator's configuration from the flags (the rate is set per run): the shared resolver
-/// of the text inputs, [`llm_ledger_files::simulate::config`].
+/// of the text inputs, [`llm_ledger_app::simulate::config`].
 pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<SimConfig> {
-    llm_ledger_files::simulate::config(&args.sim(), sc)
+    Ok(llm_ledger_app::simulate::config(&args.sim(), sc, FILES)?)
 }
 
 /// One run writing every step to the CSV file `path` as it goes, under `budget`: into a temporary
@@ -64,20 +67,20 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
     inputs::check_outputs(&outputs, &input_files(args))?;
     let sc = super::scenario(&args.scenario(), "simulate")?;
     if args.plot_timeline.is_some()
-        && llm_ledger_files::simulate::rates(args.rate.as_deref(), &config(args, &sc)?)?.len() > 1
+        && llm_ledger_app::simulate::rates(args.rate.as_deref(), &config(args, &sc)?)?.len() > 1
     {
         return Err(Error::invalid("plot_timeline", "given with a sweep of rates", "one rate").into());
     }
     let trace =
         |cfg: &SimConfig, budget: &Budget| traced(&sc, cfg, budget, args.trace_out.as_deref().unwrap_or_default());
-    let single: Option<llm_ledger_files::simulate::SingleRun<'_>> =
+    let single: Option<llm_ledger_app::simulate::SingleRun<'_>> =
         args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig, &Budget) -> Result<Simulation>));
-    let sim = llm_ledger_files::simulate::run(&sc, &args.sim(), single, Some(crate::interrupt::flag()))?;
+    let sim = llm_ledger_app::simulate::run(&sc, &args.sim(), FILES, single, Some(crate::interrupt::flag()))?;
     if let Some(path) = &args.plot {
         inputs::write_svg(path, &sim.chart().svg(PlotSize::default())?)?;
     }
     if let Some(path) = &args.plot_timeline {
-        let title = llm_ledger_files::simulate::chart_title(&sim.report.inputs);
+        let title = llm_ledger_app::simulate::chart_title(&sim.report.inputs);
         inputs::write_svg(path, &ServingChart::timeline(&sim.runs[0].series, title).svg(PlotSize::default())?)?;
     }
     Ok(sim.report.render(format)?)

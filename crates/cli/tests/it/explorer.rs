@@ -217,7 +217,7 @@ fn serve_answers_every_command_as_the_cli_does() {
         a.push("csv");
         assert_eq!(csv, cli(&a), "{path} as CSV");
     }
-    // The refusals are the CLI's lines, with the query parameter named as the flag.
+    // The refusals are the CLI's lines, with the query parameters named as the flags.
     for (path, args) in
         [("/api/moe", vec!["moe"]), ("/api/tile?m=0&n=8&k=8", vec!["tile", "--m", "0", "--n", "8", "--k", "8"])]
     {
@@ -225,7 +225,9 @@ fn serve_answers_every_command_as_the_cli_does() {
         assert_eq!(status, 400, "{path}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let err = Command::cargo_bin("llm-ledger").unwrap().args(&args).assert().code(2).get_output().stderr.clone();
+        // The explorer spells the inputs a message names as its query keys, the CLI as flags.
         let web = v["error"]["message"].as_str().unwrap().replace("`m`", "`--m`");
+        let web = web.replace("or experts and top_k", "or --experts and --top-k");
         assert_eq!(format!("error: {web}\n"), String::from_utf8(err).unwrap(), "{path}");
     }
     // Inputs a page refuses are flags the command does not have (its help does not list them).

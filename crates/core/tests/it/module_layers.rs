@@ -142,6 +142,49 @@ fn the_checker_sees_imports_and_cycles() {
     assert_eq!(find_cycle(&chain), None);
 }
 
+/// The module names of the layer table in `lib.rs`'s crate doc: the words of its `text` block
+/// outside parentheses, the first column (the layer names) left out.
+fn layer_table_modules(lib: &str) -> BTreeSet<String> {
+    let doc: Vec<&str> =
+        lib.lines().filter_map(|l| l.strip_prefix("//!")).map(|l| l.strip_prefix(' ').unwrap_or(l)).collect();
+    let start = doc.iter().position(|l| *l == "## Layers").expect("a `## Layers` section");
+    let open = start + doc[start..].iter().position(|l| l.starts_with("```text")).expect("its table");
+    let mut names = BTreeSet::new();
+    for line in doc[open + 1..].iter().take_while(|l| !l.starts_with("```")) {
+        let mut depth = 0;
+        let mut plain = String::new();
+        for c in line.chars().skip(11) {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => plain.push(c),
+                _ => {}
+            }
+        }
+        names.extend(plain.split_whitespace().map(|w| ident(w).to_string()).filter(|w| !w.is_empty()));
+    }
+    names
+}
+
+/// Every top-level module (but the test support) is in the crate doc's layer table, and the
+/// table names no module that is gone.
+#[test]
+fn the_crate_docs_layer_table_lists_every_module() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let (mut modules, _) = modules_and_reexports(&lib);
+    modules.remove("testing");
+    let table = layer_table_modules(&lib);
+    let missing: Vec<&String> = modules.difference(&table).collect();
+    let stale: Vec<&String> = table.difference(&modules).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "missing from the layer table: {missing:?}; not modules: {stale:?}"
+    );
+    let sample = "## Layers\n```text\nleaves     cost  kinds (operator kinds)\n           ops (+ ops::shard)\n```";
+    let sample: String = sample.lines().map(|l| format!("//! {l}\n")).collect();
+    assert_eq!(layer_table_modules(&sample), BTreeSet::from(["cost".to_string(), "kinds".into(), "ops".into()]));
+}
+
 #[test]
 fn core_modules_form_a_dag() {
     let graph = graph();

@@ -1,11 +1,12 @@
 //! Serving: one serving instance under load — the CLI's `simulate` at one arrival rate (the
-//! core's [`llm_ledger_core::simulate`], reported by [`SimulateReport`] and drawn by [`ServingChart`]): TTFT, TPOT,
+//! core's [`llm_ledger_core::simulate`], reported by [`SimulateReport`](llm_ledger_report::simulate::SimulateReport) and drawn by [`ServingChart`]): TTFT, TPOT,
 //! ITL and end-to-end latency, throughput, goodput under the SLAs, preemptions and KV use, with the
 //! latency CDFs and the running batch and waiting queue over time.
 //!
-//! The page's keys are the `simulate` flags that take no file (no trace, no histogram), one rate
-//! (no sweep), and at most [`MAX_WEB_REQUESTS`] requests so that one answer stays well under the
-//! server's deadline. With `disagg=X:Y` (and `kv_link`) it simulates disaggregated prefill and
+//! The page's keys are the `simulate` inputs that name no file ([`llm_ledger_app::simulate::inputs`]
+//! less `trace`; no `hist:` lengths), read by the app's one resolver with the CLI's messages (the
+//! field spelled as the query key), one rate (no sweep), at most [`MAX_WEB_REQUESTS`] requests and
+//! [`MAX_WEB_STEPS`] engine steps so that one answer stays well under the server's deadline. With `disagg=X:Y` (and `kv_link`) it simulates disaggregated prefill and
 //! decode pools and shows them beside aggregated serving on the same GPUs. The scenario's step shape (`phase`, `ctx`, `contexts`, `batch`) is not used:
 //! the simulation builds its own steps.
 
@@ -13,17 +14,15 @@ use super::parts::{facts, figure};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::limits::{parse_f64, TPOT_MS};
-use llm_ledger_core::scenario::parse_u64;
-use llm_ledger_core::serving::{ServingRequest, DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS};
+use llm_ledger_app::simulate::{budget, Resolved, SimRequest};
+use llm_ledger_app::{CommandError, Files};
+use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::stats::Quantiles;
-use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate_within, Budget, Deployment, Disagg, SimConfig, SimSummary, Simulation};
+use llm_ledger_core::simulate::{Budget, SimSummary, Simulation};
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::human;
 use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
-use llm_ledger_report::simulate::SimulateReport;
 use maud::{html, Markup};
 
 /// Most requests one page answer simulates (the CLI takes up to
@@ -36,7 +35,8 @@ pub const MAX_WEB_REQUESTS: u64 = 5_000;
 /// refused before it runs ([`llm_ledger_core::simulate::Budget`]).
 pub const MAX_WEB_STEPS: u64 = 2_000_000;
 
-/// The page's keys: the `simulate` flags that take no file.
+/// The page's keys: the `simulate` inputs that name no file, in the app's table order (a test
+/// checks them against [`llm_ledger_app::simulate::inputs`]).
 pub const KEYS: &[&str] = &[
     "rate",
     "arrivals",
@@ -50,11 +50,14 @@ pub const KEYS: &[&str] = &[
     "max_batched_tokens",
     "chunk",
     "schedule",
+    "block",
+    "prefix_hit",
     "ttft_ms",
     "tpot_ms",
+    "reserve",
     "disagg",
     "kv_link",
-    "reserve",
+    "max_steps",
 ];
 
 /// Scenario keys the simulation does not use (it builds its own steps).
@@ -125,6 +128,18 @@ pub const INPUTS: &[PageInput] = &[
         placeholder: "decode-first",
     },
     PageInput {
+        name: "block",
+        label: "KV block (tokens)",
+        help: "tokens per paged KV block (default 16)",
+        placeholder: "16",
+    },
+    PageInput {
+        name: "prefix_hit",
+        label: "Prefix-cache hit rate",
+        help: "fraction of each prompt found in the prefix cache, 0 to below 1 (default 0)",
+        placeholder: "0",
+    },
+    PageInput {
         name: "ttft_ms",
         label: "TTFT SLA (ms)",
         help: "goodput counts requests within it",
@@ -149,6 +164,12 @@ pub const INPUTS: &[PageInput] = &[
         placeholder: "auto",
     },
     super::RESERVE,
+    PageInput {
+        name: "max_steps",
+        label: "Most engine steps",
+        help: "over the answer's runs, 1 to 2,000,000 here (default 2,000,000)",
+        placeholder: "2000000",
+    },
 ];
 
 /// The query without the scenario keys the simulation does not use.
@@ -157,79 +178,48 @@ pub(crate) fn without_step_shape(q: &PageQuery) -> PageQuery {
     q.clone_with(&none)
 }
 
-/// The simulator's configuration from the page's keys, as the CLI's `simulate` builds it from its
-/// flags (same defaults), with at most [`MAX_WEB_REQUESTS`] requests. Errors name the key.
-pub fn config(q: &PageQuery, sc: &Scenario) -> Result<SimConfig, Error> {
-    let u = |field: &str, default: u64| -> Result<u64, Error> {
-        q.extra(field).map(|s| parse_u64(field, s)).transpose().map(|v| v.unwrap_or(default))
-    };
-    let f = |field: &str, default: f64| -> Result<f64, Error> {
-        q.extra(field).map(|s| parse_f64(field, s)).transpose().map(|v| v.unwrap_or(default))
-    };
-    let d = SimConfig::poisson(10.0);
-    let kind = q.extra("arrivals").unwrap_or("poisson").trim().to_ascii_lowercase();
-    let arrivals = match kind.as_str() {
-        "poisson" => Arrivals::Poisson { rate_per_s: f("rate", 10.0)? },
-        "gamma" => Arrivals::Gamma { rate_per_s: f("rate", 10.0)?, cv: f("cv", 2.0)? },
-        "closed" => Arrivals::Closed { concurrency: u("concurrency", 16)? },
-        other => return Err(Error::unknown("arrivals", other, ["poisson", "gamma", "closed"]).about("arrivals")),
-    };
-    // As the CLI: a key of another arrival process is refused, not silently ignored.
-    for (field, needs) in [("cv", "gamma"), ("concurrency", "closed")] {
-        if q.extra(field).is_some() && kind != needs {
-            return Err(Error::invalid(field, "given", format!("it applies only to arrivals {needs}")));
-        }
+/// The page's `simulate` inputs resolved for `sc` by the app's resolver (the CLI's, with the
+/// CLI's messages), within the page's bounds: one rate, at most [`MAX_WEB_REQUESTS`] requests and
+/// [`MAX_WEB_STEPS`] engine steps (the step budget, the second value). Errors name the key.
+pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError> {
+    let req: SimRequest = q.extras_as(KEYS)?;
+    let core = |e: Error| q.core_error(&e);
+    let max_steps = budget(req.max_steps.as_deref(), None).map_err(core)?.max_steps();
+    if req.max_steps.is_some() && max_steps > MAX_WEB_STEPS {
+        return Err(core(Error::invalid(
+            MAX_STEPS_FIELD,
+            max_steps,
+            format!("an integer in 1..={MAX_WEB_STEPS} on the explorer (the CLI's simulate takes more)"),
+        )));
     }
-    if q.extra("rate").is_some() && kind == "closed" {
-        return Err(Error::invalid("rate", "given", "it applies only to arrivals poisson or gamma"));
+    let resolved = req.resolve(sc, Files::None).map_err(|e| match e {
+        CommandError::Input(e) => q.core_error(&e),
+        other => AppError::bad_request(other.to_string(), other.field()),
+    })?;
+    if resolved.sweep() {
+        let rates = resolved.rates.len();
+        return Err(core(Error::invalid(
+            "rate",
+            format!("{rates} rates"),
+            "one rate on the explorer (the CLI's simulate sweeps rates)",
+        )));
     }
-    arrivals.validate()?;
-    let requests = u("requests", d.requests)?;
+    let requests = resolved.cfg.requests;
     if !(1..=MAX_WEB_REQUESTS).contains(&requests) {
-        return Err(Error::invalid(
+        return Err(core(Error::invalid(
             "requests",
             requests,
             format!("an integer in 1..={MAX_WEB_REQUESTS} on the explorer (the CLI's simulate takes more)"),
-        ));
+        )));
     }
-    let lengths = |field: &str, default: u64| -> Result<Lengths, Error> {
-        q.extra(field).map(|t| Lengths::parse(field, t)).transpose().map(|v| v.unwrap_or(Lengths::Fixed(default)))
-    };
-    let ms = |field: &str| -> Result<Option<f64>, Error> {
-        q.extra(field)
-            .map(|s| TPOT_MS.parse(s).map_err(|e| e.map_field(|_| field.to_string())))
-            .transpose()
-            .map(|v| v.map(|ms| ms / 1e3))
-    };
-    let serving: ServingRequest =
-        ServingRequest { reserve: q.extra("reserve").map(str::to_string), ..Default::default() };
-    let max_batched_tokens = u("max_batched_tokens", d.max_batched_tokens)?;
-    Ok(SimConfig {
-        arrivals,
-        requests,
-        seed: u("seed", d.seed)?,
-        prompt: lengths("prompt", DEFAULT_PROMPT_TOKENS)?,
-        output: lengths("output", DEFAULT_OUTPUT_TOKENS)?,
-        max_seqs: u("max_seqs", d.max_seqs)?,
-        max_batched_tokens,
-        chunk_tokens: u("chunk", max_batched_tokens)?,
-        schedule: q
-            .extra("schedule")
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: Error| e.about("schedule"))?
-            .unwrap_or(d.schedule),
-        ttft_slo_s: ms("ttft_ms")?,
-        tpot_slo_s: ms("tpot_ms")?,
-        reserve_bytes: serving.resolve(sc)?.reserve_bytes,
-        ..d
-    })
+    Ok((resolved, if req.max_steps.is_some() { max_steps } else { MAX_WEB_STEPS }))
 }
 
-/// A query past the page's step budget, about its `requests` (the page has no budget input).
-fn over_budget(e: Error, requests: u64) -> Error {
+/// A query past the page's default step budget, about its `requests` (a budget given as
+/// `max_steps` is named as the CLI names it).
+fn over_budget(e: Error, requests: u64, max_steps_given: bool) -> Error {
     match e {
-        Error::OverBudget { need, .. } => Error::invalid(
+        Error::OverBudget { need, .. } if !max_steps_given => Error::invalid(
             "requests",
             requests,
             format!(
@@ -297,34 +287,22 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     // The whole scenario is checked (a bad batch is refused here too), then simulated without its step's shape.
     ctx.resolve()?;
     let sc = without_step_shape(q).resolve(&ctx.state.catalog)?.scenario;
-    let cfg = config(q, &sc).map_err(|e| q.core_error(&e))?;
+    let (resolved, max_steps) = resolve(q, &sc)?;
+    let cfg = resolved.cfg.clone();
     if !llm_ledger_core::memory::Fit::step(&sc, cfg.reserve_bytes).fits() {
         return Ok(html! {
             h1 { "Serving" }
             p.lead #no-simulation { "The model does not fit on this GPU (see above), so there is nothing to serve: choose a larger GPU, fewer-bit weights or several GPUs." }
         });
     }
-    let disagg = match (q.extra("disagg"), q.extra("kv_link")) {
-        (Some(split), link) => Some(Disagg::of_inputs(split, link, &sc).map_err(|e| q.core_error(&e))?),
-        (None, Some(_)) => {
-            return Err(q.core_error(&Error::invalid("kv_link", "given", "it applies only with a disagg split X:Y")))
-        }
-        (None, None) => None,
-    };
-    let deployment = disagg.clone().map_or(Deployment::SINGLE, Deployment::Disaggregated);
-    cfg.validate().map_err(|e| q.core_error(&e))?;
-    let budget = Budget::new(MAX_WEB_STEPS, Some(ctx.cancel));
-    let runs = if disagg.is_some() { 2 } else { 1 };
-    let over = |e: Error| q.core_error(&over_budget(e, cfg.requests));
-    budget.admit(std::iter::repeat_n(&cfg, runs)).map_err(over)?;
-    let sim: Simulation = simulate_within(&sc, &cfg, &deployment, &budget, |_| {}).map_err(over)?;
-    let report = match &disagg {
-        None => SimulateReport::new(&sc, &cfg, vec![sim.summary.clone()], false),
-        Some(d) => {
-            let agg = simulate_within(&sc, &cfg, &deployment.aggregated_equivalent(), &budget, |_| {}).map_err(over)?;
-            SimulateReport::disaggregated(&sc, &cfg, d, vec![sim.summary.clone()], vec![agg.summary], false)
-        }
-    };
+    let budget = Budget::new(max_steps, Some(ctx.cancel));
+    let given = q.extra(MAX_STEPS_FIELD).is_some();
+    let run = resolved.run(&sc, &budget, None).map_err(|e| match e {
+        CommandError::Input(e) => q.core_error(&over_budget(e, cfg.requests, given)),
+        other => AppError::bad_request(other.to_string(), other.field()),
+    })?;
+    let sim: Simulation = run.runs.into_iter().next().expect("one rate runs once");
+    let report = run.report;
     let report = q.checked(report)?;
     let s = &sim.summary;
     let cdfs = ServingChart::latency_cdfs(&sim, None).svg(PlotSize::default());
@@ -450,6 +428,50 @@ mod tests {
         let q = PageQuery::parse(Some(query), page.keys).unwrap();
         let flag = AtomicBool::new(cancel);
         render(&PageCtx { state: &state, query: &q, page, cancel: &flag })
+    }
+
+    /// The page's keys are the app's `simulate` inputs that name no file, in the table's order,
+    /// and each has a text box.
+    #[test]
+    fn the_keys_are_the_apps_simulate_inputs_without_files() {
+        let app: Vec<&str> = llm_ledger_app::simulate::inputs().iter().filter(|i| !i.file).map(|i| i.name).collect();
+        assert_eq!(KEYS, app.as_slice());
+        let mut boxes: Vec<&str> = INPUTS.iter().map(|i| i.name).collect();
+        let mut keys = KEYS.to_vec();
+        boxes.sort();
+        keys.sort();
+        assert_eq!(boxes, keys);
+    }
+
+    /// The inputs the page lacked before it read the app's table: the KV block and the prefix
+    /// cache change the run as the CLI's flags do, and a step budget past the page's is refused.
+    #[test]
+    fn block_prefix_hit_and_max_steps_are_read_as_the_cli_reads_them() {
+        let state = AppState::builtin();
+        let q = |s: &str| PageQuery::parse(Some(s), KEYS).unwrap();
+        let scenario = q("").resolve(&state.catalog).unwrap().scenario;
+        let (r, steps) = resolve(&q("block=32&prefix_hit=0.5&requests=10"), &scenario).unwrap();
+        assert_eq!((r.cfg.block_tokens, r.cfg.prefix_hit, steps), (32, 0.5, MAX_WEB_STEPS));
+        let (_, steps) = resolve(&q("max_steps=1000"), &scenario).unwrap();
+        assert_eq!(steps, 1000);
+        let e = resolve(&q("max_steps=2000001"), &scenario).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("max_steps"));
+        let e = resolve(&q("prefix_hit=1"), &scenario).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("prefix_hit"));
+        let e = resolve(&q("block=0"), &scenario).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("block"));
+        // The CLI's messages, the field spelled as the query key.
+        let e = resolve(&q("kv_link=nvlink"), &scenario).unwrap_err();
+        assert_eq!(e.message, "invalid `kv_link`: given (it applies only with disagg X:Y)");
+        let e = resolve(&q("rate=2,4"), &scenario).unwrap_err();
+        assert_eq!(e.message, "invalid `rate`: 2 rates (one rate on the explorer (the CLI's simulate sweeps rates))");
+        let e = resolve(&q("prompt=hist:lengths.csv"), &scenario).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("prompt"));
+        assert!(
+            e.message.contains("hist:FILE.csv is read by the CLI and the Python package, not here"),
+            "{}",
+            e.message
+        );
     }
 
     /// Once the request's flag is set (its deadline, or its client gone), the simulation stops at

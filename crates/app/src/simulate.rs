@@ -1,0 +1,575 @@
+//! `simulate`: its inputs as text (the CLI's flags, the explorer's query keys, the Python
+//! package's keywords) into the core's [`SimConfig`], the files they name (`trace`, `hist:FILE`
+//! lengths) read through the front end's [`Files`]; the runs of a rate sweep; the report. One
+//! definition for every front end, so the same text gives the same numbers and the same messages.
+
+use crate::{CommandError, Files, Input};
+use llm_ledger_core::error::Text;
+use llm_ledger_core::limits::{parse_f64, TPOT_MS};
+use llm_ledger_core::scenario::parse_u64;
+use llm_ledger_core::serving::ServingRequest;
+use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
+use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
+use llm_ledger_core::simulate::{
+    simulate_within, Budget, Deployment, Disagg, SimConfig, Simulation, DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
+};
+use llm_ledger_core::sweep::Axis;
+use llm_ledger_core::{Error, Scenario};
+use llm_ledger_report::plot::serving::ServingChart;
+use llm_ledger_report::simulate::SimulateReport;
+use llm_ledger_report::Inputs;
+use serde::Deserialize;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+type Result<T, E = CommandError> = std::result::Result<T, E>;
+
+/// Most rates in one sweep.
+pub const MAX_RATES: usize = 1000;
+
+/// Most requests over all the rates of one sweep (each run is bounded; this bounds their sum).
+pub const MAX_SWEEP_REQUESTS: u64 = 10_000_000;
+
+/// The rates of `rate`: the sweep syntax for whole numbers (`2,4,8`, `1..40`, `1..64*2`), or a
+/// list of decimals (`0.5,1.5`).
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, Error> {
+    if let Ok(axis) = Axis::parse("rate", text, 1, MAX_RATE_PER_S as u64) {
+        if axis.len() as usize > MAX_RATES {
+            return Err(Error::invalid("rate", format!("{} rates", axis.len()), format!("at most {MAX_RATES}")));
+        }
+        return Ok(axis.iter().map(|v| v as f64).collect());
+    }
+    let items: Vec<&str> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if items.is_empty() || items.len() > MAX_RATES {
+        return Err(Error::invalid(
+            "rate",
+            format!("{text:?}"),
+            "requests/s: a value, a list `2,4,8` or a range `1..40`",
+        ));
+    }
+    items.iter().map(|s| check_rate("rate", parse_f64("rate", s)?)).collect()
+}
+
+/// The step budget of one command over all its runs: `max_steps` (an integer ≥ 1; default
+/// [`DEFAULT_MAX_STEPS`]), cancelled when `cancel` becomes true.
+pub fn budget<'a>(max_steps: Option<&str>, cancel: Option<&'a AtomicBool>) -> Result<Budget<'a>, Error> {
+    let steps = match max_steps {
+        Some(s) => parse_u64(MAX_STEPS_FIELD, s)?,
+        None => DEFAULT_MAX_STEPS,
+    };
+    if steps == 0 {
+        return Err(Error::invalid(MAX_STEPS_FIELD, steps, "an integer ≥ 1 (engine steps over every run)"));
+    }
+    Ok(Budget::new(steps, cancel))
+}
+
+/// Prompt or output lengths from an input's text (`hist:FILE` read through `files`), or
+/// `default` tokens.
+pub fn lengths(field: &'static str, text: Option<&str>, default: u64, files: Files<'_>) -> Result<Lengths> {
+    let Some(t) = text else { return Ok(Lengths::Fixed(default)) };
+    let Some(path) = t.trim().strip_prefix("hist:") else { return Ok(Lengths::parse(field, t)?) };
+    let Files::Read(read) = files else {
+        return Err(Error::invalid(
+            field,
+            format!("{:?}", t.trim()),
+            "a token count, uniform:MIN..MAX or lognormal:MEDIAN:SIGMA (hist:FILE.csv is read by the CLI and the Python package, not here)",
+        )
+        .into());
+    };
+    let file = |error: anyhow::Error| CommandError::File { field, error };
+    let text = read(Path::new(path), "histogram").map_err(file)?;
+    Lengths::parse_histogram(field, &text)
+        .map_err(|e| file(anyhow::Error::new(e).context(format!("in histogram `{path}`"))))
+}
+
+/// The inputs of `simulate` besides the scenario, as text (`None` = the default): the CLI's
+/// flags, the explorer's query keys and the Python keywords, each named as [`inputs`] names it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimRequest {
+    /// Requests/s: a value, a list or a range (a sweep).
+    pub rate: Option<String>,
+    /// poisson, gamma, closed or trace.
+    pub arrivals: Option<String>,
+    /// Coefficient of variation of gamma gaps.
+    pub cv: Option<String>,
+    /// Closed-loop concurrency.
+    pub concurrency: Option<String>,
+    /// A trace CSV file (path).
+    pub trace: Option<String>,
+    /// Requests per run.
+    pub requests: Option<String>,
+    /// Seed of the draws.
+    pub seed: Option<String>,
+    /// Prompt lengths (N, uniform:, lognormal:, hist:FILE).
+    pub prompt: Option<String>,
+    /// Output lengths, as `prompt`.
+    pub output: Option<String>,
+    /// Most sequences per step.
+    pub max_seqs: Option<String>,
+    /// Most new tokens per step.
+    pub max_batched_tokens: Option<String>,
+    /// Most prompt tokens of one sequence per step.
+    pub chunk: Option<String>,
+    /// prefill-first or decode-first.
+    pub schedule: Option<String>,
+    /// Tokens per KV block.
+    pub block: Option<String>,
+    /// Prefix-cache hit rate.
+    pub prefix_hit: Option<String>,
+    /// Goodput TTFT bound, milliseconds.
+    pub ttft_ms: Option<String>,
+    /// Goodput TPOT bound, milliseconds.
+    pub tpot_ms: Option<String>,
+    /// Memory reserve (e.g. `2GB`).
+    pub reserve: Option<String>,
+    /// Disaggregated pools `PREFILL:DECODE` (instances).
+    pub disagg: Option<String>,
+    /// The link a disaggregated run moves KV caches over.
+    pub kv_link: Option<String>,
+    /// Engine steps over every run of the command (the step budget).
+    pub max_steps: Option<String>,
+}
+
+/// `simulate`'s inputs besides the scenario, in [`SimRequest`]'s field order (a test checks the
+/// two agree, and each front end is checked against this table).
+pub fn inputs() -> &'static [Input] {
+    const INPUTS: &[Input] = &[
+        Input::text(
+            "rate",
+            Some("10"),
+            "requests/s: a value, a list `2,4,8` or a range `1..40` (a sweep)",
+            "arrival rate",
+        ),
+        Input::text("arrivals", Some("poisson"), "poisson, gamma, closed or trace", "arrival process"),
+        Input::text(
+            "cv",
+            Some("2"),
+            "a number > 0 (1 is Poisson)",
+            "coefficient of variation of the gaps between gamma arrivals",
+        ),
+        Input::text(
+            "concurrency",
+            Some("16"),
+            "a positive integer",
+            "requests in the system at every moment, closed loop",
+        ),
+        Input::file(
+            "trace",
+            "a CSV file: arrival_s,prompt_tokens,output_tokens per line",
+            "arrivals and lengths of a trace",
+        ),
+        Input::text("requests", Some("1000"), "a positive integer", "requests to simulate"),
+        Input::text("seed", Some("0"), "an integer", "seed of the arrival and length draws"),
+        Input::text(
+            "prompt",
+            Some("2048"),
+            "N, uniform:MIN..MAX, lognormal:MEDIAN:SIGMA or hist:FILE.csv",
+            "prompt tokens",
+        ),
+        Input::text("output", Some("256"), "as prompt", "output tokens"),
+        Input::text("max_seqs", Some("256"), "a positive integer", "most sequences per step"),
+        Input::text("max_batched_tokens", Some("8192"), "a positive integer", "most new tokens per step"),
+        Input::text(
+            "chunk",
+            None,
+            "a positive integer (default: max_batched_tokens)",
+            "most prompt tokens of one sequence per step",
+        ),
+        Input::text(
+            "schedule",
+            Some("decode-first"),
+            "decode-first or prefill-first",
+            "which phase a step serves first",
+        ),
+        Input::text("block", Some("16"), "a positive integer", "tokens per KV block"),
+        Input::text(
+            "prefix_hit",
+            Some("0"),
+            "a fraction, 0 to below 1",
+            "fraction of each prompt found in the prefix cache",
+        ),
+        Input::text("ttft_ms", None, "milliseconds", "TTFT bound of the goodput"),
+        Input::text("tpot_ms", None, "milliseconds", "TPOT bound of the goodput"),
+        Input::text("reserve", Some("0"), "bytes (`2GB`, `512MiB`)", "memory kept free of weights and KV cache"),
+        Input::text("disagg", None, "PREFILL:DECODE instances", "disaggregated serving"),
+        Input::text(
+            "kv_link",
+            Some("auto"),
+            "auto, nvlink, pcie, network or ideal",
+            "the link the KV cache crosses with disagg",
+        ),
+        Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over every run"),
+    ];
+    INPUTS
+}
+
+/// The simulator's configuration from the text inputs (the rate is set per run), the files they
+/// name read through `files`.
+pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimConfig> {
+    let u = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
+        Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
+    };
+    let d = SimConfig::poisson(10.0);
+    let kind = args.arrivals.as_deref().unwrap_or(if args.trace.is_some() { "trace" } else { "poisson" });
+    let arrivals = match (kind.trim().to_ascii_lowercase().as_str(), files) {
+        ("poisson", _) => d.arrivals.clone(),
+        ("gamma", _) => Arrivals::Gamma {
+            rate_per_s: 10.0,
+            cv: args.cv.as_deref().map(|s| parse_f64("cv", s)).transpose()?.unwrap_or(2.0),
+        },
+        ("closed", _) => Arrivals::Closed { concurrency: u("concurrency", &args.concurrency, 16)? },
+        ("trace", Files::Read(read)) => {
+            let Some(path) = &args.trace else {
+                return Err(Error::refused("arrivals", "trace", "{trace} FILE with trace arrivals").into());
+            };
+            let file = |error: anyhow::Error| CommandError::File { field: "trace", error };
+            let text = read(Path::new(path), "trace").map_err(file)?;
+            let trace = parse_trace_csv(&text)
+                .map_err(|e| file(anyhow::Error::new(e).context(format!("in trace `{path}`"))))?;
+            Arrivals::Trace(trace.into())
+        }
+        (other, _) => {
+            // A front end that reads no files replays no trace.
+            let kinds: &[&str] = match files {
+                Files::Read(_) => &["poisson", "gamma", "closed", "trace"],
+                Files::None => &["poisson", "gamma", "closed"],
+            };
+            return Err(Error::unknown("arrivals", other, kinds).about("arrivals").into());
+        }
+    };
+    let unused = |field: &str, given: bool, needs: &str| -> Result<()> {
+        if given {
+            let expected = Text::template("it applies only to {arrivals} ").plain(needs);
+            return Err(Error::refused_text(field, Text::default().plain("given"), expected).into());
+        }
+        Ok(())
+    };
+    unused("cv", args.cv.is_some() && kind != "gamma", "gamma")?;
+    unused("concurrency", args.concurrency.is_some() && kind != "closed", "closed")?;
+    unused("trace", args.trace.is_some() && kind != "trace", "trace")?;
+    unused("rate", args.rate.is_some() && matches!(kind, "closed" | "trace"), "poisson or gamma")?;
+    unused("requests", args.requests.is_some() && kind == "trace", "poisson, gamma or closed (a trace has its own)")?;
+    let serving = ServingRequest { reserve: args.reserve.clone(), ..Default::default() }.resolve(sc)?;
+    let max_batched_tokens = u("max_batched_tokens", &args.max_batched_tokens, d.max_batched_tokens)?;
+    let ms = |field: &str, v: &Option<String>| -> Result<Option<f64>> {
+        Ok(v.as_deref()
+            .map(|s| TPOT_MS.parse(s).map_err(|e| e.map_field(|_| field.to_string())))
+            .transpose()?
+            .map(|ms| ms / 1e3))
+    };
+    let requests = match &arrivals {
+        Arrivals::Trace(t) => t.len() as u64,
+        _ => u("requests", &args.requests, d.requests)?,
+    };
+    let cfg = SimConfig {
+        arrivals,
+        requests,
+        seed: u("seed", &args.seed, d.seed)?,
+        prompt: lengths("prompt", args.prompt.as_deref(), llm_ledger_core::serving::DEFAULT_PROMPT_TOKENS, files)?,
+        output: lengths("output", args.output.as_deref(), llm_ledger_core::serving::DEFAULT_OUTPUT_TOKENS, files)?,
+        max_seqs: u("max_seqs", &args.max_seqs, d.max_seqs)?,
+        max_batched_tokens,
+        chunk_tokens: u("chunk", &args.chunk, max_batched_tokens)?,
+        schedule: args
+            .schedule
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: Error| e.about("schedule"))?
+            .unwrap_or(d.schedule),
+        block_tokens: u("block", &args.block, d.block_tokens)?,
+        prefix_hit: args.prefix_hit.as_deref().map(|s| parse_f64("prefix_hit", s)).transpose()?.unwrap_or(0.0),
+        ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
+        tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
+        reserve_bytes: serving.reserve_bytes,
+    };
+    // Every range first, so that a bad value is named before the step budget is estimated.
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).
+pub fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
+    let arrivals = match &cfg.arrivals {
+        Arrivals::Poisson { .. } => Arrivals::Poisson { rate_per_s: rate },
+        Arrivals::Gamma { cv, .. } => Arrivals::Gamma { rate_per_s: rate, cv: *cv },
+        other => other.clone(),
+    };
+    SimConfig { arrivals, ..cfg.clone() }
+}
+
+/// The rates to run: `rate`'s list for open loops (10/s when not given), one run (NaN: the
+/// configuration's own arrivals) for a closed loop or a trace; at most [`MAX_SWEEP_REQUESTS`]
+/// requests over a sweep.
+pub fn rates(rate: Option<&str>, cfg: &SimConfig) -> Result<Vec<f64>, Error> {
+    let rates = match (rate, cfg.arrivals.rate_per_s()) {
+        (Some(r), Some(_)) => parse_rates(r)?,
+        (None, Some(_)) => vec![10.0],
+        _ => vec![f64::NAN],
+    };
+    if rates.len() > 1 {
+        check_sweep_requests(cfg, rates.len(), 1, "")?;
+    }
+    Ok(rates)
+}
+
+/// At most [`MAX_SWEEP_REQUESTS`] requests over `rates × runs_per_rate` runs of `cfg` (`what`
+/// says why a rate runs more than once).
+pub fn check_sweep_requests(cfg: &SimConfig, rates: usize, runs_per_rate: u64, what: &str) -> Result<(), Error> {
+    if cfg.requests.saturating_mul(rates as u64).saturating_mul(runs_per_rate) > MAX_SWEEP_REQUESTS {
+        return Err(Error::invalid(
+            "requests",
+            format!("{} requests at each of {rates} rates{what}", cfg.requests),
+            format!("at most {MAX_SWEEP_REQUESTS} requests in all"),
+        ));
+    }
+    Ok(())
+}
+
+/// One run per rate of [`rates`], in parallel; each is deterministic, so the order of work does
+/// not change a number.
+pub fn run_rates(sc: &Scenario, cfg: &SimConfig, rates: &[f64], budget: &Budget) -> Result<Vec<Simulation>, Error> {
+    run_deployments(sc, cfg, rates, &[Deployment::SINGLE], budget)
+}
+
+/// One run per deployment and rate (deployment-major: every rate of the first deployment, then
+/// of the next), in parallel, under one step budget: estimated before any starts
+/// ([`Budget::admit`]), charged as they go.
+pub fn run_deployments(
+    sc: &Scenario,
+    cfg: &SimConfig,
+    rates: &[f64],
+    deployments: &[Deployment],
+    budget: &Budget,
+) -> Result<Vec<Simulation>, Error> {
+    use rayon::prelude::*;
+    let jobs: Vec<(f64, &Deployment)> = deployments.iter().flat_map(|d| rates.iter().map(move |&r| (r, d))).collect();
+    budget.admit(std::iter::repeat_n(cfg, jobs.len()))?;
+    jobs.par_iter()
+        .map(|&(rate, d)| {
+            let c = if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) };
+            simulate_within(sc, &c, d, budget, |_| {})
+        })
+        .collect()
+}
+
+/// The disaggregated deployment of `disagg` (`X:Y`) and `kv_link`, if asked for.
+pub fn disagg(args: &SimRequest, sc: &Scenario) -> Result<Option<Disagg>, Error> {
+    let Some(split) = &args.disagg else {
+        if args.kv_link.is_some() {
+            return Err(Error::refused("kv_link", "given", "it applies only with {disagg} X:Y"));
+        }
+        return Ok(None);
+    };
+    Disagg::of_inputs(split, args.kv_link.as_deref(), sc).map(Some)
+}
+
+/// A `simulate` run as every front end shows it: the report, and the runs behind it (one per
+/// rate; the disaggregated ones with `disagg`).
+pub struct SimRun {
+    /// The report (table, JSON, CSV, Markdown).
+    pub report: SimulateReport,
+    /// One run per rate (the disaggregated deployment's with `disagg`).
+    pub runs: Vec<Simulation>,
+}
+
+impl SimRun {
+    /// The plot `--plot` draws: latency CDFs of one rate, or throughput against p99 latency over
+    /// a sweep.
+    pub fn chart(&self) -> ServingChart {
+        let title = chart_title(&self.report.inputs);
+        match &self.report.points {
+            Some(points) => ServingChart::throughput_latency(points, title),
+            None => ServingChart::latency_cdfs(&self.runs[0], title),
+        }
+    }
+}
+
+/// A run that replaces the parallel runs of one rate (the CLI's step trace), with the input that
+/// asks for it (named in the refusal when a sweep or `disagg` is asked for too).
+pub type SingleRun<'a> = (&'a str, &'a dyn Fn(&SimConfig, &Budget) -> anyhow::Result<Simulation>);
+
+/// `simulate`'s inputs resolved for a scenario: the configuration, the rates, the
+/// disaggregated deployment and the step budget; [`Resolved::run`] runs them.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The configuration at the single rate (a sweep's runs each set their own).
+    pub cfg: SimConfig,
+    /// The rates to run (NaN: the configuration's own arrivals, a closed loop or a trace).
+    pub rates: Vec<f64>,
+    /// The disaggregated deployment of `disagg`, if asked for.
+    pub disagg: Option<Disagg>,
+}
+
+impl SimRequest {
+    /// Resolve these inputs for `sc`, in the order the CLI has always checked them: the
+    /// configuration, the rates, the disaggregated deployment and the requests of a sweep run
+    /// both ways (the step budget, [`budget`], is the caller's: checked first).
+    pub fn resolve(&self, sc: &Scenario, files: Files<'_>) -> Result<Resolved> {
+        let cfg = config(self, sc, files)?;
+        let rates = rates(self.rate.as_deref(), &cfg)?;
+        let disagg = disagg(self, sc)?;
+        // With disagg every rate runs twice: disaggregated and aggregated.
+        if rates.len() > 1 && disagg.is_some() {
+            check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
+        }
+        let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
+        Ok(Resolved { cfg, rates, disagg })
+    }
+}
+
+/// Resolve `args` for `sc` and run `simulate`: one run per rate, in parallel, and with
+/// `disagg` the same rates aggregated on as many instances beside the disaggregated pools.
+/// `single` replaces the runs of a single rate without `disagg` (the CLI's step trace); it is
+/// refused with a sweep or `disagg` (`single_field` names its input). Every run is under the
+/// step budget of `max_steps` and stops once `cancel` becomes true ([`Error::Cancelled`]).
+pub fn run(
+    sc: &Scenario,
+    args: &SimRequest,
+    files: Files<'_>,
+    single: Option<SingleRun<'_>>,
+    cancel: Option<&AtomicBool>,
+) -> Result<SimRun> {
+    let budget = budget(args.max_steps.as_deref(), cancel)?;
+    args.resolve(sc, files)?.run(sc, &budget, single)
+}
+
+impl Resolved {
+    /// Whether these inputs ask for a sweep of rates.
+    pub fn sweep(&self) -> bool {
+        self.rates.len() > 1
+    }
+
+    /// Run the simulations under `budget` (see [`run`]).
+    pub fn run(self, sc: &Scenario, budget: &Budget, single: Option<SingleRun<'_>>) -> Result<SimRun> {
+        let Resolved { cfg, rates, disagg } = self;
+        let sweep = rates.len() > 1;
+        let runs = match single {
+            Some((field, _)) if sweep => {
+                return Err(Error::invalid(field, "given with a sweep of rates", "one rate").into());
+            }
+            Some((field, _)) if disagg.is_some() => {
+                return Err(Error::refused_text(
+                    field,
+                    Text::template("given with {disagg}"),
+                    Text::template("a run of one instance"),
+                )
+                .into());
+            }
+            Some((_, one)) => {
+                budget.admit([&cfg])?;
+                vec![one(&cfg, budget).map_err(CommandError::from_anyhow)?]
+            }
+            None => {
+                let deployments: Vec<Deployment> = match &disagg {
+                    None => vec![Deployment::SINGLE],
+                    Some(d) => {
+                        let d = Deployment::Disaggregated(d.clone());
+                        vec![d.aggregated_equivalent(), d]
+                    }
+                };
+                run_deployments(sc, &cfg, &rates, &deployments, budget)?
+            }
+        };
+        // With disagg the runs are the aggregated ones, then the disaggregated ones.
+        let (aggregated, runs) = match &disagg {
+            Some(_) => {
+                let mut runs = runs;
+                let disaggregated = runs.split_off(rates.len());
+                (runs, disaggregated)
+            }
+            None => (Vec::new(), runs),
+        };
+        let summaries = runs.iter().map(|r| r.summary.clone()).collect();
+        let report = match &disagg {
+            None => SimulateReport::new(sc, &cfg, summaries, sweep),
+            Some(d) => SimulateReport::disaggregated(
+                sc,
+                &cfg,
+                d,
+                summaries,
+                aggregated.iter().map(|r| r.summary.clone()).collect(),
+                sweep,
+            ),
+        };
+        Ok(SimRun { report, runs })
+    }
+}
+
+/// The title of `simulate`'s plots: the first part of the report's title (model and GPU; the
+/// ledger title's phase and batch are not a serving run's).
+pub fn chart_title(inputs: &Inputs) -> Option<String> {
+    Some(llm_ledger_report::plot::title(inputs).split(" · ").take(1).collect::<Vec<_>>().join(" · "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The request's fields are the input table's names, in its order: serde's refusal of an
+    /// unknown key lists the fields it takes.
+    #[test]
+    fn the_request_takes_the_input_tables_fields_in_order() {
+        let e = llm_ledger_core::pairs::from_pairs::<SimRequest, _>([("nope", "1")]).unwrap_err().to_string();
+        let names: Vec<String> = inputs().iter().map(|i| format!("`{}`", i.name)).collect();
+        assert!(e.contains(&names.join(", ")), "{e}");
+        let all: Vec<(&str, &str)> = inputs().iter().map(|i| (i.name, "1")).collect();
+        let req: SimRequest = llm_ledger_core::pairs::from_pairs(all).unwrap();
+        assert_eq!((req.rate.as_deref(), req.max_steps.as_deref()), (Some("1"), Some("1")));
+    }
+
+    /// A refusal names the inputs it is about, so each front end spells them: the canonical
+    /// name (the explorer's key, the Python keyword) or the CLI's flag.
+    #[test]
+    fn refusals_name_other_inputs_for_the_front_end_to_spell() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let req = SimRequest { cv: Some("3".into()), ..Default::default() };
+        let CommandError::Input(e) = config(&req, &sc, Files::None).unwrap_err() else { panic!("an input error") };
+        assert_eq!(e.to_string(), "invalid `cv`: given (it applies only to arrivals gamma)");
+        let flag = |f: &str| format!("--{}", f.replace('_', "-"));
+        assert_eq!(e.map_field(flag).to_string(), "invalid `--cv`: given (it applies only to --arrivals gamma)");
+        let req = SimRequest { arrivals: Some("trace".into()), ..Default::default() };
+        let e = config(&req, &sc, Files::None).unwrap_err();
+        assert_eq!(e.field(), Some("arrivals"));
+        assert!(e.to_string().ends_with("accepted: poisson, gamma, closed"), "{e}");
+    }
+
+    /// A file an input names is read through the front end's reader, and its error names the
+    /// input.
+    #[test]
+    fn files_are_read_through_the_front_ends_reader() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let read = |p: &Path, what: &str| -> anyhow::Result<String> {
+            match p.to_str() {
+                Some("lengths.csv") => Ok("tokens,weight
+100,1
+300,1
+"
+                .into()),
+                _ => anyhow::bail!("cannot read {what} `{}`", p.display()),
+            }
+        };
+        let req = SimRequest { prompt: Some("hist:lengths.csv".into()), ..Default::default() };
+        let cfg = config(&req, &sc, Files::Read(&read)).unwrap();
+        assert!(matches!(cfg.prompt, Lengths::Histogram(_)));
+        let req = SimRequest { trace: Some("missing.csv".into()), ..Default::default() };
+        let e = config(&req, &sc, Files::Read(&read)).unwrap_err();
+        assert_eq!(e.field(), Some("trace"));
+        assert_eq!(e.to_string(), "cannot read trace `missing.csv`");
+    }
+
+    #[test]
+    fn rates_take_the_sweep_syntax_and_decimals() {
+        assert_eq!(parse_rates("2,4,8").unwrap(), [2.0, 4.0, 8.0]);
+        assert_eq!(parse_rates("1..4").unwrap(), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(parse_rates("0.5,1.5").unwrap(), [0.5, 1.5]);
+        assert_eq!(parse_rates("0").unwrap_err().field(), Some("rate"));
+        assert!(parse_rates("-2").unwrap_err().to_string().contains("a number in [1e-300, 1e6]"));
+        assert_eq!(
+            parse_rates("5e-324").unwrap_err().to_string(),
+            "invalid `rate`: 5e-324 (a number in [1e-300, 1e6])"
+        );
+        assert!(parse_rates("1..100000").unwrap_err().to_string().contains("at most 1000"));
+    }
+}
