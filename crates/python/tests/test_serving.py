@@ -96,7 +96,7 @@ def test_simulate_to_pandas(pd):
         ({"requests": 0}, "requests"),
         ({"prompt": "uniform:9..1"}, "prompt"),
         ({"arrivals": "trace"}, "arrivals"),
-        ({"trace": "/nonexistent/trace.csv"}, None),
+        ({"trace": "/nonexistent/trace.csv"}, "trace"),
         ({"model": "llama-3.1-405b"}, "model"),
         ({"disagg": "0:1"}, "disagg"),
         ({"kv_link": "nvlink"}, "kv_link"),
@@ -268,12 +268,12 @@ def test_a_hub_id_at_a_revision_is_the_cli_snapshot(cli_json, hub_cache):
 @pytest.mark.parametrize(
     "kwargs,field",
     [
-        ({"model": "org/model", "revision": "nope"}, None),  # not in the cache, offline
+        ({"model": "org/model", "revision": "nope"}, "model"),  # not in the cache, offline
         ({"model": "llama-3.1-8b", "revision": "main"}, "revision"),  # a preset has no revision
         ({"revision": "main"}, "revision"),  # no model
         ({"model": "org/model", "revision": "../../etc/passwd"}, "revision"),
         ({"model": "org/..", "revision": "main"}, "model"),
-        ({"model": "other/model"}, None),  # not cached, offline
+        ({"model": "other/model"}, "model"),  # not cached, offline
     ],
 )
 def test_hub_errors_are_the_cli_messages(cli, hub_cache, kwargs, field):

@@ -38,7 +38,8 @@
 //!    `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest measured kernel for at least m rows: never faster for a bigger batch), the whole measured kernel (launch
 //!    included), and nothing is added ([`Measured::table_s`]); FlashAttention likewise from the
 //!    engine's attention tables (`Measured::attention_table_s`: a step's decodes on the generation
-//!    kernel and its prompt chunks on the context kernel), and collectives from the all-reduce /
+//!    kernel and its prompt chunks on the context kernel; MLA's absorbed decode from its own
+//!    tables), and collectives from the all-reduce /
 //!    NCCL tables where the group is inside one server on the link they were measured over. A
 //!    measured time is never below the operator's HBM bytes at the achievable bandwidth nor its
 //!    FLOPs at the peak (a collective: its link bytes at the link's peak).
@@ -46,8 +47,8 @@
 //!    operators an engine merges into the previous GEMM (K and V beside Q, up beside gate) keep
 //!    their marginal roofs in the fitted model (the table's time is for the first GEMM's own
 //!    shape), epilogue-fused operators their arithmetic; attention with a sliding window, MLA's
-//!    attention core, unfused attention and TensorRT-LLM's decodes before XQA stay on the fitted
-//!    model; collectives across servers stay on the α + n/β model.
+//!    expanded form (prefill), unfused attention and TensorRT-LLM's decodes before XQA stay on the
+//!    fitted model; collectives across servers stay on the α + n/β model.
 //!
 //! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
 //! the roofline time is kept beside the expected time.
@@ -346,20 +347,23 @@ impl Measured {
     ///   length of its mean square, which is what the kernel's work grows with; a chunk after a
     ///   cached prefix at the length with its pairs).
     ///
-    /// `None` — the fitted model times it — for unfused attention, MLA (its own kernels), a
-    /// sliding window, a KV cache in a format without a table, an engine version whose decode
+    /// MLA's absorbed decode from its own tables (`Measured::mla_table_s`). `None` — the fitted
+    /// model times it — for unfused attention, MLA's expanded form, a sliding window, a KV cache in a format without a table, an engine version whose decode
     /// kernel is not today's ([`Engine::kv_read_per_query_head`]) in a step with decodes, or
     /// shapes the tables do not cover.
     fn attention_table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
         let a = op.attention?;
-        if op.kind != OpKind::Attention || a.window.is_some() || a.qk_dim != a.v_dim || a.kv_heads <= 0.0 {
+        if op.kind != OpKind::Attention || a.window.is_some() || a.kv_heads <= 0.0 {
             return None;
         }
         let g = a.geometry;
         let (decodes, chunks) = (g.decode_sequences, g.sequences - g.decode_sequences);
         if g.sequences < 1.0 || (decodes > 0.0 && self.engine.kv_read_per_query_head()) {
             return None;
+        }
+        if a.qk_dim != a.v_dim {
+            return self.mla_table_s(op);
         }
         let kv_element_bytes = a.k_bytes_per_position / (a.kv_heads * a.qk_dim);
         let kv_dtype = if kv_element_bytes == 2.0 {
@@ -397,6 +401,35 @@ impl Measured {
             0.0
         };
         Some((decode_us + chunk_us) * 1e-6)
+    }
+
+    /// MLA's attention core in a decode step, seconds, from the engine's MLA generation tables
+    /// ([`kernels::mla_us`]: trtllm and sglang): the absorbed form (one latent K/V stream,
+    /// `kv_heads = 1`) at this GPU's query heads, the step's sequences and the cached tokens each
+    /// reads (`decode_pairs ÷ n − 1`), its latent cache in bf16 or fp8. `None` — the fitted model
+    /// — for the expanded (naive) form of prefill and of steps with prompt chunks, which the
+    /// tables key by other shapes.
+    fn mla_table_s(&self, op: &Op) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        let a = op.attention?;
+        let g = a.geometry;
+        if a.kv_heads != 1.0 || g.decode_sequences != g.sequences {
+            return None;
+        }
+        let kv_dtype = match a.k_bytes_per_position / a.qk_dim {
+            2.0 => kernels::AttnDtype::Bf16,
+            1.0 => kernels::AttnDtype::Fp8,
+            _ => return None,
+        };
+        let q = kernels::MlaQuery {
+            phase: kernels::AttentionPhase::Generation,
+            dtype: kernels::AttnDtype::Bf16,
+            kv_dtype,
+            heads: a.heads,
+            batch: g.sequences,
+            length: (g.decode_pairs / g.sequences - 1.0).max(1.0),
+        };
+        kernels::mla_us(kgpu, kengine, &q).map(|us| us * 1e-6)
     }
 
     /// A collective from the measured tables, seconds: an all-reduce as the engine's

@@ -4,6 +4,7 @@
 use super::table::{to_us, KernelFile, OpSpec, Q};
 use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
 use crate::error::{Error, Result};
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 /// A kernel operation with its own table files.
@@ -341,7 +342,7 @@ fn envelope(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static K
     ENVELOPE[slot(gpu, engine, op)]
         .get_or_init(|| {
             let axes: &[usize] = match op {
-                Op::ContextAttention | Op::GenerationAttention => &[0, 1],
+                Op::ContextAttention | Op::GenerationAttention | Op::ContextMla | Op::GenerationMla => &[0, 1],
                 _ => &[0],
             };
             file(gpu, engine, op).map(|f| f.suffix_min(axes))
@@ -360,9 +361,35 @@ pub(super) fn gemm_envelope_us(
     if !positive(&[m, n, k]) {
         return None;
     }
+    let key = (gpu, engine, dtype, m.to_bits(), n.to_bits(), k.to_bits());
+    // The parts of a merged GEMM (Q, K, V; gate, up) look up the same kernel one after another.
+    if let Some((last, us)) = LAST_GEMM.with(Cell::get) {
+        if last == key {
+            return us;
+        }
+    }
     let f = envelope(gpu, Some(engine), Op::Gemm)?;
-    let g = f.find(&[Q::S(dtype.as_str())])?;
-    f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
+    let us = gemm_table(gpu, engine, dtype).and_then(|t| f.eval_ln(t, &[m, n, k])).map(to_us);
+    LAST_GEMM.with(|c| c.set(Some((key, us))));
+    us
+}
+
+type GemmKey = (KernelGpu, Engine, GemmDtype, u64, u64, u64);
+
+thread_local! {
+    /// The last GEMM looked up on this thread and its time.
+    static LAST_GEMM: Cell<Option<(GemmKey, Option<f64>)>> = const { Cell::new(None) };
+}
+
+/// The GEMM table of a format in the envelope file, found once per (GPU, engine, format).
+fn gemm_table(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<usize> {
+    static TABLE: [OnceLock<Option<usize>>; KernelGpu::ALL.len() * 4 * GemmDtype::ALL.len()] =
+        [const { OnceLock::new() }; KernelGpu::ALL.len() * 4 * GemmDtype::ALL.len()];
+    let i = (gpu as usize * 4 + engine as usize) * GemmDtype::ALL.len() + dtype as usize;
+    *TABLE[i].get_or_init(|| {
+        let f = envelope(gpu, Some(engine), Op::Gemm)?;
+        Some(f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0])
+    })
 }
 
 pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
@@ -433,7 +460,7 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
         AttentionPhase::Context => Op::ContextMla,
         AttentionPhase::Generation => Op::GenerationMla,
     };
-    let f = file(gpu, Some(engine), op)?;
+    let f = envelope(gpu, Some(engine), op)?;
     fastest(f.names(0).map(|kernel| {
         let g = f.find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())])?;
         f.eval_group(g, q.heads, 1.0, false, |t| f.eval_ln(t, &[q.batch, q.length]))

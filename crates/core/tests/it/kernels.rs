@@ -468,3 +468,38 @@ fn a_mixed_step_times_its_decodes_and_its_chunks_as_two_measured_kernels() {
     // Each part alone is less than the two together.
     assert!(want > at(AttentionPhase::Context, 2.0, 512.0));
 }
+
+/// MLA's absorbed decode is the engine's measured MLA generation kernel at this GPU's query heads,
+/// the step's sequences and their cached tokens, never below its latent-cache bytes at the
+/// achievable bandwidth.
+#[test]
+fn mla_decode_attention_is_the_measured_mla_kernel() {
+    use llm_ledger_core::ops::OpKind;
+    for (batch, ctx) in [(1u64, 1000u64), (32, 4096)] {
+        let sc = llm_ledger_core::testing::scenario(&[
+            ("model", "deepseek-v3"),
+            ("gpu", "h200"),
+            ("engine", "trtllm"),
+            ("tp", "8"),
+            ("batch", &batch.to_string()),
+            ("ctx", &ctx.to_string()),
+        ]);
+        let l = llm_ledger_core::Ledger::build(&sc);
+        let r = l.row(OpKind::Attention).unwrap();
+        let q = MlaQuery {
+            phase: AttentionPhase::Generation,
+            dtype: AttnDtype::Bf16,
+            kv_dtype: AttnDtype::Bf16,
+            heads: 128.0 / 8.0,
+            batch: batch as f64,
+            length: ctx as f64,
+        };
+        let table_s = mla_us(KernelGpu::H200Sxm, Engine::Trtllm, &q).unwrap() * 1e-6;
+        let floor_s = r.cost.bytes() / r.instances as f64 / (4.8e12 * (4.01 / 4.8));
+        let got = r.timing.time_s / r.instances as f64;
+        assert!(
+            (got / table_s.max(floor_s) - 1.0).abs() < 1e-9,
+            "batch {batch}: {got} vs table {table_s}, floor {floor_s}"
+        );
+    }
+}
