@@ -547,7 +547,7 @@ impl TimeModel for Measured {
     }
 
     /// A collective: the engine's measured kernel where the tables have the GPU, the engine and
-    /// the group ([`Measured::collective_table_s`]), never faster than its link bytes at the
+    /// the group (`Measured::collective_table_s`), never faster than its link bytes at the
     /// link's full bandwidth; else the α + n/β time. Launched eagerly, at least [`HOST_LAUNCH_S`].
     fn link_time(&self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
         let measured = call.and_then(|c| Some(self.collective_table_s(c)?.max(c.floor_s)));
