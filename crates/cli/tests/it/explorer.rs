@@ -167,6 +167,33 @@ fn zoom_plot_writes_the_layers_dataflow() {
     assert!(svg.contains("data-path=\"layer.0.mlp.down\"") && !svg.contains("layer.0.attn."));
 }
 
+/// `zoom --at` a path this scenario does not have shows the deepest level of it that it has,
+/// as the explorer does, with a note on stderr saying why; exit 0.
+#[test]
+fn zoom_at_a_path_this_scenario_lacks_shows_its_deepest_level_with_a_note() {
+    let out = Command::cargo_bin("llm-ledger").unwrap().args(["zoom", "--at", "layer.0.attn.scores"]).output().unwrap();
+    assert!(out.status.success());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stderr.trim_end(),
+        "note: `layer.0.attn.scores` is not part of this scenario: FlashAttention is on, so the score and value products \
+         and the softmax are fused into one operator, `attention`. Showing `layer.0.attn`, the deepest level of that path \
+         that is (here it holds norm, q, k, v, rope, kv_write, … 10 in all)."
+    );
+    assert!(stdout.contains("zoom: model › layer.0\n"), "{stdout}");
+    // JSON (read by programs, as the explorer's /api/zoom) names the path's error instead.
+    let out = Command::cargo_bin("llm-ledger")
+        .unwrap()
+        .args(["zoom", "--at", "layer.0.attn.scores", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: unknown zoom path `layer.0.attn.scores`"));
+    // A path the scenario has: no note.
+    let out = Command::cargo_bin("llm-ledger").unwrap().args(["zoom", "--at", "layer.0.attn"]).output().unwrap();
+    assert!(out.status.success() && out.stderr.is_empty());
+}
+
 /// Every page's JSON endpoint answers what the matching command prints for the same flags, byte
 /// for byte (the query keys are the flags' names with `_`).
 #[test]

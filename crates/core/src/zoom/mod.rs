@@ -50,6 +50,7 @@ use crate::tiling::gemm::{choose_tile, GemmShape, MAX_M};
 use crate::tiling::{tile_attention, AttentionTiling, GemmTiling, TileChoice};
 use serde::Serialize;
 
+mod deepest;
 mod flip;
 mod gap;
 mod view;
