@@ -1,9 +1,11 @@
 //! `llm-ledger zoom`.
 
-use crate::cli::ZoomArgs;
+use crate::cli::{ScenarioArgs, ZoomArgs};
 use crate::inputs;
 use anyhow::{bail, Result};
-use llm_ledger_core::ZoomTree;
+use llm_ledger_core::zoom::{weight_flip, FlipSide, NodeView};
+use llm_ledger_core::{Scenario, ZoomTree};
+use llm_ledger_report::human;
 use llm_ledger_report::plot::Dataflow;
 use llm_ledger_report::{Format, Report, ZoomReport};
 
@@ -34,5 +36,52 @@ pub fn run(args: &ZoomArgs) -> Result<String> {
         };
         inputs::write_svg(path, &flow.svg(None))?;
     }
-    Ok(ZoomReport::new(&sc, &tree, &view).render(format)?)
+    let mut out = ZoomReport::new(&sc, &tree, &view).render(format)?;
+    if matches!(format, Format::Table | Format::Md) {
+        if let Some(line) = int4_flip(&scenario_args, &sc, &view)? {
+            // Wrapped as the table's footer lines are, where the table is fitted to a width.
+            let lines = match llm_ledger_report::render::table_width() {
+                Some(w) => llm_ledger_report::render::wrap(&line, w),
+                None => vec![line],
+            };
+            for l in lines {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// At a GEMM whose weights are not already INT4, the decode batch where INT4 weights would make
+/// it compute-bound while the scenario's own keep it memory-bound ([`weight_flip`]: the first
+/// power of two, each side by the scenario's clock), as one line; `None` where no batch flips it.
+fn int4_flip(args: &ScenarioArgs, sc: &Scenario, view: &NodeView<'_>) -> Result<Option<String>> {
+    let Some(node) = view.op() else { return Ok(None) };
+    let layer = view.path.strip_prefix("layer.").and_then(|p| p.split('.').next()).and_then(|n| n.parse().ok());
+    let (Some(layer), Some(_)) = (layer, node.op.gemm) else { return Ok(None) };
+    let int4 = super::scenario(&ScenarioArgs { weights: Some("int4".into()), ..args.clone() }, "zoom")?;
+    if int4.weights == sc.weights {
+        return Ok(None);
+    }
+    let Some(f) = weight_flip(sc, &int4, layer, node.op.kind) else { return Ok(None) };
+    let side = |s: &FlipSide, weights: &str| {
+        let t = &s.timing;
+        let cmp = if t.compute_s > t.memory_s { ">" } else { "≤" };
+        format!(
+            "{}-bound with {weights} weights (math {} {cmp} memory {}, {} FLOP/B)",
+            s.bound.name(),
+            human::seconds(t.compute_s),
+            human::seconds(t.memory_s),
+            human::intensity(s.intensity)
+        )
+    };
+    Ok(Some(format!(
+        "flip: at decode batch {} ({} cached tokens) this operator is {} and {}: see it with --phase decode --batch {} --weights int4",
+        human::count(f.batch),
+        human::count(f.tokens),
+        side(&f.from, &sc.weights.mlp.name()),
+        side(&f.to, "int4"),
+        f.batch
+    )))
 }

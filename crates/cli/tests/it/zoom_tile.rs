@@ -145,7 +145,7 @@ fn zoom_under_tensor_and_pipeline_parallelism_is_the_ledgers_gpu() {
     assert!(tp.contains("the ledger's total, exactly"), "{tp}");
     // With stages, a layer another stage runs is refused, naming the stage's layers.
     fails(
-        &["zoom", "--pp", "2", "--batch", "4", "--at", "layer.0"],
+        &["zoom", "--format", "json", "--pp", "2", "--batch", "4", "--at", "layer.0"],
         "accepted: layer.16 … layer.31, final_norm, lm_head, pipeline_wait",
     );
 }
@@ -221,9 +221,24 @@ fn bad_input_is_one_line_and_exit_code_2() {
         &["tile", "--m", "1", "--n", "1", "--k", "1", "--format", "xml"],
         "invalid value 'xml' for '--format <FORMAT>'",
     );
-    fails(&["zoom", "--at", "layer.0.mlp.upp"], "accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up,");
-    fails(&["zoom", "--at", "layer.32"], "accepted: embedding, layer.0 … layer.31, final_norm, lm_head");
-    fails(&["zoom", "--at", "layer.0.attn.norm.tiles"], "an elementwise operator has no tiles");
-    fails(&["zoom", "--at", "embedding.tiles"], "the embedding is a gather");
+    fails(
+        &["zoom", "--format", "json", "--at", "layer.0.mlp.upp"],
+        "accepted: layer.0.mlp.norm, layer.0.mlp.gate, layer.0.mlp.up,",
+    );
+    fails(
+        &["zoom", "--format", "json", "--at", "layer.32"],
+        "accepted: embedding, layer.0 … layer.31, final_norm, lm_head",
+    );
+    fails(&["zoom", "--format", "json", "--at", "layer.0.attn.norm.tiles"], "an elementwise operator has no tiles");
+    fails(&["zoom", "--format", "json", "--at", "embedding.tiles"], "the embedding is a gather");
     fails(&["zoom", "--batch", "0"], "invalid `--batch`: 0");
+    // In a table the same paths show the deepest level this scenario has, with a note why.
+    for (at, note) in [
+        ("layer.32", "`llama-3-8b` has 32 layers (layer.0 … layer.31). Showing `model`"),
+        ("layer.0.attn.norm.tiles", "is not cut into tiles (an elementwise operator has no tiles"),
+    ] {
+        let out = run(&["zoom", "--at", at]).success().get_output().clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with("note: ") && err.contains(note) && err.lines().count() == 1, "{at}: {err}");
+    }
 }
