@@ -196,6 +196,7 @@ pub fn config(args: &SimArgs, sc: &Scenario) -> Result<SimConfig> {
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,
+        ..d
     };
     // Every range first, so that a bad value is named before the step budget is estimated.
     cfg.validate()?;
