@@ -21,6 +21,13 @@
 //!   prefills its prompt and the tokens it has generated again (counted in
 //!   [`SimSummary::recomputed_tokens`]). Admission stops when the next request's first chunk
 //!   does not fit.
+//! * **Engine policies** ([`policy`], fields of [`SimConfig`]; the defaults are the scheduler
+//!   above, [`SimConfig::for_engine`] gives an engine's own): admission control
+//!   ([`Admission`]: TensorRT-LLM's guaranteed no-evict, vLLM's free-block watermark, SGLang's
+//!   reservation ratio), preemption by recompute or by swap over PCIe ([`Preemption`]),
+//!   CUDA-graph padding of decode-only steps ([`CudaGraphs`]), multi-step scheduling
+//!   ([`SimConfig::scheduler_steps`]), host time serial or overlapped ([`HostTime`]), and
+//!   speculative decoding ([`Speculation`]).
 //! * **Prefix cache**: a hit rate `h` marks the first `⌊h · prompt⌋` tokens of every prompt as
 //!   already cached: they hold blocks but are not computed.
 //! * **Step time**: the ledger's step time ([`crate::ledger::summarise`]) of that step's exact
@@ -31,8 +38,10 @@
 //!   decodes it adds one token (**ITL** is the gap between a request's consecutive tokens);
 //!   **TPOT** = (last token − first token) ÷ (output − 1); **end to end** = last token − arrival.
 //!
+//! * **Benchmark shapes**: a warm-up left out of the summary ([`SimConfig::warmup_requests`]), a
+//!   cap on the requests in flight for open loops and traces ([`SimConfig::max_concurrency`]).
 //! * **Deployments** ([`simulate_deployment`]): one instance ([`simulate`]), `N` aggregated
-//!   instances taking arrivals round robin, or disaggregated prefill and decode pools with each
+//!   instances taking arrivals from a [`Router`] (round robin by default), or disaggregated prefill and decode pools with each
 //!   request's KV cache moved between them over a link ([`disagg`]). Every instance runs the
 //!   scheduler above on its own queue, batch and KV cache; one clock times every step.
 //!

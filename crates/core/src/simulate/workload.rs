@@ -414,6 +414,22 @@ pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
     })
 }
 
+/// The rows of `trace` a run serves when the `requests` input is given with it: the first
+/// `requests` rows (all of them when it is absent). Asking for more rows than the trace holds is
+/// refused, naming `requests`, rather than silently serving fewer.
+pub fn trace_rows(trace: Arc<[TraceRequest]>, requests: Option<u64>) -> Result<Arc<[TraceRequest]>> {
+    match requests {
+        None => Ok(trace),
+        Some(n) if n == trace.len() as u64 => Ok(trace),
+        Some(n) if (1..trace.len() as u64).contains(&n) => Ok(trace[..n as usize].into()),
+        Some(n) => Err(Error::invalid(
+            "requests",
+            n,
+            format!("at most the trace's {} requests (or leave it out to serve them all)", trace.len()),
+        )),
+    }
+}
+
 impl Lengths {
     /// Parse a length for `field`: `N` (fixed), `uniform:MIN..MAX`, or `lognormal:MEDIAN:SIGMA`
     /// (a histogram comes from [`Lengths::parse_histogram`]). Validated.

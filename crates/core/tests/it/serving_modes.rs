@@ -261,6 +261,25 @@ fn warm_up_requests_are_left_out_of_every_summary_statistic() {
 }
 
 #[test]
+fn requests_with_a_trace_serve_its_first_rows_and_no_more_than_it_has() {
+    use llm_ledger_core::simulate::workload::trace_rows;
+    let trace: std::sync::Arc<[TraceRequest]> =
+        (0..5).map(|i| TraceRequest { arrival_s: i as f64, prompt_tokens: 10 + i, output_tokens: 3 }).collect();
+    let first3 = trace_rows(trace.clone(), Some(3)).unwrap();
+    assert_eq!(&first3[..], &trace[..3]);
+    let cfg = SimConfig { arrivals: Arrivals::Trace(first3), ..SimConfig::poisson(1.0) };
+    let s = simulate(&llama(), &cfg, |_| {}).unwrap().summary;
+    assert_eq!((s.completed, s.prompt_tokens), (3, 10 + 11 + 12));
+    assert_eq!(trace_rows(trace.clone(), None).unwrap().len(), 5);
+    assert_eq!(trace_rows(trace.clone(), Some(5)).unwrap().len(), 5);
+    for n in [0, 6] {
+        let e = trace_rows(trace.clone(), Some(n)).unwrap_err();
+        assert_eq!(e.field(), Some("requests"), "{e}");
+        assert!(e.to_string().contains("5 requests"), "{e}");
+    }
+}
+
+#[test]
 fn a_concurrency_cap_holds_arrivals_until_a_request_finishes() {
     let sc = llama();
     let cfg = SimConfig { max_concurrency: Some(4), ..fixed(40, 256, 32) };
