@@ -187,8 +187,8 @@ mod tests {
         assert_eq!(min_steps(&SimConfig::poisson(10.0)), 1000.0);
         // A trace: its rows summed. Two requests of 8192 + 1 and 10 + 3 at 2048-token chunks.
         let t = [
-            TraceRequest { arrival_s: 0.0, prompt_tokens: 8192, output_tokens: 1 },
-            TraceRequest { arrival_s: 1.0, prompt_tokens: 10, output_tokens: 3 },
+            TraceRequest { arrival_s: 0.0, prompt_tokens: 8192, output_tokens: 1, prefix: None },
+            TraceRequest { arrival_s: 1.0, prompt_tokens: 10, output_tokens: 3, prefix: None },
         ];
         let cfg = SimConfig {
             arrivals: Arrivals::Trace(t.into()),

@@ -70,6 +70,7 @@
 pub mod budget;
 pub mod disagg;
 pub mod policy;
+pub mod prefix;
 pub mod rng;
 pub mod stats;
 pub mod workload;
@@ -82,6 +83,7 @@ use crate::workload::{Chunk, Contexts, Phase, Workload};
 pub use budget::{Budget, DEFAULT_MAX_STEPS};
 pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
 pub use policy::{Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, Speculation};
+pub use prefix::PromptPrefix;
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
 use std::collections::VecDeque;
@@ -180,6 +182,10 @@ pub struct SimConfig {
     pub router: Router,
     /// Speculative decoding ([`Speculation`]); none by default.
     pub speculation: Option<Speculation>,
+    /// Keep a block-level prefix cache over the KV pool ([`prefix`]): requests whose trace rows
+    /// name a [`PromptPrefix`] find its cached blocks. Off by default; not with `prefix_hit`
+    /// (the fixed hit rate of every prompt).
+    pub prefix_cache: bool,
 }
 
 impl SimConfig {
@@ -211,6 +217,7 @@ impl SimConfig {
             max_concurrency: None,
             router: Router::RoundRobin,
             speculation: None,
+            prefix_cache: false,
         }
     }
 
@@ -248,6 +255,13 @@ impl SimConfig {
         }
         if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {
             return Err(Error::invalid("prefix_hit", self.prefix_hit, "a fraction in [0, 1)"));
+        }
+        if self.prefix_cache && self.prefix_hit > 0.0 {
+            return Err(Error::invalid(
+                "prefix_hit",
+                self.prefix_hit,
+                "0 with the prefix cache (its hits come from the prompts' shared prefixes)",
+            ));
         }
         for (field, v) in [("ttft_ms", self.ttft_slo_s), ("tpot_ms", self.tpot_slo_s)] {
             if let Some(v) = v {
@@ -329,6 +343,13 @@ pub struct SimSummary {
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
+    /// The prefix cache ([`SimConfig::prefix_cache`]): prompt tokens found in it ÷ prompt tokens
+    /// looked up at admissions. Absent without the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// KV blocks the prefix cache evicted to make room. Absent without the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_evicted_blocks: Option<u64>,
     /// Disaggregated serving: from a request's first token to its KV cache at the decode pool
     /// (waiting for the prefill instance's link, then `α + bytes ÷ β`), seconds. Absent for
     /// aggregated serving.
@@ -470,6 +491,12 @@ struct Req {
     swapped: bool,
     /// Counted in the summary's statistics (arrived after the warm-up).
     measured: bool,
+    /// The shared sequences its prompt starts with (with the prefix cache on).
+    prefix: Option<PromptPrefix>,
+    /// Blocks it uses from the prefix cache (the rest of its cache is its own, `blocks`).
+    shared: u64,
+    /// It pins its prefix's ids in the cache.
+    pinned: bool,
 }
 
 impl Req {
@@ -524,6 +551,10 @@ struct Instance<'a> {
     new_token_ratio: f64,
     /// Steps left of a multi-step scheduling ([`SimConfig::scheduler_steps`]).
     multi_left: u64,
+    /// The prefix cache ([`SimConfig::prefix_cache`]).
+    cache: prefix::PrefixCache,
+    /// Prompt tokens looked up in the prefix cache at admissions.
+    looked_up_tokens: u64,
 }
 
 impl<'a> Instance<'a> {
@@ -562,7 +593,40 @@ impl<'a> Instance<'a> {
                 _ => 0.0,
             },
             multi_left: 0,
+            cache: prefix::PrefixCache::default(),
+            looked_up_tokens: 0,
         }
+    }
+
+    /// Blocks an allocation can have: the free ones and the prefix cache's evictable ones.
+    fn available(&self) -> u64 {
+        self.free_blocks + self.cache.evictable
+    }
+
+    /// Take `n` blocks (at most [`Instance::available`]), evicting from the prefix cache what
+    /// the free ones lack.
+    fn take(&mut self, n: u64) {
+        if n > self.free_blocks {
+            self.free_blocks += self.cache.evict(n - self.free_blocks);
+        }
+        self.free_blocks -= n;
+    }
+
+    /// `r` leaves the running batch: its own blocks are freed, its prefix unpinned.
+    fn release(&mut self, r: &mut Req) {
+        self.free_blocks += r.blocks;
+        r.blocks = 0;
+        if r.pinned {
+            let p = r.prefix.expect("a pinned request has a prefix");
+            self.cache.unpin(&p, r.prompt, self.cfg.block_tokens);
+            r.pinned = false;
+        }
+        r.shared = 0;
+    }
+
+    /// Blocks `r` lacks to hold `tokens` cached positions.
+    fn blocks_short(&self, r: &Req, tokens: u64) -> u64 {
+        self.blocks_for(tokens).saturating_sub(r.blocks + r.shared)
     }
 
     fn has_work(&self) -> bool {
@@ -586,7 +650,7 @@ impl<'a> Instance<'a> {
     /// it to the front of the queue; plan indices above `j` shift down.
     fn preempt(&mut self, j: usize, plan: &mut [(usize, u64)]) {
         let mut r = self.running.remove(j);
-        self.free_blocks += r.blocks;
+        self.release(&mut r);
         self.preemptions += 1;
         match self.cfg.preemption {
             Preemption::Recompute => {
@@ -619,9 +683,9 @@ impl<'a> Instance<'a> {
     /// to preempt.
     fn reserve(&mut self, plan: &mut [(usize, u64)], i: &mut usize, tokens: u64) -> bool {
         loop {
-            let need = self.blocks_for(tokens).saturating_sub(self.running[*i].blocks);
-            if need <= self.free_blocks {
-                self.free_blocks -= need;
+            let need = self.blocks_short(&self.running[*i], tokens);
+            if need <= self.available() {
+                self.take(need);
                 self.running[*i].blocks += need;
                 return true;
             }
@@ -677,16 +741,16 @@ impl<'a> Instance<'a> {
         let mut need = 0;
         for &(i, _) in plan {
             let r = &self.running[i];
-            need += self.blocks_for(r.cached + steps).saturating_sub(r.blocks);
+            need += self.blocks_short(r, r.cached + steps);
         }
-        if need > self.free_blocks {
+        if need > self.available() {
             return false;
         }
         for &(i, _) in plan {
-            let more = self.blocks_for(self.running[i].cached + steps).saturating_sub(self.running[i].blocks);
+            let more = self.blocks_short(&self.running[i], self.running[i].cached + steps);
             self.running[i].blocks += more;
         }
-        self.free_blocks -= need;
+        self.take(need);
         true
     }
 
@@ -738,33 +802,45 @@ impl<'a> Instance<'a> {
                     && (self.running.len() as u64) < self.cfg.max_seqs
                 {
                     let Some(r) = self.waiting.front() else { break };
-                    let start = r.present;
-                    let n = (r.prefill_target() - start).min(self.cfg.chunk_tokens).min(budget);
-                    let first = self.blocks_for(start + n);
+                    let block = self.cfg.block_tokens;
+                    // The prefix cache's blocks of its prompt, pinned while it is considered.
+                    let cached_prefix = r.prefix.filter(|_| !r.swapped && !r.transferred);
+                    let shared = cached_prefix.map_or(0, |p| self.cache.lookup(&p, r.prompt, block));
+                    let start = if cached_prefix.is_some() { shared * block } else { r.present };
+                    let (prompt, target, most) = (r.prompt, r.prefill_target(), r.prompt + r.output - 1);
+                    if let Some(p) = &cached_prefix {
+                        self.cache.pin(p, prompt, block);
+                    }
+                    let r = self.waiting.front().expect("front exists");
+                    let n = (target - start).min(self.cfg.chunk_tokens).min(budget);
+                    let own = |tokens: u64| self.blocks_for(tokens) - shared;
+                    let first = own(start + n);
                     let idle = self.running.is_empty();
                     let (need, room) = match self.cfg.admission {
-                        Admission::MaxUtilization | Admission::Sglang { .. } => (first, self.free_blocks),
+                        Admission::MaxUtilization | Admission::Sglang { .. } => (first, self.available()),
                         Admission::GuaranteedNoEvict => {
-                            let most = if self.role == Role::HandOff { r.prompt } else { r.prompt + r.output - 1 };
-                            (self.blocks_for(most).max(first), self.free_blocks)
+                            let most = if self.role == Role::HandOff { prompt } else { most };
+                            (own(most).max(first), self.available())
                         }
                         Admission::Watermark { fraction } => {
                             let keep = if idle { 0 } else { (fraction * self.total_blocks as f64) as u64 };
-                            (self.blocks_for(r.prefill_target()).max(first), self.free_blocks.saturating_sub(keep))
+                            (own(target).max(first), self.available().saturating_sub(keep))
                         }
                     };
-                    if need > room {
+                    let mut admit = need <= room;
+                    let future = self.sglang_reservation(r);
+                    if let (true, Admission::Sglang { .. }) = (admit, self.cfg.admission) {
+                        let free_tokens = (self.available() * block) as f64;
+                        let want = (target - start) as f64 + future;
+                        admit = idle || want <= free_tokens - reserved_tokens;
+                    }
+                    if !admit {
+                        if let Some(p) = &cached_prefix {
+                            self.cache.unpin(p, prompt, block);
+                        }
                         break;
                     }
-                    let future = self.sglang_reservation(r);
-                    if let Admission::Sglang { .. } = self.cfg.admission {
-                        let free_tokens = (self.free_blocks * self.cfg.block_tokens) as f64;
-                        let want = (r.prefill_target() - start) as f64 + future;
-                        if !idle && want > free_tokens - reserved_tokens {
-                            break;
-                        }
-                        reserved_tokens += future;
-                    }
+                    reserved_tokens += future;
                     let mut r = self.waiting.pop_front().expect("front exists");
                     r.cached = start;
                     if r.swapped {
@@ -773,9 +849,15 @@ impl<'a> Instance<'a> {
                     } else if !r.transferred {
                         self.hit_tokens += start;
                     }
+                    if cached_prefix.is_some() {
+                        r.hit = start;
+                        r.shared = shared;
+                        r.pinned = true;
+                        self.looked_up_tokens += prompt;
+                    }
                     r.blocks = need;
                     r.in_step = true;
-                    self.free_blocks -= need;
+                    self.take(need);
                     self.running.push(r);
                     plan.push((self.running.len() - 1, n));
                     budget -= n;
@@ -1146,6 +1228,9 @@ impl Engine<'_> {
             in_step: false,
             swapped: false,
             measured,
+            prefix: if self.cfg.prefix_cache { a.prefix } else { None },
+            shared: 0,
+            pinned: false,
         });
         self.last_arrival_s = a.absolute_s;
         if self.source.issued() == self.source.total() {
@@ -1424,6 +1509,13 @@ impl Engine<'_> {
             let first = r.generated == 0;
             r.generated += produced;
             if first {
+                if r.pinned {
+                    // Its prompt is computed: the cache takes the prefix blocks it lacks.
+                    let p = r.prefix.expect("a pinned request has a prefix");
+                    let moved = inst.cache.insert(&p, r.prompt, self.cfg.block_tokens, None);
+                    r.blocks -= moved;
+                    r.shared += moved;
+                }
                 r.first_token_s = now;
                 if r.measured {
                     self.ttft.add(now - r.arrival_s);
@@ -1443,7 +1535,12 @@ impl Engine<'_> {
         for &(i, done) in leaving.iter().rev() {
             let inst = &mut self.instances[k];
             let mut r = inst.running.remove(i);
-            inst.free_blocks += r.blocks;
+            if done && r.pinned {
+                let p = r.prefix.expect("a pinned request has a prefix");
+                let block = self.cfg.block_tokens;
+                r.blocks -= inst.cache.insert(&p, r.prompt, block, Some(r.cached / block));
+            }
+            inst.release(&mut r);
             if done {
                 finished += 1;
                 self.finish_request(&r, now);
@@ -1590,6 +1687,16 @@ impl Engine<'_> {
             kv_capacity_tokens: capacity,
             drained: self.completed == self.source.total(),
             kv_transfer_s: self.link.is_some().then(|| self.transfer.quantiles()),
+            prefix_cache_hit_rate: self.cfg.prefix_cache.then(|| {
+                let looked = sum(|i| i.looked_up_tokens);
+                let hit = sum(|i| i.hit_tokens);
+                if looked > 0 {
+                    hit as f64 / looked as f64
+                } else {
+                    0.0
+                }
+            }),
+            prefix_evicted_blocks: self.cfg.prefix_cache.then(|| sum(|i| i.cache.evicted)),
             spec_tokens_per_step: self.cfg.speculation.is_some().then(|| {
                 if self.spec_steps > 0 {
                     self.spec_tokens as f64 / self.spec_steps as f64

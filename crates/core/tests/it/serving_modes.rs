@@ -3,6 +3,7 @@
 //! and speculative decoding.
 
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths, TraceRequest};
+use llm_ledger_core::simulate::PromptPrefix;
 use llm_ledger_core::simulate::{kv_bytes_per_gpu, kv_capacity_blocks, KvLink, KvLinkChoice};
 use llm_ledger_core::simulate::{
     simulate, simulate_deployment, Admission, CudaGraphs, Deployment, Draft, EnginePolicy, HostTime, Preemption,
@@ -205,8 +206,8 @@ fn multi_step_scheduling_decodes_n_steps_and_pays_the_host_once() {
     // A at 0 (16 + 9 tokens); B arrives while A's first decode runs.
     let t0 = clock.step_s(&[Chunk { new_tokens: 16, cached_tokens: 0 }]);
     let trace = [
-        TraceRequest { arrival_s: 0.0, prompt_tokens: 16, output_tokens: 9 },
-        TraceRequest { arrival_s: t0 + 1e-9, prompt_tokens: 16, output_tokens: 2 },
+        TraceRequest { arrival_s: 0.0, prompt_tokens: 16, output_tokens: 9, prefix: None },
+        TraceRequest { arrival_s: t0 + 1e-9, prompt_tokens: 16, output_tokens: 2, prefix: None },
     ];
     let base = SimConfig { arrivals: Arrivals::Trace(trace.into()), ..SimConfig::poisson(1.0) };
     let cfg = SimConfig { scheduler_steps: 4, ..base.clone() };
@@ -242,7 +243,7 @@ fn warm_up_requests_are_left_out_of_every_summary_statistic() {
     let sc = llama();
     // Ten requests 100 s apart, each alone: the last seven are measured.
     let trace: Vec<TraceRequest> = (0..10)
-        .map(|i| TraceRequest { arrival_s: 100.0 * i as f64, prompt_tokens: 100 + i, output_tokens: 5 })
+        .map(|i| TraceRequest { arrival_s: 100.0 * i as f64, prompt_tokens: 100 + i, output_tokens: 5, prefix: None })
         .collect();
     let all = SimConfig { arrivals: Arrivals::Trace(trace.clone().into()), ..SimConfig::poisson(1.0) };
     let warm = SimConfig { warmup_requests: 3, ..all.clone() };
@@ -263,8 +264,9 @@ fn warm_up_requests_are_left_out_of_every_summary_statistic() {
 #[test]
 fn requests_with_a_trace_serve_its_first_rows_and_no_more_than_it_has() {
     use llm_ledger_core::simulate::workload::trace_rows;
-    let trace: std::sync::Arc<[TraceRequest]> =
-        (0..5).map(|i| TraceRequest { arrival_s: i as f64, prompt_tokens: 10 + i, output_tokens: 3 }).collect();
+    let trace: std::sync::Arc<[TraceRequest]> = (0..5)
+        .map(|i| TraceRequest { arrival_s: i as f64, prompt_tokens: 10 + i, output_tokens: 3, prefix: None })
+        .collect();
     let first3 = trace_rows(trace.clone(), Some(3)).unwrap();
     assert_eq!(&first3[..], &trace[..3]);
     let cfg = SimConfig { arrivals: Arrivals::Trace(first3), ..SimConfig::poisson(1.0) };
@@ -327,6 +329,106 @@ fn routers_conserve_requests_and_tokens_and_are_deterministic() {
     );
     assert!(Deployment::Aggregated { replicas: 0 }.validate().unwrap_err().to_string().contains("replicas"));
     assert!(Deployment::Aggregated { replicas: 65 }.validate().is_err());
+}
+
+fn prefixed(arrival_s: f64, prompt: u64, output: u64, id: u64, tokens: u64) -> TraceRequest {
+    TraceRequest {
+        arrival_s,
+        prompt_tokens: prompt,
+        output_tokens: output,
+        prefix: Some(PromptPrefix { id, tokens, root: None }),
+    }
+}
+
+fn cached(trace: Vec<TraceRequest>) -> SimConfig {
+    SimConfig { arrivals: Arrivals::Trace(trace.into()), prefix_cache: true, ..SimConfig::poisson(1.0) }
+}
+
+#[test]
+fn a_prefix_shared_by_every_request_is_computed_once() {
+    let sc = llama();
+    // Twenty requests a second apart (each alone) of a shared 1,024-token prefix and 100 tokens
+    // of their own, 10 out: the first computes 1,124 prompt tokens, the others 100 each.
+    let trace: Vec<TraceRequest> = (0..20).map(|i| prefixed(i as f64, 1124, 10, 7, 1024)).collect();
+    let s = simulate(&sc, &cached(trace.clone()), |_| {}).unwrap().summary;
+    assert_eq!(s.completed, 20);
+    assert_eq!(s.prefix_hit_tokens, 19 * 1024);
+    assert_eq!(s.processed_tokens, 1124 + 19 * 100 + 20 * 9);
+    assert_eq!(s.prefix_cache_hit_rate, Some(19.0 * 1024.0 / (20.0 * 1124.0)));
+    assert_eq!(s.prefix_evicted_blocks, Some(0));
+    // Each later request's prefill is a chunk of 100 on 1,024 cached positions.
+    let mut clock = StepClock::new(&sc);
+    let (_, steps) = records(&sc, &cached(trace.clone()));
+    let second = steps.iter().filter(|r| r.prefills == 1).nth(1).unwrap();
+    assert_eq!(second.tokens, 100);
+    assert_eq!(second.time_s, clock.ledger_step_s(&[Chunk { new_tokens: 100, cached_tokens: 1024 }]));
+    // Without the cache every prompt is computed in full; the rows' prefixes change nothing.
+    let off = simulate(&sc, &SimConfig { prefix_cache: false, ..cached(trace) }, |_| {}).unwrap().summary;
+    assert_eq!((off.processed_tokens, off.prefix_hit_tokens), (20 * 1124 + 20 * 9, 0));
+    assert_eq!(off.prefix_cache_hit_rate, None);
+}
+
+#[test]
+fn the_prefix_cache_evicts_least_recently_used_blocks_under_pressure() {
+    let sc = llama();
+    // 20 blocks of 16; prompts of 176 tokens whose first 160 (10 blocks) are prefix 1, 2, then
+    // 1 again, one at a time, 2 tokens out (177 positions at the end: 11 whole blocks, which a
+    // finished request leaves to its chain).
+    // 1st: 11 blocks, 1 more to decode; leaves prefix 1 with 11 cached, 9 free.
+    // 2nd: 11 blocks with 9 free (prefix 1 gives 2), 1 to decode with none free (1 more);
+    //      leaves prefix 2 with 11, prefix 1 with 8, 1 free.
+    // 3rd: finds 8 blocks (128 tokens) of prefix 1 and pins it; 3 blocks with 1 free (prefix 2
+    //      gives 2), 1 to decode (1 more). Evicted: 2 + 1 + 2 + 1 = 6.
+    let trace = vec![prefixed(0.0, 176, 2, 1, 160), prefixed(10.0, 176, 2, 2, 160), prefixed(20.0, 176, 2, 1, 160)];
+    let cfg = with_blocks(&sc, cached(trace), 20);
+    let s = simulate(&sc, &cfg, |_| {}).unwrap().summary;
+    assert_eq!((s.completed, s.preemptions), (3, 0));
+    assert_eq!(s.prefix_hit_tokens, 128);
+    assert_eq!(s.prefix_evicted_blocks, Some(6));
+    assert_eq!(s.processed_tokens, 176 + 176 + (176 - 128) + 3);
+    assert_eq!(s.prefix_cache_hit_rate, Some(128.0 / (3.0 * 176.0)));
+    assert!(s.max_kv_utilisation <= 1.0);
+}
+
+#[test]
+fn conversations_reuse_their_system_prompt_and_history() {
+    use llm_ledger_core::simulate::workload::Conversations;
+    let sc = llama();
+    // Two conversations of two turns behind a 64-token system prompt, 32-token messages, 17-token
+    // answers, turns 1,000 s apart. Turn 0 of the first computes its 96 tokens; turn 0 of the
+    // second finds the system prompt (4 blocks); each turn 1 (prompt 64 + 49 + 32 = 145) finds
+    // 7 blocks of its history (the 112 positions its turn 0 left, 7 whole blocks).
+    let conv = Conversations {
+        conversations: 2,
+        rate_per_s: 0.001,
+        turns: 2,
+        think_s: 1000.0,
+        system_tokens: 64,
+        user_tokens: 32,
+        output_tokens: 17,
+    };
+    let trace = conv.trace(0).unwrap();
+    assert_eq!(trace.len(), 4);
+    assert!(trace.windows(2).all(|w| w[0].arrival_s <= w[1].arrival_s));
+    assert_eq!(trace.iter().map(|r| r.prompt_tokens).sum::<u64>(), 2 * 96 + 2 * 145);
+    assert_eq!(trace[0].prefix, Some(PromptPrefix { id: 1, tokens: 64, root: Some((1, 64)) }));
+    let s = simulate(&sc, &cached(trace), |_| {}).unwrap().summary;
+    assert_eq!(s.prefix_hit_tokens, 112 + 64 + 112);
+    assert_eq!(s.processed_tokens, (482 - 288) + 4 * 16);
+    assert_eq!(s.prefix_cache_hit_rate, Some(288.0 / 482.0));
+    let bad = Conversations { turns: 0, ..conv.clone() }.trace(0).unwrap_err();
+    assert_eq!(bad.field(), Some("conversations"));
+    let bad = Conversations { user_tokens: 0, ..conv }.trace(0).unwrap_err();
+    assert_eq!(bad.field(), Some("user_tokens"));
+}
+
+#[test]
+fn prefix_inputs_are_checked() {
+    let e = SimConfig { prefix_hit: 0.5, ..cached(vec![prefixed(0.0, 100, 2, 1, 50)]) }.validate().unwrap_err();
+    assert_eq!(e.field(), Some("prefix_hit"));
+    let e = cached(vec![prefixed(0.0, 100, 2, 1, 101)]).validate().unwrap_err();
+    assert_eq!(e.field(), Some("trace"));
+    assert!(e.to_string().contains("request 1"), "{e}");
 }
 
 fn speculation(depth: u64, acceptance: f64) -> Speculation {
