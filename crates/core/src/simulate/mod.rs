@@ -491,8 +491,9 @@ struct Req {
     swapped: bool,
     /// Counted in the summary's statistics (arrived after the warm-up).
     measured: bool,
-    /// The shared sequences its prompt starts with (with the prefix cache on).
-    prefix: Option<PromptPrefix>,
+    /// The shared sequences its prompt starts with (with the prefix cache on; boxed, so that
+    /// requests without one stay small to move).
+    prefix: Option<Box<PromptPrefix>>,
     /// Blocks it uses from the prefix cache (the rest of its cache is its own, `blocks`).
     shared: u64,
     /// It pins its prefix's ids in the cache.
@@ -617,7 +618,7 @@ impl<'a> Instance<'a> {
         self.free_blocks += r.blocks;
         r.blocks = 0;
         if r.pinned {
-            let p = r.prefix.expect("a pinned request has a prefix");
+            let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
             self.cache.unpin(&p, r.prompt, self.cfg.block_tokens);
             r.pinned = false;
         }
@@ -804,7 +805,7 @@ impl<'a> Instance<'a> {
                     let Some(r) = self.waiting.front() else { break };
                     let block = self.cfg.block_tokens;
                     // The prefix cache's blocks of its prompt, pinned while it is considered.
-                    let cached_prefix = r.prefix.filter(|_| !r.swapped && !r.transferred);
+                    let cached_prefix = r.prefix.as_deref().copied().filter(|_| !r.swapped && !r.transferred);
                     let shared = cached_prefix.map_or(0, |p| self.cache.lookup(&p, r.prompt, block));
                     let start = if cached_prefix.is_some() { shared * block } else { r.present };
                     let (prompt, target, most) = (r.prompt, r.prefill_target(), r.prompt + r.output - 1);
@@ -1228,7 +1229,7 @@ impl Engine<'_> {
             in_step: false,
             swapped: false,
             measured,
-            prefix: if self.cfg.prefix_cache { a.prefix } else { None },
+            prefix: if self.cfg.prefix_cache { a.prefix.map(Box::new) } else { None },
             shared: 0,
             pinned: false,
         });
@@ -1511,7 +1512,7 @@ impl Engine<'_> {
             if first {
                 if r.pinned {
                     // Its prompt is computed: the cache takes the prefix blocks it lacks.
-                    let p = r.prefix.expect("a pinned request has a prefix");
+                    let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
                     let moved = inst.cache.insert(&p, r.prompt, self.cfg.block_tokens, None);
                     r.blocks -= moved;
                     r.shared += moved;
@@ -1536,7 +1537,7 @@ impl Engine<'_> {
             let inst = &mut self.instances[k];
             let mut r = inst.running.remove(i);
             if done && r.pinned {
-                let p = r.prefix.expect("a pinned request has a prefix");
+                let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
                 let block = self.cfg.block_tokens;
                 r.blocks -= inst.cache.insert(&p, r.prompt, block, Some(r.cached / block));
             }
