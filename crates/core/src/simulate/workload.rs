@@ -387,7 +387,7 @@ impl Source {
 fn csv_rows<T>(
     field: &str,
     text: &str,
-    columns: &[usize],
+    columns: usize,
     mut row: impl FnMut(&[&str], usize) -> Result<T>,
 ) -> Result<Vec<T>> {
     let mut out = Vec::new();
@@ -403,12 +403,11 @@ fn csv_rows<T>(
         if header {
             continue;
         }
-        if !columns.contains(&cells.len()) {
-            let counts: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        if cells.len() != columns {
             return Err(Error::invalid(
                 field,
                 format!("line {}: {} fields", i + 1, cells.len()),
-                format!("{} comma-separated numbers", counts.join(" or ")),
+                format!("{columns} comma-separated numbers"),
             ));
         }
         if out.len() as u64 >= super::MAX_REQUESTS {
@@ -423,13 +422,23 @@ fn number<T: std::str::FromStr>(field: &str, cell: &str, line: usize, what: &str
     cell.parse::<T>().map_err(|_| Error::invalid(field, format!("line {line}: {cell:?}"), what.to_string()))
 }
 
-/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line, optionally followed by
-/// `prefix_id,prefix_tokens` (the prompt's first `prefix_tokens` tokens are the sequence
-/// `prefix_id`, shared with the other rows naming it: [`PromptPrefix`]), an optional header
-/// first. Order and values are checked by [`Arrivals::validate`].
+/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line (an optional header
+/// first). Order and values are checked by [`Arrivals::validate`].
 pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
-    csv_rows("trace", text, &[3, 5], |c, line| {
-        let prefix = if c.len() == 5 {
+    trace_csv(text, false)
+}
+
+/// Parse a trace CSV for the prefix cache: `arrival_s,prompt_tokens,output_tokens,prefix_id,
+/// prefix_tokens` per line (the prompt's first `prefix_tokens` tokens are the sequence
+/// `prefix_id`, shared with the other rows naming it: [`PromptPrefix`]), an optional header
+/// first.
+pub fn parse_prefixed_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
+    trace_csv(text, true)
+}
+
+fn trace_csv(text: &str, prefixed: bool) -> Result<Vec<TraceRequest>> {
+    csv_rows("trace", text, if prefixed { 5 } else { 3 }, |c, line| {
+        let prefix = if prefixed {
             Some(PromptPrefix {
                 id: number("trace", c[3], line, "a whole-number prefix id")?,
                 tokens: number("trace", c[4], line, "a whole number of prefix tokens")?,
@@ -558,7 +567,7 @@ impl Lengths {
 
     /// Parse a histogram CSV for `field`: `tokens,weight` per line (an optional header first).
     pub fn parse_histogram(field: &str, text: &str) -> Result<Lengths> {
-        let rows = csv_rows(field, text, &[2], |c, line| {
+        let rows = csv_rows(field, text, 2, |c, line| {
             Ok((number(field, c[0], line, "a whole number of tokens")?, number(field, c[1], line, "a weight ≥ 0")?))
         })?;
         let l = Lengths::Histogram(rows.into());
@@ -590,11 +599,13 @@ mod tests {
         let t = parse_trace_csv("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.5,20,6\n").unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!(t[1], TraceRequest { arrival_s: 0.5, prompt_tokens: 20, output_tokens: 6, prefix: None });
-        let t = parse_trace_csv("0,100,5,7,64\n").unwrap();
+        let t = parse_prefixed_trace_csv("arrival_s,prompt,output,prefix_id,prefix_tokens\n0,100,5,7,64\n").unwrap();
         assert_eq!(t[0].prefix, Some(PromptPrefix { id: 7, tokens: 64, root: None }));
-        let e = parse_trace_csv("0,100,5,x,64\n").unwrap_err().to_string();
+        let e = parse_prefixed_trace_csv("0,100,5,x,64\n").unwrap_err().to_string();
         assert!(e.contains("line 1") && e.contains("prefix id"), "{e}");
-        assert!(parse_trace_csv("0,100,5,7\n").unwrap_err().to_string().contains("3 or 5"));
+        let e = parse_prefixed_trace_csv("0,100,5\n").unwrap_err().to_string();
+        assert!(e.contains("5 comma-separated numbers"), "{e}");
+        assert!(parse_trace_csv("0,100,5,7,64\n").unwrap_err().to_string().contains("3 comma-separated"));
         let e = parse_trace_csv("0,10\n").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
         assert!(parse_trace_csv("0,x,5\n").unwrap_err().to_string().contains("prompt tokens"));
