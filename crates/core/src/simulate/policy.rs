@@ -154,10 +154,12 @@ impl std::str::FromStr for Preemption {
     }
 }
 
-/// vLLM's captured decode batch sizes, `[1, 2, 4] + [8·i for i in 1..=64]`: 1, 2, 4, 8, 16, 24, …,
-/// 512 (`_BATCH_SIZES_TO_CAPTURE` with `_BATCH_SIZE_ALIGNMENT = 8` in
-/// `vllm/worker/model_runner.py`, up to the default largest captured batch of 512,
-/// `max_capture_size` in `vllm/config.py`).
+/// vLLM's captured decode batch sizes, `[1, 2, 4] + list(range(8, 513, 8))`: 1, 2, 4, 8, 16, 24,
+/// …, 512 (`batch_size_capture_list` in `vllm/config.py`, up to its default largest captured
+/// batch, `max_capture_size = 512`; vLLM 0.6's `_BATCH_SIZES_TO_CAPTURE` in
+/// `vllm/worker/model_runner.py` is the same list with `_BATCH_SIZE_ALIGNMENT = 8`, to 256).
+/// Engines that pad use this list here (TensorRT-LLM's and SGLang's captured sizes differ in
+/// detail).
 pub fn vllm_capture_sizes() -> Arc<[u64]> {
     [1, 2, 4].into_iter().chain((1..=64).map(|i| 8 * i)).collect()
 }
