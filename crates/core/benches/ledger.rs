@@ -95,11 +95,12 @@ fn histogram(c: &mut Criterion) {
     group.finish();
 }
 
-/// Issue 14's target: 10,000 requests of 1,024 + 256 tokens on Llama 3 8B / H100 (vLLM-like
+/// 10,000 requests of 1,024 + 256 tokens on Llama 3 8B / H100 (vLLM-like
 /// defaults: 256 sequences, 8,192 tokens per step) at 20 requests/s, one core, in ≤ 0.5 s; and a
 /// lightly loaded run (2 requests/s), where steps are many and small.
 fn simulate(c: &mut Criterion) {
-    use llm_ledger_core::simulate::workload::Lengths;
+    use llm_ledger_core::engine::Engine;
+    use llm_ledger_core::simulate::workload::{Arrivals, Conversations, Lengths};
     use llm_ledger_core::simulate::{simulate, SimConfig};
     let sc = scenario("llama-3-8b", "decode", 1, 2048);
     let mut group = c.benchmark_group("simulate");
@@ -115,8 +116,70 @@ fn simulate(c: &mut Criterion) {
             b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed))
         });
     }
+    // The engines' own schedulers: vLLM (1 % watermark, CUDA-graph padding, overlapped host
+    // time) and TensorRT-LLM (guaranteed no-evict), and a block-level prefix cache over
+    // conversations (5,000 conversations of 2 turns behind a 1,024-token system prompt).
+    let base = SimConfig {
+        requests: 10_000,
+        prompt: Lengths::Fixed(1024),
+        output: Lengths::Fixed(256),
+        ..SimConfig::poisson(20.0)
+    };
+    for engine in [Engine::Vllm, Engine::Trtllm] {
+        let cfg = base.clone().for_engine(engine);
+        group.bench_function(
+            format!("10k requests 1024+256 llama-3-8b h100 at 20/s, {} scheduler", engine.name()),
+            |b| b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed)),
+        );
+    }
+    let conversations = Conversations {
+        conversations: 5000,
+        rate_per_s: 10.0,
+        turns: 2,
+        think_s: 30.0,
+        system_tokens: 1024,
+        user_tokens: 128,
+        output_tokens: 256,
+    };
+    let trace = conversations.trace(0).unwrap();
+    let cfg = SimConfig { arrivals: Arrivals::Trace(trace.into()), prefix_cache: true, ..base.clone() };
+    group.bench_function("10k conversation turns llama-3-8b h100, prefix cache", |b| {
+        b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed))
+    });
+    group.finish();
+    // 100,000 requests at 20/s.
+    let mut group = c.benchmark_group("simulate 100k");
+    group.sample_size(10).throughput(Throughput::Elements(100_000));
+    let cfg = SimConfig { requests: 100_000, ..base };
+    group.bench_function("100k requests 1024+256 llama-3-8b h100 at 20/s", |b| {
+        b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed))
+    });
     group.finish();
 }
 
-criterion_group!(core, benches, histogram, simulate);
+/// `plan --rate`'s search: every layout of up to 8 H100s and its scheduler candidates simulated
+/// in parallel on every core (rayon), 2,000 requests each, at 10 requests/s under 2 s TTFT and
+/// 50 ms TPOT.
+fn plan_rate(c: &mut Criterion) {
+    use llm_ledger_core::plan_serving::{plan_serving, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
+    use llm_ledger_core::serving::{Price, PriceSource};
+    use llm_ledger_core::simulate::SimConfig;
+    let sc = scenario("llama-3-8b", "decode", 1, 2048);
+    let req = ServingPlanRequest {
+        rate_per_s: 10.0,
+        ttft_bound_s: 2.0,
+        tpot_bound_s: 0.05,
+        max_gpus: 8,
+        price: Price { usd_per_hour: 2.0, source: PriceSource::User },
+        sim: SimConfig { requests: DEFAULT_SEARCH_REQUESTS, ..SimConfig::poisson(10.0) },
+    };
+    let mut group = c.benchmark_group("plan --rate");
+    group.sample_size(10);
+    group.bench_function("plan --rate 10 llama-3-8b h100, up to 8 GPUs", |b| {
+        b.iter(|| black_box(plan_serving(black_box(&sc), &req).unwrap().simulations))
+    });
+    group.finish();
+}
+
+criterion_group!(core, benches, histogram, simulate, plan_rate);
 criterion_main!(core);

@@ -152,6 +152,10 @@ pub const MAX_SIM_REQUESTS: u64 = 1_000_000;
 pub const MAX_SIM_REQUEST_TOKENS: u64 = 1 << 24;
 /// Most sequences, or tokens, in one simulated engine step; most tokens per KV block.
 pub const MAX_SIM_STEP_SIZE: u64 = 1 << 24;
+/// Most decode steps per scheduling (`num_scheduler_steps`; vLLM's benchmarks use 8 to 16).
+pub const MAX_SIM_SCHEDULER_STEPS: u64 = 256;
+/// Deepest speculation, draft tokens per step (published setups use 1 to 8).
+pub const MAX_SIM_SPEC_DEPTH: u64 = 64;
 
 /// Every real-valued input's range: the one definition the parsers and docs/inputs.md use.
 pub const RANGES: &[Range] = &[

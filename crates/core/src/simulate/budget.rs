@@ -12,11 +12,13 @@
 //! **The estimate** ([`min_steps`]) is a lower bound on a run's engine steps from its requests,
 //! lengths and batch limits. A request of `P` prompt tokens (`h·P` of them found in the prefix
 //! cache) and `O` output tokens is in `⌈(1 − h)·P / c⌉` prefill steps (chunks of
-//! `c = min(chunk, max_batched_tokens)`) and `O − 1` decode steps, one after another; a step
-//! holds at most `max_seqs` sequences and `max_batched_tokens` new tokens. So over `N` requests
+//! `c = min(chunk, max_batched_tokens)`) and `D = O − 1` decode steps, one after another (with
+//! speculation of depth `k`, which yields at most `k + 1` tokens a step, `D = ⌈(O − 1)/(k + 1)⌉`);
+//! a step holds at most `max_seqs` sequences and `max_batched_tokens` new tokens. So over `N`
+//! requests
 //!
-//! `steps ≥ max( N·(⌈(1−h)P/c⌉ + O − 1) / max_seqs,  N·((1−h)P + O − 1) / max_batched_tokens,
-//! ⌈(1−h)P/c⌉ + O − 1 )`,
+//! `steps ≥ max( N·(⌈(1−h)P/c⌉ + D) / max_seqs,  N·((1−h)P + O − 1) / max_batched_tokens,
+//! ⌈(1−h)P/c⌉ + D )`,
 //!
 //! with the lengths' means (a trace: its own rows, summed). Preemptions only add steps, and a
 //! lightly loaded instance runs smaller steps than the bound assumes, so the true count is higher
@@ -144,17 +146,20 @@ fn describe(runs: &[&SimConfig]) -> String {
 pub fn min_steps(cfg: &SimConfig) -> f64 {
     let chunk = cfg.chunk_tokens.min(cfg.max_batched_tokens).max(1) as f64;
     let computed = |prompt: f64| (prompt * (1.0 - cfg.prefix_hit)).max(1.0);
+    // Decode steps after the first token: one token each, or up to `depth + 1` with speculation.
+    let per_step = cfg.speculation.as_ref().map_or(1.0, |s| (s.depth + 1) as f64);
+    let decodes = |output: f64| ((output - 1.0) / per_step).ceil();
     // (Σ sequence slots, Σ new tokens, the longest request's own steps) over the requests.
     let (slots, tokens, longest) = match &cfg.arrivals {
         Arrivals::Trace(t) => t.iter().fold((0.0, 0.0, 0.0_f64), |(s, k, l), r| {
             let p = computed(r.prompt_tokens as f64);
-            let own = (p / chunk).ceil() + r.output_tokens as f64 - 1.0;
+            let own = (p / chunk).ceil() + decodes(r.output_tokens as f64);
             (s + own, k + p + r.output_tokens as f64 - 1.0, l.max(own))
         }),
         _ => {
             let n = cfg.requests as f64;
             let (p, o) = (computed(cfg.prompt.mean_tokens()), cfg.output.mean_tokens());
-            let own = (p / chunk).ceil() + o - 1.0;
+            let own = (p / chunk).ceil() + decodes(o);
             (n * own, n * (p + o - 1.0), own)
         }
     };
@@ -182,8 +187,8 @@ mod tests {
         assert_eq!(min_steps(&SimConfig::poisson(10.0)), 1000.0);
         // A trace: its rows summed. Two requests of 8192 + 1 and 10 + 3 at 2048-token chunks.
         let t = [
-            TraceRequest { arrival_s: 0.0, prompt_tokens: 8192, output_tokens: 1 },
-            TraceRequest { arrival_s: 1.0, prompt_tokens: 10, output_tokens: 3 },
+            TraceRequest { arrival_s: 0.0, prompt_tokens: 8192, output_tokens: 1, prefix: None },
+            TraceRequest { arrival_s: 1.0, prompt_tokens: 10, output_tokens: 3, prefix: None },
         ];
         let cfg = SimConfig {
             arrivals: Arrivals::Trace(t.into()),
@@ -193,6 +198,15 @@ mod tests {
         };
         // slots (4 + 0) + (1 + 2) = 7 at one sequence per step.
         assert_eq!(min_steps(&cfg), 7.0);
+        // Speculation of depth 3 yields up to 4 tokens a step: 1 + ⌈255 / 4⌉ = 65 steps per
+        // request, 1000 × 65 / 256 = 253.9 by slots; the tokens, 1000 × 2303 / 8192, bound it.
+        let spec = crate::simulate::Speculation {
+            depth: 3,
+            acceptance: 1.0,
+            draft: crate::simulate::Draft::Heads { fraction: 0.0 },
+        };
+        let cfg = SimConfig { speculation: Some(spec), ..SimConfig::poisson(10.0) };
+        assert_eq!(min_steps(&cfg), 1000.0 * 2303.0 / 8192.0);
     }
 
     #[test]

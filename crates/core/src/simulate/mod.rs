@@ -21,6 +21,13 @@
 //!   prefills its prompt and the tokens it has generated again (counted in
 //!   [`SimSummary::recomputed_tokens`]). Admission stops when the next request's first chunk
 //!   does not fit.
+//! * **Engine policies** ([`policy`], fields of [`SimConfig`]; the defaults are the scheduler
+//!   above, [`SimConfig::for_engine`] gives an engine's own): admission control
+//!   ([`Admission`]: TensorRT-LLM's guaranteed no-evict, vLLM's free-block watermark, SGLang's
+//!   reservation ratio), preemption by recompute or by swap over PCIe ([`Preemption`]),
+//!   CUDA-graph padding of decode-only steps ([`CudaGraphs`]), multi-step scheduling
+//!   ([`SimConfig::scheduler_steps`]), host time serial or overlapped ([`HostTime`]), and
+//!   speculative decoding ([`Speculation`]).
 //! * **Prefix cache**: a hit rate `h` marks the first `⌊h · prompt⌋` tokens of every prompt as
 //!   already cached: they hold blocks but are not computed.
 //! * **Step time**: the ledger's step time ([`crate::ledger::summarise`]) of that step's exact
@@ -31,8 +38,10 @@
 //!   decodes it adds one token (**ITL** is the gap between a request's consecutive tokens);
 //!   **TPOT** = (last token − first token) ÷ (output − 1); **end to end** = last token − arrival.
 //!
+//! * **Benchmark shapes**: a warm-up left out of the summary ([`SimConfig::warmup_requests`]), a
+//!   cap on the requests in flight for open loops and traces ([`SimConfig::max_concurrency`]).
 //! * **Deployments** ([`simulate_deployment`]): one instance ([`simulate`]), `N` aggregated
-//!   instances taking arrivals round robin, or disaggregated prefill and decode pools with each
+//!   instances taking arrivals from a [`Router`] (round robin by default), or disaggregated prefill and decode pools with each
 //!   request's KV cache moved between them over a link ([`disagg`]). Every instance runs the
 //!   scheduler above on its own queue, batch and KV cache; one clock times every step.
 //!
@@ -60,6 +69,8 @@
 
 pub mod budget;
 pub mod disagg;
+pub mod policy;
+pub mod prefix;
 pub mod rng;
 pub mod stats;
 pub mod workload;
@@ -71,6 +82,8 @@ use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
 pub use budget::{Budget, DEFAULT_MAX_STEPS};
 pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
+pub use policy::{Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, Speculation};
+pub use prefix::PromptPrefix;
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
 use std::collections::VecDeque;
@@ -143,6 +156,36 @@ pub struct SimConfig {
     pub tpot_slo_s: Option<f64>,
     /// Memory kept back from weights, KV and workspace, bytes.
     pub reserve_bytes: f64,
+    /// Which requests a step admits ([`Admission`]).
+    pub admission: Admission,
+    /// What a preemption does with the KV cache ([`Preemption`]).
+    pub preemption: Preemption,
+    /// CUDA-graph padding of decode-only steps ([`CudaGraphs`]).
+    pub cuda_graphs: CudaGraphs,
+    /// Decode steps per scheduling (vLLM's `--num-scheduler-steps`): after a scheduling whose
+    /// step only decodes, the same sequences decode this many steps in a row (their blocks
+    /// reserved for all of them), finished ones dropping out; nothing is admitted or preempted
+    /// until the last, and the host's time is paid once, in the first.
+    pub scheduler_steps: u64,
+    /// Whether host time per step is serial or overlapped with the GPU ([`HostTime`]).
+    pub host: HostTime,
+    /// Requests arriving first whose numbers every summary statistic leaves out (a benchmark's
+    /// warm-up): latencies, goodput, completions and token rates count the later ones only, and
+    /// rates are over the window from the first of those to the end. Time averages (batch, queue,
+    /// KV use, requests in the system), steps and processed tokens are over the whole run.
+    pub warmup_requests: u64,
+    /// Most requests in the system at once for an open loop or a trace (`benchmark_serving.py
+    /// --max-concurrency C --request-rate R`): an arrival that finds `C` in flight is sent, and
+    /// its latencies start, when one finishes.
+    pub max_concurrency: Option<u64>,
+    /// Which replica takes an arrival ([`Router`]).
+    pub router: Router,
+    /// Speculative decoding ([`Speculation`]); none by default.
+    pub speculation: Option<Speculation>,
+    /// Keep a block-level prefix cache over the KV pool ([`prefix`]): requests whose trace rows
+    /// name a [`PromptPrefix`] find its cached blocks. Off by default; not with `prefix_hit`
+    /// (the fixed hit rate of every prompt).
+    pub prefix_cache: bool,
 }
 
 impl SimConfig {
@@ -165,7 +208,23 @@ impl SimConfig {
             ttft_slo_s: None,
             tpot_slo_s: None,
             reserve_bytes: crate::serving::DEFAULT_RESERVE_BYTES,
+            admission: Admission::MaxUtilization,
+            preemption: Preemption::Recompute,
+            cuda_graphs: CudaGraphs::Unpadded,
+            scheduler_steps: 1,
+            host: HostTime::Serial,
+            warmup_requests: 0,
+            max_concurrency: None,
+            router: Router::RoundRobin,
+            speculation: None,
+            prefix_cache: false,
         }
+    }
+
+    /// This configuration with `engine`'s own scheduler ([`EnginePolicy::of_engine`]).
+    pub fn for_engine(self, engine: crate::engine::Engine) -> SimConfig {
+        let p = EnginePolicy::of_engine(engine);
+        SimConfig { admission: p.admission, host: p.host, cuda_graphs: p.cuda_graphs, ..self }
     }
 
     /// The requests a run offers: a trace's length, else [`SimConfig::requests`].
@@ -197,6 +256,13 @@ impl SimConfig {
         if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {
             return Err(Error::invalid("prefix_hit", self.prefix_hit, "a fraction in [0, 1)"));
         }
+        if self.prefix_cache && self.prefix_hit > 0.0 {
+            return Err(Error::invalid(
+                "prefix_hit",
+                self.prefix_hit,
+                "0 with the prefix cache (its hits come from the prompts' shared prefixes)",
+            ));
+        }
         for (field, v) in [("ttft_ms", self.ttft_slo_s), ("tpot_ms", self.tpot_slo_s)] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0) {
@@ -204,7 +270,7 @@ impl SimConfig {
                 }
             }
         }
-        Ok(())
+        policy::validate(self)
     }
 }
 
@@ -220,7 +286,7 @@ pub struct SimSummary {
     /// Arrivals per second as they came: `(arrivals − 1) ÷ last arrival time` (a closed loop,
     /// or arrivals all at time 0: completed ÷ duration).
     pub arrival_rate_per_s: f64,
-    /// First arrival to last finish, seconds.
+    /// First arrival (after the warm-up, [`SimConfig::warmup_requests`]) to last finish, seconds.
     pub duration_s: f64,
     /// Time-average number of requests in the system (arrived, not finished).
     pub mean_in_system: f64,
@@ -277,11 +343,22 @@ pub struct SimSummary {
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
+    /// The prefix cache ([`SimConfig::prefix_cache`]): prompt tokens found in it ÷ prompt tokens
+    /// looked up at admissions. Absent without the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// KV blocks the prefix cache evicted to make room. Absent without the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_evicted_blocks: Option<u64>,
     /// Disaggregated serving: from a request's first token to its KV cache at the decode pool
     /// (waiting for the prefill instance's link, then `α + bytes ÷ β`), seconds. Absent for
     /// aggregated serving.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_transfer_s: Option<Quantiles>,
+    /// Speculative decoding: mean tokens a decoding sequence gained per step (`1` to
+    /// `depth + 1`). Absent without speculation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_tokens_per_step: Option<f64>,
 }
 
 /// One engine step, for a trace (`--trace-out`).
@@ -339,13 +416,21 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 pub struct StepClock {
     sc: Scenario,
     decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
+    host_s: f64,
 }
 
 impl StepClock {
     /// A clock on the scenario's model, GPU, precisions, layout and efficiencies.
     pub fn new(sc: &Scenario) -> StepClock {
         let windowed = sc.model.layers().iter().any(|l| l.attention.window().is_some());
-        StepClock { sc: sc.clone(), decode_memo: (!windowed).then(std::collections::HashMap::new) }
+        let host_s = crate::parallel::pipeline::kernel_timer(sc).host_step_s();
+        StepClock { sc: sc.clone(), decode_memo: (!windowed).then(std::collections::HashMap::new), host_s }
+    }
+
+    /// The host time each step's time includes, seconds (the ledger's `host` row,
+    /// [`crate::roofline::TimeModel::host_step_s`]).
+    pub fn host_s(&self) -> f64 {
+        self.host_s
     }
 
     /// Seconds for one step of `chunks` (non-empty).
@@ -402,6 +487,17 @@ struct Req {
     blocks: u64,
     /// Scheduled in the step being built.
     in_step: bool,
+    /// Its cache is in host memory (swapped out by a preemption).
+    swapped: bool,
+    /// Counted in the summary's statistics (arrived after the warm-up).
+    measured: bool,
+    /// The shared sequences its prompt starts with (with the prefix cache on; boxed, so that
+    /// requests without one stay small to move).
+    prefix: Option<Box<PromptPrefix>>,
+    /// Blocks it uses from the prefix cache (the rest of its cache is its own, `blocks`).
+    shared: u64,
+    /// It pins its prefix's ids in the cache.
+    pinned: bool,
 }
 
 impl Req {
@@ -449,6 +545,17 @@ struct Instance<'a> {
     preemptions: u64,
     recomputed: u64,
     hit_tokens: u64,
+    /// Cached tokens of each sequence swapped out, and in, while building the step.
+    swap_out: Vec<u64>,
+    swap_in: Vec<u64>,
+    /// SGLang's reservation ratio ([`Admission::Sglang`]).
+    new_token_ratio: f64,
+    /// Steps left of a multi-step scheduling ([`SimConfig::scheduler_steps`]).
+    multi_left: u64,
+    /// The prefix cache ([`SimConfig::prefix_cache`]).
+    cache: prefix::PrefixCache,
+    /// Prompt tokens looked up in the prefix cache at admissions.
+    looked_up_tokens: u64,
 }
 
 impl<'a> Instance<'a> {
@@ -480,7 +587,47 @@ impl<'a> Instance<'a> {
             preemptions: 0,
             recomputed: 0,
             hit_tokens: 0,
+            swap_out: Vec::new(),
+            swap_in: Vec::new(),
+            new_token_ratio: match cfg.admission {
+                Admission::Sglang { init, .. } => init,
+                _ => 0.0,
+            },
+            multi_left: 0,
+            cache: prefix::PrefixCache::default(),
+            looked_up_tokens: 0,
         }
+    }
+
+    /// Blocks an allocation can have: the free ones and the prefix cache's evictable ones.
+    fn available(&self) -> u64 {
+        self.free_blocks + self.cache.evictable
+    }
+
+    /// Take `n` blocks (at most [`Instance::available`]), evicting from the prefix cache what
+    /// the free ones lack.
+    fn take(&mut self, n: u64) {
+        if n > self.free_blocks {
+            self.free_blocks += self.cache.evict(n - self.free_blocks);
+        }
+        self.free_blocks -= n;
+    }
+
+    /// `r` leaves the running batch: its own blocks are freed, its prefix unpinned.
+    fn release(&mut self, r: &mut Req) {
+        self.free_blocks += r.blocks;
+        r.blocks = 0;
+        if r.pinned {
+            let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
+            self.cache.unpin(&p, r.prompt, self.cfg.block_tokens);
+            r.pinned = false;
+        }
+        r.shared = 0;
+    }
+
+    /// Blocks `r` lacks to hold `tokens` cached positions.
+    fn blocks_short(&self, r: &Req, tokens: u64) -> u64 {
+        self.blocks_for(tokens).saturating_sub(r.blocks + r.shared)
     }
 
     fn has_work(&self) -> bool {
@@ -500,17 +647,29 @@ impl<'a> Instance<'a> {
         tokens.div_ceil(self.cfg.block_tokens)
     }
 
-    /// Preempt running request `j` by recompute: free its blocks, send it to the front of the
-    /// queue; plan indices above `j` shift down.
+    /// Preempt running request `j` (by recompute or swap, [`Preemption`]): free its blocks, send
+    /// it to the front of the queue; plan indices above `j` shift down.
     fn preempt(&mut self, j: usize, plan: &mut [(usize, u64)]) {
         let mut r = self.running.remove(j);
-        self.free_blocks += r.blocks;
+        self.release(&mut r);
         self.preemptions += 1;
-        self.recomputed += r.cached - r.hit;
+        match self.cfg.preemption {
+            Preemption::Recompute => {
+                self.recomputed += r.cached - r.hit;
+                r.present = r.hit;
+                r.transferred = false;
+            }
+            Preemption::Swap => {
+                self.swap_out.push(r.cached);
+                r.present = r.cached;
+                r.swapped = true;
+            }
+        }
+        if let Admission::Sglang { init, .. } = self.cfg.admission {
+            self.new_token_ratio = init;
+        }
         r.blocks = 0;
         r.cached = 0;
-        r.present = r.hit;
-        r.transferred = false;
         r.in_step = false;
         self.waiting.push_front(r);
         for (i, _) in plan.iter_mut() {
@@ -525,9 +684,9 @@ impl<'a> Instance<'a> {
     /// to preempt.
     fn reserve(&mut self, plan: &mut [(usize, u64)], i: &mut usize, tokens: u64) -> bool {
         loop {
-            let need = self.blocks_for(tokens).saturating_sub(self.running[*i].blocks);
-            if need <= self.free_blocks {
-                self.free_blocks -= need;
+            let need = self.blocks_short(&self.running[*i], tokens);
+            if need <= self.available() {
+                self.take(need);
                 self.running[*i].blocks += need;
                 return true;
             }
@@ -539,6 +698,61 @@ impl<'a> Instance<'a> {
                 *i -= 1;
             }
         }
+    }
+
+    /// New tokens of a decoding sequence's step: 1, or with speculation the last token and as
+    /// many drafts as its output has left, up to the depth.
+    fn decode_tokens(&self, r: &Req) -> u64 {
+        match &self.cfg.speculation {
+            None => 1,
+            Some(s) => 1 + s.depth.min(r.output - r.generated - 1),
+        }
+    }
+
+    /// SGLang's reservation for `r`'s future decodes, tokens: `ratio · min(output left, clip)`
+    /// (0 under the other policies).
+    fn sglang_reservation(&self, r: &Req) -> f64 {
+        match self.cfg.admission {
+            Admission::Sglang { .. } => {
+                self.new_token_ratio * (r.output - r.generated).min(policy::SGLANG_CLIP_TOKENS) as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// SGLang's reservations of every running sequence, tokens.
+    fn sglang_reserved_tokens(&self) -> f64 {
+        match self.cfg.admission {
+            Admission::Sglang { .. } => self.running.iter().map(|r| self.sglang_reservation(r)).sum(),
+            _ => 0.0,
+        }
+    }
+
+    /// The step of a multi-step scheduling after its first: the sequences of the first that
+    /// are still running, one token each (their blocks were reserved by [`Instance::reserve_ahead`]).
+    fn continue_steps(&mut self, plan: &mut Vec<(usize, u64)>) {
+        plan.clear();
+        plan.extend(self.running.iter().enumerate().filter(|(_, r)| r.in_step).map(|(i, _)| (i, 1)));
+    }
+
+    /// After a scheduling whose step only decodes: reserve blocks for `steps` tokens of each of
+    /// its sequences, if free, so that they decode `steps` steps without scheduling. Whether
+    /// they were.
+    fn reserve_ahead(&mut self, plan: &[(usize, u64)], steps: u64) -> bool {
+        let mut need = 0;
+        for &(i, _) in plan {
+            let r = &self.running[i];
+            need += self.blocks_short(r, r.cached + steps);
+        }
+        if need > self.available() {
+            return false;
+        }
+        for &(i, _) in plan {
+            let more = self.blocks_short(&self.running[i], self.running[i].cached + steps);
+            self.running[i].blocks += more;
+        }
+        self.take(need);
+        true
     }
 
     /// Build the step's plan: (index in `running`, new tokens).
@@ -564,7 +778,7 @@ impl<'a> Instance<'a> {
                         continue;
                     }
                     let n = if decoding {
-                        1
+                        self.decode_tokens(r)
                     } else {
                         (r.prefill_target() - r.cached).min(self.cfg.chunk_tokens).min(budget)
                     };
@@ -582,26 +796,69 @@ impl<'a> Instance<'a> {
                     }
                 }
             } else {
-                // Admissions, first come first served, while the first chunk fits.
+                // Admissions, first come first served, while the admission policy lets the next in.
+                let mut reserved_tokens = self.sglang_reserved_tokens();
                 while (plan.len() as u64) < self.cfg.max_seqs
                     && budget > 0
                     && (self.running.len() as u64) < self.cfg.max_seqs
                 {
                     let Some(r) = self.waiting.front() else { break };
-                    let start = r.present;
-                    let n = (r.prefill_target() - start).min(self.cfg.chunk_tokens).min(budget);
-                    let need = self.blocks_for(start + n);
-                    if need > self.free_blocks {
+                    let block = self.cfg.block_tokens;
+                    // The prefix cache's blocks of its prompt, pinned while it is considered.
+                    let cached_prefix = r.prefix.as_deref().copied().filter(|_| !r.swapped && !r.transferred);
+                    let shared = cached_prefix.map_or(0, |p| self.cache.lookup(&p, r.prompt, block));
+                    let start = if cached_prefix.is_some() { shared * block } else { r.present };
+                    let (prompt, target, most) = (r.prompt, r.prefill_target(), r.prompt + r.output - 1);
+                    if let Some(p) = &cached_prefix {
+                        self.cache.pin(p, prompt, block);
+                    }
+                    let r = self.waiting.front().expect("front exists");
+                    let n = (target - start).min(self.cfg.chunk_tokens).min(budget);
+                    let own = |tokens: u64| self.blocks_for(tokens) - shared;
+                    let first = own(start + n);
+                    let idle = self.running.is_empty();
+                    let (need, room) = match self.cfg.admission {
+                        Admission::MaxUtilization | Admission::Sglang { .. } => (first, self.available()),
+                        Admission::GuaranteedNoEvict => {
+                            let most = if self.role == Role::HandOff { prompt } else { most };
+                            (own(most).max(first), self.available())
+                        }
+                        Admission::Watermark { fraction } => {
+                            let keep = if idle { 0 } else { (fraction * self.total_blocks as f64) as u64 };
+                            (own(target).max(first), self.available().saturating_sub(keep))
+                        }
+                    };
+                    let mut admit = need <= room;
+                    let future = self.sglang_reservation(r);
+                    if let (true, Admission::Sglang { .. }) = (admit, self.cfg.admission) {
+                        let free_tokens = (self.available() * block) as f64;
+                        let want = (target - start) as f64 + future;
+                        admit = idle || want <= free_tokens - reserved_tokens;
+                    }
+                    if !admit {
+                        if let Some(p) = &cached_prefix {
+                            self.cache.unpin(p, prompt, block);
+                        }
                         break;
                     }
+                    reserved_tokens += future;
                     let mut r = self.waiting.pop_front().expect("front exists");
                     r.cached = start;
-                    if !r.transferred {
+                    if r.swapped {
+                        self.swap_in.push(start);
+                        r.swapped = false;
+                    } else if !r.transferred {
                         self.hit_tokens += start;
+                    }
+                    if cached_prefix.is_some() {
+                        r.hit = start;
+                        r.shared = shared;
+                        r.pinned = true;
+                        self.looked_up_tokens += prompt;
                     }
                     r.blocks = need;
                     r.in_step = true;
-                    self.free_blocks -= need;
+                    self.take(need);
                     self.running.push(r);
                     plan.push((self.running.len() - 1, n));
                     budget -= n;
@@ -670,6 +927,23 @@ struct Engine<'a> {
     steps: u64,
     /// Steps charged to the budget so far.
     charged: u64,
+    /// The router's draws ([`Router::Random`]).
+    route_rng: rng::Pcg32,
+    /// Speculation's acceptance draws.
+    spec_rng: rng::Pcg32,
+    /// A draft model's clock ([`Draft::Model`]).
+    draft_clock: Option<StepClock>,
+    /// Draft chunks of a speculative step (reused).
+    draft_chunks: Vec<Chunk>,
+    /// Decoding sequence-steps and the tokens they gained, under speculation.
+    spec_steps: u64,
+    spec_tokens: u64,
+    /// The host link that swapped caches cross ([`Preemption::Swap`]).
+    swap_link: Option<KvLink>,
+    /// Completed requests counted in the summary (after the warm-up).
+    measured_completed: u64,
+    /// Arrival of the first request after the warm-up, seconds from the start.
+    window_start_s: f64,
 }
 
 /// Check that a request can be served at all: its longest cache fits the KV capacity.
@@ -817,6 +1091,13 @@ pub fn simulate_within(
         }
     };
     let front = front as usize;
+    let swap_link = match cfg.preemption {
+        Preemption::Recompute => None,
+        Preemption::Swap => Some(
+            KvLink::resolve(KvLinkChoice::Pcie, &sc.gpu, &sc.parallel, 1)
+                .map_err(|e| e.map_field(|_| "preemption".into()))?,
+        ),
+    };
     let mut e = Engine {
         cfg,
         clock: StepClock::new(sc),
@@ -856,6 +1137,18 @@ pub fn simulate_within(
         prompt_tokens: 0,
         steps: 0,
         charged: 0,
+        route_rng: rng::Pcg32::new(cfg.seed, 3),
+        spec_rng: rng::Pcg32::new(cfg.seed, 4),
+        draft_clock: match cfg.speculation.as_ref().map(|s| &s.draft) {
+            Some(Draft::Model(m)) => Some(StepClock::new(&m.0)),
+            _ => None,
+        },
+        draft_chunks: Vec::new(),
+        spec_steps: 0,
+        spec_tokens: 0,
+        swap_link,
+        measured_completed: 0,
+        window_start_s: 0.0,
     };
     e.run(capacity, budget, &mut on_step)?;
     Ok(e.finish(capacity))
@@ -875,7 +1168,29 @@ impl Engine<'_> {
         self.instances.iter().map(|i| i.waiting.len() as u64).sum()
     }
 
-    /// A new request joins the next front instance's queue (round robin).
+    /// The front instance the router sends the next arrival to ([`Router`]).
+    fn route(&mut self) -> usize {
+        let front = &self.instances[..self.front];
+        match self.cfg.router {
+            Router::RoundRobin => {
+                let to = self.next_front % self.front;
+                self.next_front = (self.next_front + 1) % self.front;
+                to
+            }
+            Router::Random => self.route_rng.range(0, self.front as u64 - 1) as usize,
+            Router::LeastOutstanding => (0..self.front).min_by_key(|&j| front[j].load()).expect("a front instance"),
+            Router::KvUsage => (0..self.front)
+                .min_by(|&a, &b| {
+                    let (x, y) = (&front[a], &front[b]);
+                    let ux = x.used_blocks() as f64 / x.total_blocks as f64;
+                    let uy = y.used_blocks() as f64 / y.total_blocks as f64;
+                    ux.total_cmp(&uy).then(x.load().cmp(&y.load()))
+                })
+                .expect("a front instance"),
+        }
+    }
+
+    /// A new request joins the queue of the front instance the router picks.
     fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
         check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
         if !a.absolute_s.is_finite() {
@@ -894,8 +1209,11 @@ impl Engine<'_> {
         self.mark(a.arrival_s);
         self.in_system += 1;
         let hit = ((self.cfg.prefix_hit * a.prompt_tokens as f64).floor() as u64).min(a.prompt_tokens - 1);
-        let to = self.next_front % self.front;
-        self.next_front = (self.next_front + 1) % self.front;
+        let to = self.route();
+        let measured = self.source.issued() > self.cfg.warmup_requests;
+        if measured && self.source.issued() == self.cfg.warmup_requests + 1 {
+            self.window_start_s = a.absolute_s;
+        }
         self.instances[to].waiting.push_back(Req {
             arrival_s: a.arrival_s,
             prompt: a.prompt_tokens,
@@ -909,6 +1227,11 @@ impl Engine<'_> {
             last_token_s: 0.0,
             blocks: 0,
             in_step: false,
+            swapped: false,
+            measured,
+            prefix: if self.cfg.prefix_cache { a.prefix.map(Box::new) } else { None },
+            shared: 0,
+            pinned: false,
         });
         self.last_arrival_s = a.absolute_s;
         if self.source.issued() == self.source.total() {
@@ -922,7 +1245,8 @@ impl Engine<'_> {
         if self.pending.is_none() {
             self.pending = self.source.next_open();
         }
-        let mut best: Option<(f64, Event)> = self.pending.map(|a| (a.arrival_s, Event::Arrival));
+        let capped = self.cfg.max_concurrency.is_some_and(|c| self.in_system >= c);
+        let mut best: Option<(f64, Event)> = self.pending.filter(|_| !capped).map(|a| (a.arrival_s, Event::Arrival));
         let mut offer = |t: f64, ev: Event| {
             if best.is_none_or(|(b, _)| t < b) {
                 best = Some((t, ev));
@@ -998,7 +1322,12 @@ impl Engine<'_> {
             self.now_s = self.now_s.max(t);
             match event {
                 Event::Arrival => {
-                    let a = self.pending.take().expect("a pending arrival");
+                    let mut a = self.pending.take().expect("a pending arrival");
+                    if self.cfg.max_concurrency.is_some() && a.arrival_s < self.now_s {
+                        // Held back by the concurrency cap: sent now.
+                        a.absolute_s = self.origin_s + self.now_s;
+                        a.arrival_s = self.now_s;
+                    }
                     self.enqueue(a, capacity)?;
                 }
                 Event::KvArrives(k) => {
@@ -1020,7 +1349,26 @@ impl Engine<'_> {
         let inst = &mut self.instances[k];
         let preempted_before = inst.preemptions;
         let mut plan = std::mem::take(&mut inst.plan);
-        inst.schedule(&mut plan);
+        let mut inner = false;
+        inst.swap_out.clear();
+        inst.swap_in.clear();
+        if inst.multi_left > 0 {
+            inst.continue_steps(&mut plan);
+            inst.multi_left -= 1;
+            inner = !plan.is_empty();
+        }
+        if !inner {
+            inst.multi_left = 0;
+            inst.schedule(&mut plan);
+            let steps = self.cfg.scheduler_steps;
+            if steps > 1
+                && !plan.is_empty()
+                && plan.iter().all(|&(i, _)| inst.running[i].decoding())
+                && inst.reserve_ahead(&plan, steps)
+            {
+                inst.multi_left = steps - 1;
+            }
+        }
         if plan.is_empty() {
             // Nothing fits even an empty cache: cannot happen for checked requests.
             return Err(Error::invalid("block", self.cfg.block_tokens, "a block size the KV capacity can hold"));
@@ -1037,7 +1385,20 @@ impl Engine<'_> {
             }
             tokens += n;
         }
-        let dt = self.clock.step_s(chunks);
+        if decodes == plan.len() as u64 {
+            let padded = self.cfg.cuda_graphs.padded(decodes);
+            let pad = Chunk { new_tokens: chunks[0].new_tokens, cached_tokens: 0 };
+            chunks.extend(std::iter::repeat_n(pad, (padded - decodes) as usize));
+        }
+        let full_s = self.clock.step_s(chunks);
+        let host_s = self.clock.host_s();
+        let mut dt = match (inner, self.cfg.host) {
+            (true, _) => full_s - host_s,
+            (false, HostTime::Serial) => full_s,
+            (false, HostTime::Overlapped) => (full_s - host_s).max(host_s),
+        };
+        dt += self.draft_s(k, &plan, chunks);
+        dt += self.swap_s(k)?;
         let inst = &mut self.instances[k];
         inst.batch.hold(plan.len() as f64, dt);
         inst.queue.hold(inst.waiting.len() as f64, dt);
@@ -1055,10 +1416,64 @@ impl Engine<'_> {
             kv_blocks_used: 0,
             preemptions: inst.preemptions - preempted_before,
         };
+        if decodes > 0 {
+            if let Admission::Sglang { init, min } = self.cfg.admission {
+                inst.new_token_ratio = (inst.new_token_ratio - (init - min) / policy::SGLANG_DECAY_STEPS).max(min);
+            }
+        }
         inst.plan = plan;
         self.steps += 1;
         self.processed += tokens;
         Ok(())
+    }
+
+    /// Seconds of the draft steps in instance `k`'s step of `chunks` under speculation: `k`
+    /// draft steps of its decoding sequences, each a decode step of those sequences on the
+    /// draft model, or a fraction of the target's ([`Draft`]).
+    fn draft_s(&mut self, k: usize, plan: &[(usize, u64)], chunks: &[Chunk]) -> f64 {
+        let Some(spec) = &self.cfg.speculation else { return 0.0 };
+        let inst = &self.instances[k];
+        self.draft_chunks.clear();
+        let mut depth = 0;
+        for (&(i, n), c) in plan.iter().zip(chunks) {
+            if inst.running[i].decoding() {
+                self.draft_chunks.push(Chunk { new_tokens: 1, cached_tokens: c.cached_tokens });
+                depth = depth.max(n - 1);
+            }
+        }
+        if depth == 0 {
+            return 0.0;
+        }
+        let one = match &spec.draft {
+            Draft::Heads { fraction } => fraction * self.clock.step_s(&self.draft_chunks),
+            Draft::Model(_) => self.draft_clock.as_mut().expect("a draft clock").step_s(&self.draft_chunks),
+        };
+        depth as f64 * one
+    }
+
+    /// Seconds instance `k`'s step spends swapping caches out and in over the host link:
+    /// `α + bytes ÷ β` per sequence ([`Preemption::Swap`]).
+    fn swap_s(&mut self, k: usize) -> Result<f64> {
+        let Some(link) = self.swap_link.clone() else { return Ok(0.0) };
+        let mut total = 0.0;
+        for j in 0..self.instances[k].swap_out.len() + self.instances[k].swap_in.len() {
+            let inst = &self.instances[k];
+            let tokens = if j < inst.swap_out.len() { inst.swap_out[j] } else { inst.swap_in[j - inst.swap_out.len()] };
+            if tokens > 0 {
+                total += link.transfer_s(self.kv_bytes(tokens)?);
+            }
+        }
+        Ok(total)
+    }
+
+    /// KV bytes one GPU holds for `tokens` cached positions ([`kv_bytes_per_gpu`], memoised).
+    fn kv_bytes(&mut self, tokens: u64) -> Result<f64> {
+        if let Some(b) = self.kv_bytes_memo.get(&tokens) {
+            return Ok(*b);
+        }
+        let b = kv_bytes_per_gpu(self.sc, tokens)?;
+        self.kv_bytes_memo.insert(tokens, b);
+        Ok(b)
     }
 
     /// Apply the progress of instance `k`'s step, ending now: tokens, finishes, hand-offs,
@@ -1070,19 +1485,43 @@ impl Engine<'_> {
         // (index in `running`, finished: else handed off).
         let mut leaving: Vec<(usize, bool)> = Vec::new();
         let inst = &mut self.instances[k];
+        let acceptance = self.cfg.speculation.as_ref().map_or(0.0, |s| s.acceptance);
         for &(i, n) in &plan {
             let r = &mut inst.running[i];
-            let was_prefill = r.in_prefill();
-            r.cached += n;
-            if was_prefill && r.in_prefill() {
-                continue; // a chunk that did not complete the prompt
-            }
-            // This step produced a token.
-            r.generated += 1;
-            if r.generated == 1 {
-                r.first_token_s = now;
-                self.ttft.add(now - r.arrival_s);
+            let produced = if n > 1 && r.decoding() {
+                // Speculation: the last token and the drafts up to the first rejected.
+                let mut m = 1;
+                while m < n && self.spec_rng.uniform() < acceptance {
+                    m += 1;
+                }
+                r.cached += m;
+                self.spec_steps += 1;
+                self.spec_tokens += m;
+                m
             } else {
+                let was_prefill = r.in_prefill();
+                r.cached += n;
+                if was_prefill && r.in_prefill() {
+                    continue; // a chunk that did not complete the prompt
+                }
+                1
+            };
+            // This step produced `produced` tokens.
+            let first = r.generated == 0;
+            r.generated += produced;
+            if first {
+                if r.pinned {
+                    // Its prompt is computed: the cache takes the prefix blocks it lacks.
+                    let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
+                    let moved = inst.cache.insert(&p, r.prompt, self.cfg.block_tokens, None);
+                    r.blocks -= moved;
+                    r.shared += moved;
+                }
+                r.first_token_s = now;
+                if r.measured {
+                    self.ttft.add(now - r.arrival_s);
+                }
+            } else if r.measured {
                 self.itl.add(now - r.last_token_s);
             }
             r.last_token_s = now;
@@ -1097,7 +1536,12 @@ impl Engine<'_> {
         for &(i, done) in leaving.iter().rev() {
             let inst = &mut self.instances[k];
             let mut r = inst.running.remove(i);
-            inst.free_blocks += r.blocks;
+            if done && r.pinned {
+                let p = *r.prefix.as_deref().expect("a pinned request has a prefix");
+                let block = self.cfg.block_tokens;
+                r.blocks -= inst.cache.insert(&p, r.prompt, block, Some(r.cached / block));
+            }
+            inst.release(&mut r);
             if done {
                 finished += 1;
                 self.finish_request(&r, now);
@@ -1144,6 +1588,11 @@ impl Engine<'_> {
 
     /// A request that produced its last token at `now`.
     fn finish_request(&mut self, r: &Req, now: f64) {
+        self.completed += 1;
+        self.in_system -= 1;
+        if !r.measured {
+            return;
+        }
         let e2e = now - r.arrival_s;
         let ttft = r.first_token_s - r.arrival_s;
         let tpot = (r.output > 1).then(|| (r.last_token_s - r.first_token_s) / (r.output - 1) as f64);
@@ -1154,8 +1603,7 @@ impl Engine<'_> {
         let ok = self.cfg.ttft_slo_s.is_none_or(|b| ttft <= b)
             && self.cfg.tpot_slo_s.is_none_or(|b| tpot.is_none_or(|t| t <= b));
         self.good += u64::from(ok);
-        self.completed += 1;
-        self.in_system -= 1;
+        self.measured_completed += 1;
         self.output_tokens += r.output;
         self.prompt_tokens += r.prompt;
     }
@@ -1163,16 +1611,9 @@ impl Engine<'_> {
     /// Send the cache of `r`, whose first token prefill instance `k` produced at `now`, to the
     /// decode pool: it queues behind earlier transfers on `k`'s links.
     fn hand_off(&mut self, k: usize, r: &mut Req, now: f64) -> Result<()> {
-        let link = self.link.as_ref().expect("a disaggregated deployment has a link");
         let tokens = r.cached;
-        let bytes = match self.kv_bytes_memo.get(&tokens) {
-            Some(b) => *b,
-            None => {
-                let b = kv_bytes_per_gpu(self.sc, tokens)?;
-                self.kv_bytes_memo.insert(tokens, b);
-                b
-            }
-        };
+        let bytes = self.kv_bytes(tokens)?;
+        let link = self.link.as_ref().expect("a disaggregated deployment has a link");
         let start = now.max(self.link_free_s[k]);
         let ready_s = start + link.transfer_s(bytes);
         self.link_free_s[k] = ready_s;
@@ -1188,13 +1629,17 @@ impl Engine<'_> {
 
     fn finish(mut self, capacity: u64) -> Simulation {
         self.mark(self.now_s);
-        let duration_s = self.origin_s + self.now_s;
+        let duration_s = if self.cfg.warmup_requests > 0 {
+            self.origin_s + self.now_s - self.window_start_s
+        } else {
+            self.origin_s + self.now_s
+        };
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let issued = self.source.issued();
         let arrival_rate_per_s = if self.last_arrival_s > 0.0 && issued > 1 {
             (issued - 1) as f64 / self.last_arrival_s
         } else {
-            per_s(self.completed as f64)
+            per_s(self.measured_completed as f64)
         };
         let merged = |f: fn(&Instance) -> TimeAverage| {
             self.instances.iter().fold(TimeAverage::default(), |mut acc, i| {
@@ -1204,15 +1649,16 @@ impl Engine<'_> {
         };
         let (batch, queue, kv) = (merged(|i| i.batch), merged(|i| i.queue), merged(|i| i.kv));
         let sum = |f: fn(&Instance) -> u64| self.instances.iter().map(f).sum::<u64>();
+        let measured = self.measured_completed;
         let summary = SimSummary {
-            completed: self.completed,
-            requests: self.source.total(),
+            completed: measured,
+            requests: self.source.total() - self.cfg.warmup_requests,
             offered_rate_per_s: self.cfg.arrivals.rate_per_s(),
             arrival_rate_per_s,
             duration_s,
             mean_in_system: self.in_system_avg.mean(),
             mean_latency_s: self.e2e.mean(),
-            requests_per_s: per_s(self.completed as f64),
+            requests_per_s: per_s(measured as f64),
             input_tokens_per_s: per_s(self.prompt_tokens as f64),
             output_tokens_per_s: per_s(self.output_tokens as f64),
             ttft_s: self.ttft.quantiles(),
@@ -1220,7 +1666,7 @@ impl Engine<'_> {
             itl_s: self.itl.quantiles(),
             e2e_s: self.e2e.quantiles(),
             goodput_per_s: per_s(self.good as f64),
-            slo_attainment: if self.completed > 0 { self.good as f64 / self.completed as f64 } else { 0.0 },
+            slo_attainment: if measured > 0 { self.good as f64 / measured as f64 } else { 0.0 },
             preemptions: sum(|i| i.preemptions),
             recomputed_tokens: sum(|i| i.recomputed),
             prefix_hit_tokens: sum(|i| i.hit_tokens),
@@ -1242,6 +1688,23 @@ impl Engine<'_> {
             kv_capacity_tokens: capacity,
             drained: self.completed == self.source.total(),
             kv_transfer_s: self.link.is_some().then(|| self.transfer.quantiles()),
+            prefix_cache_hit_rate: self.cfg.prefix_cache.then(|| {
+                let looked = sum(|i| i.looked_up_tokens);
+                let hit = sum(|i| i.hit_tokens);
+                if looked > 0 {
+                    hit as f64 / looked as f64
+                } else {
+                    0.0
+                }
+            }),
+            prefix_evicted_blocks: self.cfg.prefix_cache.then(|| sum(|i| i.cache.evicted)),
+            spec_tokens_per_step: self.cfg.speculation.is_some().then(|| {
+                if self.spec_steps > 0 {
+                    self.spec_tokens as f64 / self.spec_steps as f64
+                } else {
+                    0.0
+                }
+            }),
         };
         Simulation {
             summary,

@@ -1,5 +1,6 @@
 //! The requests a simulation serves: when they arrive and how long they are.
 
+use super::prefix::PromptPrefix;
 use super::rng::Pcg32;
 use crate::error::{compact_f64, Error, Result};
 use serde::Serialize;
@@ -37,6 +38,10 @@ pub struct TraceRequest {
     pub prompt_tokens: u64,
     /// Output tokens (≥ 1).
     pub output_tokens: u64,
+    /// The shared token sequences its prompt starts with, for the prefix cache
+    /// ([`super::SimConfig::prefix_cache`]); none: nothing shared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PromptPrefix>,
 }
 
 /// How requests arrive.
@@ -120,6 +125,19 @@ impl Arrivals {
                             ),
                             "arrival times sorted ascending",
                         ));
+                    }
+                    if let Some(p) = &r.prefix {
+                        let root = p.root.map_or(0, |(_, t)| t);
+                        if p.tokens > r.prompt_tokens || root > p.tokens {
+                            return Err(Error::invalid(
+                                "trace",
+                                format!(
+                                    "request {row} has a prefix of {} tokens (root {root}) in a prompt of {}",
+                                    p.tokens, r.prompt_tokens
+                                ),
+                                "root tokens ≤ prefix tokens ≤ prompt tokens",
+                            ));
+                        }
                     }
                     if r.prompt_tokens == 0 || r.output_tokens == 0 {
                         return Err(Error::invalid(
@@ -284,6 +302,7 @@ pub(super) struct Arrival {
     pub absolute_s: f64,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
+    pub prefix: Option<PromptPrefix>,
 }
 
 impl Source {
@@ -334,6 +353,7 @@ impl Source {
                     absolute_s: r.arrival_s,
                     prompt_tokens: r.prompt_tokens,
                     output_tokens: r.output_tokens,
+                    prefix: r.prefix,
                 });
             }
             // The first request arrives at time 0; the gaps follow.
@@ -357,7 +377,7 @@ impl Source {
         self.issued += 1;
         let prompt_tokens = self.prompt.draw(&mut self.lengths);
         let output_tokens = self.output.draw(&mut self.lengths);
-        Arrival { arrival_s: at_s, absolute_s: self.origin_s + at_s, prompt_tokens, output_tokens }
+        Arrival { arrival_s: at_s, absolute_s: self.origin_s + at_s, prompt_tokens, output_tokens, prefix: None }
     }
 }
 
@@ -405,13 +425,121 @@ fn number<T: std::str::FromStr>(field: &str, cell: &str, line: usize, what: &str
 /// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line (an optional header
 /// first). Order and values are checked by [`Arrivals::validate`].
 pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
-    csv_rows("trace", text, 3, |c, line| {
+    trace_csv(text, false)
+}
+
+/// Parse a trace CSV for the prefix cache: `arrival_s,prompt_tokens,output_tokens,prefix_id,
+/// prefix_tokens` per line (the prompt's first `prefix_tokens` tokens are the sequence
+/// `prefix_id`, shared with the other rows naming it: [`PromptPrefix`]), an optional header
+/// first.
+pub fn parse_prefixed_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
+    trace_csv(text, true)
+}
+
+fn trace_csv(text: &str, prefixed: bool) -> Result<Vec<TraceRequest>> {
+    csv_rows("trace", text, if prefixed { 5 } else { 3 }, |c, line| {
+        let prefix = if prefixed {
+            Some(PromptPrefix {
+                id: number("trace", c[3], line, "a whole-number prefix id")?,
+                tokens: number("trace", c[4], line, "a whole number of prefix tokens")?,
+                root: None,
+            })
+        } else {
+            None
+        };
         Ok(TraceRequest {
             arrival_s: number("trace", c[0], line, "an arrival time in seconds")?,
             prompt_tokens: number("trace", c[1], line, "a whole number of prompt tokens")?,
             output_tokens: number("trace", c[2], line, "a whole number of output tokens")?,
+            prefix,
         })
     })
+}
+
+/// Multi-turn conversations behind one system prompt, as a trace for the prefix cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversations {
+    /// Conversations (≥ 1); they start as a Poisson process.
+    pub conversations: u64,
+    /// Conversation starts per second.
+    pub rate_per_s: f64,
+    /// Turns per conversation (≥ 1).
+    pub turns: u64,
+    /// Seconds from one turn's arrival to the next's (the user reading and typing).
+    pub think_s: f64,
+    /// Tokens of the system prompt every conversation starts with.
+    pub system_tokens: u64,
+    /// Tokens of each user message.
+    pub user_tokens: u64,
+    /// Tokens of each answer.
+    pub output_tokens: u64,
+}
+
+impl Conversations {
+    /// The trace, sorted by arrival: conversation `c` (from 0) starts at a Poisson time `T_c`
+    /// drawn from `seed`, and its turn `t` (from 0) arrives at `T_c + t · think_s` with the
+    /// prompt `S + t·(U + O) + U` (system prompt, earlier turns, new message), whose first
+    /// `S + t·(U + O)` tokens are the conversation's history (prefix id `c + 1`) and whose first
+    /// `S` are the system prompt (root id 1). Errors name `conversations`, `turns` or the
+    /// lengths.
+    pub fn trace(&self, seed: u64) -> Result<Vec<TraceRequest>> {
+        let rows = self.conversations.saturating_mul(self.turns);
+        if self.conversations == 0 || self.turns == 0 || rows > super::MAX_REQUESTS {
+            return Err(Error::invalid(
+                "conversations",
+                format!("{} × {} turns", self.conversations, self.turns),
+                format!("at least 1 conversation of at least 1 turn, at most {} requests", super::MAX_REQUESTS),
+            ));
+        }
+        check_rate("rate", self.rate_per_s)?;
+        if !(self.think_s.is_finite() && self.think_s >= 0.0) {
+            return Err(Error::invalid("think_s", compact_f64(self.think_s), "a time in seconds ≥ 0"));
+        }
+        let (s, u, o) = (self.system_tokens, self.user_tokens, self.output_tokens);
+        let longest = s as f64 + self.turns as f64 * (u + o) as f64;
+        if u == 0 || o == 0 || longest > super::MAX_REQUEST_TOKENS as f64 {
+            return Err(Error::invalid(
+                "user_tokens",
+                format!("{s} + {} × ({u} + {o}) tokens", self.turns),
+                format!("user and output tokens ≥ 1, a last turn of at most {} tokens", super::MAX_REQUEST_TOKENS),
+            ));
+        }
+        let mut gaps = Pcg32::new(seed, 1);
+        let mut start = 0.0;
+        let mut out = Vec::with_capacity(rows as usize);
+        for c in 0..self.conversations {
+            if c > 0 {
+                start += gaps.exponential(self.rate_per_s);
+            }
+            for t in 0..self.turns {
+                let history = s + t * (u + o);
+                out.push(TraceRequest {
+                    arrival_s: start + t as f64 * self.think_s,
+                    prompt_tokens: history + u,
+                    output_tokens: o,
+                    prefix: Some(PromptPrefix { id: c + 1, tokens: history, root: Some((1, s)) }),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+        Ok(out)
+    }
+}
+
+/// The rows of `trace` a run serves when the `requests` input is given with it: the first
+/// `requests` rows (all of them when it is absent). Asking for more rows than the trace holds is
+/// refused, naming `requests`, rather than silently serving fewer.
+pub fn trace_rows(trace: Arc<[TraceRequest]>, requests: Option<u64>) -> Result<Arc<[TraceRequest]>> {
+    match requests {
+        None => Ok(trace),
+        Some(n) if n == trace.len() as u64 => Ok(trace),
+        Some(n) if (1..trace.len() as u64).contains(&n) => Ok(trace[..n as usize].into()),
+        Some(n) => Err(Error::invalid(
+            "requests",
+            n,
+            format!("at most the trace's {} requests (or leave it out to serve them all)", trace.len()),
+        )),
+    }
 }
 
 impl Lengths {
@@ -470,7 +598,14 @@ mod tests {
         assert!((2800..3200).contains(&n200), "{n200}");
         let t = parse_trace_csv("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.5,20,6\n").unwrap();
         assert_eq!(t.len(), 2);
-        assert_eq!(t[1], TraceRequest { arrival_s: 0.5, prompt_tokens: 20, output_tokens: 6 });
+        assert_eq!(t[1], TraceRequest { arrival_s: 0.5, prompt_tokens: 20, output_tokens: 6, prefix: None });
+        let t = parse_prefixed_trace_csv("arrival_s,prompt,output,prefix_id,prefix_tokens\n0,100,5,7,64\n").unwrap();
+        assert_eq!(t[0].prefix, Some(PromptPrefix { id: 7, tokens: 64, root: None }));
+        let e = parse_prefixed_trace_csv("0,100,5,x,64\n").unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("prefix id"), "{e}");
+        let e = parse_prefixed_trace_csv("0,100,5\n").unwrap_err().to_string();
+        assert!(e.contains("5 comma-separated numbers"), "{e}");
+        assert!(parse_trace_csv("0,100,5,7,64\n").unwrap_err().to_string().contains("3 comma-separated"));
         let e = parse_trace_csv("0,10\n").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
         assert!(parse_trace_csv("0,x,5\n").unwrap_err().to_string().contains("prompt tokens"));

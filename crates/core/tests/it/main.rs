@@ -16,4 +16,5 @@ mod parallel;
 mod physical_bounds;
 mod real_configs;
 mod seed004;
+mod serving_modes;
 mod simulate;

@@ -173,7 +173,12 @@ fn chunked_prefill_and_the_schedule_change_the_tails_as_engines_do() {
 #[test]
 fn a_trace_is_replayed_and_goodput_counts_the_slas() {
     let trace: Vec<TraceRequest> = (0..50)
-        .map(|i| TraceRequest { arrival_s: i as f64 * 0.1, prompt_tokens: 100 + 10 * i, output_tokens: 20 + i })
+        .map(|i| TraceRequest {
+            arrival_s: i as f64 * 0.1,
+            prompt_tokens: 100 + 10 * i,
+            output_tokens: 20 + i,
+            prefix: None,
+        })
         .collect();
     let cfg = SimConfig { arrivals: Arrivals::Trace(trace.into()), ..SimConfig::poisson(1.0) };
     let s = run(&llama(), &cfg).summary;
@@ -196,8 +201,8 @@ fn bad_inputs_are_refused_naming_the_field() {
     let e = err(SimConfig { arrivals: Arrivals::Trace(Vec::new().into()), ..SimConfig::poisson(1.0) });
     assert!(e.to_string().contains("empty"), "{e}");
     let unsorted = vec![
-        TraceRequest { arrival_s: 1.0, prompt_tokens: 5, output_tokens: 5 },
-        TraceRequest { arrival_s: 0.5, prompt_tokens: 5, output_tokens: 5 },
+        TraceRequest { arrival_s: 1.0, prompt_tokens: 5, output_tokens: 5, prefix: None },
+        TraceRequest { arrival_s: 0.5, prompt_tokens: 5, output_tokens: 5, prefix: None },
     ];
     let e = err(SimConfig { arrivals: Arrivals::Trace(unsorted.into()), ..SimConfig::poisson(1.0) });
     assert!(e.to_string().contains("sorted"), "{e}");
@@ -316,7 +321,7 @@ fn per_request_durations_are_exact_at_any_time_scale() {
     // The last two are one step of an f64 apart: 4·10²⁸⁴ s, still a long idle gap.
     let trace: Vec<TraceRequest> = [0.0, 1e300, 2e300, 2e300 * (1.0 + f64::EPSILON)]
         .iter()
-        .map(|&t| TraceRequest { arrival_s: t, prompt_tokens: 700, output_tokens: 40 })
+        .map(|&t| TraceRequest { arrival_s: t, prompt_tokens: 700, output_tokens: 40, prefix: None })
         .collect();
     let cfg = SimConfig { arrivals: Arrivals::Trace(trace.into()), ..SimConfig::poisson(1.0) };
     let sim = run(&sc, &cfg);

@@ -1,0 +1,420 @@
+//! How an engine runs its scheduler: admission control and preemption, CUDA-graph padding,
+//! multi-step scheduling, host time, routing across replicas and speculative decoding. Each is
+//! a typed field of [`super::SimConfig`]; [`super::SimConfig::poisson`]'s defaults are the
+//! simulator's plain scheduler (admit while the next first chunk fits, recompute, no padding,
+//! one step per scheduling, host time serial as the clock reports it, round robin, no
+//! speculation), and [`EnginePolicy::of_engine`] gives each engine's own.
+
+use crate::engine::Engine;
+use crate::error::{compact_f64, Error, Result};
+use crate::scenario::Scenario;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// Which requests a step admits, and how much KV cache it sets aside for them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Admission {
+    /// Admit first come first served while the next request's first chunk fits the free blocks;
+    /// when a running sequence needs a block and none is free, preempt the most recently
+    /// admitted. TensorRT-LLM's `MAX_UTILIZATION` capacity policy ("packs as many requests as
+    /// possible … may need to pause requests", `CapacitySchedulerPolicy` in
+    /// `tensorrt_llm/bindings/executor`, docs "The Batch Manager").
+    MaxUtilization,
+    /// TensorRT-LLM's default `GUARANTEED_NO_EVICT`: a request is admitted only when blocks for
+    /// its whole prompt and its maximum output, `⌈(prompt + output − 1) / block⌉`, are free, and
+    /// they are reserved at admission, so a running request never needs a block it does not hold:
+    /// no preemption, by construction.
+    GuaranteedNoEvict,
+    /// vLLM's block manager: a request is admitted only when blocks for its whole context
+    /// (prompt, plus the tokens it generated before a preemption) are free with
+    /// `⌊watermark · blocks⌋` blocks still left over (`BlockSpaceManager.can_allocate`:
+    /// `free − required ≥ watermark_blocks`, `--gpu-memory-utilization`'s companion
+    /// `watermark = 0.01` in `vllm/core/block_manager.py`), and it holds them from then on. So a
+    /// preempted request is not readmitted until its whole context fits. Running sequences grow
+    /// into free blocks without the watermark and preempt the most recently admitted when none
+    /// is free. When nothing is running the watermark is waived (vLLM refuses such a request as
+    /// never fitting; here every request is checked to fit the cache before the run).
+    Watermark {
+        /// Fraction of the blocks kept free by admissions, `0 ≤ w < 1` (vLLM: 0.01).
+        fraction: f64,
+    },
+    /// SGLang's `PrefillAdder`: every running request reserves `ratio · min(output left, 4096)`
+    /// tokens for its future decodes, and a waiting request is admitted when its prompt plus
+    /// `ratio · min(output, 4096)` fits what is free after those reservations
+    /// (`python/sglang/srt/managers/schedule_policy.py`, `CLIP_MAX_NEW_TOKENS_ESTIMATION = 4096`).
+    /// The ratio starts at `init` (SGLang: `default_init_new_token_ratio = 0.7`), falls by
+    /// `(init − min) / 600` each step with decodes down to `min` (`0.7 × 0.14 = 0.098`,
+    /// `default_min_new_token_ratio_factor` and `default_new_token_ratio_decay_steps` in
+    /// `global_config.py`), and is set back to `init` when a decode runs out of cache and a
+    /// request is retracted (preempted) — SGLang recomputes it from the retracted batch; here it
+    /// returns to its starting value. Admission allocates the first chunk only, as SGLang's
+    /// chunked prefill does.
+    Sglang {
+        /// Starting reservation ratio, `0 ≤ init ≤ 1`.
+        init: f64,
+        /// Lowest reservation ratio, `0 ≤ min ≤ init`.
+        min: f64,
+    },
+}
+
+/// SGLang's output-length clip in its reservation (`CLIP_MAX_NEW_TOKENS_ESTIMATION`).
+pub const SGLANG_CLIP_TOKENS: u64 = 4096;
+/// SGLang's steps for the reservation ratio to fall from `init` to `min`.
+pub const SGLANG_DECAY_STEPS: f64 = 600.0;
+/// vLLM's default free-block watermark.
+pub const VLLM_WATERMARK: f64 = 0.01;
+
+impl Admission {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 4] = ["max-utilization", "guaranteed-no-evict", "watermark", "sglang"];
+
+    /// SGLang's defaults: ratio 0.7 falling to 0.098.
+    pub const SGLANG: Admission = Admission::Sglang { init: 0.7, min: 0.7 * 0.14 };
+
+    /// vLLM's default: a 1 % watermark.
+    pub const VLLM: Admission = Admission::Watermark { fraction: VLLM_WATERMARK };
+
+    /// The engine's own policy: TensorRT-LLM (and NIM) guaranteed no-evict, vLLM the 1 %
+    /// watermark, SGLang its reservation ratio; gpt-fast and eager have no serving scheduler of
+    /// their own and take the plain one.
+    pub fn of_engine(engine: Engine) -> Admission {
+        match engine.family() {
+            Engine::Trtllm => Admission::GuaranteedNoEvict,
+            Engine::Vllm => Admission::VLLM,
+            Engine::Sglang => Admission::SGLANG,
+            _ => Admission::MaxUtilization,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        match *self {
+            Admission::Watermark { fraction } if !(fraction.is_finite() && (0.0..1.0).contains(&fraction)) => {
+                Err(Error::invalid("watermark", compact_f64(fraction), "a fraction of the KV blocks in [0, 1)"))
+            }
+            Admission::Sglang { init, min }
+                if !(init.is_finite()
+                    && min.is_finite()
+                    && (0.0..=1.0).contains(&init)
+                    && (0.0..=init).contains(&min)) =>
+            {
+                Err(Error::invalid(
+                    "new_token_ratio",
+                    format!("{}..{}", compact_f64(init), compact_f64(min)),
+                    "ratios with 0 ≤ min ≤ init ≤ 1",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::str::FromStr for Admission {
+    type Err = Error;
+    /// A policy by name, with its engine's parameters (`watermark`: 1 %; `sglang`: 0.7 → 0.098).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "max-utilization" | "max_utilization" => Ok(Admission::MaxUtilization),
+            "guaranteed-no-evict" | "guaranteed_no_evict" | "no-evict" => Ok(Admission::GuaranteedNoEvict),
+            "watermark" | "vllm" => Ok(Admission::VLLM),
+            "sglang" => Ok(Admission::SGLANG),
+            _ => Err(Error::unknown_for("admission", "admission policy", s, Admission::NAMES)),
+        }
+    }
+}
+
+/// What a preemption does with the preempted sequence's KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preemption {
+    /// Free it; the sequence prefills its prompt and generated tokens again when readmitted
+    /// (vLLM's default since V0.4, TensorRT-LLM's and SGLang's only mode).
+    Recompute,
+    /// Copy it to host memory over the GPU's PCIe link and back when readmitted (vLLM's
+    /// `--preemption-mode swap`): each direction costs `α + bytes ÷ (β · link_efficiency)` per
+    /// sequence on `gpu.interconnect.pcie` (the KV bytes one GPU holds,
+    /// [`super::kv_bytes_per_gpu`]), one sequence after another, added to the step that preempts
+    /// or readmits it. Nothing is computed again.
+    Swap,
+}
+
+impl Preemption {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 2] = ["recompute", "swap"];
+}
+
+impl std::str::FromStr for Preemption {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "recompute" => Ok(Preemption::Recompute),
+            "swap" => Ok(Preemption::Swap),
+            _ => Err(Error::unknown_for("preemption", "preemption mode", s, Preemption::NAMES)),
+        }
+    }
+}
+
+/// vLLM's captured decode batch sizes, `[1, 2, 4] + list(range(8, 513, 8))`: 1, 2, 4, 8, 16, 24,
+/// …, 512 (`batch_size_capture_list` in `vllm/config.py`, up to its default largest captured
+/// batch, `max_capture_size = 512`; vLLM 0.6's `_BATCH_SIZES_TO_CAPTURE` in
+/// `vllm/worker/model_runner.py` is the same list with `_BATCH_SIZE_ALIGNMENT = 8`, to 256).
+/// Engines that pad use this list here (TensorRT-LLM's and SGLang's captured sizes differ in
+/// detail).
+pub fn vllm_capture_sizes() -> Arc<[u64]> {
+    [1, 2, 4].into_iter().chain((1..=64).map(|i| 8 * i)).collect()
+}
+
+/// Whether decode steps replay captured CUDA graphs, padded to a captured batch size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CudaGraphs {
+    /// Every step is timed at its own batch.
+    Unpadded,
+    /// A step whose sequences all decode runs the graph of the smallest captured size `≥ B`
+    /// and is timed at that padded batch (the padding slots hold no context); a larger decode
+    /// batch, and every step with a prefill chunk, runs eagerly at its own size (vLLM pads
+    /// decode-only batches this way, `CUDAGraphRunner`). Sizes ascending, each ≥ 1.
+    Padded(Arc<[u64]>),
+}
+
+/// Most captured sizes in [`CudaGraphs::Padded`].
+pub const MAX_CAPTURE_SIZES: usize = 4096;
+
+impl CudaGraphs {
+    /// vLLM's captured sizes ([`vllm_capture_sizes`]).
+    pub fn vllm() -> CudaGraphs {
+        CudaGraphs::Padded(vllm_capture_sizes())
+    }
+
+    /// The batch a decode-only step of `batch` sequences is timed at.
+    pub fn padded(&self, batch: u64) -> u64 {
+        match self {
+            CudaGraphs::Unpadded => batch,
+            CudaGraphs::Padded(sizes) => match sizes.partition_point(|&s| s < batch) {
+                i if i < sizes.len() => sizes[i],
+                _ => batch,
+            },
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if let CudaGraphs::Padded(s) = self {
+            let sorted = s.windows(2).all(|w| w[0] < w[1]);
+            if s.is_empty() || s.len() > MAX_CAPTURE_SIZES || s[0] == 0 || !sorted {
+                return Err(Error::invalid(
+                    "cuda_graph_sizes",
+                    format!("{} sizes", s.len()),
+                    format!("1 to {MAX_CAPTURE_SIZES} batch sizes ≥ 1, strictly ascending"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the host's per-step work (scheduling, input preparation, sampling: the step's `host`
+/// row, [`crate::roofline::TimeModel::host_step_s`]) holds the GPU up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostTime {
+    /// After the GPU's step, as the ledger's step time adds it: `gpu + host`.
+    Serial,
+    /// Under the GPU's step (the next step is scheduled while one runs: vLLM V1's async
+    /// scheduling, SGLang's overlap scheduler, TensorRT-LLM's C++ runtime): `max(gpu, host)`.
+    Overlapped,
+}
+
+impl HostTime {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 2] = ["serial", "overlapped"];
+
+    /// vLLM V0 serial; the others overlapped.
+    pub fn of_engine(engine: Engine) -> HostTime {
+        match engine {
+            Engine::VllmV0 | Engine::Eager => HostTime::Serial,
+            _ => HostTime::Overlapped,
+        }
+    }
+}
+
+impl std::str::FromStr for HostTime {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "serial" => Ok(HostTime::Serial),
+            "overlapped" | "async" => Ok(HostTime::Overlapped),
+            _ => Err(Error::unknown_for("host_time", "host time", s, HostTime::NAMES)),
+        }
+    }
+}
+
+/// Which replica takes an arriving request (aggregated deployments of several instances).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Router {
+    /// Replicas in turn.
+    RoundRobin,
+    /// A uniformly random replica, from the run's seed (its own stream: deterministic).
+    Random,
+    /// The replica holding the fewest requests, waiting or running (the first at a tie).
+    LeastOutstanding,
+    /// The replica with the smallest fraction of its KV blocks in use, then the fewest
+    /// requests, then the first.
+    KvUsage,
+}
+
+impl Router {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 4] = ["round-robin", "random", "least-outstanding", "kv"];
+}
+
+impl std::str::FromStr for Router {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "round-robin" | "round_robin" | "rr" => Ok(Router::RoundRobin),
+            "random" => Ok(Router::Random),
+            "least-outstanding" | "least_outstanding" | "lor" => Ok(Router::LeastOutstanding),
+            "kv" | "kv-usage" | "kv_usage" => Ok(Router::KvUsage),
+            _ => Err(Error::unknown_for("router", "router", s, Router::NAMES)),
+        }
+    }
+}
+
+/// Most steps of one multi-step scheduling (`num_scheduler_steps`).
+pub const MAX_SCHEDULER_STEPS: u64 = crate::limits::MAX_SIM_SCHEDULER_STEPS;
+/// Deepest speculation (draft tokens per step).
+pub const MAX_SPEC_DEPTH: u64 = crate::limits::MAX_SIM_SPEC_DEPTH;
+
+/// A draft model's scenario, compared by identity.
+#[derive(Debug, Clone)]
+pub struct DraftModel(pub Arc<Scenario>);
+
+impl PartialEq for DraftModel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Who proposes the draft tokens, and what one draft step costs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Draft {
+    /// Heads on the target (MTP, EAGLE, Medusa): one draft step costs `fraction` of the target's
+    /// decode step of the same batch (`0 ≤ fraction ≤ 1`).
+    Heads {
+        /// Cost of one draft step ÷ the target's decode step.
+        fraction: f64,
+    },
+    /// A separate draft model: one draft step is its decode step of the same batch, timed by
+    /// its own scenario (its model, GPU, precisions, layout and clock).
+    Model(DraftModel),
+}
+
+/// Speculative decoding: each decode step verifies `depth + 1` tokens per sequence.
+///
+/// A step of a decoding sequence runs `k = depth` draft steps and then the target on `k + 1`
+/// new tokens (the last accepted token and the `k` drafts), timed as one step whose chunks have
+/// `k + 1` new tokens on top of the cache. The target keeps the drafts up to the first it
+/// rejects, plus its own next token: with each draft accepted with probability `α` independently,
+/// the tokens a step yields are `1 + (accepted prefix)`, with mean `(1 − α^(k+1)) / (1 − α)`
+/// (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative Decoding",
+/// ICML 2023, eq. 1), drawn per sequence and step from the run's seed. Near its last token a
+/// sequence drafts only what its output has left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Speculation {
+    /// Draft tokens per step, `k` (1..=[`MAX_SPEC_DEPTH`]).
+    pub depth: u64,
+    /// Probability that the target accepts a draft token, `α ∈ [0, 1]`.
+    pub acceptance: f64,
+    /// The drafter.
+    pub draft: Draft,
+}
+
+impl Speculation {
+    /// Expected tokens per step of one sequence: `(1 − α^(k+1)) / (1 − α)`, `k + 1` at `α = 1`.
+    pub fn expected_tokens_per_step(&self) -> f64 {
+        let (a, k) = (self.acceptance, self.depth as i32);
+        if a >= 1.0 {
+            (k + 1) as f64
+        } else {
+            (1.0 - a.powi(k + 1)) / (1.0 - a)
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<()> {
+        if !(1..=MAX_SPEC_DEPTH).contains(&self.depth) {
+            return Err(Error::invalid("spec_depth", self.depth, format!("an integer in 1..={MAX_SPEC_DEPTH}")));
+        }
+        if !(self.acceptance.is_finite() && (0.0..=1.0).contains(&self.acceptance)) {
+            return Err(Error::invalid("spec_acceptance", compact_f64(self.acceptance), "a probability in [0, 1]"));
+        }
+        if let Draft::Heads { fraction } = self.draft {
+            if !(fraction.is_finite() && (0.0..=1.0).contains(&fraction)) {
+                return Err(Error::invalid("draft_fraction", compact_f64(fraction), "a fraction in [0, 1]"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An engine's scheduler as the simulator runs it: the policy fields of [`super::SimConfig`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnginePolicy {
+    /// Admission control.
+    pub admission: Admission,
+    /// Host time, serial or overlapped.
+    pub host: HostTime,
+    /// CUDA-graph padding of decode batches.
+    pub cuda_graphs: CudaGraphs,
+}
+
+impl EnginePolicy {
+    /// The engine's defaults: its admission ([`Admission::of_engine`]), its host time
+    /// ([`HostTime::of_engine`]), and vLLM's captured sizes for the engines that replay decode
+    /// steps from CUDA graphs padded to captured sizes (vLLM, SGLang, TensorRT-LLM; gpt-fast's
+    /// `torch.compile` graphs and eager are timed unpadded).
+    pub fn of_engine(engine: Engine) -> EnginePolicy {
+        let padded = matches!(engine.family(), Engine::Vllm | Engine::Sglang | Engine::Trtllm);
+        EnginePolicy {
+            admission: Admission::of_engine(engine),
+            host: HostTime::of_engine(engine),
+            cuda_graphs: if padded { CudaGraphs::vllm() } else { CudaGraphs::Unpadded },
+        }
+    }
+}
+
+/// Check the policy fields of a configuration (errors name the field).
+pub(super) fn validate(cfg: &super::SimConfig) -> Result<()> {
+    cfg.admission.validate()?;
+    cfg.cuda_graphs.validate()?;
+    if !(1..=MAX_SCHEDULER_STEPS).contains(&cfg.scheduler_steps) {
+        return Err(Error::invalid(
+            "scheduler_steps",
+            cfg.scheduler_steps,
+            format!("an integer in 1..={MAX_SCHEDULER_STEPS}"),
+        ));
+    }
+    if let Some(s) = &cfg.speculation {
+        s.validate()?;
+        if cfg.scheduler_steps > 1 {
+            return Err(Error::invalid(
+                "scheduler_steps",
+                cfg.scheduler_steps,
+                "1 with speculative decoding (engines do not combine multi-step scheduling with it)",
+            ));
+        }
+    }
+    if let Some(c) = cfg.max_concurrency {
+        if !(1..=super::MAX_REQUESTS).contains(&c) {
+            return Err(Error::invalid("max_concurrency", c, format!("an integer in 1..={}", super::MAX_REQUESTS)));
+        }
+    }
+    if cfg.warmup_requests >= cfg.offered_requests() {
+        return Err(Error::invalid(
+            "warmup",
+            cfg.warmup_requests,
+            format!("fewer requests than the run offers ({})", cfg.offered_requests()),
+        ));
+    }
+    Ok(())
+}
