@@ -11,7 +11,8 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate_within, Budget, Deployment, Disagg, SimConfig, Simulation, DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
+    simulate_within, Budget, CudaGraphs, Deployment, Disagg, Draft, SimConfig, Simulation, Speculation,
+    DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
@@ -127,6 +128,28 @@ pub struct SimRequest {
     pub disagg: Option<String>,
     /// The link a disaggregated run moves KV caches over.
     pub kv_link: Option<String>,
+    /// Admission policy.
+    pub admission: Option<String>,
+    /// What a preemption does with the KV cache.
+    pub preemption: Option<String>,
+    /// Host time per step: serial or overlapped.
+    pub host_time: Option<String>,
+    /// Decode steps per scheduling.
+    pub scheduler_steps: Option<String>,
+    /// CUDA-graph padding of decode batches.
+    pub cuda_graphs: Option<String>,
+    /// Requests left out of the statistics (a warm-up).
+    pub warmup: Option<String>,
+    /// Most requests in flight for an open loop or a trace.
+    pub max_concurrency: Option<String>,
+    /// Speculative decoding: draft tokens per step.
+    pub spec_depth: Option<String>,
+    /// Speculative decoding: acceptance rate of a draft token.
+    pub spec_acceptance: Option<String>,
+    /// Speculative decoding: one draft step's cost ÷ the target's decode step.
+    pub draft_fraction: Option<String>,
+    /// A block-level prefix cache over the KV pool.
+    pub prefix_cache: Option<String>,
     /// Engine steps over every run of the command (the step budget).
     pub max_steps: Option<String>,
 }
@@ -199,6 +222,52 @@ pub fn inputs() -> &'static [Input] {
             "auto, nvlink, pcie, network or ideal",
             "the link the KV cache crosses with disagg",
         ),
+        Input::text(
+            "admission",
+            Some("max-utilization"),
+            "max-utilization, guaranteed-no-evict (TensorRT-LLM), watermark (vLLM, 1 %) or sglang",
+            "which requests a step admits",
+        ),
+        Input::text(
+            "preemption",
+            Some("recompute"),
+            "recompute or swap (KV over PCIe)",
+            "what a preemption does with the KV cache",
+        ),
+        Input::text(
+            "host_time",
+            Some("serial"),
+            "serial or overlapped",
+            "host time per step, after the GPU's or under it",
+        ),
+        Input::text(
+            "scheduler_steps",
+            Some("1"),
+            "an integer in 1..=256",
+            "decode steps per scheduling (vLLM multi-step)",
+        ),
+        Input::text(
+            "cuda_graphs",
+            Some("off"),
+            "off or vllm (its captured batch sizes)",
+            "decode batches padded to captured sizes",
+        ),
+        Input::text("warmup", Some("0"), "requests, below requests", "first requests left out of every statistic"),
+        Input::text("max_concurrency", None, "a positive integer", "most requests in flight, open loop or trace"),
+        Input::text("spec_depth", None, "an integer in 1..=64", "speculative decoding: draft tokens per step"),
+        Input::text(
+            "spec_acceptance",
+            Some("0.7"),
+            "a fraction in [0, 1]",
+            "speculative decoding: a draft token's acceptance",
+        ),
+        Input::text(
+            "draft_fraction",
+            Some("0.05"),
+            "a fraction in [0, 1]",
+            "speculative decoding: a draft step's cost ÷ the target's decode step (MTP/EAGLE heads)",
+        ),
+        Input::text("prefix_cache", Some("off"), "on or off", "a block-level prefix cache over the KV pool"),
         Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over every run"),
     ];
     INPUTS
@@ -262,6 +331,19 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
         Arrivals::Trace(t) => t.len() as u64,
         _ => u("requests", &args.requests, d.requests)?,
     };
+    let f = |field: &str, v: &Option<String>, default: f64| -> Result<f64> {
+        Ok(v.as_deref().map(|s| parse_f64(field, s)).transpose()?.unwrap_or(default))
+    };
+    fn parsed<T: std::str::FromStr<Err = Error>>(field: &str, v: &Option<String>) -> Result<Option<T>> {
+        v.as_deref().map(|s| s.parse::<T>().map_err(|e| e.about(field))).transpose().map_err(Into::into)
+    }
+    let speculating = args.spec_depth.is_some();
+    for (field, given) in [("spec_acceptance", &args.spec_acceptance), ("draft_fraction", &args.draft_fraction)] {
+        if given.is_some() && !speculating {
+            let expected = Text::template("it applies only with {spec_depth} N").plain("");
+            return Err(Error::refused_text(field, Text::default().plain("given"), expected).into());
+        }
+    }
     let cfg = SimConfig {
         arrivals,
         requests,
@@ -283,6 +365,33 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,
+        admission: parsed("admission", &args.admission)?.unwrap_or(d.admission),
+        preemption: parsed("preemption", &args.preemption)?.unwrap_or(d.preemption),
+        host: parsed("host_time", &args.host_time)?.unwrap_or(d.host),
+        scheduler_steps: u("scheduler_steps", &args.scheduler_steps, d.scheduler_steps)?,
+        cuda_graphs: match args.cuda_graphs.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
+            None => d.cuda_graphs.clone(),
+            Some(s) if s == "off" => CudaGraphs::Unpadded,
+            Some(s) if s == "vllm" => CudaGraphs::vllm(),
+            Some(s) => return Err(Error::unknown("cuda_graphs", s, ["off", "vllm"]).about("cuda_graphs").into()),
+        },
+        warmup_requests: u("warmup", &args.warmup, d.warmup_requests)?,
+        max_concurrency: args.max_concurrency.as_deref().map(|s| parse_u64("max_concurrency", s)).transpose()?,
+        speculation: match &args.spec_depth {
+            None => None,
+            Some(depth) => Some(Speculation {
+                depth: parse_u64("spec_depth", depth)?,
+                acceptance: f("spec_acceptance", &args.spec_acceptance, 0.7)?,
+                draft: Draft::Heads { fraction: f("draft_fraction", &args.draft_fraction, 0.05)? },
+            }),
+        },
+        prefix_cache: match args.prefix_cache.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
+            None => d.prefix_cache,
+            Some(s) if s == "on" => true,
+            Some(s) if s == "off" => false,
+            Some(s) => return Err(Error::unknown("prefix_cache", s, ["on", "off"]).about("prefix_cache").into()),
+        },
+        ..d
     };
     // Every range first, so that a bad value is named before the step budget is estimated.
     cfg.validate()?;

@@ -707,6 +707,50 @@ pub struct SimulateArgs {
     /// else the network), nvlink, pcie, network or ideal (no cost) (default auto).
     #[arg(long, help_heading = "Disaggregated")]
     pub kv_link: Option<String>,
+    /// Which requests a step admits: max-utilization (admit while blocks last, preempt when
+    /// they run out), guaranteed-no-evict (TensorRT-LLM: a request's whole prompt and output
+    /// reserved at admission), watermark (vLLM: 1 % of blocks kept free, a preempted request
+    /// re-admitted only when its whole context fits) or sglang (its new-token reservation
+    /// ratio) (default max-utilization).
+    #[arg(long, help_heading = "Engine")]
+    pub admission: Option<String>,
+    /// What a preemption does with the KV cache: recompute (drop it, prefill again) or swap (to
+    /// host memory and back over PCIe) (default recompute).
+    #[arg(long, help_heading = "Engine")]
+    pub preemption: Option<String>,
+    /// Host time per step (the clock's `host` row): serial (after the GPU step) or overlapped
+    /// (under it: a step takes the longer of the two) (default serial).
+    #[arg(long, help_heading = "Engine")]
+    pub host_time: Option<String>,
+    /// Decode steps per scheduling, vLLM's --num-scheduler-steps, 1 to 256 (default 1).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Engine")]
+    pub scheduler_steps: Option<String>,
+    /// CUDA-graph padding of decode-only batches: off, or vllm (rounded up to vLLM's captured
+    /// sizes 1, 2, 4, 8, 16, 24 … 512) (default off).
+    #[arg(long, help_heading = "Engine")]
+    pub cuda_graphs: Option<String>,
+    /// Requests left out of every statistic, the first to arrive (a benchmark's warm-up)
+    /// (default 0).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Benchmark")]
+    pub warmup: Option<String>,
+    /// Most requests in flight with Poisson, gamma or trace arrivals, as benchmark_serving.py
+    /// --max-concurrency: an arrival that finds them all busy is sent when one finishes.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Benchmark")]
+    pub max_concurrency: Option<String>,
+    /// Speculative decoding with draft heads (MTP, EAGLE): draft tokens per step, 1 to 64; each
+    /// step verifies depth + 1 tokens at the target's cost.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Speculative decoding")]
+    pub spec_depth: Option<String>,
+    /// Probability that the target accepts a draft token, 0 to 1 (default 0.7).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Speculative decoding")]
+    pub spec_acceptance: Option<String>,
+    /// Cost of one draft step ÷ the target's decode step of the same batch (default 0.05).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Speculative decoding")]
+    pub draft_fraction: Option<String>,
+    /// A block-level prefix cache over the KV pool, on or off (default off): prompts that share
+    /// a prefix (a trace's prefix_id,prefix_tokens columns) find its cached blocks.
+    #[arg(long, help_heading = "Scheduler")]
+    pub prefix_cache: Option<String>,
     /// Most engine steps over every run of this command (default 100000000): runs estimated to
     /// need more are refused before they start, and runs that take more stop with an error.
     #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
@@ -1114,6 +1158,17 @@ impl SimulateArgs {
             reserve: a.reserve.reserve,
             disagg: a.disagg,
             kv_link: a.kv_link,
+            admission: a.admission,
+            preemption: a.preemption,
+            host_time: a.host_time,
+            scheduler_steps: a.scheduler_steps,
+            cuda_graphs: a.cuda_graphs,
+            warmup: a.warmup,
+            max_concurrency: a.max_concurrency,
+            spec_depth: a.spec_depth,
+            spec_acceptance: a.spec_acceptance,
+            draft_fraction: a.draft_fraction,
+            prefix_cache: a.prefix_cache,
             max_steps: a.max_steps,
         }
     }

@@ -228,3 +228,25 @@ fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
     let md = ok(&one(&["--rate", "6", "-f", "md"]).iter().map(String::as_str).collect::<Vec<_>>());
     assert!(md.contains("| disagg 1:3 |") || md.contains("disagg 1:3"), "{md}");
 }
+
+/// The engine's scheduler flags reach the simulator: 20,000 + 2,000-token requests at a closed
+/// loop of 64 thrash the plain scheduler, while TensorRT-LLM's guaranteed-no-evict admission
+/// never preempts; speculation with every draft token accepted makes depth + 1 tokens a step
+/// (fewer only in a request's last step).
+#[test]
+fn engine_scheduler_flags_change_the_run_as_the_engines_do() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--requests", "80", "--prompt", "20000", "--output", "2000", "--arrivals", "closed"];
+        args.extend_from_slice(&["--concurrency", "64", "--format", "json"]);
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let plain = run(&[]);
+    let no_evict = run(&["--admission", "guaranteed-no-evict"]);
+    assert!(plain["summary"]["preemptions"].as_u64().unwrap() > 0);
+    assert_eq!(no_evict["summary"]["preemptions"], 0);
+    let spec = json(&["simulate", "--requests", "50", "--spec-depth", "3", "--spec-acceptance", "1", "--format", "json"]);
+    // Four a step, fewer only where a request has fewer than four tokens left to write.
+    let per_step = spec["summary"]["spec_tokens_per_step"].as_f64().unwrap();
+    assert!(per_step > 3.9 && per_step <= 4.0, "{per_step}");
+}

@@ -401,6 +401,17 @@ def simulate(
     reserve: Optional[Union[str, Number]] = None,
     disagg: Optional[str] = None,
     kv_link: Optional[str] = None,
+    admission: Optional[str] = None,
+    preemption: Optional[str] = None,
+    host_time: Optional[str] = None,
+    scheduler_steps: Optional[int] = None,
+    cuda_graphs: Optional[str] = None,
+    warmup: Optional[int] = None,
+    max_concurrency: Optional[int] = None,
+    spec_depth: Optional[int] = None,
+    spec_acceptance: Optional[float] = None,
+    draft_fraction: Optional[float] = None,
+    prefix_cache: Optional[str] = None,
     max_steps: Optional[int] = None,
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
