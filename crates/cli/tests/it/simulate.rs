@@ -236,7 +236,8 @@ fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
 #[test]
 fn engine_scheduler_flags_change_the_run_as_the_engines_do() {
     let run = |extra: &[&str]| {
-        let mut args = vec!["simulate", "--requests", "80", "--prompt", "20000", "--output", "2000", "--arrivals", "closed"];
+        let mut args =
+            vec!["simulate", "--requests", "80", "--prompt", "20000", "--output", "2000", "--arrivals", "closed"];
         args.extend_from_slice(&["--concurrency", "64", "--format", "json"]);
         args.extend_from_slice(extra);
         json(&args)
@@ -245,7 +246,8 @@ fn engine_scheduler_flags_change_the_run_as_the_engines_do() {
     let no_evict = run(&["--admission", "guaranteed-no-evict"]);
     assert!(plain["summary"]["preemptions"].as_u64().unwrap() > 0);
     assert_eq!(no_evict["summary"]["preemptions"], 0);
-    let spec = json(&["simulate", "--requests", "50", "--spec-depth", "3", "--spec-acceptance", "1", "--format", "json"]);
+    let spec =
+        json(&["simulate", "--requests", "50", "--spec-depth", "3", "--spec-acceptance", "1", "--format", "json"]);
     // Four a step, fewer only where a request has fewer than four tokens left to write.
     let per_step = spec["summary"]["spec_tokens_per_step"].as_f64().unwrap();
     assert!(per_step > 3.9 && per_step <= 4.0, "{per_step}");
