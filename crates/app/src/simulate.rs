@@ -279,14 +279,14 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
     let u = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
         Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
     };
+    let f = |field: &str, v: &Option<String>, default: f64| -> Result<f64> {
+        Ok(v.as_deref().map(|s| parse_f64(field, s)).transpose()?.unwrap_or(default))
+    };
     let d = SimConfig::poisson(10.0);
     let kind = args.arrivals.as_deref().unwrap_or(if args.trace.is_some() { "trace" } else { "poisson" });
     let arrivals = match (kind.trim().to_ascii_lowercase().as_str(), files) {
         ("poisson", _) => d.arrivals.clone(),
-        ("gamma", _) => Arrivals::Gamma {
-            rate_per_s: 10.0,
-            cv: args.cv.as_deref().map(|s| parse_f64("cv", s)).transpose()?.unwrap_or(2.0),
-        },
+        ("gamma", _) => Arrivals::Gamma { rate_per_s: 10.0, cv: f("cv", &args.cv, 2.0)? },
         ("closed", _) => Arrivals::Closed { concurrency: u("concurrency", &args.concurrency, 16)? },
         ("trace", Files::Read(read)) => {
             let Some(path) = &args.trace else {
@@ -331,9 +331,6 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
         Arrivals::Trace(t) => t.len() as u64,
         _ => u("requests", &args.requests, d.requests)?,
     };
-    let f = |field: &str, v: &Option<String>, default: f64| -> Result<f64> {
-        Ok(v.as_deref().map(|s| parse_f64(field, s)).transpose()?.unwrap_or(default))
-    };
     fn parsed<T: std::str::FromStr<Err = Error>>(field: &str, v: &Option<String>) -> Result<Option<T>> {
         v.as_deref().map(|s| s.parse::<T>().map_err(|e| e.about(field))).transpose().map_err(Into::into)
     }
@@ -361,7 +358,7 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
             .map_err(|e: Error| e.about("schedule"))?
             .unwrap_or(d.schedule),
         block_tokens: u("block", &args.block, d.block_tokens)?,
-        prefix_hit: args.prefix_hit.as_deref().map(|s| parse_f64("prefix_hit", s)).transpose()?.unwrap_or(0.0),
+        prefix_hit: f("prefix_hit", &args.prefix_hit, d.prefix_hit)?,
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,

@@ -448,18 +448,7 @@ fn a_mixed_step_times_its_decodes_and_its_chunks_as_two_measured_kernels() {
     let l = llm_ledger_core::Ledger::build(&step);
     let r = l.row(llm_ledger_core::ops::OpKind::Attention).unwrap();
     let at = |phase, batch: f64, length: f64| {
-        let q = AttentionQuery {
-            phase,
-            dtype: AttnDtype::Bf16,
-            kv_dtype: AttnDtype::Bf16,
-            head_dim: 128,
-            heads: 32.0,
-            kv_heads: 8.0,
-            window: 0,
-            batch,
-            length,
-        };
-        attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap() * 1e-6
+        attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &llama(phase, batch, length)).unwrap() * 1e-6
     };
     // Decodes: 1001 and 3001 positions read, a mean of 2000 cached tokens; prompts: 512 each.
     let want = at(AttentionPhase::Generation, 2.0, 2000.0) + at(AttentionPhase::Context, 2.0, 512.0);
