@@ -1085,6 +1085,19 @@ pub fn command() -> clap::Command {
     cmd
 }
 
+/// The command-line definition for parsing `args` (the program's name first): [`command`] where
+/// they ask for help (`-h`, `--help`, `help`), else the definition without the defaults written
+/// into its help texts, which only help shows (writing them is most of clap's share of a run's
+/// start-up).
+pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    use clap::CommandFactory;
+    if args.iter().skip(1).any(|a| a == "-h" || a == "--help" || a == "help") {
+        command()
+    } else {
+        Cli::command()
+    }
+}
+
 /// The flag a field name of the core's errors is typed as (`tpot_ms` → `--tpot-ms`), from the
 /// command-line definition itself: the field names are the flags' ids. `None` for names that are
 /// not flags (config.json keys such as `hidden_size`).
@@ -1242,6 +1255,19 @@ mod tests {
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
         command().debug_assert();
+    }
+
+    #[test]
+    fn help_is_written_with_the_defaults_however_it_is_asked_for() {
+        for args in [
+            &["llm-ledger", "ledger", "--help"][..],
+            &["llm-ledger", "help", "ledger"],
+            &["llm-ledger", "ledger", "-h"],
+        ] {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            let help = command_for(&args).try_get_matches_from(&args).unwrap_err().render().to_string();
+            assert!(help.contains("[default: 2048]"), "{args:?}: {help}");
+        }
     }
 
     #[test]

@@ -187,7 +187,8 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() != Some("serve") {
         interrupt::install();
     }
-    let cli = match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cli::command_for(&args).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),

@@ -12,8 +12,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-/// The embedded catalogue text.
+/// The embedded catalogue, as written (the source of truth; the tests read it).
+#[cfg(test)]
 pub(crate) const BUILTIN_GPUS_TOML: &str = include_str!("../data/gpus.toml");
+/// The same catalogue as JSON, written by `build.rs` at build time, which a run reads.
+const BUILTIN_GPUS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/gpus.json"));
 
 /// Dense peak FLOP/s per math format. `None` means the hardware has no such tensor-core path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -379,10 +382,6 @@ fn check_name(name: &str) -> Result<()> {
 /// achievable profiles (`h100`, `default`, …) may be referenced by name from a user's file;
 /// `kernel_tables` may not (the measured tables belong to the catalogue's own entries).
 pub fn parse_gpu_file(text: &str) -> Result<Vec<Gpu>> {
-    parse_gpus(text, false)
-}
-
-fn parse_gpus(text: &str, builtin: bool) -> Result<Vec<Gpu>> {
     if text.len() > crate::limits::MAX_INPUT_FILE_BYTES {
         return Err(Error::invalid(
             "GPU file",
@@ -391,8 +390,22 @@ fn parse_gpus(text: &str, builtin: bool) -> Result<Vec<Gpu>> {
         ));
     }
     let file: GpuFile = toml::from_str(text).map_err(|e| Error::toml("GPU file", text, &e))?;
-    let builtin_profiles = builtin_profiles();
-    let builtin_achievable = if builtin { BTreeMap::new() } else { builtin_achievable() };
+    gpus_of(file, Some(&builtin_file()))
+}
+
+/// The embedded catalogue's file, read from its build-time JSON.
+fn builtin_file() -> GpuFile {
+    serde_json::from_str(BUILTIN_GPUS_JSON).expect("build.rs writes gpus.json from the valid gpus.toml")
+}
+
+/// The GPUs of a parsed file; `builtin` is the built-in catalogue whose profiles a user's file
+/// may name (`None`: `file` is the built-in catalogue itself, whose entries alone may name
+/// `kernel_tables`).
+fn gpus_of(file: GpuFile, builtin: Option<&GpuFile>) -> Result<Vec<Gpu>> {
+    let no_onchip = BTreeMap::new();
+    let no_achievable = BTreeMap::new();
+    let builtin_profiles = builtin.map_or(&no_onchip, |b| &b.onchip);
+    let builtin_achievable = builtin.map_or(&no_achievable, |b| &b.achievable);
     if file.gpu.is_empty() {
         return Err(Error::MissingField { field: "[[gpu]]".into(), context: "a GPU file (at least one entry)".into() });
     }
@@ -424,7 +437,7 @@ fn parse_gpus(text: &str, builtin: bool) -> Result<Vec<Gpu>> {
                 Some(AchievableRef::Profile(p)) => profile(p)?,
                 None => profile("default")?,
             };
-            if r.kernel_tables.is_some() && !builtin {
+            if r.kernel_tables.is_some() && builtin.is_some() {
                 return Err(Error::invalid(
                     format!("{}.kernel_tables", r.name),
                     r.kernel_tables.unwrap_or_default(),
@@ -454,19 +467,11 @@ fn parse_gpus(text: &str, builtin: bool) -> Result<Vec<Gpu>> {
         .collect()
 }
 
-fn builtin_profiles() -> BTreeMap<String, OnChip> {
-    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML).map(|f| f.onchip).unwrap_or_default()
-}
-
-fn builtin_achievable() -> BTreeMap<String, AchievableProfile> {
-    toml::from_str::<GpuFile>(BUILTIN_GPUS_TOML).map(|f| f.achievable).unwrap_or_default()
-}
-
 /// The built-in catalogue, parsed once.
 pub fn builtin_gpus() -> &'static [Arc<Gpu>] {
     static GPUS: OnceLock<Vec<Arc<Gpu>>> = OnceLock::new();
     GPUS.get_or_init(|| {
-        parse_gpus(BUILTIN_GPUS_TOML, true)
+        gpus_of(builtin_file(), None)
             .expect("embedded crates/core/data/gpus.toml is valid (checked by tests)")
             .into_iter()
             .map(Arc::new)
@@ -565,6 +570,15 @@ mod tests {
         let a = gpu("a100-80gb-sxm");
         let per_clk = a.peak_flops_per_s.bf16 / (a.sm_count as f64 * 1.41e9);
         assert!((per_clk - 2048.0).abs() / 2048.0 < 2e-3, "{per_clk}");
+    }
+
+    #[test]
+    fn the_build_time_json_is_the_toml_catalogue() {
+        let from_toml = gpus_of(toml::from_str(BUILTIN_GPUS_TOML).unwrap(), None).unwrap();
+        assert_eq!(from_toml.len(), builtin_gpus().len());
+        for (toml_gpu, json_gpu) in from_toml.iter().zip(builtin_gpus()) {
+            assert_eq!(toml_gpu, &**json_gpu);
+        }
     }
 
     #[test]

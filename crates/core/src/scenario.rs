@@ -135,15 +135,7 @@ impl Catalog {
     /// Add a model parsed from a user's `config.json`, under its spec name.
     pub fn add_model(&mut self, spec: ModelSpec) {
         let name = spec.name.clone();
-        self.add_presets(vec![Preset {
-            display: name.clone(),
-            name,
-            aliases: Vec::new(),
-            published_params: None,
-            published_active_params: None,
-            reference_config: None,
-            spec: Arc::new(spec),
-        }]);
+        self.add_presets(vec![Preset::unpublished(name.clone(), name, spec)]);
     }
 
     /// All GPUs.
@@ -584,7 +576,7 @@ impl ScenarioRequest {
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
         let model = match &self.model_file {
             Some(file) => file.0.clone(),
-            None => catalog.preset(self.model.as_deref().unwrap_or(DEFAULT_MODEL))?.spec.clone(),
+            None => catalog.preset(self.model.as_deref().unwrap_or(DEFAULT_MODEL))?.spec().clone(),
         };
         let gpu = match &self.gpu_file {
             Some(file) => file.0.clone(),

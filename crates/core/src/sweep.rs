@@ -346,18 +346,36 @@ impl Sweep {
     /// Evaluate every point, in order, handing each to `emit`; stop early when it breaks.
     /// Chunks of [`CHUNK`] points are evaluated in parallel; memory stays bounded by one chunk.
     pub fn run(&self, mut emit: impl FnMut(&SweepPoint) -> ControlFlow<()>) {
-        let mut grid = self.ctx.iter().flat_map(|c| self.batch.iter().map(move |b| (b, c)));
-        let mut pending: Vec<(u64, u64)> = Vec::with_capacity(CHUNK);
-        let mut done: Vec<SweepPoint> = Vec::with_capacity(CHUNK);
+        self.run_mapped(|_, _| (), |p, ()| emit(p));
+    }
+
+    /// [`Sweep::run`] with `map` applied to each point (its index in the grid and the point:
+    /// formatting its row, say) on the threads that evaluate it, so work per point other than
+    /// the ledger is parallel too; `emit` gets each point and what `map` made of it, in grid order.
+    pub fn run_mapped<T: Send>(
+        &self,
+        map: impl Fn(u64, &SweepPoint) -> T + Sync,
+        mut emit: impl FnMut(&SweepPoint, T) -> ControlFlow<()>,
+    ) {
+        let mut grid = self.ctx.iter().flat_map(|c| self.batch.iter().map(move |b| (b, c))).zip(0u64..);
+        let mut pending: Vec<((u64, u64), u64)> = Vec::with_capacity(CHUNK);
+        let mut done: Vec<(SweepPoint, T)> = Vec::with_capacity(CHUNK);
         loop {
             pending.clear();
             pending.extend(grid.by_ref().take(CHUNK));
             if pending.is_empty() {
                 return;
             }
-            pending.par_iter().map(|&(b, c)| self.evaluate(b, c)).collect_into_vec(&mut done);
-            for p in &done {
-                if emit(p).is_break() {
+            pending
+                .par_iter()
+                .map(|&((b, c), i)| {
+                    let p = self.evaluate(b, c);
+                    let mapped = map(i, &p);
+                    (p, mapped)
+                })
+                .collect_into_vec(&mut done);
+            for (p, mapped) in done.drain(..) {
+                if emit(&p, mapped).is_break() {
                     return;
                 }
             }
@@ -478,5 +496,25 @@ mod tests {
             ControlFlow::Continue(())
         });
         assert_eq!(got, [(1, 10), (2, 10), (1, 20), (2, 20)]);
+    }
+
+    #[test]
+    fn a_mapped_run_hands_each_point_its_grid_index_across_chunks() {
+        // More than one chunk, so the parallel map runs on several threads and out of order.
+        let n = 2 * CHUNK as u64 + 7;
+        let ax = Axis::parse("batch", &format!("1..{n}"), 1, MAX_BATCH).unwrap();
+        let sw = Sweep::new(seed(), ax, Axis::parse("ctx", "10,20", 0, MAX_CONTEXT).unwrap(), 0.0).unwrap();
+        let mut next = 0u64;
+        sw.run_mapped(
+            |i, p| (i, p.batch, p.ctx),
+            |p, (i, batch, ctx)| {
+                assert_eq!((i, batch, ctx), (next, p.batch, p.ctx));
+                // Context-major: index = ctx's place · batches + batch's place.
+                assert_eq!(i, (p.ctx / 10 - 1) * n + p.batch - 1);
+                next += 1;
+                ControlFlow::Continue(())
+            },
+        );
+        assert_eq!(next, 2 * n);
     }
 }

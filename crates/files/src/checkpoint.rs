@@ -305,7 +305,7 @@ mod tests {
                 p
             })
             .collect();
-        let spec = (*llm_ledger_core::Catalog::builtin().preset("llama-3-8b").unwrap().spec).clone();
+        let spec = (*llm_ledger_core::Catalog::builtin().preset("llama-3-8b").unwrap().spec()).clone();
         let (hb, _, _) = read_shards(&files, &spec, 12).unwrap();
         assert_eq!((hb.tensors, hb.total_bytes), (12, 24));
         let e = read_shards(&files, &spec, 10).unwrap_err().to_string();

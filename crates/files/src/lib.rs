@@ -149,7 +149,7 @@ fn model_file(arg: &str) -> Result<ModelSpec> {
     if path.extension().is_some_and(|e| e == "toml") {
         let presets = parse_preset_file(&read_text(&path, "preset file")?).with_context(|| format!("in `{arg}`"))?;
         let first = presets.into_iter().next().context("the preset file has no [[model]] entry")?;
-        return Ok((*first.spec).clone());
+        return Ok((**first.spec()).clone());
     }
     let label = path.display().to_string();
     parse_config_json(&read_text(&path, "config.json")?, &label).with_context(|| format!("in `{label}`"))

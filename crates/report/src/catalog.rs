@@ -45,13 +45,13 @@ impl ModelList {
                 .iter()
                 .map(|p| ModelRow {
                     name: p.name.clone(),
-                    family: p.spec.family.clone(),
-                    layers: p.spec.num_layers(),
-                    hidden_size: p.spec.hidden_size,
-                    params: p.spec.total_params(),
-                    active_params: p.spec.active_params(),
+                    family: p.spec().family.clone(),
+                    layers: p.spec().num_layers(),
+                    hidden_size: p.spec().hidden_size,
+                    params: p.spec().total_params(),
+                    active_params: p.spec().active_params(),
                     published_params: p.published_params,
-                    kv_bytes_per_token_bf16: 2 * p.spec.kv_elements_per_token(),
+                    kv_bytes_per_token_bf16: 2 * p.spec().kv_elements_per_token(),
                     display: p.display.clone(),
                 })
                 .collect(),

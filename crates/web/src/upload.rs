@@ -101,15 +101,7 @@ pub fn preset(text: &str) -> Result<Preset, AppError> {
         .and_then(|v| v.get("_name_or_path").and_then(|n| n.as_str()).map(str::to_string))
         .filter(|n| !n.is_empty() && n.len() <= 200)
         .unwrap_or_else(|| spec.family.clone());
-    Ok(Preset {
-        name: UPLOAD_NAME.into(),
-        aliases: Vec::new(),
-        display: format!("uploaded config.json ({origin})"),
-        published_params: None,
-        published_active_params: None,
-        reference_config: None,
-        spec: Arc::new(spec),
-    })
+    Ok(Preset::unpublished(UPLOAD_NAME.into(), format!("uploaded config.json ({origin})"), spec))
 }
 
 /// `POST /upload`.
@@ -216,7 +208,7 @@ mod tests {
         let p = preset(&text).unwrap();
         assert_eq!(p.name, "uploaded");
         assert_eq!(p.display, "uploaded config.json (gpt2)");
-        assert_eq!(p.spec.num_layers(), 12);
+        assert_eq!(p.spec().num_layers(), 12);
     }
 
     #[test]

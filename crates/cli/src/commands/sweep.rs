@@ -1,5 +1,6 @@
-//! `llm-ledger sweep`: rows are written as the points come out of the core's parallel chunks,
-//! so a sweep of any length runs in bounded memory. A progress bar appears on stderr only when
+//! `llm-ledger sweep`: rows are formatted on the threads of the core's parallel chunks and
+//! written in order as the chunks come out, so a sweep of any length runs in bounded memory and
+//! is not bound by one formatting thread. A progress bar appears on stderr only when
 //! the sweep is projected to take more than a second, stderr is a terminal and stdout is not
 //! (the rows are going to a file or a pipe); it never appears when stderr is a pipe.
 //!
@@ -176,9 +177,12 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         if stopped {
             break;
         }
-        plan.sweep.run(|p| {
-            match view
-                .point_of(Some(variant), p, done)
+        // Rows are formatted on the threads that evaluate the points, written here in order.
+        let offset = done;
+        let view = &view;
+        plan.sweep.run_mapped(
+            |i, p| view.point_of(Some(variant), p, offset + i),
+            |p, line| match line
                 .map_err(anyhow::Error::from)
                 .and_then(|line| write(line).map_err(|e| crate::OutputError(e).into()))
             {
@@ -200,8 +204,8 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
                     stopped = true;
                     ControlFlow::Break(())
                 }
-            }
-        });
+            },
+        );
     }
     progress.finish();
     if let Some(e) = failed {

@@ -312,23 +312,28 @@ impl KernelFile {
     /// that were already ordered), and interpolation (linear in log space between non-decreasing
     /// points, clamped below, growing above) keeps it so.
     pub fn suffix_min(&self, axes: &[usize]) -> KernelFile {
-        let mut codes: Vec<u16> = (0..self.cells).map(|i| self.code(i)).collect();
+        // The codes as stored (little-endian u16s), replaced in place.
+        let mut bytes = self.codes.to_vec();
+        let get = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
         for t in &self.tables {
             let size: usize = t.axes.iter().map(|a| a.values.len()).product();
             for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
                 let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
-                // Every line along axis d starts at a cell whose index on d is 0.
-                for start in (0..size).filter(|i| (i / stride) % count == 0) {
-                    let mut running = UNMEASURED;
-                    for i in (0..count).rev() {
-                        let at = t.offset + start + i * stride;
-                        running = running.min(codes[at]);
-                        codes[at] = running;
+                // Every line along axis d starts at a cell whose index on d is 0: cells are laid
+                // out row-major, so those are `block · j + r` for r < stride, block = count · stride.
+                let block = count * stride;
+                for base in (0..size).step_by(block.max(1)) {
+                    for start in t.offset + base..t.offset + base + stride {
+                        let mut running = UNMEASURED;
+                        for i in (0..count).rev() {
+                            let at = start + i * stride;
+                            running = running.min(get(&bytes, at));
+                            [bytes[2 * at], bytes[2 * at + 1]] = running.to_le_bytes();
+                        }
                     }
                 }
             }
         }
-        let bytes = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
         KernelFile { codes: Cow::Owned(bytes), ..self.clone() }
     }
 
@@ -530,6 +535,41 @@ mod tests {
                           table x 2 | 1 2 | 1 4 8\ntable x 4 | = | =\ndata 12\n";
     // Codes: 0 → 0.001 µs, 2048 → 0.001·e, 4096 → 0.001·e², 0xFFFF unmeasured.
     const CODES: [u16; 12] = [0, 2048, 4096, 2048, 4096, 6144, 0, 0, 0, 0, 0xFFFF, 0];
+
+    #[test]
+    fn suffix_min_is_the_minimum_over_every_later_cell_of_the_axes() {
+        static SPEC3: OpSpec = OpSpec {
+            name: "test",
+            keys: &["op_name", "num_gpus"],
+            exact: 1,
+            inner: Some(1),
+            outer: None,
+            axes: &["a", "b", "c"],
+            tie: None,
+        };
+        let header = "llm-ledger-kernel-table v1\nkeys op_name num_gpus\naxes a b c\nvalues latency_us\n\
+                      table x 2 | 1 2 3 | 1 4 | 1 2 4 8\ndata 24\n";
+        // Codes in no order, two unmeasured.
+        let codes: Vec<u16> =
+            (0..24u32).map(|i| if i % 7 == 3 { 0xFFFF } else { ((i * 4099) % 9000) as u16 }).collect();
+        let f = KernelFile::parse("t", &SPEC3, file(header, &codes)).unwrap();
+        for axes in [&[0usize][..], &[1], &[2], &[0, 1], &[0, 2]] {
+            let env = f.suffix_min(axes);
+            for (a, b, c) in (0..3).flat_map(|a| (0..2).flat_map(move |b| (0..4).map(move |c| (a, b, c)))) {
+                // Brute force: the smallest code at index ≥ on every axis of `axes`, equal on the others.
+                let mut want = 0xFFFFu16;
+                for (a2, b2, c2) in (0..3).flat_map(|a| (0..2).flat_map(move |b| (0..4).map(move |c| (a, b, c)))) {
+                    let idx = [(a, a2), (b, b2), (c, c2)];
+                    let later =
+                        idx.iter().enumerate().all(|(d, &(i, j))| if axes.contains(&d) { j >= i } else { j == i });
+                    if later {
+                        want = want.min(codes[a2 * 8 + b2 * 4 + c2]);
+                    }
+                }
+                assert_eq!(env.cell(0, &[a, b, c]), decode_us(want), "axes {axes:?} at {a} {b} {c}");
+            }
+        }
+    }
 
     #[test]
     fn parses_and_reads_cells() {

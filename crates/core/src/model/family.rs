@@ -6,8 +6,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-/// The embedded family table.
+/// The embedded family table, as written (the source of truth; the tests read it).
+#[cfg(test)]
 pub(crate) const FAMILIES_TOML: &str = include_str!("../../data/families.toml");
+/// The same table as JSON, written by `build.rs` at build time, which a run reads.
+const FAMILIES_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/families.json"));
 
 /// A default for a dimension that the config may omit.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -229,13 +232,17 @@ impl Family {
 pub fn families() -> &'static BTreeMap<String, Family> {
     static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
     F.get_or_init(|| {
-        parse_families(FAMILIES_TOML).expect("embedded crates/core/data/families.toml is valid (checked by tests)")
+        let table = serde_json::from_str(FAMILIES_JSON).expect("build.rs writes families.json from valid TOML");
+        families_of(table).expect("embedded crates/core/data/families.toml is valid (checked by tests)")
     })
 }
 
-fn parse_families(text: &str) -> Result<BTreeMap<String, Family>> {
-    let malformed = |e: toml::de::Error| Error::toml("families.toml", text, &e);
-    let table: toml::Table = toml::from_str(text).map_err(malformed)?;
+/// The families of the table: each entry over the `[default]` entry's fields.
+fn families_of(table: toml::Table) -> Result<BTreeMap<String, Family>> {
+    let malformed = |e: toml::de::Error| Error::Malformed {
+        what: "families.toml".into(),
+        message: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
+    };
     let default = table
         .get("default")
         .and_then(|v| v.as_table())
@@ -284,6 +291,12 @@ pub fn supported_names() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_build_time_json_is_the_toml_family_table() {
+        let from_toml = families_of(toml::from_str(FAMILIES_TOML).unwrap()).unwrap();
+        assert_eq!(&from_toml, families());
+    }
 
     #[test]
     fn embedded_family_table_parses_and_inherits_defaults() {

@@ -7,8 +7,11 @@ use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::sync::{Arc, OnceLock};
 
-/// The embedded preset table.
+/// The embedded preset table, as written (the source of truth; the tests read it).
+#[cfg(test)]
 pub(crate) const BUILTIN_MODELS_TOML: &str = include_str!("../../data/models.toml");
+/// The same table as JSON, written by `build.rs` at build time, which a run reads.
+const BUILTIN_MODELS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/models.json"));
 
 /// A named model with its published figures.
 #[derive(Debug, Clone)]
@@ -27,11 +30,53 @@ pub struct Preset {
     /// Directory under `crates/core/tests/data/configs/` with the authors' config for the same shapes
     /// (checked by `crates/core/tests/it/real_configs.rs`).
     pub reference_config: Option<String>,
-    /// The resolved spec.
-    pub spec: Arc<ModelSpec>,
+    /// The resolved spec ([`Preset::spec`]).
+    spec: PresetSpec,
 }
 
-#[derive(Deserialize)]
+/// Where a preset's spec comes from.
+#[derive(Debug, Clone)]
+enum PresetSpec {
+    /// Resolved when the preset was made (a user's file, every entry checked as it is read).
+    Resolved(Arc<ModelSpec>),
+    /// The built-in entry at this index, resolved the first time it is asked for (a run resolves
+    /// the one model it reads, not the whole table; the tests resolve every entry).
+    Builtin(usize),
+}
+
+impl Preset {
+    /// A model known by `name` only (a user's `config.json`): no aliases, no published counts.
+    pub fn unpublished(name: String, display: String, spec: ModelSpec) -> Preset {
+        Preset {
+            name,
+            aliases: Vec::new(),
+            display,
+            published_params: None,
+            published_active_params: None,
+            reference_config: None,
+            spec: PresetSpec::Resolved(Arc::new(spec)),
+        }
+    }
+
+    /// The resolved spec.
+    pub fn spec(&self) -> &Arc<ModelSpec> {
+        match &self.spec {
+            PresetSpec::Resolved(spec) => spec,
+            PresetSpec::Builtin(i) => builtin_spec(*i),
+        }
+    }
+}
+
+impl PartialEq for Preset {
+    fn eq(&self, other: &Preset) -> bool {
+        (&self.name, &self.aliases, &self.display, self.published_params, self.published_active_params)
+            == (&other.name, &other.aliases, &other.display, other.published_params, other.published_active_params)
+            && self.reference_config == other.reference_config
+            && self.spec() == other.spec()
+    }
+}
+
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Record {
     name: String,
@@ -58,15 +103,15 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
         return Err(Error::invalid("preset file", format!("{} bytes", text.len()), "at most 4 MiB"));
     }
     let file: File = toml::from_str(text).map_err(|e| Error::toml("model preset file", text, &e))?;
+    presets_of(file)
+}
+
+/// The presets of a parsed file, each config resolved to its spec.
+fn presets_of(file: File) -> Result<Vec<Preset>> {
     file.model
         .into_iter()
         .map(|r| {
-            let mut spec = resolve(&HfConfig::from_value(r.config)?, &r.name).map_err(|e| match e {
-                Error::InvalidField { field, value, expected } => {
-                    Error::InvalidField { field: format!("{}: {field}", r.name), value, expected }
-                }
-                other => other,
-            })?;
+            let mut spec = resolve_record(&r)?;
             let published = match r.published_params {
                 Some(p) => p,
                 None => {
@@ -79,25 +124,66 @@ pub fn parse_preset_file(text: &str) -> Result<Vec<Preset>> {
                     computed as f64
                 }
             };
-            Ok(Preset {
-                name: r.name,
-                aliases: r.aliases,
-                display: r.display,
-                published_params: Some(published),
-                published_active_params: r.published_active_params,
-                reference_config: r.reference_config,
-                spec: Arc::new(spec),
-            })
+            Ok(Preset { published_params: Some(published), ..preset_of(r, PresetSpec::Resolved(Arc::new(spec))) })
         })
         .collect()
 }
 
-/// The built-in presets, parsed once.
+/// An entry's config resolved to its spec, a field in error prefixed with the entry's name.
+fn resolve_record(r: &Record) -> Result<ModelSpec> {
+    resolve(&HfConfig::from_value(r.config.clone())?, &r.name).map_err(|e| match e {
+        Error::InvalidField { field, value, expected } => {
+            Error::InvalidField { field: format!("{}: {field}", r.name), value, expected }
+        }
+        other => other,
+    })
+}
+
+/// The preset of an entry, with its spec from `spec`.
+fn preset_of(r: Record, spec: PresetSpec) -> Preset {
+    Preset {
+        name: r.name,
+        aliases: r.aliases,
+        display: r.display,
+        published_params: r.published_params,
+        published_active_params: r.published_active_params,
+        reference_config: r.reference_config,
+        spec,
+    }
+}
+
+/// The embedded table's entries, read once from its build-time JSON.
+fn builtin_records() -> &'static [Record] {
+    static RECORDS: OnceLock<Vec<Record>> = OnceLock::new();
+    RECORDS.get_or_init(|| {
+        let file: File =
+            serde_json::from_str(BUILTIN_MODELS_JSON).expect("build.rs writes models.json from valid TOML");
+        file.model
+    })
+}
+
+/// The spec of built-in entry `i`, resolved once.
+fn builtin_spec(i: usize) -> &'static Arc<ModelSpec> {
+    static SPECS: OnceLock<Vec<OnceLock<Arc<ModelSpec>>>> = OnceLock::new();
+    let specs = SPECS.get_or_init(|| builtin_records().iter().map(|_| OnceLock::new()).collect());
+    specs[i].get_or_init(|| {
+        Arc::new(
+            resolve_record(&builtin_records()[i])
+                .expect("embedded crates/core/data/models.toml resolves (checked by tests)"),
+        )
+    })
+}
+
+/// The built-in presets, read once; each spec is resolved when first asked for. Every entry
+/// states its published count (a test checks), so none needs its spec to be listed.
 pub fn builtin_presets() -> &'static [Preset] {
     static P: OnceLock<Vec<Preset>> = OnceLock::new();
     P.get_or_init(|| {
-        parse_preset_file(BUILTIN_MODELS_TOML)
-            .expect("embedded crates/core/data/models.toml is valid (checked by tests)")
+        builtin_records()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| preset_of(Record { config: serde_json::Value::Null, ..r.clone() }, PresetSpec::Builtin(i)))
+            .collect()
     })
 }
 
@@ -116,7 +202,7 @@ mod tests {
         let per_layer = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096;
         let expected = 2 * 128256 * 4096 + 32 * per_layer + 4096;
         assert_eq!(expected, 8_030_261_248);
-        assert_eq!(preset("llama-3-8b").spec.total_params(), expected);
+        assert_eq!(preset("llama-3-8b").spec().total_params(), expected);
     }
 
     #[test]
@@ -137,14 +223,19 @@ vocab_size = 128256
         let p = &parse_preset_file(text).unwrap()[0];
         assert_eq!(p.published_params, Some(8_030_261_248.0));
         assert_eq!(
-            p.spec.notes,
+            p.spec().notes,
             ["preset `my-llama` gives no published_params: the computed count, 8,030,261,248 parameters, stands in"]
         );
         // Given, it is used as given and nothing is noted.
         let given = text.replace("display =", "published_params = 8.0e9\ndisplay =");
         let p = &parse_preset_file(&given).unwrap()[0];
         assert_eq!(p.published_params, Some(8.0e9));
-        assert!(p.spec.notes.is_empty(), "{:?}", p.spec.notes);
+        assert!(p.spec().notes.is_empty(), "{:?}", p.spec().notes);
+    }
+
+    #[test]
+    fn the_build_time_json_is_the_toml_preset_table() {
+        assert_eq!(parse_preset_file(BUILTIN_MODELS_TOML).unwrap().as_slice(), builtin_presets());
     }
 
     #[test]
@@ -153,18 +244,18 @@ vocab_size = 128256
         for m in file["model"].as_array().unwrap() {
             assert!(m.get("published_params").is_some(), "{}", m["name"]);
         }
-        assert!(builtin_presets().iter().all(|p| p.spec.notes.iter().all(|n| !n.contains("published_params"))));
+        assert!(builtin_presets().iter().all(|p| p.spec().notes.iter().all(|n| !n.contains("published_params"))));
     }
 
     #[test]
     fn every_preset_is_within_two_percent_of_its_published_count() {
         for p in builtin_presets() {
-            let got = p.spec.total_params() as f64;
+            let got = p.spec().total_params() as f64;
             let published = p.published_params.unwrap();
             let rel = (got - published).abs() / published;
             assert!(rel < 0.02, "{}: computed {got}, published {published}", p.name);
             if let Some(active) = p.published_active_params {
-                let got = p.spec.active_params() as f64;
+                let got = p.spec().active_params() as f64;
                 // Active counts differ in convention by the embedding (gpt-oss excludes it).
                 let rel = (got - active).abs() / active;
                 assert!(rel < 0.2, "{}: active {got}, published {active}", p.name);

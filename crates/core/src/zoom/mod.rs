@@ -930,7 +930,7 @@ mod tests {
     fn the_step_is_the_ledger_at_every_tp_pp_ep_layout() {
         let mut checked = 0;
         for p in builtin_presets() {
-            let moe = p.spec.is_moe();
+            let moe = p.spec().is_moe();
             for tp in ["1", "2", "4", "8"] {
                 for pp in ["1", "2"] {
                     for ep in if moe { &["1", "2"][..] } else { &["1"][..] } {

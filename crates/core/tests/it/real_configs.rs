@@ -97,8 +97,8 @@ fn presets_equal_the_authors_configs() {
             continue;
         };
         let real = parse(&dir, reference);
-        assert!(p.spec.same_shape(&real), "{} differs from {reference}:\n{:#?}\nvs\n{:#?}", p.name, p.spec, real);
-        assert_eq!(p.spec.checkpoint_quant, real.checkpoint_quant, "{}", p.name);
+        assert!(p.spec().same_shape(&real), "{} differs from {reference}:\n{:#?}\nvs\n{:#?}", p.name, p.spec(), real);
+        assert_eq!(p.spec().checkpoint_quant, real.checkpoint_quant, "{}", p.name);
         checked += 1;
     }
     assert!(checked >= 14, "only {checked} presets have a reference config");
