@@ -2,7 +2,7 @@
 //! math of [`crate::moe`] (a leaf) and the ledger it summarises.
 
 use crate::cost::Cost;
-use crate::kinds::OpKind;
+use crate::kinds::Shard;
 use crate::ledger::Ledger;
 use crate::moe::{expected_experts_touched, moe_shape};
 use crate::scenario::Scenario;
@@ -26,12 +26,7 @@ pub struct ExpertStep {
 pub fn expert_step(sc: &Scenario) -> Option<ExpertStep> {
     let (experts, top_k) = moe_shape(&sc.model)?;
     let l = Ledger::build(sc);
-    let cost: Cost = l
-        .rows
-        .iter()
-        .filter(|r| matches!(r.op, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown))
-        .map(|r| r.cost)
-        .sum();
+    let cost: Cost = l.rows.iter().filter(|r| matches!(r.op.facts().shard, Shard::Experts(_))).map(|r| r.cost).sum();
     let touched = expected_experts_touched(experts, top_k, sc.workload.step_tokens(), &sc.routing).ok()?;
     Some(ExpertStep {
         expert_weight_bytes: cost.weight_bytes,

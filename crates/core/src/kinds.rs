@@ -64,6 +64,7 @@ pub enum OpKind {
     PipelineWait,
     /// The engine's host work between GPU steps that the GPU waits for (scheduling, input
     /// preparation, sampling): time under no roof.
+    #[serde(rename = "host")]
     HostStep,
 }
 
@@ -98,153 +99,374 @@ impl std::str::FromStr for OpKind {
     }
 }
 
+/// What an operator kind is, in one row per kind ([`OpKind::facts`]): every layer that treats
+/// kinds alike (the cost builder's sharding, the clock's fusion rules, the zoom's children, the
+/// dataflow drawing) reads these fields and matches on them exhaustively, so a new kind is one
+/// row here and the compiler lists every other place it needs a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindFacts {
+    /// snake_case name used in tables and JSON (`q_proj`).
+    pub name: &'static str,
+    /// Name inside its block, used in zoom paths (`layer.0.mlp.up`): the name without the block
+    /// prefix and without `_proj`.
+    pub short: &'static str,
+    /// Where it sits in the model.
+    pub block: Block,
+    /// What kind of work it is.
+    pub class: OpClass,
+    /// How tensor, expert and sequence parallelism split it ([`crate::ops::shard`]).
+    pub shard: Shard,
+    /// The GEMM group an engine may merge it into (Q/K/V, gate/up), and whether it is the
+    /// group's first member (the one the merged kernel's time is charged from).
+    pub merged: Option<(MergeGroup, bool)>,
+    /// What it is when an engine runs it inside the kernel before it ([`crate::clock`]).
+    pub epilogue: Epilogue,
+    /// What it reads, for the dataflow drawing.
+    pub reads: Reads,
+    /// The name of what it writes, where the dataflow drawing labels it (`score matrix`).
+    pub writes: Option<&'static str>,
+    /// One of the minor (elementwise or gather) operators that the reference calculator leaves out.
+    pub minor: bool,
+}
+
+/// What kind of work an operator is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpClass {
+    /// Rows gathered from a table (the embedding).
+    Gather,
+    /// A matrix multiplication (dense, batched per head, or per expert).
+    Gemm,
+    /// Attention as one fused kernel (FlashAttention).
+    FusedAttention,
+    /// A GEMM-shaped half of unfused attention (QKᵀ or PV), materialising the score matrix.
+    UnfusedAttention,
+    /// Elementwise work (norms, activations, RoPE, residual adds, softmax, the KV append).
+    Elementwise,
+    /// A collective over the GPUs of a tensor- or expert-parallel group.
+    Collective(Comm, CommGroup),
+    /// A pipeline stage's send of its activations to the next stage.
+    PipelineSend,
+    /// A pipeline stage's wait for the others (its bubble).
+    PipelineWait,
+    /// The engine's host work between steps.
+    Host,
+}
+
+/// A collective's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comm {
+    /// Every GPU ends with the sum: ring volume `2(N−1)/N` of the message.
+    AllReduce,
+    /// Every GPU ends with every GPU's part: `(N−1)/N` of the gathered message.
+    AllGather,
+    /// Every GPU sends each other GPU its part: `(N−1)/N` of its send buffer.
+    AllToAll,
+}
+
+/// The GPUs a collective runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommGroup {
+    /// The tensor-parallel group.
+    Tensor,
+    /// The expert-parallel group.
+    Expert,
+}
+
+/// How an operator is split across tensor-parallel GPUs (the table in [`crate::ops::shard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shard {
+    /// Output columns split: each GPU computes its share of them.
+    Columns(Share),
+    /// Input rows split (its output is a partial sum, all-reduced after).
+    Rows,
+    /// The MLA up-projection of the cached latent: the latent is read whole on every GPU, the
+    /// output columns split.
+    LatentColumns,
+    /// Per-head batched GEMMs (MLA's absorbed Q and V): the heads split.
+    HeadInstances,
+    /// Elementwise over a tensor split by this share.
+    Elements(Share),
+    /// Attention: query heads split, KV heads by their share.
+    AttentionHeads,
+    /// An expert GEMM: experts over the expert-parallel group, each split by columns or rows.
+    Experts(ExpertSplit),
+    /// The experts' activation: the GPU's share of the token–expert assignments.
+    ExpertAssignments,
+    /// The embedding: its table rows split, each token's row gathered on one GPU.
+    EmbeddingRows,
+    /// Run whole on every GPU (norms, residual adds, the router, MLA's down-projections).
+    Replicated,
+}
+
+/// The share of a dimension one tensor-parallel GPU holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// `1 / tp`.
+    Tensor,
+    /// Its KV heads' share (replicated when there are fewer KV heads than GPUs).
+    KvHeads,
+    /// Its share of the merged Q, K and V columns.
+    Qkv,
+    /// Its share of the vocabulary.
+    Vocab,
+    /// Its share of the Q and K elements (RoPE and the QK-norm).
+    QkElements,
+}
+
+/// How an expert GEMM splits inside an expert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertSplit {
+    /// Gate and up: output columns.
+    Columns,
+    /// Down: input rows.
+    Rows,
+}
+
+/// A GEMM group an engine runs as one kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeGroup {
+    /// Q, K and V as one QKV GEMM.
+    Qkv,
+    /// Gate and up as one GEMM (dense, expert or shared expert).
+    GateUp,
+}
+
+/// What an operator is when an engine fuses it into the kernel before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Epilogue {
+    /// Not fused by any engine.
+    None,
+    /// An RMSNorm after a residual add.
+    Norm,
+    /// A residual add of this many tensors (two; three for a parallel layer's `x + attn + mlp`).
+    Residual(u8),
+    /// The gated activation (SiLU × gate) after the gate/up GEMM.
+    Act,
+    /// RoPE on Q and K after the projection.
+    Rope,
+    /// The KV-cache append after the projection.
+    KvWrite,
+}
+
+/// What an operator reads, for the dataflow drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The residual stream (the norm at a block's start).
+    Stream,
+    /// The block's normalised input (the projections and the router).
+    BlockInput,
+    /// The tokens routed to the experts.
+    Experts,
+    /// The residual stream and the block's output (the residual add).
+    Residual,
+    /// The operator before it.
+    Previous,
+}
+
 impl OpKind {
+    /// The kind's row: every fact about it that other layers read (one exhaustive match).
+    pub fn facts(self) -> KindFacts {
+        use Block as B;
+        use OpClass as C;
+        use OpKind::*;
+        use Reads as R;
+        use Shard as S;
+        let row = |name, short, block, class, shard, reads, minor| KindFacts {
+            name,
+            short,
+            block,
+            class,
+            shard,
+            merged: None,
+            epilogue: Epilogue::None,
+            reads,
+            writes: None,
+            minor,
+        };
+        let writing = |f: KindFacts, what| KindFacts { writes: Some(what), ..f };
+        let gemm = |name, short, block, shard, reads| row(name, short, block, C::Gemm, shard, reads, false);
+        let merged = |f: KindFacts, group, first| KindFacts { merged: Some((group, first)), ..f };
+        let elementwise = |name, short, block, shard, epilogue, reads| KindFacts {
+            epilogue,
+            ..row(name, short, block, C::Elementwise, shard, reads, true)
+        };
+        let comm = |name, short, block, class| row(name, short, block, class, S::Replicated, R::Previous, false);
+        let tp = |c| C::Collective(c, CommGroup::Tensor);
+        let ep = |c| C::Collective(c, CommGroup::Expert);
+        match self {
+            Embedding => row("embedding", "embedding", B::Embedding, C::Gather, S::EmbeddingRows, R::Previous, true),
+            AttnNorm => elementwise("attn_norm", "norm", B::Attention, S::Replicated, Epilogue::Norm, R::Stream),
+            QProj => merged(
+                gemm("q_proj", "q", B::Attention, S::Columns(Share::Tensor), R::BlockInput),
+                MergeGroup::Qkv,
+                true,
+            ),
+            KProj => merged(
+                gemm("k_proj", "k", B::Attention, S::Columns(Share::KvHeads), R::BlockInput),
+                MergeGroup::Qkv,
+                false,
+            ),
+            VProj => merged(
+                gemm("v_proj", "v", B::Attention, S::Columns(Share::KvHeads), R::BlockInput),
+                MergeGroup::Qkv,
+                false,
+            ),
+            QkvProj => gemm("qkv_proj", "qkv", B::Attention, S::Columns(Share::Qkv), R::BlockInput),
+            QAProj => gemm("q_a_proj", "q_a", B::Attention, S::Replicated, R::BlockInput),
+            QANorm => elementwise("q_a_norm", "q_a_norm", B::Attention, S::Replicated, Epilogue::None, R::Previous),
+            QBProj => gemm("q_b_proj", "q_b", B::Attention, S::Columns(Share::Tensor), R::Previous),
+            KvAProj => gemm("kv_a_proj", "kv_a", B::Attention, S::Replicated, R::BlockInput),
+            KvANorm => elementwise("kv_a_norm", "kv_a_norm", B::Attention, S::Replicated, Epilogue::None, R::Previous),
+            QkNorm => elementwise(
+                "qk_norm",
+                "qk_norm",
+                B::Attention,
+                S::Elements(Share::QkElements),
+                Epilogue::None,
+                R::Previous,
+            ),
+            Rope => {
+                elementwise("rope", "rope", B::Attention, S::Elements(Share::QkElements), Epilogue::Rope, R::Previous)
+            }
+            KvWrite => elementwise(
+                "kv_write",
+                "kv_write",
+                B::Attention,
+                S::Elements(Share::KvHeads),
+                Epilogue::KvWrite,
+                R::Previous,
+            ),
+            KvBProj => gemm("kv_b_proj", "kv_b", B::Attention, S::LatentColumns, R::Previous),
+            QAbsorb => gemm("q_absorb", "q_absorb", B::Attention, S::HeadInstances, R::Previous),
+            Attention => {
+                row("attention", "attention", B::Attention, C::FusedAttention, S::AttentionHeads, R::Previous, false)
+            }
+            AttnScores => writing(
+                row("attn_scores", "scores", B::Attention, C::UnfusedAttention, S::AttentionHeads, R::Previous, false),
+                "score matrix",
+            ),
+            Softmax => writing(
+                elementwise("softmax", "softmax", B::Attention, S::AttentionHeads, Epilogue::None, R::Previous),
+                "probabilities",
+            ),
+            AttnValues => {
+                row("attn_values", "values", B::Attention, C::UnfusedAttention, S::AttentionHeads, R::Previous, false)
+            }
+            VUp => gemm("v_up", "v_up", B::Attention, S::HeadInstances, R::Previous),
+            OProj => gemm("o_proj", "o", B::Attention, S::Rows, R::Previous),
+            AttnResidual => writing(
+                elementwise(
+                    "attn_residual",
+                    "residual",
+                    B::Attention,
+                    S::Replicated,
+                    Epilogue::Residual(2),
+                    R::Residual,
+                ),
+                "residual stream",
+            ),
+            MlpNorm => elementwise("mlp_norm", "norm", B::Mlp, S::Replicated, Epilogue::Norm, R::Stream),
+            Mlp => gemm("mlp", "mlp", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+            GateProj => merged(
+                gemm("gate_proj", "gate", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+                MergeGroup::GateUp,
+                true,
+            ),
+            UpProj => merged(
+                gemm("up_proj", "up", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+                MergeGroup::GateUp,
+                false,
+            ),
+            GateUpProj => gemm("gate_up_proj", "gate_up", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+            Act => elementwise("act", "act", B::Mlp, S::Elements(Share::Tensor), Epilogue::Act, R::Previous),
+            DownProj => gemm("down_proj", "down", B::Mlp, S::Rows, R::Previous),
+            Router => gemm("router", "router", B::Mlp, S::Replicated, R::BlockInput),
+            ExpertGate => merged(
+                gemm("expert_gate", "expert_gate", B::Mlp, S::Experts(ExpertSplit::Columns), R::Experts),
+                MergeGroup::GateUp,
+                true,
+            ),
+            ExpertUp => merged(
+                gemm("expert_up", "expert_up", B::Mlp, S::Experts(ExpertSplit::Columns), R::Experts),
+                MergeGroup::GateUp,
+                false,
+            ),
+            ExpertAct => {
+                elementwise("expert_act", "expert_act", B::Mlp, S::ExpertAssignments, Epilogue::Act, R::Previous)
+            }
+            ExpertDown => gemm("expert_down", "expert_down", B::Mlp, S::Experts(ExpertSplit::Rows), R::Previous),
+            ExpertCombine => {
+                elementwise("expert_combine", "expert_combine", B::Mlp, S::Replicated, Epilogue::None, R::Previous)
+            }
+            SharedGate => merged(
+                gemm("shared_gate", "shared_gate", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+                MergeGroup::GateUp,
+                true,
+            ),
+            SharedUp => merged(
+                gemm("shared_up", "shared_up", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
+                MergeGroup::GateUp,
+                false,
+            ),
+            SharedAct => {
+                elementwise("shared_act", "shared_act", B::Mlp, S::Elements(Share::Tensor), Epilogue::Act, R::Previous)
+            }
+            SharedDown => gemm("shared_down", "shared_down", B::Mlp, S::Rows, R::Previous),
+            MlpResidual => writing(
+                elementwise("mlp_residual", "residual", B::Mlp, S::Replicated, Epilogue::Residual(2), R::Residual),
+                "residual stream",
+            ),
+            Residual => writing(
+                elementwise("residual", "residual", B::Mlp, S::Replicated, Epilogue::Residual(3), R::Residual),
+                "residual stream",
+            ),
+            FinalNorm => elementwise("final_norm", "final_norm", B::Head, S::Replicated, Epilogue::Norm, R::Previous),
+            LmHead => gemm("lm_head", "lm_head", B::Head, S::Columns(Share::Vocab), R::Previous),
+            AllReduceEmbedding => comm("all_reduce_embedding", "all_reduce", B::Embedding, tp(Comm::AllReduce)),
+            AllReduceAttn => comm("all_reduce_attn", "all_reduce", B::Attention, tp(Comm::AllReduce)),
+            AllReduceMlp => comm("all_reduce_mlp", "all_reduce", B::Mlp, tp(Comm::AllReduce)),
+            AllToAllDispatch => comm("all_to_all_dispatch", "dispatch", B::Mlp, ep(Comm::AllToAll)),
+            AllToAllCombine => comm("all_to_all_combine", "combine", B::Mlp, ep(Comm::AllToAll)),
+            AllGatherLogits => comm("all_gather_logits", "all_gather", B::Head, tp(Comm::AllGather)),
+            // The pipeline's send and wait come after a stage's layers.
+            PpSend => comm("pp_send", "send", B::Head, C::PipelineSend),
+            PipelineWait => comm("pipeline_wait", "wait", B::Head, C::PipelineWait),
+            HostStep => comm("host", "host", B::Head, C::Host),
+        }
+    }
+
     /// snake_case name used in tables and JSON (`q_proj`).
     pub fn name(self) -> &'static str {
-        use OpKind::*;
-        match self {
-            Embedding => "embedding",
-            AttnNorm => "attn_norm",
-            QProj => "q_proj",
-            KProj => "k_proj",
-            VProj => "v_proj",
-            QkvProj => "qkv_proj",
-            QAProj => "q_a_proj",
-            QANorm => "q_a_norm",
-            QBProj => "q_b_proj",
-            KvAProj => "kv_a_proj",
-            KvANorm => "kv_a_norm",
-            QkNorm => "qk_norm",
-            Rope => "rope",
-            KvWrite => "kv_write",
-            KvBProj => "kv_b_proj",
-            QAbsorb => "q_absorb",
-            Attention => "attention",
-            AttnScores => "attn_scores",
-            Softmax => "softmax",
-            AttnValues => "attn_values",
-            VUp => "v_up",
-            OProj => "o_proj",
-            AttnResidual => "attn_residual",
-            MlpNorm => "mlp_norm",
-            Mlp => "mlp",
-            GateProj => "gate_proj",
-            UpProj => "up_proj",
-            GateUpProj => "gate_up_proj",
-            Act => "act",
-            DownProj => "down_proj",
-            Router => "router",
-            ExpertGate => "expert_gate",
-            ExpertUp => "expert_up",
-            ExpertAct => "expert_act",
-            ExpertDown => "expert_down",
-            ExpertCombine => "expert_combine",
-            SharedGate => "shared_gate",
-            SharedUp => "shared_up",
-            SharedAct => "shared_act",
-            SharedDown => "shared_down",
-            MlpResidual => "mlp_residual",
-            Residual => "residual",
-            FinalNorm => "final_norm",
-            LmHead => "lm_head",
-            AllReduceEmbedding => "all_reduce_embedding",
-            AllReduceAttn => "all_reduce_attn",
-            AllReduceMlp => "all_reduce_mlp",
-            AllToAllDispatch => "all_to_all_dispatch",
-            AllToAllCombine => "all_to_all_combine",
-            AllGatherLogits => "all_gather_logits",
-            PpSend => "pp_send",
-            PipelineWait => "pipeline_wait",
-            HostStep => "host",
-        }
+        self.facts().name
     }
 
     /// Whether this is communication between GPUs (or the pipeline's wait), costed on a link
     /// rather than on the roofline ([`crate::parallel`]).
     pub fn is_comm(self) -> bool {
-        use OpKind::*;
-        matches!(
-            self,
-            AllReduceEmbedding
-                | AllReduceAttn
-                | AllReduceMlp
-                | AllToAllDispatch
-                | AllToAllCombine
-                | AllGatherLogits
-                | PpSend
-                | PipelineWait
-        )
+        match self.facts().class {
+            OpClass::Collective(..) | OpClass::PipelineSend | OpClass::PipelineWait => true,
+            OpClass::Gather
+            | OpClass::Gemm
+            | OpClass::FusedAttention
+            | OpClass::UnfusedAttention
+            | OpClass::Elementwise
+            | OpClass::Host => false,
+        }
     }
 
-    /// Short name inside its block, used in zoom paths (`layer.0.mlp.up`): the name without the
-    /// block prefix and without `_proj`.
+    /// Short name inside its block, used in zoom paths (`layer.0.mlp.up`) ([`KindFacts::short`]).
     pub fn short(self) -> &'static str {
-        use OpKind::*;
-        match self {
-            AttnNorm | MlpNorm => "norm",
-            AttnResidual | MlpResidual => "residual",
-            QProj => "q",
-            KProj => "k",
-            VProj => "v",
-            QkvProj => "qkv",
-            QAProj => "q_a",
-            QBProj => "q_b",
-            KvAProj => "kv_a",
-            KvBProj => "kv_b",
-            OProj => "o",
-            GateProj => "gate",
-            UpProj => "up",
-            GateUpProj => "gate_up",
-            DownProj => "down",
-            AttnScores => "scores",
-            AttnValues => "values",
-            AllReduceEmbedding | AllReduceAttn | AllReduceMlp => "all_reduce",
-            AllToAllDispatch => "dispatch",
-            AllToAllCombine => "combine",
-            AllGatherLogits => "all_gather",
-            PpSend => "send",
-            PipelineWait => "wait",
-            other => other.name(),
-        }
+        self.facts().short
     }
 
     /// The block the operator belongs to.
     pub fn block(self) -> Block {
-        use OpKind::*;
-        match self {
-            Embedding | AllReduceEmbedding => Block::Embedding,
-            // The pipeline's send and wait come after a stage's layers.
-            FinalNorm | LmHead | AllGatherLogits | PpSend | PipelineWait | HostStep => Block::Head,
-            AttnNorm | QProj | KProj | VProj | QkvProj | QAProj | QANorm | QBProj | KvAProj | KvANorm | QkNorm
-            | Rope | KvWrite | KvBProj | QAbsorb | Attention | AttnScores | Softmax | AttnValues | VUp | OProj
-            | AttnResidual | AllReduceAttn => Block::Attention,
-            _ => Block::Mlp,
-        }
+        self.facts().block
     }
 
     /// Whether this is one of the minor (elementwise or gather) operators that the reference calculator leaves out.
     pub fn is_minor(self) -> bool {
-        use OpKind::*;
-        matches!(
-            self,
-            Embedding
-                | AttnNorm
-                | QANorm
-                | KvANorm
-                | QkNorm
-                | Rope
-                | KvWrite
-                | Softmax
-                | AttnResidual
-                | MlpNorm
-                | Act
-                | ExpertAct
-                | ExpertCombine
-                | SharedAct
-                | MlpResidual
-                | Residual
-                | FinalNorm
-        )
+        self.facts().minor
     }
 }
 
@@ -253,6 +475,114 @@ mod tests {
     use super::*;
     use crate::testing::scenario;
 
+    /// Every kind's name, in the enum's order.
+    const ALL_NAMES: &[&str] = &[
+        "embedding",
+        "attn_norm",
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "qkv_proj",
+        "q_a_proj",
+        "q_a_norm",
+        "q_b_proj",
+        "kv_a_proj",
+        "kv_a_norm",
+        "qk_norm",
+        "rope",
+        "kv_write",
+        "kv_b_proj",
+        "q_absorb",
+        "attention",
+        "attn_scores",
+        "softmax",
+        "attn_values",
+        "v_up",
+        "o_proj",
+        "attn_residual",
+        "mlp_norm",
+        "mlp",
+        "gate_proj",
+        "up_proj",
+        "gate_up_proj",
+        "act",
+        "down_proj",
+        "router",
+        "expert_gate",
+        "expert_up",
+        "expert_act",
+        "expert_down",
+        "expert_combine",
+        "shared_gate",
+        "shared_up",
+        "shared_act",
+        "shared_down",
+        "mlp_residual",
+        "residual",
+        "final_norm",
+        "lm_head",
+        "all_reduce_embedding",
+        "all_reduce_attn",
+        "all_reduce_mlp",
+        "all_to_all_dispatch",
+        "all_to_all_combine",
+        "all_gather_logits",
+        "pp_send",
+        "pipeline_wait",
+        "host",
+    ];
+
+    #[test]
+    fn every_kinds_row_agrees_with_itself() {
+        let kinds: Vec<OpKind> = ALL_NAMES.iter().map(|n| n.parse().unwrap()).collect();
+        // The list is every kind: one per discriminant, in order.
+        assert_eq!(kinds.len(), OpKind::HostStep as usize + 1);
+        for (i, &k) in kinds.iter().enumerate() {
+            assert_eq!(k as usize, i, "{}", k.name());
+            let f = k.facts();
+            assert_eq!(f.name, ALL_NAMES[i]);
+            let gemm = f.class == OpClass::Gemm;
+            let elementwise = f.class == OpClass::Elementwise;
+            // Only GEMMs merge, are split by columns, rows, heads or experts, or read the block's input.
+            if f.merged.is_some()
+                || matches!(
+                    f.shard,
+                    Shard::Columns(_) | Shard::Rows | Shard::LatentColumns | Shard::HeadInstances | Shard::Experts(_)
+                )
+                || matches!(f.reads, Reads::BlockInput | Reads::Experts)
+            {
+                assert!(gemm, "{}: {f:?}", f.name);
+            }
+            // Only elementwise work runs as another kernel's epilogue; it, and the gather, are minor.
+            assert!(f.epilogue == Epilogue::None || elementwise, "{}", f.name);
+            assert_eq!(f.minor, elementwise || f.class == OpClass::Gather, "{}", f.name);
+            // Communication and the host run whole, read the operator before them and come after
+            // a block's work.
+            if k.is_comm() || f.class == OpClass::Host {
+                assert_eq!((f.shard, f.reads, f.merged, f.minor), (Shard::Replicated, Reads::Previous, None, false));
+            }
+            // A merged group has exactly one first member per block.
+            if let Some((group, true)) = f.merged {
+                let firsts = kinds.iter().filter(|o| o.facts().merged == Some((group, true)) && o.block() == f.block);
+                assert!(firsts.count() >= 1);
+            }
+        }
+        // Names are unique; short names are unique inside a block, but for the collectives and
+        // the norms and residual adds, which a block has one of.
+        for (i, a) in kinds.iter().enumerate() {
+            for b in &kinds[i + 1..] {
+                assert_ne!(a.name(), b.name());
+                if a.block() == b.block() && a.short() == b.short() {
+                    assert!(
+                        a.is_comm() || a.facts().epilogue != Epilogue::None || a.short() == "residual",
+                        "{}",
+                        a.name()
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_ledger_row_name_parses_back_to_its_kind() {
         // Dense GQA, MLA + MoE and a TP layout (collectives): every kind their ledgers show.
@@ -260,6 +590,8 @@ mod tests {
             vec![("model", "llama-3-8b")],
             vec![("model", "deepseek-v3"), ("gpu", "h200"), ("tp", "8")],
             vec![("model", "mixtral-8x7b"), ("tp", "2"), ("flash", "off"), ("phase", "prefill")],
+            // An engine that schedules between steps: the host's row.
+            vec![("model", "llama-3-8b"), ("engine", "vllm@0.6")],
         ] {
             for row in crate::ledger::Ledger::build(&scenario(&pairs)).rows {
                 assert_eq!(row.op.name().parse::<OpKind>().unwrap(), row.op);

@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use crate::hardware::{Gpu, Link};
 use crate::kernels::Collective;
-use crate::kinds::OpKind;
+use crate::kinds::{Comm, CommGroup, OpClass, OpKind};
 use crate::model::{Attention, LayerSpec, Mlp, ModelSpec};
 use serde::Serialize;
 use std::fmt;
@@ -316,15 +316,16 @@ impl Parallelism {
     /// The group link and ring steps of a collective operator (none for the pipeline's send
     /// and wait, which belong to a stage).
     pub fn collective(&self, kind: OpKind) -> Option<(&GroupLink, f64)> {
-        let (t, e) = (self.tp as f64, self.ep as f64);
-        match kind {
-            OpKind::AllReduceEmbedding | OpKind::AllReduceAttn | OpKind::AllReduceMlp => {
-                self.tp_link.as_ref().map(|l| (l, 2.0 * (t - 1.0)))
-            }
-            OpKind::AllGatherLogits => self.tp_link.as_ref().map(|l| (l, t - 1.0)),
-            OpKind::AllToAllDispatch | OpKind::AllToAllCombine => self.ep_link.as_ref().map(|l| (l, e - 1.0)),
-            _ => None,
-        }
+        let (comm, group) = collective_of(kind)?;
+        let (link, n) = match group {
+            CommGroup::Tensor => (self.tp_link.as_ref()?, self.tp as f64),
+            CommGroup::Expert => (self.ep_link.as_ref()?, self.ep as f64),
+        };
+        let steps = match comm {
+            Comm::AllReduce => 2.0 * (n - 1.0),
+            Comm::AllGather | Comm::AllToAll => n - 1.0,
+        };
+        Some((link, steps))
     }
 
     /// A collective as the measured tables key it ([`CollectiveCall`]), for an operator of `kind`
@@ -338,13 +339,15 @@ impl Parallelism {
         if link.scope == LinkScope::Network {
             return None;
         }
-        let (op, gpus) = match kind {
-            OpKind::AllReduceEmbedding | OpKind::AllReduceAttn | OpKind::AllReduceMlp => {
-                (Collective::AllReduce, self.tp)
-            }
-            OpKind::AllGatherLogits => (Collective::AllGather, self.tp),
-            OpKind::AllToAllDispatch | OpKind::AllToAllCombine => (Collective::AllToAll, self.ep),
-            _ => return None,
+        let (comm, group) = collective_of(kind)?;
+        let op = match comm {
+            Comm::AllReduce => Collective::AllReduce,
+            Comm::AllGather => Collective::AllGather,
+            Comm::AllToAll => Collective::AllToAll,
+        };
+        let gpus = match group {
+            CommGroup::Tensor => self.tp,
+            CommGroup::Expert => self.ep,
         };
         let n = gpus as f64;
         let ring = if op == Collective::AllReduce { 2.0 * (n - 1.0) / n } else { (n - 1.0) / n };
@@ -359,9 +362,16 @@ impl Parallelism {
 
     /// The link a communication operator of the GPU shown (of pipeline stage `stage`) uses.
     pub fn link_of(&self, kind: OpKind, stage: usize) -> Option<&GroupLink> {
-        match kind {
-            OpKind::PpSend => self.stages.get(stage).and_then(|s| s.send.as_ref()),
-            k => self.collective(k).map(|(l, _)| l),
+        match kind.facts().class {
+            OpClass::PipelineSend => self.stages.get(stage).and_then(|s| s.send.as_ref()),
+            OpClass::Collective(..) => self.collective(kind).map(|(l, _)| l),
+            OpClass::Gather
+            | OpClass::Gemm
+            | OpClass::FusedAttention
+            | OpClass::UnfusedAttention
+            | OpClass::Elementwise
+            | OpClass::PipelineWait
+            | OpClass::Host => None,
         }
     }
 
@@ -537,6 +547,22 @@ fn check_ep(model: &ModelSpec, ep: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The collective an operator kind is, and its group ([`OpClass::Collective`]); `None` for
+/// every other kind.
+fn collective_of(kind: OpKind) -> Option<(Comm, CommGroup)> {
+    match kind.facts().class {
+        OpClass::Collective(comm, group) => Some((comm, group)),
+        OpClass::Gather
+        | OpClass::Gemm
+        | OpClass::FusedAttention
+        | OpClass::UnfusedAttention
+        | OpClass::Elementwise
+        | OpClass::PipelineSend
+        | OpClass::PipelineWait
+        | OpClass::Host => None,
+    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@
 use crate::engine::{Clock, Engine};
 use crate::hardware::{Achievable, Gpu};
 use crate::kernels::{self, GemmDtype, KernelGpu};
-use crate::kinds::OpKind;
+use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
@@ -138,33 +138,35 @@ pub fn kernel_time_s(engine: Engine, roof_s: f64) -> f64 {
 /// * everything else a kernel of its own ([`Join::Own`]): the gated activation (SwiGLU) after the
 ///   gate/up GEMM under trtllm, vllm and sglang, every operator under eager.
 pub fn engine_join(engine: Engine, op: &Op) -> Join {
-    use OpKind::*;
     if op.fused {
         return Join::Fused { on_chip_bytes: 0.0 };
     }
-    let kind = op.kind;
+    let facts = op.kind.facts();
     let engine = engine.family();
-    let qkv = matches!(kind, QProj | KProj | VProj);
-    let gate_up = matches!(kind, GateProj | UpProj | ExpertGate | ExpertUp | SharedGate | SharedUp);
-    let merges = match engine {
-        Engine::Eager => false,
-        Engine::GptFast => qkv,
-        _ => qkv || gate_up,
+    let merges = |group: MergeGroup| match (engine, group) {
+        (Engine::Eager, _) | (Engine::GptFast, MergeGroup::GateUp) => false,
+        (Engine::GptFast, MergeGroup::Qkv) => true,
+        (Engine::Trtllm | Engine::TrtllmPreXqa | Engine::Vllm | Engine::VllmV0 | Engine::Sglang, _) => true,
     };
-    if merges && op.merge_n.is_some() {
-        let first = matches!(kind, QProj | GateProj | ExpertGate | SharedGate);
-        return Join::Part { first, share: op.merge_share() };
+    if let (Some((group, first)), Some(_)) = (facts.merged, op.merge_n) {
+        if merges(group) {
+            return Join::Part { first, share: op.merge_share() };
+        }
     }
-    let residual = matches!(kind, AttnResidual | MlpResidual | Residual);
-    let norm_after_residual = matches!(kind, AttnNorm | MlpNorm | FinalNorm);
-    let epilogue = match engine {
-        Engine::Eager => false,
-        Engine::GptFast => residual || matches!(kind, Act | ExpertAct | SharedAct | Rope | KvWrite),
-        Engine::Trtllm => norm_after_residual || matches!(kind, Rope | KvWrite),
-        _ => norm_after_residual,
+    let epilogue = match (engine, facts.epilogue) {
+        (_, Epilogue::None) | (Engine::Eager, _) => false,
+        (Engine::GptFast, Epilogue::Residual(_) | Epilogue::Act | Epilogue::Rope | Epilogue::KvWrite) => true,
+        (Engine::GptFast, Epilogue::Norm) => false,
+        (Engine::Trtllm | Engine::TrtllmPreXqa, Epilogue::Norm | Epilogue::Rope | Epilogue::KvWrite) => true,
+        (Engine::Trtllm | Engine::TrtllmPreXqa, Epilogue::Residual(_) | Epilogue::Act) => false,
+        (Engine::Vllm | Engine::VllmV0 | Engine::Sglang, Epilogue::Norm) => true,
+        (
+            Engine::Vllm | Engine::VllmV0 | Engine::Sglang,
+            Epilogue::Residual(_) | Epilogue::Act | Epilogue::Rope | Epilogue::KvWrite,
+        ) => false,
     };
     if epilogue {
-        Join::Fused { on_chip_bytes: fused_on_chip_bytes(kind, &op.cost) }
+        Join::Fused { on_chip_bytes: fused_on_chip_bytes(op.kind, &op.cost) }
     } else {
         Join::Own
     }
@@ -193,14 +195,11 @@ pub fn fusion_words(engine: Engine) -> &'static str {
 /// * an RMSNorm after the residual add reads the sum the add just made, on chip: all of its
 ///   activation reads (its output and its scale weights go through HBM).
 pub fn fused_on_chip_bytes(kind: OpKind, cost: &crate::cost::Cost) -> f64 {
-    use OpKind::*;
-    match kind {
-        AttnNorm | MlpNorm | FinalNorm => cost.activation_read_bytes(),
-        AttnResidual | MlpResidual => cost.activation_read_bytes() / 2.0,
-        Residual => cost.activation_read_bytes() / 3.0,
-        Act | ExpertAct | SharedAct => cost.activation_read_bytes(),
-        Rope => cost.activation_bytes,
-        _ => 0.0,
+    match kind.facts().epilogue {
+        Epilogue::Norm | Epilogue::Act => cost.activation_read_bytes(),
+        Epilogue::Residual(inputs) => cost.activation_read_bytes() / f64::from(inputs),
+        Epilogue::Rope => cost.activation_bytes,
+        Epilogue::KvWrite | Epilogue::None => 0.0,
     }
 }
 
@@ -314,10 +313,10 @@ impl Measured {
             return self.attention_table_s(op);
         }
         let g = op.gemm?;
-        if matches!(op.kind, OpKind::ExpertGate | OpKind::ExpertUp | OpKind::ExpertDown) {
+        if matches!(op.kind.facts().shard, Shard::Experts(_)) {
             return None;
         }
-        if g.instances > 1.0 && matches!(op.kind, OpKind::QAbsorb | OpKind::VUp) {
+        if g.instances > 1.0 && op.kind.facts().shard == Shard::HeadInstances {
             let bmm = if op.kind == OpKind::QAbsorb { kernels::MlaBmm::Pre } else { kernels::MlaBmm::Post };
             let fp8 = (op.math == MathFormat::Fp8)
                 .then(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))

@@ -24,6 +24,7 @@
 //! attention); the routed experts see the assignments routed to the busiest group's experts.
 
 use crate::cost::Cost;
+use crate::kinds::{ExpertSplit, MergeGroup, Shard, Share};
 use crate::model::{Attention, LayerSpec, Mlp, MoeMlp};
 use crate::moe::{routing_probabilities, Routing};
 use crate::ops::{Op, OpKind};
@@ -196,23 +197,33 @@ impl OpShard {
         }
     }
 
-    /// This GPU's share of one operator (table in the module docs).
+    /// The fraction of a dimension split by `share` this GPU holds.
+    fn share(&self, share: Share) -> f64 {
+        match share {
+            Share::Tensor => 1.0 / self.tp,
+            Share::KvHeads => self.kv_share,
+            Share::Qkv => self.qkv_share,
+            Share::Vocab => self.vocab_share,
+            Share::QkElements => self.qk_elem_share,
+        }
+    }
+
+    /// This GPU's share of one operator (table in the module docs; each kind's rule is its
+    /// [`crate::kinds::KindFacts::shard`]).
     pub fn apply(&self, mut op: Op) -> Op {
         use OpKind::*;
         let t = self.tp;
         // A merged GEMM's columns on this GPU: Q, K and V together are `qkv_share` of the whole;
         // gate and up are both column-parallel.
-        op.merge_n = op.merge_n.map(|n| match op.kind {
-            QProj | KProj | VProj => split_dim(n, self.qkv_share),
-            _ => split_dim(n, 1.0 / t),
+        let facts = op.kind.facts();
+        op.merge_n = op.merge_n.map(|n| match facts.merged {
+            Some((MergeGroup::Qkv, _)) => split_dim(n, self.qkv_share),
+            Some((MergeGroup::GateUp, _)) | None => split_dim(n, 1.0 / t),
         });
-        match op.kind {
-            QProj | QBProj | GateProj | UpProj | GateUpProj | SharedGate | SharedUp | Mlp => column(&mut op, 1.0 / t),
-            KProj | VProj => column(&mut op, self.kv_share),
-            QkvProj => column(&mut op, self.qkv_share),
-            LmHead => column(&mut op, self.vocab_share),
-            OProj | DownProj | SharedDown => row(&mut op, 1.0 / t),
-            KvBProj => {
+        match facts.shard {
+            Shard::Columns(share) => column(&mut op, self.share(share)),
+            Shard::Rows => row(&mut op, 1.0 / t),
+            Shard::LatentColumns => {
                 // Its input is the cached latent, read whole on every GPU; output columns split.
                 let kv = op.cost.kv_read_bytes;
                 scale(&mut op, 1.0 / t);
@@ -221,16 +232,14 @@ impl OpShard {
                     g.n = split_dim(g.n, 1.0 / t);
                 }
             }
-            QAbsorb | VUp => {
+            Shard::HeadInstances => {
                 scale(&mut op, 1.0 / t);
                 if let Some(g) = op.gemm.as_mut() {
                     g.instances /= t;
                 }
             }
-            Act | SharedAct => scale(&mut op, 1.0 / t),
-            QkNorm | Rope => scale(&mut op, self.qk_elem_share),
-            KvWrite => scale(&mut op, self.kv_share),
-            Attention | AttnScores | Softmax | AttnValues => {
+            Shard::Elements(share) => scale(&mut op, self.share(share)),
+            Shard::AttentionHeads => {
                 op.cost.flops /= t;
                 op.cost.activation_bytes /= t;
                 op.cost.activation_written_bytes /= t;
@@ -246,13 +255,13 @@ impl OpShard {
                     a.v_bytes_per_position *= self.kv_share;
                 }
             }
-            ExpertGate | ExpertUp => self.expert(&mut op, Split::Column),
-            ExpertDown => self.expert(&mut op, Split::Row),
-            ExpertAct => scale(&mut op, self.experts.assignments / t),
-            Embedding => op.cost.weight_bytes /= t,
-            _ => {}
+            Shard::Experts(ExpertSplit::Columns) => self.expert(&mut op, Split::Column),
+            Shard::Experts(ExpertSplit::Rows) => self.expert(&mut op, Split::Row),
+            Shard::ExpertAssignments => scale(&mut op, self.experts.assignments / t),
+            Shard::EmbeddingRows => op.cost.weight_bytes /= t,
+            Shard::Replicated => {}
         }
-        if self.token_share < 1.0 && !matches!(op.kind, ExpertGate | ExpertUp | ExpertAct | ExpertDown) {
+        if self.token_share < 1.0 && !matches!(facts.shard, Shard::Experts(_) | Shard::ExpertAssignments) {
             let w = op.cost.weight_bytes;
             scale(&mut op, self.token_share);
             // Weights are read once whatever the tokens, except the embedding's gathered rows.

@@ -1,8 +1,9 @@
 //! Why the model's FLOPs per token are not 2 × its parameters, part by part.
 
 use super::is_attention_core;
+use crate::kinds::OpClass;
 use crate::layout::Parallelism;
-use crate::ops::{OpBuilder, OpKind};
+use crate::ops::OpBuilder;
 use crate::scenario::Scenario;
 use serde::Serialize;
 use std::sync::Arc;
@@ -112,9 +113,18 @@ pub(super) fn flops_gap(sc: &Scenario) -> FlopsGap {
     }
     let (mut embedding, mut final_norm, mut lm_head) = (0.0, 0.0, 0.0);
     b.embedding(&mut |o| embedding += o.cost.flops);
-    b.head(&mut |o| match o.kind {
-        OpKind::FinalNorm => final_norm += o.cost.flops,
-        _ => lm_head += o.cost.flops,
+    // The head's elementwise work is its final norm; the rest of its FLOPs are the LM head's
+    // (its communication and the host add none).
+    b.head(&mut |o| match o.kind.facts().class {
+        OpClass::Elementwise => final_norm += o.cost.flops,
+        OpClass::Gather
+        | OpClass::Gemm
+        | OpClass::FusedAttention
+        | OpClass::UnfusedAttention
+        | OpClass::Collective(..)
+        | OpClass::PipelineSend
+        | OpClass::PipelineWait
+        | OpClass::Host => lm_head += o.cost.flops,
     });
     let h = m.hidden_size;
     let (mut stack, mut stack_active) = (0u64, 0u64);

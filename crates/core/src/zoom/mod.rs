@@ -40,6 +40,7 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
+use crate::kinds::OpClass;
 use crate::ledger::summarise;
 use crate::model::LayerSpec;
 use crate::ops::{Block, Op, OpBuilder, OpKind};
@@ -298,7 +299,7 @@ pub struct ZoomTree {
 }
 
 pub(super) fn is_attention_core(kind: OpKind) -> bool {
-    matches!(kind, OpKind::Attention | OpKind::AttnScores | OpKind::AttnValues)
+    matches!(kind.facts().class, OpClass::FusedAttention | OpClass::UnfusedAttention)
 }
 
 /// Build the tile level of one operator.
@@ -329,15 +330,22 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
             Err(e) => TileLevel::None(NoTiles::NotModelled(e.to_string())),
         };
     }
-    match (op.kind, op.attention) {
-        (OpKind::Attention, Some(shape)) => TileLevel::Attention {
+    match (op.kind.facts().class, op.attention) {
+        (OpClass::FusedAttention, Some(shape)) => TileLevel::Attention {
             tiling: tile_attention(&shape, &op.cost, op.math, &sc.workload, &sc.gpu, sc.efficiency),
             fused,
             unfused: unfused.unwrap_or(fused),
         },
-        (OpKind::AttnScores | OpKind::AttnValues, _) => TileLevel::None(NoTiles::Unfused),
-        (OpKind::Embedding, _) => TileLevel::None(NoTiles::Gather),
-        _ => TileLevel::None(NoTiles::Elementwise),
+        (OpClass::UnfusedAttention, _) => TileLevel::None(NoTiles::Unfused),
+        (OpClass::Gather, _) => TileLevel::None(NoTiles::Gather),
+        (OpClass::Collective(..) | OpClass::PipelineSend | OpClass::PipelineWait, _) => {
+            TileLevel::None(NoTiles::Communication)
+        }
+        // A GEMM without its shape, fused attention without its geometry, and the host's time
+        // have no tiles to show, as elementwise work has none.
+        (OpClass::FusedAttention | OpClass::Gemm | OpClass::Elementwise | OpClass::Host, _) => {
+            TileLevel::None(NoTiles::Elementwise)
+        }
     }
 }
 

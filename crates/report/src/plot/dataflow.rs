@@ -35,7 +35,7 @@
 use super::svg::{esc, text_width, FG};
 use crate::human;
 use llm_ledger_core::cost::Cost;
-use llm_ledger_core::kinds::{Block, OpKind};
+use llm_ledger_core::kinds::{Block, OpKind, Reads};
 use llm_ledger_core::roofline::Bound;
 use llm_ledger_core::zoom::{op_path, LayerDetail, NodeDetail, NodeView, OpNode};
 use std::fmt::Write;
@@ -171,35 +171,10 @@ pub struct Dataflow {
     pub arrows: Vec<Arrow>,
 }
 
-/// What an operator kind reads (module docs).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reads {
-    Stream,
-    BlockInput,
-    Experts,
-    Residual,
-    Previous,
-}
-
-fn reads(kind: OpKind) -> Reads {
-    use OpKind::*;
-    match kind {
-        AttnNorm | MlpNorm => Reads::Stream,
-        QProj | KProj | VProj | QkvProj | QAProj | KvAProj | Router | GateProj | UpProj | GateUpProj | Mlp
-        | SharedGate | SharedUp => Reads::BlockInput,
-        ExpertGate | ExpertUp => Reads::Experts,
-        AttnResidual | MlpResidual | Residual => Reads::Residual,
-        _ => Reads::Previous,
-    }
-}
-
+/// The name of what the first of `kinds` writes, where it has one
+/// ([`llm_ledger_core::kinds::KindFacts::writes`]).
 fn what(kinds: &[OpKind]) -> Option<&'static str> {
-    match kinds.first() {
-        Some(OpKind::AttnScores) => Some("score matrix"),
-        Some(OpKind::Softmax) => Some("probabilities"),
-        Some(OpKind::AttnResidual | OpKind::MlpResidual | OpKind::Residual) => Some("residual stream"),
-        _ => None,
-    }
+    kinds.first().and_then(|k| k.facts().writes)
 }
 
 impl Dataflow {
@@ -230,7 +205,7 @@ impl Dataflow {
                 bound: o.timing.bound(),
                 width: 0.0,
             };
-            let r = reads(kind);
+            let r = kind.facts().reads;
             let sibling = matches!(r, Reads::BlockInput | Reads::Experts)
                 && row_reads.last() == Some(&r)
                 && rows.last().is_some_and(|last| {
