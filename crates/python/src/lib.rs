@@ -17,8 +17,10 @@
 //! structurally, [`llm_ledger_core::error::Text`], so nothing rewrites the CLI's text); a keyword
 //! the command does not take is a `TypeError`.
 
-use llm_ledger_app::plan::{self, PlanLoadRequest};
+use llm_ledger_app::moe::{self, MoeRequest, MAX_POINTS};
+use llm_ledger_app::plan::{self, PlanLoadRequest, PlanRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
+use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_app::{CommandError, Files, Input};
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
@@ -31,10 +33,7 @@ use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
-use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
-use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
-use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport, ZoomReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -105,7 +104,8 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
         "latency" => vec!["prompt", "output", "reserve"],
         "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
         "simulate" => names(simulate::inputs()),
-        "plan" => vec!["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
+        // The candidate batches (`batch`) are among the scenario's keywords.
+        "plan" => names(plan::inputs()).into_iter().filter(|k| *k != "batch").collect(),
         "tile" => vec!["m", "n", "k", "tile", "output"],
         _ => vec![],
     };
@@ -118,7 +118,7 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
 fn command_keys(command: &str) -> Vec<&'static str> {
     match command {
         "sweep" | "moe" => vec!["batch"],
-        "plan" => ["batch"].into_iter().chain(names(plan::load_inputs())).collect(),
+        "plan" => names(plan::inputs()).into_iter().chain(names(plan::load_inputs())).collect(),
         "simulate" => names(simulate::inputs()),
         "tile" => vec![
             "m",
@@ -375,30 +375,26 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         }
         "moe" => {
             let base = call.scenario()?;
-            let req = MoeRequest {
-                batch: call.own("batch"),
-                experts: call.own("experts"),
-                top_k: call.own("top_k"),
-                model_given: call.scenario.iter().any(|(k, _)| k == "model"),
-            };
-            output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
+            let req: MoeRequest = call.request(moe::inputs())?;
+            let model_given = call.scenario.iter().any(|(k, _)| k == "model");
+            output(&req.run(&base, model_given, MAX_POINTS).map_err(command_error)?, None)
         }
         "plan" => {
+            let req: PlanRequest = call.request(plan::inputs())?;
             let load: PlanLoadRequest = call.request(plan::load_inputs())?;
             if let Some(rate) = &load.rate {
                 // The plan under load (`plan --rate`), checked in the CLI's order.
-                let max_gpus = plan::max_gpus(call.own("max_gpus")).map_err(core)?;
+                let max_gpus = plan::max_gpus(req.max_gpus.as_deref()).map_err(core)?;
                 let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
                 let checked = load.check(rate, given("batch"), given("ctx")).map_err(command_error)?;
                 let sc = call.scenario()?;
-                let s = call.serving(&sc)?;
+                let s = req.serving(&sc).map_err(command_error)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
                 return output(&report, None);
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
-            let s = call.serving(&sc)?;
-            output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
+            output(&req.run(&sc).map_err(command_error)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;
@@ -464,9 +460,9 @@ fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
     let computed = py.allow_threads(|| -> PyResult<_> {
         let sc = base.scenario()?;
-        let reserve_bytes = base.serving(&sc)?.reserve_bytes;
-        let plan =
-            SweepPlan::new(sc, base.own("batch"), ctx_axis.as_deref(), reserve_bytes).map_err(|e| input_error(&e))?;
+        let reserve = base.serving.iter().find(|(k, _)| k == "reserve").map(|(_, v)| v.clone());
+        let req = SweepRequest { batch: base.own_text("batch"), ctx: ctx_axis, reserve };
+        let plan = req.plan(sc).map_err(command_error)?;
         let n = grid_points(&plan.sweep.axes()).map_err(|e| input_error(&e))?;
         if n > MAX_PYTHON_SWEEP_POINTS {
             return Err(input_error(&Error::invalid(

@@ -322,3 +322,26 @@ fn respond(state: &AppState, page: &'static PageInfo, query: &PageQuery, body: R
     }
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Batching and MoE pages' keys are the app's `sweep` and `moe` input tables, in order,
+    /// the batch axis named `batches` (the page's `batch` is the scenario's current batch) and
+    /// the context the scenario's own; each key has a text box.
+    #[test]
+    fn the_axis_pages_keys_are_the_apps_input_tables() {
+        let page_keys = |t: &[llm_ledger_app::Input]| -> Vec<&str> {
+            t.iter()
+                .filter(|i| i.name != "ctx")
+                .map(|i| if i.name == "batch" { batching::BATCHES } else { i.name })
+                .collect()
+        };
+        for (slug, table) in [("batching", llm_ledger_app::sweep::inputs()), ("moe", llm_ledger_app::moe::inputs())] {
+            let page = find(slug).unwrap();
+            assert_eq!(page.keys, page_keys(table), "{slug}");
+            assert_eq!(page.inputs.iter().map(|i| i.name).collect::<Vec<_>>(), page.keys, "{slug}");
+        }
+    }
+}

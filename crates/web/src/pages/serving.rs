@@ -269,10 +269,7 @@ pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError
             format!("an integer in 1..={MAX_WEB_STEPS} on the explorer (the CLI's simulate takes more)"),
         )));
     }
-    let resolved = req.resolve(sc, Files::None).map_err(|e| match e {
-        CommandError::Input(e) => q.core_error(&e),
-        other => AppError::bad_request(other.to_string(), other.field()),
-    })?;
+    let resolved = req.resolve(sc, Files::None).map_err(|e| q.command_error(&e))?;
     if resolved.sweep() {
         let rates = resolved.rates.len();
         return Err(core(Error::invalid(
