@@ -16,7 +16,9 @@
 //! | [`plan`] | `plan` (the static plan, and the plan under load) |
 //! | [`sweep`] | `sweep` (its axes and reserve) |
 //! | [`moe`] | `moe` (its batch axis, and E and k without a model) |
+//! | [`calibrate`] | `calibrate` (a CSV of measurements, a run's batch, the fit) |
 
+pub mod calibrate;
 pub mod moe;
 pub mod plan;
 pub mod simulate;

@@ -1368,7 +1368,9 @@ mod tests {
         let c = cmd.find_subcommand(sub).unwrap();
         c.get_arguments()
             .filter(|a| !scenario.contains(&a.get_id().to_string()) && a.get_id() != "format")
-            .filter_map(|a| a.get_long().map(|l| l.replace('-', "_")))
+            .filter_map(|a| {
+                a.get_long().map(|l| l.replace('-', "_")).or_else(|| a.is_positional().then(|| a.get_id().to_string()))
+            })
             .filter(|l| !outputs.contains(&l.as_str()))
             .collect()
     }
@@ -1389,6 +1391,10 @@ mod tests {
         let cmd = command();
         let c = cmd.find_subcommand(sub).unwrap();
         for i in &inputs {
+            // A positional argument (`calibrate`'s files) is named by its id.
+            if c.get_arguments().any(|a| a.is_positional() && a.get_id() == i.name) {
+                continue;
+            }
             let long = |a: &clap::Arg| a.get_long().map(|l| l.replace('-', "_"));
             assert!(c.get_arguments().any(|a| long(a).as_deref() == Some(i.name)), "{sub} has no flag `{}`", i.name);
             assert_eq!(flag_of(i.name), Some(format!("--{}", i.name.replace('_', "-"))), "{}", i.name);
@@ -1397,11 +1403,12 @@ mod tests {
 
     #[test]
     fn the_command_flags_are_the_app_input_tables() {
-        use llm_ledger_app::{moe, plan, simulate, sweep};
+        use llm_ledger_app::{calibrate, moe, plan, simulate, sweep};
         assert_flags_are_tables("simulate", &["trace_out", "plot", "plot_timeline"], &[simulate::inputs()]);
         assert_flags_are_tables("plan", &[], &[plan::inputs(), plan::load_inputs()]);
         assert_flags_are_tables("sweep", &["plot"], &[sweep::inputs()]);
         assert_flags_are_tables("moe", &[], &[moe::inputs()]);
+        assert_flags_are_tables("calibrate", &["out"], &[calibrate::inputs()]);
     }
 
     #[test]
