@@ -17,12 +17,14 @@
 //! | [`sweep`] | `sweep` (its axes and reserve) |
 //! | [`moe`] | `moe` (its batch axis, and E and k without a model) |
 //! | [`calibrate`] | `calibrate` (a CSV of measurements, a run's batch, the fit) |
+//! | [`zoom`] | `zoom` (its path, the fallback to the deepest level, the INT4 flip) |
 
 pub mod calibrate;
 pub mod moe;
 pub mod plan;
 pub mod simulate;
 pub mod sweep;
+pub mod zoom;
 
 /// The scenario inputs every command shares: the core's resolver and its input table.
 pub mod scenario {

@@ -3,7 +3,7 @@
 //! fails here (the Python tests check the stub against the package itself).
 
 use llm_ledger_app::scenario::scenario_inputs;
-use llm_ledger_app::{moe, plan, simulate, sweep, Input};
+use llm_ledger_app::{moe, plan, simulate, sweep, zoom, Input};
 
 /// The keyword names of `def NAME(` in the stub, in order.
 fn stub_keywords(name: &str) -> Vec<String> {
@@ -49,4 +49,5 @@ fn the_stubs_command_keywords_are_the_apps_tables() {
     assert_stub_is_tables("plan", &[plan::inputs(), plan::load_inputs()]);
     assert_stub_is_tables("sweep", &[sweep::inputs()]);
     assert_stub_is_tables("moe", &[moe::inputs()]);
+    assert_stub_is_tables("zoom", &[zoom::inputs()]);
 }

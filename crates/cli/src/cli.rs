@@ -1403,12 +1403,17 @@ mod tests {
 
     #[test]
     fn the_command_flags_are_the_app_input_tables() {
-        use llm_ledger_app::{calibrate, moe, plan, simulate, sweep};
+        use llm_ledger_app::{calibrate, moe, plan, simulate, sweep, zoom};
         assert_flags_are_tables("simulate", &["trace_out", "plot", "plot_timeline"], &[simulate::inputs()]);
         assert_flags_are_tables("plan", &[], &[plan::inputs(), plan::load_inputs()]);
         assert_flags_are_tables("sweep", &["plot"], &[sweep::inputs()]);
         assert_flags_are_tables("moe", &[], &[moe::inputs()]);
         assert_flags_are_tables("calibrate", &["out"], &[calibrate::inputs()]);
+        assert_flags_are_tables("zoom", &["plot"], &[zoom::inputs()]);
+        // A flag's default is its table's.
+        let cmd = command();
+        let at = cmd.find_subcommand("zoom").unwrap().get_arguments().find(|a| a.get_id() == "at").unwrap();
+        assert_eq!(at.get_default_values(), [zoom::DEFAULT_AT]);
     }
 
     #[test]

@@ -20,21 +20,22 @@
 use llm_ledger_app::moe::{self, MoeRequest, MAX_POINTS};
 use llm_ledger_app::plan::{self, PlanLoadRequest, PlanRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
-use llm_ledger_app::sweep::SweepRequest;
+use llm_ledger_app::sweep::{self, SweepRequest};
+use llm_ledger_app::zoom::{self, ZoomRequest};
 use llm_ledger_app::{CommandError, Files, Input};
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::tiling::GemmRequest;
-use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
+use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest};
 use llm_ledger_files::FileInputs;
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
-use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport, ZoomReport};
+use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -82,6 +83,11 @@ fn names(inputs: &'static [Input]) -> Vec<&'static str> {
     inputs.iter().map(|i| i.name).collect()
 }
 
+/// The names of a command's input table less its axes (`batch`, `ctx`: scenario keywords too).
+fn axes_apart(inputs: &'static [Input]) -> Vec<&'static str> {
+    names(inputs).into_iter().filter(|k| !["batch", "ctx"].contains(k)).collect()
+}
+
 /// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
 /// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
 /// command's own.
@@ -98,14 +104,15 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
     };
     let own: Vec<&'static str> = match command {
         "ledger" => vec![],
-        "zoom" => vec!["at"],
-        "kv" | "levers" | "sweep" => vec!["reserve"],
-        "moe" => vec!["experts", "top_k"],
+        "zoom" => names(zoom::inputs()),
+        "kv" | "levers" => vec!["reserve"],
+        // The axes (`batch`, `ctx`) of these commands are among the scenario's keywords.
+        "sweep" => axes_apart(sweep::inputs()),
+        "moe" => axes_apart(moe::inputs()),
         "latency" => vec!["prompt", "output", "reserve"],
         "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
         "simulate" => names(simulate::inputs()),
-        // The candidate batches (`batch`) are among the scenario's keywords.
-        "plan" => names(plan::inputs()).into_iter().filter(|k| *k != "batch").collect(),
+        "plan" => axes_apart(plan::inputs()),
         "tile" => vec!["m", "n", "k", "tile", "output"],
         _ => vec![],
     };
@@ -367,11 +374,9 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         }
         "zoom" => {
             let sc = call.scenario()?;
-            let tree = ZoomTree::build(&sc);
-            // The core names the zoom path `path`; the keyword (the CLI's flag) is `at`.
-            let at = |f: &str| if f == "path" { "at".to_string() } else { f.to_string() };
-            let view = tree.node(call.own("at").unwrap_or("model")).map_err(|e| core(e.map_field(at)))?;
-            output(&ZoomReport::new(&sc, &tree, &view), None)
+            let req: ZoomRequest = call.request(zoom::inputs())?;
+            // As the CLI's JSON: a path this scenario lacks is an error about `at`.
+            output(&req.run(&sc, false).map_err(command_error)?.0, None)
         }
         "moe" => {
             let base = call.scenario()?;

@@ -39,17 +39,18 @@ use axum::routing::{get, MethodRouter};
 use axum::Router;
 use llm_ledger_app::moe::MoeRequest;
 use llm_ledger_app::sweep::SweepRequest;
+use llm_ledger_app::zoom::ZoomRequest;
 use llm_ledger_core::serving::{step_shape_refused, ServingRequest};
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_core::tiling::GemmRequest;
-use llm_ledger_core::{Ledger, ZoomTree};
+use llm_ledger_core::Ledger;
 use llm_ledger_report::catalog::{GpuList, ModelList};
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::plot::{self, PlotSize, Roofline};
 use llm_ledger_report::sweep::SweepPlan;
-use llm_ledger_report::{Format, LedgerReport, Report, TileReport, ZoomReport};
+use llm_ledger_report::{Format, LedgerReport, Report, TileReport};
 use std::sync::Arc;
 
 const FORMAT_KEY: &str = "format";
@@ -166,12 +167,16 @@ fn svg_response(svg: &str) -> Response {
     (headers, plot::standalone(svg)).into_response()
 }
 
+/// `zoom`'s inputs (the app's table: a test checks them).
+const ZOOM_KEYS: &[&str] = &["at"];
+
 fn zoom(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
-    let (q, format) = command(q, &["at"])?;
+    let (q, format) = command(q, ZOOM_KEYS)?;
     let r = q.resolve(&state.catalog)?;
-    let tree = ZoomTree::build(&r.scenario);
-    let view = tree.node(q.extra("at").unwrap_or("model")).map_err(|e| q.core_error(&e).with_field("at"))?;
-    rendered(&ZoomReport::new(&r.scenario, &tree, &view), format)
+    let req: ZoomRequest = q.extras_as(ZOOM_KEYS)?;
+    // A program reads this: a path this scenario lacks is an error, not the page's fallback.
+    let (report, _) = req.run(&r.scenario, false).map_err(|e| q.command_error(&e))?;
+    rendered(&report, format)
 }
 
 /// `sweep`'s inputs (the app's table: a test checks them).
@@ -293,5 +298,6 @@ mod tests {
         let names = |t: &[llm_ledger_app::Input]| t.iter().map(|i| i.name).collect::<Vec<_>>();
         assert_eq!(SWEEP_KEYS, names(llm_ledger_app::sweep::inputs()));
         assert_eq!(MOE_KEYS, names(llm_ledger_app::moe::inputs()));
+        assert_eq!(ZOOM_KEYS, names(llm_ledger_app::zoom::inputs()));
     }
 }

@@ -343,5 +343,8 @@ mod tests {
             assert_eq!(page.keys, page_keys(table), "{slug}");
             assert_eq!(page.inputs.iter().map(|i| i.name).collect::<Vec<_>>(), page.keys, "{slug}");
         }
+        // The Powers of Ten page's zoom path is `zoom`'s input, beside the page's own keys.
+        let powers = find("powers-of-ten").unwrap();
+        assert!(llm_ledger_app::zoom::inputs().iter().all(|i| powers.keys.contains(&i.name)));
     }
 }
