@@ -250,7 +250,7 @@ pub const INPUTS: &[PageInput] = &[
 ];
 
 /// The query without the scenario keys the simulation does not use.
-pub(crate) fn without_step_shape(q: &PageQuery) -> PageQuery {
+fn without_step_shape(q: &PageQuery) -> PageQuery {
     let none: Vec<(&str, Option<&str>)> = UNUSED.iter().map(|k| (*k, None)).collect();
     q.clone_with(&none)
 }
