@@ -20,7 +20,7 @@
 use llm_ledger_app::moe::{self, MoeRequest, MAX_POINTS};
 use llm_ledger_app::plan::{self, PlanLoadRequest, PlanRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
-use llm_ledger_app::sweep::{self, SweepRequest};
+use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_app::zoom::{self, ZoomRequest};
 use llm_ledger_app::{CommandError, Files, Input};
 use llm_ledger_core::pairs::from_pairs;
@@ -107,7 +107,7 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
         "zoom" => names(zoom::inputs()),
         "kv" | "levers" => vec!["reserve"],
         // The axes (`batch`, `ctx`) of these commands are among the scenario's keywords.
-        "sweep" => axes_apart(sweep::inputs()),
+        "sweep" => axes_apart(llm_ledger_app::sweep::inputs()),
         "moe" => axes_apart(moe::inputs()),
         "latency" => vec!["prompt", "output", "reserve"],
         "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
