@@ -4,7 +4,7 @@
 //! error.
 //!
 //! Adding a page: write `pages/<name>.rs` with `pub fn render(ctx: &PageCtx) -> Result<Markup,
-//! AppError>`, and add its [`PageInfo`] to [`PAGES`]. Routing ([`crate::page_routes`]),
+//! AppError>`, and add its [`PageInfo`] to [`PAGES`]. Routing (`crate::page_routes`),
 //! navigation, the controls and the fit banner follow from the entry: the shared modules read the
 //! registry and never branch on a page's name (nor does the registry use them).
 
