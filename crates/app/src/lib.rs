@@ -13,10 +13,18 @@
 //! |---|---|
 //! | [`scenario`] | the scenario inputs every command shares (the first input table) |
 //! | [`simulate`] | `simulate` |
-//! | [`plan`] | `plan` (its GPU budget, and the plan under load) |
+//! | [`plan`] | `plan` (the static plan, and the plan under load) |
+//! | [`sweep`] | `sweep` (its axes and reserve) |
+//! | [`moe`] | `moe` (its batch axis, and E and k without a model) |
+//! | [`calibrate`] | `calibrate` (a CSV of measurements, a run's batch, the fit) |
+//! | [`zoom`] | `zoom` (its path, the fallback to the deepest level, the INT4 flip) |
 
+pub mod calibrate;
+pub mod moe;
 pub mod plan;
 pub mod simulate;
+pub mod sweep;
+pub mod zoom;
 
 /// The scenario inputs every command shares: the core's resolver and its input table.
 pub mod scenario {
@@ -133,5 +141,22 @@ impl From<CommandError> for anyhow::Error {
             CommandError::Input(e) => anyhow::Error::new(e),
             CommandError::File { error, .. } | CommandError::Other(error) => error,
         }
+    }
+}
+
+/// Checks shared by the modules' tests.
+#[cfg(test)]
+pub(crate) mod table_checks {
+    use crate::Input;
+    use llm_ledger_core::pairs::from_pairs;
+
+    /// A request's fields are its input table's names, in its order: serde's refusal of an
+    /// unknown key lists the fields it takes, and every name of the table is read.
+    pub(crate) fn assert_request_is_table<T: serde::de::DeserializeOwned>(table: &[Input]) -> T {
+        let e = from_pairs::<T, _>([("nope", "1")]).err().expect("an unknown key refused").to_string();
+        let names: Vec<String> = table.iter().map(|i| format!("`{}`", i.name)).collect();
+        assert!(e.contains(&names.join(", ")), "{e}");
+        let all: Vec<(&str, &str)> = table.iter().map(|i| (i.name, "1")).collect();
+        from_pairs(all).unwrap_or_else(|e| panic!("{e}"))
     }
 }

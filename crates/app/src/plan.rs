@@ -1,26 +1,87 @@
-//! `plan`: the static plan's GPU budget, and the plan under load (`plan --rate`): its inputs as
-//! text into the core's [`ServingPlanRequest`], run under a step budget, as its report. One
-//! definition for every front end.
+//! `plan`: the static plan (layouts ranked under a TPOT bound, [`PlanRequest`]) and the plan
+//! under load (`plan --rate`, [`PlanLoadRequest`]): their inputs as text into the core's searches
+//! ([`llm_ledger_core::plan::plan`], [`ServingPlanRequest`], the latter under a step budget), as
+//! their reports. One definition for every front end.
 
 use crate::simulate::{budget, lengths};
 use crate::{CommandError, Files, Input};
 use llm_ledger_core::error::Text;
+use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::plan::MAX_PLAN_GPUS;
 use llm_ledger_core::plan_serving::{plan_serving_within, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
 use llm_ledger_core::scenario::parse_u64;
-use llm_ledger_core::serving::Serving;
+use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::check_rate;
 use llm_ledger_core::simulate::SimConfig;
+use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
-use llm_ledger_report::plan::DEFAULT_MAX_GPUS;
+use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::Inputs;
 use serde::Deserialize;
 use std::sync::atomic::AtomicBool;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
+
+/// Default GPU budget of a plan (`max_gpus`).
+pub const DEFAULT_MAX_GPUS: u64 = 64;
+
+/// The inputs of every plan, static or under load, besides the scenario, as text, named as
+/// [`inputs`] names them (`batch` is the static plan's axis of candidate batches, not the
+/// scenario's batch).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanRequest {
+    /// The candidate batches: a list or a range (default: every batch that fits).
+    pub batch: Option<String>,
+    /// Bound on the time per output token, milliseconds.
+    pub tpot_ms: Option<String>,
+    /// Most GPUs per replica.
+    pub max_gpus: Option<String>,
+    /// Price, USD per GPU-hour.
+    pub usd_per_hour: Option<String>,
+    /// Memory reserve per GPU (e.g. `2GB`).
+    pub reserve: Option<String>,
+}
+
+impl PlanRequest {
+    /// The plan's price, reserve and TPOT bound, resolved for `sc` (both kinds of plan).
+    pub fn serving(&self, sc: &Scenario) -> Result<Serving> {
+        let req = ServingRequest {
+            usd_per_hour: self.usd_per_hour.clone(),
+            reserve: self.reserve.clone(),
+            tpot_ms: self.tpot_ms.clone(),
+            ..Default::default()
+        };
+        Ok(req.resolve(sc)?)
+    }
+
+    /// The static plan of `sc` (its context is the plan's): the layouts within `max_gpus` that
+    /// fit and meet the TPOT bound, over the candidate batches, cheapest first, as its report.
+    /// Checked in this order: the price, reserve and bound ([`PlanRequest::serving`]), `max_gpus`
+    /// ([`max_gpus`]), `batch`, then the price and the bound are required.
+    pub fn run(&self, sc: &Scenario) -> Result<PlanReport> {
+        let serving = self.serving(sc)?;
+        let max_gpus = max_gpus(self.max_gpus.as_deref())?;
+        let batches = self.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
+        Ok(PlanReport::build(sc, &serving, max_gpus, batches)?)
+    }
+}
+
+/// The plan's inputs besides the scenario, in [`PlanRequest`]'s field order; `plan --rate` adds
+/// [`load_inputs`].
+pub fn inputs() -> &'static [Input] {
+    const INPUTS: &[Input] = &[
+        Input::text("batch", None, "a list or a range (default: every batch that fits)", "the candidate batches"),
+        Input::text("tpot_ms", None, "milliseconds (required)", "upper bound on the time per output token"),
+        Input::text("max_gpus", Some("64"), "an integer in 1..=1024", "most GPUs per replica"),
+        Input::text("usd_per_hour", None, "a number > 0 (default: the catalogue's price)", "price per GPU-hour"),
+        Input::text("reserve", Some("2GB"), "bytes (`2GB`, `512MiB`)", "memory kept free per GPU"),
+    ];
+    INPUTS
+}
 
 /// The inputs of `plan --rate` (the plan under load), as text, named as [`load_inputs`] names
 /// them.
@@ -152,4 +213,47 @@ pub fn load_inputs() -> &'static [Input] {
         Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over the search"),
     ];
     INPUTS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table_checks::assert_request_is_table;
+
+    #[test]
+    fn the_requests_take_the_input_tables_fields_in_order() {
+        let req: PlanRequest = assert_request_is_table(inputs());
+        assert_eq!((req.batch.as_deref(), req.reserve.as_deref()), (Some("1"), Some("1")));
+        let load: PlanLoadRequest = assert_request_is_table(load_inputs());
+        assert_eq!(load.max_steps.as_deref(), Some("1"));
+    }
+
+    /// The table's default and range of `max_gpus` are the ones [`max_gpus`] applies.
+    #[test]
+    fn max_gpus_is_parsed_once_with_the_tables_default_and_range() {
+        let row = inputs().iter().find(|i| i.name == "max_gpus").unwrap();
+        assert_eq!(row.default, Some("64"));
+        assert_eq!(max_gpus(None).unwrap(), DEFAULT_MAX_GPUS);
+        assert!(row.accepted.contains(&format!("1..={MAX_PLAN_GPUS}")), "{}", row.accepted);
+        assert_eq!(max_gpus(Some("1024")).unwrap(), 1024);
+        assert_eq!(max_gpus(Some("0")).unwrap_err().to_string(), "invalid `max_gpus`: 0 (an integer in 1..=1024)");
+        assert_eq!(max_gpus(Some("x")).unwrap_err().field(), Some("max_gpus"));
+    }
+
+    /// The static plan checks its inputs in the CLI's order: the price, reserve and bound, then
+    /// `max_gpus`, then the candidate batches.
+    #[test]
+    fn the_static_plan_checks_its_inputs_in_order() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let req =
+            |pairs: &[(&str, &str)]| -> PlanRequest { llm_ledger_core::pairs::from_pairs(pairs.to_vec()).unwrap() };
+        let field = |r: PlanRequest| r.run(&sc).err().and_then(|e| e.field().map(str::to_string));
+        assert_eq!(field(req(&[("tpot_ms", "x"), ("max_gpus", "0"), ("batch", "0")])).as_deref(), Some("tpot_ms"));
+        assert_eq!(field(req(&[("tpot_ms", "50"), ("max_gpus", "0"), ("batch", "0")])).as_deref(), Some("max_gpus"));
+        assert_eq!(field(req(&[("tpot_ms", "50"), ("batch", "0")])).as_deref(), Some("batch"));
+        assert_eq!(field(req(&[])).as_deref(), Some("tpot_ms"));
+        let report = req(&[("tpot_ms", "50"), ("max_gpus", "2"), ("batch", "1,8")]).run(&sc).unwrap();
+        assert_eq!(report.max_gpus, 2);
+        assert!(report.ranked.iter().all(|p| [1, 8].contains(&p.batch) && p.tp * p.pp * p.ep <= 2));
+    }
 }

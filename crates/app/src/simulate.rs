@@ -617,11 +617,7 @@ mod tests {
     /// unknown key lists the fields it takes.
     #[test]
     fn the_request_takes_the_input_tables_fields_in_order() {
-        let e = llm_ledger_core::pairs::from_pairs::<SimRequest, _>([("nope", "1")]).unwrap_err().to_string();
-        let names: Vec<String> = inputs().iter().map(|i| format!("`{}`", i.name)).collect();
-        assert!(e.contains(&names.join(", ")), "{e}");
-        let all: Vec<(&str, &str)> = inputs().iter().map(|i| (i.name, "1")).collect();
-        let req: SimRequest = llm_ledger_core::pairs::from_pairs(all).unwrap();
+        let req: SimRequest = crate::table_checks::assert_request_is_table(inputs());
         assert_eq!((req.rate.as_deref(), req.max_steps.as_deref()), (Some("1"), Some("1")));
     }
 

@@ -1014,9 +1014,9 @@ pub struct TileArgs {
 /// others from the constants their resolvers use, so each default is written once; a flag whose
 /// help already states its own default (`moe --batch`, `--kv`) keeps it.
 fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
+    use llm_ledger_app::sweep::{DEFAULT_BATCH_AXIS, DEFAULT_CTX_AXIS};
     use llm_ledger_core::scenario::scenario_input;
     use llm_ledger_core::serving::{DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_RESERVE_BYTES};
-    use llm_ledger_report::sweep::{DEFAULT_BATCH_AXIS, DEFAULT_CTX_AXIS};
     let input = |name: &'static str| {
         let default = scenario_input(name).and_then(|i| i.default.clone()).expect("a scenario input with a default");
         (name, default)
@@ -1032,7 +1032,7 @@ fn help_defaults(subcommand: &str) -> Vec<(&'static str, String)> {
         ("reserve", format!("{}GB", DEFAULT_RESERVE_BYTES / 1e9)),
         ("prompt", DEFAULT_PROMPT_TOKENS.to_string()),
         ("output", DEFAULT_OUTPUT_TOKENS.to_string()),
-        ("max_gpus", llm_ledger_report::plan::DEFAULT_MAX_GPUS.to_string()),
+        ("max_gpus", llm_ledger_app::plan::DEFAULT_MAX_GPUS.to_string()),
     ]);
     defaults
 }
@@ -1131,6 +1131,15 @@ impl SweepArgs {
     /// The scenario of the sweep's series flags, without the axes (`--batch`, `--ctx`).
     pub fn base(&self) -> ScenarioArgs {
         ScenarioArgs { phase: self.shape.phase.clone(), ..self.setup.scenario().with_parallel(&self.parallel) }
+    }
+
+    /// The axes and the reserve as text, for the shared resolver.
+    pub fn request(&self) -> llm_ledger_app::sweep::SweepRequest {
+        llm_ledger_app::sweep::SweepRequest {
+            batch: self.shape.batch.clone(),
+            ctx: self.shape.ctx.clone(),
+            reserve: self.reserve.reserve.clone(),
+        }
     }
 }
 
@@ -1236,6 +1245,17 @@ impl PlanArgs {
     /// The scenario of the plan, without the batch candidates (`--batch`).
     pub fn base(&self) -> ScenarioArgs {
         ScenarioArgs { ctx: self.shape.ctx.clone(), ..self.setup.scenario().with_link(&self.link) }
+    }
+
+    /// The inputs of every plan as text, for the shared resolver.
+    pub fn request(&self) -> llm_ledger_app::plan::PlanRequest {
+        llm_ledger_app::plan::PlanRequest {
+            batch: self.shape.batch.clone(),
+            tpot_ms: self.tpot_ms.clone(),
+            max_gpus: self.max_gpus.clone(),
+            usd_per_hour: self.price.usd_per_hour.clone(),
+            reserve: self.reserve.reserve.clone(),
+        }
     }
 }
 
@@ -1374,31 +1394,52 @@ mod tests {
         let c = cmd.find_subcommand(sub).unwrap();
         c.get_arguments()
             .filter(|a| !scenario.contains(&a.get_id().to_string()) && a.get_id() != "format")
-            .filter_map(|a| a.get_long().map(|l| l.replace('-', "_")))
+            .filter_map(|a| {
+                a.get_long().map(|l| l.replace('-', "_")).or_else(|| a.is_positional().then(|| a.get_id().to_string()))
+            })
             .filter(|l| !outputs.contains(&l.as_str()))
             .collect()
     }
 
-    /// `simulate`'s and `plan --rate`'s flags are the app's input tables, no more and no fewer:
-    /// a flag added to one but not the other fails here.
-    #[test]
-    fn the_command_flags_are_the_app_input_tables() {
-        let names = |t: &[llm_ledger_app::Input]| -> Vec<String> {
-            let mut v: Vec<String> = t.iter().map(|i| i.name.to_string()).collect();
-            v.sort();
-            v
-        };
-        let mut sim = own_flags("simulate", &["trace_out", "plot", "plot_timeline"]);
-        sim.sort();
-        assert_eq!(sim, names(llm_ledger_app::simulate::inputs()));
-        let mut plan = own_flags("plan", &[]);
-        plan.retain(|f| !["tpot_ms", "max_gpus", "usd_per_hour", "reserve"].contains(&f.as_str()));
-        plan.sort();
-        assert_eq!(plan, names(llm_ledger_app::plan::load_inputs()));
-        // Each field an app error names is spelled as the flag.
-        for i in llm_ledger_app::simulate::inputs().iter().chain(llm_ledger_app::plan::load_inputs()) {
+    /// A command's own flags are its app input tables, no more and no fewer (a table's input
+    /// named as a scenario flag, a sweep's `batch` axis, is that flag of the command), and each
+    /// field an app error names is spelled as the flag: a flag added to one but not the other
+    /// fails here.
+    fn assert_flags_are_tables(sub: &str, outputs: &[&str], tables: &[&[llm_ledger_app::Input]]) {
+        let scenario = scenario_flag_ids();
+        let inputs: Vec<&llm_ledger_app::Input> = tables.iter().flat_map(|t| t.iter()).collect();
+        let mut own = own_flags(sub, outputs);
+        own.sort();
+        let mut names: Vec<String> =
+            inputs.iter().map(|i| i.name.to_string()).filter(|n| !scenario.contains(n)).collect();
+        names.sort();
+        assert_eq!(own, names, "{sub}");
+        let cmd = command();
+        let c = cmd.find_subcommand(sub).unwrap();
+        for i in &inputs {
+            // A positional argument (`calibrate`'s files) is named by its id.
+            if c.get_arguments().any(|a| a.is_positional() && a.get_id() == i.name) {
+                continue;
+            }
+            let long = |a: &clap::Arg| a.get_long().map(|l| l.replace('-', "_"));
+            assert!(c.get_arguments().any(|a| long(a).as_deref() == Some(i.name)), "{sub} has no flag `{}`", i.name);
             assert_eq!(flag_of(i.name), Some(format!("--{}", i.name.replace('_', "-"))), "{}", i.name);
         }
+    }
+
+    #[test]
+    fn the_command_flags_are_the_app_input_tables() {
+        use llm_ledger_app::{calibrate, moe, plan, simulate, sweep, zoom};
+        assert_flags_are_tables("simulate", &["trace_out", "plot", "plot_timeline"], &[simulate::inputs()]);
+        assert_flags_are_tables("plan", &[], &[plan::inputs(), plan::load_inputs()]);
+        assert_flags_are_tables("sweep", &["plot"], &[sweep::inputs()]);
+        assert_flags_are_tables("moe", &[], &[moe::inputs()]);
+        assert_flags_are_tables("calibrate", &["out"], &[calibrate::inputs()]);
+        assert_flags_are_tables("zoom", &["plot"], &[zoom::inputs()]);
+        // A flag's default is its table's.
+        let cmd = command();
+        let at = cmd.find_subcommand("zoom").unwrap().get_arguments().find(|a| a.get_id() == "at").unwrap();
+        assert_eq!(at.get_default_values(), [zoom::DEFAULT_AT]);
     }
 
     #[test]

@@ -17,25 +17,25 @@
 //! structurally, [`llm_ledger_core::error::Text`], so nothing rewrites the CLI's text); a keyword
 //! the command does not take is a `TypeError`.
 
-use llm_ledger_app::plan::{self, PlanLoadRequest};
+use llm_ledger_app::moe::{self, MoeRequest, MAX_POINTS};
+use llm_ledger_app::plan::{self, PlanLoadRequest, PlanRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
+use llm_ledger_app::sweep::SweepRequest;
+use llm_ledger_app::zoom::{self, ZoomRequest};
 use llm_ledger_app::{CommandError, Files, Input};
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::tiling::GemmRequest;
-use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
+use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest};
 use llm_ledger_files::FileInputs;
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
-use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
-use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
-use llm_ledger_report::sweep::SweepPlan;
-use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport, ZoomReport};
+use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -83,6 +83,11 @@ fn names(inputs: &'static [Input]) -> Vec<&'static str> {
     inputs.iter().map(|i| i.name).collect()
 }
 
+/// The names of a command's input table less its axes (`batch`, `ctx`: scenario keywords too).
+fn axes_apart(inputs: &'static [Input]) -> Vec<&'static str> {
+    names(inputs).into_iter().filter(|k| !["batch", "ctx"].contains(k)).collect()
+}
+
 /// The keyword arguments of `command`, the CLI's flags of the same command in snake case (less
 /// the output and file flags; `model` and `gpu` also take a path): scenario inputs, then the
 /// command's own.
@@ -99,13 +104,15 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
     };
     let own: Vec<&'static str> = match command {
         "ledger" => vec![],
-        "zoom" => vec!["at"],
-        "kv" | "levers" | "sweep" => vec!["reserve"],
-        "moe" => vec!["experts", "top_k"],
+        "zoom" => names(zoom::inputs()),
+        "kv" | "levers" => vec!["reserve"],
+        // The axes (`batch`, `ctx`) of these commands are among the scenario's keywords.
+        "sweep" => axes_apart(llm_ledger_app::sweep::inputs()),
+        "moe" => axes_apart(moe::inputs()),
         "latency" => vec!["prompt", "output", "reserve"],
         "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
         "simulate" => names(simulate::inputs()),
-        "plan" => vec!["tpot_ms", "max_gpus", "usd_per_hour", "reserve"],
+        "plan" => axes_apart(plan::inputs()),
         "tile" => vec!["m", "n", "k", "tile", "output"],
         _ => vec![],
     };
@@ -118,7 +125,7 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
 fn command_keys(command: &str) -> Vec<&'static str> {
     match command {
         "sweep" | "moe" => vec!["batch"],
-        "plan" => ["batch"].into_iter().chain(names(plan::load_inputs())).collect(),
+        "plan" => names(plan::inputs()).into_iter().chain(names(plan::load_inputs())).collect(),
         "simulate" => names(simulate::inputs()),
         "tile" => vec![
             "m",
@@ -367,38 +374,32 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         }
         "zoom" => {
             let sc = call.scenario()?;
-            let tree = ZoomTree::build(&sc);
-            // The core names the zoom path `path`; the keyword (the CLI's flag) is `at`.
-            let at = |f: &str| if f == "path" { "at".to_string() } else { f.to_string() };
-            let view = tree.node(call.own("at").unwrap_or("model")).map_err(|e| core(e.map_field(at)))?;
-            output(&ZoomReport::new(&sc, &tree, &view), None)
+            let req: ZoomRequest = call.request(zoom::inputs())?;
+            // As the CLI's JSON: a path this scenario lacks is an error about `at`.
+            output(&req.run(&sc, false).map_err(command_error)?.0, None)
         }
         "moe" => {
             let base = call.scenario()?;
-            let req = MoeRequest {
-                batch: call.own("batch"),
-                experts: call.own("experts"),
-                top_k: call.own("top_k"),
-                model_given: call.scenario.iter().any(|(k, _)| k == "model"),
-            };
-            output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
+            let req: MoeRequest = call.request(moe::inputs())?;
+            let model_given = call.scenario.iter().any(|(k, _)| k == "model");
+            output(&req.run(&base, model_given, MAX_POINTS).map_err(command_error)?, None)
         }
         "plan" => {
+            let req: PlanRequest = call.request(plan::inputs())?;
             let load: PlanLoadRequest = call.request(plan::load_inputs())?;
             if let Some(rate) = &load.rate {
                 // The plan under load (`plan --rate`), checked in the CLI's order.
-                let max_gpus = plan::max_gpus(call.own("max_gpus")).map_err(core)?;
+                let max_gpus = plan::max_gpus(req.max_gpus.as_deref()).map_err(core)?;
                 let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
                 let checked = load.check(rate, given("batch"), given("ctx")).map_err(command_error)?;
                 let sc = call.scenario()?;
-                let s = call.serving(&sc)?;
+                let s = req.serving(&sc).map_err(command_error)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
                 return output(&report, None);
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
-            let s = call.serving(&sc)?;
-            output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
+            output(&req.run(&sc).map_err(command_error)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;
@@ -464,9 +465,9 @@ fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
     let computed = py.allow_threads(|| -> PyResult<_> {
         let sc = base.scenario()?;
-        let reserve_bytes = base.serving(&sc)?.reserve_bytes;
-        let plan =
-            SweepPlan::new(sc, base.own("batch"), ctx_axis.as_deref(), reserve_bytes).map_err(|e| input_error(&e))?;
+        let reserve = base.serving.iter().find(|(k, _)| k == "reserve").map(|(_, v)| v.clone());
+        let req = SweepRequest { batch: base.own_text("batch"), ctx: ctx_axis, reserve };
+        let plan = req.plan(sc).map_err(command_error)?;
         let n = grid_points(&plan.sweep.axes()).map_err(|e| input_error(&e))?;
         if n > MAX_PYTHON_SWEEP_POINTS {
             return Err(input_error(&Error::invalid(

@@ -295,7 +295,9 @@ mod tests {
     fn a_streamed_sweep_point_holding_a_nan_is_refused() {
         use crate::sweep::{SweepPlan, SweepView};
         use crate::Format;
-        let plan = SweepPlan::new(llm_ledger_core::Scenario::default_decode(), Some("1,2"), None, 2e9).unwrap();
+        let plan =
+            SweepPlan::new(llm_ledger_core::Scenario::default_decode(), crate::sweep::tests::axes("1,2", "2048"), 2e9)
+                .unwrap();
         let mut points = plan.points(10).unwrap();
         let view = SweepView::new(Format::Csv);
         assert!(view.point(&points[1], 1).is_ok());

@@ -10,34 +10,24 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::error::{echo, Error, Result, Text};
+use llm_ledger_core::error::Result;
 use llm_ledger_core::expert_step::{expert_step, ExpertStep};
-use llm_ledger_core::limits::{MAX_BATCH, MAX_EXPERTS};
 use llm_ledger_core::memory::Fit;
-use llm_ledger_core::moe::{moe_shape, routing_probabilities, union_point, UnionPoint};
-use llm_ledger_core::scenario::parse_u64;
+use llm_ledger_core::moe::{union_point, UnionPoint};
 use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Contexts, Phase, Scenario};
 use serde::Serialize;
 
-/// The batch axis when none is given.
-pub const DEFAULT_BATCH_AXIS: &str = "1,2,4,8,16,32,64,128";
-
-/// Most batch points one `moe` report computes on the CLI (each builds a ledger).
-pub const MAX_POINTS: u64 = 100_000;
-
-/// What the `moe` command takes beside the scenario, as text.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MoeRequest<'a> {
-    /// The batch axis (lists and ranges; default [`DEFAULT_BATCH_AXIS`]).
-    pub batch: Option<&'a str>,
-    /// Routed experts E, without a model.
-    pub experts: Option<&'a str>,
-    /// Experts per token k, without a model.
-    pub top_k: Option<&'a str>,
-    /// A model was named (it brings its own E and k, so `experts`/`top_k` are refused with it).
-    pub model_given: bool,
+/// The experts of a `moe` report: E and k, from the model or given alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoeShape {
+    /// Routed experts E.
+    pub experts: u64,
+    /// Experts per token k.
+    pub top_k: u64,
+    /// E and k were given without a model (the points carry no model numbers).
+    pub standalone: bool,
 }
 
 /// One batch point.
@@ -87,51 +77,11 @@ pub struct MoeReport {
 }
 
 impl MoeReport {
-    /// The union problem over the batch axis for `base` (the scenario without a batch: phase,
-    /// context, routing, and the model unless E and k are given), at most `max_points` batches.
-    /// With a model each point also carries the expert numbers of its ledger ([`expert_step`]).
-    pub fn build(base: &Scenario, req: &MoeRequest, max_points: u64) -> Result<MoeReport> {
-        let batches = Axis::parse("batch", req.batch.unwrap_or(DEFAULT_BATCH_AXIS), 1, MAX_BATCH)?;
-        if batches.len() > max_points {
-            return Err(Error::invalid(
-                "batch",
-                format!("{} points", batches.len()),
-                format!("at most {max_points} points"),
-            ));
-        }
-        let standalone = req.experts.is_some() || req.top_k.is_some();
-        if standalone && req.model_given {
-            return Err(Error::refused_text(
-                "experts",
-                Text::template("given together with {model}"),
-                Text::template("a model brings its own experts and top-k"),
-            ));
-        }
-        let (experts, top_k) = if standalone {
-            let field = |name: &str, v: Option<&str>| -> Result<u64> {
-                let missing = || {
-                    let message = Text::template("missing required field `").input(name).plain("` for moe without ");
-                    Error::input(name, message.input("model"))
-                };
-                let v = v.ok_or_else(missing)?;
-                let n = parse_u64(name, v)?;
-                if !(1..=MAX_EXPERTS).contains(&n) {
-                    return Err(Error::invalid(name, n, format!("an integer in 1..={MAX_EXPERTS}")));
-                }
-                Ok(n)
-            };
-            let (e, k) = (field("experts", req.experts)?, field("top_k", req.top_k)?);
-            routing_probabilities(e, k, &base.routing)?;
-            (e, k)
-        } else {
-            moe_shape(&base.model).ok_or_else(|| {
-                let what = echo(&format!("model `{}` for moe", base.model.name));
-                let message = Text::template("unsupported ").plain(&what).then(Text::template(
-                    ": it has no mixture-of-experts layers; pass a MoE model (mixtral-8x7b, qwen3-30b-a3b, deepseek-v3, gpt-oss-20b …) or {experts} and {top_k}",
-                ));
-                Error::input("model", message)
-            })?
-        };
+    /// The union problem over `batches` for `base` (the scenario without a batch: phase,
+    /// context, routing, and the model unless E and k are given alone, `shape`). With a model
+    /// each point also carries the expert numbers of its ledger ([`expert_step`]).
+    pub fn build(base: &Scenario, batches: &Axis, shape: MoeShape) -> Result<MoeReport> {
+        let MoeShape { experts, top_k, standalone } = shape;
         let ctx = base.workload.contexts.max_tokens();
         let mut points = Vec::with_capacity(batches.len() as usize);
         for batch in batches.iter() {

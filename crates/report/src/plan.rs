@@ -16,19 +16,14 @@ use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
 use llm_ledger_core::error::{Error, Result};
-use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::memory::WeightFootprint;
 use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{plan as search, PlanRequest, MAX_PLAN_GPUS};
+use llm_ledger_core::plan::{plan as search, PlanRequest};
 use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal};
-use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Scenario;
 use serde::Serialize;
-
-/// Default GPU budget of a plan (`max_gpus`).
-pub const DEFAULT_MAX_GPUS: u64 = 64;
 
 /// Ranked layouts shown in the table (all are in JSON).
 pub const SHOWN: usize = 10;
@@ -93,19 +88,10 @@ pub struct PlanContext {
 }
 
 impl PlanReport {
-    /// Search the layouts of `sc` (its context is the plan's, at most [`MAX_PLAN_GPUS`] GPUs) and
-    /// build the report: the one plan builder of every front end. `max_gpus` (default
-    /// [`DEFAULT_MAX_GPUS`]) and `batch` (an axis: a list or range of batches to try; default: the
-    /// search's own) are text as given; `serving` must hold a TPOT bound and a price.
-    pub fn build(sc: &Scenario, serving: &Serving, max_gpus: Option<&str>, batch: Option<&str>) -> Result<PlanReport> {
-        let max_gpus = match max_gpus {
-            Some(s) => parse_u64("max_gpus", s)?,
-            None => DEFAULT_MAX_GPUS,
-        };
-        if !(1..=MAX_PLAN_GPUS).contains(&max_gpus) {
-            return Err(Error::invalid("max_gpus", max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")));
-        }
-        let batches = batch.map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
+    /// Search the layouts of `sc` (its context is the plan's) within `max_gpus` GPUs and build
+    /// the report: the one plan builder of every front end. `batches` are the batches to try
+    /// (default: the search's own); `serving` must hold a TPOT bound and a price.
+    pub fn build(sc: &Scenario, serving: &Serving, max_gpus: u64, batches: Option<Axis>) -> Result<PlanReport> {
         let price = serving.require_price(&sc.gpu.name)?;
         let Some(tpot_bound_s) = serving.tpot_bound_s else {
             return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds"));

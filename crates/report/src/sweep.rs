@@ -21,17 +21,11 @@ use crate::plot::{BatchCurve, BatchPoint};
 use crate::render::Format;
 use llm_ledger_core::crossover::crossover_batch;
 use llm_ledger_core::error::{Error, Result};
-use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
 use llm_ledger_core::memory::{at_uniform, memory_wall_batch, Fit, FitBasis};
 use llm_ledger_core::sweep::{Axis, Sweep, SweepPoint};
-use llm_ledger_core::{Phase, Scenario};
+use llm_ledger_core::Scenario;
 use serde::Serialize;
 use std::ops::ControlFlow;
-
-/// The batch axis when none is given (`sweep` without `--batch`).
-pub const DEFAULT_BATCH_AXIS: &str = "1";
-/// The context axis when none is given.
-pub const DEFAULT_CTX_AXIS: &str = "2048";
 
 /// What the head of a sweep says.
 #[derive(Debug, Clone, Serialize)]
@@ -83,8 +77,21 @@ impl Variant {
     }
 }
 
-/// A sweep ready to run: its head and the core's [`Sweep`]. The one way the CLI's `sweep` and the
-/// explorer's Batching page turn a scenario and two axes into points.
+/// The two axes of a sweep, parsed, with their text as given (the head echoes it).
+#[derive(Debug, Clone)]
+pub struct SweepAxes {
+    /// The batch axis.
+    pub batch: Axis,
+    /// The batch axis as given (trimmed).
+    pub batch_text: String,
+    /// The context axis.
+    pub ctx: Axis,
+    /// The context axis as given (trimmed).
+    pub ctx_text: String,
+}
+
+/// A sweep ready to run: its head and the core's [`Sweep`]. The one way the CLI's `sweep`, the
+/// explorer's Batching page and the Python package turn a scenario and two axes into points.
 #[derive(Debug, Clone)]
 pub struct SweepPlan {
     /// What the head says.
@@ -98,17 +105,13 @@ pub struct SweepPlan {
 }
 
 impl SweepPlan {
-    /// Plan `base` (resolved without batch and context) over the batch and context axes as text
-    /// (defaults [`DEFAULT_BATCH_AXIS`] and [`DEFAULT_CTX_AXIS`]), `reserve_bytes` held back.
-    pub fn new(base: Scenario, batch: Option<&str>, ctx: Option<&str>, reserve_bytes: f64) -> Result<SweepPlan> {
-        let (batch_text, ctx_text) = (batch.unwrap_or(DEFAULT_BATCH_AXIS), ctx.unwrap_or(DEFAULT_CTX_AXIS));
-        let batch = Axis::parse("batch", batch_text, 1, MAX_BATCH)?;
-        let min_ctx = if base.workload.phase == Phase::Prefill { 1 } else { 0 };
-        let ctx = Axis::parse("ctx", ctx_text, min_ctx, MAX_CONTEXT)?;
+    /// Plan `base` (resolved without batch and context) over `axes`, `reserve_bytes` held back.
+    pub fn new(base: Scenario, axes: SweepAxes, reserve_bytes: f64) -> Result<SweepPlan> {
+        let SweepAxes { batch, batch_text, ctx, ctx_text } = axes;
         let head = SweepHead {
             inputs: Inputs::of(&base),
-            batch_axis: batch_text.trim().to_string(),
-            ctx_axis: ctx_text.trim().to_string(),
+            batch_axis: batch_text,
+            ctx_axis: ctx_text,
             point_count: batch.len() * ctx.len(),
             capacity_bytes: base.gpu.memory_bytes,
             reserve_bytes,
@@ -473,7 +476,7 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use llm_ledger_core::limits::{MAX_BATCH, MAX_CONTEXT};
     use llm_ledger_core::sweep::{Axis, Sweep};
@@ -532,12 +535,22 @@ mod tests {
         assert!(csv.lines().last().unwrap().ends_with(",false"));
     }
 
+    /// The axes of `batch` × `ctx` as the app parses them.
+    pub(crate) fn axes(batch: &str, ctx: &str) -> SweepAxes {
+        SweepAxes {
+            batch: Axis::parse("batch", batch, 1, MAX_BATCH).unwrap(),
+            batch_text: batch.into(),
+            ctx: Axis::parse("ctx", ctx, 0, MAX_CONTEXT).unwrap(),
+            ctx_text: ctx.into(),
+        }
+    }
+
     #[test]
     fn a_plan_renders_what_the_streamed_views_render_and_draws_its_curve() {
         let sc = ScenarioRequest { counting: Some("seed".into()), ..Default::default() }
             .resolve(&Catalog::builtin())
             .unwrap();
-        let plan = SweepPlan::new(sc, Some("1,8,32,64,128,256"), None, 2e9).unwrap();
+        let plan = SweepPlan::new(sc, axes("1,8,32,64,128,256", "2048"), 2e9).unwrap();
         let (h, p) = seed_sweep();
         assert_eq!(plan.render(Format::Json, 100).unwrap(), SweepView::new(Format::Json).render_all(&h, &p).unwrap());
         let e = plan.points(5).unwrap_err().to_string();
@@ -550,7 +563,7 @@ mod tests {
         assert_eq!(format!("{:.1}", curve.kv_crossover_batch.unwrap()), "55.9");
         assert!(curve.svg(crate::plot::PlotSize::default()).is_ok());
         let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
-        let two = SweepPlan::new(sc, Some("1,2"), Some("1024,2048"), 2e9).unwrap();
+        let two = SweepPlan::new(sc, axes("1,2", "1024,2048"), 2e9).unwrap();
         assert!(two.batch_curve(&[]).unwrap_err().to_string().starts_with("invalid `ctx`: \"1024,2048\" (2 values)"));
     }
 

@@ -37,18 +37,20 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::Router;
+use llm_ledger_app::moe::MoeRequest;
+use llm_ledger_app::sweep::SweepRequest;
+use llm_ledger_app::zoom::ZoomRequest;
 use llm_ledger_core::serving::{step_shape_refused, ServingRequest};
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_core::tiling::GemmRequest;
-use llm_ledger_core::{Ledger, ZoomTree};
+use llm_ledger_core::Ledger;
 use llm_ledger_report::catalog::{GpuList, ModelList};
 use llm_ledger_report::cost::CostReport;
 use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
-use llm_ledger_report::moe::{MoeReport, MoeRequest};
 use llm_ledger_report::plot::{self, PlotSize, Roofline};
 use llm_ledger_report::sweep::SweepPlan;
-use llm_ledger_report::{Format, LedgerReport, Report, TileReport, ZoomReport};
+use llm_ledger_report::{Format, LedgerReport, Report, TileReport};
 use std::sync::Arc;
 
 const FORMAT_KEY: &str = "format";
@@ -165,14 +167,19 @@ fn svg_response(svg: &str) -> Response {
     (headers, plot::standalone(svg)).into_response()
 }
 
+/// `zoom`'s inputs (the app's table: a test checks them).
+const ZOOM_KEYS: &[&str] = &["at"];
+
 fn zoom(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
-    let (q, format) = command(q, &["at"])?;
+    let (q, format) = command(q, ZOOM_KEYS)?;
     let r = q.resolve(&state.catalog)?;
-    let tree = ZoomTree::build(&r.scenario);
-    let view = tree.node(q.extra("at").unwrap_or("model")).map_err(|e| q.core_error(&e).with_field("at"))?;
-    rendered(&ZoomReport::new(&r.scenario, &tree, &view), format)
+    let req: ZoomRequest = q.extras_as(ZOOM_KEYS)?;
+    // A program reads this: a path this scenario lacks is an error, not the page's fallback.
+    let (report, _) = req.run(&r.scenario, false).map_err(|e| q.command_error(&e))?;
+    rendered(&report, format)
 }
 
+/// `sweep`'s inputs (the app's table: a test checks them).
 const SWEEP_KEYS: &[&str] = &["batch", "ctx", "reserve"];
 
 /// The sweep of `llm-ledger sweep`: the scenario without batch and context, over the axes.
@@ -181,9 +188,8 @@ fn sweep_plan(state: &AppState, q: &PageQuery) -> Result<SweepPlan, AppError> {
         return Err(q.core_error(&mix_refused()));
     }
     let base = q.resolve(&state.catalog)?.scenario;
-    let serving: ServingRequest = q.extras_as(&["reserve"])?;
-    let reserve = serving.resolve(&base).map_err(|e| q.core_error(&e))?.reserve_bytes;
-    SweepPlan::new(base, q.extra("batch"), q.extra("ctx"), reserve).map_err(|e| q.core_error(&e))
+    let req: SweepRequest = q.extras_as(SWEEP_KEYS)?;
+    req.plan(base).map_err(|e| q.command_error(&e))
 }
 
 fn sweep(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
@@ -260,17 +266,16 @@ fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
     rendered(&TileReport::build(&inputs, &gpu).map_err(|e| as_extra.core_error(&e))?, format)
 }
 
+/// `moe`'s inputs (the app's table: a test checks them).
+const MOE_KEYS: &[&str] = &["batch", "experts", "top_k"];
+
 fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
-    let (q, format) = command(q, &["batch", "experts", "top_k"])?;
+    let (q, format) = command(q, MOE_KEYS)?;
     let base = q.resolve(&state.catalog)?.scenario;
-    let req = MoeRequest {
-        batch: q.extra("batch"),
-        experts: q.extra("experts"),
-        top_k: q.extra("top_k"),
-        model_given: q.get("model").is_some() || q.config.is_some(),
-    };
+    let req: MoeRequest = q.extras_as(MOE_KEYS)?;
+    let model_given = q.get("model").is_some() || q.config.is_some();
     crate::pages::moe_check_cost(&base, &req).map_err(|e| q.core_error(&e))?;
-    rendered(&MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| q.core_error(&e))?, format)
+    rendered(&req.run(&base, model_given, MAX_POINTS).map_err(|e| q.command_error(&e))?, format)
 }
 
 async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
@@ -281,4 +286,18 @@ async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery)
     chart.title = Some(plot::title(&report.inputs));
     let svg = chart.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
     Ok(svg_response(&svg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The endpoints' own keys are the app's input tables of their commands, in order.
+    #[test]
+    fn the_command_keys_are_the_apps_input_tables() {
+        let names = |t: &[llm_ledger_app::Input]| t.iter().map(|i| i.name).collect::<Vec<_>>();
+        assert_eq!(SWEEP_KEYS, names(llm_ledger_app::sweep::inputs()));
+        assert_eq!(MOE_KEYS, names(llm_ledger_app::moe::inputs()));
+        assert_eq!(ZOOM_KEYS, names(llm_ledger_app::zoom::inputs()));
+    }
 }

@@ -1,8 +1,8 @@
 //! The "does not fit in memory" banner every page with a scenario shows when the scenario does not
-//! fit: the core's one fit rule ([`Fit`]), on the basis the page's numbers use (a step; on *Cost*
-//! the requests' peak), with the page's memory reserve.
+//! fit: the core's one fit rule ([`Fit`]), on the basis the page's numbers use (its registry
+//! entry's [`PageFit`]: a step, or the requests' peak), with the page's memory reserve.
 
-use crate::pages::PageInfo;
+use crate::pages::{PageFit, PageInfo};
 use crate::query::PageQuery;
 use crate::AppState;
 use llm_ledger_core::memory::{Fit, Requests};
@@ -10,34 +10,37 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::human;
 use maud::{html, Markup};
 
-/// Pages whose numbers do not come from the scenario's model (the banner would be about nothing
-/// they show).
-const NO_MODEL: &[&str] = &["gemm-tiling"];
-
-/// The fit of the page's scenario, if it resolves and the page shows one.
+/// The fit of the page's scenario, if it resolves and the page shows one (its entry's
+/// [`PageFit`]).
 pub fn page_fit(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Fit> {
-    if !page.controls || NO_MODEL.contains(&page.slug) {
+    if !page.controls {
         return None;
     }
-    if page.slug == "cost" {
-        let none: Vec<(&str, Option<&str>)> = ["phase", "ctx", "contexts"].iter().map(|k| (*k, None)).collect();
-        let sc = q.clone_with(&none).resolve(&state.catalog).ok()?.scenario;
-        let serving: ServingRequest = q.extras_as(&["prompt", "output", "reserve"]).ok()?;
-        let s = serving.resolve(&sc).ok()?;
-        let r = Requests {
-            batch: sc.workload.contexts.batch(),
-            prompt_tokens: s.prompt_tokens,
-            output_tokens: s.output_tokens,
-        };
-        return Fit::requests(&sc, &r, s.reserve_bytes).ok();
+    let dropped = |without: &[&str]| {
+        let none: Vec<(&str, Option<&str>)> = without.iter().map(|k| (*k, None)).collect();
+        q.clone_with(&none)
+    };
+    match page.fit {
+        PageFit::None => None,
+        PageFit::Requests { without } => {
+            let sc = dropped(without).resolve(&state.catalog).ok()?.scenario;
+            let serving: ServingRequest = q.extras_as(&["prompt", "output", "reserve"]).ok()?;
+            let s = serving.resolve(&sc).ok()?;
+            let r = Requests {
+                batch: sc.workload.contexts.batch(),
+                prompt_tokens: s.prompt_tokens,
+                output_tokens: s.output_tokens,
+            };
+            Fit::requests(&sc, &r, s.reserve_bytes).ok()
+        }
+        PageFit::Step { without } => {
+            let sc = dropped(without).resolve(&state.catalog).ok()?.scenario;
+            let keys: &[&str] = if page.keys.contains(&"reserve") { &["reserve"] } else { &[] };
+            let serving: ServingRequest = q.extras_as(keys).ok()?;
+            let s = serving.resolve(&sc).ok()?;
+            Some(Fit::step(&sc, s.reserve_bytes))
+        }
     }
-    // Serving builds its own steps: its fit is the scenario's without the step's shape.
-    let q = &if page.slug == "serving" { crate::pages::serving::without_step_shape(q) } else { q.clone() };
-    let sc = q.resolve(&state.catalog).ok()?.scenario;
-    let keys: &[&str] = if page.keys.contains(&"reserve") { &["reserve"] } else { &[] };
-    let serving: ServingRequest = q.extras_as(keys).ok()?;
-    let s = serving.resolve(&sc).ok()?;
-    Some(Fit::step(&sc, s.reserve_bytes))
 }
 
 /// The banner, when the scenario does not fit.
@@ -62,4 +65,36 @@ pub fn banner(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Markup
             "The times below are what the step would take if it fitted."
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The banner checks the fit its registry entry names, whatever the page is called: the
+    /// requests' peak, one step, or none.
+    #[test]
+    fn the_banner_checks_the_fit_of_the_entry_not_of_the_page_name() {
+        let state = AppState::builtin();
+        let cost = crate::pages::find("cost").unwrap();
+        let page = |slug: &'static str, fit: PageFit| PageInfo {
+            slug,
+            title: "a page",
+            summary: "",
+            keys: cost.keys,
+            inputs: &[],
+            unused: &[],
+            render: cost.render,
+            controls: true,
+            heavy: false,
+            fit,
+        };
+        let q = PageQuery::parse(Some("batch=64&prompt=100000&output=1000"), cost.keys).unwrap();
+        let requests = PageFit::Requests { without: &["phase", "ctx", "contexts"] };
+        let peak = page_fit(&state, &page("renamed", requests), &q).unwrap();
+        let step = page_fit(&state, &page("cost", PageFit::Step { without: &[] }), &q).unwrap();
+        // 101,000 tokens per request against the step's 2,048: the peak holds far more KV cache.
+        assert!(peak.footprint.kv_cache_bytes > 10.0 * step.footprint.kv_cache_bytes);
+        assert!(page_fit(&state, &page("cost", PageFit::None), &q).is_none());
+    }
 }

@@ -29,6 +29,7 @@ mod error;
 mod fit;
 mod form;
 mod html;
+mod page_routes;
 pub mod pages;
 mod query;
 mod security;
@@ -119,6 +120,6 @@ impl AppState {
 /// deadline layers (bodies are limited where they are read). Each call has its own heavy-work pool
 /// ([`Limits::heavy_workers`] threads).
 pub fn app(state: Arc<AppState>) -> Router {
-    let router = pages::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());
+    let router = page_routes::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());
     security::layers(router, state.clone()).with_state(state)
 }

@@ -144,6 +144,15 @@ impl PageQuery {
         AppError::from_core(e)
     }
 
+    /// A command's error (the app's): an input's as [`PageQuery::core_error`], any other with its
+    /// message and the input it is about.
+    pub fn command_error(&self, e: &llm_ledger_app::CommandError) -> AppError {
+        match e {
+            llm_ledger_app::CommandError::Input(e) => self.core_error(e),
+            other => AppError::bad_request(other.to_string(), other.field()),
+        }
+    }
+
     /// The page keys as a struct the core (or the report crate) deserialises, such as
     /// `ServingRequest`: the keys in `keys` only, so the struct's own unknown-field check applies
     /// to nothing else.

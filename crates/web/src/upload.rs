@@ -158,7 +158,7 @@ async fn upload(State(state): State<Arc<AppState>>, Extension(work): Extension<W
     let fallback = PageQuery::parse(req.uri().query(), &[PAGE_KEY]).unwrap_or_default();
     let form = match read_form(&state, &work, req).await {
         Ok(f) => f,
-        Err(e) => return pages::error_page(&state, pages::home(), &fallback, e),
+        Err(e) => return crate::page_routes::error_page(&state, pages::home(), &fallback, e),
     };
     // The page first (a name only matched against the page list), then the fields with its keys.
     let slug = form.pairs.iter().find(|(k, _)| k == PAGE_KEY).map(|(_, v)| v.clone()).unwrap_or_default();
@@ -166,7 +166,7 @@ async fn upload(State(state): State<Arc<AppState>>, Extension(work): Extension<W
     let keys: Vec<&str> = std::iter::once(PAGE_KEY).chain(page.keys.iter().copied()).collect();
     let mut q = match PageQuery::from_pairs(form.pairs, &keys) {
         Ok(q) => q,
-        Err(e) => return pages::error_page(&state, pages::home(), &fallback, e),
+        Err(e) => return crate::page_routes::error_page(&state, pages::home(), &fallback, e),
     };
     q.extra.retain(|(k, _)| k != PAGE_KEY);
     // An upload selects the uploaded model.
@@ -178,7 +178,7 @@ async fn upload(State(state): State<Arc<AppState>>, Extension(work): Extension<W
     });
     match accepted {
         Ok(with) => Redirect::to(&with.href_page(&page.path(), &[], &[])).into_response(),
-        Err(e) => pages::error_page(&state, page, &q, e),
+        Err(e) => crate::page_routes::error_page(&state, page, &q, e),
     }
 }
 

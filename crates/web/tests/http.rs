@@ -956,7 +956,7 @@ fn value_attr(html: &str, id: &str, name: &str) -> f64 {
 
 #[tokio::test]
 async fn batching_draws_the_sweep_with_the_wall_and_the_crossover() {
-    use llm_ledger_report::sweep::SweepPlan;
+    use llm_ledger_app::sweep::SweepRequest;
     // Seed counting: the wall at (80e9 − 2e9 − 15.0 GB) ÷ 268,435,456 B = 234.6 → the first batch that
     // does not fit is 235; the crossover at 15,009,316,864 ÷ (2,048 × 131,072) = 55.9 sequences.
     let r = get("/batching?counting=seed&batches=1..512*2").await;
@@ -966,7 +966,7 @@ async fn batching_draws_the_sweep_with_the_wall_and_the_crossover() {
     assert!(r.body.contains("<svg class=\"plot batch-curve\""));
     assert!(r.body.contains("memory wall: batch 235"));
     let base = scenario(&[("counting", "seed")]);
-    let plan = SweepPlan::new(base, Some("1..512*2"), None, 2e9).unwrap();
+    let plan = SweepRequest { batch: Some("1..512*2".into()), ..Default::default() }.plan(base).unwrap();
     let points = plan.points(100).unwrap();
     assert_eq!(r.body.matches("<tr data-batch=").count(), points.len());
     for p in &points {
@@ -1188,7 +1188,7 @@ async fn gemm_tiling_refuses_bad_shapes_and_tiles() {
 
 #[tokio::test]
 async fn moe_page_counts_the_union_and_the_expert_bytes() {
-    use llm_ledger_report::moe::{MoeReport, MoeRequest};
+    use llm_ledger_app::moe::MoeRequest;
     // The reference calculator: 8 experts, top-2 → 2.0, 5.5, 7.2, 7.9 experts touched at batch 1, 4, 8, 16.
     let r = get("/moe?experts=8&top_k=2&batches=1,4,8,16").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -1200,7 +1200,7 @@ async fn moe_page_counts_the_union_and_the_expert_bytes() {
     assert_eq!(href, "/api/moe?batch=1%2C4%2C8%2C16&experts=8&top_k=2");
     // With a model: the CLI's report, expert weight bytes included.
     let base = scenario(&[("model", "mixtral-8x7b"), ("zipf", "1")]);
-    let expected = MoeReport::build(&base, &MoeRequest { batch: None, ..Default::default() }, 100).unwrap();
+    let expected = MoeRequest::default().run(&base, false, 100).unwrap();
     let r = get("/moe?model=mixtral-8x7b&zipf=1").await;
     assert_eq!(
         values_of_class(&r.body, "num touched"),

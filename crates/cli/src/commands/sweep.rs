@@ -11,11 +11,10 @@ use crate::cli::SweepArgs;
 use crate::inputs;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::sweep::grid_points;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::PlotSize;
-use llm_ledger_report::sweep::{SweepPlan, SweepView, Variant};
+use llm_ledger_report::sweep::{SweepView, Variant};
 use llm_ledger_report::Format;
 use std::io::{BufWriter, ErrorKind, IsTerminal, Write};
 use std::ops::ControlFlow;
@@ -115,10 +114,9 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let read: Vec<_> = series_args.iter().flat_map(inputs::input_files).collect();
     inputs::check_outputs(&[("--plot", "plot", args.plot.as_ref())], &read)?;
     let mut plans = Vec::with_capacity(series_args.len());
+    let req = args.request();
     for (i, sa) in series_args.iter().enumerate() {
-        let sc = inputs::scenario(sa)?;
-        let serving = ServingRequest { reserve: args.reserve.reserve.clone(), ..Default::default() }.resolve(&sc)?;
-        let plan = SweepPlan::new(sc, args.shape.batch.as_deref(), args.shape.ctx.as_deref(), serving.reserve_bytes)?;
+        let plan = req.plan(inputs::scenario(sa)?)?;
         if i == 0 {
             // Every series has the same batch and ctx axes: cap the whole grid before the rest.
             let axes: Vec<(&str, u64)> = series_axes.iter().chain(&plan.sweep.axes()).copied().collect();

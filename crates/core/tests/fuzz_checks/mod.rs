@@ -5,14 +5,8 @@
 #![allow(dead_code)]
 
 use llm_ledger_core::hardware::parse_gpu_file;
-use llm_ledger_core::limits::parse_f64;
 use llm_ledger_core::model::parse_config_json;
-use llm_ledger_core::pairs::from_pairs;
-use llm_ledger_core::scenario::parse_u64;
-use llm_ledger_core::simulate::stats::Quantiles;
-use llm_ledger_core::simulate::workload::{parse_trace_csv, Arrivals, Lengths};
-use llm_ledger_core::simulate::{simulate_within, Budget, Deployment, SimConfig, SimSummary};
-use llm_ledger_core::{summarise, Catalog, Error, Scenario, ScenarioRequest};
+use llm_ledger_core::{summarise, Catalog, Scenario, ScenarioRequest};
 
 fn assert_finite(s: &Scenario) {
     let sum = summarise(s);
@@ -116,113 +110,4 @@ pub fn check_gguf_metadata(data: &[u8]) {
             assert_finite(&s);
         }
     }
-}
-
-/// Engine steps one `simulate_inputs` case may take (a fuzzer explores the inputs, not long runs).
-pub const SIMULATE_STEPS: u64 = 4_000;
-
-/// `simulate`'s own inputs: a URL query of `simulate`'s keys (the explorer's and the CLI's names;
-/// `trace` an inline CSV, rows split by `;`) and any scenario keys. Either an error that names its
-/// field, or a run to its end within [`SIMULATE_STEPS`] whose every number is finite. Never a
-/// panic, a hang or a NaN.
-pub fn check_simulate_inputs(data: &[u8]) {
-    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(data) else { return };
-    match run_simulate_inputs(&pairs) {
-        Ok(s) => assert_finite_summary(&s),
-        Err(e) => assert!(e.field().is_some(), "an error about no field: {e}"),
-    }
-}
-
-/// The keys [`check_simulate_inputs`] reads itself; the rest go to the scenario.
-pub const SIMULATE_KEYS: [&str; 15] = [
-    "rate",
-    "arrivals",
-    "cv",
-    "concurrency",
-    "trace",
-    "requests",
-    "seed",
-    "prompt",
-    "output",
-    "max_seqs",
-    "max_batched_tokens",
-    "chunk",
-    "schedule",
-    "block",
-    "prefix_hit",
-];
-
-fn run_simulate_inputs(pairs: &[(String, String)]) -> Result<SimSummary, Error> {
-    let get = |k: &str| pairs.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
-    let u = |k: &str, default: u64| get(k).map(|v| parse_u64(k, v)).transpose().map(|v| v.unwrap_or(default));
-    let f = |k: &str, default: f64| get(k).map(|v| parse_f64(k, v)).transpose().map(|v| v.unwrap_or(default));
-    let mut scenario: Vec<(&str, &str)> = Vec::new();
-    for (k, v) in pairs.iter().filter(|(k, _)| !SIMULATE_KEYS.contains(&k.as_str())) {
-        // Later pairs win, as for the simulator's own keys.
-        scenario.retain(|(key, _)| key != k);
-        scenario.push((k, v));
-    }
-    let req: ScenarioRequest =
-        from_pairs(scenario).map_err(|e| Error::invalid("query", e.to_string(), "scenario keys"))?;
-    let sc = req.resolve(&Catalog::builtin())?;
-    let d = SimConfig::poisson(10.0);
-    let arrivals = match get("arrivals").unwrap_or("poisson") {
-        "poisson" => Arrivals::Poisson { rate_per_s: f("rate", 10.0)? },
-        "gamma" => Arrivals::Gamma { rate_per_s: f("rate", 10.0)?, cv: f("cv", 2.0)? },
-        "closed" => Arrivals::Closed { concurrency: u("concurrency", 4)? },
-        "trace" => Arrivals::Trace(parse_trace_csv(&get("trace").unwrap_or("").replace(';', "\n"))?.into()),
-        other => {
-            return Err(Error::unknown("arrivals", other, ["poisson", "gamma", "closed", "trace"]).about("arrivals"))
-        }
-    };
-    let lengths = |k: &str, default: u64| {
-        get(k).map(|v| Lengths::parse(k, v)).transpose().map(|v| v.unwrap_or(Lengths::Fixed(default)))
-    };
-    let max_batched_tokens = u("max_batched_tokens", d.max_batched_tokens)?;
-    let schedule = get("schedule").map(str::parse).transpose().map_err(|e: Error| e.about("schedule"))?;
-    let cfg = SimConfig {
-        arrivals,
-        requests: u("requests", 20)?,
-        seed: u("seed", 0)?,
-        prompt: lengths("prompt", 256)?,
-        output: lengths("output", 16)?,
-        max_seqs: u("max_seqs", d.max_seqs)?,
-        max_batched_tokens,
-        chunk_tokens: u("chunk", max_batched_tokens)?,
-        schedule: schedule.unwrap_or(d.schedule),
-        block_tokens: u("block", d.block_tokens)?,
-        prefix_hit: f("prefix_hit", 0.0)?,
-        ..d
-    };
-    cfg.validate()?;
-    let budget = Budget::new(SIMULATE_STEPS, None);
-    budget.admit([&cfg])?;
-    let sim = simulate_within(&sc, &cfg, &Deployment::SINGLE, &budget, |_| {})?;
-    assert!(budget.used_steps() <= SIMULATE_STEPS, "{} steps", budget.used_steps());
-    Ok(sim.summary)
-}
-
-fn assert_finite_summary(s: &SimSummary) {
-    let q = |q: &Quantiles| [q.mean, q.p50, q.p90, q.p99, q.max];
-    let values = [
-        s.arrival_rate_per_s,
-        s.duration_s,
-        s.mean_in_system,
-        s.mean_latency_s,
-        s.requests_per_s,
-        s.input_tokens_per_s,
-        s.output_tokens_per_s,
-        s.goodput_per_s,
-        s.slo_attainment,
-        s.mean_batch,
-        s.mean_queue,
-        s.queue_growth_per_s,
-        s.mean_kv_utilisation,
-        s.max_kv_utilisation,
-    ];
-    let all = values.into_iter().chain(q(&s.ttft_s)).chain(q(&s.tpot_s)).chain(q(&s.itl_s)).chain(q(&s.e2e_s));
-    for v in all {
-        assert!(v.is_finite() && v >= 0.0, "a non-finite or negative number {v} in {s:?}");
-    }
-    assert!(s.completed <= s.requests);
 }

@@ -6,7 +6,7 @@ use super::parts::{downloads, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::serving::ServingRequest;
+use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_report::human;
 use llm_ledger_report::plot::PlotSize;
@@ -35,16 +35,22 @@ pub(crate) fn plan(q: &PageQuery, catalog: &llm_ledger_core::Catalog) -> Result<
         return Err(q.core_error(&mix_refused()));
     }
     let base = q.clone_with(&[("batch", None), ("ctx", None)]).resolve(catalog)?.scenario;
-    let serving: ServingRequest = q.extras_as(&["reserve"])?;
-    let serving = serving.resolve(&base).map_err(|e| q.core_error(&e))?;
-    let axis = q.extra(BATCHES).unwrap_or(DEFAULT_BATCHES);
-    let plan = SweepPlan::new(base, Some(axis), q.get("ctx"), serving.reserve_bytes).map_err(|e| axis_error(q, &e))?;
+    let req = SweepRequest {
+        batch: Some(q.extra(BATCHES).unwrap_or(DEFAULT_BATCHES).to_string()),
+        ctx: q.get("ctx").map(str::to_string),
+        reserve: q.extra("reserve").map(str::to_string),
+    };
+    let plan = req.plan(base).map_err(|e| with_axis_name(q.command_error(&e)))?;
     Ok((plan, current.workload.contexts.batch()))
 }
 
 /// A core error, with the batch axis's field named as this page names it.
 pub(crate) fn axis_error(q: &PageQuery, e: &llm_ledger_core::Error) -> AppError {
-    let err = q.core_error(e);
+    with_axis_name(q.core_error(e))
+}
+
+/// The error with the batch axis's field named as this page names it.
+pub(crate) fn with_axis_name(err: AppError) -> AppError {
     if err.field.as_deref() == Some("batch") {
         err.with_field(BATCHES)
     } else {

@@ -4,8 +4,9 @@
 //! error.
 //!
 //! Adding a page: write `pages/<name>.rs` with `pub fn render(ctx: &PageCtx) -> Result<Markup,
-//! AppError>`, and add its [`PageInfo`] to [`PAGES`]. Routing, navigation and the controls follow
-//! from the entry.
+//! AppError>`, and add its [`PageInfo`] to [`PAGES`]. Routing (`crate::page_routes`),
+//! navigation, the controls and the fit banner follow from the entry: the shared modules read the
+//! registry and never branch on a page's name (nor does the registry use them).
 
 mod batching;
 mod cost;
@@ -24,19 +25,11 @@ mod tiling;
 pub(crate) use moe::check_cost as moe_check_cost;
 
 use crate::error::AppError;
-use crate::html;
 use crate::query::{PageQuery, Resolved};
-use crate::work::Work;
 use crate::AppState;
-use axum::extract::{Extension, RawQuery, State};
-use axum::http::header;
-use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use llm_ledger_core::Catalog;
 use maud::Markup;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// What a page needs to render: the app state, its query, and itself.
 pub struct PageCtx<'a> {
@@ -107,6 +100,27 @@ pub struct PageInfo {
     /// a search over batches): it runs on the heavy-work pool (`crate::work`), off the
     /// threads that answer the other requests.
     pub heavy: bool,
+    /// What the "does not fit" banner checks.
+    pub fit: PageFit,
+}
+
+/// The fit the shared "does not fit in memory" banner (`crate::fit`) checks on a page: the
+/// basis its numbers use.
+pub enum PageFit {
+    /// None: the page's numbers do not come from the scenario's model (one GEMM).
+    None,
+    /// One step of the scenario with the page's memory reserve (its `reserve` key, if it has
+    /// one), the scenario keys `without` dropped first (a page that builds its own steps).
+    Step {
+        /// Scenario keys the page's steps do not use.
+        without: &'static [&'static str],
+    },
+    /// The peak of the requests (`prompt` and `output` of the page's keys) at the scenario's
+    /// batch, with the page's reserve, the scenario keys `without` dropped first.
+    Requests {
+        /// Scenario keys the requests replace.
+        without: &'static [&'static str],
+    },
 }
 
 impl PageInfo {
@@ -138,6 +152,7 @@ pub static PAGES: &[PageInfo] = &[
         render: home::render,
         controls: true,
         heavy: false,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "powers-of-ten",
@@ -149,6 +164,7 @@ pub static PAGES: &[PageInfo] = &[
         render: powers::render,
         controls: true,
         heavy: true,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "ledger",
@@ -160,6 +176,7 @@ pub static PAGES: &[PageInfo] = &[
         render: ledger::render,
         controls: true,
         heavy: false,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "batching",
@@ -171,6 +188,7 @@ pub static PAGES: &[PageInfo] = &[
         render: batching::render,
         controls: true,
         heavy: true,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "kv-cache",
@@ -182,6 +200,7 @@ pub static PAGES: &[PageInfo] = &[
         render: kv::render,
         controls: true,
         heavy: false,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "cost",
@@ -193,6 +212,7 @@ pub static PAGES: &[PageInfo] = &[
         render: cost::render,
         controls: true,
         heavy: true,
+        fit: PageFit::Requests { without: STEP_SHAPE },
     },
     PageInfo {
         slug: "serving",
@@ -204,6 +224,7 @@ pub static PAGES: &[PageInfo] = &[
         render: serving::render,
         controls: true,
         heavy: true,
+        fit: PageFit::Step { without: serving::UNUSED },
     },
     PageInfo {
         slug: "gemm-tiling",
@@ -215,6 +236,7 @@ pub static PAGES: &[PageInfo] = &[
         render: tiling::render,
         controls: true,
         heavy: true,
+        fit: PageFit::None,
     },
     PageInfo {
         slug: "moe",
@@ -226,6 +248,7 @@ pub static PAGES: &[PageInfo] = &[
         render: moe::render,
         controls: true,
         heavy: true,
+        fit: PageFit::Step { without: &[] },
     },
     PageInfo {
         slug: "models",
@@ -237,6 +260,7 @@ pub static PAGES: &[PageInfo] = &[
         render: models::render,
         controls: false,
         heavy: false,
+        fit: PageFit::None,
     },
     PageInfo {
         slug: "gpus",
@@ -248,6 +272,7 @@ pub static PAGES: &[PageInfo] = &[
         render: gpus::render,
         controls: false,
         heavy: false,
+        fit: PageFit::None,
     },
 ];
 
@@ -261,64 +286,28 @@ pub fn home() -> &'static PageInfo {
     &PAGES[0]
 }
 
-/// A route per page.
-pub fn routes() -> Router<Arc<AppState>> {
-    let mut router = Router::new();
-    for page in PAGES {
-        router = router.route(
-            &page.path(),
-            get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| {
-                answer(state, work, page, q)
-            }),
-        );
-    }
-    router.fallback(|State(state): State<Arc<AppState>>| async move {
-        let e = AppError::bad_request("no such page", None).with_status(axum::http::StatusCode::NOT_FOUND);
-        error_page(&state, home(), &PageQuery::default(), e)
-    })
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A page: rendered here, or on the heavy-work pool when its work grows with its parameters
-/// (then a 503 page past the request's deadline).
-async fn answer(state: Arc<AppState>, work: Work, page: &'static PageInfo, q: Option<String>) -> Response {
-    if !page.heavy {
-        return render(&state, page, q.as_deref(), &std::sync::atomic::AtomicBool::new(false));
-    }
-    let (st, raw) = (state.clone(), q.clone());
-    match work.run(move |cancel| render(&st, page, raw.as_deref(), cancel)).await {
-        Ok(res) => res,
-        Err(e) => error_page(&state, page, &PageQuery::parse(q.as_deref(), page.keys).unwrap_or_default(), e),
-    }
-}
-
-fn render(
-    state: &AppState,
-    page: &'static PageInfo,
-    raw_query: Option<&str>,
-    cancel: &std::sync::atomic::AtomicBool,
-) -> Response {
-    let (query, body) = match PageQuery::parse(raw_query, page.keys) {
-        Ok(q) => {
-            let body = (page.render)(&PageCtx { state, query: &q, page, cancel });
-            (q, body)
+    /// The Batching and MoE pages' keys are the app's `sweep` and `moe` input tables, in order,
+    /// the batch axis named `batches` (the page's `batch` is the scenario's current batch) and
+    /// the context the scenario's own; each key has a text box.
+    #[test]
+    fn the_axis_pages_keys_are_the_apps_input_tables() {
+        let page_keys = |t: &[llm_ledger_app::Input]| -> Vec<&str> {
+            t.iter()
+                .filter(|i| i.name != "ctx")
+                .map(|i| if i.name == "batch" { batching::BATCHES } else { i.name })
+                .collect()
+        };
+        for (slug, table) in [("batching", llm_ledger_app::sweep::inputs()), ("moe", llm_ledger_app::moe::inputs())] {
+            let page = find(slug).unwrap();
+            assert_eq!(page.keys, page_keys(table), "{slug}");
+            assert_eq!(page.inputs.iter().map(|i| i.name).collect::<Vec<_>>(), page.keys, "{slug}");
         }
-        Err(e) => (PageQuery::default(), Err(e)),
-    };
-    respond(state, page, &query, body)
-}
-
-/// A page showing `error` where its body would be (status from the error).
-pub fn error_page(state: &AppState, page: &'static PageInfo, query: &PageQuery, error: AppError) -> Response {
-    respond(state, page, query, Err(error))
-}
-
-fn respond(state: &AppState, page: &'static PageInfo, query: &PageQuery, body: Result<Markup, AppError>) -> Response {
-    let status = body.as_ref().err().map(|e| e.status).unwrap_or_default();
-    let close = body.as_ref().err().is_some_and(|e| e.close);
-    let markup = html::layout(state, page, query, body);
-    let mut res = (status, [(header::CACHE_CONTROL, "no-cache")], Html(markup.into_string())).into_response();
-    if close {
-        res.headers_mut().insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        // The Powers of Ten page's zoom path is `zoom`'s input, beside the page's own keys.
+        let powers = find("powers-of-ten").unwrap();
+        assert!(llm_ledger_app::zoom::inputs().iter().all(|i| powers.keys.contains(&i.name)));
     }
-    res
 }

@@ -6,18 +6,16 @@
 //! model is not used, as `llm-ledger moe --experts E --top-k K` takes no model). A dense model
 //! without them is not an error here: the page says so and links to MoE models.
 
-use super::batching::axis_error;
+use super::batching::{axis_error, with_axis_name};
 use super::parts::{downloads, facts, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
 use crate::work::MAX_MOE_EXPERT_POINTS;
-use llm_ledger_core::limits::MAX_BATCH;
+use llm_ledger_app::moe::{MoeRequest, DEFAULT_BATCH_AXIS};
 use llm_ledger_core::moe::moe_shape;
-use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Scenario;
 use llm_ledger_report::human;
-use llm_ledger_report::moe::{MoeReport, MoeRequest, DEFAULT_BATCH_AXIS};
 use llm_ledger_report::plot::{MoeCurve, MoeCurvePoint, PlotSize};
 use maud::{html, Markup};
 
@@ -43,13 +41,13 @@ pub const INPUTS: &[PageInput] = &[
 
 /// Refuse a MoE answer costing more than [`MAX_MOE_EXPERT_POINTS`] expert × batch-size
 /// evaluations (a core error about `batch`, naming the batch sizes accepted with these experts).
-/// Inputs that do not parse are left to [`MoeReport::build`], which names them.
+/// Inputs that do not parse are left to [`MoeRequest::run`], which names them.
 pub(crate) fn check_cost(base: &Scenario, req: &MoeRequest) -> Result<(), llm_ledger_core::Error> {
-    let Ok(axis) = Axis::parse("batch", req.batch.unwrap_or(DEFAULT_BATCH_AXIS), 1, MAX_BATCH) else {
+    let Ok(axis) = req.batches() else {
         return Ok(());
     };
-    let experts = if req.experts.is_some() || req.top_k.is_some() {
-        req.experts.and_then(|e| e.trim().parse::<u64>().ok())
+    let experts = if req.standalone() {
+        req.experts.as_deref().and_then(|e| e.trim().parse::<u64>().ok())
     } else {
         moe_shape(&base.model).map(|(e, _)| e)
     };
@@ -75,23 +73,21 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     // The whole scenario is checked; the report takes it without its batch.
     let current = ctx.resolve()?.scenario.workload.contexts.batch();
     let base = q.clone_with(&[("batch", None)]).resolve(&ctx.state.catalog)?.scenario;
-    let standalone = q.extra("experts").is_some() || q.extra("top_k").is_some();
+    let text = |k: &str| q.extra(k).map(str::to_string);
+    let req = MoeRequest { batch: text(super::batching::BATCHES), experts: text("experts"), top_k: text("top_k") };
+    let standalone = req.standalone();
     if !standalone && moe_shape(&base.model).is_none() {
         return Ok(dense(ctx, &base.model.name));
     }
-    let req = MoeRequest {
-        batch: q.extra(super::batching::BATCHES),
-        experts: q.extra("experts"),
-        top_k: q.extra("top_k"),
-        model_given: false,
-    };
     check_cost(&base, &req).map_err(|e| axis_error(q, &e))?;
-    let report = q.checked(MoeReport::build(&base, &req, MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;
+    // The page does not use the model when E and k are given (it says so).
+    let report = req.run(&base, false, MAX_POINTS).map_err(|e| with_axis_name(q.command_error(&e)))?;
+    let report = q.checked(report)?;
     // Each batch size's marker links to this page with that batch as the scenario's.
     let link = |p: &MoeCurvePoint| Some(ctx.self_href(&[("batch", Some(&p.batch.to_string()))], &[]));
     let chart = MoeCurve::from_report(&report).svg_linked(PlotSize::default(), Some(&link));
     let with_model = report.model.is_some();
-    let axis = req.batch.unwrap_or(DEFAULT_BATCH_AXIS);
+    let axis = req.batch.as_deref().unwrap_or(DEFAULT_BATCH_AXIS);
     let api = |format: Option<&str>| {
         let base = PageQuery { extra: Vec::new(), ..q.clone() };
         let model_out: &[(&str, Option<&str>)] =
@@ -100,7 +96,12 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         base.href_page(
             "/api/moe",
             model_out,
-            &[("batch", Some(axis)), ("experts", req.experts), ("top_k", req.top_k), ("format", format)],
+            &[
+                ("batch", Some(axis)),
+                ("experts", req.experts.as_deref()),
+                ("top_k", req.top_k.as_deref()),
+                ("format", format),
+            ],
         )
     };
     let first = report.points.first();

@@ -10,7 +10,8 @@ use super::parts::{by_trend, claim, num, ratio, share_bar, thead};
 use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_core::zoom::{op_path, path_steps, weight_flip, Flip, GapKind, Level, TileLevel};
+use llm_ledger_app::zoom::ZoomRequest;
+use llm_ledger_core::zoom::{op_path, path_steps, Flip, GapKind, Level, TileLevel};
 use llm_ledger_core::{Catalog, Phase, Scenario, ZoomTree};
 use llm_ledger_report::zoom::ZoomRow;
 use llm_ledger_report::{human, ZoomReport};
@@ -43,7 +44,8 @@ fn report_and_tree(
 ) -> Result<(Scenario, ZoomTree, ZoomReport, Option<String>), AppError> {
     let r = q.resolve(catalog)?;
     let tree = ZoomTree::build(&r.scenario);
-    let (view, notice) = tree.deepest(&r.scenario, at);
+    let req = ZoomRequest { at: Some(at.to_string()) };
+    let (view, notice) = req.view(&tree, &r.scenario, true).map_err(|e| q.core_error(&e))?;
     let report = q.checked(ZoomReport::new(&r.scenario, &tree, &view))?;
     drop(view);
     Ok((r.scenario, tree, report, notice))
@@ -183,7 +185,7 @@ fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &s
 /// The page body.
 pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
-    let at = q.extra(AT).unwrap_or("model");
+    let at = q.extra(AT).unwrap_or(llm_ledger_app::zoom::DEFAULT_AT);
     let catalog = &ctx.state.catalog;
     let (sc, tree, report, notice) = report_and_tree(q, catalog, at)?;
     // A block's path (`layer.0.mlp`) is the layer with its block marked: keep it as asked.
@@ -598,17 +600,15 @@ fn largest_gemm_tiles(tree: &ZoomTree) -> Option<String> {
     Some(format!("{}.tiles", op_path(index, op)))
 }
 
-/// The Powers of Ten walk-through's third experiment made visible ([`weight_flip`]: the first power-of-two decode batch
+/// The Powers of Ten walk-through's third experiment made visible (the app's
+/// [`int4_flip`](llm_ledger_app::zoom::int4_flip), [`llm_ledger_core::zoom::weight_flip`]: the first power-of-two decode batch
 /// at which the operator the tile experiment uses is compute-bound with INT4 weights, and
 /// memory-bound there with the scenario's own, each by the scenario's clock), with its zoom path.
 fn int4_flip(q: &PageQuery, catalog: &Catalog, sc: &Scenario, tree: &ZoomTree) -> Option<(Flip, String)> {
     let path = largest_gemm_tiles(tree)?.trim_end_matches(".tiles").to_string();
-    let kind = tree.node(&path).ok()?.op()?.op.kind;
-    let int4 = q.clone_with(&[("weights", Some("int4"))]).resolve(catalog).ok()?.scenario;
-    if int4.weights == sc.weights {
-        return None;
-    }
-    weight_flip(sc, &int4, tree.first_layer, kind).map(|f| (f, path))
+    let view = tree.node(&path).ok()?;
+    let int4 = || q.clone_with(&[("weights", Some("int4"))]).resolve(catalog).map(|r| r.scenario);
+    llm_ledger_app::zoom::int4_flip(sc, &view, int4).ok()?.map(|f| (f, path))
 }
 
 /// One side of the flip in words: `memory-bound with bf16 weights (math 12.3 µs < memory 20.1 µs)`.

@@ -250,7 +250,7 @@ pub const INPUTS: &[PageInput] = &[
 ];
 
 /// The query without the scenario keys the simulation does not use.
-pub(crate) fn without_step_shape(q: &PageQuery) -> PageQuery {
+fn without_step_shape(q: &PageQuery) -> PageQuery {
     let none: Vec<(&str, Option<&str>)> = UNUSED.iter().map(|k| (*k, None)).collect();
     q.clone_with(&none)
 }
@@ -269,10 +269,7 @@ pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError
             format!("an integer in 1..={MAX_WEB_STEPS} on the explorer (the CLI's simulate takes more)"),
         )));
     }
-    let resolved = req.resolve(sc, Files::None).map_err(|e| match e {
-        CommandError::Input(e) => q.core_error(&e),
-        other => AppError::bad_request(other.to_string(), other.field()),
-    })?;
+    let resolved = req.resolve(sc, Files::None).map_err(|e| q.command_error(&e))?;
     if resolved.sweep() {
         let rates = resolved.rates.len();
         return Err(core(Error::invalid(
