@@ -114,7 +114,7 @@ pub struct KindFacts {
     pub block: Block,
     /// What kind of work it is.
     pub class: OpClass,
-    /// How tensor, expert and sequence parallelism split it ([`crate::ops::shard`]).
+    /// How tensor, expert and sequence parallelism split it (`ops/shard.rs`).
     pub shard: Shard,
     /// The GEMM group an engine may merge it into (Q/K/V, gate/up), and whether it is the
     /// group's first member (the one the merged kernel's time is charged from).
@@ -172,7 +172,7 @@ pub enum CommGroup {
     Expert,
 }
 
-/// How an operator is split across tensor-parallel GPUs (the table in [`crate::ops::shard`]).
+/// How an operator is split across tensor-parallel GPUs (the table in `ops/shard.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shard {
     /// Output columns split: each GPU computes its share of them.

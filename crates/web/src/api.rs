@@ -56,7 +56,7 @@ use std::sync::Arc;
 const FORMAT_KEY: &str = "format";
 
 /// The API routes.
-pub fn routes() -> Router<Arc<AppState>> {
+pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/api/ledger", get(ledger_get).post(ledger_post).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))
         .route("/api/models", get(models))

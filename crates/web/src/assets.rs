@@ -22,19 +22,19 @@ fn tagged(cell: &'static OnceLock<String>, content: &str, ext: &str) -> &'static
 }
 
 /// Path of the stylesheet.
-pub fn css_path() -> &'static str {
+pub(crate) fn css_path() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     tagged(&P, CSS, "css")
 }
 
 /// Path of the script.
-pub fn js_path() -> &'static str {
+pub(crate) fn js_path() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     tagged(&P, JS, "js")
 }
 
 /// The asset routes.
-pub fn routes() -> Router<Arc<AppState>> {
+pub(crate) fn routes() -> Router<Arc<AppState>> {
     const CACHE: &str = "public, max-age=31536000, immutable";
     Router::new()
         .route(

@@ -12,7 +12,7 @@ use maud::{html, Markup};
 
 /// The fit of the page's scenario, if it resolves and the page shows one (its entry's
 /// [`PageFit`]).
-pub fn page_fit(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Fit> {
+pub(crate) fn page_fit(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Fit> {
     if !page.controls {
         return None;
     }
@@ -44,7 +44,7 @@ pub fn page_fit(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Fit>
 }
 
 /// The banner, when the scenario does not fit.
-pub fn banner(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Markup> {
+pub(crate) fn banner(state: &AppState, page: &PageInfo, q: &PageQuery) -> Option<Markup> {
     let fit = page_fit(state, page, q)?;
     if fit.fits() {
         return None;

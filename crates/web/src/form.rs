@@ -146,7 +146,7 @@ fn listed(name: &str) -> Vec<&'static str> {
 }
 
 /// The controls form and the upload form.
-pub fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
+pub(crate) fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
     // The uploaded model is listed when it decodes; a broken one is reported by the page itself.
     let catalog = q.catalog(&state.catalog).unwrap_or(std::borrow::Cow::Borrowed(&state.catalog));
     let other: Vec<&'static str> =

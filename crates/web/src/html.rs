@@ -11,7 +11,12 @@ use crate::AppState;
 use maud::{html, Markup, DOCTYPE};
 
 /// The whole document.
-pub fn layout(state: &AppState, page: &'static PageInfo, query: &PageQuery, body: Result<Markup, AppError>) -> Markup {
+pub(crate) fn layout(
+    state: &AppState,
+    page: &'static PageInfo,
+    query: &PageQuery,
+    body: Result<Markup, AppError>,
+) -> Markup {
     let error = body.as_ref().err();
     let title = match error {
         Some(_) => format!("{} · error · llm-ledger", page.title),
@@ -78,7 +83,7 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
 
 /// The error, with a link to the control it is about (or, for a page key without a control such
 /// as a zoom path, a link to the page without it).
-pub fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
+pub(crate) fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
     let hidden_key = e.field.as_deref().filter(|f| page.keys.contains(f) && !page.inputs.iter().any(|i| i.name == *f));
     html! {
         div.error #error role="alert" data-status=(e.status.as_u16()) data-field=[e.field.as_deref()] {

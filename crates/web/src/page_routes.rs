@@ -17,7 +17,7 @@ use maud::Markup;
 use std::sync::Arc;
 
 /// A route per page.
-pub fn routes() -> Router<Arc<AppState>> {
+pub(crate) fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
     for page in PAGES {
         router = router.route(
@@ -63,7 +63,7 @@ fn render(
 }
 
 /// A page showing `error` where its body would be (status from the error).
-pub fn error_page(state: &AppState, page: &'static PageInfo, query: &PageQuery, error: AppError) -> Response {
+pub(crate) fn error_page(state: &AppState, page: &'static PageInfo, query: &PageQuery, error: AppError) -> Response {
     respond(state, page, query, Err(error))
 }
 

@@ -19,15 +19,15 @@ use std::sync::OnceLock;
 /// Longest query accepted, bytes: room for an uploaded config (base64url of at most
 /// [`upload::MAX_MINIFIED_CONFIG_BYTES`]) plus the scenario, and below the 65,534-byte URI limit
 /// of the `http` crate.
-pub const MAX_QUERY_BYTES: usize = 60 * 1024;
+pub(crate) const MAX_QUERY_BYTES: usize = 60 * 1024;
 
 /// The parameter that carries an uploaded `config.json`.
-pub const CONFIG_KEY: &str = "config";
+pub(crate) const CONFIG_KEY: &str = "config";
 
 /// The parameters of the core's `ScenarioRequest`, in declaration order: the names of the core's
 /// scenario input table (a core test checks it against the struct, so a field the core adds
 /// appears in the form without a change here).
-pub fn scenario_fields() -> &'static [&'static str] {
+pub(crate) fn scenario_fields() -> &'static [&'static str] {
     static FIELDS: OnceLock<Vec<&'static str>> = OnceLock::new();
     FIELDS.get_or_init(|| scenario_inputs().iter().map(|i| i.name).collect())
 }

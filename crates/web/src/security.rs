@@ -27,15 +27,15 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 /// The Content-Security-Policy of every response.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The policy of a standalone SVG document: its own `<style>` element and nothing else.
-pub const SVG_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'";
+pub(crate) const SVG_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
 /// The headers of every response, the answers hyper writes itself included. A route may set
 /// its own Content-Security-Policy (the standalone SVG needs its `<style>`); the rest are fixed.
-pub const HEADERS: [(&str, &str); 6] = [
+pub(crate) const HEADERS: [(&str, &str); 6] = [
     ("content-security-policy", CSP),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),
@@ -45,7 +45,7 @@ pub const HEADERS: [(&str, &str); 6] = [
 ];
 
 /// Whether a `Host` header value names this machine's loopback interface.
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
         None => host
@@ -78,7 +78,7 @@ async fn check_host(State(state): State<Arc<AppState>>, req: Request, next: Next
 }
 
 /// Wrap the routes in the layers.
-pub fn layers(router: Router<Arc<AppState>>, state: Arc<AppState>) -> Router<Arc<AppState>> {
+pub(crate) fn layers(router: Router<Arc<AppState>>, state: Arc<AppState>) -> Router<Arc<AppState>> {
     // Bodies are limited where they are read (`upload::read_body`), with the page's message.
     let mut router = crate::work::layer(router, &state.limits)
         .layer(CatchPanicLayer::custom(panic_response))

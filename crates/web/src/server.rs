@@ -38,7 +38,7 @@ use tower::ServiceExt;
 
 /// Largest request head (request line and headers), bytes: hyper's read buffer, so also what one
 /// connection holds at most while a head arrives. Larger heads are answered 431.
-pub const MAX_HEAD_BYTES: usize = 128 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 128 * 1024;
 
 /// Where and how to serve.
 #[derive(Debug, Clone)]

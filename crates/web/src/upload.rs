@@ -21,19 +21,19 @@ use llm_ledger_core::model::{parse_config_json, Preset};
 use std::sync::Arc;
 
 /// Largest `config.json` accepted, bytes (real ones are under 10 kB).
-pub const MAX_CONFIG_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: usize = 64 * 1024;
 
 /// Largest config once minified, bytes: what travels in the URL (base64url makes it 4/3 larger).
-pub const MAX_MINIFIED_CONFIG_BYTES: usize = 40 * 1024;
+pub(crate) const MAX_MINIFIED_CONFIG_BYTES: usize = 40 * 1024;
 
 /// Largest upload request body: the config plus the page's other form fields.
-pub const MAX_BODY_BYTES: usize = MAX_CONFIG_BYTES + 16 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = MAX_CONFIG_BYTES + 16 * 1024;
 
 /// The name an uploaded model goes by (in the model list and `model=`).
-pub const UPLOAD_NAME: &str = "uploaded";
+pub(crate) const UPLOAD_NAME: &str = "uploaded";
 
 /// The form field (and query key) of the page to return to.
-pub const PAGE_KEY: &str = "page";
+pub(crate) const PAGE_KEY: &str = "page";
 
 fn too_large(bytes: usize) -> AppError {
     AppError::bad_request(
@@ -58,7 +58,7 @@ fn body_too_large() -> AppError {
 }
 
 /// Check a config with the core's parser and encode it for the URL.
-pub fn encode(text: &str) -> Result<String, AppError> {
+pub(crate) fn encode(text: &str) -> Result<String, AppError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(too_large(text.len()));
     }
@@ -80,7 +80,7 @@ pub fn encode(text: &str) -> Result<String, AppError> {
 }
 
 /// The config text from its URL form.
-pub fn decode(param: &str) -> Result<String, AppError> {
+pub(crate) fn decode(param: &str) -> Result<String, AppError> {
     let field = Some(crate::query::CONFIG_KEY);
     if param.len() > MAX_MINIFIED_CONFIG_BYTES * 4 / 3 + 4 {
         return Err(too_large(param.len() * 3 / 4));
@@ -92,7 +92,7 @@ pub fn decode(param: &str) -> Result<String, AppError> {
 }
 
 /// The uploaded model as a preset named [`UPLOAD_NAME`].
-pub fn preset(text: &str) -> Result<Preset, AppError> {
+pub(crate) fn preset(text: &str) -> Result<Preset, AppError> {
     let spec = parse_config_json(text, UPLOAD_NAME).map_err(|e| {
         AppError::bad_request(format!("in the uploaded config.json: {e}"), Some(crate::query::CONFIG_KEY))
     })?;
@@ -105,7 +105,7 @@ pub fn preset(text: &str) -> Result<Preset, AppError> {
 }
 
 /// `POST /upload`.
-pub fn routes() -> Router<Arc<AppState>> {
+pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))
 }
 
@@ -150,7 +150,7 @@ async fn read_form(state: &Arc<AppState>, work: &Work, req: Request) -> Result<F
 /// one of the explorer's upload slots within its body deadline ([`Work::read_body`]). Every
 /// handler that reads a body reads it here, so there is no body-size layer in front of them with
 /// an answer of its own.
-pub async fn read_body(work: &Work, headers: &HeaderMap, body: Body) -> Result<Bytes, AppError> {
+pub(crate) async fn read_body(work: &Work, headers: &HeaderMap, body: Body) -> Result<Bytes, AppError> {
     work.read_body(headers, body, MAX_BODY_BYTES, body_too_large).await
 }
 

@@ -45,7 +45,7 @@ pub const MAX_MOE_EXPERT_POINTS: u64 = 1 << 22;
 /// A request's deadline and the server's heavy-work pool (a request extension set by
 /// [`layer`]).
 #[derive(Debug, Clone)]
-pub struct Work {
+pub(crate) struct Work {
     deadline: Instant,
     timeout: Duration,
     pool: Arc<Semaphore>,
@@ -73,7 +73,7 @@ impl Work {
     /// 503. `f` gets the request's cancellation flag, set at the deadline or when the client
     /// goes away: work that checks it stops and frees its slot; other work finishes in the
     /// background, holding its slot. A request from another site's page is refused (403).
-    pub async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&AtomicBool) -> T + Send + 'static,
     ) -> Result<T, AppError> {
@@ -111,7 +111,7 @@ impl Work {
     ///   deadline) is 408; one that breaks off is 400.
     ///
     /// Every handler that reads a body reads it here; the errors close the connection.
-    pub async fn read_body(
+    pub(crate) async fn read_body(
         &self,
         headers: &HeaderMap,
         body: axum::body::Body,
@@ -199,7 +199,7 @@ fn cross_site() -> AppError {
 /// Whether the browser says the request comes from another site's page: `Sec-Fetch-Site` of
 /// `cross-site` or `same-site` (another port or name of this machine), or an `Origin` whose
 /// host and port are not the request's `Host`.
-pub fn from_other_site(headers: &HeaderMap) -> bool {
+pub(crate) fn from_other_site(headers: &HeaderMap) -> bool {
     let fetch_site = headers.get("sec-fetch-site").map(|v| v.as_bytes().to_ascii_lowercase());
     if fetch_site.is_some_and(|v| v == b"cross-site" || v == b"same-site") {
         return true;
@@ -219,7 +219,7 @@ pub fn from_other_site(headers: &HeaderMap) -> bool {
 }
 
 /// The error of a request not answered by its deadline (503).
-pub fn too_slow(timeout: Duration) -> AppError {
+pub(crate) fn too_slow(timeout: Duration) -> AppError {
     AppError::bad_request(
         format!(
             "no answer within {} s, the explorer's limit per request: ask for fewer points (a shorter range, fewer experts) or use the CLI",
@@ -233,7 +233,7 @@ pub fn too_slow(timeout: Duration) -> AppError {
 /// Give every request a deadline and the heavy-work pool ([`Work`]), and answer 503 (one line)
 /// when the request is not answered by the deadline — a handler that runs its work through
 /// [`Work::run`] answers its own 503 first, in its own format.
-pub fn layer<S: Clone + Send + Sync + 'static>(router: Router<S>, limits: &Limits) -> Router<S> {
+pub(crate) fn layer<S: Clone + Send + Sync + 'static>(router: Router<S>, limits: &Limits) -> Router<S> {
     let pool = Arc::new(Semaphore::new(limits.heavy_workers.max(1)));
     let upload_slots = limits.upload_slots.clamp(1, Semaphore::MAX_PERMITS);
     let uploads = Arc::new(Semaphore::new(upload_slots));

@@ -19,7 +19,7 @@ pub(crate) struct Probe {
 impl Probe {
     /// Locate `x` (positive and finite: callers check) on `xs` (sorted ascending): one binary
     /// search.
-    pub fn new(xs: &[f64], x: f64) -> Probe {
+    pub(super) fn new(xs: &[f64], x: f64) -> Probe {
         let pos = xs.partition_point(|&v| v <= x);
         Probe { ln_x: x.ln(), pos, on_point: pos > 0 && xs[pos - 1] == x }
     }

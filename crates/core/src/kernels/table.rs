@@ -167,7 +167,7 @@ fn parse_axis(path: &str, line: usize, s: &str) -> Result<Axis> {
 
 impl KernelFile {
     /// Parse `bytes` as a file of op `spec`; `path` names it in errors.
-    pub fn parse(path: &str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
+    pub(super) fn parse(path: &str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
         // The header ends at the newline after the `data N` line.
         let data_at = if bytes.starts_with(b"data ") {
             Some(0)
@@ -311,7 +311,7 @@ impl KernelFile {
     /// second axis keeps the first's order: each is a minimum over the same later cells of rows
     /// that were already ordered), and interpolation (linear in log space between non-decreasing
     /// points, clamped below, growing above) keeps it so.
-    pub fn suffix_min(&self, axes: &[usize]) -> KernelFile {
+    pub(super) fn suffix_min(&self, axes: &[usize]) -> KernelFile {
         // The codes as stored (little-endian u16s), replaced in place.
         let mut bytes = self.codes.to_vec();
         let get = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
@@ -338,19 +338,19 @@ impl KernelFile {
     }
 
     /// Number of measured cells (codes other than `0xFFFF`).
-    pub fn measured(&self) -> usize {
+    pub(super) fn measured(&self) -> usize {
         (0..self.cells).filter(|&i| self.code(i) != UNMEASURED).count()
     }
 
     /// Decoded value of a table cell given by its indices, `None` when unmeasured.
     #[cfg(test)]
-    pub fn cell(&self, table: usize, idx: &[usize]) -> Option<f64> {
+    pub(super) fn cell(&self, table: usize, idx: &[usize]) -> Option<f64> {
         let t = &self.tables[table];
         decode_us(self.code(t.offset + idx.iter().zip(&t.strides).map(|(i, s)| i * s).sum::<usize>()))
     }
 
     /// The group with these exact keys.
-    pub fn find(&self, exact: &[Q<'_>]) -> Option<&Group> {
+    pub(super) fn find(&self, exact: &[Q<'_>]) -> Option<&Group> {
         self.groups
             .binary_search_by(|g| {
                 for (k, q) in g.exact.iter().zip(exact) {
@@ -366,7 +366,7 @@ impl KernelFile {
     }
 
     /// The names in exact key column `c` (kernels), in sorted order.
-    pub fn names(&self, c: usize) -> impl Iterator<Item = &str> {
+    pub(super) fn names(&self, c: usize) -> impl Iterator<Item = &str> {
         self.distinct.get(c).into_iter().flatten().filter_map(|k| match k {
             Key::Str(s) => Some(&**s),
             Key::Num(_) => None,
@@ -375,13 +375,13 @@ impl KernelFile {
 
     /// Interpolated time of table `t` at the axis values `q` (one per axis), µs.
     #[cfg(test)]
-    pub fn eval(&self, t: usize, q: &[f64]) -> Option<f64> {
+    pub(super) fn eval(&self, t: usize, q: &[f64]) -> Option<f64> {
         self.eval_ln(t, q).map(to_us)
     }
 
     /// `ln(time in ns)` of table `t` at the axis values `q` (one per axis; each positive and
     /// finite, else `None`). Codes are read in place; nothing is allocated.
-    pub fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+    pub(super) fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
         let table = &self.tables[t];
         let n = table.axes.len();
         if q.len() != n || n > MAX_AXES {
@@ -410,7 +410,7 @@ impl KernelFile {
     /// Interpolate over a group's numeric keys in log space: the outer key (KV heads) first,
     /// keeping the ratio `inner / outer` when `keep_ratio` (the attention group size), then the
     /// inner key; `leaf` gives a table's `ln(ns)`.
-    pub fn eval_group(
+    pub(super) fn eval_group(
         &self,
         g: &Group,
         inner: f64,

@@ -107,7 +107,7 @@ pub fn stage_kv_bytes(sc: &Scenario, s: usize) -> f64 {
 /// KV-cache bytes one cached token of the instance adds on one GPU of stage `s`, ignoring
 /// windows: `Σ_layers elements_per_token · kv_share · kv_bytes ÷ ep` (each of the `ep` groups
 /// holds its own sequences). On one GPU this is [`crate::memory::kv_bytes_per_token`].
-pub fn stage_kv_bytes_per_token(sc: &Scenario, s: usize) -> f64 {
+pub(crate) fn stage_kv_bytes_per_token(sc: &Scenario, s: usize) -> f64 {
     let (p, m) = (&sc.parallel, &sc.model);
     let elements: f64 = p.stages[s]
         .groups

@@ -609,7 +609,7 @@ mod tests {
     use super::*;
 
     /// A safetensors file's bytes: header of `tensors` (name, dtype, shape) then zero data.
-    pub fn file(tensors: &[(&str, &str, &[u64])]) -> Vec<u8> {
+    pub(super) fn file(tensors: &[(&str, &str, &[u64])]) -> Vec<u8> {
         let mut header = serde_json::Map::new();
         let mut at = 0u64;
         for (name, dtype, shape) in tensors {

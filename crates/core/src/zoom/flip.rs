@@ -19,10 +19,10 @@ use crate::workload::{Contexts, Phase, Workload};
 use serde::Serialize;
 
 /// Largest decode batch the search tries (powers of two from 1).
-pub const MAX_FLIP_BATCH: u64 = 16_384;
+pub(super) const MAX_FLIP_BATCH: u64 = 16_384;
 
 /// Context of each sequence when the scenario holds a mix (no single context to keep).
-pub const MIX_FLIP_TOKENS: u64 = 2048;
+pub(super) const MIX_FLIP_TOKENS: u64 = 2048;
 
 /// One operator at one batch with one weight storage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -59,7 +59,7 @@ pub struct Flip {
 
 /// The operator `kind` in layer `layer` of `sc`: its cost and time summed as the zoom tree's node
 /// sums them (all its runs), and its math format; `None` when the GPU shown does not run it.
-pub fn layer_op(sc: &Scenario, layer: usize, kind: OpKind) -> Option<(Cost, Timing, MathFormat)> {
+pub(super) fn layer_op(sc: &Scenario, layer: usize, kind: OpKind) -> Option<(Cost, Timing, MathFormat)> {
     let spec = sc.model.layers().get(layer)?;
     let mut found: Option<(Cost, Timing, MathFormat)> = None;
     let pipeline = for_each_gpu_site(sc, |g| {

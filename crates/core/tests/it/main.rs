@@ -7,7 +7,7 @@ mod disagg;
 mod econ;
 mod engines;
 #[path = "../fuzz_checks/mod.rs"]
-mod fuzz_checks;
+pub mod fuzz_checks;
 mod fuzz_regressions;
 mod invariants;
 mod kernels;

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 /// Escape text for SVG/XML content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -21,13 +21,13 @@ pub fn esc(s: &str) -> String {
 
 /// Elements appended after plotters' drawing (so they sit on top of it).
 #[derive(Debug, Default)]
-pub struct Overlay {
+pub(crate) struct Overlay {
     buf: String,
 }
 
 /// Text anchor.
 #[derive(Debug, Clone, Copy)]
-pub enum Anchor {
+pub(crate) enum Anchor {
     Start,
     Middle,
     End,
@@ -49,7 +49,7 @@ impl Anchor {
 pub type Links<'a, K> = Option<&'a dyn Fn(&K) -> Option<String>>;
 
 /// The URL `links` gives `key`, if any.
-pub fn href<K>(links: Links<'_, K>, key: &K) -> Option<String> {
+pub(super) fn href<K>(links: Links<'_, K>, key: &K) -> Option<String> {
     links.and_then(|f| f(key))
 }
 
@@ -58,7 +58,7 @@ impl Overlay {
     /// numbers with units: hovering shows them in any viewer, without script; the explorer's script
     /// shows the same text styled, and on a tap), wrapped in `<a href>` when `href` is given. Every
     /// point, bar and cell of every plot is drawn through this one function.
-    pub fn mark(&mut self, tag: &str, attrs: &str, tooltip: &str, href: Option<&str>) {
+    pub(crate) fn mark(&mut self, tag: &str, attrs: &str, tooltip: &str, href: Option<&str>) {
         if let Some(h) = href {
             let _ = write!(self.buf, "<a class=\"mark-link\" href=\"{}\">", esc(h));
         }
@@ -69,13 +69,13 @@ impl Overlay {
     }
 
     /// A filled circle with a hover tooltip. `class` lets a page style or select it.
-    pub fn point(&mut self, xy: (i32, i32), r: f64, fill: &str, class: &str, tooltip: &str) {
+    pub(crate) fn point(&mut self, xy: (i32, i32), r: f64, fill: &str, class: &str, tooltip: &str) {
         self.point_link(xy, r, fill, class, tooltip, None);
     }
 
     /// [`Overlay::point`], linked to `href` when given.
     #[allow(clippy::too_many_arguments)]
-    pub fn point_link(
+    pub(crate) fn point_link(
         &mut self,
         (x, y): (i32, i32),
         r: f64,
@@ -93,7 +93,7 @@ impl Overlay {
 
     /// An invisible hover target (a line's sample: the line itself is drawn by plotters), a circle
     /// of radius `r` with a tooltip.
-    pub fn target(&mut self, (x, y): (i32, i32), r: f64, class: &str, tooltip: &str, href: Option<&str>) {
+    pub(crate) fn target(&mut self, (x, y): (i32, i32), r: f64, class: &str, tooltip: &str, href: Option<&str>) {
         let attrs =
             format!("class=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"{r:.1}\" fill=\"#000000\" fill-opacity=\"0\"", esc(class));
         self.mark("circle", &attrs, tooltip, href);
@@ -101,7 +101,7 @@ impl Overlay {
 
     /// Text at a point, optionally rotated by `angle_deg` about it.
     #[allow(clippy::too_many_arguments)]
-    pub fn text(&mut self, (x, y): (i32, i32), s: &str, size: f64, fill: &str, anchor: Anchor, angle_deg: f64) {
+    pub(crate) fn text(&mut self, (x, y): (i32, i32), s: &str, size: f64, fill: &str, anchor: Anchor, angle_deg: f64) {
         let rotate = if angle_deg.abs() > 1e-9 {
             format!(" transform=\"rotate({angle_deg:.2} {x} {y})\"")
         } else {
@@ -116,7 +116,7 @@ impl Overlay {
     }
 
     /// A straight line; `dash` is an SVG `stroke-dasharray` ("" for solid).
-    pub fn line(&mut self, (x0, y0): (i32, i32), (x1, y1): (i32, i32), stroke: &str, width: f64, dash: &str) {
+    pub(crate) fn line(&mut self, (x0, y0): (i32, i32), (x1, y1): (i32, i32), stroke: &str, width: f64, dash: &str) {
         let dash = if dash.is_empty() { String::new() } else { format!(" stroke-dasharray=\"{dash}\"") };
         let _ = write!(
             self.buf,
@@ -125,7 +125,7 @@ impl Overlay {
     }
 
     /// A rectangle with a fill opacity.
-    pub fn rect(&mut self, (x0, y0): (i32, i32), (x1, y1): (i32, i32), fill: &str, opacity: f64) {
+    pub(crate) fn rect(&mut self, (x0, y0): (i32, i32), (x1, y1): (i32, i32), fill: &str, opacity: f64) {
         let (x, y, w, h) = (x0.min(x1), y0.min(y1), (x1 - x0).abs(), (y1 - y0).abs());
         let _ = write!(
             self.buf,
@@ -137,7 +137,7 @@ impl Overlay {
 impl Overlay {
     /// A rectangle in fractional user units with a class, an optional outline and a hover tooltip.
     #[allow(clippy::too_many_arguments)]
-    pub fn cell(
+    pub(crate) fn cell(
         &mut self,
         x: f64,
         y: f64,
@@ -163,7 +163,7 @@ impl Overlay {
     /// [`Overlay::cell`] with a hover tooltip and an outline of `stroke_width` in the text colour
     /// (one element where a cell and its outline were two: a big tile grid has a thousand).
     #[allow(clippy::too_many_arguments)]
-    pub fn cell_outlined(
+    pub(crate) fn cell_outlined(
         &mut self,
         (x, y, w, h): (f64, f64, f64, f64),
         fill: &str,
@@ -180,12 +180,12 @@ impl Overlay {
     }
 
     /// Markup as given (definitions such as a `<pattern>`); the caller escapes what it interpolates.
-    pub fn raw(&mut self, markup: &str) {
+    pub(crate) fn raw(&mut self, markup: &str) {
         self.buf.push_str(markup);
     }
 
     /// The outline of a rectangle in fractional user units.
-    pub fn outline(&mut self, x: f64, y: f64, w: f64, h: f64, stroke: &str, width: f64) {
+    pub(crate) fn outline(&mut self, x: f64, y: f64, w: f64, h: f64, stroke: &str, width: f64) {
         let _ = write!(
             self.buf,
             "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{width}\"/>"
@@ -195,7 +195,7 @@ impl Overlay {
 
 /// A plain SVG document of `size` holding `overlay` (for plots drawn without plotters), finished as
 /// [`finish`] does.
-pub fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str) -> String {
+pub(super) fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str) -> String {
     let (w, h) = size;
     let shell = format!(
         "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\"></svg>"
@@ -204,11 +204,11 @@ pub fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str) -> St
 }
 
 /// The sentinel for "the surrounding text colour".
-pub const FG: &str = "#000000";
+pub(super) const FG: &str = "#000000";
 
 /// Finish plotters' SVG: add `class`, `role` and an accessible name to the root, append the
 /// overlay, and turn the sentinel colour into `currentColor`.
-pub fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
+pub(super) fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
     let mut s = plotters_svg.replacen(
         "<svg ",
         &format!("<svg class=\"{}\" role=\"img\" aria-label=\"{}\" ", esc(class), esc(label)),
@@ -291,7 +291,7 @@ fn unesc(s: &str) -> String {
 }
 
 /// Estimated width of a label in user units (plotters' own estimate: 0.6 em per character).
-pub fn text_width(s: &str, size: f64) -> f64 {
+pub(super) fn text_width(s: &str, size: f64) -> f64 {
     s.chars().count() as f64 * size * 0.6
 }
 

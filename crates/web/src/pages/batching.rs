@@ -14,13 +14,13 @@ use llm_ledger_report::sweep::SweepPlan;
 use maud::{html, Markup};
 
 /// The page key of the batch axis.
-pub const BATCHES: &str = "batches";
+pub(super) const BATCHES: &str = "batches";
 
 /// The batch axis when none is given: powers of two up to 1,024.
-pub const DEFAULT_BATCHES: &str = "1..1024*2";
+pub(super) const DEFAULT_BATCHES: &str = "1..1024*2";
 
 /// Its text box.
-pub const BATCHES_INPUT: PageInput = PageInput {
+pub(super) const BATCHES_INPUT: PageInput = PageInput {
     name: BATCHES,
     label: "Batch sizes",
     help: "a list or ranges, as the CLI's sweep --batch: 1,8,32 or 1..256 or 1..1024*2",
@@ -59,7 +59,7 @@ pub(crate) fn with_axis_name(err: AppError) -> AppError {
 }
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let (plan, current) = plan(q, &ctx.state.catalog)?;
     let points = q.checked(plan.points(MAX_POINTS).map_err(|e| axis_error(q, &e))?)?;

@@ -20,13 +20,13 @@ use llm_ledger_report::latency::LatencyReport;
 use maud::{html, Markup};
 
 /// The page's keys: the `cost` command's serving flags.
-pub const KEYS: &[&str] = &["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"];
+pub(super) const KEYS: &[&str] = &["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"];
 
 /// The keys `latency` takes.
-pub const LATENCY_KEYS: &[&str] = &["prompt", "output", "reserve"];
+pub(super) const LATENCY_KEYS: &[&str] = &["prompt", "output", "reserve"];
 
 /// Their text boxes.
-pub const INPUTS: &[PageInput] = &[
+pub(super) const INPUTS: &[PageInput] = &[
     PageInput { name: "prompt", label: "Prompt tokens", help: "per request", placeholder: "2048" },
     PageInput { name: "output", label: "Output tokens", help: "per request", placeholder: "256" },
     PageInput {
@@ -51,7 +51,7 @@ fn without_step_shape(q: &PageQuery) -> PageQuery {
 }
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let q_step = without_step_shape(q);
     let sc = q_step.resolve(&ctx.state.catalog)?.scenario;

@@ -8,7 +8,7 @@ use llm_ledger_report::human;
 use maud::{html, Markup};
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     // The scenario is checked as on every page (the links below carry it to the ledger).
     let r = ctx.resolve()?;

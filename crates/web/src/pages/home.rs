@@ -9,7 +9,7 @@ use llm_ledger_report::{human, LedgerReport};
 use maud::{html, Markup};
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
     let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;

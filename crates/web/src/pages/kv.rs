@@ -17,7 +17,7 @@ fn chart_shows_wall(r: &KvReport) -> bool {
 }
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let r = ctx.resolve()?;
     let sc = &r.scenario;

@@ -13,7 +13,7 @@ use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
     let ledger = Ledger::build(sc);
@@ -98,7 +98,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
 }
 
 /// The id of an operator's row (what its roofline marker links to).
-pub fn row_id(op: &str) -> String {
+pub(super) fn row_id(op: &str) -> String {
     format!("op-{op}")
 }
 

@@ -20,10 +20,10 @@ use llm_ledger_report::plot::{MoeCurve, MoeCurvePoint, PlotSize};
 use maud::{html, Markup};
 
 /// The page's keys.
-pub const KEYS: &[&str] = &[super::batching::BATCHES, "experts", "top_k"];
+pub(super) const KEYS: &[&str] = &[super::batching::BATCHES, "experts", "top_k"];
 
 /// Their text boxes.
-pub const INPUTS: &[PageInput] = &[
+pub(super) const INPUTS: &[PageInput] = &[
     PageInput {
         name: super::batching::BATCHES,
         label: "Batch sizes",
@@ -68,7 +68,7 @@ pub(crate) fn check_cost(base: &Scenario, req: &MoeRequest) -> Result<(), llm_le
 const MOE_MODELS: &[&str] = &["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-20b"];
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     // The whole scenario is checked; the report takes it without its batch.
     let current = ctx.resolve()?.scenario.workload.contexts.batch();

@@ -9,10 +9,10 @@ use maud::{html, Markup, PreEscaped};
 
 /// Most points (batch sizes) a page or JSON endpoint computes for one answer; the CLI streams or
 /// computes more.
-pub const MAX_POINTS: u64 = 2048;
+pub(crate) const MAX_POINTS: u64 = 2048;
 
 /// The line linking a page's data as the CLI's JSON and CSV documents.
-pub fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
+pub(crate) fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
     html! {
         p.downloads.notes {
             "These numbers as " a href=(json) { "JSON" } ", " a href=(csv) { "CSV" }
@@ -22,7 +22,7 @@ pub fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
 }
 
 /// A plot (inline SVG, or why it could not be drawn) with its caption; `wide` plots take the page's width.
-pub fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) -> Markup {
+pub(crate) fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) -> Markup {
     html! {
         figure.plot.wide[wide] {
             @match chart {
@@ -35,7 +35,7 @@ pub fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) ->
 }
 
 /// A list of facts: (label, id, plain value, text, note).
-pub fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Markup {
+pub(crate) fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Markup {
     html! {
         dl.summary {
             @for (label, id, value, text, note) in items {
@@ -51,12 +51,12 @@ pub fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Markup {
 
 /// A table cell showing `text` and carrying the plain SI value in `data-value` (what tests and
 /// scripts read; the text is for people).
-pub fn num(value: f64, text: String) -> Markup {
+pub(crate) fn num(value: f64, text: String) -> Markup {
     html! { td.num data-value=(value) { (text) } }
 }
 
 /// A table head; `true` marks a numeric (right-aligned) column.
-pub fn thead(cols: &[(&str, bool)]) -> Markup {
+pub(crate) fn thead(cols: &[(&str, bool)]) -> Markup {
     html! {
         thead {
             tr {
@@ -69,7 +69,7 @@ pub fn thead(cols: &[(&str, bool)]) -> Markup {
 }
 
 /// A horizontal bar for a share in 0..=1 (inline SVG: no inline style, so the CSP stays strict).
-pub fn share_bar(share: f64) -> Markup {
+pub(crate) fn share_bar(share: f64) -> Markup {
     let w = (share.clamp(0.0, 1.0) * 100.0 * 100.0).round() / 100.0;
     html! {
         svg.bar viewBox="0 0 100 8" preserveAspectRatio="none" aria-hidden="true" focusable="false" {
@@ -80,7 +80,7 @@ pub fn share_bar(share: f64) -> Markup {
 }
 
 /// The step at a glance.
-pub fn summary(report: &LedgerReport) -> Markup {
+pub(crate) fn summary(report: &LedgerReport) -> Markup {
     let t = &report.total;
     let memory_share: f64 = report.rows.iter().filter(|r| r.bound == "memory").map(|r| r.time_share).sum();
     let bound = if memory_share >= 0.5 { "memory" } else { "compute" };
@@ -111,7 +111,7 @@ pub fn summary(report: &LedgerReport) -> Markup {
 
 /// Which way a number moved: by more than [`FLAT`] of the larger, up or down; else flat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trend {
+pub(crate) enum Trend {
     /// It grew.
     Up,
     /// It shrank.
@@ -121,11 +121,11 @@ pub enum Trend {
 }
 
 /// A change smaller than this fraction of the larger number reads as no change.
-pub const FLAT: f64 = 0.01;
+pub(crate) const FLAT: f64 = 0.01;
 
 impl Trend {
     /// From `before` to `after`.
-    pub fn of(before: f64, after: f64) -> Trend {
+    pub(crate) fn of(before: f64, after: f64) -> Trend {
         let scale = before.abs().max(after.abs());
         if (after - before).abs() <= FLAT * scale {
             Trend::Flat
@@ -137,7 +137,7 @@ impl Trend {
     }
 
     /// The attribute value the page carries (`up`, `down`, `flat`).
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Trend::Up => "up",
             Trend::Down => "down",
@@ -150,14 +150,14 @@ impl Trend {
 /// `flat` are the words for each way), with the two numbers on the element (`data-before`,
 /// `data-after`, `data-trend`): a sentence that says which way a number goes is written from the
 /// number, so it cannot contradict it. `None` (a number that does not exist) says nothing.
-pub fn claim(measure: &str, before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> Markup {
+pub(crate) fn claim(measure: &str, before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> Markup {
     let (Some(b), Some(a)) = (before, after) else { return html! {} };
     let t = Trend::of(b, a);
     html! { span.claim data-measure=(measure) data-before=(b) data-after=(a) data-trend=(t.word()) { (by_trend(before, after, words)) } }
 }
 
 /// `×1.23` of `after ÷ before`, three significant figures (nothing when `before` is 0).
-pub fn ratio(before: f64, after: f64) -> String {
+pub(crate) fn ratio(before: f64, after: f64) -> String {
     if before != 0.0 {
         format!("×{}", human::sig3(after / before))
     } else {
@@ -168,7 +168,7 @@ pub fn ratio(before: f64, after: f64) -> String {
 /// The one of `words` (up, down, flat) for how a number moved from `before` to `after`; empty
 /// when either is missing. A reason a sentence gives for a change is chosen this way, so it is
 /// only given for the change that happened.
-pub fn by_trend(before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> &str {
+pub(crate) fn by_trend(before: Option<f64>, after: Option<f64>, words: [&str; 3]) -> &str {
     match (before, after) {
         (Some(b), Some(a)) => match Trend::of(b, a) {
             Trend::Up => words[0],
@@ -215,7 +215,7 @@ impl StepNumbers {
 /// Powers of ten page), and the reference calculator's cache levers, as links from the current scenario, each
 /// with what it changes before and after; every sentence that says which way a number moves is
 /// written from those numbers ([`claim`]).
-pub fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &LedgerReport) -> Markup {
+pub(crate) fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &LedgerReport) -> Markup {
     let i = &report.inputs;
     let decode = i.phase == llm_ledger_core::Phase::Decode;
     let batch_up = (i.batch.saturating_mul(8)).clamp(8, llm_ledger_core::limits::MAX_BATCH).to_string();

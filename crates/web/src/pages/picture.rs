@@ -17,13 +17,13 @@ use maud::{html, Markup, PreEscaped};
 use std::fmt::Write;
 
 /// The page key choosing what a block's width is.
-pub const SIZE: &str = "size";
+pub(super) const SIZE: &str = "size";
 /// The page key that draws identical layers one by one.
-pub const EXPAND: &str = "expand";
+pub(super) const EXPAND: &str = "expand";
 
 /// What a block's width stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub(super) enum Measure {
     /// Roofline time (the default).
     Time,
     /// HBM bytes.
@@ -34,7 +34,7 @@ pub enum Measure {
 
 impl Measure {
     /// From the `size` key (anything else is time).
-    pub fn parse(v: Option<&str>) -> Measure {
+    pub(super) fn parse(v: Option<&str>) -> Measure {
         match v.map(str::trim) {
             Some("bytes") => Measure::Bytes,
             Some("flops") => Measure::Flops,
@@ -275,7 +275,7 @@ fn ghost(svg: &mut String, b: &Block, pinned: Option<f64>, m: Measure, x: f64, y
 /// `href(path)` is the page at another zoom path; `switch(key, value)` the page with one of the
 /// picture's keys changed; `pin`, the pinned scenario's tree, draws each block's pinned size.
 #[allow(clippy::too_many_arguments)]
-pub fn picture(
+pub(super) fn picture(
     tree: &ZoomTree,
     view: &NodeView<'_>,
     m: Measure,
@@ -424,7 +424,7 @@ fn tile_grid(view: &NodeView<'_>, href: &dyn Fn(&str) -> String) -> Option<Marku
 /// The layer (or block) as a dataflow diagram ([`Dataflow`]), at layer and block
 /// level: every box links to its operator's zoom level. `flash_href` is the page with
 /// FlashAttention toggled.
-pub fn dataflow(
+pub(super) fn dataflow(
     view: &NodeView<'_>,
     clock: &'static str,
     flash: bool,

@@ -18,14 +18,14 @@ use llm_ledger_report::{human, ZoomReport};
 use maud::{html, Markup};
 
 /// The page key of the zoom path.
-pub const AT: &str = "at";
+pub(super) const AT: &str = "at";
 
 /// The page's keys: the zoom path, and the picture's measure and layer expansion.
-pub const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND, PIN];
+pub(super) const KEYS: &[&str] = &[AT, picture::SIZE, picture::EXPAND, PIN];
 
 /// The page key of the pinned scenario: its scenario query (`batch=8&weights=int4`), as the URL
 /// of this page would carry it.
-pub const PIN: &str = "pin";
+pub(super) const PIN: &str = "pin";
 
 /// The report of the node at `at` in the query's scenario, or — when `at` is not a node of this
 /// scenario (FlashAttention fused the operator away, the model has fewer layers, an MoE model's
@@ -183,7 +183,7 @@ fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &s
 }
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let at = q.extra(AT).unwrap_or(llm_ledger_app::zoom::DEFAULT_AT);
     let catalog = &ctx.state.catalog;

@@ -17,13 +17,13 @@ use llm_ledger_report::{human, TileReport};
 use maud::{html, Markup};
 
 /// The page's keys.
-pub const KEYS: &[&str] = &["m", "n", "k", "tile", "output"];
+pub(super) const KEYS: &[&str] = &["m", "n", "k", "tile", "output"];
 
 /// The GEMM when none is given: Llama 3 8B's MLP up-projection for a 2,048-token prompt.
-pub const DEFAULT_SHAPE: (&str, &str, &str) = ("2048", "14336", "4096");
+pub(super) const DEFAULT_SHAPE: (&str, &str, &str) = ("2048", "14336", "4096");
 
 /// Their text boxes.
-pub const INPUTS: &[PageInput] = &[
+pub(super) const INPUTS: &[PageInput] = &[
     PageInput { name: "m", label: "M (rows: tokens)", help: "rows of A and C", placeholder: DEFAULT_SHAPE.0 },
     PageInput { name: "n", label: "N (output features)", help: "columns of B and C", placeholder: DEFAULT_SHAPE.1 },
     PageInput { name: "k", label: "K (input features)", help: "the reduction dimension", placeholder: DEFAULT_SHAPE.2 },
@@ -37,7 +37,7 @@ pub const INPUTS: &[PageInput] = &[
 ];
 
 /// Scenario keys the page does not use (it takes the GPU, weights, activations and efficiencies).
-pub const UNUSED: &[&str] = &[
+pub(super) const UNUSED: &[&str] = &[
     "model",
     "phase",
     "ctx",
@@ -92,7 +92,7 @@ fn api_href(req: &GemmRequest, gpu: &str, format: Option<&str>) -> String {
 }
 
 /// The page body.
-pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
+pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
     let r = ctx.resolve()?;
     let gpu = &r.scenario.gpu;
