@@ -20,10 +20,11 @@
 use llm_ledger_app::plan::{self, PlanLoadRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
 use llm_ledger_app::{CommandError, Files, Input};
+use llm_ledger_core::kinds::OpKind;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::grid_points;
+use llm_ledger_core::sweep::{grid_points, SweepPoint};
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest, ZoomTree};
 use llm_ledger_files::FileInputs;
@@ -34,12 +35,13 @@ use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::moe::{MoeReport, MoeRequest, MAX_POINTS};
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::simulate::SimulateReport;
 use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport, ZoomReport};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyDict, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -269,30 +271,108 @@ fn command_error(e: CommandError) -> PyErr {
     }
 }
 
-/// What a report hands back: its JSON (the CLI's `--format json`), its CSV rows as a JSON array of
-/// objects (the CLI's JSON row fields), its human table as JSON, its text table (the CLI's table
-/// with every column), and a plot.
-type Output = (String, String, String, String, Option<String>);
+/// The plot of a report, drawn when asked for (the CLI's `--plot`).
+type Plot<R> = Box<dyn Fn(&R) -> PyResult<String> + Send + Sync>;
 
-/// The human layout as JSON: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
-fn human_json(h: &HumanTable) -> String {
-    serde_json::json!({
-        "title": h.title,
-        "header": h.header,
-        "rows": h.rows,
-        "right_aligned": h.right_aligned,
-        "footer": h.footer,
-    })
-    .to_string()
+/// A report as the core built it, rendered only when asked for: each method is one of the Python
+/// result's attributes, built once on the Python side and kept there.
+trait Shown: Send + Sync {
+    /// The CLI's `--format json`, byte for byte.
+    fn json(&self) -> String;
+    /// The report's serde form as Python dicts, lists, numbers and strings: the JSON's values,
+    /// without JSON text.
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    /// The CLI's `--format csv` rows as dicts (its JSON row fields).
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    /// The human layout (the table's cells, title and footer).
+    fn human(&self) -> HumanTable;
+    /// The CLI's text table with every column.
+    fn table(&self) -> String;
+    /// The plot as SVG, where the command draws one.
+    fn svg(&self) -> PyResult<Option<String>>;
 }
 
-/// A report's [`Output`], after the same finiteness check the CLI's rendering does.
-fn output<R: Report>(r: &R, svg: Option<String>) -> PyResult<Output> {
-    let json = r.render(Format::Json).map_err(|e| input_error(&e))?;
-    let rows = r.csv_rows();
-    llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
-    let rows = serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok((json, rows, human_json(&r.human()), r.layout(Format::Table), svg))
+/// A report and its plot.
+struct Held<R> {
+    report: R,
+    plot: Option<Plot<R>>,
+}
+
+impl<R: Report + Send + Sync> Shown for Held<R> {
+    fn json(&self) -> String {
+        self.report.layout(Format::Json)
+    }
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pythonize::pythonize(py, &self.report)?)
+    }
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pythonize::pythonize(py, &self.report.csv_rows())?)
+    }
+    fn human(&self) -> HumanTable {
+        self.report.human()
+    }
+    fn table(&self) -> String {
+        self.report.layout(Format::Table)
+    }
+    fn svg(&self) -> PyResult<Option<String>> {
+        self.plot.as_ref().map(|draw| draw(&self.report)).transpose()
+    }
+}
+
+/// One command's result: the report, held typed ([`Shown`]); nothing is rendered until the
+/// Python side asks for it.
+#[pyclass(frozen, module = "llm_ledger._native")]
+struct Output {
+    shown: Box<dyn Shown>,
+}
+
+/// `report` (with its plot) as an [`Output`], after the finiteness checks the CLI's rendering
+/// makes (the report's serde form, then its CSV rows), so a NaN is an error at the call, never a
+/// number handed back.
+fn held<R: Report + Send + Sync + 'static>(report: R, plot: Option<Plot<R>>) -> PyResult<Output> {
+    llm_ledger_report::finite::check("", &report).map_err(|e| input_error(&e))?;
+    llm_ledger_report::finite::check("rows", &report.csv_rows()).map_err(|e| input_error(&e))?;
+    Ok(Output { shown: Box::new(Held { report, plot }) })
+}
+
+/// An SVG drawing error as a `ValueError`.
+fn plot_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl Output {
+    /// The CLI's `--format json` text.
+    fn json(&self, py: Python<'_>) -> String {
+        py.allow_threads(|| self.shown.json())
+    }
+    /// The report as Python values (the JSON's, without JSON text).
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.shown.value(py)
+    }
+    /// The CSV rows as a list of dicts.
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.shown.csv_rows(py)
+    }
+    /// The human layout: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
+    fn human<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = py.allow_threads(|| self.shown.human());
+        let d = PyDict::new(py);
+        d.set_item("title", h.title)?;
+        d.set_item("header", h.header)?;
+        d.set_item("rows", h.rows)?;
+        d.set_item("right_aligned", h.right_aligned)?;
+        d.set_item("footer", h.footer)?;
+        Ok(d)
+    }
+    /// The CLI's text table, every column.
+    fn table(&self, py: Python<'_>) -> String {
+        py.allow_threads(|| self.shown.table())
+    }
+    /// The plot as inline SVG, or None.
+    fn svg(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        py.allow_threads(|| self.shown.svg())
+    }
 }
 
 /// How often a running command checks Python's signal handlers.
@@ -330,12 +410,17 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&AtomicBool) -> PyRe
     })
 }
 
-/// Run `command` (not `sweep`) on text keyword arguments; see the module doc. Ctrl-C stops it
-/// ([`interruptible`]).
+/// Run `command` (not `sweep`) on text keyword arguments; see the module doc. `plan` and
+/// `simulate`, which search and simulate for up to seconds, stop at Ctrl-C ([`interruptible`]);
+/// the other commands take microseconds to milliseconds and run on the calling thread, the GIL
+/// released.
 #[pyfunction]
 fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
     let call = Call::new(command, pairs)?;
-    interruptible(py, |cancel| build(command, &call, cancel))
+    match command {
+        "plan" | "simulate" => interruptible(py, |cancel| build(command, &call, cancel)),
+        _ => py.allow_threads(|| build(command, &call, &AtomicBool::new(false))),
+    }
 }
 
 fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
@@ -344,26 +429,30 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         "ledger" => {
             let sc = call.scenario()?;
             let report = LedgerReport::new(&sc, &Ledger::build(&sc));
-            let mut chart = Roofline::from_report(&report, &sc.gpu);
-            chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
-            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            output(&report, Some(svg))
+            let gpu = sc.gpu;
+            // The roofline the CLI's `--plot` draws.
+            let roofline: Plot<LedgerReport> = Box::new(move |r| {
+                let mut chart = Roofline::from_report(r, &gpu);
+                chart.title = Some(llm_ledger_report::plot::title(&r.inputs));
+                chart.svg(PlotSize::default()).map_err(plot_error)
+            });
+            held(report, Some(roofline))
         }
         "kv" => {
             let sc = call.scenario()?;
-            output(&KvReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
+            held(KvReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
         }
         "levers" => {
             let sc = call.scenario()?;
-            output(&LeverReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
+            held(LeverReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
         }
         "latency" => {
             let sc = call.scenario()?;
-            output(&LatencyReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+            held(LatencyReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
         }
         "cost" => {
             let sc = call.scenario()?;
-            output(&CostReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+            held(CostReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
         }
         "zoom" => {
             let sc = call.scenario()?;
@@ -371,7 +460,7 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             // The core names the zoom path `path`; the keyword (the CLI's flag) is `at`.
             let at = |f: &str| if f == "path" { "at".to_string() } else { f.to_string() };
             let view = tree.node(call.own("at").unwrap_or("model")).map_err(|e| core(e.map_field(at)))?;
-            output(&ZoomReport::new(&sc, &tree, &view), None)
+            held(ZoomReport::new(&sc, &tree, &view), None)
         }
         "moe" => {
             let base = call.scenario()?;
@@ -381,7 +470,7 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
                 top_k: call.own("top_k"),
                 model_given: call.scenario.iter().any(|(k, _)| k == "model"),
             };
-            output(&MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
+            held(MoeReport::build(&base, &req, MAX_POINTS).map_err(core)?, None)
         }
         "plan" => {
             let load: PlanLoadRequest = call.request(plan::load_inputs())?;
@@ -393,21 +482,22 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
                 let sc = call.scenario()?;
                 let s = call.serving(&sc)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
-                return output(&report, None);
+                return held(report, None);
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
             let s = call.serving(&sc)?;
-            output(&PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
+            held(PlanReport::build(&sc, &s, call.own("max_gpus"), call.own("batch")).map_err(core)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;
             let req: SimRequest = call.request(simulate::inputs())?;
             let sim = simulate::run(&sc, &req, FILES, None, Some(cancel)).map_err(command_error)?;
             // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
-            // p99 latency (a sweep).
-            let svg = sim.chart().svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            output(&sim.report, Some(svg))
+            // p99 latency (a sweep); its data kept, the runs let go.
+            let chart = sim.chart();
+            let draw: Plot<SimulateReport> = Box::new(move |_| chart.svg(PlotSize::default()).map_err(plot_error));
+            held(sim.report, Some(draw))
         }
         "tile" => {
             let text = |k: &str| call.own(k).map(str::to_string);
@@ -425,20 +515,39 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             };
             let g = req.resolve().map_err(core)?;
             let gpu = llm_ledger_files::gpu(call.own("gpu"), None).map_err(|e| files_error(e, Some("gpu")))?;
-            output(&TileReport::build(&g, &gpu).map_err(core)?, None)
+            held(TileReport::build(&g, &gpu).map_err(core)?, None)
         }
         other => Err(PyValueError::new_err(format!("no command `{other}`"))),
     }
 }
 
-/// Most points one Python `sweep` call returns (every point is held in memory, 14 columns of 8
-/// bytes: 2²⁵ points are about 3.8 GB); the CLI streams up to the core's cap.
+/// Most points one Python `sweep` call returns (every point is held in memory, 14 columns of at
+/// most 8 bytes: 2²⁵ points are about 3.4 GB); the CLI streams up to the core's cap.
 pub const MAX_PYTHON_SWEEP_POINTS: u64 = 1 << 25;
 
 /// Most points a sweep's batch curve draws (the CLI's `--plot` limit).
 const MAX_PLOT_POINTS: u64 = 4096;
 
-/// The numeric columns of a sweep, in the CLI's JSON point order (`largest_op` and `fits` apart).
+/// A sweep's columns: the CLI's JSON point keys, in its order.
+const COLUMNS: [&str; 14] = [
+    "batch",
+    "ctx",
+    "step_time_s",
+    "tokens_per_s",
+    "flops",
+    "bytes",
+    "weight_bytes",
+    "kv_bytes",
+    "intensity",
+    "largest_op",
+    "largest_op_time_s",
+    "memory_bytes",
+    "kv_cache_bytes",
+    "fits",
+];
+
+/// The numeric columns of a sweep, in point-key order (`batch`, `ctx`, `largest_op` and `fits`
+/// apart).
 const FLOAT_COLUMNS: [&str; 10] = [
     "step_time_s",
     "tokens_per_s",
@@ -452,17 +561,207 @@ const FLOAT_COLUMNS: [&str; 10] = [
     "kv_cache_bytes",
 ];
 
-/// A whole sweep in one call: the head as JSON (the CLI's JSON without `points`) and the points as
-/// columns — `batch`, `ctx` as `array('Q')`, the float fields as `array('d')`, `largest_op` as a
-/// list of str, `fits` as a list of bool — in the CLI's point-key order; and the batch curve as SVG
-/// for a sweep over one context of at most [`MAX_PLOT_POINTS`] points.
+/// A point's numbers in [`FLOAT_COLUMNS`] order.
+fn floats_of(p: &SweepPoint) -> [f64; 10] {
+    [
+        p.step_time_s,
+        p.tokens_per_s,
+        p.flops,
+        p.bytes,
+        p.weight_bytes,
+        p.kv_bytes,
+        p.intensity,
+        p.largest_op_time_s,
+        p.memory_bytes,
+        p.kv_cache_bytes,
+    ]
+}
+
+/// A whole sweep, computed in one call and held as columns (one `Vec` per point key, no Python
+/// object per point): handed to Python as `array.array`s and lists ([`SweepColumns::column`]) or
+/// as the bytes NumPy reads in place ([`SweepColumns::buffer`]), each only when asked for.
+#[pyclass(frozen, module = "llm_ledger._native")]
+struct SweepColumns {
+    plan: SweepPlan,
+    /// `batch` and `ctx`.
+    ints: [Vec<u64>; 2],
+    /// [`FLOAT_COLUMNS`].
+    floats: Vec<Vec<f64>>,
+    /// `largest_op`, as indices into `ops`.
+    op_codes: Vec<u8>,
+    /// The operator kinds the sweep's `largest_op` takes, in order of first appearance.
+    ops: Vec<OpKind>,
+    fits: Vec<bool>,
+    /// Every point of a sweep small enough for the batch curve, else none.
+    kept: Vec<SweepPoint>,
+}
+
+/// Column values as native-endian bytes in a `bytearray` (NumPy's `frombuffer` reads it in place,
+/// writable; `array.array` copies it once).
+fn byte_array<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    bytes: impl Fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyByteArray>> {
+    PyByteArray::new_with(py, values.len() * N, |buf| {
+        for (out, v) in buf.chunks_exact_mut(N).zip(values) {
+            out.copy_from_slice(&bytes(*v));
+        }
+        Ok(())
+    })
+}
+
+impl SweepColumns {
+    /// Run `plan`'s sweep into columns (at most `n` points; the CLI's finiteness check on each).
+    fn compute(plan: SweepPlan, n: usize) -> PyResult<SweepColumns> {
+        let mut c = SweepColumns {
+            ints: [Vec::with_capacity(n), Vec::with_capacity(n)],
+            floats: (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect(),
+            op_codes: Vec::with_capacity(n),
+            ops: Vec::new(),
+            fits: Vec::with_capacity(n),
+            kept: Vec::new(),
+            plan,
+        };
+        let keep = n as u64 <= MAX_PLOT_POINTS;
+        let mut bad = None;
+        c.plan.sweep.run(|p| {
+            let values = floats_of(p);
+            if values.iter().any(|v| !v.is_finite()) {
+                // The report crate's check names the field and the point, as the CLI's would.
+                bad = llm_ledger_report::finite::check(&format!("points[{}]", c.fits.len()), p).err();
+                return ControlFlow::Break(());
+            }
+            c.ints[0].push(p.batch);
+            c.ints[1].push(p.ctx);
+            for (col, v) in c.floats.iter_mut().zip(values) {
+                col.push(v);
+            }
+            let code = match c.ops.iter().position(|k| *k == p.largest_op) {
+                Some(i) => i,
+                None => {
+                    c.ops.push(p.largest_op);
+                    c.ops.len() - 1
+                }
+            };
+            // Fewer operator kinds than 256 (each `OpKind` is one).
+            c.op_codes.push(code as u8);
+            c.fits.push(p.fits);
+            if keep {
+                c.kept.push(*p);
+            }
+            ControlFlow::Continue(())
+        });
+        match bad {
+            Some(e) => Err(input_error(&e)),
+            None => Ok(c),
+        }
+    }
+
+    fn float_column(&self, name: &str) -> Option<&[f64]> {
+        FLOAT_COLUMNS.iter().position(|c| *c == name).map(|i| self.floats[i].as_slice())
+    }
+
+    fn unknown(name: &str) -> PyErr {
+        PyKeyError::new_err(name.to_string())
+    }
+}
+
+#[pymethods]
+impl SweepColumns {
+    fn __len__(&self) -> usize {
+        self.fits.len()
+    }
+
+    /// The CLI's sweep JSON without `points`, as Python values.
+    fn head<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pythonize::pythonize(py, &self.plan.head)?)
+    }
+
+    /// The column names, the CLI's point keys in order.
+    #[staticmethod]
+    fn names() -> Vec<&'static str> {
+        COLUMNS.to_vec()
+    }
+
+    /// The operator kinds `largest_op` takes, indexed by the codes of `buffer("largest_op")`.
+    fn op_names(&self) -> Vec<&'static str> {
+        self.ops.iter().map(|k| k.name()).collect()
+    }
+
+    /// A column as its `array` type code and a `bytearray` of its values: `batch` and `ctx` `Q`
+    /// (u64), the numbers `d` (f64), `fits` `?` (one byte, 0 or 1), `largest_op` `B` (a code
+    /// into `op_names()`).
+    fn buffer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<(&'static str, Bound<'py, PyByteArray>)> {
+        match name {
+            "batch" => Ok(("Q", byte_array(py, &self.ints[0], u64::to_ne_bytes)?)),
+            "ctx" => Ok(("Q", byte_array(py, &self.ints[1], u64::to_ne_bytes)?)),
+            "largest_op" => Ok(("B", byte_array(py, &self.op_codes, |c: u8| [c])?)),
+            "fits" => Ok(("?", byte_array(py, &self.fits, |f: bool| [u8::from(f)])?)),
+            _ => {
+                let col = self.float_column(name).ok_or_else(|| Self::unknown(name))?;
+                Ok(("d", byte_array(py, col, f64::to_ne_bytes)?))
+            }
+        }
+    }
+
+    /// `largest_op` as a list of str (one str object per operator kind, shared), or `fits` as a
+    /// list of bool.
+    fn list<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+        match name {
+            "largest_op" => {
+                let names: Vec<Bound<'py, PyString>> = self.ops.iter().map(|k| PyString::new(py, k.name())).collect();
+                PyList::new(py, self.op_codes.iter().map(|c| names[usize::from(*c)].clone()))
+            }
+            "fits" => PyList::new(py, &self.fits),
+            _ => Err(Self::unknown(name)),
+        }
+    }
+
+    /// Point `i` as a tuple of Python values in column order.
+    fn point<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let Some(&fits) = self.fits.get(i) else {
+            return Err(pyo3::exceptions::PyIndexError::new_err(i));
+        };
+        let f = |name: &str| self.float_column(name).map_or(f64::NAN, |c| c[i]);
+        let op = self.ops[usize::from(self.op_codes[i])].name();
+        let values: Vec<Bound<'py, PyAny>> = vec![
+            self.ints[0][i].into_pyobject(py)?.into_any(),
+            self.ints[1][i].into_pyobject(py)?.into_any(),
+            f("step_time_s").into_pyobject(py)?.into_any(),
+            f("tokens_per_s").into_pyobject(py)?.into_any(),
+            f("flops").into_pyobject(py)?.into_any(),
+            f("bytes").into_pyobject(py)?.into_any(),
+            f("weight_bytes").into_pyobject(py)?.into_any(),
+            f("kv_bytes").into_pyobject(py)?.into_any(),
+            f("intensity").into_pyobject(py)?.into_any(),
+            PyString::new(py, op).into_any(),
+            f("largest_op_time_s").into_pyobject(py)?.into_any(),
+            f("memory_bytes").into_pyobject(py)?.into_any(),
+            f("kv_cache_bytes").into_pyobject(py)?.into_any(),
+            PyBool::new(py, fits).to_owned().into_any(),
+        ];
+        PyTuple::new(py, values)
+    }
+
+    /// The batch curve (the CLI's `--plot`) as SVG, for a sweep over one context of at most
+    /// [`MAX_PLOT_POINTS`] points; else None.
+    fn svg(&self, py: Python<'_>) -> Option<String> {
+        py.allow_threads(|| match self.plan.batch_curve(&self.kept) {
+            Ok(curve) if !self.kept.is_empty() => curve.svg(PlotSize::default()).ok(),
+            _ => None,
+        })
+    }
+}
+
+/// A whole sweep in one call ([`SweepColumns`]).
 #[pyfunction]
-fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
+fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns> {
     let call = Call::new("sweep", pairs)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
-    let computed = py.allow_threads(|| -> PyResult<_> {
+    py.allow_threads(|| {
         let sc = base.scenario()?;
         let reserve_bytes = base.serving(&sc)?.reserve_bytes;
         let plan =
@@ -475,83 +774,8 @@ fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String
                 format!("at most {MAX_PYTHON_SWEEP_POINTS} points in one call (`llm-ledger sweep` streams any number)"),
             )));
         }
-        let n = n as usize;
-        let mut ints: [Vec<u64>; 2] = [Vec::with_capacity(n), Vec::with_capacity(n)];
-        let mut floats: Vec<Vec<f64>> = (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect();
-        let mut ops = Vec::with_capacity(n);
-        let mut fits = Vec::with_capacity(n);
-        let mut kept = Vec::new();
-        let mut bad = None;
-        plan.sweep.run(|p| {
-            let values = [
-                p.step_time_s,
-                p.tokens_per_s,
-                p.flops,
-                p.bytes,
-                p.weight_bytes,
-                p.kv_bytes,
-                p.intensity,
-                p.largest_op_time_s,
-                p.memory_bytes,
-                p.kv_cache_bytes,
-            ];
-            if values.iter().any(|v| !v.is_finite()) {
-                // The report crate's check names the field and the point, as the CLI's would.
-                let i = ints[0].len();
-                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
-                return ControlFlow::Break(());
-            }
-            ints[0].push(p.batch);
-            ints[1].push(p.ctx);
-            for (c, v) in floats.iter_mut().zip(values) {
-                c.push(v);
-            }
-            ops.push(p.largest_op);
-            if n as u64 <= MAX_PLOT_POINTS {
-                kept.push(*p);
-            }
-            fits.push(p.fits);
-            ControlFlow::Continue(())
-        });
-        if let Some(e) = bad {
-            return Err(input_error(&e));
-        }
-        let head = serde_json::to_string(&plan.head).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        // The batch curve (the CLI's `--plot`) where there is one: one context, at most
-        // MAX_PLOT_POINTS batch sizes.
-        let svg = match plan.batch_curve(&kept) {
-            Ok(curve) if !kept.is_empty() => curve.svg(PlotSize::default()).ok(),
-            _ => None,
-        };
-        Ok((head, ints, floats, ops, fits, svg))
-    })?;
-    let (head, ints, floats, ops, fits, svg) = computed;
-    let array = py.import("array")?.getattr("array")?;
-    let typed = |code: &str, bytes: Vec<u8>| array.call1((code, PyBytes::new(py, &bytes)));
-    let columns = PyDict::new(py);
-    for (name, col) in ["batch", "ctx"].iter().zip(ints) {
-        columns.set_item(name, typed("Q", col.iter().flat_map(|v| v.to_ne_bytes()).collect())?)?;
-    }
-    let floats: HashMap<&str, Vec<f64>> = FLOAT_COLUMNS.iter().copied().zip(floats).collect();
-    let put_float = |name: &str| -> PyResult<()> {
-        columns.set_item(name, typed("d", floats[name].iter().flat_map(|v| v.to_ne_bytes()).collect())?)
-    };
-    for name in ["step_time_s", "tokens_per_s", "flops", "bytes", "weight_bytes", "kv_bytes", "intensity"] {
-        put_float(name)?;
-    }
-    // One str object per operator kind, shared by every point.
-    let mut names: HashMap<llm_ledger_core::kinds::OpKind, Bound<'_, PyString>> = HashMap::new();
-    let op_list = PyList::empty(py);
-    for op in ops {
-        let s = names.entry(op).or_insert_with(|| PyString::new(py, op.name()));
-        op_list.append(s.clone())?;
-    }
-    columns.set_item("largest_op", op_list)?;
-    for name in ["largest_op_time_s", "memory_bytes", "kv_cache_bytes"] {
-        put_float(name)?;
-    }
-    columns.set_item("fits", PyList::new(py, fits)?)?;
-    Ok((head, columns, svg))
+        SweepColumns::compute(plan, n as usize)
+    })
 }
 
 /// The keyword arguments `command` takes, in the CLI's flag order.
@@ -582,6 +806,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add_class::<Output>()?;
+    m.add_class::<SweepColumns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The most values one keyword takes: a context mix's buckets, the longest list any input reads.
     m.add("MAX_VALUES", llm_ledger_core::limits::MAX_CONTEXT_BUCKETS)?;
