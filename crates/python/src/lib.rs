@@ -42,6 +42,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyDict, PyList, PyString, PyTuple};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -279,10 +280,11 @@ type Plot<R> = Box<dyn Fn(&R) -> PyResult<String> + Send + Sync>;
 trait Shown: Send + Sync {
     /// The CLI's `--format json`, byte for byte.
     fn json(&self) -> String;
-    /// The report's serde form as Python dicts, lists, numbers and strings: the JSON's values,
-    /// without JSON text.
-    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
-    /// The CLI's `--format csv` rows as dicts (its JSON row fields).
+    /// One top-level field of the report's serde form (the JSON's `key`) as Python dicts, lists,
+    /// numbers and strings, without JSON text; None where the report has no such field.
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>>;
+    /// The CLI's `--format csv` rows as dicts (its JSON row fields), after the finiteness check
+    /// the CLI makes before it writes them.
     fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
     /// The human layout (the table's cells, title and footer).
     fn human(&self) -> HumanTable;
@@ -302,11 +304,13 @@ impl<R: Report + Send + Sync> Shown for Held<R> {
     fn json(&self) -> String {
         self.report.layout(Format::Json)
     }
-    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(pythonize::pythonize(py, &self.report)?)
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.report.serialize(Pick { py, key })?)
     }
     fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(pythonize::pythonize(py, &self.report.csv_rows())?)
+        let rows = self.report.csv_rows();
+        llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
+        Ok(pythonize::pythonize(py, &rows)?)
     }
     fn human(&self) -> HumanTable {
         self.report.human()
@@ -326,13 +330,155 @@ struct Output {
     shown: Box<dyn Shown>,
 }
 
-/// `report` (with its plot) as an [`Output`], after the finiteness checks the CLI's rendering
-/// makes (the report's serde form, then its CSV rows), so a NaN is an error at the call, never a
-/// number handed back.
+/// `report` (with its plot) as an [`Output`], after the finiteness check the CLI's JSON
+/// rendering makes, so a NaN is an error at the call, never a number handed back (the CSV rows,
+/// built only when asked for, are checked then: [`Shown::csv_rows`]).
 fn held<R: Report + Send + Sync + 'static>(report: R, plot: Option<Plot<R>>) -> PyResult<Output> {
     llm_ledger_report::finite::check("", &report).map_err(|e| input_error(&e))?;
-    llm_ledger_report::finite::check("rows", &report.csv_rows()).map_err(|e| input_error(&e))?;
     Ok(Output { shown: Box::new(Held { report, plot }) })
+}
+
+/// A serde serializer that picks one top-level field (`key`) of a struct's serde form — or of the
+/// map a struct with `#[serde(flatten)]` fields serializes as — and turns only that field into
+/// Python values (`pythonize`); the other fields are passed over unconverted. A value that is
+/// not a struct or a map has no fields: `None`.
+struct Pick<'py, 'k> {
+    py: Python<'py>,
+    key: &'k str,
+}
+
+/// A struct or map in progress: the field found so far, and whether the map key just given is
+/// `key`.
+struct Picking<'py, 'k> {
+    pick: Pick<'py, 'k>,
+    found: Option<Bound<'py, PyAny>>,
+    at_key: bool,
+}
+
+type Picked<'py> = Option<Bound<'py, PyAny>>;
+type PickResult<'py> = Result<Picked<'py>, pythonize::PythonizeError>;
+
+macro_rules! no_fields {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name(self, _: $t) -> PickResult<'py> { Ok(None) })*
+    };
+}
+
+impl<'py, 'k> serde::Serializer for Pick<'py, 'k> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    type SerializeSeq = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTuple = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTupleStruct = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTupleVariant = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeMap = Picking<'py, 'k>;
+    type SerializeStruct = Picking<'py, 'k>;
+    type SerializeStructVariant = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+
+    no_fields!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64,
+        serialize_f32: f32, serialize_f64: f64, serialize_char: char, serialize_str: &str,
+        serialize_bytes: &[u8], serialize_unit_struct: &'static str);
+
+    fn serialize_none(self) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> PickResult<'py> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> PickResult<'py> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Err(serde::ser::Error::custom("a sequence has no fields"))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Picking<'py, 'k>, Self::Error> {
+        Ok(Picking { pick: self, found: None, at_key: false })
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Picking<'py, 'k>, Self::Error> {
+        Ok(Picking { pick: self, found: None, at_key: false })
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a variant's fields are not the report's"))
+    }
+}
+
+impl<'py> Picking<'py, '_> {
+    fn take<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), pythonize::PythonizeError> {
+        if self.found.is_none() {
+            self.found = Some(pythonize::pythonize(self.pick.py, v)?);
+        }
+        Ok(())
+    }
+}
+
+impl<'py> serde::ser::SerializeStruct for Picking<'py, '_> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> Result<(), Self::Error> {
+        if name == self.pick.key {
+            self.take(v)?;
+        }
+        Ok(())
+    }
+    fn end(self) -> PickResult<'py> {
+        Ok(self.found)
+    }
+}
+
+impl<'py> serde::ser::SerializeMap for Picking<'py, '_> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
+        // A key is compared by its JSON text (`"total"`), as the JSON names it.
+        self.at_key = serde_json::to_string(k).is_ok_and(|text| text.trim_matches('"') == self.pick.key);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        if std::mem::take(&mut self.at_key) {
+            self.take(v)?;
+        }
+        Ok(())
+    }
+    fn end(self) -> PickResult<'py> {
+        Ok(self.found)
+    }
 }
 
 /// An SVG drawing error as a `ValueError`.
@@ -346,9 +492,10 @@ impl Output {
     fn json(&self, py: Python<'_>) -> String {
         py.allow_threads(|| self.shown.json())
     }
-    /// The report as Python values (the JSON's, without JSON text).
-    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.shown.value(py)
+    /// The report's top-level field `key` as Python values (the JSON's, without JSON text), or
+    /// None.
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.shown.field(py, key)
     }
     /// The CSV rows as a list of dicts.
     fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

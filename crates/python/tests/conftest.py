@@ -60,3 +60,16 @@ def pd():
             pytest.fail("pandas is not installed, and CI must run the to_pandas() tests")
         pytest.skip("SKIP: pandas is not installed (pip install pandas to run the to_pandas() tests)")
     return pandas
+
+
+@pytest.fixture
+def np():
+    """NumPy, for the `arrays` tests: skipped loudly on a machine without it, a failure under CI
+    (`.ci/python-tests` installs pandas, which brings it)."""
+    try:
+        import numpy
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("NumPy is not installed, and CI must run the arrays tests")
+        pytest.skip("SKIP: NumPy is not installed (pip install numpy to run the arrays tests)")
+    return numpy

@@ -174,14 +174,9 @@ class Report:
         self.command = command
         self._native = native
 
-    @_cached_property
-    def _value(self):
-        # The report's own fields as Python values (no JSON text): what the attributes read.
-        return self._native.value()
-
     def _field(self, key):
-        value = self._value
-        return value.get(key) if isinstance(value, dict) else None
+        # One of the report's own fields as Python values, read in Rust (no JSON text).
+        return self._native.field(key)
 
     def to_json(self):
         """The CLI's ``--format json`` text, byte for byte."""
