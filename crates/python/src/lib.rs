@@ -738,24 +738,16 @@ struct SweepColumns {
     op_codes: Vec<u8>,
     /// The operator kinds the sweep's `largest_op` takes, in order of first appearance.
     ops: Vec<OpKind>,
-    fits: Vec<bool>,
+    /// `fits`: 1 where the point fits, else 0.
+    fits: Vec<u8>,
     /// Every point of a sweep small enough for the batch curve, else none.
     kept: Vec<SweepPoint>,
 }
 
-/// Column values as native-endian bytes in a `bytearray` (NumPy's `frombuffer` reads it in place,
-/// writable; `array.array` copies it once).
-fn byte_array<'py, T: Copy, const N: usize>(
-    py: Python<'py>,
-    values: &[T],
-    bytes: impl Fn(T) -> [u8; N],
-) -> PyResult<Bound<'py, PyByteArray>> {
-    PyByteArray::new_with(py, values.len() * N, |buf| {
-        for (out, v) in buf.chunks_exact_mut(N).zip(values) {
-            out.copy_from_slice(&bytes(*v));
-        }
-        Ok(())
-    })
+/// A column's values as native-endian bytes in a new `bytearray` (one copy; NumPy's
+/// `frombuffer` reads it in place, writable).
+fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Bound<'py, PyByteArray> {
+    PyByteArray::new(py, bytemuck::cast_slice(values))
 }
 
 impl SweepColumns {
@@ -793,7 +785,7 @@ impl SweepColumns {
             };
             // Fewer operator kinds than 256 (each `OpKind` is one).
             c.op_codes.push(code as u8);
-            c.fits.push(p.fits);
+            c.fits.push(u8::from(p.fits));
             if keep {
                 c.kept.push(*p);
             }
@@ -841,13 +833,13 @@ impl SweepColumns {
     /// into `op_names()`).
     fn buffer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<(&'static str, Bound<'py, PyByteArray>)> {
         match name {
-            "batch" => Ok(("Q", byte_array(py, &self.ints[0], u64::to_ne_bytes)?)),
-            "ctx" => Ok(("Q", byte_array(py, &self.ints[1], u64::to_ne_bytes)?)),
-            "largest_op" => Ok(("B", byte_array(py, &self.op_codes, |c: u8| [c])?)),
-            "fits" => Ok(("?", byte_array(py, &self.fits, |f: bool| [u8::from(f)])?)),
+            "batch" => Ok(("Q", byte_array(py, &self.ints[0]))),
+            "ctx" => Ok(("Q", byte_array(py, &self.ints[1]))),
+            "largest_op" => Ok(("B", byte_array(py, &self.op_codes))),
+            "fits" => Ok(("?", byte_array(py, &self.fits))),
             _ => {
                 let col = self.float_column(name).ok_or_else(|| Self::unknown(name))?;
-                Ok(("d", byte_array(py, col, f64::to_ne_bytes)?))
+                Ok(("d", byte_array(py, col)))
             }
         }
     }
@@ -860,14 +852,14 @@ impl SweepColumns {
                 let names: Vec<Bound<'py, PyString>> = self.ops.iter().map(|k| PyString::new(py, k.name())).collect();
                 PyList::new(py, self.op_codes.iter().map(|c| names[usize::from(*c)].clone()))
             }
-            "fits" => PyList::new(py, &self.fits),
+            "fits" => PyList::new(py, self.fits.iter().map(|f| *f != 0)),
             _ => Err(Self::unknown(name)),
         }
     }
 
     /// Point `i` as a tuple of Python values in column order.
     fn point<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(&fits) = self.fits.get(i) else {
+        let Some(fits) = self.fits.get(i).map(|f| *f != 0) else {
             return Err(pyo3::exceptions::PyIndexError::new_err(i));
         };
         let f = |name: &str| self.float_column(name).map_or(f64::NAN, |c| c[i]);

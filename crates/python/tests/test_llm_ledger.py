@@ -392,6 +392,10 @@ def test_sweep_to_pandas_has_the_arrays_dtypes(pd, np):
     assert df["batch"].tolist() == [1, 2, 4, 1, 2, 4] and str(df["batch"].dtype) == "uint64"
     assert str(df["fits"].dtype) == "bool" and df["largest_op"].tolist() == s.columns["largest_op"]
     assert df["step_time_s"].tolist() == list(s.columns["step_time_s"])
+    # The frame's columns are its own: writing to it leaves the sweep's arrays as they were.
+    assert not np.shares_memory(df["step_time_s"].to_numpy(), s.arrays["step_time_s"])
+    df.loc[0, "step_time_s"] = -1.0
+    assert s.arrays["step_time_s"][0] > 0 and s.columns["step_time_s"][0] > 0
 
 
 def test_sweep_arrays_without_numpy_is_a_clear_import_error(monkeypatch):

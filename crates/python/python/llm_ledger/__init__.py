@@ -320,10 +320,13 @@ class Sweep:
 
     @_cached_property
     def arrays(self):
-        """The points as NumPy arrays, in the CLI's point-key order, each read in place from the
-        bytes the sweep wrote (no Python object per point): ``uint64`` for ``batch`` and ``ctx``,
-        ``float64`` for the numbers, ``bool`` for ``fits``, and ``largest_op`` an object array
-        of str (raises ImportError when NumPy is not installed)."""
+        """The points as NumPy arrays, in the CLI's point-key order, each read in place from a
+        copy of the sweep's column (no Python object per point): ``uint64`` for ``batch`` and
+        ``ctx``, ``float64`` for the numbers, ``bool`` for ``fits``, and ``largest_op`` an object
+        array of str (raises ImportError when NumPy is not installed)."""
+        return self._new_arrays()
+
+    def _new_arrays(self):
         np = _numpy()
         n = self._native
         out = {}
@@ -348,9 +351,11 @@ class Sweep:
         return {**self.head, "points": self.rows}
 
     def to_pandas(self):
-        """The columns as a pandas DataFrame, built from ``arrays`` (raises ImportError when
-        pandas is not installed)."""
-        return _pandas().DataFrame(self.arrays)
+        """The columns as a pandas DataFrame of arrays of its own (the ``arrays`` dtypes), each
+        column one copy of the sweep's (raises ImportError when pandas is not installed)."""
+        pandas = _pandas()
+        # Fresh arrays, so the frame shares no memory with `arrays`: no copy is needed to build it.
+        return pandas.DataFrame(self._new_arrays(), copy=False)
 
     def __repr__(self):
         i = self.head["inputs"]
