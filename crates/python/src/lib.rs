@@ -2,10 +2,11 @@
 //! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
-//! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands back its JSON
-//! (the CLI's `--format json`, byte for byte), its CSV rows as JSON objects, its human table and,
-//! for `ledger` and `simulate`, the plot the CLI's `--plot` draws. A `sweep` comes back as columns
-//! computed here, not in a Python loop. Files and Hub ids (`model`, `gpu`, `profile`,
+//! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
+//! as it is ([`Output`]): each of its fields as Python values, its JSON (the CLI's `--format json`,
+//! byte for byte), its CSV rows, its human table and, for `ledger` and `simulate`, the plot the
+//! CLI's `--plot` draws are made only when the Python side asks for them. A `sweep` comes back as
+//! columns computed here, not in a Python loop ([`SweepColumns`]). Files and Hub ids (`model`, `gpu`, `profile`,
 //! `revision`, `simulate`'s `trace` and `hist:` lengths) are read by `llm_ledger_files`, the
 //! CLI's own readers, and `simulate` and `plan --rate` take their inputs through the same
 //! resolvers as the CLI (`llm_ledger_app`), whose input tables list their keywords.
@@ -693,22 +694,15 @@ const COLUMNS: [&str; 14] = [
     "fits",
 ];
 
-/// The numeric columns of a sweep, in point-key order (`batch`, `ctx`, `largest_op` and `fits`
-/// apart).
-const FLOAT_COLUMNS: [&str; 10] = [
-    "step_time_s",
-    "tokens_per_s",
-    "flops",
-    "bytes",
-    "weight_bytes",
-    "kv_bytes",
-    "intensity",
-    "largest_op_time_s",
-    "memory_bytes",
-    "kv_cache_bytes",
-];
+/// The columns that are not `f64` numbers.
+const OTHER_COLUMNS: [&str; 4] = ["batch", "ctx", "largest_op", "fits"];
 
-/// A point's numbers in [`FLOAT_COLUMNS`] order.
+/// The `f64` columns, in point-key order ([`floats_of`]'s).
+fn float_columns() -> impl Iterator<Item = &'static str> {
+    COLUMNS.iter().copied().filter(|c| !OTHER_COLUMNS.contains(c))
+}
+
+/// A point's numbers in [`float_columns`] order.
 fn floats_of(p: &SweepPoint) -> [f64; 10] {
     [
         p.step_time_s,
@@ -732,7 +726,7 @@ struct SweepColumns {
     plan: SweepPlan,
     /// `batch` and `ctx`.
     ints: [Vec<u64>; 2],
-    /// [`FLOAT_COLUMNS`].
+    /// [`float_columns`], in its order.
     floats: Vec<Vec<f64>>,
     /// `largest_op`, as indices into `ops`.
     op_codes: Vec<u8>,
@@ -755,7 +749,7 @@ impl SweepColumns {
     fn compute(plan: SweepPlan, n: usize) -> PyResult<SweepColumns> {
         let mut c = SweepColumns {
             ints: [Vec::with_capacity(n), Vec::with_capacity(n)],
-            floats: (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect(),
+            floats: float_columns().map(|_| Vec::with_capacity(n)).collect(),
             op_codes: Vec::with_capacity(n),
             ops: Vec::new(),
             fits: Vec::with_capacity(n),
@@ -798,7 +792,7 @@ impl SweepColumns {
     }
 
     fn float_column(&self, name: &str) -> Option<&[f64]> {
-        FLOAT_COLUMNS.iter().position(|c| *c == name).map(|i| self.floats[i].as_slice())
+        float_columns().position(|c| c == name).map(|i| self.floats[i].as_slice())
     }
 
     fn unknown(name: &str) -> PyErr {
@@ -859,28 +853,19 @@ impl SweepColumns {
 
     /// Point `i` as a tuple of Python values in column order.
     fn point<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(fits) = self.fits.get(i).map(|f| *f != 0) else {
+        if i >= self.fits.len() {
             return Err(pyo3::exceptions::PyIndexError::new_err(i));
+        }
+        let value = |name: &str| -> PyResult<Bound<'py, PyAny>> {
+            Ok(match name {
+                "batch" => self.ints[0][i].into_pyobject(py)?.into_any(),
+                "ctx" => self.ints[1][i].into_pyobject(py)?.into_any(),
+                "largest_op" => PyString::new(py, self.ops[usize::from(self.op_codes[i])].name()).into_any(),
+                "fits" => PyBool::new(py, self.fits[i] != 0).to_owned().into_any(),
+                _ => self.float_column(name).ok_or_else(|| Self::unknown(name))?[i].into_pyobject(py)?.into_any(),
+            })
         };
-        let f = |name: &str| self.float_column(name).map_or(f64::NAN, |c| c[i]);
-        let op = self.ops[usize::from(self.op_codes[i])].name();
-        let values: Vec<Bound<'py, PyAny>> = vec![
-            self.ints[0][i].into_pyobject(py)?.into_any(),
-            self.ints[1][i].into_pyobject(py)?.into_any(),
-            f("step_time_s").into_pyobject(py)?.into_any(),
-            f("tokens_per_s").into_pyobject(py)?.into_any(),
-            f("flops").into_pyobject(py)?.into_any(),
-            f("bytes").into_pyobject(py)?.into_any(),
-            f("weight_bytes").into_pyobject(py)?.into_any(),
-            f("kv_bytes").into_pyobject(py)?.into_any(),
-            f("intensity").into_pyobject(py)?.into_any(),
-            PyString::new(py, op).into_any(),
-            f("largest_op_time_s").into_pyobject(py)?.into_any(),
-            f("memory_bytes").into_pyobject(py)?.into_any(),
-            f("kv_cache_bytes").into_pyobject(py)?.into_any(),
-            PyBool::new(py, fits).to_owned().into_any(),
-        ];
-        PyTuple::new(py, values)
+        PyTuple::new(py, COLUMNS.iter().map(|name| value(name)).collect::<PyResult<Vec<_>>>()?)
     }
 
     /// The batch curve (the CLI's `--plot`) as SVG, for a sweep over one context of at most

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 import llm_ledger as ll
-from conftest import ROOT, cli_binary
+from conftest import ROOT, cli_binary, refuse_import
 
 COMMANDS = ["ledger", "kv", "levers", "latency", "cost", "zoom", "tile", "moe", "plan", "sweep", "simulate"]
 
@@ -208,16 +208,7 @@ def test_to_pandas(pd):
 
 
 def test_to_pandas_without_pandas_is_a_clear_import_error(monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_pandas(name, *a, **k):
-        if name == "pandas":
-            raise ImportError("No module named 'pandas'")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    refuse_import(monkeypatch, "pandas")
     with pytest.raises(ImportError, match="pip install pandas"):
         ll.ledger().to_pandas()
 
@@ -274,7 +265,8 @@ def test_readme_python_example_runs():
     exec(compile(code, "README.md", "exec"), {})
 
 
-def test_docs_python_md_is_real_output(monkeypatch):
+def test_docs_python_md_is_real_output(monkeypatch, np):
+    # The page shows a sweep's NumPy arrays (`np`: NumPy is there, or the test says why not).
     import doctest
 
     monkeypatch.chdir(ROOT)
@@ -399,17 +391,8 @@ def test_sweep_to_pandas_has_the_arrays_dtypes(pd, np):
 
 
 def test_sweep_arrays_without_numpy_is_a_clear_import_error(monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_numpy(name, *a, **k):
-        if name == "numpy":
-            raise ImportError("No module named 'numpy'")
-        return real(name, *a, **k)
-
     s = ll.sweep(batch=[1, 2])
-    monkeypatch.setattr(builtins, "__import__", no_numpy)
+    refuse_import(monkeypatch, "numpy")
     with pytest.raises(ImportError, match="pip install numpy"):
         s.arrays
     # The columns need no NumPy.
