@@ -362,8 +362,8 @@ def test_sweep_arrays_are_numpy_columns_read_in_place(np):
     dtypes = {name: str(column.dtype) for name, column in a.items()}
     assert dtypes == {
         **{name: "float64" for name in a},
-        "batch": "uint64",
-        "ctx": "uint64",
+        "batch": "int64",
+        "ctx": "int64",
         "largest_op": "object",
         "fits": "bool",
     }
@@ -381,7 +381,7 @@ def test_sweep_to_pandas_has_the_arrays_dtypes(pd, np):
     s = ll.sweep(batch=[1, 2, 4], ctx=[1024, 8192])
     df = s.to_pandas()
     assert list(df.columns) == list(s.columns)
-    assert df["batch"].tolist() == [1, 2, 4, 1, 2, 4] and str(df["batch"].dtype) == "uint64"
+    assert df["batch"].tolist() == [1, 2, 4, 1, 2, 4] and str(df["batch"].dtype) == "int64"
     assert str(df["fits"].dtype) == "bool" and df["largest_op"].tolist() == s.columns["largest_op"]
     assert df["step_time_s"].tolist() == list(s.columns["step_time_s"])
     # The frame's columns are its own: writing to it leaves the sweep's arrays as they were.

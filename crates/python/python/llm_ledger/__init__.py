@@ -274,8 +274,10 @@ class Simulation(Report):
         return self._field("settings")
 
 
-#: NumPy's dtype of each ``array`` type code a sweep column comes in.
-_DTYPES = {"Q": "uint64", "d": "float64", "?": "bool", "B": "uint8"}
+#: NumPy's dtype for each ``array`` type code a sweep column comes in. ``batch`` and ``ctx`` (u64,
+#: at most 2**30 and the longest context) are read as int64, the same bytes below 2**63: pandas'
+#: own integer dtype.
+_DTYPES = {"Q": "int64", "d": "float64", "?": "bool", "B": "uint8"}
 
 
 class Sweep:
@@ -321,7 +323,7 @@ class Sweep:
     @_cached_property
     def arrays(self):
         """The points as NumPy arrays, in the CLI's point-key order, each read in place from a
-        copy of the sweep's column (no Python object per point): ``uint64`` for ``batch`` and
+        copy of the sweep's column (no Python object per point): ``int64`` for ``batch`` and
         ``ctx``, ``float64`` for the numbers, ``bool`` for ``fits``, and ``largest_op`` an object
         array of str (raises ImportError when NumPy is not installed)."""
         return self._new_arrays()

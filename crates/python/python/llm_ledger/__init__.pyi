@@ -65,7 +65,7 @@ class Sweep:
     """A whole sweep as columns, in the CLI's point-key order."""
     head: Dict[str, Any]
     columns: Dict[str, Union[array, List[str], List[bool]]]
-    #: The columns as NumPy arrays (`uint64`, `float64`, `bool`; `largest_op` of str objects),
+    #: The columns as NumPy arrays (`int64`, `float64`, `bool`; `largest_op` of str objects),
     #: without a Python object per point (needs NumPy).
     arrays: Dict[str, Any]
     total: None
