@@ -55,6 +55,11 @@ pub const MAX_AXIS_ITEMS: usize = 4096;
 /// Points evaluated per parallel chunk.
 pub const CHUNK: usize = 4096;
 
+/// Fewest points a chunk hands to the thread pool: a smaller one (a one-point sweep, a short
+/// batch list) is evaluated on the calling thread, where waking the pool would cost more than the
+/// points themselves (a few microseconds each).
+pub const PARALLEL_MIN_POINTS: usize = 32;
+
 /// One item of an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Segment {
@@ -344,7 +349,8 @@ impl Sweep {
     }
 
     /// Evaluate every point, in order, handing each to `emit`; stop early when it breaks.
-    /// Chunks of [`CHUNK`] points are evaluated in parallel; memory stays bounded by one chunk.
+    /// Chunks of [`CHUNK`] points are evaluated in parallel (one of fewer than
+    /// [`PARALLEL_MIN_POINTS`] on the calling thread); memory stays bounded by one chunk.
     pub fn run(&self, mut emit: impl FnMut(&SweepPoint) -> ControlFlow<()>) {
         self.run_mapped(|_, _| (), |p, ()| emit(p));
     }
@@ -366,14 +372,17 @@ impl Sweep {
             if pending.is_empty() {
                 return;
             }
-            pending
-                .par_iter()
-                .map(|&((b, c), i)| {
-                    let p = self.evaluate(b, c);
-                    let mapped = map(i, &p);
-                    (p, mapped)
-                })
-                .collect_into_vec(&mut done);
+            let each = |&((b, c), i): &((u64, u64), u64)| {
+                let p = self.evaluate(b, c);
+                let mapped = map(i, &p);
+                (p, mapped)
+            };
+            if pending.len() < PARALLEL_MIN_POINTS {
+                done.clear();
+                done.extend(pending.iter().map(each));
+            } else {
+                pending.par_iter().map(each).collect_into_vec(&mut done);
+            }
             for (p, mapped) in done.drain(..) {
                 if emit(&p, mapped).is_break() {
                     return;
@@ -516,5 +525,22 @@ mod tests {
             },
         );
         assert_eq!(next, 2 * n);
+    }
+
+    #[test]
+    fn small_chunks_on_the_calling_thread_give_the_pool_s_points() {
+        // A last chunk of 5 points (serial) after a full one (parallel), and a whole sweep
+        // below the pool's threshold: every point is `evaluate`'s, in order.
+        for n in [CHUNK + 5, PARALLEL_MIN_POINTS - 1] {
+            let batch = Axis::parse("batch", &format!("1..{n}"), 1, MAX_BATCH).unwrap();
+            let sw = Sweep::new(seed(), batch, Axis::single(2048), 0.0).unwrap();
+            let mut got = Vec::new();
+            sw.run(|p| {
+                got.push(*p);
+                ControlFlow::Continue(())
+            });
+            let want: Vec<SweepPoint> = (1..=n as u64).map(|b| sw.evaluate(b, 2048)).collect();
+            assert_eq!(got, want, "{n} points");
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
-//! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands back its JSON
-//! (the CLI's `--format json`, byte for byte), its CSV rows as JSON objects, its human table and,
-//! for `ledger` and `simulate`, the plot the CLI's `--plot` draws. A `sweep` comes back as columns
-//! computed here, not in a Python loop. Files and Hub ids (`model`, `gpu`, `profile`,
+//! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
+//! as it is ([`Output`]): each of its fields as Python values, its JSON (the CLI's `--format json`,
+//! byte for byte), its CSV rows, its human table and, for `ledger` and `simulate`, the plot the
+//! CLI's `--plot` draws are made only when the Python side asks for them. A `sweep` comes back as
+//! columns computed here, not in a Python loop ([`SweepColumns`]). Files and Hub ids (`model`, `gpu`, `profile`,
 //! `revision`, `simulate`'s `trace` and `hist:` lengths) are read by `llm_ledger_files`, the
 //! CLI's own readers, and `simulate` and `plan --rate` take their inputs through the same
 //! resolvers as the CLI (`llm_ledger_app`), whose input tables list their keywords.
@@ -23,10 +24,11 @@ use llm_ledger_app::simulate::{self, SimRequest};
 use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_app::zoom::{self, ZoomRequest};
 use llm_ledger_app::{CommandError, Files, Input};
+use llm_ledger_core::kinds::OpKind;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::grid_points;
+use llm_ledger_core::sweep::{grid_points, SweepPoint};
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest};
 use llm_ledger_files::FileInputs;
@@ -35,11 +37,14 @@ use llm_ledger_report::kv::KvReport;
 use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
+use llm_ledger_report::simulate::SimulateReport;
+use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyDict, PyList, PyString, PyTuple};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -276,30 +281,254 @@ fn command_error(e: CommandError) -> PyErr {
     }
 }
 
-/// What a report hands back: its JSON (the CLI's `--format json`), its CSV rows as a JSON array of
-/// objects (the CLI's JSON row fields), its human table as JSON, its text table (the CLI's table
-/// with every column), and a plot.
-type Output = (String, String, String, String, Option<String>);
+/// The plot of a report, drawn when asked for (the CLI's `--plot`).
+type Plot<R> = Box<dyn Fn(&R) -> PyResult<String> + Send + Sync>;
 
-/// The human layout as JSON: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
-fn human_json(h: &HumanTable) -> String {
-    serde_json::json!({
-        "title": h.title,
-        "header": h.header,
-        "rows": h.rows,
-        "right_aligned": h.right_aligned,
-        "footer": h.footer,
-    })
-    .to_string()
+/// A report as the core built it, rendered only when asked for: each method is one of the Python
+/// result's attributes, built once on the Python side and kept there.
+trait Shown: Send + Sync {
+    /// The CLI's `--format json`, byte for byte.
+    fn json(&self) -> String;
+    /// One top-level field of the report's serde form (the JSON's `key`) as Python dicts, lists,
+    /// numbers and strings, without JSON text; None where the report has no such field.
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>>;
+    /// The CLI's `--format csv` rows as dicts (its JSON row fields), after the finiteness check
+    /// the CLI makes before it writes them.
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    /// The human layout (the table's cells, title and footer).
+    fn human(&self) -> HumanTable;
+    /// The CLI's text table with every column.
+    fn table(&self) -> String;
+    /// The plot as SVG, where the command draws one.
+    fn svg(&self) -> PyResult<Option<String>>;
 }
 
-/// A report's [`Output`], after the same finiteness check the CLI's rendering does.
-fn output<R: Report>(r: &R, svg: Option<String>) -> PyResult<Output> {
-    let json = r.render(Format::Json).map_err(|e| input_error(&e))?;
-    let rows = r.csv_rows();
-    llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
-    let rows = serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok((json, rows, human_json(&r.human()), r.layout(Format::Table), svg))
+/// A report and its plot.
+struct Held<R> {
+    report: R,
+    plot: Option<Plot<R>>,
+}
+
+impl<R: Report + Send + Sync> Shown for Held<R> {
+    fn json(&self) -> String {
+        self.report.layout(Format::Json)
+    }
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.report.serialize(Pick { py, key })?)
+    }
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rows = self.report.csv_rows();
+        llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
+        Ok(pythonize::pythonize(py, &rows)?)
+    }
+    fn human(&self) -> HumanTable {
+        self.report.human()
+    }
+    fn table(&self) -> String {
+        self.report.layout(Format::Table)
+    }
+    fn svg(&self) -> PyResult<Option<String>> {
+        self.plot.as_ref().map(|draw| draw(&self.report)).transpose()
+    }
+}
+
+/// One command's result: the report, held typed ([`Shown`]); nothing is rendered until the
+/// Python side asks for it.
+#[pyclass(frozen, module = "llm_ledger._native")]
+struct Output {
+    shown: Box<dyn Shown>,
+}
+
+/// `report` (with its plot) as an [`Output`], after the finiteness check the CLI's JSON
+/// rendering makes, so a NaN is an error at the call, never a number handed back (the CSV rows,
+/// built only when asked for, are checked then: [`Shown::csv_rows`]).
+fn held<R: Report + Send + Sync + 'static>(report: R, plot: Option<Plot<R>>) -> PyResult<Output> {
+    llm_ledger_report::finite::check("", &report).map_err(|e| input_error(&e))?;
+    Ok(Output { shown: Box::new(Held { report, plot }) })
+}
+
+/// A serde serializer that picks one top-level field (`key`) of a struct's serde form — or of the
+/// map a struct with `#[serde(flatten)]` fields serializes as — and turns only that field into
+/// Python values (`pythonize`); the other fields are passed over unconverted. A value that is
+/// not a struct or a map has no fields: `None`.
+struct Pick<'py, 'k> {
+    py: Python<'py>,
+    key: &'k str,
+}
+
+/// A struct or map in progress: the field found so far, and whether the map key just given is
+/// `key`.
+struct Picking<'py, 'k> {
+    pick: Pick<'py, 'k>,
+    found: Option<Bound<'py, PyAny>>,
+    at_key: bool,
+}
+
+type Picked<'py> = Option<Bound<'py, PyAny>>;
+type PickResult<'py> = Result<Picked<'py>, pythonize::PythonizeError>;
+
+macro_rules! no_fields {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name(self, _: $t) -> PickResult<'py> { Ok(None) })*
+    };
+}
+
+impl<'py, 'k> serde::Serializer for Pick<'py, 'k> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    type SerializeSeq = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTuple = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTupleStruct = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeTupleVariant = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+    type SerializeMap = Picking<'py, 'k>;
+    type SerializeStruct = Picking<'py, 'k>;
+    type SerializeStructVariant = serde::ser::Impossible<Picked<'py>, pythonize::PythonizeError>;
+
+    no_fields!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64,
+        serialize_f32: f32, serialize_f64: f64, serialize_char: char, serialize_str: &str,
+        serialize_bytes: &[u8], serialize_unit_struct: &'static str);
+
+    fn serialize_none(self) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> PickResult<'py> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> PickResult<'py> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> PickResult<'py> {
+        Ok(None)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Err(serde::ser::Error::custom("a sequence has no fields"))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a tuple has no fields"))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Picking<'py, 'k>, Self::Error> {
+        Ok(Picking { pick: self, found: None, at_key: false })
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Picking<'py, 'k>, Self::Error> {
+        Ok(Picking { pick: self, found: None, at_key: false })
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a variant's fields are not the report's"))
+    }
+}
+
+impl<'py> Picking<'py, '_> {
+    fn take<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), pythonize::PythonizeError> {
+        if self.found.is_none() {
+            self.found = Some(pythonize::pythonize(self.pick.py, v)?);
+        }
+        Ok(())
+    }
+}
+
+impl<'py> serde::ser::SerializeStruct for Picking<'py, '_> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> Result<(), Self::Error> {
+        if name == self.pick.key {
+            self.take(v)?;
+        }
+        Ok(())
+    }
+    fn end(self) -> PickResult<'py> {
+        Ok(self.found)
+    }
+}
+
+impl<'py> serde::ser::SerializeMap for Picking<'py, '_> {
+    type Ok = Picked<'py>;
+    type Error = pythonize::PythonizeError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
+        // A key is compared by its JSON text (`"total"`), as the JSON names it.
+        self.at_key = serde_json::to_string(k).is_ok_and(|text| text.trim_matches('"') == self.pick.key);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        if std::mem::take(&mut self.at_key) {
+            self.take(v)?;
+        }
+        Ok(())
+    }
+    fn end(self) -> PickResult<'py> {
+        Ok(self.found)
+    }
+}
+
+/// An SVG drawing error as a `ValueError`.
+fn plot_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl Output {
+    /// The CLI's `--format json` text.
+    fn json(&self, py: Python<'_>) -> String {
+        py.allow_threads(|| self.shown.json())
+    }
+    /// The report's top-level field `key` as Python values (the JSON's, without JSON text), or
+    /// None.
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.shown.field(py, key)
+    }
+    /// The CSV rows as a list of dicts.
+    fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.shown.csv_rows(py)
+    }
+    /// The human layout: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
+    fn human<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = py.allow_threads(|| self.shown.human());
+        let d = PyDict::new(py);
+        d.set_item("title", h.title)?;
+        d.set_item("header", h.header)?;
+        d.set_item("rows", h.rows)?;
+        d.set_item("right_aligned", h.right_aligned)?;
+        d.set_item("footer", h.footer)?;
+        Ok(d)
+    }
+    /// The CLI's text table, every column.
+    fn table(&self, py: Python<'_>) -> String {
+        py.allow_threads(|| self.shown.table())
+    }
+    /// The plot as inline SVG, or None.
+    fn svg(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        py.allow_threads(|| self.shown.svg())
+    }
 }
 
 /// How often a running command checks Python's signal handlers.
@@ -337,12 +566,17 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&AtomicBool) -> PyRe
     })
 }
 
-/// Run `command` (not `sweep`) on text keyword arguments; see the module doc. Ctrl-C stops it
-/// ([`interruptible`]).
+/// Run `command` (not `sweep`) on text keyword arguments; see the module doc. `plan` and
+/// `simulate`, which search and simulate for up to seconds, stop at Ctrl-C ([`interruptible`]);
+/// the other commands take microseconds to milliseconds and run on the calling thread, the GIL
+/// released.
 #[pyfunction]
 fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
     let call = Call::new(command, pairs)?;
-    interruptible(py, |cancel| build(command, &call, cancel))
+    match command {
+        "plan" | "simulate" => interruptible(py, |cancel| build(command, &call, cancel)),
+        _ => py.allow_threads(|| build(command, &call, &AtomicBool::new(false))),
+    }
 }
 
 fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
@@ -351,38 +585,42 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
         "ledger" => {
             let sc = call.scenario()?;
             let report = LedgerReport::new(&sc, &Ledger::build(&sc));
-            let mut chart = Roofline::from_report(&report, &sc.gpu);
-            chart.title = Some(llm_ledger_report::plot::title(&report.inputs));
-            let svg = chart.svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            output(&report, Some(svg))
+            let gpu = sc.gpu;
+            // The roofline the CLI's `--plot` draws.
+            let roofline: Plot<LedgerReport> = Box::new(move |r| {
+                let mut chart = Roofline::from_report(r, &gpu);
+                chart.title = Some(llm_ledger_report::plot::title(&r.inputs));
+                chart.svg(PlotSize::default()).map_err(plot_error)
+            });
+            held(report, Some(roofline))
         }
         "kv" => {
             let sc = call.scenario()?;
-            output(&KvReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
+            held(KvReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
         }
         "levers" => {
             let sc = call.scenario()?;
-            output(&LeverReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
+            held(LeverReport::new(&sc, call.serving(&sc)?.reserve_bytes), None)
         }
         "latency" => {
             let sc = call.scenario()?;
-            output(&LatencyReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+            held(LatencyReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
         }
         "cost" => {
             let sc = call.scenario()?;
-            output(&CostReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
+            held(CostReport::build(&sc, &call.serving(&sc)?).map_err(core)?, None)
         }
         "zoom" => {
             let sc = call.scenario()?;
             let req: ZoomRequest = call.request(zoom::inputs())?;
             // As the CLI's JSON: a path this scenario lacks is an error about `at`.
-            output(&req.run(&sc, false).map_err(command_error)?.0, None)
+            held(req.run(&sc, false).map_err(command_error)?.0, None)
         }
         "moe" => {
             let base = call.scenario()?;
             let req: MoeRequest = call.request(moe::inputs())?;
             let model_given = call.scenario.iter().any(|(k, _)| k == "model");
-            output(&req.run(&base, model_given, MAX_POINTS).map_err(command_error)?, None)
+            held(req.run(&base, model_given, MAX_POINTS).map_err(command_error)?, None)
         }
         "plan" => {
             let req: PlanRequest = call.request(plan::inputs())?;
@@ -395,20 +633,21 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
                 let sc = call.scenario()?;
                 let s = req.serving(&sc).map_err(command_error)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
-                return output(&report, None);
+                return held(report, None);
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
-            output(&req.run(&sc).map_err(command_error)?, None)
+            held(req.run(&sc).map_err(command_error)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;
             let req: SimRequest = call.request(simulate::inputs())?;
             let sim = simulate::run(&sc, &req, FILES, None, Some(cancel)).map_err(command_error)?;
             // The plot the CLI's `--plot` draws: latency CDFs (one rate) or throughput against
-            // p99 latency (a sweep).
-            let svg = sim.chart().svg(PlotSize::default()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            output(&sim.report, Some(svg))
+            // p99 latency (a sweep); its data kept, the runs let go.
+            let chart = sim.chart();
+            let draw: Plot<SimulateReport> = Box::new(move |_| chart.svg(PlotSize::default()).map_err(plot_error));
+            held(sim.report, Some(draw))
         }
         "tile" => {
             let text = |k: &str| call.own(k).map(str::to_string);
@@ -426,21 +665,23 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             };
             let g = req.resolve().map_err(core)?;
             let gpu = llm_ledger_files::gpu(call.own("gpu"), None).map_err(|e| files_error(e, Some("gpu")))?;
-            output(&TileReport::build(&g, &gpu).map_err(core)?, None)
+            held(TileReport::build(&g, &gpu).map_err(core)?, None)
         }
         other => Err(PyValueError::new_err(format!("no command `{other}`"))),
     }
 }
 
-/// Most points one Python `sweep` call returns (every point is held in memory, 14 columns of 8
-/// bytes: 2²⁵ points are about 3.8 GB); the CLI streams up to the core's cap.
+/// Most points one Python `sweep` call returns (every point is held in memory, 14 columns of at
+/// most 8 bytes: 2²⁵ points are about 3.4 GB); the CLI streams up to the core's cap.
 pub const MAX_PYTHON_SWEEP_POINTS: u64 = 1 << 25;
 
 /// Most points a sweep's batch curve draws (the CLI's `--plot` limit).
 const MAX_PLOT_POINTS: u64 = 4096;
 
-/// The numeric columns of a sweep, in the CLI's JSON point order (`largest_op` and `fits` apart).
-const FLOAT_COLUMNS: [&str; 10] = [
+/// A sweep's columns: the CLI's JSON point keys, in its order.
+const COLUMNS: [&str; 14] = [
+    "batch",
+    "ctx",
     "step_time_s",
     "tokens_per_s",
     "flops",
@@ -448,22 +689,205 @@ const FLOAT_COLUMNS: [&str; 10] = [
     "weight_bytes",
     "kv_bytes",
     "intensity",
+    "largest_op",
     "largest_op_time_s",
     "memory_bytes",
     "kv_cache_bytes",
+    "fits",
 ];
 
-/// A whole sweep in one call: the head as JSON (the CLI's JSON without `points`) and the points as
-/// columns — `batch`, `ctx` as `array('Q')`, the float fields as `array('d')`, `largest_op` as a
-/// list of str, `fits` as a list of bool — in the CLI's point-key order; and the batch curve as SVG
-/// for a sweep over one context of at most [`MAX_PLOT_POINTS`] points.
+/// The columns that are not `f64` numbers.
+const OTHER_COLUMNS: [&str; 4] = ["batch", "ctx", "largest_op", "fits"];
+
+/// The `f64` columns, in point-key order ([`floats_of`]'s).
+fn float_columns() -> impl Iterator<Item = &'static str> {
+    COLUMNS.iter().copied().filter(|c| !OTHER_COLUMNS.contains(c))
+}
+
+/// A point's numbers in [`float_columns`] order.
+fn floats_of(p: &SweepPoint) -> [f64; 10] {
+    [
+        p.step_time_s,
+        p.tokens_per_s,
+        p.flops,
+        p.bytes,
+        p.weight_bytes,
+        p.kv_bytes,
+        p.intensity,
+        p.largest_op_time_s,
+        p.memory_bytes,
+        p.kv_cache_bytes,
+    ]
+}
+
+/// A whole sweep, computed in one call and held as columns (one `Vec` per point key, no Python
+/// object per point): handed to Python as `array.array`s and lists ([`SweepColumns::column`]) or
+/// as the bytes NumPy reads in place ([`SweepColumns::buffer`]), each only when asked for.
+#[pyclass(frozen, module = "llm_ledger._native")]
+struct SweepColumns {
+    plan: SweepPlan,
+    /// `batch` and `ctx`.
+    ints: [Vec<u64>; 2],
+    /// [`float_columns`], in its order.
+    floats: Vec<Vec<f64>>,
+    /// `largest_op`, as indices into `ops`.
+    op_codes: Vec<u8>,
+    /// The operator kinds the sweep's `largest_op` takes, in order of first appearance.
+    ops: Vec<OpKind>,
+    /// `fits`: 1 where the point fits, else 0.
+    fits: Vec<u8>,
+    /// Every point of a sweep small enough for the batch curve, else none.
+    kept: Vec<SweepPoint>,
+}
+
+/// A column's values as native-endian bytes in a new `bytearray` (one copy; NumPy's
+/// `frombuffer` reads it in place, writable).
+fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Bound<'py, PyByteArray> {
+    PyByteArray::new(py, bytemuck::cast_slice(values))
+}
+
+impl SweepColumns {
+    /// Run `plan`'s sweep into columns (at most `n` points; the CLI's finiteness check on each).
+    fn compute(plan: SweepPlan, n: usize) -> PyResult<SweepColumns> {
+        let mut c = SweepColumns {
+            ints: [Vec::with_capacity(n), Vec::with_capacity(n)],
+            floats: float_columns().map(|_| Vec::with_capacity(n)).collect(),
+            op_codes: Vec::with_capacity(n),
+            ops: Vec::new(),
+            fits: Vec::with_capacity(n),
+            kept: Vec::new(),
+            plan,
+        };
+        let keep = n as u64 <= MAX_PLOT_POINTS;
+        let mut bad = None;
+        c.plan.sweep.run(|p| {
+            let values = floats_of(p);
+            if values.iter().any(|v| !v.is_finite()) {
+                // The report crate's check names the field and the point, as the CLI's would.
+                bad = llm_ledger_report::finite::check(&format!("points[{}]", c.fits.len()), p).err();
+                return ControlFlow::Break(());
+            }
+            c.ints[0].push(p.batch);
+            c.ints[1].push(p.ctx);
+            for (col, v) in c.floats.iter_mut().zip(values) {
+                col.push(v);
+            }
+            let code = match c.ops.iter().position(|k| *k == p.largest_op) {
+                Some(i) => i,
+                None => {
+                    c.ops.push(p.largest_op);
+                    c.ops.len() - 1
+                }
+            };
+            // Fewer operator kinds than 256 (each `OpKind` is one).
+            c.op_codes.push(code as u8);
+            c.fits.push(u8::from(p.fits));
+            if keep {
+                c.kept.push(*p);
+            }
+            ControlFlow::Continue(())
+        });
+        match bad {
+            Some(e) => Err(input_error(&e)),
+            None => Ok(c),
+        }
+    }
+
+    fn float_column(&self, name: &str) -> Option<&[f64]> {
+        float_columns().position(|c| c == name).map(|i| self.floats[i].as_slice())
+    }
+
+    fn unknown(name: &str) -> PyErr {
+        PyKeyError::new_err(name.to_string())
+    }
+}
+
+#[pymethods]
+impl SweepColumns {
+    fn __len__(&self) -> usize {
+        self.fits.len()
+    }
+
+    /// The CLI's sweep JSON without `points`, as Python values.
+    fn head<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pythonize::pythonize(py, &self.plan.head)?)
+    }
+
+    /// The column names, the CLI's point keys in order.
+    #[staticmethod]
+    fn names() -> Vec<&'static str> {
+        COLUMNS.to_vec()
+    }
+
+    /// The operator kinds `largest_op` takes, indexed by the codes of `buffer("largest_op")`.
+    fn op_names(&self) -> Vec<&'static str> {
+        self.ops.iter().map(|k| k.name()).collect()
+    }
+
+    /// A column as its `array` type code and a `bytearray` of its values: `batch` and `ctx` `Q`
+    /// (u64), the numbers `d` (f64), `fits` `?` (one byte, 0 or 1), `largest_op` `B` (a code
+    /// into `op_names()`).
+    fn buffer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<(&'static str, Bound<'py, PyByteArray>)> {
+        match name {
+            "batch" => Ok(("Q", byte_array(py, &self.ints[0]))),
+            "ctx" => Ok(("Q", byte_array(py, &self.ints[1]))),
+            "largest_op" => Ok(("B", byte_array(py, &self.op_codes))),
+            "fits" => Ok(("?", byte_array(py, &self.fits))),
+            _ => {
+                let col = self.float_column(name).ok_or_else(|| Self::unknown(name))?;
+                Ok(("d", byte_array(py, col)))
+            }
+        }
+    }
+
+    /// `largest_op` as a list of str (one str object per operator kind, shared), or `fits` as a
+    /// list of bool.
+    fn list<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+        match name {
+            "largest_op" => {
+                let names: Vec<Bound<'py, PyString>> = self.ops.iter().map(|k| PyString::new(py, k.name())).collect();
+                PyList::new(py, self.op_codes.iter().map(|c| names[usize::from(*c)].clone()))
+            }
+            "fits" => PyList::new(py, self.fits.iter().map(|f| *f != 0)),
+            _ => Err(Self::unknown(name)),
+        }
+    }
+
+    /// Point `i` as a tuple of Python values in column order.
+    fn point<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+        if i >= self.fits.len() {
+            return Err(pyo3::exceptions::PyIndexError::new_err(i));
+        }
+        let value = |name: &str| -> PyResult<Bound<'py, PyAny>> {
+            Ok(match name {
+                "batch" => self.ints[0][i].into_pyobject(py)?.into_any(),
+                "ctx" => self.ints[1][i].into_pyobject(py)?.into_any(),
+                "largest_op" => PyString::new(py, self.ops[usize::from(self.op_codes[i])].name()).into_any(),
+                "fits" => PyBool::new(py, self.fits[i] != 0).to_owned().into_any(),
+                _ => self.float_column(name).ok_or_else(|| Self::unknown(name))?[i].into_pyobject(py)?.into_any(),
+            })
+        };
+        PyTuple::new(py, COLUMNS.iter().map(|name| value(name)).collect::<PyResult<Vec<_>>>()?)
+    }
+
+    /// The batch curve (the CLI's `--plot`) as SVG, for a sweep over one context of at most
+    /// [`MAX_PLOT_POINTS`] points; else None.
+    fn svg(&self, py: Python<'_>) -> Option<String> {
+        py.allow_threads(|| match self.plan.batch_curve(&self.kept) {
+            Ok(curve) if !self.kept.is_empty() => curve.svg(PlotSize::default()).ok(),
+            _ => None,
+        })
+    }
+}
+
+/// A whole sweep in one call ([`SweepColumns`]).
 #[pyfunction]
-fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String, Bound<'py, PyDict>, Option<String>)> {
+fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns> {
     let call = Call::new("sweep", pairs)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
-    let computed = py.allow_threads(|| -> PyResult<_> {
+    py.allow_threads(|| {
         let sc = base.scenario()?;
         let reserve = base.serving.iter().find(|(k, _)| k == "reserve").map(|(_, v)| v.clone());
         let req = SweepRequest { batch: base.own_text("batch"), ctx: ctx_axis, reserve };
@@ -476,83 +900,8 @@ fn sweep<'py>(py: Python<'py>, pairs: Vec<(String, String)>) -> PyResult<(String
                 format!("at most {MAX_PYTHON_SWEEP_POINTS} points in one call (`llm-ledger sweep` streams any number)"),
             )));
         }
-        let n = n as usize;
-        let mut ints: [Vec<u64>; 2] = [Vec::with_capacity(n), Vec::with_capacity(n)];
-        let mut floats: Vec<Vec<f64>> = (0..FLOAT_COLUMNS.len()).map(|_| Vec::with_capacity(n)).collect();
-        let mut ops = Vec::with_capacity(n);
-        let mut fits = Vec::with_capacity(n);
-        let mut kept = Vec::new();
-        let mut bad = None;
-        plan.sweep.run(|p| {
-            let values = [
-                p.step_time_s,
-                p.tokens_per_s,
-                p.flops,
-                p.bytes,
-                p.weight_bytes,
-                p.kv_bytes,
-                p.intensity,
-                p.largest_op_time_s,
-                p.memory_bytes,
-                p.kv_cache_bytes,
-            ];
-            if values.iter().any(|v| !v.is_finite()) {
-                // The report crate's check names the field and the point, as the CLI's would.
-                let i = ints[0].len();
-                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
-                return ControlFlow::Break(());
-            }
-            ints[0].push(p.batch);
-            ints[1].push(p.ctx);
-            for (c, v) in floats.iter_mut().zip(values) {
-                c.push(v);
-            }
-            ops.push(p.largest_op);
-            if n as u64 <= MAX_PLOT_POINTS {
-                kept.push(*p);
-            }
-            fits.push(p.fits);
-            ControlFlow::Continue(())
-        });
-        if let Some(e) = bad {
-            return Err(input_error(&e));
-        }
-        let head = serde_json::to_string(&plan.head).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        // The batch curve (the CLI's `--plot`) where there is one: one context, at most
-        // MAX_PLOT_POINTS batch sizes.
-        let svg = match plan.batch_curve(&kept) {
-            Ok(curve) if !kept.is_empty() => curve.svg(PlotSize::default()).ok(),
-            _ => None,
-        };
-        Ok((head, ints, floats, ops, fits, svg))
-    })?;
-    let (head, ints, floats, ops, fits, svg) = computed;
-    let array = py.import("array")?.getattr("array")?;
-    let typed = |code: &str, bytes: Vec<u8>| array.call1((code, PyBytes::new(py, &bytes)));
-    let columns = PyDict::new(py);
-    for (name, col) in ["batch", "ctx"].iter().zip(ints) {
-        columns.set_item(name, typed("Q", col.iter().flat_map(|v| v.to_ne_bytes()).collect())?)?;
-    }
-    let floats: HashMap<&str, Vec<f64>> = FLOAT_COLUMNS.iter().copied().zip(floats).collect();
-    let put_float = |name: &str| -> PyResult<()> {
-        columns.set_item(name, typed("d", floats[name].iter().flat_map(|v| v.to_ne_bytes()).collect())?)
-    };
-    for name in ["step_time_s", "tokens_per_s", "flops", "bytes", "weight_bytes", "kv_bytes", "intensity"] {
-        put_float(name)?;
-    }
-    // One str object per operator kind, shared by every point.
-    let mut names: HashMap<llm_ledger_core::kinds::OpKind, Bound<'_, PyString>> = HashMap::new();
-    let op_list = PyList::empty(py);
-    for op in ops {
-        let s = names.entry(op).or_insert_with(|| PyString::new(py, op.name()));
-        op_list.append(s.clone())?;
-    }
-    columns.set_item("largest_op", op_list)?;
-    for name in ["largest_op_time_s", "memory_bytes", "kv_cache_bytes"] {
-        put_float(name)?;
-    }
-    columns.set_item("fits", PyList::new(py, fits)?)?;
-    Ok((head, columns, svg))
+        SweepColumns::compute(plan, n as usize)
+    })
 }
 
 /// The keyword arguments `command` takes, in the CLI's flag order.
@@ -583,6 +932,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add_class::<Output>()?;
+    m.add_class::<SweepColumns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The most values one keyword takes: a context mix's buckets, the longest list any input reads.
     m.add("MAX_VALUES", llm_ledger_core::limits::MAX_CONTEXT_BUCKETS)?;

@@ -2,6 +2,7 @@
 first; `.ci/python-tests` runs after `cargo test --workspace`, which builds it), and the repository
 root."""
 
+import importlib
 import json
 import os
 import pathlib
@@ -49,14 +50,39 @@ def cli_json(cli):
     return run
 
 
-@pytest.fixture
-def pd():
-    """pandas, for the `to_pandas()` tests: skipped loudly on a machine without it, a failure
-    under CI (`.ci/python-tests` installs it), so a CI run never passes by skipping."""
+def optional_module(name, what):
+    """`name` imported, for the tests of `what`: skipped loudly on a machine without it, a failure
+    under CI (`.ci/python-tests` installs pandas, which brings NumPy), so a CI run never passes by
+    skipping."""
     try:
-        import pandas
+        return importlib.import_module(name)
     except ImportError:
         if os.environ.get("CI"):
-            pytest.fail("pandas is not installed, and CI must run the to_pandas() tests")
-        pytest.skip("SKIP: pandas is not installed (pip install pandas to run the to_pandas() tests)")
-    return pandas
+            pytest.fail(f"{name} is not installed, and CI must run the {what} tests")
+        pytest.skip(f"SKIP: {name} is not installed (pip install {name} to run the {what} tests)")
+
+
+@pytest.fixture
+def pd():
+    """pandas, for the `to_pandas()` tests."""
+    return optional_module("pandas", "to_pandas()")
+
+
+@pytest.fixture
+def np():
+    """NumPy, for the `arrays` tests."""
+    return optional_module("numpy", "arrays")
+
+
+def refuse_import(monkeypatch, refused):
+    """Make `import refused` raise ImportError, as on a machine without it."""
+    import builtins
+
+    real = builtins.__import__
+
+    def without(name, *a, **k):
+        if name == refused:
+            raise ImportError(f"No module named '{refused}'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", without)

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 import llm_ledger as ll
-from conftest import ROOT, cli_binary
+from conftest import ROOT, cli_binary, refuse_import
 
 COMMANDS = ["ledger", "kv", "levers", "latency", "cost", "zoom", "tile", "moe", "plan", "sweep", "simulate"]
 
@@ -208,16 +208,7 @@ def test_to_pandas(pd):
 
 
 def test_to_pandas_without_pandas_is_a_clear_import_error(monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_pandas(name, *a, **k):
-        if name == "pandas":
-            raise ImportError("No module named 'pandas'")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    refuse_import(monkeypatch, "pandas")
     with pytest.raises(ImportError, match="pip install pandas"):
         ll.ledger().to_pandas()
 
@@ -274,7 +265,8 @@ def test_readme_python_example_runs():
     exec(compile(code, "README.md", "exec"), {})
 
 
-def test_docs_python_md_is_real_output(monkeypatch):
+def test_docs_python_md_is_real_output(monkeypatch, np):
+    # The page shows a sweep's NumPy arrays (`np`: NumPy is there, or the test says why not).
     import doctest
 
     monkeypatch.chdir(ROOT)
@@ -335,3 +327,87 @@ def test_reports_say_whether_the_model_fits():
     assert ll.latency(model="llama-3.1-405b").fits is False
     assert ll.sweep(batch=[1, 2], model="llama-3.1-405b").fits is False
     assert ll.tile(m=1, n=4096, k=4096).fits is None
+
+
+@pytest.mark.parametrize("command,kwargs", [c for c in CASES if c[0] != "sweep"])
+def test_fields_read_from_the_report_equal_its_json(command, kwargs):
+    r = python(command, kwargs)
+    j = r.json
+    assert r.rows == (j["rows"] if isinstance(j.get("rows"), list) else r._native.csv_rows())
+    assert r.total == j.get("total")
+    assert r.fits == j.get("fits")
+    assert r.plan_command == j.get("plan_command")
+
+
+def test_a_report_is_rendered_only_when_asked():
+    r = ll.ledger(batch=64, counting="seed")
+    built = set(vars(r))
+    assert built == {"command", "_native"}, built
+    # Numbers are read from the report's fields: no JSON, table or plot is built for them.
+    assert r.total["op"] == "total" and r.rows[0]["op"] == "qkv_proj" and r.fits is True
+    assert not {"json", "_json_text", "_table", "svg", "_human"} & set(vars(r))
+    # Each rendering is built on first use and kept.
+    assert r.svg is r.svg and str(r) is str(r) and r.json is r.json
+
+
+def test_to_json_is_the_cli_json_text(cli):
+    assert ll.ledger(batch=64, kv="fp8").to_json() == cli("ledger", "--batch", "64", "--kv", "fp8", "--format", "json")
+    assert ll.kv(batch=8).to_json() == cli("kv", "--batch", "8", "--format", "json")
+
+
+def test_sweep_arrays_are_numpy_columns_read_in_place(np):
+    s = ll.sweep(batch=range(1, 101), ctx=[1024, 2048, 4096])
+    a = s.arrays
+    assert list(a) == list(s.columns)
+    dtypes = {name: str(column.dtype) for name, column in a.items()}
+    assert dtypes == {
+        **{name: "float64" for name in a},
+        "batch": "int64",
+        "ctx": "int64",
+        "largest_op": "object",
+        "fits": "bool",
+    }
+    for name, column in a.items():
+        assert len(column) == 300 and column.tolist() == list(s.columns[name]), name
+    # Numbers are views of the bytes the sweep wrote (no copy, no Python object per point), and
+    # writable.
+    assert isinstance(a["step_time_s"].base.obj, bytearray) and a["step_time_s"].flags.writeable
+    # The point at batch 64, ctx 2048 is the ledger's step.
+    i = int(np.flatnonzero((a["batch"] == 64) & (a["ctx"] == 2048))[0])
+    assert a["step_time_s"][i] == pytest.approx(ll.ledger(batch=64).json["step_time_s"], rel=1e-12)
+
+
+def test_sweep_to_pandas_has_the_arrays_dtypes(pd, np):
+    s = ll.sweep(batch=[1, 2, 4], ctx=[1024, 8192])
+    df = s.to_pandas()
+    assert list(df.columns) == list(s.columns)
+    assert df["batch"].tolist() == [1, 2, 4, 1, 2, 4] and str(df["batch"].dtype) == "int64"
+    assert str(df["fits"].dtype) == "bool" and df["largest_op"].tolist() == s.columns["largest_op"]
+    assert df["step_time_s"].tolist() == list(s.columns["step_time_s"])
+    # The frame's columns are its own: writing to it leaves the sweep's arrays as they were.
+    assert not np.shares_memory(df["step_time_s"].to_numpy(), s.arrays["step_time_s"])
+    df.loc[0, "step_time_s"] = -1.0
+    assert s.arrays["step_time_s"][0] > 0 and s.columns["step_time_s"][0] > 0
+
+
+def test_sweep_arrays_without_numpy_is_a_clear_import_error(monkeypatch):
+    s = ll.sweep(batch=[1, 2])
+    refuse_import(monkeypatch, "numpy")
+    with pytest.raises(ImportError, match="pip install numpy"):
+        s.arrays
+    # The columns need no NumPy.
+    assert list(s.columns["batch"]) == [1, 2] and s.columns["fits"] == [True, True]
+
+
+def test_sweep_html_shows_its_first_points():
+    s = ll.sweep(batch=range(1, 41))
+    h = s._repr_html_(limit=3)
+    assert h.count("<tr>") == 4 and "first 3 of 40 points" in h
+    first = [s.columns[k][0] for k in s.columns]
+    assert tuple(first) == s._native.point(0)
+
+
+def test_a_one_point_sweep_is_the_ledger_step():
+    s = ll.sweep(batch=8)
+    assert len(s) == 1 and s.columns["batch"][0] == 8
+    assert s.columns["step_time_s"][0] == pytest.approx(ll.ledger(batch=8).json["step_time_s"], rel=1e-12)

@@ -22,11 +22,13 @@ the function does not take raises ``TypeError``.
 
 from __future__ import annotations
 
+import array as _array
 import html as _html
 import itertools as _itertools
 import json as _json
 import numbers as _numbers
 import os as _os
+from functools import cached_property as _cached_property
 
 from . import _native
 from ._native import InputError
@@ -154,33 +156,79 @@ def _pandas():
     return pandas
 
 
-class Report:
-    """One command's report: the CLI's JSON (``json``), its rows (``rows``: the CLI's JSON row
-    objects, one dict per row), the ``total`` row where the report has one, the CLI's text table (``str(report)``) and, in Jupyter, an HTML table with the
-    roofline plot (``ledger``)."""
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError("arrays needs NumPy: pip install numpy (or llm-ledger[numpy])") from None
+    return numpy
 
-    def __init__(self, command, out):
-        json_text, rows_text, human_text, table, svg = out
+
+class Report:
+    """One command's report, held as the core built it: the CLI's JSON (``json``, ``to_json()``),
+    its rows (``rows``: the CLI's JSON row objects, one dict per row), the ``total`` row where the
+    report has one, the CLI's text table (``str(report)``) and, in Jupyter, an HTML table with
+    the roofline plot (``ledger``). Each is built the first time it is read, then kept."""
+
+    def __init__(self, command, native):
         self.command = command
-        #: The whole report as the CLI's ``--format json`` gives it.
-        self.json = _json.loads(json_text)
-        #: The rows: a list of dicts with the CLI's JSON row fields — the JSON's ``rows`` where it
-        #: has them (``ledger``: without the total row, which is ``total``), else the rows of the
-        #: CLI's ``--format csv`` (the same fields as its JSON row objects).
-        self.rows = self.json["rows"] if isinstance(self.json.get("rows"), list) else _json.loads(rows_text)
-        #: The total row (``ledger``), else None.
-        self.total = self.json.get("total") if isinstance(self.json, dict) else None
-        #: Whether the scenario fits in GPU memory: the JSON's ``fits`` (weights + KV cache +
-        #: workspace against the GPU's memory less the reserve, on the fullest GPU of a layout);
-        #: None where the report has no scenario (``tile``, ``moe`` without a model).
-        self.fits = self.json.get("fits") if isinstance(self.json, dict) else None
-        #: When it does not fit: the CLI's ``plan`` command that searches for a layout that does
-        #: (in Python, ``plan(model=..., gpu=..., tpot_ms=...)``), else None.
-        self.plan_command = self.json.get("plan_command") if isinstance(self.json, dict) else None
-        #: The plot as inline SVG (``ledger``: the roofline), else None.
-        self.svg = svg
-        self._human = _json.loads(human_text)
-        self._table = table
+        self._native = native
+
+    def _field(self, key):
+        # One of the report's own fields as Python values, read in Rust (no JSON text).
+        return self._native.field(key)
+
+    def to_json(self):
+        """The CLI's ``--format json`` text, byte for byte."""
+        return self._json_text
+
+    @_cached_property
+    def _json_text(self):
+        return self._native.json()
+
+    @_cached_property
+    def json(self):
+        """The whole report as the CLI's ``--format json`` gives it."""
+        return _json.loads(self._json_text)
+
+    @_cached_property
+    def rows(self):
+        """The rows: a list of dicts with the CLI's JSON row fields — the JSON's ``rows`` where it
+        has them (``ledger``: without the total row, which is ``total``), else the rows of the
+        CLI's ``--format csv`` (the same fields as its JSON row objects)."""
+        rows = self._field("rows")
+        return rows if isinstance(rows, list) else self._native.csv_rows()
+
+    @_cached_property
+    def total(self):
+        """The total row (``ledger``), else None."""
+        return self._field("total")
+
+    @_cached_property
+    def fits(self):
+        """Whether the scenario fits in GPU memory: the JSON's ``fits`` (weights + KV cache +
+        workspace against the GPU's memory less the reserve, on the fullest GPU of a layout);
+        None where the report has no scenario (``tile``, ``moe`` without a model)."""
+        return self._field("fits")
+
+    @_cached_property
+    def plan_command(self):
+        """When it does not fit: the CLI's ``plan`` command that searches for a layout that does
+        (in Python, ``plan(model=..., gpu=..., tpot_ms=...)``), else None."""
+        return self._field("plan_command")
+
+    @_cached_property
+    def svg(self):
+        """The plot as inline SVG (``ledger``: the roofline), else None."""
+        return self._native.svg()
+
+    @_cached_property
+    def _human(self):
+        return self._native.human()
+
+    @_cached_property
+    def _table(self):
+        return self._native.table()
 
     def to_pandas(self):
         """The rows as a pandas DataFrame (raises ImportError when pandas is not installed)."""
@@ -209,38 +257,89 @@ class Simulation(Report):
     rate (the CLI's CSV: ``ttft_p99_s`` …), which ``to_pandas()`` turns into a DataFrame; ``svg``,
     the latency CDFs (one rate) or throughput against p99 latency (a sweep)."""
 
-    def __init__(self, command, out):
-        super().__init__(command, out)
-        #: The one rate's summary (the CLI JSON's ``summary``), or None for a sweep of rates.
-        self.summary = self.json.get("summary")
-        #: One summary per rate: the JSON's ``points`` (a sweep) or ``[summary]`` (one rate).
-        self.points = self.json["points"] if "points" in self.json else [self.summary]
-        #: The simulator's settings as run (the JSON's ``settings``).
-        self.settings = self.json["settings"]
+    @_cached_property
+    def summary(self):
+        """The one rate's summary (the CLI JSON's ``summary``), or None for a sweep of rates."""
+        return self._field("summary")
+
+    @_cached_property
+    def points(self):
+        """One summary per rate: the JSON's ``points`` (a sweep) or ``[summary]`` (one rate)."""
+        points = self._field("points")
+        return points if points is not None else [self.summary]
+
+    @_cached_property
+    def settings(self):
+        """The simulator's settings as run (the JSON's ``settings``)."""
+        return self._field("settings")
+
+
+#: NumPy's dtype for each ``array`` type code a sweep column comes in. ``batch`` and ``ctx`` (u64,
+#: at most 2**30 and the longest context) are read as int64, the same bytes below 2**63: pandas'
+#: own integer dtype.
+_DTYPES = {"Q": "int64", "d": "float64", "?": "bool", "B": "uint8"}
 
 
 class Sweep:
-    """A whole sweep, computed in one call: ``columns`` maps each of the CLI's point keys
-    (``batch``, ``ctx``, ``step_time_s``, …, ``fits``) to a column — ``array.array`` for numbers
-    (``numpy.asarray`` reads it without a copy), lists for ``largest_op`` and ``fits``. ``head``
-    is the CLI's JSON without its points; ``json`` the CLI's whole JSON; ``rows`` one dict per
-    point."""
+    """A whole sweep, computed in one call and held in Rust as columns, one per CLI point key
+    (``batch``, ``ctx``, ``step_time_s``, …, ``fits``): ``arrays`` gives them as NumPy arrays
+    (no Python object per point), ``columns`` as ``array.array`` for numbers and lists for
+    ``largest_op`` and ``fits``, ``to_pandas()`` as a DataFrame. ``head`` is the CLI's JSON
+    without its points; ``json`` the CLI's whole JSON; ``rows`` one dict per point. Each is built
+    the first time it is read, then kept."""
 
-    def __init__(self, head_text, columns, svg=None):
-        #: The CLI's sweep JSON without ``points``.
-        self.head = _json.loads(head_text)
-        #: The points as columns, in the CLI's point-key order.
-        self.columns = columns
-        #: A sweep has no total row.
-        self.total = None
-        #: Whether every point fits in GPU memory (the head's ``fits``: the largest point's).
-        self.fits = self.head["fits"]
-        #: The batch curve as inline SVG (one context, at most 4,096 points; the CLI's ``--plot``),
-        #: else None.
-        self.svg = svg
+    #: A sweep has no total row.
+    total = None
+
+    def __init__(self, native):
+        self._native = native
+
+    @_cached_property
+    def head(self):
+        """The CLI's sweep JSON without ``points``."""
+        return self._native.head()
+
+    @_cached_property
+    def fits(self):
+        """Whether every point fits in GPU memory (the head's ``fits``: the largest point's)."""
+        return self.head["fits"]
+
+    @_cached_property
+    def svg(self):
+        """The batch curve as inline SVG (one context, at most 4,096 points; the CLI's
+        ``--plot``), else None."""
+        return self._native.svg()
+
+    @_cached_property
+    def columns(self):
+        """The points as columns, in the CLI's point-key order: ``array.array`` for numbers
+        (``numpy.asarray`` reads it without a copy), lists for ``largest_op`` and ``fits``."""
+        n = self._native
+        return {
+            name: n.list(name) if name in ("largest_op", "fits") else _array.array(*n.buffer(name))
+            for name in n.names()
+        }
+
+    @_cached_property
+    def arrays(self):
+        """The points as NumPy arrays, in the CLI's point-key order, each read in place from a
+        copy of the sweep's column (no Python object per point): ``int64`` for ``batch`` and
+        ``ctx``, ``float64`` for the numbers, ``bool`` for ``fits``, and ``largest_op`` an object
+        array of str (raises ImportError when NumPy is not installed)."""
+        return self._new_arrays()
+
+    def _new_arrays(self):
+        np = _numpy()
+        n = self._native
+        out = {}
+        for name in n.names():
+            code, buf = n.buffer(name)
+            values = np.frombuffer(buf, dtype=_DTYPES[code])
+            out[name] = np.array(n.op_names(), dtype=object)[values] if name == "largest_op" else values
+        return out
 
     def __len__(self):
-        return len(self.columns["batch"])
+        return len(self._native)
 
     @property
     def rows(self):
@@ -254,8 +353,11 @@ class Sweep:
         return {**self.head, "points": self.rows}
 
     def to_pandas(self):
-        """The columns as a pandas DataFrame (raises ImportError when pandas is not installed)."""
-        return _pandas().DataFrame(self.columns)
+        """The columns as a pandas DataFrame of arrays of its own (the ``arrays`` dtypes), each
+        column one copy of the sweep's (raises ImportError when pandas is not installed)."""
+        pandas = _pandas()
+        # Fresh arrays, so the frame shares no memory with `arrays`: no copy is needed to build it.
+        return pandas.DataFrame(self._new_arrays(), copy=False)
 
     def __repr__(self):
         i = self.head["inputs"]
@@ -265,14 +367,14 @@ class Sweep:
         )
 
     def _repr_html_(self, limit=20):
-        names = list(self.columns)
+        names = self._native.names()
         n = len(self)
         shown = range(min(n, limit))
         human = {
             "title": [repr(self)[1:-1]],
             "header": names,
             "right_aligned": [i for i, k in enumerate(names) if k not in ("largest_op", "fits")],
-            "rows": [[_cell(self.columns[k][j]) for k in names] for j in shown],
+            "rows": [[_cell(v) for v in self._native.point(j)] for j in shown],
             "footer": [f"first {len(shown)} of {n} points"] if n > limit else [],
         }
         return _html_table(human) + (f"<div>{self.svg}</div>" if self.svg else "")
@@ -354,7 +456,7 @@ def sweep(**kwargs):
     """A batch × context grid in one call (``batch`` and ``ctx``: numbers, lists, ``range``s or
     the CLI's axis text ``"1..256*2"``), computed in Rust in parallel and returned as columns
     (``llm-ledger sweep``)."""
-    return Sweep(*_native.sweep(_call(kwargs)))
+    return Sweep(_native.sweep(_call(kwargs)))
 
 
 def models():

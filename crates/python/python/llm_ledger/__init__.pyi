@@ -30,7 +30,8 @@ class InputError(ValueError):
     accepted: Optional[List[str]]
 
 class Report:
-    """One command's report (the CLI's `--format json`)."""
+    """One command's report (the CLI's `--format json`), held as the core built it: each
+    attribute is built the first time it is read."""
     command: str
     #: The whole report, as the CLI's JSON.
     json: Dict[str, Any]
@@ -45,6 +46,8 @@ class Report:
     plan_command: Optional[str]
     #: The roofline plot as inline SVG (`ledger`), else None.
     svg: Optional[str]
+    def to_json(self) -> str:
+        """The CLI's `--format json` text, byte for byte."""
     def to_pandas(self) -> Any: ...
     def __getitem__(self, key: str) -> Any: ...
     def _repr_html_(self) -> str: ...
@@ -62,6 +65,9 @@ class Sweep:
     """A whole sweep as columns, in the CLI's point-key order."""
     head: Dict[str, Any]
     columns: Dict[str, Union[array, List[str], List[bool]]]
+    #: The columns as NumPy arrays (`int64`, `float64`, `bool`; `largest_op` of str objects),
+    #: without a Python object per point (needs NumPy).
+    arrays: Dict[str, Any]
     total: None
     #: Whether every point fits in GPU memory (the head's `fits`: the largest point's).
     fits: bool
