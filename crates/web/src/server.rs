@@ -10,9 +10,10 @@
 //!   limit closes the one that has waited longest without a request in progress (a stalled or
 //!   idle one), so slow clients cannot lock new ones out; when every connection has a request in
 //!   progress, the new one waits for one to finish.
-//! - **Bounded buffers.** A request head is at most [`MAX_HEAD_BYTES`] (hyper's read buffer), so a
-//!   connection holds at most that much however slowly it sends; nothing is kept per closed
-//!   connection.
+//! - **Bounded buffers.** A request head is refused once hyper's read buffer holds
+//!   [`MAX_HEAD_BYTES`] without a complete head; hyper checks before each read and one read adds
+//!   at most that much again, so a connection holds under twice it however it sends (a head that
+//!   completes inside that last read is served); nothing is kept per closed connection.
 //! - **Security headers everywhere.** hyper answers some malformed requests itself, below the
 //!   router (400, a URI over 65,534 bytes: 414, a head over [`MAX_HEAD_BYTES`] or 100 fields:
 //!   431). Those answers are replaced on the way out by the same status with the headers of

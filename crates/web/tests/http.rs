@@ -1681,9 +1681,12 @@ mod over_tcp {
         );
         let many_fields: String = (0..150).map(|i| format!("X-F{i}: v\r\n")).collect();
         let many = format!("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{many_fields}\r\n");
+        // hyper checks its buffer against the limit before each read, and one read may add up
+        // to the limit again: a head under twice the limit can complete inside that read and be
+        // served (how far depends on how the bytes arrive), one over twice the limit never is.
         let huge = format!(
             "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nCookie: {}\r\n\r\n",
-            "c".repeat(200_000)
+            "c".repeat(2 * 128 * 1024 + 4096)
         );
         for (request, status, message) in [
             (long_uri.as_str(), "414 URI Too Long", "the URL is longer than 65534 bytes"),
@@ -1692,7 +1695,7 @@ mod over_tcp {
             ("NOT HTTP\r\n\r\n", "400 Bad Request", "malformed HTTP request"),
         ] {
             let answer = exchange(addr, request.as_bytes()).await;
-            assert!(answer.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{answer:.300}");
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{:.60}…: {answer:.300}", request);
             assert_security_headers_in(&answer);
             let body = answer.split("\r\n\r\n").nth(1).unwrap();
             assert!(body.starts_with(message) && body.ends_with('\n') && body.lines().count() == 1, "{body}");
