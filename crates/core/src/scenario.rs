@@ -103,32 +103,41 @@ impl Scenario {
     }
 }
 
-/// Built-in GPUs and presets, plus any the user added.
+/// Built-in GPUs and presets, plus any the user added. The lists are shared until one is
+/// changed (copy on write), so the built-in catalogue costs two reference counts per request.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    gpus: Vec<Arc<Gpu>>,
-    presets: Vec<Preset>,
+    gpus: Arc<Vec<Arc<Gpu>>>,
+    presets: Arc<Vec<Preset>>,
 }
 
 impl Catalog {
     /// The embedded catalogue.
     pub fn builtin() -> Catalog {
-        Catalog { gpus: builtin_gpus().to_vec(), presets: builtin_presets().to_vec() }
+        static BUILTIN: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        BUILTIN
+            .get_or_init(|| Catalog {
+                gpus: Arc::new(builtin_gpus().to_vec()),
+                presets: Arc::new(builtin_presets().to_vec()),
+            })
+            .clone()
     }
 
     /// Add GPUs (a user's file); an entry with a built-in name replaces it.
     pub fn add_gpus(&mut self, gpus: Vec<Gpu>) {
+        let list = Arc::make_mut(&mut self.gpus);
         for g in gpus {
-            self.gpus.retain(|x| x.name != g.name);
-            self.gpus.push(Arc::new(g));
+            list.retain(|x| x.name != g.name);
+            list.push(Arc::new(g));
         }
     }
 
     /// Add presets (a user's preset file); an entry with an existing name replaces it.
     pub fn add_presets(&mut self, presets: Vec<Preset>) {
+        let list = Arc::make_mut(&mut self.presets);
         for p in presets {
-            self.presets.retain(|x| x.name != p.name);
-            self.presets.push(p);
+            list.retain(|x| x.name != p.name);
+            list.push(p);
         }
     }
 
@@ -744,6 +753,19 @@ impl ScenarioRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adding_to_a_catalogue_leaves_the_built_in_one_alone() {
+        let mut mine = Catalog::builtin();
+        let mut spec = (**mine.preset("llama-3-8b").unwrap().spec()).clone();
+        spec.name = "mine".into();
+        mine.add_model(spec);
+        mine.add_gpus(crate::hardware::parse_gpu_file(&crate::testing::minimal_gpu_toml("my-gpu")).unwrap());
+        assert!(mine.preset("mine").is_ok() && mine.gpu("my-gpu").is_ok());
+        let builtin = Catalog::builtin();
+        assert!(builtin.preset("mine").is_err() && builtin.gpu("my-gpu").is_err());
+        assert_eq!(builtin.presets().len() + 1, mine.presets().len());
+    }
 
     fn req(pairs: &[(&str, &str)]) -> Result<Scenario> {
         let mut r = ScenarioRequest::default();
