@@ -3,10 +3,10 @@
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
-//! as it is ([`Output`]): each of its fields as Python values, its JSON (the CLI's `--format json`,
+//! as it is (`Output`): each of its fields as Python values, its JSON (the CLI's `--format json`,
 //! byte for byte), its CSV rows, its human table and, for `ledger` and `simulate`, the plot the
 //! CLI's `--plot` draws are made only when the Python side asks for them. A `sweep` comes back as
-//! columns computed here, not in a Python loop ([`SweepColumns`]). Files and Hub ids (`model`, `gpu`, `profile`,
+//! columns computed here, not in a Python loop (`SweepColumns`). Files and Hub ids (`model`, `gpu`, `profile`,
 //! `revision`, `simulate`'s `trace` and `hist:` lengths) are read by `llm_ledger_files`, the
 //! CLI's own readers, and `simulate` and `plan --rate` take their inputs through the same
 //! resolvers as the CLI (`llm_ledger_app`), whose input tables list their keywords.
