@@ -18,10 +18,12 @@
 //! | [`moe`] | `moe` (its batch axis, and E and k without a model) |
 //! | [`calibrate`] | `calibrate` (a CSV of measurements, a run's batch, the fit) |
 //! | [`zoom`] | `zoom` (its path, the fallback to the deepest level, the INT4 flip) |
+//! | [`serving`] | the serving inputs of `kv`, `levers`, `latency` and `cost` (price, reserve, lengths, bound) |
 
 pub mod calibrate;
 pub mod moe;
 pub mod plan;
+pub mod serving;
 pub mod simulate;
 pub mod sweep;
 pub mod zoom;

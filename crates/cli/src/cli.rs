@@ -1429,13 +1429,17 @@ mod tests {
 
     #[test]
     fn the_command_flags_are_the_app_input_tables() {
-        use llm_ledger_app::{calibrate, moe, plan, simulate, sweep, zoom};
+        use llm_ledger_app::{calibrate, moe, plan, serving, simulate, sweep, zoom};
         assert_flags_are_tables("simulate", &["trace_out", "plot", "plot_timeline"], &[simulate::inputs()]);
         assert_flags_are_tables("plan", &[], &[plan::inputs(), plan::load_inputs()]);
         assert_flags_are_tables("sweep", &["plot"], &[sweep::inputs()]);
         assert_flags_are_tables("moe", &[], &[moe::inputs()]);
         assert_flags_are_tables("calibrate", &["out"], &[calibrate::inputs()]);
         assert_flags_are_tables("zoom", &["plot"], &[zoom::inputs()]);
+        for sub in ["kv", "levers", "latency", "cost"] {
+            let table: Vec<llm_ledger_app::Input> = serving::inputs_of(sub).into_iter().copied().collect();
+            assert_flags_are_tables(sub, &["plot"], &[&table]);
+        }
         // A flag's default is its table's.
         let cmd = command();
         let at = cmd.find_subcommand("zoom").unwrap().get_arguments().find(|a| a.get_id() == "at").unwrap();

@@ -23,7 +23,7 @@ use llm_ledger_app::plan::{self, PlanLoadRequest, PlanRequest};
 use llm_ledger_app::simulate::{self, SimRequest};
 use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_app::zoom::{self, ZoomRequest};
-use llm_ledger_app::{CommandError, Files, Input};
+use llm_ledger_app::{serving, CommandError, Files, Input};
 use llm_ledger_core::kinds::OpKind;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
@@ -110,12 +110,10 @@ fn keywords_of(command: &str) -> Option<Vec<&'static str>> {
     let own: Vec<&'static str> = match command {
         "ledger" => vec![],
         "zoom" => names(zoom::inputs()),
-        "kv" | "levers" => vec!["reserve"],
+        "kv" | "levers" | "latency" | "cost" => serving::inputs_of(command).iter().map(|i| i.name).collect(),
         // The axes (`batch`, `ctx`) of these commands are among the scenario's keywords.
         "sweep" => axes_apart(llm_ledger_app::sweep::inputs()),
         "moe" => axes_apart(moe::inputs()),
-        "latency" => vec!["prompt", "output", "reserve"],
-        "cost" => vec!["prompt", "output", "usd_per_hour", "tpot_ms", "reserve"],
         "simulate" => names(simulate::inputs()),
         "plan" => axes_apart(plan::inputs()),
         "tile" => vec!["m", "n", "k", "tile", "output"],
@@ -148,8 +146,10 @@ fn command_keys(command: &str) -> Vec<&'static str> {
     }
 }
 
-/// The keys of [`ServingRequest`].
-const SERVING: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms", "step_ms", "tokens_per_s"];
+/// The keys of [`ServingRequest`] (the app's table of serving inputs).
+fn serving_keys() -> Vec<&'static str> {
+    names(serving::inputs())
+}
 
 /// [`InputError`] with `message` (one line, naming keywords), `field` and `accepted`.
 fn input_error_with(message: &str, field: Option<&str>, accepted: Option<&[String]>) -> PyErr {
@@ -225,7 +225,7 @@ impl Call {
             }
             if command_keys.contains(&k.as_str()) {
                 call.own.insert(k, v);
-            } else if SERVING.contains(&k.as_str()) {
+            } else if serving_keys().contains(&k.as_str()) {
                 call.serving.push((k, v));
             } else if scenario_fields.contains(&k.as_str()) {
                 call.scenario.push((k, v));
