@@ -4,6 +4,7 @@
 use super::parts::{experiments, figure, num, share_bar, summary, thead};
 use super::PageCtx;
 use crate::error::AppError;
+use llm_ledger_core::kinds::{Block, OpClass};
 use llm_ledger_core::model::LayerSpec;
 use llm_ledger_core::ops::{OpBuilder, OpKind};
 use llm_ledger_core::zoom::block_name;
@@ -128,13 +129,19 @@ fn first_layers(sc: &Scenario) -> Vec<(OpKind, usize)> {
 /// and the LM head by name, a layer's operator in the first layer that has it; `None` for what
 /// Powers of ten does not show (communication rows).
 fn zoom_path(first: &[(OpKind, usize)], op: OpKind) -> Option<String> {
-    match op {
-        OpKind::Embedding | OpKind::FinalNorm | OpKind::LmHead => Some(op.short().to_string()),
-        _ if op.is_comm() => None,
-        _ => {
-            let (_, i) = first.iter().find(|(k, _)| *k == op)?;
-            Some(format!("layer.{i}.{}.{}", block_name(op.block()), op.short()))
-        }
+    match op.facts().class {
+        OpClass::Collective(..) | OpClass::PipelineSend | OpClass::PipelineWait | OpClass::Host => None,
+        OpClass::Gather
+        | OpClass::Gemm
+        | OpClass::FusedAttention
+        | OpClass::UnfusedAttention
+        | OpClass::Elementwise => match op.block() {
+            Block::Embedding | Block::Head => Some(op.short().to_string()),
+            Block::Attention | Block::Mlp => {
+                let (_, i) = first.iter().find(|(k, _)| *k == op)?;
+                Some(format!("layer.{i}.{}.{}", block_name(op.block()), op.short()))
+            }
+        },
     }
 }
 

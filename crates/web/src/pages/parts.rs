@@ -192,12 +192,13 @@ struct StepNumbers {
 
 impl StepNumbers {
     fn of(sc: &llm_ledger_core::Scenario) -> StepNumbers {
-        use llm_ledger_core::ops::OpKind;
+        use llm_ledger_core::kinds::Shard;
         let l = Ledger::build(sc);
         let attention: llm_ledger_core::Cost = l
             .rows
             .iter()
-            .filter(|r| matches!(r.op, OpKind::Attention | OpKind::AttnScores | OpKind::Softmax | OpKind::AttnValues))
+            // Attention's kernels: the fused one, or the unfused scores, softmax and values.
+            .filter(|r| r.op.facts().shard == Shard::AttentionHeads)
             .map(|r| r.cost)
             .sum();
         let s = &l.summary;
