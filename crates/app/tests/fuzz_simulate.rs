@@ -5,21 +5,9 @@
 #[path = "fuzz_checks/mod.rs"]
 mod fuzz_checks;
 
-use std::path::PathBuf;
-
-/// Every saved input of `target` through `check`; how many there were.
-fn replay(target: &str, check: fn(&[u8])) -> usize {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions").join(target);
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.file_name().is_some_and(|f| f != ".gitkeep") {
-            check(&std::fs::read(&path).unwrap());
-            n += 1;
-        }
-    }
-    n
-}
+#[path = "../../core/tests/support/fuzz_replay.rs"]
+mod fuzz_replay;
+use fuzz_replay::replay;
 
 #[test]
 fn simulate_inputs_regressions() {

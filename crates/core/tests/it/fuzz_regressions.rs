@@ -3,20 +3,9 @@
 
 use crate::fuzz_checks;
 
-use std::path::PathBuf;
-
-fn replay(target: &str, check: fn(&[u8])) -> usize {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions").join(target);
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.file_name().is_some_and(|f| f != ".gitkeep") {
-            check(&std::fs::read(&path).unwrap());
-            n += 1;
-        }
-    }
-    n
-}
+#[path = "../support/fuzz_replay.rs"]
+mod fuzz_replay;
+use fuzz_replay::replay;
 
 #[test]
 fn config_json_regressions() {
@@ -47,9 +36,10 @@ fn gguf_metadata_regressions() {
 /// of `target` (bytes flipped, set to a delimiter or a boundary value, cut, repeated or
 /// removed, mostly in the first 2 KiB where the headers are), from a fixed seed, through `check`.
 fn mutate(target: &str, check: fn(&[u8]), cases: usize) -> usize {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions").join(target);
-    let mut seeds: Vec<Vec<u8>> =
-        std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    let mut seeds: Vec<Vec<u8>> = std::fs::read_dir(fuzz_replay::dir(target))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
     seeds.sort();
     // xorshift64: the same mutants on every run.
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
