@@ -76,7 +76,7 @@ impl PartialEq for Preset {
     }
 }
 
-#[derive(Clone, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Record {
     name: String,
@@ -124,7 +124,7 @@ fn presets_of(file: File) -> Result<Vec<Preset>> {
                     computed as f64
                 }
             };
-            Ok(Preset { published_params: Some(published), ..preset_of(r, PresetSpec::Resolved(Arc::new(spec))) })
+            Ok(Preset { published_params: Some(published), ..preset_of(&r, PresetSpec::Resolved(Arc::new(spec))) })
         })
         .collect()
 }
@@ -139,15 +139,15 @@ fn resolve_record(r: &Record) -> Result<ModelSpec> {
     })
 }
 
-/// The preset of an entry, with its spec from `spec`.
-fn preset_of(r: Record, spec: PresetSpec) -> Preset {
+/// The preset of an entry, with its spec from `spec` (its config is not kept).
+fn preset_of(r: &Record, spec: PresetSpec) -> Preset {
     Preset {
-        name: r.name,
-        aliases: r.aliases,
-        display: r.display,
+        name: r.name.clone(),
+        aliases: r.aliases.clone(),
+        display: r.display.clone(),
         published_params: r.published_params,
         published_active_params: r.published_active_params,
-        reference_config: r.reference_config,
+        reference_config: r.reference_config.clone(),
         spec,
     }
 }
@@ -178,13 +178,7 @@ fn builtin_spec(i: usize) -> &'static Arc<ModelSpec> {
 /// states its published count (a test checks), so none needs its spec to be listed.
 pub fn builtin_presets() -> &'static [Preset] {
     static P: OnceLock<Vec<Preset>> = OnceLock::new();
-    P.get_or_init(|| {
-        builtin_records()
-            .iter()
-            .enumerate()
-            .map(|(i, r)| preset_of(Record { config: serde_json::Value::Null, ..r.clone() }, PresetSpec::Builtin(i)))
-            .collect()
-    })
+    P.get_or_init(|| builtin_records().iter().enumerate().map(|(i, r)| preset_of(r, PresetSpec::Builtin(i))).collect())
 }
 
 #[cfg(test)]
