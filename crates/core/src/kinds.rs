@@ -68,6 +68,65 @@ pub enum OpKind {
     HostStep,
 }
 
+impl OpKind {
+    /// Every kind, in the enum's order (`ALL[k as usize] == k`).
+    pub const ALL: [OpKind; 53] = [
+        OpKind::Embedding,
+        OpKind::AttnNorm,
+        OpKind::QProj,
+        OpKind::KProj,
+        OpKind::VProj,
+        OpKind::QkvProj,
+        OpKind::QAProj,
+        OpKind::QANorm,
+        OpKind::QBProj,
+        OpKind::KvAProj,
+        OpKind::KvANorm,
+        OpKind::QkNorm,
+        OpKind::Rope,
+        OpKind::KvWrite,
+        OpKind::KvBProj,
+        OpKind::QAbsorb,
+        OpKind::Attention,
+        OpKind::AttnScores,
+        OpKind::Softmax,
+        OpKind::AttnValues,
+        OpKind::VUp,
+        OpKind::OProj,
+        OpKind::AttnResidual,
+        OpKind::MlpNorm,
+        OpKind::Mlp,
+        OpKind::GateProj,
+        OpKind::UpProj,
+        OpKind::GateUpProj,
+        OpKind::Act,
+        OpKind::DownProj,
+        OpKind::Router,
+        OpKind::ExpertGate,
+        OpKind::ExpertUp,
+        OpKind::ExpertAct,
+        OpKind::ExpertDown,
+        OpKind::ExpertCombine,
+        OpKind::SharedGate,
+        OpKind::SharedUp,
+        OpKind::SharedAct,
+        OpKind::SharedDown,
+        OpKind::MlpResidual,
+        OpKind::Residual,
+        OpKind::FinalNorm,
+        OpKind::LmHead,
+        OpKind::AllReduceEmbedding,
+        OpKind::AllReduceAttn,
+        OpKind::AllReduceMlp,
+        OpKind::AllToAllDispatch,
+        OpKind::AllToAllCombine,
+        OpKind::AllGatherLogits,
+        OpKind::PpSend,
+        OpKind::PipelineWait,
+        OpKind::HostStep,
+    ];
+}
+
 /// Where an operator sits in the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -263,36 +322,88 @@ pub enum Reads {
     Previous,
 }
 
+/// A kind's row with no merge group, epilogue or label.
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    name: &'static str,
+    short: &'static str,
+    block: Block,
+    class: OpClass,
+    shard: Shard,
+    reads: Reads,
+    minor: bool,
+) -> KindFacts {
+    KindFacts { name, short, block, class, shard, merged: None, epilogue: Epilogue::None, reads, writes: None, minor }
+}
+
+/// The row with the name of what it writes.
+const fn writing(f: KindFacts, what: &'static str) -> KindFacts {
+    KindFacts { writes: Some(what), ..f }
+}
+
+/// A GEMM's row.
+const fn gemm(name: &'static str, short: &'static str, block: Block, shard: Shard, reads: Reads) -> KindFacts {
+    row(name, short, block, OpClass::Gemm, shard, reads, false)
+}
+
+/// The row as a member of a merged GEMM group.
+const fn merged(f: KindFacts, group: MergeGroup, first: bool) -> KindFacts {
+    KindFacts { merged: Some((group, first)), ..f }
+}
+
+/// An elementwise operator's row (minor).
+const fn elementwise(
+    name: &'static str,
+    short: &'static str,
+    block: Block,
+    shard: Shard,
+    epilogue: Epilogue,
+    reads: Reads,
+) -> KindFacts {
+    KindFacts { epilogue, ..row(name, short, block, OpClass::Elementwise, shard, reads, true) }
+}
+
+/// A communication (or host) row: replicated, reading the operator before it.
+const fn comm(name: &'static str, short: &'static str, block: Block, class: OpClass) -> KindFacts {
+    row(name, short, block, class, Shard::Replicated, Reads::Previous, false)
+}
+
+/// A collective over the tensor-parallel group.
+const fn tp(c: Comm) -> OpClass {
+    OpClass::Collective(c, CommGroup::Tensor)
+}
+
+/// A collective over the expert-parallel group.
+const fn ep(c: Comm) -> OpClass {
+    OpClass::Collective(c, CommGroup::Expert)
+}
+
+/// Every kind's row, indexed by the kind's discriminant: built at compile time, so
+/// [`OpKind::facts`] is a load.
+static FACTS: [KindFacts; OpKind::ALL.len()] = {
+    let mut table = [OpKind::Embedding.row(); OpKind::ALL.len()];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = OpKind::ALL[i].row();
+        i += 1;
+    }
+    table
+};
+
 impl OpKind {
-    /// The kind's row: every fact about it that other layers read (one exhaustive match).
+    /// The kind's row: every fact about it that other layers read (a load from a table built at
+    /// compile time by [`OpKind::row`]).
     pub fn facts(self) -> KindFacts {
+        FACTS[self as usize]
+    }
+
+    /// The kind's row, as one exhaustive match (evaluated at compile time into [`FACTS`]).
+    const fn row(self) -> KindFacts {
         use Block as B;
         use OpClass as C;
         use OpKind::*;
         use Reads as R;
         use Shard as S;
-        let row = |name, short, block, class, shard, reads, minor| KindFacts {
-            name,
-            short,
-            block,
-            class,
-            shard,
-            merged: None,
-            epilogue: Epilogue::None,
-            reads,
-            writes: None,
-            minor,
-        };
-        let writing = |f: KindFacts, what| KindFacts { writes: Some(what), ..f };
-        let gemm = |name, short, block, shard, reads| row(name, short, block, C::Gemm, shard, reads, false);
-        let merged = |f: KindFacts, group, first| KindFacts { merged: Some((group, first)), ..f };
-        let elementwise = |name, short, block, shard, epilogue, reads| KindFacts {
-            epilogue,
-            ..row(name, short, block, C::Elementwise, shard, reads, true)
-        };
-        let comm = |name, short, block, class| row(name, short, block, class, S::Replicated, R::Previous, false);
-        let tp = |c| C::Collective(c, CommGroup::Tensor);
-        let ep = |c| C::Collective(c, CommGroup::Expert);
         match self {
             Embedding => row("embedding", "embedding", B::Embedding, C::Gather, S::EmbeddingRows, R::Previous, true),
             AttnNorm => elementwise("attn_norm", "norm", B::Attention, S::Replicated, Epilogue::Norm, R::Stream),
@@ -537,8 +648,10 @@ mod tests {
         let kinds: Vec<OpKind> = ALL_NAMES.iter().map(|n| n.parse().unwrap()).collect();
         // The list is every kind: one per discriminant, in order.
         assert_eq!(kinds.len(), OpKind::HostStep as usize + 1);
+        assert_eq!(kinds, OpKind::ALL, "OpKind::ALL is every kind in the enum's order");
         for (i, &k) in kinds.iter().enumerate() {
             assert_eq!(k as usize, i, "{}", k.name());
+            assert_eq!(k.facts(), k.row(), "the compile-time table is the match");
             let f = k.facts();
             assert_eq!(f.name, ALL_NAMES[i]);
             let gemm = f.class == OpClass::Gemm;

@@ -1,7 +1,7 @@
 //! The embedded files (`include_bytes!`), each parsed on first use ([`OnceLock`]), and the typed
 //! lookups on them.
 
-use super::table::{to_us, KernelFile, OpSpec, Q};
+use super::table::{to_us, Envelope, KernelFile, OpSpec, Q};
 use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
 use crate::error::{Error, Result};
 use std::cell::Cell;
@@ -24,8 +24,16 @@ const ATTENTION_KEYS: &[&str] =
     &["kernel", "attn_dtype", "kv_cache_dtype", "head_dim", "window_size", "num_heads", "num_kv_heads"];
 const MLA_KEYS: &[&str] = &["kernel", "mla_dtype", "kv_cache_dtype", "num_heads", "tp_size"];
 
-static GEMM: OpSpec =
-    OpSpec { name: "gemm", keys: &["dtype"], exact: 1, inner: None, outer: None, axes: &["m", "n", "k"], tie: None };
+static GEMM: OpSpec = OpSpec {
+    name: "gemm",
+    keys: &["dtype"],
+    exact: 1,
+    inner: None,
+    outer: None,
+    axes: &["m", "n", "k"],
+    tie: None,
+    envelope: &[0],
+};
 static CONTEXT_ATTENTION: OpSpec = OpSpec {
     name: "context_attention",
     keys: ATTENTION_KEYS,
@@ -34,6 +42,7 @@ static CONTEXT_ATTENTION: OpSpec = OpSpec {
     outer: Some(6),
     axes: &["batch_size", "isl"],
     tie: None,
+    envelope: &[0, 1],
 };
 static GENERATION_ATTENTION: OpSpec = OpSpec {
     name: "generation_attention",
@@ -43,6 +52,7 @@ static GENERATION_ATTENTION: OpSpec = OpSpec {
     outer: Some(6),
     axes: &["batch_size", "step"],
     tie: None,
+    envelope: &[0, 1],
 };
 // tp_size × num_heads is the model's head count (128 for DeepSeek-V3, 64 for smaller MLA models):
 // the kernel's work depends on the heads per GPU, so tp_size is not matched; where both models
@@ -56,6 +66,7 @@ static CONTEXT_MLA: OpSpec = OpSpec {
     outer: None,
     axes: &["batch_size", "isl"],
     tie: Some(4),
+    envelope: &[0, 1],
 };
 static GENERATION_MLA: OpSpec = OpSpec {
     name: "generation_mla",
@@ -65,6 +76,7 @@ static GENERATION_MLA: OpSpec = OpSpec {
     outer: None,
     axes: &["batch_size", "step"],
     tie: Some(4),
+    envelope: &[0, 1],
 };
 static MLA_BMM: OpSpec = OpSpec {
     name: "mla_bmm",
@@ -74,6 +86,7 @@ static MLA_BMM: OpSpec = OpSpec {
     outer: None,
     axes: &["num_tokens"],
     tie: None,
+    envelope: &[0],
 };
 static CUSTOM_ALLREDUCE: OpSpec = OpSpec {
     name: "custom_allreduce",
@@ -83,6 +96,7 @@ static CUSTOM_ALLREDUCE: OpSpec = OpSpec {
     outer: None,
     axes: &["message_size"],
     tie: None,
+    envelope: &[0],
 };
 static NCCL: OpSpec = OpSpec {
     name: "nccl",
@@ -92,6 +106,7 @@ static NCCL: OpSpec = OpSpec {
     outer: None,
     axes: &["message_size"],
     tie: None,
+    envelope: &[0],
 };
 
 impl Op {
@@ -331,23 +346,9 @@ pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, 
     f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
 
-/// The files with [`KernelFile::suffix_min`] applied (GEMM: over m; collectives: over the message
-/// size; attention: over batch and length), per (GPU, engine, op), built on first use.
-static ENVELOPE: [OnceLock<Option<KernelFile>>; SLOTS] = [const { OnceLock::new() }; SLOTS];
-
-/// The monotone envelope of a file: the fastest measured kernel for at least this much work
-/// along its axes, so a bigger GEMM, a longer message, or more or longer sequences are never
-/// faster than less.
-fn envelope(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static KernelFile> {
-    ENVELOPE[slot(gpu, engine, op)]
-        .get_or_init(|| {
-            let axes: &[usize] = match op {
-                Op::ContextAttention | Op::GenerationAttention | Op::ContextMla | Op::GenerationMla => &[0, 1],
-                _ => &[0],
-            };
-            file(gpu, engine, op).map(|f| f.suffix_min(axes))
-        })
-        .as_ref()
+/// The file's monotone envelope ([`KernelFile::envelope`]).
+fn envelope(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<Envelope<'static>> {
+    file(gpu, engine, op).map(KernelFile::envelope)
 }
 
 pub(super) fn gemm_envelope_us(
@@ -426,7 +427,7 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
 
 /// One kernel's attention time, `ln(ns)`: the window rule, then heads × KV heads, then batch ×
 /// length.
-fn attention_kernel(f: &KernelFile, kernel: &str, q: &AttentionQuery) -> Option<f64> {
+fn attention_kernel(f: Envelope<'_>, kernel: &str, q: &AttentionQuery) -> Option<f64> {
     let key = |window: u32| {
         f.find(&[
             Q::S(kernel),

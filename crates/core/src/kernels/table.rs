@@ -5,9 +5,8 @@
 
 use super::grid::{interp_ln, positive_ln, Probe};
 use crate::error::{Error, Result};
-use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The first line of every file.
 pub(crate) const MAGIC: &str = "llm-ledger-kernel-table v1";
@@ -39,13 +38,16 @@ pub(crate) struct OpSpec {
     /// Where two tables share every used key, the key that decides (the larger value wins);
     /// without one, such a file is malformed.
     pub tie: Option<usize>,
+    /// The axes of the monotone envelope ([`KernelFile::envelope`]): GEMM m; attention batch and
+    /// length; collectives the message size.
+    pub envelope: &'static [usize],
 }
 
-/// A key value: a number where it reads as one, else a name.
-#[derive(Debug, Clone, PartialEq)]
+/// A key value: a number where it reads as one, else a name (borrowed from the embedded file).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Key {
     Num(f64),
-    Str(Box<str>),
+    Str(&'static str),
 }
 
 /// A key in a query: borrowed, compared with [`Key`] without allocating.
@@ -58,7 +60,7 @@ pub(crate) enum Q<'a> {
 fn cmp_key(k: &Key, q: &Q<'_>) -> Ordering {
     match (k, q) {
         (Key::Num(a), Q::N(b)) => a.total_cmp(b),
-        (Key::Str(a), Q::S(b)) => (**a).cmp(*b),
+        (Key::Str(a), Q::S(b)) => (*a).cmp(*b),
         (Key::Num(_), Q::S(_)) => Ordering::Less,
         (Key::Str(_), Q::N(_)) => Ordering::Greater,
     }
@@ -127,10 +129,13 @@ pub(crate) struct KernelFile {
     /// The same for the inner and outer keys.
     pub inner_power: Option<f64>,
     pub outer_power: Option<f64>,
-    /// The embedded bytes, or a derived copy ([`KernelFile::suffix_min`]).
-    codes: Cow<'static, [u8]>,
+    /// The embedded code bytes.
+    codes: &'static [u8],
     /// Number of codes (`data N`).
     pub cells: usize,
+    /// Per table, its codes under [`KernelFile::suffix_min`] along the spec's envelope axes,
+    /// computed on the table's first lookup through [`KernelFile::envelope`].
+    enveloped: Box<[OnceLock<Box<[u8]>>]>,
 }
 
 fn malformed(path: &str, message: impl Into<String>) -> Error {
@@ -142,10 +147,12 @@ fn power_of(name: &str) -> Option<f64> {
     super::AXIS_POWERS.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
 }
 
-fn parse_key(s: &str) -> Key {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() => Key::Num(v),
-        _ => Key::Str(s.into()),
+fn parse_key(s: &'static str) -> Key {
+    // Only a word that starts like a number is tried as one (kernel and format names are not).
+    let numeric = s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '+'));
+    match numeric.then(|| s.parse::<f64>()) {
+        Some(Ok(v)) if v.is_finite() => Key::Num(v),
+        _ => Key::Str(s),
     }
 }
 
@@ -276,13 +283,14 @@ impl KernelFile {
                 let mut v: Vec<Key> = Vec::new();
                 for t in &tables {
                     if !v.contains(&t.keys[c]) {
-                        v.push(t.keys[c].clone());
+                        v.push(t.keys[c]);
                     }
                 }
                 v.sort_by(|a, b| cmp_key(a, &as_q(b)));
                 v
             })
             .collect();
+        let enveloped = (0..tables.len()).map(|_| OnceLock::new()).collect();
         Ok(KernelFile {
             spec,
             powers: spec.axes.iter().map(|a| power_of(a)).collect(),
@@ -291,7 +299,8 @@ impl KernelFile {
             tables,
             groups,
             distinct,
-            codes: Cow::Borrowed(codes),
+            enveloped,
+            codes,
             cells,
         })
     }
@@ -301,7 +310,7 @@ impl KernelFile {
         u16::from_le_bytes([self.codes[2 * i], self.codes[2 * i + 1]])
     }
 
-    /// This file with every table's cells replaced, along each axis of `axes` in turn, by the
+    /// Table `t`'s codes with every cell replaced, along each axis of `axes` in turn, by the
     /// minimum over the cells at the same or a larger value of that axis (GEMM: m; attention:
     /// batch and length), over measured cells: `t'(…, i, …) = min_{i' ≥ i} t(…, i', …)`. An
     /// unmeasured cell takes that minimum too where some larger value was measured (it stays
@@ -310,31 +319,38 @@ impl KernelFile {
     /// times. The result is non-decreasing along every axis of `axes` (a suffix minimum along a
     /// second axis keeps the first's order: each is a minimum over the same later cells of rows
     /// that were already ordered), and interpolation (linear in log space between non-decreasing
-    /// points, clamped below, growing above) keeps it so.
-    pub(super) fn suffix_min(&self, axes: &[usize]) -> KernelFile {
-        // The codes as stored (little-endian u16s), replaced in place.
-        let mut bytes = self.codes.to_vec();
+    /// points, clamped below, growing above) keeps it so. The table's codes as stored
+    /// (little-endian u16s), from its first cell.
+    pub(super) fn suffix_min(&self, t: usize, axes: &[usize]) -> Box<[u8]> {
+        let t = &self.tables[t];
+        let size: usize = t.axes.iter().map(|a| a.values.len()).product();
+        let mut bytes: Box<[u8]> = self.codes[2 * t.offset..2 * (t.offset + size)].into();
         let get = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
-        for t in &self.tables {
-            let size: usize = t.axes.iter().map(|a| a.values.len()).product();
-            for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
-                let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
-                // Every line along axis d starts at a cell whose index on d is 0: cells are laid
-                // out row-major, so those are `block · j + r` for r < stride, block = count · stride.
-                let block = count * stride;
-                for base in (0..size).step_by(block.max(1)) {
-                    for start in t.offset + base..t.offset + base + stride {
-                        let mut running = UNMEASURED;
-                        for i in (0..count).rev() {
-                            let at = start + i * stride;
-                            running = running.min(get(&bytes, at));
-                            [bytes[2 * at], bytes[2 * at + 1]] = running.to_le_bytes();
-                        }
+        for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
+            let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
+            // Every line along axis d starts at a cell whose index on d is 0: cells are laid
+            // out row-major, so those are `block · j + r` for r < stride, block = count · stride.
+            let block = count * stride;
+            for base in (0..size).step_by(block.max(1)) {
+                for start in base..base + stride {
+                    let mut running = UNMEASURED;
+                    for i in (0..count).rev() {
+                        let at = start + i * stride;
+                        running = running.min(get(&bytes, at));
+                        [bytes[2 * at], bytes[2 * at + 1]] = running.to_le_bytes();
                     }
                 }
             }
         }
-        KernelFile { codes: Cow::Owned(bytes), ..self.clone() }
+        bytes
+    }
+
+    /// The file's monotone envelope: lookups read every table under [`KernelFile::suffix_min`]
+    /// along the spec's envelope axes (the fastest measured kernel for at least this much work,
+    /// so a bigger GEMM, a longer message, or more or longer sequences are never faster than
+    /// less), each table's computed on its first lookup and kept.
+    pub(super) fn envelope(&self) -> Envelope<'_> {
+        Envelope(self)
     }
 
     /// Number of measured cells (codes other than `0xFFFF`).
@@ -368,7 +384,7 @@ impl KernelFile {
     /// The names in exact key column `c` (kernels), in sorted order.
     pub(super) fn names(&self, c: usize) -> impl Iterator<Item = &str> {
         self.distinct.get(c).into_iter().flatten().filter_map(|k| match k {
-            Key::Str(s) => Some(&**s),
+            Key::Str(s) => Some(*s),
             Key::Num(_) => None,
         })
     }
@@ -382,6 +398,11 @@ impl KernelFile {
     /// `ln(time in ns)` of table `t` at the axis values `q` (one per axis; each positive and
     /// finite, else `None`). Codes are read in place; nothing is allocated.
     pub(super) fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+        self.eval_codes_ln(t, q, self.codes, self.tables[t].offset)
+    }
+
+    /// [`KernelFile::eval_ln`] over `codes`, table `t`'s first cell at index `base`.
+    fn eval_codes_ln(&self, t: usize, q: &[f64], codes: &[u8], base: usize) -> Option<f64> {
         let table = &self.tables[t];
         let n = table.axes.len();
         if q.len() != n || n > MAX_AXES {
@@ -392,17 +413,18 @@ impl KernelFile {
             positive_ln(q[d])?;
             probes[d] = Probe::new(&table.axes[d].values, q[d]);
         }
-        self.eval_axis(table, &probes[..n], 0, table.offset)
+        self.eval_axis(table, codes, &probes[..n], 0, base)
     }
 
-    fn eval_axis(&self, table: &Table, probes: &[Probe], d: usize, base: usize) -> Option<f64> {
+    fn eval_axis(&self, table: &Table, codes: &[u8], probes: &[Probe], d: usize, base: usize) -> Option<f64> {
         let stride = table.strides[d];
         let last = d + 1 == probes.len();
         interp_ln(&table.axes[d].ln, &probes[d], self.powers[d], |i| {
             if last {
-                code_ln(self.code(base + i * stride))
+                let at = 2 * (base + i * stride);
+                code_ln(u16::from_le_bytes([codes[at], codes[at + 1]]))
             } else {
-                self.eval_axis(table, probes, d + 1, base + i * stride)
+                self.eval_axis(table, codes, probes, d + 1, base + i * stride)
             }
         })
     }
@@ -427,6 +449,27 @@ impl KernelFile {
             let x = if keep_ratio { inner * (g.outer.values[j] / outer) } else { inner };
             interp_ln(&level.inner.ln, &Probe::new(&level.inner.values, x), inner_power, |i| leaf(level.tables[i]))
         })
+    }
+}
+
+/// A file read through its monotone envelope ([`KernelFile::envelope`]); every other field is
+/// the file's own.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Envelope<'a>(&'a KernelFile);
+
+impl std::ops::Deref for Envelope<'_> {
+    type Target = KernelFile;
+    fn deref(&self) -> &KernelFile {
+        self.0
+    }
+}
+
+impl Envelope<'_> {
+    /// [`KernelFile::eval_ln`] on table `t`'s envelope.
+    pub(super) fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+        let f = self.0;
+        let codes = f.enveloped[t].get_or_init(|| f.suffix_min(t, f.spec.envelope));
+        f.eval_codes_ln(t, q, codes, 0)
     }
 }
 
@@ -523,6 +566,7 @@ mod tests {
         outer: None,
         axes: &["a", "b"],
         tie: None,
+        envelope: &[0],
     };
 
     fn file(header: &str, codes: &[u16]) -> &'static [u8] {
@@ -546,6 +590,7 @@ mod tests {
             outer: None,
             axes: &["a", "b", "c"],
             tie: None,
+            envelope: &[0],
         };
         let header = "llm-ledger-kernel-table v1\nkeys op_name num_gpus\naxes a b c\nvalues latency_us\n\
                       table x 2 | 1 2 3 | 1 4 | 1 2 4 8\ndata 24\n";
@@ -554,7 +599,7 @@ mod tests {
             (0..24u32).map(|i| if i % 7 == 3 { 0xFFFF } else { ((i * 4099) % 9000) as u16 }).collect();
         let f = KernelFile::parse("t", &SPEC3, file(header, &codes)).unwrap();
         for axes in [&[0usize][..], &[1], &[2], &[0, 1], &[0, 2]] {
-            let env = f.suffix_min(axes);
+            let env = f.suffix_min(0, axes);
             for (a, b, c) in (0..3).flat_map(|a| (0..2).flat_map(move |b| (0..4).map(move |c| (a, b, c)))) {
                 // Brute force: the smallest code at index ≥ on every axis of `axes`, equal on the others.
                 let mut want = 0xFFFFu16;
@@ -566,7 +611,8 @@ mod tests {
                         want = want.min(codes[a2 * 8 + b2 * 4 + c2]);
                     }
                 }
-                assert_eq!(env.cell(0, &[a, b, c]), decode_us(want), "axes {axes:?} at {a} {b} {c}");
+                let at = 2 * (a * 8 + b * 4 + c);
+                assert_eq!(u16::from_le_bytes([env[at], env[at + 1]]), want, "axes {axes:?} at {a} {b} {c}");
             }
         }
     }
