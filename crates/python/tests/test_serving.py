@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import llm_ledger as ll
-from conftest import ROOT, cli_binary
+from conftest import ROOT, cli_binary, optional_module
 from test_llm_ledger import flags, keyword_text
 
 # Small runs: the CLI under test is a debug build.
@@ -368,3 +368,62 @@ def test_echoed_control_characters_are_escaped():
     with pytest.raises(ll.InputError) as e:
         ll.ledger(gpu="h100\x1b[31mred")
     assert "h100\\u{1b}[31mred" in str(e.value) and "\x1b" not in str(e.value)
+
+
+# A small search: three rates of one deployment, each a run of its own.
+MANY_COMMON = {"requests": 120, "prompt": 1024, "output": 64, "seed": 3}
+MANY_RUNS = [{"rate": 2}, {"rate": 8, "max_seqs": 16}, {"rate": 4, "arrivals": "gamma", "cv": 2}]
+
+
+def many_alone():
+    """Each of MANY_RUNS as its own `simulate` call: what every executor must give back."""
+    return [ll.simulate(**MANY_COMMON, **run).json for run in MANY_RUNS]
+
+
+def test_simulate_many_is_each_run_in_order_over_the_common_keywords(cli_json):
+    got = ll.simulate_many(MANY_RUNS, **MANY_COMMON)
+    assert [s.json for s in got] == many_alone()
+    # A run's own keyword wins over the common one.
+    assert got[1].settings["max_seqs"] == 16
+    assert got[0].json == cli_json("simulate", *flags({**MANY_COMMON, **MANY_RUNS[0]}))
+    assert ll.simulate_many([], **MANY_COMMON) == []
+
+
+def test_simulate_many_on_threads_and_processes_gives_the_same_reports():
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    want = many_alone()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        threads = ll.simulate_many(MANY_RUNS, executor=pool, **MANY_COMMON)
+    # Processes receive each run by pickling and send the outputs back as text.
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        processes = ll.simulate_many(MANY_RUNS, executor=pool, **MANY_COMMON)
+    for got in (threads, processes):
+        assert [s.json for s in got] == want
+        assert [s.summary for s in got] == [w["summary"] for w in want]
+        assert str(got[0]) == str(ll.simulate(**MANY_COMMON, **MANY_RUNS[0]))
+        assert got[0].rows == ll.simulate(**MANY_COMMON, **MANY_RUNS[0]).rows
+
+
+def test_simulate_many_bad_input_is_the_runs_input_error():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with pytest.raises(ll.InputError, match="rate"):
+            ll.simulate_many([{"rate": 2}, {"rate": -1}], executor=pool, **MANY_COMMON)
+
+
+def test_simulate_many_fans_out_on_a_dask_cluster():
+    """A Dask `LocalCluster` on this machine (two worker processes, loopback only, no dashboard):
+    the search runs on its workers through `Client.get_executor()` and gives the same reports."""
+    distributed = optional_module("distributed", "Dask executor")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            got = ll.simulate_many(MANY_RUNS, executor=client.get_executor(), **MANY_COMMON)
+        # One task per run, each run on one of the cluster's workers.
+        ran = [t for t in stream.data if "_simulate_shipped" in t["key"]]
+        assert len(ran) == len(MANY_RUNS)
+        assert {t["worker"] for t in ran} <= set(client.scheduler_info()["workers"])
+    assert [s.json for s in got] == many_alone()

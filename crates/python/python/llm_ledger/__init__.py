@@ -47,6 +47,7 @@ __all__ = [
     "moe",
     "plan",
     "simulate",
+    "simulate_many",
     "Simulation",
     "sweep",
     "models",
@@ -450,6 +451,63 @@ def simulate(**kwargs):
     :class:`Simulation`: ``summary`` (one rate), ``points`` (every rate), the plot the CLI's
     ``--plot`` draws. Keywords: ``keywords("simulate")``."""
     return _run("simulate", kwargs, Simulation)
+
+
+class _Shipped:
+    """A report's outputs as plain values — the JSON text, the human layout, the text table, the
+    SVG plot and the CSV rows — built where the report was computed: unlike the native result it
+    pickles, so an executor's worker process or remote machine can send it back. It answers the
+    native result's methods, so a :class:`Report` reads it unchanged."""
+
+    def __init__(self, native):
+        self._json = native.json()
+        self._human = native.human()
+        self._table = native.table()
+        self._svg = native.svg()
+        self._csv_rows = native.csv_rows()
+
+    def json(self):
+        return self._json
+
+    def field(self, key):
+        return _json.loads(self._json).get(key)
+
+    def human(self):
+        return self._human
+
+    def table(self):
+        return self._table
+
+    def svg(self):
+        return self._svg
+
+    def csv_rows(self):
+        return self._csv_rows
+
+
+def _simulate_shipped(kwargs):
+    """One ``simulate`` run as a :class:`_Shipped` (the task :func:`simulate_many` sends to an
+    executor: a module-level function, so it pickles by name)."""
+    return _Shipped(_native.run("simulate", _call(kwargs)))
+
+
+def simulate_many(runs, *, executor=None, **common):
+    """Several ``simulate`` runs, one per dict in ``runs`` (its keywords over ``common``'s, the
+    keywords every run shares), returned as :class:`Simulation` objects in the order of ``runs``.
+
+    Without ``executor`` the runs go one after the other in this process. With one — any
+    ``concurrent.futures.Executor``: a ``ThreadPoolExecutor`` (the simulator releases the GIL),
+    a ``ProcessPoolExecutor``, or a cluster's, such as Dask's ``distributed.Client(...)
+    .get_executor()`` — each run is one task (``executor.map``), so a search fans out over every
+    worker it has, unchanged. A task sends back its report's outputs as text (JSON, table, plot),
+    so the results equal the runs made here. Bad input raises :class:`InputError` from the run
+    that has it."""
+    tasks = [{**common, **dict(run)} for run in runs]
+    if executor is None:
+        shipped = [_native.run("simulate", _call(kwargs)) for kwargs in tasks]
+    else:
+        shipped = list(executor.map(_simulate_shipped, tasks))
+    return [Simulation("simulate", s) for s in shipped]
 
 
 def sweep(**kwargs):

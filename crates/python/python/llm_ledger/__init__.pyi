@@ -3,7 +3,8 @@
 
 from array import array
 from os import PathLike
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from concurrent.futures import Executor
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 __version__: str
 MAX_VALUES: int
@@ -439,6 +440,16 @@ def tile(
     bandwidth_efficiency: Optional[Number] = None,
 ) -> Report:
     """One GEMM cut into thread-block tiles on a GPU."""
+
+def simulate_many(
+    runs: Iterable[Mapping[str, Any]],
+    *,
+    executor: Optional[Executor] = None,
+    **common: Any,
+) -> List[Simulation]:
+    """Several `simulate` runs (each dict's keywords over `common`'s), in order; with an
+    `executor` (any `concurrent.futures.Executor`: threads, processes, Dask's
+    `Client.get_executor()`), one task per run."""
 
 def sweep(
     *,
