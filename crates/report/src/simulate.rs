@@ -68,6 +68,73 @@ pub struct Settings {
     pub tpot_slo_s: Option<f64>,
     /// Reserve, bytes.
     pub reserve_bytes: f64,
+    /// The scheduler's policies that differ from the plain defaults ([`policy_words`]), for the
+    /// table's footer.
+    #[serde(skip)]
+    pub policies: Vec<String>,
+    /// What a preemption does with the KV cache, in words (`recompute`, `swap over PCIe`).
+    #[serde(skip)]
+    pub preemption: &'static str,
+}
+
+/// The scheduler's policies of `cfg` that differ from [`SimConfig::poisson`]'s (the plain
+/// scheduler: max-utilization admission, serial host time, unpadded steps, one scheduling per
+/// step, no speculation, no warm-up, no concurrency cap, no prefix cache), each in words.
+pub fn policy_words(cfg: &SimConfig) -> Vec<String> {
+    use llm_ledger_core::simulate::{Admission, CudaGraphs, Draft, HostTime};
+    let plain = SimConfig::poisson(1.0);
+    let mut words = Vec::new();
+    if cfg.admission != plain.admission {
+        words.push(match cfg.admission {
+            Admission::MaxUtilization => "admission max-utilization".to_string(),
+            Admission::GuaranteedNoEvict => {
+                "admission guaranteed-no-evict (blocks for the whole prompt + output reserved at admission)".into()
+            }
+            Admission::Watermark { fraction } => {
+                format!("admission with a {} free-block watermark (vLLM)", human::percent(fraction))
+            }
+            Admission::Sglang { init, min } => {
+                format!("admission by SGLang's new-token ratio {} → {}", compact_f64(init), compact_f64(min))
+            }
+        });
+    }
+    if cfg.host != plain.host {
+        words.push(match cfg.host {
+            HostTime::Serial => "host time after each GPU step".into(),
+            HostTime::Overlapped => "host time overlapped with the GPU step".into(),
+        });
+    }
+    if cfg.scheduler_steps > 1 {
+        words.push(format!("{} decode steps per scheduling", cfg.scheduler_steps));
+    }
+    if let CudaGraphs::Padded(sizes) = &cfg.cuda_graphs {
+        words.push(format!("decode-only batches padded to {} CUDA-graph sizes", sizes.len()));
+    }
+    if let Some(sp) = &cfg.speculation {
+        let draft = match &sp.draft {
+            Draft::Heads { fraction } => format!("draft heads at {} of a decode step", human::percent(*fraction)),
+            Draft::Model(m) => format!("draft model {}", m.0.model.name),
+        };
+        words.push(format!(
+            "speculative decoding: {} draft tokens at acceptance {} ({} tokens per step expected), {draft}",
+            sp.depth,
+            compact_f64(sp.acceptance),
+            human::sig3(sp.expected_tokens_per_step())
+        ));
+    }
+    if cfg.prefix_cache {
+        words.push("a block-level prefix cache over the KV pool".into());
+    }
+    if cfg.warmup_requests > 0 {
+        words.push(format!(
+            "the first {} requests a warm-up, left out of the statistics",
+            human::count(cfg.warmup_requests)
+        ));
+    }
+    if let Some(c) = cfg.max_concurrency {
+        words.push(format!("at most {} requests in flight", human::count(c)));
+    }
+    words
 }
 
 /// A length distribution in words.
@@ -109,6 +176,11 @@ impl Settings {
             ttft_slo_s: cfg.ttft_slo_s,
             tpot_slo_s: cfg.tpot_slo_s,
             reserve_bytes: cfg.reserve_bytes,
+            policies: policy_words(cfg),
+            preemption: match cfg.preemption {
+                llm_ledger_core::simulate::Preemption::Recompute => "recompute",
+                llm_ledger_core::simulate::Preemption::Swap => "swap over PCIe",
+            },
         }
     }
 }
@@ -367,7 +439,7 @@ impl SimulateReport {
     fn footer(&self) -> Vec<String> {
         let s = &self.settings;
         let mut f = vec![format!(
-            "continuous batching: ≤ {} sequences and ≤ {} tokens per step, prefill chunks ≤ {} tokens, {}, KV blocks of {} tokens{}; preemption by recompute",
+            "continuous batching: ≤ {} sequences and ≤ {} tokens per step, prefill chunks ≤ {} tokens, {}, KV blocks of {} tokens{}; preemption by {}",
             human::count(s.max_seqs),
             human::count(s.max_batched_tokens),
             human::count(s.chunk_tokens),
@@ -377,7 +449,11 @@ impl SimulateReport {
             },
             s.block_tokens,
             if s.prefix_hit > 0.0 { format!(", prefix-cache hits {}", human::percent(s.prefix_hit)) } else { String::new() },
+            s.preemption,
         )];
+        if !s.policies.is_empty() {
+            f.push(format!("scheduler: {}", s.policies.join("; ")));
+        }
         f.push(format!(
             "each step timed by the ledger for its exact batch (prefill chunks and decodes at their own contexts); quantiles within ±{} (streamed sketch), means exact",
             human::percent(RELATIVE_ACCURACY)
@@ -622,6 +698,45 @@ mod tests {
             })
             .collect();
         SimulateReport::new(&sc, &cfg, runs, rates.len() > 1)
+    }
+
+    #[test]
+    fn the_footer_names_the_policies_the_run_used() {
+        use llm_ledger_core::simulate::{Admission, Draft, HostTime, Preemption, Speculation};
+        let footer = |cfg: &SimConfig| {
+            let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+            SimulateReport::new(&sc, cfg, vec![], false).footer().join("\n")
+        };
+        let plain = SimConfig::poisson(1.0);
+        let f = footer(&plain);
+        assert!(f.contains("preemption by recompute") && !f.contains("scheduler:"), "{f}");
+        let chosen = SimConfig {
+            admission: Admission::GuaranteedNoEvict,
+            preemption: Preemption::Swap,
+            host: HostTime::Overlapped,
+            scheduler_steps: 8,
+            speculation: Some(Speculation { depth: 3, acceptance: 1.0, draft: Draft::Heads { fraction: 0.1 } }),
+            warmup_requests: 50,
+            max_concurrency: Some(32),
+            ..plain
+        };
+        let f = footer(&chosen);
+        for words in [
+            "preemption by swap over PCIe",
+            "admission guaranteed-no-evict",
+            "host time overlapped",
+            "8 decode steps per scheduling",
+            // Acceptance 1 at depth 3: every draft kept, 3 + 1 tokens a step.
+            "3 draft tokens at acceptance 1 (4.00 tokens per step expected)",
+            "first 50 requests a warm-up",
+            "at most 32 requests in flight",
+        ] {
+            assert!(f.contains(words), "`{words}` missing from: {f}");
+        }
+        // The JSON's settings are unchanged by the footer's words.
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let json = SimulateReport::new(&sc, &chosen, vec![], false).render(Format::Json).unwrap();
+        assert!(!json.contains("policies") && !json.contains("swap over"), "{json}");
     }
 
     #[test]
