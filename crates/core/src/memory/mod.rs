@@ -369,12 +369,25 @@ pub fn memory_wall_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> Opti
 /// model can hold more once sequences outgrow the window): the least over pipeline stages of
 /// `⌊(capacity − reserve − weights − workspace) ÷ bytes per token⌋`.
 pub fn max_cached_tokens(sc: &Scenario, reserve_bytes: f64) -> u64 {
+    max_cached_tokens_beside(sc, reserve_bytes, None)
+}
+
+/// [`max_cached_tokens`] with a draft model on the same GPUs (speculative decoding): its
+/// weights (its own layout's first stage, on every GPU of each stage) come off the free memory
+/// and each cached token also holds the draft's KV bytes on a GPU (the draft keeps a cache of
+/// every sequence the target does): `⌊(capacity − reserve − weights − workspace − draft weights)
+/// ÷ (bytes per token + draft bytes per token)⌋`. The draft's step workspace is not counted (a
+/// decode step of the draft is far smaller than the target's sizing prefill).
+pub fn max_cached_tokens_beside(sc: &Scenario, reserve_bytes: f64, draft: Option<&Scenario>) -> u64 {
     let fp = Footprint::of(sc, reserve_bytes);
     let weights = GpuWeights::of(sc);
+    let (draft_weight_bytes, draft_per_token_bytes) = draft
+        .map(|d| (GpuWeights::of(d).per_stage()[0], parallel::stage_kv_bytes_per_token(d, 0)))
+        .unwrap_or((0.0, 0.0));
     (0..sc.parallel.stages.len())
         .map(|s| {
-            let free = fp.available_bytes - weights.per_stage()[s] - fp.workspace_bytes;
-            let per = parallel::stage_kv_bytes_per_token(sc, s);
+            let free = fp.available_bytes - weights.per_stage()[s] - fp.workspace_bytes - draft_weight_bytes;
+            let per = parallel::stage_kv_bytes_per_token(sc, s) + draft_per_token_bytes;
             if free <= 0.0 || per <= 0.0 {
                 0
             } else {

@@ -77,7 +77,6 @@ pub mod workload;
 
 use crate::error::{Error, Result};
 use crate::ledger::summarise;
-use crate::memory::max_cached_tokens;
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
 pub use budget::{Budget, DEFAULT_MAX_STEPS};
@@ -1005,9 +1004,16 @@ pub fn sizing_step(sc: &Scenario, cfg: &SimConfig) -> Result<Scenario> {
 }
 
 /// KV blocks of `block_tokens` each that fit next to the weights and the workspace of a step of
-/// `max_batched_tokens` prompt tokens ([`sizing_step`]; the memory model's [`max_cached_tokens`]).
+/// `max_batched_tokens` prompt tokens ([`sizing_step`]; the memory model's [`crate::memory::max_cached_tokens`]),
+/// and beside a draft model's weights and KV cache when speculation uses one
+/// ([`crate::memory::max_cached_tokens_beside`]).
 pub fn kv_capacity_blocks(sc: &Scenario, cfg: &SimConfig) -> Result<u64> {
-    Ok(max_cached_tokens(&sizing_step(sc, cfg)?, cfg.reserve_bytes) / cfg.block_tokens)
+    let draft = match cfg.speculation.as_ref().map(|s| &s.draft) {
+        Some(Draft::Model(m)) => Some(&*m.0),
+        Some(Draft::Heads { .. }) | None => None,
+    };
+    let tokens = crate::memory::max_cached_tokens_beside(&sizing_step(sc, cfg)?, cfg.reserve_bytes, draft);
+    Ok(tokens / cfg.block_tokens)
 }
 
 /// KV-cache bytes one GPU of an instance holds for a sequence of `tokens` cached positions: the

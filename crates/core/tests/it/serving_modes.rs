@@ -512,3 +512,29 @@ fn bad_policy_values_are_refused_naming_the_field() {
     assert_eq!("least-outstanding".parse::<Router>().unwrap(), Router::LeastOutstanding);
     assert_eq!("guaranteed-no-evict".parse::<Admission>().unwrap(), Admission::GuaranteedNoEvict);
 }
+
+#[test]
+fn a_draft_model_takes_its_weights_and_its_kv_cache_from_the_target_s_pool() {
+    let sc = llama();
+    let plain = SimConfig { requests: 10, ..SimConfig::poisson(1.0) };
+    let draft = Draft::Model(llm_ledger_core::simulate::DraftModel(std::sync::Arc::new(scenario(&[(
+        "model",
+        "llama-3.2-1b",
+    )]))));
+    let with_draft = SimConfig { speculation: Some(Speculation { draft, ..speculation(4, 0.7) }), ..plain.clone() };
+    let heads = SimConfig { speculation: Some(speculation(4, 0.7)), ..plain.clone() };
+    let tokens = |c: &SimConfig| kv_capacity_blocks(&sc, c).unwrap() * c.block_tokens;
+    let t0 = tokens(&plain);
+    // Draft heads live in the target's weights: the same pool.
+    assert_eq!(tokens(&heads), t0);
+    // By hand: Llama 3 8B caches 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B a token;
+    // Llama 3.2 1B 2 × 16 × 8 × 64 × 2 B = 32,768 B, and weighs 1,235,814,400 parameters × 2 B
+    // (tied embedding). The target's free bytes F satisfy t0 ≤ F ÷ 131,072 < t0 + 16 (a block);
+    // beside the draft, ⌊(F − W) ÷ (131,072 + 32,768)⌋ tokens, rounded down to blocks.
+    let (per, per_draft, w_draft) = (131_072.0, 32_768.0, 2.0 * 1_235_814_400.0);
+    let lo = ((t0 as f64 * per - w_draft) / (per + per_draft)).floor() as u64;
+    let hi = (((t0 + 16) as f64 * per - w_draft) / (per + per_draft)).floor() as u64;
+    let t1 = tokens(&with_draft);
+    assert!(t1 + 16 > lo && t1 <= hi, "{t1} tokens beside the draft, expected in [{lo}, {hi}] (less a block)");
+    assert!(t1 < t0 * 8 / 10, "the draft's cache and weights take over a fifth: {t1} of {t0}");
+}
