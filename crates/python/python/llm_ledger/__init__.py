@@ -69,6 +69,14 @@ def _input_error(message, field):
 
 def _text(key, value):
     """A keyword's value as the text the core's resolver reads (the CLI flag's text)."""
+    # The common exact types first: the ABC checks below cost a microsecond a value.
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return repr(value)
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, str):
