@@ -3,7 +3,8 @@
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
-//! as it is (`Output`): each of its fields as Python values, its JSON (the CLI's `--format json`,
+//! as it is (`Output`; `ledger` holds the core's ledger and makes its report on the first read):
+//! each of its fields as Python values, its JSON (the CLI's `--format json`,
 //! byte for byte), its CSV rows, its human table and, for `ledger` and `simulate`, the plot the
 //! CLI's `--plot` draws are made only when the Python side asks for them. A `sweep` comes back as
 //! columns computed here, not in a Python loop (`SweepColumns`). Files and Hub ids (`model`, `gpu`, `profile`,
@@ -339,6 +340,8 @@ trait Shown: Send + Sync {
     fn table(&self) -> PyResult<String>;
     /// The plot as SVG, where the command draws one.
     fn svg(&self) -> PyResult<Option<String>>;
+    /// Whether the report has been made (at the call, or by a read since).
+    fn made(&self) -> bool;
 }
 
 /// Makes a report from what a call resolved (its scenario and ledger), once, when first asked.
@@ -391,6 +394,9 @@ impl<R: Report + Send + Sync> Shown for Held<R> {
     fn svg(&self) -> PyResult<Option<String>> {
         let report = self.report()?;
         self.plot.as_ref().map(|draw| draw(report)).transpose()
+    }
+    fn made(&self) -> bool {
+        self.report.get().is_some()
     }
 }
 
@@ -599,6 +605,10 @@ impl Output {
     /// The plot as inline SVG, or None.
     fn svg(&self, py: Python<'_>) -> PyResult<Option<String>> {
         py.allow_threads(|| self.shown.svg())
+    }
+    /// Whether the report has been made: at the call, or (`ledger`) by the first read of it.
+    fn made(&self) -> bool {
+        self.shown.made()
     }
 }
 
