@@ -44,8 +44,19 @@ def one_point_sweep():
     return ll.sweep(batch=8)
 
 
+#: Seconds of the last 1M-point case's parts: the sweep (Rust), the frame (columns and pandas).
+PARTS = {"sweep (Rust, all threads)": [], "to_pandas()": []}
+
+
 def million_points_dataframe():
-    return ll.sweep(**MILLION_GRID).to_pandas()
+    t0 = time.perf_counter()
+    s = ll.sweep(**MILLION_GRID)
+    t1 = time.perf_counter()
+    df = s.to_pandas()
+    t2 = time.perf_counter()
+    PARTS["sweep (Rust, all threads)"].append(t1 - t0)
+    PARTS["to_pandas()"].append(t2 - t1)
+    return df
 
 
 def per_call_s(f, calls):
@@ -102,6 +113,8 @@ def main():
         print(f"  {name:38} {unit(med):>11} per call  (rounds {spread}; {calls} calls a round)  {verdict}")
         if name == DATAFRAME[0]:
             print(f"  {'':38} {statistics.median(cpu):.3f} CPU-s per call, all threads")
+            for part, values in PARTS.items():
+                print(f"  {'  of which ' + part:38} {unit(statistics.median(values)):>11}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
-//! as it is (`Output`): each of its fields as Python values, its JSON (the CLI's `--format json`,
+//! as it is (`Output`; `ledger` holds the core's ledger and makes its report on the first read):
+//! each of its fields as Python values, its JSON (the CLI's `--format json`,
 //! byte for byte), its CSV rows, its human table and, for `ledger` and `simulate`, the plot the
 //! CLI's `--plot` draws are made only when the Python side asks for them. A `sweep` comes back as
 //! columns computed here, not in a Python loop (`SweepColumns`). Files and Hub ids (`model`, `gpu`, `profile`,
@@ -198,6 +199,45 @@ fn pair_error(e: impl std::fmt::Display, field: Option<&str>) -> PyErr {
     input_error_with(&e.to_string(), field, None)
 }
 
+/// A command's keyword lists, gathered once per process (the input tables are static): what
+/// [`Call::new`] sorts each keyword by.
+struct Keys {
+    /// [`keywords_of`] the command.
+    accepted: Vec<&'static str>,
+    /// [`command_keys`] of the command.
+    command: Vec<&'static str>,
+    /// [`serving_keys`].
+    serving: Vec<&'static str>,
+    /// The scenario's fields ([`scenario_inputs`]).
+    scenario: Vec<&'static str>,
+}
+
+impl Keys {
+    /// The keyword lists of `command`, or None for no such command.
+    fn of(command: &str) -> Option<&'static Keys> {
+        static KEYS: std::sync::OnceLock<HashMap<&'static str, Keys>> = std::sync::OnceLock::new();
+        KEYS.get_or_init(|| {
+            COMMANDS
+                .iter()
+                .filter_map(|&c| {
+                    let keys = Keys {
+                        accepted: keywords_of(c)?,
+                        command: command_keys(c),
+                        serving: serving_keys(),
+                        scenario: scenario_inputs().iter().map(|i| i.name).collect(),
+                    };
+                    Some((c, keys))
+                })
+                .collect()
+        })
+        .get(command)
+    }
+}
+
+/// The commands [`run`] and [`sweep`] take ([`keywords_of`] knows each).
+const COMMANDS: &[&str] =
+    &["ledger", "zoom", "kv", "levers", "sweep", "moe", "latency", "cost", "simulate", "plan", "tile"];
+
 /// The inputs of one call: the pairs split by who reads them.
 struct Call {
     /// Scenario pairs, for [`ScenarioRequest`] (`model` and `gpu` may name files or a Hub id).
@@ -212,22 +252,20 @@ impl Call {
     /// Split `pairs`, refusing a keyword `command` does not take (a `TypeError`, as Python refuses
     /// an unexpected keyword argument).
     fn new(command: &str, pairs: Vec<(String, String)>) -> PyResult<Call> {
-        let accepted = keywords_of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))?;
-        let command_keys = command_keys(command);
-        let scenario_fields: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
+        let keys = Keys::of(command).ok_or_else(|| PyValueError::new_err(format!("no command `{command}`")))?;
         let mut call = Call { scenario: vec![], serving: vec![], own: HashMap::new() };
         for (k, v) in pairs {
-            if !accepted.contains(&k.as_str()) {
+            if !keys.accepted.contains(&k.as_str()) {
                 return Err(PyTypeError::new_err(format!(
                     "{command}() got an unexpected keyword argument '{k}'; it takes: {}",
-                    accepted.join(", ")
+                    keys.accepted.join(", ")
                 )));
             }
-            if command_keys.contains(&k.as_str()) {
+            if keys.command.contains(&k.as_str()) {
                 call.own.insert(k, v);
-            } else if serving_keys().contains(&k.as_str()) {
+            } else if keys.serving.contains(&k.as_str()) {
                 call.serving.push((k, v));
-            } else if scenario_fields.contains(&k.as_str()) {
+            } else if keys.scenario.contains(&k.as_str()) {
                 call.scenario.push((k, v));
             } else {
                 call.own.insert(k, v);
@@ -285,10 +323,11 @@ fn command_error(e: CommandError) -> PyErr {
 type Plot<R> = Box<dyn Fn(&R) -> PyResult<String> + Send + Sync>;
 
 /// A report as the core built it, rendered only when asked for: each method is one of the Python
-/// result's attributes, built once on the Python side and kept there.
+/// result's attributes, built once on the Python side and kept there. A report made on first use
+/// ([`deferred`]) is made and checked by the first of them, which raises its error.
 trait Shown: Send + Sync {
     /// The CLI's `--format json`, byte for byte.
-    fn json(&self) -> String;
+    fn json(&self) -> PyResult<String>;
     /// One top-level field of the report's serde form (the JSON's `key`) as Python dicts, lists,
     /// numbers and strings, without JSON text; None where the report has no such field.
     fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>>;
@@ -296,39 +335,68 @@ trait Shown: Send + Sync {
     /// the CLI makes before it writes them.
     fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
     /// The human layout (the table's cells, title and footer).
-    fn human(&self) -> HumanTable;
+    fn human(&self) -> PyResult<HumanTable>;
     /// The CLI's text table with every column.
-    fn table(&self) -> String;
+    fn table(&self) -> PyResult<String>;
     /// The plot as SVG, where the command draws one.
     fn svg(&self) -> PyResult<Option<String>>;
+    /// Whether the report has been made (at the call, or by a read since).
+    fn made(&self) -> bool;
 }
 
-/// A report and its plot.
+/// Makes a report from what a call resolved (its scenario and ledger), once, when first asked.
+type Make<R> = Box<dyn Fn() -> R + Send + Sync>;
+
+/// A report (made now, or by `make` on first use) and its plot.
 struct Held<R> {
-    report: R,
+    /// The report after the CLI's finiteness check, or that check's error.
+    report: std::sync::OnceLock<Result<R, Error>>,
+    /// What makes the report, where it was not made at the call.
+    make: Option<Make<R>>,
     plot: Option<Plot<R>>,
 }
 
+impl<R: Report + Send + Sync> Held<R> {
+    /// The report, made and checked on first use where it was not made at the call.
+    fn report(&self) -> PyResult<&R> {
+        let made = self.report.get_or_init(|| {
+            let make = self.make.as_ref().expect("a report not made at the call has its maker");
+            checked(make())
+        });
+        made.as_ref().map_err(input_error)
+    }
+}
+
+/// `report` after the finiteness check the CLI's JSON rendering makes (a NaN is an error, never
+/// a number handed back).
+fn checked<R: Report>(report: R) -> Result<R, Error> {
+    llm_ledger_report::finite::check("", &report).map(|()| report)
+}
+
 impl<R: Report + Send + Sync> Shown for Held<R> {
-    fn json(&self) -> String {
-        self.report.layout(Format::Json)
+    fn json(&self) -> PyResult<String> {
+        Ok(self.report()?.layout(Format::Json))
     }
     fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(self.report.serialize(Pick { py, key })?)
+        Ok(self.report()?.serialize(Pick { py, key })?)
     }
     fn csv_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let rows = self.report.csv_rows();
+        let rows = self.report()?.csv_rows();
         llm_ledger_report::finite::check("rows", &rows).map_err(|e| input_error(&e))?;
         Ok(pythonize::pythonize(py, &rows)?)
     }
-    fn human(&self) -> HumanTable {
-        self.report.human()
+    fn human(&self) -> PyResult<HumanTable> {
+        Ok(self.report()?.human())
     }
-    fn table(&self) -> String {
-        self.report.layout(Format::Table)
+    fn table(&self) -> PyResult<String> {
+        Ok(self.report()?.layout(Format::Table))
     }
     fn svg(&self) -> PyResult<Option<String>> {
-        self.plot.as_ref().map(|draw| draw(&self.report)).transpose()
+        let report = self.report()?;
+        self.plot.as_ref().map(|draw| draw(report)).transpose()
+    }
+    fn made(&self) -> bool {
+        self.report.get().is_some()
     }
 }
 
@@ -343,8 +411,17 @@ struct Output {
 /// rendering makes, so a NaN is an error at the call, never a number handed back (the CSV rows,
 /// built only when asked for, are checked then: [`Shown::csv_rows`]).
 fn held<R: Report + Send + Sync + 'static>(report: R, plot: Option<Plot<R>>) -> PyResult<Output> {
-    llm_ledger_report::finite::check("", &report).map_err(|e| input_error(&e))?;
-    Ok(Output { shown: Box::new(Held { report, plot }) })
+    let report = std::sync::OnceLock::from(Ok(checked(report).map_err(|e| input_error(&e))?));
+    Ok(Output { shown: Box::new(Held { report, make: None, plot }) })
+}
+
+/// A report `make` makes from the call's typed result the first time the Python side reads any
+/// of it (its fields, JSON, table or plot), then keeps; its finiteness check runs then, and its
+/// error is raised by that read (and every later one). A call whose result is not read builds no
+/// report.
+fn deferred<R: Report + Send + Sync + 'static>(make: Make<R>, plot: Option<Plot<R>>) -> Output {
+    let held = Held { report: std::sync::OnceLock::new(), make: Some(make), plot };
+    Output { shown: Box::new(held) }
 }
 
 /// A serde serializer that picks one top-level field (`key`) of a struct's serde form — or of the
@@ -498,7 +575,7 @@ fn plot_error(e: impl std::fmt::Display) -> PyErr {
 #[pymethods]
 impl Output {
     /// The CLI's `--format json` text.
-    fn json(&self, py: Python<'_>) -> String {
+    fn json(&self, py: Python<'_>) -> PyResult<String> {
         py.allow_threads(|| self.shown.json())
     }
     /// The report's top-level field `key` as Python values (the JSON's, without JSON text), or
@@ -512,7 +589,7 @@ impl Output {
     }
     /// The human layout: `title`, `header`, `rows` (formatted cells), `right_aligned`, `footer`.
     fn human<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let h = py.allow_threads(|| self.shown.human());
+        let h = py.allow_threads(|| self.shown.human())?;
         let d = PyDict::new(py);
         d.set_item("title", h.title)?;
         d.set_item("header", h.header)?;
@@ -522,12 +599,16 @@ impl Output {
         Ok(d)
     }
     /// The CLI's text table, every column.
-    fn table(&self, py: Python<'_>) -> String {
+    fn table(&self, py: Python<'_>) -> PyResult<String> {
         py.allow_threads(|| self.shown.table())
     }
     /// The plot as inline SVG, or None.
     fn svg(&self, py: Python<'_>) -> PyResult<Option<String>> {
         py.allow_threads(|| self.shown.svg())
+    }
+    /// Whether the report has been made: at the call, or (`ledger`) by the first read of it.
+    fn made(&self) -> bool {
+        self.shown.made()
     }
 }
 
@@ -584,15 +665,16 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
     match command {
         "ledger" => {
             let sc = call.scenario()?;
-            let report = LedgerReport::new(&sc, &Ledger::build(&sc));
-            let gpu = sc.gpu;
+            // The core's typed result is held; its report (rows, total, notes) is made when read.
+            let ledger = Ledger::build(&sc);
+            let gpu = sc.gpu.clone();
             // The roofline the CLI's `--plot` draws.
             let roofline: Plot<LedgerReport> = Box::new(move |r| {
                 let mut chart = Roofline::from_report(r, &gpu);
                 chart.title = Some(llm_ledger_report::plot::title(&r.inputs));
                 chart.svg(PlotSize::default()).map_err(plot_error)
             });
-            held(report, Some(roofline))
+            Ok(deferred(Box::new(move || LedgerReport::new(&sc, &ledger)), Some(roofline)))
         }
         "kv" => {
             let sc = call.scenario()?;

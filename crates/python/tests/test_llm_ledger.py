@@ -350,6 +350,19 @@ def test_a_report_is_rendered_only_when_asked():
     assert r.svg is r.svg and str(r) is str(r) and r.json is r.json
 
 
+def test_a_ledger_makes_its_report_on_the_first_read():
+    # The call holds the core's ledger; the report (rows, total, notes) is made by the first read
+    # of any of it, whichever it is, and is then the same report the CLI prints.
+    for read in (lambda r: r.total, lambda r: r.to_json(), lambda r: str(r), lambda r: r.svg):
+        r = ll.ledger(batch=8)
+        assert not r._native.made()
+        read(r)
+        assert r._native.made()
+        assert r.total == r.json["total"] and r.total["op"] == "total"
+    # A report made at the call says so.
+    assert ll.kv(batch=8)._native.made()
+
+
 def test_to_json_is_the_cli_json_text(cli):
     assert ll.ledger(batch=64, kv="fp8").to_json() == cli("ledger", "--batch", "64", "--kv", "fp8", "--format", "json")
     assert ll.kv(batch=8).to_json() == cli("kv", "--batch", "8", "--format", "json")
@@ -383,6 +396,10 @@ def test_sweep_to_pandas_has_the_arrays_dtypes(pd, np):
     assert list(df.columns) == list(s.columns)
     assert df["batch"].tolist() == [1, 2, 4, 1, 2, 4] and str(df["batch"].dtype) == "int64"
     assert str(df["fits"].dtype) == "bool" and df["largest_op"].tolist() == s.columns["largest_op"]
+    # `largest_op` is a Categorical of the sweep's one-byte codes: one str per operator kind.
+    ops = df["largest_op"]
+    assert str(ops.dtype) == "category" and list(ops.cat.categories) == sorted(set(ops), key=ops.tolist().index)
+    assert ops.cat.codes.tolist() == [list(ops.cat.categories).index(v) for v in s.columns["largest_op"]]
     assert df["step_time_s"].tolist() == list(s.columns["step_time_s"])
     # The frame's columns are its own: writing to it leaves the sweep's arrays as they were.
     assert not np.shares_memory(df["step_time_s"].to_numpy(), s.arrays["step_time_s"])

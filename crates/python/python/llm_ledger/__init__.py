@@ -70,6 +70,14 @@ def _input_error(message, field):
 
 def _text(key, value):
     """A keyword's value as the text the core's resolver reads (the CLI flag's text)."""
+    # The common exact types first: the ABC checks below cost a microsecond a value.
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return repr(value)
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, str):
@@ -329,14 +337,19 @@ class Sweep:
         array of str (raises ImportError when NumPy is not installed)."""
         return self._new_arrays()
 
-    def _new_arrays(self):
+    def _new_arrays(self, op=None):
+        """Fresh NumPy arrays of the columns; `largest_op` an object array of str, or
+        `op(codes, names)` of its codes and the operator names."""
         np = _numpy()
         n = self._native
         out = {}
         for name in n.names():
             code, buf = n.buffer(name)
             values = np.frombuffer(buf, dtype=_DTYPES[code])
-            out[name] = np.array(n.op_names(), dtype=object)[values] if name == "largest_op" else values
+            if name == "largest_op":
+                names = n.op_names()
+                values = op(values, names) if op else np.array(names, dtype=object)[values]
+            out[name] = values
         return out
 
     def __len__(self):
@@ -354,11 +367,15 @@ class Sweep:
         return {**self.head, "points": self.rows}
 
     def to_pandas(self):
-        """The columns as a pandas DataFrame of arrays of its own (the ``arrays`` dtypes), each
-        column one copy of the sweep's (raises ImportError when pandas is not installed)."""
+        """The columns as a pandas DataFrame of arrays of its own, each column one copy of the
+        sweep's: the ``arrays`` dtypes, but ``largest_op`` a ``Categorical`` read from the sweep's
+        one-byte codes (no str object per point) (raises ImportError when pandas is not
+        installed)."""
         pandas = _pandas()
+        categorical = pandas.Categorical.from_codes
+        columns = self._new_arrays(lambda codes, names: categorical(codes, categories=names))
         # Fresh arrays, so the frame shares no memory with `arrays`: no copy is needed to build it.
-        return pandas.DataFrame(self._new_arrays(), copy=False)
+        return pandas.DataFrame(columns, copy=False)
 
     def __repr__(self):
         i = self.head["inputs"]
