@@ -150,6 +150,10 @@ pub struct SimRequest {
     pub draft_fraction: Option<String>,
     /// A block-level prefix cache over the KV pool.
     pub prefix_cache: Option<String>,
+    /// Identical replicas of the layout, arrivals routed among them.
+    pub replicas: Option<String>,
+    /// Which replica takes an arrival.
+    pub router: Option<String>,
     /// Engine steps over every run of the command (the step budget).
     pub max_steps: Option<String>,
 }
@@ -268,6 +272,18 @@ pub fn inputs() -> &'static [Input] {
             "speculative decoding: a draft step's cost ÷ the target's decode step (MTP/EAGLE heads)",
         ),
         Input::text("prefix_cache", Some("off"), "on or off", "a block-level prefix cache over the KV pool"),
+        Input::text(
+            "replicas",
+            Some("1"),
+            "an integer in 1..=64",
+            "identical replicas of the layout, each a serving instance; arrivals routed among them",
+        ),
+        Input::text(
+            "router",
+            Some("round-robin"),
+            "round-robin, random, least-outstanding or kv",
+            "which replica takes an arrival (with replicas)",
+        ),
         Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over every run"),
     ];
     INPUTS
@@ -382,13 +398,13 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
                 draft: Draft::Heads { fraction: f("draft_fraction", &args.draft_fraction, 0.05)? },
             }),
         },
+        router: parsed("router", &args.router)?.unwrap_or(d.router),
         prefix_cache: match args.prefix_cache.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
             None => d.prefix_cache,
             Some(s) if s == "on" => true,
             Some(s) if s == "off" => false,
             Some(s) => return Err(Error::unknown("prefix_cache", s, ["on", "off"]).about("prefix_cache").into()),
         },
-        ..d
     };
     // Every range first, so that a bad value is named before the step budget is estimated.
     cfg.validate()?;
@@ -471,6 +487,24 @@ pub fn disagg(args: &SimRequest, sc: &Scenario) -> Result<Option<Disagg>, Error>
     Disagg::of_inputs(split, args.kv_link.as_deref(), sc).map(Some)
 }
 
+/// The replicas of `replicas` (default 1), checked against `disagg` (its pools are their own
+/// instances) and `router` (it routes among replicas).
+pub fn replicas(args: &SimRequest) -> Result<u64, Error> {
+    let replicas = args.replicas.as_deref().map(|s| parse_u64("replicas", s)).transpose()?.unwrap_or(1);
+    Deployment::Aggregated { replicas }.validate()?;
+    if replicas > 1 && args.disagg.is_some() {
+        return Err(Error::refused(
+            "replicas",
+            "given",
+            "it applies without {disagg} (each pool is its own instances)",
+        ));
+    }
+    if args.router.is_some() && replicas == 1 {
+        return Err(Error::refused("router", "given", "it applies only with {replicas} above 1"));
+    }
+    Ok(replicas)
+}
+
 /// A `simulate` run as every front end shows it: the report, and the runs behind it (one per
 /// rate; the disaggregated ones with `disagg`).
 pub struct SimRun {
@@ -506,6 +540,8 @@ pub struct Resolved {
     pub rates: Vec<f64>,
     /// The disaggregated deployment of `disagg`, if asked for.
     pub disagg: Option<Disagg>,
+    /// Identical replicas of the layout (1: one instance).
+    pub replicas: u64,
 }
 
 impl SimRequest {
@@ -516,12 +552,13 @@ impl SimRequest {
         let cfg = config(self, sc, files)?;
         let rates = rates(self.rate.as_deref(), &cfg)?;
         let disagg = disagg(self, sc)?;
+        let replicas = replicas(self)?;
         // With disagg every rate runs twice: disaggregated and aggregated.
         if rates.len() > 1 && disagg.is_some() {
             check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
         }
         let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
-        Ok(Resolved { cfg, rates, disagg })
+        Ok(Resolved { cfg, rates, disagg, replicas })
     }
 }
 
@@ -549,19 +586,17 @@ impl Resolved {
 
     /// Run the simulations under `budget` (see [`run`]).
     pub fn run(self, sc: &Scenario, budget: &Budget, single: Option<SingleRun<'_>>) -> Result<SimRun> {
-        let Resolved { cfg, rates, disagg } = self;
+        let Resolved { cfg, rates, disagg, replicas } = self;
         let sweep = rates.len() > 1;
         let runs = match single {
             Some((field, _)) if sweep => {
                 return Err(Error::invalid(field, "given with a sweep of rates", "one rate").into());
             }
-            Some((field, _)) if disagg.is_some() => {
-                return Err(Error::refused_text(
-                    field,
-                    Text::template("given with {disagg}"),
-                    Text::template("a run of one instance"),
-                )
-                .into());
+            Some((field, _)) if disagg.is_some() || replicas > 1 => {
+                let with = if disagg.is_some() { "given with {disagg}" } else { "given with {replicas}" };
+                return Err(
+                    Error::refused_text(field, Text::template(with), Text::template("a run of one instance")).into()
+                );
             }
             Some((_, one)) => {
                 budget.admit([&cfg])?;
@@ -569,7 +604,7 @@ impl Resolved {
             }
             None => {
                 let deployments: Vec<Deployment> = match &disagg {
-                    None => vec![Deployment::SINGLE],
+                    None => vec![Deployment::Aggregated { replicas }],
                     Some(d) => {
                         let d = Deployment::Disaggregated(d.clone());
                         vec![d.aggregated_equivalent(), d]
@@ -589,7 +624,7 @@ impl Resolved {
         };
         let summaries = runs.iter().map(|r| r.summary.clone()).collect();
         let report = match &disagg {
-            None => SimulateReport::new(sc, &cfg, summaries, sweep),
+            None => SimulateReport::new(sc, &cfg, summaries, sweep).replicated(replicas, cfg.router),
             Some(d) => SimulateReport::disaggregated(
                 sc,
                 &cfg,
@@ -635,6 +670,41 @@ mod tests {
         let e = config(&req, &sc, Files::None).unwrap_err();
         assert_eq!(e.field(), Some("arrivals"));
         assert!(e.to_string().ends_with("accepted: poisson, gamma, closed"), "{e}");
+    }
+
+    /// `replicas` runs that many instances with the router's rule (every request served once,
+    /// the report naming the deployment), and is refused with `disagg`, at 0 or past 64; `router`
+    /// without replicas is refused.
+    #[test]
+    fn replicas_run_as_several_instances_and_bad_ones_are_refused() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let req = |replicas: Option<&str>, router: Option<&str>| SimRequest {
+            rate: Some("16".into()),
+            requests: Some("300".into()),
+            prompt: Some("512".into()),
+            output: Some("32".into()),
+            replicas: replicas.map(Into::into),
+            router: router.map(Into::into),
+            ..Default::default()
+        };
+        let one = run(&sc, &req(None, None), Files::None, None, None).unwrap();
+        let two = run(&sc, &req(Some("2"), Some("least-outstanding")), Files::None, None, None).unwrap();
+        let (s1, s2) = (one.report.summary.as_ref().unwrap(), two.report.summary.as_ref().unwrap());
+        assert_eq!((s1.completed, s2.completed), (300, 300));
+        // Half the arrivals each: smaller batches, so faster decode steps.
+        assert!(s2.tpot_s.mean < s1.tpot_s.mean, "{} vs {}", s2.tpot_s.mean, s1.tpot_s.mean);
+        assert_eq!(one.report.replicas, None);
+        let facts = two.report.replicas.unwrap();
+        assert_eq!((facts.replicas, facts.router), (2, llm_ledger_core::simulate::Router::LeastOutstanding));
+        let refused =
+            |r: SimRequest| run(&sc, &r, Files::None, None, None).err().and_then(|e| e.field().map(String::from));
+        assert_eq!(refused(req(Some("0"), None)).as_deref(), Some("replicas"));
+        assert_eq!(refused(req(Some("65"), None)).as_deref(), Some("replicas"));
+        assert_eq!(refused(req(Some("two"), None)).as_deref(), Some("replicas"));
+        assert_eq!(refused(req(None, Some("kv"))).as_deref(), Some("router"));
+        assert_eq!(refused(req(Some("2"), Some("fastest"))).as_deref(), Some("router"));
+        let with_disagg = SimRequest { disagg: Some("1:1".into()), ..req(Some("2"), None) };
+        assert_eq!(refused(with_disagg).as_deref(), Some("replicas"));
     }
 
     /// A file an input names is read through the front end's reader, and its error names the

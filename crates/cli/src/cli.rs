@@ -751,6 +751,15 @@ pub struct SimulateArgs {
     /// a prefix (a trace's prefix_id,prefix_tokens columns) find its cached blocks.
     #[arg(long, help_heading = "Scheduler")]
     pub prefix_cache: Option<String>,
+    /// Identical replicas of the layout, 1 to 64 (default 1), each a serving instance with its own
+    /// KV cache; arrivals are routed among them by --router and the summary is the whole
+    /// deployment's.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Deployment")]
+    pub replicas: Option<String>,
+    /// Which replica takes an arrival: round-robin (default), random, least-outstanding (fewest
+    /// requests waiting or running) or kv (least KV cache in use).
+    #[arg(long, help_heading = "Deployment")]
+    pub router: Option<String>,
     /// Most engine steps over every run of this command (default 100000000): runs estimated to
     /// need more are refused before they start, and runs that take more stop with an error.
     #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
@@ -1191,6 +1200,8 @@ impl SimulateArgs {
             spec_acceptance: a.spec_acceptance,
             draft_fraction: a.draft_fraction,
             prefix_cache: a.prefix_cache,
+            replicas: a.replicas,
+            router: a.router,
             max_steps: a.max_steps,
         }
     }

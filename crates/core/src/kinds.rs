@@ -392,7 +392,7 @@ static FACTS: [KindFacts; OpKind::ALL.len()] = {
 
 impl OpKind {
     /// The kind's row: every fact about it that other layers read (a load from a table built at
-    /// compile time by [`OpKind::row`]).
+    /// compile time from one exhaustive match).
     pub fn facts(self) -> KindFacts {
         FACTS[self as usize]
     }

@@ -29,7 +29,7 @@ use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::compact_f64;
 use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{Disagg, KvLink, Schedule, SimConfig, SimSummary};
+use llm_ledger_core::simulate::{Disagg, KvLink, Router, Schedule, SimConfig, SimSummary};
 use llm_ledger_core::Scenario;
 use serde::Serialize;
 
@@ -207,9 +207,22 @@ pub struct SimulateReport {
     /// A sweep: aggregated serving on the same GPUs, one per rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregated_points: Option<Vec<SimSummary>>,
+    /// Several replicas of the layout: how many, and how arrivals were routed among them (the
+    /// summaries are the whole deployment's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaFacts>,
     /// Whether an instance holds the weights and the step that sizes its KV cache.
     #[serde(flatten)]
     pub fit: StepFit,
+}
+
+/// An aggregated deployment of several identical instances, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReplicaFacts {
+    /// Instances of the layout.
+    pub replicas: u64,
+    /// Which instance takes an arrival.
+    pub router: Router,
 }
 
 /// A disaggregated deployment, as reported.
@@ -266,6 +279,7 @@ impl SimulateReport {
             disagg: None,
             aggregated: None,
             aggregated_points: None,
+            replicas: None,
         }
     }
 
@@ -287,6 +301,13 @@ impl SimulateReport {
             r.aggregated = aggregated.into_iter().next();
         }
         r
+    }
+
+    /// This report as the runs of `replicas` identical instances with arrivals routed by
+    /// `router` (one instance: unchanged).
+    pub fn replicated(mut self, replicas: u64, router: Router) -> SimulateReport {
+        self.replicas = (replicas > 1).then_some(ReplicaFacts { replicas, router });
+        self
     }
 
     /// Pairs of (disaggregated, aggregated) summaries, one per rate.
@@ -453,6 +474,18 @@ impl SimulateReport {
         )];
         if !s.policies.is_empty() {
             f.push(format!("scheduler: {}", s.policies.join("; ")));
+        }
+        if let Some(r) = &self.replicas {
+            f.push(format!(
+                "{} replicas of the layout, each arrival routed {}: the figures are the whole deployment's",
+                r.replicas,
+                match r.router {
+                    Router::RoundRobin => "round robin",
+                    Router::Random => "to a random replica",
+                    Router::LeastOutstanding => "to the replica with the fewest requests",
+                    Router::KvUsage => "to the replica with the least KV cache in use",
+                }
+            ));
         }
         f.push(format!(
             "each step timed by the ledger for its exact batch (prefill chunks and decodes at their own contexts); quantiles within ±{} (streamed sketch), means exact",

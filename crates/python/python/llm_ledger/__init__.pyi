@@ -420,6 +420,8 @@ def simulate(
     spec_acceptance: Optional[float] = None,
     draft_fraction: Optional[float] = None,
     prefix_cache: Optional[str] = None,
+    replicas: Optional[int] = None,
+    router: Optional[str] = None,
     max_steps: Optional[int] = None,
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL

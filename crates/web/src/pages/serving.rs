@@ -68,6 +68,8 @@ pub const KEYS: &[&str] = &[
     "spec_acceptance",
     "draft_fraction",
     "prefix_cache",
+    "replicas",
+    "router",
     "max_steps",
 ];
 
@@ -240,6 +242,18 @@ pub const INPUTS: &[PageInput] = &[
         label: "Prefix cache",
         help: "on or off: a block-level cache over the KV pool",
         placeholder: "off",
+    },
+    PageInput {
+        name: "replicas",
+        label: "Replicas",
+        help: "identical instances of the layout, 1 to 64; arrivals routed among them",
+        placeholder: "1",
+    },
+    PageInput {
+        name: "router",
+        label: "Router",
+        help: "with replicas: round-robin, random, least-outstanding or kv",
+        placeholder: "round-robin",
     },
     PageInput {
         name: "max_steps",
