@@ -307,7 +307,7 @@ impl KernelFile {
 
     /// The code at index `i` (in bounds: checked against `data N` at parse time).
     fn code(&self, i: usize) -> u16 {
-        u16::from_le_bytes([self.codes[2 * i], self.codes[2 * i + 1]])
+        code_at(self.codes, i)
     }
 
     /// Table `t`'s codes with every cell replaced, along each axis of `axes` in turn, by the
@@ -325,7 +325,6 @@ impl KernelFile {
         let t = &self.tables[t];
         let size: usize = t.axes.iter().map(|a| a.values.len()).product();
         let mut bytes: Box<[u8]> = self.codes[2 * t.offset..2 * (t.offset + size)].into();
-        let get = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
         for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
             let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
             // Every line along axis d starts at a cell whose index on d is 0: cells are laid
@@ -336,7 +335,7 @@ impl KernelFile {
                     let mut running = UNMEASURED;
                     for i in (0..count).rev() {
                         let at = start + i * stride;
-                        running = running.min(get(&bytes, at));
+                        running = running.min(code_at(&bytes, at));
                         [bytes[2 * at], bytes[2 * at + 1]] = running.to_le_bytes();
                     }
                 }
@@ -421,8 +420,7 @@ impl KernelFile {
         let last = d + 1 == probes.len();
         interp_ln(&table.axes[d].ln, &probes[d], self.powers[d], |i| {
             if last {
-                let at = 2 * (base + i * stride);
-                code_ln(u16::from_le_bytes([codes[at], codes[at + 1]]))
+                code_ln(code_at(codes, base + i * stride))
             } else {
                 self.eval_axis(table, codes, probes, d + 1, base + i * stride)
             }
@@ -471,6 +469,11 @@ impl Envelope<'_> {
         let codes = f.enveloped[t].get_or_init(|| f.suffix_min(t, f.spec.envelope));
         f.eval_codes_ln(t, q, codes, 0)
     }
+}
+
+/// Code `i` of `bytes` (little-endian u16s).
+fn code_at(bytes: &[u8], i: usize) -> u16 {
+    u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])
 }
 
 /// Most axes a table may have (GEMM: m, n, k).
@@ -611,8 +614,7 @@ mod tests {
                         want = want.min(codes[a2 * 8 + b2 * 4 + c2]);
                     }
                 }
-                let at = 2 * (a * 8 + b * 4 + c);
-                assert_eq!(u16::from_le_bytes([env[at], env[at + 1]]), want, "axes {axes:?} at {a} {b} {c}");
+                assert_eq!(code_at(&env, a * 8 + b * 4 + c), want, "axes {axes:?} at {a} {b} {c}");
             }
         }
     }

@@ -487,7 +487,11 @@ class _Shipped:
         return self._json
 
     def field(self, key):
-        return _json.loads(self._json).get(key)
+        return self._fields.get(key)
+
+    @_cached_property
+    def _fields(self):
+        return _json.loads(self._json)
 
     def human(self):
         return self._human
