@@ -344,6 +344,39 @@ fn every_gpu_and_engine_answers_the_common_queries() {
     assert!(kernels::SOURCE.contains("0.12.0"));
 }
 
+/// The raw table is not monotone in m even where the GPU is full (m ≥ 4096): run-to-run noise
+/// and tile quantisation make a bigger GEMM measure faster by up to a third at thin shapes
+/// (n 10240, k 64: 33 %). So the clock reads the envelope: at every measured (n, k) and on a
+/// fine m grid (1 % steps from 4096 to 65536), it never decreases, never exceeds the raw time
+/// (padding to more rows is always possible), and equals it where the table already grows.
+#[test]
+fn at_large_m_the_envelope_grows_and_the_raw_table_does_not() {
+    let [ms, ns, ks] = grid();
+    let mut worst_raw_dip: f64 = 0.0;
+    for &n in ns {
+        for &k in ks {
+            let (mut raw_max, mut env_prev) = (0.0f64, 0.0f64);
+            let mut m = 4096.0f64;
+            while m <= 65536.0 {
+                let raw = gemm_us(H100, TRT, BF16, m, n, k).unwrap();
+                let env = gemm_envelope_us(H100, TRT, BF16, m, n, k).unwrap();
+                assert!(env >= env_prev * (1.0 - 1e-12), "n {n} k {k} m {m}: {env} after {env_prev}");
+                assert!(env <= raw * (1.0 + 1e-12), "n {n} k {k} m {m}: envelope {env} above raw {raw}");
+                worst_raw_dip = worst_raw_dip.max(1.0 - raw / raw_max.max(raw));
+                (raw_max, env_prev) = (raw_max.max(raw), env);
+                m *= 1.01;
+            }
+        }
+    }
+    assert!(worst_raw_dip > 0.2, "the raw table dips {worst_raw_dip}: is the envelope still needed?");
+    // Where the measured times grow with m, the envelope is the measurement.
+    let last = *ms.last().unwrap();
+    let (n, k) = (8192.0, 8192.0);
+    for m in [8192.0, 16384.0, last] {
+        assert_eq!(gemm_envelope_us(H100, TRT, BF16, m, n, k), gemm_us(H100, TRT, BF16, m, n, k), "m {m}");
+    }
+}
+
 /// The h100 trtllm bf16 grid, for the properties.
 fn grid() -> [&'static [f64]; 3] {
     gemm_axes(H100, TRT, BF16).unwrap()
@@ -351,18 +384,6 @@ fn grid() -> [&'static [f64]; 3] {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
-
-    /// For large m (≥ 4096, the GPU full), more tokens never take less time, at every measured
-    /// (n, k) and on the grid's m values and between them.
-    #[test]
-    fn more_m_never_fewer_us(ni in 0usize..22, ki in 0usize..22, a in 4096.0f64..65536.0, b in 4096.0f64..65536.0) {
-        let [_, ns, ks] = grid();
-        let (n, k) = (ns[ni.min(ns.len() - 1)], ks[ki.min(ks.len() - 1)]);
-        let (lo, hi) = (a.min(b), a.max(b));
-        let t_lo = gemm_us(H100, TRT, BF16, lo, n, k).unwrap();
-        let t_hi = gemm_us(H100, TRT, BF16, hi, n, k).unwrap();
-        prop_assert!(t_hi >= t_lo * (1.0 - 1e-12), "n {n} k {k}: m {lo} → {t_lo}, m {hi} → {t_hi}");
-    }
 
     /// The envelope never decreases with m, at any m (on or between grid points, below and above
     /// the grid), any (n, k) on or off the grid, on every GPU and engine with a bf16 table (at
