@@ -9,7 +9,7 @@ use llm_ledger_core::error::Text;
 use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::plan::MAX_PLAN_GPUS;
-use llm_ledger_core::plan_serving::{plan_serving_within, ServingPlanRequest, DEFAULT_SEARCH_REQUESTS};
+use llm_ledger_core::plan_serving::{Assessed, ServingPlanRequest, ServingSearch, DEFAULT_SEARCH_REQUESTS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
@@ -20,6 +20,7 @@ use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::Inputs;
+use rayon::prelude::*;
 use serde::Deserialize;
 use std::sync::atomic::AtomicBool;
 
@@ -144,7 +145,8 @@ impl PlanLoadRequest {
     /// The cheapest deployment of `sc` holding the p99 TTFT and TPOT bounds at the rate, by
     /// simulation (`plan_serving`), as its report: `checked` is [`PlanLoadRequest::check`]'s rate
     /// and TTFT bound; `s` holds the price, the reserve and the TPOT bound. The search runs
-    /// under the step budget of `max_steps` and stops once `cancel` becomes true.
+    /// under the step budget of `max_steps` and stops once `cancel` becomes true; its
+    /// candidates are assessed on this machine's cores.
     pub fn report(
         &self,
         sc: &Scenario,
@@ -154,8 +156,30 @@ impl PlanLoadRequest {
         files: Files<'_>,
         cancel: Option<&AtomicBool>,
     ) -> Result<ServingPlanReport> {
-        let (rate_per_s, ttft_bound_s) = checked;
         let budget = budget(self.max_steps.as_deref(), cancel)?;
+        let search = self.search(sc, s, checked, max_gpus, files)?;
+        search.search.admit(&budget)?;
+        let assessed = (0..search.search.len())
+            .into_par_iter()
+            .map(|j| search.search.assess(j, &budget))
+            .collect::<Result<Vec<_>, Error>>()?;
+        search.report(assessed)
+    }
+
+    /// The search of [`PlanLoadRequest::report`] laid out, before any simulation, with what
+    /// its report names: candidate `j` can then be assessed anywhere that builds the same search
+    /// from the same inputs ([`LoadSearch::assess_json`]) and the assessments gathered here
+    /// ([`LoadSearch::report`]).
+    pub fn search(
+        &self,
+        sc: &Scenario,
+        s: &Serving,
+        checked: (f64, f64),
+        max_gpus: u64,
+        files: Files<'_>,
+    ) -> Result<LoadSearch> {
+        let (rate_per_s, ttft_bound_s) = checked;
+        budget(self.max_steps.as_deref(), None)?;
         let price = s.require_price(&sc.gpu.name)?;
         let Some(tpot_bound_s) = s.tpot_bound_s else {
             return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds").into());
@@ -163,7 +187,8 @@ impl PlanLoadRequest {
         let u = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
             Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
         };
-        let defaults = SimConfig::poisson(rate_per_s);
+        // Each candidate is served by the engine's own scheduler (as `simulate` runs it).
+        let defaults = SimConfig::poisson(rate_per_s).for_engine(sc.clock.engine);
         let sim = SimConfig {
             requests: u("requests", &self.requests, DEFAULT_SEARCH_REQUESTS)?,
             seed: u("seed", &self.seed, defaults.seed)?,
@@ -174,16 +199,66 @@ impl PlanLoadRequest {
         };
         let (requests, seed) = (sim.requests, sim.seed);
         let request = ServingPlanRequest { rate_per_s, ttft_bound_s, tpot_bound_s, max_gpus, price, sim };
-        let plan = plan_serving_within(sc, &request, &budget)?;
+        let search = ServingSearch::new(sc, &request)?;
+        Ok(LoadSearch { search, inputs: Inputs::of(sc), request, requests, seed, max_steps: self.max_steps.clone() })
+    }
+}
+
+/// A plan under load laid out ([`PlanLoadRequest::search`]): the core's search and what the
+/// report names.
+#[derive(Debug, Clone)]
+pub struct LoadSearch {
+    /// The candidates.
+    pub search: ServingSearch,
+    inputs: Inputs,
+    request: ServingPlanRequest,
+    requests: u64,
+    seed: u64,
+    max_steps: Option<String>,
+}
+
+impl LoadSearch {
+    /// Assess candidate `j` under a step budget of its own (the request's `max_steps`; a
+    /// search spread over workers bounds each candidate's simulations by it), as JSON: the text
+    /// a worker sends back for [`LoadSearch::report_from_json`].
+    pub fn assess_json(&self, j: usize) -> Result<String> {
+        let budget = budget(self.max_steps.as_deref(), None)?;
+        self.search.admit(&budget)?;
+        let assessed = self.search.assess(j, &budget)?;
+        Ok(serde_json::to_string(&assessed).expect("an assessment is JSON"))
+    }
+
+    /// The report from every candidate's assessment as [`LoadSearch::assess_json`] wrote it,
+    /// in candidate order.
+    pub fn report_from_json<S: AsRef<str>>(&self, parts: &[S]) -> Result<ServingPlanReport> {
+        let assessed = parts
+            .iter()
+            .enumerate()
+            .map(|(j, text)| {
+                serde_json::from_str::<Assessed>(text.as_ref()).map_err(|e| {
+                    CommandError::from(Error::Malformed {
+                        what: format!("assessment of candidate {j}"),
+                        message: e.to_string(),
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.report(assessed)
+    }
+
+    /// The report from every candidate's assessment, in candidate order.
+    pub fn report(&self, assessed: Vec<Assessed>) -> Result<ServingPlanReport> {
+        let plan = self.search.gather(assessed)?;
+        let r = &self.request;
         Ok(ServingPlanReport::new(
-            Inputs::of(sc),
-            rate_per_s,
-            ttft_bound_s,
-            tpot_bound_s,
-            max_gpus,
-            price,
-            requests,
-            seed,
+            self.inputs.clone(),
+            r.rate_per_s,
+            r.ttft_bound_s,
+            r.tpot_bound_s,
+            r.max_gpus,
+            r.price,
+            self.requests,
+            self.seed,
             plan,
         ))
     }

@@ -11,8 +11,8 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate_within, Budget, CudaGraphs, Deployment, Disagg, Draft, SimConfig, Simulation, Speculation,
-    DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
+    simulate_within, Budget, Deployment, Disagg, Draft, SimConfig, Simulation, Speculation, DEFAULT_MAX_STEPS,
+    MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
@@ -228,8 +228,9 @@ pub fn inputs() -> &'static [Input] {
         ),
         Input::text(
             "admission",
-            Some("max-utilization"),
-            "max-utilization, guaranteed-no-evict (TensorRT-LLM), watermark (vLLM, 1 %) or sglang",
+            Some(ENGINE_OWN),
+            "engine (its own: TensorRT-LLM guaranteed-no-evict, vLLM watermark, SGLang sglang, \
+             others max-utilization), max-utilization, guaranteed-no-evict, watermark (1 %) or sglang",
             "which requests a step admits",
         ),
         Input::text(
@@ -240,8 +241,8 @@ pub fn inputs() -> &'static [Input] {
         ),
         Input::text(
             "host_time",
-            Some("serial"),
-            "serial or overlapped",
+            Some(ENGINE_OWN),
+            "engine (its own: serial for vllm@0.6 and eager, else overlapped), serial or overlapped",
             "host time per step, after the GPU's or under it",
         ),
         Input::text(
@@ -252,8 +253,8 @@ pub fn inputs() -> &'static [Input] {
         ),
         Input::text(
             "cuda_graphs",
-            Some("off"),
-            "off or vllm (its captured batch sizes)",
+            Some(ENGINE_OWN),
+            "engine (its own: vllm for vLLM and SGLang, else off), off or vllm (its captured batch sizes)",
             "decode batches padded to captured sizes",
         ),
         Input::text("warmup", Some("0"), "requests, below requests", "first requests left out of every statistic"),
@@ -289,6 +290,25 @@ pub fn inputs() -> &'static [Input] {
     INPUTS
 }
 
+/// The word a policy input takes for the engine's own policy
+/// ([`llm_ledger_core::simulate::EnginePolicy::of_engine`]).
+pub const ENGINE_OWN: &str = "engine";
+
+/// A policy input: `engine`, or none given, is the engine's own (`own`); another word is parsed,
+/// and an unknown one is refused listing `engine` with the policy's names.
+fn policy<T: std::str::FromStr<Err = Error>>(field: &str, v: &Option<String>, own: T) -> Result<T> {
+    match v.as_deref() {
+        None => Ok(own),
+        Some(s) if s.trim().eq_ignore_ascii_case(ENGINE_OWN) => Ok(own),
+        Some(s) => s.parse::<T>().map_err(|mut e| {
+            if let Error::UnknownName { accepted, .. } = &mut e {
+                accepted.insert(0, ENGINE_OWN.to_string());
+            }
+            e.about(field).into()
+        }),
+    }
+}
+
 /// The simulator's configuration from the text inputs (the rate is set per run), the files they
 /// name read through `files`.
 pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimConfig> {
@@ -298,7 +318,9 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
     let f = |field: &str, v: &Option<String>, default: f64| -> Result<f64> {
         Ok(v.as_deref().map(|s| parse_f64(field, s)).transpose()?.unwrap_or(default))
     };
-    let d = SimConfig::poisson(10.0);
+    // The engine the clock times is the engine whose scheduler runs: its admission, host time and
+    // CUDA-graph padding are the defaults.
+    let d = SimConfig::poisson(10.0).for_engine(sc.clock.engine);
     let kind = args.arrivals.as_deref().unwrap_or(if args.trace.is_some() { "trace" } else { "poisson" });
     let arrivals = match (kind.trim().to_ascii_lowercase().as_str(), files) {
         ("poisson", _) => d.arrivals.clone(),
@@ -378,16 +400,11 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
         ttft_slo_s: ms("ttft_ms", &args.ttft_ms)?,
         tpot_slo_s: ms("tpot_ms", &args.tpot_ms)?,
         reserve_bytes: serving.reserve_bytes,
-        admission: parsed("admission", &args.admission)?.unwrap_or(d.admission),
+        admission: policy("admission", &args.admission, d.admission)?,
         preemption: parsed("preemption", &args.preemption)?.unwrap_or(d.preemption),
-        host: parsed("host_time", &args.host_time)?.unwrap_or(d.host),
+        host: policy("host_time", &args.host_time, d.host)?,
         scheduler_steps: u("scheduler_steps", &args.scheduler_steps, d.scheduler_steps)?,
-        cuda_graphs: match args.cuda_graphs.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
-            None => d.cuda_graphs.clone(),
-            Some(s) if s == "off" => CudaGraphs::Unpadded,
-            Some(s) if s == "vllm" => CudaGraphs::vllm(),
-            Some(s) => return Err(Error::unknown("cuda_graphs", s, ["off", "vllm"]).about("cuda_graphs").into()),
-        },
+        cuda_graphs: policy("cuda_graphs", &args.cuda_graphs, d.cuda_graphs)?,
         warmup_requests: u("warmup", &args.warmup, d.warmup_requests)?,
         max_concurrency: args.max_concurrency.as_deref().map(|s| parse_u64("max_concurrency", s)).transpose()?,
         speculation: match &args.spec_depth {

@@ -20,12 +20,13 @@ fn stub_keywords(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The stub's keywords of `name` that are not scenario inputs (nor the files they name).
+/// The stub's keywords of `name` that are not scenario inputs (nor the files they name, nor
+/// `executor`: where a plan's candidates run, not an input of the command).
 fn own(name: &str) -> Vec<String> {
     let scenario: Vec<&str> = scenario_inputs().iter().map(|i| i.name).collect();
     stub_keywords(name)
         .into_iter()
-        .filter(|k| !scenario.contains(&k.as_str()) && !["revision", "profile"].contains(&k.as_str()))
+        .filter(|k| !scenario.contains(&k.as_str()) && !["revision", "profile", "executor"].contains(&k.as_str()))
         .collect()
 }
 

@@ -711,7 +711,8 @@ pub struct SimulateArgs {
     /// they run out), guaranteed-no-evict (TensorRT-LLM: a request's whole prompt and output
     /// reserved at admission), watermark (vLLM: 1 % of blocks kept free, a preempted request
     /// re-admitted only when its whole context fits) or sglang (its new-token reservation
-    /// ratio) (default max-utilization).
+    /// ratio), or engine: the --engine's own (TensorRT-LLM guaranteed-no-evict, vLLM watermark,
+    /// SGLang sglang, gpt-fast and eager max-utilization) (default engine).
     #[arg(long, help_heading = "Engine")]
     pub admission: Option<String>,
     /// What a preemption does with the KV cache: recompute (drop it, prefill again) or swap (to
@@ -719,14 +720,16 @@ pub struct SimulateArgs {
     #[arg(long, help_heading = "Engine")]
     pub preemption: Option<String>,
     /// Host time per step (the clock's `host` row): serial (after the GPU step) or overlapped
-    /// (under it: a step takes the longer of the two) (default serial).
+    /// (under it: a step takes the longer of the two), or engine: the --engine's own (serial for
+    /// vllm@0.6 and eager, else overlapped) (default engine).
     #[arg(long, help_heading = "Engine")]
     pub host_time: Option<String>,
     /// Decode steps per scheduling, vLLM's --num-scheduler-steps, 1 to 256 (default 1).
     #[arg(long, allow_hyphen_values = true, help_heading = "Engine")]
     pub scheduler_steps: Option<String>,
     /// CUDA-graph padding of decode-only batches: off, or vllm (rounded up to vLLM's captured
-    /// sizes 1, 2, 4, 8, 16, 24 … 512) (default off).
+    /// sizes 1, 2, 4, 8, 16, 24 … 512), or engine: the --engine's own (vllm for vLLM and SGLang,
+    /// off for TensorRT-LLM, gpt-fast and eager) (default engine).
     #[arg(long, help_heading = "Engine")]
     pub cuda_graphs: Option<String>,
     /// Requests left out of every statistic, the first to arrive (a benchmark's warm-up)

@@ -30,7 +30,7 @@ use crate::simulate::workload::{check_rate, Arrivals};
 use crate::simulate::{kv_capacity_blocks, simulate_within, Budget, Deployment, SimConfig, StepClock};
 use crate::workload::Chunk;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Prefill chunks tried (tokens; each is also the step's token budget).
 pub const CHUNK_CANDIDATES: [u64; 3] = [512, 2048, 8192];
@@ -61,7 +61,7 @@ pub struct ServingPlanRequest {
 
 /// One deployment: a layout per replica, its scheduler limits, the replicas, and what the
 /// simulation of one replica at `R ÷ replicas` gave.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ServingPoint {
     /// Tensor-parallel GPUs.
     pub tp: u64,
@@ -115,14 +115,20 @@ fn badness(req: &ServingPlanRequest, ttft_s: f64, tpot_s: f64) -> f64 {
     (ttft_s / req.ttft_bound_s).max(tpot_s / req.tpot_bound_s)
 }
 
-/// What one candidate gave: its cheapest point holding the SLAs, every simulated point, and the
-/// closest miss.
-struct Assessed {
+/// What one candidate gave ([`ServingSearch::assess`]): its cheapest point holding the SLAs,
+/// every simulated point, and the closest miss. It serialises (JSON), so a candidate can be
+/// assessed in another process or on another machine and gathered here
+/// ([`ServingSearch::gather`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assessed {
     best: Option<ServingPoint>,
     points: Vec<ServingPoint>,
     closest: Option<ServingPoint>,
     simulations: u64,
-    /// The first simulation that could not run (a request past this layout's KV capacity).
+    /// The replicas of the first simulation that could not run (a request past this layout's
+    /// KV capacity); its error, where it was assessed in this process.
+    failed_at: Option<u64>,
+    #[serde(skip)]
     error: Option<Error>,
 }
 
@@ -161,7 +167,8 @@ fn simulate_at(
 
 /// Assess one candidate; `Err` only when the search must stop (cancelled, or past the budget).
 fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Budget) -> Result<Assessed> {
-    let mut out = Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, error: None };
+    let mut out =
+        Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, failed_at: None, error: None };
     let max_replicas = MAX_SERVING_GPUS / sc.parallel.gpus_per_replica();
     // μ: requests/s of one replica decoding `max_seqs` sequences every step (an upper bound).
     let mut clock = StepClock::new(sc);
@@ -175,7 +182,9 @@ fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Bud
             Ok(p) => p,
             Err(e @ (Error::Cancelled | Error::OverBudget { .. })) => return Err(e),
             Err(e) => {
-                out.error.get_or_insert(e);
+                if out.failed_at.is_none() {
+                    (out.failed_at, out.error) = (Some(r), Some(e));
+                }
                 return Ok(None);
             }
         };
@@ -251,102 +260,175 @@ pub fn plan_serving(base: &Scenario, req: &ServingPlanRequest) -> Result<Serving
 
 /// [`plan_serving`] under `budget`: every candidate's first simulation is estimated before any
 /// runs ([`Budget::admit`]), and the simulations' steps are charged to the budget as they go.
+/// The candidates are assessed in parallel on this machine's cores (rayon).
 pub fn plan_serving_within(base: &Scenario, req: &ServingPlanRequest, budget: &Budget) -> Result<ServingPlan> {
-    check_rate("rate", req.rate_per_s)?;
-    for (field, v) in [("ttft_ms", req.ttft_bound_s), ("tpot_ms", req.tpot_bound_s)] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::invalid(field, v * 1e3, "a time in milliseconds above 0"));
-        }
-    }
-    if !(1..=crate::plan::MAX_PLAN_GPUS).contains(&req.max_gpus) {
-        return Err(Error::invalid(
-            "max_gpus",
-            req.max_gpus,
-            format!("an integer in 1..={}", crate::plan::MAX_PLAN_GPUS),
-        ));
-    }
-    SimConfig { ttft_slo_s: Some(req.ttft_bound_s), tpot_slo_s: Some(req.tpot_bound_s), ..req.sim.clone() }
-        .validate()?;
-    let layouts: Vec<Scenario> = layouts(base, req.max_gpus).into_iter().filter(|sc| sc.parallel.pp == 1).collect();
-    // Early stop: a layout whose fastest decode step misses the TPOT bound is not simulated.
-    let quick: Vec<(usize, f64)> = layouts
-        .iter()
-        .enumerate()
-        .map(|(i, sc)| (i, StepClock::new(sc).step_s(&[Chunk { new_tokens: 1, cached_tokens: 0 }])))
-        .collect();
-    let work: Vec<(usize, SimConfig)> = quick
-        .iter()
-        .filter(|(_, t)| *t <= req.tpot_bound_s)
-        .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| (*i, c)))
-        .collect();
-    budget.admit(work.iter().map(|(_, c)| c))?;
-    let assessed: Vec<Assessed> =
-        work.par_iter().map(|(i, cfg)| assess(&layouts[*i], req, cfg, budget)).collect::<Result<_>>()?;
-    let (mut ranked, mut meeting, mut closest, mut simulations) = (Vec::new(), Vec::new(), None, 0);
-    let mut error = None;
-    let worse = |c: &ServingPoint| badness(req, c.ttft_p99_s, c.tpot_p99_s);
-    for a in assessed {
-        simulations += a.simulations;
-        if error.is_none() {
-            error = a.error;
-        }
-        ranked.extend(a.best);
-        meeting.extend(a.points.into_iter().filter(|p| p.meets_sla));
-        if let Some(c) = a.closest {
-            if closest.as_ref().is_none_or(|b: &ServingPoint| worse(&c) < worse(b)) {
-                closest = Some(c);
+    let search = ServingSearch::new(base, req)?;
+    search.admit(budget)?;
+    let assessed = (0..search.len()).into_par_iter().map(|j| search.assess(j, budget)).collect::<Result<_>>()?;
+    search.gather(assessed)
+}
+
+/// A plan under load laid out before anything runs: the layouts, each one's fastest decode
+/// step, and the candidates (layout × max sequences × chunk) to assess. The same base scenario
+/// and request always give the same candidates in the same order, so candidate `j` can be
+/// assessed anywhere that can build the search ([`ServingSearch::assess`]) and the results
+/// gathered in order here ([`ServingSearch::gather`]): the plan is [`plan_serving_within`]'s.
+#[derive(Debug, Clone)]
+pub struct ServingSearch {
+    base: Scenario,
+    req: ServingPlanRequest,
+    layouts: Vec<Scenario>,
+    /// Per layout, its single decode step (batch 1, an empty cache), seconds.
+    quick: Vec<(usize, f64)>,
+    /// The candidates: (layout, configuration).
+    work: Vec<(usize, SimConfig)>,
+}
+
+impl ServingSearch {
+    /// The search's candidates, after checking the request's ranges (errors name the field).
+    pub fn new(base: &Scenario, req: &ServingPlanRequest) -> Result<ServingSearch> {
+        check_rate("rate", req.rate_per_s)?;
+        for (field, v) in [("ttft_ms", req.ttft_bound_s), ("tpot_ms", req.tpot_bound_s)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::invalid(field, v * 1e3, "a time in milliseconds above 0"));
             }
         }
-    }
-    if ranked.is_empty() {
-        // Every simulation failed to run: that reason (e.g. a prompt past every KV capacity).
-        if let (None, Some(e)) = (&closest, error) {
-            return Err(e);
+        if !(1..=crate::plan::MAX_PLAN_GPUS).contains(&req.max_gpus) {
+            return Err(Error::invalid(
+                "max_gpus",
+                req.max_gpus,
+                format!("an integer in 1..={}", crate::plan::MAX_PLAN_GPUS),
+            ));
         }
-        // Nothing simulated because every layout's single decode step misses the TPOT bound:
-        // the fastest stands for the closest.
-        let fallback = || {
-            quick.iter().min_by(|a, b| a.1.total_cmp(&b.1)).filter(|(_, t)| *t > req.tpot_bound_s).map(|(i, t)| {
-                let p = &layouts[*i].parallel;
-                ServingClosest {
-                    layout: Layout { tp: p.tp, pp: p.pp, ep: p.ep },
-                    replicas: 1,
-                    max_seqs: 1,
-                    chunk_tokens: req.sim.chunk_tokens,
-                    ttft_p99_s: 0.0,
-                    tpot_p99_s: *t,
-                }
-            })
-        };
-        let closest = closest
-            .map(|c| ServingClosest {
-                layout: Layout { tp: c.tp, pp: c.pp, ep: c.ep },
-                replicas: c.replicas,
-                max_seqs: c.max_seqs,
-                chunk_tokens: c.chunk_tokens,
-                ttft_p99_s: c.ttft_p99_s,
-                tpot_p99_s: c.tpot_p99_s,
-            })
-            .or_else(fallback);
-        return Err(Error::NoServingPlan(Box::new(ServingRefused {
-            model: base.model.name.clone(),
-            gpu: base.gpu.name.clone(),
-            rate_per_s: req.rate_per_s,
-            ttft_bound_s: req.ttft_bound_s,
-            tpot_bound_s: req.tpot_bound_s,
-            max_gpus: req.max_gpus,
-            closest,
-        })));
+        SimConfig { ttft_slo_s: Some(req.ttft_bound_s), tpot_slo_s: Some(req.tpot_bound_s), ..req.sim.clone() }
+            .validate()?;
+        let layouts: Vec<Scenario> = layouts(base, req.max_gpus).into_iter().filter(|sc| sc.parallel.pp == 1).collect();
+        // Early stop: a layout whose fastest decode step misses the TPOT bound is not simulated.
+        let quick: Vec<(usize, f64)> = layouts
+            .iter()
+            .enumerate()
+            .map(|(i, sc)| (i, StepClock::new(sc).step_s(&[Chunk { new_tokens: 1, cached_tokens: 0 }])))
+            .collect();
+        let work: Vec<(usize, SimConfig)> = quick
+            .iter()
+            .filter(|(_, t)| *t <= req.tpot_bound_s)
+            .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| (*i, c)))
+            .collect();
+        Ok(ServingSearch { base: base.clone(), req: req.clone(), layouts, quick, work })
     }
-    let order = |a: &ServingPoint, b: &ServingPoint| {
-        a.usd_per_million_tokens
-            .total_cmp(&b.usd_per_million_tokens)
-            .then(a.gpus.cmp(&b.gpus))
-            .then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s))
-    };
-    let (mut ranked, meeting) = (distinct(ranked), distinct(meeting));
-    ranked.sort_by(order);
-    Ok(ServingPlan { ranked, pareto: pareto(meeting), layouts: layouts.len(), candidates: work.len(), simulations })
+
+    /// Candidates to assess.
+    pub fn len(&self) -> usize {
+        self.work.len()
+    }
+
+    /// Whether there is no candidate (every layout's fastest decode step misses the TPOT bound).
+    pub fn is_empty(&self) -> bool {
+        self.work.is_empty()
+    }
+
+    /// Admit every candidate's first simulation to `budget` ([`Budget::admit`]).
+    pub fn admit(&self, budget: &Budget) -> Result<()> {
+        budget.admit(self.work.iter().map(|(_, c)| c))
+    }
+
+    /// Assess candidate `j` (< [`ServingSearch::len`]): the fewest replicas that hold both SLAs
+    /// (module docs); `Err` only when the search must stop (cancelled, or past the budget).
+    pub fn assess(&self, j: usize, budget: &Budget) -> Result<Assessed> {
+        let Some((i, cfg)) = self.work.get(j) else {
+            return Err(Error::invalid("candidate", j, format!("an index below {}", self.work.len())));
+        };
+        assess(&self.layouts[*i], &self.req, cfg, budget)
+    }
+
+    /// The error of candidate `j`'s simulation at `replicas`, run again here (an assessment
+    /// made in another process carries where it failed, not the error: the run is
+    /// deterministic, and one that cannot run fails before its first step).
+    fn failure(&self, j: usize, replicas: u64) -> Error {
+        let (i, cfg) = &self.work[j];
+        match simulate_at(&self.layouts[*i], &self.req, cfg, replicas, &Budget::unlimited()) {
+            Err(e) => e,
+            Ok(_) => Error::invalid("candidates", j, "assessments made from this search's own candidates"),
+        }
+    }
+
+    /// The plan from every candidate's assessment, in candidate order.
+    pub fn gather(&self, assessed: Vec<Assessed>) -> Result<ServingPlan> {
+        if assessed.len() != self.work.len() {
+            return Err(Error::invalid(
+                "candidates",
+                assessed.len(),
+                format!("{} assessments, one per candidate", self.work.len()),
+            ));
+        }
+        let (base, req, layouts, quick, work) = (&self.base, &self.req, &self.layouts, &self.quick, &self.work);
+        let (mut ranked, mut meeting, mut closest, mut simulations) = (Vec::new(), Vec::new(), None, 0);
+        // The first candidate whose simulation could not run: (candidate, replicas, its error).
+        let mut failed: Option<(usize, u64, Option<Error>)> = None;
+        let worse = |c: &ServingPoint| badness(req, c.ttft_p99_s, c.tpot_p99_s);
+        for (j, a) in assessed.into_iter().enumerate() {
+            simulations += a.simulations;
+            if let (None, Some(r)) = (&failed, a.failed_at) {
+                failed = Some((j, r, a.error));
+            }
+            ranked.extend(a.best);
+            meeting.extend(a.points.into_iter().filter(|p| p.meets_sla));
+            if let Some(c) = a.closest {
+                if closest.as_ref().is_none_or(|b: &ServingPoint| worse(&c) < worse(b)) {
+                    closest = Some(c);
+                }
+            }
+        }
+        if ranked.is_empty() {
+            // Every simulation failed to run: that reason (e.g. a prompt past every KV capacity).
+            if let (None, Some((j, r, e))) = (&closest, failed) {
+                return Err(e.unwrap_or_else(|| self.failure(j, r)));
+            }
+            // Nothing simulated because every layout's single decode step misses the TPOT bound:
+            // the fastest stands for the closest.
+            let fallback = || {
+                quick.iter().min_by(|a, b| a.1.total_cmp(&b.1)).filter(|(_, t)| *t > req.tpot_bound_s).map(|(i, t)| {
+                    let p = &layouts[*i].parallel;
+                    ServingClosest {
+                        layout: Layout { tp: p.tp, pp: p.pp, ep: p.ep },
+                        replicas: 1,
+                        max_seqs: 1,
+                        chunk_tokens: req.sim.chunk_tokens,
+                        ttft_p99_s: 0.0,
+                        tpot_p99_s: *t,
+                    }
+                })
+            };
+            let closest = closest
+                .map(|c| ServingClosest {
+                    layout: Layout { tp: c.tp, pp: c.pp, ep: c.ep },
+                    replicas: c.replicas,
+                    max_seqs: c.max_seqs,
+                    chunk_tokens: c.chunk_tokens,
+                    ttft_p99_s: c.ttft_p99_s,
+                    tpot_p99_s: c.tpot_p99_s,
+                })
+                .or_else(fallback);
+            return Err(Error::NoServingPlan(Box::new(ServingRefused {
+                model: base.model.name.clone(),
+                gpu: base.gpu.name.clone(),
+                rate_per_s: req.rate_per_s,
+                ttft_bound_s: req.ttft_bound_s,
+                tpot_bound_s: req.tpot_bound_s,
+                max_gpus: req.max_gpus,
+                closest,
+            })));
+        }
+        let order = |a: &ServingPoint, b: &ServingPoint| {
+            a.usd_per_million_tokens
+                .total_cmp(&b.usd_per_million_tokens)
+                .then(a.gpus.cmp(&b.gpus))
+                .then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s))
+        };
+        let (mut ranked, meeting) = (distinct(ranked), distinct(meeting));
+        ranked.sort_by(order);
+        Ok(ServingPlan { ranked, pareto: pareto(meeting), layouts: layouts.len(), candidates: work.len(), simulations })
+    }
 }
 
 /// The points less those that repeat another's deployment and outcome: the same layout,

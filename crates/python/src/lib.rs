@@ -709,11 +709,7 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             let load: PlanLoadRequest = call.request(plan::load_inputs())?;
             if let Some(rate) = &load.rate {
                 // The plan under load (`plan --rate`), checked in the CLI's order.
-                let max_gpus = plan::max_gpus(req.max_gpus.as_deref()).map_err(core)?;
-                let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
-                let checked = load.check(rate, given("batch"), given("ctx")).map_err(command_error)?;
-                let sc = call.scenario()?;
-                let s = req.serving(&sc).map_err(command_error)?;
+                let (sc, s, checked, max_gpus) = load_inputs(call, &req, &load, rate)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
                 return held(report, None);
             }
@@ -963,6 +959,55 @@ impl SweepColumns {
 }
 
 /// A whole sweep in one call ([`SweepColumns`]).
+/// The scenario, the serving inputs, the checked rate and TTFT bound, and the GPU budget of a
+/// plan under load, checked in the CLI's order.
+fn load_inputs(
+    call: &Call,
+    req: &PlanRequest,
+    load: &PlanLoadRequest,
+    rate: &str,
+) -> PyResult<(Scenario, llm_ledger_core::serving::Serving, (f64, f64), u64)> {
+    let max_gpus = plan::max_gpus(req.max_gpus.as_deref()).map_err(|e| input_error(&e))?;
+    let given = |k: &str| call.own.contains_key(k) || call.scenario.iter().any(|(key, _)| key == k);
+    let checked = load.check(rate, given("batch"), given("ctx")).map_err(command_error)?;
+    let sc = call.scenario()?;
+    let s = req.serving(&sc).map_err(command_error)?;
+    Ok((sc, s, checked, max_gpus))
+}
+
+/// A plan under load's search laid out from a call's keywords (`rate` required).
+fn load_search(call: &Call) -> PyResult<plan::LoadSearch> {
+    let req: PlanRequest = call.request(plan::inputs())?;
+    let load: PlanLoadRequest = call.request(plan::load_inputs())?;
+    let Some(rate) = &load.rate else {
+        return Err(input_error_with("`executor` applies to a plan under load: give `rate`", Some("executor"), None));
+    };
+    let (sc, s, checked, max_gpus) = load_inputs(call, &req, &load, rate)?;
+    load.search(&sc, &s, checked, max_gpus, FILES).map_err(command_error)
+}
+
+/// `plan` under load with its candidates assessed by `map`: a Python callable given the list
+/// of tasks — one `(keywords, j)` per candidate `j` — that returns, in order, what
+/// [`plan_part`] returns for each (the JSON of its assessment). The search is laid out and its
+/// budget checked here; `map` may run the tasks anywhere (an executor's workers).
+#[pyfunction]
+fn plan_mapped(py: Python<'_>, pairs: Vec<(String, String)>, map: Bound<'_, PyAny>) -> PyResult<Output> {
+    let call = Call::new("plan", pairs.clone())?;
+    let search = py.allow_threads(|| load_search(&call))?;
+    let tasks: Vec<(Vec<(String, String)>, usize)> = (0..search.search.len()).map(|j| (pairs.clone(), j)).collect();
+    let parts: Vec<String> = map.call1((tasks,))?.extract()?;
+    let report = py.allow_threads(|| search.report_from_json(&parts)).map_err(command_error)?;
+    held(report, None)
+}
+
+/// Candidate `j` of a plan under load, assessed here under the call's own step budget: the
+/// JSON [`plan_mapped`] gathers (a task an executor's worker runs).
+#[pyfunction]
+fn plan_part(py: Python<'_>, pairs: Vec<(String, String)>, j: usize) -> PyResult<String> {
+    let call = Call::new("plan", pairs)?;
+    py.allow_threads(|| load_search(&call)?.assess_json(j).map_err(command_error))
+}
+
 #[pyfunction]
 fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns> {
     let call = Call::new("sweep", pairs)?;
@@ -1012,6 +1057,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", input_error)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_mapped, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_part, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add_class::<Output>()?;

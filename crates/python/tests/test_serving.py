@@ -159,6 +159,78 @@ def test_plan_under_load_errors_are_the_cli_messages(cli, kwargs):
     assert f"error: {msg}" == keyword_text(cli("plan", *flags(kwargs), ok=False))
 
 
+PLAN_ON_EXECUTOR = {**PLAN_LOAD, "rate": 4, "ttft_ms": 500, "tpot_ms": 50, "seed": 3}
+
+
+def test_plan_under_load_on_threads_and_processes_is_the_plan_made_here():
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    want = ll.plan(**PLAN_ON_EXECUTOR)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        threads = ll.plan(**PLAN_ON_EXECUTOR, executor=pool)
+    # Processes receive each candidate's keywords and index by pickling and send its
+    # assessment back as JSON.
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        processes = ll.plan(**PLAN_ON_EXECUTOR, executor=pool)
+    for got in (threads, processes):
+        assert got.json == want.json
+        assert str(got) == str(want)
+    assert want.json["candidates"] > 1
+
+
+class _Recording:
+    """An executor that runs tasks here and records them."""
+
+    def __init__(self):
+        self.tasks = []
+
+    def map(self, fn, tasks):
+        tasks = list(tasks)
+        self.tasks.extend(tasks)
+        return [fn(t) for t in tasks]
+
+
+def test_plan_on_an_executor_sends_one_task_per_candidate_and_refuses_what_the_plan_refuses(cli):
+    rec = _Recording()
+    got = ll.plan(**PLAN_ON_EXECUTOR, executor=rec)
+    assert len(rec.tasks) == got.json["candidates"]
+    assert [j for _, j in rec.tasks] == list(range(len(rec.tasks)))
+    # Bad input is refused before any task is sent, with the CLI's message.
+    rec = _Recording()
+    bad = {**PLAN_ON_EXECUTOR, "rate": -1}
+    with pytest.raises(ll.InputError) as e:
+        ll.plan(**bad, executor=rec)
+    assert rec.tasks == []
+    assert f"error: {e.value}" == keyword_text(cli("plan", *flags(bad), ok=False))
+    # No deployment holds the bounds: the same refusal as without an executor.
+    impossible = {**PLAN_ON_EXECUTOR, "ttft_ms": 0.001}
+    with pytest.raises(ll.InputError) as alone:
+        ll.plan(**impossible)
+    with pytest.raises(ll.InputError) as spread:
+        ll.plan(**impossible, executor=_Recording())
+    assert str(spread.value) == str(alone.value)
+    # A static plan has no candidates to spread.
+    with pytest.raises(ll.InputError, match="executor"):
+        ll.plan(tpot_ms=50, executor=_Recording())
+    # An assessment that is not one of this search's: refused, naming it.
+    with pytest.raises(ll.InputError, match="assessment of candidate 0"):
+        ll.plan(**PLAN_ON_EXECUTOR, executor=type("Broken", (), {"map": lambda self, f, t: ["{}" for _ in t]})())
+
+
+def test_plan_under_load_fans_out_on_a_dask_cluster():
+    """The plan's candidates as tasks on a two-worker Dask `LocalCluster` (loopback only)."""
+    distributed = optional_module("distributed", "Dask executor")
+    want = ll.plan(**PLAN_ON_EXECUTOR).json
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            got = ll.plan(**PLAN_ON_EXECUTOR, executor=client.get_executor())
+        ran = [t for t in stream.data if "_plan_part" in t["key"]]
+        assert len(ran) == want["candidates"]
+    assert got.json == want
+
+
 def test_an_impossible_sla_names_the_keywords():
     with pytest.raises(ll.InputError) as e:
         ll.plan(**PLAN_LOAD, rate=1, ttft_ms=0.001, tpot_ms=50)

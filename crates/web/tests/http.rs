@@ -1725,10 +1725,11 @@ mod over_tcp {
 // ---- The Serving page (the CLI's `simulate` at one rate). ----
 
 /// The `simulate` configuration the CLI builds for these flags, with the CLI's defaults
-/// (`SimConfig::poisson`, chunk = max batched tokens, prompt 2048, output 256, 2 GB reserve).
+/// (`SimConfig::poisson`, chunk = max batched tokens, prompt 2048, output 256, 2 GB reserve,
+/// and the default engine's scheduler, TensorRT-LLM's).
 fn sim_config(rate: f64, requests: u64, seed: u64) -> llm_ledger_core::simulate::SimConfig {
     use llm_ledger_core::simulate::SimConfig;
-    SimConfig { requests, seed, ..SimConfig::poisson(rate) }
+    SimConfig { requests, seed, ..SimConfig::poisson(rate).for_engine(llm_ledger_core::engine::Engine::Trtllm) }
 }
 
 #[tokio::test]

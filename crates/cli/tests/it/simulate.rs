@@ -1,6 +1,6 @@
 //! `llm-ledger simulate` end to end.
 
-use crate::harness::{json, ok, temp_file};
+use crate::harness::{fails, json, ok, temp_file};
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     ((a - b) / b).abs() <= rel
@@ -242,10 +242,23 @@ fn engine_scheduler_flags_change_the_run_as_the_engines_do() {
         args.extend_from_slice(extra);
         json(&args)
     };
-    let plain = run(&[]);
+    let plain = run(&["--admission", "max-utilization"]);
     let no_evict = run(&["--admission", "guaranteed-no-evict"]);
     assert!(plain["summary"]["preemptions"].as_u64().unwrap() > 0);
     assert_eq!(no_evict["summary"]["preemptions"], 0);
+    // The engine's own scheduler is the default: TensorRT-LLM's (the default engine) admits
+    // without eviction, named or not; vLLM's watermark preempts (it admits while blocks last).
+    assert_eq!(run(&[])["summary"], no_evict["summary"]);
+    assert_eq!(run(&["--admission", "engine"])["summary"], no_evict["summary"]);
+    assert_eq!(run(&["--engine", "trtllm"])["summary"], no_evict["summary"]);
+    let vllm = run(&["--engine", "vllm"]);
+    assert_eq!(
+        vllm["summary"],
+        run(&["--engine", "vllm", "--admission", "watermark", "--cuda-graphs", "vllm"])["summary"]
+    );
+    assert!(vllm["summary"]["preemptions"].as_u64().unwrap() > 0);
+    let e = fails(&["simulate", "--admission", "fifo"]);
+    assert!(e.contains("--admission") && e.contains("engine, max-utilization"), "{e}");
     let spec =
         json(&["simulate", "--requests", "50", "--spec-depth", "3", "--spec-acceptance", "1", "--format", "json"]);
     // Four a step, fewer only where a request has fewer than four tokens left to write.

@@ -177,10 +177,25 @@ pub enum CudaGraphs {
     Padded(Arc<[u64]>),
 }
 
+impl std::str::FromStr for CudaGraphs {
+    type Err = Error;
+    /// `off` (unpadded) or `vllm` (vLLM's captured sizes, [`vllm_capture_sizes`]).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" => Ok(CudaGraphs::Unpadded),
+            "vllm" => Ok(CudaGraphs::vllm()),
+            _ => Err(Error::unknown_for("cuda_graphs", "CUDA-graph padding", s, CudaGraphs::NAMES)),
+        }
+    }
+}
+
 /// Most captured sizes in [`CudaGraphs::Padded`].
 pub const MAX_CAPTURE_SIZES: usize = 4096;
 
 impl CudaGraphs {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 2] = ["off", "vllm"];
+
     /// vLLM's captured sizes ([`vllm_capture_sizes`]).
     pub fn vllm() -> CudaGraphs {
         CudaGraphs::Padded(vllm_capture_sizes())
@@ -370,11 +385,13 @@ pub struct EnginePolicy {
 
 impl EnginePolicy {
     /// The engine's defaults: its admission ([`Admission::of_engine`]), its host time
-    /// ([`HostTime::of_engine`]), and vLLM's captured sizes for the engines that replay decode
-    /// steps from CUDA graphs padded to captured sizes (vLLM, SGLang, TensorRT-LLM; gpt-fast's
-    /// `torch.compile` graphs and eager are timed unpadded).
+    /// ([`HostTime::of_engine`]), and vLLM's captured sizes for the engines that pad a decode
+    /// batch up to a captured CUDA graph by default (vLLM's `CUDAGraphRunner`, SGLang's
+    /// `cuda_graph_bs`). TensorRT-LLM does not (`CudaGraphConfig.enable_padding` is `False` by
+    /// default; its TensorRT runtime captures each batch size it meets), and gpt-fast's
+    /// `torch.compile` graphs and eager are timed unpadded too.
     pub fn of_engine(engine: Engine) -> EnginePolicy {
-        let padded = matches!(engine.family(), Engine::Vllm | Engine::Sglang | Engine::Trtllm);
+        let padded = matches!(engine.family(), Engine::Vllm | Engine::Sglang);
         EnginePolicy {
             admission: Admission::of_engine(engine),
             host: HostTime::of_engine(engine),

@@ -172,6 +172,17 @@ fn each_engine_has_its_policy() {
     assert_eq!(cfg.cuda_graphs.padded(17), 24);
     assert_eq!(cfg.cuda_graphs.padded(512), 512);
     assert_eq!(cfg.cuda_graphs.padded(513), 513);
+    assert_eq!(EnginePolicy::of_engine(Engine::Sglang).cuda_graphs, CudaGraphs::vllm());
+    // TensorRT-LLM pads only when asked (`enable_padding`).
+    assert_eq!(EnginePolicy::of_engine(Engine::Trtllm).cuda_graphs, CudaGraphs::Unpadded);
+    assert_eq!(
+        EnginePolicy::of_engine(Engine::GptFast),
+        EnginePolicy {
+            admission: Admission::MaxUtilization,
+            host: HostTime::Overlapped,
+            cuda_graphs: CudaGraphs::Unpadded
+        }
+    );
 }
 
 #[test]

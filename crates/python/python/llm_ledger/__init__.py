@@ -449,12 +449,28 @@ def moe(**kwargs):
     return _run("moe", kwargs)
 
 
-def plan(**kwargs):
+def plan(*, executor=None, **kwargs):
     """TP × PP (× EP) layouts and batches under ``tpot_ms``, ranked by $/M tokens
     (``llm-ledger plan``). With ``rate`` (requests/s) and ``ttft_ms``: the plan under load
     (``plan --rate``), the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds,
-    with the Pareto front of cost against latency (``json["pareto"]``)."""
-    return _run("plan", kwargs)
+    with the Pareto front of cost against latency (``json["pareto"]``).
+
+    A plan under load assesses its candidates (layout × max sequences × chunk) on every core of
+    this machine. With ``executor`` — any ``concurrent.futures.Executor``, such as Dask's
+    ``distributed.Client(...).get_executor()`` — each candidate is one task
+    (``executor.map``): the worker lays out the same search from the same keywords, assesses its
+    candidate under the call's own ``max_steps``, and sends the assessment back as JSON; the plan
+    gathered here equals the one made without it."""
+    if executor is None:
+        return _run("plan", kwargs)
+    return Report("plan", _native.plan_mapped(_call(kwargs), lambda tasks: list(executor.map(_plan_part, tasks))))
+
+
+def _plan_part(task):
+    """One candidate of a plan under load, assessed (the task :func:`plan` sends to an executor:
+    a module-level function, so it pickles by name)."""
+    pairs, j = task
+    return _native.plan_part(pairs, j)
 
 
 def simulate(**kwargs):

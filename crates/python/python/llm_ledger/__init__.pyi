@@ -356,10 +356,12 @@ def plan(
     prompt: Optional[Lengths] = None,
     output: Optional[Lengths] = None,
     max_steps: Optional[int] = None,
+    executor: Optional[Executor] = None,
 ) -> Report:
     """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens; with `rate` and
     `ttft_ms`, the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds at that
-    rate, with the Pareto front (`plan --rate`)."""
+    rate, with the Pareto front (`plan --rate`); with `executor`, its candidates are that
+    executor's tasks."""
 
 def simulate(
     *,

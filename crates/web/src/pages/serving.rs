@@ -180,8 +180,9 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "admission",
         label: "Admission",
-        help: "max-utilization, guaranteed-no-evict (TensorRT-LLM), watermark (vLLM) or sglang",
-        placeholder: "max-utilization",
+        help: "engine (the engine's own: TensorRT-LLM guaranteed-no-evict, vLLM watermark, SGLang sglang), \
+               max-utilization, guaranteed-no-evict, watermark or sglang",
+        placeholder: "engine",
     },
     PageInput {
         name: "preemption",
@@ -192,8 +193,8 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "host_time",
         label: "Host time",
-        help: "serial (after each GPU step) or overlapped (under it)",
-        placeholder: "serial",
+        help: "engine (the engine's own), serial (after each GPU step) or overlapped (under it)",
+        placeholder: "engine",
     },
     PageInput {
         name: "scheduler_steps",
@@ -204,8 +205,9 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "cuda_graphs",
         label: "CUDA-graph padding",
-        help: "off, or vllm (decode batches rounded up to its captured sizes)",
-        placeholder: "off",
+        help: "engine (the engine's own: vllm for vLLM and SGLang, else off), off, or vllm (decode batches \
+               rounded up to its captured sizes)",
+        placeholder: "engine",
     },
     PageInput {
         name: "warmup",
