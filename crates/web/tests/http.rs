@@ -258,6 +258,49 @@ async fn oversized_queries_and_unknown_paths_are_refused_cleanly() {
     assert_eq!(get("/nope").await.status, StatusCode::NOT_FOUND);
 }
 
+/// The answer to `uri` asked for with `Accept-Encoding: encoding`: its headers and raw body.
+async fn get_encoded(uri: &str, encoding: &str) -> (HeaderMap, Vec<u8>) {
+    let req = Request::get(uri).header(header::ACCEPT_ENCODING, encoding).body(Body::empty()).unwrap();
+    let res = router().oneshot(req).await.expect("the router is infallible");
+    let headers = res.headers().clone();
+    (headers, res.into_body().collect().await.expect("body").to_bytes().to_vec())
+}
+
+#[tokio::test]
+async fn pages_assets_and_downloads_are_compressed_for_clients_that_accept_it() {
+    use std::io::Read;
+    let home = get("/").await.body;
+    let css = home.split("rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    for uri in ["/gemm-tiling", "/ledger", css.as_str(), "/api/ledger?batch=8", "/plot/roofline.svg?batch=8"] {
+        let plain = get(uri).await;
+        assert_eq!(plain.status, StatusCode::OK, "{uri}");
+        // Without Accept-Encoding the answer is the identity.
+        assert!(plain.headers.get(header::CONTENT_ENCODING).is_none(), "{uri}");
+        for encoding in ["gzip", "br"] {
+            let (headers, bytes) = get_encoded(uri, encoding).await;
+            assert_eq!(headers[header::CONTENT_ENCODING], encoding, "{uri}");
+            assert!(headers[header::VARY].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"), "{uri}");
+            assert_security_headers(&headers);
+            let mut text = String::new();
+            match encoding {
+                "gzip" => flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text),
+                _ => brotli_decompressor::Decompressor::new(&bytes[..], 4096).read_to_string(&mut text),
+            }
+            .unwrap_or_else(|e| panic!("{uri} {encoding}: {e}"));
+            assert_eq!(text, plain.body, "{uri} {encoding}");
+            // A page of tables and inline SVG compresses several-fold.
+            if plain.body.len() > 50_000 {
+                assert!(
+                    bytes.len() * 5 < plain.body.len(),
+                    "{uri} {encoding}: {} of {}",
+                    bytes.len(),
+                    plain.body.len()
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn assets_are_embedded_and_cacheable() {
     let home = get("/").await.body;
