@@ -161,6 +161,7 @@ impl EmbeddedFile {
     /// Parse the file (once; later calls reuse it) and count what it holds.
     pub fn stats(&self) -> Result<FileStats> {
         let f = parsed_file(self)?;
+        f.check_axes()?;
         Ok(FileStats { tables: f.tables.len(), cells: f.cells, measured: f.measured(), bytes: self.bytes.len() })
     }
 }
@@ -304,7 +305,7 @@ fn slot_entry(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static
     PARSED[slot(gpu, engine, op)]
         .get_or_init(|| {
             let f = FILES.iter().find(|f| f.gpu == gpu && f.engine == engine && f.op == op)?;
-            Some(KernelFile::parse(f.path, op.spec(), f.bytes))
+            Some(KernelFile::open(f.path, op.spec(), f.bytes))
         })
         .as_ref()
 }
@@ -395,8 +396,8 @@ fn gemm_table(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<usize>
 
 pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
     let f = file(gpu, Some(engine), Op::Gemm)?;
-    let t = &f.tables[f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0]];
-    Some([&t.axes[0].values, &t.axes[1].values, &t.axes[2].values])
+    let t = f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0];
+    Some([&f.axis(t, 0)?.values, &f.axis(t, 1)?.values, &f.axis(t, 2)?.values])
 }
 
 /// The engine's default attention kernel on `gpu`, where AIConfigurator's

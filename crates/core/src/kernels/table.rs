@@ -1,12 +1,16 @@
 //! The v1 kernel-table format (`scripts/kernel-data/README.md`): a UTF-8 header (magic line,
 //! `#` comments, `keys`, `axes`, `values`, one `table` line per table, `data N`) followed by N
 //! little-endian u16 codes. Parsing reads the header only; codes are read in place on lookup.
+//! An axis's numbers are counted when the header is read and parsed on the first lookup of a
+//! table that has it (a file of 340 tables is read for one: its numbers are most of the header's
+//! work). [`KernelFile::open`] leaves each axis's check to its first lookup (the embedded files,
+//! which the tests check in full with [`KernelFile::check_axes`]).
 //! Every structural fault is an [`Error::Malformed`], never a panic.
 
 use super::grid::{interp_ln, positive_ln, Probe};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// The first line of every file.
 pub(crate) const MAGIC: &str = "llm-ledger-kernel-table v1";
@@ -87,11 +91,29 @@ impl Axis {
     }
 }
 
-/// One table: its key values, its axes and where its codes start.
+/// An axis as its `table` line writes it: the text, its line, and how many values it holds;
+/// parsed ([`parse_axis`]) on first use.
+#[derive(Debug)]
+pub(crate) struct LazyAxis {
+    text: &'static str,
+    line: usize,
+    len: usize,
+    parsed: OnceLock<Result<Axis>>,
+}
+
+impl LazyAxis {
+    /// The axis, parsed and checked the first time it is asked for.
+    fn get(&self, path: &str) -> Result<&Axis> {
+        self.parsed.get_or_init(|| parse_axis(path, self.line, self.text)).as_ref().map_err(Clone::clone)
+    }
+}
+
+/// One table: its key values, its axes (indices into [`KernelFile::axes`]) and where its codes
+/// start.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub keys: Vec<Key>,
-    pub axes: Vec<Arc<Axis>>,
+    pub axes: Vec<usize>,
     /// Index of the table's first code.
     pub offset: usize,
     /// Codes between consecutive values of each axis (row-major, last axis fastest).
@@ -116,10 +138,14 @@ pub(crate) struct Level {
 }
 
 /// A parsed file: header structures plus the code bytes, read in place.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct KernelFile {
+    /// The file's name in errors.
+    path: &'static str,
     pub spec: &'static OpSpec,
     pub tables: Vec<Table>,
+    /// Every axis the `table` lines write (a `=` shares the previous table's).
+    axes: Vec<LazyAxis>,
     /// Sorted by exact keys.
     pub groups: Vec<Group>,
     /// Per exact key column, its distinct values (sorted).
@@ -156,9 +182,17 @@ fn parse_key(s: &'static str) -> Key {
     }
 }
 
+/// The number of values an axis's text holds (its words), or a fault: an empty axis.
+fn count_axis(path: &str, line: usize, s: &str) -> Result<usize> {
+    match s.split_ascii_whitespace().count() {
+        0 => Err(malformed(path, format!("line {line}: empty axis"))),
+        n => Ok(n),
+    }
+}
+
 fn parse_axis(path: &str, line: usize, s: &str) -> Result<Axis> {
     let mut values = Vec::new();
-    for w in s.split_whitespace() {
+    for w in s.split_ascii_whitespace() {
         let v: f64 =
             w.parse().map_err(|_| malformed(path, format!("line {line}: axis value `{w}` is not a number")))?;
         if !(v.is_finite() && v > 0.0) || values.last().is_some_and(|&p| v <= p) {
@@ -173,8 +207,28 @@ fn parse_axis(path: &str, line: usize, s: &str) -> Result<Axis> {
 }
 
 impl KernelFile {
-    /// Parse `bytes` as a file of op `spec`; `path` names it in errors.
-    pub(super) fn parse(path: &str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
+    /// Parse `bytes` as a file of op `spec`, every axis checked; `path` names it in errors.
+    #[cfg(test)]
+    pub(super) fn parse(path: &'static str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
+        let f = KernelFile::open(path, spec, bytes)?;
+        f.check_axes()?;
+        Ok(f)
+    }
+
+    /// Every axis parsed and checked (positive, increasing numbers).
+    pub(super) fn check_axes(&self) -> Result<()> {
+        self.axes.iter().try_for_each(|a| a.get(self.path).map(|_| ()))
+    }
+
+    /// Axis `d` of table `t`, parsed on first use; `None` where its text is malformed (which
+    /// [`KernelFile::check_axes`] reports).
+    pub(super) fn axis(&self, t: usize, d: usize) -> Option<&Axis> {
+        self.axes[self.tables[t].axes[d]].get(self.path).ok()
+    }
+
+    /// Read the header of `bytes` as a file of op `spec`, its axes counted but not yet parsed
+    /// (module docs); `path` names it in errors.
+    pub(super) fn open(path: &'static str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
         // The header ends at the newline after the `data N` line.
         let data_at = if bytes.starts_with(b"data ") {
             Some(0)
@@ -187,7 +241,8 @@ impl KernelFile {
             .position(|&b| b == b'\n')
             .map(|i| data_at + i)
             .ok_or_else(|| malformed(path, "`data N` line is not terminated"))?;
-        let header = std::str::from_utf8(&bytes[..nl]).map_err(|_| malformed(path, "header is not UTF-8"))?;
+        let header: &'static str =
+            std::str::from_utf8(&bytes[..nl]).map_err(|_| malformed(path, "header is not UTF-8"))?;
         let codes = &bytes[nl + 1..];
 
         let mut lines = header.lines().enumerate();
@@ -197,6 +252,7 @@ impl KernelFile {
         let mut keys: Option<Vec<&str>> = None;
         let mut axes: Option<Vec<&str>> = None;
         let mut tables: Vec<Table> = Vec::new();
+        let mut all_axes: Vec<LazyAxis> = Vec::new();
         let mut cells = None;
         let mut offset = 0usize;
         for (i, line) in lines {
@@ -227,12 +283,12 @@ impl KernelFile {
                     let mut table_axes = Vec::with_capacity(a.len());
                     for (j, part) in parts.enumerate() {
                         let axis = if part.trim() == "=" {
-                            let prev = tables.last().and_then(|t| t.axes.get(j));
-                            Arc::clone(
-                                prev.ok_or_else(|| malformed(path, format!("line {n}: `=` with no previous axis")))?,
-                            )
+                            let prev = tables.last().and_then(|t| t.axes.get(j)).copied();
+                            prev.ok_or_else(|| malformed(path, format!("line {n}: `=` with no previous axis")))?
                         } else {
-                            Arc::new(parse_axis(path, n, part)?)
+                            let len = count_axis(path, n, part)?;
+                            all_axes.push(LazyAxis { text: part, line: n, len, parsed: OnceLock::new() });
+                            all_axes.len() - 1
                         };
                         table_axes.push(axis);
                     }
@@ -247,7 +303,7 @@ impl KernelFile {
                     for j in (0..a.len()).rev() {
                         strides[j] = size;
                         size = size
-                            .checked_mul(table_axes[j].values.len())
+                            .checked_mul(all_axes[table_axes[j]].len)
                             .ok_or_else(|| malformed(path, format!("line {n}: table too large")))?;
                     }
                     tables.push(Table { keys: key_vals, axes: table_axes, offset, strides });
@@ -292,7 +348,9 @@ impl KernelFile {
             .collect();
         let enveloped = (0..tables.len()).map(|_| OnceLock::new()).collect();
         Ok(KernelFile {
+            path,
             spec,
+            axes: all_axes,
             powers: spec.axes.iter().map(|a| power_of(a)).collect(),
             inner_power: spec.inner.and_then(|i| power_of(spec.keys[i])),
             outer_power: spec.outer.and_then(|i| power_of(spec.keys[i])),
@@ -323,10 +381,11 @@ impl KernelFile {
     /// (little-endian u16s), from its first cell.
     pub(super) fn suffix_min(&self, t: usize, axes: &[usize]) -> Box<[u8]> {
         let t = &self.tables[t];
-        let size: usize = t.axes.iter().map(|a| a.values.len()).product();
+        let len = |d: usize| self.axes[t.axes[d]].len;
+        let size: usize = (0..t.axes.len()).map(len).product();
         let mut bytes: Box<[u8]> = self.codes[2 * t.offset..2 * (t.offset + size)].into();
         for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
-            let (count, stride) = (t.axes[d].values.len(), t.strides[d]);
+            let (count, stride) = (len(d), t.strides[d]);
             // Every line along axis d starts at a cell whose index on d is 0: cells are laid
             // out row-major, so those are `block · j + r` for r < stride, block = count · stride.
             let block = count * stride;
@@ -408,21 +467,32 @@ impl KernelFile {
             return None;
         }
         let mut probes = [Probe { ln_x: 0.0, pos: 0, on_point: false }; MAX_AXES];
+        let mut lns: [&[f64]; MAX_AXES] = [&[]; MAX_AXES];
         for d in 0..n {
             positive_ln(q[d])?;
-            probes[d] = Probe::new(&table.axes[d].values, q[d]);
+            let axis = self.axis(t, d)?;
+            probes[d] = Probe::new(&axis.values, q[d]);
+            lns[d] = &axis.ln;
         }
-        self.eval_axis(table, codes, &probes[..n], 0, base)
+        self.eval_axis(table, codes, &probes[..n], &lns, 0, base)
     }
 
-    fn eval_axis(&self, table: &Table, codes: &[u8], probes: &[Probe], d: usize, base: usize) -> Option<f64> {
+    fn eval_axis(
+        &self,
+        table: &Table,
+        codes: &[u8],
+        probes: &[Probe],
+        lns: &[&[f64]; MAX_AXES],
+        d: usize,
+        base: usize,
+    ) -> Option<f64> {
         let stride = table.strides[d];
         let last = d + 1 == probes.len();
-        interp_ln(&table.axes[d].ln, &probes[d], self.powers[d], |i| {
+        interp_ln(lns[d], &probes[d], self.powers[d], |i| {
             if last {
                 code_ln(code_at(codes, base + i * stride))
             } else {
-                self.eval_axis(table, codes, probes, d + 1, base + i * stride)
+                self.eval_axis(table, codes, probes, lns, d + 1, base + i * stride)
             }
         })
     }
@@ -625,7 +695,8 @@ mod tests {
         assert_eq!((f.tables.len(), f.cells, f.measured()), (2, 12, 11));
         assert_eq!(f.cell(0, &[1, 2]), decode_us(6144));
         assert_eq!(f.cell(1, &[1, 1]), None);
-        assert!(Arc::ptr_eq(&f.tables[0].axes[1], &f.tables[1].axes[1]), "`=` shares the axis");
+        assert_eq!(f.tables[0].axes[1], f.tables[1].axes[1], "`=` shares the axis");
+        assert_eq!(f.axis(1, 1).unwrap().values, [1.0, 4.0, 8.0]);
         // On a point: exact. Between b = 1 and 4 at a = 1, b = 2: half-way in log b, so
         // exp(mean of the logs) = 0.001 · e^0.5.
         assert_eq!(f.eval(0, &[2.0, 8.0]), decode_us(6144));
