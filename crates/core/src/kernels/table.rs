@@ -333,8 +333,7 @@ impl KernelFile {
         if codes.len() != 2 * cells {
             return Err(malformed(path, format!("{} data bytes, expected 2 × {cells}", codes.len())));
         }
-        let groups = group(path, spec, &tables)?;
-        let distinct = (0..spec.exact)
+        let distinct: Vec<Vec<Key>> = (0..spec.exact)
             .map(|c| {
                 let mut v: Vec<Key> = Vec::new();
                 for t in &tables {
@@ -346,6 +345,7 @@ impl KernelFile {
                 v
             })
             .collect();
+        let groups = group(path, spec, &tables, &distinct)?;
         let enveloped = (0..tables.len()).map(|_| OnceLock::new()).collect();
         Ok(KernelFile {
             path,
@@ -568,25 +568,31 @@ fn num(path: &str, k: &Key, what: &str) -> Result<f64> {
     }
 }
 
-/// Group the tables by their exact keys and index them by the numeric keys.
-fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
-    // (exact keys, outer, inner, table)
-    let mut rows: Vec<(&[Key], f64, f64, usize)> = Vec::with_capacity(tables.len());
+/// Most exact keys an op may have.
+const MAX_EXACT: usize = 8;
+
+/// Group the tables by their exact keys and index them by the numeric keys. Rows are sorted
+/// by each exact key's rank among its column's `distinct` values (sorted as [`cmp_key`] orders
+/// them, so the groups come out in the order [`KernelFile::find`] searches), then by the outer
+/// and inner keys.
+fn group(path: &str, spec: &OpSpec, tables: &[Table], distinct: &[Vec<Key>]) -> Result<Vec<Group>> {
+    if spec.exact > MAX_EXACT {
+        return Err(malformed(path, format!("more than {MAX_EXACT} exact keys")));
+    }
+    // (exact keys' ranks, outer, inner, table)
+    type Row = ([u32; MAX_EXACT], f64, f64, usize);
+    let mut rows: Vec<Row> = Vec::with_capacity(tables.len());
     for (i, t) in tables.iter().enumerate() {
         let inner = spec.inner.map(|c| num(path, &t.keys[c], spec.keys[c])).transpose()?.unwrap_or(1.0);
         let outer = spec.outer.map(|c| num(path, &t.keys[c], spec.keys[c])).transpose()?.unwrap_or(1.0);
-        rows.push((&t.keys[..spec.exact], outer, inner, i));
-    }
-    let order = |a: &(&[Key], f64, f64, usize), b: &(&[Key], f64, f64, usize)| {
-        for (x, y) in a.0.iter().zip(b.0) {
-            match cmp_key(x, &as_q(y)) {
-                Ordering::Equal => {}
-                o => return o,
-            }
+        let mut ranks = [0u32; MAX_EXACT];
+        for (c, rank) in ranks.iter_mut().enumerate().take(spec.exact) {
+            let at = distinct[c].binary_search_by(|d| cmp_key(d, &as_q(&t.keys[c])));
+            *rank = at.unwrap_or_else(|i| i) as u32;
         }
-        a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2))
-    };
-    rows.sort_by(order);
+        rows.push((ranks, outer, inner, i));
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.total_cmp(&b.2)));
     let mut groups: Vec<Group> = Vec::new();
     let mut start = 0;
     while start < rows.len() {
@@ -603,7 +609,8 @@ fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
             for r in &rows[s..e] {
                 if inner.last() == Some(&r.2) {
                     let Some(c) = spec.tie else {
-                        return Err(malformed(path, format!("two tables for one key ({exact:?}, {o}, {})", r.2)));
+                        let keys = &tables[r.3].keys[..spec.exact];
+                        return Err(malformed(path, format!("two tables for one key ({keys:?}, {o}, {})", r.2)));
                     };
                     if let Some(last) = tabs.last_mut() {
                         let (new, old) = (&tables[r.3].keys[c], &tables[*last].keys[c]);
@@ -620,7 +627,8 @@ fn group(path: &str, spec: &OpSpec, tables: &[Table]) -> Result<Vec<Group>> {
             levels.push(Level { inner: Axis::new(inner), tables: tabs });
             s = e;
         }
-        groups.push(Group { exact: exact.to_vec(), outer: Axis::new(outer), levels });
+        let exact_keys = tables[rows[start].3].keys[..spec.exact].to_vec();
+        groups.push(Group { exact: exact_keys, outer: Axis::new(outer), levels });
         start = end;
     }
     Ok(groups)
