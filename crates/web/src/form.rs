@@ -116,12 +116,13 @@ fn slider(name: &str) -> Option<Slider> {
 }
 
 impl Slider {
-    fn render(&self, id: &str, value: &str) -> Markup {
+    /// The slider of the control labelled `label`, named after it for assistive technology.
+    fn render(&self, id: &str, label: &str, value: &str) -> Markup {
         let v = value.trim().replace(['_', ','], "").parse::<f64>().ok().filter(|v| *v >= 1.0).unwrap_or(1.0);
         let at = v.log2().clamp(self.min_log2, self.max_log2);
         html! {
             input.slider #{ (id) "-slider" } type="range" hidden min=(self.min_log2) max=(self.max_log2) step="0.05"
-                value=(format!("{at:.2}")) data-for=(id) aria-label="drag to set (log scale)" tabindex="0";
+                value=(format!("{at:.2}")) data-for=(id) aria-label={ (label) ", log scale" } tabindex="0";
         }
     }
 }
@@ -280,7 +281,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                     label for=(id) { (c.label) }
                     input #(id) type="text" name=(c.name) value=[raw] placeholder=(placeholder) autocomplete="off"
                         spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
-                    @if let Some(sl) = slider(c.name) { (sl.render(&id, raw.unwrap_or(placeholder))) }
+                    @if let Some(sl) = slider(c.name) { (sl.render(&id, c.label, raw.unwrap_or(placeholder))) }
                     small #{ (id) "-help" } { (help) }
                 }
             };

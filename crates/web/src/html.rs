@@ -34,6 +34,8 @@ pub(crate) fn layout(
                 script src=(assets::js_path()) defer {}
             }
             body {
+                // The first stop for the keyboard: past the navigation and the controls.
+                a.skip-link href="#content" { "Skip to the result" }
                 div #page data-page=(page.slug) {
                     header.top {
                         a.brand href=(query.href("/", &[])) { "llm-ledger" }
@@ -43,7 +45,7 @@ pub(crate) fn layout(
                     @if page.controls {
                         (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
                     }
-                    main #content {
+                    main #content tabindex="-1" {
                         @match &body {
                             Ok(m) => {
                                 @if let Some(b) = crate::fit::banner(state, page, query) { (b) }

@@ -117,7 +117,30 @@ async fn every_page_renders_with_the_navigation_and_security_headers() {
             page.path()
         );
         assert!(!r.body.contains("coming"), "{}: no placeholders are left", page.path());
+        // The first link of the body skips the navigation and the controls to the result, which
+        // takes the focus; an error page keeps it.
+        let body = &r.body[r.body.find("<body>").expect("a body")..];
+        let first_link = &body[body.find("<a ").expect("a link")..];
+        assert!(
+            first_link.starts_with("<a class=\"skip-link\" href=\"#content\">"),
+            "{}: {}",
+            page.path(),
+            &first_link[..80]
+        );
+        assert!(r.body.contains("<main id=\"content\" tabindex=\"-1\">"), "{}", page.path());
+        // Every slider is named after its control: no two controls share a name.
+        let names: Vec<&str> = r.body.split(" aria-label=\"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
+        let sliders: Vec<&&str> = names.iter().filter(|n| n.ends_with(", log scale")).collect();
+        let mut distinct = sliders.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(sliders.len(), distinct.len(), "{}: {sliders:?}", page.path());
+        if page.slug == "ledger" {
+            assert_eq!(sliders.len(), 2, "{names:?}");
+        }
     }
+    let bad = get("/ledger?batch=0").await;
+    assert!(bad.body.contains("<a class=\"skip-link\" href=\"#content\">") && bad.body.contains("id=\"error\""));
 }
 
 #[tokio::test]
