@@ -2,6 +2,7 @@
 //! over a batch range, for a MoE model or for E and k alone. One definition for every front end.
 
 use crate::{CommandError, Input};
+use llm_ledger_core::error::integer_in;
 use llm_ledger_core::error::{echo, Text};
 use llm_ledger_core::limits::{MAX_BATCH, MAX_EXPERTS};
 use llm_ledger_core::moe::{moe_shape, routing_probabilities};
@@ -70,7 +71,7 @@ impl MoeRequest {
                 let v = v.ok_or_else(missing)?;
                 let n = parse_u64(name, v)?;
                 if !(1..=MAX_EXPERTS).contains(&n) {
-                    return Err(Error::invalid(name, n, format!("an integer in 1..={MAX_EXPERTS}")));
+                    return Err(Error::invalid(name, n, integer_in(1, MAX_EXPERTS)));
                 }
                 Ok(n)
             };
@@ -101,8 +102,13 @@ impl MoeRequest {
 pub fn inputs() -> &'static [Input] {
     const INPUTS: &[Input] = &[
         Input::text("batch", Some(DEFAULT_BATCH_AXIS), "a list or ranges", "sequences per step: the batch axis"),
-        Input::text("experts", None, "an integer in 1..=65536 (with top_k; without a model)", "routed experts E"),
-        Input::text("top_k", None, "an integer in 1..=experts (with experts; without a model)", "experts per token k"),
+        Input::text("experts", None, "an integer from 1 to 65,536 (with top_k; without a model)", "routed experts E"),
+        Input::text(
+            "top_k",
+            None,
+            "an integer from 1 to experts (with experts; without a model)",
+            "experts per token k",
+        ),
     ];
     INPUTS
 }
@@ -117,7 +123,11 @@ mod tests {
         let req: MoeRequest = assert_request_is_table(inputs());
         assert_eq!(req.top_k.as_deref(), Some("1"));
         let experts = inputs().iter().find(|i| i.name == "experts").unwrap();
-        assert!(experts.accepted.contains(&format!("1..={MAX_EXPERTS}")), "{}", experts.accepted);
+        assert!(
+            experts.accepted.contains(&llm_ledger_core::error::range_words(1, MAX_EXPERTS)),
+            "{}",
+            experts.accepted
+        );
     }
 
     /// The reference calculator's union for E = 8, k = 2: 8·(1 − (1 − 2/8)ᴺ) = 2.0, 5.5 at N = 1, 4.

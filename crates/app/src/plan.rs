@@ -5,6 +5,7 @@
 
 use crate::simulate::{budget, lengths};
 use crate::{CommandError, Files, Input};
+use llm_ledger_core::error::integer_in;
 use llm_ledger_core::error::Text;
 use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
@@ -77,7 +78,7 @@ pub fn inputs() -> &'static [Input] {
     const INPUTS: &[Input] = &[
         Input::text("batch", None, "a list or a range (default: every batch that fits)", "the candidate batches"),
         Input::text("tpot_ms", None, "milliseconds (required)", "upper bound on the time per output token"),
-        Input::text("max_gpus", Some("64"), "an integer in 1..=1024", "most GPUs per replica"),
+        Input::text("max_gpus", Some("64"), "an integer from 1 to 1,024", "most GPUs per replica"),
         Input::text("usd_per_hour", None, "a number > 0 (default: the catalogue's price)", "price per GPU-hour"),
         Input::text("reserve", Some("2GB"), "bytes (`2GB`, `512MiB`)", "memory kept free per GPU"),
     ];
@@ -271,7 +272,7 @@ pub fn max_gpus(text: Option<&str>) -> Result<u64, Error> {
         None => DEFAULT_MAX_GPUS,
     };
     if !(1..=MAX_PLAN_GPUS).contains(&max_gpus) {
-        return Err(Error::invalid("max_gpus", max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")));
+        return Err(Error::invalid("max_gpus", max_gpus, integer_in(1, MAX_PLAN_GPUS)));
     }
     Ok(max_gpus)
 }
@@ -309,9 +310,9 @@ mod tests {
         let row = inputs().iter().find(|i| i.name == "max_gpus").unwrap();
         assert_eq!(row.default, Some("64"));
         assert_eq!(max_gpus(None).unwrap(), DEFAULT_MAX_GPUS);
-        assert!(row.accepted.contains(&format!("1..={MAX_PLAN_GPUS}")), "{}", row.accepted);
+        assert!(row.accepted.contains(&llm_ledger_core::error::range_words(1, MAX_PLAN_GPUS)), "{}", row.accepted);
         assert_eq!(max_gpus(Some("1024")).unwrap(), 1024);
-        assert_eq!(max_gpus(Some("0")).unwrap_err().to_string(), "invalid `max_gpus`: 0 (an integer in 1..=1024)");
+        assert_eq!(max_gpus(Some("0")).unwrap_err().to_string(), "invalid `max_gpus`: 0 (an integer from 1 to 1,024)");
         assert_eq!(max_gpus(Some("x")).unwrap_err().field(), Some("max_gpus"));
     }
 

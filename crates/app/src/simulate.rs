@@ -248,7 +248,7 @@ pub fn inputs() -> &'static [Input] {
         Input::text(
             "scheduler_steps",
             Some("1"),
-            "an integer in 1..=256",
+            "an integer from 1 to 256",
             "decode steps per scheduling (vLLM multi-step)",
         ),
         Input::text(
@@ -259,7 +259,7 @@ pub fn inputs() -> &'static [Input] {
         ),
         Input::text("warmup", Some("0"), "requests, below requests", "first requests left out of every statistic"),
         Input::text("max_concurrency", None, "a positive integer", "most requests in flight, open loop or trace"),
-        Input::text("spec_depth", None, "an integer in 1..=64", "speculative decoding: draft tokens per step"),
+        Input::text("spec_depth", None, "an integer from 1 to 64", "speculative decoding: draft tokens per step"),
         Input::text(
             "spec_acceptance",
             Some("0.7"),
@@ -276,7 +276,7 @@ pub fn inputs() -> &'static [Input] {
         Input::text(
             "replicas",
             Some("1"),
-            "an integer in 1..=64",
+            "an integer from 1 to 64",
             "identical replicas of the layout, each a serving instance; arrivals routed among them",
         ),
         Input::text(

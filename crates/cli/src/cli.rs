@@ -108,7 +108,7 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Port to listen on (0 picks a free one).
-    #[arg(long, default_value_t = 8765)]
+    #[arg(long, default_value_t = 8765, value_parser = port)]
     pub port: u16,
     /// Address to bind; the default keeps the page on this machine.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
@@ -122,6 +122,13 @@ pub struct ServeArgs {
     /// Add the presets of a user preset file to the catalogue.
     #[arg(long, value_name = "FILE")]
     pub preset_file: Option<String>,
+}
+
+/// `--port`: a TCP port, with the range in words when it is not one.
+fn port(s: &str) -> Result<u16, String> {
+    s.trim()
+        .parse::<u16>()
+        .map_err(|_| format!("`{s}` is not a port: {}", llm_ledger_core::error::integer_in(0, 65535)))
 }
 
 /// `--format`: the report crate's [`Format`] as a clap value (any case; `md` also as `markdown`),

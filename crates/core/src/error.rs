@@ -71,6 +71,25 @@ pub fn grouped(v: u64) -> String {
     out
 }
 
+/// An inclusive range of whole numbers in words, with thousands separators: `from 1 to 4,096`
+/// (messages and help never show a programming language's range syntax).
+pub fn range_words(min: impl std::fmt::Display, max: impl std::fmt::Display) -> String {
+    format!("from {} to {}", grouped_text(&min.to_string()), grouped_text(&max.to_string()))
+}
+
+/// What an integer input accepts: `an integer from 1 to 4,096` ([`range_words`]).
+pub fn integer_in(min: impl std::fmt::Display, max: impl std::fmt::Display) -> String {
+    format!("an integer {}", range_words(min, max))
+}
+
+/// [`grouped`] for a number's text: the digits of a whole number grouped, anything else as it is.
+fn grouped_text(s: &str) -> String {
+    match s.parse::<u64>() {
+        Ok(v) if v.to_string() == s => grouped(v),
+        _ => s.to_string(),
+    }
+}
+
 /// A number for a message, compactly: plain decimal between 10⁻³ and 10⁶ (`0.01`, `2048`,
 /// `3.35`), otherwise scientific with the shortest exact mantissa (`1e308`, `5e-324`, `3.6e6`);
 /// `NaN` and `inf` as such. The one formatter for floats in messages.

@@ -87,7 +87,11 @@ impl Fitted {
 /// return a positive finite time for every row; a row it cannot predict is an error naming it.
 pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usize) -> f64) -> Result<Fitted> {
     if params.is_empty() || params.len() > MAX_PARAMETERS {
-        return Err(Error::invalid("parameters", params.len(), format!("1..={MAX_PARAMETERS} constants to fit")));
+        return Err(Error::invalid(
+            "parameters",
+            params.len(),
+            format!("{} constants to fit", crate::error::range_words(1, MAX_PARAMETERS)),
+        ));
     }
     for p in params {
         if !(p.min > 0.0 && p.min <= p.start && p.start <= p.max && p.max.is_finite()) {

@@ -5,6 +5,7 @@
 //! Ridge point of a math format = peak FLOP/s ÷ memory bandwidth (FLOP per byte): operators whose
 //! arithmetic intensity is below it are memory-bound on this GPU (the reference calculator: rule 3).
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::precision::MathFormat;
@@ -219,11 +220,7 @@ impl Interconnect {
                     return Err(Error::MissingField { field: field("gpus"), context: "a scale-up or PCIe link".into() })
                 }
                 (_, Some(n)) if !(2..=crate::limits::MAX_GPUS_PER_REPLICA).contains(&n) => {
-                    return Err(Error::invalid(
-                        field("gpus"),
-                        n,
-                        format!("2..={}", crate::limits::MAX_GPUS_PER_REPLICA),
-                    ))
+                    return Err(Error::invalid(field("gpus"), n, integer_in(2, crate::limits::MAX_GPUS_PER_REPLICA)))
                 }
                 _ => {}
             }
@@ -320,7 +317,7 @@ impl Gpu {
             return Err(Error::invalid(
                 format!("{}.sm_count", self.name),
                 self.sm_count,
-                format!("an integer in 1..={}", limits::MAX_SM_COUNT),
+                integer_in(1, limits::MAX_SM_COUNT),
             ));
         }
         f(limits::GPU_MEMORY_BYTES, "memory_bytes", self.memory_bytes)?;
@@ -347,11 +344,7 @@ impl Gpu {
             ("warp_size", o.warp_size),
         ] {
             if !(1..=limits::MAX_ONCHIP).contains(&v) {
-                return Err(Error::invalid(
-                    format!("{}.onchip.{k}", self.name),
-                    v,
-                    format!("an integer in 1..={}", limits::MAX_ONCHIP),
-                ));
+                return Err(Error::invalid(format!("{}.onchip.{k}", self.name), v, integer_in(1, limits::MAX_ONCHIP)));
             }
         }
         f(limits::GPU_TENSOR_FLOPS_PER_SMEM_BYTE, "onchip.tensor_flops_per_smem_byte", o.tensor_flops_per_smem_byte)?;

@@ -3,6 +3,7 @@
 //! between GPUs) and its limits. Below the scenario, which holds one; the cost model of a
 //! parallel deployment is [`crate::parallel`].
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::hardware::{Gpu, Link};
 use crate::kernels::Collective;
@@ -200,7 +201,7 @@ impl Parallelism {
         let max = MAX_GPUS_PER_REPLICA;
         for (field, v, hi) in [("tp", tp, max), ("pp", pp, MAX_STAGES), ("ep", ep, max), ("dp", dp, MAX_REPLICAS)] {
             if !(1..=hi).contains(&v) {
-                return Err(Error::invalid(field, v, format!("an integer in 1..={hi}")));
+                return Err(Error::invalid(field, v, integer_in(1, hi)));
             }
         }
         let gpus = tp * pp * ep;
@@ -219,7 +220,7 @@ impl Parallelism {
                 return Err(Error::invalid("micro_batches", m, "1 without pipeline parallelism (`pp` = 1)"));
             }
             if !(1..=MAX_MICRO_BATCHES).contains(&m) {
-                return Err(Error::invalid("micro_batches", m, format!("an integer in 1..={MAX_MICRO_BATCHES}")));
+                return Err(Error::invalid("micro_batches", m, integer_in(1, MAX_MICRO_BATCHES)));
             }
         }
         crate::limits::LINK_EFFICIENCY.check("link_efficiency", link_efficiency)?;

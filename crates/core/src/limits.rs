@@ -216,7 +216,7 @@ pub fn ranges_markdown() -> String {
         s.push_str(&format!("| `{}` | {} | {} | {} |\n", r.name, r.interval(), r.what, r.given_as));
     }
     for (name, min, max, what) in INTEGER_RANGES {
-        s.push_str(&format!("| {name} | {min}..={max} | {what} | integer |\n"));
+        s.push_str(&format!("| {name} | {} | {what} | integer |\n", crate::error::range_words(min, max)));
     }
     s
 }

@@ -70,7 +70,11 @@ impl Routing {
 /// be picked twice by one token) and the remainder is rescaled over the others (water-filling).
 pub fn routing_probabilities(experts: u64, top_k: u64, routing: &Routing) -> Result<Vec<f64>> {
     if experts == 0 || top_k == 0 || top_k > experts {
-        return Err(Error::invalid("top_k", top_k, format!("1..={experts} (the number of experts)")));
+        return Err(Error::invalid(
+            "top_k",
+            top_k,
+            format!("{} (the number of experts)", crate::error::range_words(1, experts)),
+        ));
     }
     let e = experts as usize;
     let weights: Vec<f64> = match routing {

@@ -18,6 +18,7 @@
 //! tokens per second per GPU (higher). Expert-parallel batches are multiples of `ep`, so the
 //! groups split the batch evenly.
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::ledger::summarise;
 use crate::memory::{at_uniform, Fit, FitBasis, Footprint};
@@ -254,7 +255,7 @@ pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
         return Err(Error::invalid("phase", base.workload.phase, "decode: a plan sizes the time per output token"));
     }
     if !(1..=MAX_PLAN_GPUS).contains(&req.max_gpus) {
-        return Err(Error::invalid("max_gpus", req.max_gpus, format!("an integer in 1..={MAX_PLAN_GPUS}")));
+        return Err(Error::invalid("max_gpus", req.max_gpus, integer_in(1, MAX_PLAN_GPUS)));
     }
     let candidates = layouts(base, req.max_gpus);
     // Layouts are independent: assess them in parallel (rayon), then gather in layout order.

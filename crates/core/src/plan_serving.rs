@@ -21,6 +21,7 @@
 //!   simulated deployment holding both SLAs: the points nothing beats on both cost and p99
 //!   end-to-end latency.
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::plan::layouts;
 use crate::plan_refusal::{Layout, ServingClosest, ServingRefused};
@@ -294,11 +295,7 @@ impl ServingSearch {
             }
         }
         if !(1..=crate::plan::MAX_PLAN_GPUS).contains(&req.max_gpus) {
-            return Err(Error::invalid(
-                "max_gpus",
-                req.max_gpus,
-                format!("an integer in 1..={}", crate::plan::MAX_PLAN_GPUS),
-            ));
+            return Err(Error::invalid("max_gpus", req.max_gpus, integer_in(1, crate::plan::MAX_PLAN_GPUS)));
         }
         SimConfig { ttft_slo_s: Some(req.ttft_bound_s), tpot_slo_s: Some(req.tpot_bound_s), ..req.sim.clone() }
             .validate()?;

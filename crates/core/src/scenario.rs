@@ -908,7 +908,7 @@ mod tests {
     #[test]
     fn bad_inputs_get_one_line_naming_the_field() {
         let msg = |p: &[(&str, &str)]| req(p).unwrap_err().to_string();
-        assert_eq!(msg(&[("batch", "0")]), "invalid `batch`: 0 (an integer in 1..=1073741824)");
+        assert_eq!(msg(&[("batch", "0")]), "invalid `batch`: 0 (an integer from 1 to 1,073,741,824)");
         assert_eq!(msg(&[("batch", "-3")]), "invalid `batch`: \"-3\" (a non-negative integer)");
         assert!(
             msg(&[("gpu", "h900")]).starts_with("unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm,")

@@ -15,6 +15,7 @@
 //! assert_eq!(s.reserve_bytes, 4.0 * 1024.0 * 1024.0 * 1024.0);
 //! ```
 
+use crate::error::integer_in;
 use crate::error::{compact_f64, Error, Result};
 use crate::limits::{self, MAX_CONTEXT};
 use crate::scenario::{parse_u64, Scenario};
@@ -166,7 +167,7 @@ impl ServingRequest {
             if (min..=MAX_CONTEXT).contains(&n) {
                 Ok(n)
             } else {
-                Err(Error::invalid(field, n, format!("an integer in {min}..={MAX_CONTEXT}")))
+                Err(Error::invalid(field, n, integer_in(min, MAX_CONTEXT)))
             }
         };
         let prompt_tokens = tokens("prompt", &self.prompt, DEFAULT_PROMPT_TOKENS, 1)?;
@@ -223,7 +224,7 @@ mod tests {
         );
         assert_eq!(
             msg(ServingRequest { output: Some("0".into()), ..Default::default() }),
-            "invalid `output`: 0 (an integer in 1..=1099511627776)"
+            "invalid `output`: 0 (an integer from 1 to 1,099,511,627,776)"
         );
         assert!(
             msg(ServingRequest { reserve: Some("80GB".into()), ..Default::default() }).contains("less than the GPU")

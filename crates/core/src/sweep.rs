@@ -15,6 +15,7 @@
 //! in order, so a sweep of any length runs in bounded memory. Points are ordered context-major:
 //! every batch of the first context, then of the next.
 
+use crate::error::range_words;
 use crate::error::{Error, Result};
 use crate::ledger::summarise_each;
 use crate::limits::{MAX_BATCH, MAX_CONTEXT};
@@ -141,7 +142,7 @@ impl Axis {
             if (min..=max).contains(&v) {
                 Ok(v)
             } else {
-                Err(Error::invalid(field, v, format!("values in {min}..={max}")))
+                Err(Error::invalid(field, v, format!("values {}", range_words(min, max))))
             }
         };
         let mut segments = Vec::with_capacity(items.len());
@@ -287,7 +288,7 @@ impl Sweep {
         let check = |field: &str, axis: &Axis, min: u64, max: u64| {
             if axis.min() < min || axis.max() > max {
                 let v = if axis.min() < min { axis.min() } else { axis.max() };
-                return Err(Error::invalid(field, v, format!("values in {min}..={max}")));
+                return Err(Error::invalid(field, v, format!("values {}", range_words(min, max))));
             }
             Ok(())
         };
@@ -417,7 +418,7 @@ mod tests {
         assert_eq!(values("1,4..6, 1_000"), [1, 4, 5, 6, 1000]);
         assert_eq!(
             Axis::parse("batch", "1..256*2", 1, 10).unwrap_err().to_string(),
-            "invalid `batch`: 256 (values in 1..=10)"
+            "invalid `batch`: 256 (values from 1 to 10)"
         );
         for a in ["1,8,32", "1..256", "0..8192:1024", "1..256*2"] {
             let ax = Axis::parse("x", a, 0, 1 << 40).unwrap();
@@ -428,7 +429,7 @@ mod tests {
     #[test]
     fn bad_axes_get_one_line() {
         let e = |t: &str| Axis::parse("batch", t, 1, MAX_BATCH).unwrap_err().to_string();
-        assert_eq!(e("0..5"), "invalid `batch`: 0 (values in 1..=1073741824)");
+        assert_eq!(e("0..5"), "invalid `batch`: 0 (values from 1 to 1,073,741,824)");
         assert_eq!(e("5..1"), "invalid `batch`: \"5..1\" (a range a..b with a ≤ b)");
         assert_eq!(e("1..9:0"), "invalid `batch`: \"1..9:0\" (a step of at least 1 after `:`)");
         assert_eq!(e("1..9*1"), "invalid `batch`: \"1..9*1\" (a factor of at least 2 after `*`)");

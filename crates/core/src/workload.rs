@@ -5,6 +5,7 @@
 //!   already cached for each of its sequences. The new token attends to those plus itself.
 //! * **prefill**: every sequence processes its whole prompt; `tokens` is the prompt length.
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_CONTEXT_BUCKETS};
 use crate::precision::Precision;
@@ -159,7 +160,7 @@ fn check_batch(field: &str, b: u64) -> Result<()> {
     if (1..=MAX_BATCH).contains(&b) {
         Ok(())
     } else {
-        Err(Error::invalid(field, b, format!("an integer in 1..={MAX_BATCH}")))
+        Err(Error::invalid(field, b, integer_in(1, MAX_BATCH)))
     }
 }
 
@@ -167,7 +168,7 @@ fn check_tokens(field: &str, t: u64) -> Result<()> {
     if t <= MAX_CONTEXT {
         Ok(())
     } else {
-        Err(Error::invalid(field, t, format!("an integer in 0..={MAX_CONTEXT}")))
+        Err(Error::invalid(field, t, integer_in(0, MAX_CONTEXT)))
     }
 }
 

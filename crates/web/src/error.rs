@@ -112,7 +112,7 @@ mod tests {
         let e = err(ScenarioRequest { batch: Some("0".into()), ..Default::default() }, &[("batch", "0")]);
         assert_eq!(
             (e.message.as_str(), e.field.as_deref()),
-            ("invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch"))
+            ("invalid `batch`: 0 (an integer from 1 to 1,073,741,824)", Some("batch"))
         );
         let e = err(
             ScenarioRequest { gpu: Some("h900".into()), ..Default::default() },

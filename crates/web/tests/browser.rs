@@ -300,7 +300,7 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     }
     c.goto(&format!("{base}ledger?batch=0&gpu=h100")).await.text_err()?;
     let msg = until("the error box", || async { c.find(Locator::Css("#error .message")).await.ok() }).await?;
-    assert_eq!(msg.text().await.text_err()?, "invalid `batch`: 0 (an integer in 1..=1073741824)");
+    assert_eq!(msg.text().await.text_err()?, "invalid `batch`: 0 (an integer from 1 to 1,073,741,824)");
     shot(c, "error").await?;
 
     // Upload a config.json: it becomes the model, and the URL carries it.

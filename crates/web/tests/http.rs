@@ -213,7 +213,7 @@ async fn the_json_endpoints_return_the_clis_documents() {
 #[tokio::test]
 async fn bad_parameters_are_400_with_the_message_and_the_field() {
     let cases: &[(&str, &str, Option<&str>)] = &[
-        ("batch=0", "invalid `batch`: 0 (an integer in 1..=1073741824)", Some("batch")),
+        ("batch=0", "invalid `batch`: 0 (an integer from 1 to 1,073,741,824)", Some("batch")),
         ("batch=-3", "invalid `batch`: \"-3\" (a non-negative integer)", Some("batch")),
         ("gpu=h900", "unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm,", Some("gpu")),
         ("model=llama-9", "unknown model `llama-9`; did you mean `llama-3-8b`", Some("model")),
@@ -1060,7 +1060,7 @@ async fn batching_draws_the_sweep_with_the_wall_and_the_crossover() {
 #[tokio::test]
 async fn batching_refuses_bad_axes_and_context_mixes() {
     let r = get("/batching?batches=0..8").await;
-    assert_page_refuses(&r, "invalid `batch`: 0 (values in 1..=1073741824)", "batches");
+    assert_page_refuses(&r, "invalid `batch`: 0 (values from 1 to 1,073,741,824)", "batches");
     let r = get("/batching?batches=1..100000").await;
     assert_page_refuses(&r, "invalid `batch`: 100000 points (at most 2048 points here", "batches");
     let r = get("/batching?contexts=2048x8").await;
@@ -1183,7 +1183,7 @@ async fn cost_says_when_no_batch_meets_the_bound_and_refuses_step_shapes_in_the_
     assert!(message.starts_with("unknown field `tpot_ms`"), "latency takes no bound: {message}");
     assert_eq!(field.as_deref(), Some("tpot_ms"));
     let r = get("/cost?output=0").await;
-    assert_page_refuses(&r, "invalid `output`: 0 (an integer in 1..=1099511627776)", "output");
+    assert_page_refuses(&r, "invalid `output`: 0 (an integer from 1 to 1,099,511,627,776)", "output");
     let r = get("/cost?usd_per_hour=-1").await;
     assert_page_refuses(&r, "invalid `usd_per_hour`: -1", "usd_per_hour");
 }
@@ -1238,7 +1238,7 @@ async fn gemm_tiling_draws_the_grid_and_shows_the_tile_report() {
 
 #[tokio::test]
 async fn gemm_tiling_refuses_bad_shapes_and_tiles() {
-    assert_page_refuses(&get("/gemm-tiling?m=0").await, "invalid `m`: 0 (an integer in 1..=1099511627776)", "m");
+    assert_page_refuses(&get("/gemm-tiling?m=0").await, "invalid `m`: 0 (an integer from 1 to 1,099,511,627,776)", "m");
     assert_page_refuses(&get("/gemm-tiling?tile=huge").await, "invalid `tile`: \"huge\"", "tile");
     assert_page_refuses(&get("/gemm-tiling?output=int3").await, "unknown precision for `output` `int3`", "output");
     let (status, message, field) = api_error("/api/tile?n=8&k=8").await;
@@ -1859,7 +1859,7 @@ async fn serving_refuses_bad_inputs_in_one_line_naming_the_field() {
     let r = get("/serving?rate=fast").await;
     assert_page_refuses(&r, "invalid `rate`", "rate");
     let r = get("/serving?requests=5001").await;
-    assert_page_refuses(&r, "invalid `requests`: 5001 (an integer in 1..=5000 on the explorer", "requests");
+    assert_page_refuses(&r, "invalid `requests`: 5001 (an integer from 1 to 5,000 on the explorer", "requests");
     let r = get("/serving?requests=1000000000").await;
     assert_page_refuses(&r, "invalid `requests`", "requests");
     let r = get("/serving?arrivals=trace").await;

@@ -77,7 +77,7 @@ fn latency_cost_measure_advise_keys() {
 
 #[test]
 fn bad_inputs_get_one_line_and_exit_2() {
-    assert!(fails(&["sweep", "--batch", "0..5"]).contains("invalid `--batch`: 0 (values in 1..=1073741824)"));
+    assert!(fails(&["sweep", "--batch", "0..5"]).contains("invalid `--batch`: 0 (values from 1 to 1,073,741,824)"));
     assert!(fails(&["sweep", "--batch", "9..1"]).contains("a range a..b with a ≤ b"));
     assert!(fails(&["sweep", "--batch", "1..10:0"]).contains("a step of at least 1"));
     assert!(fails(&["sweep", "--batch", "1..100000", "--ctx", "0..100000"]).contains("at most 100000000 points"));

@@ -127,7 +127,10 @@ fn bad_layouts_are_one_line() {
         (&["kv", "--tp", "2"], "error: unexpected argument '--tp' found"),
         (&["advise", "--pp", "2"], "error: unexpected argument '--pp' found"),
         (&["plan", "--tpot-ms", "50", "--tp", "2"], "error: unexpected argument '--tp' found"),
-        (&["plan", "--tpot-ms", "50", "--max-gpus", "0"], "error: invalid `--max-gpus`: 0 (an integer in 1..=1024)"),
+        (
+            &["plan", "--tpot-ms", "50", "--max-gpus", "0"],
+            "error: invalid `--max-gpus`: 0 (an integer from 1 to 1,024)",
+        ),
     ];
     for (args, want) in cases {
         let e = fails(args);

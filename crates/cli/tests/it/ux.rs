@@ -403,3 +403,51 @@ fn help_output_and_docs_name_the_reference_calculator() {
     assert!(help.contains("only the weight and KV reads of the q/k/v/o and MLP projections, attention and lm_head"));
     assert_eq!(run(&["ledger", "--counting", "reference"]).1, run(&["ledger", "--counting", "seed"]).1);
 }
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// No message or help text of the product shows Rust's range syntax (`1..=4096`): ranges are
+/// written in words (`from 1 to 4,096`, `llm_ledger_core::error::range_words`) or as intervals
+/// (`[0, 1]`). Every string literal of every crate's non-test code is checked (a sweep axis's own
+/// syntax, `1..=256`, is input, and appears only in docs and tests).
+#[test]
+fn messages_write_ranges_in_words() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("crates"), &mut files);
+    let mut found = Vec::new();
+    for path in files.iter().filter(|p| p.components().any(|c| c.as_os_str() == "src")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The string literals of the line: every other piece between quotes.
+            for literal in line.split('"').skip(1).step_by(2) {
+                let b = literal.as_bytes();
+                let range = literal.match_indices("..=").any(|(at, _)| {
+                    let before = at.checked_sub(1).map(|j| b[j]);
+                    let after = b.get(at + 3).copied();
+                    before.is_some_and(|c| c.is_ascii_digit() || c == b'}')
+                        && after.is_some_and(|c| c.is_ascii_digit() || c == b'{')
+                });
+                if range {
+                    found.push(format!("{}:{}: {literal}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "range syntax in messages:\n{}", found.join("\n"));
+}

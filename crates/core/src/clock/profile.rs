@@ -68,7 +68,7 @@ impl Profile {
                 Err(Error::invalid(
                     name,
                     crate::error::compact_f64(v),
-                    format!("a multiplier in {}..={}", SCALE_RANGE.0, SCALE_RANGE.1),
+                    format!("a multiplier in [{}, {}]", SCALE_RANGE.0, SCALE_RANGE.1),
                 ))
             }
         };
@@ -78,7 +78,7 @@ impl Profile {
             return Err(Error::invalid(
                 "kernel_s",
                 crate::error::compact_f64(kernel_s),
-                format!("seconds in 0..={MAX_KERNEL_S}"),
+                format!("seconds in [0, {MAX_KERNEL_S}]"),
             ));
         }
         Ok(Profile { memory_scale, compute_scale, kernel_s, host_step_s: 0.0 })
@@ -91,7 +91,7 @@ impl Profile {
             return Err(Error::invalid(
                 "host_step_s",
                 crate::error::compact_f64(host_step_s),
-                format!("seconds in 0..={MAX_HOST_STEP_S}"),
+                format!("seconds in [0, {MAX_HOST_STEP_S}]"),
             ));
         }
         Ok(Profile { host_step_s, ..self })
@@ -214,9 +214,9 @@ mod tests {
         let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 0\nhost_step_s = -1\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("`host_step_s`") && e.contains("0..=0.1"), "{e}");
+        assert!(e.contains("`host_step_s`") && e.contains("[0, 0.1]"), "{e}");
         let e = Profile::from_toml("memory_scale = 0\ncompute_scale = 1\nkernel_s = 0\n").unwrap_err().to_string();
-        assert!(e.contains("`memory_scale`") && e.contains("0.1..=10"), "{e}");
+        assert!(e.contains("`memory_scale`") && e.contains("[0.1, 10]"), "{e}");
         let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\nkernel_s = 1\n").unwrap_err().to_string();
         assert!(e.contains("`kernel_s`"), "{e}");
         let e = Profile::from_toml("memory_scale = 1\ncompute_scale = 1\n").unwrap_err().to_string();

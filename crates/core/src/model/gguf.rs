@@ -283,7 +283,7 @@ fn scalar_size(ty: u32) -> Option<u64> {
 }
 
 fn unknown_type(key: &str, ty: u32) -> Error {
-    Error::invalid(format!("{key} value type"), ty, "a GGUF value type 0..=12")
+    Error::invalid(format!("{key} value type"), ty, "a GGUF value type from 0 to 12")
 }
 
 /// Parse the header from `prefix`, the first bytes of a file of `file_bytes` bytes.

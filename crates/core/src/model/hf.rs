@@ -10,6 +10,7 @@ use super::family::{
 };
 use super::quant::{parse_quantization_config_for, CheckpointQuant};
 use super::spec::*;
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_INPUT_FILE_BYTES, MAX_LAYERS, MAX_VOCAB};
 use serde_json::{Map, Value};
@@ -99,7 +100,7 @@ impl HfConfig {
         };
         match as_u64(v) {
             Some(n) if n <= max => Ok(Some(n)),
-            _ => Err(Error::invalid(k, v, format!("an integer in 0..={max}"))),
+            _ => Err(Error::invalid(k, v, integer_in(0, max))),
         }
     }
 
@@ -110,7 +111,7 @@ impl HfConfig {
         };
         match as_u64(v) {
             Some(n) if (1..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(Error::invalid(k, v, format!("an integer in 1..={max}"))),
+            _ => Err(Error::invalid(k, v, integer_in(1, max))),
         }
     }
 

@@ -112,7 +112,7 @@ pub enum CheckpointQuant {
 pub const QUANT_METHODS: &[&str] = &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "compressed-tensors", "bitsandbytes"];
 
 /// Expected-value text for a GPTQ/AWQ/compressed-tensors integer group size.
-const GROUP_SIZES: &str = "a power of two in 16..=4096, or -1 for one scale per output channel";
+const GROUP_SIZES: &str = "a power of two from 16 to 4,096, or -1 for one scale per output channel";
 
 /// Where a checkpoint keeps each class of weights: transformers' module names, from the
 /// family's table (`layers_module`, `attn_module`, … in `families.toml`), and how many layers.
@@ -253,7 +253,7 @@ impl<'a> Keys<'a> {
         }
     }
 
-    /// A square scaling block `[N, N]`, N a power of two in 16..=4096 (what `fp8-bN` models).
+    /// A square scaling block `[N, N]`, N a power of two from 16 to 4,096 (what `fp8-bN` models).
     fn square_block(&self, key: &str) -> Result<Option<u32>> {
         let Some(v) = self.get(key) else { return Ok(None) };
         let edge = match v.as_array().map(Vec::as_slice) {
@@ -262,7 +262,7 @@ impl<'a> Keys<'a> {
         };
         match edge {
             Some(n) if n.is_power_of_two() && (16..=4096).contains(&n) => Ok(Some(n)),
-            _ => Err(self.invalid(key, v, "two equal powers of two in 16..=4096, such as [128, 128]")),
+            _ => Err(self.invalid(key, v, "two equal powers of two from 16 to 4,096, such as [128, 128]")),
         }
     }
 
@@ -331,13 +331,13 @@ pub fn parse_quantization_config_with_notes(q: Option<&Value>) -> Result<Option<
 /// | all | `quant_method` | one of [`QUANT_METHODS`]; another name is recorded as [`CheckpointQuant::Unknown`] (the scenario then needs `--weights`) |
 /// | all | `modules_to_not_convert`, `ignored_layers`, `ignore`, `llm_int8_skip_modules` | lists of module names; matching classes stay bf16 |
 /// | `fp8`, `fbgemm_fp8` | `fmt` | `e4m3` or `e5m2` (both 1 B, the fp8 peak); else refused |
-/// | | `weight_block_size` | `[N, N]`, N a power of two in 16..=4096 → `fp8-bN`; else refused |
+/// | | `weight_block_size` | `[N, N]`, N a power of two from 16 to 4,096 → `fp8-bN`; else refused |
 /// | | `activation_scheme` | `dynamic` or `static` → W8A8 (GEMMs at the fp8 peak); else refused |
 /// | `mxfp4` | `dequantize` | `true`: transformers loads the experts as bf16, counted so (noted) |
 /// | | `bits`, `group_size` | if given, 4 and 32 (the MXFP4 format); else refused |
 /// | `gptq` | `bits` | required; 4 or 8; else refused |
 /// | `awq` | `bits` | 4 (default 4); else refused |
-/// | `gptq`, `awq` | `group_size` | default 128; -1 (per channel, `int4`) or a power of two in 16..=4096 (`int4-gN`); else refused; 8-bit groups noted |
+/// | `gptq`, `awq` | `group_size` | default 128; -1 (per channel, `int4`) or a power of two from 16 to 4,096 (`int4-gN`); else refused; 8-bit groups noted |
 /// | `gptq` | `modules_in_block_to_quantize` | noted: every linear layer of a block is counted quantised |
 /// | `bitsandbytes` | `load_in_4bit`, `load_in_8bit` | exactly one true; else refused |
 /// | | `bnb_4bit_quant_type` | `nf4` or `fp4` (4 bits + an fp32 absmax per 64 = `int4-g64`); else refused |
@@ -724,11 +724,11 @@ mod tests {
             (json!({"quant_method": "gptq", "bits": 5}), "invalid `quantization_config.bits`: 5 (4 or 8)"),
             (json!({"quant_method": "gptq", "bits": "4"}), "invalid `quantization_config.bits`: \"4\" (an integer)"),
             (json!({"quant_method": "gptq"}), "missing required field `quantization_config.bits` for quant_method gptq"),
-            (json!({"quant_method": "gptq", "bits": 4, "group_size": 0}), "invalid `quantization_config.group_size`: 0 (a power of two in 16..=4096, or -1 for one scale per output channel)"),
+            (json!({"quant_method": "gptq", "bits": 4, "group_size": 0}), "invalid `quantization_config.group_size`: 0 (a power of two from 16 to 4,096, or -1 for one scale per output channel)"),
             (json!({"quant_method": "gptq", "bits": 4, "group_size": 7}), "invalid `quantization_config.group_size`: 7 ("),
             (json!({"quant_method": "gptq", "bits": 4, "group_size": -2}), "invalid `quantization_config.group_size`: -2 ("),
             (json!({"quant_method": "awq", "bits": 8}), "invalid `quantization_config.bits`: 8 (4: AWQ stores 4-bit weights)"),
-            (json!({"quant_method": "fp8", "weight_block_size": [0, 128]}), "invalid `quantization_config.weight_block_size`: [0,128] (two equal powers of two in 16..=4096, such as [128, 128])"),
+            (json!({"quant_method": "fp8", "weight_block_size": [0, 128]}), "invalid `quantization_config.weight_block_size`: [0,128] (two equal powers of two from 16 to 4,096, such as [128, 128])"),
             (json!({"quant_method": "fp8", "weight_block_size": 128}), "invalid `quantization_config.weight_block_size`: 128 ("),
             (json!({"quant_method": "fp8", "weight_block_size": [96, 96]}), "invalid `quantization_config.weight_block_size`: [96,96] ("),
             (json!({"quant_method": "fp8", "fmt": "e3m4"}), "invalid `quantization_config.fmt`: \"e3m4\" (one of e4m3, e5m2)"),

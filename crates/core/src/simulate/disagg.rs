@@ -26,6 +26,7 @@
 //! a time, first come first served. A zero-cost link ([`KvLinkChoice::Ideal`]) isolates the
 //! effect of separating the pools from the cost of moving the cache.
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::hardware::{Gpu, Link};
 use crate::layout::Parallelism;
@@ -234,7 +235,7 @@ impl Deployment {
     pub fn validate(&self) -> Result<()> {
         match self {
             Deployment::Aggregated { replicas } if !(1..=MAX_INSTANCES).contains(replicas) => {
-                Err(Error::invalid("replicas", replicas, format!("an integer in 1..={MAX_INSTANCES}")))
+                Err(Error::invalid("replicas", replicas, integer_in(1, MAX_INSTANCES)))
             }
             Deployment::Disaggregated(d)
                 if d.prefill == 0 || d.decode == 0 || d.prefill.saturating_add(d.decode) > MAX_INSTANCES =>

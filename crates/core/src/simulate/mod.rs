@@ -75,6 +75,7 @@ pub mod rng;
 pub mod stats;
 pub mod workload;
 
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::ledger::summarise;
 use crate::scenario::Scenario;
@@ -238,7 +239,7 @@ impl SimConfig {
     pub fn validate(&self) -> Result<()> {
         self.arrivals.validate()?;
         if !matches!(self.arrivals, Arrivals::Trace(_)) && !(1..=MAX_REQUESTS).contains(&self.requests) {
-            return Err(Error::invalid("requests", self.requests, format!("an integer in 1..={MAX_REQUESTS}")));
+            return Err(Error::invalid("requests", self.requests, integer_in(1, MAX_REQUESTS)));
         }
         self.prompt.validate("prompt")?;
         self.output.validate("output")?;
@@ -249,7 +250,7 @@ impl SimConfig {
             ("block", self.block_tokens),
         ] {
             if !(1..=MAX_STEP_SIZE).contains(&v) {
-                return Err(Error::invalid(field, v, format!("an integer in 1..={MAX_STEP_SIZE}")));
+                return Err(Error::invalid(field, v, integer_in(1, MAX_STEP_SIZE)));
             }
         }
         if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {

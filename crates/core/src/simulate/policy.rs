@@ -6,6 +6,7 @@
 //! speculation), and [`EnginePolicy::of_engine`] gives each engine's own.
 
 use crate::engine::Engine;
+use crate::error::integer_in;
 use crate::error::{compact_f64, Error, Result};
 use crate::scenario::Scenario;
 use serde::Serialize;
@@ -358,7 +359,7 @@ impl Speculation {
 
     pub(super) fn validate(&self) -> Result<()> {
         if !(1..=MAX_SPEC_DEPTH).contains(&self.depth) {
-            return Err(Error::invalid("spec_depth", self.depth, format!("an integer in 1..={MAX_SPEC_DEPTH}")));
+            return Err(Error::invalid("spec_depth", self.depth, integer_in(1, MAX_SPEC_DEPTH)));
         }
         if !(self.acceptance.is_finite() && (0.0..=1.0).contains(&self.acceptance)) {
             return Err(Error::invalid("spec_acceptance", compact_f64(self.acceptance), "a probability in [0, 1]"));
@@ -405,11 +406,7 @@ pub(super) fn validate(cfg: &super::SimConfig) -> Result<()> {
     cfg.admission.validate()?;
     cfg.cuda_graphs.validate()?;
     if !(1..=MAX_SCHEDULER_STEPS).contains(&cfg.scheduler_steps) {
-        return Err(Error::invalid(
-            "scheduler_steps",
-            cfg.scheduler_steps,
-            format!("an integer in 1..={MAX_SCHEDULER_STEPS}"),
-        ));
+        return Err(Error::invalid("scheduler_steps", cfg.scheduler_steps, integer_in(1, MAX_SCHEDULER_STEPS)));
     }
     if let Some(s) = &cfg.speculation {
         s.validate()?;
@@ -423,7 +420,7 @@ pub(super) fn validate(cfg: &super::SimConfig) -> Result<()> {
     }
     if let Some(c) = cfg.max_concurrency {
         if !(1..=super::MAX_REQUESTS).contains(&c) {
-            return Err(Error::invalid("max_concurrency", c, format!("an integer in 1..={}", super::MAX_REQUESTS)));
+            return Err(Error::invalid("max_concurrency", c, integer_in(1, super::MAX_REQUESTS)));
         }
     }
     if cfg.warmup_requests >= cfg.offered_requests() {

@@ -2,6 +2,7 @@
 
 use super::prefix::PromptPrefix;
 use super::rng::Pcg32;
+use crate::error::integer_in;
 use crate::error::{compact_f64, Error, Result};
 use serde::Serialize;
 use std::sync::Arc;
@@ -90,11 +91,7 @@ impl Arrivals {
                 if (1..=super::MAX_REQUESTS).contains(concurrency) {
                     Ok(())
                 } else {
-                    Err(Error::invalid(
-                        "concurrency",
-                        concurrency,
-                        format!("an integer in 1..={}", super::MAX_REQUESTS),
-                    ))
+                    Err(Error::invalid("concurrency", concurrency, integer_in(1, super::MAX_REQUESTS)))
                 }
             }
             Arrivals::Trace(t) => {
@@ -188,7 +185,7 @@ impl Lengths {
             if (1..=max).contains(&v) {
                 Ok(())
             } else {
-                Err(Error::invalid(field, v, format!("a token count in 1..={max}")))
+                Err(Error::invalid(field, v, format!("a token count {}", crate::error::range_words(1, max))))
             }
         };
         match self {
@@ -203,10 +200,14 @@ impl Lengths {
             }
             Lengths::LogNormal { median, sigma } => {
                 if !(median.is_finite() && *median >= 1.0 && *median <= max as f64) {
-                    return Err(Error::invalid(field, median, format!("a lognormal median in 1..={max} tokens")));
+                    return Err(Error::invalid(
+                        field,
+                        median,
+                        format!("a lognormal median {} tokens", crate::error::range_words(1, max)),
+                    ));
                 }
                 if !(sigma.is_finite() && (0.0..=4.0).contains(sigma)) {
-                    return Err(Error::invalid(field, sigma, "a lognormal sigma in 0..=4"));
+                    return Err(Error::invalid(field, sigma, "a lognormal sigma in [0, 4]"));
                 }
                 Ok(())
             }

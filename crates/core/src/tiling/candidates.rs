@@ -152,7 +152,7 @@ pub struct TileRequest {
     pub stages: Option<u64>,
 }
 
-const TILE_EXPECTED: &str = "BMxBNxBK or BMxBNxBKxSTAGES, e.g. 128x128x64 or 128x128x64x4; BM, BN, BK multiples of 16 in 16..=1024, stages 1..=16";
+const TILE_EXPECTED: &str = "BMxBNxBK or BMxBNxBKxSTAGES, e.g. 128x128x64 or 128x128x64x4; BM, BN, BK multiples of 16 from 16 to 1,024, stages from 1 to 16";
 
 impl FromStr for TileRequest {
     type Err = Error;

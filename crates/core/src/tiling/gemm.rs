@@ -43,6 +43,7 @@
 
 use super::candidates::{Candidate, TileConfig, TileRequest, CANDIDATES};
 use super::occupancy::{occupancy, BlockResources, Limiter, Occupancy, MAX_REGISTERS_PER_THREAD};
+use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::gemm::{gemm_flops, Gemm};
 use crate::hardware::Gpu;
@@ -94,7 +95,7 @@ impl GemmShape {
     ) -> Result<Self> {
         for (field, v, max) in [("m", m, MAX_M), ("n", n, MAX_DIM), ("k", k, MAX_DIM), ("batch", batch, MAX_EXPERTS)] {
             if !(1..=max).contains(&v) {
-                return Err(Error::invalid(field, v, format!("an integer in 1..={max}")));
+                return Err(Error::invalid(field, v, integer_in(1, max)));
             }
         }
         Ok(GemmShape { m, n, k, batch, a, b, c, bias })
@@ -746,9 +747,9 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(e(0, 1, 1), "invalid `m`: 0 (an integer in 1..=1099511627776)");
-        assert_eq!(e(1, 1 << 30, 1), "invalid `n`: 1073741824 (an integer in 1..=16777216)");
-        assert_eq!(e(1, 1, 0), "invalid `k`: 0 (an integer in 1..=16777216)");
+        assert_eq!(e(0, 1, 1), "invalid `m`: 0 (an integer from 1 to 1,099,511,627,776)");
+        assert_eq!(e(1, 1 << 30, 1), "invalid `n`: 1073741824 (an integer from 1 to 16,777,216)");
+        assert_eq!(e(1, 1, 0), "invalid `k`: 0 (an integer from 1 to 16,777,216)");
     }
 
     #[test]

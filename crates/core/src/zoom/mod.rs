@@ -309,7 +309,11 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
     }
     if let Some(g) = &op.gemm {
         if !(g.m.is_finite() && g.instances.is_finite()) || g.m.ceil() > MAX_M as f64 {
-            return TileLevel::None(NoTiles::NotModelled(format!("M = {} rows is outside 1..={MAX_M}", g.m)));
+            return TileLevel::None(NoTiles::NotModelled(format!(
+                "M = {} rows is outside the tiling model's range, {}",
+                g.m,
+                crate::error::range_words(1, MAX_M)
+            )));
         }
         let batch = g.instances.ceil().max(1.0) as u64;
         let shape = match GemmShape::new(

@@ -391,7 +391,7 @@ fn bad_layouts_name_the_flag() {
         scenario_err(&all)
     };
     assert_eq!(msg(&[("tp", "3")]), "invalid `tp`: 3 (a divisor of the 64 attention heads of llama-3.1-70b)");
-    assert_eq!(msg(&[("tp", "0")]), "invalid `tp`: 0 (an integer in 1..=4096)");
+    assert_eq!(msg(&[("tp", "0")]), "invalid `tp`: 0 (an integer from 1 to 4,096)");
     assert_eq!(msg(&[("ep", "2")]), "invalid `ep`: 2 (1: llama-3.1-70b has no experts)");
     assert_eq!(msg(&[("pp", "81")]), "invalid `pp`: 81 (at most the 80 layers of llama-3.1-70b (one stage per layer))");
     assert_eq!(msg(&[("tp", "64"), ("pp", "80")]), "invalid `tp × pp × ep`: 5120 (at most 4096 GPUs per replica)");

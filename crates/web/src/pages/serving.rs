@@ -282,7 +282,10 @@ pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError
         return Err(core(Error::invalid(
             MAX_STEPS_FIELD,
             max_steps,
-            format!("an integer in 1..={MAX_WEB_STEPS} on the explorer (the CLI's simulate takes more)"),
+            format!(
+                "{} on the explorer (the CLI's simulate takes more)",
+                llm_ledger_core::error::integer_in(1, MAX_WEB_STEPS)
+            ),
         )));
     }
     let resolved = req.resolve(sc, Files::None).map_err(|e| q.command_error(&e))?;
@@ -299,7 +302,10 @@ pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError
         return Err(core(Error::invalid(
             "requests",
             requests,
-            format!("an integer in 1..={MAX_WEB_REQUESTS} on the explorer (the CLI's simulate takes more)"),
+            format!(
+                "{} on the explorer (the CLI's simulate takes more)",
+                llm_ledger_core::error::integer_in(1, MAX_WEB_REQUESTS)
+            ),
         )));
     }
     Ok((resolved, if req.max_steps.is_some() { max_steps } else { MAX_WEB_STEPS }))
