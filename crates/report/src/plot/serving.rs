@@ -53,7 +53,7 @@ fn sample(n: usize) -> Vec<usize> {
     v
 }
 
-/// A line chart with linear axes from 0.
+/// A line chart with linear axes from 0, or a logarithmic x axis ([`ServingChart::x_log`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServingChart {
     /// Title line.
@@ -66,6 +66,10 @@ pub struct ServingChart {
     pub x_seconds: bool,
     /// Values are seconds on the y axis.
     pub y_seconds: bool,
+    /// The x axis is logarithmic, whole decades from the smallest positive x to the largest (the
+    /// latency CDFs: TTFT, TPOT and ITL are milliseconds where the end-to-end latency is seconds,
+    /// and a linear axis crushes them into its first few per cent).
+    pub x_log: bool,
     /// The lines.
     pub lines: Vec<Line>,
 }
@@ -108,10 +112,11 @@ impl ServingChart {
                 .collect();
         ServingChart {
             title,
-            x_desc: "latency".into(),
+            x_desc: "latency (log scale)".into(),
             y_desc: "fraction of requests (tokens for ITL) at or below".into(),
             x_seconds: true,
             y_seconds: false,
+            x_log: true,
             lines,
         }
     }
@@ -144,6 +149,7 @@ impl ServingChart {
             y_desc: "requests".into(),
             x_seconds: false,
             y_seconds: false,
+            x_log: false,
             lines: vec![
                 line("running batch", COLOURS[0], |p| p.running as f64),
                 line("waiting queue", COLOURS[1], |p| p.waiting as f64),
@@ -182,6 +188,7 @@ impl ServingChart {
             y_desc: "output tokens/s".into(),
             x_seconds: true,
             y_seconds: false,
+            x_log: false,
             lines: vec![line("p99 TTFT", COLOURS[0], |s| s.ttft_s.p99), line("p99 TPOT", COLOURS[1], |s| s.tpot_s.p99)],
         }
     }
@@ -203,16 +210,36 @@ impl ServingChart {
         if size.width < 300 || size.height < 200 {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
-        let x_max = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9) * 1.05;
+        let largest = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
         let y_max = all().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
-        let fmt = |seconds: bool| move |v: &f64| if seconds { human::seconds(*v) } else { human::sig3(*v) };
-        let (x_fmt, y_fmt) = (fmt(self.x_seconds), fmt(self.y_seconds));
+        // A log axis runs over whole decades, from the smallest positive x (a step function's
+        // start at 0 drawn there) to the largest; x is drawn at log10(x).
+        let smallest = all().map(|p| p.0).filter(|x| *x > 0.0).fold(largest, f64::min);
+        let (x_min, x_max) = if self.x_log {
+            let (lo, hi) = (smallest.log10().floor(), largest.log10().ceil());
+            (lo, hi.max(lo + 1.0))
+        } else {
+            (0.0, largest * 1.05)
+        };
+        let x_log = self.x_log;
+        let at = move |x: f64| if x_log { x.max(smallest).log10() } else { x };
+        let fmt = |seconds: bool, log: bool| {
+            move |v: &f64| {
+                let v = if log { 10f64.powf(*v) } else { *v };
+                if seconds {
+                    human::seconds(v)
+                } else {
+                    human::sig3(v)
+                }
+            }
+        };
+        let (x_fmt, y_fmt) = (fmt(self.x_seconds, self.x_log), fmt(self.y_seconds, false));
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
             let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
             let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
-            let mut chart = builder.build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+            let mut chart = builder.build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
             super::draw_mesh(
                 &mut chart,
                 &super::Mesh {
@@ -226,10 +253,11 @@ impl ServingChart {
             )?;
             let area = chart.plotting_area().clone();
             for l in &self.lines {
-                chart.draw_series(LineSeries::new(l.points.iter().copied(), rgb(l.colour).stroke_width(2)))?;
+                let drawn = l.points.iter().map(|&(x, y)| (at(x), y));
+                chart.draw_series(LineSeries::new(drawn, rgb(l.colour).stroke_width(2)))?;
                 for m in &l.marks {
                     let Some(&(x, y)) = l.points.get(m.index) else { continue };
-                    let (xy, url) = (area.map_coordinate(&(x, y)), href(links, m));
+                    let (xy, url) = (area.map_coordinate(&(at(x), y)), href(links, m));
                     if l.markers {
                         o.point_link(xy, 4.0, l.colour, "point", &m.tip, url.as_deref());
                     } else {
@@ -237,7 +265,7 @@ impl ServingChart {
                     }
                 }
             }
-            let (mut lx, _) = area.map_coordinate(&(0.0, y_max));
+            let (mut lx, _) = area.map_coordinate(&(x_min, y_max));
             for l in &self.lines {
                 o.line((lx, legend_y - 4), (lx + 24, legend_y - 4), l.colour, 2.0, "");
                 o.text((lx + 30, legend_y), &l.label, FONT, FG, Anchor::Start, 0.0);
@@ -323,5 +351,44 @@ mod tests {
                 assert_eq!(m.href, Some(format!("/serving?rate={rate}")));
             }
         }
+    }
+
+    /// The hover targets' x positions of each latency's CDF, by its label.
+    fn target_xs(svg: &str, label: &str) -> Vec<f64> {
+        svg.split("<circle class=\"sample\" cx=\"")
+            .skip(1)
+            .filter(|c| c[..c.find("</circle>").unwrap()].contains(&format!("<title>{label}: ")))
+            .map(|c| c[..c.find('"').unwrap()].parse().unwrap())
+            .collect()
+    }
+
+    /// On the CDFs' log axis TTFT, TPOT and ITL (milliseconds) and the end-to-end latency
+    /// (seconds) all spread over the plot; on a linear axis from 0 the first three sit in its
+    /// first few per cent.
+    #[test]
+    fn the_latency_cdfs_are_drawn_on_a_log_axis_where_each_latency_is_readable() {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let sim = simulate(&sc, &SimConfig { requests: 200, ..SimConfig::poisson(4.0) }, |_| {}).unwrap();
+        let log = ServingChart::latency_cdfs(&sim, None);
+        assert!(log.x_log && log.x_desc.contains("log"));
+        let linear = ServingChart { x_log: false, ..log.clone() };
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        // Where each latency's median target sits, as a fraction of the span of every target.
+        let share = |chart: &ServingChart, label: &str| {
+            let svg = chart.svg(PlotSize::default()).unwrap();
+            let all: Vec<f64> = ["TTFT", "TPOT", "ITL", "end to end"].iter().flat_map(|l| target_xs(&svg, l)).collect();
+            let (lo, hi) = all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            (median(target_xs(&svg, label)) - lo) / (hi - lo)
+        };
+        for label in ["TTFT", "TPOT", "ITL"] {
+            assert!(share(&linear, label) < 0.05, "{label} on the linear axis: {}", share(&linear, label));
+        }
+        // TPOT and ITL are the smallest latencies (the left end); TTFT and end to end sit apart.
+        let (tpot, ttft, e2e) = (share(&log, "TPOT"), share(&log, "TTFT"), share(&log, "end to end"));
+        assert!(ttft > 0.15 && e2e > ttft + 0.15, "TTFT {ttft}, end to end {e2e}");
+        assert!(tpot < ttft, "TPOT {tpot} TTFT {ttft}");
     }
 }
