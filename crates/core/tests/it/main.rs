@@ -11,6 +11,7 @@ pub mod fuzz_checks;
 mod fuzz_regressions;
 mod invariants;
 mod kernels;
+mod message_ranges;
 mod module_layers;
 mod parallel;
 mod physical_bounds;

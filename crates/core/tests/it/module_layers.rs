@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The `.rs` files under `dir`, recursively.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -24,7 +25,7 @@ fn ident(s: &str) -> &str {
 }
 
 /// Lines of a file that count: before the first `#[cfg(test)]`, not comments.
-fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn code_lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().take_while(|l| l.trim() != "#[cfg(test)]").filter(|l| !l.trim_start().starts_with("//"))
 }
 
