@@ -157,8 +157,8 @@ impl PlanLoadRequest {
         files: Files<'_>,
         cancel: Option<&AtomicBool>,
     ) -> Result<ServingPlanReport> {
-        let budget = budget(self.max_steps.as_deref(), cancel)?;
         let search = self.search(sc, s, checked, max_gpus, files)?;
+        let budget = budget(self.max_steps.as_deref(), cancel)?;
         search.search.admit(&budget)?;
         let assessed = (0..search.search.len())
             .into_par_iter()
@@ -219,12 +219,18 @@ pub struct LoadSearch {
 }
 
 impl LoadSearch {
+    /// Refuse the whole search before any candidate runs when its estimated steps exceed the
+    /// request's `max_steps` (the check [`PlanLoadRequest::report`] makes).
+    pub fn admit(&self) -> Result<()> {
+        Ok(self.search.admit(&budget(self.max_steps.as_deref(), None)?)?)
+    }
+
     /// Assess candidate `j` under a step budget of its own (the request's `max_steps`; a
-    /// search spread over workers bounds each candidate's simulations by it), as JSON: the text
-    /// a worker sends back for [`LoadSearch::report_from_json`].
+    /// search spread over workers, admitted whole by [`LoadSearch::admit`], bounds each
+    /// candidate's simulations by it), as JSON: the text a worker sends back for
+    /// [`LoadSearch::report_from_json`].
     pub fn assess_json(&self, j: usize) -> Result<String> {
         let budget = budget(self.max_steps.as_deref(), None)?;
-        self.search.admit(&budget)?;
         let assessed = self.search.assess(j, &budget)?;
         Ok(serde_json::to_string(&assessed).expect("an assessment is JSON"))
     }

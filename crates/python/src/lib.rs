@@ -994,6 +994,7 @@ fn load_search(call: &Call) -> PyResult<plan::LoadSearch> {
 fn plan_mapped(py: Python<'_>, pairs: Vec<(String, String)>, map: Bound<'_, PyAny>) -> PyResult<Output> {
     let call = Call::new("plan", pairs.clone())?;
     let search = py.allow_threads(|| load_search(&call))?;
+    search.admit().map_err(command_error)?;
     let tasks: Vec<(Vec<(String, String)>, usize)> = (0..search.search.len()).map(|j| (pairs.clone(), j)).collect();
     let parts: Vec<String> = map.call1((tasks,))?.extract()?;
     let report = py.allow_threads(|| search.report_from_json(&parts)).map_err(command_error)?;

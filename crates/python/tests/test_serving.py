@@ -202,6 +202,14 @@ def test_plan_on_an_executor_sends_one_task_per_candidate_and_refuses_what_the_p
         ll.plan(**bad, executor=rec)
     assert rec.tasks == []
     assert f"error: {e.value}" == keyword_text(cli("plan", *flags(bad), ok=False))
+    # A search past its step budget is refused here, before any task, as without an executor.
+    rec = _Recording()
+    tight = {**PLAN_ON_EXECUTOR, "max_steps": 10}
+    with pytest.raises(ll.InputError) as alone:
+        ll.plan(**tight)
+    with pytest.raises(ll.InputError) as spread:
+        ll.plan(**tight, executor=rec)
+    assert rec.tasks == [] and str(spread.value) == str(alone.value) and "max_steps" in str(alone.value)
     # No deployment holds the bounds: the same refusal as without an executor.
     impossible = {**PLAN_ON_EXECUTOR, "ttft_ms": 0.001}
     with pytest.raises(ll.InputError) as alone:
