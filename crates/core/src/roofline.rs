@@ -92,7 +92,7 @@ pub struct Timing {
     /// fused only if every part is.
     pub fused: bool,
     /// Why the work takes more than [`SLOW_LIMIT`] × its roofline time plus its kernel's fixed
-    /// costs, where it does ([`TimeModel::slow_cause`]); a sum keeps the first.
+    /// costs, where it does ([`Timed::cause`]); a sum keeps the first.
     pub slow: Option<SlowCause>,
 }
 
@@ -272,6 +272,21 @@ impl Join {
     }
 }
 
+/// One operator as a time model sees it: its timing, how it joins its kernel, and why it would
+/// be slow (asked once per operator: the model decides all three together, so a measured kernel
+/// is looked up once).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timed {
+    /// The operator's compute and memory times, its time and the HBM bytes it moves, for the way
+    /// it joins its kernel (`roofline_s` is filled in by the [`KernelTimer`]).
+    pub timing: Timing,
+    /// How it joins its kernel ([`TimeModel::join`]).
+    pub join: Join,
+    /// Why it takes more than [`SLOW_LIMIT`] × its roofline plus [`TimeModel::kernel_fixed_s`],
+    /// if it does (the [`KernelTimer`] keeps it only then); `None` if the model knows no reason.
+    pub cause: Option<SlowCause>,
+}
+
 /// How long one operator (one instance) takes on a GPU: the one place a time model plugs in. Every
 /// operator's time (ledger, sweep, zoom, the parallel pipeline) comes from
 /// [`crate::parallel::op_timing`] through a [`KernelTimer`], which asks its model; [`Roofline`] is
@@ -283,6 +298,15 @@ pub trait TimeModel {
     /// kernel, or its roofs inside the open kernel (`roofline_s` is filled in by the
     /// [`KernelTimer`]).
     fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing;
+
+    /// The operator's time, its join and its slow cause in one ([`Timed`]); the [`KernelTimer`]
+    /// asks this. Default: [`TimeModel::op_time`] and [`TimeModel::join`], no cause. A model
+    /// whose time and join share work (an engine's fusion rules, a table lookup) decides them
+    /// together here.
+    #[inline]
+    fn timed(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timed {
+        Timed { timing: self.op_time(op, gpu, eff), join: self.join(op), cause: None }
+    }
 
     /// How the operator joins its kernel under this model (default: a kernel of its own, or
     /// inside the previous kernel with no bytes on chip where the operator says so,
@@ -317,13 +341,6 @@ pub trait TimeModel {
     #[inline]
     fn kernel_fixed_s(&self) -> f64 {
         0.0
-    }
-
-    /// Why `op` takes more than [`SLOW_LIMIT`] × its roofline plus [`TimeModel::kernel_fixed_s`]
-    /// under this model (asked only of such operators); `None` if the model knows no reason.
-    #[inline]
-    fn slow_cause(&self, _op: &Op, _gpu: &Gpu) -> Option<SlowCause> {
-        None
     }
 
     /// Host time per step that the GPU waits for under this model, seconds (the step's `host`
@@ -420,14 +437,14 @@ impl<M: TimeModel> KernelTimer<M> {
     /// Time of the next operator (one instance).
     #[inline]
     pub fn next(&mut self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
-        let own = self.model.op_time(op, gpu, eff);
-        let t = self.kernel.next(own, self.model.join(op));
+        let own = self.model.timed(op, gpu, eff);
+        let t = self.kernel.next(own.timing, own.join);
         if self.model.is_roofline() {
             return Timing { roofline_s: t.time_s, ..t };
         }
         let roof = self.roof.next(Timing::of(&op.cost, op.math, gpu, eff), Roofline.join(op));
         let slow = (!t.fused && t.time_s > SLOW_LIMIT * roof.time_s + self.model.kernel_fixed_s())
-            .then(|| self.model.slow_cause(op, gpu))
+            .then_some(own.cause)
             .flatten();
         Timing { roofline_s: roof.time_s, slow, ..t }
     }

@@ -60,7 +60,7 @@ use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
-use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timing};
+use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timed, Timing};
 use crate::workload::Phase;
 
 /// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
@@ -485,22 +485,40 @@ impl Measured {
     }
 
     /// `op` in a kernel of its own: the measured kernel where there is a table for it, else the
-    /// fitted roofs plus the kernel's fixed cost.
+    /// fitted roofs plus the kernel's fixed cost; and why it would be slow, in the order the
+    /// causes are named: the measured kernel itself, KV read once per query head,
+    /// dequantisation beyond the roofs, tile waste (shape efficiency below ½), prefill attention.
     ///
     /// A measured kernel takes at least its HBM bytes at the achievable bandwidth (its memory
     /// roof): the tables' benchmark runs one GEMM again and again on the same buffers, so
     /// operands that fit in the L2 cache are read from L2 (on the L40S's 96 MB L2 Llama 3 8B's
     /// 34 MB q_proj weights stream at 2.0 TB/s, 2.3× the card's 864 GB/s), while in a step every
     /// layer's weights come from HBM.
-    fn own_kernel(&self, op: &Op, gpu: &Gpu) -> Timing {
-        let hbm_bytes = op.cost.bytes() + self.kv_reread_bytes(op);
+    fn own_kernel(&self, op: &Op, gpu: &Gpu) -> (Timing, Option<SlowCause>) {
+        let kv_reread = self.kv_reread_bytes(op);
+        let hbm_bytes = op.cost.bytes() + kv_reread;
         let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
-        let time_s = match self.table_s(op) {
+        let table = self.table_s(op);
+        let time_s = match table {
             // Never below the HBM bytes at the achievable bandwidth, nor the FLOPs at the peak.
             Some(t) => t.max(memory_s).max(op.cost.flops / gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector)),
             None => kernel_time_s(self.engine, compute_s.max(memory_s) + extra_s),
         };
-        Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }
+        let tile_waste = || {
+            op.gemm.is_some_and(|g| gemm_shape_efficiency(g.m, g.n as f64, g.k as f64, g.instances, gpu.sm_count) < 0.5)
+        };
+        let cause = if table.is_some() {
+            Some(SlowCause::MeasuredKernel)
+        } else if kv_reread > 0.0 {
+            Some(SlowCause::KvPerQueryHead)
+        } else if extra_s > compute_s.max(memory_s) {
+            Some(SlowCause::Dequantisation)
+        } else if tile_waste() {
+            Some(SlowCause::TileWaste)
+        } else {
+            (op.attention.is_some() && self.phase == Phase::Prefill).then_some(SlowCause::AttentionKernel)
+        };
+        (Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }, cause)
     }
 }
 
@@ -523,22 +541,29 @@ pub fn merged_gemm(op: &Op) -> Op {
 }
 
 impl TimeModel for Measured {
-    fn op_time(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timing {
-        match engine_join(self.engine, op) {
+    fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
+        self.timed(op, gpu, eff).timing
+    }
+
+    /// The operator joined as [`engine_join`] says: a kernel of its own, its share of the merged
+    /// GEMM ([`merged_gemm`]) it is part of, or its fitted roofs inside the open kernel (no
+    /// cause: fused work is never named slow).
+    fn timed(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timed {
+        let join = engine_join(self.engine, op);
+        let (timing, cause) = match join {
             Join::Own => self.own_kernel(op, gpu),
-            Join::Part { share, .. } => self.own_kernel(&merged_gemm(op), gpu).times(share),
+            Join::Part { share, .. } => {
+                let (t, cause) = self.own_kernel(&merged_gemm(op), gpu);
+                (t.times(share), cause)
+            }
             Join::Fused { on_chip_bytes } => {
                 let hbm_bytes = op.cost.bytes() - on_chip_bytes;
                 let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
-                Timing {
-                    compute_s,
-                    memory_s,
-                    time_s: compute_s.max(memory_s) + extra_s,
-                    hbm_bytes,
-                    ..Timing::default()
-                }
+                let time_s = compute_s.max(memory_s) + extra_s;
+                (Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }, None)
             }
-        }
+        };
+        Timed { timing, join, cause }
     }
 
     fn join(&self, op: &Op) -> Join {
@@ -565,29 +590,6 @@ impl TimeModel for Measured {
 
     fn host_step_s(&self) -> f64 {
         self.engine.host_step_s()
-    }
-
-    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<SlowCause> {
-        let whole = match engine_join(self.engine, op) {
-            Join::Part { .. } => merged_gemm(op),
-            _ => *op,
-        };
-        if self.table_s(&whole).is_some() {
-            return Some(SlowCause::MeasuredKernel);
-        }
-        if self.kv_reread_bytes(&whole) > 0.0 {
-            return Some(SlowCause::KvPerQueryHead);
-        }
-        let (compute_s, memory_s, extra_s) = self.roofs(&whole, whole.cost.bytes(), gpu);
-        if extra_s > compute_s.max(memory_s) {
-            return Some(SlowCause::Dequantisation);
-        }
-        if let Some(g) = whole.gemm {
-            if gemm_shape_efficiency(g.m, g.n as f64, g.k as f64, g.instances, gpu.sm_count) < 0.5 {
-                return Some(SlowCause::TileWaste);
-            }
-        }
-        (whole.attention.is_some() && self.phase == Phase::Prefill).then_some(SlowCause::AttentionKernel)
     }
 }
 
@@ -622,6 +624,14 @@ impl TimeModel for Model {
     }
 
     #[inline]
+    fn timed(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timed {
+        match self {
+            Model::Roofline => Roofline.timed(op, gpu, eff),
+            Model::Measured(m) => m.timed(op, gpu, eff),
+        }
+    }
+
+    #[inline]
     fn join(&self, op: &Op) -> Join {
         match self {
             Model::Roofline => Roofline.join(op),
@@ -634,13 +644,6 @@ impl TimeModel for Model {
         match self {
             Model::Roofline => 0.0,
             Model::Measured(m) => m.kernel_fixed_s(),
-        }
-    }
-
-    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<SlowCause> {
-        match self {
-            Model::Roofline => None,
-            Model::Measured(m) => m.slow_cause(op, gpu),
         }
     }
 

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::hardware::Gpu;
 use crate::layout::CollectiveCall;
 use crate::operator::Op;
-use crate::roofline::{Efficiency, Join, TimeModel, Timing};
+use crate::roofline::{Efficiency, Join, TimeModel, Timed, Timing};
 use serde::{Deserialize, Serialize};
 
 /// Fitted adjustments of the expected clock (module docs).
@@ -138,16 +138,29 @@ pub struct Profiled {
 impl TimeModel for Profiled {
     #[inline]
     fn op_time(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timing {
-        let t = self.model.op_time(op, gpu, eff);
+        self.timed(op, gpu, eff).timing
+    }
+
+    /// The clock's [`Timed`] with the profile applied to its time ([`Profile::adjust`], the
+    /// operator's share of its kernel from its join); a profile that slows the clock down is a
+    /// cause where the clock names none.
+    #[inline]
+    fn timed(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timed {
+        let t = self.model.timed(op, gpu, eff);
         if self.profile.is_identity() || self.model.is_roofline() {
             return t;
         }
-        let share = match self.model.join(op) {
+        let share = match t.join {
             Join::Own => 1.0,
             Join::Part { share, .. } => share,
             Join::Fused { .. } => 0.0,
         };
-        self.profile.adjust(t, share)
+        let scaled = self.profile.memory_scale > 1.0 || self.profile.compute_scale > 1.0;
+        Timed {
+            timing: self.profile.adjust(t.timing, share),
+            cause: t.cause.or(scaled.then_some(crate::roofline::SlowCause::Profile)),
+            ..t
+        }
     }
 
     #[inline]
@@ -158,11 +171,6 @@ impl TimeModel for Profiled {
     #[inline]
     fn kernel_fixed_s(&self) -> f64 {
         self.model.kernel_fixed_s() + self.profile.kernel_s
-    }
-
-    fn slow_cause(&self, op: &Op, gpu: &Gpu) -> Option<crate::roofline::SlowCause> {
-        let scaled = self.profile.memory_scale > 1.0 || self.profile.compute_scale > 1.0;
-        self.model.slow_cause(op, gpu).or(scaled.then_some(crate::roofline::SlowCause::Profile))
     }
 
     #[inline]

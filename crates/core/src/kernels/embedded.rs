@@ -1,10 +1,10 @@
 //! The embedded files (`include_bytes!`), each parsed on first use ([`OnceLock`]), and the typed
 //! lookups on them.
 
-use super::table::{to_us, Envelope, KernelFile, OpSpec, Q};
+use super::table::{to_us, Envelope, GroupPlan, KernelFile, OpSpec, Q};
 use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
 use crate::error::{Error, Result};
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 /// A kernel operation with its own table files.
@@ -324,8 +324,9 @@ fn file(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static Kerne
     slot_entry(gpu, engine, op).and_then(|r| r.as_ref().ok())
 }
 
+/// Every value positive and finite (NaN is neither).
 fn positive(xs: &[f64]) -> bool {
-    xs.iter().all(|v| v.is_finite() && *v > 0.0)
+    xs.iter().all(|&v| v > 0.0 && v < f64::INFINITY)
 }
 
 /// The fastest of `candidates` (each µs) that gives a value.
@@ -363,24 +364,62 @@ pub(super) fn gemm_envelope_us(
     if !positive(&[m, n, k]) {
         return None;
     }
-    let key = (gpu, engine, dtype, m.to_bits(), n.to_bits(), k.to_bits());
-    // The parts of a merged GEMM (Q, K, V; gate, up) look up the same kernel one after another.
-    if let Some((last, us)) = LAST_GEMM.with(Cell::get) {
-        if last == key {
-            return us;
+    let key = (gpu, engine, dtype, n.to_bits(), k.to_bits());
+    GEMM_CURVES.with(|c| {
+        let mut curves = c.borrow_mut();
+        let curves = &mut *curves;
+        // The parts of a merged GEMM (Q, K, V; gate, up) ask for the same kernel one after another.
+        if let Some((last, m_bits, us)) = curves.last_value {
+            if last == key && m_bits == m.to_bits() {
+                return us;
+            }
         }
-    }
-    let f = envelope(gpu, Some(engine), Op::Gemm)?;
-    let us = gemm_table(gpu, engine, dtype).and_then(|t| f.eval_ln(t, &[m, n, k])).map(to_us);
-    LAST_GEMM.with(|c| c.set(Some((key, us))));
-    us
+        let at = match curves.shapes.iter().position(|c| c.key == key) {
+            Some(at) => at,
+            None => {
+                let f = envelope(gpu, Some(engine), Op::Gemm)?;
+                let table = gemm_table(gpu, engine, dtype)?;
+                if curves.shapes.len() == KEPT {
+                    curves.shapes.remove(0);
+                }
+                curves.shapes.push(GemmCurve { key, file: f, table, curve: f.curve_ln(table, &[n, k])? });
+                curves.shapes.len() - 1
+            }
+        };
+        let c = &curves.shapes[at];
+        let us = c.file.eval_curve(c.table, &c.curve, m).map(to_us);
+        curves.last_value = Some((key, m.to_bits(), us));
+        us
+    })
 }
 
-type GemmKey = (KernelGpu, Engine, GemmDtype, u64, u64, u64);
+/// A GEMM's shape apart from m: GPU, engine, format, and n and k (as bits).
+type GemmKey = (KernelGpu, Engine, GemmDtype, u64, u64);
+
+/// Shapes kept per thread, each kind of lookup (a model has a handful of GEMM and attention
+/// shapes; a new one replaces the oldest).
+const KEPT: usize = 32;
+
+/// One GEMM shape's curve in m ([`Envelope::curve_ln`]) and where it comes from.
+struct GemmCurve {
+    key: GemmKey,
+    file: Envelope<'static>,
+    table: usize,
+    curve: Box<[Option<f64>]>,
+}
+
+/// The GEMM shapes looked up on one thread, and its last answer.
+struct GemmCurves {
+    shapes: Vec<GemmCurve>,
+    /// The last lookup: its shape, m (as bits) and value.
+    last_value: Option<(GemmKey, u64, Option<f64>)>,
+}
 
 thread_local! {
-    /// The last GEMM looked up on this thread and its time.
-    static LAST_GEMM: Cell<Option<(GemmKey, Option<f64>)>> = const { Cell::new(None) };
+    /// Per GEMM shape (n, k) looked up on this thread, its curve in m: a lookup is then one
+    /// search along m, the rest of the table's interpolation done once per shape (exact:
+    /// interpolating the curve along m is the table's own interpolation).
+    static GEMM_CURVES: RefCell<GemmCurves> = const { RefCell::new(GemmCurves { shapes: Vec::new(), last_value: None }) };
 }
 
 /// The GEMM table of a format in the envelope file, found once per (GPU, engine, format).
@@ -419,11 +458,122 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
         AttentionPhase::Generation => Op::GenerationAttention,
     };
     let f = envelope(gpu, Some(engine), op)?;
+    match planned_attention_us(f, gpu, engine, q) {
+        Some(us) => us,
+        None => attention_lookup_us(f, gpu, engine, q),
+    }
+}
+
+/// [`attention_us`] without a plan: every step of the lookup taken for this query.
+fn attention_lookup_us(f: Envelope<'_>, gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
     let one = |kernel: &str| attention_kernel(f, kernel, q);
     if let Some(v) = default_attention_kernel(gpu, engine).and_then(one) {
         return Some(to_us(v));
     }
     fastest(f.names(0).map(one)).map(to_us)
+}
+
+/// An attention query apart from its batch and length: GPU, engine, phase, formats, head
+/// dimension, window, and heads and KV heads (as bits).
+type AttentionKey = (KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, u64, u64);
+
+/// One kernel's part of an attention lookup, resolved for its key ([`AttentionPlan`]).
+#[derive(Debug, Clone, Copy)]
+enum KernelPlan {
+    /// No table for the key: no value.
+    Absent,
+    /// The heads interpolation resolved ([`GroupPlan`]).
+    Planned(GroupPlan<'static>),
+    /// Not resolved in advance (a window without tables of its own, whose rule depends on the
+    /// length; a heads step with no value unless cells are unmeasured): ask the lookup itself.
+    Unplanned,
+}
+
+/// An attention lookup resolved for one [`AttentionKey`]: the engine's default kernel where it
+/// names one, and every kernel of the file, as [`attention_us`] tries them.
+#[derive(Debug)]
+struct AttentionPlan {
+    default: Option<KernelPlan>,
+    kernels: Vec<KernelPlan>,
+}
+
+thread_local! {
+    /// Per attention key looked up on this thread, its plan: a lookup is then the batch ×
+    /// length interpolation of the one to four tables the heads' interpolation reads.
+    static ATTENTION_PLANS: RefCell<Vec<(AttentionKey, AttentionPlan)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl AttentionPlan {
+    fn new(f: Envelope<'static>, gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> AttentionPlan {
+        let file = f.file();
+        let kernel = |name: &str| {
+            let key = [
+                Q::S(name),
+                Q::S(q.dtype.as_str()),
+                Q::S(q.kv_dtype.as_str()),
+                Q::N(f64::from(q.head_dim)),
+                Q::N(f64::from(q.window)),
+            ];
+            match file.find(&key) {
+                Some(g) => GroupPlan::new(file, g, q.heads, q.kv_heads, true)
+                    .map_or(KernelPlan::Unplanned, KernelPlan::Planned),
+                None if q.window == 0 => KernelPlan::Absent,
+                None => KernelPlan::Unplanned,
+            }
+        };
+        AttentionPlan {
+            default: default_attention_kernel(gpu, engine).map(kernel),
+            kernels: f.names(0).map(kernel).collect(),
+        }
+    }
+
+    /// What [`attention_us`] gives at `batch` × `length`, µs; `None` where the plan cannot
+    /// tell (the lookup then runs in full).
+    fn eval(&self, f: Envelope<'_>, batch: f64, length: f64) -> Option<Option<f64>> {
+        let one = |k: &KernelPlan| match k {
+            KernelPlan::Absent => Some(None),
+            KernelPlan::Planned(p) => p.eval(|t| f.eval_ln(t, &[batch, length])).map(Some),
+            KernelPlan::Unplanned => None,
+        };
+        if let Some(d) = &self.default {
+            if let Some(v) = one(d)? {
+                return Some(Some(to_us(v)));
+            }
+        }
+        let mut best: Option<f64> = None;
+        for k in &self.kernels {
+            if let Some(v) = one(k)? {
+                best = Some(best.map_or(v, |b| b.min(v)));
+            }
+        }
+        Some(best.map(to_us))
+    }
+}
+
+/// [`attention_us`] through the thread's plan for the query's key (made on first use); `None`
+/// where the plan cannot tell.
+fn planned_attention_us(
+    f: Envelope<'static>,
+    gpu: KernelGpu,
+    engine: Engine,
+    q: &AttentionQuery,
+) -> Option<Option<f64>> {
+    let key =
+        (gpu, engine, q.phase, q.dtype, q.kv_dtype, q.head_dim, q.window, q.heads.to_bits(), q.kv_heads.to_bits());
+    ATTENTION_PLANS.with(|c| {
+        let mut plans = c.borrow_mut();
+        let at = match plans.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                if plans.len() == KEPT {
+                    plans.remove(0);
+                }
+                plans.push((key, AttentionPlan::new(f, gpu, engine, q)));
+                plans.len() - 1
+            }
+        };
+        plans[at].1.eval(f, q.batch, q.length)
+    })
 }
 
 /// One kernel's attention time, `ln(ns)`: the window rule, then heads × KV heads, then batch ×
@@ -524,4 +674,73 @@ pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> 
     let f = envelope(gpu, None, Op::Nccl)?;
     let g = f.find(&[Q::S(op.as_str()), Q::S("half")])?;
     f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PHASES: [AttentionPhase; 2] = [AttentionPhase::Context, AttentionPhase::Generation];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// A GEMM through its shape's curve in m is the table's own interpolation, bit for bit,
+        /// on and between grid points, below and above the grid.
+        #[test]
+        fn a_gemm_curve_gives_the_tables_interpolation(
+            g in 0usize..5, e in 0usize..3, d in 0usize..7,
+            m in prop_oneof![1.0f64..70_000.0, (0u32..17).prop_map(|p| f64::from(1u32 << p))],
+            n in prop_oneof![16.0f64..140_000.0, Just(4096.0), Just(6144.0), Just(14336.0)],
+            k in prop_oneof![16.0f64..140_000.0, Just(4096.0), Just(28672.0)],
+        ) {
+            let (gpu, engine, dtype) = (KernelGpu::ALL[g], Engine::ALL[e], GemmDtype::ALL[d]);
+            let direct = envelope(gpu, Some(engine), Op::Gemm)
+                .zip(gemm_table(gpu, engine, dtype))
+                .and_then(|(f, t)| f.eval_ln(t, &[m, n, k]))
+                .map(to_us);
+            // Twice: the curve made, then the curve kept.
+            for _ in 0..2 {
+                let curve = gemm_envelope_us(gpu, engine, dtype, m, n, k);
+                prop_assert_eq!(curve.map(f64::to_bits), direct.map(f64::to_bits));
+            }
+        }
+
+        /// An attention lookup through its key's plan is the lookup itself, bit for bit: every
+        /// GPU, engine and phase, heads on and between the measured layouts, windows with and
+        /// without tables of their own.
+        #[test]
+        fn an_attention_plan_gives_the_lookup_itself(
+            g in 0usize..5, e in 0usize..3, p in 0usize..2, fp8 in any::<bool>(), kv_fp8 in any::<bool>(),
+            head_dim in prop_oneof![Just(64u32), Just(128), Just(256), Just(96)],
+            kv_heads in prop_oneof![1.0f64..64.0, Just(8.0), Just(1.0), Just(4.0)],
+            group in prop_oneof![Just(1.0f64), Just(4.0), Just(8.0), 1.0f64..16.0],
+            window in prop_oneof![Just(0u32), Just(4096), 1u32..100_000],
+            batch in prop_oneof![1.0f64..2048.0, (0u32..12).prop_map(|p| f64::from(1u32 << p))],
+            length in prop_oneof![1.0f64..300_000.0, (0u32..18).prop_map(|p| f64::from(1u32 << p))],
+        ) {
+            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let dtype = |fp8: bool| if fp8 { AttnDtype::Fp8 } else { AttnDtype::Bf16 };
+            let q = AttentionQuery {
+                phase: PHASES[p],
+                dtype: dtype(fp8),
+                kv_dtype: dtype(kv_fp8),
+                head_dim,
+                heads: kv_heads * group,
+                kv_heads,
+                window,
+                batch,
+                length,
+            };
+            let op = match q.phase {
+                AttentionPhase::Context => Op::ContextAttention,
+                AttentionPhase::Generation => Op::GenerationAttention,
+            };
+            let direct = envelope(gpu, Some(engine), op).and_then(|f| attention_lookup_us(f, gpu, engine, &q));
+            for _ in 0..2 {
+                prop_assert_eq!(attention_us(gpu, engine, &q).map(f64::to_bits), direct.map(f64::to_bits));
+            }
+        }
+    }
 }

@@ -62,6 +62,63 @@ pub(crate) fn interp_ln(
     }
 }
 
+/// [`interp_ln`] resolved in advance for one probe, assuming the points it reads are measured:
+/// which points it reads and how it weighs them. [`Step::eval`] then returns what `interp_ln`
+/// returns wherever those points are measured, bit for bit (the same operations in the same
+/// order), and `None` where one of them is not (the caller then takes `interp_ln`'s own path,
+/// which looks further along the axis).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Step {
+    /// On a point `i`: `f(i)`.
+    At(usize),
+    /// Between points `i < j`: `f(i) + w · (f(j) − f(i))`.
+    Between(usize, usize, f64),
+    /// Above the last point `i`: `f(i) + d`, `d = power · (ln x − ln xs[i])`.
+    Above(usize, f64),
+    /// Below the first point `j`: `f(j)` (clamp).
+    Below(usize),
+}
+
+impl Step {
+    /// The step of probe `p` on an axis with logs `ln` and extrapolation `power`; `None` where
+    /// `interp_ln` gives no value with every point measured (an empty axis, or above the last
+    /// point of an axis that is not extrapolated).
+    pub(crate) fn new(ln: &[f64], p: &Probe, power: Option<f64>) -> Option<Step> {
+        if p.on_point {
+            return Some(Step::At(p.pos - 1));
+        }
+        match (p.pos.checked_sub(1), p.pos < ln.len()) {
+            (Some(i), true) => Some(Step::Between(i, p.pos, (p.ln_x - ln[i]) / (ln[p.pos] - ln[i]))),
+            (Some(i), false) => power.map(|pow| Step::Above(i, pow * (p.ln_x - ln[i]))),
+            (None, true) => Some(Step::Below(0)),
+            (None, false) => None,
+        }
+    }
+
+    /// The points the step reads, in the order it reads them (one or two).
+    pub(crate) fn points(self) -> (usize, Option<usize>) {
+        match self {
+            Step::At(i) | Step::Above(i, _) | Step::Below(i) => (i, None),
+            Step::Between(i, j, _) => (i, Some(j)),
+        }
+    }
+
+    /// The interpolated value from `f` (`ln t` at a point, `None` where unmeasured); `None` if
+    /// a point it reads is unmeasured.
+    #[inline]
+    pub(crate) fn eval(self, mut f: impl FnMut(usize) -> Option<f64>) -> Option<f64> {
+        match self {
+            Step::At(i) | Step::Below(i) => f(i),
+            Step::Between(i, j, w) => {
+                let a = f(i)?;
+                let b = f(j)?;
+                Some(a + w * (b - a))
+            }
+            Step::Above(i, d) => Some(f(i)? + d),
+        }
+    }
+}
+
 /// `ln t` of a positive, finite `t`; `None` otherwise.
 pub(crate) fn positive_ln(x: f64) -> Option<f64> {
     (x.is_finite() && x > 0.0).then(|| x.ln())
@@ -101,6 +158,30 @@ mod tests {
         assert_eq!(positive_ln(f64::NAN), None);
         assert_eq!(positive_ln(f64::INFINITY), None);
         assert_eq!(positive_ln(-1.0), None);
+    }
+
+    #[test]
+    fn a_resolved_step_gives_what_interp_ln_gives_where_its_points_are_measured() {
+        let xs = [1.0, 4.0, 16.0, 64.0];
+        let ln: Vec<f64> = xs.iter().map(|v: &f64| v.ln()).collect();
+        let vals = [0.3, 1.7, 2.2, 5.9];
+        for x in [0.5, 1.0, 2.0, 3.999, 4.0, 10.0, 16.0, 64.0, 100.0, 1e6] {
+            for power in [Some(1.0), Some(2.0), None] {
+                let p = Probe::new(&xs, x);
+                let want = interp_ln(&ln, &p, power, |i| Some(vals[i]));
+                let got = Step::new(&ln, &p, power).and_then(|s| s.eval(|i| Some(vals[i])));
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "x {x} power {power:?}");
+                // A point it reads unmeasured: no value (interp_ln looks further instead).
+                if let Some(s) = Step::new(&ln, &p, power) {
+                    let (i, j) = s.points();
+                    assert_eq!(s.eval(|k| (k != i).then_some(vals[k])), None);
+                    if let Some(j) = j {
+                        assert_eq!(s.eval(|k| (k != j).then_some(vals[k])), None);
+                    }
+                }
+            }
+        }
+        assert_eq!(Step::new(&[], &Probe::new(&[], 3.0), Some(1.0)), None);
     }
 
     #[test]

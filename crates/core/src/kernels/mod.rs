@@ -123,7 +123,9 @@ impl KernelGpu {
     /// reusing a catalogue name with other figures, gets `None`.
     pub fn for_gpu(gpu: &Gpu) -> Option<KernelGpu> {
         let k = KernelGpu::from_dir(gpu.kernel_tables.as_deref()?)?;
-        builtin_gpus().iter().any(|b| **b == *gpu).then_some(k)
+        // The catalogue's own entry is usually this very value (scenarios share it); else equal
+        // figures, compared field by field.
+        builtin_gpus().iter().any(|b| std::ptr::eq(&**b, gpu) || (b.name == gpu.name && **b == *gpu)).then_some(k)
     }
 
     /// AIConfigurator's SM generation (for the engine's default attention kernel).

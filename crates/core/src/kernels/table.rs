@@ -7,7 +7,7 @@
 //! which the tests check in full with [`KernelFile::check_axes`]).
 //! Every structural fault is an [`Error::Malformed`], never a panic.
 
-use super::grid::{interp_ln, positive_ln, Probe};
+use super::grid::{interp_ln, positive_ln, Probe, Step};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
@@ -461,20 +461,27 @@ impl KernelFile {
 
     /// [`KernelFile::eval_ln`] over `codes`, table `t`'s first cell at index `base`.
     fn eval_codes_ln(&self, t: usize, q: &[f64], codes: &[u8], base: usize) -> Option<f64> {
-        let table = &self.tables[t];
-        let n = table.axes.len();
-        if q.len() != n || n > MAX_AXES {
+        let (probes, lns) = self.probes(t, q, 0)?;
+        self.eval_axis(&self.tables[t], codes, &probes[..q.len()], &lns, 0, base)
+    }
+
+    /// Where `q` (one value per axis of table `t` from axis `from` on) falls on each of those
+    /// axes, and the axes' logarithms; `None` unless each value is positive and finite and there
+    /// is one per axis. The entries before `from` are left empty.
+    fn probes(&self, t: usize, q: &[f64], from: usize) -> Option<([Probe; MAX_AXES], [&[f64]; MAX_AXES])> {
+        let n = self.tables[t].axes.len();
+        if q.len() + from != n || n > MAX_AXES {
             return None;
         }
         let mut probes = [Probe { ln_x: 0.0, pos: 0, on_point: false }; MAX_AXES];
         let mut lns: [&[f64]; MAX_AXES] = [&[]; MAX_AXES];
-        for d in 0..n {
-            positive_ln(q[d])?;
+        for (d, &x) in (from..n).zip(q) {
+            positive_ln(x)?;
             let axis = self.axis(t, d)?;
-            probes[d] = Probe::new(&axis.values, q[d]);
+            probes[d] = Probe::new(&axis.values, x);
             lns[d] = &axis.ln;
         }
-        self.eval_axis(table, codes, &probes[..n], &lns, 0, base)
+        Some((probes, lns))
     }
 
     fn eval_axis(
@@ -497,6 +504,14 @@ impl KernelFile {
         })
     }
 
+    /// The extrapolation powers of the inner and outer keys (1 where the op has no such key:
+    /// its one value stands for any).
+    fn key_powers(&self) -> (Option<f64>, Option<f64>) {
+        let inner = if self.spec.inner.is_some() { self.inner_power } else { Some(1.0) };
+        let outer = if self.spec.outer.is_some() { self.outer_power } else { Some(1.0) };
+        (inner, outer)
+    }
+
     /// Interpolate over a group's numeric keys in log space: the outer key (KV heads) first,
     /// keeping the ratio `inner / outer` when `keep_ratio` (the attention group size), then the
     /// inner key; `leaf` gives a table's `ln(ns)`.
@@ -510,12 +525,50 @@ impl KernelFile {
     ) -> Option<f64> {
         positive_ln(inner)?;
         positive_ln(outer)?;
-        let inner_power = if self.spec.inner.is_some() { self.inner_power } else { Some(1.0) };
-        let outer_power = if self.spec.outer.is_some() { self.outer_power } else { Some(1.0) };
+        let (inner_power, outer_power) = self.key_powers();
         interp_ln(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power, |j| {
             let level = &g.levels[j];
             let x = if keep_ratio { inner * (g.outer.values[j] / outer) } else { inner };
             interp_ln(&level.inner.ln, &Probe::new(&level.inner.values, x), inner_power, |i| leaf(level.tables[i]))
+        })
+    }
+}
+
+/// [`KernelFile::eval_group`] resolved for one pair of numeric keys: the outer key's step and,
+/// for each level it reads, the inner key's step and that level's tables ([`Step`]).
+/// [`GroupPlan::eval`] gives what `eval_group` gives, bit for bit, wherever the tables it reads
+/// have a value, and `None` where one has none (the caller then asks `eval_group`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupPlan<'a> {
+    outer: Step,
+    /// The outer step's first point; `levels[0]` is its level, `levels[1]` the second point's.
+    first: usize,
+    levels: [(Step, &'a [usize]); 2],
+}
+
+impl<'a> GroupPlan<'a> {
+    /// The plan of [`KernelFile::eval_group`]`(g, inner, outer, keep_ratio, …)` in `f`; `None`
+    /// where a step has no value with every point measured.
+    pub(super) fn new(f: &KernelFile, g: &'a Group, inner: f64, outer: f64, keep_ratio: bool) -> Option<Self> {
+        positive_ln(inner)?;
+        positive_ln(outer)?;
+        let (inner_power, outer_power) = f.key_powers();
+        let outer_step = Step::new(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power)?;
+        let level = |j: usize| -> Option<(Step, &'a [usize])> {
+            let level = g.levels.get(j)?;
+            let x = if keep_ratio { inner * (g.outer.values[j] / outer) } else { inner };
+            Some((Step::new(&level.inner.ln, &Probe::new(&level.inner.values, x), inner_power)?, &level.tables[..]))
+        };
+        let (a, b) = outer_step.points();
+        Some(GroupPlan { outer: outer_step, first: a, levels: [level(a)?, level(b.unwrap_or(a))?] })
+    }
+
+    /// The value from `leaf` (a table's `ln(ns)`); `None` where a table it reads has none.
+    #[inline]
+    pub(super) fn eval(&self, mut leaf: impl FnMut(usize) -> Option<f64>) -> Option<f64> {
+        self.outer.eval(|j| {
+            let (step, tables) = self.levels[usize::from(j != self.first)];
+            step.eval(|i| leaf(tables[i]))
         })
     }
 }
@@ -532,12 +585,49 @@ impl std::ops::Deref for Envelope<'_> {
     }
 }
 
-impl Envelope<'_> {
+impl<'a> Envelope<'a> {
+    /// The file itself.
+    pub(super) fn file(&self) -> &'a KernelFile {
+        self.0
+    }
+
+    /// Table `t`'s codes under the envelope, computed on first use.
+    fn codes(&self, t: usize) -> &'a [u8] {
+        let f = self.0;
+        f.enveloped[t].get_or_init(|| f.suffix_min(t, f.spec.envelope))
+    }
+
     /// [`KernelFile::eval_ln`] on table `t`'s envelope.
     pub(super) fn eval_ln(&self, t: usize, q: &[f64]) -> Option<f64> {
+        self.0.eval_codes_ln(t, q, self.codes(t), 0)
+    }
+
+    /// `ln(ns)` of table `t`'s envelope at every value of its first axis, its other axes at
+    /// `rest` (one value per axis after the first): the values [`Envelope::eval_ln`]
+    /// interpolates along the first axis, so that [`Envelope::eval_curve`] on them gives
+    /// `eval_ln(t, [x, rest…])` bit for bit (a GEMM's curve in m for one (n, k)). `None` unless
+    /// `rest` holds one positive, finite value per remaining axis.
+    pub(super) fn curve_ln(&self, t: usize, rest: &[f64]) -> Option<Box<[Option<f64>]>> {
         let f = self.0;
-        let codes = f.enveloped[t].get_or_init(|| f.suffix_min(t, f.spec.envelope));
-        f.eval_codes_ln(t, q, codes, 0)
+        let (probes, lns) = f.probes(t, rest, 1)?;
+        let table = &f.tables[t];
+        let (n, codes) = (rest.len() + 1, self.codes(t));
+        let count = f.axis(t, 0)?.values.len();
+        Some(if n == 1 {
+            (0..count).map(|i| code_ln(code_at(codes, i))).collect()
+        } else {
+            (0..count).map(|i| f.eval_axis(table, codes, &probes[..n], &lns, 1, i * table.strides[0])).collect()
+        })
+    }
+
+    /// Interpolate `curve` (of [`Envelope::curve_ln`] on table `t`) at `x` along the table's
+    /// first axis, `ln(ns)`; `None` for a non-positive or non-finite `x`.
+    pub(super) fn eval_curve(&self, t: usize, curve: &[Option<f64>], x: f64) -> Option<f64> {
+        if !(x.is_finite() && x > 0.0) {
+            return None;
+        }
+        let axis = self.0.axis(t, 0)?;
+        interp_ln(&axis.ln, &Probe::new(&axis.values, x), self.0.powers[0], |i| curve.get(i).copied().flatten())
     }
 }
 
