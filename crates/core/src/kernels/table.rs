@@ -112,12 +112,55 @@ impl LazyAxis {
 /// start.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
-    pub keys: Vec<Key>,
-    pub axes: Vec<usize>,
+    pub keys: Inline<Key, MAX_KEYS>,
+    pub axes: Inline<usize, MAX_AXES>,
     /// Index of the table's first code.
     pub offset: usize,
     /// Codes between consecutive values of each axis (row-major, last axis fastest).
-    pub strides: Vec<usize>,
+    pub strides: Inline<usize, MAX_AXES>,
+}
+
+/// Most keys a table line may have (attention: 7).
+const MAX_KEYS: usize = 8;
+
+/// Up to `N` values held in place, read as a slice: a table's keys, axes and strides without an
+/// allocation per table (a file holds hundreds).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inline<T, const N: usize> {
+    items: [T; N],
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Inline<T, N> {
+    /// Empty, every slot `fill`.
+    fn new(fill: T) -> Self {
+        Inline { items: [fill; N], len: 0 }
+    }
+
+    /// Append `v`; `false` (nothing changed) when full.
+    fn push(&mut self, v: T) -> bool {
+        match self.items.get_mut(self.len) {
+            Some(slot) => {
+                *slot = v;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl<T, const N: usize> std::ops::Deref for Inline<T, N> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
+
+impl<T, const N: usize> std::ops::DerefMut for Inline<T, N> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.items[..self.len]
+    }
 }
 
 /// Tables that share the exact keys, indexed by the interpolated keys.
@@ -174,6 +217,11 @@ fn power_of(name: &str) -> Option<f64> {
 }
 
 fn parse_key(s: &'static str) -> Key {
+    // Most numeric keys are small integers (heads, head sizes, GPU counts): read them digit by
+    // digit (exact below 10^15, as the float parser would give them).
+    if !s.is_empty() && s.len() <= 15 && s.bytes().all(|b| b.is_ascii_digit()) {
+        return Key::Num(s.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')) as f64);
+    }
     // Only a word that starts like a number is tried as one (kernel and format names are not).
     let numeric = s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '+'));
     match numeric.then(|| s.parse::<f64>()) {
@@ -233,7 +281,18 @@ impl KernelFile {
         let data_at = if bytes.starts_with(b"data ") {
             Some(0)
         } else {
-            bytes.windows(6).position(|w| w == b"\ndata ").map(|i| i + 1)
+            // Each line start (after a newline, found with memchr) is a candidate.
+            let mut at = None;
+            let mut from = 0;
+            while let Some(i) = bytes[from..].iter().position(|&b| b == b'\n') {
+                let start = from + i + 1;
+                if bytes[start..].starts_with(b"data ") {
+                    at = Some(start);
+                    break;
+                }
+                from = start;
+            }
+            at
         };
         let data_at = data_at.ok_or_else(|| malformed(path, "no `data N` line"))?;
         let nl = bytes[data_at..]
@@ -272,16 +331,23 @@ impl KernelFile {
                     let (Some(k), Some(a)) = (&keys, &axes) else {
                         return Err(malformed(path, format!("line {n}: `table` before `keys` and `axes`")));
                     };
-                    let mut parts = rest.split('|');
-                    let key_vals: Vec<Key> = parts.next().unwrap_or("").split_whitespace().map(parse_key).collect();
-                    if key_vals.len() != k.len() {
-                        return Err(malformed(
-                            path,
-                            format!("line {n}: {} keys, expected {}", key_vals.len(), k.len()),
-                        ));
+                    if k.len() > MAX_KEYS || a.len() > MAX_AXES {
+                        return Err(malformed(path, format!("line {n}: more than {MAX_KEYS} keys or {MAX_AXES} axes")));
                     }
-                    let mut table_axes = Vec::with_capacity(a.len());
+                    let mut parts = rest.split('|');
+                    let mut key_vals = Inline::new(Key::Num(0.0));
+                    let mut given = 0;
+                    for w in parts.next().unwrap_or("").split_ascii_whitespace() {
+                        given += 1;
+                        key_vals.push(parse_key(w));
+                    }
+                    if given != k.len() {
+                        return Err(malformed(path, format!("line {n}: {given} keys, expected {}", k.len())));
+                    }
+                    let mut table_axes = Inline::new(0);
+                    let mut given = 0;
                     for (j, part) in parts.enumerate() {
+                        given += 1;
                         let axis = if part.trim() == "=" {
                             let prev = tables.last().and_then(|t| t.axes.get(j)).copied();
                             prev.ok_or_else(|| malformed(path, format!("line {n}: `=` with no previous axis")))?
@@ -292,13 +358,13 @@ impl KernelFile {
                         };
                         table_axes.push(axis);
                     }
-                    if table_axes.len() != a.len() {
-                        return Err(malformed(
-                            path,
-                            format!("line {n}: {} axes, expected {}", table_axes.len(), a.len()),
-                        ));
+                    if given != a.len() {
+                        return Err(malformed(path, format!("line {n}: {given} axes, expected {}", a.len())));
                     }
-                    let mut strides = vec![1usize; a.len()];
+                    let mut strides = Inline::new(1usize);
+                    (0..a.len()).for_each(|_| {
+                        strides.push(1);
+                    });
                     let mut size = 1usize;
                     for j in (0..a.len()).rev() {
                         strides[j] = size;
@@ -320,6 +386,9 @@ impl KernelFile {
         let cells = cells.ok_or_else(|| malformed(path, "no `data N` line"))?;
         if keys.as_deref() != Some(spec.keys) {
             return Err(malformed(path, format!("keys {:?}, expected {:?}", keys.unwrap_or_default(), spec.keys)));
+        }
+        if spec.keys.len() > MAX_KEYS {
+            return Err(malformed(path, format!("more than {MAX_KEYS} keys")));
         }
         if spec.axes.len() > MAX_AXES {
             return Err(malformed(path, format!("more than {MAX_AXES} axes")));
@@ -420,7 +489,7 @@ impl KernelFile {
     #[cfg(test)]
     pub(super) fn cell(&self, table: usize, idx: &[usize]) -> Option<f64> {
         let t = &self.tables[table];
-        decode_us(self.code(t.offset + idx.iter().zip(&t.strides).map(|(i, s)| i * s).sum::<usize>()))
+        decode_us(self.code(t.offset + idx.iter().zip(t.strides.iter()).map(|(i, s)| i * s).sum::<usize>()))
     }
 
     /// The group with these exact keys.
