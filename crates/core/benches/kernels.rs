@@ -1,10 +1,13 @@
-//! Speed of the measured-kernel lookups (`core::kernels`): one GEMM and one attention lookup, on
-//! and between grid points. The files are parsed before timing (the first lookup of a file
-//! parses its header once). Run with `cargo bench -p llm-ledger-core --bench kernels`.
+//! Speed of the measured-kernel lookups (`core::kernels`), one case or more per kernel family:
+//! GEMMs (the raw table, and the envelope the clock reads, which keeps each shape's curve in m),
+//! attention in decode and prefill, MLA and its batched matmuls, the all-reduce and NCCL's other
+//! collectives; on and between grid points. The files are parsed before timing (the first lookup
+//! of a file parses its header once). Run with `cargo bench -p llm-ledger-core --bench kernels`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use llm_ledger_core::kernels::{
-    allreduce_us, attention_us, gemm_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, GemmDtype, KernelGpu,
+    allreduce_us, attention_us, gemm_envelope_us, gemm_us, mla_bmm_us, mla_us, nccl_us, AttentionPhase, AttentionQuery,
+    AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery,
 };
 
 fn benches(c: &mut Criterion) {
@@ -28,6 +31,17 @@ fn benches(c: &mut Criterion) {
     assert!(attention_us(gpu, engine, &decode).is_some());
     assert!(attention_us(gpu, engine, &prefill).is_some());
     assert!(allreduce_us(gpu, engine, 8, 1e6).is_some());
+    let mla = MlaQuery {
+        phase: AttentionPhase::Generation,
+        dtype: AttnDtype::Bf16,
+        kv_dtype: AttnDtype::Bf16,
+        heads: 16.0,
+        batch: 24.0,
+        length: 3000.0,
+    };
+    assert!(mla_us(gpu, engine, &mla).is_some());
+    assert!(mla_bmm_us(gpu, engine, MlaBmm::Pre, AttnDtype::Bf16, 16.0, 24.0).is_some());
+    assert!(nccl_us(gpu, Collective::AllGather, 4, 1e6).is_some());
 
     let mut g = c.benchmark_group("kernels");
     g.bench_function("gemm on grid (4096, 4096, 4096)", |b| {
@@ -35,6 +49,16 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("gemm between grid points (3000, 28672, 4096)", |b| {
         b.iter(|| gemm_us(gpu, engine, bf16, black_box(3000.0), black_box(28672.0), black_box(4096.0)))
+    });
+    g.bench_function("gemm envelope, the clock's lookup (4096 rows × 14336 × 4096)", |b| {
+        b.iter(|| gemm_envelope_us(gpu, engine, bf16, black_box(4096.0), black_box(14336.0), black_box(4096.0)))
+    });
+    g.bench_function("gemm envelope, rows changing (decode batches 1..64, 6144 × 4096)", |b| {
+        let mut m = 0.0;
+        b.iter(|| {
+            m = if m >= 64.0 { 1.0 } else { m + 1.0 };
+            gemm_envelope_us(gpu, engine, bf16, black_box(m), black_box(6144.0), black_box(4096.0))
+        })
     });
     g.bench_function("attention decode on grid", |b| b.iter(|| attention_us(gpu, engine, black_box(&decode))));
     g.bench_function("attention decode between everything", |b| {
@@ -49,7 +73,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("attention b200 vllm (fastest of the kernels)", |b| {
         b.iter(|| attention_us(KernelGpu::B200Sxm, Engine::Vllm, black_box(&between)))
     });
+    g.bench_function("mla decode between grid points", |b| b.iter(|| mla_us(gpu, engine, black_box(&mla))));
+    g.bench_function("mla batched matmul (absorption)", |b| {
+        b.iter(|| mla_bmm_us(gpu, engine, MlaBmm::Pre, AttnDtype::Bf16, black_box(16.0), black_box(24.0)))
+    });
     g.bench_function("all-reduce 8 GPUs 3 MB", |b| b.iter(|| allreduce_us(gpu, engine, 8, black_box(3e6))));
+    g.bench_function("nccl all-gather 4 GPUs 1 MB", |b| {
+        b.iter(|| nccl_us(gpu, Collective::AllGather, 4, black_box(1e6)))
+    });
     g.finish();
 }
 

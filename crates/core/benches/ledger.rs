@@ -23,6 +23,12 @@ fn benches(c: &mut Criterion) {
     c.bench_function("ledger prefill llama-3-8b", |b| b.iter(|| Ledger::build(black_box(&prefill))));
     c.bench_function("summary decode llama-3-8b", |b| b.iter(|| summarise(black_box(&decode))));
     c.bench_function("ledger decode deepseek-v3 (MoE + MLA)", |b| b.iter(|| Ledger::build(black_box(&moe))));
+    // Tensor parallel: the all-reduce tables beside the GEMM and attention tables.
+    let tp2 =
+        llm_ledger_core::testing::scenario(&[("model", "llama-3-8b"), ("batch", "8"), ("ctx", "2048"), ("tp", "2")]);
+    c.bench_function("ledger decode llama-3-8b tp 2 (all-reduce tables)", |b| {
+        b.iter(|| Ledger::build(black_box(&tp2)))
+    });
 
     c.bench_function("zoom tree with tiles, llama-3-8b decode", |b| {
         b.iter(|| llm_ledger_core::zoom::ZoomTree::build(black_box(&decode)))
