@@ -32,6 +32,8 @@ use crate::simulate::{kv_capacity_blocks, simulate_within, Budget, Deployment, S
 use crate::workload::Chunk;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Prefill chunks tried (tokens; each is also the step's token budget).
 pub const CHUNK_CANDIDATES: [u64; 3] = [512, 2048, 8192];
@@ -133,21 +135,60 @@ pub struct Assessed {
     error: Option<Error>,
 }
 
+/// Simulations of one search that no sequence limit held back, by (layout, chunk, replicas):
+/// the most sequences that ran at once and the point. A candidate of the same layout, chunk and
+/// replicas with a larger limit than that peak runs the same simulation (its limit never binds
+/// either), so its point is this one with its own limit. Shared by the candidates a process
+/// assesses; the points are the same whichever candidate ran first.
+#[derive(Debug, Clone, Default)]
+struct Unbound(Arc<Mutex<HashMap<RunKey, (u64, ServingPoint)>>>);
+
+/// A simulation of a search apart from its sequence limit: layout (index), chunk, replicas.
+type RunKey = (usize, u64, u64);
+
+impl Unbound {
+    fn get(&self, layout: usize, cfg: &SimConfig, replicas: u64) -> Option<ServingPoint> {
+        let runs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (peak, p) = runs.get(&(layout, cfg.chunk_tokens, replicas))?;
+        (*peak < cfg.max_seqs).then_some(ServingPoint { max_seqs: cfg.max_seqs, ..*p })
+    }
+
+    fn put(&self, layout: usize, cfg: &SimConfig, replicas: u64, peak: u64, p: ServingPoint) {
+        if peak < cfg.max_seqs {
+            let mut runs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            runs.entry((layout, cfg.chunk_tokens, replicas)).or_insert((peak, p));
+        }
+    }
+}
+
+/// The layout a simulation runs on: the scenario, and its index in the search where the
+/// search keeps its [`Unbound`] runs.
+#[derive(Clone, Copy)]
+struct OnLayout<'a> {
+    sc: &'a Scenario,
+    kept: Option<(usize, &'a Unbound)>,
+}
+
 fn simulate_at(
-    sc: &Scenario,
+    on: OnLayout<'_>,
     req: &ServingPlanRequest,
     cfg: &SimConfig,
     replicas: u64,
     budget: &Budget,
 ) -> Result<ServingPoint> {
+    if let Some(p) = on.kept.and_then(|(layout, runs)| runs.get(layout, cfg, replicas)) {
+        return Ok(p);
+    }
+    let sc = on.sc;
     let rate = req.rate_per_s / replicas as f64;
     let cfg = SimConfig { arrivals: Arrivals::Poisson { rate_per_s: rate }, ..cfg.clone() };
-    let s = simulate_within(sc, &cfg, &Deployment::SINGLE, budget, |_| {})?.summary;
+    let run = simulate_within(sc, &cfg, &Deployment::SINGLE, budget, |_| {})?;
+    let s = run.summary;
     let p = &sc.parallel;
     let per_replica = p.gpus_per_replica();
     let gpus = per_replica * replicas;
     let tokens_per_s = s.output_tokens_per_s * replicas as f64;
-    Ok(ServingPoint {
+    let point = ServingPoint {
         tp: p.tp,
         pp: p.pp,
         ep: p.ep,
@@ -163,11 +204,16 @@ fn simulate_at(
         output_tokens_per_s: tokens_per_s,
         usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() / tokens_per_s * 1e6,
         meets_sla: s.drained && s.ttft_s.p99 <= req.ttft_bound_s && s.tpot_s.p99 <= req.tpot_bound_s,
-    })
+    };
+    if let Some((layout, runs)) = on.kept {
+        runs.put(layout, &cfg, replicas, run.peak_running, point);
+    }
+    Ok(point)
 }
 
 /// Assess one candidate; `Err` only when the search must stop (cancelled, or past the budget).
-fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Budget) -> Result<Assessed> {
+fn assess(on: OnLayout<'_>, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Budget) -> Result<Assessed> {
+    let sc = on.sc;
     let mut out =
         Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, failed_at: None, error: None };
     let max_replicas = MAX_SERVING_GPUS / sc.parallel.gpus_per_replica();
@@ -179,7 +225,7 @@ fn assess(sc: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig, budget: &Bud
     let mut r = ((req.rate_per_s / mu).ceil() as u64).clamp(1, max_replicas.max(1));
     let run = |r: u64, out: &mut Assessed| -> Result<Option<ServingPoint>> {
         out.simulations += 1;
-        let p = match simulate_at(sc, req, cfg, r, budget) {
+        let p = match simulate_at(on, req, cfg, r, budget) {
             Ok(p) => p,
             Err(e @ (Error::Cancelled | Error::OverBudget { .. })) => return Err(e),
             Err(e) => {
@@ -283,6 +329,8 @@ pub struct ServingSearch {
     quick: Vec<(usize, f64)>,
     /// The candidates: (layout, configuration).
     work: Vec<(usize, SimConfig)>,
+    /// Simulations whose sequence limit never bound, for the candidates that share them.
+    unbound: Unbound,
 }
 
 impl ServingSearch {
@@ -311,7 +359,7 @@ impl ServingSearch {
             .filter(|(_, t)| *t <= req.tpot_bound_s)
             .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| (*i, c)))
             .collect();
-        Ok(ServingSearch { base: base.clone(), req: req.clone(), layouts, quick, work })
+        Ok(ServingSearch { base: base.clone(), req: req.clone(), layouts, quick, work, unbound: Unbound::default() })
     }
 
     /// Candidates to assess.
@@ -335,7 +383,7 @@ impl ServingSearch {
         let Some((i, cfg)) = self.work.get(j) else {
             return Err(Error::invalid("candidate", j, format!("an index below {}", self.work.len())));
         };
-        assess(&self.layouts[*i], &self.req, cfg, budget)
+        assess(OnLayout { sc: &self.layouts[*i], kept: Some((*i, &self.unbound)) }, &self.req, cfg, budget)
     }
 
     /// The error of candidate `j`'s simulation at `replicas`, run again here (an assessment
@@ -343,7 +391,13 @@ impl ServingSearch {
     /// deterministic, and one that cannot run fails before its first step).
     fn failure(&self, j: usize, replicas: u64) -> Error {
         let (i, cfg) = &self.work[j];
-        match simulate_at(&self.layouts[*i], &self.req, cfg, replicas, &Budget::unlimited()) {
+        match simulate_at(
+            OnLayout { sc: &self.layouts[*i], kept: None },
+            &self.req,
+            cfg,
+            replicas,
+            &Budget::unlimited(),
+        ) {
             Err(e) => e,
             Ok(_) => Error::invalid("candidates", j, "assessments made from this search's own candidates"),
         }

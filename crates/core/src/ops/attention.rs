@@ -62,8 +62,14 @@ impl OpBuilder<'_> {
             f(self.elementwise(OpKind::Rope, qk_elems, ROPE_FLOPS_PER_ELEMENT, 2.0, 0.0));
         }
         let g = self.sc.workload.attention_geometry(at.window);
-        let per_pos = Operand { kv: kv as f64 * self.kv, act: 0.0 };
         self.kv_write(g, 2.0 * kv as f64, f);
+        self.standard_core(at, g, f);
+        f(self.gemm(OpKind::OProj, self.dense(t, h, q, w).with_bias(at.o_bias)));
+    }
+
+    /// Standard attention's core over geometry `g`: the operators that read the cached context.
+    pub(super) fn standard_core(&self, at: &StandardAttention, g: AttentionGeometry, f: &mut impl FnMut(Op)) {
+        let per_pos = Operand { kv: at.kv_dim() as f64 * self.kv, act: 0.0 };
         let core = AttnCore {
             heads: at.heads as f64,
             kv_heads: at.kv_heads as f64,
@@ -75,7 +81,6 @@ impl OpBuilder<'_> {
             sinks: at.sinks,
         };
         self.attention_core(&core, g, f);
-        f(self.gemm(OpKind::OProj, self.dense(t, h, q, w).with_bias(at.o_bias)));
     }
 
     /// Append this step's K/V (`elems_per_pos` values per position) to the cache.
@@ -208,14 +213,34 @@ impl OpBuilder<'_> {
         }
         let g = self.sc.workload.attention_geometry(None);
         self.kv_write(g, (r + dr) as f64, f);
-        let form = match (self.sc.workload.mla, self.sc.workload.phase) {
-            (MlaForm::Auto, Phase::Decode) | (MlaForm::Absorbed, _) => MlaForm::Absorbed,
-            _ => MlaForm::Naive,
-        };
-        let (nhf, kv) = (nh as f64, self.kv);
-        if form == MlaForm::Absorbed {
+        let nhf = nh as f64;
+        if self.mla_form() == MlaForm::Absorbed {
             // Fold W_UK into q: per head [T×dn]·[dn×r].
             f(self.gemm(OpKind::QAbsorb, self.dense(t * nhf, r, dn, w).split(nhf)));
+            self.latent_core(at, g, f);
+            f(self.gemm(OpKind::VUp, self.dense(t * nhf, dv, r, w).split(nhf)));
+        } else {
+            self.latent_core(at, g, f);
+        }
+        f(self.gemm(OpKind::OProj, self.dense(t, h, nh * dv, w)));
+    }
+
+    /// The step's MLA form: absorbed in decode under `auto`, else as asked.
+    fn mla_form(&self) -> MlaForm {
+        match (self.sc.workload.mla, self.sc.workload.phase) {
+            (MlaForm::Auto, Phase::Decode) | (MlaForm::Absorbed, _) => MlaForm::Absorbed,
+            _ => MlaForm::Naive,
+        }
+    }
+
+    /// MLA's core over geometry `g`: the operators that read the cached context (the expanded
+    /// form's up-projection of every attended position, and attention).
+    pub(super) fn latent_core(&self, at: &LatentAttention, g: AttentionGeometry, f: &mut impl FnMut(Op)) {
+        let w = self.sc.weights.attention;
+        let nh = at.heads;
+        let (dn, dr, dv, r) = (at.qk_nope_head_dim, at.qk_rope_head_dim, at.v_head_dim, at.kv_lora_rank);
+        let (nhf, kv) = (nh as f64, self.kv);
+        if self.mla_form() == MlaForm::Absorbed {
             let core = AttnCore {
                 heads: nhf,
                 kv_heads: 1.0,
@@ -228,7 +253,6 @@ impl OpBuilder<'_> {
                 sinks: false,
             };
             self.attention_core(&core, g, f);
-            f(self.gemm(OpKind::VUp, self.dense(t * nhf, dv, r, w).split(nhf)));
         } else {
             // Expand every attended position's latent into per-head k_nope and v.
             let positions = g.kv_positions_read;
@@ -249,6 +273,5 @@ impl OpBuilder<'_> {
             };
             self.attention_core(&core, g, f);
         }
-        f(self.gemm(OpKind::OProj, self.dense(t, h, nh * dv, w)));
     }
 }

@@ -51,6 +51,12 @@ pub struct OpBuilder<'a> {
     hidden: u64,
 }
 
+/// Whether operators of this kind read the cached context: those
+/// [`OpBuilder::layer_context_ops`] emits (attention's core, MLA's expanded up-projection).
+pub fn reads_context(kind: OpKind) -> bool {
+    matches!(kind, OpKind::Attention | OpKind::Softmax | OpKind::AttnScores | OpKind::AttnValues | OpKind::KvBProj)
+}
+
 impl<'a> OpBuilder<'a> {
     /// Prepare the generator.
     pub fn new(sc: &'a Scenario) -> Self {
@@ -101,6 +107,26 @@ impl<'a> OpBuilder<'a> {
             return self.layer_ops(layer, &mut |op| shard.emit(op, f));
         }
         self.layer_ops(layer, f)
+    }
+
+    /// The operators of one layer that read the cached context ([`reads_context`]: attention's
+    /// core, and MLA's expanded up-projection of every attended position), in the order
+    /// [`OpBuilder::layer`] emits them and sharded as it shards them. They are the only operators
+    /// of a step whose cost depends on its chunks rather than on its sequences and new tokens
+    /// ([`crate::workload::Workload::with_chunks`]: only the attention geometry reads the chunks).
+    pub fn layer_context_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        if !self.sc.parallel.is_single() {
+            let shard = shard::OpShard::layer(self.sc, layer, self.tokens);
+            return self.context_ops(layer, &mut |op| shard.emit(op, f));
+        }
+        self.context_ops(layer, f)
+    }
+
+    fn context_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        match &layer.attention {
+            Attention::Standard(a) => self.standard_core(a, self.sc.workload.attention_geometry(a.window), f),
+            Attention::Latent(a) => self.latent_core(a, self.sc.workload.attention_geometry(None), f),
+        }
     }
 
     fn layer_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {

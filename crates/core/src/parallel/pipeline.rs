@@ -115,27 +115,7 @@ pub fn for_each_gpu_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Op
 /// visit the same operators in the same order through here, so they cannot disagree.
 pub fn for_each_gpu_site(sc: &Scenario, mut f: impl FnMut(GpuOp<'_>)) -> Option<PipelineTiming> {
     if sc.parallel.pp == 1 {
-        let mut timer = kernel_timer(sc);
-        // One GPU: no communication (the sweep's hot path).
-        let single = sc.parallel.is_single();
-        let mut time = |op: &Op| {
-            if single {
-                timer.next(op, &sc.gpu, sc.efficiency)
-            } else {
-                op_timing(sc, &mut timer, op)
-            }
-        };
-        let b = OpBuilder::new(sc);
-        let mut emit = |site: Site<'_>, op: &Op, layers: u64| {
-            let one = time(op);
-            f(GpuOp { scenario: sc, site, op, layers, runs: 1, one });
-        };
-        b.embedding(&mut |op| emit(Site::Embedding, &op, 1));
-        for (layer, count) in sc.model.layer_groups() {
-            b.layer(layer, &mut |op| emit(Site::Layer(layer), &op, count));
-        }
-        b.head(&mut |op| emit(Site::Head, &op, 1));
-        host_step(sc, timer.host_step_s(), &mut f);
+        visit_single_stage(sc, &mut f);
         return None;
     }
     let mbs = micro_batches(sc);
@@ -173,6 +153,54 @@ pub fn for_each_gpu_site(sc: &Scenario, mut f: impl FnMut(GpuOp<'_>)) -> Option<
         step_s: step + host_s,
         idle_fraction: 1.0 - busy.iter().sum::<f64>() / (p as f64 * step),
     })
+}
+
+/// The operators of a single-stage step (`pp = 1`) in order, each timed through one kernel
+/// timer, then the host row.
+fn visit_single_stage(sc: &Scenario, f: &mut impl FnMut(GpuOp<'_>)) {
+    let mut timer = kernel_timer(sc);
+    // One GPU: no communication (the sweep's hot path).
+    let single = sc.parallel.is_single();
+    let mut time = |op: &Op| {
+        if single {
+            timer.next(op, &sc.gpu, sc.efficiency)
+        } else {
+            op_timing(sc, &mut timer, op)
+        }
+    };
+    let b = OpBuilder::new(sc);
+    let mut emit = |site: Site<'_>, op: &Op, layers: u64| {
+        let one = time(op);
+        f(GpuOp { scenario: sc, site, op, layers, runs: 1, one });
+    };
+    b.embedding(&mut |op| emit(Site::Embedding, &op, 1));
+    for (layer, count) in sc.model.layer_groups() {
+        b.layer(layer, &mut |op| emit(Site::Layer(layer), &op, count));
+    }
+    b.head(&mut |op| emit(Site::Head, &op, 1));
+    host_step(sc, timer.host_step_s(), f);
+}
+
+/// The operators of a single-stage step (`pp = 1`) that read the cached context
+/// ([`crate::ops::reads_context`]), in the order [`for_each_gpu_op`] hands them out, with their
+/// layers and the same times: each opens a kernel of its own or joins the one the operator
+/// before it in this selection opened (the softmax inside FlashAttention), so the operators the
+/// full step runs between them do not change their times. `None` with pipeline stages (nothing
+/// visited).
+pub fn for_each_context_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing)) -> Option<()> {
+    if sc.parallel.pp != 1 {
+        return None;
+    }
+    let mut timer = kernel_timer(sc);
+    let single = sc.parallel.is_single();
+    let b = OpBuilder::new(sc);
+    for (layer, count) in sc.model.layer_groups() {
+        b.layer_context_ops(layer, &mut |op| {
+            let one = if single { timer.next(&op, &sc.gpu, sc.efficiency) } else { op_timing(sc, &mut timer, &op) };
+            f(&op, count, one);
+        });
+    }
+    Some(())
 }
 
 /// The step's host row: `host_s` seconds that the GPU waits for the engine's host work, once per

@@ -389,6 +389,9 @@ pub struct StepRecord {
 pub struct Simulation {
     /// The numbers.
     pub summary: SimSummary,
+    /// Most sequences running at once on one instance: below [`SimConfig::max_seqs`], that limit
+    /// never held a request back, so any larger limit runs the same simulation.
+    pub peak_running: u64,
     /// Running batch, queue and KV use over time (decimated).
     pub series: Vec<SeriesPoint>,
     /// TTFT distribution, `(seconds, fraction ≤)`.
@@ -406,16 +409,31 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 
 /// The time of a serving step: the ledger's step time of that step's batch of chunks.
 ///
-/// Every step goes through [`summarise`], so whatever clock the scenario carries times it. What
-/// does not change is remembered: on a model without sliding-window layers, a step of `B`
-/// decodes at contexts `k₁ … k_B` has attention pairs and K/V reads `Σ (kᵢ + 1)` and everything
-/// else a function of `B` alone, so its time is a function of `(B, Σ kᵢ)` and is memoised on
-/// that key (exact; the core's `simulate` tests check mixes with equal sums against the ledger).
-/// Steps with prefill chunks, and every step of a windowed model, are evaluated afresh.
+/// Every step goes through the ledger ([`summarise`]'s operators and timings), so whatever clock
+/// the scenario carries times it. What does not change is not timed again:
+///
+/// * In a step of `B` sequences and `T` new tokens (decodes and prompt chunks), every operator
+///   but attention's core (the attention kernel and the softmax inside it, or unfused
+///   attention's three kernels) and MLA's expanded up-projection ([`crate::ops::reads_context`]) is a
+///   function of `B` and `T` alone: the step's tokens, the
+///   experts they touch, the logits, the collectives ([`crate::workload::Workload::with_chunks`]:
+///   only attention reads the chunks). The clock keeps, per `(B, T)`, each operator's time in
+///   step order, and for new chunks times only attention's core
+///   ([`crate::parallel::pipeline::for_each_context_op`]) and sums the step in the
+///   ledger's order, so the time is the ledger's to the last bit (a test checks steps of every
+///   kind of model, engine and layout against it).
+/// * On a model without sliding-window layers, a step of `B` decodes at contexts `k₁ … k_B` has
+///   attention pairs and K/V reads `Σ (kᵢ + 1)`, so its time is a function of `(B, Σ kᵢ)` and is
+///   memoised on that key too.
 #[derive(Debug, Clone)]
 pub struct StepClock {
     sc: Scenario,
     decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
+    /// Per step of `B` sequences and `T` new tokens: each operator's time in the step (× its
+    /// instances), in order, and whether it depends on the chunks ([`crate::ops::reads_context`]).
+    parts: std::collections::HashMap<(u64, u64), Vec<(f64, bool)>>,
+    /// The context-dependent operators' times of the step being timed.
+    scratch: Vec<f64>,
     host_s: f64,
 }
 
@@ -424,7 +442,13 @@ impl StepClock {
     pub fn new(sc: &Scenario) -> StepClock {
         let windowed = sc.model.layers().iter().any(|l| l.attention.window().is_some());
         let host_s = crate::parallel::pipeline::kernel_timer(sc).host_step_s();
-        StepClock { sc: sc.clone(), decode_memo: (!windowed).then(std::collections::HashMap::new), host_s }
+        StepClock {
+            sc: sc.clone(),
+            decode_memo: (!windowed).then(std::collections::HashMap::new),
+            parts: std::collections::HashMap::new(),
+            scratch: Vec::new(),
+            host_s,
+        }
     }
 
     /// The host time each step's time includes, seconds (the ledger's `host` row,
@@ -435,10 +459,9 @@ impl StepClock {
 
     /// Seconds for one step of `chunks` (non-empty).
     pub fn step_s(&mut self, chunks: &[Chunk]) -> f64 {
+        let decodes = chunks.iter().all(|c| c.new_tokens == 1);
         let key = match &self.decode_memo {
-            Some(_) if chunks.iter().all(|c| c.new_tokens == 1) => {
-                Some((chunks.len() as u64, chunks.iter().map(|c| c.cached_tokens).sum::<u64>()))
-            }
+            Some(_) if decodes => Some((chunks.len() as u64, chunks.iter().map(|c| c.cached_tokens).sum::<u64>())),
             _ => None,
         };
         if let (Some(k), Some(memo)) = (key, &self.decode_memo) {
@@ -446,13 +469,48 @@ impl StepClock {
                 return *t;
             }
         }
-        let t = self.ledger_step_s(chunks);
+        let t = self.parts_step_s(chunks);
         if let (Some(k), Some(memo)) = (key, &mut self.decode_memo) {
             if memo.len() >= DECODE_MEMO_ENTRIES {
                 memo.clear();
             }
             memo.insert(k, t);
         }
+        t
+    }
+
+    /// A step from the operators kept for its sequences and new tokens, attention's core timed
+    /// for these chunks (the type's docs).
+    fn parts_step_s(&mut self, chunks: &[Chunk]) -> f64 {
+        use crate::parallel::pipeline::{for_each_context_op, for_each_gpu_op};
+        if self.sc.parallel.pp != 1 {
+            return self.ledger_step_s(chunks);
+        }
+        let key = (chunks.len() as u64, chunks.iter().map(|c| c.new_tokens).sum::<u64>());
+        let w = self.sc.workload.with_chunks(chunks.into());
+        let base = std::mem::replace(&mut self.sc.workload, w);
+        let t = match self.parts.get(&key) {
+            Some(parts) => {
+                let dependent = &mut self.scratch;
+                dependent.clear();
+                for_each_context_op(&self.sc, |_, n, one| dependent.push(one.times(n as f64).time_s));
+                let mut next = dependent.iter();
+                parts.iter().fold(0.0, |t, &(own, dep)| t + if dep { next.next().copied().unwrap_or(0.0) } else { own })
+            }
+            None => {
+                let mut parts = Vec::new();
+                for_each_gpu_op(&self.sc, |op, n, one| {
+                    parts.push((one.times(n as f64).time_s, crate::ops::reads_context(op.kind)))
+                });
+                let t = parts.iter().fold(0.0, |t, &(own, _)| t + own);
+                if self.parts.len() >= DECODE_MEMO_ENTRIES {
+                    self.parts.clear();
+                }
+                self.parts.insert(key, parts);
+                t
+            }
+        };
+        self.sc.workload = base;
         t
     }
 
@@ -556,6 +614,9 @@ struct Instance<'a> {
     cache: prefix::PrefixCache,
     /// Prompt tokens looked up in the prefix cache at admissions.
     looked_up_tokens: u64,
+    /// Most sequences running at once (admitted: in prefill or decoding), after any step's
+    /// admissions.
+    peak_running: u64,
 }
 
 impl<'a> Instance<'a> {
@@ -596,6 +657,7 @@ impl<'a> Instance<'a> {
             multi_left: 0,
             cache: prefix::PrefixCache::default(),
             looked_up_tokens: 0,
+            peak_running: 0,
         }
     }
 
@@ -1407,6 +1469,7 @@ impl Engine<'_> {
         dt += self.draft_s(k, &plan, chunks);
         dt += self.swap_s(k)?;
         let inst = &mut self.instances[k];
+        inst.peak_running = inst.peak_running.max(inst.running.len() as u64);
         inst.batch.hold(plan.len() as f64, dt);
         inst.queue.hold(inst.waiting.len() as f64, dt);
         inst.kv.hold(inst.used_blocks() as f64 / inst.total_blocks as f64, dt);
@@ -1715,6 +1778,7 @@ impl Engine<'_> {
         };
         Simulation {
             summary,
+            peak_running: self.instances.iter().map(|i| i.peak_running).max().unwrap_or(0),
             series: self.series.points().to_vec(),
             ttft_cdf: self.ttft.cdf(),
             tpot_cdf: self.tpot.cdf(),

@@ -29,6 +29,9 @@ pub struct Sketch {
     sum: f64,
     min: f64,
     max: f64,
+    /// The last positive value added (as bits) and its bucket: the tokens of one step share
+    /// their gap, so the same value often comes many times in a row.
+    last: (u64, i64),
 }
 
 impl Default for Sketch {
@@ -43,6 +46,7 @@ impl Default for Sketch {
             sum: 0.0,
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            last: (f64::NAN.to_bits(), 0),
         }
     }
 }
@@ -78,7 +82,13 @@ impl Sketch {
             self.zeros += 1;
             return;
         }
-        let i = (x.ln() / self.ln_gamma).ceil() as i64;
+        let i = if x.to_bits() == self.last.0 {
+            self.last.1
+        } else {
+            let i = (x.ln() / self.ln_gamma).ceil() as i64;
+            self.last = (x.to_bits(), i);
+            i
+        };
         if self.counts.is_empty() {
             self.offset = i;
             self.counts.push(0);

@@ -217,6 +217,51 @@ fn bad_inputs_are_refused_naming_the_field() {
     assert_eq!(err(SimConfig { prefix_hit: 1.0, ..SimConfig::poisson(1.0) }).field(), Some("prefix_hit"));
 }
 
+/// A step's time is the ledger's to the last bit whether the clock times every operator (the
+/// first step of its sequences and new tokens) or only attention's core for new chunks (every
+/// later one), for decodes and for steps with prompt chunks:
+/// dense, GQA, sliding windows with sinks, MLA, MoE, unfused attention, tensor parallelism, every
+/// kind of engine (fused epilogues, merged GEMMs, eager launches, host time) and both clocks.
+#[test]
+fn a_step_timed_from_its_sizes_parts_is_the_ledgers_to_the_bit() {
+    let cases: &[&[(&str, &str)]] = &[
+        &[("model", "llama-3-8b")],
+        &[("model", "llama-3-8b"), ("engine", "vllm@0.6")],
+        &[("model", "llama-3-8b"), ("engine", "eager"), ("flash", "off")],
+        &[("model", "llama-3-8b"), ("engine", "gpt-fast"), ("tp", "2")],
+        &[("model", "llama-3-8b"), ("time_model", "roofline")],
+        &[("model", "gemma-2-9b"), ("engine", "sglang")],
+        &[("model", "gpt-oss-20b")],
+        &[("model", "deepseek-v2-lite"), ("kv", "fp8")],
+        &[("model", "mixtral-8x7b"), ("tp", "2"), ("weights", "fp8"), ("gemm_activations", "fp8")],
+        &[("model", "qwen3-30b-a3b"), ("ep", "2")],
+    ];
+    let mut rng = Pcg32::new(7, 7);
+    for pairs in cases {
+        let sc = scenario(pairs);
+        let mut clock = StepClock::new(&sc);
+        for b in [1usize, 3, 16, 64] {
+            for _ in 0..4 {
+                let decodes: Vec<Chunk> =
+                    (0..b).map(|_| Chunk { new_tokens: 1, cached_tokens: rng.range(0, 40_000) }).collect();
+                let want = clock.ledger_step_s(&decodes);
+                assert_eq!(clock.step_s(&decodes).to_bits(), want.to_bits(), "{pairs:?} batch {b}: {decodes:?}");
+            }
+            // Steps with prompt chunks of the same sequences and new tokens, split differently.
+            for _ in 0..4 {
+                let mut chunks: Vec<Chunk> =
+                    (0..b).map(|_| Chunk { new_tokens: 1, cached_tokens: rng.range(0, 40_000) }).collect();
+                let moved = rng.range(0, 1024);
+                chunks[0].new_tokens += 2048 - moved;
+                chunks[b - 1].new_tokens += moved;
+                chunks[b - 1].cached_tokens = rng.range(0, 4096);
+                let want = clock.ledger_step_s(&chunks);
+                assert_eq!(clock.step_s(&chunks).to_bits(), want.to_bits(), "{pairs:?} mixed {b}: {chunks:?}");
+            }
+        }
+    }
+}
+
 /// The step clock goes through the ledger: a step of chunks equals the ledger of the same
 /// batch where the ledger can express it (all prompts from zero, or all decodes), and a mixed
 /// step decomposes into the per-token part (every operator but attention, a function of the
