@@ -11,8 +11,8 @@ use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate_within, Budget, Deployment, Disagg, Draft, SimConfig, Simulation, Speculation, DEFAULT_MAX_STEPS,
-    MAX_RATE_PER_S,
+    simulate_within, Budget, Deployment, Disagg, Draft, DraftModel, SimConfig, Simulation, Speculation,
+    DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
@@ -22,6 +22,7 @@ use llm_ledger_report::Inputs;
 use serde::Deserialize;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
 
@@ -148,6 +149,8 @@ pub struct SimRequest {
     pub spec_acceptance: Option<String>,
     /// Speculative decoding: one draft step's cost ÷ the target's decode step.
     pub draft_fraction: Option<String>,
+    /// Speculative decoding: a draft model (a preset) instead of draft heads.
+    pub draft_model: Option<String>,
     /// A block-level prefix cache over the KV pool.
     pub prefix_cache: Option<String>,
     /// Identical replicas of the layout, arrivals routed among them.
@@ -272,6 +275,12 @@ pub fn inputs() -> &'static [Input] {
             "a fraction in [0, 1]",
             "speculative decoding: a draft step's cost ÷ the target's decode step (MTP/EAGLE heads)",
         ),
+        Input::text(
+            "draft_model",
+            None,
+            "a preset with the target's vocabulary (llm-ledger models)",
+            "speculative decoding: a draft model, timed on the target's GPU, precisions and layout",
+        ),
         Input::text("prefix_cache", Some("off"), "on or off", "a block-level prefix cache over the KV pool"),
         Input::text(
             "replicas",
@@ -373,7 +382,11 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
         v.as_deref().map(|s| s.parse::<T>().map_err(|e| e.about(field))).transpose().map_err(Into::into)
     }
     let speculating = args.spec_depth.is_some();
-    for (field, given) in [("spec_acceptance", &args.spec_acceptance), ("draft_fraction", &args.draft_fraction)] {
+    for (field, given) in [
+        ("spec_acceptance", &args.spec_acceptance),
+        ("draft_fraction", &args.draft_fraction),
+        ("draft_model", &args.draft_model),
+    ] {
         if given.is_some() && !speculating {
             let expected = Text::template("it applies only with {spec_depth} N").plain("");
             return Err(Error::refused_text(field, Text::default().plain("given"), expected).into());
@@ -412,7 +425,18 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
             Some(depth) => Some(Speculation {
                 depth: parse_u64("spec_depth", depth)?,
                 acceptance: f("spec_acceptance", &args.spec_acceptance, 0.7)?,
-                draft: Draft::Heads { fraction: f("draft_fraction", &args.draft_fraction, 0.05)? },
+                draft: match &args.draft_model {
+                    None => Draft::Heads { fraction: f("draft_fraction", &args.draft_fraction, 0.05)? },
+                    Some(_) if args.draft_fraction.is_some() => {
+                        let expected = Text::template(
+                            "a draft model's own step times it: give {draft_fraction} or {draft_model}, not both",
+                        );
+                        return Err(
+                            Error::refused_text("draft_fraction", Text::default().plain("given"), expected).into()
+                        );
+                    }
+                    Some(name) => Draft::Model(draft_model(sc, name)?),
+                },
             }),
         },
         router: parsed("router", &args.router)?.unwrap_or(d.router),
@@ -426,6 +450,25 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
     // Every range first, so that a bad value is named before the step budget is estimated.
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A draft model for `sc`: the built-in preset `name` on the target's GPU, precisions, layout and
+/// clock. Speculative decoding needs the target's tokenizer, so its vocabulary must be the
+/// target's.
+fn draft_model(sc: &Scenario, name: &str) -> Result<DraftModel> {
+    let catalog = llm_ledger_core::Catalog::builtin();
+    let preset = catalog.preset(name).map_err(|_| {
+        Error::unknown("draft model", name, catalog.presets().iter().map(|p| p.name.as_str())).about("draft_model")
+    })?;
+    let spec = preset.spec().clone();
+    if spec.embedding.vocab != sc.model.embedding.vocab {
+        let expected = format!(
+            "a model with the target's vocabulary ({} tokens, {}): speculative decoding shares its tokenizer",
+            sc.model.embedding.vocab, sc.model.name
+        );
+        return Err(Error::invalid("draft_model", format!("{name} ({} tokens)", spec.embedding.vocab), expected).into());
+    }
+    Ok(DraftModel(Arc::new(Scenario { model: spec, ..sc.clone() })))
 }
 
 /// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).

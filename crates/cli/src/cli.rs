@@ -757,6 +757,11 @@ pub struct SimulateArgs {
     /// Cost of one draft step ÷ the target's decode step of the same batch (default 0.05).
     #[arg(long, allow_hyphen_values = true, help_heading = "Speculative decoding")]
     pub draft_fraction: Option<String>,
+    /// A draft model instead of draft heads: a preset with the target's vocabulary, each draft
+    /// step its decode step on the target's GPU, precisions and layout (its weights and KV cache
+    /// taken from the target's KV pool).
+    #[arg(long, help_heading = "Speculative decoding")]
+    pub draft_model: Option<String>,
     /// A block-level prefix cache over the KV pool, on or off (default off): prompts that share
     /// a prefix (a trace's prefix_id,prefix_tokens columns) find its cached blocks.
     #[arg(long, help_heading = "Scheduler")]
@@ -1209,6 +1214,7 @@ impl SimulateArgs {
             spec_depth: a.spec_depth,
             spec_acceptance: a.spec_acceptance,
             draft_fraction: a.draft_fraction,
+            draft_model: a.draft_model,
             prefix_cache: a.prefix_cache,
             replicas: a.replicas,
             router: a.router,

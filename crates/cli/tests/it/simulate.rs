@@ -265,3 +265,29 @@ fn engine_scheduler_flags_change_the_run_as_the_engines_do() {
     let per_step = spec["summary"]["spec_tokens_per_step"].as_f64().unwrap();
     assert!(per_step > 3.9 && per_step <= 4.0, "{per_step}");
 }
+
+/// A draft model drafts in place of heads: the same tokens per step at the same acceptance,
+/// each step slower by the draft's own steps (a 1B model's decode steps cost more than 5 % of an
+/// 8B's); it must share the target's vocabulary, and it replaces the heads' cost, not adds to it.
+#[test]
+fn a_draft_model_drafts_in_place_of_heads() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--requests", "60", "--spec-depth", "3", "--spec-acceptance", "1"];
+        args.extend_from_slice(&["--format", "json"]);
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let heads = run(&[]);
+    let draft = run(&["--draft-model", "llama-3.2-1b"]);
+    assert_eq!(draft["summary"]["spec_tokens_per_step"], heads["summary"]["spec_tokens_per_step"]);
+    let tpot = |v: &serde_json::Value| v["summary"]["tpot_s"]["mean"].as_f64().unwrap();
+    assert!(tpot(&draft) > tpot(&heads), "{} vs {}", tpot(&draft), tpot(&heads));
+    let e = fails(&["simulate", "--spec-depth", "3", "--draft-model", "mistral-7b"]);
+    assert!(e.contains("--draft-model") && e.contains("128256") && e.contains("32000"), "{e}");
+    let e = fails(&["simulate", "--spec-depth", "3", "--draft-model", "llama-3.2-1b", "--draft-fraction", "0.1"]);
+    assert!(e.contains("--draft-fraction") && e.contains("--draft-model"), "{e}");
+    let e = fails(&["simulate", "--draft-model", "llama-3.2-1b"]);
+    assert!(e.contains("--spec-depth"), "{e}");
+    let e = fails(&["simulate", "--spec-depth", "3", "--draft-model", "lama-3.2-1b"]);
+    assert!(e.contains("draft model") && e.contains("llama-3.2-1b"), "{e}");
+}

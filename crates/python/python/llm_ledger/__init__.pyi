@@ -421,6 +421,7 @@ def simulate(
     spec_depth: Optional[int] = None,
     spec_acceptance: Optional[float] = None,
     draft_fraction: Optional[float] = None,
+    draft_model: Optional[str] = None,
     prefix_cache: Optional[str] = None,
     replicas: Optional[int] = None,
     router: Optional[str] = None,

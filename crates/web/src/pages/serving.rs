@@ -67,6 +67,7 @@ pub const KEYS: &[&str] = &[
     "spec_depth",
     "spec_acceptance",
     "draft_fraction",
+    "draft_model",
     "prefix_cache",
     "replicas",
     "router",
@@ -238,6 +239,12 @@ pub const INPUTS: &[PageInput] = &[
         label: "Draft step cost",
         help: "with a depth: a draft step ÷ the target's decode step",
         placeholder: "0.05",
+    },
+    PageInput {
+        name: "draft_model",
+        label: "Draft model",
+        help: "with a depth: a preset drafting instead of heads, on the target's GPU and layout",
+        placeholder: "heads",
     },
     PageInput {
         name: "prefix_cache",
