@@ -89,10 +89,16 @@ impl StepSummary {
     /// Add `n` instances of `op`, each taking `one`; returns their cost and timing.
     #[inline]
     fn add(&mut self, sc: &Scenario, op: &Op, n: u64, one: Timing) -> (Cost, Timing) {
+        self.add_parts(sc, &op.cost, op.math, n, one)
+    }
+
+    /// [`StepSummary::add`] from an operator's cost and math format.
+    #[inline]
+    fn add_parts(&mut self, sc: &Scenario, op_cost: &Cost, math: MathFormat, n: u64, one: Timing) -> (Cost, Timing) {
         let nf = n as f64;
-        let cost = op.cost * nf;
+        let cost = *op_cost * nf;
         let timing = one.times(nf);
-        let peak = sc.gpu.peak(op.math).unwrap_or(sc.gpu.peak_flops_per_s.vector);
+        let peak = sc.gpu.peak(math).unwrap_or(sc.gpu.peak_flops_per_s.vector);
         self.cost += cost;
         self.timing += timing;
         self.compute_floor_s += cost.flops / peak;
@@ -110,10 +116,83 @@ pub fn summarise(sc: &Scenario) -> StepSummary {
 /// layers that share its shape) to `f` as it goes; no allocation (the sweep uses it to find the
 /// largest row).
 pub fn summarise_each(sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> StepSummary {
+    summarise_each_op(sc, |op, _, _, cost, timing| f(op.kind, cost, timing))
+}
+
+/// One operator of a step as the ledger sums it ([`StepParts`]).
+#[derive(Debug, Clone, Copy)]
+struct Part {
+    kind: OpKind,
+    math: MathFormat,
+    instances: u64,
+    /// One instance's cost and timing.
+    cost: Cost,
+    one: Timing,
+    /// It reads the cached context ([`crate::ops::reads_context`]).
+    context: bool,
+}
+
+/// A single-stage step's operators as [`summarise_each`] sums them, kept so that a step of the
+/// same scenario, sequences and new tokens but other contexts (a decode at longer contexts, a
+/// serving step with other chunks) is summed again with only the operators that read the
+/// cached context ([`crate::ops::reads_context`]) built and timed afresh
+/// ([`crate::parallel::pipeline::for_each_context_op`]): every other operator's cost and time
+/// is a function of the scenario and the step's sequences and new tokens alone
+/// ([`crate::workload::Workload::with_chunks`]: only the attention geometry reads the
+/// contexts). The sums run in the ledger's order, so the summary is [`summarise_each`]'s to the
+/// last bit (tests check it across models, engines, layouts and clocks).
+#[derive(Debug, Clone, Default)]
+pub struct StepParts {
+    parts: Vec<Part>,
+    /// The context-reading operators of the step being summed: (cost, timing) of one instance.
+    fresh: Vec<(Cost, Timing)>,
+}
+
+impl StepParts {
+    /// The parts of `sc`'s step and its summary, each operator handed to `f` as
+    /// [`summarise_each`] does; `None` with pipeline stages (use [`summarise_each`]).
+    pub fn new(sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> Option<(StepParts, StepSummary)> {
+        if sc.parallel.pp != 1 {
+            return None;
+        }
+        let mut parts = Vec::with_capacity(24);
+        let s = summarise_each_op(sc, |op, n, one, cost, timing| {
+            let context = crate::ops::reads_context(op.kind);
+            parts.push(Part { kind: op.kind, math: op.math, instances: n, cost: op.cost, one, context });
+            f(op.kind, cost, timing);
+        });
+        Some((StepParts { parts, fresh: Vec::new() }, s))
+    }
+
+    /// The summary of `sc`, a step of the same scenario, sequences and new tokens as the one
+    /// these parts were made from, with its context-reading operators built and timed for its
+    /// own contexts; each operator handed to `f` as [`summarise_each`] does. `None` if `sc`'s
+    /// step does not match the parts (another count of context-reading operators).
+    pub fn summarise_each(&mut self, sc: &Scenario, mut f: impl FnMut(OpKind, &Cost, &Timing)) -> Option<StepSummary> {
+        let fresh = &mut self.fresh;
+        fresh.clear();
+        crate::parallel::pipeline::for_each_context_op(sc, |op, _, one| fresh.push((op.cost, one)))?;
+        if fresh.len() != self.parts.iter().filter(|p| p.context).count() {
+            return None;
+        }
+        let mut s = StepSummary::empty(sc);
+        let mut next = fresh.iter();
+        for p in &self.parts {
+            let (cost, one) = if p.context { next.next().copied()? } else { (p.cost, p.one) };
+            let (cost, timing) = s.add_parts(sc, &cost, p.math, p.instances, one);
+            f(p.kind, &cost, &timing);
+        }
+        Some(s)
+    }
+}
+
+/// [`summarise_each`], handing each operator itself (one instance and its timing) beside the
+/// sums.
+fn summarise_each_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing, &Cost, &Timing)) -> StepSummary {
     let mut s = StepSummary::empty(sc);
     s.pipeline = for_each_gpu_op(sc, |op, n, one| {
         let (cost, timing) = s.add(sc, op, n, one);
-        f(op.kind, &cost, &timing);
+        f(op, n, one, &cost, &timing);
     });
     s
 }

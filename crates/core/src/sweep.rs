@@ -15,12 +15,14 @@
 //! in order, so a sweep of any length runs in bounded memory. Points are ordered context-major:
 //! every batch of the first context, then of the next.
 
+use crate::cost::Cost;
 use crate::error::range_words;
 use crate::error::{Error, Result};
-use crate::ledger::summarise_each;
+use crate::ledger::{summarise_each, StepParts};
 use crate::limits::{MAX_BATCH, MAX_CONTEXT};
 use crate::memory::{Footprint, GpuWeights};
 use crate::ops::OpKind;
+use crate::roofline::Timing;
 use crate::scenario::{parse_u64, Scenario};
 use crate::workload::{Contexts, Phase};
 use rayon::prelude::*;
@@ -271,6 +273,8 @@ pub struct SweepPoint {
 /// A planned sweep.
 #[derive(Debug, Clone)]
 pub struct Sweep {
+    /// Keys the decode steps kept per thread ([`StepParts`]).
+    id: u64,
     base: Scenario,
     batch: Axis,
     ctx: Axis,
@@ -280,6 +284,21 @@ pub struct Sweep {
 
 /// Slots for per-kind times (more than there are operator kinds).
 const KIND_SLOTS: usize = 64;
+
+/// Batches whose decode steps a thread keeps ([`StepParts`]) before it starts again.
+const KEPT_BATCHES: usize = 4096;
+
+thread_local! {
+    /// Per sweep ([`Sweep`]'s id) and batch: the decode step's operators as the ledger sums them.
+    static SWEEP_PARTS: std::cell::RefCell<std::collections::HashMap<(u64, u64), StepParts>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// A new sweep's id (its kept parts are its own).
+fn next_sweep_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 impl Sweep {
     /// Plan a sweep of `base` over `batch` × `ctx` (the base's own contexts are replaced).
@@ -296,7 +315,7 @@ impl Sweep {
         let min_ctx = if base.workload.phase == Phase::Prefill { 1 } else { 0 };
         check("ctx", &ctx, min_ctx, MAX_CONTEXT)?;
         let weights = GpuWeights::of(&base);
-        Ok(Sweep { base, batch, ctx, weights, reserve_bytes })
+        Ok(Sweep { id: next_sweep_id(), base, batch, ctx, weights, reserve_bytes })
     }
 
     /// Number of points.
@@ -320,11 +339,34 @@ impl Sweep {
         sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
         let mut times = [0.0f64; KIND_SLOTS];
         let mut kinds = [None; KIND_SLOTS];
-        let s = summarise_each(&sc, |kind, _, timing| {
+        let mut each = |kind: OpKind, _: &Cost, timing: &Timing| {
             let i = kind as usize;
             times[i] += timing.time_s;
             kinds[i] = Some(kind);
-        });
+        };
+        let s = if sc.workload.phase == Phase::Decode && self.ctx.len() > 1 {
+            // A decode step's operators but attention's core are a function of the batch: kept
+            // per batch on this thread ([`StepParts`]) for the sweep's other contexts.
+            SWEEP_PARTS.with(|kept| {
+                let mut kept = kept.borrow_mut();
+                let key = (self.id, batch);
+                if let Some(s) = kept.get_mut(&key).and_then(|p| p.summarise_each(&sc, &mut each)) {
+                    return s;
+                }
+                match StepParts::new(&sc, &mut each) {
+                    Some((parts, s)) => {
+                        if kept.len() >= KEPT_BATCHES {
+                            kept.clear();
+                        }
+                        kept.insert(key, parts);
+                        s
+                    }
+                    None => summarise_each(&sc, each),
+                }
+            })
+        } else {
+            summarise_each(&sc, each)
+        };
         let (largest, time) = (0..KIND_SLOTS)
             .filter_map(|i| kinds[i].map(|k| (k, times[i])))
             .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -449,6 +491,39 @@ mod tests {
 
     fn seed() -> Scenario {
         crate::testing::seed(1, 2048)
+    }
+
+    /// A decode sweep over several contexts sums each batch's kept operators with attention's
+    /// core made afresh: every point equals the point evaluated alone (a sweep of one context,
+    /// which keeps nothing), to the last bit, on every kind of model, engine and layout.
+    #[test]
+    fn kept_operators_give_the_points_evaluated_alone() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[("model", "llama-3-8b")],
+            &[("model", "llama-3-8b"), ("engine", "eager"), ("flash", "off")],
+            &[("model", "gemma-2-9b"), ("engine", "vllm")],
+            &[("model", "gpt-oss-20b"), ("tp", "2")],
+            &[("model", "deepseek-v2-lite"), ("kv", "fp8")],
+            &[("model", "mixtral-8x7b"), ("tp", "2"), ("time_model", "roofline")],
+        ];
+        for pairs in cases {
+            let base = crate::testing::scenario(pairs);
+            let batch = Axis::parse("batch", "1,7,64", 1, MAX_BATCH).unwrap();
+            let ctx = Axis::parse("ctx", "0,100,2048,30000", 0, MAX_CONTEXT).unwrap();
+            let sweep = Sweep::new(base.clone(), batch, ctx, 2e9).unwrap();
+            let mut points = Vec::new();
+            sweep.run(|p| {
+                points.push(p.clone());
+                ControlFlow::Continue(())
+            });
+            assert_eq!(points.len(), 12);
+            for p in &points {
+                let alone = Sweep::new(base.clone(), Axis::single(p.batch), Axis::single(p.ctx), 2e9).unwrap();
+                let want = alone.evaluate(p.batch, p.ctx);
+                assert_eq!(format!("{p:?}"), format!("{want:?}"), "{pairs:?}");
+                assert_eq!(p.step_time_s.to_bits(), want.step_time_s.to_bits());
+            }
+        }
     }
 
     #[test]

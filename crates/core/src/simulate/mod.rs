@@ -77,7 +77,7 @@ pub mod workload;
 
 use crate::error::integer_in;
 use crate::error::{Error, Result};
-use crate::ledger::summarise;
+use crate::ledger::{summarise, StepParts};
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
 pub use budget::{Budget, DEFAULT_MAX_STEPS};
@@ -417,11 +417,10 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 ///   attention's three kernels) and MLA's expanded up-projection ([`crate::ops::reads_context`]) is a
 ///   function of `B` and `T` alone: the step's tokens, the
 ///   experts they touch, the logits, the collectives ([`crate::workload::Workload::with_chunks`]:
-///   only attention reads the chunks). The clock keeps, per `(B, T)`, each operator's time in
-///   step order, and for new chunks times only attention's core
-///   ([`crate::parallel::pipeline::for_each_context_op`]) and sums the step in the
-///   ledger's order, so the time is the ledger's to the last bit (a test checks steps of every
-///   kind of model, engine and layout against it).
+///   only attention reads the chunks). The clock keeps, per `(B, T)`, the step's operators
+///   ([`StepParts`]), and for new chunks builds and times only those that read the context and
+///   sums the step in the ledger's order, so the time is the ledger's to the last bit (a test
+///   checks steps of every kind of model, engine and layout against it).
 /// * On a model without sliding-window layers, a step of `B` decodes at contexts `k₁ … k_B` has
 ///   attention pairs and K/V reads `Σ (kᵢ + 1)`, so its time is a function of `(B, Σ kᵢ)` and is
 ///   memoised on that key too.
@@ -429,11 +428,8 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 pub struct StepClock {
     sc: Scenario,
     decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
-    /// Per step of `B` sequences and `T` new tokens: each operator's time in the step (× its
-    /// instances), in order, and whether it depends on the chunks ([`crate::ops::reads_context`]).
-    parts: std::collections::HashMap<(u64, u64), Vec<(f64, bool)>>,
-    /// The context-dependent operators' times of the step being timed.
-    scratch: Vec<f64>,
+    /// Per step of `B` sequences and `T` new tokens: its operators as the ledger sums them.
+    parts: std::collections::HashMap<(u64, u64), StepParts>,
     host_s: f64,
 }
 
@@ -446,7 +442,6 @@ impl StepClock {
             sc: sc.clone(),
             decode_memo: (!windowed).then(std::collections::HashMap::new),
             parts: std::collections::HashMap::new(),
-            scratch: Vec::new(),
             host_s,
         }
     }
@@ -479,36 +474,25 @@ impl StepClock {
         t
     }
 
-    /// A step from the operators kept for its sequences and new tokens, attention's core timed
-    /// for these chunks (the type's docs).
+    /// A step from the operators kept for its sequences and new tokens, the context-reading ones
+    /// built and timed for these chunks (the type's docs).
     fn parts_step_s(&mut self, chunks: &[Chunk]) -> f64 {
-        use crate::parallel::pipeline::{for_each_context_op, for_each_gpu_op};
-        if self.sc.parallel.pp != 1 {
-            return self.ledger_step_s(chunks);
-        }
         let key = (chunks.len() as u64, chunks.iter().map(|c| c.new_tokens).sum::<u64>());
         let w = self.sc.workload.with_chunks(chunks.into());
         let base = std::mem::replace(&mut self.sc.workload, w);
-        let t = match self.parts.get(&key) {
-            Some(parts) => {
-                let dependent = &mut self.scratch;
-                dependent.clear();
-                for_each_context_op(&self.sc, |_, n, one| dependent.push(one.times(n as f64).time_s));
-                let mut next = dependent.iter();
-                parts.iter().fold(0.0, |t, &(own, dep)| t + if dep { next.next().copied().unwrap_or(0.0) } else { own })
-            }
-            None => {
-                let mut parts = Vec::new();
-                for_each_gpu_op(&self.sc, |op, n, one| {
-                    parts.push((one.times(n as f64).time_s, crate::ops::reads_context(op.kind)))
-                });
-                let t = parts.iter().fold(0.0, |t, &(own, _)| t + own);
-                if self.parts.len() >= DECODE_MEMO_ENTRIES {
-                    self.parts.clear();
+        let kept = self.parts.get_mut(&key).and_then(|p| p.summarise_each(&self.sc, |_, _, _| {}));
+        let t = match kept {
+            Some(s) => s.step_time_s(),
+            None => match StepParts::new(&self.sc, |_, _, _| {}) {
+                Some((parts, s)) => {
+                    if self.parts.len() >= DECODE_MEMO_ENTRIES {
+                        self.parts.clear();
+                    }
+                    self.parts.insert(key, parts);
+                    s.step_time_s()
                 }
-                self.parts.insert(key, parts);
-                t
-            }
+                None => summarise(&self.sc).step_time_s(),
+            },
         };
         self.sc.workload = base;
         t
