@@ -513,7 +513,7 @@ mod tests {
             let sweep = Sweep::new(base.clone(), batch, ctx, 2e9).unwrap();
             let mut points = Vec::new();
             sweep.run(|p| {
-                points.push(p.clone());
+                points.push(*p);
                 ControlFlow::Continue(())
             });
             assert_eq!(points.len(), 12);
