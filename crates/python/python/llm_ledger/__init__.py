@@ -127,11 +127,17 @@ def _call(kwargs):
     for key, value in kwargs.items():
         if value is None:
             continue
-        try:
-            key.encode("utf-8")
-        except UnicodeEncodeError:
-            raise TypeError(f"got an unexpected keyword argument {key!r}") from None
-        pairs.append((key, _unicode(key, _text(key, value))))
+        # ASCII text (`str.isascii()` reads a flag) is valid Unicode: only other text is checked.
+        if not key.isascii():
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TypeError(f"got an unexpected keyword argument {key!r}") from None
+        kind = type(value)
+        text = value if kind is str else str(value) if kind is int else _text(key, value)
+        if not text.isascii():
+            text = _unicode(key, text)
+        pairs.append((key, text))
     return pairs
 
 
