@@ -808,12 +808,9 @@ fn floats_of(p: &SweepPoint) -> [f64; FLOAT_COLUMNS] {
 /// of allocations; the head and the batch curve's plan are made the first time they are read.
 #[pyclass(frozen, module = "llm_ledger._native")]
 struct SweepColumns {
-    /// What the head and the batch curve are made of: the base scenario, the axes, the reserve.
-    base: Scenario,
-    axes: SweepAxes,
-    reserve_bytes: f64,
-    /// The report's plan of the sweep (its head), made when first asked for.
-    plan: std::sync::OnceLock<Result<SweepPlan, Error>>,
+    /// The head and the batch curve's plan, apart (boxed: the Python object stays small enough
+    /// for Python's own allocator, under 512 bytes).
+    plan: Box<LazyPlan>,
     /// Points.
     n: usize,
     /// `batch`, then `ctx`.
@@ -828,6 +825,16 @@ struct SweepColumns {
     kept: Vec<SweepPoint>,
 }
 
+/// What a sweep's head and batch curve are made of — the base scenario, the axes, the reserve —
+/// and the report's plan made of them when first asked for (boxed: this stays under the 1 KiB
+/// past which each allocation makes glibc's allocator sweep its free lists).
+struct LazyPlan {
+    base: Scenario,
+    axes: SweepAxes,
+    reserve_bytes: f64,
+    made: std::sync::OnceLock<Result<Box<SweepPlan>, Error>>,
+}
+
 /// A column's values as native-endian bytes in a new `bytearray` (one copy; NumPy's
 /// `frombuffer` reads it in place, writable).
 fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Bound<'py, PyByteArray> {
@@ -839,10 +846,7 @@ impl SweepColumns {
     /// check on each point.
     fn compute(sweep: &Sweep, base: Scenario, axes: SweepAxes, reserve_bytes: f64, n: usize) -> PyResult<SweepColumns> {
         let mut c = SweepColumns {
-            base,
-            axes,
-            reserve_bytes,
-            plan: std::sync::OnceLock::new(),
+            plan: Box::new(LazyPlan { base, axes, reserve_bytes, made: std::sync::OnceLock::new() }),
             n,
             ints: vec![0; 2 * n],
             floats: vec![0.0; FLOAT_COLUMNS * n],
@@ -893,9 +897,11 @@ impl SweepColumns {
 
     /// The report's plan of the sweep: its head and its batch curve.
     fn plan(&self) -> PyResult<&SweepPlan> {
-        self.plan
-            .get_or_init(|| SweepPlan::new(self.base.clone(), self.axes.clone(), self.reserve_bytes))
+        let lazy = &self.plan;
+        lazy.made
+            .get_or_init(|| SweepPlan::new(lazy.base.clone(), lazy.axes.clone(), lazy.reserve_bytes).map(Box::new))
             .as_ref()
+            .map(|plan| &**plan)
             .map_err(input_error)
     }
 
