@@ -1,5 +1,6 @@
 //! `llm_ledger._native`: the Rust layer of the Python package, kept thin. Each command turns its
-//! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
+//! keyword arguments (as text pairs: `str`, `bool` and `int` values read here, every other value
+//! as the Python side's converter words it) into the request
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
@@ -44,7 +45,7 @@ use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyByteArray, PyDict, PyInt, PyList, PyString, PyTuple};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -647,13 +648,59 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&AtomicBool) -> PyRe
     })
 }
 
+/// The keyword arguments of a call as text pairs: `pairs` as it is (a list of `(key, text)`), or,
+/// for a dict of keyword arguments, each value's text — read here where every value is `None`
+/// (left out), an exact `str`, `bool` (`on`/`off`) or `int` of at most 64 bits (its decimal
+/// digits) and every key and text is valid Unicode, else as `convert(pairs)` gives it (the
+/// Python side's converter, which takes every other type and words every refusal).
+fn keyword_pairs(pairs: &Bound<'_, PyAny>, convert: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let Ok(kwargs) = pairs.downcast_exact::<PyDict>() else {
+        return pairs.extract();
+    };
+    if let Some(fast) = plain_pairs(kwargs) {
+        return Ok(fast);
+    }
+    match convert {
+        Some(convert) => convert.call1((kwargs,))?.extract(),
+        None => Err(PyTypeError::new_err("keyword arguments as a dict need their converter")),
+    }
+}
+
+/// [`keyword_pairs`] of a dict whose values need no conversion in Python, else None.
+fn plain_pairs(kwargs: &Bound<'_, PyDict>) -> Option<Vec<(String, String)>> {
+    let mut pairs = Vec::with_capacity(kwargs.len());
+    for (key, value) in kwargs.iter() {
+        if value.is_none() {
+            continue;
+        }
+        let key = key.downcast_exact::<PyString>().ok()?.to_cow().ok()?.into_owned();
+        let text = if let Ok(text) = value.downcast_exact::<PyString>() {
+            text.to_cow().ok()?.into_owned()
+        } else if let Ok(on) = value.downcast_exact::<PyBool>() {
+            (if on.is_true() { "on" } else { "off" }).to_string()
+        } else if value.is_exact_instance_of::<PyInt>() {
+            value.extract::<i64>().ok()?.to_string()
+        } else {
+            return None;
+        };
+        pairs.push((key, text));
+    }
+    Some(pairs)
+}
+
 /// Run `command` (not `sweep`) on text keyword arguments; see the module doc. `plan` and
 /// `simulate`, which search and simulate for up to seconds, stop at Ctrl-C ([`interruptible`]);
 /// the other commands take microseconds to milliseconds and run on the calling thread, the GIL
 /// released.
 #[pyfunction]
-fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
-    let call = Call::new(command, pairs)?;
+#[pyo3(signature = (command, pairs, convert=None))]
+fn run(
+    py: Python<'_>,
+    command: &str,
+    pairs: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Output> {
+    let call = Call::new(command, keyword_pairs(pairs, convert)?)?;
     match command {
         "plan" | "simulate" => interruptible(py, |cancel| build(command, &call, cancel)),
         _ => py.allow_threads(|| build(command, &call, &AtomicBool::new(false))),
@@ -1062,8 +1109,9 @@ fn plan_part(py: Python<'_>, pairs: Vec<(String, String)>, j: usize) -> PyResult
 /// reserve and the axes checked as the CLI checks them, every point computed here (in parallel
 /// past a few dozen points); the head the CLI prints above the points is made when first read.
 #[pyfunction]
-fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns> {
-    let call = Call::new("sweep", pairs)?;
+#[pyo3(signature = (pairs, convert=None))]
+fn sweep(py: Python<'_>, pairs: &Bound<'_, PyAny>, convert: Option<&Bound<'_, PyAny>>) -> PyResult<SweepColumns> {
+    let call = Call::new("sweep", keyword_pairs(pairs, convert)?)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };

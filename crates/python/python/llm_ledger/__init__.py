@@ -409,7 +409,7 @@ def _cell(v):
 
 
 def _run(command, kwargs, cls=None):
-    return (cls or Report)(command, _native.run(command, _call(kwargs)))
+    return (cls or Report)(command, _native.run(command, kwargs, _call))
 
 
 def ledger(**kwargs):
@@ -557,7 +557,7 @@ def sweep(**kwargs):
     """A batch × context grid in one call (``batch`` and ``ctx``: numbers, lists, ``range``s or
     the CLI's axis text ``"1..256*2"``), computed in Rust in parallel and returned as columns
     (``llm-ledger sweep``)."""
-    return Sweep(_native.sweep(_call(kwargs)))
+    return Sweep(_native.sweep(kwargs, _call))
 
 
 def models():
