@@ -41,12 +41,19 @@ impl SweepRequest {
         Ok(SweepAxes { batch, batch_text: batch_text.trim().to_string(), ctx, ctx_text: ctx_text.trim().to_string() })
     }
 
+    /// The axes for `base` and the reserve in bytes, checked in [`SweepRequest::plan`]'s order:
+    /// the reserve first, then `batch`, then `ctx`.
+    pub fn checked(&self, base: &Scenario) -> Result<(SweepAxes, f64), CommandError> {
+        let serving = ServingRequest { reserve: self.reserve.clone(), ..Default::default() }.resolve(base)?;
+        let axes = self.axes(base)?;
+        Ok((axes, serving.reserve_bytes))
+    }
+
     /// The sweep of `base` over these axes with the reserve held back, ready to run: the reserve
-    /// checked first, then `batch`, then `ctx`.
+    /// checked first, then `batch`, then `ctx` ([`SweepRequest::checked`]).
     pub fn plan(&self, base: Scenario) -> Result<SweepPlan, CommandError> {
-        let serving = ServingRequest { reserve: self.reserve.clone(), ..Default::default() }.resolve(&base)?;
-        let axes = self.axes(&base)?;
-        Ok(SweepPlan::new(base, axes, serving.reserve_bytes)?)
+        let (axes, reserve_bytes) = self.checked(&base)?;
+        Ok(SweepPlan::new(base, axes, reserve_bytes)?)
     }
 }
 

@@ -422,6 +422,19 @@ pub fn stage_layer_counts(layers: u64, pp: u64) -> Vec<u64> {
     counts
 }
 
+/// The distinct shapes among `layers[range]`: (index of the first layer of each, count), in order
+/// of first appearance.
+fn group_layers(layers: &[LayerSpec], range: std::ops::Range<usize>) -> Vec<(usize, u64)> {
+    let mut groups: Vec<(usize, u64)> = Vec::new();
+    for i in range {
+        match groups.iter_mut().find(|(j, _)| layers[*j] == layers[i]) {
+            Some(g) => g.1 += 1,
+            None => groups.push((i, 1)),
+        }
+    }
+    groups
+}
+
 /// The stages of `model` over `pp`, with `send(s)` the link from stage `s` to `s + 1`.
 fn stages(model: &ModelSpec, pp: u64, send: &dyn Fn(u64) -> Option<GroupLink>) -> Vec<Stage> {
     let layers = model.layers();
@@ -431,13 +444,12 @@ fn stages(model: &ModelSpec, pp: u64, send: &dyn Fn(u64) -> Option<GroupLink>) -
         .iter()
         .enumerate()
         .map(|(s, &n)| {
-            let mut groups: Vec<(usize, u64)> = Vec::new();
-            for i in first as usize..(first + n) as usize {
-                match groups.iter_mut().find(|(j, _)| layers[*j] == layers[i]) {
-                    Some(g) => g.1 += 1,
-                    None => groups.push((i, 1)),
-                }
-            }
+            let groups = if n == model.num_layers() {
+                // One stage holds every layer: its groups are the model's own, grouped the same way.
+                model.layer_group_indices().collect()
+            } else {
+                group_layers(layers, first as usize..(first + n) as usize)
+            };
             let stage = Stage {
                 first_layer: first,
                 layers: n,
@@ -570,6 +582,17 @@ fn collective_of(kind: OpKind) -> Option<(Comm, CommGroup)> {
 mod tests {
     use super::*;
     use crate::testing::scenario;
+
+    /// A one-stage layout takes the model's own groups: the same as grouping its layers.
+    #[test]
+    fn one_stage_groups_are_the_layers_grouped() {
+        for preset in crate::Catalog::builtin().presets() {
+            let model = preset.spec();
+            let all = group_layers(model.layers(), 0..model.layers().len());
+            assert_eq!(stages(model, 1, &|_| None)[0].groups, all, "{}", model.name);
+            assert_eq!(Parallelism::single(model).stages[0].groups, all, "{}", model.name);
+        }
+    }
 
     #[test]
     fn stages_follow_vllm_partition() {

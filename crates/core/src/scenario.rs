@@ -173,7 +173,7 @@ impl Catalog {
         let n = name.trim().to_ascii_lowercase();
         self.presets
             .iter()
-            .find(|p| p.name.to_ascii_lowercase() == n || p.aliases.contains(&n))
+            .find(|p| p.name.eq_ignore_ascii_case(&n) || p.aliases.contains(&n))
             .ok_or_else(|| Error::unknown("model", name, self.presets.iter().map(|p| p.name.as_str())).about("model"))
     }
 }

@@ -407,8 +407,11 @@ impl Sweep {
         mut emit: impl FnMut(&SweepPoint, T) -> ControlFlow<()>,
     ) {
         let mut grid = self.ctx.iter().flat_map(|c| self.batch.iter().map(move |b| (b, c))).zip(0u64..);
-        let mut pending: Vec<((u64, u64), u64)> = Vec::with_capacity(CHUNK);
-        let mut done: Vec<(SweepPoint, T)> = Vec::with_capacity(CHUNK);
+        // Buffers of one chunk, or of the whole sweep where that is smaller (a one-point sweep
+        // allocates one point, not a chunk's half megabyte).
+        let capacity = usize::try_from(self.len()).map_or(CHUNK, |n| n.min(CHUNK));
+        let mut pending: Vec<((u64, u64), u64)> = Vec::with_capacity(capacity);
+        let mut done: Vec<(SweepPoint, T)> = Vec::with_capacity(capacity);
         loop {
             pending.clear();
             pending.extend(grid.by_ref().take(CHUNK));

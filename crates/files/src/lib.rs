@@ -58,7 +58,12 @@ pub fn read_text_at_most(path: &Path, what: &str, limit: usize) -> Result<String
 
 /// A model argument that names a file rather than a preset.
 pub fn looks_like_path(s: &str) -> bool {
-    s.contains('/') || s.contains('\\') || s.ends_with(".json") || s.ends_with(".toml") || Path::new(s).is_dir()
+    reads_as_path(s) || Path::new(s).is_dir()
+}
+
+/// [`looks_like_path`] by its text alone: a separator, or a `.json` or `.toml` ending.
+fn reads_as_path(s: &str) -> bool {
+    s.contains('/') || s.contains('\\') || s.ends_with(".json") || s.ends_with(".toml")
 }
 
 /// What a `--model` value names.
@@ -82,11 +87,12 @@ pub fn model_source(s: &str) -> Result<ModelSource> {
     if !s.is_empty() && Path::new(s).exists() {
         return Ok(ModelSource::Path);
     }
-    if !looks_like_path(s) {
+    // Nothing is on disk at `s` (so no folder either): its text alone says whether it reads as a
+    // path, with no second look at the file system.
+    if !reads_as_path(s) {
         return Ok(ModelSource::Preset);
     }
-    let path_like = Path::new(s).exists()
-        || s.starts_with(['.', '/', '~'])
+    let path_like = s.starts_with(['.', '/', '~'])
         || s.contains('\\')
         || s.matches('/').count() != 1
         || [".json", ".toml", ".gguf", ".safetensors"].iter().any(|e| s.ends_with(e));
@@ -101,7 +107,9 @@ pub fn model_source(s: &str) -> Result<ModelSource> {
 /// repo id in `req` and its revision in the file inputs; a revision given twice must agree.
 fn hub_model(req: &mut ScenarioRequest, args: &FileInputs) -> Result<FileInputs> {
     let mut args = args.clone();
-    let Some((id, rev)) = req.model.as_deref().filter(|m| !Path::new(m).exists()).and_then(hub::hub_reference) else {
+    // A Hub reference that is not a file here (the file system is asked only about such text).
+    let reference = |m: &str| hub::hub_reference(m).filter(|_| !Path::new(m).exists());
+    let Some((id, rev)) = req.model.as_deref().and_then(reference) else {
         return Ok(args);
     };
     if let (Some(given), Some(named)) = (&args.revision, &rev) {

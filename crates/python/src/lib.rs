@@ -1,5 +1,6 @@
 //! `llm_ledger._native`: the Rust layer of the Python package, kept thin. Each command turns its
-//! keyword arguments (as text pairs, the Python side's `str()` of each value) into the request
+//! keyword arguments (as text pairs: `str`, `bool` and `int` values read here, every other value
+//! as the Python side's converter words it) into the request
 //! types the CLI and the explorer use — [`ScenarioRequest`] through the core's
 //! [`llm_ledger_core::pairs::from_pairs`], [`ServingRequest`] and the command's own
 //! inputs — builds the same report of `llm_ledger_report` the CLI builds, and hands it back held
@@ -29,7 +30,7 @@ use llm_ledger_core::kinds::OpKind;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::{grid_points, SweepPoint};
+use llm_ledger_core::sweep::{grid_points, Sweep, SweepPoint};
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest};
 use llm_ledger_files::FileInputs;
@@ -39,12 +40,12 @@ use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::levers::LeverReport;
 use llm_ledger_report::plot::{PlotSize, Roofline};
 use llm_ledger_report::simulate::SimulateReport;
-use llm_ledger_report::sweep::SweepPlan;
+use llm_ledger_report::sweep::{SweepAxes, SweepPlan};
 use llm_ledger_report::{Format, HumanTable, LedgerReport, Report, TileReport};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyByteArray, PyDict, PyInt, PyList, PyString, PyTuple};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -647,13 +648,59 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&AtomicBool) -> PyRe
     })
 }
 
+/// The keyword arguments of a call as text pairs: `pairs` as it is (a list of `(key, text)`), or,
+/// for a dict of keyword arguments, each value's text — read here where every value is `None`
+/// (left out), an exact `str`, `bool` (`on`/`off`) or `int` of at most 64 bits (its decimal
+/// digits) and every key and text is valid Unicode, else as `convert(pairs)` gives it (the
+/// Python side's converter, which takes every other type and words every refusal).
+fn keyword_pairs(pairs: &Bound<'_, PyAny>, convert: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let Ok(kwargs) = pairs.downcast_exact::<PyDict>() else {
+        return pairs.extract();
+    };
+    if let Some(fast) = plain_pairs(kwargs) {
+        return Ok(fast);
+    }
+    match convert {
+        Some(convert) => convert.call1((kwargs,))?.extract(),
+        None => Err(PyTypeError::new_err("keyword arguments as a dict need their converter")),
+    }
+}
+
+/// [`keyword_pairs`] of a dict whose values need no conversion in Python, else None.
+fn plain_pairs(kwargs: &Bound<'_, PyDict>) -> Option<Vec<(String, String)>> {
+    let mut pairs = Vec::with_capacity(kwargs.len());
+    for (key, value) in kwargs.iter() {
+        if value.is_none() {
+            continue;
+        }
+        let key = key.downcast_exact::<PyString>().ok()?.to_cow().ok()?.into_owned();
+        let text = if let Ok(text) = value.downcast_exact::<PyString>() {
+            text.to_cow().ok()?.into_owned()
+        } else if let Ok(on) = value.downcast_exact::<PyBool>() {
+            (if on.is_true() { "on" } else { "off" }).to_string()
+        } else if value.is_exact_instance_of::<PyInt>() {
+            value.extract::<i64>().ok()?.to_string()
+        } else {
+            return None;
+        };
+        pairs.push((key, text));
+    }
+    Some(pairs)
+}
+
 /// Run `command` (not `sweep`) on text keyword arguments; see the module doc. `plan` and
 /// `simulate`, which search and simulate for up to seconds, stop at Ctrl-C ([`interruptible`]);
 /// the other commands take microseconds to milliseconds and run on the calling thread, the GIL
 /// released.
 #[pyfunction]
-fn run(py: Python<'_>, command: &str, pairs: Vec<(String, String)>) -> PyResult<Output> {
-    let call = Call::new(command, pairs)?;
+#[pyo3(signature = (command, pairs, convert=None))]
+fn run(
+    py: Python<'_>,
+    command: &str,
+    pairs: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Output> {
+    let call = Call::new(command, keyword_pairs(pairs, convert)?)?;
     match command {
         "plan" | "simulate" => interruptible(py, |cancel| build(command, &call, cancel)),
         _ => py.allow_threads(|| build(command, &call, &AtomicBool::new(false))),
@@ -777,13 +824,16 @@ const COLUMNS: [&str; 14] = [
 /// The columns that are not `f64` numbers.
 const OTHER_COLUMNS: [&str; 4] = ["batch", "ctx", "largest_op", "fits"];
 
+/// How many columns are `f64` numbers.
+const FLOAT_COLUMNS: usize = COLUMNS.len() - OTHER_COLUMNS.len();
+
 /// The `f64` columns, in point-key order ([`floats_of`]'s).
 fn float_columns() -> impl Iterator<Item = &'static str> {
     COLUMNS.iter().copied().filter(|c| !OTHER_COLUMNS.contains(c))
 }
 
 /// A point's numbers in [`float_columns`] order.
-fn floats_of(p: &SweepPoint) -> [f64; 10] {
+fn floats_of(p: &SweepPoint) -> [f64; FLOAT_COLUMNS] {
     [
         p.step_time_s,
         p.tokens_per_s,
@@ -798,24 +848,38 @@ fn floats_of(p: &SweepPoint) -> [f64; 10] {
     ]
 }
 
-/// A whole sweep, computed in one call and held as columns (one `Vec` per point key, no Python
-/// object per point): handed to Python as `array.array`s and lists ([`SweepColumns::column`]) or
-/// as the bytes NumPy reads in place ([`SweepColumns::buffer`]), each only when asked for.
+/// A whole sweep, computed in one call and held as columns (no Python object per point): handed
+/// to Python as `array.array`s and lists ([`SweepColumns::list`]) or as the bytes NumPy reads in
+/// place ([`SweepColumns::buffer`]), each only when asked for. The columns of one type share one
+/// `Vec` (column `i` of `n` points is `[i·n, (i+1)·n)`), so a sweep of any size makes a handful
+/// of allocations; the head and the batch curve's plan are made the first time they are read.
 #[pyclass(frozen, module = "llm_ledger._native")]
 struct SweepColumns {
-    plan: SweepPlan,
-    /// `batch` and `ctx`.
-    ints: [Vec<u64>; 2],
+    /// The head and the batch curve's plan, apart (boxed: the Python object stays small enough
+    /// for Python's own allocator, under 512 bytes).
+    plan: Box<LazyPlan>,
+    /// Points.
+    n: usize,
+    /// `batch`, then `ctx`.
+    ints: Vec<u64>,
     /// [`float_columns`], in its order.
-    floats: Vec<Vec<f64>>,
-    /// `largest_op`, as indices into `ops`.
-    op_codes: Vec<u8>,
+    floats: Vec<f64>,
+    /// `largest_op` (indices into `ops`), then `fits` (1 where the point fits, else 0).
+    bytes: Vec<u8>,
     /// The operator kinds the sweep's `largest_op` takes, in order of first appearance.
     ops: Vec<OpKind>,
-    /// `fits`: 1 where the point fits, else 0.
-    fits: Vec<u8>,
     /// Every point of a sweep small enough for the batch curve, else none.
     kept: Vec<SweepPoint>,
+}
+
+/// What a sweep's head and batch curve are made of — the base scenario, the axes, the reserve —
+/// and the report's plan made of them when first asked for (boxed: this stays under the 1 KiB
+/// past which each allocation makes glibc's allocator sweep its free lists).
+struct LazyPlan {
+    base: Scenario,
+    axes: SweepAxes,
+    reserve_bytes: f64,
+    made: std::sync::OnceLock<Result<Box<SweepPlan>, Error>>,
 }
 
 /// A column's values as native-endian bytes in a new `bytearray` (one copy; NumPy's
@@ -825,44 +889,51 @@ fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Boun
 }
 
 impl SweepColumns {
-    /// Run `plan`'s sweep into columns (at most `n` points; the CLI's finiteness check on each).
-    fn compute(plan: SweepPlan, n: usize) -> PyResult<SweepColumns> {
+    /// Run `sweep` (`n` points of `base` over `axes`) into columns, with the CLI's finiteness
+    /// check on each point.
+    fn compute(sweep: &Sweep, base: Scenario, axes: SweepAxes, reserve_bytes: f64, n: usize) -> PyResult<SweepColumns> {
         let mut c = SweepColumns {
-            ints: [Vec::with_capacity(n), Vec::with_capacity(n)],
-            floats: float_columns().map(|_| Vec::with_capacity(n)).collect(),
-            op_codes: Vec::with_capacity(n),
+            plan: Box::new(LazyPlan { base, axes, reserve_bytes, made: std::sync::OnceLock::new() }),
+            n,
+            ints: vec![0; 2 * n],
+            floats: vec![0.0; FLOAT_COLUMNS * n],
+            bytes: vec![0; 2 * n],
             ops: Vec::new(),
-            fits: Vec::with_capacity(n),
             kept: Vec::new(),
-            plan,
         };
         let keep = n as u64 <= MAX_PLOT_POINTS;
         let mut bad = None;
-        c.plan.sweep.run(|p| {
+        let mut i = 0;
+        sweep.run(|p| {
             let values = floats_of(p);
             if values.iter().any(|v| !v.is_finite()) {
                 // The report crate's check names the field and the point, as the CLI's would.
-                bad = llm_ledger_report::finite::check(&format!("points[{}]", c.fits.len()), p).err();
+                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
                 return ControlFlow::Break(());
             }
-            c.ints[0].push(p.batch);
-            c.ints[1].push(p.ctx);
-            for (col, v) in c.floats.iter_mut().zip(values) {
-                col.push(v);
+            if i == n {
+                // More points than the grid holds: never (`n` is the grid's size).
+                return ControlFlow::Break(());
+            }
+            c.ints[i] = p.batch;
+            c.ints[n + i] = p.ctx;
+            for (col, v) in values.into_iter().enumerate() {
+                c.floats[col * n + i] = v;
             }
             let code = match c.ops.iter().position(|k| *k == p.largest_op) {
-                Some(i) => i,
+                Some(code) => code,
                 None => {
                     c.ops.push(p.largest_op);
                     c.ops.len() - 1
                 }
             };
             // Fewer operator kinds than 256 (each `OpKind` is one).
-            c.op_codes.push(code as u8);
-            c.fits.push(u8::from(p.fits));
+            c.bytes[i] = code as u8;
+            c.bytes[n + i] = u8::from(p.fits);
             if keep {
                 c.kept.push(*p);
             }
+            i += 1;
             ControlFlow::Continue(())
         });
         match bad {
@@ -871,8 +942,31 @@ impl SweepColumns {
         }
     }
 
+    /// The report's plan of the sweep: its head and its batch curve.
+    fn plan(&self) -> PyResult<&SweepPlan> {
+        let lazy = &self.plan;
+        lazy.made
+            .get_or_init(|| SweepPlan::new(lazy.base.clone(), lazy.axes.clone(), lazy.reserve_bytes).map(Box::new))
+            .as_ref()
+            .map(|plan| &**plan)
+            .map_err(input_error)
+    }
+
+    /// Column `i` of `values`, which holds columns of `n` values one after the other.
+    fn nth<'a, T>(&self, values: &'a [T], i: usize) -> &'a [T] {
+        &values[i * self.n..(i + 1) * self.n]
+    }
+
     fn float_column(&self, name: &str) -> Option<&[f64]> {
-        float_columns().position(|c| c == name).map(|i| self.floats[i].as_slice())
+        float_columns().position(|c| c == name).map(|i| self.nth(&self.floats, i))
+    }
+
+    fn op_codes(&self) -> &[u8] {
+        self.nth(&self.bytes, 0)
+    }
+
+    fn fits(&self) -> &[u8] {
+        self.nth(&self.bytes, 1)
     }
 
     fn unknown(name: &str) -> PyErr {
@@ -883,12 +977,13 @@ impl SweepColumns {
 #[pymethods]
 impl SweepColumns {
     fn __len__(&self) -> usize {
-        self.fits.len()
+        self.n
     }
 
     /// The CLI's sweep JSON without `points`, as Python values.
     fn head<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(pythonize::pythonize(py, &self.plan.head)?)
+        let plan = py.allow_threads(|| self.plan())?;
+        Ok(pythonize::pythonize(py, &plan.head)?)
     }
 
     /// The column names, the CLI's point keys in order.
@@ -907,10 +1002,10 @@ impl SweepColumns {
     /// into `op_names()`).
     fn buffer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<(&'static str, Bound<'py, PyByteArray>)> {
         match name {
-            "batch" => Ok(("Q", byte_array(py, &self.ints[0]))),
-            "ctx" => Ok(("Q", byte_array(py, &self.ints[1]))),
-            "largest_op" => Ok(("B", byte_array(py, &self.op_codes))),
-            "fits" => Ok(("?", byte_array(py, &self.fits))),
+            "batch" => Ok(("Q", byte_array(py, self.nth(&self.ints, 0)))),
+            "ctx" => Ok(("Q", byte_array(py, self.nth(&self.ints, 1)))),
+            "largest_op" => Ok(("B", byte_array(py, self.op_codes()))),
+            "fits" => Ok(("?", byte_array(py, self.fits()))),
             _ => {
                 let col = self.float_column(name).ok_or_else(|| Self::unknown(name))?;
                 Ok(("d", byte_array(py, col)))
@@ -924,24 +1019,24 @@ impl SweepColumns {
         match name {
             "largest_op" => {
                 let names: Vec<Bound<'py, PyString>> = self.ops.iter().map(|k| PyString::new(py, k.name())).collect();
-                PyList::new(py, self.op_codes.iter().map(|c| names[usize::from(*c)].clone()))
+                PyList::new(py, self.op_codes().iter().map(|c| names[usize::from(*c)].clone()))
             }
-            "fits" => PyList::new(py, self.fits.iter().map(|f| *f != 0)),
+            "fits" => PyList::new(py, self.fits().iter().map(|f| *f != 0)),
             _ => Err(Self::unknown(name)),
         }
     }
 
     /// Point `i` as a tuple of Python values in column order.
     fn point<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
-        if i >= self.fits.len() {
+        if i >= self.n {
             return Err(pyo3::exceptions::PyIndexError::new_err(i));
         }
         let value = |name: &str| -> PyResult<Bound<'py, PyAny>> {
             Ok(match name {
-                "batch" => self.ints[0][i].into_pyobject(py)?.into_any(),
-                "ctx" => self.ints[1][i].into_pyobject(py)?.into_any(),
-                "largest_op" => PyString::new(py, self.ops[usize::from(self.op_codes[i])].name()).into_any(),
-                "fits" => PyBool::new(py, self.fits[i] != 0).to_owned().into_any(),
+                "batch" => self.nth(&self.ints, 0)[i].into_pyobject(py)?.into_any(),
+                "ctx" => self.nth(&self.ints, 1)[i].into_pyobject(py)?.into_any(),
+                "largest_op" => PyString::new(py, self.ops[usize::from(self.op_codes()[i])].name()).into_any(),
+                "fits" => PyBool::new(py, self.fits()[i] != 0).to_owned().into_any(),
                 _ => self.float_column(name).ok_or_else(|| Self::unknown(name))?[i].into_pyobject(py)?.into_any(),
             })
         };
@@ -950,15 +1045,16 @@ impl SweepColumns {
 
     /// The batch curve (the CLI's `--plot`) as SVG, for a sweep over one context of at most
     /// [`MAX_PLOT_POINTS`] points; else None.
-    fn svg(&self, py: Python<'_>) -> Option<String> {
-        py.allow_threads(|| match self.plan.batch_curve(&self.kept) {
-            Ok(curve) if !self.kept.is_empty() => curve.svg(PlotSize::default()).ok(),
-            _ => None,
+    fn svg(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        py.allow_threads(|| {
+            Ok(match self.plan()?.batch_curve(&self.kept) {
+                Ok(curve) if !self.kept.is_empty() => curve.svg(PlotSize::default()).ok(),
+                _ => None,
+            })
         })
     }
 }
 
-/// A whole sweep in one call ([`SweepColumns`]).
 /// The scenario, the serving inputs, the checked rate and TTFT bound, and the GPU budget of a
 /// plan under load, checked in the CLI's order.
 fn load_inputs(
@@ -1009,9 +1105,13 @@ fn plan_part(py: Python<'_>, pairs: Vec<(String, String)>, j: usize) -> PyResult
     py.allow_threads(|| load_search(&call)?.assess_json(j).map_err(command_error))
 }
 
+/// A whole sweep in one call ([`SweepColumns`]): its scenario resolved without the axes, the
+/// reserve and the axes checked as the CLI checks them, every point computed here (in parallel
+/// past a few dozen points); the head the CLI prints above the points is made when first read.
 #[pyfunction]
-fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns> {
-    let call = Call::new("sweep", pairs)?;
+#[pyo3(signature = (pairs, convert=None))]
+fn sweep(py: Python<'_>, pairs: &Bound<'_, PyAny>, convert: Option<&Bound<'_, PyAny>>) -> PyResult<SweepColumns> {
+    let call = Call::new("sweep", keyword_pairs(pairs, convert)?)?;
     let ctx_axis = call.scenario.iter().find(|(k, _)| k == "ctx").map(|(_, v)| v.clone());
     // The base scenario is resolved without the axes, as the CLI's is.
     let base = Call { scenario: call.scenario.iter().filter(|(k, _)| k != "ctx").cloned().collect(), ..call };
@@ -1019,8 +1119,11 @@ fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns>
         let sc = base.scenario()?;
         let reserve = base.serving.iter().find(|(k, _)| k == "reserve").map(|(_, v)| v.clone());
         let req = SweepRequest { batch: base.own_text("batch"), ctx: ctx_axis, reserve };
-        let plan = req.plan(sc).map_err(command_error)?;
-        let n = grid_points(&plan.sweep.axes()).map_err(|e| input_error(&e))?;
+        let (axes, reserve_bytes) = req.checked(&sc).map_err(command_error)?;
+        // The checks `SweepPlan::new` makes, without its head (made when first read).
+        let sweep =
+            Sweep::new(sc.clone(), axes.batch.clone(), axes.ctx.clone(), reserve_bytes).map_err(|e| input_error(&e))?;
+        let n = grid_points(&sweep.axes()).map_err(|e| input_error(&e))?;
         if n > MAX_PYTHON_SWEEP_POINTS {
             return Err(input_error(&Error::invalid(
                 "batch",
@@ -1028,7 +1131,7 @@ fn sweep(py: Python<'_>, pairs: Vec<(String, String)>) -> PyResult<SweepColumns>
                 format!("at most {MAX_PYTHON_SWEEP_POINTS} points in one call (`llm-ledger sweep` streams any number)"),
             )));
         }
-        SweepColumns::compute(plan, n as usize)
+        SweepColumns::compute(&sweep, sc, axes, reserve_bytes, n as usize)
     })
 }
 

@@ -296,6 +296,36 @@ def test_python_values_are_the_cli_text():
     assert a.json == b.json and list(a.columns["batch"]) == [1, 3, 5, 7]
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"model": "llama-3-8b", "gpu": "h100-sxm", "batch": 64, "kv": "fp8", "flash": False, "ctx": None},
+        {"batch": 2**63 - 1},
+        {"batch": 2**64, "ctx": -1},
+        {"batch": True, "counting": "seed"},
+        {"batch": "8", "model": "llama\ud800"},
+    ],
+)
+def test_plain_values_read_in_rust_are_the_python_text(kwargs):
+    # `str`, `bool`, `int` and None are read in Rust; the same call with the Python side's text
+    # pairs gives the same report or the same error.
+    def outcome(run):
+        try:
+            return run().json()
+        except Exception as e:  # noqa: BLE001 - the error is the outcome compared
+            return type(e), str(e), getattr(e, "field", None)
+
+    in_rust = outcome(lambda: ll._native.run("ledger", kwargs, ll._call))
+    assert in_rust == outcome(lambda: ll._native.run("ledger", ll._call(kwargs)))
+
+
+def test_a_sweep_reads_plain_values_in_rust_as_the_python_text():
+    def sweep(*args):
+        return ll.Sweep(ll._native.sweep(*args)).json
+
+    assert sweep({"batch": 8, "flash": True, "ctx": None}, ll._call) == sweep([("batch", "8"), ("flash", "on")])
+
+
 def test_an_endless_iterable_is_refused_naming_the_keyword():
     import itertools
 

@@ -305,6 +305,11 @@ impl ModelSpec {
         self.groups.iter().map(|g| (&self.layers[g.first], g.count))
     }
 
+    /// [`ModelSpec::layer_groups`] as (index of the group's first layer, count).
+    pub fn layer_group_indices(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.groups.iter().map(|g| (g.first, g.count))
+    }
+
     /// Number of decoder layers.
     pub fn num_layers(&self) -> u64 {
         self.layers.len() as u64

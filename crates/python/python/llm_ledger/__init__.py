@@ -127,11 +127,17 @@ def _call(kwargs):
     for key, value in kwargs.items():
         if value is None:
             continue
-        try:
-            key.encode("utf-8")
-        except UnicodeEncodeError:
-            raise TypeError(f"got an unexpected keyword argument {key!r}") from None
-        pairs.append((key, _unicode(key, _text(key, value))))
+        # ASCII text (`str.isascii()` reads a flag) is valid Unicode: only other text is checked.
+        if not key.isascii():
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TypeError(f"got an unexpected keyword argument {key!r}") from None
+        kind = type(value)
+        text = value if kind is str else str(value) if kind is int else _text(key, value)
+        if not text.isascii():
+            text = _unicode(key, text)
+        pairs.append((key, text))
     return pairs
 
 
@@ -403,7 +409,7 @@ def _cell(v):
 
 
 def _run(command, kwargs, cls=None):
-    return (cls or Report)(command, _native.run(command, _call(kwargs)))
+    return (cls or Report)(command, _native.run(command, kwargs, _call))
 
 
 def ledger(**kwargs):
@@ -551,7 +557,7 @@ def sweep(**kwargs):
     """A batch × context grid in one call (``batch`` and ``ctx``: numbers, lists, ``range``s or
     the CLI's axis text ``"1..256*2"``), computed in Rust in parallel and returned as columns
     (``llm-ledger sweep``)."""
-    return Sweep(_native.sweep(_call(kwargs)))
+    return Sweep(_native.sweep(kwargs, _call))
 
 
 def models():
