@@ -189,7 +189,12 @@ pub fn inputs() -> &'static [Input] {
             "a CSV file: arrival_s,prompt_tokens,output_tokens per line",
             "arrivals and lengths of a trace",
         ),
-        Input::text("requests", Some("1000"), "a positive integer", "requests to simulate"),
+        Input::text(
+            "requests",
+            Some("1000"),
+            "a positive integer (with a trace: at most its rows)",
+            "requests to simulate (with a trace: its first N rows)",
+        ),
         Input::text("seed", Some("0"), "an integer", "seed of the arrival and length draws"),
         Input::text(
             "prompt",
@@ -341,8 +346,23 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
             };
             let file = |error: anyhow::Error| CommandError::File { field: "trace", error };
             let text = read(Path::new(path), "trace").map_err(file)?;
-            let trace = parse_trace_csv(&text)
+            let mut trace = parse_trace_csv(&text)
                 .map_err(|e| file(anyhow::Error::new(e).context(format!("in trace `{path}`"))))?;
+            // `requests` replays the trace's first rows, as a benchmark replays a dataset's first N.
+            if let Some(n) = args.requests.as_deref().map(|s| parse_u64("requests", s)).transpose()? {
+                if n > trace.len() as u64 {
+                    return Err(Error::invalid(
+                        "requests",
+                        n,
+                        format!(
+                            "at most the trace's {} requests (`{path}`): the first N rows are replayed",
+                            trace.len()
+                        ),
+                    )
+                    .into());
+                }
+                trace.truncate(n as usize);
+            }
             Arrivals::Trace(trace.into())
         }
         (other, _) => {
@@ -365,7 +385,6 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
     unused("concurrency", args.concurrency.is_some() && kind != "closed", "closed")?;
     unused("trace", args.trace.is_some() && kind != "trace", "trace")?;
     unused("rate", args.rate.is_some() && matches!(kind, "closed" | "trace"), "poisson or gamma")?;
-    unused("requests", args.requests.is_some() && kind == "trace", "poisson, gamma or closed (a trace has its own)")?;
     let serving = ServingRequest { reserve: args.reserve.clone(), ..Default::default() }.resolve(sc)?;
     let max_batched_tokens = u("max_batched_tokens", &args.max_batched_tokens, d.max_batched_tokens)?;
     let ms = |field: &str, v: &Option<String>| -> Result<Option<f64>> {

@@ -669,7 +669,7 @@ pub struct SimulateArgs {
     /// Trace CSV: arrival_s,prompt_tokens,output_tokens per line, sorted by time.
     #[arg(long, value_name = "FILE", help_heading = "Arrivals")]
     pub trace: Option<String>,
-    /// Requests to simulate (default 1000).
+    /// Requests to simulate (default 1000); with --trace, its first N rows (at most all of them).
     #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
     pub requests: Option<String>,
     /// Seed of the arrival and length draws (default 0).

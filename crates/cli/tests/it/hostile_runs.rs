@@ -103,10 +103,13 @@ fn latencies_stay_exact_at_extreme_time_scales_and_print_compactly() {
     let trace = temp_file("trace-1e300.csv", b"arrival_s,prompt_tokens,output_tokens\n0,512,32\n1e300,512,32\n");
     let v = json(&["simulate", "--trace", &trace, "-f", "json"]);
     assert!(close(v["summary"]["ttft_s"]["max"].as_f64().unwrap(), ttft, 1e-9), "{v}");
-    // The title counts the trace's own requests, and --requests is refused with a trace.
+    // The title counts the trace's own requests; --requests replays its first rows, at most all of them.
     let table = ok(&["simulate", "--trace", &trace]);
     assert!(table.lines().next().unwrap().contains("· 2 requests of prompt from the trace"), "{table}");
-    assert!(fails(&["simulate", "--trace", &trace, "--requests", "5"]).contains("invalid `--requests`: given"));
+    let e = fails(&["simulate", "--trace", &trace, "--requests", "5"]);
+    assert!(e.contains("invalid `--requests`: 5") && e.contains("at most the trace's 2 requests"), "{e}");
+    let first = json(&["simulate", "--trace", &trace, "--requests", "1", "--format", "json"]);
+    assert_eq!(first["summary"]["completed"], 1, "{first}");
     // Extreme rates print as numbers with exponents, never hundreds of digits.
     for args in [&["--rate", "1e-300", "--requests", "3"][..], &["--trace", &trace]] {
         let mut all = vec!["simulate"];
