@@ -1,0 +1,73 @@
+//! Answers requests in process through the explorer's router, one after another, and prints the
+//! time per answer and its size: a harness for profilers (not part of the test suite).
+//!
+//! ```sh
+//! cargo run --profile profiling -p llm-ledger-web --example render -- [--encoding VALUE] [-n N] URI…
+//! # instructions per answer, counting only the measured answers:
+//! valgrind --tool=callgrind --toggle-collect='render::measure' \
+//!     target/profiling/examples/render -n 50 '/ledger?batch=64'
+//! ```
+//!
+//! Each URI is asked for N times (default 200) after one answer that is not measured, cycling
+//! through the URIs; `--encoding` sends that `Accept-Encoding` (then the time includes
+//! compression).
+
+use axum::body::Body;
+use axum::http::Request;
+use axum::Router;
+use http_body_util::BodyExt;
+use std::sync::Arc;
+use std::time::Instant;
+use tower::ServiceExt;
+
+async fn answer(router: &Router, uri: &str, encoding: Option<&str>) -> usize {
+    let mut req = Request::get(uri);
+    if let Some(e) = encoding {
+        req = req.header("accept-encoding", e);
+    }
+    let res = router.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    assert!(res.status().is_success() || res.status() == 400, "{uri}: {}", res.status());
+    res.into_body().collect().await.unwrap().to_bytes().len()
+}
+
+/// The measured answers (the only ones a profiler told to toggle on this function counts).
+#[inline(never)]
+fn measure(rt: &tokio::runtime::Runtime, router: &Router, uris: &[String], n: usize, encoding: Option<&str>) -> usize {
+    rt.block_on(async {
+        let mut bytes = 0;
+        for i in 0..n * uris.len() {
+            bytes += answer(router, &uris[i % uris.len()], encoding).await;
+        }
+        bytes
+    })
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut n, mut encoding, mut uris) = (200usize, None, Vec::new());
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-n" => n = args.next().and_then(|v| v.parse().ok()).expect("-n N"),
+            "--encoding" => encoding = Some(args.next().expect("--encoding VALUE")),
+            _ => uris.push(a),
+        }
+    }
+    if uris.is_empty() {
+        uris.push("/ledger".into());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let router = llm_ledger_web::app(Arc::new(llm_ledger_web::AppState::builtin()));
+    rt.block_on(async {
+        for uri in &uris {
+            answer(&router, uri, encoding.as_deref()).await;
+        }
+    });
+    let start = Instant::now();
+    let bytes = measure(&rt, &router, &uris, n, encoding.as_deref());
+    let count = n * uris.len();
+    println!(
+        "{count} answers, {:.1} µs and {:.1} kB each",
+        start.elapsed().as_secs_f64() * 1e6 / count as f64,
+        bytes as f64 / count as f64 / 1e3
+    );
+}
