@@ -24,6 +24,8 @@
 //! - `--encoding VALUE`: send `Accept-Encoding: VALUE` (a browser sends `gzip, deflate, br,
 //!   zstd`); by default none, so answers come back uncompressed.
 //! - `--warmup SECONDS`: requests in the first SECONDS are sent but not counted (default 1).
+//! - `--heavy-workers N`: the in-process server's heavy-work pool has N threads (default: one
+//!   per core).
 //!
 //! It prints the load average before and after, and for an in-process server the CPU time the
 //! whole process (client and server) spent per counted request.
@@ -62,6 +64,7 @@ struct Options {
     only: Option<String>,
     vary: Option<bool>,
     heavy: usize,
+    heavy_workers: Option<usize>,
     encoding: Option<String>,
 }
 
@@ -74,11 +77,12 @@ fn options() -> Options {
         only: None,
         vary: None,
         heavy: 0,
+        heavy_workers: None,
         encoding: None,
     };
     let mut positional = 0;
     let mut args = std::env::args().skip(1);
-    let usage = "usage: loadtest [CONNECTIONS] [SECONDS] [URL] [--only PATH] [--vary|--fixed] [--heavy N] [--encoding VALUE] [--warmup SECONDS]";
+    let usage = "usage: loadtest [CONNECTIONS] [SECONDS] [URL] [--only PATH] [--vary|--fixed] [--heavy N] [--encoding VALUE] [--warmup SECONDS] [--heavy-workers N]";
     let value = |args: &mut dyn Iterator<Item = String>, flag: &str| {
         args.next().unwrap_or_else(|| panic!("{flag} needs a value\n{usage}"))
     };
@@ -90,6 +94,9 @@ fn options() -> Options {
             "--heavy" => o.heavy = value(&mut args, "--heavy").parse().expect("--heavy N"),
             "--encoding" => o.encoding = Some(value(&mut args, "--encoding")),
             "--warmup" => o.warmup = value(&mut args, "--warmup").parse().expect("--warmup SECONDS"),
+            "--heavy-workers" => {
+                o.heavy_workers = Some(value(&mut args, "--heavy-workers").parse().expect("--heavy-workers N"))
+            }
             "-h" | "--help" => {
                 println!("{usage}");
                 std::process::exit(0);
@@ -226,13 +233,16 @@ async fn main() {
         None => {
             // The server on its own runtime and threads, as `llm-ledger serve` runs it.
             let (tx, rx) = std::sync::mpsc::channel();
+            let mut state = llm_ledger_web::AppState::builtin();
+            if let Some(n) = o.heavy_workers {
+                state.limits.heavy_workers = n;
+            }
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("server runtime");
                 rt.block_on(async move {
                     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
                     tx.send(listener.local_addr().unwrap().to_string()).unwrap();
-                    let state = Arc::new(llm_ledger_web::AppState::builtin());
-                    llm_ledger_web::serve_listener(listener, state, std::future::pending()).await
+                    llm_ledger_web::serve_listener(listener, Arc::new(state), std::future::pending()).await
                 })
             });
             rx.recv().expect("server address")
@@ -256,7 +266,11 @@ async fn main() {
         if o.heavy > 0 { format!(" + {} heavy", o.heavy) } else { String::new() },
         o.seconds,
         o.warmup,
-        if in_process { " (in process)" } else { "" }
+        match (in_process, o.heavy_workers) {
+            (false, _) => String::new(),
+            (true, None) => " (in process)".into(),
+            (true, Some(n)) => format!(" (in process, {n} heavy workers)"),
+        }
     );
     println!(
         "paths: {}{}; Accept-Encoding: {}",

@@ -62,8 +62,8 @@ pub struct Limits {
     /// with a request, it waits for one to finish.
     pub max_connections: usize,
     /// Requests whose work grows with their parameters (sweeps, MoE, tiling, zoom, cost) run on
-    /// at most this many threads at once, off the threads that accept and answer requests
-    /// (default: the number of CPU cores).
+    /// at most this many threads at once, off the threads that accept and answer requests and
+    /// (on Linux) at a lower scheduling priority than those (default: the number of CPU cores).
     pub heavy_workers: usize,
     /// Every request is answered within this time (default 10 s): work still running at the
     /// deadline is answered 503 with a one-line message.
