@@ -2,7 +2,7 @@
 //! time per answer and its size: a harness for profilers (not part of the test suite).
 //!
 //! ```sh
-//! cargo run --profile profiling -p llm-ledger-web --example render -- [--encoding VALUE] [-n N] URI…
+//! cargo run --profile profiling -p llm-ledger-web --example render -- [--encoding VALUE] [-n N] [--print] URI…
 //! # instructions per answer, counting only the measured answers:
 //! valgrind --tool=callgrind --toggle-collect='render::measure' \
 //!     target/profiling/examples/render -n 50 '/ledger?batch=64'
@@ -10,7 +10,8 @@
 //!
 //! Each URI is asked for N times (default 200) after one answer that is not measured, cycling
 //! through the URIs; `--encoding` sends that `Accept-Encoding` (then the time includes
-//! compression).
+//! compression). `--print` writes the answer to the first URI to stdout instead, and measures
+//! nothing.
 
 use axum::body::Body;
 use axum::http::Request;
@@ -20,14 +21,14 @@ use std::sync::Arc;
 use std::time::Instant;
 use tower::ServiceExt;
 
-async fn answer(router: &Router, uri: &str, encoding: Option<&str>) -> usize {
+async fn answer(router: &Router, uri: &str, encoding: Option<&str>) -> axum::body::Bytes {
     let mut req = Request::get(uri);
     if let Some(e) = encoding {
         req = req.header("accept-encoding", e);
     }
     let res = router.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
-    assert!(res.status().is_success() || res.status() == 400, "{uri}: {}", res.status());
-    res.into_body().collect().await.unwrap().to_bytes().len()
+    assert!(res.status().is_success() || res.status().is_client_error(), "{uri}: {}", res.status());
+    res.into_body().collect().await.unwrap().to_bytes()
 }
 
 /// The measured answers (the only ones a profiler told to toggle on this function counts).
@@ -36,7 +37,7 @@ fn measure(rt: &tokio::runtime::Runtime, router: &Router, uris: &[String], n: us
     rt.block_on(async {
         let mut bytes = 0;
         for i in 0..n * uris.len() {
-            bytes += answer(router, &uris[i % uris.len()], encoding).await;
+            bytes += answer(router, &uris[i % uris.len()], encoding).await.len();
         }
         bytes
     })
@@ -44,9 +45,10 @@ fn measure(rt: &tokio::runtime::Runtime, router: &Router, uris: &[String], n: us
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut n, mut encoding, mut uris) = (200usize, None, Vec::new());
+    let (mut n, mut encoding, mut uris, mut print) = (200usize, None, Vec::new(), false);
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--print" => print = true,
             "-n" => n = args.next().and_then(|v| v.parse().ok()).expect("-n N"),
             "--encoding" => encoding = Some(args.next().expect("--encoding VALUE")),
             _ => uris.push(a),
@@ -57,6 +59,11 @@ fn main() {
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let router = llm_ledger_web::app(Arc::new(llm_ledger_web::AppState::builtin()));
+    if print {
+        let body = rt.block_on(answer(&router, &uris[0], encoding.as_deref()));
+        std::io::Write::write_all(&mut std::io::stdout(), &body).unwrap();
+        return;
+    }
     rt.block_on(async {
         for uri in &uris {
             answer(&router, uri, encoding.as_deref()).await;
