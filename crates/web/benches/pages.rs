@@ -37,7 +37,10 @@ const PAGES: &[&str] = &[
 
 fn pages(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let router = app(Arc::new(AppState::builtin()));
+    // Every answer made, none from the cache of recent answers.
+    let mut state = AppState::builtin();
+    state.limits.response_cache_bytes = 0;
+    let router = app(Arc::new(state));
     let mut group = c.benchmark_group("page");
     for uri in PAGES {
         group.bench_function(*uri, |b| {

@@ -2,16 +2,17 @@
 //! time per answer and its size: a harness for profilers (not part of the test suite).
 //!
 //! ```sh
-//! cargo run --profile profiling -p llm-ledger-web --example render -- [--encoding VALUE] [-n N] [--print] URI…
+//! cargo run --profile profiling -p llm-ledger-web --example render -- [--encoding VALUE] [-n N] [--cache] [--print] URI…
 //! # instructions per answer, counting only the measured answers:
 //! valgrind --tool=callgrind --toggle-collect='render::measure' \
 //!     target/profiling/examples/render -n 50 '/ledger?batch=64'
 //! ```
 //!
-//! Each URI is asked for N times (default 200) after one answer that is not measured, cycling
-//! through the URIs; `--encoding` sends that `Accept-Encoding` (then the time includes
-//! compression). `--print` writes the answer to the first URI to stdout instead, and measures
-//! nothing.
+//! Each URI is asked for N times (default 200), cycling through the URIs, after one answer to
+//! the first that is not measured; `--encoding` sends that `Accept-Encoding` (then the time includes
+//! compression). The explorer's cache of recent answers is off, so every answer is made, unless
+//! `--cache` keeps it on. `--print` writes the answer to the first URI to stdout instead, and
+//! measures nothing.
 
 use axum::body::Body;
 use axum::http::Request;
@@ -45,10 +46,11 @@ fn measure(rt: &tokio::runtime::Runtime, router: &Router, uris: &[String], n: us
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut n, mut encoding, mut uris, mut print) = (200usize, None, Vec::new(), false);
+    let (mut n, mut encoding, mut uris, mut print, mut cache) = (200usize, None, Vec::new(), false, false);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--print" => print = true,
+            "--cache" => cache = true,
             "-n" => n = args.next().and_then(|v| v.parse().ok()).expect("-n N"),
             "--encoding" => encoding = Some(args.next().expect("--encoding VALUE")),
             _ => uris.push(a),
@@ -58,17 +60,18 @@ fn main() {
         uris.push("/ledger".into());
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let router = llm_ledger_web::app(Arc::new(llm_ledger_web::AppState::builtin()));
+    let mut state = llm_ledger_web::AppState::builtin();
+    if !cache {
+        state.limits.response_cache_bytes = 0;
+    }
+    let router = llm_ledger_web::app(Arc::new(state));
     if print {
         let body = rt.block_on(answer(&router, &uris[0], encoding.as_deref()));
         std::io::Write::write_all(&mut std::io::stdout(), &body).unwrap();
         return;
     }
-    rt.block_on(async {
-        for uri in &uris {
-            answer(&router, uri, encoding.as_deref()).await;
-        }
-    });
+    // One answer first, not measured (lazily built tables, the allocator's first pages).
+    rt.block_on(answer(&router, &uris[0], encoding.as_deref()));
     let start = Instant::now();
     let bytes = measure(&rt, &router, &uris, n, encoding.as_deref());
     let count = n * uris.len();

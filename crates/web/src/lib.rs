@@ -25,6 +25,7 @@
 
 mod api;
 mod assets;
+mod cache;
 mod error;
 mod fit;
 mod form;
@@ -76,6 +77,10 @@ pub struct Limits {
     /// more is answered 503 at once and its connection closed, so stalled uploads hold at most
     /// this many connections.
     pub upload_slots: usize,
+    /// Bytes of recent answers kept to answer the same request again (default 16 MiB; 0 keeps
+    /// none): an answer is a function of its URI and `Accept-Encoding`, so a page asked for
+    /// again (the back button, a slider dragged back) is sent without being made again.
+    pub response_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -88,6 +93,7 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(5),
             upload_slots: 16,
+            response_cache_bytes: 16 << 20,
         }
     }
 }
