@@ -2,6 +2,9 @@
 //! router in process — query parsing, the core's numbers, the report, the HTML with its plots and
 //! the Powers of ten picture — as a live update of the explorer fetches it.
 //!
+//! The `encoded` group asks for a few of them gzip- and brotli-encoded, as a browser does:
+//! rendering and compression together.
+//!
 //! `cargo bench -p llm-ledger-web --bench pages`
 
 use axum::body::Body;
@@ -21,6 +24,7 @@ const PAGES: &[&str] = &[
     "/powers-of-ten?at=layer.0",
     "/powers-of-ten?at=layer.0.mlp.up.tiles",
     "/powers-of-ten?batch=64&expand=1",
+    "/ledger",
     "/ledger?batch=64",
     "/batching",
     "/kv-cache?batch=64",
@@ -33,7 +37,10 @@ const PAGES: &[&str] = &[
 
 fn pages(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let router = app(Arc::new(AppState::builtin()));
+    // Every answer made, none from the cache of recent answers.
+    let mut state = AppState::builtin();
+    state.limits.response_cache_bytes = 0;
+    let router = app(Arc::new(state));
     let mut group = c.benchmark_group("page");
     for uri in PAGES {
         group.bench_function(*uri, |b| {
@@ -43,6 +50,22 @@ fn pages(c: &mut Criterion) {
                 res.into_body().collect().await.unwrap().to_bytes().len()
             })
         });
+    }
+    group.finish();
+    // The same pages as a browser fetches them (`Accept-Encoding`): rendering and compression.
+    let mut group = c.benchmark_group("encoded");
+    for encoding in ["gzip", "br"] {
+        for uri in ["/", "/ledger", "/api/ledger?batch=8&model=mixtral-8x7b"] {
+            group.bench_function(format!("{uri} {encoding}"), |b| {
+                b.to_async(&rt).iter(|| async {
+                    let req = Request::get(uri).header("accept-encoding", encoding).body(Body::empty()).unwrap();
+                    let res = router.clone().oneshot(req).await.unwrap();
+                    assert!(res.status().is_success(), "{uri}: {}", res.status());
+                    assert_eq!(res.headers()["content-encoding"], encoding);
+                    res.into_body().collect().await.unwrap().to_bytes().len()
+                })
+            });
+        }
     }
     group.finish();
 }

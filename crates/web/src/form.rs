@@ -243,6 +243,10 @@ fn forget_upload(page: &PageInfo, q: &PageQuery) -> String {
     without.href_page(&page.path(), &[("model", model)], &[])
 }
 
+/// A choice of a select or a toggle: its value, its label, and what follows the label after a
+/// dash (a preset's or a GPU's full name).
+type Choice<'a> = (&'a str, &'a str, Option<&'a str>);
+
 fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>, unused: bool) -> Markup {
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
@@ -254,22 +258,23 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
         (false, false) => input_of(c.name).help.to_string(),
     };
     let class = if unused { "field unused" } else { "field" };
-    let (options, default): (Vec<(String, String)>, String) = match &c.choices {
+    // Borrowed from the catalogue and the input tables.
+    let (options, default): (Vec<Choice>, &str) = match &c.choices {
         Choices::Models => (
-            catalog.presets().iter().map(|p| (p.name.clone(), format!("{} — {}", p.name, p.display))).collect(),
-            default_of(c, q).into(),
+            catalog.presets().iter().map(|p| (p.name.as_str(), p.name.as_str(), Some(p.display.as_str()))).collect(),
+            default_of(c, q),
         ),
         Choices::Gpus => (
-            catalog.gpus().iter().map(|g| (g.name.clone(), format!("{} — {}", g.name, g.display))).collect(),
-            default_of(c, q).into(),
+            catalog.gpus().iter().map(|g| (g.name.as_str(), g.name.as_str(), Some(g.display.as_str()))).collect(),
+            default_of(c, q),
         ),
         Choices::Listed | Choices::Toggle => {
-            (listed(c.name).iter().map(|v| (v.to_string(), v.to_string())).collect(), default_of(c, q).into())
+            (listed(c.name).iter().map(|v| (*v, *v, None)).collect(), default_of(c, q))
         }
         Choices::Weights => {
-            let mut o = vec![(String::new(), "checkpoint's own (bf16 unless quantised)".to_string())];
-            o.extend(PRECISION_NAMES.iter().map(|v| (v.to_string(), v.to_string())));
-            (o, String::new())
+            let mut o = vec![("", "checkpoint's own (bf16 unless quantised)", None)];
+            o.extend(PRECISION_NAMES.iter().map(|v| (*v, *v, None)));
+            (o, "")
         }
         Choices::Text | Choices::Example(_) => {
             let placeholder = match c.choices {
@@ -287,15 +292,15 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
             };
         }
     };
-    let selected = selected_value(c, catalog, raw, &options, &default);
-    let known = options.iter().any(|(v, _)| *v == selected);
+    let selected = selected_value(c, catalog, raw, &options, default);
+    let known = options.iter().any(|(v, _, _)| *v == selected);
     if matches!(c.choices, Choices::Toggle) && known {
         // A pair of radio buttons: one click, and a plain form still sends the value.
         return html! {
             div class=(class) {
                 label for={ (id) "-" (selected) } { (c.label) }
                 div.toggle #(id) role="radiogroup" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
-                    @for (value, text) in &options {
+                    @for (value, text, _) in &options {
                         label.toggle-option {
                             input #{ (id) "-" (value) } type="radio" name=(c.name) value=(value) checked[*value == selected] data-default=(default);
                             span { (text) }
@@ -313,8 +318,8 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                 @if !known {
                     option value=(selected) selected { (selected) " (not recognised)" }
                 }
-                @for (value, label) in &options {
-                    option value=(value) selected[*value == selected] { (label) }
+                @for (value, label, more) in &options {
+                    option value=(value) selected[*value == selected] { (label) @if let Some(m) = more { " — " (m) } }
                 }
             }
             small #{ (id) "-help" } { (help) }
@@ -324,16 +329,10 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
 
 /// The option a raw value selects: itself, its case-insensitive match, or the canonical name of a
 /// catalogue alias (`H100` → `h100-sxm`).
-fn selected_value(
-    c: &Control,
-    catalog: &Catalog,
-    raw: Option<&str>,
-    options: &[(String, String)],
-    default: &str,
-) -> String {
+fn selected_value(c: &Control, catalog: &Catalog, raw: Option<&str>, options: &[Choice], default: &str) -> String {
     let Some(raw) = raw.map(str::trim) else { return default.to_string() };
-    if let Some((v, _)) = options.iter().find(|(v, _)| v.eq_ignore_ascii_case(raw)) {
-        return v.clone();
+    if let Some((v, _, _)) = options.iter().find(|(v, _, _)| v.eq_ignore_ascii_case(raw)) {
+        return v.to_string();
     }
     let canonical = match c.choices {
         Choices::Models => catalog.preset(raw).ok().map(|p| p.name.clone()),

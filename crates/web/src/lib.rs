@@ -25,6 +25,7 @@
 
 mod api;
 mod assets;
+mod cache;
 mod error;
 mod fit;
 mod form;
@@ -62,8 +63,8 @@ pub struct Limits {
     /// with a request, it waits for one to finish.
     pub max_connections: usize,
     /// Requests whose work grows with their parameters (sweeps, MoE, tiling, zoom, cost) run on
-    /// at most this many threads at once, off the threads that accept and answer requests
-    /// (default: the number of CPU cores).
+    /// at most this many threads at once, off the threads that accept and answer requests and
+    /// (on Linux) at a lower scheduling priority than those (default: the number of CPU cores).
     pub heavy_workers: usize,
     /// Every request is answered within this time (default 10 s): work still running at the
     /// deadline is answered 503 with a one-line message.
@@ -76,6 +77,10 @@ pub struct Limits {
     /// more is answered 503 at once and its connection closed, so stalled uploads hold at most
     /// this many connections.
     pub upload_slots: usize,
+    /// Bytes of recent answers kept to answer the same request again (default 16 MiB; 0 keeps
+    /// none): an answer is a function of its URI and `Accept-Encoding`, so a page asked for
+    /// again (the back button, a slider dragged back) is sent without being made again.
+    pub response_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -88,6 +93,7 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(5),
             upload_slots: 16,
+            response_cache_bytes: 16 << 20,
         }
     }
 }

@@ -220,12 +220,34 @@ impl PageQuery {
 
     /// A link to `path` carrying the state and some of the target's own keys (`format=csv`).
     pub fn href_with(&self, path: &str, page_keys: &[(&str, &str)]) -> String {
+        self.hrefs_to(path).with(page_keys)
+    }
+
+    /// Links to `path` carrying the state, for many links that differ only in the target's own
+    /// keys: the state is written once ([`Hrefs::with`] is [`PageQuery::href_with`]).
+    pub fn hrefs_to(&self, path: &str) -> Hrefs {
         let state = self.state_query(&[]);
+        Hrefs { has_query: !state.is_empty(), base: format!("{path}{state}") }
+    }
+}
+
+/// Links to one path with the state of a query ([`PageQuery::hrefs_to`]).
+#[derive(Debug, Clone)]
+pub struct Hrefs {
+    /// The path and the state's query string.
+    base: String,
+    /// The state is not empty (the base has a `?`).
+    has_query: bool,
+}
+
+impl Hrefs {
+    /// The link with some of the target's own keys (`at=layer.0`).
+    pub fn with(&self, page_keys: &[(&str, &str)]) -> String {
         let extra = serde_urlencoded::to_string(page_keys).unwrap_or_default();
-        match (state.is_empty(), extra.is_empty()) {
-            (_, true) => format!("{path}{state}"),
-            (true, false) => format!("{path}?{extra}"),
-            (false, false) => format!("{path}{state}&{extra}"),
+        match (self.has_query, extra.is_empty()) {
+            (_, true) => self.base.clone(),
+            (false, false) => format!("{}?{extra}", self.base),
+            (true, false) => format!("{}&{extra}", self.base),
         }
     }
 }

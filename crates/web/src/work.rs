@@ -2,9 +2,12 @@
 //!
 //! The threads that accept connections and answer requests never run a computation whose cost
 //! grows with the request's parameters: those pages and endpoints ([`PageInfo::heavy`],
-//! the API's sweeps, MoE, tiling, zoom, cost and latency) run on a blocking thread once one of
-//! [`Limits::heavy_workers`] slots is free, so a trivial page answers in milliseconds while heavy
-//! ones run. Each request has a deadline ([`Limits::request_timeout`]); work still running (or
+//! the API's sweeps, MoE, tiling, zoom, cost and latency) run on a thread of their own once one
+//! of [`Limits::heavy_workers`] slots is free, so a trivial page answers in milliseconds while
+//! heavy ones run. On Linux those threads run at a lower scheduling priority
+//! ([`HEAVY_NICENESS`]): with every core busy with heavy work, the scheduler still runs the
+//! threads that answer the other requests first, so cheap pages do not wait for CPU behind heavy
+//! ones. Each request has a deadline ([`Limits::request_timeout`]); work still running (or
 //! still waiting for a slot) then is answered 503 with a one-line message. At the deadline, or
 //! when the client goes away, the work's cancellation flag is set: work that checks it (the
 //! simulator, every 1,024 steps) stops and frees its slot at once; the rest is kept to a fraction
@@ -69,10 +72,11 @@ impl Drop for CancelOnDrop {
 }
 
 impl Work {
-    /// Run `f` on a blocking thread once a pool slot is free: its result, or at the deadline a
-    /// 503. `f` gets the request's cancellation flag, set at the deadline or when the client
-    /// goes away: work that checks it stops and frees its slot; other work finishes in the
-    /// background, holding its slot. A request from another site's page is refused (403).
+    /// Run `f` on a thread of its own at a lower scheduling priority ([`HEAVY_NICENESS`]) once
+    /// a pool slot is free: its result, or at the deadline a 503. `f` gets the request's
+    /// cancellation flag, set at the deadline or when the client goes away: work that checks it
+    /// stops and frees its slot; other work finishes in the background, holding its slot. A
+    /// request from another site's page is refused (403).
     pub(crate) async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&AtomicBool) -> T + Send + 'static,
@@ -84,15 +88,19 @@ impl Work {
         let _cancel_on_drop = CancelOnDrop(cancel.clone());
         let job = async {
             let permit = self.pool.clone().acquire_owned().await.map_err(|_| too_slow(self.timeout))?;
-            let joined = tokio::task::spawn_blocking(move || {
-                let _slot = permit;
-                f(&cancel)
-            })
-            .await;
-            match joined {
-                Ok(v) => Ok(v),
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("llm-ledger-heavy".into())
+                .spawn(move || {
+                    let _slot = permit;
+                    lower_priority();
+                    let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&cancel))));
+                })
+                .map_err(|e| cannot_start(&e))?;
+            match rx.await {
+                Ok(Ok(v)) => Ok(v),
                 // A panic is a bug: let the panic guard answer it as one.
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
                 Err(_) => Err(too_slow(self.timeout)),
             }
         };
@@ -185,6 +193,29 @@ fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
         cur = err.source();
     }
     false
+}
+
+/// Niceness of the heavy-work threads (Linux): the scheduler gives a thread at niceness 10 about
+/// a tenth of the CPU time of one at 0 when both want it, so the threads that accept connections
+/// and answer the other requests run first, and the heavy work takes what is left.
+pub(crate) const HEAVY_NICENESS: i32 = 10;
+
+/// Lower the calling thread's scheduling priority to [`HEAVY_NICENESS`]. On Linux a thread has
+/// a niceness of its own, and `setpriority` on its thread id changes that thread alone; a thread
+/// cannot raise it back without privilege, so each piece of heavy work runs on a thread of its
+/// own that ends with it. Elsewhere `setpriority` would change the whole process: nothing is done.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // Failing leaves the thread at the process's priority: the work is still done.
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), HEAVY_NICENESS);
+    }
+}
+
+/// The error of work that could not be given a thread (503).
+fn cannot_start(e: &std::io::Error) -> AppError {
+    AppError::bad_request(format!("cannot start the work on a thread of its own: {e}; try again in a moment"), None)
+        .with_status(StatusCode::SERVICE_UNAVAILABLE)
 }
 
 /// The error of heavy work asked for by another site's page (403).

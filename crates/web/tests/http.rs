@@ -311,10 +311,10 @@ async fn pages_assets_and_downloads_are_compressed_for_clients_that_accept_it() 
             }
             .unwrap_or_else(|e| panic!("{uri} {encoding}: {e}"));
             assert_eq!(text, plain.body, "{uri} {encoding}");
-            // A page of tables and inline SVG compresses several-fold.
+            // A page of tables and inline SVG compresses several-fold, even at the fastest level.
             if plain.body.len() > 50_000 {
                 assert!(
-                    bytes.len() * 5 < plain.body.len(),
+                    bytes.len() * 4 < plain.body.len(),
                     "{uri} {encoding}: {} of {}",
                     bytes.len(),
                     plain.body.len()

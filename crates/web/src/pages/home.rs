@@ -12,7 +12,8 @@ use maud::{html, Markup};
 pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let r = ctx.resolve()?;
     let sc = &r.scenario;
-    let report = ctx.query.checked(LedgerReport::new(sc, &Ledger::build(sc)))?;
+    let ledger = Ledger::build(sc);
+    let report = ctx.query.checked(LedgerReport::new(sc, &ledger))?;
     let q = ctx.query;
     let m = &sc.model;
     let g = &sc.gpu;
@@ -65,7 +66,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 a href=(q.href("/gpus", &[])) { "all GPUs →" }
             }
         }
-        (experiments(q, &r.catalog, "/ledger", &report))
+        (experiments(q, &r.catalog, "/ledger", &ledger, &report))
         section.directory aria-label="pages" {
             h2 { "Pages" }
             ul {

@@ -21,11 +21,9 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let report = ctx.query.checked(LedgerReport::new(sc, &ledger))?;
     // Each operator's name links to it in Powers of ten (the first layer that has it).
     let first = first_layers(sc);
-    let zoom: Vec<Option<String>> = ledger
-        .rows
-        .iter()
-        .map(|r| zoom_path(&first, r.op).map(|at| ctx.query.href_with("/powers-of-ten", &[("at", &at)])))
-        .collect();
+    let powers = ctx.query.hrefs_to("/powers-of-ten");
+    let zoom: Vec<Option<String>> =
+        ledger.rows.iter().map(|r| zoom_path(&first, r.op).map(|at| powers.with(&[("at", &at)]))).collect();
     // Each operator's marker links to its row below (the row's id is `op-<name>`).
     let page = ctx.self_href(&[], &[]);
     let link = |p: &RooflinePoint| Some(format!("{page}#{}", row_id(&p.op)));
@@ -61,7 +59,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     "Below a format's ridge point an operator is memory-bound. "
                     a href=(q.href("/plot/roofline.svg", &[])) download="roofline.svg" { "SVG" }
             }))
-            (experiments(q, &r.catalog, &ctx.page.path(), &report))
+            (experiments(q, &r.catalog, &ctx.page.path(), &ledger, &report))
         }
         table.ledger #ledger {
             caption { "Per operator, summed over the layers it occurs in" }

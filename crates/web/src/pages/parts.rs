@@ -192,8 +192,11 @@ struct StepNumbers {
 
 impl StepNumbers {
     fn of(sc: &llm_ledger_core::Scenario) -> StepNumbers {
+        StepNumbers::of_ledger(&Ledger::build(sc))
+    }
+
+    fn of_ledger(l: &Ledger) -> StepNumbers {
         use llm_ledger_core::kinds::Shard;
-        let l = Ledger::build(sc);
         let attention: llm_ledger_core::Cost = l
             .rows
             .iter()
@@ -215,12 +218,19 @@ impl StepNumbers {
 /// The Powers of Ten walk-through's "try this" experiments that the ledger can show (the tile-level one needs the
 /// Powers of ten page), and the reference calculator's cache levers, as links from the current scenario, each
 /// with what it changes before and after; every sentence that says which way a number moves is
-/// written from those numbers ([`claim`]).
-pub(crate) fn experiments(q: &PageQuery, catalog: &Catalog, path: &str, report: &LedgerReport) -> Markup {
+/// written from those numbers ([`claim`]). `ledger` is the ledger of `q`'s scenario, the one
+/// `report` reports.
+pub(crate) fn experiments(
+    q: &PageQuery,
+    catalog: &Catalog,
+    path: &str,
+    ledger: &Ledger,
+    report: &LedgerReport,
+) -> Markup {
     let i = &report.inputs;
     let decode = i.phase == llm_ledger_core::Phase::Decode;
     let batch_up = (i.batch.saturating_mul(8)).clamp(8, llm_ledger_core::limits::MAX_BATCH).to_string();
-    let now = q.resolve(catalog).ok().map(|r| StepNumbers::of(&r.scenario));
+    let now = Some(StepNumbers::of_ledger(ledger));
     let after = |overrides: &[(&str, Option<&str>)]| {
         q.clone_with(overrides).resolve(catalog).ok().map(|r| StepNumbers::of(&r.scenario))
     };
