@@ -326,7 +326,7 @@ fn file(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static Kerne
 
 /// Every value positive and finite (NaN is neither).
 fn positive(xs: &[f64]) -> bool {
-    xs.iter().all(|&v| v > 0.0 && v < f64::INFINITY)
+    xs.iter().all(|&v| super::grid::positive(v))
 }
 
 /// The fastest of `candidates` (each µs) that gives a value.

@@ -7,7 +7,7 @@
 //! which the tests check in full with [`KernelFile::check_axes`]).
 //! Every structural fault is an [`Error::Malformed`], never a panic.
 
-use super::grid::{interp_ln, positive_ln, Probe, Step};
+use super::grid::{interp_ln, positive, Probe, Step};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
@@ -545,7 +545,9 @@ impl KernelFile {
         let mut probes = [Probe { ln_x: 0.0, pos: 0, on_point: false }; MAX_AXES];
         let mut lns: [&[f64]; MAX_AXES] = [&[]; MAX_AXES];
         for (d, &x) in (from..n).zip(q) {
-            positive_ln(x)?;
+            if !positive(x) {
+                return None;
+            }
             let axis = self.axis(t, d)?;
             probes[d] = Probe::new(&axis.values, x);
             lns[d] = &axis.ln;
@@ -592,8 +594,9 @@ impl KernelFile {
         keep_ratio: bool,
         mut leaf: impl FnMut(usize) -> Option<f64>,
     ) -> Option<f64> {
-        positive_ln(inner)?;
-        positive_ln(outer)?;
+        if !(positive(inner) && positive(outer)) {
+            return None;
+        }
         let (inner_power, outer_power) = self.key_powers();
         interp_ln(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power, |j| {
             let level = &g.levels[j];
@@ -619,8 +622,9 @@ impl<'a> GroupPlan<'a> {
     /// The plan of [`KernelFile::eval_group`]`(g, inner, outer, keep_ratio, …)` in `f`; `None`
     /// where a step has no value with every point measured.
     pub(super) fn new(f: &KernelFile, g: &'a Group, inner: f64, outer: f64, keep_ratio: bool) -> Option<Self> {
-        positive_ln(inner)?;
-        positive_ln(outer)?;
+        if !(positive(inner) && positive(outer)) {
+            return None;
+        }
         let (inner_power, outer_power) = f.key_powers();
         let outer_step = Step::new(&g.outer.ln, &Probe::new(&g.outer.values, outer), outer_power)?;
         let level = |j: usize| -> Option<(Step, &'a [usize])> {
@@ -692,7 +696,7 @@ impl<'a> Envelope<'a> {
     /// Interpolate `curve` (of [`Envelope::curve_ln`] on table `t`) at `x` along the table's
     /// first axis, `ln(ns)`; `None` for a non-positive or non-finite `x`.
     pub(super) fn eval_curve(&self, t: usize, curve: &[Option<f64>], x: f64) -> Option<f64> {
-        if !(x.is_finite() && x > 0.0) {
+        if !positive(x) {
             return None;
         }
         let axis = self.0.axis(t, 0)?;
