@@ -1,7 +1,7 @@
 //! The embedded files (`include_bytes!`), each parsed on first use ([`OnceLock`]), and the typed
 //! lookups on them.
 
-use super::table::{to_us, Envelope, GroupPlan, KernelFile, OpSpec, Q};
+use super::table::{to_us, Envelope, Group, GroupPlan, KernelFile, OpSpec, Q};
 use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -473,66 +473,68 @@ fn attention_lookup_us(f: Envelope<'_>, gpu: KernelGpu, engine: Engine, q: &Atte
     fastest(f.names(0).map(one)).map(to_us)
 }
 
-/// An attention query apart from its batch and length: GPU, engine, phase, formats, head
-/// dimension, window, and heads and KV heads (as bits).
-type AttentionKey = (KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, u64, u64);
+/// A lookup apart from its grid axes: the thread's plans are kept per key ([`LookupPlan`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PlanKey {
+    /// GPU, engine, phase, formats, head dimension, window, and heads and KV heads (as bits).
+    Attention(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, u64, u64),
+    /// GPU, engine, phase, formats and heads (as bits).
+    Mla(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u64),
+    /// GPU, engine, the matmul, its format and heads (as bits).
+    MlaBmm(KernelGpu, Engine, MlaBmm, AttnDtype, u64),
+    /// GPU, engine and GPUs of the engine's custom all-reduce.
+    CustomAllReduce(KernelGpu, Engine, u32),
+    /// GPU, collective and GPUs of NCCL's.
+    Nccl(KernelGpu, Collective, u32),
+}
 
-/// One kernel's part of an attention lookup, resolved for its key ([`AttentionPlan`]).
+/// One kernel's part of a lookup, resolved for its key ([`LookupPlan`]).
 #[derive(Debug, Clone, Copy)]
 enum KernelPlan {
     /// No table for the key: no value.
     Absent,
-    /// The heads interpolation resolved ([`GroupPlan`]).
+    /// The interpolation over the numeric keys (heads, KV heads) resolved ([`GroupPlan`]).
     Planned(GroupPlan<'static>),
-    /// Not resolved in advance (a window without tables of its own, whose rule depends on the
-    /// length; a heads step with no value unless cells are unmeasured): ask the lookup itself.
+    /// Not resolved in advance (an attention window without tables of its own, whose rule
+    /// depends on the length; a step with no value unless cells are unmeasured): ask the lookup
+    /// itself.
     Unplanned,
 }
 
-/// An attention lookup resolved for one [`AttentionKey`]: the engine's default kernel where it
-/// names one, and every kernel of the file, as [`attention_us`] tries them.
+impl KernelPlan {
+    /// The plan of group `g` of `file` (none: [`KernelPlan::Absent`]) at the numeric keys.
+    fn of(file: &'static KernelFile, g: Option<&'static Group>, inner: f64, outer: f64, keep_ratio: bool) -> Self {
+        match g {
+            Some(g) => {
+                GroupPlan::new(file, g, inner, outer, keep_ratio).map_or(KernelPlan::Unplanned, KernelPlan::Planned)
+            }
+            None => KernelPlan::Absent,
+        }
+    }
+}
+
+/// A lookup resolved for one [`PlanKey`]: the engine's default kernel where it names one, and
+/// every kernel measured, as the lookup tries them (the default's value if it has one, else the
+/// fastest).
 #[derive(Debug)]
-struct AttentionPlan {
+struct LookupPlan {
     default: Option<KernelPlan>,
     kernels: Vec<KernelPlan>,
 }
 
 thread_local! {
-    /// Per attention key looked up on this thread, its plan: a lookup is then the batch ×
-    /// length interpolation of the one to four tables the heads' interpolation reads.
-    static ATTENTION_PLANS: RefCell<Vec<(AttentionKey, AttentionPlan)>> = const { RefCell::new(Vec::new()) };
+    /// Per key looked up on this thread, its plan: a lookup is then the grid interpolation of
+    /// the one to four tables the numeric keys' interpolation reads.
+    static PLANS: RefCell<Vec<(PlanKey, LookupPlan)>> = const { RefCell::new(Vec::new()) };
 }
 
-impl AttentionPlan {
-    fn new(f: Envelope<'static>, gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> AttentionPlan {
-        let file = f.file();
-        let kernel = |name: &str| {
-            let key = [
-                Q::S(name),
-                Q::S(q.dtype.as_str()),
-                Q::S(q.kv_dtype.as_str()),
-                Q::N(f64::from(q.head_dim)),
-                Q::N(f64::from(q.window)),
-            ];
-            match file.find(&key) {
-                Some(g) => GroupPlan::new(file, g, q.heads, q.kv_heads, true)
-                    .map_or(KernelPlan::Unplanned, KernelPlan::Planned),
-                None if q.window == 0 => KernelPlan::Absent,
-                None => KernelPlan::Unplanned,
-            }
-        };
-        AttentionPlan {
-            default: default_attention_kernel(gpu, engine).map(kernel),
-            kernels: f.names(0).map(kernel).collect(),
-        }
-    }
-
-    /// What [`attention_us`] gives at `batch` × `length`, µs; `None` where the plan cannot
-    /// tell (the lookup then runs in full).
-    fn eval(&self, f: Envelope<'_>, batch: f64, length: f64) -> Option<Option<f64>> {
+impl LookupPlan {
+    /// What the lookup gives with `leaf` (a table's `ln(ns)` at the query's grid point), µs;
+    /// `None` where the plan cannot tell (the lookup then runs in full).
+    fn eval(&self, leaf: impl Fn(usize) -> Option<f64>) -> Option<Option<f64>> {
         let one = |k: &KernelPlan| match k {
             KernelPlan::Absent => Some(None),
-            KernelPlan::Planned(p) => p.eval(|t| f.eval_ln(t, &[batch, length])).map(Some),
+            KernelPlan::Planned(p) => p.eval(&leaf).map(Some),
             KernelPlan::Unplanned => None,
         };
         if let Some(d) = &self.default {
@@ -550,17 +552,14 @@ impl AttentionPlan {
     }
 }
 
-/// [`attention_us`] through the thread's plan for the query's key (made on first use); `None`
-/// where the plan cannot tell.
-fn planned_attention_us(
-    f: Envelope<'static>,
-    gpu: KernelGpu,
-    engine: Engine,
-    q: &AttentionQuery,
+/// A lookup through the thread's plan for `key` (made by `make` on first use) with `leaf` at the
+/// query's grid point; `None` where the plan cannot tell.
+fn planned(
+    key: PlanKey,
+    make: impl FnOnce() -> LookupPlan,
+    leaf: impl Fn(usize) -> Option<f64>,
 ) -> Option<Option<f64>> {
-    let key =
-        (gpu, engine, q.phase, q.dtype, q.kv_dtype, q.head_dim, q.window, q.heads.to_bits(), q.kv_heads.to_bits());
-    ATTENTION_PLANS.with(|c| {
+    PLANS.with(|c| {
         let mut plans = c.borrow_mut();
         let at = match plans.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
@@ -568,12 +567,53 @@ fn planned_attention_us(
                 if plans.len() == KEPT {
                     plans.remove(0);
                 }
-                plans.push((key, AttentionPlan::new(f, gpu, engine, q)));
+                plans.push((key, make()));
                 plans.len() - 1
             }
         };
-        plans[at].1.eval(f, q.batch, q.length)
+        plans[at].1.eval(leaf)
     })
+}
+
+/// [`attention_us`] through the thread's plan for the query's key.
+fn planned_attention_us(
+    f: Envelope<'static>,
+    gpu: KernelGpu,
+    engine: Engine,
+    q: &AttentionQuery,
+) -> Option<Option<f64>> {
+    let key = PlanKey::Attention(
+        gpu,
+        engine,
+        q.phase,
+        q.dtype,
+        q.kv_dtype,
+        q.head_dim,
+        q.window,
+        q.heads.to_bits(),
+        q.kv_heads.to_bits(),
+    );
+    let make = || {
+        let file = f.file();
+        let kernel = |name: &str| {
+            let key = [
+                Q::S(name),
+                Q::S(q.dtype.as_str()),
+                Q::S(q.kv_dtype.as_str()),
+                Q::N(f64::from(q.head_dim)),
+                Q::N(f64::from(q.window)),
+            ];
+            match file.find(&key) {
+                None if q.window != 0 => KernelPlan::Unplanned,
+                g => KernelPlan::of(file, g, q.heads, q.kv_heads, true),
+            }
+        };
+        LookupPlan {
+            default: default_attention_kernel(gpu, engine).map(kernel),
+            kernels: f.names(0).map(kernel).collect(),
+        }
+    };
+    planned(key, make, |t| f.eval_ln(t, &[q.batch, q.length]))
 }
 
 /// One kernel's attention time, `ln(ns)`: the window rule, then heads × KV heads, then batch ×
@@ -613,6 +653,20 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
         AttentionPhase::Generation => Op::GenerationMla,
     };
     let f = envelope(gpu, Some(engine), op)?;
+    let key = PlanKey::Mla(gpu, engine, q.phase, q.dtype, q.kv_dtype, q.heads.to_bits());
+    let group = |kernel: &str| f.file().find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())]);
+    let make = || LookupPlan {
+        default: None,
+        kernels: f.names(0).map(|kernel| KernelPlan::of(f.file(), group(kernel), q.heads, 1.0, false)).collect(),
+    };
+    match planned(key, make, |t| f.eval_ln(t, &[q.batch, q.length])) {
+        Some(us) => us,
+        None => mla_lookup_us(f, q),
+    }
+}
+
+/// [`mla_us`] without a plan: the fastest kernel, every step of the lookup taken.
+fn mla_lookup_us(f: Envelope<'_>, q: &MlaQuery) -> Option<f64> {
     fastest(f.names(0).map(|kernel| {
         let g = f.find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())])?;
         f.eval_group(g, q.heads, 1.0, false, |t| f.eval_ln(t, &[q.batch, q.length]))
@@ -636,6 +690,20 @@ pub(super) fn mla_bmm_us(
         MlaBmm::Pre => "mla_gen_pre",
         MlaBmm::Post => "mla_gen_post",
     };
+    let key = PlanKey::MlaBmm(gpu, engine, op, dtype, heads.to_bits());
+    let group = |kernel: &str| f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())]);
+    let make = || LookupPlan {
+        default: None,
+        kernels: f.names(1).map(|kernel| KernelPlan::of(f, group(kernel), heads, 1.0, false)).collect(),
+    };
+    match planned(key, make, |t| f.eval_ln(t, &[tokens])) {
+        Some(us) => us,
+        None => mla_bmm_lookup_us(f, name, dtype, heads, tokens),
+    }
+}
+
+/// [`mla_bmm_us`] without a plan: the fastest kernel, every step of the lookup taken.
+fn mla_bmm_lookup_us(f: &KernelFile, name: &str, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
     fastest(f.names(1).map(|kernel| {
         let g = f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())])?;
         f.eval_group(g, heads, 1.0, false, |t| f.eval_ln(t, &[tokens]))
@@ -655,11 +723,12 @@ pub(super) fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64
     }
     let custom = envelope(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
         // The CUDA-graph variant where there is one, else the engine's only kernel.
-        let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
-        let g = f.find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")])?;
-        f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]))
+        let group = || {
+            let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
+            f.file().find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")])
+        };
+        collective_us(f, PlanKey::CustomAllReduce(gpu, engine, gpus), group, gpus, bytes)
     });
-    let custom = custom.map(to_us);
     let nccl = nccl_us(gpu, Collective::AllReduce, gpus, bytes);
     fastest_us([custom, nccl].into_iter())
 }
@@ -672,8 +741,26 @@ pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> 
         return Some(0.0);
     }
     let f = envelope(gpu, None, Op::Nccl)?;
-    let g = f.find(&[Q::S(op.as_str()), Q::S("half")])?;
-    f.eval_group(g, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
+    let group = || f.file().find(&[Q::S(op.as_str()), Q::S("half")]);
+    collective_us(f, PlanKey::Nccl(gpu, op, gpus), group, gpus, bytes)
+}
+
+/// A collective's time from group `group()` of `f`, µs: the GPU count interpolated, then the
+/// message (elements of [`COLLECTIVE_ELEMENT_BYTES`]); through the thread's plan for `key`.
+fn collective_us(
+    f: Envelope<'static>,
+    key: PlanKey,
+    group: impl Fn() -> Option<&'static Group>,
+    gpus: u32,
+    bytes: f64,
+) -> Option<f64> {
+    let n = f64::from(gpus);
+    let leaf = |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES]);
+    let make = || LookupPlan { default: None, kernels: vec![KernelPlan::of(f.file(), group(), n, 1.0, false)] };
+    match planned(key, make, leaf) {
+        Some(us) => us,
+        None => f.eval_group(group()?, n, 1.0, false, leaf).map(to_us),
+    }
 }
 
 #[cfg(test)]
@@ -685,6 +772,61 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Collectives through their keys' plans are the lookups themselves, bit for bit: GPU
+        /// counts on, between and past the measured ones, messages across the grid.
+        #[test]
+        fn collective_plans_give_the_lookups_themselves(
+            g in 0usize..5, e in 0usize..3, op in 0usize..4, gpus in 2u32..12,
+            bytes in prop_oneof![1.0f64..1e10, (0u32..34).prop_map(|p| 2f64.powi(p as i32))],
+        ) {
+            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let op = [Collective::AllGather, Collective::AllReduce, Collective::AllToAll, Collective::ReduceScatter][op];
+            let direct = |f: Envelope<'static>, g: Option<&'static Group>| {
+                f.eval_group(g?, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
+            };
+            let nccl = envelope(gpu, None, Op::Nccl).and_then(|f| direct(f, f.file().find(&[Q::S(op.as_str()), Q::S("half")])));
+            let custom = envelope(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
+                let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
+                direct(f, f.file().find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")]))
+            });
+            let all_nccl = envelope(gpu, None, Op::Nccl)
+                .and_then(|f| direct(f, f.file().find(&[Q::S("all_reduce"), Q::S("half")])));
+            let allreduce = fastest_us([custom, all_nccl].into_iter());
+            for _ in 0..2 {
+                prop_assert_eq!(nccl_us(gpu, op, gpus, bytes).map(f64::to_bits), nccl.map(f64::to_bits));
+                prop_assert_eq!(allreduce_us(gpu, engine, gpus, bytes).map(f64::to_bits), allreduce.map(f64::to_bits));
+            }
+        }
+
+        /// MLA attention and its batched matmuls through their keys' plans are the lookups
+        /// themselves, bit for bit, heads on and between the measured counts.
+        #[test]
+        fn mla_plans_give_the_lookups_themselves(
+            g in 0usize..5, e in 0usize..3, p in 0usize..2, kv_fp8 in any::<bool>(), pre in any::<bool>(),
+            heads in prop_oneof![Just(16.0f64), Just(128.0), Just(1.0), 0.5f64..200.0],
+            batch in prop_oneof![1.0f64..2048.0, (0u32..12).prop_map(|p| f64::from(1u32 << p))],
+            length in prop_oneof![1.0f64..300_000.0, (0u32..18).prop_map(|p| f64::from(1u32 << p))],
+        ) {
+            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let kv_dtype = if kv_fp8 { AttnDtype::Fp8 } else { AttnDtype::Bf16 };
+            let q = MlaQuery { phase: PHASES[p], dtype: AttnDtype::Bf16, kv_dtype, heads, batch, length };
+            let op = match q.phase {
+                AttentionPhase::Context => Op::ContextMla,
+                AttentionPhase::Generation => Op::GenerationMla,
+            };
+            let direct = envelope(gpu, Some(engine), op).and_then(|f| mla_lookup_us(f, &q));
+            let (bmm, name) = if pre { (MlaBmm::Pre, "mla_gen_pre") } else { (MlaBmm::Post, "mla_gen_post") };
+            let bmm_direct = file(gpu, Some(engine), Op::MlaBmm)
+                .and_then(|f| mla_bmm_lookup_us(f, name, kv_dtype, heads, batch));
+            for _ in 0..2 {
+                prop_assert_eq!(mla_us(gpu, engine, &q).map(f64::to_bits), direct.map(f64::to_bits));
+                prop_assert_eq!(
+                    mla_bmm_us(gpu, engine, bmm, kv_dtype, heads, batch).map(f64::to_bits),
+                    bmm_direct.map(f64::to_bits)
+                );
+            }
+        }
 
         /// A GEMM through its shape's curve in m is the table's own interpolation, bit for bit,
         /// on and between grid points, below and above the grid.
