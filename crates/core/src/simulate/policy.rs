@@ -172,9 +172,10 @@ pub enum CudaGraphs {
     /// Every step is timed at its own batch.
     Unpadded,
     /// A step whose sequences all decode runs the graph of the smallest captured size `≥ B`
-    /// and is timed at that padded batch (the padding slots hold no context); a larger decode
-    /// batch, and every step with a prefill chunk, runs eagerly at its own size (vLLM pads
-    /// decode-only batches this way, `CUDAGraphRunner`). Sizes ascending, each ≥ 1.
+    /// and is timed at that padded batch (each padding slot a dummy decode of one cached token,
+    /// on the generation kernel); a larger decode batch, and every step with a prefill chunk,
+    /// runs eagerly at its own size (vLLM pads decode-only batches this way,
+    /// `CUDAGraphRunner`). Sizes ascending, each ≥ 1.
     Padded(Arc<[u64]>),
 }
 

@@ -200,12 +200,38 @@ fn cuda_graph_padding_times_the_padded_batch() {
         let cached = 512 + j as u64 - 1;
         let mut chunks = vec![Chunk { new_tokens: 1, cached_tokens: cached }; 3];
         assert_eq!(plain[j].time_s, clock.ledger_step_s(&chunks));
-        chunks.push(Chunk { new_tokens: 1, cached_tokens: 0 });
+        // The empty slot is a dummy decode holding one cached token.
+        chunks.push(Chunk { new_tokens: 1, cached_tokens: 1 });
         assert_eq!(r.time_s, clock.ledger_step_s(&chunks), "step {j}");
         assert!(r.time_s > plain[j].time_s);
     }
     // The prefill step is not padded.
     assert_eq!(steps[0].time_s, plain[0].time_s);
+}
+
+#[test]
+fn a_padding_slot_is_a_decode_not_a_one_token_prompt() {
+    // On the measured clock a step's prompt chunks take the engine's context kernel and its
+    // decodes the generation kernel. A CUDA graph's padding slots are dummy generation requests:
+    // padding a decode batch adds decodes to the generation kernel's batch, and no context-kernel
+    // lookup — which a one-token prompt with nothing cached would bring.
+    let sc = scenario(&[("engine", "vllm")]);
+    let mut clock = StepClock::new(&sc);
+    let real = vec![Chunk { new_tokens: 1, cached_tokens: 2048 }; 17];
+    let with = |pad: Chunk| [real.clone(), vec![pad; 7]].concat();
+    let plain = clock.ledger_step_s(&real);
+    let as_decodes = clock.ledger_step_s(&with(Chunk { new_tokens: 1, cached_tokens: 1 }));
+    let as_prompts = clock.ledger_step_s(&with(Chunk { new_tokens: 1, cached_tokens: 0 }));
+    assert!(plain <= as_decodes && as_decodes < as_prompts, "{plain} {as_decodes} {as_prompts}");
+    // So a padded run steps at the padded decode batch.
+    let cfg = closed(17, 17, 256, 3).for_engine(sc.clock.engine);
+    assert_eq!(cfg.cuda_graphs, CudaGraphs::vllm());
+    let (_, steps) = records(&sc, &cfg);
+    assert_eq!((steps[0].prefills, steps[1].decodes), (17, 17));
+    let step =
+        [vec![Chunk { new_tokens: 1, cached_tokens: 256 }; 17], vec![Chunk { new_tokens: 1, cached_tokens: 1 }; 7]]
+            .concat();
+    assert_eq!(steps[1].time_s, clock.ledger_step_s(&step));
 }
 
 #[test]
