@@ -1393,7 +1393,7 @@ impl Engine<'_> {
             tokens += n;
         }
         if decodes == plan.len() as u64 {
-            let padded = self.cfg.cuda_graphs.padded(decodes);
+            let padded = self.cfg.cuda_graphs.padded(decodes, self.cfg.max_seqs);
             // A padding slot is a dummy generation request holding one cached token
             // (TensorRT-LLM's `add_dummy_requests(..., is_gen=True)`, vLLM's padded decode
             // entries): it runs the decode graph's generation-phase attention. With nothing
