@@ -30,12 +30,25 @@ ISL_OSL = [(128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (100
 NUM_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500,
                 (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000,
                 (500, 2000): 3000, (20000, 2000): 1000}
-# Model: (tool preset, layers, KV heads, head size, parameters as safetensors counts them).
+# Model: (tool preset, layers, KV heads, head size, parameters, embedding + LM-head parameters).
 MODELS = {
-    "Llama 3.1 8B": ("llama-3-8b", 32, 8, 128, 8.03e9),
-    "Llama 3.3 70B": ("llama-3.1-70b", 80, 8, 128, 70.6e9),
-    "Llama 3.1 405B": ("llama-3.1-405b", 126, 8, 128, 405.9e9),
+    "Llama 3.1 8B": ("llama-3-8b", 32, 8, 128, 8.03e9, 2 * 128256 * 4096),
+    "Llama 3.3 70B": ("llama-3.1-70b", 80, 8, 128, 70.6e9, 2 * 128256 * 8192),
+    "Llama 3.1 405B": ("llama-3.1-405b", 126, 8, 128, 405.9e9, 2 * 128256 * 16384),
 }
+
+
+def safetensors_param_count(model, prec):
+    """The parameter count trtllm-bench reads from the checkpoint's safetensors metadata
+    (`ModelConfig.get_param_count`: elements of every tensor). An FP8 checkpoint stores one
+    element per weight (its scales are scalars); an NVFP4 checkpoint stores the linear layers'
+    weights two to a uint8 element with one FP8 scale per 16 weights, and the embedding and LM
+    head unquantised."""
+    _, _, _, _, params, unquantised = MODELS[model]
+    if prec == "FP8":
+        return params
+    linear = params - unquantised
+    return linear / 2 + linear / 16 + unquantised
 # GPU: (tool name, memory NVML reports, GiB).
 GPUS = {"H100": ("h100-sxm", 81559 / 1024), "H200": ("h200", 143771 / 1024),
         "B200": ("b200", 183359 / 1024), "GB200": ("gb200", 189471 / 1024)}
@@ -63,10 +76,10 @@ TRT = {
 def trtllm_bench_settings(model, gpu, tp, prec, isl, osl, kv_fraction=0.90):
     """(max_batch_size, max_num_tokens) as trtllm-bench computes them (FP8 KV cache: the
     checkpoints' `kv_cache_quant_algo`; 0.90, `--kv_cache_free_gpu_mem_fraction`'s default)."""
-    _, layers, kv_heads, head, params = MODELS[model]
+    _, layers, kv_heads, head, _, _ = MODELS[model]
     byte_per_elem = {"FP8": 1.0, "FP4": 0.5}[prec]
     byte_per_token = 2 * layers * max(tp, kv_heads) * head * 1.0 / GIB
-    engine_size = params * byte_per_elem / GIB
+    engine_size = safetensors_param_count(model, prec) * byte_per_elem / GIB
     available = GPUS[gpu][1] * tp - engine_size
     kv_requests = available * kv_fraction / (byte_per_token * (isl + osl))
     raw_bs = min(kv_requests, 4096)
