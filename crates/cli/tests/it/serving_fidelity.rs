@@ -157,7 +157,10 @@ How each source counts, and how the simulator is read against it:
   `max_batch_size` because chunked prefill is off (`bench/benchmark/utils/general.py`) — as
   `--max-seqs` and `--max-batched-tokens`; the CUDA graphs the page's `llm_options.yml` captures,
   padded (`--cuda-graphs 1,2,4,…,8192`); an FP8 KV cache (the checkpoints'); TensorRT-LLM's
-  guaranteed-no-evict admission (the engine's own).
+  guaranteed-no-evict admission (the engine's own). One difference is not expressed: with chunked
+  prefill off TensorRT-LLM schedules a prompt only whole, where the simulator fills what is left of
+  a step's tokens with part of the next prompt (a trial that held such prompts back moved the
+  offline rows' median |error| by 0.2 points).
 * **NVIDIA NIM 1.8.0** (TensorRT-LLM inside), Llama 3.3 70B FP8 on two H100s: genai-perf's closed
   loop at each concurrency (`--arrivals closed --concurrency C`, 20 × C requests, at least 100, as
   fidelity.md's rows 4.16–4.19 run), its mean TTFT, mean ITL and output tokens per second; an FP8
