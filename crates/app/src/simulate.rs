@@ -262,7 +262,8 @@ pub fn inputs() -> &'static [Input] {
         Input::text(
             "cuda_graphs",
             Some(ENGINE_OWN),
-            "engine (its own: vllm for vLLM and SGLang, else off), off or vllm (its captured batch sizes)",
+            "engine (its own: vllm for vLLM and SGLang, else off), off, vllm (its captured batch sizes) \
+             or the captured sizes `1,2,4,8,…`",
             "decode batches padded to captured sizes",
         ),
         Input::text("warmup", Some("0"), "requests, below requests", "first requests left out of every statistic"),

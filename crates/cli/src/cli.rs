@@ -735,7 +735,8 @@ pub struct SimulateArgs {
     #[arg(long, allow_hyphen_values = true, help_heading = "Engine")]
     pub scheduler_steps: Option<String>,
     /// CUDA-graph padding of decode-only batches: off, or vllm (rounded up to vLLM's captured
-    /// sizes 1, 2, 4, 8, 16, 24 … 512), or engine: the --engine's own (vllm for vLLM and SGLang,
+    /// sizes 1, 2, 4, 8, 16, 24 … 512), or the captured sizes as a list (`1,2,4,8,16,32,64,128`,
+    /// an engine's own configuration), or engine: the --engine's own (vllm for vLLM and SGLang,
     /// off for TensorRT-LLM, gpt-fast and eager) (default engine).
     #[arg(long, help_heading = "Engine")]
     pub cuda_graphs: Option<String>,

@@ -42,7 +42,7 @@ struct Row {
 }
 
 /// Split one CSV line (quoted fields may hold commas).
-fn split_csv(line: &str) -> Vec<String> {
+pub(super) fn split_csv(line: &str) -> Vec<String> {
     let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
@@ -134,6 +134,20 @@ fn args(row: &Row, data: &str) -> Vec<String> {
     a
 }
 
+/// The end-to-end rows that run `simulate` (NIM's closed loops), as `docs/fidelity.md` runs them:
+/// `(id, source, what, unit, measured, arguments without the binary's name)`. The serving
+/// fidelity report (`serving_fidelity.rs`) lists them beside its own rows.
+pub(super) fn e2e_simulate_rows() -> Vec<(String, String, String, String, f64, Vec<String>)> {
+    rows("e2e-rows.csv")
+        .into_iter()
+        .filter(|r| r.command.split_whitespace().nth(1) == Some("simulate"))
+        .map(|r| {
+            let a = args(&r, DATA);
+            (r.id, r.source, r.what, r.unit, r.measured, a)
+        })
+        .collect()
+}
+
 /// `key=value` settings after `marker` in a how_to_compare text.
 fn settings(compare: &str, marker: &str) -> BTreeMap<String, String> {
     let tail = compare.split(marker).nth(1).unwrap_or("");
@@ -199,7 +213,7 @@ fn error(row: &Row, predicted: f64) -> f64 {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {

@@ -16,6 +16,7 @@ mod outputs;
 mod parallel;
 mod plan_load;
 mod readme;
+mod serving_fidelity;
 mod simulate;
 mod suggestions;
 mod ux;

@@ -1439,8 +1439,12 @@ impl Engine<'_> {
             tokens += n;
         }
         if decodes == plan.len() as u64 {
-            let padded = self.cfg.cuda_graphs.padded(decodes);
-            let pad = Chunk { new_tokens: chunks[0].new_tokens, cached_tokens: 0 };
+            let padded = self.cfg.cuda_graphs.padded(decodes, self.cfg.max_seqs);
+            // A padding slot is a dummy generation request holding one cached token
+            // (TensorRT-LLM's `add_dummy_requests(..., is_gen=True)`, vLLM's padded decode
+            // entries): it runs the decode graph's generation-phase attention. With nothing
+            // cached it would be a one-token prompt, timed on the context kernel.
+            let pad = Chunk { new_tokens: chunks[0].new_tokens, cached_tokens: 1 };
             chunks.extend(std::iter::repeat_n(pad, (padded - decodes) as usize));
         }
         let full_s = self.clock.step_s(chunks);

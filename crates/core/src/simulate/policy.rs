@@ -172,19 +172,48 @@ pub enum CudaGraphs {
     /// Every step is timed at its own batch.
     Unpadded,
     /// A step whose sequences all decode runs the graph of the smallest captured size `≥ B`
-    /// and is timed at that padded batch (the padding slots hold no context); a larger decode
-    /// batch, and every step with a prefill chunk, runs eagerly at its own size (vLLM pads
-    /// decode-only batches this way, `CUDAGraphRunner`). Sizes ascending, each ≥ 1.
+    /// and is timed at that padded batch (each padding slot a dummy decode of one cached token,
+    /// on the generation kernel); a larger decode batch, and every step with a prefill chunk,
+    /// runs eagerly at its own size (vLLM pads decode-only batches this way,
+    /// `CUDAGraphRunner`). A batch is not padded past the scheduler's most sequences per step:
+    /// the padding slots are requests of the batch, and TensorRT-LLM's PyTorch backend runs
+    /// such a batch at its own size
+    /// (`_get_padded_batch` in `tensorrt_llm/_torch/pyexecutor/model_engine.py`: no padding when
+    /// `padding_size + batch_size > max_batch_size`). vLLM's captured sizes end at its
+    /// `max_num_seqs` (V0 rounds it up to the next captured size, `_get_max_graph_batch_size`:
+    /// a `--max-seqs` that is not a captured size pads slightly less here than there). Sizes
+    /// ascending, each ≥ 1.
     Padded(Arc<[u64]>),
 }
 
 impl std::str::FromStr for CudaGraphs {
     type Err = Error;
-    /// `off` (unpadded) or `vllm` (vLLM's captured sizes, [`vllm_capture_sizes`]).
+    /// `off` (unpadded), `vllm` (vLLM's captured sizes, [`vllm_capture_sizes`]), or the captured
+    /// batch sizes as a list, `1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192` (an engine
+    /// configured with its own, as TensorRT-LLM's `cuda_graph_config.batch_sizes` with
+    /// `enable_padding: true`); a list is checked as [`CudaGraphs::Padded`]'s sizes are.
     fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        let t = s.trim().to_ascii_lowercase();
+        match t.as_str() {
             "off" => Ok(CudaGraphs::Unpadded),
             "vllm" => Ok(CudaGraphs::vllm()),
+            _ if t.starts_with(|c: char| c.is_ascii_digit()) => {
+                let sizes = t
+                    .split(',')
+                    .map(|x| {
+                        x.trim().parse::<u64>().map_err(|_| {
+                            Error::invalid(
+                                "cuda_graphs",
+                                format!("{s:?}"),
+                                "off, vllm or captured batch sizes `1,2,4,8`",
+                            )
+                        })
+                    })
+                    .collect::<Result<Arc<[u64]>>>()?;
+                let graphs = CudaGraphs::Padded(sizes);
+                graphs.validate().map_err(|e| e.map_field(|_| "cuda_graphs".into()))?;
+                Ok(graphs)
+            }
             _ => Err(Error::unknown_for("cuda_graphs", "CUDA-graph padding", s, CudaGraphs::NAMES)),
         }
     }
@@ -202,12 +231,14 @@ impl CudaGraphs {
         CudaGraphs::Padded(vllm_capture_sizes())
     }
 
-    /// The batch a decode-only step of `batch` sequences is timed at.
-    pub fn padded(&self, batch: u64) -> u64 {
+    /// The batch a decode-only step of `batch` sequences is timed at, when a step holds at most
+    /// `max_seqs` sequences: the smallest captured size `≥ batch` if that is at most `max_seqs`,
+    /// else `batch` itself.
+    pub fn padded(&self, batch: u64, max_seqs: u64) -> u64 {
         match self {
             CudaGraphs::Unpadded => batch,
             CudaGraphs::Padded(sizes) => match sizes.partition_point(|&s| s < batch) {
-                i if i < sizes.len() => sizes[i],
+                i if i < sizes.len() && sizes[i] <= max_seqs => sizes[i],
                 _ => batch,
             },
         }

@@ -168,10 +168,13 @@ fn each_engine_has_its_policy() {
     assert_eq!(EnginePolicy::of_engine(Engine::VllmV0).host, HostTime::Serial);
     assert_eq!(EnginePolicy::of_engine(Engine::Vllm).host, HostTime::Overlapped);
     let cfg = SimConfig::poisson(1.0).for_engine(Engine::Vllm);
-    assert_eq!(cfg.cuda_graphs.padded(3), 4);
-    assert_eq!(cfg.cuda_graphs.padded(17), 24);
-    assert_eq!(cfg.cuda_graphs.padded(512), 512);
-    assert_eq!(cfg.cuda_graphs.padded(513), 513);
+    assert_eq!(cfg.cuda_graphs.padded(3, 256), 4);
+    assert_eq!(cfg.cuda_graphs.padded(17, 256), 24);
+    assert_eq!(cfg.cuda_graphs.padded(512, 512), 512);
+    assert_eq!(cfg.cuda_graphs.padded(513, 1024), 513);
+    // Never past the scheduler's most sequences per step: 250 would pad to 256.
+    assert_eq!(cfg.cuda_graphs.padded(250, 252), 250);
+    assert_eq!(cfg.cuda_graphs.padded(250, 256), 256);
     assert_eq!(EnginePolicy::of_engine(Engine::Sglang).cuda_graphs, CudaGraphs::vllm());
     // TensorRT-LLM pads only when asked (`enable_padding`).
     assert_eq!(EnginePolicy::of_engine(Engine::Trtllm).cuda_graphs, CudaGraphs::Unpadded);
@@ -200,12 +203,68 @@ fn cuda_graph_padding_times_the_padded_batch() {
         let cached = 512 + j as u64 - 1;
         let mut chunks = vec![Chunk { new_tokens: 1, cached_tokens: cached }; 3];
         assert_eq!(plain[j].time_s, clock.ledger_step_s(&chunks));
-        chunks.push(Chunk { new_tokens: 1, cached_tokens: 0 });
+        // The empty slot is a dummy decode holding one cached token.
+        chunks.push(Chunk { new_tokens: 1, cached_tokens: 1 });
         assert_eq!(r.time_s, clock.ledger_step_s(&chunks), "step {j}");
         assert!(r.time_s > plain[j].time_s);
     }
     // The prefill step is not padded.
     assert_eq!(steps[0].time_s, plain[0].time_s);
+}
+
+#[test]
+fn a_padding_slot_is_a_decode_not_a_one_token_prompt() {
+    // On the measured clock a step's prompt chunks take the engine's context kernel and its
+    // decodes the generation kernel. A CUDA graph's padding slots are dummy generation requests:
+    // padding a decode batch adds decodes to the generation kernel's batch, and no context-kernel
+    // lookup — which a one-token prompt with nothing cached would bring.
+    let sc = scenario(&[("engine", "vllm")]);
+    let mut clock = StepClock::new(&sc);
+    let real = vec![Chunk { new_tokens: 1, cached_tokens: 2048 }; 17];
+    let with = |pad: Chunk| [real.clone(), vec![pad; 7]].concat();
+    let plain = clock.ledger_step_s(&real);
+    let as_decodes = clock.ledger_step_s(&with(Chunk { new_tokens: 1, cached_tokens: 1 }));
+    let as_prompts = clock.ledger_step_s(&with(Chunk { new_tokens: 1, cached_tokens: 0 }));
+    assert!(plain <= as_decodes && as_decodes < as_prompts, "{plain} {as_decodes} {as_prompts}");
+    // So a padded run steps at the padded decode batch.
+    let cfg = closed(17, 17, 256, 3).for_engine(sc.clock.engine);
+    assert_eq!(cfg.cuda_graphs, CudaGraphs::vllm());
+    let (_, steps) = records(&sc, &cfg);
+    assert_eq!((steps[0].prefills, steps[1].decodes), (17, 17));
+    let step =
+        [vec![Chunk { new_tokens: 1, cached_tokens: 256 }; 17], vec![Chunk { new_tokens: 1, cached_tokens: 1 }; 7]]
+            .concat();
+    assert_eq!(steps[1].time_s, clock.ledger_step_s(&step));
+}
+
+#[test]
+fn a_batch_is_never_padded_past_the_most_sequences_a_step_holds() {
+    // Captured sizes 4 and 8, at most 6 sequences: 5 decodes would pad to 8, past the limit, so
+    // they run at their own size (TensorRT-LLM's `_get_padded_batch`); 3 pad to 4.
+    let sc = llama();
+    let graphs = CudaGraphs::Padded([4, 8].into());
+    let mut clock = StepClock::new(&sc);
+    for (n, max_seqs, timed_at) in [(5, 6, 5), (5, 8, 8), (3, 6, 4)] {
+        let cfg = SimConfig { cuda_graphs: graphs.clone(), max_seqs, ..closed(n, n, 256, 3) };
+        let (_, steps) = records(&sc, &cfg);
+        let mut chunks = vec![Chunk { new_tokens: 1, cached_tokens: 256 }; n as usize];
+        chunks.extend(std::iter::repeat_n(Chunk { new_tokens: 1, cached_tokens: 1 }, (timed_at - n) as usize));
+        assert_eq!(steps[1].time_s, clock.ledger_step_s(&chunks), "{n} decodes, at most {max_seqs}");
+    }
+}
+
+#[test]
+fn cuda_graphs_take_an_engines_own_list_of_captured_sizes() {
+    let g: CudaGraphs = "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192".parse().unwrap();
+    assert_eq!(g.padded(300, 384), 384);
+    assert_eq!(g.padded(300, 383), 300);
+    assert_eq!(g.padded(9000, 10000), 9000);
+    assert_eq!(" off ".parse::<CudaGraphs>().unwrap(), CudaGraphs::Unpadded);
+    assert_eq!("vllm".parse::<CudaGraphs>().unwrap(), CudaGraphs::vllm());
+    for bad in ["4,2", "0,1", "1,,2", "1,x", "1;2"] {
+        let e = bad.parse::<CudaGraphs>().unwrap_err();
+        assert_eq!(e.field(), Some("cuda_graphs"), "{bad}: {e}");
+    }
 }
 
 #[test]

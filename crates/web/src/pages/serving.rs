@@ -206,8 +206,8 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "cuda_graphs",
         label: "CUDA-graph padding",
-        help: "engine (the engine's own: vllm for vLLM and SGLang, else off), off, or vllm (decode batches \
-               rounded up to its captured sizes)",
+        help: "engine (the engine's own: vllm for vLLM and SGLang, else off), off, vllm (decode batches \
+               rounded up to its captured sizes) or the captured sizes, 1,2,4,8,…",
         placeholder: "engine",
     },
     PageInput {
