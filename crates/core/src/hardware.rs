@@ -78,18 +78,22 @@ pub struct Achievable {
     pub bandwidth: f64,
     /// Achievable fraction of the 16-bit tensor peak (best-shape matmul ÷ datasheet).
     pub bf16: f64,
-    /// Achievable fraction of the 8-bit (and 4-bit) tensor peak.
+    /// Achievable fraction of the 8-bit tensor peak.
     pub fp8: f64,
+    /// Achievable fraction of the 4-bit tensor peak.
+    pub fp4: f64,
     /// Achieved fraction of the 16-bit peak by prefill attention (FlashAttention-2 forward).
     pub attention_prefill: f64,
 }
 
 impl Achievable {
-    /// Achievable fraction of the peak of `math`: 8- and 4-bit tensor formats at
-    /// [`Achievable::fp8`], everything else (16-bit tensor, vector) at [`Achievable::bf16`].
+    /// Achievable fraction of the peak of `math`: 8-bit tensor formats at [`Achievable::fp8`],
+    /// 4-bit at [`Achievable::fp4`], everything else (16-bit tensor, vector) at
+    /// [`Achievable::bf16`].
     pub fn peak_fraction(&self, math: MathFormat) -> f64 {
         match math {
-            MathFormat::Fp8 | MathFormat::Int8 | MathFormat::Fp4 => self.fp8,
+            MathFormat::Fp8 | MathFormat::Int8 => self.fp8,
+            MathFormat::Fp4 => self.fp4,
             _ => self.bf16,
         }
     }
@@ -102,6 +106,9 @@ struct AchievableProfile {
     bandwidth: f64,
     bf16: f64,
     fp8: f64,
+    /// Optional: without it, 4-bit math at the 8-bit fraction.
+    #[serde(default)]
+    fp4: Option<f64>,
     attention_prefill: f64,
     #[serde(default)]
     sources: String,
@@ -113,6 +120,7 @@ impl AchievableProfile {
             bandwidth: self.bandwidth,
             bf16: self.bf16,
             fp8: self.fp8,
+            fp4: self.fp4.unwrap_or(self.fp8),
             attention_prefill: self.attention_prefill,
         }
     }
@@ -350,7 +358,7 @@ impl Gpu {
         f(limits::GPU_TENSOR_FLOPS_PER_SMEM_BYTE, "onchip.tensor_flops_per_smem_byte", o.tensor_flops_per_smem_byte)?;
         let a = &self.achievable;
         for (k, v) in
-            [("bandwidth", a.bandwidth), ("bf16", a.bf16), ("fp8", a.fp8), ("attention_prefill", a.attention_prefill)]
+            [("bandwidth", a.bandwidth), ("bf16", a.bf16), ("fp8", a.fp8), ("fp4", a.fp4), ("attention_prefill", a.attention_prefill)]
         {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(Error::invalid(format!("{}.achievable.{k}", self.name), v, "a fraction in (0, 1]"));
