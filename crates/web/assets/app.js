@@ -11,6 +11,32 @@
     for (const s of document.querySelectorAll("input.slider[hidden]")) s.hidden = false;
   }
 
+  // The panel of every control: closed unless the reader opened it, which is remembered.
+  const PANEL_KEY = "llm-ledger.panel";
+  function storedPanel() {
+    try { return localStorage.getItem(PANEL_KEY); } catch (e) { return null; }
+  }
+  function restorePanel() {
+    const p = document.getElementById("panel");
+    if (p && storedPanel() === "open") p.open = true;
+  }
+  document.addEventListener("toggle", (e) => {
+    if (e.target.id !== "panel") return;
+    try { localStorage.setItem(PANEL_KEY, e.target.open ? "open" : "closed"); } catch (err) { /* private mode */ }
+  }, true);
+  // Open the panel at a control (a value of the scenario bar, an error's "go to"), and focus it.
+  function openControl(id) {
+    const el = document.getElementById(id);
+    const p = document.getElementById("panel");
+    if (!el || !p) return false;
+    p.open = true;
+    for (let d = el.parentElement; d; d = d.parentElement) if (d.tagName === "DETAILS") d.open = true;
+    const target = el.matches("input, select, textarea") ? el : el.querySelector("input:checked, input, select");
+    el.scrollIntoView({ block: "center" });
+    if (target) target.focus({ preventScroll: true });
+    return true;
+  }
+
   function swap(html, url, push) {
     const doc = new DOMParser().parseFromString(html, "text/html");
     const next = doc.getElementById("page");
@@ -19,6 +45,7 @@
     document.getElementById("page").replaceWith(document.adoptNode(next));
     document.title = doc.title;
     if (push) history.pushState(null, "", url);
+    restorePanel();
     showSliders();
     if (focused) {
       const el = document.getElementById(focused);
@@ -48,9 +75,11 @@
       const shown = res.redirected || !init ? res.url : location.href;
       if (!swap(html, shown, push && shown !== location.href)) location.assign(url);
       else if (!push && shown !== location.href && !init) history.replaceState(null, "", shown);
-      if (scrollTo) {
+      if (scrollTo === "top") window.scrollTo(0, 0);
+      else if (scrollTo) {
         const el = document.getElementById(scrollTo);
         if (el) el.scrollIntoView({ block: "start" });
+        else window.scrollTo(0, 0);
       }
     } catch (e) {
       if (!init) location.assign(url);
@@ -176,13 +205,21 @@
     const url = new URL(a.getAttribute("href"), location.href);
     if (url.origin !== location.origin || /^\/(api|plot|assets)\//.test(url.pathname)) return;
     if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
+    if (a.dataset.control && openControl(a.dataset.control)) {
+      e.preventDefault();
+      return;
+    }
     e.preventDefault();
-    // A zoom (a row, a block of the picture, the breadcrumb) scrolls to the level it opens.
-    const zoom = a.closest("#children, #breadcrumb, svg.icicle, .zoomto") ? "node" : null;
-    go(url.pathname + url.search, true, undefined, zoom);
+    // Every link that changes the view scrolls to what it changed: another page to its top; on
+    // Powers of ten a new node (a row, a block, the breadcrumb, an experiment) to the zoom path,
+    // which then sticks to the top; on another page a new scenario to its result.
+    let to = "top";
+    if (url.pathname === location.pathname) to = document.getElementById("zoom-top") ? "zoom-top" : "content";
+    go(url.pathname + url.search, true, undefined, to);
   });
 
   window.addEventListener("popstate", () => go(location.pathname + location.search, false));
+  restorePanel();
   showSliders();
 })();
 

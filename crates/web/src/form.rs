@@ -14,6 +14,7 @@ use crate::AppState;
 use llm_ledger_core::precision::PRECISION_NAMES;
 use llm_ledger_core::scenario::{scenario_input, Accepted, ScenarioInput};
 use llm_ledger_core::Catalog;
+use llm_ledger_report::human;
 use maud::{html, Markup};
 
 /// Where a control's choices come from (the values and defaults themselves are the core's
@@ -117,12 +118,12 @@ fn slider(name: &str) -> Option<Slider> {
 
 impl Slider {
     /// The slider of the control labelled `label`, named after it for assistive technology.
-    fn render(&self, id: &str, label: &str, value: &str) -> Markup {
+    fn render(&self, id: &str, label: &str, value: &str, disabled: bool) -> Markup {
         let v = value.trim().replace(['_', ','], "").parse::<f64>().ok().filter(|v| *v >= 1.0).unwrap_or(1.0);
         let at = v.log2().clamp(self.min_log2, self.max_log2);
         html! {
             input.slider #{ (id) "-slider" } type="range" hidden min=(self.min_log2) max=(self.max_log2) step="0.05"
-                value=(format!("{at:.2}")) data-for=(id) aria-label={ (label) ", log scale" } tabindex="0";
+                value=(format!("{at:.2}")) data-for=(id) aria-label={ (label) ", log scale" } disabled[disabled];
         }
     }
 }
@@ -146,65 +147,177 @@ fn listed(name: &str) -> Vec<&'static str> {
     v
 }
 
-/// The controls form and the upload form.
+/// Page inputs shown before the rest fold under "more … inputs" (a page with many, such as
+/// Serving, would otherwise fill the screen).
+const PAGE_INPUTS_SHOWN: usize = 6;
+
+/// The id of the collapsible panel of every control (`<details>`: it opens and closes without
+/// JavaScript; the script remembers its state).
+pub(crate) const PANEL_ID: &str = "panel";
+
+/// The scenario: a one-line bar of its values, each a link to its control, above the page's
+/// result; then the panel of every control (collapsed unless the script remembers it open), with
+/// the upload form. Controls that do nothing on the page are disabled, with the reason.
 pub(crate) fn controls(state: &AppState, page: &PageInfo, q: &PageQuery, error_field: Option<&str>) -> Markup {
     // The uploaded model is listed when it decodes; a broken one is reported by the page itself.
     let catalog = q.catalog(&state.catalog).unwrap_or(std::borrow::Cow::Borrowed(&state.catalog));
     let other: Vec<&'static str> =
         scenario_fields().iter().copied().filter(|f| !CONTROLS.iter().any(|c| c.name == *f)).collect();
-    let unused = |name: &str| page.unused.contains(&name);
+    let inert = crate::pages::inert::inert(page, q);
+    let why = |name: &str| inert.iter().find(|(k, _)| *k == name).map(|(_, w)| *w);
+    let (shown, folded) = page.inputs.split_at(page.inputs.len().min(PAGE_INPUTS_SHOWN));
     html! {
-        section.controls aria-label="scenario" {
-            form #controls method="get" action=(page.path()) {
-                div.grid {
-                    @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
-                }
-                @if !page.inputs.is_empty() {
-                    fieldset.page-inputs {
-                        legend { (page.title) " inputs" }
-                        div.grid {
-                            @for i in page.inputs { (page_input(i, q, error_field)) }
-                        }
-                    }
-                }
-                details open[CONTROLS.iter().any(|c| c.advanced && changed(c, q)) || other.iter().any(|f| q.get(f).is_some())] {
-                    summary { "more inputs" }
+        section.controls #scenario aria-label="scenario" {
+            (bar(&catalog, page, q, error_field, &why))
+            details.panel #(PANEL_ID) {
+                summary #panel-summary { "All inputs" span.count { " (" (scenario_fields().len() + page.inputs.len()) ")" } }
+                form #controls method="get" action=(page.path()) {
                     div.grid {
-                        @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, unused(c.name))) }
-                        @for f in &other {
-                            (control(&Control { name: f, label: other_label(f), choices: Choices::Text, advanced: true }, &catalog, q, error_field, unused(f)))
+                        @for c in CONTROLS.iter().filter(|c| !c.advanced) { (control(c, &catalog, q, error_field, why(c.name))) }
+                    }
+                    @if !page.inputs.is_empty() {
+                        fieldset.page-inputs {
+                            legend { (page.title) " inputs" }
+                            div.grid {
+                                @for i in shown { (page_input(i, q, error_field)) }
+                            }
+                            @if !folded.is_empty() {
+                                details.more-page-inputs open[folded.iter().any(|i| q.extra(i.name).is_some() || error_field == Some(i.name))] {
+                                    summary { "more " (page.title) " inputs (" (folded.len()) ")" }
+                                    div.grid {
+                                        @for i in folded { (page_input(i, q, error_field)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    details open[CONTROLS.iter().any(|c| c.advanced && changed(c, q)) || other.iter().any(|f| q.get(f).is_some())] {
+                        summary { "more inputs" }
+                        div.grid {
+                            @for c in CONTROLS.iter().filter(|c| c.advanced) { (control(c, &catalog, q, error_field, why(c.name))) }
+                            @for f in &other {
+                                (control(&Control { name: f, label: other_label(f), choices: Choices::Text, advanced: true }, &catalog, q, error_field, why(f)))
+                            }
+                        }
+                    }
+                    @if let Some(c) = &q.config {
+                        input type="hidden" name=(CONFIG_KEY) value=(c);
+                    }
+                    @for (k, v) in q.extra.iter().filter(|(k, _)| !page.inputs.iter().any(|i| i.name == k)) {
+                        input type="hidden" name=(k) value=(v);
+                    }
+                    div.actions {
+                        button type="submit" { "Show" }
+                        a.reset href=(page.path()) { "reset to the default scenario" }
+                        @if !inert.is_empty() {
+                            span.help { "greyed inputs do nothing on this page (each says why); their values are kept for the others" }
                         }
                     }
                 }
-                @if let Some(c) = &q.config {
-                    input type="hidden" name=(CONFIG_KEY) value=(c);
-                }
-                @for (k, v) in q.extra.iter().filter(|(k, _)| !page.inputs.iter().any(|i| i.name == k)) {
-                    input type="hidden" name=(k) value=(v);
-                }
-                div.actions {
-                    button type="submit" { "Show" }
-                    a.reset href=(page.path()) { "reset to the default scenario" }
-                    @if !page.unused.is_empty() {
-                        span.help { "greyed inputs are not used on this page; they are kept for the others" }
+                form #upload method="post" action="/upload" enctype="multipart/form-data" {
+                    input type="hidden" name=(PAGE_KEY) value=(page.slug);
+                    @for (k, v) in q.scenario.iter().filter(|(k, _)| k != "model").chain(&q.extra) {
+                        input type="hidden" name=(k) value=(v);
                     }
-                }
-            }
-            form #upload method="post" action="/upload" enctype="multipart/form-data" {
-                input type="hidden" name=(PAGE_KEY) value=(page.slug);
-                @for (k, v) in q.scenario.iter().filter(|(k, _)| k != "model").chain(&q.extra) {
-                    input type="hidden" name=(k) value=(v);
-                }
-                label for="f-config" { "Your own model: " }
-                input #f-config type="file" name=(CONFIG_KEY) accept=".json,application/json";
-                button type="submit" { "Upload config.json" }
-                span.help { "read here and carried in the URL; at most 64 KiB; never stored" }
-                @if q.config.is_some() {
-                    " · " a.forget href=(forget_upload(page, q)) { "forget the uploaded model" }
+                    label for="f-config" { "Your own model: " }
+                    input #f-config type="file" name=(CONFIG_KEY) accept=".json,application/json";
+                    button type="submit" { "Upload config.json" }
+                    span.help { "read here and carried in the URL; at most 64 KiB; never stored" }
+                    @if q.config.is_some() {
+                        " · " a.forget href=(forget_upload(page, q)) { "forget the uploaded model" }
+                    }
                 }
             }
         }
     }
+}
+
+/// The scenario in one line: model · GPU · phase · batch · context · precisions, then every other
+/// input the query sets (the page's own too), each a link to its control in the panel (the
+/// script opens the panel and focuses it; without the script the browser opens the panel to the
+/// fragment). A value the page does not use is marked, with the reason as its title.
+fn bar(
+    catalog: &Catalog,
+    page: &PageInfo,
+    q: &PageQuery,
+    error_field: Option<&str>,
+    why: &dyn Fn(&str) -> Option<&'static str>,
+) -> Markup {
+    let resolved = q.request().ok().and_then(|r| r.resolve(catalog).ok());
+    let inputs = resolved.as_ref().map(llm_ledger_report::ledger::Inputs::of);
+    // (key, label, value): the shown value is the resolved scenario's where it resolves.
+    let raw = |k: &str| q.get(k).map(str::to_string).unwrap_or_else(|| input_default(k).to_string());
+    let mut chips: Vec<(&str, &str, String)> = Vec::new();
+    match &inputs {
+        Some(i) => {
+            chips.push(("model", "model", i.model.clone()));
+            chips.push(("gpu", "GPU", i.gpu.clone()));
+            chips.push(("phase", "phase", i.phase.to_string()));
+            chips.push(("batch", "batch", human::count(i.batch)));
+            match (i.ctx, q.get("contexts")) {
+                (Some(c), None) => chips.push(("ctx", "context", human::count(c))),
+                _ => chips.push(("contexts", "contexts", format!("mix of {}", human::count(i.contexts.len() as u64)))),
+            }
+            chips.push(("weights", "weights", i.weights_shown()));
+            chips.push(("kv", "KV", i.kv.name()));
+            chips.push(("activations", "activations", i.activations.name()));
+        }
+        None => {
+            for (k, label) in [
+                ("model", "model"),
+                ("gpu", "GPU"),
+                ("phase", "phase"),
+                ("batch", "batch"),
+                ("ctx", "context"),
+                ("weights", "weights"),
+                ("kv", "KV"),
+                ("activations", "activations"),
+            ] {
+                let v = raw(k);
+                chips.push((k, label, if v.is_empty() { "default".to_string() } else { v }));
+            }
+        }
+    }
+    if q.get("flash").is_some_and(|v| v.trim() != input_default("flash")) {
+        chips.push(("flash", "FlashAttention", raw("flash")));
+    }
+    let shown: Vec<&str> = chips.iter().map(|(k, _, _)| *k).collect();
+    let label_of =
+        |k: &str| CONTROLS.iter().find(|c| c.name == k).map(|c| c.label).unwrap_or_else(|| other_label_any(k));
+    let more: Vec<(&str, String, String)> = q
+        .scenario
+        .iter()
+        .filter(|(k, _)| !shown.contains(&k.as_str()) && scenario_fields().contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), label_of(k).to_string(), v.clone()))
+        .chain(q.extra.iter().filter_map(|(k, v)| {
+            let i = page.inputs.iter().find(|i| i.name == k)?;
+            Some((i.name, i.label.to_string(), v.clone()))
+        }))
+        .collect();
+    let chip = |key: &str, label: &str, value: &str| {
+        let reason = why(key);
+        let invalid = error_field == Some(key);
+        html! {
+            li.chip.unused[reason.is_some()].invalid[invalid] {
+                a href={ "#f-" (key) } data-control={ "f-" (key) } title=[reason] {
+                    span.k { (label) } " " span.v { (value) }
+                }
+            }
+        }
+    };
+    html! {
+        div.bar #scenario-bar {
+            ul.chips aria-label="the scenario: each value opens its control" {
+                @for (k, label, v) in &chips { (chip(k, label, v)) }
+                @for (k, label, v) in &more { (chip(k, label, v)) }
+            }
+        }
+    }
+}
+
+/// The label of any scenario input (a tailored control's, or [`other_label`]).
+fn other_label_any(name: &str) -> &'static str {
+    scenario_fields().iter().find(|f| **f == name).map(|f| other_label(f)).unwrap_or("input")
 }
 
 /// A text box for one of the page's own keys.
@@ -247,17 +360,22 @@ fn forget_upload(page: &PageInfo, q: &PageQuery) -> String {
 /// dash (a preset's or a GPU's full name).
 type Choice<'a> = (&'a str, &'a str, Option<&'a str>);
 
-fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>, unused: bool) -> Markup {
+fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&str>, inert: Option<&str>) -> Markup {
     let id = format!("f-{}", c.name);
     let raw = q.get(c.name);
     let invalid = error_field == Some(c.name);
     let text_box = matches!(c.choices, Choices::Text | Choices::Example(_));
-    let help = match (unused, text_box) {
-        (true, _) => "not used on this page".to_string(),
-        (false, true) => help_of(c.name),
-        (false, false) => input_of(c.name).help.to_string(),
+    let help = match (inert, text_box) {
+        (Some(why), _) => why.to_string(),
+        (None, true) => help_of(c.name),
+        (None, false) => input_of(c.name).help.to_string(),
     };
-    let class = if unused { "field unused" } else { "field" };
+    let class = if inert.is_some() { "field unused" } else { "field" };
+    let disabled = inert.is_some();
+    // A disabled control is not sent: its value travels in a hidden field, for the other pages.
+    let carried = html! {
+        @if let (true, Some(v)) = (disabled, raw) { input type="hidden" name=(c.name) value=(v); }
+    };
     // Borrowed from the catalogue and the input tables.
     let (options, default): (Vec<Choice>, &str) = match &c.choices {
         Choices::Models => (
@@ -285,9 +403,10 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                 div class=(class) {
                     label for=(id) { (c.label) }
                     input #(id) type="text" name=(c.name) value=[raw] placeholder=(placeholder) autocomplete="off"
-                        spellcheck="false" data-default="" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
-                    @if let Some(sl) = slider(c.name) { (sl.render(&id, c.label, raw.unwrap_or(placeholder))) }
+                        spellcheck="false" data-default="" disabled[disabled] aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" };
+                    @if let Some(sl) = slider(c.name) { (sl.render(&id, c.label, raw.unwrap_or(placeholder), disabled)) }
                     small #{ (id) "-help" } { (help) }
+                    (carried)
                 }
             };
         }
@@ -295,26 +414,28 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
     let selected = selected_value(c, catalog, raw, &options, default);
     let known = options.iter().any(|(v, _, _)| *v == selected);
     if matches!(c.choices, Choices::Toggle) && known {
-        // A pair of radio buttons: one click, and a plain form still sends the value.
+        // A pair of radio buttons: one click, and a plain form still sends the value. The group is
+        // named by its label (`aria-labelledby`), each button by its word.
         return html! {
             div class=(class) {
-                label for={ (id) "-" (selected) } { (c.label) }
-                div.toggle #(id) role="radiogroup" aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
+                span.label #{ (id) "-label" } { (c.label) }
+                div.toggle #(id) role="radiogroup" aria-labelledby={ (id) "-label" } aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
                     @for (value, text, _) in &options {
                         label.toggle-option {
-                            input #{ (id) "-" (value) } type="radio" name=(c.name) value=(value) checked[*value == selected] data-default=(default);
+                            input #{ (id) "-" (value) } type="radio" name=(c.name) value=(value) checked[*value == selected] disabled[disabled] data-default=(default);
                             span { (text) }
                         }
                     }
                 }
                 small #{ (id) "-help" } { (help) }
+                (carried)
             }
         };
     }
     html! {
         div class=(class) {
             label for=(id) { (c.label) }
-            select #(id) name=(c.name) data-default=(default) aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
+            select #(id) name=(c.name) data-default=(default) disabled[disabled] aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
                 @if !known {
                     option value=(selected) selected { (selected) " (not recognised)" }
                 }
@@ -323,6 +444,7 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
                 }
             }
             small #{ (id) "-help" } { (help) }
+            (carried)
         }
     }
 }

@@ -51,7 +51,7 @@ pub(crate) fn layout(
                                 @if let Some(b) = crate::fit::banner(state, page, query) { (b) }
                                 (m)
                             },
-                            Err(e) => (error_box(e, page, query)),
+                            Err(e) => (error_page(e, page, query)),
                         }
                     }
                     footer.bottom {
@@ -83,6 +83,35 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
     }
 }
 
+/// A page that cannot show its result: the page's heading and what it shows, the error, and
+/// how to get back to a result (the control it is about, or the page without the input).
+pub(crate) fn error_page(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
+    html! {
+        h1 { (page.title) }
+        p.lead { (page.summary) }
+        (error_box(e, page, query))
+        @if e.status.is_client_error() {
+            p.note #error-help {
+                "The page shows its result once every input is one it accepts. "
+                @if let Some(f) = e.field.as_deref().filter(|f| crate::query::scenario_fields().contains(f) || page.keys.contains(f)) {
+                    a #error-drop href=(drop_field(page, query, f)) { "Show it without " code { (f) } }
+                    " (its default), or "
+                }
+                a href=(page.path()) { "start from the default scenario" } "."
+            }
+        }
+    }
+}
+
+/// The page with the input `field` left out (its default).
+fn drop_field(page: &PageInfo, query: &PageQuery, field: &str) -> String {
+    if page.keys.contains(&field) {
+        query.href_page(&page.path(), &[], &[(field, None)])
+    } else {
+        query.href_page(&page.path(), &[(field, None)], &[])
+    }
+}
+
 /// The error, with a link to the control it is about (or, for a page key without a control such
 /// as a zoom path, a link to the page without it).
 pub(crate) fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
@@ -92,8 +121,8 @@ pub(crate) fn error_box(e: &AppError, page: &PageInfo, query: &PageQuery) -> Mar
             strong { "Cannot show this page: " }
             span.message { (e.message) }
             @if let Some(f) = &e.field {
-                @if crate::query::scenario_fields().contains(&f.as_str()) || crate::pages::PAGES.iter().any(|p| p.inputs.iter().any(|i| i.name == f)) {
-                    " " a href={ "#f-" (f) } { "(go to " code { (f) } ")" }
+                @if page.controls && (crate::query::scenario_fields().contains(&f.as_str()) || page.inputs.iter().any(|i| i.name == f)) {
+                    " " a.to-control href={ "#f-" (f) } data-control={ "f-" (f) } { "(go to " code { (f) } ")" }
                 }
                 @if let Some(k) = hidden_key {
                     " " a #drop-key href=(query.href_page(&page.path(), &[], &[(k, None)])) { "(start again without " code { (k) } ")" }

@@ -12,6 +12,7 @@ mod batching;
 mod cost;
 mod gpus;
 mod home;
+pub(crate) mod inert;
 mod kv;
 mod ledger;
 mod models;

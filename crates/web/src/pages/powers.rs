@@ -233,7 +233,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         @if let Some(n) = &notice {
             p.notice #zoom-notice role="status" data-asked=(at) { (n) }
         }
-        nav.breadcrumb aria-label="zoom path" {
+        span #zoom-top {}
+        nav.breadcrumb #zoom-path aria-label="zoom path" {
             ol #breadcrumb {
                 @for (i, crumb) in report.breadcrumb.iter().enumerate() {
                     li {
