@@ -92,7 +92,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             usd(cost.usd_per_request),
             "price × end-to-end ÷ batch".into(),
         ),
-        ("price", "usd-per-hour", Some(price), format!("${price}/GPU-hour"), source.to_string()),
+        ("price", "usd-per-hour", Some(price), format!("{}/GPU-hour", usd(price)), source.to_string()),
         (
             "TTFT",
             "ttft",
@@ -127,8 +127,12 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         ),
     ];
     let rows = batch_rows(&sc, &unbounded, l.max_batch, at.batch);
+    // The documents: `/api/cost` refuses a TPOT bound no batch meets (as the CLI does), so where
+    // the bound is unmet they are the cost without it (the page says so).
+    let unmet = matches!(bounded, Some((_, Err(_))));
     let api = |path: &str, keys: &[&str], format: Option<&str>| {
-        let kept: Vec<(String, String)> = q.extra.iter().filter(|(k, _)| keys.contains(&k.as_str())).cloned().collect();
+        let kept: Vec<(String, String)> =
+            q.extra.iter().filter(|(k, _)| keys.contains(&k.as_str()) && !(unmet && k == "tpot_ms")).cloned().collect();
         let base = PageQuery { extra: kept, ..q_step.clone() };
         base.href_page(path, &[], &[("format", format)])
     };
@@ -202,6 +206,9 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         (downloads(&api("/api/cost", KEYS, None), &api("/api/cost", KEYS, Some("csv")), "llm-ledger cost --format json|csv"))
+        @if unmet {
+            p.notes #downloads-unbounded { "No batch meets the TPOT bound, so these documents are the cost without it (with it the CLI refuses, as above)." }
+        }
         p.downloads.notes {
             "The latency alone: " a href=(api("/api/latency", LATENCY_KEYS, None)) { "JSON" } " (" code { "llm-ledger latency --format json" } ")."
         }

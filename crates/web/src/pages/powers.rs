@@ -216,7 +216,9 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let link = |p: &str| zoom_href(p);
     let n = &report.node;
     let exact = matches!(report.level, Level::Model | Level::Layer | Level::Op);
-    let api = q.href_page("/api/zoom", &[], &[(AT, Some(&path))]);
+    // The documents take the scenario and the zoom path only (not the page's pin or picture keys).
+    let api = q.href_with("/api/zoom", &[(AT, &path)]);
+    let api_csv = q.href_with("/api/zoom", &[(AT, &path), ("format", "csv")]);
     let what = match (report.level, &report.focus) {
         (Level::Model, _) => format!("the layer stack, {} layers", tree.num_layers),
         (Level::Layer, Some(b)) => format!("the numbers of {}, its {b} block's operators marked below", report.path),
@@ -290,7 +292,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         p.downloads.notes {
             "This node as "
             a href=(api) { "JSON" } ", "
-            a href=(q.href_page("/api/zoom", &[], &[(AT, Some(&path)), ("format", Some("csv"))])) { "CSV" }
+            a href=(api_csv) { "CSV" }
             " — the same documents as " code { "llm-ledger zoom --at " (path) " --format json|csv" } "."
         }
     })
