@@ -48,6 +48,17 @@ pub fn sig3(v: f64) -> String {
     }
 }
 
+/// A quantity that is often whole (a batch where the memory runs out, a mean batch): a whole
+/// number as a count (`235`, `1,024`), anything else to three significant figures (`55.9`).
+pub fn quantity(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}{}", count(v.abs() as u64))
+    } else {
+        sig3(v)
+    }
+}
+
 /// FLOPs (`16.1 GFLOP`).
 pub fn flops(v: f64) -> String {
     si(v, "FLOP")
@@ -226,6 +237,10 @@ mod tests {
         assert_eq!(params(8_030_261_248), "8.03 B");
         assert_eq!(params(124_439_808), "124 M");
         assert_eq!(intensity(None), "—");
+        assert_eq!(
+            (quantity(1.0), quantity(4096.0), quantity(55.9), quantity(-2.0)),
+            ("1".into(), "4,096".into(), "55.9".into(), "-2".into())
+        );
         assert_eq!(intensity(Some(4.0)), "4.0");
         assert_eq!(sig3(0.0123), "0.0123");
     }

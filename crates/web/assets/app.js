@@ -349,9 +349,37 @@
     if (m && !finger) show(m);
   });
   document.addEventListener("focusout", () => { if (!finger) hide(); });
+  // The keyboard reaches every mark: a plot's linked marks are links, and of the others the
+  // first is a tab stop; from a mark the arrow keys (and Home, End) go to the plot's others.
+  function stops(svg) {
+    const out = [];
+    for (const el of svg.querySelectorAll("title, [data-tip]")) {
+      const m = el.tagName === "title" ? el.parentNode : el;
+      if (m === svg || m.tagName === "svg") continue;
+      const stop = m.closest("a") || m;
+      if (out[out.length - 1] !== stop) out.push(stop);
+    }
+    return out;
+  }
+  function step(e) {
+    const keys = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity };
+    if (!(e.key in keys) || !(e.target instanceof SVGElement)) return false;
+    const svg = e.target.closest("svg");
+    if (!svg) return false;
+    const all = stops(svg);
+    const i = all.indexOf(e.target);
+    if (i < 0) return false;
+    const d = keys[e.key];
+    const j = d === -Infinity ? 0 : d === Infinity ? all.length - 1 : Math.min(all.length - 1, Math.max(0, i + d));
+    const next = all[j];
+    if (next.tagName !== "a" && !next.hasAttribute("tabindex")) next.setAttribute("tabindex", "-1");
+    next.focus();
+    return true;
+  }
   document.addEventListener("keydown", (e) => {
     finger = false;
     if (e.key === "Escape") hide();
+    else if (step(e)) e.preventDefault();
   });
   window.addEventListener("scroll", () => { if (finger) hide(); }, { passive: true });
 })();

@@ -19,7 +19,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use llm_ledger_core::{Catalog, Ledger, ScenarioRequest};
 use llm_ledger_report::LedgerReport;
 use llm_ledger_web::pages::PAGES;
-use llm_ledger_web::{serve_listener, AppState};
+use llm_ledger_web::{serve_listener, AppState, Limits};
 use serde_json::json;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -228,6 +228,7 @@ async fn with_javascript(c: &Client, base: &str) -> Result {
     let first = until("the step time", || data_value(c, "step-time")).await?;
     assert_eq!(first, cli_step_time(&[]));
     shot(c, "overview").await?;
+    open_panel(c).await?;
     // A marker that a full reload would wipe.
     c.execute("window.__noReload = 1", vec![]).await.text_err()?;
 
@@ -328,6 +329,7 @@ const PAGE_SHOTS: &[(&str, &str)] = &[
     ("cost", "?batch=16&tpot_ms=20"),
     ("gemm-tiling", "?m=1000&n=1000&k=1000"),
     ("moe", "?model=mixtral-8x7b&zipf=1"),
+    ("serving", "?requests=200"),
 ];
 
 async fn node_path(c: &Client) -> Option<String> {
@@ -421,6 +423,8 @@ const GPT2_CONFIG: &str = r#"{"model_type": "gpt2", "_name_or_path": "my-gpt2", 
 async fn without_javascript(c: &Client, base: &str) -> Result {
     c.goto(&format!("{base}ledger")).await.text_err()?;
     wait_heading(c, "Ledger").await?;
+    // The panel of controls opens without the script (a <details>).
+    c.find(Locator::Css("#panel > summary")).await.text_err()?.click().await.text_err()?;
     let batch = c.find(Locator::Id("f-batch")).await.text_err()?;
     batch.send_keys("32").await.text_err()?;
     c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
@@ -528,6 +532,34 @@ where
     F: FnOnce(Client, String) -> Fut,
     Fut: std::future::Future<Output = Result>,
 {
+    in_browser_with(AppState::builtin(), Panel::Open, flags, walk)
+}
+
+/// Whether a test's browser starts with the panel of controls open (as a reader who opened it
+/// once has it: the script remembers) or as a first visit finds it, closed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Panel {
+    Open,
+    Closed,
+}
+
+/// Open the panel of controls, and have the script remember it for the pages that follow.
+async fn open_panel(c: &Client) -> Result {
+    c.execute(
+        "localStorage.setItem('llm-ledger.panel', 'open'); const p = document.getElementById('panel'); if (p) p.open = true;",
+        vec![],
+    )
+    .await
+    .text_err()
+    .map(|_| ())
+}
+
+/// [`in_browser`] against a server with `state`, the panel as `panel` says.
+fn in_browser_with<F, Fut>(state: AppState, panel: Panel, flags: &[&str], walk: F) -> bool
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: std::future::Future<Output = Result>,
+{
     let (Some(chromium), Some(chromedriver)) = (
         which("LLM_LEDGER_CHROMIUM", &["chromium", "chromium-browser"]),
         which("LLM_LEDGER_CHROMEDRIVER", &["chromedriver"]),
@@ -540,9 +572,13 @@ where
     let outcome: Result = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
         let base = format!("http://{}/", listener.local_addr().unwrap());
-        tokio::spawn(serve_listener(listener, Arc::new(AppState::builtin()), std::future::pending()));
+        tokio::spawn(serve_listener(listener, Arc::new(state), std::future::pending()));
         let mut driver = Driver::start(&chromedriver)?;
         let c = driver.session(&chromium, flags, json!({})).await?;
+        if panel == Panel::Open {
+            c.goto(&format!("{base}gpus")).await.text_err()?;
+            open_panel(&c).await?;
+        }
         let r = walk(c.clone(), base).await;
         if let Err(e) = &r {
             let _ = shot(&c, "failure-issue-15").await;
@@ -975,7 +1011,9 @@ async fn update_times(c: &Client, id: &str, steps: &[f64]) -> Result<Vec<[f64; 4
 /// to the updated page, per page, printed (never asserted: a timing on shared cores).
 #[test]
 fn plot_points_show_their_numbers_and_go_where_they_stand_for() {
-    in_browser(&[], |c, base| async move {
+    // Every update is made anew: the server's cache of recent answers is off, so a slider
+    // position seen before is not answered from it.
+    in_browser_with(uncached(), Panel::Open, &[], |c, base| async move {
         c.goto(&format!("{base}ledger?batch=64")).await.text_err()?;
         wait_heading(&c, "Ledger").await?;
         let sc =
@@ -1066,6 +1104,362 @@ fn plot_points_show_their_numbers_and_go_where_they_stand_for() {
         use std::io::Write;
         for l in report_lines {
             let _ = writeln!(std::io::stderr(), "live update: {l}");
+        }
+        Ok(())
+    });
+}
+
+/// The explorer without its cache of recent answers: every answer is made (for what is timed).
+fn uncached() -> AppState {
+    AppState { limits: Limits { response_cache_bytes: 0, ..Limits::default() }, ..AppState::builtin() }
+}
+
+/// Where the page's first result starts, in CSS pixels from the top of the document, and what it
+/// is: the first of the main content's summaries, tables, figures, notices and errors.
+async fn first_result(c: &Client) -> Result<(f64, String)> {
+    let v = c
+        .execute(
+            "const m = document.getElementById('content'); \
+             const r = m && m.querySelector('dl.summary, table, figure, .notice, #error, #cheapest, section.addup'); \
+             if (!r) return null; \
+             return [r.getBoundingClientRect().top + scrollY, r.tagName + '.' + r.className + '#' + r.id];",
+            vec![],
+        )
+        .await
+        .text_err()?;
+    let top = v[0].as_f64().ok_or_else(|| format!("no result on the page: {v}"))?;
+    Ok((top, v[1].as_str().unwrap_or("").to_string()))
+}
+
+/// The result first: on a 390 × 844 phone and a 1440 × 900 laptop, every page's
+/// first result starts within the first screen (with the panel of controls as a first visit
+/// finds it, folded under the scenario's bar), and on a phone no page scrolls sideways; a
+/// screenshot of each at the phone's size. The positions are printed.
+#[test]
+fn the_first_result_is_on_the_first_screen_of_every_page() {
+    in_browser_with(AppState::builtin(), Panel::Closed, &[], |c, base| async move {
+        let mut lines = Vec::new();
+        for (w, h) in [(390u32, 844u32), (1440, 900)] {
+            c.set_window_size(w, h).await.text_err()?;
+            let inner = c.execute("return [innerWidth, innerHeight]", vec![]).await.text_err()?;
+            let screen = inner[1].as_f64().unwrap_or(f64::from(h));
+            for (i, (slug, query)) in EVERY_PAGE.iter().enumerate() {
+                let page = PAGES.iter().find(|p| p.slug == *slug).expect("a page");
+                c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
+                wait_heading(&c, page.title).await?;
+                let (top, what) = first_result(&c).await?;
+                lines.push(format!("{w}×{h} /{slug}{query}: the first result ({what}) at {top:.0} px"));
+                // At least 60 px of it on the first screen.
+                assert!(top + 60.0 <= screen, "/{slug}{query} at {w}×{h}: the first result ({what}) starts at {top:.0} px, past the {screen} px screen");
+                if w == 390 {
+                    let name = if slug.is_empty() { "overview" } else { slug };
+                    shot_at(&c, &format!("phone-first-{i:02}-{name}"), w, h).await?;
+                }
+            }
+        }
+        // The panel opens from the bar, at the control, and stays open on the next page.
+        c.set_window_size(390, 844).await.text_err()?;
+        c.goto(&format!("{base}ledger")).await.text_err()?;
+        wait_heading(&c, "Ledger").await?;
+        c.find(Locator::Css("#scenario-bar a[data-control='f-batch']")).await.text_err()?.click().await.text_err()?;
+        let focused = until("the batch box focused", || async {
+            c.execute("return document.activeElement && document.activeElement.id", vec![])
+                .await
+                .ok()
+                .filter(|v| v == "f-batch")
+        })
+        .await?;
+        assert_eq!(focused, json!("f-batch"));
+        c.find(Locator::Css("nav a[data-slug='kv-cache']")).await.text_err()?.click().await.text_err()?;
+        wait_heading(&c, "KV cache").await?;
+        let open = c.execute("return document.getElementById('panel').open", vec![]).await.text_err()?;
+        assert_eq!(open, json!(true), "the open panel is remembered");
+        use std::io::Write;
+        for l in lines {
+            let _ = writeln!(std::io::stderr(), "first result: {l}");
+        }
+        Ok(())
+    });
+}
+
+/// While zoomed the path sticks to the top of the screen: a zoom from deep in the
+/// page puts the path at the top with the new node under it, scrolling on keeps it there, and
+/// "See the flip →" shows the flipped node.
+#[test]
+fn the_zoom_path_sticks_to_the_top() {
+    in_browser(&[], |c, base| async move {
+        c.set_window_size(1440, 900).await.text_err()?;
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        let rect = |id: &'static str| {
+            let c = c.clone();
+            async move {
+                let v = c
+                    .execute(
+                        "const r = document.getElementById(arguments[0]).getBoundingClientRect(); return [r.top, r.bottom]",
+                        vec![json!(id)],
+                    )
+                    .await
+                    .text_err()?;
+                Ok::<_, String>((v[0].as_f64().unwrap_or(f64::NAN), v[1].as_f64().unwrap_or(f64::NAN)))
+            }
+        };
+        // A row far down the table: the zoom scrolls the path to the top, the node under it.
+        c.execute(
+            "document.querySelector(\"#children tr[data-path='layer.0'] a\").scrollIntoView({block: 'end'})",
+            vec![],
+        )
+        .await
+        .text_err()?;
+        descend(&c, "layer.0").await?;
+        for path in ["layer.0.mlp.up", "layer.0.mlp.up.tiles"] {
+            c.execute("window.scrollTo(0, document.documentElement.scrollHeight)", vec![]).await.text_err()?;
+            c.execute(&format!("document.querySelector(\"#children tr[data-path='{path}'] a\").click()"), vec![])
+                .await
+                .text_err()?;
+            wait_node(&c, path).await?;
+            let (top, _) = rect("zoom-path").await?;
+            assert!(top.abs() <= 1.0, "after the zoom to {path} the path is at the top: {top}");
+            let (node_top, _) = rect("node").await?;
+            assert!(node_top > 0.0 && node_top < 300.0, "the node shows under the path: {node_top}");
+        }
+        c.execute("window.scrollBy(0, 900)", vec![]).await.text_err()?;
+        let (top, bottom) = rect("zoom-path").await?;
+        assert!(top.abs() <= 1.0 && bottom > 10.0, "scrolled on, the path stays at the top: {top}..{bottom}");
+        shot_at(&c, "powers-of-ten-sticky-path", 1440, 900).await?;
+        // "See the flip →" from the bottom of the model level: the flipped node is on the screen.
+        c.goto(&format!("{base}powers-of-ten")).await.text_err()?;
+        wait_node(&c, "model").await?;
+        c.execute("document.getElementById('cmp-int4-flip').scrollIntoView({block: 'end'})", vec![])
+            .await
+            .text_err()?;
+        c.find(Locator::Id("cmp-int4-flip")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "weights=int4").await?;
+        until("the flipped bound", || async { c.find(Locator::Id("bound-flip")).await.ok() }).await?;
+        let v = c
+            .execute("const r = document.getElementById('bound-flip').getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight", vec![])
+            .await
+            .text_err()?;
+        assert_eq!(v, json!(true), "the flip is on the screen");
+        Ok(())
+    });
+}
+
+/// Every link of every page, in the states that broke them (a pin, the picture sized by bytes,
+/// every layer drawn, a TPOT bound no batch meets, tensor parallelism over two GPUs, an error),
+/// answers 2xx. The links are read from the page as the browser has it (the script's changes
+/// included) and asked for by the page itself (`fetch`, same origin).
+#[test]
+fn every_link_in_every_state_answers() {
+    in_browser(&[], |c, base| async move {
+        let mut states: Vec<String> = EVERY_PAGE.iter().map(|(slug, q)| format!("{slug}{q}")).collect();
+        states.extend(
+            [
+                "powers-of-ten?pin=default",
+                "powers-of-ten?at=layer.0.mlp.up&pin=batch%3D8&size=bytes",
+                "powers-of-ten?at=layer.0&size=flops&expand=1",
+                "powers-of-ten?expand=1&pin=default",
+                "cost?tpot_ms=1",
+                "cost?batch=16&tpot_ms=20",
+                "models?tp=2",
+                "?tp=2",
+                "ledger?tp=2&batch=8",
+                "batching?tp=2",
+                "kv-cache?tp=2",
+                "cost?tp=2",
+                "moe?tp=2&model=mixtral-8x7b",
+                "ledger?time_model=roofline&phase=prefill&flash=off",
+                "serving?requests=100&disagg=1:1",
+                "ledger?batch=0",
+                "powers-of-ten?at=layer.99",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        let mut asked: std::collections::BTreeSet<String> = Default::default();
+        let mut bad = Vec::new();
+        for state in &states {
+            c.goto(&format!("{base}{state}")).await.text_err()?;
+            until("the page", || async { c.find(Locator::Css("main#content")).await.ok() }).await?;
+            let links = c
+                .execute("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))", vec![])
+                .await
+                .text_err()?;
+            let fresh: Vec<String> = links
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h.as_str())
+                .filter(|h| h.starts_with('/'))
+                .map(|h| h.split('#').next().unwrap_or(h).to_string())
+                .filter(|h| !h.is_empty() && asked.insert(h.clone()))
+                .collect();
+            let statuses = c
+                .execute_async(
+                    "const [urls, done] = [arguments[0], arguments[arguments.length - 1]]; \
+                     const out = []; let i = 0; \
+                     async function next() { \
+                       while (i < urls.length) { const u = urls[i++]; \
+                         try { const r = await fetch(u, { headers: { Accept: 'text/html' } }); await r.arrayBuffer(); out.push([u, r.status]); } \
+                         catch (e) { out.push([u, 0]); } } } \
+                     Promise.all([next(), next(), next()]).then(() => done(out));",
+                    vec![json!(fresh)],
+                )
+                .await
+                .text_err()?;
+            for s in statuses.as_array().into_iter().flatten() {
+                let code = s[1].as_u64().unwrap_or(0);
+                if !(200..300).contains(&code) {
+                    bad.push(format!("/{state}: {} answers {code}", s[0].as_str().unwrap_or("?")));
+                }
+            }
+        }
+        // Pin by clicking, and size by bytes by clicking: the links of the state the clicks make.
+        c.goto(&format!("{base}powers-of-ten?at=layer.0")).await.text_err()?;
+        wait_node(&c, "layer.0").await?;
+        c.find(Locator::Id("pin")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "pin=").await?;
+        let downloads = c
+            .execute("return [...document.querySelectorAll('.downloads a')].map(a => a.getAttribute('href'))", vec![])
+            .await
+            .text_err()?;
+        for h in downloads.as_array().into_iter().flatten().filter_map(|h| h.as_str()) {
+            let code = c
+                .execute_async(
+                    "fetch(arguments[0]).then(r => arguments[arguments.length - 1](r.status))",
+                    vec![json!(h)],
+                )
+                .await
+                .text_err()?;
+            if code != json!(200) {
+                bad.push(format!("after Pin: {h} answers {code}"));
+            }
+        }
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "crawl: {} links of {} page states asked for", asked.len(), states.len());
+        assert!(asked.len() > 300, "{} links", asked.len());
+        assert!(bad.is_empty(), "{} links do not answer 2xx:\n{}", bad.len(), bad.join("\n"));
+        Ok(())
+    });
+}
+
+/// axe-core (from the npm registry: `.ci/browser-deps` installs it under `target/axe`, or
+/// `LLM_LEDGER_AXE` names `axe.min.js`), or why not.
+fn axe_source() -> std::result::Result<String, String> {
+    let path = std::env::var_os("LLM_LEDGER_AXE").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/axe/node_modules/axe-core/axe.min.js")
+    });
+    std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "the accessibility check needs axe-core at {} ({e}): npm install --prefix target/axe axe-core@4, or set LLM_LEDGER_AXE",
+            path.display()
+        )
+    })
+}
+
+/// axe-core's check of every page (its panel of controls and every fold open, so each control
+/// is checked), in the light and the dark theme: no serious or critical violation. Every
+/// violation found is printed, with its impact.
+#[test]
+fn no_page_has_a_serious_accessibility_violation() {
+    let axe = match axe_source() {
+        Ok(s) => s,
+        Err(why) => {
+            skip(&why);
+            return;
+        }
+    };
+    let run = |flags: &'static [&'static str], theme: &'static str| {
+        let axe = axe.clone();
+        in_browser(flags, move |c, base| async move {
+            let mut serious = Vec::new();
+            let mut seen = Vec::new();
+            let mut pages: Vec<(String, String)> =
+                EVERY_PAGE.iter().map(|(s, q)| (s.to_string(), q.to_string())).collect();
+            pages.push(("ledger".into(), "?batch=0".into()));
+            pages.push(("powers-of-ten".into(), "?at=layer.0".into()));
+            for (slug, query) in &pages {
+                c.goto(&format!("{base}{slug}{query}")).await.text_err()?;
+                until("the page", || async { c.find(Locator::Css("main#content h1")).await.ok() }).await?;
+                c.execute("document.querySelectorAll('details').forEach(d => d.open = true)", vec![])
+                    .await
+                    .text_err()?;
+                c.execute(&format!("{axe}\n;return 1"), vec![]).await.text_err()?;
+                let v = c
+                    .execute_async(
+                        "const done = arguments[arguments.length - 1]; \
+                         axe.run(document, { resultTypes: ['violations'] }).then(r => done(r.violations.map(v => \
+                           [v.id, v.impact, v.help, v.nodes.length, v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')])), \
+                           e => done([['axe-error', 'critical', String(e), 0, '']]));",
+                        vec![],
+                    )
+                    .await
+                    .text_err()?;
+                for x in v.as_array().into_iter().flatten() {
+                    let line = format!(
+                        "{theme} /{slug}{query}: {} ({}) {} — {} node(s): {}",
+                        x[0].as_str().unwrap_or(""),
+                        x[1].as_str().unwrap_or(""),
+                        x[2].as_str().unwrap_or(""),
+                        x[3],
+                        x[4].as_str().unwrap_or("")
+                    );
+                    if matches!(x[1].as_str(), Some("serious" | "critical")) {
+                        serious.push(line.clone());
+                    }
+                    seen.push(line);
+                }
+            }
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "axe ({theme}): {} pages, {} violations ({} serious or critical)",
+                pages.len(),
+                seen.len(),
+                serious.len()
+            );
+            for l in &seen {
+                let _ = writeln!(std::io::stderr(), "axe: {l}");
+            }
+            assert!(serious.is_empty(), "serious accessibility violations:\n{}", serious.join("\n"));
+            Ok(())
+        })
+    };
+    run(&[], "light");
+    run(&["--force-dark-mode", "--blink-settings=preferredColorScheme=0"], "dark");
+}
+
+/// The keyboard alone reaches a GEMM tile: Tab from the top of the page (past the skip link, the
+/// navigation and the bar) to the tile grid, the arrow keys from tile to tile, each showing its
+/// numbers; and a Serving chart's points the same way.
+#[test]
+fn the_keyboard_alone_reaches_a_gemm_tile_and_a_serving_point() {
+    in_browser(&[], |c, base| async move {
+        for (path, css) in
+            [("gemm-tiling?m=1000&n=1000&k=1000", "svg.tile-grid"), ("serving?requests=100", "svg.serving")]
+        {
+            c.goto(&format!("{base}{path}")).await.text_err()?;
+            until("the page", || async { c.find(Locator::Css("main#content h1")).await.ok() }).await?;
+            // Back to a closed panel, as a first visit finds it: the fewest tab stops before the result.
+            c.execute("document.getElementById('panel').open = false; document.activeElement && document.activeElement.blur()", vec![])
+                .await
+                .text_err()?;
+            let mut presses = 0;
+            let inside = format!("return !!(document.activeElement && document.activeElement.closest('{css}'))");
+            while c.execute(&inside, vec![]).await.text_err()? != json!(true) {
+                presses += 1;
+                if presses > 120 {
+                    return Err(format!("{path}: no mark of {css} within 120 tab stops"));
+                }
+                c.active_element().await.text_err()?.send_keys("\u{E004}").await.text_err()?;
+            }
+            let first = tip_text(&c).await.ok_or("no tooltip on the focused mark")?;
+            c.active_element().await.text_err()?.send_keys("\u{E014}").await.text_err()?; // →
+            let second =
+                until("the next mark's tooltip", || async { tip_text(&c).await.filter(|t| *t != first) }).await?;
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "keyboard: {path}: {presses} tab stops to {css}; then {second:?}");
+            shot(&c, &format!("keyboard-{}", path.split('?').next().unwrap_or(path))).await?;
         }
         Ok(())
     });

@@ -441,7 +441,7 @@ impl Dataflow {
         let mut s = String::new();
         let _ = write!(
             s,
-            "<svg class=\"plot dataflow\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height:.0}\" font-family=\"sans-serif\">",
+            "<svg class=\"plot dataflow\" role=\"group\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height:.0}\" font-family=\"sans-serif\">",
             esc(&format!(
                 "{} as a dataflow: operators as boxes sized by {} time, tensors as arrows labelled with their bytes",
                 self.layer, self.clock

@@ -23,6 +23,9 @@ pub(super) fn esc(s: &str) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Overlay {
     buf: String,
+    /// A mark without a link has been made a keyboard stop (the first one is; the explorer's
+    /// script moves between the others with the arrow keys).
+    stop: bool,
 }
 
 /// Text anchor.
@@ -58,11 +61,20 @@ impl Overlay {
     /// numbers with units: hovering shows them in any viewer, without script; the explorer's script
     /// shows the same text styled, and on a tap), wrapped in `<a href>` when `href` is given. Every
     /// point, bar and cell of every plot is drawn through this one function.
+    ///
+    /// Every mark is reachable by keyboard: a linked one is a link; of the others the first is a
+    /// tab stop (`tabindex="0"`), from which the arrow keys go to the rest.
     pub(crate) fn mark(&mut self, tag: &str, attrs: &str, tooltip: &str, href: Option<&str>) {
         if let Some(h) = href {
             let _ = write!(self.buf, "<a class=\"mark-link\" href=\"{}\">", esc(h));
         }
-        let _ = write!(self.buf, "<{tag} {attrs}><title>{}</title></{tag}>", esc(tooltip));
+        let stop = if href.is_none() && !self.stop {
+            self.stop = true;
+            " tabindex=\"0\""
+        } else {
+            ""
+        };
+        let _ = write!(self.buf, "<{tag} {attrs}{stop}><title>{}</title></{tag}>", esc(tooltip));
         if href.is_some() {
             self.buf.push_str("</a>");
         }
@@ -207,11 +219,13 @@ pub(super) fn plain(size: (u32, u32), overlay: Overlay, class: &str, label: &str
 pub(super) const FG: &str = "#000000";
 
 /// Finish plotters' SVG: add `class`, `role` and an accessible name to the root, append the
-/// overlay, and turn the sentinel colour into `currentColor`.
+/// overlay, and turn the sentinel colour into `currentColor`. A plot whose marks can be reached
+/// (links, a keyboard stop) is a `group` of them; one without is an `img`.
 pub(super) fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
+    let role = if overlay.stop || overlay.buf.contains("<a ") { "group" } else { "img" };
     let mut s = plotters_svg.replacen(
         "<svg ",
-        &format!("<svg class=\"{}\" role=\"img\" aria-label=\"{}\" ", esc(class), esc(label)),
+        &format!("<svg class=\"{}\" role=\"{role}\" aria-label=\"{}\" ", esc(class), esc(label)),
         1,
     );
     if let Some(end) = s.rfind("</svg>") {
@@ -323,8 +337,8 @@ mod tests {
         let s = finish("<svg width=\"1\"><line stroke=\"#000000\"/></svg>", o, "plot", "x");
         assert_eq!(
             s,
-            "<svg class=\"plot\" role=\"img\" aria-label=\"x\" width=\"1\"><line stroke=\"currentColor\"/>\
-<circle class=\"pt\" cx=\"1\" cy=\"2\" r=\"3.0\" fill=\"#3B82F6\" fill-opacity=\"0.85\" stroke=\"currentColor\" stroke-width=\"0.8\">\
+            "<svg class=\"plot\" role=\"group\" aria-label=\"x\" width=\"1\"><line stroke=\"currentColor\"/>\
+<circle class=\"pt\" cx=\"1\" cy=\"2\" r=\"3.0\" fill=\"#3B82F6\" fill-opacity=\"0.85\" stroke=\"currentColor\" stroke-width=\"0.8\" tabindex=\"0\">\
 <title>a &lt;b&gt; &amp; &quot;c&quot;</title></circle></svg>"
         );
     }

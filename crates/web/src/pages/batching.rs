@@ -99,22 +99,22 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             div {
                 dt { "memory wall" }
                 dd #memory-wall data-value=[curve.memory_wall_batch] {
-                    @match curve.memory_wall_batch { Some(b) => { "batch " (human::sig3(b)) }, None => "none" }
+                    @match curve.memory_wall_batch { Some(b) => { "batch " (human::quantity(b)) }, None => "none" }
                 }
-                small { "first batch that does not fit " (human::bytes(h.capacity_bytes)) " less " (human::bytes(h.reserve_bytes)) " reserve" }
+                dd.sub { "first batch that does not fit " (human::bytes(h.capacity_bytes)) " less " (human::bytes(h.reserve_bytes)) " reserve" }
             }
             div {
                 dt { "KV crossover" }
                 dd #kv-crossover data-value=[curve.kv_crossover_batch] {
-                    @match curve.kv_crossover_batch { Some(b) => { "batch " (human::sig3(b)) }, None => "none" }
+                    @match curve.kv_crossover_batch { Some(b) => { "batch " (human::quantity(b)) }, None => "none" }
                 }
-                small { "KV bytes read per step pass the weight bytes" }
+                dd.sub { "KV bytes read per step pass the weight bytes" }
             }
             @if let Some(b) = best {
                 div {
                     dt { "most " (unit) "/s that fits" }
                     dd #best-tokens-per-s data-value=(b.tokens_per_s) { (human::sig3(b.tokens_per_s)) }
-                    small { "at batch " (human::count(b.batch)) ", step " (human::seconds(b.step_time_s)) }
+                    dd.sub { "at batch " (human::count(b.batch)) ", step " (human::seconds(b.step_time_s)) }
                 }
             }
         }

@@ -40,7 +40,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                         (peak(g.fp4_flops_per_s))
                         (num(g.memory_bandwidth_bytes_per_s, human::rate(g.memory_bandwidth_bytes_per_s, "B")))
                         (num(g.memory_bytes, human::bytes(g.memory_bytes)))
-                        (num(g.ridge_bf16_flops_per_byte, format!("{:.0}", g.ridge_bf16_flops_per_byte)))
+                        (num(g.ridge_bf16_flops_per_byte, human::intensity(Some(g.ridge_bf16_flops_per_byte))))
                         @match g.ridge_fp8_flops_per_byte {
                             Some(r) => (num(r, format!("{r:.0}"))),
                             None => td.num { "—" },

@@ -45,8 +45,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 dl {
                     dt { "name" } dd { (m.name) }
                     dt { "family" } dd { (m.family) }
-                    dt { "layers" } dd { (m.num_layers()) }
-                    dt { "hidden size" } dd { (m.hidden_size) }
+                    dt { "layers" } dd { (human::count(m.num_layers() as u64)) }
+                    dt { "hidden size" } dd { (human::count(m.hidden_size as u64)) }
                     dt { "parameters" } dd data-value=(m.total_params()) { (human::params(m.total_params())) }
                     dt { "active per token" } dd data-value=(m.active_params()) { (human::params(m.active_params())) }
                     dt { "KV per token" } dd { (human::bytes(m.kv_elements_per_token() as f64 * sc.workload.kv.bytes())) " at " (sc.workload.kv.name()) }
@@ -61,7 +61,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     @if let Some(p) = g.peak_flops_per_s.fp8 { dt { "fp8 peak" } dd { (human::rate(p, "FLOP")) } }
                     dt { "HBM bandwidth" } dd { (human::rate(g.memory_bandwidth_bytes_per_s, "B")) }
                     dt { "capacity" } dd { (human::bytes(g.memory_bytes)) }
-                    dt { "bf16 ridge" } dd { (format!("{:.0}", g.ridge_flops_per_byte(MathFormat::Bf16))) " FLOP/B" }
+                    dt { "bf16 ridge" } dd { (human::intensity(Some(g.ridge_flops_per_byte(MathFormat::Bf16)))) " FLOP/B" }
                 }
                 a href=(q.href("/gpus", &[])) { "all GPUs →" }
             }

@@ -42,7 +42,7 @@ pub(crate) fn facts(items: &[(&str, &str, Option<f64>, String, String)]) -> Mark
                 div {
                     dt { (label) }
                     dd id=[(!id.is_empty()).then_some(id)] data-value=[value] { (text) }
-                    @if !note.is_empty() { small { (note) } }
+                    @if !note.is_empty() { dd.sub { (note) } }
                 }
             }
         }
@@ -92,18 +92,18 @@ pub(crate) fn summary(report: &LedgerReport) -> Markup {
         dl.summary {
             div { dt { "step time" } dd #step-time data-value=(report.step_time_s) { (human::seconds(report.step_time_s)) } }
             div { dt { (unit) } dd #tokens-per-s data-value=(report.tokens_per_s) { (human::sig3(report.tokens_per_s)) } }
-            div { dt { "bound by" } dd #bound data-value=(memory_share) { (bound) } small { (human::percent(memory_share)) " of the time in memory-bound operators" } }
+            div { dt { "bound by" } dd #bound data-value=(memory_share) { (bound) } dd.sub { (human::percent(memory_share)) " of the time in memory-bound operators" } }
             div { dt { "FLOPs" } dd #total-flops data-value=(t.flops) { (human::flops(t.flops)) } }
             div {
                 dt { "HBM bytes" }
                 dd #total-bytes data-value=(t.bytes) { (human::bytes(t.bytes)) }
-                small { "weights " (human::bytes(t.weight_bytes)) " · KV " (human::bytes(t.kv_bytes)) " · activations " (human::bytes(t.activation_bytes)) }
+                dd.sub { "weights " (human::bytes(t.weight_bytes)) " · KV " (human::bytes(t.kv_bytes)) " · activations " (human::bytes(t.activation_bytes)) }
             }
             div { dt { "intensity" } dd #intensity data-value=[t.intensity] { (human::intensity(t.intensity)) " FLOP/B" } }
             div {
                 dt { "memory floor" }
                 dd #memory-floor data-value=(report.memory_floor_s) { (human::seconds(report.memory_floor_s)) }
-                small { "all bytes at 100 % bandwidth; compute floor " (human::seconds(report.compute_floor_s)) }
+                dd.sub { "all bytes at 100 % bandwidth; compute floor " (human::seconds(report.compute_floor_s)) }
             }
         }
     }
@@ -156,10 +156,11 @@ pub(crate) fn claim(measure: &str, before: Option<f64>, after: Option<f64>, word
     html! { span.claim data-measure=(measure) data-before=(b) data-after=(a) data-trend=(t.word()) { (by_trend(before, after, words)) } }
 }
 
-/// `×1.23` of `after ÷ before`, three significant figures (nothing when `before` is 0).
+/// `after ÷ before` in the one ratio format ([`human::ratio`]: `1.15×`, `16.0×`), nothing when
+/// `before` is 0.
 pub(crate) fn ratio(before: f64, after: f64) -> String {
     if before != 0.0 {
-        format!("×{}", human::sig3(after / before))
+        human::ratio(after / before)
     } else {
         String::new()
     }

@@ -239,7 +239,7 @@ fn ghost(svg: &mut String, b: &Block, pinned: Option<f64>, m: Measure, x: f64, y
     };
     let d = b.value - p;
     let sign = if d < 0.0 { "−" } else { "+" };
-    let r_text = ratio.map(|r| format!("×{r:.2}")).unwrap_or_else(|| "—".into());
+    let r_text = ratio.map(human::ratio).unwrap_or_else(|| "—".into());
     let title = format!(
         "{}: pinned {} · now {} · Δ {sign}{} · now ÷ pinned {}",
         b.label,
@@ -363,7 +363,7 @@ pub(super) fn picture(
     let label = format!("The pass at {}: blocks sized by {}, coloured by what bounds them", view.path, m.word());
     html! {
         figure.plot.wide.picture #picture data-size=(m.word()) {
-            svg.plot.icicle viewBox={ "0 0 " (W) " " (h) } width=(W) height=(h) role="img" aria-label=(label) {
+            svg.plot.icicle viewBox={ "0 0 " (W) " " (h) } width=(W) height=(h) role="group" aria-label=(label) {
                 (PreEscaped(svg))
             }
             figcaption {

@@ -88,7 +88,7 @@ fn rest_of_step(r: &ZoomReport, link: &dyn Fn(&str) -> String, ledger_href: &str
                 "the step adds up."
             }
             table.ledger #rest {
-                (thead(&[("", false), ("FLOPs", true), ("HBM bytes", true), (&format!("{clock} time"), true), ("share of the step", false)]))
+                (thead(&[("part", false), ("FLOPs", true), ("HBM bytes", true), (&format!("{clock} time"), true), ("share of the step", false)]))
                 tbody {
                     (row("model: the layer stack", "model-row", &c.model))
                     @for part in &r.rest {
@@ -175,7 +175,7 @@ fn delta(now: Option<f64>, pin: Option<f64>, fmt: &dyn Fn(f64) -> String, id: &s
     let d = a - b;
     let sign = if d < 0.0 { "−" } else { "+" };
     html! {
-        small.delta id=(id) data-pinned=(b) data-ratio=[ratio] {
+        dd.sub.delta id=(id) data-pinned=(b) data-ratio=[ratio] {
             "pinned " (fmt(b)) " · Δ " (sign) (fmt(d.abs()))
             @if let Some(r) = ratio { " · " (human::ratio(r)) }
         }
@@ -250,7 +250,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         dl.summary #node data-path=(path) data-level=(level_word(report.level)) {
-            div { dt { "level" } dd { (level_word(report.level)) } small { code { (path) } @if !what.is_empty() { " · " (what) } } }
+            div { dt { "level" } dd { (level_word(report.level)) } dd.sub { code { (path) } @if !what.is_empty() { " · " (what) } } }
             div {
                 dt { (if exact { "FLOPs" } else { "FLOPs executed" }) } dd #node-flops data-value=(n.flops) { (human::flops(n.flops)) }
                 @if let Some(p) = &pin { (delta(Some(n.flops), Some(p.node.flops), &|v| human::flops(v), "node-flops-delta")) }
@@ -268,13 +268,13 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     (if exact { format!("{clock} time") } else { "tile-model time".to_string() })
                 }
                 dd #node-time data-value=(n.time_s) { (human::seconds(n.time_s)) }
-                @if let Some(b) = &n.bound { small #node-bound data-bound=(b) { (b) "-bound (" (clock) ")" } }
+                @if let Some(b) = &n.bound { dd.sub #node-bound data-bound=(b) { (b) "-bound (" (clock) ")" } }
                 @if exact && report.inputs.engine.is_some() {
-                    small #node-roofline data-value=(n.roofline_time_s) { " · roofline " (human::seconds(n.roofline_time_s)) }
+                    dd.sub #node-roofline data-value=(n.roofline_time_s) { " · roofline " (human::seconds(n.roofline_time_s)) }
                 }
                 @if let Some(p) = &pin {
                     (delta(Some(n.time_s), Some(p.node.time_s), &|v| human::seconds(v), "node-time-delta"))
-                    @if let Some(pb) = &p.node.bound { @if Some(pb) != n.bound.as_ref() { small.delta #bound-flip { "pinned: " (pb) "-bound" } } }
+                    @if let Some(pb) = &p.node.bound { @if Some(pb) != n.bound.as_ref() { dd.sub.delta #bound-flip { "pinned: " (pb) "-bound" } } }
                 }
             }
         }
@@ -473,7 +473,7 @@ fn addup(r: &ZoomReport, sc: &Scenario, q: &PageQuery, catalog: &Catalog) -> Mar
                     @else { "No: zoomed into tiles, the numbers grow — and that growth is the point." }
                 }
                 table.addup {
-                    (thead(&[("", false), (parent, true), (children, true), ("difference", true), ("ratio", true)]))
+                    (thead(&[("measure", false), (parent, true), (children, true), ("difference", true), ("ratio", true)]))
                     tbody {
                         tr {
                             th scope="row" { "FLOPs" }

@@ -370,7 +370,7 @@ fn comparison(d: &llm_ledger_report::simulate::DisaggFacts, split: &SimSummary, 
                 " aggregated instances on the same GPUs; KV cache moved over " (d.link.name)
                 "; the first token comes from the prefill instance, so TTFT excludes the move and TPOT includes it"
             }
-            thead { tr { th { "" } th.num { "disaggregated" } th.num { "aggregated" } } }
+            thead { tr { th { "measure" } th.num { "disaggregated" } th.num { "aggregated" } } }
             tbody {
                 @for (name, id, get, show) in rows {
                     tr {
@@ -502,7 +502,7 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         table.ledger #latencies {
             caption { "Latency per request (ITL: per token)" }
-            thead { tr { th { "" } th.num { "mean" } th.num { "p50" } th.num { "p90" } th.num { "p99" } } }
+            thead { tr { th { "latency" } th.num { "mean" } th.num { "p50" } th.num { "p90" } th.num { "p99" } } }
             tbody {
                 (latency_row("TTFT", "ttft", &s.ttft_s))
                 (latency_row("TPOT", "tpot", &s.tpot_s))
