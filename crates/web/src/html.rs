@@ -18,6 +18,11 @@ pub(crate) fn layout(
     body: Result<Markup, AppError>,
 ) -> Markup {
     let error = body.as_ref().err();
+    // An error page's links to the other pages leave out the input it refuses, so they show a
+    // result (the refused value is still in this page's URL and its control).
+    let refused = error.and_then(|e| e.field.as_deref()).filter(|f| crate::query::scenario_fields().contains(f));
+    let links_query = refused.map(|f| query.clone_with(&[(f, None)]));
+    let links_query = links_query.as_ref().unwrap_or(query);
     let title = match error {
         Some(_) => format!("{} · error · llm-ledger", page.title),
         None => format!("{} · llm-ledger", page.title),
@@ -38,10 +43,10 @@ pub(crate) fn layout(
                 a.skip-link href="#content" { "Skip to the result" }
                 div #page data-page=(page.slug) {
                     header.top {
-                        a.brand href=(query.href("/", &[])) { "llm-ledger" }
+                        a.brand href=(links_query.href("/", &[])) { "llm-ledger" }
                         span.tagline { "where the FLOPs, the bytes and the time of a forward pass go" }
                     }
-                    (nav(page, query))
+                    (nav(page, links_query))
                     @if page.controls {
                         (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
                     }
