@@ -778,6 +778,14 @@ async fn every_control_has_a_label_and_help() {
         assert!(h.find("</small>").unwrap() > 10, "{name}: help too short");
         labels += 1;
     }
+    // A toggle (a pair of radio buttons) is a group named by its label.
+    for part in form.split("<span class=\"label\" id=\"f-").skip(1) {
+        let id = &part[..part.find('"').unwrap()];
+        let name = id.strip_suffix("-label").unwrap();
+        assert!(form.contains(&format!("role=\"radiogroup\" aria-labelledby=\"f-{name}-label\"")), "{name}");
+        assert!(form.contains(&format!("id=\"f-{name}-help\"")), "{name}: no help");
+        labels += 1;
+    }
     assert!(labels >= llm_ledger_core::scenario::scenario_inputs().len(), "{labels} labels");
     assert!(form.contains("Tensor-parallel GPUs (TP)"));
     assert!(form.contains("(a positive integer)"), "a text box says what it accepts");
