@@ -722,8 +722,14 @@ fn dragging_a_slider_updates_the_numbers_and_the_url() {
         let_go(&c).await?;
         let u = wait_url(&c, "batch=").await?;
         assert!(held.contains("batch="), "{held}");
-        let batch =
-            c.find(Locator::Id("f-batch")).await.text_err()?.prop("value").await.text_err()?.unwrap_or_default();
+        // Read in one script (the page may be swapped in between a find and a read).
+        let batch = c
+            .execute("return document.getElementById('f-batch').value", vec![])
+            .await
+            .text_err()?
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let n: u64 = batch.parse().map_err(|e| format!("batch {batch:?}: {e}"))?;
         assert!(n > 1, "the drag raised the batch: {n}");
         until("the URL of the batch shown", || async {
@@ -746,12 +752,12 @@ fn dragging_a_slider_updates_the_numbers_and_the_url() {
         until("the numbers before the drag", || async { data_value(&c, "step-time").await.filter(|v| *v == first) })
             .await?;
         // The toggles: FlashAttention off, then prefill, one click each.
-        c.find(Locator::Id("f-flash-off")).await.text_err()?.click().await.text_err()?;
+        until("the toggle", || async { c.find(Locator::Id("f-flash-off")).await.ok()?.click().await.ok() }).await?;
         wait_url(&c, "flash=off").await?;
         let expected = cli_step_time(&[("flash", "off")]);
         until("the unfused step time", || async { data_value(&c, "step-time").await.filter(|v| *v == expected) })
             .await?;
-        c.find(Locator::Id("f-phase-prefill")).await.text_err()?.click().await.text_err()?;
+        until("the toggle", || async { c.find(Locator::Id("f-phase-prefill")).await.ok()?.click().await.ok() }).await?;
         let u = wait_url(&c, "phase=prefill").await?;
         assert!(u.contains("flash=off"), "{u}");
         Ok(())

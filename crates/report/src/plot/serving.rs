@@ -53,6 +53,27 @@ fn sample(n: usize) -> Vec<usize> {
     v
 }
 
+/// The points in order of their offered rate.
+fn by_rate(points: &[SimSummary]) -> Vec<&SimSummary> {
+    let mut v: Vec<&SimSummary> = points.iter().collect();
+    v.sort_by(|a, b| {
+        a.offered_rate_per_s
+            .unwrap_or(a.arrival_rate_per_s)
+            .total_cmp(&b.offered_rate_per_s.unwrap_or(b.arrival_rate_per_s))
+    });
+    v
+}
+
+/// The knee ([`knee`]) as a vertical rule.
+fn knee_rule(points: &[SimSummary]) -> Option<Rule> {
+    knee(points).map(|at| Rule {
+        vertical: true,
+        at,
+        label: format!("knee {} requests/s", human::sig3(at)),
+        colour: COLOURS[3],
+    })
+}
+
 /// A line chart with linear axes from 0, or a logarithmic x axis ([`ServingChart::x_log`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServingChart {
@@ -70,8 +91,39 @@ pub struct ServingChart {
     /// latency CDFs: TTFT, TPOT and ITL are milliseconds where the end-to-end latency is seconds,
     /// and a linear axis crushes them into its first few per cent).
     pub x_log: bool,
+    /// The y axis is logarithmic, whole decades (a rate sweep's p99 latencies, milliseconds
+    /// before the knee and seconds past it).
+    pub y_log: bool,
     /// The lines.
     pub lines: Vec<Line>,
+    /// Reference lines across the chart (an SLA, the knee of a sweep).
+    pub rules: Vec<Rule>,
+}
+
+/// A reference line across a chart, labelled: a bound at a y (an SLA) or a marked x (a knee).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Across at an x (else along at a y).
+    pub vertical: bool,
+    /// Where, in the axis' units.
+    pub at: f64,
+    /// Its label, with units.
+    pub label: String,
+    /// Stroke colour.
+    pub colour: &'static str,
+}
+
+/// Of a goodput at or above this fraction of the offered rate, the instance keeps up.
+pub const KEEPS_UP: f64 = 0.9;
+
+/// The knee of a rate sweep: the highest offered rate up to which the goodput (requests/s within
+/// the SLAs; every completed request without them) stays at or above [`KEEPS_UP`] of the offered
+/// rate at every swept rate; `None` when even the lowest misses it.
+pub fn knee(points: &[SimSummary]) -> Option<f64> {
+    let mut by_rate: Vec<(f64, f64)> =
+        points.iter().map(|s| (s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s), s.goodput_per_s)).collect();
+    by_rate.sort_by(|a, b| a.0.total_cmp(&b.0));
+    by_rate.iter().take_while(|(rate, good)| *good >= KEEPS_UP * rate).last().map(|(rate, _)| *rate)
 }
 
 const COLOURS: [&str; 4] = ["#3B82F6", "#E8710A", "#2DA44E", "#A371F7"];
@@ -117,7 +169,9 @@ impl ServingChart {
             x_seconds: true,
             y_seconds: false,
             x_log: true,
+            y_log: false,
             lines,
+            rules: Vec::new(),
         }
     }
 
@@ -150,10 +204,12 @@ impl ServingChart {
             x_seconds: false,
             y_seconds: false,
             x_log: false,
+            y_log: false,
             lines: vec![
                 line("running batch", COLOURS[0], |p| p.running as f64),
                 line("waiting queue", COLOURS[1], |p| p.waiting as f64),
             ],
+            rules: Vec::new(),
         }
     }
 
@@ -189,7 +245,103 @@ impl ServingChart {
             x_seconds: true,
             y_seconds: false,
             x_log: false,
+            y_log: false,
             lines: vec![line("p99 TTFT", COLOURS[0], |s| s.ttft_s.p99), line("p99 TPOT", COLOURS[1], |s| s.tpot_s.p99)],
+            rules: Vec::new(),
+        }
+    }
+
+    /// A rate sweep's goodput and completed requests/s against the offered rate, with the
+    /// offered rate itself (y = x: what an instance that keeps up serves) and the knee marked.
+    pub fn sweep_goodput(points: &[SimSummary], title: Option<String>) -> ServingChart {
+        let sorted = by_rate(points);
+        let rate = |s: &SimSummary| s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
+        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| Line {
+            label: label.into(),
+            colour,
+            points: sorted.iter().map(|s| (rate(s), f(s))).collect(),
+            markers: true,
+            marks: sorted
+                .iter()
+                .enumerate()
+                .map(|(i, s)| LineMark {
+                    index: i,
+                    tip: format!(
+                        "rate {} requests/s\n{label} {} requests/s ({} of the rate)",
+                        human::sig3(rate(s)),
+                        human::sig3(f(s)),
+                        human::percent(f(s) / rate(s))
+                    ),
+                    rate_per_s: Some(rate(s)),
+                })
+                .collect(),
+        };
+        let offered = Line {
+            label: "offered rate".into(),
+            colour: "#8C959F",
+            points: sorted.iter().map(|s| (rate(s), rate(s))).collect(),
+            markers: false,
+            marks: Vec::new(),
+        };
+        ServingChart {
+            title,
+            x_desc: "offered rate (requests/s)".into(),
+            y_desc: "requests/s".into(),
+            x_seconds: false,
+            y_seconds: false,
+            x_log: false,
+            y_log: false,
+            lines: vec![
+                offered,
+                line("completed", COLOURS[1], |s| s.requests_per_s),
+                line("goodput", COLOURS[0], |s| s.goodput_per_s),
+            ],
+            rules: knee_rule(points).into_iter().collect(),
+        }
+    }
+
+    /// A rate sweep's p99 TTFT and TPOT against the offered rate (log scale: milliseconds before
+    /// the knee, seconds past it), with the SLAs given and the knee marked.
+    pub fn sweep_latency(
+        points: &[SimSummary],
+        ttft_slo_s: Option<f64>,
+        tpot_slo_s: Option<f64>,
+        title: Option<String>,
+    ) -> ServingChart {
+        let sorted = by_rate(points);
+        let rate = |s: &SimSummary| s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
+        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| Line {
+            label: label.into(),
+            colour,
+            points: sorted.iter().map(|s| (rate(s), f(s))).collect(),
+            markers: true,
+            marks: sorted
+                .iter()
+                .enumerate()
+                .map(|(i, s)| LineMark {
+                    index: i,
+                    tip: format!("rate {} requests/s\n{label} {}", human::sig3(rate(s)), human::seconds(f(s))),
+                    rate_per_s: Some(rate(s)),
+                })
+                .collect(),
+        };
+        let mut rules: Vec<Rule> = [("TTFT", ttft_slo_s, COLOURS[0]), ("TPOT", tpot_slo_s, COLOURS[1])]
+            .into_iter()
+            .filter_map(|(name, slo, colour)| {
+                slo.map(|at| Rule { vertical: false, at, label: format!("{name} SLA {}", human::seconds(at)), colour })
+            })
+            .collect();
+        rules.extend(knee_rule(points));
+        ServingChart {
+            title,
+            x_desc: "offered rate (requests/s)".into(),
+            y_desc: "p99 latency (log scale)".into(),
+            x_seconds: false,
+            y_seconds: true,
+            x_log: false,
+            y_log: true,
+            lines: vec![line("p99 TTFT", COLOURS[0], |s| s.ttft_s.p99), line("p99 TPOT", COLOURS[1], |s| s.tpot_s.p99)],
+            rules,
         }
     }
 
@@ -211,9 +363,12 @@ impl ServingChart {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
         let largest = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
-        let y_max = all().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
-        // A log axis runs over whole decades, from the smallest positive x (a step function's
-        // start at 0 drawn there) to the largest; x is drawn at log10(x).
+        // The rules' values are on the axes too (an SLA above every latency still shows).
+        let rule_ys = || self.rules.iter().filter(|r| !r.vertical && r.at.is_finite() && r.at > 0.0).map(|r| r.at);
+        let tallest = all().map(|p| p.1).chain(rule_ys()).fold(0.0, f64::max).max(1e-9);
+        let y_max = tallest * 1.1;
+        // A log axis runs over whole decades, from the smallest positive value (a step function's
+        // start at 0 drawn there) to the largest; a value is drawn at its log10.
         let smallest = all().map(|p| p.0).filter(|x| *x > 0.0).fold(largest, f64::min);
         let (x_min, x_max) = if self.x_log {
             let (lo, hi) = (smallest.log10().floor(), largest.log10().ceil());
@@ -221,8 +376,16 @@ impl ServingChart {
         } else {
             (0.0, largest * 1.05)
         };
-        let x_log = self.x_log;
+        let lowest = all().map(|p| p.1).chain(rule_ys()).filter(|y| *y > 0.0).fold(tallest, f64::min);
+        let (y_min, y_top) = if self.y_log {
+            let (lo, hi) = (lowest.log10().floor(), tallest.log10().ceil());
+            (lo, hi.max(lo + 1.0))
+        } else {
+            (0.0, y_max)
+        };
+        let (x_log, y_log) = (self.x_log, self.y_log);
         let at = move |x: f64| if x_log { x.max(smallest).log10() } else { x };
+        let at_y = move |y: f64| if y_log { y.max(lowest).log10() } else { y };
         let fmt = |seconds: bool, log: bool| {
             move |v: &f64| {
                 let v = if log { 10f64.powf(*v) } else { *v };
@@ -233,18 +396,19 @@ impl ServingChart {
                 }
             }
         };
-        let (x_fmt, y_fmt) = (fmt(self.x_seconds, self.x_log), fmt(self.y_seconds, false));
+        let (x_fmt, y_fmt) = (fmt(self.x_seconds, self.x_log), fmt(self.y_seconds, self.y_log));
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
             let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
             let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
-            let mut chart = builder.build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
+            let mut chart = builder.build_cartesian_2d(x_min..x_max, y_min..y_top)?;
+            let y_labels = if self.y_log { ((y_top - y_min) as usize + 1).max(2) } else { 6 };
             super::draw_mesh(
                 &mut chart,
                 &super::Mesh {
                     x_labels: 6,
-                    y_labels: Some(6),
+                    y_labels: Some(y_labels),
                     x_fmt: &x_fmt,
                     y_fmt: &y_fmt,
                     x_desc: &self.x_desc,
@@ -252,12 +416,23 @@ impl ServingChart {
                 },
             )?;
             let area = chart.plotting_area().clone();
+            for r in &self.rules {
+                let (a, b) = if r.vertical {
+                    (area.map_coordinate(&(at(r.at), y_min)), area.map_coordinate(&(at(r.at), y_top)))
+                } else {
+                    (area.map_coordinate(&(x_min, at_y(r.at))), area.map_coordinate(&(x_max, at_y(r.at))))
+                };
+                o.line(a, b, r.colour, 1.5, "6 4");
+                let (xy, anchor) =
+                    if r.vertical { ((b.0 - 4, b.1 + 14), Anchor::End) } else { ((b.0 - 4, b.1 - 5), Anchor::End) };
+                o.text(xy, &r.label, FONT - 1.0, FG, anchor, 0.0);
+            }
             for l in &self.lines {
-                let drawn = l.points.iter().map(|&(x, y)| (at(x), y));
+                let drawn = l.points.iter().map(|&(x, y)| (at(x), at_y(y)));
                 chart.draw_series(LineSeries::new(drawn, rgb(l.colour).stroke_width(2)))?;
                 for m in &l.marks {
                     let Some(&(x, y)) = l.points.get(m.index) else { continue };
-                    let (xy, url) = (area.map_coordinate(&(at(x), y)), href(links, m));
+                    let (xy, url) = (area.map_coordinate(&(at(x), at_y(y))), href(links, m));
                     if l.markers {
                         o.point_link(xy, 4.0, l.colour, "point", &m.tip, url.as_deref());
                     } else {
@@ -265,11 +440,18 @@ impl ServingChart {
                     }
                 }
             }
-            let (mut lx, _) = area.map_coordinate(&(x_min, y_max));
+            // The legend, wrapped onto more lines where the chart is narrow.
+            let (left, _) = area.map_coordinate(&(x_min, y_top));
+            let (mut lx, mut ly) = (left, legend_y);
             for l in &self.lines {
-                o.line((lx, legend_y - 4), (lx + 24, legend_y - 4), l.colour, 2.0, "");
-                o.text((lx + 30, legend_y), &l.label, FONT, FG, Anchor::Start, 0.0);
-                lx += 60 + (super::svg::text_width(&l.label, FONT)) as i32;
+                let w = 60 + super::svg::text_width(&l.label, FONT) as i32;
+                if lx > left && lx + w - 24 > size.width as i32 {
+                    lx = left;
+                    ly += 16;
+                }
+                o.line((lx, ly - 4), (lx + 24, ly - 4), l.colour, 2.0, "");
+                o.text((lx + 30, ly), &l.label, FONT, FG, Anchor::Start, 0.0);
+                lx += w;
             }
             root.present()?;
         }

@@ -45,8 +45,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 dl {
                     dt { "name" } dd { (m.name) }
                     dt { "family" } dd { (m.family) }
-                    dt { "layers" } dd { (human::count(m.num_layers() as u64)) }
-                    dt { "hidden size" } dd { (human::count(m.hidden_size as u64)) }
+                    dt { "layers" } dd { (human::count(m.num_layers())) }
+                    dt { "hidden size" } dd { (human::count(m.hidden_size)) }
                     dt { "parameters" } dd data-value=(m.total_params()) { (human::params(m.total_params())) }
                     dt { "active per token" } dd data-value=(m.active_params()) { (human::params(m.active_params())) }
                     dt { "KV per token" } dd { (human::bytes(m.kv_elements_per_token() as f64 * sc.workload.kv.bytes())) " at " (sc.workload.kv.name()) }

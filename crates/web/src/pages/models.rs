@@ -40,8 +40,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                             }
                         }
                         td { (m.family) }
-                        td.num { (human::count(m.layers as u64)) }
-                        td.num { (human::count(m.hidden_size as u64)) }
+                        td.num { (human::count(m.layers)) }
+                        td.num { (human::count(m.hidden_size)) }
                         (num(m.params as f64, human::params(m.params)))
                         (num(m.active_params as f64, human::params(m.active_params)))
                         (num(m.kv_bytes_per_token_bf16 as f64, human::bytes(m.kv_bytes_per_token_bf16 as f64)))

@@ -5,7 +5,8 @@
 //!
 //! The page's keys are the `simulate` inputs that name no file ([`llm_ledger_app::simulate::inputs`]
 //! less `trace`; no `hist:` lengths), read by the app's one resolver with the CLI's messages (the
-//! field spelled as the query key), one rate (no sweep), at most [`MAX_WEB_REQUESTS`] requests and
+//! field spelled as the query key), one rate or a sweep of at most [`MAX_WEB_RATES`] (the knee, goodput and p99
+//! latency against the rate), at most [`MAX_WEB_REQUESTS`] requests and
 //! [`MAX_WEB_STEPS`] engine steps so that one answer stays well under the server's deadline. With `disagg=X:Y` (and `kv_link`) it simulates disaggregated prefill and
 //! decode pools and shows them beside aggregated serving on the same GPUs. The scenario's step shape (`phase`, `ctx`, `contexts`, `batch`) is not used:
 //! the simulation builds its own steps.
@@ -28,6 +29,13 @@ use maud::{html, Markup};
 /// Most requests one page answer simulates (the CLI takes up to
 /// [`llm_ledger_core::simulate::MAX_REQUESTS`]): a fraction of a second in a release build.
 pub const MAX_WEB_REQUESTS: u64 = 5_000;
+
+/// Most rates of one sweep on the page (the CLI sweeps up to
+/// [`llm_ledger_app::simulate::MAX_RATES`]).
+pub const MAX_WEB_RATES: usize = 12;
+
+/// Most requests over the rates of one sweep on the page.
+pub const MAX_WEB_SWEEP_REQUESTS: u64 = 12_000;
 
 /// Most engine steps one page answer simulates, over its runs (the CLI's default budget is
 /// [`llm_ledger_core::simulate::DEFAULT_MAX_STEPS`]): 5,000 requests at the defaults take about
@@ -82,7 +90,7 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "rate",
         label: "Arrival rate (requests/s)",
-        help: "one rate, above 0 (default 10)",
+        help: "requests/s, above 0 (default 10); a list (2,4,8) or range (1..16*2) of at most 12 sweeps the rate",
         placeholder: "10",
     },
     PageInput {
@@ -296,15 +304,26 @@ pub fn resolve(q: &PageQuery, sc: &Scenario) -> Result<(Resolved, u64), AppError
         )));
     }
     let resolved = req.resolve(sc, Files::None).map_err(|e| q.command_error(&e))?;
-    if resolved.sweep() {
-        let rates = resolved.rates.len();
+    let rates = resolved.rates.len();
+    if rates > MAX_WEB_RATES {
         return Err(core(Error::invalid(
             "rate",
             format!("{rates} rates"),
-            "one rate on the explorer (the CLI's simulate sweeps rates)",
+            format!("at most {MAX_WEB_RATES} rates in one sweep on the explorer (the CLI's simulate sweeps more)"),
         )));
     }
     let requests = resolved.cfg.requests;
+    if resolved.sweep() && requests.saturating_mul(rates as u64) > MAX_WEB_SWEEP_REQUESTS {
+        return Err(core(Error::invalid(
+            "requests",
+            requests,
+            format!(
+                "at most {} requests over a sweep's rates on the explorer, here {} at each of {rates} rates: fewer requests or rates, or the CLI's simulate",
+                human::count(MAX_WEB_SWEEP_REQUESTS),
+                human::count(requests)
+            ),
+        )));
+    }
     if !(1..=MAX_WEB_REQUESTS).contains(&requests) {
         return Err(core(Error::invalid(
             "requests",
@@ -404,9 +423,11 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         CommandError::Input(e) => q.core_error(&over_budget(e, cfg.requests, given)),
         other => AppError::bad_request(other.to_string(), other.field()),
     })?;
+    let report = q.checked(run.report)?;
+    if let Some(points) = &report.points {
+        return Ok(sweep(ctx, &report, points, &cfg));
+    }
     let sim: Simulation = run.runs.into_iter().next().expect("one rate runs once");
-    let report = run.report;
-    let report = q.checked(report)?;
     let s = &sim.summary;
     let cdfs = ServingChart::latency_cdfs(&sim, None).svg(PlotSize::default());
     let timeline = ServingChart::timeline(&sim.series, None).svg(PlotSize::default());
@@ -510,6 +531,14 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 (latency_row("end to end", "e2e", &s.e2e_s))
             }
         }
+        @if let Some(rate) = s.offered_rate_per_s {
+            @let rates = sweep_rates(rate);
+            p #sweep-link {
+                a href=(ctx.self_href(&[], &[("rate", Some(&rates))])) { "Sweep the arrival rate →" }
+                " " (human::count(SWEEP_POINTS as u64)) " rates from a quarter of this one to twice it ("
+                (rates.replace(',', ", ")) " requests/s): goodput and p99 latency against the rate, with the SLAs and the knee."
+            }
+        }
         (figure(&cdfs, true, html! { "Latency CDFs: the fraction of requests (of tokens, for ITL) at or below each latency." }))
         (figure(&timeline, true, html! { "The running batch and the waiting queue over simulated time." }))
         p.notes {
@@ -517,6 +546,119 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             "reads traces and length histograms, and simulates up to a million requests)."
         }
     })
+}
+
+/// Rates of the sweep a one-rate page links to.
+const SWEEP_POINTS: usize = 7;
+
+/// `rate` × 2^(k/2) for k = −4 … 2 (a quarter of the rate to twice it), three significant
+/// figures each, as the `rate` key takes them.
+fn sweep_rates(rate: f64) -> String {
+    (0..SWEEP_POINTS)
+        .map(|k| {
+            let r = rate * 2f64.powf((k as f64 - 4.0) / 2.0);
+            let digits = (2 - r.log10().floor() as i32).max(0) as usize;
+            let text = format!("{r:.digits$}");
+            if text.contains('.') {
+                text.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                text
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The page for a sweep of rates: the knee, goodput and p99 latency against the rate (the SLAs
+/// and the knee drawn), and a row per rate linking to that rate's page.
+fn sweep(
+    ctx: &PageCtx,
+    report: &llm_ledger_report::simulate::SimulateReport,
+    points: &[SimSummary],
+    cfg: &llm_ledger_core::simulate::SimConfig,
+) -> Markup {
+    use llm_ledger_report::plot::serving::{knee, KEEPS_UP};
+    let rate = |s: &SimSummary| s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
+    let mut sorted: Vec<&SimSummary> = points.iter().collect();
+    sorted.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
+    let knee = knee(points);
+    let link = |r: f64| ctx.self_href(&[], &[("rate", Some(&r.to_string()))]);
+    let mark_link = |m: &llm_ledger_report::plot::serving::LineMark| m.rate_per_s.map(link);
+    let size = PlotSize::default();
+    let goodput = ServingChart::sweep_goodput(points, None).svg_linked(size, Some(&mark_link));
+    let latency =
+        ServingChart::sweep_latency(points, cfg.ttft_slo_s, cfg.tpot_slo_s, None).svg_linked(size, Some(&mark_link));
+    let best = sorted.iter().copied().max_by(|a, b| a.goodput_per_s.total_cmp(&b.goodput_per_s));
+    let slo = match (cfg.ttft_slo_s, cfg.tpot_slo_s) {
+        (None, None) => "no SLA is set, so goodput counts every completed request".to_string(),
+        (a, b) => {
+            let part = |n: &str, v: Option<f64>| v.map(|v| format!("{n} ≤ {}", human::seconds(v)));
+            let both: Vec<String> = [part("TTFT", a), part("TPOT", b)].into_iter().flatten().collect();
+            format!("goodput counts the requests with {}", both.join(" and "))
+        }
+    };
+    let i = &report.inputs;
+    let st = &report.settings;
+    let mut items = vec![(
+        "knee",
+        "knee",
+        knee,
+        knee.map(|k| format!("{} requests/s", human::sig3(k))).unwrap_or_else(|| "below the lowest rate".into()),
+        format!("the highest rate up to which goodput stays ≥ {} of the rate", human::percent(KEEPS_UP)),
+    )];
+    if let Some(b) = best {
+        items.push((
+            "most goodput",
+            "best-goodput",
+            Some(b.goodput_per_s),
+            format!("{} requests/s", human::sig3(b.goodput_per_s)),
+            format!("at {} requests/s offered", human::sig3(rate(b))),
+        ));
+    }
+    html! {
+        h1 { "Serving" }
+        p.lead {
+            "The same instance at " (human::count(sorted.len() as u64)) " arrival rates, each simulated step by step. "
+            "Below the knee the instance keeps up: goodput follows the offered rate and the p99 latencies stay flat. "
+            "Past it the queue grows, the latencies climb and goodput falls away from the rate. " (slo) "."
+        }
+        p.headline #headline {
+            (i.model) " on " (i.gpu) " · " (st.arrivals) " · " (human::count(st.requests)) " requests per rate of prompt "
+            (st.prompt) " + output " (st.output) " · seed " (st.seed)
+        }
+        (facts(&items))
+        (figure(&goodput, true, html! {
+            "Goodput and completed requests/s against the offered rate; the grey line is the offered rate itself, "
+            "what an instance that keeps up serves. Each point links to its rate."
+        }))
+        (figure(&latency, true, html! {
+            "p99 time to first token and time per output token against the offered rate (log scale), "
+            "with the SLAs given as dashed lines. Each point links to its rate."
+        }))
+        table.ledger #sweep {
+            caption { "Per rate (each links to its own page, with the latency distributions)" }
+            (super::parts::thead(&[("offered rate", true), ("completed/s", true), ("goodput/s", true), ("within SLA", true),
+                ("p99 TTFT", true), ("p99 TPOT", true), ("p99 ITL", true), ("preemptions", true)]))
+            tbody {
+                @for s in &sorted {
+                    tr data-rate=(rate(s)) class=[(knee == Some(rate(s))).then_some("knee")] {
+                        td.num { a href=(link(rate(s))) { (human::sig3(rate(s))) } }
+                        (super::parts::num(s.requests_per_s, human::sig3(s.requests_per_s)))
+                        (super::parts::num(s.goodput_per_s, human::sig3(s.goodput_per_s)))
+                        (super::parts::num(s.slo_attainment, human::percent(s.slo_attainment)))
+                        (super::parts::num(s.ttft_s.p99, human::seconds(s.ttft_s.p99)))
+                        (super::parts::num(s.tpot_s.p99, human::seconds(s.tpot_s.p99)))
+                        (super::parts::num(s.itl_s.p99, human::seconds(s.itl_s.p99)))
+                        (super::parts::num(s.preemptions as f64, human::count(s.preemptions)))
+                    }
+                }
+            }
+        }
+        p.notes {
+            "The same numbers as " code { "llm-ledger simulate --rate " (ctx.query.extra("rate").unwrap_or_default()) " --format json" }
+            " with these inputs (the CLI sweeps up to 1,000 rates)."
+        }
+    }
 }
 
 #[cfg(test)]
@@ -566,8 +708,13 @@ mod tests {
         // The CLI's messages, the field spelled as the query key.
         let e = resolve(&q("kv_link=nvlink"), &scenario).unwrap_err();
         assert_eq!(e.message, "invalid `kv_link`: given (it applies only with disagg X:Y)");
-        let e = resolve(&q("rate=2,4"), &scenario).unwrap_err();
-        assert_eq!(e.message, "invalid `rate`: 2 rates (one rate on the explorer (the CLI's simulate sweeps rates))");
+        let (r, _) = resolve(&q("rate=2,4"), &scenario).unwrap();
+        assert!(r.sweep(), "two rates are a sweep");
+        let e = resolve(&q("rate=1..13"), &scenario).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid `rate`: 13 rates (at most 12 rates in one sweep on the explorer (the CLI's simulate sweeps more))"
+        );
         let e = resolve(&q("prompt=hist:lengths.csv"), &scenario).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("prompt"));
         assert!(
