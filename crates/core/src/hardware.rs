@@ -357,9 +357,13 @@ impl Gpu {
         }
         f(limits::GPU_TENSOR_FLOPS_PER_SMEM_BYTE, "onchip.tensor_flops_per_smem_byte", o.tensor_flops_per_smem_byte)?;
         let a = &self.achievable;
-        for (k, v) in
-            [("bandwidth", a.bandwidth), ("bf16", a.bf16), ("fp8", a.fp8), ("fp4", a.fp4), ("attention_prefill", a.attention_prefill)]
-        {
+        for (k, v) in [
+            ("bandwidth", a.bandwidth),
+            ("bf16", a.bf16),
+            ("fp8", a.fp8),
+            ("fp4", a.fp4),
+            ("attention_prefill", a.attention_prefill),
+        ] {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(Error::invalid(format!("{}.achievable.{k}", self.name), v, "a fraction in (0, 1]"));
             }

@@ -92,13 +92,13 @@ pub fn seconds(v: f64) -> String {
     }
 }
 
-/// Arithmetic intensity (`4.0`), or `—` when nothing moves through HBM (a fused operator whose
+/// Arithmetic intensity (`4.0`, `295`, `6,931`), or `—` when nothing moves through HBM (a fused operator whose
 /// inputs stay on chip, a collective, a wait: FLOPs per byte is not a number there, 0 ÷ 0 or an
 /// operator's FLOPs charged to the kernel it joins).
 pub fn intensity(v: Option<f64>) -> String {
     match v {
         None => "—".into(),
-        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) if v >= 100.0 => sig3(v),
         Some(v) => format!("{v:.1}"),
     }
 }
