@@ -17,6 +17,11 @@
 //! and candidate batch that fits: the points no other point beats on both TPOT (lower) and
 //! tokens per second per GPU (higher). Expert-parallel batches are multiples of `ep`, so the
 //! groups split the batch evenly.
+//!
+//! Two questions use the same search without a bound: [`frontier`] lists every deployment
+//! (layout × batch up to the memory wall) with its tokens per second per user (`1 ÷ TPOT`) and
+//! per GPU, and their Pareto front; [`fewest_gpus`] answers "how many of this GPU for this batch
+//! and context".
 
 use crate::error::integer_in;
 use crate::error::{Error, Result};
@@ -212,7 +217,9 @@ struct Assessed {
     evaluated: Vec<PlanPoint>,
 }
 
-fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
+/// The largest batch (a multiple of `ep`) of a layout that fits at the request's context, or why
+/// not even `ep` sequences do.
+fn most_that_fits(sc: &Scenario, req: &PlanRequest) -> std::result::Result<u64, Refused> {
     let p = &sc.parallel;
     let step = p.ep;
     let most = Fit::step(&at_uniform(sc, step, req.ctx), req.reserve_bytes).max_batch.unwrap_or(0);
@@ -220,18 +227,36 @@ fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
     if most == 0 {
         let fp = Footprint::of(&at_uniform(sc, step, req.ctx), req.reserve_bytes);
         let refusal = Refusal::DoesNotFit { memory_bytes: fp.memory_bytes, available_bytes: fp.available_bytes };
-        return Assessed {
-            best: None,
-            refused: Some(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal }),
-            evaluated: Vec::new(),
-        };
+        return Err(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal });
     }
-    let batches: Vec<u64> = match &req.batches {
+    Ok(most)
+}
+
+/// A layout's candidate batches up to `most`: the request's (multiples of `ep`), or `ep`, `2·ep`,
+/// `4·ep` … and `most` itself.
+fn candidate_batches(sc: &Scenario, req: &PlanRequest, most: u64) -> Vec<u64> {
+    let step = sc.parallel.ep;
+    match &req.batches {
         Some(axis) => axis.iter().filter(|b| *b <= most && b % step == 0).collect(),
         None => {
-            std::iter::successors(Some(step), |b| b.checked_mul(2)).take_while(|b| *b <= most).chain([most]).collect()
+            let mut v: Vec<u64> =
+                std::iter::successors(Some(step), |b| b.checked_mul(2)).take_while(|b| *b <= most).collect();
+            if v.last() != Some(&most) {
+                v.push(most);
+            }
+            v
         }
+    }
+}
+
+fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
+    let p = &sc.parallel;
+    let step = p.ep;
+    let most = match most_that_fits(sc, req) {
+        Ok(most) => most,
+        Err(refused) => return Assessed { best: None, refused: Some(refused), evaluated: Vec::new() },
     };
+    let batches = candidate_batches(sc, req, most);
     let evaluated: Vec<PlanPoint> = batches.iter().map(|b| evaluate(sc, req, *b, most)).collect();
     let first = evaluate(sc, req, step, most);
     let best = match &req.batches {
@@ -251,12 +276,7 @@ fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
 /// Plan the deployment of `base`'s model on `base`'s GPU (module docs). Errors when no layout
 /// fits or none meets the bound, saying what would.
 pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
-    if base.workload.phase != Phase::Decode {
-        return Err(Error::invalid("phase", base.workload.phase, "decode: a plan sizes the time per output token"));
-    }
-    if !(1..=MAX_PLAN_GPUS).contains(&req.max_gpus) {
-        return Err(Error::invalid("max_gpus", req.max_gpus, integer_in(1, MAX_PLAN_GPUS)));
-    }
+    check(base, req)?;
     let candidates = layouts(base, req.max_gpus);
     // Layouts are independent: assess them in parallel (rayon), then gather in layout order.
     let outcomes: Vec<Assessed> = candidates.par_iter().map(|sc| assess(sc, req)).collect();
@@ -287,6 +307,125 @@ pub fn pareto(mut points: Vec<PlanPoint>) -> Vec<PlanPoint> {
         }
     }
     front
+}
+
+/// A deployment of the search: a layout at a batch, with the speed one sequence sees.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Deployment {
+    /// The layout at its batch (`meets_bound` is against the request's bound, true without one).
+    #[serde(flatten)]
+    pub point: PlanPoint,
+    /// Output tokens per second of one sequence: `1 ÷ TPOT`.
+    pub tokens_per_s_per_user: f64,
+    /// Whether it is on the Pareto front of tokens/s per GPU against tokens/s per user.
+    pub front: bool,
+}
+
+impl Deployment {
+    fn of(point: PlanPoint) -> Deployment {
+        Deployment { point, tokens_per_s_per_user: 1.0 / point.tpot_s, front: false }
+    }
+
+    /// Whether two deployments are the same layout at the same batch.
+    pub fn same(&self, other: &PlanPoint) -> bool {
+        let p = &self.point;
+        (p.tp, p.pp, p.ep, p.batch) == (other.tp, other.pp, other.ep, other.batch)
+    }
+}
+
+/// Every deployment of a plan's search and the Pareto front among them ([`frontier`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Frontier {
+    /// Every layout within the budget that fits, at each of its candidate batches: in layout
+    /// order (TP, then EP, then PP), batches ascending.
+    pub deployments: Vec<Deployment>,
+    /// The deployments no other beats on both tokens/s per user and tokens/s per GPU, fastest
+    /// per user first.
+    pub front: Vec<Deployment>,
+    /// Layouts that do not fit one sequence (`does_not_fit`).
+    pub refused: Vec<Refused>,
+    /// Layouts the model can take within the GPU budget.
+    pub layouts: usize,
+    /// The basis of every fit: the decode step at `ctx`.
+    pub fit_basis: FitBasis,
+}
+
+/// Throughput per GPU against speed per user, over every deployment [`plan`] searches: each
+/// layout of at most `max_gpus` GPUs that fits, at its candidate batches up to the memory wall
+/// (`ep`, `2·ep`, `4·ep` … and the largest that fits, or the request's `batches`). A deployment's
+/// tokens per second per user is `1 ÷ TPOT` at `ctx` cached tokens, its tokens per second per GPU
+/// the replica's `batch ÷ TPOT` over its GPUs; the front is [`pareto`]'s. No TPOT bound is needed
+/// (with one, each deployment says whether it meets it). Errors as [`plan`] does when no layout
+/// fits one sequence.
+pub fn frontier(base: &Scenario, req: &PlanRequest) -> Result<Frontier> {
+    check(base, req)?;
+    let candidates = layouts(base, req.max_gpus);
+    let outcomes: Vec<std::result::Result<Vec<PlanPoint>, Refused>> = candidates
+        .par_iter()
+        .map(|sc| {
+            let most = most_that_fits(sc, req)?;
+            Ok(candidate_batches(sc, req, most).into_iter().map(|b| evaluate(sc, req, b, most)).collect())
+        })
+        .collect();
+    let (mut deployments, mut refused) = (Vec::new(), Vec::new());
+    for o in outcomes {
+        match o {
+            Ok(points) => deployments.extend(points.into_iter().map(Deployment::of)),
+            Err(r) => refused.push(r),
+        }
+    }
+    if deployments.is_empty() {
+        return Err(explain(base, req, &candidates, &refused));
+    }
+    let front: Vec<Deployment> = pareto(deployments.iter().map(|d| d.point).collect())
+        .into_iter()
+        .map(|p| Deployment { front: true, ..Deployment::of(p) })
+        .collect();
+    for d in &mut deployments {
+        d.front = front.iter().any(|f| f.same(&d.point));
+    }
+    Ok(Frontier { deployments, front, refused, layouts: candidates.len(), fit_basis: FitBasis::Step })
+}
+
+/// The fewest GPUs of `base`'s GPU that serve `batch` sequences of `ctx` cached tokens: among the
+/// layouts within `max_gpus` whose fullest GPU fits that decode step (and that meet the TPOT
+/// bound), those with the fewest GPUs, and of them the one with the shortest TPOT, at `batch`.
+/// `None` when no layout within the budget does; an expert-parallel layout takes only batches
+/// its groups split evenly.
+pub fn fewest_gpus(base: &Scenario, req: &PlanRequest, batch: u64) -> Result<Option<PlanPoint>> {
+    check(base, req)?;
+    let mut candidates = layouts(base, req.max_gpus);
+    candidates.retain(|sc| batch % sc.parallel.ep == 0);
+    candidates.sort_by_key(|sc| sc.parallel.gpus_per_replica());
+    let mut start = 0;
+    while start < candidates.len() {
+        let gpus = candidates[start].parallel.gpus_per_replica();
+        let end = start + candidates[start..].iter().take_while(|sc| sc.parallel.gpus_per_replica() == gpus).count();
+        let best = candidates[start..end]
+            .par_iter()
+            .filter_map(|sc| {
+                let most = most_that_fits(sc, req).ok().filter(|m| *m >= batch)?;
+                Some(evaluate(sc, req, batch, most))
+            })
+            .filter(|p| p.meets_bound)
+            .min_by(|a, b| a.tpot_s.total_cmp(&b.tpot_s));
+        if best.is_some() {
+            return Ok(best);
+        }
+        start = end;
+    }
+    Ok(None)
+}
+
+/// The checks every search makes before it starts: decode, and a GPU budget in range.
+fn check(base: &Scenario, req: &PlanRequest) -> Result<()> {
+    if base.workload.phase != Phase::Decode {
+        return Err(Error::invalid("phase", base.workload.phase, "decode: a plan sizes the time per output token"));
+    }
+    if !(1..=MAX_PLAN_GPUS).contains(&req.max_gpus) {
+        return Err(Error::invalid("max_gpus", req.max_gpus, integer_in(1, MAX_PLAN_GPUS)));
+    }
+    Ok(())
 }
 
 /// Why nothing was ranked and what would be, as quantities ([`PlanRefusal`]).
@@ -367,4 +506,115 @@ fn smallest_fitting(base: &Scenario, req: &PlanRequest) -> Smallest {
         found.meeting = fits.iter().find(|x| x.2 <= req.tpot_bound_s).map(pick);
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serving::PriceSource;
+    use crate::testing::scenario;
+
+    fn point(tp: u64, batch: u64, tpot_s: f64, per_gpu: f64) -> PlanPoint {
+        PlanPoint {
+            tp,
+            pp: 1,
+            ep: 1,
+            gpus: tp,
+            batch,
+            tpot_s,
+            tokens_per_s: per_gpu * tp as f64,
+            tokens_per_s_per_gpu: per_gpu,
+            usd_per_million_tokens: 1.0,
+            memory_bytes: 1.0,
+            weight_bytes: 1.0,
+            max_batch: batch,
+            link_share: 0.0,
+            meets_bound: true,
+            replicas: 1,
+        }
+    }
+
+    fn request(max_gpus: u64, tpot_bound_s: f64) -> PlanRequest {
+        PlanRequest {
+            ctx: 2048,
+            tpot_bound_s,
+            max_gpus,
+            price: Price { usd_per_hour: 3.6, source: PriceSource::User },
+            reserve_bytes: 2e9,
+            batches: None,
+        }
+    }
+
+    /// By hand: A (10 ms, 100 tok/s per GPU) and B (20 ms, 300) beat each other on one axis each;
+    /// C (15 ms, 90) is slower than A per user and has less per GPU; D (40 ms, 250) loses to B on
+    /// both. The front is A then B.
+    #[test]
+    fn the_front_keeps_the_points_nothing_beats_on_both() {
+        let (a, b, c, d) =
+            (point(1, 1, 0.010, 100.0), point(1, 8, 0.020, 300.0), point(2, 1, 0.015, 90.0), point(2, 8, 0.040, 250.0));
+        let front = pareto(vec![d, c, b, a]);
+        assert_eq!(front, [a, b]);
+        // A tie on TPOT keeps the one with more per GPU.
+        let a2 = point(2, 2, 0.010, 120.0);
+        assert_eq!(pareto(vec![a, a2, b]), [a2, b]);
+    }
+
+    /// Llama 3 8B, decode at 2,048 cached tokens on H100 SXMs, at most 2 GPUs: every deployment's
+    /// tokens/s per user is 1 ÷ TPOT and per GPU batch ÷ TPOT ÷ GPUs; TP 1 at batch 1 is the
+    /// README's default ledger (6.62 ms, 151 tok/s); the front is the non-dominated set.
+    #[test]
+    fn a_frontier_is_every_deployment_and_its_front() {
+        let f = frontier(&scenario(&[]), &request(2, f64::INFINITY)).unwrap();
+        // TP 1 and TP 2, PP 1 and PP 2 (TP 2 × PP 1, TP 1 × PP 2, TP 1 × PP 1).
+        assert_eq!(f.layouts, 3);
+        assert!(f.refused.is_empty());
+        for d in &f.deployments {
+            let p = &d.point;
+            assert!((d.tokens_per_s_per_user - 1.0 / p.tpot_s).abs() < 1e-9 * d.tokens_per_s_per_user);
+            let by_hand = p.batch as f64 / p.tpot_s / p.gpus as f64;
+            assert!((p.tokens_per_s_per_gpu - by_hand).abs() < 1e-9 * by_hand, "{p:?}");
+            assert!(p.batch <= p.max_batch && p.meets_bound);
+            // Nothing on the front is beaten on both axes by any deployment.
+            if d.front {
+                assert!(!f.deployments.iter().any(|o| o.tokens_per_s_per_user > d.tokens_per_s_per_user
+                    && o.point.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu));
+            }
+        }
+        let one = f.deployments.iter().find(|d| (d.point.tp, d.point.pp, d.point.batch) == (1, 1, 1)).unwrap();
+        assert!((one.point.tpot_s - 6.62e-3).abs() < 0.005e-3, "{}", one.point.tpot_s);
+        assert_eq!(one.tokens_per_s_per_user.round(), 151.0);
+        // Batches 1, 2, 4 … up to the largest that fits, and it.
+        let tp1: Vec<u64> =
+            f.deployments.iter().filter(|d| (d.point.tp, d.point.pp) == (1, 1)).map(|d| d.point.batch).collect();
+        let most = *tp1.last().unwrap();
+        assert_eq!(most, one.point.max_batch);
+        assert!(tp1.windows(2).all(|w| w[1] == 2 * w[0] || w[1] == most));
+        assert_eq!(f.front.iter().filter(|d| d.front).count(), f.front.len());
+        assert_eq!(f.deployments.iter().filter(|d| d.front).count(), f.front.len());
+        assert!(f.front.windows(2).all(|w| w[0].tokens_per_s_per_user > w[1].tokens_per_s_per_user
+            && w[0].point.tokens_per_s_per_gpu < w[1].point.tokens_per_s_per_gpu));
+        // A bound only marks the deployments.
+        let bounded = frontier(&scenario(&[]), &request(2, 0.010)).unwrap();
+        assert_eq!(bounded.deployments.len(), f.deployments.len());
+        assert!(bounded.deployments.iter().any(|d| !d.point.meets_bound));
+    }
+
+    /// 70.6 B parameters in bf16 (141 GB) need two H100s (78 GB each after the 2 GB reserve); the
+    /// 8 B model one. The answer is the plan's own point for that layout and batch.
+    #[test]
+    fn the_fewest_gpus_hold_the_weights_and_the_cache() {
+        let big = scenario(&[("model", "llama-3-70b")]);
+        let p = fewest_gpus(&big, &request(8, f64::INFINITY), 4).unwrap().unwrap();
+        assert_eq!(p.gpus, 2);
+        let planned = plan(&big, &PlanRequest { batches: Some(Axis::single(4)), ..request(8, f64::INFINITY) }).unwrap();
+        let same = planned.ranked.iter().find(|r| (r.tp, r.pp, r.ep) == (p.tp, p.pp, p.ep)).unwrap();
+        assert_eq!(*same, p);
+        let small = fewest_gpus(&scenario(&[]), &request(8, f64::INFINITY), 64).unwrap().unwrap();
+        assert_eq!((small.gpus, small.batch), (1, 64));
+        // Within one GPU nothing holds the 70 B model.
+        assert_eq!(fewest_gpus(&big, &request(1, f64::INFINITY), 1).unwrap(), None);
+        // A bound that one GPU misses moves the answer to more GPUs, or none.
+        let fast = fewest_gpus(&scenario(&[]), &request(8, 0.004), 1).unwrap().unwrap();
+        assert!(fast.gpus > 1 && fast.tpot_s <= 0.004, "{fast:?}");
+    }
 }
