@@ -408,6 +408,12 @@ impl Dataflow {
     /// The diagram as SVG (inline; [`super::standalone`] makes a file of it). `href(path)` is the
     /// link of an operator's zoom level (`None`: no links, as in a file).
     pub fn svg(&self, href: Option<&dyn Fn(&str) -> String>) -> String {
+        self.svg_marked(href, &|_| false)
+    }
+
+    /// [`Dataflow::svg`] with the boxes `marked` picks drawn as found (class `match`: a search's
+    /// hits on the explorer's network graph).
+    pub fn svg_marked(&self, href: Option<&dyn Fn(&str) -> String>, marked: &dyn Fn(&FlowBox) -> bool) -> String {
         // Lanes for the arrows that skip rows, greedily (an arrow takes the first lane free over
         // its span).
         let span = |a: &Arrow| -> (f64, f64) {
@@ -460,7 +466,7 @@ impl Dataflow {
             self.draw_arrow(&mut s, a, lane_of[n].map(|k| frame.lane_x(k)), &frame);
         }
         for (i, row) in self.rows.iter().enumerate() {
-            self.draw_row(&mut s, i, row, &frame, href);
+            self.draw_row(&mut s, i, row, &frame, href, marked);
         }
         s.push_str("</svg>");
         s.replace(&format!("\"{FG}\""), "\"currentColor\"")
@@ -574,7 +580,15 @@ impl Dataflow {
         }
     }
 
-    fn draw_row(&self, s: &mut String, i: usize, row: &FlowRow, f: &Frame, href: Option<&dyn Fn(&str) -> String>) {
+    fn draw_row(
+        &self,
+        s: &mut String,
+        i: usize,
+        row: &FlowRow,
+        f: &Frame,
+        href: Option<&dyn Fn(&str) -> String>,
+        marked: &dyn Fn(&FlowBox) -> bool,
+    ) {
         let y = f.row_y(i);
         let mut x = X0;
         for b in &row.boxes {
@@ -585,9 +599,11 @@ impl Dataflow {
             };
             let _ = write!(
                 s,
-                "{open}<g class=\"flow-op {}\" data-path=\"{}\" data-time-s=\"{}\" data-width=\"{:.3}\"><title>{}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BOX_H}\" rx=\"3\" fill=\"{}\"/></g>{}",
+                "{open}<g class=\"flow-op {}{}\" data-path=\"{}\" data-name=\"{}\" data-time-s=\"{}\" data-width=\"{:.3}\"><title>{}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BOX_H}\" rx=\"3\" fill=\"{}\"/></g>{}",
                 b.bound.name(),
+                if marked(b) { " match" } else { "" },
                 esc(&b.path),
+                esc(&b.name),
                 b.time_s,
                 b.width,
                 esc(&tip),

@@ -12,8 +12,11 @@
 
 pub mod batch_curve;
 pub mod dataflow;
+pub mod graph;
 pub mod kv_chart;
+pub mod memory_wall;
 pub mod moe_curve;
+pub mod pareto;
 pub mod roofline;
 pub mod serving;
 mod svg;
@@ -21,8 +24,11 @@ pub mod tile_grid;
 
 pub use batch_curve::{BatchCurve, BatchPoint};
 pub use dataflow::Dataflow;
+pub use graph::NetworkGraph;
 pub use kv_chart::{KvChart, KvMark};
+pub use memory_wall::MemoryWallChart;
 pub use moe_curve::{MoeCurve, MoeCurvePoint};
+pub use pareto::ParetoPlot;
 pub use roofline::{Roofline, RooflinePoint};
 pub use svg::{marks, Links, MarkInfo};
 pub use tile_grid::TileGrid;
