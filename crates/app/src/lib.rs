@@ -13,7 +13,8 @@
 //! |---|---|
 //! | [`scenario`] | the scenario inputs every command shares (the first input table) |
 //! | [`simulate`] | `simulate` |
-//! | [`plan`] | `plan` (the static plan, and the plan under load) |
+//! | [`plan`] | `plan` (the static plan, its Pareto front, and the plan under load) |
+//! | [`need`] | the explorer's *What do I need* (the fewest GPUs of each kind for a batch × context) |
 //! | [`sweep`] | `sweep` (its axes and reserve) |
 //! | [`moe`] | `moe` (its batch axis, and E and k without a model) |
 //! | [`calibrate`] | `calibrate` (a CSV of measurements, a run's batch, the fit) |
@@ -22,6 +23,7 @@
 
 pub mod calibrate;
 pub mod moe;
+pub mod need;
 pub mod plan;
 pub mod serving;
 pub mod simulate;

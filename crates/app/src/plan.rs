@@ -18,6 +18,7 @@ use llm_ledger_core::simulate::workload::check_rate;
 use llm_ledger_core::simulate::SimConfig;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
+use llm_ledger_report::frontier::FrontierReport;
 use llm_ledger_report::plan::PlanReport;
 use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::Inputs;
@@ -46,6 +47,9 @@ pub struct PlanRequest {
     pub usd_per_hour: Option<String>,
     /// Memory reserve per GPU (e.g. `2GB`).
     pub reserve: Option<String>,
+    /// `on`: every deployment and the Pareto front of tokens/s per GPU against tokens/s per
+    /// user instead of the ranking (no TPOT bound needed).
+    pub pareto: Option<String>,
 }
 
 impl PlanRequest {
@@ -70,6 +74,43 @@ impl PlanRequest {
         let batches = self.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
         Ok(PlanReport::build(sc, &serving, max_gpus, batches)?)
     }
+
+    /// Whether `pareto` asks for the front (`on`; `off` and none: the ranking).
+    pub fn pareto(&self) -> Result<bool> {
+        match self.pareto.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(s) if s == "on" => Ok(true),
+            Some(s) if s == "off" => Ok(false),
+            Some(s) => Err(Error::unknown("pareto", s, ["on", "off"]).about("pareto").into()),
+        }
+    }
+
+    /// `pareto` refused beside `rate`: the plan under load has a front of its own (cost against
+    /// p99 latency).
+    pub fn check_load(&self) -> Result<()> {
+        if self.pareto()? {
+            return Err(Error::refused(
+                "pareto",
+                "on",
+                "the static plan (without {rate}): a plan under load prints its own Pareto front",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Every deployment of the static plan's search and their Pareto front of tokens/s per GPU
+    /// against tokens/s per user (`pareto` on), as its report: the layouts within `max_gpus`
+    /// that fit, at the candidate batches up to the memory wall, at `sc`'s context. A TPOT bound
+    /// is optional (each deployment says whether it meets it). Checked in [`PlanRequest::run`]'s
+    /// order; then a price is required.
+    pub fn frontier(&self, sc: &Scenario) -> Result<FrontierReport> {
+        let serving = self.serving(sc)?;
+        let max_gpus = max_gpus(self.max_gpus.as_deref())?;
+        let batches = self.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
+        let price = serving.require_price(&sc.gpu.name)?;
+        Ok(FrontierReport::build(sc, price, serving.reserve_bytes, serving.tpot_bound_s, max_gpus, batches)?)
+    }
 }
 
 /// The plan's inputs besides the scenario, in [`PlanRequest`]'s field order; `plan --rate` adds
@@ -81,6 +122,12 @@ pub fn inputs() -> &'static [Input] {
         Input::text("max_gpus", Some("64"), "an integer from 1 to 1,024", "most GPUs per replica"),
         Input::text("usd_per_hour", None, "a number > 0 (default: the catalogue's price)", "price per GPU-hour"),
         Input::text("reserve", Some("2GB"), "bytes (`2GB`, `512MiB`)", "memory kept free per GPU"),
+        Input::text(
+            "pareto",
+            Some("off"),
+            "on or off",
+            "every layout × batch that fits and the Pareto front of tokens/s per GPU against tokens/s per user, instead of the ranking (no TPOT bound needed)",
+        ),
     ];
     INPUTS
 }
@@ -334,8 +381,32 @@ mod tests {
         assert_eq!(field(req(&[("tpot_ms", "50"), ("max_gpus", "0"), ("batch", "0")])).as_deref(), Some("max_gpus"));
         assert_eq!(field(req(&[("tpot_ms", "50"), ("batch", "0")])).as_deref(), Some("batch"));
         assert_eq!(field(req(&[])).as_deref(), Some("tpot_ms"));
+        assert_eq!(req(&[("pareto", "maybe")]).pareto().unwrap_err().field(), Some("pareto"));
         let report = req(&[("tpot_ms", "50"), ("max_gpus", "2"), ("batch", "1,8")]).run(&sc).unwrap();
         assert_eq!(report.max_gpus, 2);
         assert!(report.ranked.iter().all(|p| [1, 8].contains(&p.batch) && p.tp * p.pp * p.ep <= 2));
+    }
+
+    /// `pareto` on: every deployment with its tokens/s per user (1 ÷ TPOT) and per GPU (batch ÷
+    /// TPOT ÷ GPUs), the front among them, without a TPOT bound; refused beside a rate.
+    #[test]
+    fn the_pareto_front_needs_no_bound() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let req =
+            |pairs: &[(&str, &str)]| -> PlanRequest { llm_ledger_core::pairs::from_pairs(pairs.to_vec()).unwrap() };
+        let r = req(&[("pareto", "on"), ("max_gpus", "2")]);
+        assert!(r.pareto().unwrap());
+        let f = r.frontier(&sc).unwrap();
+        assert_eq!(f.max_gpus, 2);
+        assert!(f.tpot_bound_s.is_none());
+        for d in &f.deployments {
+            let p = &d.point;
+            assert!((p.tokens_per_s_per_gpu * p.gpus as f64 * p.tpot_s - p.batch as f64).abs() < 1e-9 * p.batch as f64);
+            assert!((d.tokens_per_s_per_user * p.tpot_s - 1.0).abs() < 1e-12);
+        }
+        assert!(!f.front.is_empty() && f.front.iter().all(|d| d.front));
+        assert_eq!(r.check_load().unwrap_err().field(), Some("pareto"));
+        assert!(req(&[("pareto", "off")]).check_load().is_ok());
+        assert_eq!(req(&[("pareto", "on"), ("max_gpus", "0")]).frontier(&sc).unwrap_err().field(), Some("max_gpus"));
     }
 }

@@ -928,7 +928,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub link: LinkArgs,
     /// Upper bound on the time per output token, milliseconds.
-    #[arg(long, allow_hyphen_values = true, required = true, help_heading = "Search")]
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "pareto", help_heading = "Search")]
     pub tpot_ms: Option<String>,
     /// Most GPUs per replica.
     #[arg(long, allow_hyphen_values = true, help_heading = "Search")]
@@ -937,6 +937,11 @@ pub struct PlanArgs {
     pub price: PriceArgs,
     #[command(flatten)]
     pub reserve: ReserveArgs,
+    /// Every layout × batch that fits and the Pareto front of tokens/s per GPU against tokens/s
+    /// per user, instead of the ranking (no --tpot-ms needed; with it, each says whether it meets
+    /// it). `--pareto` alone is `--pareto on`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", value_name = "on|off", help_heading = "Search")]
+    pub pareto: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -1283,6 +1288,7 @@ impl PlanArgs {
             max_gpus: self.max_gpus.clone(),
             usd_per_hour: self.price.usd_per_hour.clone(),
             reserve: self.reserve.reserve.clone(),
+            pareto: self.pareto.clone(),
         }
     }
 }

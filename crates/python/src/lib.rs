@@ -756,12 +756,16 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             let load: PlanLoadRequest = call.request(plan::load_inputs())?;
             if let Some(rate) = &load.rate {
                 // The plan under load (`plan --rate`), checked in the CLI's order.
+                req.check_load().map_err(command_error)?;
                 let (sc, s, checked, max_gpus) = load_inputs(call, &req, &load, rate)?;
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
                 return held(report, None);
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
+            if req.pareto().map_err(command_error)? {
+                return held(req.frontier(&sc).map_err(command_error)?, None);
+            }
             held(req.run(&sc).map_err(command_error)?, None)
         }
         "simulate" => {

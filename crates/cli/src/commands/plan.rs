@@ -1,4 +1,5 @@
-//! `llm-ledger plan`: the static plan (TPOT bound), or with `--rate` the plan under load.
+//! `llm-ledger plan`: the static plan (TPOT bound), its deployments and Pareto front (`--pareto`),
+//! or with `--rate` the plan under load.
 
 use crate::cli::PlanArgs;
 use anyhow::Result;
@@ -13,6 +14,7 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
     let req = args.request();
     let load = args.load.text();
     if let Some(rate) = &load.rate {
+        req.check_load()?;
         let max_gpus = max_gpus(req.max_gpus.as_deref())?;
         let checked = load.check(rate, req.batch.is_some(), args.shape.ctx.is_some())?;
         let sc = super::scenario(&args.base(), "plan")?;
@@ -22,5 +24,8 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
     }
     load.check_static()?;
     let sc = super::scenario(&args.base(), "plan")?;
+    if req.pareto()? {
+        return Ok(req.frontier(&sc)?.render(format)?);
+    }
     Ok(req.run(&sc)?.render(format)?)
 }

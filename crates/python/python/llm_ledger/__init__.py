@@ -457,7 +457,9 @@ def moe(**kwargs):
 
 def plan(*, executor=None, **kwargs):
     """TP × PP (× EP) layouts and batches under ``tpot_ms``, ranked by $/M tokens
-    (``llm-ledger plan``). With ``rate`` (requests/s) and ``ttft_ms``: the plan under load
+    (``llm-ledger plan``). With ``pareto=True``: every layout × batch that fits, with its tokens/s
+    per user (1 ÷ TPOT) and per GPU, and the Pareto front between them (``plan --pareto``; no
+    ``tpot_ms`` needed). With ``rate`` (requests/s) and ``ttft_ms``: the plan under load
     (``plan --rate``), the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds,
     with the Pareto front of cost against latency (``json["pareto"]``).
 

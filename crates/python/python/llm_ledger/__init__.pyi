@@ -322,10 +322,11 @@ def moe(
 
 def plan(
     *,
-    tpot_ms: Number,
+    tpot_ms: Optional[Number] = None,
     max_gpus: Optional[int] = None,
     usd_per_hour: Optional[Number] = None,
     reserve: Optional[Union[str, Number]] = None,
+    pareto: Optional[OnOff] = None,
     model: Optional[NameOrPath] = None,
     gpu: Optional[NameOrPath] = None,
     weights: Optional[str] = None,
@@ -358,7 +359,9 @@ def plan(
     max_steps: Optional[int] = None,
     executor: Optional[Executor] = None,
 ) -> Report:
-    """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens; with `rate` and
+    """TP × PP (× EP) layouts and batches under `tpot_ms`, ranked by $/M tokens; with `pareto=True`,
+    every layout × batch that fits and the Pareto front of tokens/s per GPU against tokens/s per
+    user (`plan --pareto`, no `tpot_ms` needed); with `rate` and
     `ttft_ms`, the cheapest deployment whose simulated p99 TTFT and TPOT hold the bounds at that
     rate, with the Pareto front (`plan --rate`); with `executor`, its candidates are that
     executor's tasks."""
