@@ -5,6 +5,7 @@
 pub mod advise;
 pub mod calibrate;
 pub mod catalog;
+pub mod compare;
 pub mod cost;
 pub mod deployment;
 pub mod facts;

@@ -9,7 +9,7 @@
 //! one scale for the step, coloured by what bounds it (a run: the bound of most of its time).
 
 use super::dataflow::{bound_colour, Dataflow, FlowBox};
-use super::svg::{esc, text_width, FG};
+use super::svg::{esc, FG};
 use crate::human;
 use llm_ledger_core::cost::Cost;
 use llm_ledger_core::kinds::Block;
@@ -21,11 +21,13 @@ use std::fmt::Write;
 /// Width of a part's drawing (user units).
 pub const WIDTH: f64 = 400.0;
 /// The slowest part's bar.
-pub const MAX_BAR_W: f64 = 230.0;
+pub const MAX_BAR_W: f64 = 390.0;
 /// The narrowest bar.
 pub const MIN_BAR_W: f64 = 4.0;
-const BAR_H: f64 = 22.0;
+const BAR_H: f64 = 16.0;
 const FONT: f64 = 12.0;
+/// The label's line above the bar.
+const LABEL_H: f64 = 16.0;
 
 /// What a part is.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,7 +193,7 @@ impl NetworkGraph {
 
     /// The hover text of a part.
     pub fn tip(&self, p: &GraphPart) -> String {
-        let share = if self.step_time_s > 0.0 { p.time_s / self.step_time_s } else { 0.0 };
+        let share = self.share(p);
         let what = match p.kind {
             PartKind::Op => format!("{} ({})", p.name, p.path),
             PartKind::Layers { count: 1, .. } => p.name.clone(),
@@ -214,28 +216,34 @@ impl NetworkGraph {
         )
     }
 
-    /// One part as a bar (an inline `<svg>`), linked to `href` when given; `marked`: a search's
-    /// hit. The bar is a mark with its numbers as its `<title>`.
+    /// One part as a bar (an inline `<svg>`) under its label (name and time), linked to `href`
+    /// when given; `marked`: a search's hit. The bar is a mark with its numbers as its `<title>`.
     pub fn part_svg(&self, p: &GraphPart, href: Option<&str>, marked: bool) -> String {
-        let h = BAR_H + 4.0;
+        let h = LABEL_H + BAR_H + 4.0;
         let mut s = String::new();
         let label = match p.kind {
             PartKind::Layers { count, .. } if count > 1 => {
-                format!("{} × {count} · {}", p.name, human::seconds(p.time_s))
+                format!("{} × {count} · {} · {}", p.name, human::seconds(p.time_s), human::percent(self.share(p)))
             }
-            _ => format!("{} · {}", p.name, human::seconds(p.time_s)),
+            _ => format!("{} · {} · {}", p.name, human::seconds(p.time_s), human::percent(self.share(p))),
         };
         let _ = write!(
             s,
             "<svg class=\"plot graph-part\" role=\"group\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {h:.0}\" font-family=\"sans-serif\">",
-            esc(&format!("{}: {}", p.name, human::seconds(p.time_s)))
+            esc(&label)
+        );
+        let _ = write!(
+            s,
+            "<text x=\"2\" y=\"{:.1}\" font-size=\"{FONT}\" fill=\"{FG}\" pointer-events=\"none\">{}</text>",
+            LABEL_H - 4.0,
+            esc(&label)
         );
         if let Some(u) = href {
             let _ = write!(s, "<a class=\"mark-link\" href=\"{}\" data-path=\"{}\">", esc(u), esc(&p.path));
         }
         let _ = write!(
             s,
-            "<g class=\"graph-op {}{}\" data-path=\"{}\" data-name=\"{}\" data-time-s=\"{}\"><title>{}</title><rect x=\"2\" y=\"2\" width=\"{:.1}\" height=\"{BAR_H}\" rx=\"3\" fill=\"{}\"/></g>",
+            "<g class=\"graph-op {}{}\" data-path=\"{}\" data-name=\"{}\" data-time-s=\"{}\"><title>{}</title><rect x=\"2\" y=\"{LABEL_H}\" width=\"{:.1}\" height=\"{BAR_H}\" rx=\"3\" fill=\"{}\"/></g>",
             p.bound.name(),
             if marked { " match" } else { "" },
             esc(&p.path),
@@ -248,16 +256,17 @@ impl NetworkGraph {
         if href.is_some() {
             s.push_str("</a>");
         }
-        // The label after the bar, or inside it where the bar is wide enough.
-        let inside = text_width(&label, FONT) + 12.0 <= p.width;
-        let (x, fill) = if inside { (8.0, "#FFFFFF") } else { (p.width + 8.0, FG) };
-        let _ = write!(
-            s,
-            "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"{FONT}\" fill=\"{fill}\" pointer-events=\"none\">{}</text></svg>",
-            2.0 + BAR_H / 2.0 + FONT * 0.35,
-            esc(&label)
-        );
+        s.push_str("</svg>");
         s.replace(&format!("\"{FG}\""), "\"currentColor\"")
+    }
+
+    /// A part's share of the step.
+    fn share(&self, p: &GraphPart) -> f64 {
+        if self.step_time_s > 0.0 {
+            p.time_s / self.step_time_s
+        } else {
+            0.0
+        }
     }
 }
 

@@ -110,25 +110,12 @@ impl MemoryWallChart {
             let (_, cap_y) = area.map_coordinate(&(x0, self.capacity_bytes / 1e9));
             let (_, avail_y) = area.map_coordinate(&(x0, self.available_bytes / 1e9));
             o.line((left, cap_y), (right, cap_y), FG, 1.2, "6 4");
-            o.text(
-                (right - 4, cap_y - 4),
-                &format!("GPU memory {}", human::bytes(self.capacity_bytes)),
-                FONT - 1.0,
-                FG,
-                Anchor::End,
-                0.0,
-            );
+            // Labels at the left: the capacity's above its line, the reserve's below its own.
+            let cap_label = format!("GPU memory {}", human::bytes(self.capacity_bytes));
+            o.text((left + 4, cap_y - 4), &cap_label, FONT - 1.0, FG, Anchor::Start, 0.0);
             o.line((left, avail_y), (right, avail_y), WALL, 1.5, "");
             let avail_label = format!("available after the reserve {}", human::bytes(self.available_bytes));
-            let below = avail_y + 14 < bottom && (avail_y - cap_y).abs() < 16;
-            o.text(
-                (left + 4, if below { avail_y + 14 } else { avail_y - 4 }),
-                &avail_label,
-                FONT - 1.0,
-                WALL,
-                Anchor::Start,
-                0.0,
-            );
+            o.text((left + 4, (avail_y + 14).min(bottom - 4)), &avail_label, FONT - 1.0, WALL, Anchor::Start, 0.0);
             chart.draw_series(LineSeries::new(
                 self.points.iter().map(|p| (lb(p.0), p.1 / 1e9)),
                 rgb(LINE).stroke_width(2),

@@ -25,10 +25,12 @@ pub struct ParetoPlot {
 const FONT: f64 = 12.0;
 const FRONT: &str = "#E5484D";
 
-/// Colour of a deployment by its GPUs per replica (1, 2, 4, 8 … and anything else).
-pub fn gpus_colour(gpus: u64) -> &'static str {
-    const PALETTE: [&str; 7] = ["#3B82F6", "#2DA44E", "#A371F7", "#E8710A", "#8C959F", "#BF8700", "#1B7C83"];
-    let i = (64 - gpus.max(1).leading_zeros() - 1) as usize;
+/// Colours of the GPU counts of a plot, in increasing order of GPUs (more counts than colours:
+/// the last colour for the rest).
+const PALETTE: [&str; 8] = ["#3B82F6", "#2DA44E", "#A371F7", "#E8710A", "#1B7C83", "#BF8700", "#D6409F", "#8C959F"];
+
+/// Colour of the `i`-th smallest GPU count of a plot.
+pub fn gpus_colour(i: usize) -> &'static str {
     PALETTE[i.min(PALETTE.len() - 1)]
 }
 
@@ -115,10 +117,14 @@ impl ParetoPlot {
                 o.line(at(w[0]), at(w[1]), FRONT, 2.0, "");
             }
             // Points off the front first, so the front's sit on top.
+            let mut counts: Vec<u64> = pts.iter().map(|d| d.point.gpus).collect();
+            counts.sort_unstable();
+            counts.dedup();
+            let colour = |gpus: u64| gpus_colour(counts.iter().position(|c| *c == gpus).unwrap_or(0));
             for d in pts.iter().filter(|d| !d.front).chain(front.iter()) {
                 let url = href(links, d);
                 let (r, class) = if d.front { (5.5, "deployment front") } else { (3.5, "deployment") };
-                o.point_link(at(d), r, gpus_colour(d.point.gpus), class, &tooltip(d), url.as_deref());
+                o.point_link(at(d), r, colour(d.point.gpus), class, &tooltip(d), url.as_deref());
             }
             // Legend: the front, and the GPU counts drawn.
             let (lx, _) = area.map_coordinate(&(x0, y1));
@@ -126,12 +132,9 @@ impl ParetoPlot {
             o.line((lx, y - 4), (lx + 24, y - 4), FRONT, 2.0, "");
             o.text((lx + 30, y), "Pareto front", FONT, FG, Anchor::Start, 0.0);
             let mut x = lx + 30 + (12.0 * FONT * 0.6) as i32 + 20;
-            let mut counts: Vec<u64> = pts.iter().map(|d| d.point.gpus).collect();
-            counts.sort_unstable();
-            counts.dedup();
-            for g in counts {
-                let label = if g == 1 { "1 GPU".to_string() } else { format!("{g} GPUs") };
-                o.raw(&format!("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>", x + 4, y - 4, gpus_colour(g)));
+            for (i, g) in counts.iter().enumerate() {
+                let label = if *g == 1 { "1 GPU".to_string() } else { format!("{g} GPUs") };
+                o.raw(&format!("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>", x + 4, y - 4, gpus_colour(i)));
                 o.text((x + 12, y), &label, FONT, FG, Anchor::Start, 0.0);
                 x += 12 + (label.chars().count() as f64 * FONT * 0.6) as i32 + 16;
             }
@@ -168,11 +171,12 @@ mod tests {
     }
 
     #[test]
-    fn colours_follow_powers_of_two() {
-        assert_eq!(gpus_colour(1), "#3B82F6");
-        assert_eq!(gpus_colour(2), "#2DA44E");
-        assert_eq!(gpus_colour(3), "#2DA44E");
-        assert_eq!(gpus_colour(8), "#E8710A");
-        assert_eq!(gpus_colour(1 << 20), "#1B7C83");
+    fn each_gpu_count_has_its_colour_and_the_rest_share_the_last() {
+        let all: Vec<&str> = (0..8).map(gpus_colour).collect();
+        let mut distinct = all.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 8);
+        assert_eq!(gpus_colour(100), gpus_colour(7));
     }
 }
