@@ -384,3 +384,150 @@
   window.addEventListener("scroll", () => { if (finger) hide(); }, { passive: true });
 })();
 // ---- end of plot tooltips ----------------------------------------------------------------------
+
+// ---- Saved scenarios (Compare) and the network graph's search ----------------------------------
+// "Save for comparison" keeps up to four scenarios (their query strings) in this browser; the
+// navigation's link to Compare then carries them (s1 … s4), so the server lines them up. On the
+// Compare page the URL is the comparison: the saved list follows it. The network graph's search
+// box marks the operators as one types (the server does the same for the plain form).
+(() => {
+  "use strict";
+  const KEY = "llm-ledger.saved";
+  const MAX = 4;
+  const SLOTS = ["s1", "s2", "s3", "s4"];
+
+  function load() {
+    try {
+      const v = JSON.parse(localStorage.getItem(KEY) || "[]");
+      return Array.isArray(v) ? v.filter((s) => typeof s === "string" && s !== "").slice(-MAX) : [];
+    } catch (e) {
+      return [];
+    }
+  }
+  function store(list) {
+    try {
+      localStorage.setItem(KEY, JSON.stringify(list.slice(-MAX)));
+    } catch (e) {
+      /* storage off: the URL still carries a comparison */
+    }
+  }
+
+  // The scenario of this URL: its query without the page's own keys (`default` for none).
+  function scenario(keys) {
+    const p = new URLSearchParams(location.search);
+    for (const k of keys) p.delete(k);
+    const s = p.toString();
+    return s === "" ? "default" : s;
+  }
+
+  // A link to Compare with `list` saved, on top of the link's own state.
+  function withSaved(href, list) {
+    const u = new URL(href, location.href);
+    for (const k of SLOTS) u.searchParams.delete(k);
+    list.forEach((s, i) => u.searchParams.set(SLOTS[i], s));
+    return u.pathname + u.search;
+  }
+
+  function note() {
+    const el = document.getElementById("saved-note");
+    if (!el) return;
+    const list = load();
+    el.textContent = "";
+    if (!list.length) return;
+    const a = document.createElement("a");
+    a.href = withSaved("/compare", list);
+    a.textContent = "Compare the " + list.length + " saved";
+    el.append(a);
+  }
+
+  // Each time the page is shown (first load, or swapped in by the script above).
+  function shown() {
+    const b = document.getElementById("save-scenario");
+    if (b && b.hidden) {
+      b.hidden = false;
+      note();
+    }
+    const page = document.getElementById("page");
+    if (page && page.dataset.page === "compare" && !page.dataset.synced) {
+      page.dataset.synced = "1";
+      const p = new URLSearchParams(location.search);
+      const inUrl = SLOTS.map((k) => p.get(k)).filter((s) => s);
+      if (inUrl.length) store(inUrl);
+      note();
+    }
+    // (A page that arrives with a search has its hits marked by the server.)
+  }
+  new MutationObserver(shown).observe(document.body, { childList: true, subtree: true });
+  shown();
+
+  document.addEventListener("click", (e) => {
+    const save = e.target.closest && e.target.closest("#save-scenario");
+    if (save) {
+      const s = scenario((save.dataset.keys || "").split(",").filter((k) => k));
+      const list = load().filter((x) => x !== s);
+      list.push(s);
+      store(list);
+      note();
+      const el = document.getElementById("saved-note");
+      if (el) el.prepend("Saved (" + Math.min(list.length, MAX) + " of " + MAX + ") · ");
+      return;
+    }
+    const a = e.target.closest && e.target.closest("a[href]");
+    if (!a) return;
+    // A link that changes the comparison (remove, clear) changes the saved list with it.
+    if (a.dataset.sync) {
+      const u = new URL(a.getAttribute("href"), location.href);
+      store(SLOTS.map((k) => u.searchParams.get(k)).filter((s) => s));
+      return;
+    }
+    // The navigation's link to Compare carries the saved scenarios (before the page's own
+    // handler reads the link: this listener runs in the capture phase).
+    if (a.dataset.slug === "compare") {
+      const list = load();
+      const here = new URLSearchParams(new URL(a.getAttribute("href"), location.href).search);
+      if (list.length && !SLOTS.some((k) => here.has(k))) a.setAttribute("href", withSaved(a.getAttribute("href"), list));
+    }
+  }, true);
+
+  // The network graph's search: mark the operators whose name or path holds the text, open the
+  // layers that hold them, say how many, and bring the first into view.
+  function mark(text) {
+    const graph = document.getElementById("graph");
+    if (!graph) return;
+    const t = text.trim().toLowerCase();
+    const hits = [];
+    for (const el of graph.querySelectorAll("g[data-name][data-path]")) {
+      const on = t !== "" && (el.dataset.name.toLowerCase().includes(t) || el.dataset.path.toLowerCase().includes(t));
+      el.classList.toggle("match", on);
+      if (on) hits.push(el);
+    }
+    for (const d of graph.querySelectorAll("details")) {
+      const inside = d.querySelector("g.match");
+      if (inside) d.open = true;
+    }
+    const count = document.getElementById("graph-count");
+    if (count) {
+      count.dataset.hits = String(hits.length);
+      count.textContent = t === "" ? "" : hits.length === 0 ? "Nothing matches “" + text.trim() + "”."
+        : hits.length + (hits.length === 1 ? " operator matches" : " operators match") + " “" + text.trim() + "”.";
+    }
+    const u = new URL(location.href);
+    if (t === "") u.searchParams.delete("find");
+    else u.searchParams.set("find", text.trim());
+    history.replaceState(null, "", u.pathname + u.search);
+    // The controls keep the page's keys as hidden fields: keep this one in step.
+    const hidden = document.querySelector("#controls input[type=hidden][name=find]");
+    if (hidden) hidden.value = text.trim();
+    if (hits.length) hits[0].scrollIntoView({ block: "center" });
+  }
+  document.addEventListener("input", (e) => {
+    if (e.target.id === "graph-find") mark(e.target.value);
+  });
+  document.addEventListener("submit", (e) => {
+    if (e.target.id !== "graph-search") return;
+    e.preventDefault();
+    const find = document.getElementById("graph-find");
+    if (find) mark(find.value);
+  });
+})();
+// ---- end of saved scenarios and the graph's search ----

@@ -74,7 +74,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 /// A GET endpoint whose work grows with its parameters: `f` runs on the heavy-work pool
 /// ([`crate::work`]), and a request past its deadline is answered 503.
-fn heavy(f: fn(&AppState, Option<&str>) -> Result<Response, AppError>) -> MethodRouter<Arc<AppState>> {
+pub(crate) fn heavy(f: fn(&AppState, Option<&str>) -> Result<Response, AppError>) -> MethodRouter<Arc<AppState>> {
     get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| async move {
         work.run(move |_| f(&state, q.as_deref())).await.and_then(|r| r)
     })
@@ -96,7 +96,7 @@ fn content_type(f: Format) -> &'static str {
     }
 }
 
-fn rendered(report: &impl Report, format: Format) -> Result<Response, AppError> {
+pub(crate) fn rendered(report: &impl Report, format: Format) -> Result<Response, AppError> {
     let text = report.render(format).map_err(|e| AppError::from_core(&e))?;
     Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
 }
@@ -153,7 +153,7 @@ async fn gpus(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Resu
 }
 
 /// A command's query: its own keys (and `format`) beside the scenario's.
-fn command(raw: Option<&str>, keys: &[&str]) -> Result<(PageQuery, Format), AppError> {
+pub(crate) fn command(raw: Option<&str>, keys: &[&str]) -> Result<(PageQuery, Format), AppError> {
     let mut all = keys.to_vec();
     all.push(FORMAT_KEY);
     let q = PageQuery::parse(raw, &all)?;

@@ -45,6 +45,13 @@ pub(crate) fn layout(
                     header.top {
                         a.brand href=(links_query.href("/", &[])) { "llm-ledger" }
                         span.tagline { "where the FLOPs, the bytes and the time of a forward pass go" }
+                        @if page.controls {
+                            // Shown by the script, which keeps the saved scenarios in the browser.
+                            span.save-scenario {
+                                button #save-scenario type="button" hidden data-keys=(page.keys.join(",")) { "Save for comparison" }
+                                span #saved-note role="status" {}
+                            }
+                        }
                     }
                     (nav(page, links_query))
                     @if page.controls {

@@ -24,6 +24,7 @@
 //! ```
 
 mod api;
+mod api_deploy;
 mod assets;
 mod cache;
 mod error;
@@ -126,6 +127,10 @@ impl AppState {
 /// deadline layers (bodies are limited where they are read). Each call has its own heavy-work pool
 /// ([`Limits::heavy_workers`] threads).
 pub fn app(state: Arc<AppState>) -> Router {
-    let router = page_routes::routes().merge(api::routes()).merge(upload::routes()).merge(assets::routes());
+    let router = page_routes::routes()
+        .merge(api::routes())
+        .merge(api_deploy::routes())
+        .merge(upload::routes())
+        .merge(assets::routes());
     security::layers(router, state.clone()).with_state(state)
 }

@@ -330,6 +330,9 @@ const PAGE_SHOTS: &[(&str, &str)] = &[
     ("gemm-tiling", "?m=1000&n=1000&k=1000"),
     ("moe", "?model=mixtral-8x7b&zipf=1"),
     ("serving", "?requests=200"),
+    ("compare", "?s1=batch%3D8&s2=batch%3D64%26kv%3Dfp8&s3=default"),
+    ("graph", "?find=proj"),
+    ("need", "?model=llama-3-70b&batch=16"),
 ];
 
 async fn node_path(c: &Client) -> Option<String> {
@@ -609,6 +612,10 @@ const EVERY_PAGE: &[(&str, &str)] = &[
     ("serving", "?requests=200"),
     ("gemm-tiling", "?m=1000&n=1000&k=1000"),
     ("moe", "?model=mixtral-8x7b&zipf=1"),
+    ("compare", "?s1=batch%3D8&s2=batch%3D64%26kv%3Dfp8&s3=default&s4=batch%3D8%26tp%3D2"),
+    ("graph", "?find=up"),
+    ("graph", "?model=deepseek-v3&expand=1"),
+    ("need", "?model=llama-3-70b&batch=16"),
     ("models", ""),
     ("gpus", ""),
 ];
@@ -1467,6 +1474,105 @@ fn the_keyboard_alone_reaches_a_gemm_tile_and_a_serving_point() {
             let _ = writeln!(std::io::stderr(), "keyboard: {path}: {presses} tab stops to {css}; then {second:?}");
             shot(&c, &format!("keyboard-{}", path.split('?').next().unwrap_or(path))).await?;
         }
+        Ok(())
+    });
+}
+
+/// Save the Ledger's scenario three times with different states, open Compare from the
+/// navigation: three columns with the ledger's numbers; a point of the Pareto front opens its
+/// deployment; removing a column keeps the saved list in step.
+#[test]
+fn compare_three_saved_scenarios() {
+    in_browser(&[], |c, base| async move {
+        let states: [&[(&str, &str)]; 3] = [&[("batch", "1")], &[("batch", "8"), ("kv", "fp8")], &[("batch", "64")]];
+        for (n, pairs) in states.iter().enumerate() {
+            let q = serde_urlencoded::to_string(pairs).unwrap();
+            c.goto(&format!("{base}ledger?{q}")).await.text_err()?;
+            wait_heading(&c, "Ledger").await?;
+            let save = until("the save button", || async {
+                let b = c.find(Locator::Id("save-scenario")).await.ok()?;
+                b.is_displayed().await.ok()?.then_some(b)
+            })
+            .await?;
+            save.click().await.text_err()?;
+            let want = format!("Compare the {} saved", n + 1);
+            until(&want, || async {
+                let t = c.find(Locator::Id("saved-note")).await.ok()?.text().await.ok()?;
+                t.contains(&want).then_some(())
+            })
+            .await?;
+        }
+        c.find(Locator::Css("nav a[data-slug='compare']")).await.text_err()?.click().await.text_err()?;
+        wait_heading(&c, "Compare").await?;
+        let u = wait_url(&c, "s3=").await?;
+        assert!(u.contains("s1=batch%3D1") && u.contains("s2=batch%3D8%26kv%3Dfp8"), "{u}");
+        until("three columns", || async {
+            let t = c.find(Locator::Id("compare")).await.ok()?;
+            (t.attr("data-columns").await.ok()?? == "3").then_some(())
+        })
+        .await?;
+        assert_eq!(rows(&c, "#compare thead th[data-col]").await, 3);
+        for (col, pairs) in ["A", "B", "C"].iter().zip(states) {
+            let v = c
+                .find(Locator::Css(&format!("#m-step td[data-col='{col}']")))
+                .await
+                .text_err()?
+                .attr("data-value")
+                .await
+                .text_err()?;
+            assert_eq!(v.as_deref(), Some(cli_step_time(pairs).as_str()), "{col}");
+        }
+        shot(&c, "compare-three").await?;
+        shot_at(&c, "phone-compare-three", 390, 844).await?;
+        c.set_window_size(1280, 1800).await.text_err()?;
+        // Remove B: two columns, and the saved list follows.
+        c.find(Locator::Css("#compare a.remove[aria-label='Remove B from the comparison']"))
+            .await
+            .text_err()?
+            .click()
+            .await
+            .text_err()?;
+        until("two columns", || async {
+            let t = c.find(Locator::Id("compare")).await.ok()?;
+            (t.attr("data-columns").await.ok()?? == "2").then_some(())
+        })
+        .await?;
+        let saved = c.execute("return localStorage.getItem('llm-ledger.saved')", vec![]).await.text_err()?;
+        assert_eq!(saved, json!("[\"batch=1\",\"batch=64\"]"));
+        // A point of the front opens its deployment in the ledger.
+        let point = c.find(Locator::Css("#pareto svg.pareto a.mark-link")).await.text_err()?;
+        let href = point.attr("href").await.text_err()?.unwrap_or_default();
+        assert!(href.starts_with("/ledger?batch="), "{href}");
+        c.goto(&format!("{}{}", base.trim_end_matches('/'), href)).await.text_err()?;
+        wait_heading(&c, "Ledger").await?;
+        Ok(())
+    });
+}
+
+/// The network graph's search marks the operator as one types and opens its layers; the marked
+/// box's link opens Powers of ten at that operator.
+#[test]
+fn the_graph_search_highlights_an_operator_that_opens_powers_of_ten() {
+    in_browser(&[], |c, base| async move {
+        c.goto(&format!("{base}graph?batch=8")).await.text_err()?;
+        wait_heading(&c, "Network graph").await?;
+        let closed = c.execute("return document.querySelector('#graph details').open", vec![]).await.text_err()?;
+        assert_eq!(closed, json!(false), "the layers start folded");
+        c.find(Locator::Id("graph-find")).await.text_err()?.send_keys("up_pr").await.text_err()?;
+        let css = "#graph g.flow-op.match[data-path='layer.0.mlp.up']";
+        until("the marked up-projection", || async { c.find(Locator::Css(css)).await.ok() }).await?;
+        let open = c.execute("return document.querySelector('#graph details').open", vec![]).await.text_err()?;
+        assert_eq!(open, json!(true), "its layers opened");
+        let count = c.find(Locator::Id("graph-count")).await.text_err()?.attr("data-hits").await.text_err()?;
+        assert_eq!(count.as_deref(), Some("1"));
+        wait_url(&c, "find=up_pr").await?;
+        shot(&c, "graph-search").await?;
+        c.find(Locator::Css("#graph a[data-path='layer.0.mlp.up']")).await.text_err()?.click().await.text_err()?;
+        wait_url(&c, "at=layer.0.mlp.up").await?;
+        wait_heading(&c, "Powers of ten").await?;
+        wait_node(&c, "layer.0.mlp.up").await?;
+        let u = url(&c).await;
+        assert!(u.contains("batch=8"), "the scenario travels: {u}");
         Ok(())
     });
 }

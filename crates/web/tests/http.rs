@@ -737,7 +737,8 @@ async fn a_control_change_at_a_deep_zoom_keeps_the_deepest_valid_level() {
 /// every page that shows its numbers, from the core's fit rule; one that fits gets none.
 #[tokio::test]
 async fn every_page_says_when_the_scenario_does_not_fit() {
-    for page in PAGES.iter().filter(|p| p.controls && p.slug != "gemm-tiling") {
+    // Pages whose numbers are not this scenario's step (one GEMM; a search over GPUs) have no banner.
+    for page in PAGES.iter().filter(|p| p.controls && !matches!(p.fit, llm_ledger_web::pages::PageFit::None)) {
         let r = get(&format!("/{}?model=llama-3.1-405b&gpu=l4", page.slug)).await;
         assert_eq!(r.status, StatusCode::OK, "{}", page.slug);
         assert!(r.body.contains("id=\"fit-banner\""), "/{}: no banner", page.slug);
@@ -2241,4 +2242,343 @@ async fn ledger_rows_link_to_their_operator_in_powers_of_ten() {
         }
         assert!(linked + 1 >= report.rows.len(), "{q}: {linked} of {} rows link", report.rows.len());
     }
+}
+
+// ---- Compare, the network graph, and what do I need. ----
+
+/// The `data-value` of the cell of column `col` in the row with `id`.
+fn cell(html: &str, id: &str, col: &str) -> Option<f64> {
+    let at = html.find(&format!("<tr id=\"{id}\""))?;
+    let row = &html[at..at + html[at..].find("</tr>")?];
+    let marker = format!("data-col=\"{col}\"");
+    let c = &row[..row.find(&marker)?];
+    let v = c.rsplit("data-value=\"").next()?;
+    // The value belongs to this cell only when no other cell began after it.
+    if c.rfind("<td").unwrap_or(0) > c.rfind("data-value=\"").unwrap_or(0) {
+        return None;
+    }
+    v[..v.find('"')?].parse().ok()
+}
+
+fn frontier(pairs: &[(&str, &str)], max_gpus: u64) -> llm_ledger_report::frontier::FrontierReport {
+    use llm_ledger_core::serving::{Price, PriceSource};
+    let sc = scenario(pairs);
+    let price = Price { usd_per_hour: sc.gpu.usd_per_gpu_hour.unwrap(), source: PriceSource::CatalogueApproximate };
+    llm_ledger_report::frontier::FrontierReport::build(&sc, price, 2e9, None, max_gpus, None).unwrap()
+}
+
+#[tokio::test]
+async fn compare_lines_up_saved_scenarios_with_the_ledgers_numbers() {
+    let uri = "/compare?s1=batch%3D8&s2=batch%3D64%26kv%3Dfp8&s3=default&s4=batch%3D8%26tp%3D2";
+    let r = get(uri).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body.contains("data-columns=\"4\""));
+    let cases: [(&str, &[(&str, &str)], f64); 4] = [
+        ("A", &[("batch", "8")], 1.0),
+        ("B", &[("batch", "64"), ("kv", "fp8")], 1.0),
+        ("C", &[], 1.0),
+        ("D", &[("batch", "8"), ("tp", "2")], 2.0),
+    ];
+    for (col, pairs, gpus) in cases {
+        let l = cli_report(pairs);
+        assert_eq!(cell(&r.body, "m-step", col), Some(l.step_time_s), "{col}");
+        assert_eq!(cell(&r.body, "m-tokens", col), Some(l.tokens_per_s), "{col}");
+        assert_eq!(cell(&r.body, "m-per-gpu", col), Some(l.tokens_per_s / gpus), "{col}");
+        // Decode: one sequence sees one token per step.
+        assert_eq!(cell(&r.body, "m-per-user", col), Some(1.0 / l.step_time_s), "{col}");
+        assert_eq!(cell(&r.body, "m-memory", col), Some(l.fit.view.memory_bytes), "{col}");
+    }
+    // B differs from A (its ratio shown), and is the most tokens/s of the row.
+    let step_row = &r.body[r.body.find("<tr id=\"m-tokens\"").unwrap()..];
+    let step_row = &step_row[..step_row.find("</tr>").unwrap()];
+    assert!(step_row.contains("class=\"num differs best\""), "{step_row}");
+    // The controls' scenario is the third saved one; a fifth cannot be added.
+    assert!(
+        r.body.contains("The scenario set above is <strong>C</strong>"),
+        "{}",
+        &r.body[r.body.find("actions-line").unwrap()..][..300]
+    );
+    // Removing B renumbers the rest.
+    assert!(r.body.contains("href=\"/compare?s1=batch%3D8&amp;s2=default&amp;s3=batch%3D8%26tp%3D2\""), "remove B");
+    // The columns' document: 200, the same numbers.
+    let json = get("/api/compare?s1=batch%3D8&s2=batch%3D64%26kv%3Dfp8&s3=default&s4=batch%3D8%26tp%3D2").await;
+    assert_eq!(json.status, StatusCode::OK, "{}", json.body);
+    let v: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(v["columns"].as_array().unwrap().len(), 4);
+    // (serde_json reads floats to within an ulp)
+    let json_step = v["columns"][1]["step_time_s"].as_f64().unwrap();
+    assert!((json_step - cell(&r.body, "m-step", "B").unwrap()).abs() < 1e-15, "{json_step}");
+    let csv = get("/api/compare?s1=batch%3D8&format=csv").await;
+    assert_eq!(csv.status, StatusCode::OK);
+    assert_eq!(csv.body.lines().count(), 2, "{}", csv.body);
+    // Every download link of the page answers 200.
+    for link in r.body.split("href=\"").skip(1).map(|s| &s[..s.find('"').unwrap()]).filter(|h| h.starts_with("/api/")) {
+        let link = link.replace("&amp;", "&");
+        assert_eq!(get(&link).await.status, StatusCode::OK, "{link}");
+    }
+    // With nothing saved: an invitation, and a link that adds the controls' scenario.
+    let r = get("/compare?batch=16&kv=fp8").await;
+    assert!(r.body.contains("id=\"no-saved\""));
+    assert!(r.body.contains("href=\"/compare?batch=16&amp;kv=fp8&amp;s1=batch%3D16%26kv%3Dfp8\""), "add this");
+}
+
+#[tokio::test]
+async fn compare_draws_the_pareto_front_of_plan() {
+    use llm_ledger_report::plot::marks;
+    let r = get("/compare?max_gpus=2").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let f = frontier(&[], 2);
+    assert_eq!(value_of(&r.body, "deployments"), f.deployments.len() as f64);
+    assert_eq!(value_of(&r.body, "front-count"), f.front.len() as f64);
+    let ms: Vec<_> = marks(&r.body).into_iter().filter(|m| m.class.starts_with("deployment")).collect();
+    assert_eq!(ms.len(), f.deployments.len());
+    assert_eq!(ms.iter().filter(|m| m.class == "deployment front").count(), f.front.len());
+    // The front is non-dominated: nothing is faster per user and more per GPU at once.
+    for d in &f.front {
+        assert!(!f.deployments.iter().any(|o| o.tokens_per_s_per_user > d.tokens_per_s_per_user
+            && o.point.tokens_per_s_per_gpu > d.point.tokens_per_s_per_gpu));
+    }
+    // By hand for two layouts: tokens/s per GPU = batch ÷ step ÷ GPUs, the step the ledger's.
+    let one = f.find(1, 1, 1, 1).unwrap();
+    let step = cli_report(&[("batch", "1")]).step_time_s;
+    assert_eq!(one.point.tpot_s, step);
+    assert!((one.point.tokens_per_s_per_gpu - 1.0 / step).abs() < 1e-9 / step);
+    let tp2 = f.find(2, 1, 1, 8).unwrap();
+    let step = cli_report(&[("batch", "8"), ("tp", "2")]).step_time_s;
+    assert!((tp2.point.tokens_per_s_per_gpu - 8.0 / step / 2.0).abs() < 1e-9 * tp2.point.tokens_per_s_per_gpu);
+    assert!((tp2.tokens_per_s_per_user - 1.0 / step).abs() < 1e-9 / step);
+    // Each point opens its scenario (the deployment's layout and batch) in the ledger.
+    let m = ms.iter().find(|m| m.tooltip.starts_with("TP 2 (2 GPUs) at batch 8")).expect("TP 2 at batch 8");
+    let href = m.href.as_deref().unwrap();
+    assert_eq!(href, "/ledger?batch=8&tp=2");
+    let page = get(href).await;
+    assert_eq!(value_of(&page.body, "step-time"), step);
+    // The front's table and its documents are plan --pareto's.
+    let json = get("/api/plan?pareto=on&max_gpus=2").await;
+    assert_eq!(json.status, StatusCode::OK, "{}", json.body);
+    assert_eq!(json.body, llm_ledger_report::Report::render(&f, Format::Json).unwrap());
+    assert!(r.body.contains("href=\"/api/plan?pareto=on&amp;max_gpus=2\""), "the JSON link");
+    assert_eq!(get("/api/plan?pareto=on&max_gpus=2&format=csv").await.status, StatusCode::OK);
+    assert_eq!(r.body.matches("<tr data-tp=").count(), f.front.len(), "one row per point of the front");
+    // A bound marks the deployments that miss it.
+    let r = get("/compare?max_gpus=2&tpot_ms=8").await;
+    assert!(r.body.contains("class=\"rejected\""), "a front point slower than 8 ms");
+}
+
+#[tokio::test]
+async fn compare_refuses_bad_inputs_and_keeps_the_page() {
+    let r = get("/compare?s1=batch%3D8&s2=batch%3D0").await;
+    assert_page_refuses(&r, "saved scenario B (`s2` = `batch=0`): invalid `batch`: 0", "s2");
+    assert!(r.body.contains("id=\"drop-key\""), "a link to start again without s2");
+    assert!(r.body.contains("<title>Compare · error · llm-ledger</title>"));
+    let r = get("/compare?max_gpus=0").await;
+    assert_page_refuses(&r, "invalid `max_gpus`: 0", "max_gpus");
+    let r = get("/compare?reserve=lots").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // Nothing fits within the budget: the page says so, and offers no download that would fail.
+    let r = get("/compare?model=llama-3.1-405b&gpu=l4").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("id=\"no-front\""), "the refusal in words");
+    assert!(!r.body.contains("/api/plan?"), "no link to a refused plan");
+    assert_eq!(api_error("/api/compare?s1=batch%3D0").await.2.as_deref(), Some("s1"));
+    assert_eq!(api_error("/api/compare?batch=1").await.2.as_deref(), Some("batch"));
+    assert_eq!(api_error("/api/plan?tp=2&pareto=on").await.2.as_deref(), Some("tp"));
+    assert_eq!(api_error("/api/plan?pareto=maybe").await.2.as_deref(), Some("pareto"));
+    assert_eq!(api_error("/api/plan").await.2.as_deref(), Some("tpot_ms"));
+    assert_eq!(api_error("/api/plan?rate=1&pareto=on&tpot_ms=50&ttft_ms=500").await.2.as_deref(), Some("pareto"));
+    assert_eq!(
+        api_error("/api/plan?rate=1&tpot_ms=50&ttft_ms=500&max_steps=9000000").await.2.as_deref(),
+        Some("max_steps")
+    );
+    // The static plan is the CLI's.
+    let r = get("/api/plan?tpot_ms=50&max_gpus=2").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let sc = scenario(&[]);
+    let serving = llm_ledger_core::serving::ServingRequest { tpot_ms: Some("50".into()), ..Default::default() }
+        .resolve(&sc)
+        .unwrap();
+    let plan = llm_ledger_report::plan::PlanReport::build(&sc, &serving, 2, None).unwrap();
+    assert_eq!(r.body, plan.render(Format::Json).unwrap());
+}
+
+#[tokio::test]
+async fn the_network_graph_is_the_zoom_tree_and_links_into_powers_of_ten() {
+    use llm_ledger_report::plot::marks;
+    let r = get("/graph?batch=8").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body.contains("data-parts=\"4\""), "embedding, the 32 layers as one, final norm, LM head");
+    let tree = llm_ledger_core::ZoomTree::build(&scenario(&[("batch", "8")]));
+    let parts: Vec<_> = marks(&r.body).into_iter().filter(|m| m.class.starts_with("graph-op")).collect();
+    assert_eq!(parts.len(), 4);
+    let paths: Vec<&str> = parts.iter().map(|m| m.href.as_deref().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/powers-of-ten?batch=8&at=embedding",
+            "/powers-of-ten?batch=8&at=layer.0",
+            "/powers-of-ten?batch=8&at=final_norm",
+            "/powers-of-ten?batch=8&at=lm_head"
+        ]
+    );
+    // The layers' time is the stack's, and the parts add up to the step.
+    let times: Vec<f64> = r
+        .body
+        .split("class=\"graph-op ")
+        .skip(1)
+        .map(|s| {
+            let v = s.split("data-time-s=\"").nth(1).unwrap();
+            v[..v.find('"').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(times[1], tree.groups[0].total.timing.time_s * 32.0);
+    let step = cli_report(&[("batch", "8")]).step_time_s;
+    assert!((times.iter().sum::<f64>() - step).abs() < 1e-9 * step);
+    // Every operator of the layer's dataflow links to its zoom level, and they all answer.
+    let mut seen = 0;
+    for m in marks(&r.body).iter().filter(|m| m.class.starts_with("flow-op")) {
+        let h = m.href.as_deref().unwrap();
+        assert!(h.starts_with("/powers-of-ten?batch=8&at=layer.0."), "{h}");
+        seen += 1;
+    }
+    assert!(seen >= 10, "{seen} operators");
+    for p in paths {
+        assert_eq!(get(p).await.status, StatusCode::OK, "{p}");
+    }
+    // The runs are folded until expanded.
+    let r = get("/graph?expand=1").await;
+    assert!(r.body.contains("data-parts=\"35\""));
+    let r = get("/graph?model=deepseek-v3").await;
+    assert_eq!(r.body.matches("data-layers=\"3\"").count() + r.body.matches("data-layers=\"58\"").count(), 2);
+    // Its document is the zoom at the model.
+    for f in ["", "&format=csv"] {
+        let api = get(&format!("/api/zoom?batch=8&at=model{f}")).await;
+        assert_eq!(api.status, StatusCode::OK);
+    }
+    assert!(get("/graph?batch=8").await.body.contains("href=\"/api/zoom?batch=8&amp;at=model\""));
+}
+
+#[tokio::test]
+async fn the_graph_search_marks_the_operators_and_opens_their_layers() {
+    let r = get("/graph?find=up").await;
+    assert_eq!(r.status, StatusCode::OK);
+    // up_proj in the layers (its box marked, its layers open); nothing else holds "up".
+    assert!(r.body.contains("class=\"flow-op memory match\" data-path=\"layer.0.mlp.up\""), "the box is marked");
+    assert!(r.body.contains("<details open>"), "the layers holding it are open");
+    assert_eq!(value_attr(&r.body, "graph-count", "data-hits"), 1.0);
+    assert!(r.body.contains("<a class=\"hit\" href=\"#g-layer.0\" data-path=\"layer.0.mlp.up\">up_proj</a>"));
+    // A part's own name: the LM head.
+    let r = get("/graph?find=lm_head").await;
+    assert!(r.body.contains("class=\"graph-op memory match\" data-path=\"lm_head\""));
+    assert!(!r.body.contains("<details open>"), "no layer holds it");
+    // Nothing: said in words, every layer closed.
+    let r = get("/graph?find=nothing-here").await;
+    assert!(r.body.contains("Nothing matches “nothing-here”."));
+    // Without JavaScript the search is a form that keeps the scenario.
+    let r = get("/graph?batch=8&find=proj").await;
+    assert!(r.body.contains(
+        "<form class=\"graph-search\" id=\"graph-search\" role=\"search\" action=\"/graph\" method=\"get\">"
+    ));
+    assert!(r.body.contains("<input type=\"hidden\" name=\"batch\" value=\"8\">"));
+    assert!(value_attr(&r.body, "graph-count", "data-hits") >= 7.0, "q, k, v, o, gate, up, down");
+    let r = get("/graph?expand=2").await;
+    assert_page_refuses(&r, "invalid `expand`: 2 (0 or 1)", "expand");
+}
+
+#[tokio::test]
+async fn what_do_i_need_is_plans_answer_on_every_gpu() {
+    use llm_ledger_core::plan::{fewest_gpus, plan, PlanRequest};
+    use llm_ledger_core::serving::{Price, PriceSource};
+    use llm_ledger_report::plot::marks;
+    let r = get("/need?model=llama-3-70b&batch=16").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let sc = scenario(&[("model", "llama-3-70b"), ("batch", "16")]);
+    let price = Price { usd_per_hour: sc.gpu.usd_per_gpu_hour.unwrap(), source: PriceSource::CatalogueApproximate };
+    let req =
+        PlanRequest { ctx: 2048, tpot_bound_s: f64::INFINITY, max_gpus: 64, price, reserve_bytes: 2e9, batches: None };
+    let answer = fewest_gpus(&sc, &req, 16).unwrap().unwrap();
+    // 141 GB of bf16 weights: two H100s.
+    assert_eq!(answer.gpus, 2);
+    assert_eq!(value_of(&r.body, "need-gpus"), 2.0);
+    assert_eq!(value_of(&r.body, "need-tpot"), answer.tpot_s);
+    // The plan's own point for that layout at that batch.
+    let batches = Some(llm_ledger_core::sweep::Axis::single(16));
+    let planned = plan(&sc, &PlanRequest { batches, ..req.clone() }).unwrap();
+    let same = planned.ranked.iter().find(|p| (p.tp, p.pp, p.ep) == (answer.tp, answer.pp, answer.ep)).unwrap();
+    assert_eq!(same.tpot_s, answer.tpot_s);
+    assert_eq!(same.memory_bytes, value_of(&r.body, "need-memory"));
+    // Every GPU of the catalogue has a row; the scenario's is marked.
+    assert_eq!(r.body.matches("<tr data-gpu=").count(), Catalog::builtin().gpus().len());
+    assert!(r.body.contains("<tr data-gpu=\"h100-sxm\" aria-current=\"true\""));
+    // The memory wall is the memory model's at that layout.
+    let layout = llm_ledger_core::plan::layouts(&sc, 2)
+        .into_iter()
+        .find(|l| (l.parallel.tp, l.parallel.pp, l.parallel.ep) == (answer.tp, answer.pp, answer.ep))
+        .unwrap();
+    let wall = llm_ledger_core::memory::max_batch(&layout, 2048, 2e9);
+    assert_eq!(value_of(&r.body, "need-wall"), wall as f64);
+    let fp =
+        |b: u64| llm_ledger_core::memory::Footprint::of(&llm_ledger_core::memory::at_uniform(&layout, b, 2048), 2e9);
+    assert!(fp(wall).fits && !fp(wall + 1).fits);
+    let ms = marks(&r.body);
+    let w = ms.iter().find(|m| m.class == "wall").expect("the wall's mark");
+    assert!(w.href.as_deref().unwrap().contains(&format!("batch={wall}")), "{w:?}");
+    let page = get(w.href.as_deref().unwrap()).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(value_of(&page.body, "need-gpus"), 2.0, "at the wall two still hold it");
+    // On one GPU the default model: the ledger's step.
+    let r = get("/need").await;
+    assert_eq!(value_of(&r.body, "need-gpus"), 1.0);
+    assert_eq!(value_of(&r.body, "need-tpot"), cli_report(&[]).step_time_s);
+    // Its documents.
+    let json = get("/api/need?model=llama-3-70b&batch=16").await;
+    assert_eq!(json.status, StatusCode::OK, "{}", json.body);
+    let v: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), Catalog::builtin().gpus().len());
+    assert_eq!(get("/api/need?model=llama-3-70b&batch=16&format=csv").await.status, StatusCode::OK);
+    for link in r.body.split("href=\"").skip(1).map(|s| &s[..s.find('"').unwrap()]).filter(|h| h.starts_with("/api/")) {
+        let link = link.replace("&amp;", "&");
+        assert_eq!(get(&link).await.status, StatusCode::OK, "{link}");
+    }
+}
+
+#[tokio::test]
+async fn what_do_i_need_refuses_bad_inputs_and_takes_an_uploaded_model() {
+    assert_page_refuses(&get("/need?max_gpus=0").await, "invalid `max_gpus`: 0", "max_gpus");
+    assert_page_refuses(&get("/need?ttft_ms=500").await, "invalid `ttft_ms`: given", "ttft_ms");
+    assert_page_refuses(&get("/need?rate=x").await, "invalid `rate`", "rate");
+    assert_page_refuses(&get("/need?batch=0").await, "invalid `batch`: 0", "batch");
+    // Nothing within the budget: each GPU says why, and the page is kept.
+    let r = get("/need?model=llama-3.1-405b&gpu=l4&max_gpus=2").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("id=\"need-none\""));
+    assert!(r.body.contains("no layout of at most 2 GPUs holds it"));
+    // An uploaded config.json is a model like the presets.
+    let r = send(multipart(&[("page", "need"), ("batch", "4")], Some(GPT2_CONFIG))).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let location = r.headers[header::LOCATION].to_str().unwrap().to_string();
+    assert!(location.starts_with("/need?batch=4&config="), "{location}");
+    let page = get(&location).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page_error(&page.body));
+    assert!(page.body.contains("uploaded · decode · batch 4"), "the uploaded model in the headline");
+    assert_eq!(value_of(&page.body, "need-gpus"), 1.0);
+    assert_eq!(get(&location.replacen("/need", "/api/need", 1)).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn what_do_i_need_plans_under_load_within_the_step_budget() {
+    let r = get("/need?rate=2&ttft_ms=1000&tpot_ms=50&requests=100&max_gpus=2").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+    assert!(r.body.contains("id=\"load-answer\""), "{}", &r.body[r.body.find("under-load").unwrap()..][..600]);
+    let api = r.body.split("href=\"/api/plan?").nth(1).map(|s| format!("/api/plan?{}", &s[..s.find('"').unwrap()]));
+    let api = api.expect("the plan under load's document").replace("&amp;", "&");
+    assert!(api.contains("max_steps=2000000"), "{api}");
+    let doc = get(&api).await;
+    assert_eq!(doc.status, StatusCode::OK, "{}", doc.body);
+    let v: serde_json::Value = serde_json::from_str(&doc.body).unwrap();
+    if let Some(best) = v["ranked"].get(0) {
+        assert_eq!(value_of(&r.body, "load-gpus"), best["gpus"].as_f64().unwrap());
+    }
+    // Bounds nobody holds: said in the section, the page kept.
+    let r = get("/need?rate=2&ttft_ms=0.001&tpot_ms=50&requests=100&max_gpus=2").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
 }

@@ -9,14 +9,17 @@
 //! registry and never branch on a page's name (nor does the registry use them).
 
 mod batching;
+pub(crate) mod compare;
 mod cost;
 mod gpus;
+mod graph;
 mod home;
 pub(crate) mod inert;
 mod kv;
 mod ledger;
 mod models;
 mod moe;
+pub(crate) mod need;
 pub(crate) mod parts;
 mod picture;
 mod powers;
@@ -250,6 +253,42 @@ pub static PAGES: &[PageInfo] = &[
         controls: true,
         heavy: true,
         fit: PageFit::Step { without: &[] },
+    },
+    PageInfo {
+        slug: "compare",
+        title: "Compare",
+        summary: "Saved scenarios side by side, and the Pareto front of tokens/s per GPU against tokens/s per user over every layout and batch.",
+        keys: compare::KEYS,
+        inputs: compare::INPUTS,
+        unused: &[],
+        render: compare::render,
+        controls: true,
+        heavy: true,
+        fit: PageFit::Step { without: &[] },
+    },
+    PageInfo {
+        slug: "graph",
+        title: "Network graph",
+        summary: "The whole model as a searchable graph of operators, each as wide as its time; identical layers fold, and open on their dataflow.",
+        keys: graph::KEYS,
+        inputs: &[],
+        unused: &[],
+        render: graph::render,
+        controls: true,
+        heavy: true,
+        fit: PageFit::Step { without: &[] },
+    },
+    PageInfo {
+        slug: "need",
+        title: "What do I need",
+        summary: "Which GPUs, and how many, for this model at this batch and context (or arrival rate), across the catalogue, with the memory wall.",
+        keys: need::KEYS,
+        inputs: need::INPUTS,
+        unused: need::UNUSED,
+        render: need::render,
+        controls: true,
+        heavy: true,
+        fit: PageFit::None,
     },
     PageInfo {
         slug: "models",
