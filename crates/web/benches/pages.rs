@@ -31,6 +31,13 @@ const PAGES: &[&str] = &[
     "/cost?batch=16&tpot_ms=20",
     "/gemm-tiling?m=1000&n=1000&k=1000",
     "/moe?model=mixtral-8x7b&zipf=1",
+    "/compare",
+    "/compare?s1=batch%3D8&s2=batch%3D64%26kv%3Dfp8&s3=default&s4=batch%3D8%26tp%3D2",
+    "/graph",
+    "/graph?find=proj",
+    "/graph?model=deepseek-v3&expand=1",
+    "/need",
+    "/need?model=llama-3-70b&batch=16",
     "/models",
     "/gpus",
 ];

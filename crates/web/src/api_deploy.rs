@@ -58,6 +58,26 @@ fn plan_requests(q: &PageQuery) -> Result<(PlanRequest, PlanLoadRequest), AppErr
     Ok((q.extras_as(&PLAN_KEYS[..n])?, q.extras_as(&PLAN_KEYS[n..])?))
 }
 
+/// Most GPUs per replica one explorer answer searches (`plan` takes up to
+/// [`llm_ledger_core::plan::MAX_PLAN_GPUS`]): the search costs every layout within the budget at
+/// every candidate batch, and at 64 GPUs an MoE model's front is a few thousand deployments.
+pub(crate) const MAX_WEB_GPUS: u64 = 64;
+
+/// `max_gpus` as `plan` reads it, at most [`MAX_WEB_GPUS`].
+pub(crate) fn web_max_gpus(text: Option<&str>) -> Result<u64, Error> {
+    let n = max_gpus(text)?;
+    if n > MAX_WEB_GPUS {
+        return Err(Error::invalid(
+            "max_gpus",
+            n,
+            format!(
+                "at most {MAX_WEB_GPUS} GPUs per replica in one explorer answer (`llm-ledger plan` takes up to 1,024)"
+            ),
+        ));
+    }
+    Ok(n)
+}
+
 /// A plan under load is held to the explorer's step budget: `max_steps` at most
 /// [`MAX_WEB_STEPS`], and that budget when none is given.
 pub(crate) fn web_budget(load: &mut PlanLoadRequest) -> Result<(), Error> {
@@ -87,9 +107,10 @@ fn plan(state: &AppState, q: Option<&str>) -> Result<axum::response::Response, A
         ));
     }
     let (req, mut load) = plan_requests(&q)?;
+    let gpus = web_max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
     if let Some(rate) = load.rate.clone() {
         req.check_load().map_err(|e| q.command_error(&e))?;
-        let max_gpus = max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
+        let max_gpus = gpus;
         let checked =
             load.check(&rate, req.batch.is_some(), q.get("ctx").is_some()).map_err(|e| q.command_error(&e))?;
         web_budget(&mut load).map_err(|e| q.core_error(&e))?;

@@ -2373,6 +2373,9 @@ async fn compare_refuses_bad_inputs_and_keeps_the_page() {
     assert!(r.body.contains("<title>Compare · error · llm-ledger</title>"));
     let r = get("/compare?max_gpus=0").await;
     assert_page_refuses(&r, "invalid `max_gpus`: 0", "max_gpus");
+    let r = get("/compare?max_gpus=65").await;
+    assert_page_refuses(&r, "invalid `max_gpus`: 65 (at most 64 GPUs per replica in one explorer answer", "max_gpus");
+    assert_eq!(api_error("/api/plan?tpot_ms=50&max_gpus=1024").await.2.as_deref(), Some("max_gpus"));
     let r = get("/compare?reserve=lots").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Nothing fits within the budget: the page says so, and offers no download that would fail.

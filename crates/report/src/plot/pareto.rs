@@ -2,7 +2,7 @@
 //! deployment of a `plan --pareto` search as a point — its tokens per second per user (`1 ÷
 //! TPOT`) across, its tokens per second per GPU up, both on log scales — coloured by its GPUs per
 //! replica, the Pareto front joined by a line and drawn larger. Each point is a mark
-//! ([`super::svg::Overlay::mark`]) with its numbers, linked where the caller says (the explorer:
+//! (`Overlay::mark`) with its numbers, linked where the caller says (the explorer:
 //! the deployment's scenario).
 
 use super::svg::{finish, href, Anchor, Links, Overlay, FG};

@@ -12,7 +12,7 @@ use super::parts::{downloads, facts, figure, num, thead, Trend};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
-use llm_ledger_app::plan::{max_gpus, PlanRequest};
+use llm_ledger_app::plan::PlanRequest;
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan::Deployment;
 use llm_ledger_core::serving::{parse_bytes, DEFAULT_RESERVE_BYTES};
@@ -37,7 +37,7 @@ pub(super) const INPUTS: &[PageInput] = &[
     PageInput {
         name: "max_gpus",
         label: "GPU budget of the front",
-        help: "most GPUs per replica (plan's max_gpus)",
+        help: "most GPUs per replica (plan's max_gpus; at most 64 here)",
         placeholder: DEFAULT_MAX_GPUS,
     },
     PageInput {
@@ -263,7 +263,7 @@ fn front(ctx: &PageCtx) -> Result<(PageQuery, Result<FrontierReport, AppError>),
     };
     // Bad inputs are the page's errors; a search that finds nothing is said in its section.
     req.serving(&sc).map_err(|e| q.command_error(&e))?;
-    max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
+    crate::api_deploy::web_max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
     let found = req.frontier(&sc).map_err(|e| q.command_error(&e)).and_then(|r| q.checked(r));
     Ok((base_q, found))
 }

@@ -12,7 +12,7 @@ use crate::api_deploy::{web_budget, NOT_PLAN};
 use crate::error::AppError;
 use crate::query::PageQuery;
 use llm_ledger_app::need::NeedRequest;
-use llm_ledger_app::plan::{max_gpus, PlanLoadRequest, PlanRequest};
+use llm_ledger_app::plan::{PlanLoadRequest, PlanRequest};
 use llm_ledger_app::Files;
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::Catalog;
@@ -117,7 +117,7 @@ fn under_load(
         output: q.extra("output").map(str::to_string),
         ..Default::default()
     };
-    let gpus = max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
+    let gpus = crate::api_deploy::web_max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
     let checked = load.check(rate, false, false).map_err(|e| q.command_error(&e))?;
     web_budget(&mut load).map_err(|e| q.core_error(&e))?;
     let s = req.serving(&sc).map_err(|e| q.command_error(&e))?;
