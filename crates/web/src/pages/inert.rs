@@ -17,6 +17,7 @@ fn why_unused(page: &PageInfo) -> &'static str {
             "not used on GEMM tiling: one GEMM on one GPU takes only the GPU, the weight and activation storage \
              and the efficiencies"
         }
+        "need" => "not used on What do I need: it searches the layouts itself, in decode",
         _ => "not used on this page",
     }
 }
@@ -60,7 +61,15 @@ fn shows_roofline(page: &PageInfo) -> bool {
 fn one_replica(page: &PageInfo) -> bool {
     matches!(
         page.slug,
-        "" | "powers-of-ten" | "ledger" | "batching" | "kv-cache" | "cost" | "serving" | "gemm-tiling" | "moe"
+        "" | "powers-of-ten"
+            | "ledger"
+            | "batching"
+            | "kv-cache"
+            | "cost"
+            | "serving"
+            | "gemm-tiling"
+            | "moe"
+            | "graph"
     )
 }
 
