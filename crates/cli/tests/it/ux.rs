@@ -227,7 +227,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         (_, "at") => s(&["layer.0"]),
         (_, "format") => s(&["json"]),
         (_, "tile") => s(&["128x128x64"]),
-        (_, "wide") => vec![],
+        (_, "wide" | "pareto") => vec![],
         (_, "width") => s(&["100"]),
         _ => panic!("no valid value known for `{sub} --{flag}`: add one to this table"),
     };
