@@ -43,7 +43,8 @@
 //! * **Deployments** ([`simulate_deployment`]): one instance ([`simulate`]), `N` aggregated
 //!   instances taking arrivals from a [`Router`] (round robin by default), or disaggregated prefill and decode pools with each
 //!   request's KV cache moved between them over a link ([`disagg`]). Every instance runs the
-//!   scheduler above on its own queue, batch and KV cache; one clock times every step.
+//!   scheduler above on its own queue, batch and KV cache; one clock per layout times every step
+//!   (pools can have layouts of their own, [`disagg::Pools`]).
 //!
 //! ## Bounds
 //!
@@ -81,11 +82,12 @@ use crate::ledger::{summarise, StepParts};
 use crate::scenario::Scenario;
 use crate::workload::{Chunk, Contexts, Phase, Workload};
 pub use budget::{Budget, DEFAULT_MAX_STEPS};
-pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice};
+pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice, PoolLayout, Pools};
 pub use policy::{Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, Speculation};
 pub use prefix::PromptPrefix;
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use workload::{Arrival, Arrivals, Lengths, Source};
 
@@ -571,6 +573,8 @@ enum Role {
 struct Instance<'a> {
     cfg: &'a SimConfig,
     role: Role,
+    /// Its layout's [`Pool`] (index in the engine's pools).
+    pool: usize,
     waiting: VecDeque<Req>,
     running: Vec<Req>,
     total_blocks: u64,
@@ -604,10 +608,11 @@ struct Instance<'a> {
 }
 
 impl<'a> Instance<'a> {
-    fn new(cfg: &'a SimConfig, role: Role, total_blocks: u64) -> Instance<'a> {
+    fn new(cfg: &'a SimConfig, role: Role, pool: usize, total_blocks: u64) -> Instance<'a> {
         Instance {
             cfg,
             role,
+            pool,
             waiting: VecDeque::new(),
             running: Vec::new(),
             total_blocks,
@@ -931,9 +936,37 @@ enum Event {
     StepEnds(usize),
 }
 
+/// The instances of one layout: its scenario, the clock of its steps and its per-GPU KV bytes.
+struct Pool<'a> {
+    sc: Cow<'a, Scenario>,
+    clock: StepClock,
+    kv_bytes_memo: std::collections::HashMap<u64, f64>,
+}
+
+impl<'a> Pool<'a> {
+    fn new(sc: Cow<'a, Scenario>) -> Pool<'a> {
+        let clock = StepClock::new(&sc);
+        Pool { sc, clock, kv_bytes_memo: std::collections::HashMap::new() }
+    }
+}
+
+/// The KV capacities a request must fit, tokens.
+#[derive(Debug, Clone, Copy)]
+struct Capacity {
+    /// Of an instance that keeps a request to its last token (aggregated, or the decode pool):
+    /// its whole cache, `prompt + output − 1`.
+    whole: u64,
+    /// Of a prefill instance (disaggregated): its prompt.
+    prompt: Option<u64>,
+}
+
 struct Engine<'a> {
     cfg: &'a SimConfig,
-    clock: StepClock,
+    /// One per layout: the aggregated instances' or both pools', or the prefill pool's then the
+    /// decode pool's.
+    pools: Vec<Pool<'a>>,
+    /// The decode pool's (a disaggregated deployment).
+    decode_pool: usize,
     source: Source,
     pending: Option<Arrival>,
     instances: Vec<Instance<'a>>,
@@ -945,9 +978,6 @@ struct Engine<'a> {
     /// When each front instance's link is free again.
     link_free_s: Vec<f64>,
     transfers: Vec<Transfer>,
-    /// The scenario, for the KV bytes a transfer moves.
-    sc: &'a Scenario,
-    kv_bytes_memo: std::collections::HashMap<u64, f64>,
     /// Where the clock has its zero, seconds from the start (module docs, "The clock").
     origin_s: f64,
     /// Now, on the clock.
@@ -992,8 +1022,10 @@ struct Engine<'a> {
     window_start_s: f64,
 }
 
-/// Check that a request can be served at all: its longest cache fits the KV capacity.
-fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) -> Result<()> {
+/// Check that a request can be served at all: its longest cache fits the KV capacity of an
+/// instance that keeps it, and its prompt that of a prefill instance.
+fn check_request(prompt: u64, output: u64, capacity: Capacity, field: &str) -> Result<()> {
+    let capacity_tokens = capacity.whole;
     let held = prompt + output - 1;
     if held > crate::limits::MAX_CONTEXT {
         return Err(Error::invalid(field, held, format!("at most {} tokens per request", crate::limits::MAX_CONTEXT)));
@@ -1004,6 +1036,15 @@ fn check_request(prompt: u64, output: u64, capacity_tokens: u64, field: &str) ->
             format!("a request of {prompt} prompt + {output} output tokens"),
             format!(
                 "requests whose cache (prompt + output − 1 = {held} tokens) fits the KV capacity of {capacity_tokens} tokens left next to the weights"
+            ),
+        ));
+    }
+    if let Some(prefill_tokens) = capacity.prompt.filter(|&c| prompt > c) {
+        return Err(Error::invalid(
+            field,
+            format!("a request of {prompt} prompt tokens"),
+            format!(
+                "prompts that fit the prefill pool's KV capacity of {prefill_tokens} tokens left next to the weights"
             ),
         ));
     }
@@ -1083,8 +1124,8 @@ pub fn simulate(sc: &Scenario, cfg: &SimConfig, on_step: impl FnMut(&StepRecord)
 }
 
 /// Run one simulation of `deployment`: aggregated replicas or disaggregated pools, every
-/// instance of the scenario's layout with the scheduler `cfg` describes (module docs of
-/// [`disagg`]). `on_step` sees every step of every instance, in order of their ends.
+/// instance of the scenario's layout (or of its pool's own, [`disagg::Pools`]) with the
+/// scheduler `cfg` describes (module docs of [`disagg`]). `on_step` sees every step of every instance, in order of their ends.
 pub fn simulate_deployment(
     sc: &Scenario,
     cfg: &SimConfig,
@@ -1114,11 +1155,36 @@ pub fn simulate_within(
             "pp = 1: the simulator does not model pipeline micro-batches (use tp or ep)",
         ));
     }
-    let total_blocks = kv_capacity_blocks(sc, cfg)?;
-    if total_blocks == 0 {
-        return Err(no_kv_room(sc, cfg));
+    // The layouts: the scenario's, or each pool's own ([`disagg::Pools`]): the prefill pool's
+    // first, then the decode pool's unless it is the same.
+    let mut pools = vec![Pool::new(Cow::Borrowed(sc))];
+    let (front_pool, mut decode_pool) = (0, 0);
+    if let Deployment::Disaggregated(Disagg { pools: Some(p), .. }) = deployment {
+        if matches!(cfg.speculation.as_ref().map(|s| &s.draft), Some(Draft::Model(_))) {
+            return Err(Error::refused(
+                "draft_model",
+                "given",
+                "pools of the scenario's layout, without {prefill_tp}, {prefill_ep}, {decode_tp} or {decode_ep}: the draft model is laid out as the scenario",
+            ));
+        }
+        pools = vec![Pool::new(p.prefill.scenario(sc, "prefill")?)];
+        if p.decode != p.prefill {
+            pools.push(Pool::new(p.decode.scenario(sc, "decode")?));
+            decode_pool = 1;
+        }
     }
-    let capacity = total_blocks * cfg.block_tokens;
+    let mut blocks = Vec::with_capacity(pools.len());
+    for pool in &pools {
+        let b = kv_capacity_blocks(&pool.sc, cfg)?;
+        if b == 0 {
+            return Err(no_kv_room(&pool.sc, cfg));
+        }
+        blocks.push(b);
+    }
+    let capacity = Capacity {
+        whole: blocks[decode_pool] * cfg.block_tokens,
+        prompt: matches!(deployment, Deployment::Disaggregated(_)).then(|| blocks[front_pool] * cfg.block_tokens),
+    };
     // Requests whose lengths are known in advance are checked before the run.
     match &cfg.arrivals {
         Arrivals::Trace(t) => {
@@ -1134,12 +1200,12 @@ pub fn simulate_within(
     }
     let (instances, front, link) = match deployment {
         Deployment::Aggregated { replicas } => {
-            ((0..*replicas).map(|_| Instance::new(cfg, Role::Keep, total_blocks)).collect::<Vec<_>>(), *replicas, None)
+            ((0..*replicas).map(|_| Instance::new(cfg, Role::Keep, 0, blocks[0])).collect::<Vec<_>>(), *replicas, None)
         }
         Deployment::Disaggregated(d) => {
             let mut v: Vec<Instance> =
-                (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, total_blocks)).collect();
-            v.extend((0..d.decode).map(|_| Instance::new(cfg, Role::Keep, total_blocks)));
+                (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, front_pool, blocks[front_pool])).collect();
+            v.extend((0..d.decode).map(|_| Instance::new(cfg, Role::Keep, decode_pool, blocks[decode_pool])));
             (v, d.prefill, Some(d.link.clone()))
         }
     };
@@ -1153,7 +1219,8 @@ pub fn simulate_within(
     };
     let mut e = Engine {
         cfg,
-        clock: StepClock::new(sc),
+        pools,
+        decode_pool,
         source: Source::new(
             cfg.arrivals.clone(),
             cfg.prompt.clone(),
@@ -1168,8 +1235,6 @@ pub fn simulate_within(
         link,
         link_free_s: vec![0.0; front],
         transfers: Vec::new(),
-        sc,
-        kv_bytes_memo: std::collections::HashMap::new(),
         origin_s: 0.0,
         now_s: 0.0,
         last_arrival_s: 0.0,
@@ -1244,7 +1309,7 @@ impl Engine<'_> {
     }
 
     /// A new request joins the queue of the front instance the router picks.
-    fn enqueue(&mut self, a: Arrival, capacity: u64) -> Result<()> {
+    fn enqueue(&mut self, a: Arrival, capacity: Capacity) -> Result<()> {
         check_request(a.prompt_tokens, a.output_tokens, capacity, "prompt")?;
         if !a.absolute_s.is_finite() {
             // Only open loops draw times; a trace's are checked finite.
@@ -1333,12 +1398,12 @@ impl Engine<'_> {
     }
 
     /// Serve every request (or stop at [`MAX_STEPS`]), charging the steps to `budget`.
-    fn run(&mut self, capacity: u64, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+    fn run(&mut self, capacity: Capacity, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
         self.serve(capacity, budget, on_step)?;
         budget.charge(self.steps - self.charged)
     }
 
-    fn serve(&mut self, capacity: u64, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+    fn serve(&mut self, capacity: Capacity, budget: &Budget, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
         if let Arrivals::Closed { concurrency } = self.cfg.arrivals {
             for _ in 0..concurrency {
                 if let Some(a) = self.source.next_closed(0.0) {
@@ -1447,8 +1512,9 @@ impl Engine<'_> {
             let pad = Chunk { new_tokens: chunks[0].new_tokens, cached_tokens: 1 };
             chunks.extend(std::iter::repeat_n(pad, (padded - decodes) as usize));
         }
-        let full_s = self.clock.step_s(chunks);
-        let host_s = self.clock.host_s();
+        let clock = &mut self.pools[self.instances[k].pool].clock;
+        let full_s = clock.step_s(chunks);
+        let host_s = clock.host_s();
         let mut dt = match (inner, self.cfg.host) {
             (true, _) => full_s - host_s,
             (false, HostTime::Serial) => full_s,
@@ -1503,7 +1569,7 @@ impl Engine<'_> {
             return 0.0;
         }
         let one = match &spec.draft {
-            Draft::Heads { fraction } => fraction * self.clock.step_s(&self.draft_chunks),
+            Draft::Heads { fraction } => fraction * self.pools[inst.pool].clock.step_s(&self.draft_chunks),
             Draft::Model(_) => self.draft_clock.as_mut().expect("a draft clock").step_s(&self.draft_chunks),
         };
         depth as f64 * one
@@ -1518,25 +1584,27 @@ impl Engine<'_> {
             let inst = &self.instances[k];
             let tokens = if j < inst.swap_out.len() { inst.swap_out[j] } else { inst.swap_in[j - inst.swap_out.len()] };
             if tokens > 0 {
-                total += link.transfer_s(self.kv_bytes(tokens)?);
+                total += link.transfer_s(self.kv_bytes(self.instances[k].pool, tokens)?);
             }
         }
         Ok(total)
     }
 
-    /// KV bytes one GPU holds for `tokens` cached positions ([`kv_bytes_per_gpu`], memoised).
-    fn kv_bytes(&mut self, tokens: u64) -> Result<f64> {
-        if let Some(b) = self.kv_bytes_memo.get(&tokens) {
+    /// KV bytes one GPU of an instance of `pool` holds for `tokens` cached positions
+    /// ([`kv_bytes_per_gpu`] on the pool's layout, memoised).
+    fn kv_bytes(&mut self, pool: usize, tokens: u64) -> Result<f64> {
+        let pool = &mut self.pools[pool];
+        if let Some(b) = pool.kv_bytes_memo.get(&tokens) {
             return Ok(*b);
         }
-        let b = kv_bytes_per_gpu(self.sc, tokens)?;
-        self.kv_bytes_memo.insert(tokens, b);
+        let b = kv_bytes_per_gpu(&pool.sc, tokens)?;
+        pool.kv_bytes_memo.insert(tokens, b);
         Ok(b)
     }
 
     /// Apply the progress of instance `k`'s step, ending now: tokens, finishes, hand-offs,
     /// closed-loop arrivals.
-    fn end_step(&mut self, k: usize, capacity: u64, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
+    fn end_step(&mut self, k: usize, capacity: Capacity, on_step: &mut impl FnMut(&StepRecord)) -> Result<()> {
         let now = self.now_s;
         self.mark(now);
         let plan = std::mem::take(&mut self.instances[k].plan);
@@ -1667,13 +1735,16 @@ impl Engine<'_> {
     }
 
     /// Send the cache of `r`, whose first token prefill instance `k` produced at `now`, to the
-    /// decode pool: it queues behind earlier transfers on `k`'s links.
+    /// decode pool: it queues behind earlier transfers on `k`'s links, and takes the slower of
+    /// each prefill GPU sending its share and each decode GPU receiving its share
+    /// ([`KvLink::transfer_between_s`]).
     fn hand_off(&mut self, k: usize, r: &mut Req, now: f64) -> Result<()> {
         let tokens = r.cached;
-        let bytes = self.kv_bytes(tokens)?;
+        let sent_bytes_per_prefill_gpu = self.kv_bytes(self.instances[k].pool, tokens)?;
+        let received_bytes_per_decode_gpu = self.kv_bytes(self.decode_pool, tokens)?;
         let link = self.link.as_ref().expect("a disaggregated deployment has a link");
         let start = now.max(self.link_free_s[k]);
-        let ready_s = start + link.transfer_s(bytes);
+        let ready_s = start + link.transfer_between_s(sent_bytes_per_prefill_gpu, received_bytes_per_decode_gpu);
         self.link_free_s[k] = ready_s;
         self.transfer.add(ready_s - now);
         r.present = tokens;
@@ -1685,7 +1756,7 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn finish(mut self, capacity: u64) -> Simulation {
+    fn finish(mut self, capacity: Capacity) -> Simulation {
         self.mark(self.now_s);
         let duration_s = if self.cfg.warmup_requests > 0 {
             self.origin_s + self.now_s - self.window_start_s
@@ -1743,7 +1814,7 @@ impl Engine<'_> {
             },
             mean_kv_utilisation: kv.mean(),
             max_kv_utilisation: kv.max(),
-            kv_capacity_tokens: capacity,
+            kv_capacity_tokens: capacity.whole,
             drained: self.completed == self.source.total(),
             kv_transfer_s: self.link.is_some().then(|| self.transfer.quantiles()),
             prefix_cache_hit_rate: self.cfg.prefix_cache.then(|| {

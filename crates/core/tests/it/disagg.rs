@@ -6,7 +6,7 @@ use llm_ledger_core::latency::Latency;
 use llm_ledger_core::simulate::disagg::MAX_INSTANCES;
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate, simulate_deployment, Deployment, Disagg, KvLink, KvLinkChoice, SimConfig, SimSummary,
+    simulate, simulate_deployment, Deployment, Disagg, KvLink, KvLinkChoice, PoolLayout, Pools, SimConfig, SimSummary,
 };
 use llm_ledger_core::testing::scenario;
 use llm_ledger_core::Scenario;
@@ -25,7 +25,7 @@ fn fixed(rate: f64, requests: u64, prompt: u64, output: u64) -> SimConfig {
 
 fn disagg(sc: &Scenario, prefill: u64, decode: u64, link: KvLinkChoice) -> Deployment {
     let link = KvLink::resolve(link, &sc.gpu, &sc.parallel, prefill + decode).unwrap();
-    Deployment::Disaggregated(Disagg { prefill, decode, link })
+    Deployment::Disaggregated(Disagg { prefill, decode, link, pools: None })
 }
 
 fn run(sc: &Scenario, cfg: &SimConfig, d: &Deployment) -> SimSummary {
@@ -173,7 +173,7 @@ fn bad_splits_and_links_are_refused_naming_the_field() {
     assert_eq!(KvLink::resolve(KvLinkChoice::Auto, &sc.gpu, &sc.parallel, 9).unwrap().choice, KvLinkChoice::Network);
     assert_eq!("warp".parse::<KvLinkChoice>().unwrap_err().field(), Some("kv_link"));
     let cfg = fixed(1.0, 10, 100, 10);
-    let zero = Deployment::Disaggregated(Disagg { prefill: 0, decode: 1, link: KvLink::ideal() });
+    let zero = Deployment::Disaggregated(Disagg { prefill: 0, decode: 1, link: KvLink::ideal(), pools: None });
     assert_eq!(simulate_deployment(&sc, &cfg, &zero, |_| {}).unwrap_err().field(), Some("disagg"));
     let many = Deployment::Aggregated { replicas: MAX_INSTANCES + 1 };
     assert_eq!(simulate_deployment(&sc, &cfg, &many, |_| {}).unwrap_err().field(), Some("replicas"));
@@ -201,4 +201,141 @@ fn prefill_instances_run_prefill_only_steps_and_decode_instances_decode_only_ste
     simulate_deployment(&sc, &cfg, &d.aggregated_equivalent(), |r| mixed += u64::from(r.decodes > 0 && r.prefills > 0))
         .unwrap();
     assert!(mixed > 0);
+}
+
+/// `prefill` instances of TP `tp_p` and `decode` instances of TP `tp_d` on the scenario's GPU,
+/// over `link` resolved for the GPUs of both pools.
+fn pools(sc: &Scenario, (prefill, tp_p): (u64, u64), (decode, tp_d): (u64, u64), link: KvLinkChoice) -> Deployment {
+    let gpus = prefill * tp_p + decode * tp_d;
+    let link = KvLink::resolve_for_gpus(link, &sc.gpu, sc.parallel.link_efficiency, gpus).unwrap();
+    let pools = Pools {
+        prefill: PoolLayout { tp: tp_p, ep: 1 },
+        decode: PoolLayout { tp: tp_d, ep: 1 },
+        aggregated: PoolLayout::of(&sc.parallel),
+    };
+    Deployment::Disaggregated(Disagg { prefill, decode, link, pools: Some(pools) })
+}
+
+#[test]
+fn pools_of_their_own_layouts_take_each_layouts_prefill_decode_and_kv_share() {
+    let (prompt, output) = (700u64, 40u64);
+    // Llama 3 8B, bf16 KV: 32 layers × 2 (K, V) × 8 KV heads × 128 × 2 bytes = 131,072 B a token;
+    // TP t holds 8 ÷ t of the KV heads on each GPU.
+    let bytes = 131_072.0 * prompt as f64;
+    let sc = llama();
+    for (tp_p, tp_d, link, alpha_s, beta, bound_by) in [
+        // H100 SXM: NVLink 4 450 GB/s a direction, 0.6 µs; InfiniBand NDR 50 GB/s, 2.7 µs; link
+        // efficiency 0.8. One prefill GPU sends the whole cache to two decode GPUs: it is the
+        // slower side.
+        (1, 2, KvLinkChoice::Nvlink, 0.6e-6, 450e9 * 0.8, bytes),
+        // Two prefill GPUs send half each to one decode GPU, which receives the whole cache.
+        (2, 1, KvLinkChoice::Network, 2.7e-6, 50e9 * 0.8, bytes),
+        // TP 2 to TP 4: each prefill GPU sends half, each decode GPU receives a quarter.
+        (2, 4, KvLinkChoice::Network, 2.7e-6, 50e9 * 0.8, bytes / 2.0),
+        (4, 2, KvLinkChoice::Ideal, 0.0, f64::INFINITY, 0.0),
+    ] {
+        let transfer_s = if link == KvLinkChoice::Ideal { 0.0 } else { alpha_s + bound_by / beta };
+        let cfg = fixed(0.001, 5, prompt, output);
+        let s = run(&sc, &cfg, &pools(&sc, (1, tp_p), (1, tp_d), link));
+        // The static model on each pool's layout: the prefill pool's TTFT, the decode pool's TPOT.
+        let on = |tp: u64| scenario(&[("tp", &tp.to_string())]);
+        let prefill = Latency::of(&on(tp_p), 1, prompt, output, cfg.reserve_bytes).unwrap();
+        let decode = Latency::of(&on(tp_d), 1, prompt, output, cfg.reserve_bytes).unwrap();
+        let what = format!("prefill TP {tp_p}, decode TP {tp_d} over {link:?}");
+        assert!(close(s.ttft_s.mean, prefill.ttft_s, 1e-9), "{what}: TTFT {} vs {}", s.ttft_s.mean, prefill.ttft_s);
+        let tpot = decode.tpot_s.unwrap() + transfer_s / (output - 1) as f64;
+        assert!(close(s.tpot_s.mean, tpot, 1e-9), "{what}: TPOT {} vs {tpot}", s.tpot_s.mean);
+        let moved = s.kv_transfer_s.unwrap();
+        assert!((moved.mean - transfer_s).abs() <= 1e-12 + 1e-9 * transfer_s, "{what}: {} vs {transfer_s}", moved.mean);
+        // The decode pool holds whole requests: its KV capacity is the summary's.
+        let decode_capacity = simulate(&on(tp_d), &cfg, |_| {}).unwrap().summary.kv_capacity_tokens;
+        assert_eq!(s.kv_capacity_tokens, decode_capacity, "{what}");
+    }
+}
+
+#[test]
+fn pools_of_their_own_layouts_conserve_work_and_repeat_under_a_seed() {
+    let sc = llama();
+    for (prefill, decode) in [((1, 2), (2, 1)), ((2, 1), (1, 4)), ((1, 4), (3, 2))] {
+        let d = pools(&sc, prefill, decode, KvLinkChoice::Network);
+        let cfg = fixed(20.0, 400, 1500, 120);
+        let s = run(&sc, &cfg, &d);
+        assert_conserved(&s, 400, 1500, 120);
+        assert_eq!(s, run(&sc, &cfg, &d), "{prefill:?} {decode:?}");
+    }
+    // Llama 3.1 70B in fp8: one decode GPU holds little KV, so fed by two TP 2 prefill instances
+    // it preempts, and the preempted work is redone there.
+    let sc = scenario(&[("model", "llama-3.1-70b"), ("weights", "fp8")]);
+    let cfg = SimConfig { max_seqs: 64, ..fixed(50.0, 200, 2000, 400) };
+    let s = run(&sc, &cfg, &pools(&sc, (2, 2), (1, 1), KvLinkChoice::Nvlink));
+    assert!(s.preemptions > 0, "{s:?}");
+    assert_conserved(&s, 200, 2000, 400);
+    // Pools that take the scenario's layout are the deployment without pools, to the bit.
+    let sc = scenario(&[("tp", "2")]);
+    let own = Disagg::with_pools("1:2", Some("network"), &sc, Some(PoolLayout { tp: 2, ep: 1 }), None).unwrap();
+    assert_eq!(own.pools, None);
+    let plain = Disagg::of_inputs("1:2", Some("network"), &sc).unwrap();
+    assert_eq!(own, plain);
+}
+
+#[test]
+fn the_aggregated_counterpart_of_pools_uses_the_same_gpus() {
+    // 1 prefill instance of TP 2 and 3 decode instances of 1 GPU: 5 GPUs, 5 aggregated instances
+    // of the scenario's 1 GPU.
+    let sc = llama();
+    let d = pools(&sc, (1, 2), (3, 1), KvLinkChoice::Nvlink);
+    assert_eq!(d.aggregated_equivalent(), Deployment::Aggregated { replicas: 5 });
+    let Deployment::Disaggregated(split) = &d else { unreachable!() };
+    assert_eq!(split.gpus(&sc), 5);
+    // On a TP 2 scenario, 1 × TP 1 + 1 × TP 2 = 3 GPUs hold one aggregated TP 2 instance.
+    let sc = scenario(&[("tp", "2")]);
+    let d = pools(&sc, (1, 1), (1, 2), KvLinkChoice::Nvlink);
+    assert_eq!(d.aggregated_equivalent(), Deployment::Aggregated { replicas: 1 });
+    // The link is chosen for the GPUs of both pools: 3 × TP 2 + 2 × TP 1 fit one NVLink domain of
+    // 8 H100s, 4 × TP 2 + 1 × TP 1 do not.
+    let tp = |n| Some(PoolLayout { tp: n, ep: 1 });
+    let nine = Disagg::with_pools("4:1", None, &sc, tp(2), tp(1)).unwrap();
+    assert_eq!((nine.gpus(&sc), nine.link.choice), (9, KvLinkChoice::Network));
+    let eight = Disagg::with_pools("3:2", None, &sc, tp(2), tp(1)).unwrap();
+    assert_eq!((eight.gpus(&sc), eight.link.choice), (8, KvLinkChoice::Nvlink));
+}
+
+#[test]
+fn pool_layouts_the_model_cannot_take_are_refused_naming_the_pools_input() {
+    let sc = llama();
+    let layout = |tp, ep| Some(PoolLayout { tp, ep });
+    let field = |p: Option<PoolLayout>, d: Option<PoolLayout>| {
+        let e = Disagg::with_pools("1:1", None, &sc, p, d).unwrap_err();
+        (e.field().map(String::from), e.to_string())
+    };
+    // 32 attention heads: TP 3 divides none of them.
+    let (f, m) = field(layout(3, 1), None);
+    assert_eq!(f.as_deref(), Some("prefill_tp"), "{m}");
+    assert!(m.contains("a divisor of the 32 attention heads"), "{m}");
+    // A dense model has no experts to split.
+    let (f, m) = field(None, layout(1, 2));
+    assert_eq!(f.as_deref(), Some("decode_ep"), "{m}");
+    assert!(m.contains("has no experts"), "{m}");
+    assert_eq!(field(None, layout(0, 1)).0.as_deref(), Some("decode_tp"));
+    assert_eq!(field(layout(8192, 1), None).0.as_deref(), Some("prefill_tp"));
+    // Mixtral's 8 experts: EP 3 is not a divisor.
+    let moe = scenario(&[("model", "mixtral-8x7b")]);
+    let e = Disagg::with_pools("1:1", None, &moe, None, layout(1, 3)).unwrap_err();
+    assert_eq!(e.field(), Some("decode_ep"), "{e}");
+    assert!(Disagg::with_pools("1:1", None, &moe, layout(2, 4), layout(1, 8)).is_ok());
+}
+
+#[test]
+fn a_prompt_past_the_prefill_pools_kv_capacity_is_refused_before_the_run() {
+    // Llama 3.1 70B in fp8 on one H100 leaves room for few tokens; on four it holds a 30,000-token
+    // request whole. A prefill pool of one GPU cannot hold the prompt.
+    let sc = scenario(&[("model", "llama-3.1-70b"), ("weights", "fp8")]);
+    let cfg = fixed(1.0, 10, 30_000, 100);
+    let e = simulate_deployment(&sc, &cfg, &pools(&sc, (1, 1), (1, 4), KvLinkChoice::Network), |_| {}).unwrap_err();
+    assert_eq!(e.field(), Some("prompt"));
+    assert!(e.to_string().contains("the prefill pool's KV capacity"), "{e}");
+    // Served the other way round, a TP 4 prefill pool holds the prompt and the TP 4 decode pool
+    // the whole request.
+    let s = run(&sc, &cfg, &pools(&sc, (1, 4), (1, 4), KvLinkChoice::Network));
+    assert_conserved(&s, 10, 30_000, 100);
 }
