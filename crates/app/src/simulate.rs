@@ -4,14 +4,16 @@
 //! definition for every front end, so the same text gives the same numbers and the same messages.
 
 use crate::{CommandError, Files, Input};
+use llm_ledger_core::error::integer_in;
 use llm_ledger_core::error::Text;
+use llm_ledger_core::limits::MAX_GPUS_PER_REPLICA;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
-    simulate_within, Budget, Deployment, Disagg, Draft, DraftModel, SimConfig, Simulation, Speculation,
+    simulate_within, Budget, Deployment, Disagg, Draft, DraftModel, PoolLayout, SimConfig, Simulation, Speculation,
     DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
@@ -129,6 +131,14 @@ pub struct SimRequest {
     pub disagg: Option<String>,
     /// The link a disaggregated run moves KV caches over.
     pub kv_link: Option<String>,
+    /// Tensor-parallel GPUs of each prefill instance (default: the scenario's `tp`).
+    pub prefill_tp: Option<String>,
+    /// Expert-parallel groups of each prefill instance (default: the scenario's `ep`).
+    pub prefill_ep: Option<String>,
+    /// Tensor-parallel GPUs of each decode instance (default: the scenario's `tp`).
+    pub decode_tp: Option<String>,
+    /// Expert-parallel groups of each decode instance (default: the scenario's `ep`).
+    pub decode_ep: Option<String>,
     /// Admission policy.
     pub admission: Option<String>,
     /// What a preemption does with the KV cache.
@@ -233,6 +243,30 @@ pub fn inputs() -> &'static [Input] {
             Some("auto"),
             "auto, nvlink, pcie, network or ideal",
             "the link the KV cache crosses with disagg",
+        ),
+        Input::text(
+            "prefill_tp",
+            None,
+            "an integer from 1 to 4,096 (default: tp)",
+            "tensor-parallel GPUs of each prefill instance, with disagg",
+        ),
+        Input::text(
+            "prefill_ep",
+            None,
+            "an integer from 1 to 4,096 (default: ep)",
+            "expert-parallel groups of each prefill instance, with disagg",
+        ),
+        Input::text(
+            "decode_tp",
+            None,
+            "an integer from 1 to 4,096 (default: tp)",
+            "tensor-parallel GPUs of each decode instance, with disagg",
+        ),
+        Input::text(
+            "decode_ep",
+            None,
+            "an integer from 1 to 4,096 (default: ep)",
+            "expert-parallel groups of each decode instance, with disagg",
         ),
         Input::text(
             "admission",
@@ -556,15 +590,41 @@ pub fn run_deployments(
         .collect()
 }
 
-/// The disaggregated deployment of `disagg` (`X:Y`) and `kv_link`, if asked for.
+/// The disaggregated deployment of `disagg` (`X:Y`), `kv_link` and the pools' layouts
+/// (`prefill_tp`, `prefill_ep`, `decode_tp`, `decode_ep`; each default the scenario's), if asked
+/// for.
 pub fn disagg(args: &SimRequest, sc: &Scenario) -> Result<Option<Disagg>, Error> {
+    let pool_inputs = [
+        ("kv_link", &args.kv_link),
+        ("prefill_tp", &args.prefill_tp),
+        ("prefill_ep", &args.prefill_ep),
+        ("decode_tp", &args.decode_tp),
+        ("decode_ep", &args.decode_ep),
+    ];
     let Some(split) = &args.disagg else {
-        if args.kv_link.is_some() {
-            return Err(Error::refused("kv_link", "given", "it applies only with {disagg} X:Y"));
+        if let Some((field, _)) = pool_inputs.iter().find(|(_, v)| v.is_some()) {
+            return Err(Error::refused(field, "given", "it applies only with {disagg} X:Y"));
         }
         return Ok(None);
     };
-    Disagg::of_inputs(split, args.kv_link.as_deref(), sc).map(Some)
+    let degree = |field: &str, v: &Option<String>, own: u64| -> Result<u64, Error> {
+        let Some(text) = v else { return Ok(own) };
+        let n = parse_u64(field, text)?;
+        if !(1..=MAX_GPUS_PER_REPLICA).contains(&n) {
+            return Err(Error::invalid(field, n, integer_in(1, MAX_GPUS_PER_REPLICA)));
+        }
+        Ok(n)
+    };
+    let p = &sc.parallel;
+    let layout = |tp: (&str, &Option<String>), ep: (&str, &Option<String>)| -> Result<Option<PoolLayout>, Error> {
+        if tp.1.is_none() && ep.1.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(PoolLayout { tp: degree(tp.0, tp.1, p.tp)?, ep: degree(ep.0, ep.1, p.ep)? }))
+    };
+    let prefill = layout(("prefill_tp", &args.prefill_tp), ("prefill_ep", &args.prefill_ep))?;
+    let decode = layout(("decode_tp", &args.decode_tp), ("decode_ep", &args.decode_ep))?;
+    Disagg::with_pools(split, args.kv_link.as_deref(), sc, prefill, decode).map(Some)
 }
 
 /// The replicas of `replicas` (default 1), checked against `disagg` (its pools are their own

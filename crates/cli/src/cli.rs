@@ -706,14 +706,27 @@ pub struct SimulateArgs {
     /// TPOT bound of the goodput, milliseconds.
     #[arg(long, allow_hyphen_values = true, help_heading = "Goodput")]
     pub tpot_ms: Option<String>,
-    /// Disaggregated serving, PREFILL:DECODE instances (each of the --tp/--ep layout), the KV
-    /// cache moved after each prefill; compared with as many aggregated instances.
+    /// Disaggregated serving, PREFILL:DECODE instances (each of the --tp/--ep layout, or the
+    /// pool's own: --prefill-tp, --decode-tp …), the KV cache moved after each prefill; compared
+    /// with aggregated instances of --tp/--ep on the same GPUs.
     #[arg(long, allow_hyphen_values = true, value_name = "X:Y", help_heading = "Disaggregated")]
     pub disagg: Option<String>,
     /// Link the KV cache crosses with --disagg: auto (NVLink when one domain holds both pools,
     /// else the network), nvlink, pcie, network or ideal (no cost) (default auto).
     #[arg(long, help_heading = "Disaggregated")]
     pub kv_link: Option<String>,
+    /// Tensor-parallel GPUs of each prefill instance with --disagg (default --tp).
+    #[arg(long, allow_hyphen_values = true, value_name = "N", help_heading = "Disaggregated")]
+    pub prefill_tp: Option<String>,
+    /// Expert-parallel groups of each prefill instance with --disagg (default --ep).
+    #[arg(long, allow_hyphen_values = true, value_name = "N", help_heading = "Disaggregated")]
+    pub prefill_ep: Option<String>,
+    /// Tensor-parallel GPUs of each decode instance with --disagg (default --tp).
+    #[arg(long, allow_hyphen_values = true, value_name = "N", help_heading = "Disaggregated")]
+    pub decode_tp: Option<String>,
+    /// Expert-parallel groups of each decode instance with --disagg (default --ep).
+    #[arg(long, allow_hyphen_values = true, value_name = "N", help_heading = "Disaggregated")]
+    pub decode_ep: Option<String>,
     /// Which requests a step admits: max-utilization (admit while blocks last, preempt when
     /// they run out), guaranteed-no-evict (TensorRT-LLM: a request's whole prompt and output
     /// reserved at admission), watermark (vLLM: 1 % of blocks kept free, a preempted request
@@ -1210,6 +1223,10 @@ impl SimulateArgs {
             reserve: a.reserve.reserve,
             disagg: a.disagg,
             kv_link: a.kv_link,
+            prefill_tp: a.prefill_tp,
+            prefill_ep: a.prefill_ep,
+            decode_tp: a.decode_tp,
+            decode_ep: a.decode_ep,
             admission: a.admission,
             preemption: a.preemption,
             host_time: a.host_time,

@@ -19,7 +19,11 @@
 //! With `--disagg X:Y` the `summary`/`points` are the disaggregated deployment's (each with
 //! `kv_transfer_s`), `aggregated`/`aggregated_points` the same GPUs serving aggregated (`X + Y`
 //! instances, arrivals round robin), and `disagg` the split (`prefill_instances`,
-//! `decode_instances`, `gpus_per_instance`, `gpus`, `link`). The table puts the two side by side,
+//! `decode_instances`, `gpus_per_instance` (absent when the pools have layouts of their own),
+//! `gpus`, `prefill_layout` and `decode_layout` (each `{tp, ep, gpus_per_instance}`),
+//! `aggregated_instances`, `aggregated_gpus`, `aggregated_layout`, `link`). With pools of their own layouts the
+//! aggregated deployment is `aggregated_instances` instances of the scenario's layout on the
+//! same GPUs (the most of them they fill). The table puts the two side by side,
 //! one row each per rate; CSV rows carry a `deployment` column.
 
 use crate::fit::StepFit;
@@ -27,9 +31,10 @@ use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::compact_f64;
+use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
-use llm_ledger_core::simulate::{Disagg, KvLink, Router, Schedule, SimConfig, SimSummary};
+use llm_ledger_core::simulate::{Deployment, Disagg, KvLink, Router, Schedule, SimConfig, SimSummary};
 use llm_ledger_core::Scenario;
 use serde::Serialize;
 
@@ -232,23 +237,61 @@ pub struct DisaggFacts {
     pub prefill_instances: u64,
     /// Decode instances.
     pub decode_instances: u64,
-    /// GPUs of one instance (`tp × pp × ep`).
-    pub gpus_per_instance: u64,
-    /// GPUs of the deployment, and of the aggregated one it is compared with.
+    /// GPUs of one instance (`tp × pp × ep`) when both pools take the scenario's layout (absent
+    /// when they have their own: `prefill_layout`, `decode_layout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_instance: Option<u64>,
+    /// GPUs of the deployment: `prefill_instances × prefill GPUs + decode_instances × decode GPUs`.
     pub gpus: u64,
+    /// Each prefill instance's layout (TP, EP) and GPUs.
+    pub prefill_layout: PoolFacts,
+    /// Each decode instance's layout and GPUs.
+    pub decode_layout: PoolFacts,
+    /// Aggregated instances of the scenario's layout it is compared with: the most the
+    /// deployment's GPUs hold (`⌊gpus ÷ GPUs per aggregated instance⌋`; `prefill_instances +
+    /// decode_instances` when the pools take the scenario's layout).
+    pub aggregated_instances: u64,
+    /// GPUs of the aggregated deployment (`gpus` when the scenario's instance size divides it).
+    pub aggregated_gpus: u64,
+    /// Each aggregated instance's layout: the scenario's.
+    pub aggregated_layout: PoolFacts,
     /// The link the KV cache crosses.
     pub link: KvLink,
+}
+
+/// One pool's instances, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PoolFacts {
+    /// Tensor-parallel GPUs.
+    pub tp: u64,
+    /// Expert-parallel groups.
+    pub ep: u64,
+    /// GPUs of one instance (`tp × ep`, or the scenario's `tp × pp × ep`).
+    pub gpus_per_instance: u64,
 }
 
 impl DisaggFacts {
     /// The facts of `d` on the scenario's layout.
     pub fn of(sc: &Scenario, d: &Disagg) -> DisaggFacts {
-        let per = sc.parallel.gpus_per_replica();
+        let p = &sc.parallel;
+        let per = p.gpus_per_replica();
+        let (prefill, decode) = d.layouts(sc);
+        let pool = |l: llm_ledger_core::simulate::PoolLayout| PoolFacts {
+            tp: l.tp,
+            ep: l.ep,
+            gpus_per_instance: if d.pools.is_some() { l.gpus() } else { per },
+        };
+        let aggregated_instances = Deployment::Disaggregated(d.clone()).aggregated_equivalent().instances();
         DisaggFacts {
             prefill_instances: d.prefill,
             decode_instances: d.decode,
-            gpus_per_instance: per,
-            gpus: d.instances() * per,
+            gpus_per_instance: d.pools.is_none().then_some(per),
+            gpus: d.gpus(sc),
+            prefill_layout: pool(prefill),
+            decode_layout: pool(decode),
+            aggregated_instances,
+            aggregated_gpus: aggregated_instances * per,
+            aggregated_layout: PoolFacts { tp: p.tp, ep: p.ep, gpus_per_instance: per },
             link: d.link.clone(),
         }
     }
@@ -258,7 +301,7 @@ impl DisaggFacts {
     }
 
     fn aggregated_label(&self) -> String {
-        format!("aggregated ×{}", self.prefill_instances + self.decode_instances)
+        format!("aggregated ×{}", self.aggregated_instances)
     }
 }
 
@@ -561,18 +604,39 @@ impl SimulateReport {
             self.pairs().into_iter().flat_map(|(a, b)| [row(d.label(), a), row(d.aggregated_label(), b)]).collect();
         let mut footer = self.footer();
         let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-        footer.insert(
-            0,
-            format!(
+        let deployment = match d.gpus_per_instance {
+            Some(per) => format!(
                 "{}: {} and {} of {} each ({} in all); aggregated ×{}: as many instances serving both, arrivals dealt round robin",
                 d.label(),
                 plural(d.prefill_instances, "prefill instance"),
                 plural(d.decode_instances, "decode instance"),
-                plural(d.gpus_per_instance, "GPU"),
+                plural(per, "GPU"),
                 plural(d.gpus, "GPU"),
-                d.prefill_instances + d.decode_instances
+                d.aggregated_instances
             ),
-        );
+            None => {
+                let pool = |n: u64, what: &str, l: &PoolFacts| {
+                    let layout = layout_words(l.tp, 1, l.ep);
+                    format!("{} of {layout}", plural(n, what))
+                };
+                let a = &d.aggregated_layout;
+                let same = if d.aggregated_gpus == d.gpus {
+                    format!("on the same {}", plural(d.gpus, "GPU"))
+                } else {
+                    format!("on {} of its {} (the most they fill)", d.aggregated_gpus, plural(d.gpus, "GPU"))
+                };
+                format!(
+                    "{}: {} and {} ({} in all); aggregated ×{}: instances of the scenario's {} {same}, serving both, arrivals dealt round robin",
+                    d.label(),
+                    pool(d.prefill_instances, "prefill instance", &d.prefill_layout),
+                    pool(d.decode_instances, "decode instance", &d.decode_layout),
+                    plural(d.gpus, "GPU"),
+                    d.aggregated_instances,
+                    layout_words(a.tp, 1, a.ep),
+                )
+            }
+        };
+        footer.insert(0, deployment);
         footer.insert(1, match d.link.bandwidth_bytes_per_s {
             None => {
                 "KV cache moved at no cost (ideal link); first token from the prefill instance: TTFT excludes the move, TPOT includes it".to_string()

@@ -229,6 +229,55 @@ fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
     assert!(md.contains("| disagg 1:3 |") || md.contains("disagg 1:3"), "{md}");
 }
 
+#[test]
+fn disaggregated_pools_take_their_own_layouts_and_the_gpus_add_up() {
+    // One prefill instance of TP 2 and three decode instances of 1 GPU: 5 GPUs, compared with 5
+    // aggregated instances of the scenario's 1 GPU.
+    let base = ["simulate", "--requests", "200", "--prompt", "1024", "--output", "64", "--rate", "6"];
+    let run = |extra: &[&str]| -> Vec<String> { base.iter().chain(extra).map(|s| s.to_string()).collect() };
+    let args = run(&["--disagg", "1:3", "--prefill-tp", "2", "-f", "json"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let d = &v["disagg"];
+    assert!(d.get("gpus_per_instance").is_none(), "{d}");
+    let pool = |k: &str| (d[k]["tp"].as_u64(), d[k]["ep"].as_u64(), d[k]["gpus_per_instance"].as_u64());
+    assert_eq!(pool("prefill_layout"), (Some(2), Some(1), Some(2)));
+    assert_eq!(pool("decode_layout"), (Some(1), Some(1), Some(1)));
+    assert_eq!(
+        (d["gpus"].as_u64(), d["aggregated_instances"].as_u64(), d["aggregated_gpus"].as_u64()),
+        (Some(5), Some(5), Some(5))
+    );
+    assert_eq!((v["summary"]["completed"].as_u64(), v["aggregated"]["completed"].as_u64()), (Some(200), Some(200)));
+    let table = ok(&run(&["--disagg", "1:3", "--prefill-tp", "2"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        table.contains("disagg 1:3: 1 prefill instance of TP 2 (2 GPUs) and 3 decode instances of 1 GPU (5 GPUs in all); aggregated ×5: instances of the scenario's 1 GPU on the same 5 GPUs, serving both"),
+        "{table}"
+    );
+    // On a TP 2 scenario, 1 × TP 1 + 1 × TP 2 = 3 GPUs hold one aggregated TP 2 instance (2 GPUs):
+    // the footer and the JSON say so.
+    let args = run(&["--tp", "2", "--disagg", "1:1", "--prefill-tp", "1", "-f", "json"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let d = &v["disagg"];
+    assert_eq!(
+        (d["gpus"].as_u64(), d["aggregated_instances"].as_u64(), d["aggregated_gpus"].as_u64()),
+        (Some(3), Some(1), Some(2))
+    );
+    let table =
+        ok(&run(&["--tp", "2", "--disagg", "1:1", "--prefill-tp", "1"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        table.contains(
+            "aggregated ×1: instances of the scenario's TP 2 (2 GPUs) on 2 of its 3 GPUs (the most they fill)"
+        ),
+        "{table}"
+    );
+    // Pools given the scenario's own layout are the plain split, number for number.
+    let own = run(&["--tp", "2", "--disagg", "1:1", "--prefill-tp", "2", "--decode-tp", "2", "-f", "json"]);
+    let plain = run(&["--tp", "2", "--disagg", "1:1", "-f", "json"]);
+    assert_eq!(
+        ok(&own.iter().map(String::as_str).collect::<Vec<_>>()),
+        ok(&plain.iter().map(String::as_str).collect::<Vec<_>>())
+    );
+}
+
 /// The engine's scheduler flags reach the simulator: 20,000 + 2,000-token requests at a closed
 /// loop of 64 thrash the plain scheduler, while TensorRT-LLM's guaranteed-no-evict admission
 /// never preempts; speculation with every draft token accepted makes depth + 1 tokens a step

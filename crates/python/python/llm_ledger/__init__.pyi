@@ -414,6 +414,10 @@ def simulate(
     reserve: Optional[Union[str, Number]] = None,
     disagg: Optional[str] = None,
     kv_link: Optional[str] = None,
+    prefill_tp: Optional[int] = None,
+    prefill_ep: Optional[int] = None,
+    decode_tp: Optional[int] = None,
+    decode_ep: Optional[int] = None,
     admission: Optional[str] = None,
     preemption: Optional[str] = None,
     host_time: Optional[str] = None,
@@ -432,8 +436,9 @@ def simulate(
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
     quantiles, goodput, one rate or a sweep of rates. ``disagg="1:3"`` runs prefill and decode
-    pools (KV moved over ``kv_link``) beside aggregated serving on as many instances: the JSON
-    then has ``aggregated`` (and ``aggregated_points``) beside ``summary``."""
+    pools (KV moved over ``kv_link``; each pool's layout ``prefill_tp``, ``prefill_ep``,
+    ``decode_tp``, ``decode_ep``, default the scenario's) beside aggregated serving on the same
+    GPUs: the JSON then has ``aggregated`` (and ``aggregated_points``) beside ``summary``."""
 
 def tile(
     *,

@@ -65,6 +65,10 @@ pub const KEYS: &[&str] = &[
     "reserve",
     "disagg",
     "kv_link",
+    "prefill_tp",
+    "prefill_ep",
+    "decode_tp",
+    "decode_ep",
     "admission",
     "preemption",
     "host_time",
@@ -184,6 +188,30 @@ pub const INPUTS: &[PageInput] = &[
         label: "KV link",
         help: "with a split: auto, nvlink, pcie, network or ideal (default auto)",
         placeholder: "auto",
+    },
+    PageInput {
+        name: "prefill_tp",
+        label: "Prefill TP",
+        help: "with a split: tensor-parallel GPUs of each prefill instance (default: this layout's)",
+        placeholder: "tp",
+    },
+    PageInput {
+        name: "prefill_ep",
+        label: "Prefill EP",
+        help: "with a split: expert-parallel groups of each prefill instance (default: this layout's)",
+        placeholder: "ep",
+    },
+    PageInput {
+        name: "decode_tp",
+        label: "Decode TP",
+        help: "with a split: tensor-parallel GPUs of each decode instance (default: this layout's)",
+        placeholder: "tp",
+    },
+    PageInput {
+        name: "decode_ep",
+        label: "Decode EP",
+        help: "with a split: expert-parallel groups of each decode instance (default: this layout's)",
+        placeholder: "ep",
     },
     super::RESERVE,
     PageInput {
@@ -380,7 +408,7 @@ fn comparison(d: &llm_ledger_report::simulate::DisaggFacts, split: &SimSummary, 
         ("goodput (requests/s)", "goodput", |s| s.goodput_per_s, human::sig3),
         ("KV move p99", "kv-move-p99", |s| s.kv_transfer_s.map_or(0.0, |q| q.p99), human::seconds),
     ];
-    let n = d.prefill_instances + d.decode_instances;
+    let n = d.aggregated_instances;
     html! {
         table.ledger #disagg-comparison {
             caption {
