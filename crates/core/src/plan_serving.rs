@@ -16,10 +16,26 @@
 //! * **Early stop**: a layout whose single decode step (batch 1, an empty cache) already exceeds
 //!   the TPOT bound is not simulated; doubling stops when the worse of the two p99 ÷ bound ratios
 //!   improves by less than 5 % (more replicas do not help), or past [`MAX_SERVING_GPUS`] GPUs.
-//! * **Cost**: `$/M output tokens = r · GPUs per replica · price/3600 ÷ (r · output tokens/s of
-//!   one replica) × 10⁶`; ranked cheapest first (then fewer GPUs). The Pareto front is over every
-//!   simulated deployment holding both SLAs: the points nothing beats on both cost and p99
-//!   end-to-end latency.
+//! * **Disaggregated candidates** (prefill and decode pools, [`crate::simulate::disagg`]): per
+//!   pool the [`POOL_LAYOUTS`] layouts of the fewest GPUs (then the fastest) that hold the
+//!   lengths and meet that pool's bound alone (the mean prompt's prefill within the TTFT bound;
+//!   one decode step within the TPOT bound), every prefill layout with every decode layout, each
+//!   with the largest chunk and two sequence limits, `m*` (the largest power of two whose decode
+//!   step at the mean context meets the TPOT bound on the decode layout) and `m* ÷ 2`: at most
+//!   `2 × 2 × 2 = 8` candidates. Each is one deployment taking the whole
+//!   rate, `X` prefill and `Y` decode instances, the KV cache over the GPU's `auto` link. The
+//!   search starts at `X₀ = ⌈R ÷ μ_p⌉`, `Y₀ = ⌈R ÷ μ_d⌉` (upper bounds on one instance's
+//!   requests/s; fewer instances cannot keep up and are not tried), doubles the
+//!   pool that misses its SLA — the prefill pool for TTFT, the decode pool for TPOT, which the
+//!   move's wait is in — until both hold (the same 5 % early stop, at most
+//!   [`MAX_INSTANCES`] instances and [`MAX_SERVING_GPUS`] GPUs), then bisects the prefill pool
+//!   down, then the decode pool.
+//! * **Cost**: `$/M output tokens = GPUs · price/3600 ÷ output tokens/s × 10⁶`, with
+//!   `GPUs = r · GPUs per replica` and the output tokens/s of `r` replicas (`r` times one
+//!   replica's), or `GPUs = X · prefill GPUs + Y · decode GPUs` and the deployment's tokens/s;
+//!   ranked cheapest first (then fewer GPUs). The Pareto front is over every simulated
+//!   deployment holding both SLAs: the points nothing beats on both cost and p99 end-to-end
+//!   latency. The closest deployment a refusal names is the closest aggregated one.
 
 use crate::error::integer_in;
 use crate::error::{Error, Result};
@@ -27,8 +43,12 @@ use crate::plan::layouts;
 use crate::plan_refusal::{Layout, ServingClosest, ServingRefused};
 use crate::scenario::Scenario;
 use crate::serving::Price;
+use crate::simulate::disagg::MAX_INSTANCES;
 use crate::simulate::workload::{check_rate, Arrivals};
-use crate::simulate::{kv_capacity_blocks, simulate_within, Budget, Deployment, SimConfig, StepClock};
+use crate::simulate::{
+    kv_capacity_blocks, simulate_within, Budget, Deployment, Disagg, KvLink, KvLinkChoice, PoolLayout, Pools,
+    SimConfig, StepClock,
+};
 use crate::workload::Chunk;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -43,6 +63,8 @@ pub const MAX_SEQS_RANGE: (u64, u64) = (8, 1024);
 pub const MAX_SERVING_GPUS: u64 = crate::plan::MAX_PLAN_GPUS;
 /// Requests simulated per candidate by default.
 pub const DEFAULT_SEARCH_REQUESTS: u64 = 2000;
+/// Layouts tried for each pool of a disaggregated deployment (the fewest GPUs first).
+pub const POOL_LAYOUTS: usize = 2;
 
 /// What to plan for.
 #[derive(Debug, Clone)]
@@ -96,6 +118,61 @@ pub struct ServingPoint {
     pub usd_per_million_tokens: f64,
     /// Both p99s within their bounds (and every request finished).
     pub meets_sla: bool,
+    /// `aggregated` (`replicas` instances of the layout `tp × pp × ep`, each running prompts
+    /// and decodes) or `disaggregated` (one deployment of prefill and decode pools, the fields
+    /// below; `tp`, `pp`, `ep` are then the decode pool's layout, `replicas` 1 and
+    /// `gpus_per_replica` the deployment's GPUs).
+    #[serde(default)]
+    pub serving: ServingKind,
+    /// Disaggregated: prefill instances (absent when aggregated).
+    pub prefill_instances: Option<u64>,
+    /// Disaggregated: tensor-parallel GPUs of each prefill instance.
+    pub prefill_tp: Option<u64>,
+    /// Disaggregated: expert-parallel groups of each prefill instance.
+    pub prefill_ep: Option<u64>,
+    /// Disaggregated: decode instances.
+    pub decode_instances: Option<u64>,
+    /// Disaggregated: tensor-parallel GPUs of each decode instance.
+    pub decode_tp: Option<u64>,
+    /// Disaggregated: expert-parallel groups of each decode instance.
+    pub decode_ep: Option<u64>,
+}
+
+/// How a planned deployment serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServingKind {
+    /// Replicas of one layout, each running prompts and decodes in mixed steps.
+    #[default]
+    Aggregated,
+    /// A pool of prefill instances and a pool of decode instances, each of its own layout.
+    Disaggregated,
+}
+
+/// A disaggregated deployment as a plan states it: `X` prefill instances of one layout and `Y`
+/// decode instances of another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitPoint {
+    /// Prefill instances, `X`.
+    pub prefill_instances: u64,
+    /// Each prefill instance's layout.
+    pub prefill: PoolLayout,
+    /// Decode instances, `Y`.
+    pub decode_instances: u64,
+    /// Each decode instance's layout.
+    pub decode: PoolLayout,
+}
+
+impl ServingPoint {
+    /// The disaggregated deployment this point is (none when aggregated).
+    pub fn split(&self) -> Option<SplitPoint> {
+        Some(SplitPoint {
+            prefill_instances: self.prefill_instances?,
+            prefill: PoolLayout { tp: self.prefill_tp?, ep: self.prefill_ep? },
+            decode_instances: self.decode_instances?,
+            decode: PoolLayout { tp: self.decode_tp?, ep: self.decode_ep? },
+        })
+    }
 }
 
 /// The plan under load.
@@ -109,6 +186,8 @@ pub struct ServingPlan {
     pub layouts: usize,
     /// Candidates (layout × max sequences × chunk).
     pub candidates: usize,
+    /// Disaggregated candidates (prefill layout × decode layout × max sequences).
+    pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
 }
@@ -204,6 +283,13 @@ fn simulate_at(
         output_tokens_per_s: tokens_per_s,
         usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() / tokens_per_s * 1e6,
         meets_sla: s.drained && s.ttft_s.p99 <= req.ttft_bound_s && s.tpot_s.p99 <= req.tpot_bound_s,
+        serving: ServingKind::Aggregated,
+        prefill_instances: None,
+        prefill_tp: None,
+        prefill_ep: None,
+        decode_instances: None,
+        decode_tp: None,
+        decode_ep: None,
     };
     if let Some((layout, runs)) = on.kept {
         runs.put(layout, &cfg, replicas, run.peak_running, point);
@@ -273,6 +359,160 @@ fn assess(on: OnLayout<'_>, req: &ServingPlanRequest, cfg: &SimConfig, budget: &
     Ok(out)
 }
 
+/// The most instances of a pool `other` instances leave, with `per` and `other_gpus` GPUs: at most
+/// [`MAX_INSTANCES`] instances and [`MAX_SERVING_GPUS`] GPUs in all.
+fn pool_room(per: u64, other: u64, other_gpus: u64) -> u64 {
+    MAX_INSTANCES.saturating_sub(other).min(MAX_SERVING_GPUS.saturating_sub(other_gpus) / per)
+}
+
+/// One simulation of `x` prefill instances of `prefill` and `y` decode instances of `decode`
+/// (both on `prefill`'s GPU and precisions) at the whole rate, the KV link the GPU's `auto`.
+fn simulate_split(
+    prefill: &Scenario,
+    decode: &Scenario,
+    req: &ServingPlanRequest,
+    cfg: &SimConfig,
+    (x, y): (u64, u64),
+    budget: &Budget,
+) -> Result<ServingPoint> {
+    let (lp, ld) = (PoolLayout::of(&prefill.parallel), PoolLayout::of(&decode.parallel));
+    let gpus = x * lp.gpus() + y * ld.gpus();
+    let link = KvLink::resolve_for_gpus(KvLinkChoice::Auto, &prefill.gpu, prefill.parallel.link_efficiency, gpus)?;
+    let pools = Some(Pools { prefill: lp, decode: ld, aggregated: lp });
+    let split = Deployment::Disaggregated(Disagg { prefill: x, decode: y, link, pools });
+    let cfg = SimConfig { arrivals: Arrivals::Poisson { rate_per_s: req.rate_per_s }, ..cfg.clone() };
+    let s = simulate_within(prefill, &cfg, &split, budget, |_| {})?.summary;
+    let d = &decode.parallel;
+    Ok(ServingPoint {
+        tp: d.tp,
+        pp: d.pp,
+        ep: d.ep,
+        gpus_per_replica: gpus,
+        replicas: 1,
+        gpus,
+        max_seqs: cfg.max_seqs,
+        chunk_tokens: cfg.chunk_tokens,
+        rate_per_replica_per_s: req.rate_per_s,
+        ttft_p99_s: s.ttft_s.p99,
+        tpot_p99_s: s.tpot_s.p99,
+        e2e_p99_s: s.e2e_s.p99,
+        output_tokens_per_s: s.output_tokens_per_s,
+        usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() / s.output_tokens_per_s * 1e6,
+        meets_sla: s.drained && s.ttft_s.p99 <= req.ttft_bound_s && s.tpot_s.p99 <= req.tpot_bound_s,
+        serving: ServingKind::Disaggregated,
+        prefill_instances: Some(x),
+        prefill_tp: Some(lp.tp),
+        prefill_ep: Some(lp.ep),
+        decode_instances: Some(y),
+        decode_tp: Some(ld.tp),
+        decode_ep: Some(ld.ep),
+    })
+}
+
+/// Lower bounds on the instances of each pool at the rate: `⌈R ÷ μ⌉` with `μ` an upper bound on
+/// the requests/s one instance serves. A prefill instance's `μ_p`: steps of
+/// `k = ⌊max_batched_tokens ÷ c⌋` whole prompts of `c = min(P̄, chunk)` tokens on an empty cache
+/// (`k·c` prompt tokens a step, the cheapest tokens a step can hold), `μ_p = k·c ÷ step_s ÷ P̄`; a
+/// decode instance's `μ_d`: steps decoding `max_seqs` sequences at the mean prompt's context,
+/// `μ_d = max_seqs ÷ step_s ÷ max(Ō − 1, 1)` (the prefill pool gives the first token).
+fn split_start(prefill: &Scenario, decode: &Scenario, req: &ServingPlanRequest, cfg: &SimConfig) -> (u64, u64) {
+    let prompt = cfg.prompt.mean_tokens().max(1.0);
+    let c = (prompt.round() as u64).clamp(1, cfg.chunk_tokens);
+    let k = (cfg.max_batched_tokens / c).clamp(1, cfg.max_seqs);
+    let step_s = StepClock::new(prefill).step_s(&vec![Chunk { new_tokens: c, cached_tokens: 0 }; k as usize]);
+    let mu_prefill = (k * c) as f64 / step_s / prompt;
+    let cached = prompt.round() as u64;
+    let step_s =
+        StepClock::new(decode).step_s(&vec![Chunk { new_tokens: 1, cached_tokens: cached }; cfg.max_seqs as usize]);
+    let mu_decode = cfg.max_seqs as f64 / step_s / (cfg.output.mean_tokens() - 1.0).max(1.0);
+    let bound = |mu: f64| ((req.rate_per_s / mu).ceil() as u64).clamp(1, MAX_INSTANCES);
+    (bound(mu_prefill), bound(mu_decode))
+}
+
+/// Assess a disaggregated candidate: the fewest prefill and decode instances of its two layouts
+/// that hold both SLAs at the rate (module docs). `Err` only when the search must stop.
+fn assess_split(
+    prefill: &Scenario,
+    decode: &Scenario,
+    req: &ServingPlanRequest,
+    cfg: &SimConfig,
+    budget: &Budget,
+) -> Result<Assessed> {
+    let mut out =
+        Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, failed_at: None, error: None };
+    let (gp, gd) = (prefill.parallel.gpus_per_replica(), decode.parallel.gpus_per_replica());
+    let (x0, y0) = split_start(prefill, decode, req, cfg);
+    if x0 + y0 > MAX_INSTANCES || x0 * gp + y0 * gd > MAX_SERVING_GPUS {
+        return Ok(out);
+    }
+    let run = |at: (u64, u64), out: &mut Assessed| -> Result<Option<ServingPoint>> {
+        out.simulations += 1;
+        match simulate_split(prefill, decode, req, cfg, at, budget) {
+            Ok(p) => {
+                out.points.push(p);
+                Ok(Some(p))
+            }
+            Err(e @ (Error::Cancelled | Error::OverBudget { .. })) => Err(e),
+            // A split that cannot run (a request past a pool's KV capacity) is left out.
+            Err(_) => Ok(None),
+        }
+    };
+    // Fewer instances than the bounds cannot keep up: the most known to miss start below them.
+    let (mut x, mut y, mut x_miss, mut y_miss) = (x0, y0, x0 - 1, y0 - 1);
+    let mut previous = f64::INFINITY;
+    let meeting = loop {
+        let Some(p) = run((x, y), &mut out)? else { return Ok(out) };
+        if p.meets_sla {
+            break p;
+        }
+        let b = badness(req, p.ttft_p99_s, p.tpot_p99_s);
+        if b > 0.95 * previous {
+            return Ok(out); // more instances do not help enough
+        }
+        previous = b;
+        // The pool that misses its SLA grows: TTFT is the prefill pool's, TPOT the decode pool's
+        // (with the move); a run that did not drain grows both.
+        let (ttft_miss, tpot_miss) = match (p.ttft_p99_s > req.ttft_bound_s, p.tpot_p99_s > req.tpot_bound_s) {
+            (false, false) => (true, true),
+            misses => misses,
+        };
+        let (mut nx, mut ny) = (x, y);
+        if ttft_miss {
+            x_miss = x;
+            nx = (2 * x).min(pool_room(gp, y, y * gd));
+        }
+        if tpot_miss {
+            y_miss = y;
+            ny = (2 * y).min(pool_room(gd, nx, nx * gp));
+        }
+        if (nx, ny) == (x, y) {
+            return Ok(out); // at the most instances a deployment takes
+        }
+        (x, y) = (nx, ny);
+    };
+    // Bisect the prefill pool in (x_miss, x], then the decode pool in (y_miss, y].
+    let mut best = meeting;
+    let (mut lo, mut hi) = (x_miss, x);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match run((mid, y), &mut out)? {
+            Some(p) if p.meets_sla => (hi, best) = (mid, p),
+            _ => lo = mid,
+        }
+    }
+    let x = hi;
+    let (mut lo, mut hi) = (y_miss, y);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match run((x, mid), &mut out)? {
+            Some(p) if p.meets_sla => (hi, best) = (mid, p),
+            _ => lo = mid,
+        }
+    }
+    out.best = Some(best);
+    Ok(out)
+}
+
 /// The candidate configurations of one layout: `(max_seqs, chunk)`.
 fn candidates_of(sc: &Scenario, req: &ServingPlanRequest) -> Vec<SimConfig> {
     let mut out = Vec::new();
@@ -299,6 +539,84 @@ fn candidates_of(sc: &Scenario, req: &ServingPlanRequest) -> Vec<SimConfig> {
     out
 }
 
+/// Seconds to prefill one prompt of `prompt` tokens alone on `sc`, in chunks of `chunk` tokens.
+fn prefill_alone_s(sc: &Scenario, prompt: u64, chunk: u64) -> f64 {
+    let mut clock = StepClock::new(sc);
+    let (mut cached, mut t) = (0, 0.0);
+    while cached < prompt {
+        let c = (prompt - cached).min(chunk);
+        t += clock.step_s(&[Chunk { new_tokens: c, cached_tokens: cached }]);
+        cached += c;
+    }
+    t
+}
+
+/// The disaggregated candidates (module docs): per pool, the [`POOL_LAYOUTS`] layouts of the
+/// fewest GPUs (then the fastest in the pool's phase) that hold the lengths in their KV cache and
+/// meet the pool's bound alone — a prefill of the mean prompt within the TTFT bound, a decode
+/// step of one sequence within the TPOT bound — paired every way; each pair with the largest
+/// chunk of [`CHUNK_CANDIDATES`] and two sequence limits: `m*`, the largest power of two (as the
+/// aggregated candidates' limits) whose decode step at the mean context (prompt + output ÷ 2)
+/// on the decode layout meets the TPOT bound, and `m* ÷ 2`.
+fn split_candidates(layouts: &[Scenario], quick: &[(usize, f64)], req: &ServingPlanRequest) -> Vec<Candidate> {
+    let chunk = CHUNK_CANDIDATES[CHUNK_CANDIDATES.len() - 1];
+    let base = SimConfig {
+        max_batched_tokens: chunk,
+        chunk_tokens: chunk,
+        ttft_slo_s: Some(req.ttft_bound_s),
+        tpot_slo_s: Some(req.tpot_bound_s),
+        ..req.sim.clone()
+    };
+    let prompt = base.prompt.mean_tokens().max(1.0).round() as u64;
+    let context = prompt + (base.output.mean_tokens() / 2.0).round() as u64;
+    let (longest_prompt, longest_output) = (base.prompt.max_tokens(), base.output.max_tokens());
+    let capacity = |sc: &Scenario| kv_capacity_blocks(sc, &base).map_or(0, |b| b * base.block_tokens);
+    let mut prefill: Vec<(u64, f64, usize)> = Vec::new();
+    let mut decode: Vec<(u64, f64, usize, u64)> = Vec::new();
+    for (i, sc) in layouts.iter().enumerate() {
+        let tokens = capacity(sc);
+        let gpus = sc.parallel.gpus_per_replica();
+        if tokens > 0 && longest_prompt.is_none_or(|p| p <= tokens) {
+            let t = prefill_alone_s(sc, prompt, chunk);
+            if t <= req.ttft_bound_s {
+                prefill.push((gpus, t, i));
+            }
+        }
+        let step_s = quick[i].1;
+        let whole = match (longest_prompt, longest_output) {
+            (Some(p), Some(o)) if p + o - 1 > tokens => continue,
+            (Some(p), Some(o)) => (tokens / (p + o)).max(1),
+            _ => MAX_SEQS_RANGE.1,
+        };
+        if tokens == 0 || step_s > req.tpot_bound_s {
+            continue;
+        }
+        let limit = whole.next_power_of_two().clamp(MAX_SEQS_RANGE.0, MAX_SEQS_RANGE.1).min(chunk);
+        let mut clock = StepClock::new(sc);
+        let mut seqs = MAX_SEQS_RANGE.0;
+        let mut best = seqs;
+        while seqs <= limit {
+            if clock.step_s(&vec![Chunk { new_tokens: 1, cached_tokens: context }; seqs as usize]) <= req.tpot_bound_s {
+                best = seqs;
+            }
+            seqs *= 2;
+        }
+        decode.push((gpus, step_s, i, best));
+    }
+    let order = |a: &(u64, f64), b: &(u64, f64)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1));
+    prefill.sort_by(|a, b| order(&(a.0, a.1), &(b.0, b.1)).then(a.2.cmp(&b.2)));
+    decode.sort_by(|a, b| order(&(a.0, a.1), &(b.0, b.1)).then(a.2.cmp(&b.2)));
+    let mut out = Vec::new();
+    for &(_, _, p) in prefill.iter().take(POOL_LAYOUTS) {
+        for &(_, _, d, best) in decode.iter().take(POOL_LAYOUTS) {
+            for seqs in [best, best / 2].into_iter().filter(|&m| m >= MAX_SEQS_RANGE.0) {
+                out.push(Candidate::Disaggregated(p, d, SimConfig { max_seqs: seqs, ..base.clone() }));
+            }
+        }
+    }
+    out
+}
+
 /// Plan the cheapest deployment holding both p99 SLAs at the rate (module docs). Errors with
 /// [`Error::NoServingPlan`] (the closest deployment's p99s) when none does.
 pub fn plan_serving(base: &Scenario, req: &ServingPlanRequest) -> Result<ServingPlan> {
@@ -315,6 +633,23 @@ pub fn plan_serving_within(base: &Scenario, req: &ServingPlanRequest, budget: &B
     search.gather(assessed)
 }
 
+/// One candidate of a search: what it simulates, with the scheduler's limits.
+#[derive(Debug, Clone)]
+enum Candidate {
+    /// Replicas of one layout (index in the search's layouts).
+    Aggregated(usize, SimConfig),
+    /// A prefill pool of one layout and a decode pool of another (indices in the layouts).
+    Disaggregated(usize, usize, SimConfig),
+}
+
+impl Candidate {
+    fn cfg(&self) -> &SimConfig {
+        match self {
+            Candidate::Aggregated(_, c) | Candidate::Disaggregated(_, _, c) => c,
+        }
+    }
+}
+
 /// A plan under load laid out before anything runs: the layouts, each one's fastest decode
 /// step, and the candidates (layout × max sequences × chunk) to assess. The same base scenario
 /// and request always give the same candidates in the same order, so candidate `j` can be
@@ -327,8 +662,10 @@ pub struct ServingSearch {
     layouts: Vec<Scenario>,
     /// Per layout, its single decode step (batch 1, an empty cache), seconds.
     quick: Vec<(usize, f64)>,
-    /// The candidates: (layout, configuration).
-    work: Vec<(usize, SimConfig)>,
+    /// The candidates: the aggregated ones, then the disaggregated ones.
+    work: Vec<Candidate>,
+    /// Aggregated candidates (the first of `work`).
+    aggregated: usize,
     /// Simulations whose sequence limit never bound, for the candidates that share them.
     unbound: Unbound,
 }
@@ -354,12 +691,22 @@ impl ServingSearch {
             .enumerate()
             .map(|(i, sc)| (i, StepClock::new(sc).step_s(&[Chunk { new_tokens: 1, cached_tokens: 0 }])))
             .collect();
-        let work: Vec<(usize, SimConfig)> = quick
+        let mut work: Vec<Candidate> = quick
             .iter()
             .filter(|(_, t)| *t <= req.tpot_bound_s)
-            .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| (*i, c)))
+            .flat_map(|(i, _)| candidates_of(&layouts[*i], req).into_iter().map(move |c| Candidate::Aggregated(*i, c)))
             .collect();
-        Ok(ServingSearch { base: base.clone(), req: req.clone(), layouts, quick, work, unbound: Unbound::default() })
+        let aggregated = work.len();
+        work.extend(split_candidates(&layouts, &quick, req));
+        Ok(ServingSearch {
+            base: base.clone(),
+            req: req.clone(),
+            layouts,
+            quick,
+            work,
+            aggregated,
+            unbound: Unbound::default(),
+        })
     }
 
     /// Candidates to assess.
@@ -374,23 +721,31 @@ impl ServingSearch {
 
     /// Admit every candidate's first simulation to `budget` ([`Budget::admit`]).
     pub fn admit(&self, budget: &Budget) -> Result<()> {
-        budget.admit(self.work.iter().map(|(_, c)| c))
+        budget.admit(self.work.iter().map(Candidate::cfg))
     }
 
-    /// Assess candidate `j` (< [`ServingSearch::len`]): the fewest replicas that hold both SLAs
-    /// (module docs); `Err` only when the search must stop (cancelled, or past the budget).
+    /// Assess candidate `j` (< [`ServingSearch::len`]): the fewest replicas, or prefill and
+    /// decode instances, that hold both SLAs (module docs); `Err` only when the search must stop
+    /// (cancelled, or past the budget).
     pub fn assess(&self, j: usize, budget: &Budget) -> Result<Assessed> {
-        let Some((i, cfg)) = self.work.get(j) else {
-            return Err(Error::invalid("candidate", j, format!("an index below {}", self.work.len())));
-        };
-        assess(OnLayout { sc: &self.layouts[*i], kept: Some((*i, &self.unbound)) }, &self.req, cfg, budget)
+        match self.work.get(j) {
+            None => Err(Error::invalid("candidate", j, format!("an index below {}", self.work.len()))),
+            Some(Candidate::Aggregated(i, cfg)) => {
+                assess(OnLayout { sc: &self.layouts[*i], kept: Some((*i, &self.unbound)) }, &self.req, cfg, budget)
+            }
+            Some(Candidate::Disaggregated(p, d, cfg)) => {
+                assess_split(&self.layouts[*p], &self.layouts[*d], &self.req, cfg, budget)
+            }
+        }
     }
 
     /// The error of candidate `j`'s simulation at `replicas`, run again here (an assessment
     /// made in another process carries where it failed, not the error: the run is
     /// deterministic, and one that cannot run fails before its first step).
     fn failure(&self, j: usize, replicas: u64) -> Error {
-        let (i, cfg) = &self.work[j];
+        let Candidate::Aggregated(i, cfg) = &self.work[j] else {
+            return Error::invalid("candidates", j, "assessments made from this search's own candidates");
+        };
         match simulate_at(
             OnLayout { sc: &self.layouts[*i], kept: None },
             &self.req,
@@ -478,17 +833,26 @@ impl ServingSearch {
         };
         let (mut ranked, meeting) = (distinct(ranked), distinct(meeting));
         ranked.sort_by(order);
-        Ok(ServingPlan { ranked, pareto: pareto(meeting), layouts: layouts.len(), candidates: work.len(), simulations })
+        Ok(ServingPlan {
+            ranked,
+            pareto: pareto(meeting),
+            layouts: layouts.len(),
+            candidates: self.aggregated,
+            disaggregated_candidates: work.len() - self.aggregated,
+            simulations,
+        })
     }
 }
 
 /// The points less those that repeat another's deployment and outcome: the same layout,
-/// replicas and chunk, and the same simulated p99s and tokens/s, with a larger `max_seqs` (a
-/// limit the run never reached, so the simulation was the same). The smallest `max_seqs` stays.
+/// replicas (or pools) and chunk, and the same simulated p99s and tokens/s, with a larger
+/// `max_seqs` (a limit the run never reached, so the simulation was the same). The smallest
+/// `max_seqs` stays.
 pub fn distinct(mut points: Vec<ServingPoint>) -> Vec<ServingPoint> {
     let key = |p: &ServingPoint| {
         (
             (p.tp, p.pp, p.ep, p.replicas, p.chunk_tokens),
+            (p.serving, p.prefill_instances, p.prefill_tp, p.prefill_ep, p.decode_instances, p.decode_tp, p.decode_ep),
             [p.ttft_p99_s, p.tpot_p99_s, p.e2e_p99_s, p.output_tokens_per_s].map(f64::to_bits),
         )
     };

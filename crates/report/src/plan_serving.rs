@@ -4,18 +4,22 @@
 //!
 //! JSON keys (stable): `inputs`, `rate_per_s`, `ttft_bound_s`, `tpot_bound_s`, `max_gpus`,
 //! `usd_per_hour`, `price_source`, `requests_per_candidate`, `seed`, `layouts`, `candidates`,
-//! `simulations`, `ranked[]` and `pareto[]` (each with `tp`, `pp`, `ep`, `gpus_per_replica`,
-//! `replicas`, `gpus`, `max_seqs`, `chunk_tokens`, `rate_per_replica_per_s`, `ttft_p99_s`,
-//! `tpot_p99_s`, `e2e_p99_s`, `output_tokens_per_s`, `usd_per_million_tokens`, `meets_sla`).
-//! CSV: the ranked deployments.
+//! `disaggregated_candidates`, `simulations`, `ranked[]` and `pareto[]` (each with `tp`, `pp`,
+//! `ep`, `gpus_per_replica`, `replicas`, `gpus`, `max_seqs`, `chunk_tokens`,
+//! `rate_per_replica_per_s`, `ttft_p99_s`, `tpot_p99_s`, `e2e_p99_s`, `output_tokens_per_s`,
+//! `usd_per_million_tokens`, `meets_sla`, `serving` (`aggregated` or `disaggregated`), and for a
+//! disaggregated deployment `prefill_instances`, `prefill_tp`, `prefill_ep`,
+//! `decode_instances`, `decode_tp`, `decode_ep`, null when aggregated; a disaggregated point's
+//! `tp`/`pp`/`ep` are its decode pool's, its `replicas` 1). CSV: the ranked deployments.
 
 use crate::human::{self, usd};
 use crate::ledger::Inputs;
 use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan_refusal::ServingRefused;
-use llm_ledger_core::plan_serving::{ServingPlan, ServingPoint};
+use llm_ledger_core::plan_serving::{ServingPlan, ServingPoint, SplitPoint};
 use llm_ledger_core::serving::{Price, PriceSource};
+use llm_ledger_core::simulate::PoolLayout;
 use serde::Serialize;
 
 /// Ranked deployments shown in the table (all are in JSON).
@@ -46,6 +50,8 @@ pub struct ServingPlanReport {
     pub layouts: usize,
     /// Candidates (layout × max sequences × chunk) simulated.
     pub candidates: usize,
+    /// Disaggregated candidates (prefill layout × decode layout × max sequences) simulated.
+    pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
     /// The fewest replicas of each candidate holding both SLAs, cheapest first.
@@ -80,6 +86,7 @@ impl ServingPlanReport {
             seed,
             layouts: plan.layouts,
             candidates: plan.candidates,
+            disaggregated_candidates: plan.disaggregated_candidates,
             simulations: plan.simulations,
             ranked: plan.ranked,
             pareto: plan.pareto,
@@ -92,7 +99,11 @@ impl ServingPlanReport {
             .enumerate()
             .map(|(i, p)| {
                 let mut r = vec![
-                    layout_words(p.tp, p.pp, p.ep),
+                    serving_words(p),
+                    match p.split() {
+                        None => layout_words(p.tp, p.pp, p.ep),
+                        Some(s) => format!("prefill {}, decode {}", pool_words(s.prefill), pool_words(s.decode)),
+                    },
                     human::count(p.replicas),
                     human::count(p.gpus),
                     human::count(p.max_seqs),
@@ -110,6 +121,7 @@ impl ServingPlanReport {
             })
             .collect();
         let mut header: Vec<String> = [
+            "serving",
             "layout",
             "replicas",
             "GPUs",
@@ -123,11 +135,11 @@ impl ServingPlanReport {
         ]
         .map(String::from)
         .to_vec();
-        let mut right_aligned: Vec<usize> = (1..=9).collect();
-        let mut priority = vec![0, 0, 0, 1, 1, 0, 0, 2, 2, 0];
+        let mut right_aligned: Vec<usize> = (2..=10).collect();
+        let mut priority = vec![0, 0, 0, 0, 1, 1, 0, 0, 2, 2, 0];
         if rank {
             header.insert(0, "#".into());
-            right_aligned = (0..=10).filter(|i| *i != 1).collect();
+            right_aligned = (0..=11).filter(|i| *i != 1 && *i != 2).collect();
             priority.insert(0, 1);
         }
         HumanTable { title, header, rows, right_aligned, footer, priority }
@@ -148,9 +160,12 @@ impl ServingPlanReport {
         let shown: Vec<ServingPoint> = self.ranked.iter().take(SHOWN).copied().collect();
         let mut footer = Vec::new();
         if let Some(b) = self.ranked.first() {
+            let deployment = match b.split() {
+                None => replicas_words(b.replicas, b.tp, b.pp, b.ep),
+                Some(s) => format!("{}, {} GPUs in all", split_words(&s), b.gpus),
+            };
             footer.push(format!(
-                "answer: {}, max {} sequences, chunks of {} tokens: p99 TTFT {}, p99 TPOT {}, ${:.3} per million output tokens",
-                replicas_words(b.replicas, b.tp, b.pp, b.ep),
+                "answer: {deployment}, max {} sequences, chunks of {} tokens: p99 TTFT {}, p99 TPOT {}, ${:.3} per million output tokens",
                 human::count(b.max_seqs),
                 human::count(b.chunk_tokens),
                 human::seconds(b.ttft_p99_s),
@@ -163,8 +178,13 @@ impl ServingPlanReport {
             n => footer.push(format!("{n} more deployments hold the SLAs (--format json lists all)")),
         }
         footer.push(format!(
-            "searched {} layouts, {} candidates (layout × max seqs × chunk), {} simulations of {} requests each (Poisson, seed {}); each replica is simulated at rate ÷ replicas",
-            self.layouts, self.candidates, self.simulations, self.requests_per_candidate, self.seed
+            "searched {} layouts, {} candidates (layout × max seqs × chunk) and {} disaggregated (prefill layout × decode layout × max seqs), {} simulations of {} requests each (Poisson, seed {}); each replica is simulated at rate ÷ replicas, each disaggregated deployment at the rate",
+            self.layouts,
+            self.candidates,
+            self.disaggregated_candidates,
+            self.simulations,
+            self.requests_per_candidate,
+            self.seed
         ));
         footer.push(format!(
             "$/M tokens = GPUs × ${}/3600 ÷ output tokens/s × 10⁶ ({})",
@@ -207,6 +227,34 @@ impl Report for ServingPlanReport {
             Format::Csv => to_csv(&self.csv_rows()),
         }
     }
+}
+
+/// `aggregated`, or `disagg 1:3` (prefill instances : decode instances).
+fn serving_words(p: &ServingPoint) -> String {
+    match p.split() {
+        None => "aggregated".into(),
+        Some(s) => format!("disagg {}:{}", s.prefill_instances, s.decode_instances),
+    }
+}
+
+/// A pool's layout in short: `TP 2`, `TP 1`, `TP 2 × EP 4`.
+fn pool_words(l: PoolLayout) -> String {
+    if l.ep > 1 {
+        format!("TP {} × EP {}", l.tp, l.ep)
+    } else {
+        format!("TP {}", l.tp)
+    }
+}
+
+/// `disagg 1:3 (prefill TP 2, decode TP 1)`.
+fn split_words(s: &SplitPoint) -> String {
+    format!(
+        "disagg {}:{} (prefill {}, decode {})",
+        s.prefill_instances,
+        s.decode_instances,
+        pool_words(s.prefill),
+        pool_words(s.decode)
+    )
 }
 
 /// `1 replica of 1 GPU`, `3 replicas of TP 2 (2 GPUs), 6 GPUs in all`.

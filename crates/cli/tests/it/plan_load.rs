@@ -1,6 +1,25 @@
 //! `plan --rate`: the cheapest deployment holding p99 SLAs at an arrival rate, by simulation.
 
 use crate::harness::{fails, json, ok};
+use serde_json::Value;
+
+/// Every ranked deployment holds both p99 bounds, and its GPUs are its instances' GPUs.
+fn assert_ranked_hold(v: &Value) {
+    let (ttft, tpot) = (v["ttft_bound_s"].as_f64().unwrap(), v["tpot_bound_s"].as_f64().unwrap());
+    for p in v["ranked"].as_array().unwrap() {
+        assert_eq!(p["meets_sla"], true, "{p}");
+        assert!(p["ttft_p99_s"].as_f64().unwrap() <= ttft && p["tpot_p99_s"].as_f64().unwrap() <= tpot, "{p}");
+        let n = |k: &str| p[k].as_u64().unwrap();
+        let gpus = match p["serving"].as_str().unwrap() {
+            "aggregated" => n("replicas") * n("tp") * n("pp") * n("ep"),
+            _ => {
+                n("prefill_instances") * n("prefill_tp") * n("prefill_ep")
+                    + n("decode_instances") * n("decode_tp") * n("decode_ep")
+            }
+        };
+        assert_eq!(n("gpus"), gpus, "{p}");
+    }
+}
 
 /// A small search: Llama 3 8B on the H100 (the defaults), at most 2 GPUs per replica, short
 /// requests, few of them.
@@ -15,6 +34,7 @@ fn at_a_low_rate_one_gpu_holds_the_sla_and_is_the_cheapest() {
     // One request every 2 s, each needing well under 100 ms alone: one GPU holds a 1 s TTFT and
     // a 50 ms TPOT, and nothing with more GPUs can be cheaper at the same rate.
     let v = json(&args(&["--rate", "0.5", "--ttft-ms", "1000", "--tpot-ms", "50", "-f", "json"]));
+    assert_ranked_hold(&v);
     let best = &v["ranked"][0];
     assert_eq!(best["gpus"], 1, "{best}");
     assert_eq!(best["replicas"], 1);
@@ -91,4 +111,39 @@ fn plan_under_load_lists_each_deployment_once() {
         }
     }
     assert_eq!(v["ranked"][0]["max_seqs"], 8, "{}", v["ranked"][0]);
+}
+
+#[test]
+fn with_long_prompts_and_a_tight_tpot_a_disaggregated_deployment_is_cheapest() {
+    // 8,192-token prompts at 4 requests/s with a 10 ms p99 TPOT: aggregated, every decode step
+    // that carries a prefill chunk is slow, so it takes 2 replicas of TP 2 (4 GPUs); one prefill
+    // GPU feeding a TP 2 decode instance holds both bounds on 3.
+    let a = ["plan", "--max-gpus", "2", "--requests", "200", "--prompt", "8192", "--output", "256"];
+    let a: Vec<&str> = a.iter().chain(&["--rate", "4", "--ttft-ms", "3000", "--tpot-ms", "10"]).copied().collect();
+    let v = json(&[a.as_slice(), &["-f", "json"]].concat());
+    assert_ranked_hold(&v);
+    // 2 prefill × 2 decode layouts × 1 or 2 sequence limits (TP 1 decodes 8 sequences within
+    // 10 ms, and no fewer are tried).
+    let split_candidates = v["disaggregated_candidates"].as_u64().unwrap();
+    assert!((4..=8).contains(&split_candidates), "{split_candidates}");
+    let best = &v["ranked"][0];
+    assert_eq!(best["serving"], "disaggregated", "{best}");
+    assert_eq!((best["prefill_instances"].as_u64(), best["prefill_tp"].as_u64()), (Some(1), Some(1)), "{best}");
+    assert_eq!((best["decode_instances"].as_u64(), best["decode_tp"].as_u64()), (Some(1), Some(2)), "{best}");
+    assert_eq!((best["gpus"].as_u64(), best["replicas"].as_u64()), (Some(3), Some(1)));
+    let cost = |p: &Value| p["usd_per_million_tokens"].as_f64().unwrap();
+    let ranked = v["ranked"].as_array().unwrap();
+    let aggregated: Vec<&Value> = ranked.iter().filter(|p| p["serving"] == "aggregated").collect();
+    assert!(!aggregated.is_empty() && aggregated.iter().all(|p| cost(p) > cost(best) && p["gpus"].as_u64() >= Some(4)));
+    // Aggregated points carry no pools.
+    assert!(aggregated.iter().all(|p| p["prefill_instances"].is_null() && p["decode_tp"].is_null()));
+    let table = ok(&a);
+    assert!(table.contains("disagg 1:1   prefill TP 1, decode TP 2"), "{table}");
+    assert!(table.contains("answer: disagg 1:1 (prefill TP 1, decode TP 2), 3 GPUs in all"), "{table}");
+    let csv = ok(&[a.as_slice(), &["-f", "csv"]].concat());
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for k in ["serving", "prefill_instances", "prefill_tp", "decode_instances", "decode_tp"] {
+        assert!(header.contains(&k), "{k}: {header:?}");
+    }
+    assert!(csv.lines().nth(1).unwrap().contains(",disaggregated,1,1,1,1,2,1"), "{csv}");
 }
