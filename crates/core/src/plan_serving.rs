@@ -184,9 +184,10 @@ pub struct ServingPlan {
     pub pareto: Vec<ServingPoint>,
     /// Layouts within the budget the simulator takes.
     pub layouts: usize,
-    /// Candidates (layout × max sequences × chunk).
+    /// Candidates, one per task of a search spread over workers: the aggregated ones (layout ×
+    /// max sequences × chunk) and the disaggregated ones.
     pub candidates: usize,
-    /// Disaggregated candidates (prefill layout × decode layout × max sequences).
+    /// Of the candidates, the disaggregated ones (prefill layout × decode layout × max sequences).
     pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
@@ -837,7 +838,7 @@ impl ServingSearch {
             ranked,
             pareto: pareto(meeting),
             layouts: layouts.len(),
-            candidates: self.aggregated,
+            candidates: work.len(),
             disaggregated_candidates: work.len() - self.aggregated,
             simulations,
         })

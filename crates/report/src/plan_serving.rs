@@ -48,9 +48,9 @@ pub struct ServingPlanReport {
     pub seed: u64,
     /// Layouts the simulator takes within the budget.
     pub layouts: usize,
-    /// Candidates (layout × max sequences × chunk) simulated.
+    /// Candidates assessed: aggregated (layout × max sequences × chunk) and disaggregated.
     pub candidates: usize,
-    /// Disaggregated candidates (prefill layout × decode layout × max sequences) simulated.
+    /// Of the candidates, the disaggregated ones (prefill layout × decode layout × max sequences).
     pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
@@ -178,9 +178,10 @@ impl ServingPlanReport {
             n => footer.push(format!("{n} more deployments hold the SLAs (--format json lists all)")),
         }
         footer.push(format!(
-            "searched {} layouts, {} candidates (layout × max seqs × chunk) and {} disaggregated (prefill layout × decode layout × max seqs), {} simulations of {} requests each (Poisson, seed {}); each replica is simulated at rate ÷ replicas, each disaggregated deployment at the rate",
+            "searched {} layouts, {} candidates ({} aggregated: layout × max seqs × chunk; {} disaggregated: prefill layout × decode layout × max seqs), {} simulations of {} requests each (Poisson, seed {}); each replica is simulated at rate ÷ replicas, each disaggregated deployment at the rate",
             self.layouts,
             self.candidates,
+            self.candidates - self.disaggregated_candidates,
             self.disaggregated_candidates,
             self.simulations,
             self.requests_per_candidate,

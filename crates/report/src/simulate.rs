@@ -642,9 +642,14 @@ impl SimulateReport {
                 "KV cache moved at no cost (ideal link); first token from the prefill instance: TTFT excludes the move, TPOT includes it".to_string()
             }
             Some(b) => format!(
-                "KV cache moved over {}: {} + bytes per GPU ÷ {}/s; first token from the prefill instance: TTFT excludes the move, TPOT includes it",
+                "KV cache moved over {}: {} + {} ÷ {}/s; first token from the prefill instance: TTFT excludes the move, TPOT includes it",
                 d.link.name,
                 human::seconds(d.link.latency_s),
+                if d.gpus_per_instance.is_some() {
+                    "bytes per GPU"
+                } else {
+                    "the larger of the bytes each prefill GPU sends and each decode GPU receives"
+                },
                 human::bytes(b)
             ),
         });
