@@ -357,6 +357,33 @@ mod tests {
         assert_eq!(load.max_steps.as_deref(), Some("1"));
     }
 
+    /// Every candidate, the disaggregated ones too, assessed on a search of its own and sent
+    /// back as JSON (as an executor's worker does), gathers into the plan made in one process,
+    /// number for number.
+    #[test]
+    fn assessments_sent_as_json_gather_into_the_plan_made_here() {
+        let sc = llm_ledger_core::testing::scenario(&[]);
+        let req = PlanRequest { tpot_ms: Some("50".into()), max_gpus: Some("2".into()), ..Default::default() };
+        let load = PlanLoadRequest {
+            rate: Some("4".into()),
+            ttft_ms: Some("500".into()),
+            requests: Some("100".into()),
+            prompt: Some("256".into()),
+            output: Some("16".into()),
+            seed: Some("3".into()),
+            ..Default::default()
+        };
+        let s = req.serving(&sc).unwrap();
+        let checked = load.check("4", false, false).unwrap();
+        let here = load.report(&sc, &s, checked, 2, Files::None, None).unwrap();
+        let search = || load.search(&sc, &s, checked, 2, Files::None).unwrap();
+        let n = search().search.len();
+        let parts: Vec<String> = (0..n).map(|j| search().assess_json(j).unwrap()).collect();
+        let spread = search().report_from_json(&parts).unwrap();
+        assert!(here.disaggregated_candidates > 0 && here.candidates == n);
+        assert_eq!(serde_json::to_string(&spread).unwrap(), serde_json::to_string(&here).unwrap());
+    }
+
     /// The table's default and range of `max_gpus` are the ones [`max_gpus`] applies.
     #[test]
     fn max_gpus_is_parsed_once_with_the_tables_default_and_range() {

@@ -341,7 +341,8 @@ pub struct SimSummary {
     pub mean_kv_utilisation: f64,
     /// Largest fraction of KV blocks in use.
     pub max_kv_utilisation: f64,
-    /// KV capacity of one instance, tokens (blocks × block size).
+    /// KV capacity of one instance, tokens (blocks × block size); of a decode instance when the
+    /// pools of a disaggregated deployment have layouts of their own.
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
@@ -1125,7 +1126,8 @@ pub fn simulate(sc: &Scenario, cfg: &SimConfig, on_step: impl FnMut(&StepRecord)
 
 /// Run one simulation of `deployment`: aggregated replicas or disaggregated pools, every
 /// instance of the scenario's layout (or of its pool's own, [`disagg::Pools`]) with the
-/// scheduler `cfg` describes (module docs of [`disagg`]). `on_step` sees every step of every instance, in order of their ends.
+/// scheduler `cfg` describes (module docs of [`disagg`]). `on_step` sees every step of every
+/// instance, in order of their ends.
 pub fn simulate_deployment(
     sc: &Scenario,
     cfg: &SimConfig,
