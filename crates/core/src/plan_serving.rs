@@ -345,19 +345,28 @@ fn assess(on: OnLayout<'_>, req: &ServingPlanRequest, cfg: &SimConfig, budget: &
         r = (r * 2).min(max_replicas);
     };
     // Bisect in (failing, r] for the fewest replicas that hold.
-    let (mut lo, mut hi, mut best) = (failing, first_meeting.replicas, first_meeting);
+    let (_, best) = fewest_meeting(failing, (first_meeting.replicas, first_meeting), |mid| run(mid, &mut out))?;
+    out.best = Some(best);
+    Ok(out)
+}
+
+/// Bisection for the fewest of something (replicas, a pool's instances) that holds the SLAs:
+/// `miss` is known to miss, `(hold, at_hold)` to hold; `run(n)` simulates `n` (`None`: it cannot
+/// run, counted as a miss). Returns the fewest that hold and its point.
+fn fewest_meeting(
+    miss: u64,
+    hold: (u64, ServingPoint),
+    mut run: impl FnMut(u64) -> Result<Option<ServingPoint>>,
+) -> Result<(u64, ServingPoint)> {
+    let (mut lo, (mut hi, mut best)) = (miss, hold);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        match run(mid, &mut out)? {
-            Some(p) if p.meets_sla => {
-                hi = mid;
-                best = p;
-            }
+        match run(mid)? {
+            Some(p) if p.meets_sla => (hi, best) = (mid, p),
             _ => lo = mid,
         }
     }
-    out.best = Some(best);
-    Ok(out)
+    Ok((hi, best))
 }
 
 /// The most instances of a pool `other` instances leave, with `per` and `other_gpus` GPUs: at most
@@ -492,24 +501,8 @@ fn assess_split(
         (x, y) = (nx, ny);
     };
     // Bisect the prefill pool in (x_miss, x], then the decode pool in (y_miss, y].
-    let mut best = meeting;
-    let (mut lo, mut hi) = (x_miss, x);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match run((mid, y), &mut out)? {
-            Some(p) if p.meets_sla => (hi, best) = (mid, p),
-            _ => lo = mid,
-        }
-    }
-    let x = hi;
-    let (mut lo, mut hi) = (y_miss, y);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match run((x, mid), &mut out)? {
-            Some(p) if p.meets_sla => (hi, best) = (mid, p),
-            _ => lo = mid,
-        }
-    }
+    let (x, best) = fewest_meeting(x_miss, (x, meeting), |mid| run((mid, y), &mut out))?;
+    let (_, best) = fewest_meeting(y_miss, (y, best), |mid| run((x, mid), &mut out))?;
     out.best = Some(best);
     Ok(out)
 }
