@@ -11,7 +11,7 @@
 
 use super::roofline::rgb;
 use super::svg::{finish, href, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{plotters_font, Legend, PlotError, PlotSize};
 use crate::human;
 use plotters::prelude::*;
 
@@ -84,15 +84,31 @@ impl BatchCurve {
         let t_max = pts.iter().map(|p| p.step_time_s * 1e3).fold(0.0, f64::max) * 1.12;
         let r_max = pts.iter().map(|p| p.tokens_per_s).fold(0.0, f64::max).max(1.0) * 1.12;
 
+        // Narrow, the legend goes below the plot.
+        let legend = if size.is_narrow() {
+            Legend::default().line(TIME_COLOUR, "", "step time (left axis)").line(
+                RATE_COLOUR,
+                "",
+                "tokens per second (right axis)",
+            )
+        } else {
+            Legend::default()
+        };
         let mut buf = String::new();
         let mut overlay = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
             // Title (if any) and legend sit in the top margin, the title first.
-            let (mut builder, legend_y) =
-                super::line_chart(&root, self.title.as_deref(), size.width, &mut overlay, true);
+            let (mut builder, legend_y) = super::line_chart_sized(
+                &root,
+                self.title.as_deref(),
+                size,
+                &mut overlay,
+                true,
+                legend.height(size.width),
+            );
             let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..t_max)?.set_secondary_coord(x0..x1, 0.0..r_max);
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: (x1 - x0) as usize + 1,
@@ -102,8 +118,10 @@ impl BatchCurve {
                     x_desc: "batch (sequences, log scale)",
                     y_desc: "step time (ms)",
                 },
+                size,
             )?;
-            let font = ("sans-serif", FONT).into_font().color(&BLACK);
+            let axis_font = if size.is_narrow() { plotters_font(size.font()) } else { FONT };
+            let font = ("sans-serif", axis_font).into_font().color(&BLACK);
             chart
                 .configure_secondary_axes()
                 .y_desc("tokens per second")
@@ -192,13 +210,17 @@ impl BatchCurve {
                 overlay.point_link(xy, 3.5, RATE_COLOUR, "rate", &tip, url.as_deref());
             }
 
-            // Legend above the plot.
-            let (lx, _) = at(x0, top);
-            let y = legend_y;
-            overlay.line((lx, y - 4), (lx + 24, y - 4), TIME_COLOUR, 2.0, "");
-            overlay.text((lx + 30, y), "step time (left axis)", FONT, FG, Anchor::Start, 0.0);
-            overlay.line((lx + 190, y - 4), (lx + 214, y - 4), RATE_COLOUR, 2.0, "");
-            overlay.text((lx + 220, y), "tokens per second (right axis)", FONT, FG, Anchor::Start, 0.0);
+            // Legend above the plot, or below it where narrow.
+            if size.is_narrow() {
+                legend.draw_below(&mut overlay, legend_y, size);
+            } else {
+                let (lx, _) = at(x0, top);
+                let y = legend_y;
+                overlay.line((lx, y - 4), (lx + 24, y - 4), TIME_COLOUR, 2.0, "");
+                overlay.text((lx + 30, y), "step time (left axis)", FONT, FG, Anchor::Start, 0.0);
+                overlay.line((lx + 190, y - 4), (lx + 214, y - 4), RATE_COLOUR, 2.0, "");
+                overlay.text((lx + 220, y), "tokens per second (right axis)", FONT, FG, Anchor::Start, 0.0);
+            }
             root.present()?;
         }
         Ok(finish(&buf, overlay, "plot batch-curve", "Step time and tokens per second against batch size"))
@@ -281,6 +303,16 @@ mod tests {
         let cross = m.iter().find(|m| m.class == "crossover").expect("the crossover's mark");
         assert!(cross.tooltip.starts_with("KV crossover: batch 55.9\nfrom batch 56 on"), "{}", cross.tooltip);
         assert_eq!(cross.href.as_deref(), Some("/batching?batch=56"));
+    }
+
+    #[test]
+    fn a_narrow_curve_fits_a_phone_with_its_legend_below() {
+        let mut c = curve();
+        c.memory_wall_batch = Some(100.0);
+        let s = c.svg(PlotSize::NARROW).unwrap();
+        super::super::phone::assert_fits(&s);
+        assert_eq!(s.matches("<circle class=\"step\"").count(), 5);
+        assert!(s.contains(">tokens per second (right axis)</text></g>"), "{s}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::roofline::rgb;
 use super::svg::{finish, href, text_width, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{Legend, PlotError, PlotSize};
 use crate::human;
 use crate::kv::KvReport;
 use plotters::prelude::*;
@@ -98,13 +98,22 @@ impl KvChart {
         }
         let x_max = self.x_max_tokens();
         let y_max = 1.2 * (self.weight_bytes.max(self.kv_read_bytes).max(self.kv_bytes_per_token * x_max / 1.25)) / 1e9;
+        let kv_label = format!("KV bytes ({} per token)", human::bytes(self.kv_bytes_per_token));
+        let weights_label = format!("weight bytes ({})", human::bytes(self.weight_bytes));
+        // Narrow, the legend goes below the plot.
+        let legend = if size.is_narrow() {
+            Legend::default().line(KV, "", kv_label.as_str()).line(WEIGHTS, "", weights_label.as_str())
+        } else {
+            Legend::default()
+        };
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
+            let (mut builder, legend_y) =
+                super::line_chart_sized(&root, self.title.as_deref(), size, &mut o, false, legend.height(size.width));
             let mut chart = builder.build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: 6,
@@ -114,6 +123,7 @@ impl KvChart {
                     x_desc: "tokens cached across the batch",
                     y_desc: "bytes read per step (GB)",
                 },
+                size,
             )?;
             let area = chart.plotting_area().clone();
             let at = |x: f64, y: f64| area.map_coordinate(&(x, y / 1e9));
@@ -221,22 +231,18 @@ impl KvChart {
             }
             let url = href(links, &KvMark::Workload);
             o.point_link(at(self.cached_tokens, self.kv_read_bytes), 5.0, KV, "workload", &tip, url.as_deref());
-            // Legend above the plot.
-            let (lx, _) = at(0.0, y_max * 1e9);
-            let y = legend_y;
-            o.line((lx, y - 4), (lx + 24, y - 4), KV, 2.0, "");
-            let kv_label = format!("KV bytes ({} per token)", human::bytes(self.kv_bytes_per_token));
-            o.text((lx + 30, y), &kv_label, FONT, FG, Anchor::Start, 0.0);
-            let x = lx + 60 + (kv_label.chars().count() as f64 * FONT * 0.6) as i32;
-            o.line((x, y - 4), (x + 24, y - 4), WEIGHTS, 2.0, "");
-            o.text(
-                (x + 30, y),
-                &format!("weight bytes ({})", human::bytes(self.weight_bytes)),
-                FONT,
-                FG,
-                Anchor::Start,
-                0.0,
-            );
+            // Legend above the plot, or below it where narrow.
+            if size.is_narrow() {
+                legend.draw_below(&mut o, legend_y, size);
+            } else {
+                let (lx, _) = at(0.0, y_max * 1e9);
+                let y = legend_y;
+                o.line((lx, y - 4), (lx + 24, y - 4), KV, 2.0, "");
+                o.text((lx + 30, y), &kv_label, FONT, FG, Anchor::Start, 0.0);
+                let x = lx + 60 + (kv_label.chars().count() as f64 * FONT * 0.6) as i32;
+                o.line((x, y - 4), (x + 24, y - 4), WEIGHTS, 2.0, "");
+                o.text((x + 30, y), &weights_label, FONT, FG, Anchor::Start, 0.0);
+            }
             root.present()?;
         }
         Ok(finish(&buf, o, "plot kv-chart", "KV bytes and weight bytes read per step against cached tokens"))
@@ -270,6 +276,14 @@ mod tests {
         assert!(s.contains("<title>this workload: 131,072 cached tokens\nKV read 17.2 GB · weights 15.0 GB\nKV ÷ weights = 1.14</title>"), "{s}");
         assert!(s.contains("KV bytes (131 kB per token)") && s.contains("weight bytes (15.0 GB)"));
         assert!(!s.contains("#000000"));
+    }
+
+    #[test]
+    fn a_narrow_chart_fits_a_phone_with_its_legend_below() {
+        let s = chart().svg(PlotSize::NARROW).unwrap();
+        super::super::phone::assert_fits(&s);
+        assert!(s.contains("crossover: 114,512 tokens") && s.contains("memory full: 481 k tokens"), "{s}");
+        assert!(s.contains(">weight bytes (15.0 GB)</text></g>"), "{s}");
     }
 
     /// The (x, y) pairs of the first polyline stroked `colour`.

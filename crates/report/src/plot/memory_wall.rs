@@ -6,7 +6,7 @@
 
 use super::roofline::rgb;
 use super::svg::{finish, href, text_width, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{Legend, PlotError, PlotSize};
 use crate::human;
 use crate::need::MemoryWall;
 use plotters::prelude::*;
@@ -68,13 +68,17 @@ impl MemoryWallChart {
         let x0 = -0.3;
         let top = self.points.iter().map(|p| p.1).fold(self.capacity_bytes, f64::max);
         let y1 = top * 1.12 / 1e9;
+        // Narrow, the legend goes below the plot.
+        let legend =
+            if size.is_narrow() { Legend::default().line(LINE, "", self.label.as_str()) } else { Legend::default() };
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (mut builder, legend_y) = super::line_chart(&root, None, size.width, &mut o, false);
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
+            let (mut builder, legend_y) =
+                super::line_chart_sized(&root, None, size, &mut o, false, legend.height(size.width));
             let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y1)?;
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: 8,
@@ -90,6 +94,7 @@ impl MemoryWallChart {
                     x_desc: "batch (sequences, log₂ scale)",
                     y_desc: "memory of the fullest GPU (GB)",
                 },
+                size,
             )?;
             let area = chart.plotting_area().clone();
             let at = |b: u64, bytes: f64| area.map_coordinate(&(lb(b), bytes / 1e9));
@@ -156,8 +161,12 @@ impl MemoryWallChart {
                 let (x, anchor) = if px - 8 - w > left { (px - 8, Anchor::End) } else { (px + 8, Anchor::Start) };
                 o.text((x, (py + 16).min(bottom - 4)), &label, FONT - 1.0, WALL, anchor, 0.0);
             }
-            o.line((left, legend_y - 4), (left + 24, legend_y - 4), LINE, 2.0, "");
-            o.text((left + 30, legend_y), &self.label, FONT, FG, Anchor::Start, 0.0);
+            if size.is_narrow() {
+                legend.draw_below(&mut o, legend_y, size);
+            } else {
+                o.line((left, legend_y - 4), (left + 24, legend_y - 4), LINE, 2.0, "");
+                o.text((left + 30, legend_y), &self.label, FONT, FG, Anchor::Start, 0.0);
+            }
             root.present()?;
         }
         Ok(finish(
@@ -166,5 +175,38 @@ impl MemoryWallChart {
             "plot memory-wall",
             "Memory of the fullest GPU against batch, with the GPU's capacity and the memory wall",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart() -> MemoryWallChart {
+        // 16 GB of weights and 0.5 GB of KV per sequence on an 80 GB GPU (76 GB after the reserve).
+        let points = [1u64, 2, 4, 8, 16, 32, 64, 128, 129, 256]
+            .iter()
+            .map(|&b| (b, 16e9 + 0.45e9 * b as f64, 16e9 + 0.45e9 * b as f64 <= 76e9))
+            .collect();
+        MemoryWallChart {
+            points,
+            capacity_bytes: 80e9,
+            available_bytes: 76e9,
+            max_batch: 128,
+            batch: 16,
+            label: "h100-sxm, one GPU, 2,048 tokens per sequence".into(),
+        }
+    }
+
+    #[test]
+    fn every_batch_is_a_mark_and_a_narrow_chart_fits_a_phone() {
+        let c = chart();
+        let wide = c.svg(PlotSize::default()).unwrap();
+        assert_eq!(super::super::marks(&wide).len(), c.points.len());
+        assert!(wide.contains("wall: batch 128"), "{wide}");
+        let narrow = c.svg(PlotSize::NARROW).unwrap();
+        super::super::phone::assert_fits(&narrow);
+        assert_eq!(super::super::marks(&narrow).len(), c.points.len());
+        assert!(narrow.contains(">h100-sxm, one GPU, 2,048 tokens per sequence</text></g>"), "{narrow}");
     }
 }

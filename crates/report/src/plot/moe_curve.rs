@@ -6,7 +6,7 @@
 use super::batch_curve::log2_axis;
 use super::roofline::rgb;
 use super::svg::{finish, href, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{Legend, PlotError, PlotSize};
 use crate::human;
 use crate::moe::MoeReport;
 use llm_ledger_core::moe::uniform_experts_touched;
@@ -90,13 +90,27 @@ impl MoeCurve {
         let lb = |b: u64| (b as f64).log2();
         let (x0, x1) = log2_axis(self.points.iter().map(|p| p.batch));
         let y_max = e * 1.1;
+        let label = format!("experts touched, routing {}", self.routing);
+        let skewed = self.points.iter().any(|p| p.uniform_touched.is_some());
+        // Narrow, the legend goes below the plot.
+        let legend = if size.is_narrow() {
+            let l = Legend::default().line(TOUCHED, "", label.as_str());
+            if skewed {
+                l.line(UNIFORM, "5 4", "uniform routing")
+            } else {
+                l
+            }
+        } else {
+            Legend::default()
+        };
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
+            let (mut builder, legend_y) =
+                super::line_chart_sized(&root, self.title.as_deref(), size, &mut o, false, legend.height(size.width));
             let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y_max)?;
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: (x1 - x0) as usize + 1,
@@ -106,6 +120,7 @@ impl MoeCurve {
                     x_desc: "batch (sequences, log scale)",
                     y_desc: "experts touched per step",
                 },
+                size,
             )?;
             let area = chart.plotting_area().clone();
             let at = |x: f64, y: f64| area.map_coordinate(&(x, y));
@@ -155,15 +170,18 @@ impl MoeCurve {
                 o.point_link(at(lb(p.batch), p.experts_touched), 3.5, TOUCHED, "touched", &tip, url.as_deref());
             }
             // Legend above the plot.
-            let (lx, _) = at(x0, y_max);
-            let y = legend_y;
-            o.line((lx, y - 4), (lx + 24, y - 4), TOUCHED, 2.0, "");
-            let label = format!("experts touched, routing {}", self.routing);
-            o.text((lx + 30, y), &label, FONT, FG, Anchor::Start, 0.0);
-            if self.points.iter().any(|p| p.uniform_touched.is_some()) {
-                let x = lx + 60 + (label.chars().count() as f64 * FONT * 0.6) as i32;
-                o.line((x, y - 4), (x + 24, y - 4), UNIFORM, 2.0, "5 4");
-                o.text((x + 30, y), "uniform routing", FONT, FG, Anchor::Start, 0.0);
+            if size.is_narrow() {
+                legend.draw_below(&mut o, legend_y, size);
+            } else {
+                let (lx, _) = at(x0, y_max);
+                let y = legend_y;
+                o.line((lx, y - 4), (lx + 24, y - 4), TOUCHED, 2.0, "");
+                o.text((lx + 30, y), &label, FONT, FG, Anchor::Start, 0.0);
+                if skewed {
+                    let x = lx + 60 + (label.chars().count() as f64 * FONT * 0.6) as i32;
+                    o.line((x, y - 4), (x + 24, y - 4), UNIFORM, 2.0, "5 4");
+                    o.text((x + 30, y), "uniform routing", FONT, FG, Anchor::Start, 0.0);
+                }
             }
             root.present()?;
         }
@@ -193,6 +211,16 @@ mod tests {
                 })
                 .collect(),
             title: None,
+        }
+    }
+
+    #[test]
+    fn a_narrow_curve_fits_a_phone_with_its_legend_below() {
+        for skew in [false, true] {
+            let s = curve(skew).svg(PlotSize::NARROW).unwrap();
+            super::super::phone::assert_fits(&s);
+            assert_eq!(s.matches("<circle class=\"touched\"").count(), 4);
+            assert_eq!(s.contains(">uniform routing</text></g>"), skew, "{s}");
         }
     }
 

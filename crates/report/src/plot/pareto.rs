@@ -6,7 +6,7 @@
 //! the deployment's scenario).
 
 use super::svg::{finish, href, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{Legend, PlotError, PlotSize, Swatch};
 use crate::frontier::FrontierReport;
 use crate::human::{self, usd};
 use llm_ledger_core::parallel::layout_words;
@@ -90,22 +90,40 @@ impl ParetoPlot {
         };
         let (x0, x1) = range(&|d| d.tokens_per_s_per_user);
         let (y0, y1) = range(&|d| d.point.tokens_per_s_per_gpu);
+        let mut counts: Vec<u64> = pts.iter().map(|d| d.point.gpus).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let count_label = |g: u64| if g == 1 { "1 GPU".to_string() } else { format!("{g} GPUs") };
+        // Narrow, the legend goes below the plot.
+        let narrow = size.is_narrow();
+        let legend = if narrow {
+            let l = Legend::default().line(FRONT, "", "Pareto front");
+            counts.iter().enumerate().fold(l, |l, (i, g)| l.entry(Swatch::Dot(gpus_colour(i).into()), count_label(*g)))
+        } else {
+            Legend::default()
+        };
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
+            let (mut builder, legend_y) =
+                super::line_chart_sized(&root, self.title.as_deref(), size, &mut o, false, legend.height(size.width));
             let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1)?;
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: 6,
                     y_labels: Some(6),
                     x_fmt: &|v| human::sig3(10f64.powf(*v)),
                     y_fmt: &|v| human::sig3(10f64.powf(*v)),
-                    x_desc: "output tokens/s per user = 1 ÷ TPOT (log scale)",
-                    y_desc: "output tokens/s per GPU (log scale)",
+                    x_desc: if narrow {
+                        "tokens/s per user = 1 ÷ TPOT (log)"
+                    } else {
+                        "output tokens/s per user = 1 ÷ TPOT (log scale)"
+                    },
+                    y_desc: if narrow { "tokens/s per GPU (log)" } else { "output tokens/s per GPU (log scale)" },
                 },
+                size,
             )?;
             let area = chart.plotting_area().clone();
             let at =
@@ -117,26 +135,27 @@ impl ParetoPlot {
                 o.line(at(w[0]), at(w[1]), FRONT, 2.0, "");
             }
             // Points off the front first, so the front's sit on top.
-            let mut counts: Vec<u64> = pts.iter().map(|d| d.point.gpus).collect();
-            counts.sort_unstable();
-            counts.dedup();
             let colour = |gpus: u64| gpus_colour(counts.iter().position(|c| *c == gpus).unwrap_or(0));
             for d in pts.iter().filter(|d| !d.front).chain(front.iter()) {
                 let url = href(links, d);
                 let (r, class) = if d.front { (5.5, "deployment front") } else { (3.5, "deployment") };
                 o.point_link(at(d), r, colour(d.point.gpus), class, &tooltip(d), url.as_deref());
             }
-            // Legend: the front, and the GPU counts drawn.
-            let (lx, _) = area.map_coordinate(&(x0, y1));
-            let y = legend_y;
-            o.line((lx, y - 4), (lx + 24, y - 4), FRONT, 2.0, "");
-            o.text((lx + 30, y), "Pareto front", FONT, FG, Anchor::Start, 0.0);
-            let mut x = lx + 30 + (12.0 * FONT * 0.6) as i32 + 20;
-            for (i, g) in counts.iter().enumerate() {
-                let label = if *g == 1 { "1 GPU".to_string() } else { format!("{g} GPUs") };
-                o.raw(&format!("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>", x + 4, y - 4, gpus_colour(i)));
-                o.text((x + 12, y), &label, FONT, FG, Anchor::Start, 0.0);
-                x += 12 + (label.chars().count() as f64 * FONT * 0.6) as i32 + 16;
+            // Legend: the front, and the GPU counts drawn (below the plot where narrow).
+            if narrow {
+                legend.draw_below(&mut o, legend_y, size);
+            } else {
+                let (lx, _) = area.map_coordinate(&(x0, y1));
+                let y = legend_y;
+                o.line((lx, y - 4), (lx + 24, y - 4), FRONT, 2.0, "");
+                o.text((lx + 30, y), "Pareto front", FONT, FG, Anchor::Start, 0.0);
+                let mut x = lx + 30 + (12.0 * FONT * 0.6) as i32 + 20;
+                for (i, g) in counts.iter().enumerate() {
+                    let label = count_label(*g);
+                    o.raw(&format!("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>", x + 4, y - 4, gpus_colour(i)));
+                    o.text((x + 12, y), &label, FONT, FG, Anchor::Start, 0.0);
+                    x += 12 + (label.chars().count() as f64 * FONT * 0.6) as i32 + 16;
+                }
             }
             root.present()?;
         }
@@ -168,6 +187,17 @@ mod tests {
         assert_eq!(m.iter().filter(|m| m.class == "deployment front").count(), r.front.len());
         assert!(m.iter().all(|m| m.href.as_deref().is_some_and(|h| h.starts_with("/ledger?tp="))));
         assert!(svg.contains("Pareto front"));
+    }
+
+    #[test]
+    fn a_narrow_plot_fits_a_phone_with_its_legend_below() {
+        let sc = scenario(&[]);
+        let price = Price { usd_per_hour: 3.0, source: PriceSource::User };
+        let r = FrontierReport::build(&sc, price, 2e9, None, 2, None).unwrap();
+        let svg = ParetoPlot::from_report(&r).svg(PlotSize::NARROW).unwrap();
+        crate::plot::phone::assert_fits(&svg);
+        assert_eq!(marks(&svg).len(), r.deployments.len());
+        assert!(svg.contains(">Pareto front</text>") && svg.contains(">1 GPU</text>"), "{svg}");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!   listed under the legend instead.
 
 use super::svg::{esc, finish, href, text_width, Anchor, Links, Overlay, FG};
-use super::{decade_label, math_colour, PlotError, PlotSize};
+use super::{decade_label, math_colour, plotters_font, wrap_words, Legend, PlotError, PlotSize, Swatch, NARROW_FONT};
 use crate::human;
 use crate::ledger::LedgerReport;
 use llm_ledger_core::{Efficiency, Gpu, MathFormat};
@@ -123,12 +123,50 @@ impl<'a> Roofline<'a> {
         if !(bw.is_finite() && bw > 0.0 && eff_c > 0.0 && eff_b > 0.0) {
             return Err(PlotError("the GPU bandwidth and the efficiencies must be positive".into()));
         }
-        if size.width <= LEGEND_W + 200 || size.height < 200 {
+        let narrow = size.is_narrow();
+        let too_small = if narrow { size.width < 300 } else { size.width <= LEGEND_W + 200 };
+        if too_small || size.height < 200 {
             return Err(PlotError(format!("a {}×{} plot is too small", size.width, size.height)));
         }
         let ceilings = self.ceilings();
         let top_peak = ceilings.last().map(|c| c.1).unwrap_or(self.gpu.peak_flops_per_s.vector);
         let drawn: Vec<&RooflinePoint> = self.points.iter().filter(|p| p.drawable()).collect();
+        let mut used: Vec<MathFormat> = drawn.iter().map(|p| p.math).collect();
+        used.sort();
+        used.dedup();
+        let no_flops: Vec<&str> =
+            self.points.iter().filter(|p| !p.drawable() && p.flops <= 0.0).map(|p| p.op.as_str()).collect();
+        let no_bytes: Vec<&str> =
+            self.points.iter().filter(|p| !p.drawable() && p.flops > 0.0).map(|p| p.op.as_str()).collect();
+        let achieved = format!("{:.0} % of peak, {:.0} % of HBM", eff_c * 100.0, eff_b * 100.0);
+        // Narrow: the legend goes below the chart, and the text is one size.
+        let legend = if narrow {
+            let mut l = Legend::default().entry(Swatch::None, "peak ceilings");
+            for (formats, peak) in ceilings.iter().rev() {
+                let names: Vec<&str> = formats.iter().map(|m| m.name()).collect();
+                let text = format!("{} {}", names.join(" · "), human::rate(*peak, "FLOP"));
+                l = l.row().line(math_colour(formats[0]), "", text);
+            }
+            l = l.row().line(FG, "", format!("HBM {} (slope)", human::rate(bw, "B")));
+            l = l.row().entry(Swatch::Line(FG.into(), 1.5, "6 4"), format!("achieved roofs: {achieved}"));
+            l = l.row().entry(Swatch::None, "operators (area ∝ time share):");
+            for m in &used {
+                l = l.entry(Swatch::Dot(math_colour(*m).into()), m.name());
+            }
+            l = l.note("hover or tap a marker for its numbers", size.width);
+            for (what, ops) in [("no FLOPs", &no_flops), ("no HBM bytes", &no_bytes)] {
+                if !ops.is_empty() {
+                    l = l.note(&format!("not drawn ({what}): {}", ops.join(", ")), size.width);
+                }
+            }
+            l
+        } else {
+            Legend::default()
+        };
+        let legend_h = legend.height(size.width);
+        let (font, small) = if narrow { (NARROW_FONT, NARROW_FONT) } else { (FONT, FONT - 1.0) };
+        // What plotters is asked for: its SVG text comes out 1.24 times smaller.
+        let mesh_font = if narrow { plotters_font(NARROW_FONT) } else { FONT };
 
         // Ranges in decades, enclosing the points, the ridges and the ceilings.
         let lg = f64::log10;
@@ -146,10 +184,20 @@ impl<'a> Roofline<'a> {
         let mut buf = String::new();
         let mut overlay = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (left, _) = root.split_horizontally(size.width - LEGEND_W);
+            let root = SVGBackend::with_string(&mut buf, (size.width, size.height + legend_h)).into_drawing_area();
+            let left = if narrow { root.clone() } else { root.split_horizontally(size.width - LEGEND_W).0 };
             let mut builder = ChartBuilder::on(&left);
-            builder.margin(10).margin_right(16).x_label_area_size(46).y_label_area_size(62);
+            if narrow {
+                builder
+                    .margin(6)
+                    .margin_top(12)
+                    .margin_right(12)
+                    .margin_bottom(6 + legend_h)
+                    .x_label_area_size(40)
+                    .y_label_area_size(50);
+            } else {
+                builder.margin(10).margin_right(16).x_label_area_size(46).y_label_area_size(62);
+            }
             if let Some(t) = &self.title {
                 builder.caption(t, ("sans-serif", 14).into_font().color(&BLACK));
             }
@@ -160,13 +208,17 @@ impl<'a> Roofline<'a> {
                 .y_labels((ly1 - ly0) as usize + 1)
                 .x_label_formatter(&|v| decade_label(*v))
                 .y_label_formatter(&|v| decade_label(*v))
-                .x_desc("arithmetic intensity (FLOP/byte, log scale)")
-                .y_desc("attained performance (FLOP/s, log scale)")
+                .x_desc(if narrow {
+                    "arithmetic intensity (FLOP/B, log scale)"
+                } else {
+                    "arithmetic intensity (FLOP/byte, log scale)"
+                })
+                .y_desc(if narrow { "attained FLOP/s (log scale)" } else { "attained performance (FLOP/s, log scale)" })
                 .bold_line_style(BLACK.mix(0.12))
                 .light_line_style(TRANSPARENT)
                 .axis_style(BLACK)
-                .label_style(("sans-serif", FONT).into_font().color(&BLACK))
-                .axis_desc_style(("sans-serif", FONT + 1.0).into_font().color(&BLACK))
+                .label_style(("sans-serif", mesh_font).into_font().color(&BLACK))
+                .axis_desc_style(("sans-serif", if narrow { mesh_font } else { FONT + 1.0 }).into_font().color(&BLACK))
                 .draw()?;
             let area = chart.plotting_area().clone();
             let at = |x: f64, y: f64| area.map_coordinate(&(x, y));
@@ -183,7 +235,7 @@ impl<'a> Roofline<'a> {
             let angle = f64::from(p1.1 - p0.1).atan2(f64::from(p1.0 - p0.0)).to_degrees();
             let label_x = slope_start + 0.35 * (top_ridge - slope_start);
             let (lx, ly) = at(label_x, label_x + lbw);
-            overlay.text((lx, ly - 6), &format!("HBM {}", human::rate(bw, "B")), FONT, FG, Anchor::Start, angle);
+            overlay.text((lx, ly - 6), &format!("HBM {}", human::rate(bw, "B")), font, FG, Anchor::Start, angle);
             for (formats, peak) in &ceilings {
                 let ridge = lg(*peak) - lbw;
                 let colour = rgb(math_colour(formats[0]));
@@ -191,9 +243,6 @@ impl<'a> Roofline<'a> {
             }
 
             // Achieved roofs for the formats in use.
-            let mut used: Vec<MathFormat> = drawn.iter().map(|p| p.math).collect();
-            used.sort();
-            used.dedup();
             for m in &used {
                 let peak = self.gpu.peak(*m).unwrap_or(self.gpu.peak_flops_per_s.vector) * eff_c;
                 let lslope = lg(bw * eff_b);
@@ -230,75 +279,74 @@ impl<'a> Roofline<'a> {
             let mut placed: Vec<(f64, f64, f64, f64)> = markers;
             for c in clusters.iter().filter(|c| c.share >= 0.01).take(10) {
                 let text = cluster_label(&c.names);
-                let w = text_width(&text, FONT - 1.0);
+                let w = text_width(&text, small);
                 let (cx, cy) = (f64::from(c.xy.0), f64::from(c.xy.1));
                 let candidates = [4.0, -8.0, 16.0, -20.0, 28.0, -32.0]
                     .into_iter()
                     .flat_map(|dy| [(cx + c.r + 3.0, cy + dy), (cx - c.r - 3.0 - w, cy + dy)]);
                 for (x, y) in candidates {
-                    let bbox = (x, y - FONT + 2.0, x + w, y + 2.0);
+                    let bbox = (x, y - small - 1.0 + 2.0, x + w, y + 2.0);
                     let inside = bbox.0 >= f64::from(plot_left)
                         && bbox.2 <= f64::from(plot_right)
                         && bbox.1 >= f64::from(plot_top)
                         && bbox.3 <= f64::from(plot_bottom);
                     if inside && placed.iter().all(|b| !overlaps(*b, bbox)) {
                         placed.push(bbox);
-                        overlay.text((x as i32, y as i32), &text, FONT - 1.0, FG, Anchor::Start, 0.0);
+                        overlay.text((x as i32, y as i32), &text, small, FG, Anchor::Start, 0.0);
                         break;
                     }
                 }
             }
             let _ = chart;
 
-            // Legend: ceilings (top first, as drawn), achieved roofs, operator colours, what is not drawn.
-            let x0 = (size.width - LEGEND_W + 8) as i32;
-            let mut y = 24;
-            let line = |overlay: &mut Overlay, y: &mut i32, text: &str, size: f64| {
-                overlay.text((x0, *y), text, size, FG, Anchor::Start, 0.0);
-                *y += 15;
-            };
-            line(&mut overlay, &mut y, "peak ceilings", FONT);
-            for (formats, peak) in ceilings.iter().rev() {
-                let names: Vec<&str> = formats.iter().map(|m| m.name()).collect();
-                overlay.line((x0, y - 4), (x0 + 22, y - 4), math_colour(formats[0]), 2.0, "");
-                let text = format!("{} {}", names.join(" · "), human::rate(*peak, "FLOP"));
-                overlay.text((x0 + 28, y), &text, FONT - 1.0, FG, Anchor::Start, 0.0);
+            if narrow {
+                legend.draw_below(&mut overlay, size.height as i32 + 10, size);
+            } else {
+                // Legend: ceilings (top first, as drawn), achieved roofs, operator colours, what is not drawn.
+                let x0 = (size.width - LEGEND_W + 8) as i32;
+                let mut y = 24;
+                let line = |overlay: &mut Overlay, y: &mut i32, text: &str, size: f64| {
+                    overlay.text((x0, *y), text, size, FG, Anchor::Start, 0.0);
+                    *y += 15;
+                };
+                line(&mut overlay, &mut y, "peak ceilings", FONT);
+                for (formats, peak) in ceilings.iter().rev() {
+                    let names: Vec<&str> = formats.iter().map(|m| m.name()).collect();
+                    overlay.line((x0, y - 4), (x0 + 22, y - 4), math_colour(formats[0]), 2.0, "");
+                    let text = format!("{} {}", names.join(" · "), human::rate(*peak, "FLOP"));
+                    overlay.text((x0 + 28, y), &text, FONT - 1.0, FG, Anchor::Start, 0.0);
+                    y += 15;
+                }
+                overlay.line((x0, y - 4), (x0 + 22, y - 4), FG, 2.0, "");
+                overlay.text(
+                    (x0 + 28, y),
+                    &format!("HBM {} (slope)", human::rate(bw, "B")),
+                    FONT - 1.0,
+                    FG,
+                    Anchor::Start,
+                    0.0,
+                );
+                y += 21;
+                overlay.line((x0, y - 4), (x0 + 22, y - 4), FG, 1.5, "6 4");
+                overlay.text((x0 + 28, y), "achieved roofs:", FONT - 1.0, FG, Anchor::Start, 0.0);
                 y += 15;
-            }
-            overlay.line((x0, y - 4), (x0 + 22, y - 4), FG, 2.0, "");
-            overlay.text(
-                (x0 + 28, y),
-                &format!("HBM {} (slope)", human::rate(bw, "B")),
-                FONT - 1.0,
-                FG,
-                Anchor::Start,
-                0.0,
-            );
-            y += 21;
-            overlay.line((x0, y - 4), (x0 + 22, y - 4), FG, 1.5, "6 4");
-            overlay.text((x0 + 28, y), "achieved roofs:", FONT - 1.0, FG, Anchor::Start, 0.0);
-            y += 15;
-            let achieved = format!("{:.0} % of peak, {:.0} % of HBM", eff_c * 100.0, eff_b * 100.0);
-            overlay.text((x0 + 28, y), &achieved, FONT - 1.0, FG, Anchor::Start, 0.0);
-            y += 21;
-            line(&mut overlay, &mut y, "operators (area ∝ time share)", FONT);
-            y += 2;
-            for m in &used {
-                overlay.point((x0 + 6, y - 4), 5.0, math_colour(*m), "legend", m.name());
-                overlay.text((x0 + 16, y), m.name(), FONT - 1.0, FG, Anchor::Start, 0.0);
-                y += 16;
-            }
-            y += 4;
-            line(&mut overlay, &mut y, "hover a marker for its numbers", FONT - 1.0);
-            let no_flops: Vec<&str> =
-                self.points.iter().filter(|p| !p.drawable() && p.flops <= 0.0).map(|p| p.op.as_str()).collect();
-            let no_bytes: Vec<&str> =
-                self.points.iter().filter(|p| !p.drawable() && p.flops > 0.0).map(|p| p.op.as_str()).collect();
-            for (what, ops) in [("no FLOPs", no_flops), ("no HBM bytes", no_bytes)] {
-                if !ops.is_empty() {
-                    y += 6;
-                    for l in wrap(&format!("not drawn ({what}): {}", ops.join(", ")), 30) {
-                        line(&mut overlay, &mut y, &l, FONT - 1.0);
+                overlay.text((x0 + 28, y), &achieved, FONT - 1.0, FG, Anchor::Start, 0.0);
+                y += 21;
+                line(&mut overlay, &mut y, "operators (area ∝ time share)", FONT);
+                y += 2;
+                for m in &used {
+                    overlay.point((x0 + 6, y - 4), 5.0, math_colour(*m), "legend", m.name());
+                    overlay.text((x0 + 16, y), m.name(), FONT - 1.0, FG, Anchor::Start, 0.0);
+                    y += 16;
+                }
+                y += 4;
+                line(&mut overlay, &mut y, "hover a marker for its numbers", FONT - 1.0);
+                for (what, ops) in [("no FLOPs", no_flops), ("no HBM bytes", no_bytes)] {
+                    if !ops.is_empty() {
+                        y += 6;
+                        for l in wrap_words(&format!("not drawn ({what}): {}", ops.join(", ")), 30) {
+                            line(&mut overlay, &mut y, &l, FONT - 1.0);
+                        }
                     }
                 }
             }
@@ -330,23 +378,6 @@ fn cluster_label(names: &[String]) -> String {
 
 fn overlaps(a: (f64, f64, f64, f64), b: (f64, f64, f64, f64)) -> bool {
     a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
-}
-
-/// Greedy word wrap at `width` characters.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split(' ') {
-        let line = lines.last_mut().expect("never empty");
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(word.to_string());
-        } else {
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-    }
-    lines
 }
 
 /// `#RRGGBB` → plotters colour.
@@ -383,6 +414,16 @@ mod tests {
         let sc = Scenario::default_decode();
         let report = LedgerReport::new(&sc, &Ledger::build(&sc));
         Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default()).unwrap()
+    }
+
+    #[test]
+    fn a_narrow_roofline_fits_a_phone_with_its_legend_below() {
+        let sc = Scenario::default_decode();
+        let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+        let s = Roofline::from_report(&report, &sc.gpu).svg(PlotSize::NARROW).unwrap();
+        super::super::phone::assert_fits(&s);
+        assert_eq!(s.matches("<circle class=\"op\"").count(), 16, "the same operators as wide");
+        assert!(s.contains("achieved roofs: "), "{s}");
     }
 
     #[test]
@@ -538,11 +579,5 @@ mod tests {
             let (_, cy) = marker(&s, op);
             assert!((cy - flat.0 .1).abs() <= 1.0, "{op}: cy {cy} vs the roof at {}", flat.0 .1);
         }
-    }
-
-    #[test]
-    fn wrap_breaks_at_word_boundaries() {
-        assert_eq!(wrap("aa bb cc dd", 5), ["aa bb", "cc dd"]);
-        assert_eq!(wrap("toolongword x", 4), ["toolongword", "x"]);
     }
 }

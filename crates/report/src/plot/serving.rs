@@ -3,7 +3,7 @@
 
 use super::roofline::rgb;
 use super::svg::{finish, href, Anchor, Links, Overlay, FG};
-use super::{PlotError, PlotSize};
+use super::{Legend, PlotError, PlotSize};
 use crate::human;
 use llm_ledger_core::simulate::stats::SeriesPoint;
 use llm_ledger_core::simulate::{SimSummary, Simulation};
@@ -397,14 +397,26 @@ impl ServingChart {
             }
         };
         let (x_fmt, y_fmt) = (fmt(self.x_seconds, self.x_log), fmt(self.y_seconds, self.y_log));
+        // Narrow, the legend goes below the plot, and the CDFs' long axis name is cut short.
+        let narrow = size.is_narrow();
+        let legend = if narrow {
+            self.lines.iter().fold(Legend::default(), |l, line| l.line(line.colour, "", line.label.as_str()))
+        } else {
+            Legend::default()
+        };
+        let y_desc = match self.y_desc.as_str() {
+            "fraction of requests (tokens for ITL) at or below" if narrow => "fraction at or below",
+            d => d,
+        };
         let mut buf = String::new();
         let mut o = Overlay::default();
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height)).into_drawing_area();
-            let (mut builder, legend_y) = super::line_chart(&root, self.title.as_deref(), size.width, &mut o, false);
+            let root = SVGBackend::with_string(&mut buf, size.canvas(&legend)).into_drawing_area();
+            let (mut builder, legend_y) =
+                super::line_chart_sized(&root, self.title.as_deref(), size, &mut o, false, legend.height(size.width));
             let mut chart = builder.build_cartesian_2d(x_min..x_max, y_min..y_top)?;
             let y_labels = if self.y_log { ((y_top - y_min) as usize + 1).max(2) } else { 6 };
-            super::draw_mesh(
+            super::draw_mesh_at(
                 &mut chart,
                 &super::Mesh {
                     x_labels: 6,
@@ -412,8 +424,9 @@ impl ServingChart {
                     x_fmt: &x_fmt,
                     y_fmt: &y_fmt,
                     x_desc: &self.x_desc,
-                    y_desc: &self.y_desc,
+                    y_desc,
                 },
+                size,
             )?;
             let area = chart.plotting_area().clone();
             for r in &self.rules {
@@ -440,18 +453,23 @@ impl ServingChart {
                     }
                 }
             }
-            // The legend, wrapped onto more lines where the chart is narrow.
-            let (left, _) = area.map_coordinate(&(x_min, y_top));
-            let (mut lx, mut ly) = (left, legend_y);
-            for l in &self.lines {
-                let w = 60 + super::svg::text_width(&l.label, FONT) as i32;
-                if lx > left && lx + w - 24 > size.width as i32 {
-                    lx = left;
-                    ly += 16;
+            // The legend: below the plot where narrow; else above it, wrapped onto more lines
+            // where it does not fit.
+            if narrow {
+                legend.draw_below(&mut o, legend_y, size);
+            } else {
+                let (left, _) = area.map_coordinate(&(x_min, y_top));
+                let (mut lx, mut ly) = (left, legend_y);
+                for l in &self.lines {
+                    let w = 60 + super::svg::text_width(&l.label, FONT) as i32;
+                    if lx > left && lx + w - 24 > size.width as i32 {
+                        lx = left;
+                        ly += 16;
+                    }
+                    o.line((lx, ly - 4), (lx + 24, ly - 4), l.colour, 2.0, "");
+                    o.text((lx + 30, ly), &l.label, FONT, FG, Anchor::Start, 0.0);
+                    lx += w;
                 }
-                o.line((lx, ly - 4), (lx + 24, ly - 4), l.colour, 2.0, "");
-                o.text((lx + 30, ly), &l.label, FONT, FG, Anchor::Start, 0.0);
-                lx += w;
             }
             root.present()?;
         }
@@ -481,6 +499,30 @@ mod tests {
         assert!(!s.contains("#000000"));
         let empty = ServingChart::throughput_latency(&[], None);
         assert!(empty.svg(PlotSize::default()).is_err());
+    }
+
+    #[test]
+    fn narrow_charts_fit_a_phone_with_their_legend_below() {
+        let sc = ScenarioRequest::default().resolve(&Catalog::builtin()).unwrap();
+        let sim = simulate(&sc, &SimConfig { requests: 100, ..SimConfig::poisson(4.0) }, |_| {}).unwrap();
+        let sweep: Vec<SimSummary> = [2.0, 4.0, 8.0]
+            .iter()
+            .map(|r| simulate(&sc, &SimConfig { requests: 60, ..SimConfig::poisson(*r) }, |_| {}).unwrap().summary)
+            .collect();
+        let charts = [
+            ServingChart::latency_cdfs(&sim, None),
+            ServingChart::timeline(&sim.series, None),
+            ServingChart::sweep_goodput(&sweep, None),
+        ];
+        for c in &charts {
+            let s = c.svg(PlotSize::NARROW).unwrap();
+            super::super::phone::assert_fits(&s);
+            for l in &c.lines {
+                assert!(s.contains(&format!(">{}</text>", super::super::svg::esc(&l.label))), "{}: {s}", l.label);
+            }
+        }
+        let cdf = charts[0].svg(PlotSize::NARROW).unwrap();
+        assert!(cdf.contains("\nfraction at or below\n"), "{cdf}");
     }
 
     /// Every mark's `<title>` holds its numbers with units — the CDFs' fraction
