@@ -165,10 +165,7 @@ pub(crate) fn line_chart_sized<'a, 'b>(
     if !size.is_narrow() {
         return line_chart(root, title, size.width, overlay, right_axis);
     }
-    let top = if title.is_some() { 30 } else { 10 };
-    if let Some(t) = title {
-        overlay.text(((size.width / 2) as i32, 18), t, NARROW_FONT + 1.0, svg::FG, svg::Anchor::Middle, 0.0);
-    }
+    let top = title.map_or(10, |t| narrow_title(overlay, t, size.width) + 6);
     let mut b = ChartBuilder::on(root);
     b.margin(6).margin_top(top).margin_bottom(6 + legend_h).x_label_area_size(40).y_label_area_size(54);
     if right_axis {
@@ -177,6 +174,18 @@ pub(crate) fn line_chart_sized<'a, 'b>(
         b.margin_right(14);
     }
     (b, size.height as i32 + 10)
+}
+
+/// A narrow plot's title, wrapped to its `width` and centred from the top. Returns the height it
+/// takes.
+pub(crate) fn narrow_title(overlay: &mut svg::Overlay, title: &str, width: u32) -> u32 {
+    let font = NARROW_FONT + 1.0;
+    let chars = ((f64::from(width) - 12.0) / (font * 0.6)).floor().max(10.0) as usize;
+    let lines = wrap_words(title, chars);
+    for (i, l) in lines.iter().enumerate() {
+        overlay.text(((width / 2) as i32, 16 + 15 * i as i32), l, font, svg::FG, svg::Anchor::Middle, 0.0);
+    }
+    15 * lines.len() as u32 + 6
 }
 
 /// How many labels a narrow axis `span` units long holds, at most `wanted`: one per 52 units.

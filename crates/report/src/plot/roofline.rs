@@ -13,7 +13,10 @@
 //!   listed under the legend instead.
 
 use super::svg::{esc, finish, href, text_width, Anchor, Links, Overlay, FG};
-use super::{decade_label, math_colour, plotters_font, wrap_words, Legend, PlotError, PlotSize, Swatch, NARROW_FONT};
+use super::{
+    decade_label, math_colour, narrow_title, plotters_font, wrap_words, Legend, PlotError, PlotSize, Swatch,
+    NARROW_FONT,
+};
 use crate::human;
 use crate::ledger::LedgerReport;
 use llm_ledger_core::{Efficiency, Gpu, MathFormat};
@@ -188,9 +191,10 @@ impl<'a> Roofline<'a> {
             let left = if narrow { root.clone() } else { root.split_horizontally(size.width - LEGEND_W).0 };
             let mut builder = ChartBuilder::on(&left);
             if narrow {
+                let title_h = self.title.as_deref().map_or(0, |t| narrow_title(&mut overlay, t, size.width));
                 builder
                     .margin(6)
-                    .margin_top(12)
+                    .margin_top(12 + title_h)
                     .margin_right(12)
                     .margin_bottom(6 + legend_h)
                     .x_label_area_size(40)
@@ -198,7 +202,7 @@ impl<'a> Roofline<'a> {
             } else {
                 builder.margin(10).margin_right(16).x_label_area_size(46).y_label_area_size(62);
             }
-            if let Some(t) = &self.title {
+            if let Some(t) = self.title.as_ref().filter(|_| !narrow) {
                 builder.caption(t, ("sans-serif", 14).into_font().color(&BLACK));
             }
             let mut chart = builder.build_cartesian_2d(lx0..lx1, ly0..ly1)?;
@@ -424,6 +428,18 @@ mod tests {
         super::super::phone::assert_fits(&s);
         assert_eq!(s.matches("<circle class=\"op\"").count(), 16, "the same operators as wide");
         assert!(s.contains("achieved roofs: "), "{s}");
+    }
+
+    #[test]
+    fn a_narrow_rooflines_title_wraps_to_its_width() {
+        let sc = Scenario::default_decode();
+        let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+        let mut chart = Roofline::from_report(&report, &sc.gpu);
+        chart.title = Some(crate::plot::title(&report.inputs));
+        let s = chart.svg(PlotSize::NARROW).unwrap();
+        super::super::phone::assert_fits(&s);
+        let title_lines = s.matches("font-size=\"12\" fill=\"currentColor\" text-anchor=\"middle\"").count();
+        assert!(title_lines >= 2, "{s}");
     }
 
     #[test]
