@@ -161,6 +161,22 @@ pub(crate) fn command(raw: Option<&str>, keys: &[&str]) -> Result<(PageQuery, Fo
     Ok((q, f))
 }
 
+/// The key of a plot's size: `size=narrow` draws it for a phone ([`PlotSize::NARROW`], its legend
+/// below the plot); without it, at the page's size.
+const SIZE_KEY: &str = "size";
+
+/// The plot size a query asks for.
+fn plot_size(q: &PageQuery) -> Result<PlotSize, AppError> {
+    match q.extra(SIZE_KEY) {
+        None | Some("wide") => Ok(PlotSize::default()),
+        Some("narrow") => Ok(PlotSize::NARROW),
+        Some(other) => Err(AppError::bad_request(
+            format!("invalid `{SIZE_KEY}`: {other:?} is not `wide` or `narrow`"),
+            Some(SIZE_KEY),
+        )),
+    }
+}
+
 fn svg_response(svg: &str) -> Response {
     let headers =
         [(header::CONTENT_TYPE, "image/svg+xml"), (header::CONTENT_SECURITY_POLICY, crate::security::SVG_CSP)];
@@ -200,11 +216,12 @@ fn sweep(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
 }
 
 fn batch_curve_svg(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
-    let q = PageQuery::parse(q, SWEEP_KEYS)?;
+    let q = PageQuery::parse(q, &[SWEEP_KEYS, &[SIZE_KEY]].concat())?;
+    let size = plot_size(&q)?;
     let plan = sweep_plan(state, &q)?;
     let points = plan.points(MAX_POINTS).map_err(|e| q.core_error(&e))?;
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
-    let svg = curve.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+    let svg = curve.svg(size).map_err(|e| AppError::bad_request(e.to_string(), None))?;
     Ok(svg_response(&svg))
 }
 
@@ -279,12 +296,13 @@ fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
 }
 
 async fn roofline_svg(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Result<Response, AppError> {
-    let q = PageQuery::parse(q.as_deref(), &[])?;
+    let q = PageQuery::parse(q.as_deref(), &[SIZE_KEY])?;
+    let size = plot_size(&q)?;
     let r = q.resolve(&state.catalog)?;
     let report = LedgerReport::new(&r.scenario, &Ledger::build(&r.scenario));
     let mut chart = Roofline::from_report(&report, &r.scenario.gpu);
     chart.title = Some(plot::title(&report.inputs));
-    let svg = chart.svg(PlotSize::default()).map_err(|e| AppError::bad_request(e.to_string(), None))?;
+    let svg = chart.svg(size).map_err(|e| AppError::bad_request(e.to_string(), None))?;
     Ok(svg_response(&svg))
 }
 

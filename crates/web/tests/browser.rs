@@ -621,7 +621,9 @@ const EVERY_PAGE: &[(&str, &str)] = &[
 ];
 
 /// On a 390 px wide phone no page scrolls sideways (tables and plots scroll in
-/// their own boxes), and plot text stays legible (at least 8 px as drawn); a screenshot of each.
+/// their own boxes), and plot text stays legible (at least 8 px as drawn); the line charts are
+/// drawn for phones (no text under 10 px, the legend under the plot) in place of the wide ones;
+/// a screenshot of each.
 #[test]
 fn on_a_390_px_phone_no_page_scrolls_sideways() {
     in_browser(&[], |c, base| async move {
@@ -659,6 +661,53 @@ fn on_a_390_px_phone_no_page_scrolls_sideways() {
                 .text_err()?;
             let px = smallest.as_f64().unwrap_or(0.0);
             assert!(px >= 8.0, "/{slug}{query}: plot text {px} px high");
+            // A plot drawn for phones shows in place of the wide one: no text under 10 px as
+            // drawn, and its legend under the plot (below every other text and mark).
+            let narrow = c
+                .execute(
+                    "const bad = []; let shown = 0; \
+                     for (const svg of document.querySelectorAll('svg.plot.plot-narrow')) { \
+                       const box = svg.getBoundingClientRect(); if (box.width === 0) continue; shown++; \
+                       const k = box.width / svg.viewBox.baseVal.width; \
+                       const legend = svg.querySelector('g.legend'); \
+                       if (!legend) { bad.push(svg.className.baseVal + ': no legend'); continue; } \
+                       const top = legend.getBoundingClientRect().top; \
+                       for (const t of svg.querySelectorAll('text')) { \
+                         const px = parseFloat(getComputedStyle(t).fontSize) * k; \
+                         if (px < 10) bad.push(svg.className.baseVal + ': ' + t.textContent.trim() + ' at ' + px.toFixed(1) + ' px'); \
+                         if (!legend.contains(t) && t.getBoundingClientRect().bottom > top + 1) \
+                           bad.push(svg.className.baseVal + ': ' + t.textContent.trim() + ' below the legend'); } \
+                       for (const m of svg.querySelectorAll('circle')) \
+                         if (!legend.contains(m) && m.getBoundingClientRect().bottom > top + 1) \
+                           bad.push(svg.className.baseVal + ': a mark below the legend'); } \
+                     const wide = [...document.querySelectorAll('figure.two-sizes svg.plot:not(.plot-narrow)')] \
+                       .filter(s => s.getBoundingClientRect().width > 0).length; \
+                     return [shown, wide, bad.slice(0, 8)]",
+                    vec![],
+                )
+                .await
+                .text_err()?;
+            assert_eq!(narrow[1], json!(0), "/{slug}{query}: a wide plot shown on a phone");
+            assert_eq!(narrow[2], json!([]), "/{slug}{query}: {narrow}");
+            if ["ledger", "batching", "kv-cache", "moe", "serving", "need"].contains(slug) {
+                assert!(narrow[0].as_u64().unwrap_or(0) >= 1, "/{slug}{query}: no plot drawn for phones");
+            }
+            if *slug == "ledger" {
+                // The time and the share come right after the operator, under their headings.
+                let at = c
+                    .execute(
+                        "const x = e => Math.round(e.getBoundingClientRect().left); \
+                         const t = document.getElementById('ledger'); const row = t.querySelector('tbody tr'); \
+                         return [x(row.children[0]), x(row.querySelector('.time')), x(row.querySelector('.share')), \
+                                 x(row.children[1]), x(t.querySelector('thead .time')), x(t.querySelector('thead .share'))]",
+                        vec![],
+                    )
+                    .await
+                    .text_err()?;
+                let at: Vec<i64> = at.as_array().unwrap().iter().map(|v| v.as_i64().unwrap_or(-1)).collect();
+                assert!(at[0] < at[1] && at[1] < at[2] && at[2] < at[3], "/ledger on a phone: {at:?}");
+                assert_eq!((at[4], at[5]), (at[1], at[2]), "the headings over their columns: {at:?}");
+            }
             let name = if slug.is_empty() { "overview" } else { slug };
             shot_at(&c, &format!("phone-{i:02}-{name}"), 390, 844).await?;
         }

@@ -2183,7 +2183,7 @@ async fn the_ledger_page_shows_both_clocks_per_row() {
         assert!(report.inputs.engine.is_some(), "the measured clock is the default");
         for th in [
             "<th class=\"num\" scope=\"col\">roofline</th>",
-            "<th class=\"num\" scope=\"col\">expected</th>",
+            "<th class=\"num time\" scope=\"col\">expected</th>",
             "<th class=\"num\" scope=\"col\">achieved</th>",
         ] {
             assert!(r.body.contains(th), "{q}: {th}");
@@ -2201,7 +2201,7 @@ async fn the_ledger_page_shows_both_clocks_per_row() {
     let r = get("/ledger?batch=8&time_model=roofline").await;
     let report = cli_report(&pairs);
     assert!(report.inputs.engine.is_none());
-    assert!(r.body.contains("<th class=\"num\" scope=\"col\">time</th>"));
+    assert!(r.body.contains("<th class=\"num time\" scope=\"col\">time</th>"));
     assert!(!r.body.contains("scope=\"col\">achieved<") && !r.body.contains("scope=\"col\">expected<"));
     for row in &report.rows {
         assert_eq!(cell(&r.body, &row.op, "time"), Some(row.time_s), "{}", row.op);
@@ -2273,7 +2273,8 @@ async fn compare_lines_up_saved_scenarios_with_the_ledgers_numbers() {
     let r = get(uri).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert!(r.body.contains("data-columns=\"4\""));
-    let cases: [(&str, &[(&str, &str)], f64); 4] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], f64);
+    let cases: [Case; 4] = [
         ("A", &[("batch", "8")], 1.0),
         ("B", &[("batch", "64"), ("kv", "fp8")], 1.0),
         ("C", &[], 1.0),
@@ -2330,9 +2331,10 @@ async fn compare_draws_the_pareto_front_of_plan() {
     let f = frontier(&[], 2);
     assert_eq!(value_of(&r.body, "deployments"), f.deployments.len() as f64);
     assert_eq!(value_of(&r.body, "front-count"), f.front.len() as f64);
+    // Each deployment twice: in the wide plot and in the phone's.
     let ms: Vec<_> = marks(&r.body).into_iter().filter(|m| m.class.starts_with("deployment")).collect();
-    assert_eq!(ms.len(), f.deployments.len());
-    assert_eq!(ms.iter().filter(|m| m.class == "deployment front").count(), f.front.len());
+    assert_eq!(ms.len(), 2 * f.deployments.len());
+    assert_eq!(ms.iter().filter(|m| m.class == "deployment front").count(), 2 * f.front.len());
     // The front is non-dominated: nothing is faster per user and more per GPU at once.
     for d in &f.front {
         assert!(!f.deployments.iter().any(|o| o.tokens_per_s_per_user > d.tokens_per_s_per_user
@@ -2584,4 +2586,59 @@ async fn what_do_i_need_plans_under_load_within_the_step_budget() {
     // Bounds nobody holds: said in the section, the page kept.
     let r = get("/need?rate=2&ttft_ms=0.001&tpot_ms=50&requests=100&max_gpus=2").await;
     assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+}
+
+/// A phone's plots: `size=narrow` draws a plot 360 units wide with its legend below the plot
+/// (the page's size is still the default), and every page with a line chart holds it at both
+/// sizes, the narrow one with the same marks (numbers and links) as the wide one.
+#[tokio::test]
+async fn plots_come_at_a_phones_width_too() {
+    use llm_ledger_report::plot::marks;
+    for path in ["/plot/roofline.svg?batch=8", "/plot/batch-curve.svg?batch=1,8,64"] {
+        let wide = get(path).await;
+        assert_eq!(wide.status, StatusCode::OK, "{}", wide.body);
+        assert!(wide.body.contains("viewBox=\"0 0 800 480\"") && !wide.body.contains("<g class=\"legend\">"));
+        assert_eq!(get(&format!("{path}&size=wide")).await.body, wide.body, "wide is the default");
+        let narrow = get(&format!("{path}&size=narrow")).await;
+        assert_eq!(narrow.status, StatusCode::OK, "{}", narrow.body);
+        assert_eq!(narrow.headers[header::CONTENT_TYPE], "image/svg+xml");
+        assert!(narrow.body.starts_with("<?xml") && narrow.body.contains("viewBox=\"0 0 360 "), "{}", narrow.body);
+        assert!(narrow.body.contains("<g class=\"legend\">"), "{}", narrow.body);
+        let (status, message, field) = api_error(&format!("{path}&size=huge")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(message, "invalid `size`: \"huge\" is not `wide` or `narrow`");
+        assert_eq!(field.as_deref(), Some("size"));
+    }
+    let pages = [
+        ("/ledger?batch=64", "roofline"),
+        ("/batching?ctx=4096", "batch-curve"),
+        ("/kv-cache?batch=64", "kv-chart"),
+        ("/moe?model=mixtral-8x7b&zipf=1", "moe-curve"),
+        ("/serving?requests=200", "serving"),
+        ("/need?model=llama-3-70b&batch=16", "memory-wall"),
+    ];
+    for (uri, class) in pages {
+        let r = get(uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        let (wide, narrow) =
+            (format!("<svg class=\"plot {class}\""), format!("<svg class=\"plot {class} plot-narrow\""));
+        let (Some(w), Some(n)) = (r.body.find(&wide), r.body.find(&narrow)) else {
+            panic!("{uri}: no {class} plot at both sizes");
+        };
+        assert!(w < n, "{uri}: the wide plot first");
+        assert!(r.body.contains("<figure class=\"plot") && r.body.contains(" two-sizes\">"), "{uri}");
+        let svg = |at: usize| &r.body[at..at + r.body[at..].find("</svg>").unwrap()];
+        assert!(svg(n).contains("viewBox=\"0 0 360 ") && svg(n).contains("<g class=\"legend\">"), "{uri}");
+        // (The wide roofline's legend dots carry their format's name; the narrow legend's do not.)
+        let data = |svg: &str| marks(svg).into_iter().filter(|m| m.class != "legend").collect::<Vec<_>>();
+        assert_eq!(data(svg(w)), data(svg(n)), "{uri}: the same marks at both sizes");
+    }
+    // The ledger's time and share columns are marked, for phones to show them first.
+    let r = get("/ledger").await;
+    assert!(r.body.contains("<table class=\"ledger results-first\" id=\"ledger\">"), "{}", r.body);
+    let expected = if r.body.contains("<th class=\"num\" scope=\"col\">roofline</th>") { "expected" } else { "time" };
+    assert!(r.body.contains(&format!("<th class=\"num time\" scope=\"col\">{expected}</th>")), "{}", r.body);
+    let r = get("/ledger?time_model=roofline").await;
+    assert!(r.body.contains("<th class=\"num time\" scope=\"col\">time</th>"), "{}", r.body);
+    assert!(r.body.contains("<th class=\"share\" scope=\"col\">share of step</th>"));
 }

@@ -2,14 +2,13 @@
 //! (the CLI's `sweep --batch <axis> --ctx <ctx>`), drawn as the batch curve with the memory wall and
 //! the KV crossover, and the points as a table.
 
-use super::parts::{downloads, figure, num, thead, MAX_POINTS};
+use super::parts::{at_both_sizes, downloads, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
 use llm_ledger_app::sweep::SweepRequest;
 use llm_ledger_core::sweep::mix_refused;
 use llm_ledger_report::human;
-use llm_ledger_report::plot::PlotSize;
 use llm_ledger_report::sweep::SweepPlan;
 use maud::{html, Markup};
 
@@ -66,7 +65,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let curve = plan.batch_curve(&points).map_err(|e| q.core_error(&e))?;
     // Each mark links to this page at the batch it stands for (its table row is then marked).
     let link = |b: &u64| Some(ctx.self_href(&[("batch", Some(&b.to_string()))], &[]));
-    let chart = curve.svg_linked(PlotSize::default(), Some(&link));
+    let chart = at_both_sizes(|size| curve.svg_linked(size, Some(&link)));
     let h = &plan.head;
     let ctx_tokens = plan.ctx.min();
     let best = points.iter().filter(|p| p.fits).max_by(|a, b| a.tokens_per_s.total_cmp(&b.tokens_per_s));

@@ -8,7 +8,7 @@
 //! the defaults); the page's script also keeps them in the browser (the "Save for comparison"
 //! button of every page), and the navigation's link to this page then carries them.
 
-use super::parts::{downloads, facts, figure, num, thead, Trend};
+use super::parts::{at_both_sizes, downloads, facts, figure, num, thead, Trend};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -20,7 +20,7 @@ use llm_ledger_core::{Catalog, Scenario};
 use llm_ledger_report::compare::{Column, CompareReport};
 use llm_ledger_report::frontier::FrontierReport;
 use llm_ledger_report::human::{self, usd};
-use llm_ledger_report::plot::{ParetoPlot, PlotSize};
+use llm_ledger_report::plot::ParetoPlot;
 use maud::{html, Markup};
 
 /// The keys of the saved scenarios, in column order.
@@ -58,12 +58,12 @@ pub(super) const INPUTS: &[PageInput] = &[
 /// Scenario keys the front does not use: it makes its own layouts and batches, in decode.
 const NOT_FRONT: &[&str] = &["batch", "phase", "contexts", "tp", "pp", "ep", "dp", "micro_batches"];
 
+/// A saved scenario: its label, its query and the scenario.
+pub(crate) type Saved = (String, String, Scenario);
+
 /// The saved scenarios of `q` (label, query, scenario) and the reserve; a saved scenario that does
 /// not resolve is an error about its key, quoting it.
-pub(crate) fn saved_scenarios(
-    q: &PageQuery,
-    catalog: &Catalog,
-) -> Result<(Vec<(String, String, Scenario)>, f64), AppError> {
+pub(crate) fn saved_scenarios(q: &PageQuery, catalog: &Catalog) -> Result<(Vec<Saved>, f64), AppError> {
     let reserve_bytes = match q.extra("reserve") {
         Some(r) => parse_bytes("reserve", r).map_err(|e| q.core_error(&e))?,
         None => DEFAULT_RESERVE_BYTES,
@@ -365,7 +365,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 },
                 Ok(f) => {
                     @let plot = ParetoPlot::from_report(f);
-                    @let chart = plot.svg_linked(PlotSize::default(), Some(&link));
+                    @let chart = at_both_sizes(|size| plot.svg_linked(size, Some(&link)));
                     @let i = &f.inputs;
                     p.headline #front-headline {
                         (i.model) " on " (i.gpu) " · decode at " (human::count(f.ctx)) " cached tokens · weights " (i.weights_shown())

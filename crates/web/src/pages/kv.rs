@@ -2,13 +2,13 @@
 //! crossover and which side of it the workload is on, the memory the step needs and the cached
 //! tokens that fit — with the KV and weight lines against cached tokens.
 
-use super::parts::{downloads, facts, figure};
+use super::parts::{at_both_sizes, downloads, facts, figure};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::serving::ServingRequest;
 use llm_ledger_report::human;
 use llm_ledger_report::kv::KvReport;
-use llm_ledger_report::plot::{KvChart, KvMark, PlotSize};
+use llm_ledger_report::plot::{KvChart, KvMark};
 use maud::{html, Markup};
 
 /// Whether the chart draws the memory wall inside its frame (the one rule is the chart's own).
@@ -31,7 +31,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         KvMark::Batch(b) => Some(ctx.self_href(&[("batch", Some(&b.to_string()))], &[])),
         KvMark::Workload => None,
     };
-    let chart = KvChart::from_report(&report).svg_linked(PlotSize::default(), Some(&link));
+    let kv_chart = KvChart::from_report(&report);
+    let chart = at_both_sizes(|size| kv_chart.svg_linked(size, Some(&link)));
     let tokens = |v: f64| human::count(v.round() as u64);
     let mut items = vec![
         (

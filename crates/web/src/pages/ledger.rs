@@ -1,7 +1,7 @@
 //! The ledger page: the step summary, the roofline chart, and one row per operator with its
 //! share of the step time — the CLI's `ledger` table, with the same numbers.
 
-use super::parts::{experiments, figure, num, share_bar, summary, thead};
+use super::parts::{at_both_sizes, experiments, figure, num, share_bar, summary, thead_marked};
 use super::PageCtx;
 use crate::error::AppError;
 use llm_ledger_core::kinds::{Block, OpClass};
@@ -9,7 +9,7 @@ use llm_ledger_core::model::LayerSpec;
 use llm_ledger_core::ops::{OpBuilder, OpKind};
 use llm_ledger_core::zoom::block_name;
 use llm_ledger_core::{Ledger, Scenario};
-use llm_ledger_report::plot::{PlotSize, Roofline, RooflinePoint};
+use llm_ledger_report::plot::{Roofline, RooflinePoint};
 use llm_ledger_report::{human, LedgerReport, RowView};
 use maud::{html, Markup};
 
@@ -27,7 +27,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     // Each operator's marker links to its row below (the row's id is `op-<name>`).
     let page = ctx.self_href(&[], &[]);
     let link = |p: &RooflinePoint| Some(format!("{page}#{}", row_id(&p.op)));
-    let chart = Roofline::from_report(&report, &sc.gpu).svg_linked(PlotSize::default(), Some(&link));
+    let roofline = Roofline::from_report(&report, &sc.gpu);
+    let chart = at_both_sizes(|size| roofline.svg_linked(size, Some(&link)));
     let q = ctx.query;
     // Under the measured clock each row shows both clocks, as the CLI's table does.
     let measured = report.inputs.engine.is_some();
@@ -61,9 +62,10 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }))
             (experiments(q, &r.catalog, &ctx.page.path(), &ledger, &report))
         }
-        table.ledger #ledger {
+        // On phones the time and its share come first, after the operator (app.css).
+        table.ledger.results-first #ledger {
             caption { "Per operator, summed over the layers it occurs in" }
-            (thead(&cols))
+            (thead_marked(&cols, &[(time_cols[time_cols.len() - 1].0, "time"), ("share of step", "share")]))
             tbody {
                 @for (i, row) in report.rows.iter().enumerate() { (row_html(row, zoom.get(i).cloned().flatten(), measured)) }
             }

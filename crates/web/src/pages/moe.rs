@@ -7,7 +7,7 @@
 //! without them is not an error here: the page says so and links to MoE models.
 
 use super::batching::{axis_error, with_axis_name};
-use super::parts::{downloads, facts, figure, num, thead, MAX_POINTS};
+use super::parts::{at_both_sizes, downloads, facts, figure, num, thead, MAX_POINTS};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -16,7 +16,7 @@ use llm_ledger_app::moe::{MoeRequest, DEFAULT_BATCH_AXIS};
 use llm_ledger_core::moe::moe_shape;
 use llm_ledger_core::Scenario;
 use llm_ledger_report::human;
-use llm_ledger_report::plot::{MoeCurve, MoeCurvePoint, PlotSize};
+use llm_ledger_report::plot::{MoeCurve, MoeCurvePoint};
 use maud::{html, Markup};
 
 /// The page's keys.
@@ -85,7 +85,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let report = q.checked(report)?;
     // Each batch size's marker links to this page with that batch as the scenario's.
     let link = |p: &MoeCurvePoint| Some(ctx.self_href(&[("batch", Some(&p.batch.to_string()))], &[]));
-    let chart = MoeCurve::from_report(&report).svg_linked(PlotSize::default(), Some(&link));
+    let curve = MoeCurve::from_report(&report);
+    let chart = at_both_sizes(|size| curve.svg_linked(size, Some(&link)));
     let with_model = report.model.is_some();
     let axis = req.batch.as_deref().unwrap_or(DEFAULT_BATCH_AXIS);
     let api = |format: Option<&str>| {

@@ -6,7 +6,7 @@
 //! under load on the scenario's GPU (`plan --rate`, by simulation, within the explorer's step
 //! budget). A model given by Hub id or an uploaded config.json is asked like a preset.
 
-use super::parts::{facts, figure, num, thead};
+use super::parts::{at_both_sizes, facts, figure, num, thead};
 use super::{PageCtx, PageInput};
 use crate::api_deploy::{web_budget, NOT_PLAN};
 use crate::error::AppError;
@@ -19,7 +19,7 @@ use llm_ledger_core::Catalog;
 use llm_ledger_report::human::{self, usd};
 use llm_ledger_report::need::NeedReport;
 use llm_ledger_report::plan_serving::ServingPlanReport;
-use llm_ledger_report::plot::{MemoryWallChart, PlotSize};
+use llm_ledger_report::plot::MemoryWallChart;
 use maud::{html, Markup};
 
 /// The page's keys: the app's `need` inputs, then those of the plan under load it takes.
@@ -86,12 +86,12 @@ pub(crate) fn report(q: &PageQuery, catalog: &Catalog) -> Result<NeedReport, App
     q.checked(report)
 }
 
+/// The plan under load: its query for `/api/plan`, and the report or why there is none.
+type UnderLoad = (String, Result<ServingPlanReport, AppError>);
+
 /// The plan under load on the scenario's GPU, when a rate is given: its query for `/api/plan`,
 /// and the report or why there is none (a bad input is the page's error).
-fn under_load(
-    q: &PageQuery,
-    catalog: &Catalog,
-) -> Result<Option<(String, Result<ServingPlanReport, AppError>)>, AppError> {
+fn under_load(q: &PageQuery, catalog: &Catalog) -> Result<Option<UnderLoad>, AppError> {
     let Some(rate) = q.extra("rate") else {
         if let Some(k) = LOAD_KEYS.iter().find(|k| q.extra(k).is_some()) {
             return Err(AppError::bad_request(
@@ -157,7 +157,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     };
     let chart = MemoryWallChart::of(&r.wall, r.batch, r.ctx);
     let link = |batch: &u64| Some(ctx.self_href(&[("batch", Some(&batch.to_string()))], &[]));
-    let svg = chart.svg_linked(PlotSize::default(), Some(&link));
+    let svg = at_both_sizes(|size| chart.svg_linked(size, Some(&link)));
     let api = |format: Option<&str>| {
         let mut page: Vec<(&str, Option<&str>)> =
             ["max_gpus", "reserve", "tpot_ms"].iter().map(|k| (*k, q.extra(k))).collect();

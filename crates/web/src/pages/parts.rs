@@ -3,7 +3,7 @@
 
 use crate::query::PageQuery;
 use llm_ledger_core::{Catalog, Ledger};
-use llm_ledger_report::plot::PlotError;
+use llm_ledger_report::plot::{PlotError, PlotSize};
 use llm_ledger_report::{human, LedgerReport};
 use maud::{html, Markup, PreEscaped};
 
@@ -21,10 +21,35 @@ pub(crate) fn downloads(json: &str, csv: &str, cli: &str) -> Markup {
     }
 }
 
+/// A plot drawn twice, by `draw`: at the page's size ([`PlotSize::default`], as it always was)
+/// and at a phone's ([`PlotSize::NARROW`], its legend below the plot, class `plot-narrow` added),
+/// one after the other; [`figure`] marks a figure holding both `two-sizes`, and the style sheet
+/// shows the one that fits the screen (the narrow one below 600 px). Where the narrow one cannot
+/// be drawn, the wide one alone.
+pub(crate) fn at_both_sizes(draw: impl Fn(PlotSize) -> Result<String, PlotError>) -> Result<String, PlotError> {
+    let wide = draw(PlotSize::default())?;
+    Ok(match draw(PlotSize::NARROW) {
+        Ok(narrow) => format!("{wide}{}", sized(&narrow, NARROW_CLASS)),
+        Err(_) => wide,
+    })
+}
+
+/// The class of a plot's phone drawing.
+const NARROW_CLASS: &str = "plot-narrow";
+
+/// The SVG with `class` added to the end of its root's classes.
+fn sized(svg: &str, class: &str) -> String {
+    const OPEN: &str = "<svg class=\"";
+    match svg.find(OPEN).map(|i| i + OPEN.len()).and_then(|at| svg[at..].find('"').map(|e| at + e)) {
+        Some(end) => format!("{} {class}{}", &svg[..end], &svg[end..]),
+        None => svg.to_string(),
+    }
+}
+
 /// A plot (inline SVG, or why it could not be drawn) with its caption; `wide` plots take the page's width.
 pub(crate) fn figure(chart: &Result<String, PlotError>, wide: bool, caption: Markup) -> Markup {
     html! {
-        figure.plot.wide[wide] {
+        figure.plot.wide[wide].two-sizes[chart.as_ref().is_ok_and(|svg| svg.contains(NARROW_CLASS))] {
             @match chart {
                 Ok(svg) => (PreEscaped(svg)),
                 Err(e) => p.error { (e) },
@@ -57,11 +82,19 @@ pub(crate) fn num(value: f64, text: String) -> Markup {
 
 /// A table head; `true` marks a numeric (right-aligned) column.
 pub(crate) fn thead(cols: &[(&str, bool)]) -> Markup {
+    thead_marked(cols, &[])
+}
+
+/// [`thead`], the columns named in `marks` given a class too (`time`, `share`: the columns a
+/// `results-first` table shows first on phones).
+pub(crate) fn thead_marked(cols: &[(&str, bool)], marks: &[(&str, &str)]) -> Markup {
     html! {
         thead {
             tr {
                 @for (label, numeric) in cols {
-                    th class=[numeric.then_some("num")] scope="col" { (label) }
+                    @let mark = marks.iter().find(|(l, _)| l == label).map(|(_, c)| *c);
+                    @let class = [numeric.then_some("num"), mark].into_iter().flatten().collect::<Vec<_>>().join(" ");
+                    th class=[(!class.is_empty()).then_some(class)] scope="col" { (label) }
                 }
             }
         }

@@ -11,7 +11,7 @@
 //! decode pools and shows them beside aggregated serving on the same GPUs. The scenario's step shape (`phase`, `ctx`, `contexts`, `batch`) is not used:
 //! the simulation builds its own steps.
 
-use super::parts::{facts, figure};
+use super::parts::{at_both_sizes, facts, figure};
 use super::{PageCtx, PageInput};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -23,7 +23,6 @@ use llm_ledger_core::simulate::{Budget, SimSummary, Simulation};
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::human;
 use llm_ledger_report::plot::serving::ServingChart;
-use llm_ledger_report::plot::PlotSize;
 use maud::{html, Markup};
 
 /// Most requests one page answer simulates (the CLI takes up to
@@ -457,8 +456,10 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     }
     let sim: Simulation = run.runs.into_iter().next().expect("one rate runs once");
     let s = &sim.summary;
-    let cdfs = ServingChart::latency_cdfs(&sim, None).svg(PlotSize::default());
-    let timeline = ServingChart::timeline(&sim.series, None).svg(PlotSize::default());
+    let cdf_chart = ServingChart::latency_cdfs(&sim, None);
+    let cdfs = at_both_sizes(|size| cdf_chart.svg(size));
+    let timeline_chart = ServingChart::timeline(&sim.series, None);
+    let timeline = at_both_sizes(|size| timeline_chart.svg(size));
     let st = &report.settings;
     let slo = match (cfg.ttft_slo_s, cfg.tpot_slo_s) {
         (None, None) => "no SLA set: every completed request counts".to_string(),
@@ -612,10 +613,10 @@ fn sweep(
     let knee = knee(points);
     let link = |r: f64| ctx.self_href(&[], &[("rate", Some(&r.to_string()))]);
     let mark_link = |m: &llm_ledger_report::plot::serving::LineMark| m.rate_per_s.map(link);
-    let size = PlotSize::default();
-    let goodput = ServingChart::sweep_goodput(points, None).svg_linked(size, Some(&mark_link));
-    let latency =
-        ServingChart::sweep_latency(points, cfg.ttft_slo_s, cfg.tpot_slo_s, None).svg_linked(size, Some(&mark_link));
+    let goodput_chart = ServingChart::sweep_goodput(points, None);
+    let goodput = at_both_sizes(|size| goodput_chart.svg_linked(size, Some(&mark_link)));
+    let latency_chart = ServingChart::sweep_latency(points, cfg.ttft_slo_s, cfg.tpot_slo_s, None);
+    let latency = at_both_sizes(|size| latency_chart.svg_linked(size, Some(&mark_link)));
     let best = sorted.iter().copied().max_by(|a, b| a.goodput_per_s.total_cmp(&b.goodput_per_s));
     let slo = match (cfg.ttft_slo_s, cfg.tpot_slo_s) {
         (None, None) => "no SLA is set, so goodput counts every completed request".to_string(),
