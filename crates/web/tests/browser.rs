@@ -414,7 +414,8 @@ async fn batching(c: &Client, base: &str) -> Result {
     c.find(Locator::Id("f-batches")).await.text_err()?.send_keys("1..64*2\u{E007}").await.text_err()?;
     wait_url(c, "batches=1..64*2").await?;
     until("seven rows", || async { (rows(c, "#sweep tbody tr").await == 7).then_some(()) }).await?;
-    assert_eq!(rows(c, "svg.batch-curve circle.step").await, 7);
+    assert_eq!(rows(c, "svg.batch-curve:not(.plot-narrow) circle.step").await, 7);
+    assert_eq!(rows(c, "svg.batch-curve.plot-narrow circle.step").await, 7, "and the phone's drawing");
     let kept = c.execute("return window.__noReload === 2", vec![]).await.text_err()?;
     assert_eq!(kept, json!(true), "updated without a full reload");
     Ok(())
