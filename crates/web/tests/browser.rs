@@ -1183,7 +1183,7 @@ async fn first_result(c: &Client) -> Result<(f64, String)> {
     let v = c
         .execute(
             "const m = document.getElementById('content'); \
-             const r = m && m.querySelector('dl.summary, table, figure, .notice, #error, #cheapest, section.addup'); \
+             const r = m && m.querySelector('dl.summary, table, figure, ol.graph, .notice, #error, #cheapest, section.addup'); \
              if (!r) return null; \
              return [r.getBoundingClientRect().top + scrollY, r.tagName + '.' + r.className + '#' + r.id];",
             vec![],

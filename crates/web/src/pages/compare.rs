@@ -390,7 +390,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     table.ledger #front {
                         caption { "The Pareto front, fastest per user first" }
                         (thead(&[("layout", false), ("batch", true), ("TPOT", true), ("tok/s per user", true), ("tok/s per GPU", true),
-                            ("tok/s", true), ("$/M tokens", true), ("memory/GPU", true), ("", false)]))
+                            ("tok/s", true), ("$/M tokens", true), ("memory/GPU", true), ("compare", false)]))
                         tbody {
                             @for d in &f.front {
                                 @let p = &d.point;

@@ -77,9 +77,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     Ok(html! {
         h1 { "Network graph" }
         p.lead {
-            "The whole model as one graph, in the order a step runs it: each part as wide as its time and coloured by "
-            "what bounds it — " span.key.memory { "memory" } " or " span.key.compute { "compute" } ". Identical layers fold "
-            "into one part; open it for the layer's dataflow. Every part and operator opens its level of Powers of ten."
+            "The model in the order a step runs it: each part as wide as its time, " span.key.memory { "memory" } "- or "
+            span.key.compute { "compute" } "-bound; identical layers fold into one part, which opens on their dataflow."
         }
         p.headline #headline {
             (tree.model) " on " (sc.gpu.name) " · " (sc.workload.phase) " · batch " (human::count(sc.workload.contexts.batch()))
@@ -93,6 +92,9 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             input #graph-find type="search" name=(FIND) value=(text) placeholder="e.g. proj, attn, up, lm_head" autocomplete="off"
                 aria-describedby="graph-count";
             button type="submit" { "Find" }
+            a #graph-expand .graph-fold href=(ctx.self_href(&[], &[(EXPAND, self_expand)])) {
+                @if expand { "Fold identical layers" } @else { "Show every layer apart" }
+            }
         }
         p #graph-count role="status" aria-live="polite" data-hits=(hits.len()) {
             @if let Some(t) = find {
@@ -108,11 +110,6 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     }
                     "."
                 }
-            }
-        }
-        p.graph-fold {
-            a #graph-expand href=(ctx.self_href(&[], &[(EXPAND, self_expand)])) {
-                @if expand { "Fold identical layers" } @else { "Show every layer apart" }
             }
         }
         ol.graph #graph data-parts=(g.parts.len()) {
@@ -151,7 +148,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             }
         }
         p.note {
-            "Bars share one scale: the slowest part is the widest (a run of layers counts all of them). "
+            "Bars share one scale: the slowest part is the widest (a run of layers counts all of them). Every part and "
+            "operator opens its level of Powers of ten. "
             "Inside a layer the boxes have the layer's own scale; arrows carry the bytes the operator above writes."
         }
         (downloads(&api(None), &api(Some("csv")), "llm-ledger zoom --at model --format json|csv"))
