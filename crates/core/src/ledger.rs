@@ -93,7 +93,7 @@ impl StepSummary {
     }
 
     /// [`StepSummary::add`] from an operator's cost and math format.
-    #[inline]
+    #[inline(always)]
     fn add_parts(&mut self, sc: &Scenario, op_cost: &Cost, math: MathFormat, n: u64, one: Timing) -> (Cost, Timing) {
         let nf = n as f64;
         let cost = *op_cost * nf;
