@@ -85,6 +85,7 @@ pub use budget::{Budget, DEFAULT_MAX_STEPS};
 pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice, PoolLayout, Pools};
 pub use policy::{Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, Speculation};
 pub use prefix::PromptPrefix;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use stats::{Quantiles, Series, SeriesPoint, Sketch, TimeAverage};
 use std::borrow::Cow;
@@ -430,9 +431,9 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct StepClock {
     sc: Scenario,
-    decode_memo: Option<std::collections::HashMap<(u64, u64), f64>>,
+    decode_memo: Option<FxHashMap<(u64, u64), f64>>,
     /// Per step of `B` sequences and `T` new tokens: its operators as the ledger sums them.
-    parts: std::collections::HashMap<(u64, u64), StepParts>,
+    parts: FxHashMap<(u64, u64), StepParts>,
     host_s: f64,
 }
 
@@ -443,8 +444,8 @@ impl StepClock {
         let host_s = crate::parallel::pipeline::kernel_timer(sc).host_step_s();
         StepClock {
             sc: sc.clone(),
-            decode_memo: (!windowed).then(std::collections::HashMap::new),
-            parts: std::collections::HashMap::new(),
+            decode_memo: (!windowed).then(FxHashMap::default),
+            parts: FxHashMap::default(),
             host_s,
         }
     }
@@ -941,13 +942,13 @@ enum Event {
 struct Pool<'a> {
     sc: Cow<'a, Scenario>,
     clock: StepClock,
-    kv_bytes_memo: std::collections::HashMap<u64, f64>,
+    kv_bytes_memo: FxHashMap<u64, f64>,
 }
 
 impl<'a> Pool<'a> {
     fn new(sc: Cow<'a, Scenario>) -> Pool<'a> {
         let clock = StepClock::new(&sc);
-        Pool { sc, clock, kv_bytes_memo: std::collections::HashMap::new() }
+        Pool { sc, clock, kv_bytes_memo: FxHashMap::default() }
     }
 }
 
