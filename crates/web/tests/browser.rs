@@ -693,21 +693,31 @@ fn on_a_390_px_phone_no_page_scrolls_sideways() {
             if ["ledger", "batching", "kv-cache", "moe", "serving", "need"].contains(slug) {
                 assert!(narrow[0].as_u64().unwrap_or(0) >= 1, "/{slug}{query}: no plot drawn for phones");
             }
-            if *slug == "ledger" {
-                // The time and the share come right after the operator, under their headings.
+            let table = match *slug {
+                "ledger" => Some("ledger"),
+                "powers-of-ten" => Some("children"),
+                _ => None,
+            };
+            if let Some(table) = table {
+                // The time and the share come right after the operator, under their headings,
+                // and over the footer's cells.
                 let at = c
                     .execute(
-                        "const x = e => Math.round(e.getBoundingClientRect().left); \
-                         const t = document.getElementById('ledger'); const row = t.querySelector('tbody tr'); \
+                        "const x = e => e ? Math.round(e.getBoundingClientRect().left) : -1; \
+                         const t = document.getElementById(arguments[0]); \
+                         const row = t.querySelector('tbody tr:not(.block-heading)'); const foot = t.querySelector('tfoot tr'); \
                          return [x(row.children[0]), x(row.querySelector('.time')), x(row.querySelector('.share')), \
-                                 x(row.children[1]), x(t.querySelector('thead .time')), x(t.querySelector('thead .share'))]",
-                        vec![],
+                                 x(row.children[1]), x(t.querySelector('thead .time')), x(t.querySelector('thead .share')), \
+                                 foot ? x(foot.querySelector('.time')) : x(row.querySelector('.time')), \
+                                 foot ? x(foot.querySelector('.share')) : x(row.querySelector('.share'))]",
+                        vec![json!(table)],
                     )
                     .await
                     .text_err()?;
                 let at: Vec<i64> = at.as_array().unwrap().iter().map(|v| v.as_i64().unwrap_or(-1)).collect();
-                assert!(at[0] < at[1] && at[1] < at[2] && at[2] < at[3], "/ledger on a phone: {at:?}");
-                assert_eq!((at[4], at[5]), (at[1], at[2]), "the headings over their columns: {at:?}");
+                assert!(at[0] < at[1] && at[1] < at[2] && at[2] < at[3], "/{slug}{query} on a phone: {at:?}");
+                assert_eq!((at[4], at[5]), (at[1], at[2]), "/{slug}{query}: the headings over their columns: {at:?}");
+                assert_eq!((at[6], at[7]), (at[1], at[2]), "/{slug}{query}: the footer under its columns: {at:?}");
             }
             let name = if slug.is_empty() { "overview" } else { slug };
             shot_at(&c, &format!("phone-{i:02}-{name}"), 390, 844).await?;

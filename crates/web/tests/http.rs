@@ -593,7 +593,7 @@ async fn powers_of_ten_shows_the_zoom_report_at_every_level() {
         assert_eq!(value_of(&r.body, "node-time"), expected.node.time_s, "{q}");
         // One row per child, each a link one level down (tile classes are not); at layer level
         // under its block's heading.
-        let rows = r.body.split("<table class=\"ledger\" id=\"children\"").nth(1).unwrap();
+        let rows = r.body.split("<table class=\"ledger results-first\" id=\"children\"").nth(1).unwrap();
         let rows = &rows[..rows.find("</tbody>").unwrap()];
         let headings = rows.matches("<tr class=\"block-heading").count();
         assert_eq!(rows.matches("<tr").count() - 1 - headings, expected.children.len(), "{q}");

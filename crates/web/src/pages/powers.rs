@@ -6,7 +6,7 @@
 //! four experiments as links, each sentence that says which way a number moves written from the
 //! numbers beside it. Every number is the CLI's `zoom` report for the same inputs.
 
-use super::parts::{by_trend, claim, num, ratio, share_bar, thead};
+use super::parts::{by_trend, claim, num, ratio, share_bar, thead, thead_marked};
 use super::{picture, PageCtx};
 use crate::error::AppError;
 use crate::query::PageQuery;
@@ -357,7 +357,8 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
     };
     let focus = r.focus.as_deref();
     html! {
-        table.ledger #children {
+        // On phones the time and its share come first, after the child (app.css).
+        table.ledger.results-first #children {
             caption {
                 @if r.children.is_empty() { "No children: " (r.path) " is a leaf" }
                 @else if r.level == Level::Model { "What the model is made of: its layers (click a row to zoom in)" }
@@ -366,11 +367,13 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                 @else { "The tiles, by class: how many, what they compute and what they load" }
             }
             @if exact {
-                (thead(&[("child", false), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of time", false)]))
+                (thead_marked(&[("child", false), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
+                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of time", false)],
+                    &[(&time_col, "time"), ("share of time", "share")]))
             } @else {
-                (thead(&[("child", false), ("count", true), ("useful FLOPs", true), ("executed FLOPs", true),
-                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of bytes", false)]))
+                (thead_marked(&[("child", false), ("count", true), ("useful FLOPs", true), ("executed FLOPs", true),
+                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of bytes", false)],
+                    &[(&time_col, "time"), ("share of bytes", "share")]))
             }
             tbody {
                 @for (i, (c, n)) in r.children.iter().zip(repeats.iter().copied().chain(std::iter::repeat(1))).enumerate() {
@@ -400,7 +403,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                         }
                         (num(c.bytes, human::bytes(c.bytes)))
                         td.num data-value=[c.intensity] { (human::intensity(c.intensity)) }
-                        @if c.time_s > 0.0 { (num(c.time_s, human::seconds(c.time_s))) } @else { td.num {} }
+                        @if c.time_s > 0.0 { td.num.time data-value=(c.time_s) { (human::seconds(c.time_s)) } } @else { td.num.time {} }
                         td.share data-value=(share(c)) { (share_bar(share(c))) span { (human::percent(share(c))) } }
                     }
                 }
@@ -419,7 +422,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                             (num(a.children_flops, human::flops(a.children_flops)))
                         }
                         (num(a.children_bytes, human::bytes(a.children_bytes)))
-                        td {} td {} td {}
+                        td {} td.time {} td.share {}
                     }
                 }
             }
