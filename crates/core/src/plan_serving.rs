@@ -507,17 +507,23 @@ fn assess_split(
     Ok(out)
 }
 
+/// The request's scheduler with chunks (and a step's token budget) of `chunk` tokens and the
+/// plan's SLAs.
+fn config_at(req: &ServingPlanRequest, chunk: u64) -> SimConfig {
+    SimConfig {
+        max_batched_tokens: chunk,
+        chunk_tokens: chunk,
+        ttft_slo_s: Some(req.ttft_bound_s),
+        tpot_slo_s: Some(req.tpot_bound_s),
+        ..req.sim.clone()
+    }
+}
+
 /// The candidate configurations of one layout: `(max_seqs, chunk)`.
 fn candidates_of(sc: &Scenario, req: &ServingPlanRequest) -> Vec<SimConfig> {
     let mut out = Vec::new();
     for chunk in CHUNK_CANDIDATES {
-        let base = SimConfig {
-            max_batched_tokens: chunk,
-            chunk_tokens: chunk,
-            ttft_slo_s: Some(req.ttft_bound_s),
-            tpot_slo_s: Some(req.tpot_bound_s),
-            ..req.sim.clone()
-        };
+        let base = config_at(req, chunk);
         let Ok(blocks) = kv_capacity_blocks(sc, &base) else { continue };
         let whole = match (base.prompt.max_tokens(), base.output.max_tokens()) {
             (Some(p), Some(o)) => (blocks * base.block_tokens / (p + o)).max(1),
@@ -554,13 +560,7 @@ fn prefill_alone_s(sc: &Scenario, prompt: u64, chunk: u64) -> f64 {
 /// on the decode layout meets the TPOT bound, and `m* ÷ 2`.
 fn split_candidates(layouts: &[Scenario], quick: &[(usize, f64)], req: &ServingPlanRequest) -> Vec<Candidate> {
     let chunk = CHUNK_CANDIDATES[CHUNK_CANDIDATES.len() - 1];
-    let base = SimConfig {
-        max_batched_tokens: chunk,
-        chunk_tokens: chunk,
-        ttft_slo_s: Some(req.ttft_bound_s),
-        tpot_slo_s: Some(req.tpot_bound_s),
-        ..req.sim.clone()
-    };
+    let base = config_at(req, chunk);
     let prompt = base.prompt.mean_tokens().max(1.0).round() as u64;
     let context = prompt + (base.output.mean_tokens() / 2.0).round() as u64;
     let (longest_prompt, longest_output) = (base.prompt.max_tokens(), base.output.max_tokens());

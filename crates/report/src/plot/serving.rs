@@ -54,13 +54,36 @@ fn sample(n: usize) -> Vec<usize> {
 }
 
 /// The points in order of their offered rate.
+/// The rate a sweep's point was offered (its arrival rate where none was set apart), requests/s.
+fn offered_rate(s: &SimSummary) -> f64 {
+    s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s)
+}
+
+/// A rate sweep's line: `f` of each point (sorted by rate) against its offered rate, each point a
+/// marker with the hover text `tip(rate, value)` and its rate (the key of its link).
+fn rate_line(
+    sorted: &[&SimSummary],
+    label: &str,
+    colour: &'static str,
+    f: fn(&SimSummary) -> f64,
+    tip: impl Fn(f64, f64) -> String,
+) -> Line {
+    Line {
+        label: label.into(),
+        colour,
+        points: sorted.iter().map(|s| (offered_rate(s), f(s))).collect(),
+        markers: true,
+        marks: sorted
+            .iter()
+            .enumerate()
+            .map(|(i, s)| LineMark { index: i, tip: tip(offered_rate(s), f(s)), rate_per_s: Some(offered_rate(s)) })
+            .collect(),
+    }
+}
+
 fn by_rate(points: &[SimSummary]) -> Vec<&SimSummary> {
     let mut v: Vec<&SimSummary> = points.iter().collect();
-    v.sort_by(|a, b| {
-        a.offered_rate_per_s
-            .unwrap_or(a.arrival_rate_per_s)
-            .total_cmp(&b.offered_rate_per_s.unwrap_or(b.arrival_rate_per_s))
-    });
+    v.sort_by(|a, b| offered_rate(a).total_cmp(&offered_rate(b)));
     v
 }
 
@@ -120,8 +143,7 @@ pub const KEEPS_UP: f64 = 0.9;
 /// the SLAs; every completed request without them) stays at or above [`KEEPS_UP`] of the offered
 /// rate at every swept rate; `None` when even the lowest misses it.
 pub fn knee(points: &[SimSummary]) -> Option<f64> {
-    let mut by_rate: Vec<(f64, f64)> =
-        points.iter().map(|s| (s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s), s.goodput_per_s)).collect();
+    let mut by_rate: Vec<(f64, f64)> = points.iter().map(|s| (offered_rate(s), s.goodput_per_s)).collect();
     by_rate.sort_by(|a, b| a.0.total_cmp(&b.0));
     by_rate.iter().take_while(|(rate, good)| *good >= KEEPS_UP * rate).last().map(|(rate, _)| *rate)
 }
@@ -224,7 +246,7 @@ impl ServingChart {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let rate = s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
+                    let rate = offered_rate(s);
                     LineMark {
                         index: i,
                         tip: format!(
@@ -255,31 +277,20 @@ impl ServingChart {
     /// offered rate itself (y = x: what an instance that keeps up serves) and the knee marked.
     pub fn sweep_goodput(points: &[SimSummary], title: Option<String>) -> ServingChart {
         let sorted = by_rate(points);
-        let rate = |s: &SimSummary| s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
-        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| Line {
-            label: label.into(),
-            colour,
-            points: sorted.iter().map(|s| (rate(s), f(s))).collect(),
-            markers: true,
-            marks: sorted
-                .iter()
-                .enumerate()
-                .map(|(i, s)| LineMark {
-                    index: i,
-                    tip: format!(
-                        "rate {} requests/s\n{label} {} requests/s ({} of the rate)",
-                        human::sig3(rate(s)),
-                        human::sig3(f(s)),
-                        human::percent(f(s) / rate(s))
-                    ),
-                    rate_per_s: Some(rate(s)),
-                })
-                .collect(),
+        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| {
+            rate_line(&sorted, label, colour, f, |r, v| {
+                format!(
+                    "rate {} requests/s\n{label} {} requests/s ({} of the rate)",
+                    human::sig3(r),
+                    human::sig3(v),
+                    human::percent(v / r)
+                )
+            })
         };
         let offered = Line {
             label: "offered rate".into(),
             colour: "#8C959F",
-            points: sorted.iter().map(|s| (rate(s), rate(s))).collect(),
+            points: sorted.iter().map(|s| (offered_rate(s), offered_rate(s))).collect(),
             markers: false,
             marks: Vec::new(),
         };
@@ -309,21 +320,10 @@ impl ServingChart {
         title: Option<String>,
     ) -> ServingChart {
         let sorted = by_rate(points);
-        let rate = |s: &SimSummary| s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s);
-        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| Line {
-            label: label.into(),
-            colour,
-            points: sorted.iter().map(|s| (rate(s), f(s))).collect(),
-            markers: true,
-            marks: sorted
-                .iter()
-                .enumerate()
-                .map(|(i, s)| LineMark {
-                    index: i,
-                    tip: format!("rate {} requests/s\n{label} {}", human::sig3(rate(s)), human::seconds(f(s))),
-                    rate_per_s: Some(rate(s)),
-                })
-                .collect(),
+        let line = |label: &str, colour, f: fn(&SimSummary) -> f64| {
+            rate_line(&sorted, label, colour, f, |r, v| {
+                format!("rate {} requests/s\n{label} {}", human::sig3(r), human::seconds(v))
+            })
         };
         let mut rules: Vec<Rule> = [("TTFT", ttft_slo_s, COLOURS[0]), ("TPOT", tpot_slo_s, COLOURS[1])]
             .into_iter()
