@@ -217,8 +217,8 @@ impl Interconnect {
         for (key, link) in links {
             let Some(l) = link else { continue };
             let field = |f: &str| format!("{gpu}.interconnect.{key}.{f}");
-            limits::LINK_BANDWIDTH.check(&field("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s)?;
-            limits::LINK_LATENCY_S.check(&field("latency_s"), l.latency_s)?;
+            limits::LINK_BANDWIDTH.check_with(|| field("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s)?;
+            limits::LINK_LATENCY_S.check_with(|| field("latency_s"), l.latency_s)?;
             match (key, l.gpus) {
                 ("network", Some(_)) => {
                     return Err(Error::invalid(field("gpus"), "given", "absent: the network reaches every node"))
@@ -318,7 +318,7 @@ impl Gpu {
     /// ledger derives from them can overflow or vanish).
     fn validate(&self) -> Result<()> {
         let f = |range: limits::Range, field: &str, v: f64| -> Result<f64> {
-            range.check(&format!("{}.{field}", self.name), v)
+            range.check_with(|| format!("{}.{field}", self.name), v)
         };
         check_name(&self.name)?;
         if !(1..=limits::MAX_SM_COUNT).contains(&self.sm_count) {

@@ -89,6 +89,16 @@ impl Range {
         }
     }
 
+    /// [`Range::check`] with the field's name made only when `v` is outside (a file's key path,
+    /// formatted for the error alone).
+    pub fn check_with(&self, field: impl FnOnce() -> String, v: f64) -> Result<f64> {
+        if self.contains(v) {
+            Ok(v)
+        } else {
+            self.check(&field(), v)
+        }
+    }
+
     /// Parse text (see [`parse_f64`]) and check it, under this range's name.
     pub fn parse(&self, s: &str) -> Result<f64> {
         self.check(self.name, parse_f64(self.name, s)?)

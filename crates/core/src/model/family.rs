@@ -1,6 +1,7 @@
 //! Model families as data: `crates/core/data/families.toml` (embedded) gives each Hugging Face `model_type`
 //! its defaults and layout switches. The schema is documented at the top of that file.
 
+#[cfg(test)]
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -228,40 +229,34 @@ impl Family {
     }
 }
 
-/// All families, keyed by name, parsed once from the embedded table.
+/// All families, keyed by name, parsed once from the embedded table (each already merged over
+/// `[default]` by `build.rs`).
 pub fn families() -> &'static BTreeMap<String, Family> {
     static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
     F.get_or_init(|| {
-        let table = serde_json::from_str(FAMILIES_JSON).expect("build.rs writes families.json from valid TOML");
-        families_of(table).expect("embedded crates/core/data/families.toml is valid (checked by tests)")
+        let mut table: BTreeMap<String, Family> = serde_json::from_str(FAMILIES_JSON)
+            .expect("build.rs writes families.json from valid TOML (checked by tests)");
+        for (name, fam) in table.iter_mut() {
+            fam.name.clone_from(name);
+        }
+        table
     })
 }
 
-/// The families of the table: each entry over the `[default]` entry's fields.
+/// The families of the TOML table: each entry over the `[default]` entry's fields.
+#[cfg(test)]
 fn families_of(table: toml::Table) -> Result<BTreeMap<String, Family>> {
     let malformed = |e: toml::de::Error| Error::Malformed {
         what: "families.toml".into(),
         message: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
     };
-    let default = table
-        .get("default")
-        .and_then(|v| v.as_table())
-        .cloned()
-        .ok_or_else(|| Error::MissingField { field: "[default]".into(), context: "families.toml".into() })?;
+    let merged = super::family_merge::merged(&table)
+        .map_err(|field| Error::MissingField { field: field.into(), context: "families.toml".into() })?;
     let mut out = BTreeMap::new();
-    for (name, v) in &table {
-        if name == "default" {
-            continue;
-        }
-        let mut merged = default.clone();
-        if let Some(t) = v.as_table() {
-            for (k, v) in t {
-                merged.insert(k.clone(), v.clone());
-            }
-        }
+    for (name, merged) in merged {
         let mut fam: Family = toml::Value::Table(merged).try_into().map_err(malformed)?;
-        fam.name = name.clone();
-        out.insert(name.clone(), fam);
+        fam.name.clone_from(&name);
+        out.insert(name, fam);
     }
     Ok(out)
 }

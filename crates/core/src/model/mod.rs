@@ -2,6 +2,8 @@
 //! [`ModelSpec`].
 
 pub mod family;
+#[cfg(test)]
+mod family_merge;
 pub mod gguf;
 pub mod hf;
 pub mod presets;

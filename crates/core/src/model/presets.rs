@@ -78,7 +78,7 @@ impl PartialEq for Preset {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Record {
+struct Record<C = serde_json::Value> {
     name: String,
     #[serde(default)]
     aliases: Vec<String>,
@@ -86,13 +86,35 @@ struct Record {
     published_params: Option<f64>,
     published_active_params: Option<f64>,
     reference_config: Option<String>,
-    config: serde_json::Value,
+    /// The entry's `config.json` table: a value (a user's TOML file), or the JSON text of the
+    /// embedded table's entry, kept unparsed until its spec is asked for ([`ConfigText`]).
+    config: C,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
-    model: Vec<Record>,
+struct File<C = serde_json::Value> {
+    model: Vec<Record<C>>,
+}
+
+/// A preset entry's `config` table, as the config parser reads it.
+trait ConfigText {
+    fn value(&self) -> Result<serde_json::Value>;
+}
+
+impl ConfigText for serde_json::Value {
+    fn value(&self) -> Result<serde_json::Value> {
+        Ok(self.clone())
+    }
+}
+
+/// The embedded table's entries keep their `config` as the build-time JSON's text: a run parses
+/// the one config it resolves, not all of them.
+impl ConfigText for Box<serde_json::value::RawValue> {
+    fn value(&self) -> Result<serde_json::Value> {
+        serde_json::from_str(self.get())
+            .map_err(|e| Error::Malformed { what: "the embedded model table".into(), message: e.to_string() })
+    }
 }
 
 /// Parse a preset file (the `crates/core/data/models.toml` schema). An entry without
@@ -130,8 +152,8 @@ fn presets_of(file: File) -> Result<Vec<Preset>> {
 }
 
 /// An entry's config resolved to its spec, a field in error prefixed with the entry's name.
-fn resolve_record(r: &Record) -> Result<ModelSpec> {
-    resolve(&HfConfig::from_value(r.config.clone())?, &r.name).map_err(|e| match e {
+fn resolve_record<C: ConfigText>(r: &Record<C>) -> Result<ModelSpec> {
+    resolve(&HfConfig::from_value(r.config.value()?)?, &r.name).map_err(|e| match e {
         Error::InvalidField { field, value, expected } => {
             Error::InvalidField { field: format!("{}: {field}", r.name), value, expected }
         }
@@ -140,7 +162,7 @@ fn resolve_record(r: &Record) -> Result<ModelSpec> {
 }
 
 /// The preset of an entry, with its spec from `spec` (its config is not kept).
-fn preset_of(r: &Record, spec: PresetSpec) -> Preset {
+fn preset_of<C>(r: &Record<C>, spec: PresetSpec) -> Preset {
     Preset {
         name: r.name.clone(),
         aliases: r.aliases.clone(),
@@ -153,10 +175,10 @@ fn preset_of(r: &Record, spec: PresetSpec) -> Preset {
 }
 
 /// The embedded table's entries, read once from its build-time JSON.
-fn builtin_records() -> &'static [Record] {
-    static RECORDS: OnceLock<Vec<Record>> = OnceLock::new();
+fn builtin_records() -> &'static [Record<Box<serde_json::value::RawValue>>] {
+    static RECORDS: OnceLock<Vec<Record<Box<serde_json::value::RawValue>>>> = OnceLock::new();
     RECORDS.get_or_init(|| {
-        let file: File =
+        let file: File<_> =
             serde_json::from_str(BUILTIN_MODELS_JSON).expect("build.rs writes models.json from valid TOML");
         file.model
     })
