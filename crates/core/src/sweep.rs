@@ -406,33 +406,58 @@ impl Sweep {
         map: impl Fn(u64, &SweepPoint) -> T + Sync,
         mut emit: impl FnMut(&SweepPoint, T) -> ControlFlow<()>,
     ) {
+        self.chunked(
+            |i, p| {
+                let mapped = map(i, &p);
+                (p, mapped)
+            },
+            |_, done| {
+                for (p, mapped) in done.drain(..) {
+                    emit(&p, mapped)?;
+                }
+                ControlFlow::Continue(())
+            },
+        );
+    }
+
+    /// Evaluate every point, handing `emit` one chunk at a time, in grid order: the grid index
+    /// of the chunk's first point and its points (at most [`CHUNK`]), so a caller that stores
+    /// the points (a column per field) can spread that work over the cores too. Stops early
+    /// when `emit` breaks.
+    pub fn run_chunks(&self, mut emit: impl FnMut(u64, &[SweepPoint]) -> ControlFlow<()>) {
+        self.chunked(|_, p| p, |first, done| emit(first, done));
+    }
+
+    /// The loop under [`Sweep::run_mapped`] and [`Sweep::run_chunks`]: each chunk of the grid
+    /// evaluated (`each` of the grid index and the point, in parallel above
+    /// [`PARALLEL_MIN_POINTS`] points) into one buffer, which `emit` gets with the chunk's first
+    /// index.
+    fn chunked<U: Send>(
+        &self,
+        each: impl Fn(u64, SweepPoint) -> U + Sync,
+        mut emit: impl FnMut(u64, &mut Vec<U>) -> ControlFlow<()>,
+    ) {
         let mut grid = self.ctx.iter().flat_map(|c| self.batch.iter().map(move |b| (b, c))).zip(0u64..);
         // Buffers of one chunk, or of the whole sweep where that is smaller (a one-point sweep
         // allocates one point, not a chunk's half megabyte).
         let capacity = usize::try_from(self.len()).map_or(CHUNK, |n| n.min(CHUNK));
         let mut pending: Vec<((u64, u64), u64)> = Vec::with_capacity(capacity);
-        let mut done: Vec<(SweepPoint, T)> = Vec::with_capacity(capacity);
+        let mut done: Vec<U> = Vec::with_capacity(capacity);
         loop {
             pending.clear();
             pending.extend(grid.by_ref().take(CHUNK));
-            if pending.is_empty() {
+            let Some(&(_, first)) = pending.first() else {
                 return;
-            }
-            let each = |&((b, c), i): &((u64, u64), u64)| {
-                let p = self.evaluate(b, c);
-                let mapped = map(i, &p);
-                (p, mapped)
             };
+            let point = |&((b, c), i): &((u64, u64), u64)| each(i, self.evaluate(b, c));
             if pending.len() < PARALLEL_MIN_POINTS {
                 done.clear();
-                done.extend(pending.iter().map(each));
+                done.extend(pending.iter().map(point));
             } else {
-                pending.par_iter().map(each).collect_into_vec(&mut done);
+                pending.par_iter().map(point).collect_into_vec(&mut done);
             }
-            for (p, mapped) in done.drain(..) {
-                if emit(&p, mapped).is_break() {
-                    return;
-                }
+            if emit(first, &mut done).is_break() {
+                return;
             }
         }
     }
@@ -604,6 +629,35 @@ mod tests {
             },
         );
         assert_eq!(next, 2 * n);
+    }
+
+    #[test]
+    fn chunks_come_in_grid_order_with_their_first_index_and_the_points_of_run() {
+        let n = CHUNK as u64 + 9;
+        let ax = Axis::parse("batch", &format!("1..{n}"), 1, MAX_BATCH).unwrap();
+        let sw = Sweep::new(seed(), ax, Axis::parse("ctx", "10,20", 0, MAX_CONTEXT).unwrap(), 0.0).unwrap();
+        let mut each = Vec::new();
+        sw.run(|p| {
+            each.push(*p);
+            ControlFlow::Continue(())
+        });
+        let (mut chunked, mut firsts) = (Vec::new(), Vec::new());
+        sw.run_chunks(|first, points| {
+            assert!(!points.is_empty() && points.len() <= CHUNK);
+            firsts.push(first);
+            chunked.extend_from_slice(points);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(chunked, each);
+        // 2n points: chunks of CHUNK from 0, the last one shorter.
+        assert_eq!(firsts, [0, CHUNK as u64, 2 * CHUNK as u64]);
+        // A break stops after that chunk.
+        let mut calls = 0;
+        sw.run_chunks(|_, _| {
+            calls += 1;
+            ControlFlow::Break(())
+        });
+        assert_eq!(calls, 1);
     }
 
     #[test]

@@ -46,6 +46,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyDict, PyInt, PyList, PyString, PyTuple};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -892,6 +893,76 @@ fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Boun
     PyByteArray::new(py, bytemuck::cast_slice(values))
 }
 
+/// One chunk's share of a sweep column, filled from the chunk's points ([`Column::fill`]).
+enum Column<'a> {
+    Batch(&'a mut [u64]),
+    Ctx(&'a mut [u64]),
+    /// 1 where the point fits, else 0.
+    Fits(&'a mut [u8]),
+    /// The [`floats_of`] value at this index.
+    Float(usize, &'a mut [f64]),
+}
+
+impl Column<'_> {
+    /// Each slot from the point at the same place in `points` (as many as the slots); for a
+    /// number column, the first place where the value is not finite.
+    fn fill(&mut self, points: &[SweepPoint]) -> Option<usize> {
+        match self {
+            Column::Batch(col) => col.iter_mut().zip(points).for_each(|(v, p)| *v = p.batch),
+            Column::Ctx(col) => col.iter_mut().zip(points).for_each(|(v, p)| *v = p.ctx),
+            Column::Fits(col) => col.iter_mut().zip(points).for_each(|(v, p)| *v = u8::from(p.fits)),
+            Column::Float(k, col) => {
+                col.iter_mut().zip(points).for_each(|(v, p)| *v = floats_of(p)[*k]);
+                return col.iter().position(|v| !v.is_finite());
+            }
+        }
+        None
+    }
+}
+
+/// A copy of one sweep column that NumPy reads in place through its array interface
+/// (`__array_interface__`, version 3; `numpy.asarray` keeps this object as the array's base).
+/// Nothing else reads or writes the values once they are handed out, so the array is writable
+/// and shares memory with no other array.
+#[pyclass(frozen, module = "llm_ledger._native")]
+struct ColumnArray {
+    /// The values' bytes in 8-byte words (aligned for any column type), the last one padded.
+    words: Box<[u64]>,
+    /// Values.
+    len: usize,
+    /// NumPy's type string of a value (`<f8`, `<i8`, `|u1`, `|b1`).
+    typestr: &'static str,
+}
+
+impl ColumnArray {
+    /// A copy of `values`, read by NumPy as `typestr`.
+    fn of<T: bytemuck::NoUninit>(values: &[T], typestr: &'static str) -> ColumnArray {
+        let bytes: &[u8] = bytemuck::cast_slice(values);
+        let mut words = vec![0u64; bytes.len().div_ceil(8)].into_boxed_slice();
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        ColumnArray { words, len: values.len(), typestr }
+    }
+}
+
+#[pymethods]
+impl ColumnArray {
+    /// NumPy's array interface: one dimension of `len` values of `typestr` at the words' address,
+    /// writable.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", (self.len,))?;
+        d.set_item("typestr", self.typestr)?;
+        d.set_item("data", (self.words.as_ptr() as usize, false))?;
+        Ok(d)
+    }
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+}
+
 impl SweepColumns {
     /// Run `sweep` (`n` points of `base` over `axes`) into columns, with the CLI's finiteness
     /// check on each point.
@@ -907,37 +978,48 @@ impl SweepColumns {
         };
         let keep = n as u64 <= MAX_PLOT_POINTS;
         let mut bad = None;
-        let mut i = 0;
-        sweep.run(|p| {
-            let values = floats_of(p);
-            if values.iter().any(|v| !v.is_finite()) {
-                // The report crate's check names the field and the point, as the CLI's would.
-                bad = llm_ledger_report::finite::check(&format!("points[{i}]"), p).err();
-                return ControlFlow::Break(());
-            }
-            if i == n {
+        sweep.run_chunks(|first, points| {
+            let start = usize::try_from(first).unwrap_or(usize::MAX);
+            let Some(end) = start.checked_add(points.len()).filter(|&end| end <= n) else {
                 // More points than the grid holds: never (`n` is the grid's size).
                 return ControlFlow::Break(());
-            }
-            c.ints[i] = p.batch;
-            c.ints[n + i] = p.ctx;
-            for (col, v) in values.into_iter().enumerate() {
-                c.floats[col * n + i] = v;
-            }
-            let code = match c.ops.iter().position(|k| *k == p.largest_op) {
-                Some(code) => code,
-                None => {
-                    c.ops.push(p.largest_op);
-                    c.ops.len() - 1
-                }
             };
-            // Fewer operator kinds than 256 (each `OpKind` is one).
-            c.bytes[i] = code as u8;
-            c.bytes[n + i] = u8::from(p.fits);
-            if keep {
-                c.kept.push(*p);
+            // The operator kinds' codes in order of first appearance (serial; neighbouring
+            // points mostly share their largest operator).
+            let (codes, fits) = c.bytes.split_at_mut(n);
+            let mut last: Option<(OpKind, u8)> = None;
+            for (slot, p) in codes[start..end].iter_mut().zip(points) {
+                *slot = match last {
+                    Some((kind, code)) if kind == p.largest_op => code,
+                    _ => {
+                        let code = c.ops.iter().position(|k| *k == p.largest_op).unwrap_or_else(|| {
+                            c.ops.push(p.largest_op);
+                            c.ops.len() - 1
+                        });
+                        // Fewer operator kinds than 256 (each `OpKind` is one).
+                        let code = code as u8;
+                        last = Some((p.largest_op, code));
+                        code
+                    }
+                };
             }
-            i += 1;
+            // Every other column filled on the pool, one column per task; each number column
+            // gives the first point where it is not finite.
+            let (batch, ctx) = c.ints.split_at_mut(n);
+            let mut columns: Vec<Column<'_>> = vec![
+                Column::Batch(&mut batch[start..end]),
+                Column::Ctx(&mut ctx[start..end]),
+                Column::Fits(&mut fits[start..end]),
+            ];
+            columns.extend(c.floats.chunks_mut(n).enumerate().map(|(k, col)| Column::Float(k, &mut col[start..end])));
+            if let Some(j) = columns.par_iter_mut().filter_map(|col| col.fill(points)).min() {
+                // The report crate's check names the field and the point, as the CLI's would.
+                bad = llm_ledger_report::finite::check(&format!("points[{}]", start + j), &points[j]).err();
+                return ControlFlow::Break(());
+            }
+            if keep {
+                c.kept.extend_from_slice(points);
+            }
             ControlFlow::Continue(())
         });
         match bad {
@@ -999,6 +1081,26 @@ impl SweepColumns {
     /// The operator kinds `largest_op` takes, indexed by the codes of `buffer("largest_op")`.
     fn op_names(&self) -> Vec<&'static str> {
         self.ops.iter().map(|k| k.name()).collect()
+    }
+
+    /// Every column, in [`COLUMNS`] order, as a fresh [`ColumnArray`] for NumPy: the copies
+    /// made on the thread pool, without the GIL (`largest_op` holds the codes of `op_names()`).
+    /// `batch` and `ctx` (u64, at most 2³⁰ and the longest context) are read as int64, the same
+    /// bytes below 2⁶³: pandas' own integer dtype.
+    fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, Bound<'py, ColumnArray>)>> {
+        let copies: Vec<ColumnArray> = py.allow_threads(|| {
+            COLUMNS
+                .par_iter()
+                .map(|&name| match name {
+                    "batch" => ColumnArray::of(self.nth(&self.ints, 0), "<i8"),
+                    "ctx" => ColumnArray::of(self.nth(&self.ints, 1), "<i8"),
+                    "largest_op" => ColumnArray::of(self.op_codes(), "|u1"),
+                    "fits" => ColumnArray::of(self.fits(), "|b1"),
+                    _ => ColumnArray::of(self.float_column(name).unwrap_or_default(), "<f8"),
+                })
+                .collect()
+        });
+        COLUMNS.iter().zip(copies).map(|(&name, c)| Ok((name, Bound::new(py, c)?))).collect()
     }
 
     /// A column as its `array` type code and a `bytearray` of its values: `batch` and `ctx` `Q`
@@ -1171,6 +1273,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add_class::<Output>()?;
     m.add_class::<SweepColumns>()?;
+    m.add_class::<ColumnArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The most values one keyword takes: a context mix's buckets, the longest list any input reads.
     m.add("MAX_VALUES", llm_ledger_core::limits::MAX_CONTEXT_BUCKETS)?;

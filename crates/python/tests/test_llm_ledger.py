@@ -416,9 +416,12 @@ def test_sweep_arrays_are_numpy_columns_read_in_place(np):
     }
     for name, column in a.items():
         assert len(column) == 300 and column.tolist() == list(s.columns[name]), name
-    # Numbers are views of the bytes the sweep wrote (no copy, no Python object per point), and
-    # writable.
-    assert isinstance(a["step_time_s"].base.obj, bytearray) and a["step_time_s"].flags.writeable
+    # Numbers are read in place from a copy each array owns (no Python object per point), and
+    # writable: a write changes neither the sweep nor a second set of arrays.
+    assert type(a["step_time_s"].base).__name__ == "ColumnArray" and a["step_time_s"].flags.writeable
+    first = float(a["step_time_s"][0])
+    a["step_time_s"][0] = -1.0
+    assert s.columns["step_time_s"][0] == first and s._new_arrays()["step_time_s"][0] == first
     # The point at batch 64, ctx 2048 is the ledger's step.
     i = int(np.flatnonzero((a["batch"] == 64) & (a["ctx"] == 2048))[0])
     assert a["step_time_s"][i] == pytest.approx(ll.ledger(batch=64).json["step_time_s"], rel=1e-12)

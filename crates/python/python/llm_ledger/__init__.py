@@ -289,12 +289,6 @@ class Simulation(Report):
         return self._field("settings")
 
 
-#: NumPy's dtype for each ``array`` type code a sweep column comes in. ``batch`` and ``ctx`` (u64,
-#: at most 2**30 and the longest context) are read as int64, the same bytes below 2**63: pandas'
-#: own integer dtype.
-_DTYPES = {"Q": "int64", "d": "float64", "?": "bool", "B": "uint8"}
-
-
 class Sweep:
     """A whole sweep, computed in one call and held in Rust as columns, one per CLI point key
     (``batch``, ``ctx``, ``step_time_s``, …, ``fits``): ``arrays`` gives them as NumPy arrays
@@ -344,14 +338,14 @@ class Sweep:
         return self._new_arrays()
 
     def _new_arrays(self, op=None):
-        """Fresh NumPy arrays of the columns; `largest_op` an object array of str, or
-        `op(codes, names)` of its codes and the operator names."""
+        """Fresh NumPy arrays of the columns, each the owner of a copy made in Rust (read in
+        place, no second copy); `largest_op` an object array of str, or `op(codes, names)` of its
+        codes and the operator names."""
         np = _numpy()
         n = self._native
         out = {}
-        for name in n.names():
-            code, buf = n.buffer(name)
-            values = np.frombuffer(buf, dtype=_DTYPES[code])
+        for name, column in n.arrays():
+            values = np.asarray(column)
             if name == "largest_op":
                 names = n.op_names()
                 values = op(values, names) if op else np.array(names, dtype=object)[values]
