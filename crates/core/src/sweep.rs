@@ -290,8 +290,12 @@ const KEPT_BATCHES: usize = 4096;
 
 thread_local! {
     /// Per sweep ([`Sweep`]'s id) and batch: the decode step's operators as the ledger sums them.
-    static SWEEP_PARTS: std::cell::RefCell<std::collections::HashMap<(u64, u64), StepParts>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static SWEEP_PARTS: std::cell::RefCell<rustc_hash::FxHashMap<(u64, u64), StepParts>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+    /// The last sweep's base scenario on this thread (with its id), whose contexts each point
+    /// overwrites: a point clones no scenario, so the threads of a sweep never touch the shared
+    /// reference counts of its model, GPU and layout. Kept until the thread's next sweep.
+    static SWEEP_SCENARIO: std::cell::RefCell<Option<(u64, Scenario)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A new sweep's id (its kept parts are its own).
@@ -335,8 +339,19 @@ impl Sweep {
 
     /// Evaluate one point: [`summarise_each`] (no allocation) plus the memory footprint.
     pub fn evaluate(&self, batch: u64, ctx: u64) -> SweepPoint {
-        let mut sc = self.base.clone();
-        sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
+        SWEEP_SCENARIO.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let sc = match &mut *slot {
+                Some((id, sc)) if *id == self.id => sc,
+                other => &mut other.insert((self.id, self.base.clone())).1,
+            };
+            sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
+            self.evaluate_at(sc, batch, ctx)
+        })
+    }
+
+    /// [`Sweep::evaluate`] on `sc`, the base scenario at `batch` sequences of `ctx` tokens.
+    fn evaluate_at(&self, sc: &Scenario, batch: u64, ctx: u64) -> SweepPoint {
         let mut times = [0.0f64; KIND_SLOTS];
         let mut kinds = [None; KIND_SLOTS];
         let mut each = |kind: OpKind, _: &Cost, timing: &Timing| {
@@ -350,10 +365,10 @@ impl Sweep {
             SWEEP_PARTS.with(|kept| {
                 let mut kept = kept.borrow_mut();
                 let key = (self.id, batch);
-                if let Some(s) = kept.get_mut(&key).and_then(|p| p.summarise_each(&sc, &mut each)) {
+                if let Some(s) = kept.get_mut(&key).and_then(|p| p.summarise_each(sc, &mut each)) {
                     return s;
                 }
-                match StepParts::new(&sc, &mut each) {
+                match StepParts::new(sc, &mut each) {
                     Some((parts, s)) => {
                         if kept.len() >= KEPT_BATCHES {
                             kept.clear();
@@ -361,17 +376,17 @@ impl Sweep {
                         kept.insert(key, parts);
                         s
                     }
-                    None => summarise_each(&sc, each),
+                    None => summarise_each(sc, each),
                 }
             })
         } else {
-            summarise_each(&sc, each)
+            summarise_each(sc, each)
         };
         let (largest, time) = (0..KIND_SLOTS)
             .filter_map(|i| kinds[i].map(|k| (k, times[i])))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or((OpKind::LmHead, 0.0));
-        let fp = Footprint::with_weights(&sc, &self.weights, self.reserve_bytes);
+        let fp = Footprint::with_weights(sc, &self.weights, self.reserve_bytes);
         let bytes = s.cost.bytes();
         SweepPoint {
             batch,

@@ -30,7 +30,7 @@ use llm_ledger_core::kinds::OpKind;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::scenario_inputs;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::sweep::{grid_points, Sweep, SweepPoint};
+use llm_ledger_core::sweep::{grid_points, Sweep, SweepPoint, CHUNK, PARALLEL_MIN_POINTS};
 use llm_ledger_core::tiling::GemmRequest;
 use llm_ledger_core::{Catalog, Error, Ledger, Scenario, ScenarioRequest};
 use llm_ledger_files::FileInputs;
@@ -1003,8 +1003,8 @@ impl SweepColumns {
                     }
                 };
             }
-            // Every other column filled on the pool, one column per task; each number column
-            // gives the first point where it is not finite.
+            // Every other column filled on the pool, one column per task (a chunk too small for
+            // the pool here); each number column gives the first point where it is not finite.
             let (batch, ctx) = c.ints.split_at_mut(n);
             let mut columns: Vec<Column<'_>> = vec![
                 Column::Batch(&mut batch[start..end]),
@@ -1012,7 +1012,12 @@ impl SweepColumns {
                 Column::Fits(&mut fits[start..end]),
             ];
             columns.extend(c.floats.chunks_mut(n).enumerate().map(|(k, col)| Column::Float(k, &mut col[start..end])));
-            if let Some(j) = columns.par_iter_mut().filter_map(|col| col.fill(points)).min() {
+            let first_bad = if points.len() < PARALLEL_MIN_POINTS {
+                columns.iter_mut().filter_map(|col| col.fill(points)).min()
+            } else {
+                columns.par_iter_mut().filter_map(|col| col.fill(points)).min()
+            };
+            if let Some(j) = first_bad {
                 // The report crate's check names the field and the point, as the CLI's would.
                 bad = llm_ledger_report::finite::check(&format!("points[{}]", start + j), &points[j]).err();
                 return ControlFlow::Break(());
@@ -1084,22 +1089,23 @@ impl SweepColumns {
     }
 
     /// Every column, in [`COLUMNS`] order, as a fresh [`ColumnArray`] for NumPy: the copies
-    /// made on the thread pool, without the GIL (`largest_op` holds the codes of `op_names()`).
+    /// made on the thread pool (a sweep of a chunk or more), without the GIL (`largest_op` holds the codes of `op_names()`).
     /// `batch` and `ctx` (u64, at most 2³⁰ and the longest context) are read as int64, the same
     /// bytes below 2⁶³: pandas' own integer dtype.
     fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, Bound<'py, ColumnArray>)>> {
-        let copies: Vec<ColumnArray> = py.allow_threads(|| {
-            COLUMNS
-                .par_iter()
-                .map(|&name| match name {
-                    "batch" => ColumnArray::of(self.nth(&self.ints, 0), "<i8"),
-                    "ctx" => ColumnArray::of(self.nth(&self.ints, 1), "<i8"),
-                    "largest_op" => ColumnArray::of(self.op_codes(), "|u1"),
-                    "fits" => ColumnArray::of(self.fits(), "|b1"),
-                    _ => ColumnArray::of(self.float_column(name).unwrap_or_default(), "<f8"),
-                })
-                .collect()
-        });
+        let copy = |&name: &&str| match name {
+            "batch" => ColumnArray::of(self.nth(&self.ints, 0), "<i8"),
+            "ctx" => ColumnArray::of(self.nth(&self.ints, 1), "<i8"),
+            "largest_op" => ColumnArray::of(self.op_codes(), "|u1"),
+            "fits" => ColumnArray::of(self.fits(), "|b1"),
+            _ => ColumnArray::of(self.float_column(name).unwrap_or_default(), "<f8"),
+        };
+        // A sweep of less than a chunk is copied here: waking the pool would cost more.
+        let copies: Vec<ColumnArray> = if self.n < CHUNK {
+            COLUMNS.iter().map(copy).collect()
+        } else {
+            py.allow_threads(|| COLUMNS.par_iter().map(copy).collect())
+        };
         COLUMNS.iter().zip(copies).map(|(&name, c)| Ok((name, Bound::new(py, c)?))).collect()
     }
 
