@@ -188,7 +188,12 @@ fn main() -> ExitCode {
         interrupt::install();
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match cli::command_for(&args).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m)) {
+    let parsed = match args.len() {
+        // The program's name alone: nothing to parse.
+        0 | 1 => Ok(Cli::bare()),
+        _ => cli::command_for(&args).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m)),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         // Help and version go to stdout as clap prints them; a usage error is one line and code 2.
         Err(e) if !e.use_stderr() => e.exit(),
