@@ -229,18 +229,62 @@ impl Family {
     }
 }
 
-/// All families, keyed by name, parsed once from the embedded table (each already merged over
-/// `[default]` by `build.rs`).
-pub fn families() -> &'static BTreeMap<String, Family> {
-    static F: OnceLock<BTreeMap<String, Family>> = OnceLock::new();
-    F.get_or_init(|| {
-        let mut table: BTreeMap<String, Family> = serde_json::from_str(FAMILIES_JSON)
-            .expect("build.rs writes families.json from valid TOML (checked by tests)");
-        for (name, fam) in table.iter_mut() {
-            fam.name.clone_from(name);
-        }
-        table
+/// One family of the embedded table, deserialised the first time it is asked for (a run reads
+/// one family, not the whole table).
+struct Entry {
+    name: &'static str,
+    json: &'static serde_json::value::RawValue,
+    family: OnceLock<Family>,
+}
+
+impl Entry {
+    fn family(&self) -> &Family {
+        self.family.get_or_init(|| {
+            let mut fam: Family = serde_json::from_str(self.json.get())
+                .expect("build.rs writes families.json from valid TOML (checked by tests)");
+            fam.name = self.name.to_string();
+            fam
+        })
+    }
+}
+
+/// The embedded family table, keyed by name, each entry already merged over `[default]` by
+/// `build.rs`.
+fn table() -> &'static BTreeMap<&'static str, Entry> {
+    static T: OnceLock<BTreeMap<&'static str, Entry>> = OnceLock::new();
+    T.get_or_init(|| {
+        let raw: BTreeMap<&'static str, &'static serde_json::value::RawValue> =
+            serde_json::from_str(FAMILIES_JSON).expect("build.rs writes families.json as a JSON table");
+        raw.into_iter().map(|(name, json)| (name, Entry { name, json, family: OnceLock::new() })).collect()
     })
+}
+
+/// Every family's other `model_type` names, with the family's name, read the first time a name
+/// is not a family's own.
+fn aliases() -> &'static [(String, &'static str)] {
+    /// An entry's `aliases` alone (the other keys skipped).
+    #[derive(Deserialize)]
+    struct Aliases {
+        #[serde(default)]
+        aliases: Vec<String>,
+    }
+    static A: OnceLock<Vec<(String, &'static str)>> = OnceLock::new();
+    A.get_or_init(|| {
+        table()
+            .values()
+            .flat_map(|e| {
+                let Aliases { aliases } =
+                    serde_json::from_str(e.json.get()).expect("build.rs writes each family as a JSON table");
+                aliases.into_iter().map(|a| (a, e.name))
+            })
+            .collect()
+    })
+}
+
+/// All families, keyed by name (every entry deserialised).
+#[cfg(test)]
+fn families() -> BTreeMap<String, Family> {
+    table().values().map(|e| (e.name.to_string(), e.family().clone())).collect()
 }
 
 /// The families of the TOML table: each entry over the `[default]` entry's fields.
@@ -263,8 +307,12 @@ fn families_of(table: toml::Table) -> Result<BTreeMap<String, Family>> {
 
 /// Find a family by `model_type` (or alias).
 pub fn find(model_type: &str) -> Option<&'static Family> {
-    let f = families();
-    f.get(model_type).or_else(|| f.values().find(|fam| fam.aliases.iter().any(|a| a == model_type)))
+    let t = table();
+    let entry = t.get(model_type).or_else(|| {
+        let (_, name) = aliases().iter().find(|(alias, _)| alias == model_type)?;
+        t.get(name)
+    });
+    entry.map(Entry::family)
 }
 
 /// Find a family from an `architectures` entry (`LlamaForCausalLM` → `llama`), for configs that
@@ -275,12 +323,12 @@ pub fn find_by_architecture(arch: &str) -> Option<&'static Family> {
         .find_map(|suffix| arch.strip_suffix(suffix))
         .unwrap_or(arch)
         .to_ascii_lowercase();
-    families().values().find(|f| f.name.replace('_', "") == stem)
+    table().values().find(|e| e.name.replace('_', "") == stem).map(Entry::family)
 }
 
 /// Supported `model_type` names, for error messages.
 pub fn supported_names() -> Vec<String> {
-    families().keys().cloned().collect()
+    table().keys().map(|name| name.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -290,7 +338,7 @@ mod tests {
     #[test]
     fn the_build_time_json_is_the_toml_family_table() {
         let from_toml = families_of(toml::from_str(FAMILIES_TOML).unwrap()).unwrap();
-        assert_eq!(&from_toml, families());
+        assert_eq!(from_toml, families());
     }
 
     #[test]
