@@ -80,17 +80,24 @@ pub struct Latency {
     pub decode_sum: DecodeSum,
 }
 
-/// Step time of a decode step at `batch` × `ctx`.
-fn decode_step_s(base: &Scenario, batch: u64, ctx: u64) -> f64 {
-    let mut s = base.clone();
-    s.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
-    summarise(&s).step_time_s()
+/// Step times of decode steps at `batch` × each context of `ctxs`, in their order, on the thread
+/// pool. Each task times its steps on a copy of `base` of its own (the contexts overwritten per
+/// step), so the threads never share the scenario's reference counts (a clone per step had them
+/// contend on the model's, GPU's and layout's).
+fn decode_steps_s(base: &Scenario, batch: u64, ctxs: impl ParallelIterator<Item = u64>) -> Vec<f64> {
+    ctxs.map_init(
+        || base.clone(),
+        |s, ctx| {
+            s.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
+            summarise(s).step_time_s()
+        },
+    )
+    .collect()
 }
 
 /// `Σ_{c=first}^{last} t(c)` evaluating every step (in parallel, summed in order).
 pub fn decode_sum_exact(decode: &Scenario, batch: u64, first: u64, last: u64) -> f64 {
-    let times: Vec<f64> = (first..=last).into_par_iter().map(|c| decode_step_s(decode, batch, c)).collect();
-    times.iter().sum()
+    decode_steps_s(decode, batch, (first..=last).into_par_iter()).iter().sum()
 }
 
 /// `Σ_{c=first}^{last} t(c)` by the trapezoid rule for sums over `panels` panels (module docs).
@@ -98,7 +105,7 @@ pub fn decode_sum_quadrature(decode: &Scenario, batch: u64, first: u64, last: u6
     let span = last - first;
     let panels = panels.clamp(1, span.max(1));
     let nodes: Vec<u64> = (0..=panels).map(|j| first + ((span as u128 * j as u128) / panels as u128) as u64).collect();
-    let t: Vec<f64> = nodes.par_iter().map(|&c| decode_step_s(decode, batch, c)).collect();
+    let t = decode_steps_s(decode, batch, nodes.par_iter().copied());
     let mut sum = 0.0;
     for j in 0..nodes.len() - 1 {
         let n = (nodes[j + 1] - nodes[j]) as f64;
