@@ -292,10 +292,6 @@ thread_local! {
     /// Per sweep ([`Sweep`]'s id) and batch: the decode step's operators as the ledger sums them.
     static SWEEP_PARTS: std::cell::RefCell<rustc_hash::FxHashMap<(u64, u64), StepParts>> =
         std::cell::RefCell::new(rustc_hash::FxHashMap::default());
-    /// The last sweep's base scenario on this thread (with its id), whose contexts each point
-    /// overwrites: a point clones no scenario, so the threads of a sweep never touch the shared
-    /// reference counts of its model, GPU and layout. Kept until the thread's next sweep.
-    static SWEEP_SCENARIO: std::cell::RefCell<Option<(u64, Scenario)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A new sweep's id (its kept parts are its own).
@@ -339,19 +335,16 @@ impl Sweep {
 
     /// Evaluate one point: [`summarise_each`] (no allocation) plus the memory footprint.
     pub fn evaluate(&self, batch: u64, ctx: u64) -> SweepPoint {
-        SWEEP_SCENARIO.with(|slot| {
-            let mut slot = slot.borrow_mut();
-            let sc = match &mut *slot {
-                Some((id, sc)) if *id == self.id => sc,
-                other => &mut other.insert((self.id, self.base.clone())).1,
-            };
-            sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
-            self.evaluate_at(sc, batch, ctx)
-        })
+        self.evaluate_at(&mut self.base.clone(), batch, ctx)
     }
 
-    /// [`Sweep::evaluate`] on `sc`, the base scenario at `batch` sequences of `ctx` tokens.
-    fn evaluate_at(&self, sc: &Scenario, batch: u64, ctx: u64) -> SweepPoint {
+    /// [`Sweep::evaluate`] on `sc`, a copy of the base scenario whose contexts it overwrites:
+    /// the sweep's loop hands each of its tasks one copy for all its points, so the threads never
+    /// touch the shared reference counts of the model, GPU and layout (a clone per point had them
+    /// contend on those).
+    fn evaluate_at(&self, sc: &mut Scenario, batch: u64, ctx: u64) -> SweepPoint {
+        sc.workload.contexts = Contexts::Uniform { batch, tokens: ctx };
+        let sc = &*sc;
         let mut times = [0.0f64; KIND_SLOTS];
         let mut kinds = [None; KIND_SLOTS];
         let mut each = |kind: OpKind, _: &Cost, timing: &Timing| {
@@ -464,12 +457,18 @@ impl Sweep {
             let Some(&(_, first)) = pending.first() else {
                 return;
             };
-            let point = |&((b, c), i): &((u64, u64), u64)| each(i, self.evaluate(b, c));
+            let point = |sc: &mut Scenario, &((b, c), i): &((u64, u64), u64)| each(i, self.evaluate_at(sc, b, c));
             if pending.len() < PARALLEL_MIN_POINTS {
+                let mut sc = self.base.clone();
                 done.clear();
-                done.extend(pending.iter().map(point));
+                done.extend(pending.iter().map(|p| point(&mut sc, p)));
             } else {
-                pending.par_iter().map(point).collect_into_vec(&mut done);
+                // One copy of the scenario per task of at least PARALLEL_MIN_POINTS points.
+                pending
+                    .par_iter()
+                    .with_min_len(PARALLEL_MIN_POINTS)
+                    .map_init(|| self.base.clone(), point)
+                    .collect_into_vec(&mut done);
             }
             if emit(first, &mut done).is_break() {
                 return;

@@ -887,12 +887,6 @@ struct LazyPlan {
     made: std::sync::OnceLock<Result<Box<SweepPlan>, Error>>,
 }
 
-/// A column's values as native-endian bytes in a new `bytearray` (one copy; NumPy's
-/// `frombuffer` reads it in place, writable).
-fn byte_array<'py, T: bytemuck::NoUninit>(py: Python<'py>, values: &[T]) -> Bound<'py, PyByteArray> {
-    PyByteArray::new(py, bytemuck::cast_slice(values))
-}
-
 /// One chunk's share of a sweep column, filled from the chunk's points ([`Column::fill`]).
 enum Column<'a> {
     Batch(&'a mut [u64]),
@@ -935,12 +929,11 @@ struct ColumnArray {
 }
 
 impl ColumnArray {
-    /// A copy of `values`, read by NumPy as `typestr`.
-    fn of<T: bytemuck::NoUninit>(values: &[T], typestr: &'static str) -> ColumnArray {
-        let bytes: &[u8] = bytemuck::cast_slice(values);
+    /// A copy of the `len` values in `bytes`, read by NumPy as `typestr`.
+    fn of(bytes: &[u8], len: usize, typestr: &'static str) -> ColumnArray {
         let mut words = vec![0u64; bytes.len().div_ceil(8)].into_boxed_slice();
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-        ColumnArray { words, len: values.len(), typestr }
+        ColumnArray { words, len, typestr }
     }
 }
 
@@ -1063,6 +1056,21 @@ impl SweepColumns {
     fn unknown(name: &str) -> PyErr {
         PyKeyError::new_err(name.to_string())
     }
+
+    /// Column `name`'s values as native-endian bytes, with its `array` type code and NumPy's type
+    /// string: `batch` and `ctx` `Q` (u64), read by NumPy as `<i8` (at most 2³⁰ and the longest
+    /// context: the same bytes below 2⁶³, pandas' own integer dtype); the numbers `d`/`<f8`;
+    /// `fits` `?`/`|b1` (one byte, 0 or 1); `largest_op` `B`/`|u1` (a code into `op_names()`).
+    /// `None` for a name that is not a column.
+    fn raw(&self, name: &str) -> Option<(&[u8], &'static str, &'static str)> {
+        Some(match name {
+            "batch" => (bytemuck::cast_slice(self.nth(&self.ints, 0)), "Q", "<i8"),
+            "ctx" => (bytemuck::cast_slice(self.nth(&self.ints, 1)), "Q", "<i8"),
+            "largest_op" => (self.op_codes(), "B", "|u1"),
+            "fits" => (self.fits(), "?", "|b1"),
+            _ => (bytemuck::cast_slice(self.float_column(name)?), "d", "<f8"),
+        })
+    }
 }
 
 #[pymethods]
@@ -1088,41 +1096,27 @@ impl SweepColumns {
         self.ops.iter().map(|k| k.name()).collect()
     }
 
-    /// Every column, in [`COLUMNS`] order, as a fresh [`ColumnArray`] for NumPy: the copies
-    /// made on the thread pool (a sweep of a chunk or more), without the GIL (`largest_op` holds the codes of `op_names()`).
-    /// `batch` and `ctx` (u64, at most 2³⁰ and the longest context) are read as int64, the same
-    /// bytes below 2⁶³: pandas' own integer dtype.
+    /// Every column, in [`COLUMNS`] order, as a fresh [`ColumnArray`] for NumPy ([`Self::raw`]'s
+    /// type strings): the copies made on the thread pool (a sweep of a chunk or more), without
+    /// the GIL.
     fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, Bound<'py, ColumnArray>)>> {
-        let copy = |&name: &&str| match name {
-            "batch" => ColumnArray::of(self.nth(&self.ints, 0), "<i8"),
-            "ctx" => ColumnArray::of(self.nth(&self.ints, 1), "<i8"),
-            "largest_op" => ColumnArray::of(self.op_codes(), "|u1"),
-            "fits" => ColumnArray::of(self.fits(), "|b1"),
-            _ => ColumnArray::of(self.float_column(name).unwrap_or_default(), "<f8"),
+        let copy = |&name: &&str| {
+            let (bytes, _, typestr) = self.raw(name).ok_or_else(|| Self::unknown(name))?;
+            Ok(ColumnArray::of(bytes, self.n, typestr))
         };
         // A sweep of less than a chunk is copied here: waking the pool would cost more.
         let copies: Vec<ColumnArray> = if self.n < CHUNK {
-            COLUMNS.iter().map(copy).collect()
+            COLUMNS.iter().map(copy).collect::<PyResult<_>>()?
         } else {
-            py.allow_threads(|| COLUMNS.par_iter().map(copy).collect())
+            py.allow_threads(|| COLUMNS.par_iter().map(copy).collect::<PyResult<_>>())?
         };
         COLUMNS.iter().zip(copies).map(|(&name, c)| Ok((name, Bound::new(py, c)?))).collect()
     }
 
-    /// A column as its `array` type code and a `bytearray` of its values: `batch` and `ctx` `Q`
-    /// (u64), the numbers `d` (f64), `fits` `?` (one byte, 0 or 1), `largest_op` `B` (a code
-    /// into `op_names()`).
+    /// A column as its `array` type code ([`Self::raw`]) and a `bytearray` of its values.
     fn buffer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<(&'static str, Bound<'py, PyByteArray>)> {
-        match name {
-            "batch" => Ok(("Q", byte_array(py, self.nth(&self.ints, 0)))),
-            "ctx" => Ok(("Q", byte_array(py, self.nth(&self.ints, 1)))),
-            "largest_op" => Ok(("B", byte_array(py, self.op_codes()))),
-            "fits" => Ok(("?", byte_array(py, self.fits()))),
-            _ => {
-                let col = self.float_column(name).ok_or_else(|| Self::unknown(name))?;
-                Ok(("d", byte_array(py, col)))
-            }
-        }
+        let (bytes, code, _) = self.raw(name).ok_or_else(|| Self::unknown(name))?;
+        Ok((code, PyByteArray::new(py, bytes)))
     }
 
     /// `largest_op` as a list of str (one str object per operator kind, shared), or `fits` as a

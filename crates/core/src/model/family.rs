@@ -259,28 +259,6 @@ fn table() -> &'static BTreeMap<&'static str, Entry> {
     })
 }
 
-/// Every family's other `model_type` names, with the family's name, read the first time a name
-/// is not a family's own.
-fn aliases() -> &'static [(String, &'static str)] {
-    /// An entry's `aliases` alone (the other keys skipped).
-    #[derive(Deserialize)]
-    struct Aliases {
-        #[serde(default)]
-        aliases: Vec<String>,
-    }
-    static A: OnceLock<Vec<(String, &'static str)>> = OnceLock::new();
-    A.get_or_init(|| {
-        table()
-            .values()
-            .flat_map(|e| {
-                let Aliases { aliases } =
-                    serde_json::from_str(e.json.get()).expect("build.rs writes each family as a JSON table");
-                aliases.into_iter().map(|a| (a, e.name))
-            })
-            .collect()
-    })
-}
-
 /// All families, keyed by name (every entry deserialised).
 #[cfg(test)]
 fn families() -> BTreeMap<String, Family> {
@@ -307,12 +285,12 @@ fn families_of(table: toml::Table) -> Result<BTreeMap<String, Family>> {
 
 /// Find a family by `model_type` (or alias).
 pub fn find(model_type: &str) -> Option<&'static Family> {
+    // A name that is no family's own is looked for among every family's aliases (which reads
+    // every family, once).
     let t = table();
-    let entry = t.get(model_type).or_else(|| {
-        let (_, name) = aliases().iter().find(|(alias, _)| alias == model_type)?;
-        t.get(name)
-    });
-    entry.map(Entry::family)
+    t.get(model_type)
+        .map(Entry::family)
+        .or_else(|| t.values().map(Entry::family).find(|fam| fam.aliases.iter().any(|a| a == model_type)))
 }
 
 /// Find a family from an `architectures` entry (`LlamaForCausalLM` → `llama`), for configs that
