@@ -3,48 +3,107 @@
 //! one number formatter of every table, title and footer of the CLI, and of the explorer's pages.
 //! JSON and CSV never use these; they carry plain SI numbers.
 
+use std::fmt::Write;
+
 use llm_ledger_core::error::grouped;
 
 /// `value` with an SI prefix and `unit`, 3 significant figures (`1.61 GFLOP`, `812 kB`).
 pub fn si(value: f64, unit: &str) -> String {
+    let mut out = String::with_capacity(12 + unit.len());
     if !value.is_finite() {
-        return format!("{value} {unit}");
+        let _ = write!(out, "{value} {unit}");
+        return out;
     }
     if value == 0.0 {
-        return format!("0 {unit}");
+        out.push_str("0 ");
+        out.push_str(unit);
+        return out;
     }
     const PREFIXES: [(f64, &str); 7] =
         [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
     let a = value.abs();
     let (scale, p) = PREFIXES.iter().copied().find(|(s, _)| a >= *s * 0.9995).unwrap_or((1.0, ""));
-    format!("{} {p}{unit}", sig3(value / scale))
+    push_sig3(&mut out, value / scale);
+    out.push(' ');
+    out.push_str(p);
+    out.push_str(unit);
+    out
 }
 
 /// Three significant figures without exponent (`1.61`, `16.1`, `161`, `0.0123`); from 1,000 the
 /// whole number with thousands separators (`5,328`), as [`count`] writes counts; from 10¹² up and
 /// below 10⁻⁶ in scientific form (`1.00e300`, `4.20e-9`), never hundreds of digits.
 pub fn sig3(v: f64) -> String {
+    let mut out = String::with_capacity(12);
+    push_sig3(&mut out, v);
+    out
+}
+
+/// [`sig3`] appended to `out`.
+fn push_sig3(out: &mut String, v: f64) {
     let a = v.abs();
     if a == 0.0 {
-        "0".into()
+        out.push('0');
     } else if !v.is_finite() {
-        v.to_string()
+        let _ = write!(out, "{v}");
     } else if !(1e-6..1e12).contains(&a) {
-        format!("{v:.2e}")
+        let _ = write!(out, "{v:.2e}");
     } else if a >= 999.5 {
         // Rounded as `{:.0}` rounds (half to even), then grouped.
-        let sign = if v < 0.0 { "-" } else { "" };
-        let whole: u64 = format!("{a:.0}").parse().unwrap_or(u64::MAX);
-        format!("{sign}{}", count(whole))
+        if v < 0.0 {
+            out.push('-');
+        }
+        out.push_str(&count(a.round_ties_even() as u64));
     } else if a >= 99.95 {
-        format!("{v:.0}")
+        push_fixed(out, v, 0);
     } else if a >= 9.995 {
-        format!("{v:.1}")
+        push_fixed(out, v, 1);
     } else if a >= 0.9995 {
-        format!("{v:.2}")
+        push_fixed(out, v, 2);
     } else {
         let digits = (-a.log10().floor()) as usize + 2;
-        format!("{v:.digits$}")
+        push_fixed(out, v, digits);
+    }
+}
+
+/// `v` with `decimals` digits after the point, exactly as `format!("{v:.decimals$}")` writes it
+/// (the exact binary value rounded half to even), appended to `out`.
+///
+/// The digits are those of the whole number `round(|v| × 10^decimals)` when that product is
+/// below 10⁹ and more than 10⁻⁶ from a tie: its rounding error (at most 10⁹ × 2⁻⁵³ ≈ 1.1 × 10⁻⁷)
+/// cannot then change which whole number is nearest. Anything else goes to `std`'s formatter.
+fn push_fixed(out: &mut String, v: f64, decimals: usize) {
+    const POW10: [f64; 12] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11];
+    let x = v.abs() * POW10.get(decimals).copied().unwrap_or(f64::INFINITY);
+    let whole = if decimals == 0 {
+        // No product, no rounding error: ties are the value's own, rounded half to even.
+        (x < 9.0e15).then(|| x.round_ties_even())
+    } else {
+        (x < 1e9 && (x - x.floor() - 0.5).abs() > 1e-6).then(|| x.round())
+    };
+    let Some(whole) = whole else {
+        let _ = write!(out, "{v:.decimals$}");
+        return;
+    };
+    // The whole number's digits, at least `decimals + 1` of them (`0.05`, not `.05`).
+    let mut digits = [b'0'; 32];
+    let mut n = whole as u64;
+    let mut len = 0;
+    while n > 0 || len <= decimals {
+        digits[digits.len() - 1 - len] = b'0' + (n % 10) as u8;
+        n /= 10;
+        len += 1;
+    }
+    let digits = &digits[digits.len() - len..];
+    if v.is_sign_negative() {
+        out.push('-');
+    }
+    let (int, frac) = digits.split_at(len - decimals);
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(int).unwrap_or_default());
+    if decimals > 0 {
+        out.push('.');
+        out.push_str(std::str::from_utf8(frac).unwrap_or_default());
     }
 }
 
@@ -78,18 +137,23 @@ pub fn rate(v: f64, unit: &str) -> String {
 pub fn seconds(v: f64) -> String {
     let a = v.abs();
     if !v.is_finite() {
-        format!("{v} s")
+        return format!("{v} s");
     } else if a == 0.0 {
-        "0 s".into()
-    } else if a < 0.9995e-6 {
-        format!("{} ns", sig3(v * 1e9))
-    } else if a < 0.9995e-3 {
-        format!("{} µs", sig3(v * 1e6))
-    } else if a < 0.9995 {
-        format!("{} ms", sig3(v * 1e3))
-    } else {
-        format!("{} s", sig3(v))
+        return "0 s".into();
     }
+    let (scaled, unit) = if a < 0.9995e-6 {
+        (v * 1e9, " ns")
+    } else if a < 0.9995e-3 {
+        (v * 1e6, " µs")
+    } else if a < 0.9995 {
+        (v * 1e3, " ms")
+    } else {
+        (v, " s")
+    };
+    let mut out = String::with_capacity(12);
+    push_sig3(&mut out, scaled);
+    out.push_str(unit);
+    out
 }
 
 /// Arithmetic intensity (`4.0`, `295`, `6,931`), or `—` when nothing moves through HBM (a fused operator whose
@@ -190,6 +254,37 @@ mod tests {
         assert_eq!(usd(1.38e-4), "$0.000138");
         assert_eq!(usd(0.0), "$0");
         assert_eq!(crate::cost::usd(0.005), usd(0.005));
+    }
+
+    /// The integer path of `push_fixed` writes what `std` writes, ties and near-ties included.
+    #[test]
+    fn fixed_decimals_match_std() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let ties: [f64; 13] =
+            [0.125, 2.5, 3.5, 0.5, 1.005, 0.0125, 99.95, 9.995, 0.9995, 1.0e-6, 123.45, 0.375, 1e8 + 0.5];
+        let random = (0..200_000).map(|_| {
+            let mantissa = (next() >> 11) as f64 / (1u64 << 53) as f64;
+            let exponent = (next() % 24) as i32 - 12;
+            let sign = if next() % 5 == 0 { -1.0 } else { 1.0 };
+            sign * mantissa * 10f64.powi(exponent)
+        });
+        for v in ties
+            .into_iter()
+            .flat_map(|t| [t, -t, f64::from_bits(t.to_bits() + 1), f64::from_bits(t.to_bits() - 1)])
+            .chain(random)
+        {
+            for d in 0..12 {
+                let mut out = String::new();
+                push_fixed(&mut out, v, d);
+                assert_eq!(out, format!("{v:.d$}"), "{v:e} to {d} decimals");
+            }
+        }
     }
 
     #[test]

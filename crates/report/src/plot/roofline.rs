@@ -12,7 +12,7 @@
 //!   marker for its numbers. Rows with no FLOPs or no bytes have no place on log axes and are
 //!   listed under the legend instead.
 
-use super::svg::{esc, finish, href, text_width, Anchor, Links, Overlay, FG};
+use super::svg::{current_colour, esc, finish_frame, href, text_width, Anchor, Links, Overlay, FG};
 use super::{
     decade_label, math_colour, narrow_title, plotters_font, wrap_words, Legend, PlotError, PlotSize, Swatch,
     NARROW_FONT,
@@ -20,7 +20,11 @@ use super::{
 use crate::human;
 use crate::ledger::LedgerReport;
 use llm_ledger_core::{Efficiency, Gpu, MathFormat};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// One operator on the chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,8 +172,6 @@ impl<'a> Roofline<'a> {
         };
         let legend_h = legend.height(size.width);
         let (font, small) = if narrow { (NARROW_FONT, NARROW_FONT) } else { (FONT, FONT - 1.0) };
-        // What plotters is asked for: its SVG text comes out 1.24 times smaller.
-        let mesh_font = if narrow { plotters_font(NARROW_FONT) } else { FONT };
 
         // Ranges in decades, enclosing the points, the ridges and the ceilings.
         let lg = f64::log10;
@@ -184,67 +186,34 @@ impl<'a> Roofline<'a> {
             return Err(PlotError("non-finite ranges".into()));
         }
 
-        let mut buf = String::new();
         let mut overlay = Overlay::default();
+        // Narrow: the title is overlay text, and the chart starts below it.
+        let title_h = match (&self.title, narrow) {
+            (Some(t), true) => narrow_title(&mut overlay, t, size.width),
+            _ => 0,
+        };
+        let key = FrameKey {
+            size: (size.width, size.height),
+            legend_h,
+            title_h,
+            narrow,
+            caption: self.title.clone().filter(|_| !narrow),
+            ranges: [lx0, lx1, ly0, ly1].map(f64::to_bits),
+            bandwidth: bw.to_bits(),
+            top_peak: top_peak.to_bits(),
+            ceilings: ceilings.iter().map(|(formats, peak)| (formats[0], peak.to_bits())).collect(),
+        };
+        let frame = frame(key)?;
         {
-            let root = SVGBackend::with_string(&mut buf, (size.width, size.height + legend_h)).into_drawing_area();
-            let left = if narrow { root.clone() } else { root.split_horizontally(size.width - LEGEND_W).0 };
-            let mut builder = ChartBuilder::on(&left);
-            if narrow {
-                let title_h = self.title.as_deref().map_or(0, |t| narrow_title(&mut overlay, t, size.width));
-                builder
-                    .margin(6)
-                    .margin_top(12 + title_h)
-                    .margin_right(12)
-                    .margin_bottom(6 + legend_h)
-                    .x_label_area_size(40)
-                    .y_label_area_size(50);
-            } else {
-                builder.margin(10).margin_right(16).x_label_area_size(46).y_label_area_size(62);
-            }
-            if let Some(t) = self.title.as_ref().filter(|_| !narrow) {
-                builder.caption(t, ("sans-serif", 14).into_font().color(&BLACK));
-            }
-            let mut chart = builder.build_cartesian_2d(lx0..lx1, ly0..ly1)?;
-            chart
-                .configure_mesh()
-                .x_labels((lx1 - lx0) as usize + 1)
-                .y_labels((ly1 - ly0) as usize + 1)
-                .x_label_formatter(&|v| decade_label(*v))
-                .y_label_formatter(&|v| decade_label(*v))
-                .x_desc(if narrow {
-                    "arithmetic intensity (FLOP/B, log scale)"
-                } else {
-                    "arithmetic intensity (FLOP/byte, log scale)"
-                })
-                .y_desc(if narrow { "attained FLOP/s (log scale)" } else { "attained performance (FLOP/s, log scale)" })
-                .bold_line_style(BLACK.mix(0.12))
-                .light_line_style(TRANSPARENT)
-                .axis_style(BLACK)
-                .label_style(("sans-serif", mesh_font).into_font().color(&BLACK))
-                .axis_desc_style(("sans-serif", if narrow { mesh_font } else { FONT + 1.0 }).into_font().color(&BLACK))
-                .draw()?;
-            let area = chart.plotting_area().clone();
-            let at = |x: f64, y: f64| area.map_coordinate(&(x, y));
-
-            // Peak bandwidth slope, up to the highest ridge, and the peak ceilings.
+            let at = |x: f64, y: f64| frame.coord.translate(&(x, y));
             let lbw = lg(bw);
             let slope_start = lx0.max(ly0 - lbw);
             let top_ridge = lg(top_peak) - lbw;
-            chart.draw_series(LineSeries::new(
-                [(slope_start, slope_start + lbw), (top_ridge, lg(top_peak))],
-                BLACK.stroke_width(2),
-            ))?;
             let (p0, p1) = (at(slope_start, slope_start + lbw), at(top_ridge, lg(top_peak)));
             let angle = f64::from(p1.1 - p0.1).atan2(f64::from(p1.0 - p0.0)).to_degrees();
             let label_x = slope_start + 0.35 * (top_ridge - slope_start);
             let (lx, ly) = at(label_x, label_x + lbw);
             overlay.text((lx, ly - 6), &format!("HBM {}", human::rate(bw, "B")), font, FG, Anchor::Start, angle);
-            for (formats, peak) in &ceilings {
-                let ridge = lg(*peak) - lbw;
-                let colour = rgb(math_colour(formats[0]));
-                chart.draw_series(LineSeries::new([(ridge, lg(*peak)), (lx1, lg(*peak))], colour.stroke_width(2)))?;
-            }
 
             // Achieved roofs for the formats in use.
             for m in &used {
@@ -301,8 +270,6 @@ impl<'a> Roofline<'a> {
                     }
                 }
             }
-            let _ = chart;
-
             if narrow {
                 legend.draw_below(&mut overlay, size.height as i32 + 10, size);
             } else {
@@ -354,15 +321,130 @@ impl<'a> Roofline<'a> {
                     }
                 }
             }
-            root.present()?;
         }
         let label = format!(
             "Roofline of {} operators on {}: attained FLOP/s against FLOP per byte",
             drawn.len(),
             esc(&self.gpu.display)
         );
-        Ok(finish(&buf, overlay, "plot roofline", &label))
+        Ok(finish_frame(&frame.svg, overlay, "plot roofline", &label))
     }
+}
+
+/// What plotters draws of a roofline chart: the axes and their mesh, the bandwidth slope and the
+/// peak ceilings. It depends only on what [`FrameKey`] holds (the GPU's ceilings, the axis
+/// decades, the size and the title), not on the operators, so charts of other batches or
+/// contexts on the same GPU usually share it.
+struct Frame {
+    /// The `<svg>` document, its sentinel colour already made `currentColor` ([`current_colour`]).
+    svg: String,
+    /// Data coordinates (decades) → SVG user units in the plotting area.
+    coord: Cartesian2d<RangedCoordf64, RangedCoordf64>,
+}
+
+/// Every input of [`draw_frame`] (floats by their bits: equal keys draw equal frames).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FrameKey {
+    size: (u32, u32),
+    legend_h: u32,
+    title_h: u32,
+    narrow: bool,
+    /// The wide chart's caption.
+    caption: Option<String>,
+    /// `lx0, lx1, ly0, ly1`: the axes' decades.
+    ranges: [u64; 4],
+    bandwidth: u64,
+    top_peak: u64,
+    /// Each ceiling's colour (its first format) and peak.
+    ceilings: Vec<(MathFormat, u64)>,
+}
+
+/// Frames drawn recently, at most [`FRAMES_KEPT`]; emptied when full (a frame costs about as
+/// much to draw again as the rest of the chart together).
+static FRAMES: std::sync::LazyLock<Mutex<HashMap<FrameKey, Arc<Frame>>>> = std::sync::LazyLock::new(Default::default);
+const FRAMES_KEPT: usize = 64;
+
+/// The frame for `key`: from [`FRAMES`] or drawn now (and kept).
+fn frame(key: FrameKey) -> Result<Arc<Frame>, PlotError> {
+    if let Some(f) = FRAMES.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(f.clone());
+    }
+    let f = Arc::new(draw_frame(&key)?);
+    let mut kept = FRAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= FRAMES_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, f.clone());
+    Ok(f)
+}
+
+/// Draw a [`Frame`] with plotters.
+fn draw_frame(key: &FrameKey) -> Result<Frame, PlotError> {
+    let lg = f64::log10;
+    let (width, height) = key.size;
+    let [lx0, lx1, ly0, ly1] = key.ranges.map(f64::from_bits);
+    let (bw, top_peak) = (f64::from_bits(key.bandwidth), f64::from_bits(key.top_peak));
+    let narrow = key.narrow;
+    // What plotters is asked for: its SVG text comes out 1.24 times smaller.
+    let mesh_font = if narrow { plotters_font(NARROW_FONT) } else { FONT };
+    let mut buf = String::new();
+    let coord = {
+        let root = SVGBackend::with_string(&mut buf, (width, height + key.legend_h)).into_drawing_area();
+        let left = if narrow { root.clone() } else { root.split_horizontally(width - LEGEND_W).0 };
+        let mut builder = ChartBuilder::on(&left);
+        if narrow {
+            builder
+                .margin(6)
+                .margin_top(12 + key.title_h)
+                .margin_right(12)
+                .margin_bottom(6 + key.legend_h)
+                .x_label_area_size(40)
+                .y_label_area_size(50);
+        } else {
+            builder.margin(10).margin_right(16).x_label_area_size(46).y_label_area_size(62);
+        }
+        if let Some(t) = &key.caption {
+            builder.caption(t, ("sans-serif", 14).into_font().color(&BLACK));
+        }
+        let mut chart = builder.build_cartesian_2d(lx0..lx1, ly0..ly1)?;
+        chart
+            .configure_mesh()
+            .x_labels((lx1 - lx0) as usize + 1)
+            .y_labels((ly1 - ly0) as usize + 1)
+            .x_label_formatter(&|v| decade_label(*v))
+            .y_label_formatter(&|v| decade_label(*v))
+            .x_desc(if narrow {
+                "arithmetic intensity (FLOP/B, log scale)"
+            } else {
+                "arithmetic intensity (FLOP/byte, log scale)"
+            })
+            .y_desc(if narrow { "attained FLOP/s (log scale)" } else { "attained performance (FLOP/s, log scale)" })
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(TRANSPARENT)
+            .axis_style(BLACK)
+            .label_style(("sans-serif", mesh_font).into_font().color(&BLACK))
+            .axis_desc_style(("sans-serif", if narrow { mesh_font } else { FONT + 1.0 }).into_font().color(&BLACK))
+            .draw()?;
+
+        // Peak bandwidth slope, up to the highest ridge, and the peak ceilings.
+        let lbw = lg(bw);
+        let slope_start = lx0.max(ly0 - lbw);
+        let top_ridge = lg(top_peak) - lbw;
+        chart.draw_series(LineSeries::new(
+            [(slope_start, slope_start + lbw), (top_ridge, lg(top_peak))],
+            BLACK.stroke_width(2),
+        ))?;
+        for (format, peak) in &key.ceilings {
+            let peak = f64::from_bits(*peak);
+            let ridge = lg(peak) - lbw;
+            let colour = rgb(math_colour(*format));
+            chart.draw_series(LineSeries::new([(ridge, lg(peak)), (lx1, lg(peak))], colour.stroke_width(2)))?;
+        }
+        let coord = chart.as_coord_spec().clone();
+        root.present()?;
+        coord
+    };
+    Ok(Frame { svg: current_colour(&buf), coord })
 }
 
 struct Cluster {

@@ -6,17 +6,27 @@ use std::fmt::Write;
 /// Escape text for SVG/XML content and attribute values.
 pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
+    push_esc(&mut out, s);
     out
+}
+
+/// [`esc`] appended to `out`: the runs between markup characters are copied whole.
+pub(super) fn push_esc(out: &mut String, s: &str) {
+    let mut from = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let entity = match b {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&#39;",
+            _ => continue,
+        };
+        out.push_str(&s[from..i]);
+        out.push_str(entity);
+        from = i + 1;
+    }
+    out.push_str(&s[from..]);
 }
 
 /// Elements appended after plotters' drawing (so they sit on top of it).
@@ -66,7 +76,9 @@ impl Overlay {
     /// tab stop (`tabindex="0"`), from which the arrow keys go to the rest.
     pub(crate) fn mark(&mut self, tag: &str, attrs: &str, tooltip: &str, href: Option<&str>) {
         if let Some(h) = href {
-            let _ = write!(self.buf, "<a class=\"mark-link\" href=\"{}\">", esc(h));
+            self.buf.push_str("<a class=\"mark-link\" href=\"");
+            push_esc(&mut self.buf, h);
+            self.buf.push_str("\">");
         }
         let stop = if href.is_none() && !self.stop {
             self.stop = true;
@@ -74,7 +86,13 @@ impl Overlay {
         } else {
             ""
         };
-        let _ = write!(self.buf, "<{tag} {attrs}{stop}><title>{}</title></{tag}>", esc(tooltip));
+        for part in ["<", tag, " ", attrs, stop, "><title>"] {
+            self.buf.push_str(part);
+        }
+        push_esc(&mut self.buf, tooltip);
+        for part in ["</title></", tag, ">"] {
+            self.buf.push_str(part);
+        }
         if href.is_some() {
             self.buf.push_str("</a>");
         }
@@ -222,16 +240,42 @@ pub(super) const FG: &str = "#000000";
 /// overlay, and turn the sentinel colour into `currentColor`. A plot whose marks can be reached
 /// (links, a keyboard stop) is a `group` of them; one without is an `img`.
 pub(super) fn finish(plotters_svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
+    finish_frame(&current_colour(plotters_svg), overlay, class, label)
+}
+
+/// The sentinel colour of `svg` turned into `currentColor`.
+pub(super) fn current_colour(svg: &str) -> String {
+    svg.replace(SENTINEL_ATTR, "\"currentColor\"")
+}
+
+/// The sentinel as an attribute value.
+const SENTINEL_ATTR: &str = "\"#000000\"";
+
+/// [`finish`] of an SVG whose sentinel colour is already `currentColor` ([`current_colour`]): a
+/// frame drawn once and kept. The overlay's sentinel is turned here; an attribute value never
+/// spans the frame and the overlay, so the result is [`finish`]'s.
+pub(super) fn finish_frame(svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
     let role = if overlay.stop || overlay.buf.contains("<a ") { "group" } else { "img" };
-    let mut s = plotters_svg.replacen(
-        "<svg ",
-        &format!("<svg class=\"{}\" role=\"{role}\" aria-label=\"{}\" ", esc(class), esc(label)),
-        1,
-    );
-    if let Some(end) = s.rfind("</svg>") {
-        s.insert_str(end, &overlay.buf);
+    let (head, body) = svg.split_once("<svg ").unwrap_or(("", svg));
+    let (body, tail) = body.rsplit_once("</svg>").map_or((body, ""), |(b, t)| (b, t));
+    let mut s = String::with_capacity(svg.len() + overlay.buf.len() + class.len() + label.len() + 64);
+    s.push_str(head);
+    if svg.contains("<svg ") {
+        let _ = write!(s, "<svg class=\"{}\" role=\"{role}\" aria-label=\"{}\" ", esc(class), esc(label));
     }
-    s.replace(&format!("\"{FG}\""), "\"currentColor\"")
+    s.push_str(body);
+    let mut rest = overlay.buf.as_str();
+    while let Some(i) = rest.find(SENTINEL_ATTR) {
+        s.push_str(&rest[..i]);
+        s.push_str("\"currentColor\"");
+        rest = &rest[i + SENTINEL_ATTR.len()..];
+    }
+    s.push_str(rest);
+    if svg.contains("</svg>") {
+        s.push_str("</svg>");
+    }
+    s.push_str(tail);
+    s
 }
 
 /// A data mark read back from a plot's SVG (what `Overlay::mark` wrote): its element, class,
