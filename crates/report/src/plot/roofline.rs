@@ -502,6 +502,48 @@ mod tests {
         Roofline::from_report(&report, &sc.gpu).svg(PlotSize::default()).unwrap()
     }
 
+    /// A frame kept from one chart is only ever reused by a chart that would draw the same one:
+    /// charts that differ in each input of the frame, drawn one after another from the kept
+    /// frames, are each what they are when drawn on their own with nothing kept.
+    #[test]
+    fn kept_frames_draw_what_fresh_ones_do() {
+        let charts: Vec<(&str, u32, PlotSize, Option<&str>)> = vec![
+            ("h100-sxm", 1, PlotSize::default(), None),
+            ("h100-sxm", 1, PlotSize::NARROW, None),
+            ("h100-sxm", 1, PlotSize::default(), Some("a title")),
+            ("h100-sxm", 1, PlotSize::NARROW, Some("a longer title that wraps onto two lines of a phone")),
+            ("h100-sxm", 1, PlotSize { width: 900, height: 420 }, None),
+            ("h100-sxm", 4096, PlotSize::default(), None),
+            ("h100-pcie", 1, PlotSize::default(), None),
+            ("b200", 1, PlotSize::default(), None),
+            ("a100-80gb-sxm", 1, PlotSize::default(), None),
+        ];
+        let draw = |(gpu, batch, size, title): &(&str, u32, PlotSize, Option<&str>)| {
+            let req = ScenarioRequest {
+                gpu: Some(gpu.to_string()),
+                batch: Some(batch.to_string()),
+                ..ScenarioRequest::default()
+            };
+            let sc = req.resolve(&llm_ledger_core::Catalog::builtin()).unwrap();
+            let report = LedgerReport::new(&sc, &Ledger::build(&sc));
+            let mut chart = Roofline::from_report(&report, &sc.gpu);
+            chart.title = title.map(String::from);
+            chart.svg(*size).unwrap()
+        };
+        let fresh: Vec<String> = charts
+            .iter()
+            .map(|c| {
+                FRAMES.lock().unwrap().clear();
+                draw(c)
+            })
+            .collect();
+        for (c, f) in charts.iter().zip(&fresh).chain(charts.iter().zip(&fresh).rev()) {
+            assert_eq!(&draw(c), f, "{c:?}");
+        }
+        let distinct: std::collections::HashSet<&String> = fresh.iter().collect();
+        assert_eq!(distinct.len(), charts.len());
+    }
+
     #[test]
     fn a_narrow_roofline_fits_a_phone_with_its_legend_below() {
         let sc = Scenario::default_decode();
