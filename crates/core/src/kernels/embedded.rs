@@ -368,12 +368,12 @@ pub(super) fn gemm_envelope_us(
     GEMM_CURVES.with(|c| {
         let mut curves = c.borrow_mut();
         let curves = &mut *curves;
-        // The parts of a merged GEMM (Q, K, V; gate, up) ask for the same kernel one after another.
-        if let Some((last, m_bits, us)) = curves.last_value {
-            if last == key && m_bits == m.to_bits() {
-                return us;
-            }
+        // The parts of a merged GEMM (Q, K, V; gate, up) ask for the same kernel one after
+        // another, and every ledger of a scenario asks for its shapes again.
+        if let Some(us) = curves.recent.get(&(key, m.to_bits())) {
+            return us;
         }
+
         let at = match curves.shapes.iter().position(|c| c.key == key) {
             Some(at) => at,
             None => {
@@ -388,7 +388,7 @@ pub(super) fn gemm_envelope_us(
         };
         let c = &curves.shapes[at];
         let us = c.file.eval_curve(c.table, &c.curve, m).map(to_us);
-        curves.last_value = Some((key, m.to_bits(), us));
+        curves.recent.put((key, m.to_bits()), us);
         us
     })
 }
@@ -408,18 +408,54 @@ struct GemmCurve {
     curve: Box<[Option<f64>]>,
 }
 
-/// The GEMM shapes looked up on one thread, and its last answer.
+/// The GEMM shapes looked up on one thread, and its recent answers by shape and m (as bits).
 struct GemmCurves {
     shapes: Vec<GemmCurve>,
-    /// The last lookup: its shape, m (as bits) and value.
-    last_value: Option<(GemmKey, u64, Option<f64>)>,
+    recent: Recent<(GemmKey, u64), 16>,
+}
+
+/// The recent answers of one kind of lookup on one thread, in `N` slots chosen by a hash of the
+/// query (a new answer takes its query's slot). Exact: a query is answered from a slot only when
+/// it equals the one answered there, and the answer is what the lookup gave it. A model asks a
+/// handful of shapes per step, and every step of a scenario (each layer kind, each call of the
+/// ledger at the same batch and context) asks them again.
+struct Recent<K, const N: usize> {
+    slots: [Option<(K, Option<f64>)>; N],
+}
+
+impl<K: PartialEq + std::hash::Hash, const N: usize> Recent<K, N> {
+    const EMPTY: Self = Recent { slots: [const { None }; N] };
+
+    fn slot(key: &K) -> usize {
+        use std::hash::BuildHasher;
+        if N == 1 {
+            return 0;
+        }
+        // Fx mixes a word's bits only upwards, and a float's low bits are mostly zero: mixed
+        // again by a multiplication, whose top bits pick the slot (`⌊x · N / 2⁶⁴⌋`).
+        let mixed = rustc_hash::FxBuildHasher.hash_one(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((u128::from(mixed) * N as u128) >> 64) as usize
+    }
+
+    /// The answer kept for `key`, if any.
+    fn get(&self, key: &K) -> Option<Option<f64>> {
+        match &self.slots[Self::slot(key)] {
+            Some((k, v)) if k == key => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, key: K, value: Option<f64>) {
+        let at = Self::slot(&key);
+        self.slots[at] = Some((key, value));
+    }
 }
 
 thread_local! {
     /// Per GEMM shape (n, k) looked up on this thread, its curve in m: a lookup is then one
     /// search along m, the rest of the table's interpolation done once per shape (exact:
     /// interpolating the curve along m is the table's own interpolation).
-    static GEMM_CURVES: RefCell<GemmCurves> = const { RefCell::new(GemmCurves { shapes: Vec::new(), last_value: None }) };
+    static GEMM_CURVES: RefCell<GemmCurves> = const { RefCell::new(GemmCurves { shapes: Vec::new(), recent: Recent::EMPTY }) };
 }
 
 /// The GEMM table of a format in the envelope file, found once per (GPU, engine, format).
@@ -457,11 +493,34 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
         AttentionPhase::Context => Op::ContextAttention,
         AttentionPhase::Generation => Op::GenerationAttention,
     };
+    let key = AttentionKey::of(gpu, engine, q);
+    if let Some(us) = RECENT_ATTENTION.with_borrow(|r| r.get(&key)) {
+        return us;
+    }
     let f = envelope(gpu, Some(engine), op)?;
-    match planned_attention_us(f, gpu, engine, q) {
+    let us = match planned_attention_us(f, gpu, engine, q) {
         Some(us) => us,
         None => attention_lookup_us(f, gpu, engine, q),
+    };
+    RECENT_ATTENTION.with_borrow_mut(|r| r.put(key, us));
+    us
+}
+
+/// An attention query with its numbers as bits, and where it is looked up.
+#[derive(PartialEq, Eq, Hash)]
+struct AttentionKey(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, [u64; 4]);
+
+impl AttentionKey {
+    fn of(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Self {
+        let numbers = [q.heads, q.kv_heads, q.batch, q.length].map(f64::to_bits);
+        AttentionKey(gpu, engine, q.phase, q.dtype, q.kv_dtype, q.head_dim, q.window, numbers)
     }
+}
+
+thread_local! {
+    /// The attention lookup answered last on this thread (a step asks one or two: more slots
+    /// would cost a sweep, whose every point asks a new one, more than they save).
+    static RECENT_ATTENTION: RefCell<Recent<AttentionKey, 1>> = const { RefCell::new(Recent::EMPTY) };
 }
 
 /// [`attention_us`] without a plan: every step of the lookup taken for this query.
@@ -769,6 +828,51 @@ mod tests {
     use proptest::prelude::*;
 
     const PHASES: [AttentionPhase; 2] = [AttentionPhase::Context, AttentionPhase::Generation];
+
+    /// Lookups answered from the recent answers are each query's own: GEMM and attention
+    /// queries asked in one order and then again in the other (so that every slot has held other
+    /// queries in between) give what they gave the first time.
+    #[test]
+    fn recent_answers_are_each_querys_own() {
+        let (gpu, engine) = (KernelGpu::H100Sxm, Engine::Trtllm);
+        let shapes = [(6144.0, 4096.0), (4096.0, 4096.0), (28672.0, 4096.0), (4096.0, 14336.0), (128256.0, 4096.0)];
+        let gemms: Vec<(f64, f64, f64)> =
+            [1.0, 3.0, 64.0, 1000.0].iter().flat_map(|&m| shapes.map(|(n, k)| (m, n, k))).collect();
+        let attention = |batch: f64, length: f64| AttentionQuery {
+            phase: AttentionPhase::Generation,
+            dtype: AttnDtype::Bf16,
+            kv_dtype: AttnDtype::Bf16,
+            head_dim: 128,
+            heads: 32.0,
+            kv_heads: 8.0,
+            window: 0,
+            batch,
+            length,
+        };
+        let queries: Vec<AttentionQuery> =
+            [1.0, 8.0, 64.0].iter().flat_map(|&b| [128.0, 2047.0, 8192.0].map(|l| attention(b, l))).collect();
+        let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(gpu, engine, GemmDtype::Bf16, m, n, k);
+        let first: Vec<Option<f64>> = gemms.iter().map(gemm).collect();
+        let first_attention: Vec<Option<f64>> = queries.iter().map(|q| attention_us(gpu, engine, q)).collect();
+        assert!(first.iter().chain(&first_attention).all(Option::is_some));
+        for (g, want) in gemms.iter().zip(&first).rev() {
+            assert_eq!(gemm(g), *want, "{g:?}");
+        }
+        for (q, want) in queries.iter().zip(&first_attention).rev() {
+            assert_eq!(attention_us(gpu, engine, q), *want, "{q:?}");
+        }
+        // The shapes of one step spread over the slots (float keys differ only in high bits).
+        let slots: std::collections::HashSet<usize> = shapes
+            .iter()
+            .map(|(n, k)| {
+                Recent::<(GemmKey, u64), 16>::slot(&(
+                    (gpu, engine, GemmDtype::Bf16, n.to_bits(), k.to_bits()),
+                    1f64.to_bits(),
+                ))
+            })
+            .collect();
+        assert!(slots.len() >= 4, "{slots:?}");
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
