@@ -201,16 +201,22 @@ impl Ledger {
     /// Build the ledger of one step.
     pub fn build(sc: &Scenario) -> Ledger {
         let mut rows: Vec<Row> = Vec::with_capacity(24);
+        // Each kind's row, by the kind's discriminant (`u8::MAX`: none yet).
+        let mut row_of = [u8::MAX; OpKind::ALL.len()];
         let mut summary = StepSummary::empty(sc);
         summary.pipeline = for_each_gpu_op(sc, |op, n, one| {
             let (cost, timing) = summary.add(sc, op, n, one);
-            match rows.iter_mut().find(|r| r.op == op.kind) {
+            let at = &mut row_of[op.kind as usize];
+            match rows.get_mut(usize::from(*at)) {
                 Some(r) => {
                     r.instances += n;
                     r.cost += cost;
                     r.timing += timing;
                 }
-                None => rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing, fused: timing.fused }),
+                None => {
+                    *at = rows.len() as u8;
+                    rows.push(Row { op: op.kind, instances: n, cost, math: op.math, timing, fused: timing.fused })
+                }
             }
         });
         if sc.workload.counting == Counting::Seed {
