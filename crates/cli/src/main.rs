@@ -6,6 +6,10 @@
 //! line has its control characters escaped ([`llm_ledger_core::error::escape_controls`]): nothing
 //! the user typed reaches the terminal raw.
 
+/// mimalloc (the workspace's `Cargo.toml` says why, with the measurements).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli;
 mod commands;
 mod inputs;

@@ -33,6 +33,10 @@
 //! It prints the load average before and after, and for an in-process server the CPU time the
 //! whole process (client and server) spent per counted request.
 
+/// The allocator `llm-ledger serve` runs with (the CLI's), so that this measures what it serves.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use axum::body::Body;
 use http_body_util::BodyExt;
 use hyper::Request;

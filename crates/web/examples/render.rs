@@ -14,6 +14,10 @@
 //! `--cache` keeps it on. `--print` writes the answer to the first URI to stdout instead, and
 //! measures nothing.
 
+/// The allocator `llm-ledger serve` runs with (the CLI's), so that this measures what it serves.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use axum::body::Body;
 use axum::http::Request;
 use axum::Router;
