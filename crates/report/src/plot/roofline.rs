@@ -206,13 +206,11 @@ impl<'a> Roofline<'a> {
         let frame = frame(key)?;
         {
             let at = |x: f64, y: f64| frame.coord.translate(&(x, y));
-            let lbw = lg(bw);
-            let slope_start = lx0.max(ly0 - lbw);
-            let top_ridge = lg(top_peak) - lbw;
-            let (p0, p1) = (at(slope_start, slope_start + lbw), at(top_ridge, lg(top_peak)));
+            let [(x0, y0), (x1, y1)] = bandwidth_slope(lx0, ly0, bw, top_peak);
+            let (p0, p1) = (at(x0, y0), at(x1, y1));
             let angle = f64::from(p1.1 - p0.1).atan2(f64::from(p1.0 - p0.0)).to_degrees();
-            let label_x = slope_start + 0.35 * (top_ridge - slope_start);
-            let (lx, ly) = at(label_x, label_x + lbw);
+            let label_x = x0 + 0.35 * (x1 - x0);
+            let (lx, ly) = at(label_x, label_x + lg(bw));
             overlay.text((lx, ly - 6), &format!("HBM {}", human::rate(bw, "B")), font, FG, Anchor::Start, angle);
 
             // Achieved roofs for the formats in use.
@@ -378,6 +376,14 @@ fn frame(key: FrameKey) -> Result<Arc<Frame>, PlotError> {
     Ok(f)
 }
 
+/// The peak bandwidth slope `FLOP/s = bandwidth × intensity` in decades, from the chart's left
+/// or bottom edge (`lx0`, `ly0`) up to the highest ridge: its two ends.
+fn bandwidth_slope(lx0: f64, ly0: f64, bw: f64, top_peak: f64) -> [(f64, f64); 2] {
+    let lbw = bw.log10();
+    let start = lx0.max(ly0 - lbw);
+    [(start, start + lbw), (top_peak.log10() - lbw, top_peak.log10())]
+}
+
 /// Draw a [`Frame`] with plotters.
 fn draw_frame(key: &FrameKey) -> Result<Frame, PlotError> {
     let lg = f64::log10;
@@ -428,12 +434,7 @@ fn draw_frame(key: &FrameKey) -> Result<Frame, PlotError> {
 
         // Peak bandwidth slope, up to the highest ridge, and the peak ceilings.
         let lbw = lg(bw);
-        let slope_start = lx0.max(ly0 - lbw);
-        let top_ridge = lg(top_peak) - lbw;
-        chart.draw_series(LineSeries::new(
-            [(slope_start, slope_start + lbw), (top_ridge, lg(top_peak))],
-            BLACK.stroke_width(2),
-        ))?;
+        chart.draw_series(LineSeries::new(bandwidth_slope(lx0, ly0, bw, top_peak), BLACK.stroke_width(2)))?;
         for (format, peak) in &key.ceilings {
             let peak = f64::from_bits(*peak);
             let ridge = lg(peak) - lbw;

@@ -256,25 +256,20 @@ const SENTINEL_ATTR: &str = "\"#000000\"";
 /// spans the frame and the overlay, so the result is [`finish`]'s.
 pub(super) fn finish_frame(svg: &str, overlay: Overlay, class: &str, label: &str) -> String {
     let role = if overlay.stop || overlay.buf.contains("<a ") { "group" } else { "img" };
-    let (head, body) = svg.split_once("<svg ").unwrap_or(("", svg));
-    let (body, tail) = body.rsplit_once("</svg>").map_or((body, ""), |(b, t)| (b, t));
-    let mut s = String::with_capacity(svg.len() + overlay.buf.len() + class.len() + label.len() + 64);
-    s.push_str(head);
-    if svg.contains("<svg ") {
-        let _ = write!(s, "<svg class=\"{}\" role=\"{role}\" aria-label=\"{}\" ", esc(class), esc(label));
+    let overlay = current_colour(&overlay.buf);
+    let mut s = String::with_capacity(svg.len() + overlay.len() + class.len() + label.len() + 64);
+    match svg.split_once("<svg ") {
+        Some((head, rest)) => {
+            s.push_str(head);
+            let _ = write!(s, "<svg class=\"{}\" role=\"{role}\" aria-label=\"{}\" ", esc(class), esc(label));
+            s.push_str(rest);
+        }
+        None => s.push_str(svg),
     }
-    s.push_str(body);
-    let mut rest = overlay.buf.as_str();
-    while let Some(i) = rest.find(SENTINEL_ATTR) {
-        s.push_str(&rest[..i]);
-        s.push_str("\"currentColor\"");
-        rest = &rest[i + SENTINEL_ATTR.len()..];
+    match s.rfind("</svg>") {
+        Some(end) => s.insert_str(end, &overlay),
+        None => s.push_str(&overlay),
     }
-    s.push_str(rest);
-    if svg.contains("</svg>") {
-        s.push_str("</svg>");
-    }
-    s.push_str(tail);
     s
 }
 
