@@ -16,19 +16,25 @@ pub struct Cli {
     /// Tables: every column, however wide.
     ///
     /// Tables: every column, however wide (the default when stdout is not a terminal).
-    #[arg(long, global = true, help_heading = "Table width")]
+    #[arg(long, global = true)]
     pub wide: bool,
     /// Tables: fit this many columns, hiding the less important ones.
     ///
     /// Tables: fit this many columns, hiding the less important ones (default: the terminal's
     /// width, or $COLUMNS, when stdout is a terminal).
-    #[arg(long, global = true, value_name = "COLUMNS", conflicts_with = "wide", help_heading = "Table width")]
+    #[arg(long, global = true, value_name = "COLUMNS", conflicts_with = "wide")]
     pub width: Option<usize>,
 }
 
 /// Subcommands. (Parsed once per run, so the size of the scenario variants does not matter.)
+///
+/// Each subcommand's flags are made when it is parsed (`defer`): a run builds its own command's
+/// flags, not every command's (building them all was about 1.2 M instructions, more than half of
+/// `--version`). Code that reads the flags of other commands builds the tree first
+/// ([`command`], [`built`]).
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Per-operator FLOPs, bytes, intensity and roofline time of one forward step.
     Ledger(LedgerArgs),
@@ -1099,33 +1105,50 @@ const SHOWN_INPUT_DEFAULTS: &[&str] = &[
     "dp",
 ];
 
-/// The command-line definition with the core's defaults written into the help.
-pub fn command() -> clap::Command {
+/// The whole command-line definition, every subcommand's flags made ([`Command`] defers them).
+/// Building runs each flags struct's own setup, whose doc comment would replace the command's
+/// description; each command keeps its variant's words, as help showed them before the flags
+/// were deferred.
+pub fn built() -> clap::Command {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
-    let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
-    for name in names {
-        cmd = cmd.mut_subcommand(&name, |mut sub| {
-            for (id, default) in help_defaults(&name) {
-                let Some(arg) = sub.get_arguments().find(|a| a.get_id() == id) else { continue };
-                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-                let long = arg.get_long_help().map(|h| h.to_string());
-                if help.contains("default") || long.as_deref().is_some_and(|l| l.contains("default")) {
-                    continue;
-                }
-                // `-h` shows the summary and `--help` the explanation: both carry the default.
-                sub = sub.mut_arg(id, |a| {
-                    let a = a.help(format!("{help} [default: {default}]"));
-                    match &long {
-                        Some(l) => a.long_help(format!("{l} [default: {default}]")),
-                        None => a,
-                    }
-                });
+    let words: Vec<_> = cmd.get_subcommands().map(|s| (s.get_about().cloned(), s.get_long_about().cloned())).collect();
+    cmd.build();
+    let mut words = words.into_iter();
+    // In place: a built command's flags and subcommands are found by their positions.
+    cmd.mut_subcommands(|sub| {
+        let (about, long_about) = words.next().unwrap_or_default();
+        let sub = match about {
+            Some(a) => sub.about(a),
+            None => sub,
+        };
+        match long_about {
+            Some(l) => sub.long_about(l),
+            None => sub.long_about(None),
+        }
+    })
+}
+
+/// The command-line definition with the core's defaults written into the help.
+pub fn command() -> clap::Command {
+    built().mut_subcommands(|sub| {
+        let defaults = help_defaults(sub.get_name());
+        // `-h` shows the summary and `--help` the explanation: both carry the default, unless the
+        // help already states one.
+        sub.mut_args(|a| {
+            let Some((_, default)) = defaults.iter().find(|(id, _)| a.get_id() == *id) else { return a };
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let long = a.get_long_help().map(|h| h.to_string());
+            if help.contains("default") || long.as_deref().is_some_and(|l| l.contains("default")) {
+                return a;
             }
-            sub
-        });
-    }
-    cmd
+            let a = a.help(format!("{help} [default: {default}]"));
+            match &long {
+                Some(l) => a.long_help(format!("{l} [default: {default}]")),
+                None => a,
+            }
+        })
+    })
 }
 
 impl Cli {
@@ -1139,8 +1162,8 @@ impl Cli {
 
 /// The command-line definition for parsing `args` (the program's name first): [`command`] where
 /// they ask for help (`-h`, `--help`, `help`), else the definition without the defaults written
-/// into its help texts, which only help shows (writing them is most of clap's share of a run's
-/// start-up).
+/// into its help texts, which only help shows, and with only the parsed subcommand's flags made
+/// (writing the defaults needs every command's flags, most of clap's share of a run's start-up).
 pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
     use clap::CommandFactory;
     if args.iter().skip(1).any(|a| a == "-h" || a == "--help" || a == "help") {
@@ -1154,8 +1177,7 @@ pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
 /// command-line definition itself: the field names are the flags' ids. `None` for names that are
 /// not flags (config.json keys such as `hidden_size`).
 pub fn flag_of(field: &str) -> Option<String> {
-    use clap::CommandFactory;
-    let cmd = Cli::command();
+    let cmd = built();
     let long = cmd
         .get_subcommands()
         .flat_map(|s| s.get_arguments())
@@ -1337,6 +1359,29 @@ mod tests {
         command().debug_assert();
     }
 
+    /// A run makes only its own command's flags; the whole tree, made for help and for the
+    /// error tips, describes each command in its variant's words, not its flags struct's.
+    #[test]
+    fn flags_are_made_per_command_and_help_keeps_each_commands_words() {
+        let lazy = Cli::command();
+        let ledger = lazy.find_subcommand("ledger").unwrap();
+        assert_eq!(ledger.get_arguments().count(), 0, "the ledger's flags are made when it is parsed");
+        let whole = built();
+        assert!(whole.find_subcommand("ledger").unwrap().get_arguments().any(|a| a.get_id() == "batch"));
+        for (before, after) in lazy.get_subcommands().zip(whole.get_subcommands()) {
+            assert_eq!(before.get_name(), after.get_name());
+            assert_eq!(before.get_about().map(ToString::to_string), after.get_about().map(ToString::to_string));
+            assert_eq!(
+                before.get_long_about().map(ToString::to_string),
+                after.get_long_about().map(ToString::to_string),
+                "{}",
+                before.get_name()
+            );
+        }
+        let help = command().find_subcommand_mut("ledger").unwrap().render_help().to_string();
+        assert!(help.starts_with("Per-operator FLOPs, bytes, intensity and roofline time"), "{help}");
+    }
+
     #[test]
     fn no_arguments_parse_to_the_bare_cli() {
         use clap::FromArgMatches;
@@ -1455,12 +1500,13 @@ mod tests {
     }
 
     /// A command's own flags (its long names with `_` for `-`, in definition order): those of
-    /// `sub` that are not scenario or output flags.
+    /// `sub` that are not scenario or output flags, nor clap's `--help` or the global table flags.
     fn own_flags(sub: &str, outputs: &[&str]) -> Vec<String> {
         let cmd = command();
         let scenario = scenario_flag_ids();
         let c = cmd.find_subcommand(sub).unwrap();
         c.get_arguments()
+            .filter(|a| !a.is_global_set() && a.get_id() != "help")
             .filter(|a| !scenario.contains(&a.get_id().to_string()) && a.get_id() != "format")
             .filter_map(|a| {
                 a.get_long().map(|l| l.replace('-', "_")).or_else(|| a.is_positional().then(|| a.get_id().to_string()))

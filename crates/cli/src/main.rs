@@ -96,8 +96,8 @@ fn unknown_flag_line(arg: &str, subcommand: Option<&str>) -> Option<String> {
     let tip = if !takers.is_empty() {
         format!("{here} does not take it: `--{name}` is a flag of {}", takers.join(", "))
     } else {
-        let mut own = longs(&this);
-        own.extend(["help".to_string(), "wide".into(), "width".into()]);
+        // The built command's flags include `--help` and the global `--wide` and `--width`.
+        let own = longs(&this);
         let close = llm_ledger_core::error::suggestions(name, &own);
         match close.first() {
             Some(best) => format!("tip: a similar argument exists: '--{best}'"),
