@@ -310,7 +310,10 @@ impl KernelFile {
         }
         let mut keys: Option<Vec<&str>> = None;
         let mut axes: Option<Vec<&str>> = None;
-        let mut tables: Vec<Table> = Vec::new();
+        // Room for every `table` line at once: a table is a few hundred bytes, and a file holds
+        // up to a few thousand (growing the vector copied them over and over).
+        let table_lines = header.matches("\ntable ").count();
+        let mut tables: Vec<Table> = Vec::with_capacity(table_lines);
         let mut all_axes: Vec<LazyAxis> = Vec::new();
         let mut cells = None;
         let mut offset = 0usize;
@@ -452,23 +455,23 @@ impl KernelFile {
         let t = &self.tables[t];
         let len = |d: usize| self.axes[t.axes[d]].len;
         let size: usize = (0..t.axes.len()).map(len).product();
-        let mut bytes: Box<[u8]> = self.codes[2 * t.offset..2 * (t.offset + size)].into();
+        let mut cells: Vec<u16> = (t.offset..t.offset + size).map(|i| self.code(i)).collect();
         for &d in axes.iter().filter(|&&d| d < t.axes.len()) {
             let (count, stride) = (len(d), t.strides[d]);
-            // Every line along axis d starts at a cell whose index on d is 0: cells are laid
-            // out row-major, so those are `block · j + r` for r < stride, block = count · stride.
-            let block = count * stride;
-            for base in (0..size).step_by(block.max(1)) {
-                for start in base..base + stride {
-                    let mut running = UNMEASURED;
-                    for i in (0..count).rev() {
-                        let at = start + i * stride;
-                        running = running.min(code_at(&bytes, at));
-                        [bytes[2 * at], bytes[2 * at + 1]] = running.to_le_bytes();
-                    }
+            // Cells are laid out row-major: a block of `count · stride` cells holds `count`
+            // slices of `stride` cells, one per value of axis d, each line along d taking one
+            // cell of every slice. From the second-to-last slice down, each slice becomes its
+            // cell-wise minimum with the one after it (already the minimum over everything
+            // after), which is the running minimum of every line at once.
+            for block in cells.chunks_exact_mut((count * stride).max(1)) {
+                for i in (0..count.saturating_sub(1)).rev() {
+                    let (this, after) = block[i * stride..].split_at_mut(stride);
+                    this.iter_mut().zip(&after[..stride]).for_each(|(x, y)| *x = (*x).min(*y));
                 }
             }
         }
+        let mut bytes = vec![0u8; 2 * size].into_boxed_slice();
+        bytes.chunks_exact_mut(2).zip(&cells).for_each(|(b, c)| b.copy_from_slice(&c.to_le_bytes()));
         bytes
     }
 
