@@ -1112,20 +1112,25 @@ const SHOWN_INPUT_DEFAULTS: &[&str] = &[
 pub fn built() -> clap::Command {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
-    let words: Vec<_> = cmd.get_subcommands().map(|s| (s.get_about().cloned(), s.get_long_about().cloned())).collect();
+    let words: Vec<_> = cmd
+        .get_subcommands()
+        .map(|s| (s.get_name().to_string(), s.get_about().cloned(), s.get_long_about().cloned()))
+        .collect();
     cmd.build();
-    let mut words = words.into_iter();
-    // In place: a built command's flags and subcommands are found by their positions.
-    cmd.mut_subcommands(|sub| {
-        let (about, long_about) = words.next().unwrap_or_default();
-        let sub = match about {
-            Some(a) => sub.about(a),
-            None => sub,
-        };
-        match long_about {
-            Some(l) => sub.long_about(l),
-            None => sub.long_about(None),
+    // In place: a built command's flags and subcommands are found by their positions. (Building
+    // added clap's own `help` command, which keeps its words.)
+    cmd.mut_subcommands(|sub| match words.iter().find(|(name, _, _)| name == sub.get_name()) {
+        Some((_, about, long_about)) => {
+            let sub = match about {
+                Some(a) => sub.about(a.clone()),
+                None => sub,
+            };
+            match long_about {
+                Some(l) => sub.long_about(l.clone()),
+                None => sub.long_about(None),
+            }
         }
+        None => sub,
     })
 }
 

@@ -311,7 +311,7 @@ impl KernelFile {
         let mut keys: Option<Vec<&str>> = None;
         let mut axes: Option<Vec<&str>> = None;
         // Room for every `table` line at once: a table is a few hundred bytes, and a file holds
-        // up to a few thousand (growing the vector copied them over and over).
+        // up to a few thousand (growing the vector moved each about twice).
         let table_lines = header.matches("\ntable ").count();
         let mut tables: Vec<Table> = Vec::with_capacity(table_lines);
         let mut all_axes: Vec<LazyAxis> = Vec::new();
