@@ -277,34 +277,28 @@ impl KernelFile {
     /// Read the header of `bytes` as a file of op `spec`, its axes counted but not yet parsed
     /// (module docs); `path` names it in errors.
     pub(super) fn open(path: &'static str, spec: &'static OpSpec, bytes: &'static [u8]) -> Result<KernelFile> {
-        // The header ends at the newline after the `data N` line.
-        let data_at = if bytes.starts_with(b"data ") {
-            Some(0)
-        } else {
-            // Each line start (after a newline, found with memchr) is a candidate.
-            let mut at = None;
-            let mut from = 0;
-            while let Some(i) = bytes[from..].iter().position(|&b| b == b'\n') {
-                let start = from + i + 1;
-                if bytes[start..].starts_with(b"data ") {
-                    at = Some(start);
-                    break;
-                }
-                from = start;
-            }
-            at
-        };
+        // The header ends at the newline after the `data N` line: the first line that starts
+        // with `data `.
+        let data_at =
+            if bytes.starts_with(b"data ") { Some(0) } else { memchr::memmem::find(bytes, b"\ndata ").map(|i| i + 1) };
         let data_at = data_at.ok_or_else(|| malformed(path, "no `data N` line"))?;
-        let nl = bytes[data_at..]
-            .iter()
-            .position(|&b| b == b'\n')
+        let nl = memchr::memchr(b'\n', &bytes[data_at..])
             .map(|i| data_at + i)
             .ok_or_else(|| malformed(path, "`data N` line is not terminated"))?;
         let header: &'static str =
             std::str::from_utf8(&bytes[..nl]).map_err(|_| malformed(path, "header is not UTF-8"))?;
         let codes = &bytes[nl + 1..];
 
-        let mut lines = header.lines().enumerate();
+        // The header's lines, as `str::lines` gives them.
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', header.as_bytes()).chain([header.len()]);
+        let mut lines = ends
+            .map(move |end| {
+                let line = &header[start..end];
+                start = end + 1;
+                line.strip_suffix('\r').unwrap_or(line)
+            })
+            .enumerate();
         if lines.next().map(|(_, l)| l) != Some(MAGIC) {
             return Err(malformed(path, format!("first line is not `{MAGIC}`")));
         }
@@ -312,7 +306,7 @@ impl KernelFile {
         let mut axes: Option<Vec<&str>> = None;
         // Room for every `table` line at once: a table is a few hundred bytes, and a file holds
         // up to a few thousand (growing the vector moved each about twice).
-        let table_lines = header.matches("\ntable ").count();
+        let table_lines = memchr::memmem::find_iter(header.as_bytes(), b"\ntable ").count();
         let mut tables: Vec<Table> = Vec::with_capacity(table_lines);
         let mut all_axes: Vec<LazyAxis> = Vec::new();
         let mut cells = None;
