@@ -12,17 +12,7 @@ use llm_ledger_core::kernels::{
 
 fn benches(c: &mut Criterion) {
     let (gpu, engine, bf16) = (KernelGpu::H100Sxm, Engine::Trtllm, GemmDtype::Bf16);
-    let decode = AttentionQuery {
-        phase: AttentionPhase::Generation,
-        dtype: AttnDtype::Bf16,
-        kv_dtype: AttnDtype::Bf16,
-        head_dim: 128,
-        heads: 32.0,
-        kv_heads: 8.0,
-        window: 0,
-        batch: 8.0,
-        length: 2047.0,
-    };
+    let decode = llm_ledger_core::testing::llama_attention(AttentionPhase::Generation, 8.0, 2047.0);
     // Off-grid everywhere: batch 24, length 3000, 36 heads over 6 KV heads.
     let between = AttentionQuery { batch: 24.0, length: 3000.0, heads: 36.0, kv_heads: 6.0, ..decode };
     let prefill = AttentionQuery { phase: AttentionPhase::Context, batch: 4.0, length: 3000.0, ..decode };

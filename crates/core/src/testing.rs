@@ -1,6 +1,7 @@
 //! Test support shared by this crate's tests and the report crate's: a scenario from
 //! `(field, value)` pairs of [`ScenarioRequest`], by field name.
 
+use crate::kernels::{AttentionPhase, AttentionQuery, AttnDtype};
 use crate::scenario::{Catalog, Scenario, ScenarioRequest};
 use serde_json::{Map, Value};
 
@@ -16,6 +17,23 @@ pub fn scenario(pairs: &[(&str, &str)]) -> Scenario {
 pub fn seed(batch: u64, ctx: u64) -> Scenario {
     let (b, c) = (batch.to_string(), ctx.to_string());
     scenario(&[("counting", "seed"), ("batch", &b), ("ctx", &c)])
+}
+
+/// Llama 3 8B's attention on one GPU as the kernel tables key it: bf16 math and KV cache, head
+/// dimension 128, 32 query heads over 8 KV heads, full attention; `batch` sequences at `length`
+/// tokens each.
+pub fn llama_attention(phase: AttentionPhase, batch: f64, length: f64) -> AttentionQuery {
+    AttentionQuery {
+        phase,
+        dtype: AttnDtype::Bf16,
+        kv_dtype: AttnDtype::Bf16,
+        head_dim: 128,
+        heads: 32.0,
+        kv_heads: 8.0,
+        window: 0,
+        batch,
+        length,
+    }
 }
 
 /// A minimal user GPU file (no interconnect, the built-in `sm90` on-chip profile): 80 GB at

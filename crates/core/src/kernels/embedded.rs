@@ -838,17 +838,7 @@ mod tests {
         let shapes = [(6144.0, 4096.0), (4096.0, 4096.0), (28672.0, 4096.0), (4096.0, 14336.0), (128256.0, 4096.0)];
         let gemms: Vec<(f64, f64, f64)> =
             [1.0, 3.0, 64.0, 1000.0].iter().flat_map(|&m| shapes.map(|(n, k)| (m, n, k))).collect();
-        let attention = |batch: f64, length: f64| AttentionQuery {
-            phase: AttentionPhase::Generation,
-            dtype: AttnDtype::Bf16,
-            kv_dtype: AttnDtype::Bf16,
-            head_dim: 128,
-            heads: 32.0,
-            kv_heads: 8.0,
-            window: 0,
-            batch,
-            length,
-        };
+        let attention = |batch, length| crate::testing::llama_attention(AttentionPhase::Generation, batch, length);
         let queries: Vec<AttentionQuery> =
             [1.0, 8.0, 64.0].iter().flat_map(|&b| [128.0, 2047.0, 8192.0].map(|l| attention(b, l))).collect();
         let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(gpu, engine, GemmDtype::Bf16, m, n, k);

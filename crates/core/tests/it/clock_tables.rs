@@ -36,7 +36,7 @@ fn llama_8b_decode_step_on_h100_is_within_10_percent_of_aiconfigurators_breakdow
 /// prefill its context kernel at length 4,096.
 #[test]
 fn flash_attention_takes_the_measured_attention_kernel() {
-    use llm_ledger_core::kernels::{attention_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, KernelGpu};
+    use llm_ledger_core::kernels::{attention_us, AttentionPhase, Engine, KernelGpu};
     use llm_ledger_core::ops::OpKind;
     let attention_s = |phase: &str, batch: &str, ctx: &str| {
         let s = ScenarioRequest {
@@ -53,17 +53,7 @@ fn flash_attention_takes_the_measured_attention_kernel() {
         let r = l.rows.iter().find(|r| r.op == OpKind::Attention).unwrap();
         r.timing.time_s / r.instances as f64
     };
-    let q = |phase, batch, length| AttentionQuery {
-        phase,
-        dtype: AttnDtype::Bf16,
-        kv_dtype: AttnDtype::Bf16,
-        head_dim: 128,
-        heads: 32.0,
-        kv_heads: 8.0,
-        window: 0,
-        batch,
-        length,
-    };
+    let q = llm_ledger_core::testing::llama_attention;
     let table = |query| attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &query).unwrap() * 1e-6;
     let decode = table(q(AttentionPhase::Generation, 8.0, 2048.0));
     // Never below its HBM bytes (8 × 2,049 positions × 8 KV heads × 128 × 2 × 2 B) at the peak.

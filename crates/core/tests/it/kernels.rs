@@ -19,19 +19,7 @@ const TRT: Engine = Engine::Trtllm;
 const BF16: GemmDtype = GemmDtype::Bf16;
 
 /// Llama-3-8B attention per GPU at TP 1: 32 heads, 8 KV heads, head_dim 128, bf16.
-fn llama(phase: AttentionPhase, batch: f64, length: f64) -> AttentionQuery {
-    AttentionQuery {
-        phase,
-        dtype: AttnDtype::Bf16,
-        kv_dtype: AttnDtype::Bf16,
-        head_dim: 128,
-        heads: 32.0,
-        kv_heads: 8.0,
-        window: 0,
-        batch,
-        length,
-    }
-}
+use llm_ledger_core::testing::llama_attention as llama;
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()
