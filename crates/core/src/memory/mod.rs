@@ -330,9 +330,14 @@ pub fn at_uniform(sc: &Scenario, batch: u64, tokens: u64) -> Scenario {
 
 /// Largest batch of sequences with `tokens` tokens each that fits (0 when not even one does).
 ///
-/// Memory is affine in the batch (`f(b) = f₀ + b·s`: KV and workspace scale with the sequences,
-/// weights do not), so the candidate is `⌊(available − f₀) / s⌋`; it is then checked against the
-/// footprint itself at `b` and `b + 1`, so "exactly fits" and "one more does not" hold to the byte.
+/// On one GPU memory is affine in the batch (`f(b) = f₀ + b·s`: KV and workspace scale with the
+/// sequences, weights do not), so the candidate is `⌊(available − f₀) / s⌋`. Across pipeline
+/// stages it is the largest of affine functions, and with micro-batches the workspace steps
+/// with `⌈b / m⌉`: the candidate is then only a start. Memory never falls as the batch grows,
+/// so the answer is found from the candidate by [`largest_true`] (steps of 1, 2, 4 … away from
+/// it, then halving): checked against the footprint itself at `b` and `b + 1`, so "exactly fits"
+/// and "one more does not" hold to the byte, in O(log `MAX_BATCH`) footprints whatever the
+/// candidate's error.
 pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
     let weights = GpuWeights::of(sc);
     let fp = |b: u64| Footprint::with_weights(&at_uniform(sc, b, tokens), &weights, reserve_bytes);
@@ -341,19 +346,51 @@ pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
         return 0;
     }
     let per_seq = f2.memory_bytes - f1.memory_bytes;
-    let mut b = if per_seq <= 0.0 {
+    let guess = if per_seq <= 0.0 {
         MAX_BATCH
     } else {
         let base = f1.memory_bytes - per_seq;
         ((f1.available_bytes - base) / per_seq).floor().clamp(1.0, MAX_BATCH as f64) as u64
     };
-    while b > 1 && !fp(b).fits {
-        b -= 1;
+    largest_true(guess, MAX_BATCH, |b| fp(b).fits)
+}
+
+/// The largest `b` in `1..=max` with `holds(b)`, for a `holds` true at 1 and never true again once
+/// false, searched from `guess`: steps of 1, 2, 4 … from it until the answer is bracketed, then
+/// bisection. Two calls when `guess` is the answer; O(log |answer − guess|) otherwise.
+fn largest_true(guess: u64, max: u64, holds: impl Fn(u64) -> bool) -> u64 {
+    let guess = guess.clamp(1, max);
+    // `lo` holds, `hi` does not (`max + 1` stands for "past the range").
+    let (mut lo, mut hi) = if holds(guess) {
+        let (mut lo, mut step) = (guess, 1u64);
+        loop {
+            let next = lo.saturating_add(step).min(max + 1);
+            if next > max || !holds(next) {
+                break (lo, next);
+            }
+            lo = next;
+            step = step.saturating_mul(2);
+        }
+    } else {
+        let (mut hi, mut step) = (guess, 1u64);
+        loop {
+            let next = hi.saturating_sub(step).max(1);
+            if next == 1 || holds(next) {
+                break (next, hi);
+            }
+            hi = next;
+            step = step.saturating_mul(2);
+        }
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
     }
-    while b < MAX_BATCH && fp(b + 1).fits {
-        b += 1;
-    }
-    b
+    lo
 }
 
 /// The memory wall: the first batch of `tokens`-token sequences that does not fit (`max_batch + 1`:
@@ -690,6 +727,42 @@ mod tests {
         let b = max_batch(&full, 4096, 2e9);
         assert!(Footprint::of(&at_uniform(&full, b, 4096), 2e9).fits);
         assert!(!Footprint::of(&at_uniform(&full, b + 1, 4096), 2e9).fits);
+    }
+
+    /// The search finds the same answer as a walk one batch at a time, from any start.
+    #[test]
+    fn largest_true_finds_the_last_batch_that_holds_from_any_guess() {
+        for answer in [1u64, 2, 3, 7, 8, 1000, 1023, 1024, 1 << 30] {
+            for guess in [1u64, 2, answer.saturating_sub(1).max(1), answer, answer + 1, 5000, 1 << 30] {
+                let calls = std::cell::Cell::new(0u32);
+                let got = largest_true(guess, 1 << 30, |b| {
+                    calls.set(calls.get() + 1);
+                    b <= answer
+                });
+                assert_eq!(got, answer, "guess {guess}");
+                assert!(calls.get() <= 64, "guess {guess}, answer {answer}: {} calls", calls.get());
+            }
+        }
+        // A right guess costs two calls: it holds, the next does not.
+        let calls = std::cell::Cell::new(0u32);
+        largest_true(500, 1 << 30, |b| {
+            calls.set(calls.get() + 1);
+            b <= 500
+        });
+        assert_eq!(calls.get(), 2);
+    }
+
+    /// Under pipeline parallelism the footprint is the fullest stage's, not affine in the batch:
+    /// the answer is still the footprint's own, found in few footprints.
+    #[test]
+    fn max_batch_under_pipeline_stages_is_the_footprints_own() {
+        for pairs in [&[("pp", "4"), ("micro_batches", "3")][..], &[("pp", "3")], &[("tp", "2"), ("pp", "2")]] {
+            let s = sc(pairs);
+            let b = max_batch(&s, 4096, 2e9);
+            assert!(b > 1, "{pairs:?}");
+            assert!(Footprint::of(&at_uniform(&s, b, 4096), 2e9).fits, "{pairs:?}");
+            assert!(!Footprint::of(&at_uniform(&s, b + 1, 4096), 2e9).fits, "{pairs:?}");
+        }
     }
 
     #[test]
