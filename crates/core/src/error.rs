@@ -314,6 +314,7 @@ pub enum Error {
 fn plan_value(p: &crate::plan_refusal::PlanRefused) -> String {
     match p.refusal {
         crate::plan_refusal::PlanRefusal::TooSlow { .. } => format!("{:.3} ms", p.tpot_bound_s * 1e3),
+        crate::plan_refusal::PlanRefusal::NoGivenBatch { given, .. } => given.to_string(),
         _ => p.max_gpus.to_string(),
     }
 }
@@ -325,6 +326,9 @@ fn plan_short(p: &crate::plan_refusal::PlanRefused) -> String {
     match &p.refusal {
         TooSlow { fastest, .. } => {
             format!("no layout within {gpus} meets it; the fastest takes {:.3} ms", fastest.tpot_s * 1e3)
+        }
+        NoGivenBatch { max_batch, .. } => {
+            format!("no layout within {gpus} holds it; the largest batch any holds is {max_batch}")
         }
         NoLayout => format!("{} cannot be split over at most {gpus}", p.model),
         DoesNotFit { .. } => format!("no layout of at most {gpus} fits {} on {}", p.model, p.gpu),

@@ -102,10 +102,19 @@ pub enum Refusal {
         /// Memory available per GPU, bytes.
         available_bytes: f64,
     },
-    /// Batch 1 already misses the bound.
+    /// Its smallest batch already misses the bound (`ep` sequences, or the smallest of the
+    /// request's batches that fits).
     TooSlow {
-        /// TPOT at batch 1, seconds.
+        /// TPOT at that batch, seconds.
         tpot_s: f64,
+        /// That batch.
+        batch: u64,
+    },
+    /// It fits one sequence, but none of the request's batches: each is past its memory wall,
+    /// or (expert parallel) not a multiple of its groups.
+    NoGivenBatch {
+        /// The largest batch it holds (a multiple of `ep`).
+        max_batch: u64,
     },
 }
 
@@ -130,7 +139,8 @@ pub struct Plan {
     pub ranked: Vec<PlanPoint>,
     /// Throughput per GPU against TPOT: the points nothing beats on both, by TPOT.
     pub pareto: Vec<PlanPoint>,
-    /// Layouts that fit nothing or miss the bound at batch 1.
+    /// Layouts that fit nothing, miss the bound at their smallest batch, or hold none of the
+    /// request's batches.
     pub refused: Vec<Refused>,
     /// Layouts the model can take within the GPU budget.
     pub layouts: usize,
@@ -258,18 +268,24 @@ fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
     };
     let batches = candidate_batches(sc, req, most);
     let evaluated: Vec<PlanPoint> = batches.iter().map(|b| evaluate(sc, req, *b, most)).collect();
-    let first = evaluate(sc, req, step, most);
-    let best = match &req.batches {
-        Some(_) => evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch).copied(),
-        None if first.meets_bound => Some(largest_meeting(sc, req, step, most)),
-        None => None,
+    let refuse = |refusal| Some(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal });
+    let (best, refused) = match &req.batches {
+        Some(_) => match evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch) {
+            Some(b) => (Some(*b), None),
+            None => match evaluated.first() {
+                Some(f) => (None, refuse(Refusal::TooSlow { tpot_s: f.tpot_s, batch: f.batch })),
+                None => (None, refuse(Refusal::NoGivenBatch { max_batch: most })),
+            },
+        },
+        None => {
+            let first = evaluate(sc, req, step, most);
+            if first.meets_bound {
+                (Some(largest_meeting(sc, req, step, most)), None)
+            } else {
+                (None, refuse(Refusal::TooSlow { tpot_s: first.tpot_s, batch: step }))
+            }
+        }
     };
-    let refused = best.is_none().then(|| Refused {
-        tp: p.tp,
-        pp: p.pp,
-        ep: p.ep,
-        refusal: Refusal::TooSlow { tpot_s: first.tpot_s },
-    });
     Assessed { best, refused, evaluated }
 }
 
@@ -342,7 +358,8 @@ pub struct Frontier {
     /// The deployments no other beats on both tokens/s per user and tokens/s per GPU, fastest
     /// per user first.
     pub front: Vec<Deployment>,
-    /// Layouts that do not fit one sequence (`does_not_fit`).
+    /// Layouts that do not fit one sequence (`does_not_fit`), or none of the request's batches
+    /// (`no_given_batch`).
     pub refused: Vec<Refused>,
     /// Layouts the model can take within the GPU budget.
     pub layouts: usize,
@@ -364,7 +381,17 @@ pub fn frontier(base: &Scenario, req: &PlanRequest) -> Result<Frontier> {
         .par_iter()
         .map(|sc| {
             let most = most_that_fits(sc, req)?;
-            Ok(candidate_batches(sc, req, most).into_iter().map(|b| evaluate(sc, req, b, most)).collect())
+            let batches = candidate_batches(sc, req, most);
+            if batches.is_empty() {
+                let p = &sc.parallel;
+                return Err(Refused {
+                    tp: p.tp,
+                    pp: p.pp,
+                    ep: p.ep,
+                    refusal: Refusal::NoGivenBatch { max_batch: most },
+                });
+            }
+            Ok(batches.into_iter().map(|b| evaluate(sc, req, b, most)).collect())
         })
         .collect();
     let (mut deployments, mut refused) = (Vec::new(), Vec::new());
@@ -432,11 +459,18 @@ fn check(base: &Scenario, req: &PlanRequest) -> Result<()> {
 fn explain(base: &Scenario, req: &PlanRequest, candidates: &[Scenario], refused: &[Refused]) -> Error {
     let layout = |r: &Refused| Layout { tp: r.tp, pp: r.pp, ep: r.ep };
     let slow = refused.iter().filter_map(|r| match r.refusal {
-        Refusal::TooSlow { tpot_s } => Some((r, tpot_s)),
-        Refusal::DoesNotFit { .. } => None,
+        Refusal::TooSlow { tpot_s, batch } => Some((r, tpot_s, batch)),
+        _ => None,
     });
-    let refusal = if let Some((r, t)) = slow.min_by(|a, b| a.1.total_cmp(&b.1)) {
-        PlanRefusal::TooSlow { fastest: TimedLayout { layout: layout(r), tpot_s: t }, batch: r.ep }
+    let holding = refused.iter().filter_map(|r| match r.refusal {
+        Refusal::NoGivenBatch { max_batch } => Some((layout(r), max_batch)),
+        _ => None,
+    });
+    let refusal = if let Some((r, t, batch)) = slow.min_by(|a, b| a.1.total_cmp(&b.1)) {
+        PlanRefusal::TooSlow { fastest: TimedLayout { layout: layout(r), tpot_s: t }, batch }
+    } else if let Some((layout, max_batch)) = holding.max_by_key(|h| h.1) {
+        let given = req.batches.as_ref().map_or(max_batch + 1, Axis::min);
+        PlanRefusal::NoGivenBatch { given, largest: layout, max_batch }
     } else if candidates.is_empty() {
         PlanRefusal::NoLayout
     } else {
@@ -446,7 +480,7 @@ fn explain(base: &Scenario, req: &PlanRequest, candidates: &[Scenario], refused:
                 Refusal::DoesNotFit { memory_bytes, available_bytes } => {
                     Some((layout(r), memory_bytes, available_bytes))
                 }
-                Refusal::TooSlow { .. } => None,
+                _ => None,
             })
             .min_by(|a, b| a.1.total_cmp(&b.1));
         let found =
@@ -597,6 +631,36 @@ mod tests {
         let bounded = frontier(&scenario(&[]), &request(2, 0.010)).unwrap();
         assert_eq!(bounded.deployments.len(), f.deployments.len());
         assert!(bounded.deployments.iter().any(|d| !d.point.meets_bound));
+    }
+
+    /// Batches asked for that no layout holds are the refusal's subject, with the largest any
+    /// layout holds; batches that fit but miss the bound are timed at the smallest of them, not
+    /// at batch 1 (which would meet it).
+    #[test]
+    fn a_refusal_names_the_batches_asked_for() {
+        let base = scenario(&[]);
+        let most = frontier(&base, &request(2, f64::INFINITY))
+            .unwrap()
+            .deployments
+            .iter()
+            .map(|d| d.point.max_batch)
+            .max()
+            .unwrap();
+        let past = PlanRequest { batches: Some(Axis::single(most + 1)), ..request(2, 1.0) };
+        for e in [plan(&base, &past).unwrap_err(), frontier(&base, &past).unwrap_err()] {
+            let Error::NoPlan(r) = &e else { panic!("{e}") };
+            assert_eq!(r.field(), "batch");
+            let PlanRefusal::NoGivenBatch { given, max_batch, .. } = r.refusal else { panic!("{e}") };
+            assert_eq!((given, max_batch), (most + 1, most));
+        }
+        // At batch 1 TP 1 takes 6.62 ms; at batch 256 every layout takes longer than 7 ms.
+        let slow =
+            PlanRequest { batches: Some(Axis::parse("batch", "256,512", 1, 1 << 20).unwrap()), ..request(2, 0.007) };
+        let Error::NoPlan(r) = plan(&base, &slow).unwrap_err() else { panic!() };
+        let PlanRefusal::TooSlow { fastest, batch } = r.refusal else { panic!("{:?}", r.refusal) };
+        assert_eq!(batch, 256);
+        assert!(fastest.tpot_s > 0.007, "{}", fastest.tpot_s);
+        assert_eq!(r.field(), "tpot_ms");
     }
 
     /// 70.6 B parameters in bf16 (141 GB) need two H100s (78 GB each after the 2 GB reserve); the

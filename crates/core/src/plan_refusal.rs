@@ -42,6 +42,16 @@ pub enum PlanRefusal {
         /// Its smallest batch (one sequence per expert group).
         batch: u64,
     },
+    /// Layouts fit, but none holds any of the request's batches (each is past every layout's
+    /// memory wall, or not a multiple of an expert-parallel layout's groups).
+    NoGivenBatch {
+        /// The smallest batch asked for.
+        given: u64,
+        /// The layout that holds the largest batch.
+        largest: Layout,
+        /// That batch.
+        max_batch: u64,
+    },
     /// The model cannot be split into any layout within the budget.
     NoLayout,
     /// Layouts exist but none fits the memory.
@@ -76,11 +86,12 @@ pub struct PlanRefused {
 }
 
 impl PlanRefused {
-    /// The input the refusal is about: `tpot_ms` when layouts fit but are too slow, else
-    /// `max_gpus`.
+    /// The input the refusal is about: `tpot_ms` when layouts fit but are too slow, `batch`
+    /// when none holds a batch asked for, else `max_gpus`.
     pub fn field(&self) -> &'static str {
         match self.refusal {
             PlanRefusal::TooSlow { .. } => "tpot_ms",
+            PlanRefusal::NoGivenBatch { .. } => "batch",
             _ => "max_gpus",
         }
     }

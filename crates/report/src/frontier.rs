@@ -8,7 +8,7 @@
 //! `tokens_per_s`, `tokens_per_s_per_gpu`, `usd_per_million_tokens`, `memory_bytes`,
 //! `weight_bytes`, `max_batch`, `link_share`, `meets_bound`, `replicas` — and
 //! `tokens_per_s_per_user`, `front`), `refused[]` (`tp`, `pp`, `ep`, `reason`: `does_not_fit`
-//! with `memory_bytes`, `available_bytes`), `fit_basis` and the fit of the front's first point as
+//! with `memory_bytes`, `available_bytes`, or `no_given_batch` with `max_batch`), `fit_basis` and the fit of the front's first point as
 //! every report's [`crate::fit::FitView`]. CSV: every deployment, one row each.
 
 use crate::human::{self, usd};

@@ -7,8 +7,8 @@
 //! `layouts`, `ranked[]` and `pareto[]` (each with `tp`, `pp`, `ep`, `gpus`, `batch`, `tpot_s`,
 //! `tokens_per_s`, `tokens_per_s_per_gpu`, `usd_per_million_tokens`, `memory_bytes`,
 //! `weight_bytes`, `max_batch`, `link_share`, `meets_bound`, `replicas`), `refused[]` (`tp`, `pp`,
-//! `ep`, `reason`: `does_not_fit` with `memory_bytes`, `available_bytes`, or `too_slow` with
-//! `tpot_s`), and the answer's fit as every report's [`crate::fit::FitView`] (`fits`: whether
+//! `ep`, `reason`: `does_not_fit` with `memory_bytes`, `available_bytes`; `too_slow` with
+//! `tpot_s` at `batch`, its smallest; or `no_given_batch` with `max_batch`), and the answer's fit as every report's [`crate::fit::FitView`] (`fits`: whether
 //! the cheapest layout fits, which a ranked layout always does; `memory_bytes` on its fullest GPU;
 //! `gpu_memory_bytes`; `plan_command` always `null`). CSV: the ranked layouts.
 
@@ -250,14 +250,19 @@ impl PlanReport {
     fn refusals(&self) -> String {
         let mut fit = self.refused.iter().filter_map(|r| match r.refusal {
             Refusal::DoesNotFit { memory_bytes, available_bytes } => Some((r, memory_bytes, available_bytes)),
-            Refusal::TooSlow { .. } => None,
+            _ => None,
         });
         let n_fit = fit.clone().count();
         let mut slow = self.refused.iter().filter_map(|r| match r.refusal {
-            Refusal::TooSlow { tpot_s } => Some((r, tpot_s)),
-            Refusal::DoesNotFit { .. } => None,
+            Refusal::TooSlow { tpot_s, batch } => Some((r, tpot_s, batch)),
+            _ => None,
         });
         let n_slow = slow.clone().count();
+        let mut held = self.refused.iter().filter_map(|r| match r.refusal {
+            Refusal::NoGivenBatch { max_batch } => Some((r, max_batch)),
+            _ => None,
+        });
+        let n_held = held.clone().count();
         let mut parts = vec![format!("{} layouts tried", self.layouts)];
         if let Some((r, m, a)) = fit.next() {
             parts.push(format!(
@@ -267,11 +272,19 @@ impl PlanReport {
                 human::bytes(a)
             ));
         }
-        if let Some((r, t)) = slow.next() {
+        if let Some((r, t, batch)) = slow.next() {
             parts.push(format!(
-                "{n_slow} miss the bound even at batch 1 (e.g. {}: {})",
+                "{n_slow} miss the bound even at their smallest batch (e.g. {}: {} at batch {})",
                 layout_words(r.tp, r.pp, r.ep),
-                human::seconds(t)
+                human::seconds(t),
+                human::count(batch)
+            ));
+        }
+        if let Some((r, most)) = held.next() {
+            parts.push(format!(
+                "{n_held} hold none of the batches asked for (e.g. {}: at most {})",
+                layout_words(r.tp, r.pp, r.ep),
+                human::count(most)
             ));
         }
         format!("refused: {}", parts.join("; "))
@@ -326,6 +339,16 @@ pub fn refusal_message(r: &PlanRefused, name_of: &dyn Fn(&str) -> String) -> Str
                 r.max_gpus,
                 words(&fastest.layout),
                 fastest.tpot_s * 1e3,
+            ),
+        ),
+        PlanRefusal::NoGivenBatch { given, largest, max_batch } => (
+            given.to_string(),
+            format!(
+                "a batch some layout holds: within {} GPUs at {} cached tokens the largest is {max_batch}, on {}, for {name}{}",
+                r.max_gpus,
+                r.ctx,
+                words(largest),
+                if largest.ep > 1 { format!(" (expert parallel: a multiple of its {} groups)", largest.ep) } else { String::new() }
             ),
         ),
         PlanRefusal::NoLayout => (

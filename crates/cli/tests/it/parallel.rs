@@ -159,4 +159,14 @@ fn plan_refusals_name_the_flags_and_what_would_fit() {
         e.starts_with("error: invalid `--tpot-ms`: 5.000 ms (a bound some layout meets: the fastest within 16 GPUs"),
         "{e}"
     );
+    // A batch no layout holds is the batch's refusal, not the bound's.
+    assert_eq!(
+        fails(&["plan", "--batch", "100000", "--tpot-ms", "100", "--max-gpus", "2"]),
+        "error: invalid `--batch`: 100000 (a batch some layout holds: within 2 GPUs at 2048 cached tokens the largest \
+         is 519, on TP 2 (2 GPUs), for llama-3-8b on h100-sxm)"
+    );
+    // Batches that fit but miss the bound are timed at the smallest of them.
+    let e = fails(&["plan", "--batch", "256,512", "--tpot-ms", "7", "--max-gpus", "2"]);
+    assert!(e.starts_with("error: invalid `--tpot-ms`: 7.000 ms (a bound some layout meets: "), "{e}");
+    assert!(e.contains(" per output token at batch 256 for llama-3-8b"), "{e}");
 }

@@ -262,7 +262,7 @@ fn plan_finds_tp_8_for_405b_at_fp8_on_8_h100() {
     assert!(best.tpot_s <= 0.035 && best.batch > 1);
     let tp4pp2 = p.refused.iter().find(|r| (r.tp, r.pp) == (4, 2)).unwrap();
     match tp4pp2.refusal {
-        Refusal::TooSlow { tpot_s } => assert!(tpot_s > 2.0 * 50e9 / (0.8 * 3.35e12), "{tpot_s}"),
+        Refusal::TooSlow { tpot_s, .. } => assert!(tpot_s > 2.0 * 50e9 / (0.8 * 3.35e12), "{tpot_s}"),
         ref other => panic!("{other:?}"),
     }
     // Every point on the front fits; it is sorted by TPOT and rises in tokens/s per GPU.
