@@ -102,8 +102,8 @@ pub enum Refusal {
         /// Memory available per GPU, bytes.
         available_bytes: f64,
     },
-    /// Its smallest batch already misses the bound (`ep` sequences, or the smallest of the
-    /// request's batches that fits).
+    /// Its smallest batch already misses the bound (`ep` sequences, or the fastest of the
+    /// request's batches that fit).
     TooSlow {
         /// TPOT at that batch, seconds.
         tpot_s: f64,
@@ -272,7 +272,7 @@ fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
     let (best, refused) = match &req.batches {
         Some(_) => match evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch) {
             Some(b) => (Some(*b), None),
-            None => match evaluated.first() {
+            None => match evaluated.iter().min_by(|a, b| a.tpot_s.total_cmp(&b.tpot_s)) {
                 Some(f) => (None, refuse(Refusal::TooSlow { tpot_s: f.tpot_s, batch: f.batch })),
                 None => (None, refuse(Refusal::NoGivenBatch { max_batch: most })),
             },
