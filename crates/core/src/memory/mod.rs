@@ -334,7 +334,7 @@ pub fn at_uniform(sc: &Scenario, batch: u64, tokens: u64) -> Scenario {
 /// sequences, weights do not), so the candidate is `⌊(available − f₀) / s⌋`. Across pipeline
 /// stages it is the largest of affine functions, and with micro-batches the workspace steps
 /// with `⌈b / m⌉`: the candidate is then only a start. Memory never falls as the batch grows,
-/// so the answer is found from the candidate by [`largest_true`] (steps of 1, 2, 4 … away from
+/// so the answer is found from the candidate by `largest_true` (steps of 1, 2, 4 … away from
 /// it, then halving): checked against the footprint itself at `b` and `b + 1`, so "exactly fits"
 /// and "one more does not" hold to the byte, in O(log `MAX_BATCH`) footprints whatever the
 /// candidate's error.
