@@ -2549,6 +2549,10 @@ async fn what_do_i_need_is_plans_answer_on_every_gpu() {
 #[tokio::test]
 async fn what_do_i_need_refuses_bad_inputs_and_takes_an_uploaded_model() {
     assert_page_refuses(&get("/need?max_gpus=0").await, "invalid `max_gpus`: 0", "max_gpus");
+    // The explorer's cap on one answer's search, as on Compare and /api/plan.
+    let r = get("/need?max_gpus=65").await;
+    assert_page_refuses(&r, "invalid `max_gpus`: 65 (at most 64 GPUs per replica in one explorer answer", "max_gpus");
+    assert_eq!(api_error("/api/need?max_gpus=1024").await.2.as_deref(), Some("max_gpus"));
     assert_page_refuses(&get("/need?ttft_ms=500").await, "invalid `ttft_ms`: given", "ttft_ms");
     assert_page_refuses(&get("/need?rate=x").await, "invalid `rate`", "rate");
     assert_page_refuses(&get("/need?batch=0").await, "invalid `batch`: 0", "batch");

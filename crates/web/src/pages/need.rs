@@ -8,7 +8,7 @@
 
 use super::parts::{at_both_sizes, facts, figure, num, thead};
 use super::{PageCtx, PageInput};
-use crate::api_deploy::{web_budget, NOT_PLAN};
+use crate::api_deploy::{web_budget, web_max_gpus, NOT_PLAN};
 use crate::error::AppError;
 use crate::query::PageQuery;
 use llm_ledger_app::need::NeedRequest;
@@ -40,7 +40,7 @@ pub(super) const INPUTS: &[PageInput] = &[
     PageInput {
         name: "max_gpus",
         label: "GPU budget",
-        help: "most GPUs per replica searched",
+        help: "most GPUs per replica searched (at most 64 here)",
         placeholder: DEFAULT_MAX_GPUS,
     },
     super::RESERVE,
@@ -76,12 +76,17 @@ fn base(q: &PageQuery) -> PageQuery {
     q.clone_with(&none)
 }
 
-/// The page's table: every GPU's answer for the query's scenario (its model, batch and context).
+/// The page's table: every GPU's answer for the query's scenario (its model, batch and context),
+/// searching at most [`MAX_WEB_GPUS`](crate::api_deploy::MAX_WEB_GPUS) GPUs per replica as the
+/// explorer's other searches do.
 pub(crate) fn report(q: &PageQuery, catalog: &Catalog) -> Result<NeedReport, AppError> {
     let b = base(q);
     let r = b.resolve(catalog)?;
     let req: NeedRequest = q.extras_as(&["max_gpus", "reserve", "tpot_ms"])?;
-    let req = NeedRequest { max_gpus: Some(req.max_gpus.unwrap_or_else(|| DEFAULT_MAX_GPUS.into())), ..req };
+    let max_gpus = req.max_gpus.unwrap_or_else(|| DEFAULT_MAX_GPUS.into());
+    // Every GPU of the catalogue is searched: the explorer's cap on one answer's layouts.
+    web_max_gpus(Some(&max_gpus)).map_err(|e| q.core_error(&e))?;
+    let req = NeedRequest { max_gpus: Some(max_gpus), ..req };
     let report = req.run(&b.request()?, &r.catalog, &r.scenario).map_err(|e| q.command_error(&e))?;
     q.checked(report)
 }
