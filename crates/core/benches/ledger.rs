@@ -1,6 +1,6 @@
 //! Speed of the core (the measured clock unless a name says roofline): one ledger, one allocation-free
 //! summary, a 1,000-point batch × context grid, a MoE + MLA ledger, a 1M-line context histogram parsed
-//! and resolved, and the serving simulator. Run with `cargo bench -p llm-ledger-core`.
+//! and resolved, the serving simulator, and the deployment searches. Run with `cargo bench -p llm-ledger-core`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use llm_ledger_core::workload::Contexts;
@@ -187,5 +187,32 @@ fn plan_rate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(core, benches, histogram, simulate, plan_rate);
+/// `plan`'s search without a rate: every layout of up to 64 H100s (pipeline stages included),
+/// each sized by its memory wall (`memory::max_batch`) and bisected for the largest batch under
+/// 50 ms TPOT; and `plan --pareto`, every layout at batches 1, 2, 4 … up to its wall.
+fn plan_static(c: &mut Criterion) {
+    use llm_ledger_core::plan::{frontier, plan, PlanRequest};
+    use llm_ledger_core::serving::{Price, PriceSource};
+    let sc = scenario("llama-3-8b", "decode", 1, 2048);
+    let req = PlanRequest {
+        ctx: 2048,
+        tpot_bound_s: 0.05,
+        max_gpus: 64,
+        price: Price { usd_per_hour: 2.0, source: PriceSource::User },
+        reserve_bytes: 2e9,
+        batches: None,
+    };
+    let mut group = c.benchmark_group("plan");
+    group.sample_size(10);
+    group.bench_function("plan --tpot-ms 50 llama-3-8b h100, up to 64 GPUs", |b| {
+        b.iter(|| black_box(plan(black_box(&sc), &req).unwrap().ranked.len()))
+    });
+    let unbounded = PlanRequest { tpot_bound_s: f64::INFINITY, ..req };
+    group.bench_function("plan --pareto llama-3-8b h100, up to 64 GPUs", |b| {
+        b.iter(|| black_box(frontier(black_box(&sc), &unbounded).unwrap().deployments.len()))
+    });
+    group.finish();
+}
+
+criterion_group!(core, benches, histogram, simulate, plan_rate, plan_static);
 criterion_main!(core);
