@@ -19,7 +19,7 @@ use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::memory::WeightFootprint;
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan::{plan as search, PlanRequest};
-use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal};
+use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal, Refused};
 use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Scenario;
@@ -248,44 +248,37 @@ impl PlanReport {
     }
 
     fn refusals(&self) -> String {
-        let mut fit = self.refused.iter().filter_map(|r| match r.refusal {
-            Refusal::DoesNotFit { memory_bytes, available_bytes } => Some((r, memory_bytes, available_bytes)),
-            _ => None,
-        });
-        let n_fit = fit.clone().count();
-        let mut slow = self.refused.iter().filter_map(|r| match r.refusal {
-            Refusal::TooSlow { tpot_s, batch } => Some((r, tpot_s, batch)),
-            _ => None,
-        });
-        let n_slow = slow.clone().count();
-        let mut held = self.refused.iter().filter_map(|r| match r.refusal {
-            Refusal::NoGivenBatch { max_batch } => Some((r, max_batch)),
-            _ => None,
-        });
-        let n_held = held.clone().count();
+        /// Each kind of refusal in words, in the order they are listed.
+        const KINDS: [&str; 3] = [
+            "do not fit one sequence",
+            "miss the bound even at their smallest batch",
+            "hold none of the batches asked for",
+        ];
+        let kind = |r: &Refused| match r.refusal {
+            Refusal::DoesNotFit { .. } => 0,
+            Refusal::TooSlow { .. } => 1,
+            Refusal::NoGivenBatch { .. } => 2,
+        };
+        let example = |r: &Refused| {
+            let layout = layout_words(r.tp, r.pp, r.ep);
+            match r.refusal {
+                Refusal::DoesNotFit { memory_bytes, available_bytes } => format!(
+                    "{layout}: {} on its fullest GPU of {}",
+                    human::bytes(memory_bytes),
+                    human::bytes(available_bytes)
+                ),
+                Refusal::TooSlow { tpot_s, batch } => {
+                    format!("{layout}: {} at batch {}", human::seconds(tpot_s), human::count(batch))
+                }
+                Refusal::NoGivenBatch { max_batch } => format!("{layout}: at most {}", human::count(max_batch)),
+            }
+        };
         let mut parts = vec![format!("{} layouts tried", self.layouts)];
-        if let Some((r, m, a)) = fit.next() {
-            parts.push(format!(
-                "{n_fit} do not fit one sequence (e.g. {}: {} on its fullest GPU of {})",
-                layout_words(r.tp, r.pp, r.ep),
-                human::bytes(m),
-                human::bytes(a)
-            ));
-        }
-        if let Some((r, t, batch)) = slow.next() {
-            parts.push(format!(
-                "{n_slow} miss the bound even at their smallest batch (e.g. {}: {} at batch {})",
-                layout_words(r.tp, r.pp, r.ep),
-                human::seconds(t),
-                human::count(batch)
-            ));
-        }
-        if let Some((r, most)) = held.next() {
-            parts.push(format!(
-                "{n_held} hold none of the batches asked for (e.g. {}: at most {})",
-                layout_words(r.tp, r.pp, r.ep),
-                human::count(most)
-            ));
+        for (k, what) in KINDS.iter().enumerate() {
+            let mut of_kind = self.refused.iter().filter(|r| kind(r) == k);
+            if let Some(first) = of_kind.next() {
+                parts.push(format!("{} {what} (e.g. {})", 1 + of_kind.count(), example(first)));
+            }
         }
         format!("refused: {}", parts.join("; "))
     }

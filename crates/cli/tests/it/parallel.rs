@@ -169,4 +169,11 @@ fn plan_refusals_name_the_flags_and_what_would_fit() {
     let e = fails(&["plan", "--batch", "256,512", "--tpot-ms", "7", "--max-gpus", "2"]);
     assert!(e.starts_with("error: invalid `--tpot-ms`: 7.000 ms (a bound some layout meets: "), "{e}");
     assert!(e.contains(" per output token at batch 256 for llama-3-8b"), "{e}");
+    // Layouts that hold none of the batches are counted apart. One H100 holds 230 sequences of
+    // 2,049 positions: (78 GB − 16.1 GB of weights − workspace) ÷ 268.6 MB per sequence.
+    let out = ok(&["plan", "--batch", "1000,5000", "--tpot-ms", "40", "--max-gpus", "4"]);
+    assert!(
+        out.contains("refused: 7 layouts tried; 4 hold none of the batches asked for (e.g. 1 GPU: at most 230)"),
+        "{out}"
+    );
 }
