@@ -94,16 +94,9 @@ pub fn crossover_batch(sc: &Scenario, ctx: u64) -> Option<f64> {
     if ratio(MAX_BATCH) <= 1.0 {
         return None;
     }
-    let (mut lo, mut hi) = (0u64, MAX_BATCH);
-    // Invariant: r(lo) ≤ 1 (or lo = 0), r(hi) > 1.
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if ratio(mid) > 1.0 {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
+    // The last batch with r ≤ 1 (0 standing for none), then the first past it: r(MAX_BATCH) > 1.
+    let lo = crate::bisect::last_true_in(0, MAX_BATCH, |b| ratio(b) <= 1.0);
+    let hi = lo + 1;
     let r_hi = ratio(hi);
     let r_lo = if lo == 0 { 0.0 } else { ratio(lo) };
     Some(lo as f64 + (1.0 - r_lo) / (r_hi - r_lo))

@@ -16,6 +16,7 @@
 //!
 //! ```text
 //! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
+//!            bisect (the last value a monotone predicate holds at)
 //!            pairs (text inputs as key-value pairs into a request)
 //!            error (carries a plan refusal's quantities)
 //! inputs     precision  limits  gemm (the GEMM cost)  fit (robust log-space least squares)
@@ -40,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+mod bisect;
 pub mod calibrate;
 pub mod clock;
 pub mod conventions;

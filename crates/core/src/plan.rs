@@ -207,16 +207,9 @@ fn evaluate(sc: &Scenario, req: &PlanRequest, batch: u64, max_batch: u64) -> Pla
 /// The largest batch (a multiple of `step`) in `1..=most` meeting the bound, given that `step`
 /// meets it.
 fn largest_meeting(sc: &Scenario, req: &PlanRequest, step: u64, most: u64) -> PlanPoint {
-    let (mut lo, mut hi) = (1, most / step);
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if evaluate(sc, req, mid * step, most).meets_bound {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    evaluate(sc, req, lo * step, most)
+    // `step` sequences (m = 1) meet the bound (the caller checked); past `most / step` nothing fits.
+    let m = crate::bisect::last_true_in(1, most / step + 1, |m| evaluate(sc, req, m * step, most).meets_bound);
+    evaluate(sc, req, m * step, most)
 }
 
 /// What one layout gives: its best point under the bound, or why it is refused, and every batch

@@ -334,9 +334,9 @@ pub fn at_uniform(sc: &Scenario, batch: u64, tokens: u64) -> Scenario {
 /// sequences, weights do not), so the candidate is `⌊(available − f₀) / s⌋`. Across pipeline
 /// stages it is the largest of affine functions, and with micro-batches the workspace steps
 /// with `⌈b / m⌉`: the candidate is then only a start. Memory never falls as the batch grows,
-/// so the answer is found from the candidate by `largest_true` (steps of 1, 2, 4 … away from
-/// it, then halving): checked against the footprint itself at `b` and `b + 1`, so "exactly fits"
-/// and "one more does not" hold to the byte, in O(log `MAX_BATCH`) footprints whatever the
+/// so the answer is found from the candidate by `bisect::largest_true` (steps of 1, 2, 4 … away
+/// from it, then halving): checked against the footprint itself at `b` and `b + 1`, so "exactly
+/// fits" and "one more does not" hold to the byte, in O(log `MAX_BATCH`) footprints whatever the
 /// candidate's error.
 pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
     let weights = GpuWeights::of(sc);
@@ -352,45 +352,7 @@ pub fn max_batch(sc: &Scenario, tokens: u64, reserve_bytes: f64) -> u64 {
         let base = f1.memory_bytes - per_seq;
         ((f1.available_bytes - base) / per_seq).floor().clamp(1.0, MAX_BATCH as f64) as u64
     };
-    largest_true(guess, MAX_BATCH, |b| fp(b).fits)
-}
-
-/// The largest `b` in `1..=max` with `holds(b)`, for a `holds` true at 1 and never true again once
-/// false, searched from `guess`: steps of 1, 2, 4 … from it until the answer is bracketed, then
-/// bisection. Two calls when `guess` is the answer; O(log |answer − guess|) otherwise.
-fn largest_true(guess: u64, max: u64, holds: impl Fn(u64) -> bool) -> u64 {
-    let guess = guess.clamp(1, max);
-    // `lo` holds, `hi` does not (`max + 1` stands for "past the range").
-    let (mut lo, mut hi) = if holds(guess) {
-        let (mut lo, mut step) = (guess, 1u64);
-        loop {
-            let next = lo.saturating_add(step).min(max + 1);
-            if next > max || !holds(next) {
-                break (lo, next);
-            }
-            lo = next;
-            step = step.saturating_mul(2);
-        }
-    } else {
-        let (mut hi, mut step) = (guess, 1u64);
-        loop {
-            let next = hi.saturating_sub(step).max(1);
-            if next == 1 || holds(next) {
-                break (next, hi);
-            }
-            hi = next;
-            step = step.saturating_mul(2);
-        }
-    };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if holds(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    crate::bisect::largest_true(guess, MAX_BATCH, |b| fp(b).fits)
 }
 
 /// The memory wall: the first batch of `tokens`-token sequences that does not fit (`max_batch + 1`:
@@ -727,29 +689,6 @@ mod tests {
         let b = max_batch(&full, 4096, 2e9);
         assert!(Footprint::of(&at_uniform(&full, b, 4096), 2e9).fits);
         assert!(!Footprint::of(&at_uniform(&full, b + 1, 4096), 2e9).fits);
-    }
-
-    /// The search finds the same answer as a walk one batch at a time, from any start.
-    #[test]
-    fn largest_true_finds_the_last_batch_that_holds_from_any_guess() {
-        for answer in [1u64, 2, 3, 7, 8, 1000, 1023, 1024, 1 << 30] {
-            for guess in [1u64, 2, answer.saturating_sub(1).max(1), answer, answer + 1, 5000, 1 << 30] {
-                let calls = std::cell::Cell::new(0u32);
-                let got = largest_true(guess, 1 << 30, |b| {
-                    calls.set(calls.get() + 1);
-                    b <= answer
-                });
-                assert_eq!(got, answer, "guess {guess}");
-                assert!(calls.get() <= 64, "guess {guess}, answer {answer}: {} calls", calls.get());
-            }
-        }
-        // A right guess costs two calls: it holds, the next does not.
-        let calls = std::cell::Cell::new(0u32);
-        largest_true(500, 1 << 30, |b| {
-            calls.set(calls.get() + 1);
-            b <= 500
-        });
-        assert_eq!(calls.get(), 2);
     }
 
     /// Under pipeline parallelism the footprint is the fullest stage's, not affine in the batch:
