@@ -97,7 +97,7 @@ impl Advice {
                 let touched = expected_experts_touched(m.experts, m.top_k, tokens, &sc.routing).ok()?;
                 Some(ExpertsTouched { experts: m.experts, top_k: m.top_k, tokens, touched })
             }
-            Mlp::Dense(_) => None,
+            Mlp::Dense(_) | Mlp::Linear { .. } | Mlp::None => None,
         });
         Advice {
             crossover,

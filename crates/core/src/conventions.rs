@@ -40,3 +40,23 @@ pub const GELU_FLOPS_PER_ELEMENT: f64 = 8.0;
 /// Clamped SwiGLU (gpt-oss): SiLU-like with a scaled sigmoid, clamps and the `+1` on the up
 /// branch = 7 FLOPs per element.
 pub const CLAMPED_SWIGLU_FLOPS_PER_ELEMENT: f64 = 7.0;
+
+/// Sigmoid gate on an output, `o·σ(g)`: the sigmoid's 4 and the product's 1 = 5 FLOPs per element
+/// (Qwen3.5's gated attention, DeepSeek-V4's and Kimi's output gates).
+pub const SIGMOID_GATE_FLOPS_PER_ELEMENT: f64 = 5.0;
+
+/// Squared ReLU (Nemotron-H's `relu2`): the compare and the square = 2 FLOPs per element.
+pub const RELU2_FLOPS_PER_ELEMENT: f64 = 2.0;
+
+/// A gate derived per head or channel of a recurrent mixer (Gated DeltaNet's decay
+/// `−exp(A)·softplus(a + dt_bias)` and `β = σ(b)`; Mamba-2's `Δ = softplus(dt + bias)` and
+/// `exp(Δ·A)`): the exponentials, logs and products = 8 FLOPs per gate value.
+pub const RECURRENT_GATE_FLOPS: f64 = 8.0;
+
+/// The gated RMSNorm after a recurrent mixer, `RMSNorm(o)·SiLU(z)`: RMSNorm's 4, SiLU's 4 and
+/// the product's 1 = 9 FLOPs per element.
+pub const GATED_NORM_FLOPS_PER_ELEMENT: f64 = 9.0;
+
+/// Top-k selection over a row of scores (a radix select: a few passes of compare-and-count) =
+/// 2 FLOPs per score.
+pub const TOP_K_FLOPS_PER_SCORE: f64 = 2.0;

@@ -17,6 +17,11 @@ pub struct Cost {
     pub kv_read_bytes: f64,
     /// KV-cache bytes written.
     pub kv_write_bytes: f64,
+    /// Bytes of per-sequence state read: a recurrent mixer's state and its convolution's (a
+    /// cache of constant size per sequence, beside the KV cache).
+    pub state_read_bytes: f64,
+    /// Bytes of per-sequence state written back.
+    pub state_write_bytes: f64,
     /// Activation bytes read and written (inputs, outputs, intermediates such as attention scores).
     pub activation_bytes: f64,
     /// Of `activation_bytes`, the bytes written: the operator's output tensor (a GEMM's `M·n·a`,
@@ -37,6 +42,8 @@ impl Cost {
         weight_bytes: 0.0,
         kv_read_bytes: 0.0,
         kv_write_bytes: 0.0,
+        state_read_bytes: 0.0,
+        state_write_bytes: 0.0,
         activation_bytes: 0.0,
         activation_written_bytes: 0.0,
         link_bytes: 0.0,
@@ -52,9 +59,14 @@ impl Cost {
         self.kv_read_bytes + self.kv_write_bytes
     }
 
+    /// Per-sequence state bytes read and written.
+    pub fn state_bytes(&self) -> f64 {
+        self.state_read_bytes + self.state_write_bytes
+    }
+
     /// All HBM bytes (link bytes are not HBM traffic).
     pub fn bytes(&self) -> f64 {
-        self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes + self.activation_bytes
+        self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes + self.state_bytes() + self.activation_bytes
     }
 
     /// Arithmetic intensity, FLOP per byte; `None` when nothing moves (a fused, on-chip operator).
@@ -72,6 +84,8 @@ impl Add for Cost {
             weight_bytes: self.weight_bytes + o.weight_bytes,
             kv_read_bytes: self.kv_read_bytes + o.kv_read_bytes,
             kv_write_bytes: self.kv_write_bytes + o.kv_write_bytes,
+            state_read_bytes: self.state_read_bytes + o.state_read_bytes,
+            state_write_bytes: self.state_write_bytes + o.state_write_bytes,
             activation_bytes: self.activation_bytes + o.activation_bytes,
             activation_written_bytes: self.activation_written_bytes + o.activation_written_bytes,
             link_bytes: self.link_bytes + o.link_bytes,
@@ -93,6 +107,8 @@ impl Mul<f64> for Cost {
             weight_bytes: self.weight_bytes * k,
             kv_read_bytes: self.kv_read_bytes * k,
             kv_write_bytes: self.kv_write_bytes * k,
+            state_read_bytes: self.state_read_bytes * k,
+            state_write_bytes: self.state_write_bytes * k,
             activation_bytes: self.activation_bytes * k,
             activation_written_bytes: self.activation_written_bytes * k,
             link_bytes: self.link_bytes * k,
@@ -123,16 +139,19 @@ mod tests {
             weight_bytes: 2.0,
             kv_read_bytes: 3.0,
             kv_write_bytes: 4.0,
+            state_read_bytes: 0.5,
+            state_write_bytes: 1.5,
             activation_bytes: 5.0,
             activation_written_bytes: 2.0,
             link_bytes: 6.0,
         };
         let s: Cost = [a, a * 2.0].iter().sum();
         assert_eq!(s, a * 3.0);
-        assert_eq!(s.bytes(), 3.0 * 14.0, "link bytes are not HBM bytes");
+        assert_eq!(s.bytes(), 3.0 * 16.0, "link bytes are not HBM bytes");
+        assert_eq!(s.state_bytes(), 6.0);
         assert_eq!(s.link_bytes, 18.0);
         assert_eq!(s.kv_bytes(), 21.0);
-        assert_eq!(a.intensity(), Some(1.0 / 14.0));
+        assert_eq!(a.intensity(), Some(1.0 / 16.0));
         assert_eq!(Cost::ZERO.intensity(), None);
     }
 }

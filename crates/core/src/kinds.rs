@@ -9,7 +9,16 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum OpKind {
     Embedding,
+    AttnHcPre,
     AttnNorm,
+    AttnLinear,
+    InProj,
+    GateBProj,
+    ShortConv,
+    DeltaRule,
+    SsmScan,
+    GatedNorm,
+    OutProj,
     QProj,
     KProj,
     VProj,
@@ -19,9 +28,14 @@ pub enum OpKind {
     QBProj,
     KvAProj,
     KvANorm,
+    IndexerQProj,
+    IndexerKProj,
+    Compressor,
     QkNorm,
     Rope,
     KvWrite,
+    Indexer,
+    TopK,
     KvBProj,
     QAbsorb,
     Attention,
@@ -29,9 +43,15 @@ pub enum OpKind {
     Softmax,
     AttnValues,
     VUp,
+    AttnGate,
     OProj,
+    OAProj,
+    OBProj,
     AttnResidual,
+    AttnHcPost,
+    MlpHcPre,
     MlpNorm,
+    MlpLinear,
     Mlp,
     GateProj,
     UpProj,
@@ -39,10 +59,12 @@ pub enum OpKind {
     Act,
     DownProj,
     Router,
+    LatentDown,
     ExpertGate,
     ExpertUp,
     ExpertAct,
     ExpertDown,
+    LatentUp,
     ExpertCombine,
     SharedGate,
     SharedUp,
@@ -50,6 +72,8 @@ pub enum OpKind {
     SharedDown,
     MlpResidual,
     Residual,
+    MlpHcPost,
+    HcHead,
     FinalNorm,
     LmHead,
     // Communication between GPUs of a parallel deployment (crate::parallel): link bytes, no
@@ -70,9 +94,18 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in the enum's order (`ALL[k as usize] == k`).
-    pub const ALL: [OpKind; 53] = [
+    pub const ALL: [OpKind; 77] = [
         OpKind::Embedding,
+        OpKind::AttnHcPre,
         OpKind::AttnNorm,
+        OpKind::AttnLinear,
+        OpKind::InProj,
+        OpKind::GateBProj,
+        OpKind::ShortConv,
+        OpKind::DeltaRule,
+        OpKind::SsmScan,
+        OpKind::GatedNorm,
+        OpKind::OutProj,
         OpKind::QProj,
         OpKind::KProj,
         OpKind::VProj,
@@ -82,9 +115,14 @@ impl OpKind {
         OpKind::QBProj,
         OpKind::KvAProj,
         OpKind::KvANorm,
+        OpKind::IndexerQProj,
+        OpKind::IndexerKProj,
+        OpKind::Compressor,
         OpKind::QkNorm,
         OpKind::Rope,
         OpKind::KvWrite,
+        OpKind::Indexer,
+        OpKind::TopK,
         OpKind::KvBProj,
         OpKind::QAbsorb,
         OpKind::Attention,
@@ -92,9 +130,15 @@ impl OpKind {
         OpKind::Softmax,
         OpKind::AttnValues,
         OpKind::VUp,
+        OpKind::AttnGate,
         OpKind::OProj,
+        OpKind::OAProj,
+        OpKind::OBProj,
         OpKind::AttnResidual,
+        OpKind::AttnHcPost,
+        OpKind::MlpHcPre,
         OpKind::MlpNorm,
+        OpKind::MlpLinear,
         OpKind::Mlp,
         OpKind::GateProj,
         OpKind::UpProj,
@@ -102,10 +146,12 @@ impl OpKind {
         OpKind::Act,
         OpKind::DownProj,
         OpKind::Router,
+        OpKind::LatentDown,
         OpKind::ExpertGate,
         OpKind::ExpertUp,
         OpKind::ExpertAct,
         OpKind::ExpertDown,
+        OpKind::LatentUp,
         OpKind::ExpertCombine,
         OpKind::SharedGate,
         OpKind::SharedUp,
@@ -113,6 +159,8 @@ impl OpKind {
         OpKind::SharedDown,
         OpKind::MlpResidual,
         OpKind::Residual,
+        OpKind::MlpHcPost,
+        OpKind::HcHead,
         OpKind::FinalNorm,
         OpKind::LmHead,
         OpKind::AllReduceEmbedding,
@@ -201,6 +249,12 @@ pub enum OpClass {
     UnfusedAttention,
     /// Elementwise work (norms, activations, RoPE, residual adds, softmax, the KV append).
     Elementwise,
+    /// A recurrent mixer's scan over its state: the chunked algorithm's small matmuls in
+    /// prefill, the state's read, update and write-back in decode.
+    Recurrence,
+    /// A sparse-attention indexer scoring every cached position (or compressed entry) against
+    /// each query.
+    Scoring,
     /// A collective over the GPUs of a tensor- or expert-parallel group.
     Collective(Comm, CommGroup),
     /// A pipeline stage's send of its activations to the next stage.
@@ -406,7 +460,47 @@ impl OpKind {
         use Shard as S;
         match self {
             Embedding => row("embedding", "embedding", B::Embedding, C::Gather, S::EmbeddingRows, R::Previous, true),
+            AttnHcPre => elementwise("attn_hc_pre", "hc_pre", B::Attention, S::Replicated, Epilogue::None, R::Stream),
             AttnNorm => elementwise("attn_norm", "norm", B::Attention, S::Replicated, Epilogue::Norm, R::Stream),
+            AttnLinear => gemm("attn_linear", "linear", B::Attention, S::Rows, R::BlockInput),
+            InProj => gemm("in_proj", "in", B::Attention, S::Columns(Share::Tensor), R::BlockInput),
+            GateBProj => gemm("gate_b_proj", "gate_b", B::Attention, S::Columns(Share::Tensor), R::Previous),
+            ShortConv => {
+                elementwise("short_conv", "conv", B::Attention, S::Elements(Share::Tensor), Epilogue::None, R::Previous)
+            }
+            DeltaRule => writing(
+                row(
+                    "delta_rule",
+                    "delta_rule",
+                    B::Attention,
+                    C::Recurrence,
+                    S::Elements(Share::Tensor),
+                    R::Previous,
+                    false,
+                ),
+                "recurrent state",
+            ),
+            SsmScan => writing(
+                row(
+                    "ssm_scan",
+                    "ssm_scan",
+                    B::Attention,
+                    C::Recurrence,
+                    S::Elements(Share::Tensor),
+                    R::Previous,
+                    false,
+                ),
+                "recurrent state",
+            ),
+            GatedNorm => elementwise(
+                "gated_norm",
+                "gated_norm",
+                B::Attention,
+                S::Elements(Share::Tensor),
+                Epilogue::None,
+                R::Previous,
+            ),
+            OutProj => gemm("out_proj", "out", B::Attention, S::Rows, R::Previous),
             QProj => merged(
                 gemm("q_proj", "q", B::Attention, S::Columns(Share::Tensor), R::BlockInput),
                 MergeGroup::Qkv,
@@ -428,6 +522,9 @@ impl OpKind {
             QBProj => gemm("q_b_proj", "q_b", B::Attention, S::Columns(Share::Tensor), R::Previous),
             KvAProj => gemm("kv_a_proj", "kv_a", B::Attention, S::Replicated, R::BlockInput),
             KvANorm => elementwise("kv_a_norm", "kv_a_norm", B::Attention, S::Replicated, Epilogue::None, R::Previous),
+            IndexerQProj => gemm("indexer_q_proj", "indexer_q", B::Attention, S::Replicated, R::Previous),
+            IndexerKProj => gemm("indexer_k_proj", "indexer_k", B::Attention, S::Replicated, R::BlockInput),
+            Compressor => gemm("compressor", "compressor", B::Attention, S::Replicated, R::BlockInput),
             QkNorm => elementwise(
                 "qk_norm",
                 "qk_norm",
@@ -447,6 +544,11 @@ impl OpKind {
                 Epilogue::KvWrite,
                 R::Previous,
             ),
+            Indexer => writing(
+                row("indexer", "indexer", B::Attention, C::Scoring, S::Replicated, R::Previous, false),
+                "index scores",
+            ),
+            TopK => elementwise("top_k", "top_k", B::Attention, S::Replicated, Epilogue::None, R::Previous),
             KvBProj => gemm("kv_b_proj", "kv_b", B::Attention, S::LatentColumns, R::Previous),
             QAbsorb => gemm("q_absorb", "q_absorb", B::Attention, S::HeadInstances, R::Previous),
             Attention => {
@@ -464,7 +566,12 @@ impl OpKind {
                 row("attn_values", "values", B::Attention, C::UnfusedAttention, S::AttentionHeads, R::Previous, false)
             }
             VUp => gemm("v_up", "v_up", B::Attention, S::HeadInstances, R::Previous),
+            AttnGate => {
+                elementwise("attn_gate", "gate", B::Attention, S::Elements(Share::Tensor), Epilogue::None, R::Previous)
+            }
             OProj => gemm("o_proj", "o", B::Attention, S::Rows, R::Previous),
+            OAProj => gemm("o_a_proj", "o_a", B::Attention, S::HeadInstances, R::Previous),
+            OBProj => gemm("o_b_proj", "o_b", B::Attention, S::Rows, R::Previous),
             AttnResidual => writing(
                 elementwise(
                     "attn_residual",
@@ -476,7 +583,13 @@ impl OpKind {
                 ),
                 "residual stream",
             ),
+            AttnHcPost => writing(
+                elementwise("attn_hc_post", "hc_post", B::Attention, S::Replicated, Epilogue::None, R::Residual),
+                "residual streams",
+            ),
+            MlpHcPre => elementwise("mlp_hc_pre", "hc_pre", B::Mlp, S::Replicated, Epilogue::None, R::Stream),
             MlpNorm => elementwise("mlp_norm", "norm", B::Mlp, S::Replicated, Epilogue::Norm, R::Stream),
+            MlpLinear => gemm("mlp_linear", "linear", B::Mlp, S::Rows, R::BlockInput),
             Mlp => gemm("mlp", "mlp", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
             GateProj => merged(
                 gemm("gate_proj", "gate", B::Mlp, S::Columns(Share::Tensor), R::BlockInput),
@@ -492,6 +605,7 @@ impl OpKind {
             Act => elementwise("act", "act", B::Mlp, S::Elements(Share::Tensor), Epilogue::Act, R::Previous),
             DownProj => gemm("down_proj", "down", B::Mlp, S::Rows, R::Previous),
             Router => gemm("router", "router", B::Mlp, S::Replicated, R::BlockInput),
+            LatentDown => gemm("latent_down", "latent_down", B::Mlp, S::Replicated, R::BlockInput),
             ExpertGate => merged(
                 gemm("expert_gate", "expert_gate", B::Mlp, S::Experts(ExpertSplit::Columns), R::Experts),
                 MergeGroup::GateUp,
@@ -506,6 +620,7 @@ impl OpKind {
                 elementwise("expert_act", "expert_act", B::Mlp, S::ExpertAssignments, Epilogue::Act, R::Previous)
             }
             ExpertDown => gemm("expert_down", "expert_down", B::Mlp, S::Experts(ExpertSplit::Rows), R::Previous),
+            LatentUp => gemm("latent_up", "latent_up", B::Mlp, S::Replicated, R::Previous),
             ExpertCombine => {
                 elementwise("expert_combine", "expert_combine", B::Mlp, S::Replicated, Epilogue::None, R::Previous)
             }
@@ -531,6 +646,11 @@ impl OpKind {
                 elementwise("residual", "residual", B::Mlp, S::Replicated, Epilogue::Residual(3), R::Residual),
                 "residual stream",
             ),
+            MlpHcPost => writing(
+                elementwise("mlp_hc_post", "hc_post", B::Mlp, S::Replicated, Epilogue::None, R::Residual),
+                "residual streams",
+            ),
+            HcHead => elementwise("hc_head", "hc_head", B::Head, S::Replicated, Epilogue::None, R::Previous),
             FinalNorm => elementwise("final_norm", "final_norm", B::Head, S::Replicated, Epilogue::Norm, R::Previous),
             LmHead => gemm("lm_head", "lm_head", B::Head, S::Columns(Share::Vocab), R::Previous),
             AllReduceEmbedding => comm("all_reduce_embedding", "all_reduce", B::Embedding, tp(Comm::AllReduce)),
@@ -561,6 +681,8 @@ impl OpKind {
             | OpClass::FusedAttention
             | OpClass::UnfusedAttention
             | OpClass::Elementwise
+            | OpClass::Recurrence
+            | OpClass::Scoring
             | OpClass::Host => false,
         }
     }
@@ -589,7 +711,16 @@ mod tests {
     /// Every kind's name, in the enum's order.
     const ALL_NAMES: &[&str] = &[
         "embedding",
+        "attn_hc_pre",
         "attn_norm",
+        "attn_linear",
+        "in_proj",
+        "gate_b_proj",
+        "short_conv",
+        "delta_rule",
+        "ssm_scan",
+        "gated_norm",
+        "out_proj",
         "q_proj",
         "k_proj",
         "v_proj",
@@ -599,9 +730,14 @@ mod tests {
         "q_b_proj",
         "kv_a_proj",
         "kv_a_norm",
+        "indexer_q_proj",
+        "indexer_k_proj",
+        "compressor",
         "qk_norm",
         "rope",
         "kv_write",
+        "indexer",
+        "top_k",
         "kv_b_proj",
         "q_absorb",
         "attention",
@@ -609,9 +745,15 @@ mod tests {
         "softmax",
         "attn_values",
         "v_up",
+        "attn_gate",
         "o_proj",
+        "o_a_proj",
+        "o_b_proj",
         "attn_residual",
+        "attn_hc_post",
+        "mlp_hc_pre",
         "mlp_norm",
+        "mlp_linear",
         "mlp",
         "gate_proj",
         "up_proj",
@@ -619,10 +761,12 @@ mod tests {
         "act",
         "down_proj",
         "router",
+        "latent_down",
         "expert_gate",
         "expert_up",
         "expert_act",
         "expert_down",
+        "latent_up",
         "expert_combine",
         "shared_gate",
         "shared_up",
@@ -630,6 +774,8 @@ mod tests {
         "shared_down",
         "mlp_residual",
         "residual",
+        "mlp_hc_post",
+        "hc_head",
         "final_norm",
         "lm_head",
         "all_reduce_embedding",

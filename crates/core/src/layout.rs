@@ -371,6 +371,8 @@ impl Parallelism {
             | OpClass::FusedAttention
             | OpClass::UnfusedAttention
             | OpClass::Elementwise
+            | OpClass::Recurrence
+            | OpClass::Scoring
             | OpClass::PipelineWait
             | OpClass::Host => None,
         }
@@ -517,6 +519,36 @@ fn check_tp(model: &ModelSpec, tp: u64) -> Result<()> {
                     return bad(format!("the {} attention heads", a.heads));
                 }
             }
+            Attention::Compressed(a) => {
+                if a.heads % tp != 0 {
+                    return bad(format!("the {} attention heads", a.heads));
+                }
+            }
+            Attention::Recurrent(m) => {
+                // vLLM splits the value heads (the state) and the key heads, replicating key heads
+                // when there are fewer than GPUs (its Mamba-2 group replication).
+                if m.value_heads % tp != 0 {
+                    return bad(format!("the {} {} value heads", m.value_heads, m.rule.name()));
+                }
+                if m.key_heads % tp != 0 && tp % m.key_heads != 0 {
+                    return Err(Error::invalid(
+                        "tp",
+                        tp,
+                        format!(
+                            "a divisor or a multiple of the {} {} key heads of {} (split or replicated evenly)",
+                            m.key_heads,
+                            m.rule.name(),
+                            model.name
+                        ),
+                    ));
+                }
+            }
+            Attention::Linear { .. } => {
+                if model.hidden_size % tp != 0 {
+                    return bad(format!("the hidden size {}", model.hidden_size));
+                }
+            }
+            Attention::None => {}
         }
         for (what, width) in mlp_widths(layer) {
             if width % tp != 0 {
@@ -537,6 +569,7 @@ fn mlp_widths(layer: &LayerSpec) -> Vec<(&'static str, u64)> {
             }
             v
         }
+        Mlp::Linear { .. } | Mlp::None => Vec::new(),
     }
 }
 
@@ -572,6 +605,8 @@ fn collective_of(kind: OpKind) -> Option<(Comm, CommGroup)> {
         | OpClass::FusedAttention
         | OpClass::UnfusedAttention
         | OpClass::Elementwise
+        | OpClass::Recurrence
+        | OpClass::Scoring
         | OpClass::PipelineSend
         | OpClass::PipelineWait
         | OpClass::Host => None,

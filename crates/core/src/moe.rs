@@ -178,7 +178,7 @@ pub fn union_point(experts: u64, top_k: u64, tokens: f64, routing: &Routing) -> 
 pub fn moe_shape(model: &crate::ModelSpec) -> Option<(u64, u64)> {
     model.layer_groups().find_map(|(l, _)| match &l.mlp {
         crate::model::Mlp::Moe(m) => Some((m.experts, m.top_k)),
-        crate::model::Mlp::Dense(_) => None,
+        crate::model::Mlp::Dense(_) | crate::model::Mlp::Linear { .. } | crate::model::Mlp::None => None,
     })
 }
 

@@ -22,8 +22,11 @@ pub struct AttentionShape {
     pub qk_dim: f64,
     /// Value dimension per head.
     pub v_dim: f64,
-    /// Sliding window, tokens.
-    pub window: Option<u64>,
+    /// Which cached positions a query reads (all, a window, a chunk, a top-k).
+    pub reach: crate::model::Reach,
+    /// It also reads pooled entries of the positions outside its window (DeepSeek-V4): its
+    /// geometry is the window's and the entries' together.
+    pub pooled: bool,
     /// HBM bytes of K for one position, all KV heads (cache and activation parts).
     pub k_bytes_per_position: f64,
     /// HBM bytes of V for one position, all KV heads (0 when the kernel reuses K's load).

@@ -283,7 +283,7 @@ pub struct Sweep {
 }
 
 /// Slots for per-kind times (more than there are operator kinds).
-const KIND_SLOTS: usize = 64;
+const KIND_SLOTS: usize = OpKind::ALL.len();
 
 /// Batches whose decode steps a thread keeps ([`StepParts`]) before it starts again.
 const KEPT_BATCHES: usize = 4096;

@@ -8,6 +8,7 @@
 use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_CONTEXT_BUCKETS};
+use crate::model::Reach;
 use crate::precision::Precision;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -208,7 +209,8 @@ pub enum Counting {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MlaForm {
-    /// Absorbed in decode, expanded in prefill (what vLLM and SGLang run).
+    /// Absorbed in decode, expanded in prefill (what vLLM and SGLang run); absorbed in prefill
+    /// too on a sparse layer (their FlashMLA sparse kernels).
     Auto,
     /// Expand the latent with kv_b_proj and run MHA (the Hugging Face code).
     Naive,
@@ -277,29 +279,23 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// Attention geometry of this chunk on a layer with the given window (`None`: unbounded).
+    /// Attention geometry of this chunk on a layer whose queries reach `reach`.
     ///
-    /// Its `c = new_tokens` queries sit at positions `k + 1 … k + c` (`k = cached_tokens`) and
-    /// each attends causally to every position up to its own, capped at the window `w`:
-    /// pairs `= Σ_{j=1}^{c} min(k + j, w) = m·k + m(m+1)/2 + (c − m)·w` with
-    /// `m = clamp(w − k, 0, c)` (`c·k + c(c+1)/2` without a window) under [`Causal::Half`], and
-    /// `c·(k + c)` under [`Causal::Full`]. K/V read once: the positions any query sees,
-    /// `min(k + c, w + c − 1)`; `c` positions written; an unfused kernel materialises `c·(k + c)`
-    /// scores (a decode: its pairs). With `k = 0` this is
+    /// Its `c = new_tokens` queries sit at positions `k … k + c − 1` (`k = cached_tokens`, 0-based)
+    /// and each attends causally to the positions its reach allows ([`Reach::pairs_of_chunk`]:
+    /// `c·k + c(c+1)/2` for full attention) under [`Causal::Half`], and `c·(k + c)` under
+    /// [`Causal::Full`]. K/V read: [`Reach::positions_read`] (for full attention, every
+    /// position any query sees once, `k + c`); `c` positions written; an unfused kernel
+    /// materialises `c·(k + c)` scores (a decode: its pairs). With `k = 0` this is
     /// [`Workload::attention_geometry`]'s prefill of a `c`-token prompt; with `c = 1` its
     /// decode at `k` cached tokens (full counting).
-    pub fn geometry(&self, window: Option<u64>, causal: Causal) -> AttentionGeometry {
+    pub fn geometry(&self, reach: Reach, causal: Causal) -> AttentionGeometry {
         let (c, k) = (self.new_tokens as f64, self.cached_tokens as f64);
-        let pairs = match (causal, window) {
-            (Causal::Full, _) => c * (k + c),
-            (Causal::Half, None) => c * k + c * (c + 1.0) / 2.0,
-            (Causal::Half, Some(w)) => {
-                let w = w as f64;
-                let m = (w - k).clamp(0.0, c);
-                m * k + m * (m + 1.0) / 2.0 + (c - m) * w
-            }
+        let pairs = match causal {
+            Causal::Full => c * (k + c),
+            Causal::Half => reach.pairs_of_chunk(k, c),
         };
-        let read = window.map_or(k + c, |w| (k + c).min(w as f64 + c - 1.0));
+        let read = reach.positions_read(k, c);
         // A one-token prompt with nothing cached is a prompt (the engines' prefill kernel).
         let decode = self.new_tokens == 1 && self.cached_tokens > 0;
         AttentionGeometry {
@@ -311,6 +307,123 @@ impl Chunk {
             materialised_scores: if self.new_tokens == 1 { pairs } else { c * (k + c) },
             decode_sequences: if decode { 1.0 } else { 0.0 },
             decode_pairs: if decode { pairs } else { 0.0 },
+        }
+    }
+}
+
+impl Chunk {
+    /// Geometry over compressed entries that pool every `ratio` positions into one (DeepSeek-V4),
+    /// for the chunk's queries at positions `k … k + c − 1`: the query at `i` sees the
+    /// `e_i = ⌊(i + 1)/ratio⌋` entries completed before it, all of them (`reach` [`Reach::All`])
+    /// or the top `K` ([`Reach::TopK`]). Pairs `Σ min(e_i, K)` ([`compressed_pairs`]); entries
+    /// read: those the queries that see at most `K` share, once, and `K` gathered by each later
+    /// query; entries written: those the chunk completes, `⌊(k + c)/ratio⌋ − ⌊k/ratio⌋`.
+    pub fn compressed_geometry(&self, ratio: u64, reach: Reach) -> AttentionGeometry {
+        let (c, k) = (self.new_tokens as f64, self.cached_tokens as f64);
+        let r = ratio as f64;
+        let top = match reach {
+            Reach::TopK(top) => top as f64,
+            Reach::All | Reach::Window(_) | Reach::Chunk(_) => f64::INFINITY,
+        };
+        // Queries (1-based visible counts j = k+1 … k+c) that see at most `top` entries: j < (top+1)·r.
+        let dense = ((top + 1.0) * r - 1.0 - k).clamp(0.0, c);
+        let gathered = if dense < c { (c - dense) * top } else { 0.0 };
+        let pairs = compressed_pairs(k, dense, r) + gathered;
+        let read = if dense > 0.0 { ((k + dense) / r).floor() } else { 0.0 } + gathered;
+        let decode = self.new_tokens == 1 && self.cached_tokens > 0;
+        AttentionGeometry {
+            sequences: 1.0,
+            queries: c,
+            pairs,
+            kv_positions_read: read,
+            kv_positions_written: ((k + c) / r).floor() - (k / r).floor(),
+            materialised_scores: pairs,
+            decode_sequences: if decode { 1.0 } else { 0.0 },
+            decode_pairs: if decode { pairs } else { 0.0 },
+        }
+    }
+}
+
+/// `Σ_{j = k+1}^{k+c} ⌊j / r⌋`: the compressed entries `c` queries after `k` cached positions
+/// see in all, summed without a difference of large sums: `c·⌊k/r⌋ + F(a + c)` with
+/// `a = k mod r` and `F(n) = Σ_{j=1}^{n} ⌊j/r⌋ = r·q(q−1)/2 + q·(s + 1)`, `n = q·r + s`.
+pub fn compressed_pairs(k: f64, c: f64, r: f64) -> f64 {
+    if c <= 0.0 {
+        return 0.0;
+    }
+    let n = k % r + c;
+    let (q, s) = ((n / r).floor(), n % r);
+    c * (k / r).floor() + r * q * (q - 1.0) / 2.0 + q * (s + 1.0)
+}
+
+impl Reach {
+    /// Positions one query attends to when `s` positions, its own included, are visible to it
+    /// (it sits at 0-based position `s − 1`): all `s`; `min(s, w)` in a window or a top-`w`;
+    /// `((s − 1) mod c) + 1` in a chunk of `c`.
+    pub fn attended(self, s: f64) -> f64 {
+        match self {
+            Reach::All => s,
+            Reach::Window(w) | Reach::TopK(w) => s.min(w as f64),
+            Reach::Chunk(c) => {
+                let c = c as f64;
+                if s <= 0.0 {
+                    0.0
+                } else {
+                    (s - 1.0) % c + 1.0
+                }
+            }
+        }
+    }
+
+    /// (query, key) pairs of `c` queries at positions `k … k + c − 1` under causal attention:
+    ///
+    /// * all: `c·k + c(c+1)/2`;
+    /// * window or top-`w` (a query reads `min(i + 1, w)`): `m·k + m(m+1)/2 + (c − m)·w`,
+    ///   `m = clamp(w − k, 0, c)` the queries that still see everything;
+    /// * chunk of `C` (a query reads `(i mod C) + 1`): the first chunk's part from `a = k mod C`,
+    ///   `f·a + f(f+1)/2` with `f = min(c, C − a)`, then `⌊(c − f)/C⌋` whole chunks of
+    ///   `C(C+1)/2` and a last part of `r(r+1)/2`, `r = (c − f) mod C`.
+    ///
+    /// Each is summed directly, never as a difference of two large sums.
+    pub fn pairs_of_chunk(self, k: f64, c: f64) -> f64 {
+        let tri = |n: f64| n * (n + 1.0) / 2.0;
+        match self {
+            Reach::All => c * k + tri(c),
+            Reach::Window(w) | Reach::TopK(w) => {
+                let w = w as f64;
+                let m = (w - k).clamp(0.0, c);
+                m * k + tri(m) + (c - m) * w
+            }
+            Reach::Chunk(chunk) => {
+                let chunk = chunk as f64;
+                let a = k % chunk;
+                let f = c.min(chunk - a);
+                let rest = c - f;
+                f * a + tri(f) + (rest / chunk).floor() * tri(chunk) + tri(rest % chunk)
+            }
+        }
+    }
+
+    /// Cached positions whose K/V the `c` queries at `k … k + c − 1` read from HBM:
+    ///
+    /// * all: every position any of them sees, once: `k + c`;
+    /// * window `w`: `min(k + c, w + c − 1)`;
+    /// * chunk of `C`: from the first query's chunk start, `(k mod C) + c`;
+    /// * top-`K`: the queries that still see at most `K` positions read them as dense attention
+    ///   does, once (`min(k + c, K)` when `k < K`); each later query gathers its own `K`
+    ///   selected positions (`K` per query: sparse kernels load the selected rows per query).
+    ///   A decode reads `min(k + 1, K)`.
+    pub fn positions_read(self, k: f64, c: f64) -> f64 {
+        match self {
+            Reach::All => k + c,
+            Reach::Window(w) => (k + c).min(w as f64 + c - 1.0),
+            Reach::Chunk(chunk) => k % chunk as f64 + c,
+            Reach::TopK(top) => {
+                let top = top as f64;
+                let dense = if k < top { (k + c).min(top) } else { 0.0 };
+                let sparse = (k + c - k.max(top)).max(0.0);
+                dense + top * sparse
+            }
         }
     }
 }
@@ -376,18 +489,22 @@ impl Workload {
         }
     }
 
-    /// Attention geometry of one layer with the given sliding window, summed over sequences.
+    /// Attention geometry of one layer whose queries reach `reach` ([`Reach`]), summed over
+    /// sequences.
     ///
-    /// * decode: each sequence attends over `S = ctx + 1` positions (`ctx` under seed counting),
-    ///   capped at the window: pairs = Σ min(S, w); K/V of those positions are read; one position
-    ///   per sequence is written.
-    /// * prefill: pairs = Σ p(p+1)/2 (causal half; with a window w < p:
-    ///   w(w+1)/2 + (p−w)·w) or Σ p² (full square); every prompt position is written to the
-    ///   cache and read back once (K/V of one head stay on chip while its queries run, the
-    ///   FlashAttention-2 DRAM model); an unfused kernel materialises the full p² score matrix.
-    pub fn attention_geometry(&self, window: Option<u64>) -> AttentionGeometry {
+    /// * decode: each sequence's query sees `S = ctx + 1` positions (`ctx` under seed counting)
+    ///   and attends to [`Reach::attended`]`(S)` of them (`S`, `min(S, w)` in a window or a
+    ///   top-`w`, the positions of its chunk); K/V of those positions are read; one position per
+    ///   sequence is written.
+    /// * prefill: pairs = Σ [`Reach::pairs_of_chunk`]`(0, p)` (causal half: `p(p+1)/2`; with a
+    ///   window w < p: w(w+1)/2 + (p−w)·w) or Σ p² (full square); every prompt position is
+    ///   written to the cache and read back once (K/V of one head stay on chip while its queries
+    ///   run, the FlashAttention-2 DRAM model), except that a top-`K` query past the first `K`
+    ///   gathers its own `K` positions ([`Reach::positions_read`]); an unfused kernel
+    ///   materialises the full p² score matrix.
+    pub fn attention_geometry(&self, reach: Reach) -> AttentionGeometry {
         if let Some(chunks) = &self.chunks {
-            let mut g = chunks.iter().fold(AttentionGeometry::ZERO, |g, c| g.plus(c.geometry(window, self.causal)));
+            let mut g = chunks.iter().fold(AttentionGeometry::ZERO, |g, c| g.plus(c.geometry(reach, self.causal)));
             if self.phase == Phase::Decode && self.counting == Counting::Seed {
                 // The reference calculator's decode: the new token attends to the cached ones only, writes nothing.
                 g.pairs -= g.queries;
@@ -398,12 +515,10 @@ impl Workload {
             }
             return g;
         }
-        let w = window.map(|w| w as f64);
-        let cap = |s: f64| w.map_or(s, |w| s.min(w));
         match self.phase {
             Phase::Decode => {
                 let extra = if self.counting == Counting::Seed { 0.0 } else { 1.0 };
-                let pairs = self.contexts.sum(|c| cap(c + extra));
+                let pairs = self.contexts.sum(|c| reach.attended(c + extra));
                 let b = self.contexts.batch() as f64;
                 AttentionGeometry {
                     sequences: b,
@@ -417,12 +532,8 @@ impl Workload {
                 }
             }
             Phase::Prefill => {
-                let causal = |p: f64| match w {
-                    Some(w) if w < p => w * (w + 1.0) / 2.0 + (p - w) * w,
-                    _ => p * (p + 1.0) / 2.0,
-                };
                 let pairs = match self.causal {
-                    Causal::Half => self.contexts.sum(causal),
+                    Causal::Half => self.contexts.sum(|p| reach.pairs_of_chunk(0.0, p)),
                     Causal::Full => self.contexts.sum(|p| p * p),
                 };
                 let t = self.contexts.total_tokens();
@@ -430,7 +541,7 @@ impl Workload {
                     sequences: self.contexts.batch() as f64,
                     queries: t,
                     pairs,
-                    kv_positions_read: t,
+                    kv_positions_read: self.contexts.sum(|p| reach.positions_read(0.0, p)),
                     kv_positions_written: t,
                     materialised_scores: self.contexts.sum(|p| p * p),
                     decode_sequences: 0.0,
@@ -438,6 +549,34 @@ impl Workload {
                 }
             }
         }
+    }
+}
+
+impl Workload {
+    /// [`Chunk::compressed_geometry`] summed over the step's sequences: each serving chunk as it
+    /// is; a decode at `ctx` cached tokens as a chunk of one new token (`ctx + 1` visible; its
+    /// entry written once every `ratio` steps, counted `1/ratio` a step); a prefill of `p` tokens
+    /// as a chunk of `p` on nothing cached.
+    pub fn compressed_geometry(&self, ratio: u64, reach: Reach) -> AttentionGeometry {
+        let chunk = |k: f64, c: f64| Chunk { new_tokens: c as u64, cached_tokens: k as u64 };
+        if let Some(chunks) = &self.chunks {
+            return chunks.iter().fold(AttentionGeometry::ZERO, |g, c| g.plus(c.compressed_geometry(ratio, reach)));
+        }
+        let mut g = AttentionGeometry::ZERO;
+        self.contexts.for_each(|tokens, count| {
+            let one = match self.phase {
+                Phase::Decode => {
+                    let mut one = chunk(tokens, 1.0).compressed_geometry(ratio, reach);
+                    one.kv_positions_written = 1.0 / ratio as f64;
+                    one.decode_sequences = 1.0;
+                    one.decode_pairs = one.pairs;
+                    one
+                }
+                Phase::Prefill => chunk(0.0, tokens).compressed_geometry(ratio, reach),
+            };
+            g = g.plus(one.scaled(count));
+        });
+        g
     }
 }
 
@@ -513,23 +652,90 @@ mod tests {
     #[test]
     fn decode_geometry_counts_the_new_token_unless_seed_counting() {
         let w = Workload::decode(4, 100).unwrap();
-        let g = w.attention_geometry(None);
+        let g = w.attention_geometry(Reach::All);
         assert_eq!((g.queries, g.pairs, g.kv_positions_written), (4.0, 404.0, 4.0));
         let seed = Workload { counting: Counting::Seed, ..w.clone() };
-        assert_eq!(seed.attention_geometry(None).pairs, 400.0);
+        assert_eq!(seed.attention_geometry(Reach::All).pairs, 400.0);
         // A 64-token window caps each sequence at 64 positions.
-        assert_eq!(w.attention_geometry(Some(64)).pairs, 256.0);
+        assert_eq!(w.attention_geometry(Reach::Window(64)).pairs, 256.0);
     }
 
     #[test]
     fn prefill_geometry_is_the_causal_triangle() {
         let w = Workload::prefill(2, 10).unwrap();
         // 2 × 10·11/2 = 110 pairs; full square 2 × 100.
-        assert_eq!(w.attention_geometry(None).pairs, 110.0);
-        assert_eq!(Workload { causal: Causal::Full, ..w.clone() }.attention_geometry(None).pairs, 200.0);
+        assert_eq!(w.attention_geometry(Reach::All).pairs, 110.0);
+        assert_eq!(Workload { causal: Causal::Full, ..w.clone() }.attention_geometry(Reach::All).pairs, 200.0);
         // Window 4 over 10 tokens: 4·5/2 + 6·4 = 34 per sequence.
-        assert_eq!(w.attention_geometry(Some(4)).pairs, 68.0);
-        assert_eq!(w.attention_geometry(None).materialised_scores, 200.0);
+        assert_eq!(w.attention_geometry(Reach::Window(4)).pairs, 68.0);
+        assert_eq!(w.attention_geometry(Reach::All).materialised_scores, 200.0);
+    }
+
+    /// Every reach's pairs and reads against a query-by-query count.
+    #[test]
+    fn reach_pairs_and_reads_match_a_query_by_query_count() {
+        // Query at 0-based position i sees i + 1 positions: full i+1, window min(i+1, w), chunk
+        // (i mod C) + 1, top-K min(i+1, K).
+        let attended = |r: Reach, i: u64| match r {
+            Reach::All => i + 1,
+            Reach::Window(w) | Reach::TopK(w) => (i + 1).min(w),
+            Reach::Chunk(c) => i % c + 1,
+        };
+        for r in [Reach::All, Reach::Window(5), Reach::Chunk(4), Reach::TopK(6), Reach::Chunk(1), Reach::Window(1)] {
+            for k in 0..20u64 {
+                for c in 1..20u64 {
+                    let brute: u64 = (k..k + c).map(|i| attended(r, i)).sum();
+                    assert_eq!(r.pairs_of_chunk(k as f64, c as f64), brute as f64, "{r:?} k {k} c {c}");
+                    // Positions read: the union for dense reaches; a top-K query past K gathers K.
+                    let read = match r {
+                        Reach::TopK(top) => {
+                            let dense: std::collections::BTreeSet<u64> =
+                                (k..k + c).filter(|i| i + 1 <= top).flat_map(|i| 0..=i).collect();
+                            dense.len() as u64 + (k..k + c).filter(|i| i + 1 > top).count() as u64 * top
+                        }
+                        _ => {
+                            let seen: std::collections::BTreeSet<u64> = (k..k + c)
+                                .flat_map(|i| {
+                                    let n = attended(r, i);
+                                    (i + 1 - n)..=i
+                                })
+                                .collect();
+                            seen.len() as u64
+                        }
+                    };
+                    assert_eq!(r.positions_read(k as f64, c as f64), read as f64, "{r:?} k {k} c {c}");
+                }
+                assert_eq!(r.attended(k as f64 + 1.0), attended(r, k) as f64, "{r:?} at {k}");
+            }
+        }
+    }
+
+    /// Compressed entries against a query-by-query count: query at 0-based `i` sees
+    /// `⌊(i+1)/r⌋` entries, a top-K query at most K; dense queries share their reads, later
+    /// ones gather K each.
+    #[test]
+    fn compressed_pairs_and_reads_match_a_query_by_query_count() {
+        for r in [1u64, 4, 5, 128] {
+            for top in [None, Some(3u64), Some(1)] {
+                for k in 0..40u64 {
+                    for c in 1..40u64 {
+                        let seen = |i: u64| (i + 1) / r;
+                        let capped = |i: u64| top.map_or(seen(i), |t| seen(i).min(t));
+                        let pairs: u64 = (k..k + c).map(capped).sum();
+                        let dense: Vec<u64> = (k..k + c).filter(|&i| top.is_none_or(|t| seen(i) <= t)).collect();
+                        let read = dense.last().map_or(0, |&i| seen(i)) + (c - dense.len() as u64) * top.unwrap_or(0);
+                        let reach = top.map_or(Reach::All, Reach::TopK);
+                        let g = Chunk { new_tokens: c, cached_tokens: k }.compressed_geometry(r, reach);
+                        assert_eq!(g.pairs, pairs as f64, "r {r} top {top:?} k {k} c {c}");
+                        assert_eq!(g.kv_positions_read, read as f64, "r {r} top {top:?} k {k} c {c}");
+                        assert_eq!(g.kv_positions_written, ((k + c) / r - k / r) as f64);
+                    }
+                }
+            }
+        }
+        // Large contexts are exact (no difference of large sums): a decode at 2⁴⁰ sees ⌊(2⁴⁰+1)/4⌋.
+        let big = (1u64 << 40) as f64;
+        assert_eq!(compressed_pairs(big, 1.0, 4.0), ((big + 1.0) / 4.0).floor());
     }
 
     #[test]

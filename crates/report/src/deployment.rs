@@ -94,7 +94,11 @@ impl Totals {
             .layer_groups()
             .filter_map(|(l, _)| match &l.attention {
                 Attention::Standard(a) => Some(p.kv_head_replicas(a.kv_heads)),
-                Attention::Latent(_) => None,
+                Attention::Latent(_)
+                | Attention::Compressed(_)
+                | Attention::Recurrent(_)
+                | Attention::Linear { .. }
+                | Attention::None => None,
             })
             .max()
             .unwrap_or(1);
@@ -102,7 +106,7 @@ impl Totals {
             .then(|| {
                 sc.model.layer_groups().find_map(|(l, _)| match &l.mlp {
                     Mlp::Moe(m) => Some(expert_share(m, sc.workload.step_tokens(), &sc.routing, p.ep).imbalance),
-                    Mlp::Dense(_) => None,
+                    Mlp::Dense(_) | Mlp::Linear { .. } | Mlp::None => None,
                 })
             })
             .flatten();
@@ -201,7 +205,7 @@ pub fn footer(sc: &Scenario, t: &Totals) -> Vec<String> {
                 .layer_groups()
                 .find_map(|(l, _)| match &l.mlp {
                     Mlp::Moe(m) => Some(m.experts / p.ep),
-                    Mlp::Dense(_) => None,
+                    Mlp::Dense(_) | Mlp::Linear { .. } | Mlp::None => None,
                 })
                 .unwrap_or(0),
             human::ratio(i),

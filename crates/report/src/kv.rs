@@ -105,7 +105,8 @@ impl KvReport {
                 max_cached_tokens: max_cached_tokens(sc, reserve_bytes),
                 max_batch: fit.max_batch,
                 fit_basis: fit.basis,
-                kv_bytes_per_sequence: uniform.map(|t| kv_bytes_per_sequence(&sc.model, sc.workload.kv, t as f64)),
+                kv_bytes_per_sequence: uniform
+                    .map(|t| kv_bytes_per_sequence(&sc.model, sc.workload.kv, sc.workload.activations, t as f64)),
             },
         }
     }

@@ -393,6 +393,7 @@ fn no_tiles_line(n: &NoTiles) -> String {
             "a leaf: unfused attention, its scores and probabilities go through HBM; --flash on shows the fused kernel's blocks".into()
         }
         NoTiles::Communication => "a leaf: communication between GPUs (or a pipeline stage's wait), timed on its link; no arithmetic to tile".into(),
+        NoTiles::Recurrence => "a leaf: a recurrent mixer's scan over its state (per token in decode, by chunks of small matmuls in prefill); not one GEMM to tile".into(),
         NoTiles::NotModelled(why) => format!("a leaf: the tile level is not modelled ({why})"),
     }
 }

@@ -353,7 +353,7 @@ impl Measured {
     fn attention_table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
         let a = op.attention?;
-        if op.kind != OpKind::Attention || a.window.is_some() || a.kv_heads <= 0.0 {
+        if op.kind != OpKind::Attention || a.reach != crate::model::Reach::All || a.pooled || a.kv_heads <= 0.0 {
             return None;
         }
         let g = a.geometry;

@@ -66,6 +66,9 @@ pub struct WeightFootprint {
     pub norm_bytes: f64,
     /// An untied LM head (0 when tied to the embedding).
     pub lm_head_bytes: f64,
+    /// Vision (and audio) towers with their projectors, at the embedding's precision (loaded
+    /// beside the text model; a text step does not read them).
+    pub vision_bytes: f64,
 }
 
 impl WeightFootprint {
@@ -77,6 +80,7 @@ impl WeightFootprint {
             embedding_bytes: model.embedding_params() as f64 * w.embedding.bytes(),
             lm_head_bytes: model.lm_head_params() as f64 * w.lm_head.bytes(),
             norm_bytes: model.final_norm_params() as f64 * small,
+            vision_bytes: model.vision_params as f64 * w.embedding.bytes(),
             ..WeightFootprint::default()
         };
         for (layer, n) in model.layer_groups() {
@@ -102,6 +106,7 @@ impl WeightFootprint {
             + self.router_bytes
             + self.norm_bytes
             + self.lm_head_bytes
+            + self.vision_bytes
     }
 
     /// Weight bytes that count toward memory under `counting`: all of them, or without the
@@ -119,61 +124,55 @@ fn split(total: u64, matrices: u64, p: Precision) -> f64 {
     matrices as f64 * p.bytes() + (total - matrices) as f64 * p.unquantised().bytes()
 }
 
+/// Bytes of a hyper-connection parameter: the mixing weights stay fp32 in the checkpoint
+/// (vLLM `DeepseekV4DecoderLayer`).
+const HYPER_CONNECTION_BYTES: f64 = 4.0;
+
 pub(crate) fn layer_bytes(layer: &LayerSpec, h: u64, w: &WeightPrecisions) -> WeightFootprint {
     let attn_params = layer.attention.params(h);
-    let attn_matrices = match &layer.attention {
-        Attention::Standard(a) => h * (a.q_dim() + 2 * a.kv_dim()) + a.q_dim() * h,
-        Attention::Latent(a) => {
-            let nh = a.heads;
-            let q = match a.q_lora_rank {
-                Some(r) => h * r + r * nh * a.qk_head_dim(),
-                None => h * nh * a.qk_head_dim(),
-            };
-            q + h * (a.kv_lora_rank + a.qk_rope_head_dim)
-                + a.kv_lora_rank * nh * (a.qk_nope_head_dim + a.v_head_dim)
-                + nh * a.v_head_dim * h
-        }
-    };
+    // Every count here is at most MAX_PARAMS (checked when the spec was built).
+    let attn_matrices = layer.attention.matrix_params(h) as u64;
     let norms = u64::from(layer.attn_norms + layer.mlp_norms) * layer.norm.params(h);
     let mut f = WeightFootprint {
         attention_bytes: split(attn_params, attn_matrices, w.attention),
-        norm_bytes: norms as f64 * w.attention.unquantised().bytes(),
+        norm_bytes: norms as f64 * w.attention.unquantised().bytes()
+            + layer.hyper_connection_params(h) as f64 * HYPER_CONNECTION_BYTES,
         ..WeightFootprint::default()
     };
-    let dense = |m: &crate::model::DenseMlp, p: Precision| {
+    let dense = |m: &crate::model::DenseMlp, width: u64, p: Precision| {
         let mats = if m.gated { 3 } else { 2 };
-        split(m.params(h), mats * h * m.intermediate, p)
+        split(m.params(width), mats * width * m.intermediate, p)
     };
     match &layer.mlp {
-        Mlp::Dense(m) => f.mlp_bytes = dense(m, w.mlp),
+        Mlp::Dense(m) => f.mlp_bytes = dense(m, h, w.mlp),
         Mlp::Moe(m) => {
             let router = h * m.experts + if m.router_bias { m.experts } else { 0 };
             let gate = if m.shared_gate { h } else { 0 };
             f.router_bytes = (router + gate) as f64 * w.router.bytes();
-            f.experts_bytes = m.experts as f64 * dense(&m.expert, w.experts);
-            f.shared_experts_bytes = m.shared.as_ref().map_or(0.0, |s| dense(s, w.shared_experts));
+            f.experts_bytes = m.experts as f64 * dense(&m.expert, m.expert_width(h), w.experts);
+            let latent = m.latent.map_or(0.0, |l| split(l.params(h) as u64, 2 * h * l.dim, w.shared_experts));
+            f.shared_experts_bytes = m.shared.as_ref().map_or(0.0, |s| dense(s, h, w.shared_experts)) + latent;
         }
+        Mlp::Linear { bias } => f.mlp_bytes = split(h * h + if *bias { h } else { 0 }, h * h, w.mlp),
+        Mlp::None => {}
     }
     f
 }
 
 /// KV-cache bytes one token adds across all layers, ignoring windows (Llama 3 8B at bf16:
-/// 32 · 2 · 8 · 128 · 2 = 131,072 bytes, the reference calculator).
+/// 32 · 2 · 8 · 128 · 2 = 131,072 bytes, the reference calculator): [`ModelSpec::kv_bytes_per_token`]
+/// (indexer keys at their own precision; a recurrent layer adds none).
 pub fn kv_bytes_per_token(model: &ModelSpec, kv: Precision) -> f64 {
-    model.kv_elements_per_token() as f64 * kv.bytes()
+    model.kv_bytes_per_token(kv)
 }
 
-/// KV-cache bytes one sequence holds with `tokens` positions cached: Σ over layers of
-/// `elements_per_token · min(tokens, window) · bytes`.
-pub fn kv_bytes_per_sequence(model: &ModelSpec, kv: Precision, tokens: f64) -> f64 {
-    model
-        .layer_groups()
-        .map(|(l, n)| {
-            let held = l.attention.window().map_or(tokens, |w| tokens.min(w as f64));
-            n as f64 * l.attention.kv_elements_per_token() as f64 * held
-        })
-        .sum::<f64>()
-        * kv.bytes()
+/// Cache bytes one sequence holds with `tokens` positions cached: Σ over layers of
+/// [`Attention::cache_bytes`] — the KV of the positions each layer keeps
+/// (`elements_per_token · min(tokens, window) · bytes`; a chunk keeps at most its length), its
+/// indexer keys, DeepSeek-V4's compressed entries, and any state of constant size (a recurrent
+/// layer's state at its precision, its convolution's at `activations`).
+pub fn kv_bytes_per_sequence(model: &ModelSpec, kv: Precision, activations: Precision, tokens: f64) -> f64 {
+    model.layer_groups().map(|(l, n)| n as f64 * l.attention.cache_bytes(tokens, kv, activations)).sum::<f64>()
 }
 
 /// Positions a sequence holds in the cache after the step: decode appends the new token
@@ -188,7 +187,7 @@ pub(crate) fn held_positions(w: &Workload, tokens: f64) -> f64 {
 /// KV-cache bytes of the whole batch after the step.
 pub fn kv_cache_bytes(sc: &Scenario) -> f64 {
     let w = &sc.workload;
-    w.contexts.sum(|t| kv_bytes_per_sequence(&sc.model, w.kv, held_positions(w, t)))
+    w.contexts.sum(|t| kv_bytes_per_sequence(&sc.model, w.kv, w.activations, held_positions(w, t)))
 }
 
 /// Bytes of fp32 logits per vocabulary entry.
@@ -198,9 +197,11 @@ const LOGIT_BYTES: f64 = 4.0;
 ///
 /// `T·(2H + X)·a + [unfused attention] nh·S·a + L·V·4`, where `T` is the tokens in the step, `H`
 /// the hidden size, `a` the activation bytes; `X` the widest per-token intermediate of any layer:
-/// attention `q + 2·kv + q` (projections and output; MLA:
-/// `nh·(dn+dr) + r + dr + nh·max(r, dn+dv) + nh·dv`) or MLP `3·I` gated / `2·I` plain (MoE:
-/// `top_k` experts plus shared experts plus the router's `E` logits); `2H` is the residual stream
+/// attention `q + 2·kv + q` (projections and output, a gate's columns with q; MLA:
+/// `nh·(dn+dr) + r + dr + nh·max(r, dn+dv) + nh·dv`; DeepSeek-V4: `r_q + d + 2·nh·d + G·r_o`; a
+/// recurrent mixer its input projection, convolution and read-out `in + conv + 2·h_v·d_v`) or
+/// MLP `3·I` gated / `2·I` plain (MoE: `top_k` experts plus shared experts plus the router's `E`
+/// logits), plus `(n − 1)·H` for `n` hyper-connection streams; `2H` is the residual stream
 /// and the normed input. Without
 /// FlashAttention one layer's score matrix, `nh · S` entries (`S` the materialised scores per
 /// head), is live. `L` logit rows of `V` entries are kept in fp32. Buffers are assumed to be
@@ -223,7 +224,7 @@ pub(crate) fn workspace_bytes_split(sc: &Scenario, tp: f64) -> f64 {
         let attn = match &l.attention {
             Attention::Standard(x) => {
                 heads = heads.max(x.heads);
-                2 * x.q_dim() + 2 * x.kv_dim()
+                x.qkv_width() + x.o_dim()
             }
             Attention::Latent(x) => {
                 heads = heads.max(x.heads);
@@ -234,17 +235,32 @@ pub(crate) fn workspace_bytes_split(sc: &Scenario, tp: f64) -> f64 {
                     + nh * x.kv_lora_rank.max(x.qk_nope_head_dim + x.v_head_dim)
                     + nh * x.v_head_dim
             }
+            Attention::Compressed(x) => {
+                heads = heads.max(x.heads);
+                x.q_lora_rank + x.head_dim + 2 * x.heads * x.head_dim + x.o_groups * x.o_lora_rank
+            }
+            // The input projection's outputs, the convolution's and the read-out, side by side.
+            Attention::Recurrent(x) => x.in_proj_width() + x.conv_channels() + 2 * x.value_dim(),
+            Attention::Linear { .. } => m.hidden_size,
+            Attention::None => 0,
         };
         let width = |d: &crate::model::DenseMlp| if d.gated { 3 } else { 2 } * d.intermediate;
         let mlp = match &l.mlp {
             Mlp::Dense(d) => width(d),
             Mlp::Moe(x) => x.top_k * width(&x.expert) + x.shared.as_ref().map_or(0, width) + x.experts,
+            Mlp::Linear { .. } => m.hidden_size,
+            Mlp::None => 0,
         };
-        widest = widest.max(attn).max(mlp);
+        // Hyper-connections keep `n` residual streams live beside the block's input.
+        let streams = l.residual_streams.saturating_sub(1) * m.hidden_size;
+        widest = widest.max(attn + streams).max(mlp + streams);
     }
     let t = w.step_tokens();
-    let scores =
-        if w.flash_attention { 0.0 } else { heads as f64 * w.attention_geometry(None).materialised_scores * a };
+    let scores = if w.flash_attention {
+        0.0
+    } else {
+        heads as f64 * w.attention_geometry(crate::model::Reach::All).materialised_scores * a
+    };
     let split = widest as f64 * t * a + scores + w.logit_tokens() * m.embedding.vocab as f64 * LOGIT_BYTES;
     t * (2 * m.hidden_size) as f64 * a + split / tp
 }
@@ -616,7 +632,7 @@ mod tests {
         assert_eq!(kv_bytes_per_token(&s.model, Precision::Bf16), 131_072.0);
         assert_eq!(kv_bytes_per_token(&s.model, Precision::Fp8), 65_536.0);
         // One sequence of 2,048 positions: 2,048 × 131,072 = 268,435,456.
-        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 2048.0), 268_435_456.0);
+        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, Precision::Bf16, 2048.0), 268_435_456.0);
         // Full counting holds the new token too.
         let full = sc(&[("batch", "4"), ("ctx", "100")]);
         assert_eq!(kv_cache_bytes(&full), 4.0 * 101.0 * 131_072.0);
@@ -631,9 +647,15 @@ mod tests {
         let s = sc(&[("model", "gemma-2-9b")]);
         let per_layer = 4096.0 * 2.0;
         assert_eq!(kv_bytes_per_token(&s.model, Precision::Bf16), 42.0 * per_layer);
-        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 1000.0), 42.0 * per_layer * 1000.0);
+        assert_eq!(
+            kv_bytes_per_sequence(&s.model, Precision::Bf16, Precision::Bf16, 1000.0),
+            42.0 * per_layer * 1000.0
+        );
         // At 10,000 tokens: 21 global layers hold 10,000, 21 windowed layers hold 4,096.
-        assert_eq!(kv_bytes_per_sequence(&s.model, Precision::Bf16, 10_000.0), 21.0 * per_layer * (10_000.0 + 4096.0));
+        assert_eq!(
+            kv_bytes_per_sequence(&s.model, Precision::Bf16, Precision::Bf16, 10_000.0),
+            21.0 * per_layer * (10_000.0 + 4096.0)
+        );
     }
 
     #[test]

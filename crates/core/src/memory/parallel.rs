@@ -9,14 +9,17 @@
 //!   vocab-parallel embedding (`1/tp`), the last the final norm and the LM head (`⌈V/tp⌉` rows;
 //!   with tied embeddings and more than one stage the last stage holds its own copy of the
 //!   table). Biases and norm scales inside a block split with its matrices.
-//! * **KV cache** of stage `s`: its layers' K/V (`kv_share` of the heads; MLA's latent whole)
-//!   for the `1/ep` of the batch its group serves, all micro-batches together.
+//! * **KV cache** of stage `s`: its layers' K/V (`kv_share` of the heads; MLA's latent,
+//!   DeepSeek-V4's entries and every indexer's keys whole) and recurrent states (`1/tp` of the
+//!   value heads, the convolution's key channels at the key heads' share) for the `1/ep` of
+//!   the batch its group serves, all micro-batches together.
 //! * **Workspace**: [`crate::memory::workspace_bytes_split`] with the per-token intermediates and
 //!   logits split over TP, for the largest micro-batch, `1/ep` of it.
 
 use super::{held_positions, layer_bytes, workspace_bytes_split, Footprint, WeightFootprint};
 use crate::layout::Parallelism;
 use crate::model::{Attention, ModelSpec};
+use crate::precision::Precision;
 use crate::scenario::Scenario;
 use crate::workload::Counting;
 
@@ -25,10 +28,11 @@ fn attention_share(attn: &Attention, hidden: u64, p: &Parallelism) -> f64 {
     let t = p.tp as f64;
     match attn {
         Attention::Standard(a) => {
-            let (q, kv) = (a.q_dim() as f64, a.kv_dim() as f64);
+            let (q, k, v, o) =
+                (a.q_proj_width() as f64, a.k_proj_width() as f64, a.v_proj_width() as f64, a.o_dim() as f64);
             let ks = p.kv_head_share(a.kv_heads);
-            // q and o are h·q each, k and v h·kv each.
-            (2.0 * q / t + 2.0 * kv * ks) / (2.0 * q + 2.0 * kv)
+            // q and o split over the group, k and v by the KV heads' share.
+            ((q + o) / t + (k + v) * ks) / (q + o + k + v)
         }
         Attention::Latent(a) => {
             let (h, nh) = (hidden as f64, a.heads as f64);
@@ -41,6 +45,18 @@ fn attention_share(attn: &Attention, hidden: u64, p: &Parallelism) -> f64 {
             let split = split + r * nh * (a.qk_nope_head_dim + a.v_head_dim) as f64 + nh * a.v_head_dim as f64 * h;
             (whole + split / t) / (whole + split)
         }
+        Attention::Compressed(a) => {
+            // The down-projections, compressors and indexer on every GPU; the heads' q_b, o_a
+            // and o_b split.
+            let all = a.matrix_params(hidden) as f64;
+            let (h, nh, d) = (hidden as f64, a.heads as f64, a.head_dim as f64);
+            let split =
+                a.q_lora_rank as f64 * nh * d + nh * d * a.o_lora_rank as f64 + (a.o_groups * a.o_lora_rank) as f64 * h;
+            ((all - split) + split / t) / all
+        }
+        // Every projection split over the group (vLLM shards the heads of both).
+        Attention::Recurrent(_) | Attention::Linear { .. } => 1.0 / t,
+        Attention::None => 1.0,
     }
 }
 
@@ -78,46 +94,91 @@ fn tied_head_copy(m: &ModelSpec, p: &Parallelism, bytes_per_value: f64) -> Optio
     (m.tied_embeddings && p.stages.len() > 1).then(|| (m.embedding.vocab * m.lm_head_in()) as f64 * bytes_per_value)
 }
 
-/// The share of a layer's KV cache one GPU of a TP group holds: `1/min(tp, kv_heads)` of the
-/// KV heads (one head per GPU when `tp` exceeds them), all of MLA's latent.
-fn layer_kv_share(a: &Attention, p: &Parallelism) -> f64 {
+/// Cache bytes one GPU of a TP group holds for a layer after `tokens` positions of one sequence
+/// ([`Attention::cache_bytes`] at its share): standard attention's K/V at `1/min(tp, kv_heads)`
+/// of the heads (one head per GPU when `tp` exceeds them) and its indexer keys whole; MLA's
+/// latent and DeepSeek-V4's entries whole (every GPU reads them); a recurrent state at `1/tp`
+/// of its value heads, its convolution's key channels at the key heads' share.
+fn layer_cache_bytes(a: &Attention, tokens: f64, kv: Precision, act: Precision, p: &Parallelism) -> f64 {
     match a {
-        Attention::Standard(x) => p.kv_head_share(x.kv_heads),
-        Attention::Latent(_) => 1.0,
+        Attention::Standard(x) => {
+            let held = x.reach.held(tokens);
+            let keys = x.indexer.map_or(0.0, |i| i.key_bytes());
+            held * (x.kv_dim_cached() as f64 * kv.bytes() * p.kv_head_share(x.kv_heads) + keys)
+        }
+        Attention::Latent(_) | Attention::Compressed(_) => a.cache_bytes(tokens, kv, act),
+        Attention::Recurrent(m) => {
+            let t = p.tp as f64;
+            let conv = (2.0 * m.key_dim() as f64 * p.kv_head_share(m.key_heads) + m.value_dim() as f64 / t)
+                * m.conv_kernel.saturating_sub(1) as f64;
+            m.state_elements() as f64 / t * m.state.bytes() + conv * act.bytes()
+        }
+        Attention::Linear { .. } | Attention::None => 0.0,
     }
 }
 
-/// KV-cache bytes on one GPU of stage `s` after the step (module docs).
+/// Cache bytes on one GPU of stage `s` after the step (module docs).
 pub fn stage_kv_bytes(sc: &Scenario, s: usize) -> f64 {
     let (p, m, wl) = (&sc.parallel, &sc.model, &sc.workload);
     let per_sequence = |tokens: f64| -> f64 {
         p.stages[s]
             .groups
             .iter()
-            .map(|&(i, n)| {
-                let a = &m.layers()[i].attention;
-                let held = a.window().map_or(tokens, |w| tokens.min(w as f64));
-                n as f64 * a.kv_elements_per_token() as f64 * held * layer_kv_share(a, p)
-            })
+            .map(|&(i, n)| n as f64 * layer_cache_bytes(&m.layers()[i].attention, tokens, wl.kv, wl.activations, p))
             .sum()
     };
-    wl.contexts.sum(|t| per_sequence(held_positions(wl, t))) * wl.kv.bytes() / p.ep as f64
+    wl.contexts.sum(|t| per_sequence(held_positions(wl, t))) / p.ep as f64
 }
 
-/// KV-cache bytes one cached token of the instance adds on one GPU of stage `s`, ignoring
-/// windows: `Σ_layers elements_per_token · kv_share · kv_bytes ÷ ep` (each of the `ep` groups
-/// holds its own sequences). On one GPU this is [`crate::memory::kv_bytes_per_token`].
+/// Cache bytes one more cached token of the instance adds on one GPU of stage `s`, windows
+/// and constant states aside: the growth of [`layer_cache_bytes`] per token, `÷ ep` (each of
+/// the `ep` groups holds its own sequences). On one GPU this is
+/// [`crate::memory::kv_bytes_per_token`].
 pub(crate) fn stage_kv_bytes_per_token(sc: &Scenario, s: usize) -> f64 {
-    let (p, m) = (&sc.parallel, &sc.model);
-    let elements: f64 = p.stages[s]
+    let (p, m, wl) = (&sc.parallel, &sc.model, &sc.workload);
+    let bytes: f64 = p.stages[s]
         .groups
         .iter()
         .map(|&(i, n)| {
             let a = &m.layers()[i].attention;
-            n as f64 * a.kv_elements_per_token() as f64 * layer_kv_share(a, p)
+            let per = match a {
+                Attention::Standard(x) => {
+                    x.kv_dim_cached() as f64 * wl.kv.bytes() * p.kv_head_share(x.kv_heads)
+                        + x.indexer.map_or(0.0, |i| i.key_bytes())
+                }
+                Attention::Latent(_)
+                | Attention::Compressed(_)
+                | Attention::Recurrent(_)
+                | Attention::Linear { .. }
+                | Attention::None => a.kv_bytes_per_token(wl.kv),
+            };
+            n as f64 * per
         })
         .sum();
-    elements * sc.workload.kv.bytes() / p.ep as f64
+    bytes / p.ep as f64
+}
+
+/// Constant cache bytes one sequence holds on one GPU of stage `s` (recurrent states and
+/// compressor states at their shares), `÷ ep` of the sequences.
+pub(crate) fn stage_state_bytes_per_sequence(sc: &Scenario, s: usize) -> f64 {
+    let (p, m, wl) = (&sc.parallel, &sc.model, &sc.workload);
+    let bytes: f64 = p.stages[s]
+        .groups
+        .iter()
+        .map(|&(i, n)| {
+            let a = &m.layers()[i].attention;
+            let state = match a {
+                Attention::Recurrent(_) => layer_cache_bytes(a, 0.0, wl.kv, wl.activations, p),
+                Attention::Standard(_)
+                | Attention::Latent(_)
+                | Attention::Compressed(_)
+                | Attention::Linear { .. }
+                | Attention::None => a.state_bytes(wl.activations),
+            };
+            n as f64 * state
+        })
+        .sum();
+    bytes / p.ep as f64
 }
 
 /// The fullest GPU of the deployment, with `weights` its stored weight bytes per stage.

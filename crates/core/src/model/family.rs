@@ -37,10 +37,11 @@ pub enum DimRule {
     FourHidden,
 }
 
-/// Whether a bias exists: fixed by the modeling file, or read from a config key.
+/// A yes/no property of a layer (a bias, an output gate): fixed by the modeling file, or read
+/// from a config key.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-pub enum BiasRule {
+pub enum FlagRule {
     /// Hard-coded in the modeling file.
     Fixed(bool),
     /// Read from `key`, with `default` when absent.
@@ -74,14 +75,99 @@ pub enum WindowRule {
 pub enum MoeLayout {
     /// Dense family.
     None,
-    /// `num_local_experts`, width `intermediate_size`, every layer sparse.
+    /// `num_local_experts`, width `intermediate_size`, every layer sparse (MiniMax-M2 too, whose
+    /// `shared_intermediate_size` may add a shared expert).
     Mixtral,
     /// `num_experts`, `moe_intermediate_size`, `mlp_only_layers`, `decoder_sparse_step`, optional shared expert.
     Qwen,
-    /// `n_routed_experts`, `moe_intermediate_size`, `n_shared_experts`, `first_k_dense_replace`.
+    /// `n_routed_experts` (`num_experts`), `moe_intermediate_size`, `n_shared_experts`,
+    /// `first_k_dense_replace`, `moe_layer_freq` (a step or a list), `mlp_layer_types`,
+    /// `routed_expert_hidden_size` (a latent MoE).
     Deepseek,
     /// `num_local_experts`, width `intermediate_size`, biased experts and router, clamped SwiGLU.
     GptOss,
+    /// Nemotron-H: `n_routed_experts`, `moe_intermediate_size`,
+    /// `moe_shared_expert_intermediate_size`, `moe_latent_size`; non-gated experts.
+    Nemotron,
+    /// Llama 4: `num_local_experts`; experts and a shared expert of `intermediate_size`; dense
+    /// layers of `intermediate_size_mlp`; `moe_layers` or `interleave_moe_layer_step`.
+    Llama4,
+    /// Gemma 4: the dense MLP of `intermediate_size` on every layer, and with
+    /// `enable_moe_block` `num_experts` experts of `moe_intermediate_size` beside it.
+    Gemma4,
+    /// MiniMax-M3: `moe_layer_freq` (a list), `dense_intermediate_size`, `num_local_experts`
+    /// of `intermediate_size`, `shared_intermediate_size × n_shared_experts`.
+    Minimax,
+    /// Step 3.x: `moe_layers_enum` or `first_k_dense_replace`, `num_experts`
+    /// (`moe_num_experts`) of `moe_intermediate_size`, `share_expert_dim`.
+    Step,
+}
+
+/// How a family decides each layer's token mixer when `layer_types` does not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerRule {
+    /// Attention on every layer, windowed by the family's [`WindowRule`].
+    Uniform,
+    /// Full attention on every `full_attention_interval`-th layer, the family's recurrent mixer
+    /// elsewhere (Qwen3-Next, Qwen3.5).
+    Interval,
+    /// One letter a layer in `hybrid_override_pattern` (`M` Mamba-2, `*` attention, `-` MLP,
+    /// `E` MoE), or `layers_block_type` (Nemotron-H).
+    HybridPattern,
+    /// `linear_attn_config`'s 1-based `kda_layers` and `full_attn_layers` (Kimi Linear).
+    LinearAttnConfig,
+    /// `block_configs`, one a layer: attention and FFN each present, skipped or one linear layer
+    /// (nemotron-nas).
+    BlockConfigs,
+    /// `no_rope_layers` (1: chunked local attention, 0: global), else every
+    /// `no_rope_layer_interval`-th layer global (Llama 4).
+    NoRopeLayers,
+    /// `hybrid_layer_pattern` (1: sliding window, 0: full; MiMo-V2).
+    HybridLayerPattern,
+    /// `compress_ratios` per layer (DeepSeek-V4).
+    CompressRatios,
+    /// `sparse_attention_config.sparse_attention_freq` (1: sparse; MiniMax-M3).
+    SparseFreq,
+}
+
+/// The recurrent mixer of a family's linear-attention layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecurrenceName {
+    /// None.
+    None,
+    /// Gated DeltaNet (`linear_num_key_heads`, `linear_num_value_heads`, …).
+    GatedDelta,
+    /// Kimi Delta Attention (`linear_attn_config`).
+    KimiDelta,
+    /// Mamba-2 (`mamba_num_heads`, `n_groups`, `ssm_state_size`, …).
+    Mamba2,
+}
+
+/// The indexer of a family's sparse-attention layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexerRule {
+    /// None.
+    None,
+    /// DeepSeek Sparse Attention, when the config has `index_n_heads` (`index_head_dim`,
+    /// `index_topk`, and which layers own one: `indexer_types`, `index_topk_freq`).
+    Dsa,
+    /// MiniMax-M3's block-sparse attention (`sparse_attention_config`).
+    Minimax,
+}
+
+/// How a family's vision tower is counted from `vision_config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VisionRule {
+    /// Qwen's vision transformer and merger (`depth`, `hidden_size`, `intermediate_size`,
+    /// `patch_size`, `temporal_patch_size`, `spatial_merge_size`, `out_hidden_size`,
+    /// `num_position_embeddings`, `deepstack_visual_indexes`).
+    Qwen,
+    /// A plain vision transformer from the common keys, estimated.
+    Generic,
 }
 
 /// Position encoding.
@@ -104,6 +190,8 @@ pub enum AttentionLayout {
     Standard,
     /// DeepSeek MLA.
     Latent,
+    /// DeepSeek-V4's compressed attention.
+    Compressed,
 }
 
 /// Norm type (mirrors [`super::spec::NormKind`] in the data file).
@@ -148,6 +236,9 @@ pub struct Family {
     /// Other `model_type` strings for this family.
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// `architectures` classes of this family, for a config whose `model_type` is no family's.
+    #[serde(default)]
+    pub architectures: Vec<String>,
     /// Default of `num_key_value_heads`.
     pub kv_heads: DimDefault,
     /// Default of `head_dim`.
@@ -161,11 +252,13 @@ pub struct Family {
     /// Default of `tie_word_embeddings`.
     pub tie_word_embeddings: bool,
     /// Bias on q/k/v.
-    pub qkv_bias: BiasRule,
+    pub qkv_bias: FlagRule,
     /// Bias on o.
-    pub o_bias: BiasRule,
+    pub o_bias: FlagRule,
     /// Bias on MLP projections.
-    pub mlp_bias: BiasRule,
+    pub mlp_bias: FlagRule,
+    /// A sigmoid gate on the attention output, projected with the queries.
+    pub output_gate: FlagRule,
     /// MLP layout.
     pub mlp: MlpLayout,
     /// Default activation name.
@@ -193,6 +286,14 @@ pub struct Family {
     pub window_default: Option<u64>,
     /// Attention layout.
     pub attention: AttentionLayout,
+    /// How each layer's mixer is decided when `layer_types` does not say.
+    pub layer_rule: LayerRule,
+    /// The recurrent mixer of its linear-attention layers.
+    pub recurrence: RecurrenceName,
+    /// The indexer of its sparse layers.
+    pub indexer: IndexerRule,
+    /// How its vision tower is counted.
+    pub vision: VisionRule,
     /// MoE layout.
     pub moe: MoeLayout,
     /// Attention sinks.
@@ -212,19 +313,34 @@ pub struct Family {
     pub router_module: String,
     /// The shared experts inside the MoE block (`shared_expert`).
     pub shared_experts_module: String,
+    /// The routed experts inside a layer, when they are not `{mlp_module}.experts` (Gemma 4).
+    #[serde(default)]
+    pub experts_module: Option<String>,
+    /// A recurrent mixer's block inside a layer, when it is not the attention's (Qwen3.5's
+    /// `linear_attn`).
+    #[serde(default)]
+    pub recurrent_module: Option<String>,
 }
 
 impl Family {
-    /// Where this family's checkpoints keep each class of weights, for a model of `num_layers`
-    /// layers.
-    pub fn modules(&self, num_layers: usize) -> super::quant::CheckpointModules {
+    /// Where this family's checkpoints keep each class of weights, for a model of these layers.
+    pub fn modules(&self, layers: &[super::spec::LayerSpec]) -> super::quant::CheckpointModules {
+        use super::spec::{Attention, Mlp};
+        let which = |f: &dyn Fn(&super::spec::LayerSpec) -> bool| -> Vec<usize> {
+            layers.iter().enumerate().filter(|(_, l)| f(l)).map(|(i, _)| i).collect()
+        };
         super::quant::CheckpointModules {
             layers: self.layers_module.clone(),
             attention: self.attn_module.clone(),
+            recurrent: self.recurrent_module.clone(),
             mlp: self.mlp_module.clone(),
+            experts: self.experts_module.clone().unwrap_or_else(|| format!("{}.experts", self.mlp_module)),
             router: self.router_module.clone(),
             shared_experts: self.shared_experts_module.clone(),
-            num_layers,
+            num_layers: layers.len(),
+            mixer_layers: which(&|l| !matches!(l.attention, Attention::None)),
+            dense_layers: which(&|l| matches!(l.mlp, Mlp::Dense(_) | Mlp::Linear { .. })),
+            moe_layers: which(&|l| matches!(l.mlp, Mlp::Moe(_))),
         }
     }
 }
@@ -296,6 +412,9 @@ pub fn find(model_type: &str) -> Option<&'static Family> {
 /// Find a family from an `architectures` entry (`LlamaForCausalLM` → `llama`), for configs that
 /// lack `model_type` (e.g. the 2019 gpt2 revision).
 pub fn find_by_architecture(arch: &str) -> Option<&'static Family> {
+    if let Some(fam) = table().values().map(Entry::family).find(|f| f.architectures.iter().any(|a| a == arch)) {
+        return Some(fam);
+    }
     let stem = ["ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "Model"]
         .iter()
         .find_map(|suffix| arch.strip_suffix(suffix))

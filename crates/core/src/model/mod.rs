@@ -6,6 +6,7 @@ pub mod family;
 mod family_merge;
 pub mod gguf;
 pub mod hf;
+pub mod mixer;
 pub mod presets;
 pub mod quant;
 pub mod safetensors;

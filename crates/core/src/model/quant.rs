@@ -109,40 +109,90 @@ pub enum CheckpointQuant {
 }
 
 /// Methods understood by [`parse_quantization_config`].
-pub const QUANT_METHODS: &[&str] = &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "compressed-tensors", "bitsandbytes"];
+pub const QUANT_METHODS: &[&str] =
+    &["fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "compressed-tensors", "bitsandbytes", "modelopt"];
+
+/// NVIDIA ModelOpt's `quant_algo` names and what each stores: the weights, and the format GEMM
+/// inputs are quantised to (`None`: weight-only). MXFP8 (e4m3 with an e8m0 scale a 32) is
+/// counted as fp8 without its scales (0.8 % of its bytes).
+const MODELOPT_ALGOS: &[(&str, Precision, Option<Precision>)] = &[
+    ("NVFP4", Precision::NvFp4, Some(Precision::NvFp4)),
+    ("NVFP4_AWQ", Precision::NvFp4, Some(Precision::NvFp4)),
+    ("W4A16_NVFP4", Precision::NvFp4, None),
+    ("FP8", Precision::Fp8, Some(Precision::Fp8)),
+    ("FP8_PB_WO", Precision::Fp8Block { block: 128 }, None),
+    ("MXFP8", Precision::Fp8, Some(Precision::Fp8)),
+    ("W4A16_AWQ", Precision::Int4Group { group: 128 }, None),
+    ("INT4_AWQ", Precision::Int4Group { group: 128 }, None),
+    ("W4A8_AWQ", Precision::Int4Group { group: 128 }, Some(Precision::Fp8)),
+    ("INT8_SQ", Precision::Int8, Some(Precision::Int8)),
+];
+
+/// The accepted `quant_algo` names, for errors.
+fn modelopt_algo_names() -> String {
+    let mut names: Vec<&str> = MODELOPT_ALGOS.iter().map(|(n, _, _)| *n).collect();
+    names.push("MIXED_PRECISION");
+    names.join(", ")
+}
 
 /// Expected-value text for a GPTQ/AWQ/compressed-tensors integer group size.
 const GROUP_SIZES: &str = "a power of two from 16 to 4,096, or -1 for one scale per output channel";
 
 /// Where a checkpoint keeps each class of weights: transformers' module names, from the
-/// family's table (`layers_module`, `attn_module`, … in `families.toml`), and how many layers.
+/// family's table (`layers_module`, `attn_module`, … in `families.toml`), and which layers have
+/// each class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointModules {
     /// The layer list (`model.layers`; `transformer.h` for GPT-2 and Falcon).
     pub layers: String,
     /// The attention block inside a layer (`self_attn`).
     pub attention: String,
+    /// The block of a layer's recurrent mixer where it has its own name (Qwen3.5's
+    /// `linear_attn`): the attention class's weights there.
+    pub recurrent: Option<String>,
     /// The MLP or MoE block inside a layer (`mlp`; `block_sparse_moe` for Mixtral).
     pub mlp: String,
+    /// The routed experts inside a layer (`mlp.experts`; Gemma 4's `experts` beside its MLP).
+    pub experts: String,
     /// The router inside the MoE block (`gate`; `router` for gpt-oss).
     pub router: String,
     /// The shared experts inside the MoE block (`shared_expert`; `shared_experts` for DeepSeek).
     pub shared_experts: String,
     /// Decoder layers.
     pub num_layers: usize,
+    /// The layers with a token mixer (attention or recurrent).
+    pub mixer_layers: Vec<usize>,
+    /// The layers with a dense MLP.
+    pub dense_layers: Vec<usize>,
+    /// The layers with routed experts.
+    pub moe_layers: Vec<usize>,
 }
 
-impl Default for CheckpointModules {
-    /// The common naming (Llama, Qwen, Mistral, DeepSeek …) of a one-layer model.
-    fn default() -> Self {
+impl CheckpointModules {
+    /// The common naming (Llama, Qwen, Mistral, DeepSeek …) of `layers` layers that each have
+    /// every class.
+    pub fn uniform(layers: usize) -> Self {
+        let all: Vec<usize> = (0..layers).collect();
         CheckpointModules {
             layers: "model.layers".into(),
             attention: "self_attn".into(),
+            recurrent: None,
             mlp: "mlp".into(),
+            experts: "mlp.experts".into(),
             router: "gate".into(),
             shared_experts: "shared_expert".into(),
-            num_layers: 1,
+            num_layers: layers,
+            mixer_layers: all.clone(),
+            dense_layers: all.clone(),
+            moe_layers: all,
         }
+    }
+}
+
+impl Default for CheckpointModules {
+    /// The common naming of a one-layer model.
+    fn default() -> Self {
+        Self::uniform(1)
     }
 }
 
@@ -158,6 +208,20 @@ pub fn names_module(pattern: &str, module: &str) -> bool {
     if let Some(re) = pattern.strip_prefix("re:") {
         return regex_lite::Regex::new(&format!("^(?:{re})")).is_ok_and(|r| r.is_match(module));
     }
+    if pattern.split('.').any(|c| c.contains('*') && c != "*") {
+        // ModelOpt's globs (`model.layers.0*`, `*self_attn*`): `*` matches any run of
+        // characters, dots included, over the whole name or one of its ancestors.
+        let mut name = module;
+        loop {
+            if glob(pattern.as_bytes(), name.as_bytes()) {
+                return true;
+            }
+            match name.rfind('.') {
+                Some(i) => name = &name[..i],
+                None => return false,
+            }
+        }
+    }
     let p: Vec<&str> = pattern.split('.').collect();
     let m: Vec<&str> = module.split('.').collect();
     if p.len() > m.len() {
@@ -167,13 +231,52 @@ pub fn names_module(pattern: &str, module: &str) -> bool {
     same(&p, &m[..p.len()]) || same(&p, &m[m.len() - p.len()..])
 }
 
-/// In how many of the checkpoint's layers `patterns` leave the module `block` (relative to a
-/// layer, `self_attn` or `mlp.experts`) unquantised: a pattern names it or an ancestor.
-fn layers_skipping(patterns: &[String], modules: &CheckpointModules, block: &str) -> usize {
-    (0..modules.num_layers)
+/// Whether glob `p` (`*` any run of bytes) matches all of `s` (the classic two-pointer match
+/// with one backtrack point: linear in practice, never exponential).
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < s.len() {
+        if i < p.len() && p[i] == b'*' {
+            star = Some((i, j));
+            i += 1;
+        } else if i < p.len() && p[i] == s[j] {
+            i += 1;
+            j += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == b'*')
+}
+
+/// The ways checkpoints name layer `i`'s module `block`: under the family's layer list and under
+/// the prefixes vision-language wrappers put before it (`model.language_model.layers`,
+/// `language_model.model.layers`), which ModelOpt's and compressed-tensors' lists use.
+fn layer_block_names(modules: &CheckpointModules, i: usize, block: &str) -> Vec<String> {
+    let mut prefixes =
+        vec![modules.layers.as_str(), "model.layers", "model.language_model.layers", "language_model.model.layers"];
+    prefixes.dedup();
+    let mut names: Vec<String> = prefixes.iter().map(|p| format!("{p}.{i}.{block}")).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// In how many of `layers` `patterns` leave the module `block` (relative to a layer, `self_attn`
+/// or `mlp.experts`, or the recurrent block where the layer has one) unquantised: a pattern names
+/// it or an ancestor.
+fn layers_skipping(patterns: &[String], modules: &CheckpointModules, blocks: &[&str], layers: &[usize]) -> usize {
+    layers
+        .iter()
         .filter(|i| {
-            let name = format!("{}.{i}.{block}", modules.layers);
-            patterns.iter().any(|p| names_module(p, &name))
+            blocks.iter().any(|block| {
+                layer_block_names(modules, **i, block).iter().any(|name| patterns.iter().any(|p| names_module(p, name)))
+            })
         })
         .count()
 }
@@ -370,6 +473,8 @@ pub fn parse_quantization_config_for(
     let method = match k.get("quant_method") {
         Some(Value::String(m)) => m.clone(),
         Some(v) => return Err(k.invalid("quant_method", v, format!("a method name: {}", QUANT_METHODS.join(", ")))),
+        // ModelOpt's exports name the algorithm and their producer, not always a method.
+        None if k.get("quant_algo").is_some() => "modelopt".into(),
         None => {
             return Err(Error::MissingField {
                 field: "quantization_config.quant_method".into(),
@@ -379,7 +484,7 @@ pub fn parse_quantization_config_for(
     };
     let mut notes = Vec::new();
     let mut skip = Vec::new();
-    for key in ["modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules"] {
+    for key in ["modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules", "exclude_modules"] {
         skip.extend(k.names(key)?);
     }
 
@@ -387,7 +492,7 @@ pub fn parse_quantization_config_for(
     let mut gemm_activations = None;
     let linear = match method.as_str() {
         "fp8" | "fbgemm_fp8" => {
-            k.one_of("fmt", &["e4m3", "e5m2"])?;
+            k.one_of("fmt", &["e4m3", "e5m2", "float8_e4m3fn", "float8_e5m2"])?;
             // `activation_scheme` (dynamic or static) means the inputs are quantised to fp8 too: W8A8.
             if k.one_of("activation_scheme", &["dynamic", "static"])?.is_some() || method == "fbgemm_fp8" {
                 gemm_activations = Some(Precision::Fp8);
@@ -475,41 +580,151 @@ pub fn parse_quantization_config_for(
             gemm_activations = inputs;
             w
         }
+        "modelopt" => {
+            let algo = k.get("quant_algo").and_then(Value::as_str).unwrap_or_default().to_ascii_uppercase();
+            if algo == "MIXED_PRECISION" {
+                let weights = modelopt_mixed(&k, modules, &skip, &mut notes)?;
+                return Ok(Some((CheckpointQuant::Known { method, weights, gemm_activations: None }, notes)));
+            }
+            let (_, w, inputs) = MODELOPT_ALGOS.iter().find(|(n, _, _)| *n == algo).ok_or_else(|| {
+                k.invalid("quant_algo", k.get("quant_algo").unwrap_or(&Value::Null), modelopt_algo_names())
+            })?;
+            gemm_activations = *inputs;
+            *w
+        }
         _ => return Ok(Some((CheckpointQuant::Unknown { method }, notes))),
     };
-    // Each class stays 16-bit where the lists name its block in every layer.
-    let layers = modules.num_layers;
-    let mut class = |name: &str, block: String, p: Precision| -> Precision {
-        match layers_skipping(&skip, modules, &block) {
+    // Each class stays 16-bit where the lists name its block in every layer that has it.
+    let mut class = |name: &str, blocks: &[&str], layers: &[usize], p: Precision| -> Precision {
+        let n = layers.len();
+        match layers_skipping(&skip, modules, blocks, layers) {
             0 => p,
-            n if n == layers => base,
-            n => {
+            k if k == n => base,
+            k => {
                 notes.push(format!(
-                    "quantization_config leaves the {name} of {n} of {layers} layers unquantised: counted as {p} in every layer"
+                    "quantization_config leaves the {name} of {k} of {n} layers unquantised: counted as {p} in every layer"
                 ));
                 p
             }
         }
     };
-    let (attn, mlp) = (modules.attention.clone(), modules.mlp.clone());
+    let shared = format!("{}.{}", modules.mlp, modules.shared_experts);
+    let attention: Vec<&str> =
+        std::iter::once(modules.attention.as_str()).chain(modules.recurrent.as_deref()).collect();
     let weights = if method == "mxfp4" {
         // gpt-oss: MXFP4 on the routed experts only; everything else stays bf16.
         WeightPrecisions {
-            experts: class("experts", format!("{mlp}.experts"), linear),
+            experts: class("experts", &[&modules.experts], &modules.moe_layers, linear),
             ..WeightPrecisions::uniform(base)
         }
     } else {
         WeightPrecisions {
-            attention: class("attention", attn, linear),
-            mlp: class("MLP", mlp.clone(), linear),
-            experts: class("experts", format!("{mlp}.experts"), linear),
-            shared_experts: class("shared experts", format!("{mlp}.{}", modules.shared_experts), linear),
+            attention: class("attention", &attention, &modules.mixer_layers, linear),
+            mlp: class("MLP", &[&modules.mlp], &modules.dense_layers, linear),
+            experts: class("experts", &[&modules.experts], &modules.moe_layers, linear),
+            shared_experts: class("shared experts", &[&shared], &modules.moe_layers, linear),
             router: base,
             embedding: base,
             lm_head: base,
         }
     };
     Ok(Some((CheckpointQuant::Known { method, weights, gemm_activations }, notes)))
+}
+
+/// The classes of weights of a ModelOpt `MIXED_PRECISION` checkpoint, each at the format most of
+/// its layers' modules have: from `quantized_layers` (`{module: {quant_algo}}`) or from
+/// `config_groups` whose `targets` name modules; a module listed nowhere, or excluded, stays 16-bit.
+fn modelopt_mixed(
+    k: &Keys,
+    modules: &CheckpointModules,
+    skip: &[String],
+    notes: &mut Vec<String>,
+) -> Result<WeightPrecisions> {
+    let mut formats: Vec<(String, Precision)> = Vec::new();
+    if let Some(layers) = k.object("quantized_layers")? {
+        for (name, v) in layers.obj {
+            let algo = v.get("quant_algo").and_then(Value::as_str).unwrap_or_default().to_ascii_uppercase();
+            let (_, w, _) = MODELOPT_ALGOS
+                .iter()
+                .find(|(n, _, _)| *n == algo)
+                .ok_or_else(|| layers.invalid(name, v, format!("a quant_algo of {}", modelopt_algo_names())))?;
+            formats.push((name.clone(), *w));
+        }
+    } else if let Some(groups) = k.object("config_groups")? {
+        for name in groups.obj.keys() {
+            let g = groups.object(name)?.ok_or_else(|| groups.invalid(name, &Value::Null, "an object"))?;
+            let Some(w) = g.object("weights")? else { continue };
+            let p = compressed_tensors_weights(&w, notes)?;
+            formats.extend(g.names("targets")?.into_iter().map(|t| (t, p)));
+        }
+    }
+    let base = Precision::Bf16;
+    let layers = modules.num_layers;
+    // The class of a module of layer `i`, by the block it sits in.
+    let class_of = |name: &str, i: usize| -> Option<usize> {
+        let at = name.find(&format!("layers.{i}."))? + format!("layers.{i}.").len();
+        let rest = &name[at..];
+        let block = rest.split('.').next()?;
+        let has = |part: &str| rest.contains(&format!(".{part}.")) || rest.ends_with(&format!(".{part}"));
+        if has(&modules.shared_experts) {
+            Some(3)
+        } else if has("experts") || block == "experts" {
+            Some(2)
+        } else if [
+            modules.attention.as_str(),
+            modules.recurrent.as_deref().unwrap_or("linear_attn"),
+            "self_attn",
+            "attn",
+        ]
+        .contains(&block)
+        {
+            Some(0)
+        } else if [modules.mlp.as_str(), "mlp", "feed_forward", "block_sparse_moe"].contains(&block) {
+            Some(1)
+        } else {
+            None
+        }
+    };
+    let mut counts: [Vec<(Precision, usize)>; 4] = Default::default();
+    for (name, p) in &formats {
+        for i in 0..layers {
+            if !name.contains(&format!("layers.{i}.")) {
+                continue;
+            }
+            if let Some(c) = class_of(name, i) {
+                match counts[c].iter_mut().find(|(q, _)| q == p) {
+                    Some((_, n)) => *n += 1,
+                    None => counts[c].push((*p, 1)),
+                }
+            }
+            break;
+        }
+    }
+    let majority = |c: usize, blocks: &[&str], with: &[usize]| -> Precision {
+        let p = counts[c].iter().max_by_key(|(_, n)| *n).map_or(base, |(p, _)| *p);
+        if !with.is_empty() && layers_skipping(skip, modules, blocks, with) == with.len() {
+            base
+        } else {
+            p
+        }
+    };
+    let shared = format!("{}.{}", modules.mlp, modules.shared_experts);
+    let attention: Vec<&str> =
+        std::iter::once(modules.attention.as_str()).chain(modules.recurrent.as_deref()).collect();
+    let weights = WeightPrecisions {
+        attention: majority(0, &attention, &modules.mixer_layers),
+        mlp: majority(1, &[&modules.mlp], &modules.dense_layers),
+        experts: majority(2, &[&modules.experts], &modules.moe_layers),
+        shared_experts: majority(3, &[&shared], &modules.moe_layers),
+        router: base,
+        embedding: base,
+        lm_head: base,
+    };
+    notes.push(format!(
+        "quantization_config.quant_algo MIXED_PRECISION: each class of weights counted at the format most of its modules have ({})",
+        weights.describe()
+    ));
+    Ok(weights)
 }
 
 /// One compressed-tensors quantisation scheme: (weights, GEMM input format).
@@ -660,12 +875,18 @@ mod tests {
             assert!(!names_module(p, m), "{p}");
         }
         assert!(names_module("lm_head", "lm_head"));
+        // ModelOpt's globs: `*` runs over dots, over the name or an ancestor of it.
+        assert!(names_module("model.layers.0*", "model.layers.0.self_attn"));
+        assert!(names_module("model.layers.10.self_attn*", "model.layers.10.self_attn"));
+        assert!(!names_module("model.layers.1.*", "model.layers.10.self_attn"));
+        assert!(names_module("*self_attn*", "model.layers.7.self_attn"));
+        assert!(!names_module("mtp*", "model.layers.7.self_attn"));
         assert!(!names_module("model.layers.0.post_attention_layernorm", "model.layers.0.self_attn"));
     }
 
     #[test]
     fn a_class_listed_in_some_layers_only_is_counted_quantised_with_a_note() {
-        let modules = CheckpointModules { num_layers: 4, ..CheckpointModules::default() };
+        let modules = CheckpointModules::uniform(4);
         let q = json!({"quant_method": "fp8", "modules_to_not_convert": ["model.layers.0.self_attn", "model.layers.1.self_attn"]});
         let (quant, notes) = parse_quantization_config_for(Some(&q), &modules).unwrap().unwrap();
         let CheckpointQuant::Known { weights, .. } = quant else { panic!() };
@@ -731,7 +952,7 @@ mod tests {
             (json!({"quant_method": "fp8", "weight_block_size": [0, 128]}), "invalid `quantization_config.weight_block_size`: [0,128] (two equal powers of two from 16 to 4,096, such as [128, 128])"),
             (json!({"quant_method": "fp8", "weight_block_size": 128}), "invalid `quantization_config.weight_block_size`: 128 ("),
             (json!({"quant_method": "fp8", "weight_block_size": [96, 96]}), "invalid `quantization_config.weight_block_size`: [96,96] ("),
-            (json!({"quant_method": "fp8", "fmt": "e3m4"}), "invalid `quantization_config.fmt`: \"e3m4\" (one of e4m3, e5m2)"),
+            (json!({"quant_method": "fp8", "fmt": "e3m4"}), "invalid `quantization_config.fmt`: \"e3m4\" (one of e4m3, e5m2, float8_e4m3fn, float8_e5m2)"),
             (json!({"quant_method": "fp8", "activation_scheme": "sometimes"}), "invalid `quantization_config.activation_scheme`: \"sometimes\" (one of dynamic, static)"),
             (json!({"quant_method": "fp8", "modules_to_not_convert": "lm_head"}), "invalid `quantization_config.modules_to_not_convert`: \"lm_head\" (a list of module names)"),
             (json!({"quant_method": "fp8", "ignored_layers": [3]}), "invalid `quantization_config.ignored_layers`: 3 (a list of module names)"),

@@ -82,6 +82,10 @@ impl OpBuilder<'_> {
 
     fn head_ops(&self, f: &mut impl FnMut(Op)) {
         let m = &self.sc.model;
+        let streams = m.layers().first().map_or(1, |l| l.residual_streams);
+        if streams > 1 && !self.seed {
+            f(self.hyper_head(streams));
+        }
         if let (Some(norm), false) = (m.final_norm, self.seed) {
             f(self.norm(OpKind::FinalNorm, norm, self.hidden, 1));
         }

@@ -16,10 +16,13 @@ impl OpBuilder<'_> {
             f(self.gemm(kinds.seed, self.dense(t, mats * i, h, w)));
             return;
         }
-        self.mlp_body(t, m, w, 1.0, kinds, f);
+        self.mlp_body(t, m, w, 1.0, kinds, self.hidden, f);
     }
 
-    /// Gate/up, activation and down for `assignments` (token, MLP) pairs over `copies` weight sets.
+    /// Gate/up, activation and down for `assignments` (token, MLP) pairs over `copies` weight
+    /// sets, each reading and writing `width` values a token (the hidden size, or a latent MoE's
+    /// latent width).
+    #[allow(clippy::too_many_arguments)]
     fn mlp_body(
         &self,
         assignments: f64,
@@ -27,9 +30,10 @@ impl OpBuilder<'_> {
         w: Precision,
         copies: f64,
         kinds: MlpKinds,
+        width: u64,
         f: &mut impl FnMut(Op),
     ) {
-        let (h, i) = (self.hidden, m.intermediate);
+        let (h, i) = (width, m.intermediate);
         if m.gated {
             if m.fused_gate_up {
                 f(self.gemm(kinds.gate_up, self.dense(assignments, 2 * i, h, w).with_bias(m.bias).split(copies)));
@@ -61,16 +65,24 @@ impl OpBuilder<'_> {
         let touched = expected_experts_touched(m.experts, m.top_k, t, &self.sc.routing).unwrap_or(f64::NAN);
         let assignments = t * m.top_k as f64;
         let we = wts.experts;
+        // A latent MoE projects every token down before its experts and back up after them.
+        let width = m.expert_width(h);
+        if let Some(l) = m.latent {
+            f(self.gemm(OpKind::LatentDown, self.dense(t, l.dim, h, wts.shared_experts)));
+        }
         if self.seed {
             let mats = if m.expert.gated { 3 } else { 2 };
-            f(self.gemm(OpKind::ExpertUp, self.dense(assignments, mats * m.expert.intermediate, h, we).split(touched)));
+            f(self.gemm(
+                OpKind::ExpertUp,
+                self.dense(assignments, mats * m.expert.intermediate, width, we).split(touched),
+            ));
         } else {
-            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, f);
+            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, width, f);
             // Weighted sum of the k expert outputs per token.
             let cost = Cost {
-                flops: EXPERT_COMBINE_FLOPS_PER_ELEMENT * assignments * h as f64,
-                activation_bytes: (assignments + t) * h as f64 * self.a,
-                activation_written_bytes: t * h as f64 * self.a,
+                flops: EXPERT_COMBINE_FLOPS_PER_ELEMENT * assignments * width as f64,
+                activation_bytes: (assignments + t) * width as f64 * self.a,
+                activation_written_bytes: t * width as f64 * self.a,
                 ..Cost::ZERO
             };
             f(Op {
@@ -82,6 +94,9 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
             });
+        }
+        if let Some(l) = m.latent {
+            f(self.gemm(OpKind::LatentUp, self.dense(t, h, l.dim, wts.shared_experts)));
         }
         if let Some(shared) = &m.shared {
             self.dense_mlp(shared, wts.shared_experts, SHARED_KINDS, f);

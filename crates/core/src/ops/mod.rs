@@ -31,9 +31,13 @@ use crate::scenario::Scenario;
 use crate::workload::Counting;
 
 mod attention;
+mod compressed;
+mod hyper;
 mod minor;
 mod mlp;
+mod recurrent;
 mod shard;
+mod sparse;
 
 pub use crate::kinds::{Block, OpKind};
 pub use crate::operator::{AttentionShape, Op};
@@ -51,10 +55,24 @@ pub struct OpBuilder<'a> {
     hidden: u64,
 }
 
-/// Whether operators of this kind read the cached context: those
-/// [`OpBuilder::layer_context_ops`] emits (attention's core, MLA's expanded up-projection).
+/// Whether operators of this kind read the cached context, or depend on how a step's tokens
+/// split into sequences: those [`OpBuilder::layer_context_ops`] emits (attention's core, MLA's
+/// expanded up-projection, a sparse layer's indexer scores and top-k, a recurrent mixer's
+/// convolution and scan, whose state traffic is per sequence).
 pub fn reads_context(kind: OpKind) -> bool {
-    matches!(kind, OpKind::Attention | OpKind::Softmax | OpKind::AttnScores | OpKind::AttnValues | OpKind::KvBProj)
+    matches!(
+        kind,
+        OpKind::Attention
+            | OpKind::Softmax
+            | OpKind::AttnScores
+            | OpKind::AttnValues
+            | OpKind::KvBProj
+            | OpKind::Indexer
+            | OpKind::TopK
+            | OpKind::ShortConv
+            | OpKind::DeltaRule
+            | OpKind::SsmScan
+    )
 }
 
 impl<'a> OpBuilder<'a> {
@@ -123,44 +141,72 @@ impl<'a> OpBuilder<'a> {
     }
 
     fn context_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
+        let wl = &self.sc.workload;
         match &layer.attention {
-            Attention::Standard(a) => self.standard_core(a, self.sc.workload.attention_geometry(a.window), f),
-            Attention::Latent(a) => self.latent_core(a, self.sc.workload.attention_geometry(None), f),
+            Attention::Standard(a) => self.standard_core(a, wl.attention_geometry(a.reach), f),
+            Attention::Latent(a) => self.latent_core(a, wl.attention_geometry(a.reach), f),
+            Attention::Compressed(a) => self.compressed_core(a, f),
+            Attention::Recurrent(m) => self.recurrent_core(m, f),
+            Attention::Linear { .. } | Attention::None => {}
         }
     }
 
     fn layer_ops(&self, layer: &LayerSpec, f: &mut impl FnMut(Op)) {
         let minor = !self.seed;
         let h = self.hidden;
-        if minor && layer.attn_norms > 0 {
-            f(self.norm(OpKind::AttnNorm, layer.norm, h, layer.attn_norms));
+        let t = self.tokens;
+        let streams = layer.residual_streams;
+        let mixer = !matches!(layer.attention, Attention::None);
+        let ffn = !matches!(layer.mlp, Mlp::None);
+        if mixer {
+            if minor && streams > 1 {
+                f(self.hyper_pre(OpKind::AttnHcPre, streams));
+            }
+            if minor && layer.attn_norms > 0 {
+                f(self.norm(OpKind::AttnNorm, layer.norm, h, layer.attn_norms));
+            }
+            match &layer.attention {
+                Attention::Standard(a) => self.standard_attention(a, f),
+                Attention::Latent(a) => self.latent_attention(a, f),
+                Attention::Compressed(a) => self.compressed_attention(a, f),
+                Attention::Recurrent(m) => self.recurrent(m, f),
+                Attention::Linear { bias } => {
+                    let w = self.sc.weights.attention;
+                    f(self.gemm(OpKind::AttnLinear, self.dense(t, h, h, w).with_bias(*bias)));
+                }
+                Attention::None => {}
+            }
+            if minor && streams > 1 {
+                f(self.hyper_post(OpKind::AttnHcPost, streams));
+            } else if minor && !layer.parallel {
+                f(self.elementwise(OpKind::AttnResidual, t * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
+            }
         }
-        match &layer.attention {
-            Attention::Standard(a) => self.standard_attention(a, f),
-            Attention::Latent(a) => self.latent_attention(a, f),
-        }
-        if minor && !layer.parallel {
-            f(self.elementwise(OpKind::AttnResidual, self.tokens * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
-        }
-        if minor && layer.mlp_norms > 0 {
-            f(self.norm(OpKind::MlpNorm, layer.norm, h, layer.mlp_norms));
+        if ffn {
+            if minor && streams > 1 {
+                f(self.hyper_pre(OpKind::MlpHcPre, streams));
+            }
+            if minor && layer.mlp_norms > 0 {
+                f(self.norm(OpKind::MlpNorm, layer.norm, h, layer.mlp_norms));
+            }
         }
         match &layer.mlp {
             Mlp::Dense(m) => self.dense_mlp(m, self.sc.weights.mlp, DENSE_KINDS, f),
             Mlp::Moe(m) => self.moe(m, f),
+            Mlp::Linear { bias } => {
+                let w = self.sc.weights.mlp;
+                f(self.gemm(OpKind::MlpLinear, self.dense(t, h, h, w).with_bias(*bias)));
+            }
+            Mlp::None => {}
         }
-        if minor {
-            if layer.parallel {
+        if minor && ffn {
+            if streams > 1 {
+                f(self.hyper_post(OpKind::MlpHcPost, streams));
+            } else if layer.parallel {
                 // x + attn(x) + mlp(x): two adds, three reads, one write.
-                f(self.elementwise(
-                    OpKind::Residual,
-                    self.tokens * h as f64,
-                    2.0 * RESIDUAL_FLOPS_PER_ELEMENT,
-                    4.0,
-                    0.0,
-                ));
+                f(self.elementwise(OpKind::Residual, t * h as f64, 2.0 * RESIDUAL_FLOPS_PER_ELEMENT, 4.0, 0.0));
             } else {
-                f(self.elementwise(OpKind::MlpResidual, self.tokens * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
+                f(self.elementwise(OpKind::MlpResidual, t * h as f64, RESIDUAL_FLOPS_PER_ELEMENT, 3.0, 0.0));
             }
         }
     }

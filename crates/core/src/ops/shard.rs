@@ -7,9 +7,13 @@
 //! | q_proj, q_b_proj, gate, up, gate_up, shared gate/up, seed `mlp` | column | `N/t` output columns: FLOPs and weights `/t`, output `/t` |
 //! | k_proj, v_proj | column | `N · kv_share` (one head per GPU when `t > kv`) |
 //! | qkv_proj | column | `q/t + 2·kv_dim·kv_share` columns |
-//! | o_proj, down, shared down | row | `K/t` input rows: FLOPs and weights `/t`, input `/t`, output whole (partial sums) |
-//! | attention, scores, softmax, values | heads | FLOPs, Q and O `/t`; KV read `· kv_share` (MLA: whole latent) |
-//! | kv_write | heads | `· kv_share` (MLA: whole latent) |
+//! | o_proj, down, shared down, out_proj, o_b_proj, nemotron-nas's linear replacements | row | `K/t` input rows: FLOPs and weights `/t`, input `/t`, output whole (partial sums) |
+//! | in_proj, KDA's gate expansions | column | `/t` (the heads of a recurrent mixer split) |
+//! | short convolution, delta rule, SSM scan, gated norm, output gate | heads | `/t`, the per-sequence state with them |
+//! | o_a_proj (DeepSeek-V4) | heads | its groups `/t` |
+//! | indexer projections, scores and top-k, the compressor, latent MoE projections, hyper-connections | replicated | whole |
+//! | attention, scores, softmax, values | heads | FLOPs, Q and O `/t`; KV read `· kv_share` (MLA and DeepSeek-V4: whole latent) |
+//! | kv_write | heads | `· kv_share` (MLA and DeepSeek-V4: whole latent) |
 //! | rope, q/k norm | heads | q and k elements on this GPU |
 //! | q_absorb, v_up (MLA) | heads | `/t` |
 //! | kv_b_proj (MLA, expanded) | column | `/t`; reads the whole cached latent |
@@ -134,9 +138,10 @@ impl OpShard {
         match &layer.attention {
             Attention::Standard(a) => {
                 s.kv_share = p.kv_head_share(a.kv_heads);
-                let (q, kv) = (a.q_dim() as f64, a.kv_dim() as f64);
-                s.qkv_share = (q / t + 2.0 * kv * s.kv_share) / (q + 2.0 * kv);
-                s.qk_elem_share = (q / t + kv * s.kv_share) / (q + kv);
+                let (q, k, v) = (a.q_proj_width() as f64, a.k_proj_width() as f64, a.v_proj_width() as f64);
+                s.qkv_share = (q / t + (k + v) * s.kv_share) / (q + k + v);
+                let (qe, ke) = (a.q_dim() as f64, a.kv_dim() as f64);
+                s.qk_elem_share = (qe / t + ke * s.kv_share) / (qe + ke);
             }
             Attention::Latent(a) => {
                 // The latent and the shared rotary key are on every GPU.
@@ -144,30 +149,46 @@ impl OpShard {
                 let nh = a.heads as f64;
                 s.qk_elem_share = (nh / t + 1.0) / (nh + 1.0);
             }
+            Attention::Compressed(a) => {
+                // One latent for every head (multi-query): on every GPU.
+                s.kv_share = 1.0;
+                let nh = a.heads as f64;
+                s.qk_elem_share = (nh / t + 1.0) / (nh + 1.0);
+            }
+            Attention::Recurrent(_) | Attention::Linear { .. } | Attention::None => {}
         }
         let seed = sc.workload.counting == Counting::Seed;
-        s.attn_last = Some(OpKind::OProj);
+        s.attn_last = match &layer.attention {
+            Attention::Standard(_) | Attention::Latent(_) => Some(OpKind::OProj),
+            Attention::Compressed(_) => Some(OpKind::OBProj),
+            Attention::Recurrent(_) => Some(OpKind::OutProj),
+            Attention::Linear { .. } => Some(OpKind::AttnLinear),
+            Attention::None => None,
+        };
         let (mlp_last, experts_last) = match &layer.mlp {
-            Mlp::Dense(_) => (if seed { OpKind::Mlp } else { OpKind::DownProj }, None),
+            Mlp::Dense(_) => (Some(if seed { OpKind::Mlp } else { OpKind::DownProj }), None),
             Mlp::Moe(m) => {
                 let experts_last = if seed { OpKind::ExpertUp } else { OpKind::ExpertDown };
-                let last = match (&m.shared, seed) {
-                    (Some(_), false) => OpKind::SharedDown,
-                    (Some(_), true) => OpKind::SharedUp,
-                    (None, false) => OpKind::ExpertCombine,
-                    (None, true) => OpKind::ExpertUp,
+                let last = match (&m.shared, seed, m.latent.is_some()) {
+                    (Some(_), false, _) => OpKind::SharedDown,
+                    (Some(_), true, _) => OpKind::SharedUp,
+                    (None, _, true) => OpKind::LatentUp,
+                    (None, false, false) => OpKind::ExpertCombine,
+                    (None, true, false) => OpKind::ExpertUp,
                 };
                 s.experts = expert_share(m, tokens, &sc.routing, p.ep);
                 let e = p.ep as f64;
-                let hidden = sc.model.hidden_size as f64 * sc.workload.activations.bytes();
+                let hidden = m.expert_width(sc.model.hidden_size) as f64 * sc.workload.activations.bytes();
                 // Each GPU of the owning group needs the whole hidden vector of every token
                 // routed to its experts (column-parallel input); (e−1)/e of them come from
                 // other groups.
                 s.all_to_all_bytes = tokens * m.top_k as f64 * s.experts.assignments * hidden * (e - 1.0) / e;
-                (last, Some(experts_last))
+                (Some(last), Some(experts_last))
             }
+            Mlp::Linear { .. } => (Some(OpKind::MlpLinear), None),
+            Mlp::None => (None, None),
         };
-        s.mlp_last = Some(mlp_last);
+        s.mlp_last = mlp_last;
         s.experts_last = experts_last;
         s
     }
@@ -367,7 +388,7 @@ mod tests {
         use crate::model::{Activation, DenseMlp};
         let expert =
             DenseMlp { intermediate: 64, gated: true, bias: false, activation: Activation::Silu, fused_gate_up: false };
-        MoeMlp { experts, top_k, expert, shared: None, shared_gate: false, router_bias: false }
+        MoeMlp { experts, top_k, expert, shared: None, shared_gate: false, router_bias: false, latent: None }
     }
 
     #[test]

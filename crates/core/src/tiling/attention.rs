@@ -277,7 +277,7 @@ pub fn tile_attention(
             let mut b = PrefillBlocks::default();
             let mut query_blocks = 0.0;
             workload.contexts.for_each(|p, n| {
-                let one = prefill_blocks(p as u64, bq, bkv, causal, shape.window);
+                let one = prefill_blocks(p as u64, bq, bkv, causal, shape.reach.window());
                 b.total += n * one.total;
                 b.computed += n * one.computed;
                 b.full += n * one.full;
@@ -334,7 +334,7 @@ pub fn tile_attention(
             let mut max_blocks = 0u64;
             workload.contexts.for_each(|c, n| {
                 let one = Workload { contexts: Contexts::Uniform { batch: 1, tokens: c as u64 }, ..workload.clone() };
-                let l = one.attention_geometry(shape.window).kv_positions_read;
+                let l = one.attention_geometry(shape.reach).kv_positions_read;
                 let blocks = (l as u64).div_ceil(bkv);
                 max_blocks = max_blocks.max(blocks);
                 kv_blocks += n * blocks as f64;

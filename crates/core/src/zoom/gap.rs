@@ -121,6 +121,8 @@ pub(super) fn flops_gap(sc: &Scenario) -> FlopsGap {
         | OpClass::Gemm
         | OpClass::FusedAttention
         | OpClass::UnfusedAttention
+        | OpClass::Recurrence
+        | OpClass::Scoring
         | OpClass::Collective(..)
         | OpClass::PipelineSend
         | OpClass::PipelineWait

@@ -42,7 +42,7 @@ use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::kinds::OpClass;
 use crate::ledger::summarise;
-use crate::model::LayerSpec;
+use crate::model::{LayerSpec, Reach};
 use crate::ops::{Block, Op, OpBuilder, OpKind};
 use crate::parallel::{for_each_gpu_site, PipelineTiming, Site};
 use crate::roofline::Timing;
@@ -100,6 +100,9 @@ pub enum NoTiles {
     Unfused,
     /// Communication between GPUs, or a pipeline stage's wait: no arithmetic on the GPU.
     Communication,
+    /// A recurrent mixer's scan: the state's update per token (decode) or the chunked
+    /// algorithm's small matmuls (prefill), not one GEMM to tile.
+    Recurrence,
     /// The shape is outside what the tile model accepts (the message says why).
     NotModelled(String),
 }
@@ -335,12 +338,23 @@ fn tile_level(sc: &Scenario, op: &Op, unfused: Option<Cost>, fused: Cost) -> Til
         };
     }
     match (op.kind.facts().class, op.attention) {
+        (OpClass::FusedAttention, Some(shape)) if shape.pooled || !matches!(shape.reach, Reach::All | Reach::Window(_)) => {
+            TileLevel::None(NoTiles::NotModelled(format!(
+                "the tile model cuts full and sliding-window attention; this layer reads {}{}",
+                shape.reach.words(),
+                if shape.pooled { " and pooled entries of the rest" } else { "" }
+            )))
+        }
         (OpClass::FusedAttention, Some(shape)) => TileLevel::Attention {
             tiling: tile_attention(&shape, &op.cost, op.math, &sc.workload, &sc.gpu, sc.efficiency),
             fused,
             unfused: unfused.unwrap_or(fused),
         },
         (OpClass::UnfusedAttention, _) => TileLevel::None(NoTiles::Unfused),
+        (OpClass::Recurrence, _) => TileLevel::None(NoTiles::Recurrence),
+        (OpClass::Scoring, _) => TileLevel::None(NoTiles::NotModelled(
+            "the indexer's scores are a batched dot product over every cached key; the tile model cuts GEMMs and attention".into(),
+        )),
         (OpClass::Gather, _) => TileLevel::None(NoTiles::Gather),
         (OpClass::Collective(..) | OpClass::PipelineSend | OpClass::PipelineWait, _) => {
             TileLevel::None(NoTiles::Communication)

@@ -123,7 +123,7 @@ fn gemma3_nested_text_config_has_five_local_layers_per_global() {
         .layers()
         .iter()
         .map(|l| match &l.attention {
-            llm_ledger_core::model::Attention::Standard(a) => a.window,
+            llm_ledger_core::model::Attention::Standard(a) => a.reach.window(),
             _ => unreachable!(),
         })
         .collect();

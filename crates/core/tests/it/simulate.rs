@@ -330,8 +330,9 @@ fn a_step_of_chunks_is_the_ledger_of_that_batch() {
                 assert!(close(clock.step_s(&moved), clock.ledger_step_s(&moved), 1e-12));
             }
             // Attention work adds up over chunks.
-            let g = step.workload.attention_geometry(None);
-            let sum: f64 = mixed.iter().map(|c| c.geometry(None, step.workload.causal).pairs).sum();
+            let g = step.workload.attention_geometry(llm_ledger_core::model::Reach::All);
+            let sum: f64 =
+                mixed.iter().map(|c| c.geometry(llm_ledger_core::model::Reach::All, step.workload.causal).pairs).sum();
             assert!(close(g.pairs, sum, 1e-12));
         }
     }

@@ -135,6 +135,8 @@ fn zoom_path(first: &[(OpKind, usize)], op: OpKind) -> Option<String> {
         | OpClass::Gemm
         | OpClass::FusedAttention
         | OpClass::UnfusedAttention
+        | OpClass::Recurrence
+        | OpClass::Scoring
         | OpClass::Elementwise => match op.block() {
             Block::Embedding | Block::Head => Some(op.short().to_string()),
             Block::Attention | Block::Mlp => {
