@@ -3,6 +3,7 @@
 mod architectures;
 mod checkpoint_headers;
 mod clock_tables;
+mod configs_2026;
 mod disagg;
 mod econ;
 mod engines;

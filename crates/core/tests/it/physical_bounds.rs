@@ -7,8 +7,9 @@
 //!
 //! * **lower bound, per kernel**: an operator in a kernel of its own (or its share of a merged
 //!   GEMM) takes at least its HBM bytes ÷ peak bandwidth and its FLOPs ÷ the peak of its math;
-//!   a fused operator's bytes and FLOPs join the kernel before it, and that kernel obeys the same
-//!   bound; a collective takes at least its link bytes ÷ the link's peak;
+//!   a fused operator's bytes and FLOPs, and a merged GEMM's later parts', join the kernel
+//!   before them, and that kernel obeys the same bound; a collective takes at least its link
+//!   bytes ÷ the link's peak;
 //! * **upper bound**: an operator above [`SLOW_LIMIT`] × its roofline plus its kernel's fixed
 //!   costs names its cause ([`Timing::slow`]).
 //!
@@ -23,6 +24,7 @@ use llm_ledger_core::parallel::for_each_gpu_op;
 use llm_ledger_core::roofline::SLOW_LIMIT;
 use llm_ledger_core::testing::scenario;
 use llm_ledger_core::workload::{Contexts, Phase};
+use llm_ledger_core::roofline::{Join, TimeModel};
 use llm_ledger_core::{Scenario, Timing};
 
 /// Relative slack for floating-point sums.
@@ -64,6 +66,7 @@ fn bounds(sc: &Scenario) -> Result<(), String> {
     let stage = 0;
     let decode = sc.workload.phase == Phase::Decode;
     let clock_measured = !sc.effective_clock().is_roofline();
+    let model = llm_ledger_core::clock::Model::new(sc.effective_clock(), sc.workload.phase, gpu);
     for_each_gpu_op(sc, |op: &Op, _n, t: Timing| {
         if err.is_some() {
             return;
@@ -107,7 +110,16 @@ fn bounds(sc: &Scenario) -> Result<(), String> {
             err = fail(format!("HBM bytes {} outside 0..={allowed}", t.hbm_bytes));
             return;
         }
-        if t.fused {
+        // A later part of a merged GEMM runs in the kernel its first part opened.
+        let continues = matches!(model.join(op), Join::Part { first: false, .. });
+        if continues {
+            let floor = memory_floor_s.max(compute_floor_s);
+            if t.time_s < floor * (1.0 - EPS) {
+                err = fail(format!("part time {:e} s below its own floor {floor:e} s", t.time_s));
+                return;
+            }
+        }
+        if t.fused || continues {
             kernel.label = format!("{} + {name}", kernel.label);
             kernel.time_s += t.time_s;
             kernel.memory_floor_s += memory_floor_s;
