@@ -10,6 +10,13 @@
 //! batch. KV bytes per token ignore sliding windows (a windowed layer stops adding bytes past its
 //! window, so such a model crosses later than the token count says); which side the workload is
 //! on is decided by the ledger's own KV-read and weight bytes, which do account for windows.
+//!
+//! A hybrid model's recurrent layers read (and write back) a state of constant size per
+//! sequence every step, however long the sequence: the cache side of the comparison is the KV
+//! read plus the state read, so the crossover is where `batch × state + tokens × KV per token`
+//! meets the weights, `crossover_tokens = (weight_bytes − state_read_bytes) ÷ kv_bytes_per_token`
+//! at this batch (Qwen3.5-27B decoding one sequence: 154 MB of state against 55 GB of weights);
+//! past it, a longer context costs only its full-attention layers' KV.
 
 use crate::ledger::summarise;
 use crate::limits::MAX_BATCH;
@@ -44,13 +51,16 @@ pub struct Crossover {
     pub kv_bytes_per_token: f64,
     /// Weight bytes read per step.
     pub weight_bytes: f64,
-    /// weight_bytes ÷ kv_bytes_per_token.
+    /// `(weight_bytes − state_read_bytes) ÷ kv_bytes_per_token` (`weight_bytes ÷
+    /// kv_bytes_per_token` without recurrent layers), at least 0.
     pub crossover_tokens: f64,
     /// Σ context tokens of the batch.
     pub cached_tokens: f64,
     /// KV bytes read per step by the ledger.
     pub kv_read_bytes: f64,
-    /// kv_read_bytes ÷ weight_bytes (1 at the crossover).
+    /// Recurrent state bytes read per step by the ledger (0 without recurrent layers).
+    pub state_read_bytes: f64,
+    /// (kv_read_bytes + state_read_bytes) ÷ weight_bytes (1 at the crossover).
     pub kv_to_weight_ratio: f64,
     /// Below or above.
     pub side: Side,
@@ -63,14 +73,17 @@ impl Crossover {
         let per = kv_bytes_per_token(&sc.model, sc.workload.kv);
         let weight_bytes = s.cost.weight_bytes;
         let kv_read_bytes = s.cost.kv_read_bytes;
+        let state_read_bytes = s.cost.state_read_bytes;
+        let cache = kv_read_bytes + state_read_bytes;
         Crossover {
             kv_bytes_per_token: per,
             weight_bytes,
-            crossover_tokens: if per > 0.0 { weight_bytes / per } else { f64::INFINITY },
+            crossover_tokens: if per > 0.0 { (weight_bytes - state_read_bytes).max(0.0) / per } else { f64::INFINITY },
             cached_tokens: sc.workload.contexts.total_tokens(),
             kv_read_bytes,
-            kv_to_weight_ratio: if weight_bytes > 0.0 { kv_read_bytes / weight_bytes } else { f64::INFINITY },
-            side: if kv_read_bytes > weight_bytes { Side::Above } else { Side::Below },
+            state_read_bytes,
+            kv_to_weight_ratio: if weight_bytes > 0.0 { cache / weight_bytes } else { f64::INFINITY },
+            side: if cache > weight_bytes { Side::Above } else { Side::Below },
         }
     }
 }

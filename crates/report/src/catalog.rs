@@ -2,7 +2,7 @@
 
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::precision::MathFormat;
+use llm_ledger_core::precision::{MathFormat, Precision};
 use llm_ledger_core::Catalog;
 use serde::Serialize;
 
@@ -23,8 +23,12 @@ pub struct ModelRow {
     pub active_params: u64,
     /// Published total, where the authors give one.
     pub published_params: Option<f64>,
-    /// KV-cache bytes per token at bf16, all layers, ignoring sliding windows.
+    /// KV-cache bytes per token at bf16, all layers, ignoring sliding windows (indexer keys at
+    /// their own 8 bits; DeepSeek-V4's compressed entries per token, rounded to a byte).
     pub kv_bytes_per_token_bf16: u64,
+    /// Bytes of state each sequence holds however long it is (recurrent layers' states at their
+    /// precision, convolution states at bf16; 0 without recurrent layers).
+    pub state_bytes_per_sequence: u64,
     /// Human name.
     pub display: String,
 }
@@ -51,7 +55,8 @@ impl ModelList {
                     params: p.spec().total_params(),
                     active_params: p.spec().active_params(),
                     published_params: p.published_params,
-                    kv_bytes_per_token_bf16: 2 * p.spec().kv_elements_per_token(),
+                    kv_bytes_per_token_bf16: p.spec().kv_bytes_per_token(Precision::Bf16).round() as u64,
+                    state_bytes_per_sequence: p.spec().state_bytes_per_sequence(Precision::Bf16).round() as u64,
                     display: p.display.clone(),
                 })
                 .collect(),
@@ -66,7 +71,17 @@ impl Report for ModelList {
     }
     fn human(&self) -> HumanTable {
         HumanTable {
-            header: ["model", "family", "layers", "hidden", "params", "active", "KV/token (bf16)", "description"]
+            header: [
+                "model",
+                "family",
+                "layers",
+                "hidden",
+                "params",
+                "active",
+                "KV/token (bf16)",
+                "state/sequence",
+                "description",
+            ]
                 .map(String::from)
                 .to_vec(),
             rows: self
@@ -81,14 +96,22 @@ impl Report for ModelList {
                         human::params(m.params),
                         human::params(m.active_params),
                         human::bytes(m.kv_bytes_per_token_bf16 as f64),
+                        if m.state_bytes_per_sequence > 0 {
+                            human::bytes(m.state_bytes_per_sequence as f64)
+                        } else {
+                            "—".into()
+                        },
                         m.display.clone(),
                     ]
                 })
                 .collect(),
-            right_aligned: vec![2, 3, 4, 5, 6],
+            right_aligned: vec![2, 3, 4, 5, 6, 7],
             // On a narrow terminal the description goes first, then the family and the shape.
-            priority: vec![0, 3, 2, 2, 1, 1, 1, 4],
-            footer: vec!["params are computed from the shapes (embedding + layers + untied LM head); active = per token (MoE: router, top-k and shared experts)".into()],
+            priority: vec![0, 3, 2, 2, 1, 1, 1, 1, 4],
+            footer: vec![
+                "params are computed from the shapes (embedding + layers + untied LM head; vision towers and draft layers apart); active = per token (MoE: router, top-k and shared experts)".into(),
+                "state/sequence = what a hybrid's recurrent layers hold per sequence however long it is (their state at its dtype, convolutions at bf16), beside the KV of its attention layers".into(),
+            ],
             ..Default::default()
         }
     }

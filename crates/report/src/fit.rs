@@ -81,11 +81,16 @@ impl StepFit {
         } else {
             "does NOT fit: the times are what the step would take if it did".to_string()
         };
+        // A hybrid's sequences hold a state of constant size beside their KV.
+        let cache = if f.state_bytes > 0.0 {
+            format!("KV {} + state {}", human::bytes(f.kv_cache_bytes - f.state_bytes), human::bytes(f.state_bytes))
+        } else {
+            format!("KV {}", human::bytes(f.kv_cache_bytes))
+        };
         let mut lines = vec![format!(
-            "{whose}: {} (weights {} + KV {} + workspace {}) of {} available ({} − {} reserve): {answer}",
+            "{whose}: {} (weights {} + {cache} + workspace {}) of {} available ({} − {} reserve): {answer}",
             human::bytes(f.memory_bytes),
             human::bytes(f.weight_bytes),
-            human::bytes(f.kv_cache_bytes),
             human::bytes(f.workspace_bytes),
             human::bytes(f.available_bytes),
             human::bytes(f.capacity_bytes),

@@ -3,6 +3,8 @@
 //!
 //! JSON keys (stable): `inputs`, `kv_bytes_per_token`, `weight_bytes` (read per step),
 //! `crossover_tokens`, `cached_tokens`, `kv_read_bytes`, `kv_to_weight_ratio`, `side`,
+//! `state_bytes_per_sequence`, `state_read_bytes`, `state_cache_bytes` (a hybrid's recurrent
+//! states: per sequence, read this step, held by the batch; 0 otherwise),
 //! `weight_memory_bytes`, `kv_cache_bytes`, `workspace_bytes`, `memory_bytes`, `capacity_bytes`,
 //! `reserve_bytes`, `fits`, `max_cached_tokens`, `max_batch`, `fit_basis` (`step`: `fits` and
 //! `max_batch` are this step's, [`FitBasis::Step`]), `kv_bytes_per_sequence`, `gpu_memory_bytes`
@@ -30,10 +32,17 @@ pub struct KvRow {
     pub cached_tokens: f64,
     /// KV bytes this step reads.
     pub kv_read_bytes: f64,
-    /// kv_read_bytes ÷ weight_bytes.
+    /// (kv_read_bytes + state_read_bytes) ÷ weight_bytes.
     pub kv_to_weight_ratio: f64,
     /// `below` or `above` the crossover.
     pub side: &'static str,
+    /// Bytes of state one sequence holds however long it is (recurrent layers' states at their
+    /// precision, their convolutions' at the activations'; 0 without recurrent layers).
+    pub state_bytes_per_sequence: f64,
+    /// State bytes this step reads (each sequence's, every step).
+    pub state_read_bytes: f64,
+    /// Of `kv_cache_bytes`, the batch's states.
+    pub state_cache_bytes: f64,
     /// Stored weights that count toward memory.
     pub weight_memory_bytes: f64,
     /// KV cache of the batch.
@@ -48,13 +57,14 @@ pub struct KvRow {
     pub reserve_bytes: f64,
     /// memory ≤ capacity − reserve.
     pub fits: bool,
-    /// Cached tokens that fit next to the weights and workspace.
+    /// Cached tokens that fit next to the weights, the workspace and the batch's states.
     pub max_cached_tokens: u64,
     /// Largest batch that fits at this context (uniform batches only).
     pub max_batch: Option<u64>,
     /// The basis of `fits` and `max_batch`: this step.
     pub fit_basis: FitBasis,
-    /// KV bytes of one sequence at this context (uniform batches only; windows applied).
+    /// Cache bytes of one sequence at this context (uniform batches only; windows applied;
+    /// with its recurrent state).
     pub kv_bytes_per_sequence: Option<f64>,
 }
 
@@ -83,6 +93,10 @@ impl KvReport {
             Contexts::Mix(_) => None,
         };
         let view = crate::fit::FitView::of(sc, &fit);
+        let state_per_sequence = sc.model.state_bytes_per_sequence(sc.workload.activations);
+        let batch = sc.workload.contexts.batch();
+        let beside_states = max_cached_tokens(sc, reserve_bytes)
+            .saturating_sub(batch.saturating_mul(llm_ledger_core::memory::state_tokens_per_sequence(sc)));
         KvReport {
             inputs: Inputs::of(sc),
             gpu_memory_bytes: view.gpu_memory_bytes,
@@ -95,6 +109,9 @@ impl KvReport {
                 kv_read_bytes: c.kv_read_bytes,
                 kv_to_weight_ratio: c.kv_to_weight_ratio,
                 side: c.side.name(),
+                state_bytes_per_sequence: state_per_sequence,
+                state_read_bytes: c.state_read_bytes,
+                state_cache_bytes: fp.state_bytes,
                 weight_memory_bytes: fp.weight_bytes,
                 kv_cache_bytes: fp.kv_cache_bytes,
                 workspace_bytes: fp.workspace_bytes,
@@ -102,7 +119,7 @@ impl KvReport {
                 capacity_bytes: fp.capacity_bytes,
                 reserve_bytes: fp.reserve_bytes,
                 fits: fp.fits,
-                max_cached_tokens: max_cached_tokens(sc, reserve_bytes),
+                max_cached_tokens: beside_states,
                 max_batch: fit.max_batch,
                 fit_basis: fit.basis,
                 kv_bytes_per_sequence: uniform
@@ -133,31 +150,56 @@ impl Report for KvReport {
                 ),
             ),
             ("weights read per step", human::bytes(r.weight_bytes)),
+        ];
+        let hybrid = r.state_bytes_per_sequence > 0.0;
+        if hybrid {
+            facts.push((
+                "state per sequence",
+                format!(
+                    "{} however long the sequence ({} read and written back every step)",
+                    human::bytes(r.state_bytes_per_sequence),
+                    human::bytes(r.state_read_bytes)
+                ),
+            ));
+        }
+        facts.extend([
             ("crossover", format!("{} cached tokens", tokens(r.crossover_tokens))),
             (
                 "this workload",
                 format!(
-                    "{} cached tokens, KV reads {} weight reads: {} the crossover",
+                    "{} cached tokens, {} reads {} weight reads: {} the crossover",
                     tokens(r.cached_tokens),
+                    if hybrid { "KV + state" } else { "KV" },
                     human::ratio(r.kv_to_weight_ratio),
                     r.side
                 ),
             ),
-        ];
+        ]);
         if let Some(s) = r.kv_bytes_per_sequence {
-            facts.push(("KV per sequence", human::bytes(s)));
+            facts.push((if hybrid { "KV + state per sequence" } else { "KV per sequence" }, human::bytes(s)));
         }
         facts.extend([
-            ("KV cache", human::bytes(r.kv_cache_bytes)),
+            ("KV cache", human::bytes(r.kv_cache_bytes - r.state_cache_bytes)),
             (
                 "memory",
-                format!(
-                    "{} = weights {} + KV {} + workspace {}",
-                    human::bytes(r.memory_bytes),
-                    human::bytes(r.weight_memory_bytes),
-                    human::bytes(r.kv_cache_bytes),
-                    human::bytes(r.workspace_bytes)
-                ),
+                if hybrid {
+                    format!(
+                        "{} = weights {} + KV {} + state {} + workspace {}",
+                        human::bytes(r.memory_bytes),
+                        human::bytes(r.weight_memory_bytes),
+                        human::bytes(r.kv_cache_bytes - r.state_cache_bytes),
+                        human::bytes(r.state_cache_bytes),
+                        human::bytes(r.workspace_bytes)
+                    )
+                } else {
+                    format!(
+                        "{} = weights {} + KV {} + workspace {}",
+                        human::bytes(r.memory_bytes),
+                        human::bytes(r.weight_memory_bytes),
+                        human::bytes(r.kv_cache_bytes),
+                        human::bytes(r.workspace_bytes)
+                    )
+                },
             ),
             (
                 "available",
@@ -177,11 +219,19 @@ impl Report for KvReport {
         facts_table(
             vec![self.inputs.headline()],
             facts,
-            vec![
-                "crossover = weight bytes read per step ÷ KV bytes per token (the reference calculator's rule); above it every extra sequence is paid in full".into(),
-                "capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token".into(),
-                r.fit_basis.rule(self.inputs.counting).into(),
-            ]
+            if hybrid {
+                vec![
+                    "crossover = (weight bytes − state bytes read per step) ÷ KV bytes per token: the batch's recurrent states are read every step whatever the context, and only the attention layers' KV grows with it".into(),
+                    "capacity = (capacity − reserve − weights − workspace − the batch's states) ÷ KV bytes per token".into(),
+                    r.fit_basis.rule(self.inputs.counting).into(),
+                ]
+            } else {
+                vec![
+                    "crossover = weight bytes read per step ÷ KV bytes per token (the reference calculator's rule); above it every extra sequence is paid in full".into(),
+                    "capacity = (capacity − reserve − weights − workspace) ÷ KV bytes per token".into(),
+                    r.fit_basis.rule(self.inputs.counting).into(),
+                ]
+            }
             .into_iter()
             .chain(self.plan_command.as_deref().map(crate::fit::hint))
             .collect(),

@@ -9,16 +9,16 @@ fn a_mistyped_preset_or_gpu_gets_the_closest_names_and_the_command_that_lists_th
     let e = fails(&["ledger", "--model", "lama-3-8b"]);
     assert_eq!(
         e,
-        "error: unknown model `lama-3-8b`; did you mean `llama-3-8b`? (27 accepted); `llm-ledger models` lists them"
+        "error: unknown model `lama-3-8b`; did you mean `llama-3-8b`? (46 accepted); `llm-ledger models` lists them"
     );
     assert!(e.len() < 120, "{}", e.len());
     assert_eq!(
         fails(&["ledger", "--model", "gpt-oss"]),
-        "error: unknown model `gpt-oss`; did you mean `gpt-oss-20b` or `gpt-oss-120b`? (27 accepted); `llm-ledger models` lists them"
+        "error: unknown model `gpt-oss`; did you mean `gpt-oss-20b` or `gpt-oss-120b`? (46 accepted); `llm-ledger models` lists them"
     );
     assert_eq!(
         fails(&["ledger", "--model", "bert-base"]),
-        "error: unknown model `bert-base`; none of the 27 accepted names is close; `llm-ledger models` lists them"
+        "error: unknown model `bert-base`; none of the 46 accepted names is close; `llm-ledger models` lists them"
     );
     // The 16 GPUs are few enough to list after the closest one.
     assert!(fails(&["ledger", "--gpu", "mi300"])

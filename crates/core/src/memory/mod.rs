@@ -291,8 +291,11 @@ impl GpuWeights {
 pub struct Footprint {
     /// Weights that count (see [`WeightFootprint::counted_bytes`]).
     pub weight_bytes: f64,
-    /// KV cache of the batch after the step.
+    /// KV cache of the batch after the step (its sequences' recurrent states included).
     pub kv_cache_bytes: f64,
+    /// Of `kv_cache_bytes`, the states each sequence holds however long it is (recurrent and
+    /// compressor states; 0 for a model without them).
+    pub state_bytes: f64,
     /// Activation workspace estimate.
     pub workspace_bytes: f64,
     /// weights + KV cache + workspace.
@@ -327,6 +330,8 @@ impl Footprint {
         Footprint {
             weight_bytes,
             kv_cache_bytes: kv,
+            state_bytes: sc.workload.contexts.batch() as f64
+                * sc.model.state_bytes_per_sequence(sc.workload.activations),
             workspace_bytes: ws,
             memory_bytes,
             capacity_bytes: sc.gpu.memory_bytes,
@@ -410,6 +415,29 @@ pub fn max_cached_tokens_beside(sc: &Scenario, reserve_bytes: f64, draft: Option
             }
         })
         .min()
+        .unwrap_or(0)
+}
+
+/// Cache bytes each sequence holds however long it is (recurrent and compressor states), in
+/// tokens of the KV cache beside it on each GPU: `⌈state ÷ KV bytes per token⌉`, the most over
+/// pipeline stages; 0 without such state. vLLM's hybrid KV-cache manager keeps each sequence's
+/// state in blocks of the same pool (`MambaSpec` beside the attention layers' pages), so a
+/// sequence of `t` tokens takes `⌈t / block⌉` blocks plus the blocks of this many tokens
+/// (Qwen3.5-27B: 154 MB of state over 65,536 B a token = 2,349 tokens). A model whose every
+/// layer is recurrent has no KV to count in: its state alone (one token's worth per byte of
+/// state is not a unit), and 0 here.
+pub fn state_tokens_per_sequence(sc: &Scenario) -> u64 {
+    (0..sc.parallel.stages.len())
+        .map(|s| {
+            let state = parallel::stage_state_bytes_per_sequence(sc, s);
+            let per = parallel::stage_kv_bytes_per_token(sc, s);
+            if state > 0.0 && per > 0.0 {
+                (state / per).ceil().min(u64::MAX as f64) as u64
+            } else {
+                0
+            }
+        })
+        .max()
         .unwrap_or(0)
 }
 

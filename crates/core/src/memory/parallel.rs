@@ -185,15 +185,17 @@ pub(crate) fn stage_state_bytes_per_sequence(sc: &Scenario, s: usize) -> f64 {
 pub(crate) fn footprint_with(sc: &Scenario, weights: &[f64], reserve_bytes: f64) -> Footprint {
     let p = &sc.parallel;
     let workspace = workspace_bytes_split(sc, p.tp as f64) * largest_micro_batch_share(sc) / p.ep as f64;
-    let (w, kv) = (0..p.stages.len())
-        .map(|s| (weights[s], stage_kv_bytes(sc, s)))
+    let (w, kv, stage) = (0..p.stages.len())
+        .map(|s| (weights[s], stage_kv_bytes(sc, s), s))
         .max_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)))
-        .unwrap_or((0.0, 0.0));
+        .unwrap_or((0.0, 0.0, 0));
+    let state = sc.workload.contexts.batch() as f64 * stage_state_bytes_per_sequence(sc, stage);
     let memory_bytes = w + kv + workspace;
     let available_bytes = sc.gpu.memory_bytes - reserve_bytes;
     Footprint {
         weight_bytes: w,
         kv_cache_bytes: kv,
+        state_bytes: state,
         workspace_bytes: workspace,
         memory_bytes,
         capacity_bytes: sc.gpu.memory_bytes,

@@ -12,10 +12,12 @@
 //!   then running prefills, then admits waiting requests first-come first-served;
 //!   [`Schedule::PrefillFirst`] serves running prefills and admissions first and gives decodes
 //!   what budget is left.
-//! * **Paged KV cache**: blocks of `block_tokens` tokens; the number of blocks is the KV capacity
+//! * **Paged KV cache**: blocks of `block_tokens` tokens (a hybrid model's sequence also holds
+//!   the blocks of its recurrent state, [`crate::memory::state_tokens_per_sequence`], as vLLM's
+//!   hybrid KV-cache manager keeps it); the number of blocks is the KV capacity
 //!   the memory model leaves next to the weights and the workspace of a `max_batched_tokens`
 //!   step ([`crate::memory::max_cached_tokens`], minus the reserve). A sequence holds
-//!   `⌈cached tokens / block⌉` blocks. When a running sequence needs a block and none is free,
+//!   `⌈cached tokens / block⌉` blocks (and its state's). When a running sequence needs a block and none is free,
 //!   the most recently admitted running sequence is **preempted by recompute** (vLLM's default):
 //!   its blocks are freed and it goes back to the front of the queue; when readmitted it
 //!   prefills its prompt and the tokens it has generated again (counted in
@@ -425,9 +427,10 @@ pub const DECODE_MEMO_ENTRIES: usize = 1 << 20;
 ///   ([`StepParts`]), and for new chunks builds and times only those that read the context and
 ///   sums the step in the ledger's order, so the time is the ledger's to the last bit (a test
 ///   checks steps of every kind of model, engine and layout against it).
-/// * On a model without sliding-window layers, a step of `B` decodes at contexts `k₁ … k_B` has
-///   attention pairs and K/V reads `Σ (kᵢ + 1)`, so its time is a function of `(B, Σ kᵢ)` and is
-///   memoised on that key too.
+/// * On a model whose every attention layer reads its whole context (no window, chunk, top-k or
+///   pooled entries), a step of `B` decodes at contexts `k₁ … k_B` has attention pairs and K/V
+///   reads `Σ (kᵢ + 1)` (a recurrent layer's work does not depend on them), so its time is a
+///   function of `(B, Σ kᵢ)` and is memoised on that key too.
 #[derive(Debug, Clone)]
 pub struct StepClock {
     sc: Scenario,
@@ -440,7 +443,9 @@ pub struct StepClock {
 impl StepClock {
     /// A clock on the scenario's model, GPU, precisions, layout and efficiencies.
     pub fn new(sc: &Scenario) -> StepClock {
-        let windowed = sc.model.layers().iter().any(|l| l.attention.window().is_some());
+        // Windows, chunks, top-k and pooled entries make a step's cost other than a function of
+        // its summed contexts.
+        let windowed = sc.model.layers().iter().any(|l| l.attention.reach().is_bounded());
         let host_s = crate::parallel::pipeline::kernel_timer(sc).host_step_s();
         StepClock {
             sc: sc.clone(),
@@ -581,6 +586,9 @@ struct Instance<'a> {
     running: Vec<Req>,
     total_blocks: u64,
     free_blocks: u64,
+    /// Blocks each running sequence holds for its recurrent state, however long it is
+    /// ([`crate::memory::state_tokens_per_sequence`]).
+    state_blocks: u64,
     /// End of the step in flight (none: idle).
     busy_until_s: Option<f64>,
     /// The step in flight: (index in `running`, new tokens).
@@ -610,7 +618,7 @@ struct Instance<'a> {
 }
 
 impl<'a> Instance<'a> {
-    fn new(cfg: &'a SimConfig, role: Role, pool: usize, total_blocks: u64) -> Instance<'a> {
+    fn new(cfg: &'a SimConfig, role: Role, pool: usize, total_blocks: u64, state_blocks: u64) -> Instance<'a> {
         Instance {
             cfg,
             role,
@@ -619,6 +627,7 @@ impl<'a> Instance<'a> {
             running: Vec::new(),
             total_blocks,
             free_blocks: total_blocks,
+            state_blocks,
             busy_until_s: None,
             plan: Vec::new(),
             step_start_s: 0.0,
@@ -696,8 +705,9 @@ impl<'a> Instance<'a> {
         self.total_blocks - self.free_blocks
     }
 
+    /// Blocks a sequence holding `tokens` cached positions takes: its KV's, and its state's.
     fn blocks_for(&self, tokens: u64) -> u64 {
-        tokens.div_ceil(self.cfg.block_tokens)
+        tokens.div_ceil(self.cfg.block_tokens) + self.state_blocks
     }
 
     /// Preempt running request `j` (by recompute or swap, [`Preemption`]): free its blocks, send
@@ -1177,16 +1187,21 @@ pub fn simulate_within(
         }
     }
     let mut blocks = Vec::with_capacity(pools.len());
+    let mut state_blocks = Vec::with_capacity(pools.len());
     for pool in &pools {
         let b = kv_capacity_blocks(&pool.sc, cfg)?;
-        if b == 0 {
+        let state = crate::memory::state_tokens_per_sequence(&pool.sc).div_ceil(cfg.block_tokens);
+        if b <= state {
             return Err(no_kv_room(&pool.sc, cfg));
         }
         blocks.push(b);
+        state_blocks.push(state);
     }
+    // A request's tokens fit beside one sequence's state.
+    let tokens = |pool: usize| (blocks[pool] - state_blocks[pool]) * cfg.block_tokens;
     let capacity = Capacity {
-        whole: blocks[decode_pool] * cfg.block_tokens,
-        prompt: matches!(deployment, Deployment::Disaggregated(_)).then(|| blocks[front_pool] * cfg.block_tokens),
+        whole: tokens(decode_pool),
+        prompt: matches!(deployment, Deployment::Disaggregated(_)).then(|| tokens(front_pool)),
     };
     // Requests whose lengths are known in advance are checked before the run.
     match &cfg.arrivals {
@@ -1202,13 +1217,20 @@ pub fn simulate_within(
         }
     }
     let (instances, front, link) = match deployment {
-        Deployment::Aggregated { replicas } => {
-            ((0..*replicas).map(|_| Instance::new(cfg, Role::Keep, 0, blocks[0])).collect::<Vec<_>>(), *replicas, None)
-        }
+        Deployment::Aggregated { replicas } => (
+            (0..*replicas).map(|_| Instance::new(cfg, Role::Keep, 0, blocks[0], state_blocks[0])).collect::<Vec<_>>(),
+            *replicas,
+            None,
+        ),
         Deployment::Disaggregated(d) => {
-            let mut v: Vec<Instance> =
-                (0..d.prefill).map(|_| Instance::new(cfg, Role::HandOff, front_pool, blocks[front_pool])).collect();
-            v.extend((0..d.decode).map(|_| Instance::new(cfg, Role::Keep, decode_pool, blocks[decode_pool])));
+            let mut v: Vec<Instance> = (0..d.prefill)
+                .map(|_| Instance::new(cfg, Role::HandOff, front_pool, blocks[front_pool], state_blocks[front_pool]))
+                .collect();
+            v.extend(
+                (0..d.decode).map(|_| {
+                    Instance::new(cfg, Role::Keep, decode_pool, blocks[decode_pool], state_blocks[decode_pool])
+                }),
+            );
             (v, d.prefill, Some(d.link.clone()))
         }
     };

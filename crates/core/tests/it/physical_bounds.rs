@@ -22,9 +22,9 @@ use llm_ledger_core::model::builtin_presets;
 use llm_ledger_core::ops::{Op, OpKind};
 use llm_ledger_core::parallel::for_each_gpu_op;
 use llm_ledger_core::roofline::SLOW_LIMIT;
+use llm_ledger_core::roofline::{Join, TimeModel};
 use llm_ledger_core::testing::scenario;
 use llm_ledger_core::workload::{Contexts, Phase};
-use llm_ledger_core::roofline::{Join, TimeModel};
 use llm_ledger_core::{Scenario, Timing};
 
 /// Relative slack for floating-point sums.

@@ -279,6 +279,20 @@ impl<'a> Mixers<'a> {
         })
     }
 
+    /// A top-k no longer than the context the model was trained for (`max_position_embeddings`):
+    /// a selection of more positions than a sequence can hold is a config error, not sparse
+    /// attention.
+    fn check_top_k(&self, field: &'static str, top_k: u64) -> Result<()> {
+        match self.cfg.dim(super::MAX_POSITIONS, MAX_CONTEXT)? {
+            Some(context) if top_k > context => Err(Error::invalid(
+                field,
+                top_k,
+                format!("positions a query reads, at most the context max_position_embeddings ({context})"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// DSA's indexer for a layer whose queries come from a latent of rank `q_rank` (or the
     /// hidden state): `index_n_heads` heads of `index_head_dim`, top `index_topk`, 8-bit keys;
     /// `None` when the config has no `index_n_heads`.
@@ -287,10 +301,12 @@ impl<'a> Mixers<'a> {
         if self.fam.indexer != IndexerRule::Dsa || cfg.get(&["index_n_heads"]).is_none() {
             return Ok(None);
         }
+        let top_k = cfg.required_dim(&["index_topk"], MAX_CONTEXT, self.fam)?;
+        self.check_top_k("index_topk", top_k)?;
         Ok(Some(Indexer {
             heads: cfg.required_dim(&["index_n_heads"], MAX_HEADS, self.fam)?,
             head_dim: cfg.required_dim(&["index_head_dim"], MAX_DIM, self.fam)?,
-            top_k: cfg.required_dim(&["index_topk"], MAX_CONTEXT, self.fam)?,
+            top_k,
             block: 1,
             query: q_rank.map_or(IndexerQuery::Hidden, IndexerQuery::QueryLatent),
             keys: IndexerKeys::Fp8Scaled,

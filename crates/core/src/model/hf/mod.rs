@@ -279,7 +279,14 @@ impl HfConfig {
             return Ok((f, note));
         }
         match self.model_type.as_ref().or(self.outer_model_type.as_ref()) {
-            Some(t) => Err(Error::unknown("model_type", t.clone(), family::supported_names()).about("model_type")),
+            Some(t) => Err(Error::invalid(
+                "model_type",
+                format!("{t:?}"),
+                format!(
+                    "a family — {} — or a config whose architectures name one's class",
+                    family::supported_names().join(", ")
+                ),
+            )),
             None => Err(Error::MissingField {
                 field: "model_type".into(),
                 context: format!(
