@@ -197,6 +197,22 @@ fn summarise_each_op(sc: &Scenario, mut f: impl FnMut(&Op, u64, Timing, &Cost, &
     s
 }
 
+/// Rows in the order their kinds run inside a layer ([`OpKind`]'s order), each communication
+/// row kept right after the row it followed: a model whose layers differ (a hybrid's recurrent
+/// and attention layers, dense and MoE layers) lists each kind once, where it runs, whichever
+/// layer shape came first; a uniform model's rows are already in this order.
+fn in_kind_order(rows: &mut Vec<Row>) {
+    let mut groups: Vec<Vec<Row>> = Vec::with_capacity(rows.len());
+    for r in rows.drain(..) {
+        match groups.last_mut() {
+            Some(g) if r.op.is_comm() => g.push(r),
+            _ => groups.push(vec![r]),
+        }
+    }
+    groups.sort_by_key(|g| g[0].op);
+    rows.extend(groups.into_iter().flatten());
+}
+
 impl Ledger {
     /// Build the ledger of one step.
     pub fn build(sc: &Scenario) -> Ledger {
@@ -219,6 +235,7 @@ impl Ledger {
                 }
             }
         });
+        in_kind_order(&mut rows);
         if sc.workload.counting == Counting::Seed {
             // The seed lists the weight GEMMs first, then attention, then lm_head.
             const SEED_ORDER: [OpKind; 5] =

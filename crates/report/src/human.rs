@@ -227,10 +227,12 @@ pub fn count(v: u64) -> String {
     grouped(v)
 }
 
-/// Parameters in billions (`8.03 B`) or millions (`124 M`).
+/// Parameters in trillions (`1.03 T`), billions (`8.03 B`) or millions (`124 M`).
 pub fn params(v: u64) -> String {
     let f = v as f64;
-    if f >= 1e9 {
+    if f >= 1e12 {
+        format!("{} T", sig3(f / 1e12))
+    } else if f >= 1e9 {
         format!("{} B", sig3(f / 1e9))
     } else {
         format!("{} M", sig3(f / 1e6))
@@ -331,6 +333,7 @@ mod tests {
         assert_eq!(count(12), "12");
         assert_eq!(params(8_030_261_248), "8.03 B");
         assert_eq!(params(124_439_808), "124 M");
+        assert_eq!(params(1_026_408_232_448), "1.03 T");
         assert_eq!(intensity(None), "—");
         assert_eq!(
             (quantity(1.0), quantity(4096.0), quantity(55.9), quantity(-2.0)),

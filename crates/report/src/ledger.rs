@@ -197,6 +197,13 @@ pub struct RowView {
     pub kv_read_bytes: f64,
     /// KV-cache bytes written.
     pub kv_write_bytes: f64,
+    /// Per-sequence state bytes read and written (a recurrent mixer's state and its
+    /// convolution's; 0 elsewhere).
+    pub state_bytes: f64,
+    /// Per-sequence state bytes read.
+    pub state_read_bytes: f64,
+    /// Per-sequence state bytes written back.
+    pub state_write_bytes: f64,
     /// Activation bytes.
     pub activation_bytes: f64,
     /// FLOP per byte (`null` when no bytes move).
@@ -275,6 +282,9 @@ impl RowView {
             kv_bytes: cost.kv_bytes(),
             kv_read_bytes: cost.kv_read_bytes,
             kv_write_bytes: cost.kv_write_bytes,
+            state_bytes: cost.state_bytes(),
+            state_read_bytes: cost.state_read_bytes,
+            state_write_bytes: cost.state_write_bytes,
             activation_bytes: cost.activation_bytes,
             intensity: cost.intensity(),
             math,
@@ -327,6 +337,29 @@ impl RowView {
     }
 }
 
+/// One kind of layer of the model: its mixer and feed-forward block in words, how many layers
+/// are of it and the first one's zoom path.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerKind {
+    /// `Gated DeltaNet + MLP`, `gated attention + MoE (512 experts, top-10)` ….
+    pub kind: String,
+    /// Layers of this kind.
+    pub layers: u64,
+    /// The first of them (`layer.3`).
+    pub first: String,
+}
+
+impl LayerKind {
+    /// The kinds of `sc`'s model's layers.
+    pub fn of(sc: &Scenario) -> Vec<LayerKind> {
+        sc.model
+            .layer_kinds()
+            .into_iter()
+            .map(|(kind, layers, first)| LayerKind { kind, layers, first: format!("layer.{first}") })
+            .collect()
+    }
+}
+
 /// The whole ledger report.
 #[derive(Debug, Clone, Serialize)]
 pub struct LedgerReport {
@@ -348,6 +381,8 @@ pub struct LedgerReport {
     pub compute_floor_s: f64,
     /// What the counting includes, in words.
     pub counting_note: String,
+    /// The kinds of layer the model is made of, in the order each first appears.
+    pub layer_kinds: Vec<LayerKind>,
     /// Model notes (keys not costed) and other caveats.
     pub notes: Vec<String>,
     /// Whether the step fits in GPU memory (the fullest GPU of a layout), with the default reserve.
@@ -381,6 +416,7 @@ impl LedgerReport {
             memory_floor_s: s.memory_floor_s,
             compute_floor_s: s.compute_floor_s,
             counting_note: counting_note(sc),
+            layer_kinds: LayerKind::of(sc),
             notes: sc.model.notes.clone(),
             fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
             deployment: totals.clone(),
@@ -464,6 +500,8 @@ impl Report for LedgerReport {
     fn human(&self) -> HumanTable {
         let parallel = self.deployment.is_some();
         let measured = self.inputs.engine.is_some();
+        // A hybrid's recurrent layers move per-sequence state: a column of its own beside KV.
+        let hybrid = self.total.state_bytes > 0.0;
         let cells = |r: &RowView, link: Option<&String>| {
             let mut c = vec![
                 r.op.clone(),
@@ -488,6 +526,9 @@ impl Report for LedgerReport {
             }
             if parallel {
                 c.insert(6, human::bytes(r.link_bytes));
+            }
+            if hybrid {
+                c.insert(5, human::bytes(r.state_bytes));
             }
             c
         };
@@ -535,6 +576,10 @@ impl Report for LedgerReport {
         }
         footer.extend(slow_lines(&self.rows));
         footer.push(self.counting_note.clone());
+        if self.layer_kinds.len() > 1 {
+            let kinds: Vec<String> = self.layer_kinds.iter().map(|k| format!("{} × {}", k.layers, k.kind)).collect();
+            footer.push(format!("layers: {} (each row's n counts the layers it runs in)", kinds.join(", ")));
+        }
         footer.extend(self.deployment_notes.iter().cloned());
         footer.extend(self.fit.footer());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));
@@ -558,6 +603,13 @@ impl Report for LedgerReport {
             header[7] = "HBM bytes".into();
             right_aligned.push(right_aligned.len() + 1);
             priority.insert(6, 1);
+        }
+        if hybrid {
+            header.insert(5, "state".into());
+            right_aligned = right_aligned.into_iter().map(|i| if i >= 5 { i + 1 } else { i }).collect();
+            right_aligned.push(5);
+            priority.insert(5, 3);
+            footer.push("state = the recurrent layers' per-sequence state read and written back every step (and their convolutions' last inputs), whatever the context".into());
         }
         HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, priority }
     }

@@ -36,6 +36,9 @@ pub struct ZoomRow {
     /// The block an operator sits in: `attn` or `mlp` in a layer, `embedding` or `head` in the
     /// rest of the step; empty for layers and tiles.
     pub block: Option<String>,
+    /// What a layer is made of (`Gated DeltaNet + MLP`): the model level's children and the
+    /// layer level's node; empty elsewhere.
+    pub kind: Option<String>,
     /// How many (tiles or blocks at the tile level; 1 otherwise).
     pub count: f64,
     /// Useful FLOPs.
@@ -48,6 +51,8 @@ pub struct ZoomRow {
     pub weight_bytes: Option<f64>,
     /// KV-cache bytes (exact levels).
     pub kv_bytes: Option<f64>,
+    /// Per-sequence state bytes read and written (a recurrent layer's; exact levels).
+    pub state_bytes: Option<f64>,
     /// Activation bytes (exact levels).
     pub activation_bytes: Option<f64>,
     /// Bytes sent over a GPU-to-GPU link (exact levels; not HBM bytes, not in `bytes`).
@@ -137,12 +142,14 @@ fn child_row(c: &ChildView, parent_time: f64) -> ZoomRow {
         name: c.name.clone(),
         path: c.path.clone(),
         block: c.block.map(|b| block_name(b).to_string()),
+        kind: c.kind.clone(),
         count: c.count,
         flops: c.flops,
         executed_flops: c.executed_flops,
         bytes: c.bytes,
         weight_bytes: c.cost.map(|c| c.weight_bytes),
         kv_bytes: c.cost.map(|c| c.kv_bytes()),
+        state_bytes: c.cost.map(|c| c.state_bytes()),
         activation_bytes: c.cost.map(|c| c.activation_bytes),
         link_bytes: c.cost.map(|c| c.link_bytes),
         intensity: intensity(c.executed_flops, c.bytes),
@@ -151,6 +158,56 @@ fn child_row(c: &ChildView, parent_time: f64) -> ZoomRow {
         time_share: if parent_time > 0.0 { c.time_s / parent_time } else { 0.0 },
         bound: None,
     }
+}
+
+/// The kinds of layer among the model level's children, each with how many and the first of
+/// them (`layers: 48 × Gated DeltaNet + MLP (from layer.0), 16 × gated attention + MLP (from
+/// layer.3)`); nothing when every layer is of one kind.
+fn kinds_line(children: &[ChildView]) -> Option<String> {
+    let kinds = layer_kinds(children.iter().map(|c| (c.kind.as_deref(), c.path.as_deref())));
+    (kinds.len() > 1).then(|| {
+        let each: Vec<String> = kinds.iter().map(|(k, n, first)| format!("{n} × {k} (from {first})")).collect();
+        format!("layers: {}", each.join(", "))
+    })
+}
+
+/// Each kind of layer among `children` in the order it first appears: its words, how many, the
+/// first one's path.
+fn layer_kinds<'c>(
+    children: impl IntoIterator<Item = (Option<&'c str>, Option<&'c str>)>,
+) -> Vec<(&'c str, usize, &'c str)> {
+    let mut kinds: Vec<(&str, usize, &str)> = Vec::new();
+    for (kind, path) in children {
+        let (Some(k), Some(path)) = (kind, path) else { continue };
+        match kinds.iter_mut().find(|(w, _, _)| *w == k) {
+            Some((_, n, _)) => *n += 1,
+            None => kinds.push((k, 1, path)),
+        }
+    }
+    kinds
+}
+
+/// The column beside a child's name.
+#[derive(Clone, Copy)]
+enum NameColumn {
+    /// An operator's block (`attn`, `mlp`), at the layer level.
+    Block,
+    /// A layer's kind, at the model level of a model whose layers differ.
+    Kind,
+}
+
+impl NameColumn {
+    fn header(self) -> &'static str {
+        match self {
+            NameColumn::Block => "block",
+            NameColumn::Kind => "kind",
+        }
+    }
+}
+
+/// [`layer_kinds`] of report rows.
+fn layer_kinds_of_rows(rows: &[ZoomRow]) -> Vec<(&str, usize, &str)> {
+    layer_kinds(rows.iter().map(|c| (c.kind.as_deref(), c.path.as_deref())))
 }
 
 /// A count: exact with separators below a million, else with an SI prefix (`14.3 k` style).
@@ -499,12 +556,17 @@ impl ZoomReport {
             name: view.path.rsplit('.').next().unwrap_or(&view.path).to_string(),
             path: Some(view.path.clone()),
             block: None,
+            kind: match view.detail {
+                NodeDetail::Layer { detail, .. } => Some(detail.kind.clone()),
+                NodeDetail::Model(_) | NodeDetail::Op(_) | NodeDetail::Tiles(_) => None,
+            },
             count: 1.0,
             flops: t.cost.flops,
             executed_flops: t.cost.flops,
             bytes: t.cost.bytes(),
             weight_bytes: cost.map(|c| c.weight_bytes),
             kv_bytes: cost.map(|c| c.kv_bytes()),
+            state_bytes: cost.map(|c| c.state_bytes()),
             activation_bytes: cost.map(|c| c.activation_bytes),
             link_bytes: cost.map(|c| c.link_bytes),
             intensity: intensity(t.cost.flops, t.cost.bytes()),
@@ -525,6 +587,7 @@ impl ZoomReport {
             NodeDetail::Model(g) => {
                 let layers = tree.layers_phrase().replace(", ", " + ").replace(" … ", " + … + ");
                 explanation.push(exact_line(&format!("{layers} = model, FLOPs and bytes"), a));
+                explanation.extend(kinds_line(&view.children));
                 let c = &tree.step;
                 let names: Vec<String> = tree.rest.iter().map(|n| n.op.kind.name().to_string()).collect();
                 explanation.extend(step_line(c, &names));
@@ -536,6 +599,7 @@ impl ZoomReport {
                 gap = Some(*g);
             }
             NodeDetail::Layer { index, detail, focus: f } => {
+                explanation.push(format!("layer.{index}: {}", detail.kind));
                 explanation.push(exact_line(&format!("Σ of its {} operators = layer.{index}", view.children.len()), a));
                 let block = |b: Block| {
                     let n = detail.ops.iter().filter(|o| o.op.kind.block() == b).count();
@@ -655,26 +719,38 @@ impl Report for ZoomReport {
     fn human(&self) -> HumanTable {
         let exact = self.children.iter().all(|c| c.weight_bytes.is_some());
         let opt_bytes = |v: Option<f64>| v.map(human::bytes).unwrap_or_default();
-        let with_block = self.level == Level::Layer;
+        // A column beside the name: the block of each operator of a layer, the kind of each layer
+        // of a model whose layers differ.
+        let kinds = layer_kinds_of_rows(&self.children);
+        let label = match self.level {
+            Level::Layer => Some(NameColumn::Block),
+            Level::Model if kinds.len() > 1 => Some(NameColumn::Kind),
+            Level::Model | Level::Op | Level::Tiles => None,
+        };
+        let with_block = label.is_some();
         // Several GPUs: the bytes each operator sends over a link, beside its HBM bytes.
         let with_link = self.inputs.parallel.is_some();
+        // A hybrid's recurrent layers: the state they read and write, beside the KV.
+        let with_state = self.children.iter().chain(&self.rest).any(|c| c.state_bytes.unwrap_or(0.0) > 0.0);
         let focus = self.focus.as_deref();
         let block_cell = |c: &ZoomRow| -> Vec<String> {
-            if !with_block {
-                return Vec::new();
+            match label {
+                None => Vec::new(),
+                Some(NameColumn::Kind) => vec![c.kind.clone().unwrap_or_default()],
+                Some(NameColumn::Block) => {
+                    let b = c.block.clone().unwrap_or_default();
+                    vec![if focus.is_some() && focus == c.block.as_deref() { format!("▸ {b}") } else { b }]
+                }
             }
-            let b = c.block.clone().unwrap_or_default();
-            vec![if focus.is_some() && focus == c.block.as_deref() { format!("▸ {b}") } else { b }]
         };
         let exact_row = |name: String, c: &ZoomRow| {
             let mut row = vec![name];
             row.extend(block_cell(c));
-            row.extend([
-                human::flops(c.flops),
-                opt_bytes(c.weight_bytes),
-                opt_bytes(c.kv_bytes),
-                opt_bytes(c.activation_bytes),
-            ]);
+            row.extend([human::flops(c.flops), opt_bytes(c.weight_bytes), opt_bytes(c.kv_bytes)]);
+            if with_state {
+                row.push(opt_bytes(c.state_bytes));
+            }
+            row.push(opt_bytes(c.activation_bytes));
             if with_link {
                 row.push(opt_bytes(c.link_bytes));
             }
@@ -686,7 +762,8 @@ impl Report for ZoomReport {
             ]);
             row
         };
-        let link_blank = usize::from(with_link);
+        // The optional byte columns (state, link) in every row.
+        let extra_columns = usize::from(with_link) + usize::from(with_state);
         let blank = |n: usize| vec![String::new(); n];
         let (header, rows, right): (Vec<&str>, Vec<Vec<String>>, Vec<usize>) = if exact {
             let mut rows: Vec<Vec<String>> = self.children.iter().map(|c| exact_row(c.name.clone(), c)).collect();
@@ -701,7 +778,7 @@ impl Report for ZoomReport {
             } else {
                 let mut r = lead(if self.level == Level::Model { "Σ children = model" } else { "Σ children" });
                 r.extend([human::flops(a.children_flops), String::new(), String::new(), String::new()]);
-                r.extend(blank(link_blank));
+                r.extend(blank(extra_columns));
                 r.extend([
                     human::bytes(a.children_bytes),
                     human::intensity(intensity(a.children_flops, a.children_bytes)),
@@ -711,17 +788,20 @@ impl Report for ZoomReport {
             }
             if let Some(c) = &self.step {
                 let mut r = lead("the rest of the step:");
-                r.extend(blank(8 + link_blank));
+                r.extend(blank(8 + extra_columns));
                 rows.push(r);
                 rows.extend(self.rest.iter().map(|c| exact_row(c.name.clone(), c)));
                 let s = &c.step;
-                let mut r = vec![
-                    "step = model + rest".into(),
+                let mut r = lead("step = model + rest");
+                r.extend([
                     human::flops(s.cost.flops),
                     human::bytes(s.cost.weight_bytes),
                     human::bytes(s.cost.kv_bytes()),
-                    human::bytes(s.cost.activation_bytes),
-                ];
+                ]);
+                if with_state {
+                    r.push(human::bytes(s.cost.state_bytes()));
+                }
+                r.push(human::bytes(s.cost.activation_bytes));
                 if with_link {
                     r.push(human::bytes(s.cost.link_bytes));
                 }
@@ -734,16 +814,18 @@ impl Report for ZoomReport {
                 rows.push(r);
             }
             let mut header = vec!["child"];
-            if with_block {
-                header.push("block");
+            header.extend(label.map(NameColumn::header));
+            header.extend(["FLOPs", "weights", "KV"]);
+            if with_state {
+                header.push("state");
             }
-            header.extend(["FLOPs", "weights", "KV", "activations"]);
+            header.push("activations");
             if with_link {
                 header.push("link");
             }
             header.extend(["bytes", "FLOP/B", "time", "share"]);
             let first_num = 1 + usize::from(with_block);
-            (header, rows, (first_num..first_num + 8 + link_blank).collect())
+            (header, rows, (first_num..first_num + 8 + extra_columns).collect())
         } else {
             let mut rows: Vec<Vec<String>> = self
                 .children
@@ -783,7 +865,10 @@ impl Report for ZoomReport {
             Some(b) if b.time_s >= c.time_s => Some(b),
             _ => Some(c),
         }));
-        if let Some(c) = next.and_then(|c| c.path.as_deref()) {
+        if kinds.len() > 1 {
+            let each: Vec<String> = kinds.iter().map(|(k, _, first)| format!("--at {first} ({k})")).collect();
+            footer.push(format!("zoom in: {}", each.join(", ")));
+        } else if let Some(c) = next.and_then(|c| c.path.as_deref()) {
             footer.push(format!("zoom in: --at {c}"));
         }
         HumanTable {

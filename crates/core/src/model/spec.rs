@@ -536,6 +536,27 @@ impl ModelSpec {
         }
     }
 
+    /// The kinds of layer the model is made of, in the order each first appears: its words
+    /// ([`LayerSpec::kind_words`]), how many layers, and the first layer's index
+    /// (Qwen3.5-27B: 48 × `Gated DeltaNet + MLP` from layer 0, 16 × `gated attention + MLP` from
+    /// layer 3).
+    pub fn layer_kinds(&self) -> Vec<(String, u64, usize)> {
+        let mut kinds: Vec<(String, u64, usize)> = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            let words = l.kind_words();
+            match kinds.iter_mut().find(|(w, _, _)| *w == words) {
+                Some((_, n, _)) => *n += 1,
+                None => kinds.push((words, 1, i)),
+            }
+        }
+        kinds
+    }
+
+    /// The layer kinds in words, `48 × Gated DeltaNet + MLP, 16 × gated attention + MLP`.
+    pub fn layer_kinds_words(&self) -> String {
+        self.layer_kinds().iter().map(|(w, n, _)| format!("{n} × {w}")).collect::<Vec<_>>().join(", ")
+    }
+
     /// Whether any layer is a mixture of experts.
     pub fn is_moe(&self) -> bool {
         self.layers.iter().any(|l| matches!(l.mlp, Mlp::Moe(_)))
@@ -835,7 +856,74 @@ impl Mlp {
     }
 }
 
+impl Attention {
+    /// The mixer in words, for tables: `attention`, `sliding-window attention (4,096)`,
+    /// `chunked attention (8,192)`, `gated attention`, `sparse MLA (top-2,048)`, `Gated DeltaNet`,
+    /// `compressed attention (1:4, top-512)`, `linear layer`; empty for none.
+    pub fn kind_words(&self) -> String {
+        let reach = |r: Reach| match r {
+            Reach::All => String::new(),
+            Reach::Window(w) => format!(" (window {})", crate::error::grouped(w)),
+            Reach::Chunk(c) => format!(" (chunks of {})", crate::error::grouped(c)),
+            Reach::TopK(k) => format!(" (top-{})", crate::error::grouped(k)),
+        };
+        match self {
+            Attention::Standard(a) => {
+                let gated = if a.output_gate == OutputGate::None { "" } else { "gated " };
+                let what = match a.reach {
+                    Reach::All if a.rope => "attention",
+                    Reach::All => "attention without RoPE",
+                    Reach::Window(_) => "sliding-window attention",
+                    Reach::Chunk(_) => "chunked attention",
+                    Reach::TopK(_) => "sparse attention",
+                };
+                format!("{gated}{what}{}", reach(a.reach))
+            }
+            Attention::Latent(a) => {
+                let sparse = if a.reach == Reach::All { "" } else { "sparse " };
+                let shared = if a.reach != Reach::All && a.indexer.is_none() { ", shared selection" } else { "" };
+                format!("{sparse}MLA{}{shared}", reach(a.reach))
+            }
+            Attention::Compressed(a) => match (a.ratio, a.indexer) {
+                (0, _) => format!("sliding-window attention (window {})", a.window),
+                (r, Some(i)) => {
+                    format!("compressed attention (1:{r}, top-{}, window {})", crate::error::grouped(i.top_k), a.window)
+                }
+                (r, None) => format!("compressed attention (1:{r}, window {})", a.window),
+            },
+            Attention::Recurrent(m) => m.rule.name().to_string(),
+            Attention::Linear { .. } => "linear layer".into(),
+            Attention::None => String::new(),
+        }
+    }
+}
+
+impl Mlp {
+    /// The feed-forward block in words: `MLP`, `MoE (128 experts, top-8)`, `linear layer`;
+    /// empty for none.
+    pub fn kind_words(&self) -> String {
+        match self {
+            Mlp::Dense(_) => "MLP".into(),
+            Mlp::Moe(m) => format!("MoE ({} experts, top-{})", m.experts, m.top_k),
+            Mlp::Linear { .. } => "linear layer".into(),
+            Mlp::None => String::new(),
+        }
+    }
+}
+
 impl LayerSpec {
+    /// What the layer is made of, in words: its mixer and its feed-forward block
+    /// (`Gated DeltaNet + MLP`, `gated attention + MoE (512 experts, top-10)`, `Mamba-2`).
+    pub fn kind_words(&self) -> String {
+        let parts: Vec<String> =
+            [self.attention.kind_words(), self.mlp.kind_words()].into_iter().filter(|s| !s.is_empty()).collect();
+        if parts.is_empty() {
+            "an empty layer".into()
+        } else {
+            parts.join(" + ")
+        }
+    }
+
     /// Parameter count of the layer, total and active.
     pub fn params(&self, hidden: u64) -> LayerParams {
         let (total, active) = self.params_wide(hidden);

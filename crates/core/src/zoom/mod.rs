@@ -230,6 +230,8 @@ pub struct LayerDetail {
     pub total: Totals,
     /// Layers with this shape on the GPU the tree shows.
     pub count: u64,
+    /// What the layer is made of, in words ([`LayerSpec::kind_words`]: `Gated DeltaNet + MLP`).
+    pub kind: String,
 }
 
 impl LayerDetail {
@@ -442,7 +444,7 @@ impl PendingLayer<'_> {
             }
             total.add(n.totals());
         }
-        LayerDetail { ops, attn, mlp, total, count: self.count }
+        LayerDetail { ops, attn, mlp, total, count: self.count, kind: self.spec.kind_words() }
     }
 }
 
@@ -615,7 +617,10 @@ impl ZoomTree {
     fn model_view(&self) -> NodeView<'_> {
         let children = self
             .layers()
-            .map(|(i, d)| ChildView::exact(format!("layer.{i}"), Some(format!("layer.{i}")), &d.total))
+            .map(|(i, d)| ChildView {
+                kind: Some(d.kind.clone()),
+                ..ChildView::exact(format!("layer.{i}"), Some(format!("layer.{i}")), &d.total)
+            })
             .collect();
         NodeView::new("model".into(), Level::Model, self.stack, children, NodeDetail::Model(&self.gap))
     }
@@ -637,6 +642,7 @@ impl ZoomTree {
                 name: "tiles".into(),
                 path: Some(format!("{path}.tiles")),
                 block: None,
+                kind: None,
                 count: tile_count(&n.tiles),
                 flops: t.flops,
                 executed_flops: t.executed_flops,
@@ -661,6 +667,7 @@ impl ZoomTree {
             name: name.into(),
             path: None,
             block: None,
+            kind: None,
             count,
             flops,
             executed_flops: executed,

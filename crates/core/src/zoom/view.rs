@@ -16,6 +16,8 @@ pub struct ChildView {
     /// The block an operator sits in (`attn`, `mlp` in a layer; `embedding`, `head` for the rest
     /// of the step); `None` for layers and tiles.
     pub block: Option<Block>,
+    /// What a layer is made of, in words (`Gated DeltaNet + MLP`); `None` below the model level.
+    pub kind: Option<String>,
     /// How many: 1 for structural children, tiles or blocks at tile level.
     pub count: f64,
     /// Useful FLOPs (what the level above counts).
@@ -39,6 +41,7 @@ impl ChildView {
             name,
             path,
             block: None,
+            kind: None,
             count: 1.0,
             flops: t.cost.flops,
             executed_flops: t.cost.flops,

@@ -74,6 +74,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         q.hrefs_to("/api/zoom").with(&keys)
     };
     let layers = tree.layers_phrase();
+    // A model whose layers differ names each run's kind.
+    let kinds = sc.model.layer_kinds().len();
     Ok(html! {
         h1 { "Network graph" }
         p.lead {
@@ -122,6 +124,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                             details open[!box_hits.is_empty()] {
                                 summary {
                                     @if *count > 1 { "Inside: " (count) " identical layers" } @else { "Inside " (p.name) }
+                                    @if kinds > 1 { @if let Some(d) = tree.layer(*first) { ": " span.kind data-kind=(d.kind) { (d.kind) } } }
                                     @if !box_hits.is_empty() { " — " (box_hits.len()) " found" }
                                 }
                                 div.layer-inside {

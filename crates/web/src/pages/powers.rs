@@ -220,7 +220,14 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let api = q.href_with("/api/zoom", &[(AT, &path)]);
     let api_csv = q.href_with("/api/zoom", &[(AT, &path), ("format", "csv")]);
     let what = match (report.level, &report.focus) {
-        (Level::Model, _) => format!("the layer stack, {} layers", tree.num_layers),
+        (Level::Model, _) => match sc.model.layer_kinds().as_slice() {
+            [_] => format!("the layer stack, {} layers", tree.num_layers),
+            kinds => format!(
+                "the layer stack, {} layers: {}",
+                tree.num_layers,
+                kinds.iter().map(|(k, n, _)| format!("{n} × {k}")).collect::<Vec<_>>().join(", ")
+            ),
+        },
         (Level::Layer, Some(b)) => format!("the numbers of {}, its {b} block's operators marked below", report.path),
         _ => String::new(),
     };
@@ -349,7 +356,23 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
     };
     let clock = r.clock();
     let time_col = if exact { format!("{clock} time") } else { "tile-model time".to_string() };
-    let cols = 9;
+    // A hybrid's recurrent layers read and write per-sequence state: a column beside the KV.
+    let with_state = r.children.iter().any(|c| c.state_bytes.unwrap_or(0.0) > 0.0);
+    let cols = 9 + usize::from(exact && with_state);
+    let mut exact_head = vec![("child", false), ("FLOPs", true), ("weights", true), ("KV", true)];
+    if with_state {
+        exact_head.push(("state", true));
+    }
+    exact_head.extend([
+        ("activations", true),
+        ("bytes", true),
+        ("FLOP/B", true),
+        (time_col.as_str(), true),
+        ("share of time", false),
+    ]);
+    // A model whose layers differ names each layer's kind under its name.
+    let kinds_differ = r.level == Level::Model
+        && r.children.iter().filter_map(|c| c.kind.as_deref()).any(|k| Some(k) != r.children[0].kind.as_deref());
     // At layer level the operators come under their block's heading (attention, then the MLP).
     let heading = |i: usize| -> Option<&str> {
         let b = r.children.get(i)?.block.as_deref()?;
@@ -367,9 +390,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                 @else { "The tiles, by class: how many, what they compute and what they load" }
             }
             @if exact {
-                (thead_marked(&[("child", false), ("FLOPs", true), ("weights", true), ("KV", true), ("activations", true),
-                    ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of time", false)],
-                    &[(&time_col, "time"), ("share of time", "share")]))
+                (thead_marked(&exact_head, &[(&time_col, "time"), ("share of time", "share")]))
             } @else {
                 (thead_marked(&[("child", false), ("count", true), ("useful FLOPs", true), ("executed FLOPs", true),
                     ("bytes", true), ("FLOP/B", true), (&time_col, true), ("share of bytes", false)],
@@ -390,11 +411,13 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                                 None => (c.name),
                             }
                             @if n > 1 { " " span.times title="identical layers: the numbers are one layer's" { "× " (n) } }
+                            @if kinds_differ { @if let Some(k) = &c.kind { br; span.kind data-kind=(k) { (k) } } }
                         }
                         @if exact {
                             (num(c.flops, human::flops(c.flops)))
                             (opt_bytes(c.weight_bytes))
                             (opt_bytes(c.kv_bytes))
+                            @if with_state { (opt_bytes(c.state_bytes)) }
                             (opt_bytes(c.activation_bytes))
                         } @else {
                             td.num data-value=(c.count) { (human::si(c.count, "").trim_end()) }
@@ -415,6 +438,7 @@ fn children_table(r: &ZoomReport, link: &dyn Fn(&str) -> String, repeats: &[usiz
                         @if exact {
                             (num(a.children_flops, human::flops(a.children_flops)))
                             td {} td {} td {}
+                            @if with_state { td {} }
                         } @else {
                             td {}
                             @let useful: f64 = r.children.iter().map(|c| c.flops).sum();
