@@ -87,7 +87,7 @@ fn zoom_csv_lists_the_children() {
     // The layer level: its operators with their block (a block is a column, not a level).
     let csv = stdout(&["zoom", "--at", "layer.0", "--format", "csv"]);
     let mut lines = csv.lines();
-    assert!(lines.next().unwrap().starts_with("name,path,block,count,flops,executed_flops,bytes,"));
+    assert!(lines.next().unwrap().starts_with("name,path,block,kind,count,flops,executed_flops,bytes,"));
     let rows: Vec<(&str, &str)> = lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
