@@ -202,6 +202,7 @@ pub struct ScenarioArgs {
     pub logits: Option<String>,
     pub counting: Option<String>,
     pub mla: Option<String>,
+    pub attend: Option<String>,
     pub compute_efficiency: Option<String>,
     pub bandwidth_efficiency: Option<String>,
     pub time_model: Option<String>,
@@ -311,6 +312,13 @@ pub struct SetupArgs {
     /// MLA execution form: auto (absorbed in decode, naive in prefill), naive or absorbed.
     #[arg(long, value_name = "FORM", help_heading = heading::COUNTING)]
     pub mla: Option<String>,
+    /// Evict or sparsify: at most this many cached tokens read per sequence by each attention layer.
+    ///
+    /// Evict or sparsify the KV cache: each attention layer reads and keeps at most this many cached
+    /// tokens per sequence (a sliding window or an eviction policy; sparse attention reads as few).
+    /// It changes model behaviour. Default: the model's own attention.
+    #[arg(long, value_name = "TOKENS", help_heading = heading::COUNTING)]
+    pub attend: Option<String>,
     /// Achieved fraction of peak compute.
     #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", help_heading = heading::CLOCK)]
     pub compute_efficiency: Option<String>,
@@ -443,6 +451,7 @@ impl SetupArgs {
             logits: s.logits,
             counting: s.counting,
             mla: s.mla,
+            attend: s.attend,
             compute_efficiency: s.compute_efficiency,
             bandwidth_efficiency: s.bandwidth_efficiency,
             time_model: s.time_model,
@@ -506,6 +515,7 @@ impl ScenarioArgs {
             logits: self.logits.clone(),
             counting: self.counting.clone(),
             mla: self.mla.clone(),
+            attend: self.attend.clone(),
             compute_efficiency: self.compute_efficiency.clone(),
             bandwidth_efficiency: self.bandwidth_efficiency.clone(),
             time_model: self.time_model.clone(),

@@ -9,6 +9,12 @@
 //! | `batch` | `batch` = the largest that fits at the same context (uniform batches only) | weights |
 //! | `kv-fp8`, `kv-int8` | `kv = fp8`, `int8` (halves attention bytes at bf16) | cache |
 //! | `kv-heads/2` | half the KV heads (GQA factor 2; a model change that needs retraining or uptraining, no input) | cache |
+//! | `attend-2048` | `attend = 2048`: each attention layer reads and keeps at most [`ATTEND_TOKENS`] cached tokens per sequence (a window or eviction; sparse attention reads as few but keeps the whole cache) | cache |
+//!
+//! Every lever names its price in quality ([`Lever::quality`]), in the reference calculator's
+//! words where it has them: an fp8 KV cache "evaluate quality first"; windows, eviction and sparse
+//! attention "change model behaviour"; fewer KV heads need retraining; quantised weights cost
+//! accuracy to be measured on the task.
 //!
 //! A lever is exactly the scenario those inputs resolve to with the rest unchanged (the rules of
 //! [`crate::scenario::ScenarioRequest::resolve`]: `weights` stores every GEMM weight in that
@@ -49,12 +55,27 @@ pub enum Lever {
     KvInt8,
     /// Half the KV heads.
     KvHeadsHalf,
+    /// At most [`ATTEND_TOKENS`] cached tokens read per sequence by each attention layer.
+    Attend,
 }
+
+/// The cached tokens the evict-or-sparsify lever lets each attention layer read: 2,048, the
+/// top-k of DeepSeek Sparse Attention in production (DeepSeek-V3.2's `index_topk`,
+/// `crates/core/tests/data/configs/2026/`); any other bound is the `attend` input.
+pub const ATTEND_TOKENS: u64 = 2048;
 
 impl Lever {
     /// Every lever, in table order.
-    pub const ALL: [Lever; 7] =
-        [Lever::W4a16, Lever::W8a16, Lever::Fp8, Lever::Batch, Lever::KvFp8, Lever::KvInt8, Lever::KvHeadsHalf];
+    pub const ALL: [Lever; 8] = [
+        Lever::W4a16,
+        Lever::W8a16,
+        Lever::Fp8,
+        Lever::Batch,
+        Lever::KvFp8,
+        Lever::KvInt8,
+        Lever::KvHeadsHalf,
+        Lever::Attend,
+    ];
 
     /// Short name (`w4a16`, `kv-fp8`, …).
     pub fn name(self) -> &'static str {
@@ -66,6 +87,7 @@ impl Lever {
             Lever::KvFp8 => "kv-fp8",
             Lever::KvInt8 => "kv-int8",
             Lever::KvHeadsHalf => "kv-heads/2",
+            Lever::Attend => "attend-2048",
         }
     }
 
@@ -78,7 +100,23 @@ impl Lever {
             Lever::Batch => "the largest batch that fits",
             Lever::KvFp8 => "fp8 KV cache",
             Lever::KvInt8 => "int8 KV cache",
-            Lever::KvHeadsHalf => "half the KV heads (GQA ×2; retraining)",
+            Lever::KvHeadsHalf => "half the KV heads (GQA ×2)",
+            Lever::Attend => "attend to at most 2,048 cached tokens (window, eviction or sparse attention)",
+        }
+    }
+
+    /// Its price in quality, in words (the reference calculator's where it has them).
+    pub fn quality(self) -> &'static str {
+        match self {
+            Lever::W4a16 => "4-bit weights lose accuracy, most on small models: measure it on the task first",
+            Lever::W8a16 => "int8 weights lose little accuracy: measure it on the task first",
+            Lever::Fp8 => {
+                "fp8 weights and activations lose little accuracy with good scales: measure it on the task first"
+            }
+            Lever::Batch => "none: the same model, each sequence waits for a longer step",
+            Lever::KvFp8 | Lever::KvInt8 => "evaluate quality first",
+            Lever::KvHeadsHalf => "needs retraining (or uptraining): a different model",
+            Lever::Attend => "changes model behaviour: tokens outside the window or selection are not attended to",
         }
     }
 
@@ -86,7 +124,7 @@ impl Lever {
     pub fn side(self) -> Side {
         match self {
             Lever::W4a16 | Lever::W8a16 | Lever::Fp8 | Lever::Batch => Side::Below,
-            Lever::KvFp8 | Lever::KvInt8 | Lever::KvHeadsHalf => Side::Above,
+            Lever::KvFp8 | Lever::KvInt8 | Lever::KvHeadsHalf | Lever::Attend => Side::Above,
         }
     }
 
@@ -110,6 +148,7 @@ impl Lever {
             Lever::KvFp8 => vec![("kv", "fp8".into())],
             Lever::KvInt8 => vec![("kv", "int8".into())],
             Lever::KvHeadsHalf => Vec::new(),
+            Lever::Attend => vec![("attend", ATTEND_TOKENS.to_string())],
         }
     }
 
@@ -132,6 +171,13 @@ impl Lever {
                 Err(format!("the KV cache is already {}", sc.workload.kv))
             }
         };
+        if self == Lever::Attend && sc.workload.contexts.max_tokens() <= ATTEND_TOKENS {
+            return Err(format!(
+                "every context ({} tokens at most) is within the {} cached tokens it would attend to",
+                crate::error::grouped(sc.workload.contexts.max_tokens()),
+                crate::error::grouped(ATTEND_TOKENS)
+            ));
+        }
         if self == Lever::Batch {
             let Contexts::Uniform { batch, .. } = sc.workload.contexts else {
                 return Err("only for a uniform batch (`batch` and `ctx`)".into());
@@ -148,6 +194,14 @@ impl Lever {
                 "activations" => s.workload.activations = p()?,
                 "gemm_activations" => s.workload.gemm_activations = p()?,
                 "kv" => s.workload.kv = kv(p()?)?,
+                "attend" => {
+                    let limited = crate::scenario::attention_limited(&sc.model, &value).map_err(|_| {
+                        format!(
+                            "every attention layer already reads at most {value} cached tokens, or the model has none"
+                        )
+                    })?;
+                    s.model = Arc::new(limited);
+                }
                 "batch" => {
                     let tokens = sc.workload.contexts.max_tokens();
                     let batch = value.parse().map_err(|_| format!("batch {value}"))?;
@@ -179,19 +233,7 @@ fn halve_kv_heads(m: &ModelSpec) -> std::result::Result<ModelSpec, String> {
     if !changed {
         return Err("MLA caches a latent, not KV heads".into());
     }
-    let mut spec = ModelSpec::new(
-        format!("{} (kv heads ÷2)", m.name),
-        m.family.clone(),
-        m.hidden_size,
-        m.embedding.clone(),
-        m.tied_embeddings,
-        m.final_norm,
-        layers,
-    )
-    .map_err(|e| e.to_string())?;
-    spec.checkpoint_quant = m.checkpoint_quant.clone();
-    spec.notes = m.notes.clone();
-    Ok(spec)
+    m.with_layers(format!("{} (kv heads ÷2)", m.name), layers).map_err(|e| e.to_string())
 }
 
 /// One workload's step, summarised for comparison.
@@ -236,6 +278,8 @@ pub struct LeverOutcome {
     pub name: &'static str,
     /// What it changes.
     pub description: &'static str,
+    /// Its price in quality ([`Lever::quality`]).
+    pub quality: &'static str,
     /// The scenario inputs it sets ([`Lever::inputs`]): the ledger of the scenario with these
     /// inputs is this row.
     pub inputs: Vec<(&'static str, String)>,
@@ -287,6 +331,7 @@ impl LeverSet {
                         lever,
                         name: lever.name(),
                         description: lever.description(),
+                        quality: lever.quality(),
                         inputs: lever.inputs(sc, reserve_bytes),
                         side: lever.side(),
                         speedup: baseline.step_time_s / o.step_time_s,
@@ -383,7 +428,7 @@ mod tests {
         s.weights = WeightPrecisions::uniform(Precision::Int4);
         let set = LeverSet::of(&s, 2e9);
         let names: Vec<&str> = set.skipped.iter().map(|k| k.name).collect();
-        assert_eq!(names, ["w4a16", "w8a16", "fp8", "kv-fp8", "kv-int8"]);
+        assert_eq!(names, ["w4a16", "w8a16", "fp8", "kv-fp8", "kv-int8", "attend-2048"]);
         assert_eq!(set.skipped[3].reason, "the KV cache is already fp8");
         let mla = LeverSet::of(&sc("deepseek-v2-lite", "full", 1, 2048), 2e9);
         assert!(mla.skipped.iter().any(|k| k.name == "kv-heads/2" && k.reason.contains("latent")));
@@ -398,6 +443,7 @@ mod tests {
             vec![("batch", "256"), ("ctx", "2048")],
             vec![("model", "deepseek-v3"), ("gpu", "h200"), ("batch", "8")],
             vec![("model", "qwen3-30b-a3b"), ("gpu", "a100-80gb-sxm"), ("batch", "64"), ("activations", "fp16")],
+            vec![("model", "qwen3.5-27b"), ("batch", "4"), ("ctx", "16384")],
         ] {
             let sc = crate::testing::scenario(&base);
             for lever in LeverSet::of(&sc, 2e9).levers {
@@ -415,6 +461,59 @@ mod tests {
         let sc = crate::testing::scenario(&[("batch", "1024"), ("ctx", "128"), ("time_model", "roofline")]);
         let set = LeverSet::of(&sc, 2e9);
         assert!(set.get(Lever::Fp8).unwrap().speedup > 1.3, "{:?}", set.get(Lever::Fp8));
+    }
+
+    #[test]
+    fn attending_to_2048_tokens_reads_and_keeps_2048_per_layer() {
+        // Llama 3 8B, batch 8 × 32,768 under seed counting: each of 32 layers reads 2 (K, V) ×
+        // 8 KV heads × 128 × 2 B = 4,096 B per cached token; the window reads 2,048 of them per
+        // sequence instead of 32,768 (the new token's own K/V is counted by neither, seed).
+        let s = sc("llama-3-8b", "seed", 8, 32768);
+        let set = LeverSet::of(&s, 2e9);
+        let attend = set.get(Lever::Attend).unwrap();
+        assert_eq!(attend.inputs, [("attend", "2048".to_string())]);
+        let lever = Lever::Attend.apply(&s, 2e9).unwrap();
+        let kv_read = |sc: &Scenario| summarise(sc).cost.kv_read_bytes;
+        assert_eq!(kv_read(&s), 32.0 * 8.0 * 32768.0 * 4096.0);
+        assert_eq!(kv_read(&lever), 32.0 * 8.0 * 2048.0 * 4096.0);
+        // The cache keeps 2,048 tokens per sequence: 8 × 2,048 × 131,072 B beside the weights.
+        let kv_held = |o: &Outcome| o.memory_bytes - set.baseline.memory_bytes + 8.0 * 32768.0 * 131072.0;
+        assert_eq!(kv_held(&attend.outcome), 8.0 * 2048.0 * 131072.0);
+        assert!(attend.speedup > 2.5, "{attend:?}");
+        // Within the bound at the default context, and on a model that reads fewer already.
+        let short = LeverSet::of(&sc("llama-3-8b", "full", 1, 2048), 2e9);
+        let why = &short.skipped.iter().find(|k| k.name == "attend-2048").unwrap().reason;
+        assert_eq!(why, "every context (2,048 tokens at most) is within the 2,048 cached tokens it would attend to");
+        // A window wider than the bound narrows to it (Mistral's 4,096).
+        let mistral = LeverSet::of(&sc("mistral-7b", "full", 1, 32768), 2e9);
+        assert!(mistral.get(Lever::Attend).unwrap().speedup > 1.0);
+    }
+
+    #[test]
+    fn every_lever_states_its_price_in_quality() {
+        for lever in Lever::ALL {
+            assert!(!lever.quality().is_empty(), "{}", lever.name());
+        }
+        // The reference calculator's words where it has them.
+        assert_eq!(Lever::KvFp8.quality(), "evaluate quality first");
+        assert!(Lever::Attend.quality().starts_with("changes model behaviour"));
+        assert!(Lever::KvHeadsHalf.quality().starts_with("needs retraining"));
+        assert!(Lever::W4a16.quality().contains("accuracy"));
+        let set = LeverSet::of(&sc("llama-3-8b", "full", 8, 32768), 2e9);
+        assert!(set.levers.iter().all(|l| l.quality == l.lever.quality()));
+    }
+
+    #[test]
+    fn changing_the_layers_keeps_the_rest_of_the_model() {
+        // Halving a hybrid's KV heads halves its 16 attention layers' and keeps its vision tower,
+        // draft layers and recurrent state.
+        let s = sc("qwen3.5-27b", "full", 1, 8192);
+        let half = Lever::KvHeadsHalf.apply(&s, 2e9).unwrap();
+        assert_eq!(half.model.vision_params, s.model.vision_params);
+        assert_eq!(half.model.mtp, s.model.mtp);
+        assert_eq!(half.model.kv_bytes_per_token(Precision::Bf16) * 2.0, s.model.kv_bytes_per_token(Precision::Bf16));
+        let act = s.workload.activations;
+        assert_eq!(half.model.state_bytes_per_sequence(act), s.model.state_bytes_per_sequence(act));
     }
 
     #[test]

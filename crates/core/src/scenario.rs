@@ -321,6 +321,12 @@ pub fn scenario_inputs() -> &'static [ScenarioInput] {
                 "auto: absorbed in decode, naive in prefill",
             ),
             input(
+                "attend",
+                None,
+                Accepted::Text("a positive integer (cached tokens)"),
+                "evict or sparsify: each attention layer reads and keeps at most this many cached tokens per sequence (changes model behaviour)",
+            ),
+            input(
                 "compute_efficiency",
                 Some(eff.compute.to_string()),
                 Accepted::Range(&limits::COMPUTE_EFFICIENCY),
@@ -431,6 +437,9 @@ pub struct ScenarioRequest {
     pub counting: Option<String>,
     /// MLA form `auto` (default), `naive` or `absorbed`.
     pub mla: Option<String>,
+    /// The most cached tokens each attention layer reads and keeps per sequence (a window or an
+    /// eviction policy; [`ModelSpec::with_attention_limit`]); default: the model's own reach.
+    pub attend: Option<String>,
     /// Achieved fraction of peak compute (default: [`Efficiency::default`]).
     pub compute_efficiency: Option<String>,
     /// Achieved fraction of peak bandwidth (default: [`Efficiency::default`]).
@@ -580,12 +589,36 @@ pub fn parse_expert_loads_csv(text: &str) -> Result<ExpertLoads> {
     Ok(ExpertLoads(loads))
 }
 
+/// `model` with the `attend` input applied: at most that many cached tokens read and kept per
+/// sequence by each attention layer; an error when it would change nothing.
+pub fn attention_limited(model: &ModelSpec, attend: &str) -> Result<ModelSpec> {
+    let tokens = parse_u64("attend", attend)?;
+    if !(1..=crate::limits::MAX_CONTEXT).contains(&tokens) {
+        return Err(Error::invalid("attend", tokens, crate::error::range_words(1, crate::limits::MAX_CONTEXT)));
+    }
+    model.with_attention_limit(tokens).ok_or_else(|| {
+        Error::invalid(
+            "attend",
+            tokens,
+            format!(
+                "fewer cached tokens than {}'s attention layers read now ({}): this bound changes nothing",
+                model.name,
+                model.layer_kinds_words()
+            ),
+        )
+    })
+}
+
 impl ScenarioRequest {
     /// Resolve against a catalogue.
     pub fn resolve(&self, catalog: &Catalog) -> Result<Scenario> {
         let model = match &self.model_file {
             Some(file) => file.0.clone(),
             None => catalog.preset(self.model.as_deref().unwrap_or(DEFAULT_MODEL))?.spec().clone(),
+        };
+        let model = match self.attend.as_deref() {
+            None => model,
+            Some(t) => Arc::new(attention_limited(&model, t)?),
         };
         let gpu = match &self.gpu_file {
             Some(file) => file.0.clone(),

@@ -416,8 +416,9 @@ impl Hub {
         anyhow::Error::new(Error::input("model", message))
     }
 
-    /// Download `config.json` and, when the repo has one, `model.safetensors.index.json` (at the
-    /// commit the first answer names, so both come from one snapshot), check them, and only then
+    /// Download `config.json` and, when the repo has them, `model.safetensors.index.json` and
+    /// ModelOpt's `hf_quant_config.json` (at the commit the first answer names, so all come from
+    /// one snapshot), check them, and only then
     /// write them into `cache` in the `huggingface_hub` layout: `blobs/<etag>` (through a
     /// temporary file), `snapshots/<commit>/<file>` a relative symbolic link to the blob, and last
     /// `refs/<revision>` holding the commit. Returns the snapshot folder.
@@ -436,11 +437,15 @@ impl Hub {
             }
         };
         let mut files = vec![("config.json", config, MAX_CONFIG_BYTES)];
-        let index = "model.safetensors.index.json";
-        match self.fetch(&self.file_url(repo, &commit, index), MAX_INDEX_DOWNLOAD_BYTES) {
-            Ok(f) => files.push((index, f, MAX_INDEX_DOWNLOAD_BYTES)),
-            Err(FetchError::Status(404)) => {}
-            Err(e) => return Err(self.error(e, repo, &commit, index)),
+        // The safetensors index and ModelOpt's quantisation file, where the repo has them.
+        for (name, limit) in
+            [("model.safetensors.index.json", MAX_INDEX_DOWNLOAD_BYTES), (crate::QUANT_SIDECAR, MAX_CONFIG_BYTES)]
+        {
+            match self.fetch(&self.file_url(repo, &commit, name), limit) {
+                Ok(f) => files.push((name, f, limit)),
+                Err(FetchError::Status(404)) => {}
+                Err(e) => return Err(self.error(e, repo, &commit, name)),
+            }
         }
         let mut blobs = Vec::new();
         for (name, f, _) in &files {

@@ -19,7 +19,7 @@ use llm_ledger_core::clock::Profile;
 use llm_ledger_core::error::Text;
 use llm_ledger_core::hardware::parse_gpu_file;
 use llm_ledger_core::limits::{MAX_HISTOGRAM_BYTES, MAX_INPUT_FILE_BYTES};
-use llm_ledger_core::model::{parse_config_json, parse_preset_file, ModelSpec};
+use llm_ledger_core::model::{parse_config_json_with_quant, parse_preset_file, ModelSpec};
 use llm_ledger_core::scenario::{parse_context_histogram, parse_expert_loads_csv, Loaded};
 use llm_ledger_core::{Catalog, Error, Gpu, Scenario, ScenarioRequest};
 use std::io::Read;
@@ -160,14 +160,26 @@ fn model_file(arg: &str) -> Result<ModelSpec> {
         return Ok((**first.spec()).clone());
     }
     let label = path.display().to_string();
-    parse_config_json(&read_text(&path, "config.json")?, &label).with_context(|| format!("in `{label}`"))
+    let sidecar = quant_sidecar(path.parent().unwrap_or(Path::new(".")))?;
+    parse_config_json_with_quant(&read_text(&path, "config.json")?, sidecar.as_deref(), &label)
+        .with_context(|| format!("in `{label}`"))
+}
+
+/// The file NVIDIA ModelOpt writes beside a quantised checkpoint's `config.json`.
+pub const QUANT_SIDECAR: &str = "hf_quant_config.json";
+
+/// The text of `dir`'s [`QUANT_SIDECAR`], if it has one.
+fn quant_sidecar(dir: &Path) -> Result<Option<String>> {
+    let path = dir.join(QUANT_SIDECAR);
+    path.is_file().then(|| read_text(&path, QUANT_SIDECAR)).transpose()
 }
 
 /// Load the model of a folder holding a config.json (a model folder or a Hub snapshot), named
 /// `label`, with the headers of any safetensors checkpoint beside it.
 fn model_dir(dir: &Path, label: &str) -> Result<ModelSpec> {
     let path = dir.join("config.json");
-    let mut spec = parse_config_json(&read_text(&path, "config.json")?, label)
+    let sidecar = quant_sidecar(dir)?;
+    let mut spec = parse_config_json_with_quant(&read_text(&path, "config.json")?, sidecar.as_deref(), label)
         .with_context(|| format!("in `{}`", path.display()))?;
     checkpoint::apply_safetensors(dir, &mut spec)?;
     Ok(spec)
@@ -218,6 +230,7 @@ pub fn input_paths(model: Option<&str>, gpu: Option<&str>, files: &FileInputs) -
         if p.is_dir() {
             out.push(p.join("config.json"));
             out.push(p.join("model.safetensors.index.json"));
+            out.push(p.join(QUANT_SIDECAR));
         }
         out.push(p);
     }

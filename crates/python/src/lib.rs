@@ -74,6 +74,7 @@ const SETUP: &[&str] = &[
     "logits",
     "counting",
     "mla",
+    "attend",
     "compute_efficiency",
     "bandwidth_efficiency",
     "time_model",

@@ -2,7 +2,8 @@
 //!
 //! JSON keys (stable): `inputs`, `baseline` (`batch`, `step_time_s`, `tokens_per_s`,
 //! `time_per_token_s`, `memory_bytes`, `fits`), `levers[]` (`lever`, `name`, `description`,
-//! `side`, `outcome` as `baseline`, `speedup`, `step_time_saved_s`, `cost_saving`), `skipped[]`
+//! `quality` (its price in quality, in words), `side`, `outcome` as `baseline`, `speedup`,
+//! `step_time_saved_s`, `cost_saving`), `skipped[]`
 //! (`name`, `reason`), `fit_basis` (`step`: every `fits` and the batch lever are this step's,
 //! [`FitBasis::Step`]), and whether the workload as given fits ([`FitView`]: `fits`,
 //! `memory_bytes`, `gpu_memory_bytes`, `plan_command`). CSV: one flat row per lever, the baseline
@@ -58,6 +59,8 @@ pub struct LeverRow {
     pub memory_bytes: f64,
     /// Fits the GPU after the reserve.
     pub fits: bool,
+    /// Its price in quality (empty for the baseline).
+    pub quality: String,
 }
 
 impl LeverRow {
@@ -73,6 +76,7 @@ impl LeverRow {
             cost_saving: 0.0,
             memory_bytes: o.memory_bytes,
             fits: o.fits,
+            quality: String::new(),
         }
     }
 
@@ -84,6 +88,7 @@ impl LeverRow {
             speedup: l.speedup,
             step_time_saved_s: l.step_time_saved_s,
             cost_saving: l.cost_saving,
+            quality: l.quality.into(),
             ..LeverRow::baseline(&l.outcome)
         }
     }
@@ -125,10 +130,11 @@ pub fn lever_table(
     skipped: &[Skipped],
     measured: bool,
 ) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
-    let header = ["lever", "side", "batch", "step", "speedup", "tok/s", "per token", "memory", "fits", "what"]
-        .map(String::from)
-        .to_vec();
-    let cells = |r: &LeverRow, what: &str| {
+    let header =
+        ["lever", "side", "batch", "step", "speedup", "tok/s", "per token", "memory", "fits", "what", "quality"]
+            .map(String::from)
+            .to_vec();
+    let cells = |r: &LeverRow, what: &str, quality: &str| {
         vec![
             r.name.clone(),
             r.side.clone(),
@@ -140,10 +146,11 @@ pub fn lever_table(
             human::bytes(r.memory_bytes),
             crate::facts::yes_no(r.fits),
             what.to_string(),
+            quality.to_string(),
         ]
     };
-    let mut rows = vec![cells(&LeverRow::baseline(baseline), "the workload as given")];
-    rows.extend(levers.iter().map(|l| cells(&LeverRow::of(l), l.description)));
+    let mut rows = vec![cells(&LeverRow::baseline(baseline), "the workload as given", "—")];
+    rows.extend(levers.iter().map(|l| cells(&LeverRow::of(l), l.description, l.quality)));
     let mut footer: Vec<String> =
         skipped.iter().map(|s| format!("not applicable: {} ({})", s.name, s.reason)).collect();
     let weight_only: Vec<&str> =

@@ -65,6 +65,7 @@ const CONTROLS: &[Control] = &[
     Control { name: "logits", label: "Logits", choices: Choices::Listed, advanced: true },
     Control { name: "counting", label: "Counting", choices: Choices::Listed, advanced: true },
     Control { name: "mla", label: "MLA form", choices: Choices::Listed, advanced: true },
+    Control { name: "attend", label: "Attend to at most (cached tokens)", choices: Choices::Text, advanced: true },
     Control { name: "compute_efficiency", label: "Compute efficiency", choices: Choices::Text, advanced: true },
     Control { name: "bandwidth_efficiency", label: "Bandwidth efficiency", choices: Choices::Text, advanced: true },
     Control { name: "time_model", label: "Time model", choices: Choices::Listed, advanced: false },

@@ -121,6 +121,40 @@ fn fp8_checkpoint_halves_the_weight_bytes_of_its_bf16_config() {
     assert!(table.contains("note: weights from checkpoint headers: 87232 bytes"), "{table}");
 }
 
+/// A ModelOpt checkpoint keeps its quantisation in `hf_quant_config.json` beside a config.json
+/// without one: the folder, and its config.json by path, read it as the `quantization_config`
+/// it stands for.
+#[test]
+fn modelopt_quant_file_beside_the_config_is_its_quantization_config() {
+    let sidecar = r#"{"producer": {"name": "modelopt", "version": "0.29.0"}, "quantization": {"quant_algo": "NVFP4",
+      "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}}"#;
+    let dir = scratch("modelopt-sidecar");
+    std::fs::write(dir.join("config.json"), SMALL).unwrap();
+    std::fs::write(dir.join("hf_quant_config.json"), sidecar).unwrap();
+    let inline = scratch("modelopt-inline").join("config.json");
+    let with_config = SMALL.trim_end().trim_end_matches('}').to_string()
+        + r#", "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+      "group_size": 16, "exclude_modules": ["lm_head"]}}"#;
+    std::fs::write(&inline, with_config).unwrap();
+    let bare = scratch("modelopt-bare").join("config.json");
+    std::fs::write(&bare, SMALL).unwrap();
+    let kv = |m: &str| json(&["kv", "--model", m, "--format", "json"]);
+    let by_dir = kv(dir.to_str().unwrap());
+    let by_path = kv(dir.join("config.json").to_str().unwrap());
+    assert_eq!(weight_bytes(&by_dir), weight_bytes(&kv(inline.to_str().unwrap())));
+    assert_eq!(weight_bytes(&by_path), weight_bytes(&by_dir));
+    assert!(weight_bytes(&by_dir) < 0.5 * weight_bytes(&kv(bare.to_str().unwrap())));
+    let n = notes(&json(&["ledger", "--model", dir.to_str().unwrap(), "--format", "json"]));
+    assert!(n.contains("weight formats from hf_quant_config.json (NVIDIA ModelOpt)"), "{n}");
+    assert!(n.contains("kv_cache_quant_algo FP8 is not applied"), "{n}");
+    // A bad file beside the config is named.
+    let bad = scratch("modelopt-bad");
+    std::fs::write(bad.join("config.json"), SMALL).unwrap();
+    std::fs::write(bad.join("hf_quant_config.json"), r#"{"quantization": 4}"#).unwrap();
+    let err = fails(&["ledger", "--model", bad.to_str().unwrap()]);
+    assert!(err.contains("hf_quant_config.json: quantization"), "{err}");
+}
+
 /// A bf16 checkpoint changes nothing but adds the note; a bf16 config by path is unchanged.
 #[test]
 fn bf16_checkpoint_keeps_the_numbers() {

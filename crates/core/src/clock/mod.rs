@@ -58,6 +58,7 @@ use crate::hardware::{Achievable, Gpu};
 use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
+use crate::model::Reach;
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
 use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timed, Timing};
@@ -346,14 +347,22 @@ impl Measured {
     ///   length of its mean square, which is what the kernel's work grows with; a chunk after a
     ///   cached prefix at the length with its pairs).
     ///
+    /// A sliding window or a chunk (Mistral, Gemma, Llama 4's local layers, the `attend` input)
+    /// is the same kernel over fewer positions: its geometry's pairs already hold only the
+    /// positions each query reads, so the decode length is the tokens read and a prompt chunk's
+    /// length the one whose triangle holds its pairs (the kernel's work is its pairs; TensorRT-LLM
+    /// runs a window as a cyclic cache the generation kernel reads whole).
+    ///
     /// MLA's absorbed decode from its own tables (`Measured::mla_table_s`). `None` — the fitted
-    /// model times it — for unfused attention, MLA's expanded form, a sliding window, a KV cache in a format without a table, an engine version whose decode
+    /// model times it — for unfused attention, MLA's expanded form, a top-k selection or pooled
+    /// entries (sparse kernels gather), a KV cache in a format without a table, an engine version whose decode
     /// kernel is not today's ([`Engine::kv_read_per_query_head`]) in a step with decodes, or
     /// shapes the tables do not cover.
     fn attention_table_s(&self, op: &Op) -> Option<f64> {
         let (kgpu, kengine) = self.tables?;
         let a = op.attention?;
-        if op.kind != OpKind::Attention || a.reach != crate::model::Reach::All || a.pooled || a.kv_heads <= 0.0 {
+        let dense_reach = matches!(a.reach, Reach::All | Reach::Window(_) | Reach::Chunk(_));
+        if op.kind != OpKind::Attention || !dense_reach || a.pooled || a.kv_heads <= 0.0 {
             return None;
         }
         let g = a.geometry;

@@ -52,6 +52,21 @@ impl Reach {
         !matches!(self, Reach::All)
     }
 
+    /// This reach held to at most `n` cached positions per query (the evict-or-sparsify lever):
+    /// full attention becomes a window of `n` (an eviction policy keeps and reads `n` positions
+    /// per sequence, as a sliding window does), a wider window or top-k narrows to `n`, and a
+    /// chunk wider than `n` becomes a window of `n` (an upper bound: a query early in its chunk
+    /// reads fewer). A reach already within `n` is unchanged.
+    pub fn limited_to(self, n: u64) -> Reach {
+        match self {
+            Reach::All => Reach::Window(n),
+            Reach::Window(w) => Reach::Window(w.min(n)),
+            Reach::Chunk(c) if c <= n => Reach::Chunk(c),
+            Reach::Chunk(_) => Reach::Window(n),
+            Reach::TopK(k) => Reach::TopK(k.min(n)),
+        }
+    }
+
     /// In words, for tables: `full`, `window 4,096`, `chunk 8,192`, `top-2,048`.
     pub fn words(self) -> String {
         let n = |v: u64| crate::error::grouped(v);

@@ -12,7 +12,7 @@ pub mod quant;
 pub mod safetensors;
 pub mod spec;
 
-pub use hf::{parse_config_json, HfConfig};
+pub use hf::{parse_config_json, parse_config_json_with_quant, HfConfig};
 pub use presets::{builtin_presets, parse_preset_file, Preset};
 pub use quant::{CheckpointQuant, WeightPrecisions};
 pub use spec::*;

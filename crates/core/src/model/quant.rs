@@ -581,6 +581,11 @@ pub fn parse_quantization_config_for(
             w
         }
         "modelopt" => {
+            if let Some(kv) = k.get("kv_cache_quant_algo").and_then(Value::as_str) {
+                notes.push(format!(
+                    "quantization_config.kv_cache_quant_algo {kv} is not applied: the KV cache is counted at `kv` (bf16 by default); set `kv` to match the engine's cache"
+                ));
+            }
             let algo = k.get("quant_algo").and_then(Value::as_str).unwrap_or_default().to_ascii_uppercase();
             if algo == "MIXED_PRECISION" {
                 let weights = modelopt_mixed(&k, modules, &skip, &mut notes)?;

@@ -536,6 +536,50 @@ impl ModelSpec {
         }
     }
 
+    /// The same model with other layers (a lever's or an input's change to its shapes), every
+    /// other field kept (checkpoint formats, notes, draft layers, vision tower).
+    pub fn with_layers(&self, name: impl Into<String>, layers: Vec<LayerSpec>) -> Result<ModelSpec> {
+        let mut spec = ModelSpec::new(
+            name,
+            self.family.clone(),
+            self.hidden_size,
+            self.embedding.clone(),
+            self.tied_embeddings,
+            self.final_norm,
+            layers,
+        )?;
+        spec.checkpoint_quant = self.checkpoint_quant.clone();
+        spec.notes = self.notes.clone();
+        spec.mtp = self.mtp.clone();
+        spec.vision_params = self.vision_params;
+        Ok(spec)
+    }
+
+    /// The model with every standard and latent attention layer reading and keeping at most
+    /// `tokens` cached positions per sequence ([`Reach::limited_to`]: the evict-or-sparsify lever,
+    /// the `attend` input); `None` when no layer would change (every attention layer already
+    /// reads at most that many, or the model has none). Compressed and recurrent layers are
+    /// bounded by their design and stay as they are.
+    pub fn with_attention_limit(&self, tokens: u64) -> Option<ModelSpec> {
+        let mut layers = self.layers.clone();
+        let mut changed = false;
+        for l in &mut layers {
+            let reach = match &mut l.attention {
+                Attention::Standard(a) => &mut a.reach,
+                Attention::Latent(a) => &mut a.reach,
+                Attention::Compressed(_) | Attention::Recurrent(_) | Attention::Linear { .. } | Attention::None => {
+                    continue
+                }
+            };
+            let limited = reach.limited_to(tokens);
+            changed |= limited != *reach;
+            *reach = limited;
+        }
+        let name = format!("{} (attends ≤ {})", self.name, crate::error::grouped(tokens));
+        // The layers differ from valid ones only in their reach: rebuilding cannot fail.
+        changed.then(|| self.with_layers(name, layers).ok()).flatten()
+    }
+
     /// The kinds of layer the model is made of, in the order each first appears: its words
     /// ([`LayerSpec::kind_words`]), how many layers, and the first layer's index
     /// (Qwen3.5-27B: 48 × `Gated DeltaNet + MLP` from layer 0, 16 × `gated attention + MLP` from

@@ -2,6 +2,7 @@
 //! summary, and the walk-through's one-click experiments.
 
 use crate::query::PageQuery;
+use llm_ledger_core::levers::Lever;
 use llm_ledger_core::{Catalog, Ledger};
 use llm_ledger_report::plot::{PlotError, PlotSize};
 use llm_ledger_report::{human, LedgerReport};
@@ -272,7 +273,12 @@ pub(crate) fn experiments(
     let batch = [("phase", Some("decode")), ("batch", Some(batch_up.as_str())), ("contexts", None)];
     let int4 = [("weights", Some("int4"))];
     let fp8 = [("kv", Some("fp8"))];
+    let attend_tokens = llm_ledger_core::levers::ATTEND_TOKENS.to_string();
+    let attend = [("attend", Some(attend_tokens.as_str()))];
     let (p, b, w, k) = (after(&phase), after(&batch), after(&int4), after(&fp8));
+    // Reading fewer cached tokens applies where some attention layer reads more than that now.
+    let longest = i.contexts.iter().map(|b| b.tokens).max().unwrap_or(0);
+    let a = (longest > llm_ledger_core::levers::ATTEND_TOKENS).then(|| after(&attend)).flatten();
     let get = |n: &Option<StepNumbers>, f: fn(&StepNumbers) -> Option<f64>| n.as_ref().and_then(f);
     let intensity = |n: &StepNumbers| n.intensity;
     let bytes = |n: &StepNumbers| Some(n.bytes);
@@ -324,6 +330,7 @@ pub(crate) fn experiments(
                         " and its intensity " (moved(&w, intensity, "intensity", ["rises", "falls", "barely moves"]))
                         "; an operator can flip from memory-bound to compute-bound without its FLOPs changing."
                         (effect(&w))
+                        " " span.quality { "Quality: " (Lever::W4a16.quality()) "." }
                     }
                 }
                 @if i.kv.name() != "fp8" {
@@ -336,6 +343,18 @@ pub(crate) fn experiments(
                         " (the reference calculator's cache-side lever); the step "
                         (moved(&k, step, "step time", ["slows", "speeds up", "barely changes"])) "."
                         (effect(&k))
+                        " " span.quality { "Quality: " (Lever::KvFp8.quality()) "." }
+                    }
+                }
+                @if a.is_some() {
+                    li {
+                        (link(&format!("Attend to at most {} cached tokens", human::count(llm_ledger_core::levers::ATTEND_TOKENS)), &attend))
+                        " (a window, eviction or sparse attention, the reference calculator's \"reading less of it\"): attention's bytes "
+                        (moved(&a, att_bytes, "attention bytes", ["grow", "shrink", "barely move"]))
+                        (get(&now, att_bytes).zip(get(&a, att_bytes)).map(|(x, z)| format!(" ({})", ratio(x, z))).unwrap_or_default())
+                        " and the step " (moved(&a, step, "step time", ["slows", "speeds up", "barely changes"])) "."
+                        (effect(&a))
+                        " " span.quality { "Quality: " (Lever::Attend.quality()) "." }
                     }
                 }
             }

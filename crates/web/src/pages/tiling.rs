@@ -50,6 +50,7 @@ pub(super) const UNUSED: &[&str] = &[
     "logits",
     "counting",
     "mla",
+    "attend",
     "zipf",
 ];
 

@@ -122,6 +122,37 @@ impl HfConfig {
         Ok(cfg)
     }
 
+    /// Take ModelOpt's `hf_quant_config.json` as the quantization config where the config has
+    /// none ([`parse_config_json_with_quant`]).
+    fn adopt_quant_sidecar(&mut self, text: &str) -> Result<()> {
+        const FILE: &str = "hf_quant_config.json";
+        if text.len() > MAX_INPUT_FILE_BYTES {
+            return Err(Error::invalid(
+                FILE,
+                format!("{} bytes", text.len()),
+                format!("at most {MAX_INPUT_FILE_BYTES} bytes"),
+            ));
+        }
+        let v: Value = serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text))
+            .map_err(|e| Error::Malformed { what: FILE.into(), message: e.to_string() })?;
+        if self.quantization.is_some() {
+            self.read_notes
+                .push(format!("{FILE} beside config.json not read: the config's own quantization_config applies"));
+            return Ok(());
+        }
+        let mut q = match v.get("quantization") {
+            Some(Value::Object(q)) => q.clone(),
+            Some(other) => return Err(Error::invalid(format!("{FILE}: quantization"), json_kind(other), "an object")),
+            None => {
+                return Err(Error::invalid(format!("{FILE}: quantization"), "missing", "an object with quant_algo"))
+            }
+        };
+        q.entry("quant_method").or_insert_with(|| Value::String("modelopt".into()));
+        self.quantization = Some(Value::Object(q));
+        self.read_notes.push(format!("weight formats from {FILE} (NVIDIA ModelOpt)"));
+        Ok(())
+    }
+
     /// Build from an already-parsed JSON value (presets arrive this way from TOML).
     pub fn from_value(v: Value) -> Result<Self> {
         let Value::Object(mut outer) = v else {
@@ -477,10 +508,55 @@ pub fn parse_config_json(text: &str, name: &str) -> Result<ModelSpec> {
     resolve(&HfConfig::from_json(text)?, name)
 }
 
+/// [`parse_config_json`] with the `hf_quant_config.json` NVIDIA ModelOpt writes beside a
+/// checkpoint's `config.json` (`{"producer": {"name": "modelopt"}, "quantization": {"quant_algo":
+/// "NVFP4", "exclude_modules": […], …}}`): its `quantization` object is read as the config's
+/// `quantization_config` with `quant_method` `modelopt`, where the config has none of its own
+/// (a config that has one wins, as in the engines' loaders: TensorRT-LLM and vLLM read the
+/// sidecar only for ModelOpt checkpoints without it).
+pub fn parse_config_json_with_quant(text: &str, quant_sidecar: Option<&str>, name: &str) -> Result<ModelSpec> {
+    let mut cfg = HfConfig::from_json(text)?;
+    if let Some(sidecar) = quant_sidecar {
+        cfg.adopt_quant_sidecar(sidecar)?;
+    }
+    resolve(&cfg, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CheckpointQuant;
     use serde_json::json;
+
+    #[test]
+    fn a_modelopt_quant_file_stands_for_a_missing_quantization_config() {
+        let config = r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100}"#;
+        let sidecar = r#"{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}}"#;
+        let m = parse_config_json_with_quant(config, Some(sidecar), "x").unwrap();
+        let Some(CheckpointQuant::Known { method, weights, .. }) = &m.checkpoint_quant else { panic!("{m:?}") };
+        assert_eq!(method, "modelopt");
+        assert_eq!(weights.describe(), "fp8 (router, embedding, lm_head bf16)");
+        // The config's own quantization_config wins.
+        let own = config.replace(
+            "\"vocab_size\": 100",
+            "\"vocab_size\": 100, \"quantization_config\": {\"quant_method\": \"mxfp4\"}",
+        );
+        let m = parse_config_json_with_quant(&own, Some(sidecar), "x").unwrap();
+        assert!(matches!(&m.checkpoint_quant, Some(CheckpointQuant::Known { method, .. }) if method == "mxfp4"));
+        assert!(
+            m.notes.iter().any(|n| n.contains("hf_quant_config.json beside config.json not read")),
+            "{:?}",
+            m.notes
+        );
+        // Not JSON, or no quantization object: named.
+        assert!(parse_config_json_with_quant(config, Some("{"), "x")
+            .unwrap_err()
+            .to_string()
+            .contains("hf_quant_config.json"));
+        let e = parse_config_json_with_quant(config, Some("{}"), "x").unwrap_err().to_string();
+        assert!(e.contains("hf_quant_config.json: quantization"), "{e}");
+    }
 
     /// Small configs of each layout, with every integer key they read present.
     fn bases() -> Vec<Value> {
