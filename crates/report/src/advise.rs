@@ -106,7 +106,7 @@ fn sentences(a: &Advice) -> Vec<String> {
         let l = &r.lever;
         let fits = if l.outcome.fits { "" } else { " (does NOT fit)" };
         out.push(format!(
-            "{}. {} — {}: {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}.",
+            "{}. {} — {}: {} → {} per step at batch {}, {} tokens/s, {:.0} % less per token{}{fits}; quality: {}.",
             i + 1,
             l.name,
             l.description,
@@ -115,7 +115,8 @@ fn sentences(a: &Advice) -> Vec<String> {
             l.outcome.batch,
             thousands(l.outcome.tokens_per_s),
             l.cost_saving * 100.0,
-            price_note(r.usd_per_million_tokens)
+            price_note(r.usd_per_million_tokens),
+            l.quality
         ));
     }
     if let Some(e) = &a.experts_touched {

@@ -10,7 +10,7 @@ use crate::deployment::{Layout, Totals};
 use crate::fit::StepFit;
 use crate::human;
 use crate::render::{HumanTable, Report};
-use llm_ledger_core::model::WeightPrecisions;
+use llm_ledger_core::model::{Attention, Reach, WeightPrecisions};
 use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
 use llm_ledger_core::{Bound, Cost, Ledger, MathFormat, Phase, Precision, Row, Scenario, SlowCause, Timing};
@@ -383,6 +383,9 @@ pub struct LedgerReport {
     pub counting_note: String,
     /// The kinds of layer the model is made of, in the order each first appears.
     pub layer_kinds: Vec<LayerKind>,
+    /// What its bounded attention layers (windows, chunks, top-k, compressed) read per query
+    /// ([`bounded_reads`]); empty when every layer attends to all positions.
+    pub bounded_reads: Vec<String>,
     /// Model notes (keys not costed) and other caveats.
     pub notes: Vec<String>,
     /// Whether the step fits in GPU memory (the fullest GPU of a layout), with the default reserve.
@@ -417,6 +420,7 @@ impl LedgerReport {
             compute_floor_s: s.compute_floor_s,
             counting_note: counting_note(sc),
             layer_kinds: LayerKind::of(sc),
+            bounded_reads: bounded_reads(sc),
             notes: sc.model.notes.clone(),
             fit: StepFit::of(sc, DEFAULT_RESERVE_BYTES),
             deployment: totals.clone(),
@@ -469,6 +473,53 @@ fn scope_word(s: llm_ledger_core::parallel::LinkScope) -> &'static str {
         Pcie => "pcie",
         Network => "network",
     }
+}
+
+/// What the model's bounded attention layers read per query, against the most positions a query
+/// of this step can see (its cached context and itself): a window's last `w`, a chunk's own
+/// positions, a top-k's `k` selected ones (the indexer that selects them scoring every cached
+/// position's key), a compressed layer's window and pooled entries. One line per kind of layer,
+/// in the order each first appears; none for a model whose every layer attends to all positions.
+pub fn bounded_reads(sc: &Scenario) -> Vec<String> {
+    let w = &sc.workload;
+    let seen = w.contexts.max_tokens() + u64::from(w.phase == Phase::Decode);
+    let n = |v: u64| human::count(v);
+    let mut lines: Vec<(String, u64)> = Vec::new();
+    for (l, count) in sc.model.layer_groups() {
+        let a = &l.attention;
+        let indexer = |scored: &str| {
+            a.indexer()
+                .map(|i| format!("; an indexer scores every {scored}, reading its {} key", human::bytes(i.key_bytes())))
+        };
+        let what = match (a, a.reach()) {
+            (Attention::Compressed(c), _) if c.ratio > 0 => format!(
+                "read their last {} positions and {} of their 1-in-{} pooled entries{}",
+                n(c.window),
+                c.indexer.map_or("all".to_string(), |i| format!("the top-{}", n(i.top_k))),
+                c.ratio,
+                indexer("pooled entry").unwrap_or_default()
+            ),
+            (_, Reach::All) => continue,
+            (_, Reach::Window(win)) => format!("read at most their last {} positions", n(win.min(seen))),
+            (_, Reach::Chunk(c)) => format!("read at most their own chunk's {} positions", n(c.min(seen))),
+            (_, Reach::TopK(k)) => format!(
+                "read at most {} positions{}",
+                n(k.min(seen)),
+                indexer("cached position").unwrap_or_else(|| ", chosen by an earlier layer's indexer".into())
+            ),
+        };
+        let line = format!("{} {what}", a.kind_words());
+        match lines.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, c)) => *c += count,
+            None => lines.push((line, count)),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(line, count)| {
+            format!("bounded attention (a query sees up to {} positions): {count} layers of {line}", n(seen))
+        })
+        .collect()
 }
 
 /// What the active counting mode includes.
@@ -580,6 +631,7 @@ impl Report for LedgerReport {
             let kinds: Vec<String> = self.layer_kinds.iter().map(|k| format!("{} × {}", k.layers, k.kind)).collect();
             footer.push(format!("layers: {} (each row's n counts the layers it runs in)", kinds.join(", ")));
         }
+        footer.extend(self.bounded_reads.iter().cloned());
         footer.extend(self.deployment_notes.iter().cloned());
         footer.extend(self.fit.footer());
         footer.extend(self.notes.iter().map(|n| format!("note: {n}")));

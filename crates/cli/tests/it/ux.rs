@@ -217,6 +217,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         (_, "engine") => s(&["vllm"]),
         (_, "profile") => s(&[&file("profile.toml", "memory_scale = 1.1\ncompute_scale = 1\nkernel_s = 1e-6\n")]),
         (_, "reserve") => s(&["4GB"]),
+        (_, "attend") => s(&["1024"]),
         (_, "prompt") => s(&["1000"]),
         (_, "output") => s(&["100"]),
         (_, "usd-per-hour") => s(&["2"]),

@@ -14,6 +14,7 @@ mod invariants;
 mod kernels;
 mod message_ranges;
 mod module_layers;
+mod operators_2026;
 mod parallel;
 mod physical_bounds;
 mod real_configs;
