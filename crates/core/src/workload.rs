@@ -690,7 +690,7 @@ mod tests {
                     let read = match r {
                         Reach::TopK(top) => {
                             let dense: std::collections::BTreeSet<u64> =
-                                (k..k + c).filter(|i| i + 1 <= top).flat_map(|i| 0..=i).collect();
+                                (k..k + c).filter(|i| *i < top).flat_map(|i| 0..=i).collect();
                             dense.len() as u64 + (k..k + c).filter(|i| i + 1 > top).count() as u64 * top
                         }
                         _ => {

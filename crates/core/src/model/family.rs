@@ -145,6 +145,19 @@ pub enum RecurrenceName {
     Mamba2,
 }
 
+/// What a family's multi-token-prediction layers are made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MtpLayout {
+    /// The model's last layer (DeepSeek-V3's `num_nextn_predict_layers`), with the adjustments
+    /// of hybrids and compressed attention (`hf::extras::mtp`).
+    Last,
+    /// A sliding-window attention layer with the dense MLP of `intermediate_size`, and an LM head
+    /// and its norm of its own (Step 3.5/3.7: vLLM `step3p5_mtp.py`,
+    /// `Step3p5AMultiTokenPredictorLayer`'s `shared_head`).
+    WindowDenseHead,
+}
+
 /// The indexer of a family's sparse-attention layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -296,6 +309,8 @@ pub struct Family {
     pub vision: VisionRule,
     /// MoE layout.
     pub moe: MoeLayout,
+    /// What its multi-token-prediction layers are made of.
+    pub mtp: MtpLayout,
     /// Attention sinks.
     pub sinks: bool,
     /// MoE router bias.

@@ -16,7 +16,8 @@ fn scenario(model: &str, phase: &str, batch: u64, ctx: u64) -> Scenario {
 /// The ledger row of `kind`: its instances and cost.
 fn row(sc: &Scenario, kind: OpKind) -> (u64, Cost) {
     let ledger = Ledger::build(sc);
-    let r = ledger.rows.iter().find(|r| r.op == kind).unwrap_or_else(|| panic!("{} has no {kind:?} row", sc.model.name));
+    let r =
+        ledger.rows.iter().find(|r| r.op == kind).unwrap_or_else(|| panic!("{} has no {kind:?} row", sc.model.name));
     (r.instances, r.cost)
 }
 
@@ -146,4 +147,50 @@ fn chunked_attention_reads_its_own_chunk() {
     let tri = |p: f64| p * (p + 1.0) / 2.0;
     let pairs = 36.0 * (2.0 * tri(8192.0) + tri(3616.0)) + 12.0 * tri(20_000.0);
     assert_eq!(row(&sc, OpKind::Attention).1.flops, pairs * 4.0 * 40.0 * 128.0);
+}
+
+/// Qwen3.5-27B holds 65,536 B of KV per cached token and 153,944,064 B of state per sequence
+/// (48 × (3,145,728 + 61,440)): the memory wall, the crossover and the simulator's blocks count
+/// both.
+#[test]
+fn a_hybrids_state_counts_in_memory_the_crossover_and_the_simulator() {
+    use llm_ledger_core::crossover::Crossover;
+    use llm_ledger_core::memory::{state_tokens_per_sequence, Fit};
+    use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
+    use llm_ledger_core::simulate::{simulate, SimConfig};
+    let state = 153_944_064.0;
+    let sc = scenario("qwen3.5-27b", "decode", 8, 8192);
+    let fit = Fit::step(&sc, 2e9);
+    // Each sequence after the step: 8,193 positions of KV and its state.
+    assert_eq!(fit.footprint.state_bytes, 8.0 * state);
+    assert_eq!(fit.footprint.kv_cache_bytes, 8.0 * (8193.0 * 65_536.0 + state));
+    // The largest batch fits and one more does not; without the state it would be larger.
+    let max = fit.max_batch.unwrap();
+    let at = |b: u64| Fit::step(&scenario("qwen3.5-27b", "decode", b, 8192), 2e9).footprint.fits;
+    assert!(at(max) && !at(max + 1), "{max}");
+    let room = fit.footprint.available_bytes - fit.footprint.weight_bytes;
+    assert!((max as f64) < room / (8193.0 * 65_536.0) - 1.0, "{max}");
+    // The crossover: the weights against the KV and the state read per step.
+    let c = Crossover::of(&sc);
+    assert_eq!(c.state_read_bytes, 8.0 * 48.0 * (3_145_728.0 + 61_440.0));
+    assert_eq!(c.crossover_tokens, (c.weight_bytes - c.state_read_bytes) / 65_536.0);
+    // The simulator: a sequence's state takes ⌈153,944,064 ÷ 65,536⌉ = 2,349 tokens' worth of
+    // blocks (147 of 16) beside its KV blocks, so fewer sequences run at once.
+    assert_eq!(state_tokens_per_sequence(&sc), 2349);
+    let cfg = SimConfig {
+        arrivals: Arrivals::Closed { concurrency: 64 },
+        requests: 64,
+        prompt: Lengths::Fixed(8192),
+        output: Lengths::Fixed(256),
+        ..SimConfig::poisson(1.0)
+    };
+    let s = simulate(&sc, &cfg, |_| {}).unwrap().summary;
+    let blocks = s.kv_capacity_tokens / 16;
+    // A sequence holds its prompt's 512 blocks (528 by its last token) and its state's 147; one
+    // part-way through its prompt holds only its chunks' blocks, so one more can share a step.
+    let (most, least) = (blocks / (512 + 147) + 1, blocks / (528 + 147));
+    assert!((least..=most).contains(&s.max_batch), "{} of {blocks}: {s:?}", s.max_batch);
+    // Counting KV alone, 41 would fit.
+    assert!(blocks / 512 >= most + 8);
+    assert_eq!(s.completed, 64);
 }

@@ -6,7 +6,9 @@
 //!   model's last, but a full-attention layer where the model's last is recurrent (Qwen3.5's MTP
 //!   layers are full attention, vLLM `qwen3_5_mtp.py`), the attention and MoE blocks of
 //!   `mtp_hybrid_override_pattern` (`*E`) for Nemotron-H (`nemotron_h_mtp.py`), and the window
-//!   alone for DeepSeek-V4 (`deepseek_v4_mtp.py`). Engines load it only to draft with it.
+//!   alone for DeepSeek-V4 (`deepseek_v4_mtp.py`); Step's is a sliding-window layer with the
+//!   dense MLP and an LM head and norm of its own (`V·H + H`, `step3p5_mtp.py`). Engines load
+//!   it only to draft with it.
 //! * **Vision towers** (`vision_config`, unless `language_model_only`): Qwen's ViT
 //!   (transformers `Qwen3VLVisionModel`: a Conv3d patch embedding `3·t·p²·d + d`, learned
 //!   positions `n·d`, per block two LayerNorms `4d`, `qkv` `3d² + 3d`, `proj` `d² + d`, an MLP
@@ -19,7 +21,7 @@ use super::mixers::Mixers;
 use super::{dim_value, HfConfig};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_DIM, MAX_LAYERS};
-use crate::model::family::{AttentionLayout, Family, RecurrenceName, VisionRule};
+use crate::model::family::{AttentionLayout, Family, MtpLayout, RecurrenceName, VisionRule};
 use crate::model::quant::{CheckpointQuant, WeightPrecisions};
 use crate::model::spec::*;
 use crate::precision::Precision;
@@ -35,24 +37,33 @@ pub(super) fn mtp(cfg: &HfConfig, fam: &Family, spec: &ModelSpec, mixers: &Mixer
     let h = spec.hidden_size;
     let attention_layer =
         || spec.layers().iter().find(|l| matches!(l.attention, Attention::Standard(_) | Attention::Latent(_)));
-    let one: Vec<LayerSpec> = match (fam.recurrence, fam.attention) {
-        (RecurrenceName::Mamba2, _) => {
+    let mut connector = 2 * h * h + 3 * h;
+    let one: Vec<LayerSpec> = match (fam.mtp, fam.recurrence, fam.attention) {
+        (MtpLayout::WindowDenseHead, _, _) => {
+            let window = spec.layers().iter().find(|l| l.attention.window().is_some()).unwrap_or(last);
+            let dense = spec.layers().iter().find(|l| matches!(l.mlp, Mlp::Dense(_))).unwrap_or(last);
+            connector += spec.embedding.vocab * h + h;
+            vec![LayerSpec { mlp: dense.mlp.clone(), ..window.clone() }]
+        }
+        (MtpLayout::Last, RecurrenceName::Mamba2, _) => {
             // `*E`: an attention block and a MoE block, as the model's own.
             let attn = attention_layer().cloned();
             let moe = spec.layers().iter().find(|l| matches!(l.mlp, Mlp::Moe(_))).cloned();
             attn.into_iter().chain(moe).collect()
         }
-        (RecurrenceName::GatedDelta | RecurrenceName::KimiDelta, _) => match attention_layer() {
+        (MtpLayout::Last, RecurrenceName::GatedDelta | RecurrenceName::KimiDelta, _) => match attention_layer() {
             Some(a) => vec![LayerSpec { mlp: last.mlp.clone(), ..a.clone() }],
             None => vec![last.clone()],
         },
-        (RecurrenceName::None, AttentionLayout::Compressed) => {
+        (MtpLayout::Last, RecurrenceName::None, AttentionLayout::Compressed) => {
             vec![LayerSpec { attention: mixers.compressed(0)?, ..last.clone() }]
         }
-        (RecurrenceName::None, AttentionLayout::Standard | AttentionLayout::Latent) => vec![last.clone()],
+        (MtpLayout::Last, RecurrenceName::None, AttentionLayout::Standard | AttentionLayout::Latent) => {
+            vec![last.clone()]
+        }
     };
     let layers: Vec<LayerSpec> = (0..n).flat_map(|_| one.iter().cloned()).collect();
-    Ok(Some(Mtp { layers, connector_params: n * (2 * h * h + 3 * h) }))
+    Ok(Some(Mtp { layers, connector_params: n * connector }))
 }
 
 /// Reads of one vision key, naming `vision_config.key`.

@@ -259,10 +259,7 @@ impl Ffn<'_> {
             }
             MoeLayout::Minimax => {
                 let width = cfg.dim(&["moe_intermediate_size"], MAX_DIM)?.map_or_else(|| self.intermediate(), Ok)?;
-                let shared = match self.optional_width(&["shared_intermediate_size"])? {
-                    Some(w) => Some(self.dense(w)),
-                    None => None,
-                };
+                let shared = self.optional_width(&["shared_intermediate_size"])?.map(|w| self.dense(w));
                 self.moe(&["num_local_experts", "num_experts"], width, shared, false)
             }
             MoeLayout::Step => {
