@@ -125,7 +125,7 @@ pub struct Indexer {
     pub keys: IndexerKeys,
     /// Its key projection `H→d_I` and the norm after it (DSA: `wk` and a LayerNorm; MiniMax-M3:
     /// `index_k_proj` and an RMSNorm); `None` when its keys come from elsewhere (DeepSeek-V4's
-    /// indexer compresses its own, [`CompressedAttention`](super::CompressedAttention)).
+    /// indexer compresses its own, [`CompressedAttention`]).
     pub key_proj: Option<super::NormKind>,
     /// Per-head weights of the scores projected from the hidden state (`weights_proj`, `H·h_I`).
     pub head_weights: bool,

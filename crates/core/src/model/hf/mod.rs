@@ -4,7 +4,7 @@
 //! accept every alias a family uses (`n_embd` for `hidden_size`, …) and name the key in every
 //! error; [`resolve`] applies the family's defaults from `crates/core/data/families.toml` and builds the layer
 //! list. Field-by-field rules: `shared/research/architectures.md` (the families of 2025–2026:
-//! the module docs of [`layers`], [`mixers`], [`ffn`] and [`extras`]).
+//! the module docs of `layers`, `mixers`, `ffn` and `extras`).
 //!
 //! A vision-language config keeps its text model under `text_config` (Qwen3-VL, Qwen3.5,
 //! Llama 4, Gemma 4, Kimi-K2.5, MiniMax-M3-VL); the family is the text model's `model_type`,
