@@ -194,3 +194,40 @@ fn a_hybrids_state_counts_in_memory_the_crossover_and_the_simulator() {
     assert!(blocks / 512 >= most + 8);
     assert_eq!(s.completed, 64);
 }
+
+/// Kimi Delta Attention, Kimi-K3: 69 KDA layers of 96 heads of 128, a full-rank output gate, a
+/// decay per key channel from a bottleneck of 128, an fp32 state.
+#[test]
+fn kimi_delta_attention_decodes_with_a_decay_per_channel() {
+    let sc = scenario("kimi-k3", "decode", 2, 4096);
+    // The delta rule: 96 × (7·128·128 + 2·128) = 11,034,624; the L2 norms of q and k, 2 ×
+    // 12,288 values × 4 = 98,304; a decay per key channel and β per head, (12,288 + 96) × 8 =
+    // 99,072.
+    let (n, rule) = row(&sc, OpKind::DeltaRule);
+    assert_eq!(n, 69);
+    assert_eq!(rule.flops, 69.0 * 2.0 * 11_232_000.0);
+    assert_eq!(rule.state_read_bytes, 69.0 * 2.0 * 96.0 * 128.0 * 128.0 * 4.0);
+    // in_proj: q, k (2 × 12,288), v (12,288), β (96), the decay's bottleneck (128) and the
+    // full-rank output gate (12,288) = 49,376 columns from 7,168; the decay's expansion 128 →
+    // 12,288 after it.
+    assert_eq!(row(&sc, OpKind::InProj).1.flops, 69.0 * 2.0 * 2.0 * 7168.0 * 49_376.0);
+    assert_eq!(row(&sc, OpKind::GateBProj).1.flops, 69.0 * 2.0 * 2.0 * 128.0 * 12_288.0);
+    // Per sequence: 69 × (96 × 128 × 128 × 4 B + 3 × 36,864 channels × 2 B).
+    assert_eq!(sc.model.state_bytes_per_sequence(sc.workload.activations), 69.0 * (6_291_456.0 + 221_184.0));
+}
+
+/// DeepSeek-V4-Flash's cache for a sequence of 8,193 positions (bf16): 2 sliding layers hold
+/// their window of 128 latents of 512; 21 ratio-4 layers the window, 2,048 pooled entries and
+/// 2,048 indexer keys of 132 B, and their compressors' fp32 state (2 × 4 rows of 2 × 2 × 512 and
+/// the indexer's 8 rows of 4 × 128); 20 ratio-128 layers the window, 64 pooled entries and a
+/// state of 128 rows of 2 × 512.
+#[test]
+fn compressed_attention_holds_its_window_its_pooled_entries_and_their_state() {
+    let sc = scenario("deepseek-v4-flash", "decode", 1, 8192);
+    let window = 128.0 * 512.0 * 2.0;
+    let ratio4 = window + 2048.0 * 1024.0 + 2048.0 * 132.0 + (16_384.0 + 4096.0) * 4.0;
+    let ratio128 = window + 64.0 * 1024.0 + 131_072.0 * 4.0;
+    let fp = llm_ledger_core::memory::Fit::step(&sc, 2e9).footprint;
+    assert_eq!(fp.kv_cache_bytes, 2.0 * window + 21.0 * ratio4 + 20.0 * ratio128);
+    assert_eq!(fp.state_bytes, 21.0 * 81_920.0 + 20.0 * 524_288.0);
+}
