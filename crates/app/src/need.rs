@@ -6,7 +6,9 @@
 use crate::{CommandError, Input};
 use llm_ledger_core::{Catalog, Error, Scenario, ScenarioRequest};
 use llm_ledger_report::need::{NeedInputs, NeedReport, OnGpu};
+use llm_ledger_core::stop::Stop;
 use serde::Deserialize;
+use std::sync::atomic::AtomicBool;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
 
@@ -38,6 +40,17 @@ impl NeedRequest {
     /// gets its refusal in words. Checked first: the reserve and the bound (against `sc`'s
     /// GPU), then `max_gpus`.
     pub fn run(&self, req: &ScenarioRequest, catalog: &Catalog, sc: &Scenario) -> Result<NeedReport> {
+        self.run_within(req, catalog, sc, None)
+    }
+
+    /// [`NeedRequest::run`], stopped once `cancel` becomes true.
+    pub fn run_within(
+        &self,
+        req: &ScenarioRequest,
+        catalog: &Catalog,
+        sc: &Scenario,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<NeedReport> {
         let serving = crate::plan::PlanRequest {
             reserve: self.reserve.clone(),
             tpot_ms: self.tpot_ms.clone(),
@@ -64,7 +77,7 @@ impl NeedRequest {
             gpus.insert(0, OnGpu { gpu: sc.gpu.clone(), scenario: Ok(sc.clone()) });
         }
         let n = NeedInputs { reserve_bytes: serving.reserve_bytes, tpot_bound_s: serving.tpot_bound_s, max_gpus };
-        Ok(NeedReport::build(sc, &gpus, n)?)
+        Ok(NeedReport::build_within(sc, &gpus, n, Stop::maybe(cancel))?)
     }
 }
 

@@ -24,6 +24,7 @@ use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::Inputs;
 use rayon::prelude::*;
 use serde::Deserialize;
+use llm_ledger_core::stop::Stop;
 use std::sync::atomic::AtomicBool;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
@@ -69,10 +70,15 @@ impl PlanRequest {
     /// Checked in this order: the price, reserve and bound ([`PlanRequest::serving`]), `max_gpus`
     /// ([`max_gpus`]), `batch`, then the price and the bound are required.
     pub fn run(&self, sc: &Scenario) -> Result<PlanReport> {
+        self.run_within(sc, None)
+    }
+
+    /// [`PlanRequest::run`], stopped once `cancel` becomes true (Ctrl-C, a request's deadline).
+    pub fn run_within(&self, sc: &Scenario, cancel: Option<&AtomicBool>) -> Result<PlanReport> {
         let serving = self.serving(sc)?;
         let max_gpus = max_gpus(self.max_gpus.as_deref())?;
         let batches = self.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
-        Ok(PlanReport::build(sc, &serving, max_gpus, batches)?)
+        Ok(PlanReport::build_within(sc, &serving, max_gpus, batches, Stop::maybe(cancel))?)
     }
 
     /// Whether `pareto` asks for the front (`on`; `off` and none: the ranking).
@@ -105,11 +111,17 @@ impl PlanRequest {
     /// is optional (each deployment says whether it meets it). Checked in [`PlanRequest::run`]'s
     /// order; then a price is required.
     pub fn frontier(&self, sc: &Scenario) -> Result<FrontierReport> {
+        self.frontier_within(sc, None)
+    }
+
+    /// [`PlanRequest::frontier`], stopped once `cancel` becomes true.
+    pub fn frontier_within(&self, sc: &Scenario, cancel: Option<&AtomicBool>) -> Result<FrontierReport> {
         let serving = self.serving(sc)?;
         let max_gpus = max_gpus(self.max_gpus.as_deref())?;
         let batches = self.batch.as_deref().map(|t| Axis::parse("batch", t, 1, MAX_BATCH)).transpose()?;
         let price = serving.require_price(&sc.gpu.name)?;
-        Ok(FrontierReport::build(sc, price, serving.reserve_bytes, serving.tpot_bound_s, max_gpus, batches)?)
+        let (reserve, bound) = (serving.reserve_bytes, serving.tpot_bound_s);
+        Ok(FrontierReport::build_within(sc, price, reserve, bound, max_gpus, batches, Stop::maybe(cancel))?)
     }
 }
 
@@ -339,7 +351,7 @@ pub fn load_inputs() -> &'static [Input] {
         Input::text("seed", Some("0"), "an integer", "seed of the arrival and length draws"),
         Input::text("prompt", Some("2048"), "as simulate's prompt", "prompt tokens"),
         Input::text("output", Some("256"), "as simulate's output", "output tokens"),
-        Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over the search"),
+        Input::text(MAX_STEPS_FIELD, Some("100000000"), "an integer from 1 to 10,000,000,000", "most engine steps over the search"),
     ];
     INPUTS
 }

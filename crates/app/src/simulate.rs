@@ -10,7 +10,7 @@ use llm_ledger_core::limits::MAX_GPUS_PER_REPLICA;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::ServingRequest;
-use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
+use llm_ledger_core::simulate::budget::{MAX_STEPS_FIELD, MAX_STEPS_LIMIT};
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
     simulate_within, Budget, Deployment, Disagg, Draft, DraftModel, PoolLayout, SimConfig, Simulation, Speculation,
@@ -61,8 +61,12 @@ pub fn budget<'a>(max_steps: Option<&str>, cancel: Option<&'a AtomicBool>) -> Re
         Some(s) => parse_u64(MAX_STEPS_FIELD, s)?,
         None => DEFAULT_MAX_STEPS,
     };
-    if steps == 0 {
-        return Err(Error::invalid(MAX_STEPS_FIELD, steps, "an integer ≥ 1 (engine steps over every run)"));
+    if !(1..=MAX_STEPS_LIMIT).contains(&steps) {
+        return Err(Error::invalid(
+            MAX_STEPS_FIELD,
+            steps,
+            format!("engine steps over every run, {}", llm_ledger_core::error::range_words(1, MAX_STEPS_LIMIT)),
+        ));
     }
     Ok(Budget::new(steps, cancel))
 }
@@ -334,7 +338,7 @@ pub fn inputs() -> &'static [Input] {
             "round-robin, random, least-outstanding or kv",
             "which replica takes an arrival (with replicas)",
         ),
-        Input::text(MAX_STEPS_FIELD, Some("100000000"), "a positive integer", "most engine steps over every run"),
+        Input::text(MAX_STEPS_FIELD, Some("100000000"), "an integer from 1 to 10,000,000,000", "most engine steps over every run"),
     ];
     INPUTS
 }
@@ -501,6 +505,14 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
             Some(s) => return Err(Error::unknown("prefix_cache", s, ["on", "off"]).about("prefix_cache").into()),
         },
     };
+    // The cache's hits come from prompts that share a prefix: only a trace's rows name one.
+    let prefixed = matches!(&cfg.arrivals, Arrivals::Trace(t) if t.iter().any(|r| r.prefix.is_some()));
+    if cfg.prefix_cache && !prefixed {
+        let expected = Text::template(
+            "on with {trace} rows that name shared prompt prefixes (columns arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens): without them no prompt can hit the cache",
+        );
+        return Err(Error::refused_text("prefix_cache", Text::default().plain("on"), expected).into());
+    }
     // Every range first, so that a bad value is named before the step budget is estimated.
     cfg.validate()?;
     Ok(cfg)

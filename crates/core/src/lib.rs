@@ -18,7 +18,7 @@
 //! leaves     cost  kinds (operator kinds)  conventions (FLOPs per element)  plan_refusal
 //!            bisect (the last value a monotone predicate holds at)
 //!            pairs (text inputs as key-value pairs into a request)
-//!            error (carries a plan refusal's quantities)
+//!            error (carries a plan refusal's quantities)  stop (the cancellation flag)
 //! inputs     precision  limits  gemm (the GEMM cost)  fit (robust log-space least squares)
 //!            model  workload  hardware  kernels (measured kernel tables)
 //!            moe (routing math)  layout (parallel inputs)  roofline (TimeModel, KernelTimer)
@@ -78,6 +78,7 @@ pub mod scenario;
 pub mod serving;
 pub mod simulate;
 pub mod size;
+pub mod stop;
 pub mod sweep;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]

@@ -58,7 +58,7 @@ impl Routing {
     pub fn describe(&self) -> String {
         match self {
             Routing::Uniform => "uniform".into(),
-            Routing::Zipf(s) => format!("zipf {s}"),
+            Routing::Zipf(s) => format!("zipf {}", crate::error::compact_f64(*s)),
             Routing::Loads(l) => format!("measured loads ({} experts)", l.len()),
         }
     }

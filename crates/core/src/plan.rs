@@ -22,6 +22,12 @@
 //! (layout × batch up to the memory wall) with its tokens per second per user (`1 ÷ TPOT`) and
 //! per GPU, and their Pareto front; [`fewest_gpus`] answers "how many of this GPU for this batch
 //! and context".
+//!
+//! **Size.** A search's work is its step evaluations: one per layout and candidate batch (with
+//! the default batches, the powers of two and about `log₂(most)` bisection probes). Before it
+//! starts, each search counts them from each layout's memory wall (cheap: no step is costed) and
+//! refuses more than [`MAX_PLAN_EVALUATIONS`], naming `batch` (or `max_gpus`) and the most that
+//! would fit; while it runs it checks its [`Stop`] flag before every evaluation.
 
 use crate::error::integer_in;
 use crate::error::{Error, Result};
@@ -31,6 +37,7 @@ use crate::parallel::{ParallelSpec, Parallelism, MAX_GPUS_PER_REPLICA};
 pub use crate::plan_refusal::{Layout, PlanRefusal, PlanRefused, TimedLayout};
 use crate::scenario::Scenario;
 use crate::serving::Price;
+use crate::stop::Stop;
 use crate::sweep::Axis;
 use crate::workload::Phase;
 use rayon::prelude::*;
@@ -38,6 +45,11 @@ use serde::Serialize;
 
 /// Most GPUs a plan may use.
 pub const MAX_PLAN_GPUS: u64 = 1024;
+
+/// Most step evaluations one search may make (module docs): 2¹⁶ = 65,536, about ten seconds of
+/// one core for an 8 B model across pipeline layouts (a parallel step costs some hundred
+/// microseconds), a search a person waits for.
+pub const MAX_PLAN_EVALUATIONS: u64 = 1 << 16;
 
 /// What to plan for.
 #[derive(Debug, Clone)]
@@ -206,10 +218,14 @@ fn evaluate(sc: &Scenario, req: &PlanRequest, batch: u64, max_batch: u64) -> Pla
 
 /// The largest batch (a multiple of `step`) in `1..=most` meeting the bound, given that `step`
 /// meets it.
-fn largest_meeting(sc: &Scenario, req: &PlanRequest, step: u64, most: u64) -> PlanPoint {
+fn largest_meeting(sc: &Scenario, req: &PlanRequest, step: u64, most: u64, stop: Stop<'_>) -> Result<PlanPoint> {
     // `step` sequences (m = 1) meet the bound (the caller checked); past `most / step` nothing fits.
-    let m = crate::bisect::last_true_in(1, most / step + 1, |m| evaluate(sc, req, m * step, most).meets_bound);
-    evaluate(sc, req, m * step, most)
+    // A stopped search answers "no" to every probe, so the bisection ends at once.
+    let m = crate::bisect::last_true_in(1, most / step + 1, |m| {
+        !stop.stopped() && evaluate(sc, req, m * step, most).meets_bound
+    });
+    stop.check()?;
+    Ok(evaluate(sc, req, m * step, most))
 }
 
 /// What one layout gives: its best point under the bound, or why it is refused, and every batch
@@ -240,7 +256,7 @@ fn most_that_fits(sc: &Scenario, req: &PlanRequest) -> std::result::Result<u64, 
 fn candidate_batches(sc: &Scenario, req: &PlanRequest, most: u64) -> Vec<u64> {
     let step = sc.parallel.ep;
     match &req.batches {
-        Some(axis) => axis.iter().filter(|b| *b <= most && b % step == 0).collect(),
+        Some(axis) => axis.iter_at_most(most).filter(|b| b % step == 0).collect(),
         None => {
             let mut v: Vec<u64> =
                 std::iter::successors(Some(step), |b| b.checked_mul(2)).take_while(|b| *b <= most).collect();
@@ -252,15 +268,75 @@ fn candidate_batches(sc: &Scenario, req: &PlanRequest, most: u64) -> Vec<u64> {
     }
 }
 
-fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
+/// An upper bound on the step evaluations a layout whose memory wall is `most` costs: its
+/// candidate batches (the request's up to `most`, or the powers of two and `most`), and with the
+/// default batches the bisection's probes.
+fn evaluations(req: &PlanRequest, most: u64, bisection: bool) -> u64 {
+    let log2 = u64::from(u64::BITS - most.leading_zeros());
+    match &req.batches {
+        Some(axis) => axis.count_at_most(most),
+        None => log2 + 1 + if bisection { log2 + 2 } else { 0 },
+    }
+}
+
+/// Each layout's memory wall, and the search's size checked against [`MAX_PLAN_EVALUATIONS`]
+/// before any step is costed (module docs).
+fn sized(
+    candidates: &[Scenario],
+    req: &PlanRequest,
+    bisection: bool,
+    stop: Stop<'_>,
+) -> Result<Vec<std::result::Result<u64, Refused>>> {
+    let mosts: Vec<std::result::Result<u64, Refused>> = candidates
+        .par_iter()
+        .map(|sc| if stop.stopped() { Ok(0) } else { most_that_fits(sc, req) })
+        .collect();
+    stop.check()?;
+    let per_layout: Vec<u64> = mosts.iter().flatten().map(|m| evaluations(req, *m, bisection)).collect();
+    let total: u64 = per_layout.iter().fold(0u64, |a, n| a.saturating_add(*n));
+    if total <= MAX_PLAN_EVALUATIONS {
+        return Ok(mosts);
+    }
+    let layouts = per_layout.len() as u64;
+    Err(match &req.batches {
+        Some(axis) => Error::invalid(
+            "batch",
+            format!("{} candidate batches", crate::error::grouped(axis.len())),
+            format!(
+                "at most {} step evaluations in one search: these batches take {} across the {} layouts that fit in {} GPUs; ask for at most {} batches (a list or a range), or fewer GPUs",
+                crate::error::grouped(MAX_PLAN_EVALUATIONS),
+                crate::error::grouped(total),
+                crate::error::grouped(layouts),
+                req.max_gpus,
+                crate::error::grouped((MAX_PLAN_EVALUATIONS / layouts.max(1)).max(1)),
+            ),
+        ),
+        None => Error::invalid(
+            "max_gpus",
+            req.max_gpus,
+            format!(
+                "at most {} step evaluations in one search: {} layouts fit in {} GPUs and take {}; ask for fewer GPUs, or give `batch` a short list",
+                crate::error::grouped(MAX_PLAN_EVALUATIONS),
+                crate::error::grouped(layouts),
+                req.max_gpus,
+                crate::error::grouped(total),
+            ),
+        ),
+    })
+}
+
+fn assess(sc: &Scenario, req: &PlanRequest, most: std::result::Result<u64, Refused>, stop: Stop<'_>) -> Result<Assessed> {
     let p = &sc.parallel;
     let step = p.ep;
-    let most = match most_that_fits(sc, req) {
+    let most = match most {
         Ok(most) => most,
-        Err(refused) => return Assessed { best: None, refused: Some(refused), evaluated: Vec::new() },
+        Err(refused) => return Ok(Assessed { best: None, refused: Some(refused), evaluated: Vec::new() }),
     };
     let batches = candidate_batches(sc, req, most);
-    let evaluated: Vec<PlanPoint> = batches.iter().map(|b| evaluate(sc, req, *b, most)).collect();
+    let evaluated = batches
+        .iter()
+        .map(|b| stop.check().map(|()| evaluate(sc, req, *b, most)))
+        .collect::<Result<Vec<PlanPoint>>>()?;
     let refuse = |refusal| Some(Refused { tp: p.tp, pp: p.pp, ep: p.ep, refusal });
     let (best, refused) = match &req.batches {
         Some(_) => match evaluated.iter().filter(|x| x.meets_bound).max_by_key(|x| x.batch) {
@@ -271,24 +347,36 @@ fn assess(sc: &Scenario, req: &PlanRequest) -> Assessed {
             },
         },
         None => {
+            stop.check()?;
             let first = evaluate(sc, req, step, most);
             if first.meets_bound {
-                (Some(largest_meeting(sc, req, step, most)), None)
+                (Some(largest_meeting(sc, req, step, most, stop)?), None)
             } else {
                 (None, refuse(Refusal::TooSlow { tpot_s: first.tpot_s, batch: step }))
             }
         }
     };
-    Assessed { best, refused, evaluated }
+    Ok(Assessed { best, refused, evaluated })
 }
 
 /// Plan the deployment of `base`'s model on `base`'s GPU (module docs). Errors when no layout
-/// fits or none meets the bound, saying what would.
+/// fits or none meets the bound, saying what would, and when the search is too large (before it
+/// starts).
 pub fn plan(base: &Scenario, req: &PlanRequest) -> Result<Plan> {
+    plan_within(base, req, Stop::NEVER)
+}
+
+/// [`plan`], stopped (with [`Error::Cancelled`]) when `stop` is set as it runs.
+pub fn plan_within(base: &Scenario, req: &PlanRequest, stop: Stop<'_>) -> Result<Plan> {
     check(base, req)?;
     let candidates = layouts(base, req.max_gpus);
+    let mosts = sized(&candidates, req, true, stop)?;
     // Layouts are independent: assess them in parallel (rayon), then gather in layout order.
-    let outcomes: Vec<Assessed> = candidates.par_iter().map(|sc| assess(sc, req)).collect();
+    let outcomes = candidates
+        .par_iter()
+        .zip(mosts)
+        .map(|(sc, most)| assess(sc, req, most, stop))
+        .collect::<Result<Vec<Assessed>>>()?;
     let (mut ranked, mut points, mut refused) = (Vec::new(), Vec::new(), Vec::new());
     for a in outcomes {
         if let Some(b) = a.best {
@@ -368,25 +456,37 @@ pub struct Frontier {
 /// (with one, each deployment says whether it meets it). Errors as [`plan`] does when no layout
 /// fits one sequence.
 pub fn frontier(base: &Scenario, req: &PlanRequest) -> Result<Frontier> {
+    frontier_within(base, req, Stop::NEVER)
+}
+
+/// [`frontier`], stopped (with [`Error::Cancelled`]) when `stop` is set as it runs.
+pub fn frontier_within(base: &Scenario, req: &PlanRequest, stop: Stop<'_>) -> Result<Frontier> {
     check(base, req)?;
     let candidates = layouts(base, req.max_gpus);
-    let outcomes: Vec<std::result::Result<Vec<PlanPoint>, Refused>> = candidates
+    let mosts = sized(&candidates, req, false, stop)?;
+    let outcomes = candidates
         .par_iter()
-        .map(|sc| {
-            let most = most_that_fits(sc, req)?;
+        .zip(mosts)
+        .map(|(sc, most)| -> Result<std::result::Result<Vec<PlanPoint>, Refused>> {
+            let most = match most {
+                Ok(most) => most,
+                Err(refused) => return Ok(Err(refused)),
+            };
             let batches = candidate_batches(sc, req, most);
             if batches.is_empty() {
                 let p = &sc.parallel;
-                return Err(Refused {
+                return Ok(Err(Refused {
                     tp: p.tp,
                     pp: p.pp,
                     ep: p.ep,
                     refusal: Refusal::NoGivenBatch { max_batch: most },
-                });
+                }));
             }
-            Ok(batches.into_iter().map(|b| evaluate(sc, req, b, most)).collect())
+            let points =
+                batches.into_iter().map(|b| stop.check().map(|()| evaluate(sc, req, b, most))).collect::<Result<_>>()?;
+            Ok(Ok(points))
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let (mut deployments, mut refused) = (Vec::new(), Vec::new());
     for o in outcomes {
         match o {
@@ -413,6 +513,11 @@ pub fn frontier(base: &Scenario, req: &PlanRequest) -> Result<Frontier> {
 /// `None` when no layout within the budget does; an expert-parallel layout takes only batches
 /// its groups split evenly.
 pub fn fewest_gpus(base: &Scenario, req: &PlanRequest, batch: u64) -> Result<Option<PlanPoint>> {
+    fewest_gpus_within(base, req, batch, Stop::NEVER)
+}
+
+/// [`fewest_gpus`], stopped (with [`Error::Cancelled`]) when `stop` is set as it runs.
+pub fn fewest_gpus_within(base: &Scenario, req: &PlanRequest, batch: u64, stop: Stop<'_>) -> Result<Option<PlanPoint>> {
     check(base, req)?;
     let mut candidates = layouts(base, req.max_gpus);
     candidates.retain(|sc| batch % sc.parallel.ep == 0);
@@ -421,14 +526,16 @@ pub fn fewest_gpus(base: &Scenario, req: &PlanRequest, batch: u64) -> Result<Opt
     while start < candidates.len() {
         let gpus = candidates[start].parallel.gpus_per_replica();
         let end = start + candidates[start..].iter().take_while(|sc| sc.parallel.gpus_per_replica() == gpus).count();
+        stop.check()?;
         let best = candidates[start..end]
             .par_iter()
             .filter_map(|sc| {
-                let most = most_that_fits(sc, req).ok().filter(|m| *m >= batch)?;
+                let most = most_that_fits(sc, req).ok().filter(|m| *m >= batch && !stop.stopped())?;
                 Some(evaluate(sc, req, batch, most))
             })
             .filter(|p| p.meets_bound)
             .min_by(|a, b| a.tpot_s.total_cmp(&b.tpot_s));
+        stop.check()?;
         if best.is_some() {
             return Ok(best);
         }

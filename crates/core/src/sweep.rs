@@ -224,6 +224,24 @@ impl Axis {
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         self.segments.iter().flat_map(|s| s.iter())
     }
+
+    /// The values at most `x`, in order: each range walked only up to `x`, so a long range past
+    /// `x` costs nothing.
+    pub fn iter_at_most(&self, x: u64) -> impl Iterator<Item = u64> + '_ {
+        self.segments.iter().flat_map(move |s| s.iter().take_while(move |v| *v <= x))
+    }
+
+    /// How many values are at most `x`, without walking the ranges.
+    pub fn count_at_most(&self, x: u64) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| match *s {
+                Segment::Step { start, .. } if start > x => 0,
+                Segment::Step { start, end, step } => (end.min(x) - start) / step + 1,
+                Segment::Geometric { .. } => s.iter().take_while(|v| *v <= x).count() as u64,
+            })
+            .fold(0u64, u64::saturating_add)
+    }
 }
 
 /// The refusal of a fixed mix of contexts (`contexts`, or a histogram file) in a sweep, which varies

@@ -173,15 +173,30 @@ fn offline() -> bool {
     env("HF_HUB_OFFLINE").is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
 }
 
-/// `HF_TOKEN`, else the token file (`HF_TOKEN_PATH`, else `<HF_HOME>/token`), trimmed.
-fn token() -> Option<String> {
+/// `HF_TOKEN`, else the token file (`HF_TOKEN_PATH`, else `<HF_HOME>/token`), trimmed; an error
+/// (which never shows the token) when it holds anything but printable ASCII without spaces: a
+/// control character in it would break the `Authorization` header (a CR/LF would add headers of
+/// its own), and a message about it would print the secret.
+fn token() -> Result<Option<String>> {
+    let checked = |t: String, source: &str| -> Result<Option<String>> {
+        if t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Ok(Some(t).filter(|t| !t.is_empty()));
+        }
+        bail!(
+            "invalid {source}: a Hugging Face token is printable ASCII without spaces, and this one holds a control character, a space or a non-ASCII character (the token is not shown)"
+        )
+    };
     if let Some(t) = env("HF_TOKEN") {
-        return Some(t.trim().to_string());
+        return checked(t.trim().to_string(), "`HF_TOKEN`");
     }
-    let path = env("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| hf_home().map(|h| h.join("token")))?;
-    std::fs::metadata(&path).ok().filter(|m| m.is_file() && m.len() <= MAX_TOKEN_FILE_BYTES)?;
-    let t = std::fs::read_to_string(&path).ok()?;
-    Some(t.trim().to_string()).filter(|t| !t.is_empty())
+    let Some(path) = env("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| hf_home().map(|h| h.join("token"))) else {
+        return Ok(None);
+    };
+    if std::fs::metadata(&path).ok().filter(|m| m.is_file() && m.len() <= MAX_TOKEN_FILE_BYTES).is_none() {
+        return Ok(None);
+    }
+    let Ok(t) = std::fs::read_to_string(&path) else { return Ok(None) };
+    checked(t.trim().to_string(), &format!("token file `{}`", path.display()))
 }
 
 /// The snapshot folder of `repo` at `revision` (default `main`) in `cache`, when it holds a
@@ -262,7 +277,7 @@ pub fn resolve(repo: &RepoId, revision: Option<&str>) -> Result<PathBuf> {
         },
     };
     let endpoint = env("HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into());
-    let hub = Hub::new(&endpoint, token(), timeout_s)?;
+    let hub = Hub::new(&endpoint, token()?, timeout_s)?;
     hub.download(&cache, repo, rev)
 }
 

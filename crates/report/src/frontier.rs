@@ -16,7 +16,8 @@ use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::Result;
 use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{frontier, Deployment, Frontier, PlanRequest, Refused};
+use llm_ledger_core::plan::{frontier_within, Deployment, Frontier, PlanRequest, Refused};
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::serving::{Price, PriceSource};
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::Scenario;
@@ -124,6 +125,19 @@ impl FrontierReport {
         max_gpus: u64,
         batches: Option<Axis>,
     ) -> Result<FrontierReport> {
+        Self::build_within(sc, price, reserve_bytes, tpot_bound_s, max_gpus, batches, Stop::NEVER)
+    }
+
+    /// [`FrontierReport::build`], stopped when `stop` is set while the search runs.
+    pub fn build_within(
+        sc: &Scenario,
+        price: Price,
+        reserve_bytes: f64,
+        tpot_bound_s: Option<f64>,
+        max_gpus: u64,
+        batches: Option<Axis>,
+        stop: Stop<'_>,
+    ) -> Result<FrontierReport> {
         let ctx = sc.workload.contexts.max_tokens();
         let request = PlanRequest {
             ctx,
@@ -133,7 +147,7 @@ impl FrontierReport {
             reserve_bytes,
             batches,
         };
-        let f = frontier(sc, &request)?;
+        let f = frontier_within(sc, &request, stop)?;
         Ok(FrontierReport::new(sc, &request, tpot_bound_s, f))
     }
 

@@ -21,7 +21,8 @@ use crate::render::{HumanTable, Report};
 use llm_ledger_core::error::Result;
 use llm_ledger_core::memory::{at_uniform, max_batch, FitBasis, Footprint, WeightFootprint};
 use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{fewest_gpus, layouts, PlanPoint, PlanRequest};
+use llm_ledger_core::plan::{fewest_gpus_within, layouts, PlanPoint, PlanRequest};
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::serving::{Price, PriceSource};
 use llm_ledger_core::Scenario;
 use serde::Serialize;
@@ -166,7 +167,7 @@ pub struct OnGpu {
 
 impl NeedRow {
     /// The fewest of `on.gpu` for `batch` sequences of `ctx` tokens.
-    fn of(on: &OnGpu, n: &NeedInputs, batch: u64, ctx: u64) -> Result<NeedRow> {
+    fn of(on: &OnGpu, n: &NeedInputs, batch: u64, ctx: u64, stop: Stop<'_>) -> Result<NeedRow> {
         let g = &on.gpu;
         let mut row = NeedRow {
             gpu: g.name.clone(),
@@ -190,7 +191,7 @@ impl NeedRow {
             return Ok(row);
         }
         let req = request(sc, n, ctx);
-        match fewest_gpus(sc, &req, batch)? {
+        match fewest_gpus_within(sc, &req, batch, stop)? {
             Some(p) => {
                 row.tokens_per_s_per_user = Some(1.0 / p.tpot_s);
                 row.usd_per_hour = g.usd_per_gpu_hour.map(|u| u * p.gpus as f64);
@@ -271,11 +272,16 @@ impl NeedReport {
     /// The answer for `sc`'s model at its batch and context (decode) on every GPU of `gpus` (the
     /// catalogue, each with the scenario moved onto it); `sc`'s own GPU gives the wall.
     pub fn build(sc: &Scenario, gpus: &[OnGpu], n: NeedInputs) -> Result<NeedReport> {
+        Self::build_within(sc, gpus, n, Stop::NEVER)
+    }
+
+    /// [`NeedReport::build`], stopped when `stop` is set while the searches run.
+    pub fn build_within(sc: &Scenario, gpus: &[OnGpu], n: NeedInputs, stop: Stop<'_>) -> Result<NeedReport> {
         let batch = sc.workload.contexts.batch();
         let ctx = sc.workload.contexts.max_tokens();
         // The scenario's own GPU is asked as the others are; its errors (phase, budget) are the page's.
-        let own = fewest_gpus(sc, &request(sc, &n, ctx), batch)?;
-        let mut rows = gpus.iter().map(|on| NeedRow::of(on, &n, batch, ctx)).collect::<Result<Vec<_>>>()?;
+        let own = fewest_gpus_within(sc, &request(sc, &n, ctx), batch, stop)?;
+        let mut rows = gpus.iter().map(|on| NeedRow::of(on, &n, batch, ctx, stop)).collect::<Result<Vec<_>>>()?;
         // Cheapest per million tokens first; then the answers without a price (fewest GPUs
         // first); then the GPUs without an answer, in catalogue order.
         let rank = |r: &NeedRow| match (&r.answer, r.usd_per_million_tokens) {

@@ -18,7 +18,8 @@ use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, 
 use llm_ledger_core::error::{Error, Result};
 use llm_ledger_core::memory::WeightFootprint;
 use llm_ledger_core::parallel::layout_words;
-use llm_ledger_core::plan::{plan as search, PlanRequest};
+use llm_ledger_core::plan::{plan_within as search, PlanRequest};
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::plan::{Layout, Plan, PlanPoint, PlanRefusal, PlanRefused, Refusal, Refused};
 use llm_ledger_core::serving::{PriceSource, Serving};
 use llm_ledger_core::sweep::Axis;
@@ -92,6 +93,17 @@ impl PlanReport {
     /// the report: the one plan builder of every front end. `batches` are the batches to try
     /// (default: the search's own); `serving` must hold a TPOT bound and a price.
     pub fn build(sc: &Scenario, serving: &Serving, max_gpus: u64, batches: Option<Axis>) -> Result<PlanReport> {
+        Self::build_within(sc, serving, max_gpus, batches, Stop::NEVER)
+    }
+
+    /// [`PlanReport::build`], stopped when `stop` is set while the search runs.
+    pub fn build_within(
+        sc: &Scenario,
+        serving: &Serving,
+        max_gpus: u64,
+        batches: Option<Axis>,
+        stop: Stop<'_>,
+    ) -> Result<PlanReport> {
         let price = serving.require_price(&sc.gpu.name)?;
         let Some(tpot_bound_s) = serving.tpot_bound_s else {
             return Err(Error::invalid("tpot_ms", "none given", "a bound in milliseconds"));
@@ -99,7 +111,7 @@ impl PlanReport {
         let ctx = sc.workload.contexts.max_tokens();
         let reserve_bytes = serving.reserve_bytes;
         let request = PlanRequest { ctx, tpot_bound_s, max_gpus, price, reserve_bytes, batches };
-        let plan = search(sc, &request)?;
+        let plan = search(sc, &request, stop)?;
         let context = PlanContext {
             inputs: Inputs::of(sc),
             ctx,

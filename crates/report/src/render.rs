@@ -149,7 +149,7 @@ fn grid(t: &HumanTable, keep: &[usize], wrap_to: Option<usize>) -> String {
     use comfy_table::{CellAlignment, ContentArrangement, Table};
     // Rules above and below the table and under the header; no lines between rows.
     const STYLE: &str = "  ── ──      ──    ";
-    let pick = |r: &[String]| keep.iter().map(|i| r.get(*i).cloned().unwrap_or_default()).collect::<Vec<_>>();
+    let pick = |r: &[String]| keep.iter().map(|i| capped(r.get(*i).map_or("", String::as_str))).collect::<Vec<_>>();
     let mut table = Table::new();
     table.load_preset(STYLE).set_content_arrangement(ContentArrangement::Disabled);
     if let Some(w) = wrap_to {
@@ -167,6 +167,18 @@ fn grid(t: &HumanTable, keep: &[usize], wrap_to: Option<usize>) -> String {
         }
     }
     table.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// Most characters a table cell shows: a longer one (a user's preset description, a file path
+/// as a model's name) is cut, with its length, so no row runs to thousands of columns.
+pub const MAX_CELL_CHARS: usize = 160;
+
+/// `cell`, cut to [`MAX_CELL_CHARS`] with `…(N chars)` when longer.
+fn capped(cell: &str) -> String {
+    match cell.char_indices().nth(MAX_CELL_CHARS) {
+        None => cell.to_string(),
+        Some((cut, _)) => format!("{}…({} chars)", &cell[..cut], cell.chars().count()),
+    }
 }
 
 /// Display width of a line, in terminal columns (every character here is one column wide).
@@ -304,6 +316,18 @@ mod tests {
             "xml".parse::<Format>().unwrap_err().to_string(),
             "unknown format `xml`; accepted: table, json, csv, md"
         );
+    }
+
+    #[test]
+    fn a_cell_of_thousands_of_characters_is_cut_with_its_length() {
+        let mut t = wide();
+        t.rows[0][1] = "d".repeat(2000);
+        let table = to_table_width(&t, None);
+        let longest = table.lines().map(width_of).max().unwrap();
+        assert!(longest < MAX_CELL_CHARS + 60, "{longest}");
+        assert!(table.contains("…(2000 chars)"), "{table}");
+        // A cell within the limit is whole.
+        assert_eq!(capped("short"), "short");
     }
 
     fn wide() -> HumanTable {

@@ -24,8 +24,10 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
     }
     load.check_static()?;
     let sc = super::scenario(&args.base(), "plan")?;
+    // Ctrl-C stops the search at its next step evaluation.
+    let cancel = Some(crate::interrupt::flag());
     if req.pareto()? {
-        return Ok(req.frontier(&sc)?.render(format)?);
+        return Ok(req.frontier_within(&sc, cancel)?.render(format)?);
     }
-    Ok(req.run(&sc)?.render(format)?)
+    Ok(req.run_within(&sc, cancel)?.render(format)?)
 }

@@ -122,7 +122,7 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     let unknown = temp_file("unknown.json", br#"{"model_type": "bert", "hidden_size": 768}"#);
     let e = fails(&["ledger", "--model", &unknown]);
     assert!(
-        e.contains("invalid `model_type`: \"bert\" (a family — deepseek_v2, deepseek_v3, deepseek_v32, deepseek_v4, falcon, gemma2, gemma3, gemma4, gpt2"),
+        e.contains("invalid `model_type`: \"bert\" (a family — deepseek_v2, deepseek_v3, deepseek_v32, deepseek_v4, exaone4, falcon, gemma2, gemma3, gemma4, gpt2"),
         "{e}"
     );
 

@@ -670,3 +670,26 @@ fn a_hub_id_in_the_wrong_case_names_the_cached_id() {
     let e = run_fails(cli_with(&cache, None), &["ledger", "--model", "https://huggingface.co/Meta-Llama/llama-3.1-8B"]);
     assert!(e.contains("did you mean `--model meta-llama/Llama-3.1-8B`?"), "{e}");
 }
+
+/// A token with a CR/LF (or any control character) would add headers of its own to the request
+/// and, in a message, print the secret: it is refused before any request, and not shown.
+#[test]
+fn a_token_with_control_characters_is_refused_unshown() {
+    let cache = scratch("bad-token");
+    let (url, seen) = scripted_hub("127.0.0.1", |_, _| Answer::config(COMMIT_A, &format!("\"{ETAG}\"")));
+    for token in ["abc\r\nX-Injected: 1", "secret with space", "tab\tsecret"] {
+        let mut c = cli_with(&cache, Some(&url));
+        c.env("HF_TOKEN", token);
+        let e = run_fails(c, &["ledger", "--model", "org/model"]);
+        assert!(e.contains("invalid `HF_TOKEN`") && e.contains("not shown"), "{e}");
+        assert!(!e.contains("abc") && !e.contains("secret") && !e.contains("Injected"), "{e}");
+    }
+    // The same for a token file.
+    let file = cache.join("token-file");
+    std::fs::write(&file, "abc\u{1b}[31m").unwrap();
+    let mut c = cli_with(&cache, Some(&url));
+    c.env("HF_TOKEN_PATH", &file);
+    let e = run_fails(c, &["ledger", "--model", "org/model"]);
+    assert!(e.contains("invalid token file") && !e.contains("abc"), "{e}");
+    assert!(seen.lock().unwrap().requests.is_empty(), "no request was sent");
+}

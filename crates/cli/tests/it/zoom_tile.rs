@@ -242,3 +242,18 @@ fn bad_input_is_one_line_and_exit_code_2() {
         assert!(err.starts_with("note: ") && err.contains(note) && err.lines().count() == 1, "{at}: {err}");
     }
 }
+
+/// A path of 20,000 segments is answered at the deepest level it names (no path is deeper than
+/// four steps below the model, so only those are tried), and echoed cut, not whole.
+#[test]
+fn a_path_of_thousands_of_segments_is_cut_short_and_echoed_cut() {
+    let long = format!("layer.0.{}", vec!["x"; 20_000].join("."));
+    let (code, out, err) = crate::harness::run(&["zoom", "--at", &long]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("zoom: model › layer.0"), "{out}");
+    let note = err.lines().find(|l| l.starts_with("note:")).unwrap();
+    assert!(note.len() < 600 && note.contains("bytes)") && note.contains("no `x` under `layer.0`"), "{note}");
+    // One step past the tiles: the deepest level is the tiles, and the step is what is missing.
+    let (_, _, err) = crate::harness::run(&["zoom", "--at", "layer.0.mlp.up.tiles.x"]);
+    assert!(err.contains("there is no `x` under `layer.0.mlp.up.tiles`"), "{err}");
+}

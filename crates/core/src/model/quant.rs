@@ -575,11 +575,16 @@ pub fn parse_quantization_config_for(
                 }
             }
         }
-        "compressed-tensors" => {
-            let (w, inputs) = compressed_tensors_scheme(&k, &mut notes)?;
-            gemm_activations = inputs;
-            w
-        }
+        "compressed-tensors" => match compressed_tensors_scheme(&k, &mut notes)? {
+            CtScheme::One(w, inputs) => {
+                gemm_activations = inputs;
+                w
+            }
+            CtScheme::Mixed(groups) => {
+                let (weights, inputs) = compressed_tensors_mixed(&groups, modules, &skip, &mut notes)?;
+                return Ok(Some((CheckpointQuant::Known { method, weights, gemm_activations: inputs }, notes)));
+            }
+        },
         "modelopt" => {
             if let Some(kv) = k.get("kv_cache_quant_algo").and_then(Value::as_str) {
                 notes.push(format!(
@@ -732,13 +737,32 @@ fn modelopt_mixed(
     Ok(weights)
 }
 
-/// One compressed-tensors quantisation scheme: (weights, GEMM input format).
-fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<(Precision, Option<Precision>)> {
+/// A compressed-tensors config's schemes: one for every group, or groups with schemes of their
+/// own (`format: mixed-precision`: FP8 attention beside NVFP4 experts).
+enum CtScheme {
+    /// Every group stores weights, and quantises GEMM inputs, the same way.
+    One(Precision, Option<Precision>),
+    /// Groups that differ, each with the modules it targets.
+    Mixed(Vec<CtGroup>),
+}
+
+/// One compressed-tensors group of a mixed config.
+struct CtGroup {
+    /// Its weights' format.
+    weights: Precision,
+    /// Its GEMM inputs' format (`None`: 16-bit, weight-only).
+    inputs: Option<Precision>,
+    /// The modules it targets: `Linear` (every linear layer), `re:` patterns or names.
+    targets: Vec<String>,
+}
+
+/// The compressed-tensors quantisation scheme(s) of `k` ([`CtScheme`]).
+fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<CtScheme> {
     let groups = k.object("config_groups")?.ok_or_else(|| Error::MissingField {
         field: "quantization_config.config_groups".into(),
         context: "quant_method compressed-tensors".into(),
     })?;
-    let mut scheme: Option<(String, Precision, Option<Precision>)> = None;
+    let mut parsed: Vec<CtGroup> = Vec::new();
     for name in groups.obj.keys() {
         let g = groups.object(name)?.ok_or_else(|| groups.invalid(name, &Value::Null, "an object"))?;
         let w = g
@@ -764,27 +788,116 @@ fn compressed_tensors_scheme(k: &Keys, notes: &mut Vec<String>) -> Result<(Preci
                 }
             }
         };
-        match &scheme {
-            None => scheme = Some((name.clone(), weights, inputs)),
-            Some((first, w0, i0)) if (*w0, *i0) != (weights, inputs) => {
-                return Err(Error::Unsupported {
-                    what: format!("quantization_config.config_groups `{first}` and `{name}` with different schemes"),
-                    reason: "one scheme for every group (the weights and the GEMM inputs of each) is modelled".into(),
-                })
-            }
-            Some(_) => {}
-        }
+        parsed.push(CtGroup { weights, inputs, targets: g.names("targets")? });
     }
-    let (_, weights, inputs) =
-        scheme.ok_or_else(|| Error::invalid("quantization_config.config_groups", "{}", "at least one group"))?;
-    if k.get("kv_cache_scheme").is_some() {
+    let Some(first) = parsed.first() else {
+        return Err(Error::invalid("quantization_config.config_groups", "{}", "at least one group"));
+    };
+    let (weights, inputs) = (first.weights, first.inputs);
+    if k.get("kv_cache_scheme").is_some_and(|v| !v.is_null()) {
         notes.push(
             "quantization_config.kv_cache_scheme is not applied: the KV cache is counted at `kv` (bf16 by default); set `kv` = fp8 to match an fp8 cache".into(),
         );
     }
-    if k.get("sparsity_config").is_some() {
+    if k.get("sparsity_config").is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty())) {
         notes.push("quantization_config.sparsity_config is not modelled: the weights are counted dense".into());
     }
+    if parsed.iter().all(|g| (g.weights, g.inputs) == (weights, inputs)) {
+        Ok(CtScheme::One(weights, inputs))
+    } else {
+        Ok(CtScheme::Mixed(parsed))
+    }
+}
+
+/// The weights of a mixed compressed-tensors config, class by class: each class (attention,
+/// dense MLP, routed experts, shared experts) takes the format of the group whose targets name
+/// its modules — a `re:` pattern or a name matched against the names its modules have in the
+/// checkpoints of this family and the common ones (`self_attn`/`attn`, `mlp`/`ffn`,
+/// `experts.N`, `*_proj`), a group naming modules before one that targets every `Linear` —
+/// and stays 16-bit where no group names it or the ignore list names all its layers. The GEMM
+/// inputs of every class are quantised as the routed experts' group says (the dense MLP's
+/// without experts): one input format for the step is modelled, the one of most of its FLOPs.
+fn compressed_tensors_mixed(
+    groups: &[CtGroup],
+    modules: &CheckpointModules,
+    skip: &[String],
+    notes: &mut Vec<String>,
+) -> Result<(WeightPrecisions, Option<Precision>)> {
+    const PROJECTIONS: [&str; 18] = [
+        "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+        "wq_a", "wq_b", "wkv", "wo_a", "wo_b", "fused_wqa_wkv", "in_proj", "out_proj", "dense",
+    ];
+    const FFN: [&str; 8] = ["gate_proj", "up_proj", "down_proj", "gate_up_proj", "w1", "w2", "w3", "fc1"];
+    let layer_prefixes = [format!("{}.0", modules.layers), "model.layers.0".to_string(), "layers.0".to_string()];
+    let attention_blocks: Vec<&str> = [modules.attention.as_str(), "self_attn", "attn", "attention"]
+        .into_iter()
+        .chain(modules.recurrent.as_deref())
+        .collect();
+    let mlp_blocks = [modules.mlp.as_str(), "mlp", "ffn", "feed_forward", "block_sparse_moe"];
+    let names = |blocks: &[&str], middle: &[&str], leaves: &[&str]| -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &layer_prefixes {
+            for b in blocks {
+                for m in middle {
+                    for l in leaves {
+                        out.push([p.as_str(), b, m, l].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join("."));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let shared: Vec<&str> = [modules.shared_experts.as_str(), "shared_experts", "shared_expert"].into();
+    let classes = [
+        names(&attention_blocks, &[""], &PROJECTIONS),
+        names(&mlp_blocks, &[""], &FFN),
+        names(&mlp_blocks, &["experts.0"], &FFN),
+        names(&mlp_blocks, &shared, &FFN),
+    ];
+    // The group of each class: one that names its modules first, then one that targets `Linear`.
+    let group_of = |candidates: &[String]| -> Option<&CtGroup> {
+        let named = |g: &&CtGroup| {
+            g.targets.iter().any(|t| t != "Linear" && candidates.iter().any(|c| names_module(t, c)))
+        };
+        groups.iter().find(named).or_else(|| groups.iter().find(|g| g.targets.iter().any(|t| t == "Linear")))
+    };
+    if classes.iter().all(|c| group_of(c).is_none()) {
+        let targets: Vec<String> = groups.iter().flat_map(|g| g.targets.iter().cloned()).collect();
+        return Err(Error::invalid(
+            "quantization_config.config_groups",
+            if targets.is_empty() { "groups without targets".to_string() } else { format!("targets {}", targets.join(", ")) },
+            "groups whose `targets` name this model's modules (`Linear`, `re:` patterns or module names)",
+        ));
+    }
+    let base = Precision::Bf16;
+    let format = |c: usize, blocks: &[&str], layers: &[usize]| -> Precision {
+        let all_skipped = !layers.is_empty() && layers_skipping(skip, modules, blocks, layers) == layers.len();
+        match group_of(&classes[c]) {
+            Some(g) if !all_skipped => g.weights,
+            _ => base,
+        }
+    };
+    let shared_block = format!("{}.{}", modules.mlp, modules.shared_experts);
+    let attention: Vec<&str> =
+        std::iter::once(modules.attention.as_str()).chain(modules.recurrent.as_deref()).collect();
+    let weights = WeightPrecisions {
+        attention: format(0, &attention, &modules.mixer_layers),
+        mlp: format(1, &[&modules.mlp], &modules.dense_layers),
+        experts: format(2, &[&modules.experts], &modules.moe_layers),
+        shared_experts: format(3, &[&shared_block], &modules.moe_layers),
+        router: base,
+        embedding: base,
+        lm_head: base,
+    };
+    let main = if modules.moe_layers.is_empty() { &classes[1] } else { &classes[2] };
+    let inputs = group_of(main).and_then(|g| g.inputs);
+    notes.push(format!(
+        "quantization_config: {} groups with schemes of their own (mixed precision), each class of weights at its group's format ({}); GEMM inputs at {} throughout, the {} group's",
+        groups.len(),
+        weights.describe(),
+        inputs.map_or("16 bits".to_string(), |p| p.name()),
+        if modules.moe_layers.is_empty() { "MLP's" } else { "routed experts'" },
+    ));
     Ok((weights, inputs))
 }
 

@@ -38,6 +38,10 @@ pub const CHECK_STEPS: u64 = 1024;
 /// a step with prefill chunks some microseconds).
 pub const DEFAULT_MAX_STEPS: u64 = 100_000_000;
 
+/// The largest step budget a command may ask for: 10¹⁰ engine steps, hours of one core — past
+/// that a run is a mistake, not a search.
+pub const MAX_STEPS_LIMIT: u64 = 10_000_000_000;
+
 /// The input that sets a command's step budget, as errors name it.
 pub const MAX_STEPS_FIELD: &str = "max_steps";
 

@@ -1068,6 +1068,19 @@ fn check_request(prompt: u64, output: u64, capacity: Capacity, field: &str) -> R
 /// alone would, else the model.
 fn no_kv_room(sc: &Scenario, cfg: &SimConfig) -> Error {
     let blocks = |c: &SimConfig| kv_capacity_blocks(sc, c).unwrap_or(0);
+    // Room for some tokens, but not one block of them: the block is too large.
+    let tokens = blocks(&SimConfig { block_tokens: 1, ..cfg.clone() });
+    if cfg.block_tokens > 1 && tokens > 0 {
+        return Error::invalid(
+            "block",
+            cfg.block_tokens,
+            format!(
+                "tokens per KV block, at most the {} tokens the KV cache holds on the {} (engines use 16 to 256)",
+                crate::error::grouped(tokens),
+                sc.gpu.name
+            ),
+        );
+    }
     if cfg.max_batched_tokens > 1 && blocks(&SimConfig { max_batched_tokens: 1, ..cfg.clone() }) > 0 {
         return Error::invalid(
             "max_batched_tokens",

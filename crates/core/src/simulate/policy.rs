@@ -244,16 +244,27 @@ impl CudaGraphs {
         }
     }
 
+    /// Each fault named by what is wrong: no sizes or too many, a size of 0, a size not above the
+    /// one before it (the two sizes).
     fn validate(&self) -> Result<()> {
-        if let CudaGraphs::Padded(s) = self {
-            let sorted = s.windows(2).all(|w| w[0] < w[1]);
-            if s.is_empty() || s.len() > MAX_CAPTURE_SIZES || s[0] == 0 || !sorted {
-                return Err(Error::invalid(
-                    "cuda_graph_sizes",
-                    format!("{} sizes", s.len()),
-                    format!("1 to {MAX_CAPTURE_SIZES} batch sizes ≥ 1, strictly ascending"),
-                ));
-            }
+        let CudaGraphs::Padded(s) = self else { return Ok(()) };
+        let field = "cuda_graph_sizes";
+        if s.is_empty() || s.len() > MAX_CAPTURE_SIZES {
+            return Err(Error::invalid(
+                field,
+                format!("{} sizes", s.len()),
+                format!("1 to {MAX_CAPTURE_SIZES} captured batch sizes"),
+            ));
+        }
+        if s.contains(&0) {
+            return Err(Error::invalid(field, "a size of 0", "batch sizes of at least 1"));
+        }
+        if let Some(w) = s.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(Error::invalid(
+                field,
+                format!("{} then {}", w[0], w[1]),
+                "batch sizes in strictly ascending order, each once (`1,2,4,8`)",
+            ));
         }
         Ok(())
     }

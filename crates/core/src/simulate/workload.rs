@@ -405,11 +405,14 @@ fn csv_rows<T>(
             continue;
         }
         if cells.len() != columns {
-            return Err(Error::invalid(
-                field,
-                format!("line {}: {} fields", i + 1, cells.len()),
-                format!("{columns} comma-separated numbers"),
-            ));
+            let accepted = if field == "trace" {
+                format!(
+                    "{TRACE_COLUMNS} comma-separated numbers (arrival_s,prompt_tokens,output_tokens), or {PREFIXED_TRACE_COLUMNS} with prefix_id,prefix_tokens for the prefix cache, as many on every row ({columns} on the first)"
+                )
+            } else {
+                format!("{columns} comma-separated numbers")
+            };
+            return Err(Error::invalid(field, format!("line {}: {} fields", i + 1, cells.len()), accepted));
         }
         if out.len() as u64 >= super::MAX_REQUESTS {
             return Err(Error::invalid(field, "too many rows", format!("at most {}", super::MAX_REQUESTS)));
@@ -423,11 +426,23 @@ fn number<T: std::str::FromStr>(field: &str, cell: &str, line: usize, what: &str
     cell.parse::<T>().map_err(|_| Error::invalid(field, format!("line {line}: {cell:?}"), what.to_string()))
 }
 
-/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line (an optional header
-/// first). Order and values are checked by [`Arrivals::validate`].
+/// Parse a trace CSV: `arrival_s,prompt_tokens,output_tokens` per line, or with the two columns
+/// of the prefix cache, `prefix_id,prefix_tokens` ([`parse_prefixed_trace_csv`]); the first
+/// row that is not a header decides, and every row has as many. An optional header first.
+/// Order and values are checked by [`Arrivals::validate`].
 pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
-    trace_csv(text, false)
+    let first_row = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .find(|l| l.split(',').next().is_some_and(|c| c.trim().parse::<f64>().is_ok()));
+    let prefixed = first_row.is_some_and(|l| l.split(',').count() == PREFIXED_TRACE_COLUMNS);
+    trace_csv(text, prefixed)
 }
+
+/// Columns of a trace row without and with a prompt prefix.
+const TRACE_COLUMNS: usize = 3;
+const PREFIXED_TRACE_COLUMNS: usize = 5;
 
 /// Parse a trace CSV for the prefix cache: `arrival_s,prompt_tokens,output_tokens,prefix_id,
 /// prefix_tokens` per line (the prompt's first `prefix_tokens` tokens are the sequence
@@ -438,7 +453,8 @@ pub fn parse_prefixed_trace_csv(text: &str) -> Result<Vec<TraceRequest>> {
 }
 
 fn trace_csv(text: &str, prefixed: bool) -> Result<Vec<TraceRequest>> {
-    csv_rows("trace", text, if prefixed { 5 } else { 3 }, |c, line| {
+    let columns = if prefixed { PREFIXED_TRACE_COLUMNS } else { TRACE_COLUMNS };
+    csv_rows("trace", text, columns, |c, line| {
         let prefix = if prefixed {
             Some(PromptPrefix {
                 id: number("trace", c[3], line, "a whole-number prefix id")?,
@@ -606,7 +622,10 @@ mod tests {
         assert!(e.contains("line 1") && e.contains("prefix id"), "{e}");
         let e = parse_prefixed_trace_csv("0,100,5\n").unwrap_err().to_string();
         assert!(e.contains("5 comma-separated numbers"), "{e}");
-        assert!(parse_trace_csv("0,100,5,7,64\n").unwrap_err().to_string().contains("3 comma-separated"));
+        // A 5-column trace names prefixes; 4 columns is neither.
+        assert_eq!(parse_trace_csv("0,100,5,7,64\n").unwrap()[0].prefix, Some(PromptPrefix { id: 7, tokens: 64, root: None }));
+        assert!(parse_trace_csv("0,100,5,7\n").unwrap_err().to_string().contains("or 5 with prefix_id"));
+        assert!(parse_trace_csv("0,100,5\n0,100,5,7,64\n").unwrap_err().to_string().contains("line 2: 5 fields"));
         let e = parse_trace_csv("0,10\n").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
         assert!(parse_trace_csv("0,x,5\n").unwrap_err().to_string().contains("prompt tokens"));

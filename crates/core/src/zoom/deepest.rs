@@ -14,7 +14,8 @@ impl ZoomTree {
             return (v, None);
         }
         let steps = path_steps(at);
-        for keep in (0..steps.len()).rev() {
+        // No path deeper than MAX_PATH_STEPS exists: its longest prefix worth trying is that deep.
+        for keep in (0..steps.len().min(super::MAX_PATH_STEPS + 1)).rev() {
             let prefix = if keep == 0 { "model".to_string() } else { steps[..keep].join(".") };
             let Ok(view) = tree.node(&prefix) else { continue };
             let missing = steps.get(keep).map(String::as_str).unwrap_or("");
@@ -35,7 +36,7 @@ impl ZoomTree {
                 if here.is_empty() { String::new() } else { format!(" (here it holds {})", short_list(&here)) };
             let notice = format!(
                 "`{}` is not part of this scenario: {why}. Showing `{prefix}`, the deepest level of that path that is{listing}.",
-                at.trim(),
+                crate::error::echo(at.trim()),
             );
             return (view, Some(notice));
         }
@@ -82,6 +83,6 @@ fn why_missing(sc: &Scenario, tree: &ZoomTree, prefix: &str, view: &NodeView<'_>
         m if m.starts_with("layer.") => format!("`{}` has {} layers (layer.0 … layer.{})", sc.model.name, tree.model_layers, tree.model_layers.saturating_sub(1)),
         "tiles" => format!("`{}` is not cut into tiles ({})", view.path, view.leaf_reason()),
         "" => "the path is empty".into(),
-        m => format!("there is no `{m}` under `{}` here", view.path),
+        m => format!("there is no `{}` under `{}` here", crate::error::echo(m), view.path),
     }
 }

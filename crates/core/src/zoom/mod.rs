@@ -573,6 +573,14 @@ impl ZoomTree {
         let asked = path.trim();
         let fail = |accepted: Vec<String>| Error::unknown("zoom path", asked, accepted).about("path");
         let steps = path_steps(path);
+        if steps.len() > MAX_PATH_STEPS {
+            return Err(Error::invalid(
+                "zoom path",
+                crate::error::echo(asked),
+                format!("at most {MAX_PATH_STEPS} steps below the model: layer.N.block.operator.tiles"),
+            )
+            .about("path"));
+        }
         let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
         let Some((first, below)) = steps.split_first() else { return Ok(self.model_view()) };
         if let Some(i) = first.strip_prefix("layer.") {
@@ -705,6 +713,9 @@ impl ZoomTree {
         NodeView::new(path.into(), Level::Tiles, totals, children, NodeDetail::Tiles(n))
     }
 }
+
+/// Most steps a zoom path has below the model: `layer.N`, a block, an operator, `tiles`.
+pub const MAX_PATH_STEPS: usize = 4;
 
 /// The zoom path of a layer's operator: `layer.{index}.{block}.{short name}`.
 pub fn op_path(index: usize, n: &OpNode) -> String {

@@ -192,3 +192,33 @@ fn an_unknown_model_type_of_a_known_class_is_read_by_its_class() {
     assert!(m.notes.iter().any(|n| n.contains("kimi_k9") && n.contains("DeepseekV3ForCausalLM")), "{:?}", m.notes);
     assert_eq!(m.total_params(), model("moonshotai--Kimi-K2-Instruct").total_params());
 }
+
+/// A compressed-tensors checkpoint whose groups differ (`format: mixed-precision`): FP8 blocks
+/// for the attention's projections, NVFP4 for every `ffn` projection, as a re-quantised
+/// DeepSeek-V4-Flash has. Each class takes the format of the group whose targets name its
+/// modules, and the config's own groups beat the original release's `expert_dtype: fp4`.
+#[test]
+fn mixed_compressed_tensors_groups_set_each_class() {
+    use llm_ledger_core::model::CheckpointQuant;
+    let text = std::fs::read_to_string(dir().join("deepseek-ai--DeepSeek-V4-Flash/config.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let fp8 = serde_json::json!({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]});
+    let fp4 = serde_json::json!({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16});
+    v["quantization_config"] = serde_json::json!({
+        "quant_method": "compressed-tensors", "format": "mixed-precision", "ignore": [],
+        "kv_cache_scheme": null, "sparsity_config": {},
+        "config_groups": {
+            "group_0": {"targets": ["re:.*attn.*(fused_wqa_wkv|wq_b|wo_a|wo_b)$"], "weights": fp8,
+                        "input_activations": {"num_bits": 8, "type": "float", "dynamic": true}},
+            "group_1": {"targets": ["re:.*ffn.*(gate|up|down)_proj$"], "weights": fp4,
+                        "input_activations": {"num_bits": 4, "type": "float", "group_size": 16}}
+        }
+    });
+    let m = parse_config_json(&v.to_string(), "v4-mixed").unwrap();
+    let Some(CheckpointQuant::Known { weights, gemm_activations, .. }) = &m.checkpoint_quant else { panic!("{m:?}") };
+    assert_eq!(weights.attention, Precision::Fp8Block { block: 128 });
+    assert_eq!((weights.experts, weights.shared_experts), (Precision::NvFp4, Precision::NvFp4));
+    assert_eq!((weights.router, weights.embedding, weights.lm_head), (Precision::Bf16, Precision::Bf16, Precision::Bf16));
+    assert_eq!(*gemm_activations, Some(Precision::NvFp4));
+    assert!(m.notes.iter().any(|n| n.contains("2 groups with schemes of their own")), "{:?}", m.notes);
+}

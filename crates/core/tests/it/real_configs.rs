@@ -47,6 +47,15 @@ const PUBLISHED: &[(&str, u64, Option<u64>)] = &[
     ("DeepSeek-R1", 671_026_419_200, Some(37_550_000_000)),
     ("gpt-oss-20b", 20_914_757_184, Some(4_187_000_000)),
     ("gpt-oss-120b", 116_829_156_672, Some(5_712_000_000)),
+    // 2025 dense families read by `architectures`-named families of their own (SmolLM3's
+    // NoPE layers, OLMo 3's and EXAONE 4's sliding layers, Ministral 3): totals from the shapes,
+    // against the published labels 3.08B (tied), 32B, 32.0B, 123B and 24B (with a 0.4B
+    // vision tower the text model leaves out), each within 2 %.
+    ("SmolLM3-3B", 3_075_098_624, None),
+    ("Olmo-3.1-32B-Instruct", 32_233_522_176, None),
+    ("EXAONE-4.0-32B", 32_003_216_384, None),
+    ("Devstral-2-123B-Instruct-2512", 125_025_988_608, None),
+    ("Devstral-Small-2-24B-Instruct-2512", 23_572_403_200, None),
 ];
 
 #[test]
@@ -234,18 +243,22 @@ fn quantised_real_configs_keep_their_weight_storage() {
 #[test]
 fn every_quantised_config_stores_each_class_as_its_checkpoint_does() {
     use llm_ledger_core::model::CheckpointQuant;
-    use llm_ledger_core::Precision::{self, Bf16, Fp8Block, MxFp4};
+    use llm_ledger_core::Precision::{self, Bf16, Fp8, Fp8Block, MxFp4};
     let dir = configs_dir();
     // (config, attention, dense MLP, experts, shared experts): what the checkpoint's
     // safetensors hold (the FP8 Qwen stores q/k/v/o in fp8 and lists only norms, routers and
     // lm_head as unconverted; gpt-oss lists `model.layers.*.self_attn`).
     let b128 = Fp8Block { block: 128 };
-    let cases: [(&str, [Precision; 4]); 5] = [
+    // Devstral 2 is FP8 per tensor (`quant_method: fp8` without a block size), its vision tower,
+    // projector and LM head unconverted.
+    let cases: [(&str, [Precision; 4]); 7] = [
         ("DeepSeek-V3", [b128, b128, b128, b128]),
         ("DeepSeek-R1", [b128, b128, b128, b128]),
         ("Qwen3-30B-A3B-FP8", [b128, b128, b128, b128]),
         ("gpt-oss-20b", [Bf16, Bf16, MxFp4, Bf16]),
         ("gpt-oss-120b", [Bf16, Bf16, MxFp4, Bf16]),
+        ("Devstral-2-123B-Instruct-2512", [Fp8, Fp8, Fp8, Fp8]),
+        ("Devstral-Small-2-24B-Instruct-2512", [Fp8, Fp8, Fp8, Fp8]),
     ];
     let mut quantised = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {

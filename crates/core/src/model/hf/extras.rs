@@ -126,10 +126,15 @@ pub(super) fn vision_params(cfg: &HfConfig, fam: &Family, text_hidden: u64) -> R
 }
 
 /// DeepSeek-V4's `expert_dtype: fp4`: the routed experts in MXFP4 (e2m1 values, an e8m0 scale a
-/// 32), the rest as the quantisation config says.
+/// 32), the rest as the quantisation config says — DeepSeek's own release, whose `fp8`
+/// quantisation config covers the other classes. A checkpoint quantised again by a tool that
+/// names every class's format (compressed-tensors, ModelOpt) keeps the key from the original
+/// config, but its own quantisation config says what the experts are.
 pub(super) fn expert_dtype(cfg: &HfConfig, quant: Option<CheckpointQuant>) -> Result<Option<CheckpointQuant>> {
+    let requantised = matches!(&quant, Some(CheckpointQuant::Known { method, .. }) if method == "compressed-tensors" || method == "modelopt");
     match cfg.str(&["expert_dtype"])? {
         None => Ok(quant),
+        Some("fp4" | "mxfp4") if requantised => Ok(quant),
         Some("fp4" | "mxfp4") => Ok(Some(match quant {
             Some(CheckpointQuant::Known { method, weights, gemm_activations }) => CheckpointQuant::Known {
                 method,
