@@ -4,9 +4,9 @@
 //! --rate` ([`crate::plan::PlanLoadRequest`]).
 
 use crate::{CommandError, Input};
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::{Catalog, Error, Scenario, ScenarioRequest};
 use llm_ledger_report::need::{NeedInputs, NeedReport, OnGpu};
-use llm_ledger_core::stop::Stop;
 use serde::Deserialize;
 use std::sync::atomic::AtomicBool;
 

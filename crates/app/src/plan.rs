@@ -16,6 +16,7 @@ use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::check_rate;
 use llm_ledger_core::simulate::SimConfig;
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
 use llm_ledger_report::frontier::FrontierReport;
@@ -24,7 +25,6 @@ use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::Inputs;
 use rayon::prelude::*;
 use serde::Deserialize;
-use llm_ledger_core::stop::Stop;
 use std::sync::atomic::AtomicBool;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
@@ -351,7 +351,12 @@ pub fn load_inputs() -> &'static [Input] {
         Input::text("seed", Some("0"), "an integer", "seed of the arrival and length draws"),
         Input::text("prompt", Some("2048"), "as simulate's prompt", "prompt tokens"),
         Input::text("output", Some("256"), "as simulate's output", "output tokens"),
-        Input::text(MAX_STEPS_FIELD, Some("100000000"), "an integer from 1 to 10,000,000,000", "most engine steps over the search"),
+        Input::text(
+            MAX_STEPS_FIELD,
+            Some("100000000"),
+            "an integer from 1 to 10,000,000,000",
+            "most engine steps over the search",
+        ),
     ];
     INPUTS
 }

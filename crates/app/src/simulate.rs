@@ -338,7 +338,12 @@ pub fn inputs() -> &'static [Input] {
             "round-robin, random, least-outstanding or kv",
             "which replica takes an arrival (with replicas)",
         ),
-        Input::text(MAX_STEPS_FIELD, Some("100000000"), "an integer from 1 to 10,000,000,000", "most engine steps over every run"),
+        Input::text(
+            MAX_STEPS_FIELD,
+            Some("100000000"),
+            "an integer from 1 to 10,000,000,000",
+            "most engine steps over every run",
+        ),
     ];
     INPUTS
 }

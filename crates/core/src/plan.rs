@@ -287,10 +287,8 @@ fn sized(
     bisection: bool,
     stop: Stop<'_>,
 ) -> Result<Vec<std::result::Result<u64, Refused>>> {
-    let mosts: Vec<std::result::Result<u64, Refused>> = candidates
-        .par_iter()
-        .map(|sc| if stop.stopped() { Ok(0) } else { most_that_fits(sc, req) })
-        .collect();
+    let mosts: Vec<std::result::Result<u64, Refused>> =
+        candidates.par_iter().map(|sc| if stop.stopped() { Ok(0) } else { most_that_fits(sc, req) }).collect();
     stop.check()?;
     let per_layout: Vec<u64> = mosts.iter().flatten().map(|m| evaluations(req, *m, bisection)).collect();
     let total: u64 = per_layout.iter().fold(0u64, |a, n| a.saturating_add(*n));
@@ -325,7 +323,12 @@ fn sized(
     })
 }
 
-fn assess(sc: &Scenario, req: &PlanRequest, most: std::result::Result<u64, Refused>, stop: Stop<'_>) -> Result<Assessed> {
+fn assess(
+    sc: &Scenario,
+    req: &PlanRequest,
+    most: std::result::Result<u64, Refused>,
+    stop: Stop<'_>,
+) -> Result<Assessed> {
     let p = &sc.parallel;
     let step = p.ep;
     let most = match most {
@@ -482,8 +485,10 @@ pub fn frontier_within(base: &Scenario, req: &PlanRequest, stop: Stop<'_>) -> Re
                     refusal: Refusal::NoGivenBatch { max_batch: most },
                 }));
             }
-            let points =
-                batches.into_iter().map(|b| stop.check().map(|()| evaluate(sc, req, b, most))).collect::<Result<_>>()?;
+            let points = batches
+                .into_iter()
+                .map(|b| stop.check().map(|()| evaluate(sc, req, b, most)))
+                .collect::<Result<_>>()?;
             Ok(Ok(points))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -22,8 +22,8 @@ use llm_ledger_core::error::Result;
 use llm_ledger_core::memory::{at_uniform, max_batch, FitBasis, Footprint, WeightFootprint};
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan::{fewest_gpus_within, layouts, PlanPoint, PlanRequest};
-use llm_ledger_core::stop::Stop;
 use llm_ledger_core::serving::{Price, PriceSource};
+use llm_ledger_core::stop::Stop;
 use llm_ledger_core::Scenario;
 use serde::Serialize;
 

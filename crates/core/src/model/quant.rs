@@ -824,8 +824,24 @@ fn compressed_tensors_mixed(
     notes: &mut Vec<String>,
 ) -> Result<(WeightPrecisions, Option<Precision>)> {
     const PROJECTIONS: [&str; 18] = [
-        "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
-        "wq_a", "wq_b", "wkv", "wo_a", "wo_b", "fused_wqa_wkv", "in_proj", "out_proj", "dense",
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "qkv_proj",
+        "q_a_proj",
+        "q_b_proj",
+        "kv_a_proj_with_mqa",
+        "kv_b_proj",
+        "wq_a",
+        "wq_b",
+        "wkv",
+        "wo_a",
+        "wo_b",
+        "fused_wqa_wkv",
+        "in_proj",
+        "out_proj",
+        "dense",
     ];
     const FFN: [&str; 8] = ["gate_proj", "up_proj", "down_proj", "gate_up_proj", "w1", "w2", "w3", "fc1"];
     let layer_prefixes = [format!("{}.0", modules.layers), "model.layers.0".to_string(), "layers.0".to_string()];
@@ -840,7 +856,14 @@ fn compressed_tensors_mixed(
             for b in blocks {
                 for m in middle {
                     for l in leaves {
-                        out.push([p.as_str(), b, m, l].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join("."));
+                        out.push(
+                            [p.as_str(), b, m, l]
+                                .iter()
+                                .filter(|s| !s.is_empty())
+                                .copied()
+                                .collect::<Vec<_>>()
+                                .join("."),
+                        );
                     }
                 }
             }
@@ -856,16 +879,19 @@ fn compressed_tensors_mixed(
     ];
     // The group of each class: one that names its modules first, then one that targets `Linear`.
     let group_of = |candidates: &[String]| -> Option<&CtGroup> {
-        let named = |g: &&CtGroup| {
-            g.targets.iter().any(|t| t != "Linear" && candidates.iter().any(|c| names_module(t, c)))
-        };
+        let named =
+            |g: &&CtGroup| g.targets.iter().any(|t| t != "Linear" && candidates.iter().any(|c| names_module(t, c)));
         groups.iter().find(named).or_else(|| groups.iter().find(|g| g.targets.iter().any(|t| t == "Linear")))
     };
     if classes.iter().all(|c| group_of(c).is_none()) {
         let targets: Vec<String> = groups.iter().flat_map(|g| g.targets.iter().cloned()).collect();
         return Err(Error::invalid(
             "quantization_config.config_groups",
-            if targets.is_empty() { "groups without targets".to_string() } else { format!("targets {}", targets.join(", ")) },
+            if targets.is_empty() {
+                "groups without targets".to_string()
+            } else {
+                format!("targets {}", targets.join(", "))
+            },
             "groups whose `targets` name this model's modules (`Linear`, `re:` patterns or module names)",
         ));
     }

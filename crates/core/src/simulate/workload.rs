@@ -623,7 +623,10 @@ mod tests {
         let e = parse_prefixed_trace_csv("0,100,5\n").unwrap_err().to_string();
         assert!(e.contains("5 comma-separated numbers"), "{e}");
         // A 5-column trace names prefixes; 4 columns is neither.
-        assert_eq!(parse_trace_csv("0,100,5,7,64\n").unwrap()[0].prefix, Some(PromptPrefix { id: 7, tokens: 64, root: None }));
+        assert_eq!(
+            parse_trace_csv("0,100,5,7,64\n").unwrap()[0].prefix,
+            Some(PromptPrefix { id: 7, tokens: 64, root: None })
+        );
         assert!(parse_trace_csv("0,100,5,7\n").unwrap_err().to_string().contains("or 5 with prefix_id"));
         assert!(parse_trace_csv("0,100,5\n0,100,5,7,64\n").unwrap_err().to_string().contains("line 2: 5 fields"));
         let e = parse_trace_csv("0,10\n").unwrap_err().to_string();

@@ -218,7 +218,10 @@ fn mixed_compressed_tensors_groups_set_each_class() {
     let Some(CheckpointQuant::Known { weights, gemm_activations, .. }) = &m.checkpoint_quant else { panic!("{m:?}") };
     assert_eq!(weights.attention, Precision::Fp8Block { block: 128 });
     assert_eq!((weights.experts, weights.shared_experts), (Precision::NvFp4, Precision::NvFp4));
-    assert_eq!((weights.router, weights.embedding, weights.lm_head), (Precision::Bf16, Precision::Bf16, Precision::Bf16));
+    assert_eq!(
+        (weights.router, weights.embedding, weights.lm_head),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16)
+    );
     assert_eq!(*gemm_activations, Some(Precision::NvFp4));
     assert!(m.notes.iter().any(|n| n.contains("2 groups with schemes of their own")), "{:?}", m.notes);
 }
