@@ -6,6 +6,7 @@
 use crate::{CommandError, Input};
 use anyhow::{bail, Context};
 use llm_ledger_core::calibrate::{calibrate as fit, Metric, Observation, CONSTANTS};
+use llm_ledger_core::error::Text;
 use llm_ledger_core::pairs::from_pairs;
 use llm_ledger_core::scenario::{parse_u64, scenario_inputs};
 use llm_ledger_core::{Catalog, Error, ScenarioRequest};
@@ -55,6 +56,14 @@ pub fn csv_rows(file: &str, text: &str, catalog: &Catalog) -> Result<Vec<Observa
 }
 
 fn csv_observations(file: &str, text: &str, catalog: &Catalog) -> anyhow::Result<Vec<Observation>> {
+    // A byte-order mark (editors on Windows write one) is not part of the first column's name.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        bail!(
+            "invalid `{file}`: the file is empty; expected a CSV with a header line naming scenario inputs and one measurement column ({}), then a row per measurement",
+            Metric::COLUMNS.iter().map(|(n, ..)| *n).collect::<Vec<_>>().join(", ")
+        );
+    }
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(false).from_reader(text.as_bytes());
     let header: Vec<String> = reader
         .headers()
@@ -91,10 +100,18 @@ fn csv_observations(file: &str, text: &str, catalog: &Catalog) -> anyhow::Result
             bail!("invalid `{file}`: more than {MAX_ROWS} measurement rows");
         }
         let raw = &record[m];
-        let measured =
-            raw.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0).with_context(|| {
-                format!("invalid `{file}` line {line}: `{}` = {raw:?} (a positive number)", header[m])
-            })?;
+        // Each measurement inside its physical range, refused by its column (`step_ms` = 1e-308)
+        // before anything is fitted to it.
+        let range = Metric::column_range(&header[m]).expect("a measurement column has a range");
+        let measured = raw.parse::<f64>().ok().filter(|v| range.contains(*v)).with_context(|| {
+            format!(
+                "invalid `{file}` line {line}: `{}` = \"{}\" ({}: {})",
+                header[m],
+                llm_ledger_core::error::echo(raw),
+                range.what,
+                range.expected()
+            )
+        })?;
         let op = match op_column.map(|c| &record[c]).filter(|v| !v.is_empty()) {
             Some(v) => Some(v.parse().with_context(|| format!("invalid `{file}` line {line}"))?),
             None => None,
@@ -133,6 +150,23 @@ pub fn run(observations: &[Observation], label: &str, show_sources: bool) -> Res
     Ok(CalibrateReport { file: label.to_string(), calibration, written: None, show_sources })
 }
 
+/// Whether `report`'s profile may be written to a file (`out`): not when the rows determined
+/// none of its constants, for then every value in it is wherever the fit left it and applying it
+/// would move every step on no evidence. The error says what rows would determine them.
+pub fn check_writable(report: &CalibrateReport) -> Result<(), CommandError> {
+    let c = &report.calibration;
+    if c.determined.iter().any(|d| *d) {
+        return Ok(());
+    }
+    let message = Text::template("invalid `{out}`: ").plain(&format!(
+        "no profile written: the {} rows of `{}` determine none of {} (rows of one shape, or rows that repeat one another, cannot tell a scale from a per-kernel or per-step cost); measure steps of different shapes: decode at several batches and contexts (memory_scale, kernel_s), long prefills (compute_scale), whole steps or serving runs beside per-kernel rows (host_step_s)",
+        c.rows.len(),
+        report.file,
+        CONSTANTS.join(", ")
+    ));
+    Err(CommandError::Input(Error::input("out", message)))
+}
+
 /// A file's name without its folders, for the table's source column.
 pub fn short_name(file: &str) -> String {
     Path::new(file).file_name().map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned())
@@ -163,9 +197,50 @@ mod tests {
         };
         assert!(e("batch,ctx\n1,2\n").starts_with("invalid `m.csv`: the header needs exactly one measurement column"));
         assert!(e("batch,step_ms,colour\n1,2,red\n").starts_with("unknown column `colour` in `m.csv`; accepted:"));
-        assert_eq!(e("batch,step_ms\n1,-2\n"), "invalid `m.csv` line 2: `step_ms` = \"-2\" (a positive number)");
+        assert_eq!(
+            e("batch,step_ms\n1,-2\n"),
+            "invalid `m.csv` line 2: `step_ms` = \"-2\" (a step time in milliseconds, 1 µs to 1 hour: a number in [0.001, 3.6e6])"
+        );
+        // Physical ranges, by the column's unit: 1e-308 ms once ended in "internal error:
+        // non-finite value".
+        assert_eq!(
+            e("batch,step_ms\n1,1e-308\n"),
+            "invalid `m.csv` line 2: `step_ms` = \"1e-308\" (a step time in milliseconds, 1 µs to 1 hour: a number in [0.001, 3.6e6])"
+        );
+        assert_eq!(
+            e("batch,tokens_per_s\n1,1e308\n"),
+            "invalid `m.csv` line 2: `tokens_per_s` = \"1e308\" (a throughput in tokens per second: a number in [0.001, 1e15])"
+        );
+        assert!(e("batch,step_s\n1,3601\n")
+            .contains("`step_s` = \"3601\" (a step time in seconds, 1 µs to 1 hour: a number in [1e-6, 3600])"));
+        assert!(e("op,op_us\nq_proj,1e-4\n").contains("(one kernel's time in microseconds, 1 ns to 1 hour"));
+        // A byte-order mark is not part of the header; an empty file says what it should hold.
+        assert_eq!(csv_rows("m.csv", "\u{feff}batch,step_ms\n1,7.5\n", &c).unwrap().len(), 1);
+        assert!(e("").starts_with("invalid `m.csv`: the file is empty; expected a CSV with a header line"));
         let many = format!("step_ms\n{}", "1\n".repeat(MAX_ROWS + 1));
         assert_eq!(e(&many), format!("invalid `m.csv`: more than {MAX_ROWS} measurement rows"));
+    }
+
+    /// Four identical rows determine no constant: the report is shown, but no profile is
+    /// written from it (it moved every step 12.7 → 15.0 ms with no note); one determined constant
+    /// is enough to write one.
+    #[test]
+    fn a_profile_that_determines_nothing_is_not_written() {
+        let c = Catalog::builtin();
+        let rows = csv_rows("same.csv", "batch,ctx,tpot_ms\n4,2048,8\n4,2048,8\n4,2048,8\n4,2048,8\n", &c).unwrap();
+        let report = run(&rows, "same.csv", false).unwrap();
+        assert_eq!(report.calibration.determined, [false; 4]);
+        let e = check_writable(&report).unwrap_err();
+        assert_eq!(e.field(), Some("out"));
+        let message = e.to_string();
+        assert!(
+            message.starts_with("invalid `out`: no profile written: the 4 rows of `same.csv` determine none of memory_scale, compute_scale, kernel_s, host_step_s"),
+            "{message}"
+        );
+        let text = "batch,ctx,step_ms\n1,2048,7.3\n8,1024,7.6\n4,8192,8.4\n16,512,7.9\n2,4096,7.9\n";
+        let report = run(&csv_rows("m.csv", text, &c).unwrap(), "m.csv", false).unwrap();
+        assert!(report.calibration.determined[0], "{:?}", report.calibration);
+        assert!(check_writable(&report).is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::simulate::workload::check_rate;
-use llm_ledger_core::simulate::SimConfig;
+use llm_ledger_core::simulate::{Budget, SimConfig};
 use llm_ledger_core::stop::Stop;
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
@@ -216,12 +216,26 @@ impl PlanLoadRequest {
         files: Files<'_>,
         cancel: Option<&AtomicBool>,
     ) -> Result<ServingPlanReport> {
-        let search = self.search(sc, s, checked, max_gpus, files)?;
         let budget = budget(self.max_steps.as_deref(), cancel)?;
-        search.search.admit(&budget)?;
+        self.report_within(sc, s, checked, max_gpus, files, &budget)
+    }
+
+    /// [`PlanLoadRequest::report`] under a budget the caller made from `max_steps`
+    /// ([`budget`]) and holds, to watch its steps as the simulations take them.
+    pub fn report_within(
+        &self,
+        sc: &Scenario,
+        s: &Serving,
+        checked: (f64, f64),
+        max_gpus: u64,
+        files: Files<'_>,
+        budget: &Budget,
+    ) -> Result<ServingPlanReport> {
+        let search = self.search(sc, s, checked, max_gpus, files)?;
+        search.search.admit(budget)?;
         let assessed = (0..search.search.len())
             .into_par_iter()
-            .map(|j| search.search.assess(j, &budget))
+            .map(|j| search.search.assess(j, budget))
             .collect::<Result<Vec<_>, Error>>()?;
         search.report(assessed)
     }

@@ -732,7 +732,19 @@ pub fn run(
     cancel: Option<&AtomicBool>,
 ) -> Result<SimRun> {
     let budget = budget(args.max_steps.as_deref(), cancel)?;
-    args.resolve(sc, files)?.run(sc, &budget, single)
+    run_within(sc, args, files, single, &budget)
+}
+
+/// [`run`] under a budget the caller made from `max_steps` ([`budget`]) and holds, to watch its
+/// steps as the runs take them (the CLI's progress line).
+pub fn run_within(
+    sc: &Scenario,
+    args: &SimRequest,
+    files: Files<'_>,
+    single: Option<SingleRun<'_>>,
+    budget: &Budget,
+) -> Result<SimRun> {
+    args.resolve(sc, files)?.run(sc, budget, single)
 }
 
 impl Resolved {

@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod inputs;
 mod interrupt;
+mod progress;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind as UsageErrorKind};
 use clap::{CommandFactory, FromArgMatches};

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::fit::{fit, Fitted, Parameter};
 use crate::kinds::OpKind;
 use crate::ledger::{summarise, Ledger};
+use crate::limits::{self, Range};
 use crate::scenario::Scenario;
 use crate::workload::Phase;
 use serde::Serialize;
@@ -49,6 +50,21 @@ impl Metric {
         ("op_ms", Metric::OpS, 1e-3),
         ("op_us", Metric::OpS, 1e-6),
     ];
+
+    /// The physical range of a measurement given in the column `name` (one of [`Metric::COLUMNS`]),
+    /// in the column's unit: a step, a TPOT or a TTFT between 1 µs and one hour (the range of
+    /// `measure --step-ms`, [`limits::STEP_MS`], and of `--tpot-ms`, [`limits::TPOT_MS`]), a
+    /// throughput in [`limits::TOKENS_PER_S`], one kernel between 1 ns and one hour. A value
+    /// outside is not a measurement of a GPU step (a unit mixed up, a typo) and is refused by the
+    /// column's name before anything is fitted to it. `None` for a name that is not a column.
+    pub fn column_range(name: &str) -> Option<Range> {
+        COLUMN_RANGES.iter().find(|r| r.name == name).copied()
+    }
+
+    /// [`Metric::column_range`] in SI units (seconds, or tokens per second).
+    pub fn si_range(self) -> Range {
+        Metric::column_range(self.name()).expect("every metric has an SI column")
+    }
 
     /// The metric's name in SI units (`tokens_per_s`, `tpot_s`), as in JSON.
     pub fn name(self) -> &'static str {
@@ -88,6 +104,35 @@ impl Metric {
         }
     }
 }
+
+/// A measurement column's physical range ([`Metric::column_range`]).
+const fn column(name: &'static str, min: f64, max: f64, what: &'static str) -> Range {
+    Range { name, min, min_open: false, max, what, given_as: "calibrate measurement column" }
+}
+
+/// Each measurement column's range, in its unit ([`Metric::column_range`]).
+const COLUMN_RANGES: [Range; 10] = [
+    column("step_s", 1e-6, 3600.0, "a step time in seconds, 1 µs to 1 hour"),
+    column("step_ms", limits::STEP_MS.min, limits::STEP_MS.max, "a step time in milliseconds, 1 µs to 1 hour"),
+    column("tokens_per_s", limits::TOKENS_PER_S.min, limits::TOKENS_PER_S.max, "a throughput in tokens per second"),
+    column("tpot_s", 1e-6, 3600.0, "a time per output token in seconds, 1 µs to 1 hour"),
+    column(
+        "tpot_ms",
+        limits::TPOT_MS.min,
+        limits::TPOT_MS.max,
+        "a time per output token in milliseconds, 1 µs to 1 hour",
+    ),
+    column("ttft_s", 1e-6, 3600.0, "a time to first token in seconds, 1 µs to 1 hour"),
+    column(
+        "ttft_ms",
+        limits::STEP_MS.min,
+        limits::STEP_MS.max,
+        "a time to first token in milliseconds, 1 µs to 1 hour",
+    ),
+    column("op_s", 1e-9, 3600.0, "one kernel's time in seconds, 1 ns to 1 hour"),
+    column("op_ms", 1e-6, 3.6e6, "one kernel's time in milliseconds, 1 ns to 1 hour"),
+    column("op_us", 1e-3, 3.6e9, "one kernel's time in microseconds, 1 ns to 1 hour"),
+];
 
 impl FromStr for Metric {
     type Err = Error;
@@ -179,6 +224,14 @@ pub const HOST_STEP_START_S: f64 = 1e-6;
 /// prefill step; an error names the row (1-based, as in the file's data lines).
 pub fn calibrate(observations: &[Observation]) -> Result<Calibration> {
     for (i, o) in observations.iter().enumerate() {
+        let range = o.metric.si_range();
+        if !range.contains(o.measured) {
+            return Err(Error::invalid(
+                format!("row {}", i + 1),
+                format!("{} = {}", range.name, crate::error::compact_f64(o.measured)),
+                format!("{}: a number in {}", range.what, range.interval()),
+            ));
+        }
         if o.scenario.effective_clock().is_roofline() {
             return Err(Error::invalid(
                 format!("row {}", i + 1),
@@ -418,6 +471,33 @@ mod tests {
         let mut r = rows(Profile::IDENTITY);
         r[0].op = Some(OpKind::QProj);
         assert!(calibrate(&r).unwrap_err().to_string().contains("row 1"));
+    }
+
+    /// A measurement outside its physical range (1e-308 s, 10³⁰⁸ tokens/s) is refused by its row
+    /// before the fit, where it once ended in `internal error: non-finite value`; one inside it
+    /// however far from the clock (an hour per step) fits, its constants at their bounds.
+    #[test]
+    fn measurements_outside_their_physical_range_are_refused_by_row() {
+        let mut r = rows(Profile::IDENTITY);
+        r[1].measured = 1e-308;
+        let e = calibrate(&r).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid `row 2`: step_s = 1e-308 (a step time in seconds, 1 µs to 1 hour: a number in [1e-6, 3600])"
+        );
+        let mut r = rows(Profile::IDENTITY);
+        r[2].measured = 1e308;
+        let e = calibrate(&r).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `row 3`: tokens_per_s = 1e308 (a throughput in tokens per second"), "{e}");
+        let mut r = rows(Profile::IDENTITY);
+        for o in &mut r {
+            o.measured = if o.metric == Metric::TokensPerS { 1e-3 } else { 3600.0 };
+        }
+        let c = calibrate(&r).unwrap();
+        assert!(c.profile.memory_scale <= crate::clock::profile::SCALE_RANGE.1, "{c:?}");
+        assert_eq!(Metric::column_range("op_us").unwrap().interval(), "[0.001, 3.6e9]");
+        assert_eq!(Metric::column_range("tpot_ms").unwrap().interval(), limits::TPOT_MS.interval());
+        assert_eq!(Metric::column_range("step_ms").unwrap().interval(), limits::STEP_MS.interval());
     }
 
     #[test]

@@ -194,7 +194,8 @@ pub fn fit(params: &[Parameter], measured: &[f64], predict: impl Fn(&[f64], usiz
         .collect();
     Ok(Fitted {
         names: params.iter().map(|p| p.name.clone()).collect(),
-        values: phi.iter().map(|v| v.exp()).collect(),
+        // `exp(ln max)` can land an ulp past `max`: a constant is reported inside its bounds.
+        values: phi.iter().zip(params).map(|(v, p)| v.exp().clamp(p.min, p.max)).collect(),
         relative_std_errors,
         determined,
         log_residuals: r,
@@ -391,6 +392,18 @@ mod tests {
         assert!((f.values[1] / truth[1] - 1.0).abs() < 0.03, "{:?}", f.values);
         assert!(f.weights[5] < 0.1, "{:?}", f.weights);
         assert!(f.relative_std_errors.iter().all(|e| e.is_finite() && *e < 0.05), "{:?}", f.relative_std_errors);
+    }
+
+    /// Measurements 10¹⁰ times the prediction drive a scale to its bound; the value reported is
+    /// the bound itself, never `exp(ln max)` an ulp past it (which the profile's own check refused
+    /// as `invalid `memory_scale`: 10.000000000000002`).
+    #[test]
+    fn a_constant_pinned_at_its_bound_is_reported_inside_it() {
+        let p = [Parameter { name: "scale".into(), start: 1.0, min: 0.1, max: 10.0 }];
+        let f = fit(&p, &[1e10, 1e10], |t, _| t[0]).unwrap();
+        assert_eq!(f.values, [10.0]);
+        let f = fit(&p, &[1e-10, 1e-10], |t, _| t[0]).unwrap();
+        assert!((0.1..=0.1 * (1.0 + 1e-12)).contains(&f.values[0]), "{:?}", f.values);
     }
 
     #[test]

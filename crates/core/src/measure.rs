@@ -15,7 +15,9 @@
 //! there before buying hardware. Above 100 % the measurement is faster than the hardware allows
 //! for the ledger's bytes or FLOPs: an input (precision, batch, context, GPU) does not match.
 
+use crate::error::{compact_f64, Error, Result};
 use crate::ledger::summarise;
+use crate::limits;
 use crate::scenario::Scenario;
 use crate::serving::Measured;
 use serde::Serialize;
@@ -64,6 +66,41 @@ pub struct Utilisation {
 }
 
 impl Utilisation {
+    /// [`Utilisation::of`], with the step the measurement implies checked against the physical
+    /// range of a measured step ([`limits::STEP_MS`], 1 µs to one hour): a throughput in range
+    /// (`tokens_per_s` up to 10¹⁵) may still imply a step of a femtosecond for a small batch, or
+    /// of days for a huge one, and the MBU it gives is then no reading of a GPU. The error names
+    /// the input the user gave (`tokens_per_s`, `step_ms`) and the throughputs this step's tokens
+    /// allow.
+    pub fn checked(sc: &Scenario, measured: Measured) -> Result<Utilisation> {
+        let (lo, hi) = (limits::STEP_MS.min / 1e3, limits::STEP_MS.max / 1e3);
+        match measured {
+            Measured::StepTime(t) if !(lo..=hi).contains(&t) => {
+                return Err(Error::invalid("step_ms", compact_f64(t * 1e3), limits::STEP_MS.expected()))
+            }
+            Measured::TokensPerS(r) => {
+                let tokens = sc.workload.step_tokens();
+                let t = tokens / r;
+                if !(t.is_finite() && (lo..=hi).contains(&t)) {
+                    return Err(Error::invalid(
+                        "tokens_per_s",
+                        compact_f64(r),
+                        format!(
+                            "a throughput whose step of {} tokens takes between 1 µs and 1 hour: a number in [{}, {}] here; {} would be a step of {} s",
+                            three_digits(tokens),
+                            three_digits(tokens / hi),
+                            three_digits(tokens / lo),
+                            compact_f64(r),
+                            three_digits(t)
+                        ),
+                    ));
+                }
+            }
+            Measured::StepTime(_) => {}
+        }
+        Ok(Utilisation::of(sc, measured))
+    }
+
     /// Read a measurement of the scenario's step.
     pub fn of(sc: &Scenario, measured: Measured) -> Utilisation {
         let s = summarise(sc);
@@ -96,6 +133,11 @@ impl Utilisation {
     }
 }
 
+/// `x` to three significant digits, compactly (`2.78e-4`, `1e6`).
+fn three_digits(x: f64) -> String {
+    compact_f64(format!("{x:.2e}").parse().unwrap_or(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +165,23 @@ mod tests {
         assert_eq!(u.bytes, 15_277_752_320.0);
         assert_eq!(format!("{:.3}", u.mbu), "0.456");
         assert_eq!(u.reading, Reading::Overhead);
+    }
+
+    /// A throughput inside `--tokens-per-s`'s range whose step is not one a GPU takes (10¹⁵
+    /// tokens/s at batch 1: a femtosecond step, an MBU of 10¹⁰ %) is refused by the input given.
+    #[test]
+    fn a_throughput_implying_an_unphysical_step_is_refused() {
+        let s = seed("1");
+        let e = Utilisation::checked(&s, Measured::TokensPerS(1e15)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid `tokens_per_s`: 1e15 (a throughput whose step of 1 tokens takes between 1 µs and 1 hour: a number in [2.78e-4, 1e6] here; 1e15 would be a step of 1e-15 s)"
+        );
+        let e = Utilisation::checked(&seed("1073741824"), Measured::TokensPerS(1e-3)).unwrap_err().to_string();
+        assert!(e.starts_with("invalid `tokens_per_s`: 0.001 (a throughput whose step of 1.07e9 tokens"), "{e}");
+        assert!(Utilisation::checked(&s, Measured::StepTime(1e-300)).unwrap_err().to_string().contains("`step_ms`"));
+        let ok = Utilisation::checked(&s, Measured::TokensPerS(133.0)).unwrap();
+        assert_eq!(ok, Utilisation::of(&s, Measured::TokensPerS(133.0)));
     }
 
     #[test]

@@ -236,8 +236,12 @@ fn header_note(
     s
 }
 
-/// Largest GGUF header read, bytes (a 256k-token vocabulary with its merges is about 10 MB).
-const MAX_GGUF_HEADER_BYTES: u64 = 256 << 20;
+/// Largest GGUF header read, bytes: 64 MiB, six times the largest real one (a 256k-token
+/// vocabulary with its merges is about 10 MB). The header is read whole before it is parsed, and
+/// a string or array in it may declare a length up to the file's size, bytes that are present (a
+/// sparse file reads as zeros): the cap bounds what one declared length can make this process
+/// read and hold (one 200 MB metadata key in a 300 MB sparse file once took 1.35 GB and 110 s).
+const MAX_GGUF_HEADER_BYTES: u64 = 64 << 20;
 
 /// The model of a GGUF file, from its header alone (read in growing pieces until the header
 /// ends), named by its path, with a note giving the exact stored weight bytes.
@@ -288,6 +292,87 @@ pub fn gguf_model(path: &Path) -> Result<ModelSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    /// The system allocator, counting each thread's live bytes and their peak, so that a test can
+    /// say how much one call held at most.
+    struct Counting;
+
+    thread_local! {
+        static LIVE: Cell<usize> = const { Cell::new(0) };
+        static PEAK: Cell<usize> = const { Cell::new(0) };
+    }
+
+    // SAFETY: every call is forwarded to `System` unchanged; the counters are plain thread-local
+    // cells that allocate nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = LIVE.try_with(|l| {
+                l.set(l.get() + layout.size());
+                let _ = PEAK.try_with(|p| p.set(p.get().max(l.get())));
+            });
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            let _ = LIVE.try_with(|l| l.set(l.get().saturating_sub(layout.size())));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// `f`'s result and the most bytes this thread held above what it held before.
+    fn peak_bytes<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        let before = LIVE.with(Cell::get);
+        PEAK.with(|p| p.set(before));
+        let out = f();
+        (out, PEAK.with(Cell::get) - before)
+    }
+
+    /// A GGUF v3 header declaring `tensors` tensors and `entries` metadata entries, the first
+    /// with a key of `key_bytes` bytes.
+    fn gguf_declaring(tensors: u64, entries: u64, key_bytes: u64) -> Vec<u8> {
+        let mut h = b"GGUF".to_vec();
+        h.extend(3u32.to_le_bytes());
+        h.extend(tensors.to_le_bytes());
+        h.extend(entries.to_le_bytes());
+        h.extend(key_bytes.to_le_bytes());
+        h
+    }
+
+    /// Counts and lengths a header declares are checked before anything is read or held by them:
+    /// a 96-byte file declaring 2²⁰ tensors, 2²⁰ entries and a 2⁴⁰-byte key is refused at once,
+    /// and a 300 MB sparse file whose first key declares 200 MB (bytes that are there, as zeros)
+    /// is refused by the header cap before it is read, where it once took 1.35 GB and 110 s.
+    #[test]
+    fn a_gguf_header_declaring_huge_counts_is_refused_without_holding_them() {
+        let dir = std::env::temp_dir().join(format!("llm-ledger-gguf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let small = dir.join("huge-counts.gguf");
+        let mut bytes = gguf_declaring(1 << 20, 1 << 20, 1 << 40);
+        bytes.resize(96, 0);
+        std::fs::write(&small, &bytes).unwrap();
+        let (e, peak) = peak_bytes(|| format!("{:#}", gguf_model(&small).unwrap_err()));
+        assert!(e.contains("invalid `metadata key`: 1099511627776 bytes at offset 32"), "{e}");
+        assert!(peak < 64 << 10, "{peak} bytes held for a 96-byte file");
+
+        let sparse = dir.join("sparse-key.gguf");
+        let f = std::fs::File::create(&sparse).unwrap();
+        std::io::Write::write_all(&mut &f, &gguf_declaring(0, 1, 200 << 20)).unwrap();
+        f.set_len(300 << 20).unwrap();
+        drop(f);
+        let started = std::time::Instant::now();
+        let (e, peak) = peak_bytes(|| format!("{:#}", gguf_model(&sparse).unwrap_err()));
+        assert!(e.ends_with("sparse-key.gguf`: the header is larger than the 64 MiB limit"), "{e}");
+        assert!(peak < 8 << 20, "{peak} bytes held for a header that declares 200 MB");
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Shards past the checkpoint's tensor cap are refused as they are read (each shard's tensors
     /// dropped once summed), where 64 shards of 100,000 tensors once took 1.37 GB.

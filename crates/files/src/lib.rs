@@ -277,9 +277,18 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
         let message = Text::template("invalid `{revision}`: given without a Hub repo id as `{model}`");
         return Err(Error::input("revision", message).into());
     }
+    // Constants the profile's own fit could not determine are said beside every result.
+    let mut profile_note = None;
     if let Some(p) = &args.profile {
-        let profile =
-            Profile::from_toml(&read_text(Path::new(p), "profile")?).with_context(|| format!("in profile `{p}`"))?;
+        let text = read_text(Path::new(p), "profile")?;
+        let profile = Profile::from_toml(&text).with_context(|| format!("in profile `{p}`"))?;
+        let undetermined = Profile::undetermined_in(&text);
+        if !undetermined.is_empty() {
+            profile_note = Some(format!(
+                "profile `{p}`: {} not determined by the rows it was fitted on (the fit's values, not measurements)",
+                undetermined.join(", ")
+            ));
+        }
         req.profile = Some(Loaded(Arc::new(profile)));
     }
     if let Some(g) = req.gpu.clone().filter(|g| looks_like_path(g)) {
@@ -303,5 +312,9 @@ pub fn scenario(mut req: ScenarioRequest, args: &FileInputs) -> Result<Scenario>
             parse_expert_loads_csv(&read_text(Path::new(f), "expert loads")?).with_context(|| format!("in `{f}`"))?,
         );
     }
-    Ok(req.resolve(&catalog)?)
+    let mut sc = req.resolve(&catalog)?;
+    if let Some(note) = profile_note {
+        Arc::make_mut(&mut sc.model).notes.push(note);
+    }
+    Ok(sc)
 }

@@ -7,8 +7,9 @@ use crate::inputs::{catalog, check_outputs, input_files, read_text};
 use anyhow::{bail, Context, Result};
 use llm_ledger_app::calibrate;
 use llm_ledger_core::calibrate::{Metric, Observation};
-use llm_ledger_core::ScenarioRequest;
-use llm_ledger_files::benchmarks::{self, Format, Run};
+use llm_ledger_core::scenario::Loaded;
+use llm_ledger_core::{Catalog, ScenarioRequest};
+use llm_ledger_files::benchmarks::{self, Format, Run, StatedModel};
 use llm_ledger_files::FileInputs;
 use llm_ledger_report::{Format as OutputFormat, Report};
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
             json => {
                 let runs = benchmarks::runs(file, text, *json)?;
                 for run in &runs {
-                    observations.extend(run_rows(file, run, &flags, batch)?);
+                    observations.extend(run_rows(file, run, &flags, batch, &catalog)?);
                 }
             }
         }
@@ -61,6 +62,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
     let show_sources = args.files.len() > 1 || !benchmark_files.is_empty();
     let mut report = calibrate::run(&observations, &args.files.join(", "), show_sources)?;
     if let Some(out) = &args.out {
+        calibrate::check_writable(&report)?;
         llm_ledger_files::output::write(Path::new(out), "the profile", report.profile_toml().as_bytes())?;
         report.written = Some(out.clone());
     }
@@ -69,13 +71,24 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<String> {
 
 /// The observations of one benchmark run: each measurement on the step it describes
 /// (`llm_ledger_files::benchmarks`, "What a run becomes"), the flags winning over what the file
-/// states.
-fn run_rows(file: &str, run: &Run, flags: &ScenarioArgs, batch: Option<u64>) -> Result<Vec<Observation>> {
+/// states. The file's model is taken only as a preset of `catalog` or a Hub repo id
+/// ([`benchmarks::stated_model`]), never as a path.
+fn run_rows(
+    file: &str,
+    run: &Run,
+    flags: &ScenarioArgs,
+    batch: Option<u64>,
+    catalog: &Catalog,
+) -> Result<Vec<Observation>> {
     let at = format!("`{file}` record {}", run.record);
     let mut base = flags.request();
     let model_from_file = base.model.is_none() && run.model.is_some();
     if base.model.is_none() {
-        base.model = run.model.as_ref().map(|(m, _)| m.clone());
+        match benchmarks::stated_model(file, run, catalog, flags.revision.as_deref())? {
+            Some(StatedModel::Preset(spec)) => base.model_file = Some(Loaded(spec)),
+            Some(StatedModel::Hub(id)) => base.model = Some(id),
+            None => {}
+        }
     }
     base.engine = base.engine.or(run.engine.map(str::to_string));
     base.tp = base.tp.or(run.tp.filter(|n| *n > 1).map(|n| n.to_string()));

@@ -20,7 +20,7 @@ pub fn measure(args: &MeasureArgs) -> Result<String> {
         .resolve(&sc)?
         .measured
         .ok_or_else(|| Error::invalid("step_ms", "none given", "--step-ms or --tokens-per-s"))?;
-    Ok(MeasureReport::new(&sc, Utilisation::of(&sc, measured)).render(format)?)
+    Ok(MeasureReport::new(&sc, Utilisation::checked(&sc, measured)?).render(format)?)
 }
 
 /// Below or above the crossover, and the levers ranked.

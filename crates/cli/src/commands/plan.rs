@@ -20,7 +20,10 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         let sc = super::scenario(&args.base(), "plan")?;
         let s = req.serving(&sc)?;
         let files = super::simulate::FILES;
-        return Ok(load.report(&sc, &s, checked, max_gpus, files, Some(crate::interrupt::flag()))?.render(format)?);
+        let budget = llm_ledger_app::simulate::budget(load.max_steps.as_deref(), Some(crate::interrupt::flag()))?;
+        let report =
+            crate::progress::steps(&budget, || load.report_within(&sc, &s, checked, max_gpus, files, &budget))?;
+        return Ok(report.render(format)?);
     }
     load.check_static()?;
     let sc = super::scenario(&args.base(), "plan")?;

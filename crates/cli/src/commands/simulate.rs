@@ -75,7 +75,10 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
         |cfg: &SimConfig, budget: &Budget| traced(&sc, cfg, budget, args.trace_out.as_deref().unwrap_or_default());
     let single: Option<llm_ledger_app::simulate::SingleRun<'_>> =
         args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig, &Budget) -> Result<Simulation>));
-    let sim = llm_ledger_app::simulate::run(&sc, &args.sim(), FILES, single, Some(crate::interrupt::flag()))?;
+    let req = args.sim();
+    let budget = llm_ledger_app::simulate::budget(req.max_steps.as_deref(), Some(crate::interrupt::flag()))?;
+    let sim =
+        crate::progress::steps(&budget, || llm_ledger_app::simulate::run_within(&sc, &req, FILES, single, &budget))?;
     if let Some(path) = &args.plot {
         inputs::write_svg(path, &sim.chart().svg(PlotSize::default())?)?;
     }

@@ -1,7 +1,7 @@
 //! `llm-ledger calibrate`: a CSV of measurements in, fitted constants and a profile out, and the
 //! profile read back with `--profile`.
 
-use crate::harness::{fails, json, ok, temp_file};
+use crate::harness::{cli, fails, json, ok, temp_file};
 use std::path::Path;
 
 /// The ledger's expected step time of a decode step, seconds.
@@ -53,7 +53,11 @@ fn bad_measurement_files_are_one_line_errors() {
         ("cal-none.csv", "model,batch\nllama-3-8b,1\n", "exactly one measurement column"),
         ("cal-two.csv", "batch,step_ms,tpot_ms\n1,5,5\n", "exactly one measurement column"),
         ("cal-unknown.csv", "batch,speed,step_ms\n1,2,5\n", "unknown column `speed`"),
-        ("cal-neg.csv", "batch,step_ms\n1,-5\n2,5\n3,5\n", "line 2: `step_ms` = \"-5\" (a positive number)"),
+        (
+            "cal-neg.csv",
+            "batch,step_ms\n1,-5\n2,5\n3,5\n",
+            "line 2: `step_ms` = \"-5\" (a step time in milliseconds, 1 µs to 1 hour: a number in [0.001, 3.6e6])",
+        ),
         ("cal-few.csv", "batch,step_ms\n1,5\n2,5\n3,5\n", "3 measurement rows (at least 4"),
         ("cal-gpu.csv", "gpu,step_ms\nh900,5\nh100-sxm,5\nh100-sxm,6\nh100-sxm,7\n", "line 2"),
         ("cal-phase.csv", "phase,ttft_ms\ndecode,5\nprefill,5\nprefill,6\nprefill,7\n", "row 1"),
@@ -248,7 +252,7 @@ fn bad_benchmark_files_are_one_line_errors_and_write_nothing() {
             with("mean_tpot_ms", 0.into()).replace("\"mean_tpot_ms\":0", "\"mean_tpot_ms\":NaN"),
             "record 2: `mean_tpot_ms` = NaN",
         ),
-        ("bench-negative.json", with("mean_ttft_ms", (-3.0).into()), "record 2: `mean_ttft_ms` = -3.0"),
+        ("bench-negative.json", with("mean_ttft_ms", (-3.0).into()), "record 2: `mean_ttft_ms` = -3 (a time to first"),
         (
             "bench-concurrency.json",
             with("max_concurrency", serde_json::Value::Null),
@@ -283,4 +287,152 @@ fn bad_benchmark_files_are_one_line_errors_and_write_nothing() {
     assert!(e.contains("scenario flags") && e.contains("a CSV states each row's scenario"), "{e}");
     // The same run twice plus a CSV's rows is a fit.
     ok(&["calibrate", &file, &csv, "--gpu", "h100-sxm", "--model", "llama-3-8b"]);
+}
+
+/// A vLLM `benchmark_serving.py` record of a run of llama-3-8b at concurrency 4, `key` set to
+/// `value` (the JSON text) unless `key` is empty.
+fn vllm_record(key: &str, value: &str) -> String {
+    let mut v = serde_json::json!({
+        "backend": "vllm", "model_id": "llama-3-8b", "completed": 10, "total_input_tokens": 5120,
+        "total_output_tokens": 1280, "max_concurrency": 4, "mean_ttft_ms": 30.0, "mean_tpot_ms": 8.0,
+        "output_throughput": 480.0,
+    });
+    if !key.is_empty() {
+        v[key] = serde_json::from_str(value).unwrap();
+    }
+    v.to_string()
+}
+
+/// Three identical benchmark records determine none of the four constants: the fit is shown, but
+/// `--out` writes no profile (it was written, and `--profile` then moved a step 12.7 → 15.0 ms
+/// with no note); the one line says why and what rows would determine them.
+#[test]
+fn a_calibration_that_determines_nothing_writes_no_profile() {
+    let record = vllm_record("", "");
+    let file = temp_file("cal-same-runs.jsonl", format!("{record}\n{record}\n{record}\n").as_bytes());
+    let out = temp_file("cal-same-profile.toml", b"");
+    std::fs::remove_file(&out).unwrap();
+    let v = json(&["calibrate", &file, "--gpu", "h100-sxm", "--format", "json"]);
+    assert_eq!(v["determined"], serde_json::json!([false, false, false, false]), "{v}");
+    let e = fails(&["calibrate", &file, "--gpu", "h100-sxm", "--out", &out]);
+    assert!(
+        e.starts_with("error: invalid `--out`: no profile written: the 9 rows of `")
+            && e.contains("determine none of memory_scale, compute_scale, kernel_s, host_step_s")
+            && e.contains("measure steps of different shapes: decode at several batches and contexts"),
+        "{e}"
+    );
+    assert!(!Path::new(&out).exists(), "nothing written");
+}
+
+/// Each measurement has a physical range, refused by the field the user gave (a CSV column, a
+/// benchmark field, a flag): 1e-308 ms once ended in "internal error: non-finite value".
+#[test]
+fn measurements_outside_their_physical_range_are_refused_by_their_field() {
+    for (name, csv, want) in [
+        (
+            "cal-tiny.csv",
+            "batch,step_ms\n1,1e-308\n2,5\n4,6\n8,7\n",
+            "line 2: `step_ms` = \"1e-308\" (a step time in milliseconds, 1 µs to 1 hour: a number in [0.001, 3.6e6])",
+        ),
+        (
+            "cal-huge.csv",
+            "batch,tokens_per_s\n1,1e308\n2,5\n4,6\n8,7\n",
+            "line 2: `tokens_per_s` = \"1e308\" (a throughput in tokens per second: a number in [0.001, 1e15])",
+        ),
+    ] {
+        let e = fails(&["calibrate", &temp_file(name, csv.as_bytes())]);
+        assert!(e.contains(want) && !e.contains("internal error"), "{name}: {e}");
+    }
+    for (key, value, want) in [
+        ("mean_tpot_ms", "1e-308", "record 1: `mean_tpot_ms` = 1e-308 (a time per output token in milliseconds, 1 µs to 1 hour: a number in [0.001, 3.6e6])"),
+        ("output_throughput", "1e308", "record 1: `output_throughput` = 1e308 (a throughput in tokens per second: a number in [0.001, 1e15])"),
+    ] {
+        let file = temp_file(&format!("cal-range-{key}.json"), vllm_record(key, value).as_bytes());
+        let e = fails(&["calibrate", &file, "--gpu", "h100-sxm"]);
+        assert!(e.contains(want), "{key}: {e}");
+    }
+    let e = fails(&["measure", "--step-ms", "1e-308"]);
+    assert_eq!(e, "error: invalid `--step-ms`: 1e-308 (a number in [0.001, 3.6e6])");
+    // In --tokens-per-s's range, but a femtosecond step at batch 1.
+    let e = fails(&["measure", "--batch", "1", "--tokens-per-s", "1e15"]);
+    assert!(
+        e.starts_with(
+            "error: invalid `--tokens-per-s`: 1e15 (a throughput whose step of 1 tokens takes between 1 µs and 1 hour"
+        ),
+        "{e}"
+    );
+    ok(&["measure", "--batch", "1", "--tokens-per-s", "133"]);
+}
+
+/// A record's fields are checked where they are read, and the error names the field the file
+/// gave, never one derived from it (`completed: 1e-300` → "invalid `ctx`: 18446744073709551615").
+#[test]
+fn benchmark_fields_are_checked_where_they_are_read() {
+    for (key, value, want) in [
+        ("completed", "1e-300", "record 1: `completed` = 1e-300 (requests completed: a whole number from 1 to 1,000,000,000,000)"),
+        ("max_concurrency", "1e300", "record 1: `max_concurrency` = 1e300 (concurrent requests: a whole number from 1 to 1,073,741,824)"),
+        ("total_input_tokens", "5", "record 1: `total_input_tokens` = 5 over `completed` = 10 requests is a mean prompt of 0.5 tokens per request"),
+    ] {
+        let file = temp_file(&format!("cal-field-{key}.json"), vllm_record(key, value).as_bytes());
+        let e = fails(&["calibrate", &file, "--gpu", "h100-sxm"]);
+        assert!(e.contains(&format!("`{file}` {want}")) && !e.contains("`ctx`") && !e.contains("`batch`"), "{key}: {e}");
+    }
+}
+
+/// A benchmark JSON saved with a byte-order mark is read as JSON (it was read as a CSV, and the
+/// error was about scenario flags); an empty file and `null` are one line naming the file and
+/// what it should hold.
+#[test]
+fn a_bom_is_skipped_and_empty_or_null_files_are_named() {
+    let runs = [0, 1, 2, 3].map(|i| vllm_record("max_concurrency", &(1 << i).to_string())).join("\n");
+    let file = temp_file("cal-bom.json", format!("\u{feff}{runs}\n").as_bytes());
+    let v = json(&["calibrate", &file, "--gpu", "h100-sxm", "--format", "json"]);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 12, "{v}");
+    let csv = temp_file("cal-bom.csv", "\u{feff}batch,step_ms\n1,7.5\n2,7.6\n4,7.8\n8,8.1\n".as_bytes());
+    ok(&["calibrate", &csv]);
+    for (name, text, want) in [
+        ("cal-empty.json", "", "the file is empty; expected a CSV (a header line naming scenario inputs"),
+        ("cal-null.json", "null\n", "the file holds the bare JSON value `null`; expected a CSV"),
+    ] {
+        let file = temp_file(name, text.as_bytes());
+        let e = fails(&["calibrate", &file, "--gpu", "h100-sxm"]);
+        assert!(e.starts_with(&format!("error: invalid `{file}`: {want}")) && !e.contains("flags"), "{name}: {e}");
+    }
+}
+
+/// A benchmark file's model is taken as a preset (name or alias) or a Hub repo id, never as a
+/// path: `model_id: /etc/passwd` was opened as a config, and a file named like the preset in the
+/// current folder was read instead of the preset. A Hub id neither cached nor downloadable
+/// (`HF_HUB_OFFLINE`, as every test runs) is refused naming the field, saying to give `--model`.
+#[test]
+fn a_benchmark_files_model_is_a_preset_or_a_hub_id_never_a_path() {
+    let runs = |model: &str| {
+        (0..4)
+            .map(|i| {
+                vllm_record("max_concurrency", &(1 << i).to_string()).replace("\"llama-3-8b\"", &format!("{model:?}"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let file = temp_file("cal-model-path.jsonl", runs("/etc/passwd").as_bytes());
+    let e = fails(&["calibrate", &file, "--gpu", "h100-sxm"]);
+    assert_eq!(
+        e,
+        format!("error: invalid `{file}` record 1: `model_id` = \"/etc/passwd\" is not a model preset nor a Hub repo id (org/name); a benchmark file's model is read only as a model preset or a Hub repo id, never as a path: give `--model NAME` (a preset, a config.json or GGUF path, or a Hub repo id)")
+    );
+    ok(&["calibrate", &file, "--gpu", "h100-sxm", "--model", "llama-3-8b"]);
+    let file = temp_file("cal-model-hub.jsonl", runs("no-such-org/no-such-model").as_bytes());
+    let e = fails(&["calibrate", &file, "--gpu", "h100-sxm"]);
+    assert!(
+        e.contains("record 1: `model_id` = \"no-such-org/no-such-model\" is a Hub repo id that is not in the Hugging Face cache, and HF_HUB_OFFLINE forbids downloading it")
+            && e.ends_with("give `--model NAME` (a preset, a config.json or GGUF path, or a Hub repo id)"),
+        "{e}"
+    );
+    // An alias is the preset, and a file of the preset's name in the current folder is not read.
+    let dir = Path::new(&temp_file("cal-model-dir-marker", b"")).with_file_name("cal-model-cwd");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("llama-3-8b"), b"{ not a config").unwrap();
+    let file = temp_file("cal-model-preset.jsonl", runs("llama-3-8b").as_bytes());
+    let out = cli().current_dir(&dir).args(["calibrate", &file, "--gpu", "h100-sxm"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

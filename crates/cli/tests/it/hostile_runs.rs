@@ -147,11 +147,38 @@ fn identical_calibration_rows_leave_every_constant_undetermined() {
     let table = ok(&["calibrate", &file]);
     assert_eq!(table.matches("undetermined by these rows").count(), 4, "{table}");
     assert!(!table.contains("± 0.0 %"), "{table}");
+    // A profile that determines nothing is not written.
     let out = temp_file("calibrate-identical.toml", b"");
+    let e = fails(&["calibrate", &file, "--out", &out]);
+    assert!(e.contains("invalid `--out`: no profile written"), "{e}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+}
+
+/// Decode steps at several batches and contexts determine the memory scale and the cost per
+/// kernel, not the compute scale nor the host time: the profile says which, and a run with it
+/// says so beside its numbers.
+#[test]
+fn a_profile_names_the_constants_its_rows_did_not_determine() {
+    let mut rows = "model,gpu,batch,ctx,step_ms\n".to_string();
+    for (b, c, ms) in [
+        (1, 512, 7.275),
+        (1, 4096, 7.3816),
+        (8, 512, 7.6031),
+        (8, 4096, 9.3509),
+        (64, 512, 9.7317),
+        (64, 4096, 20.2774),
+    ] {
+        rows.push_str(&format!("llama-3-8b,h100-sxm,{b},{c},{ms}\n"));
+    }
+    let file = temp_file("calibrate-partial.csv", rows.as_bytes());
+    let out = temp_file("calibrate-partial.toml", b"");
     ok(&["calibrate", &file, "--out", &out]);
     let profile = std::fs::read_to_string(&out).unwrap();
-    for name in ["memory_scale", "compute_scale", "kernel_s", "host_step_s"] {
+    for name in ["compute_scale", "host_step_s"] {
         assert!(profile.contains(&format!("# {name}: undetermined by these rows")), "{profile}");
         assert!(profile.contains(&format!("relative_std_error_{name} = \"undetermined\"")), "{profile}");
     }
+    assert!(!profile.contains("relative_std_error_memory_scale = \"undetermined\""), "{profile}");
+    let table = ok(&["ledger", "--profile", &out]);
+    assert!(table.contains("compute_scale, host_step_s not determined by the rows it was fitted on"), "{table}");
 }

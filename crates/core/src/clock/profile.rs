@@ -117,6 +117,18 @@ impl Profile {
         Profile::new(f.memory_scale, f.compute_scale, f.kernel_s)?.with_host_step_s(f.host_step_s)
     }
 
+    /// The constants a profile file's `[fit]` table records as undetermined by the rows it was
+    /// fitted on (`relative_std_error_<name> = "undetermined"`, as `calibrate` writes it): their
+    /// values are where the fit left them, not measurements. Empty for a file without the table.
+    pub fn undetermined_in(text: &str) -> Vec<String> {
+        let Ok(v) = text.parse::<toml::Table>() else { return Vec::new() };
+        let Some(fit) = v.get("fit").and_then(toml::Value::as_table) else { return Vec::new() };
+        fit.iter()
+            .filter(|(_, v)| v.as_str() == Some("undetermined"))
+            .filter_map(|(k, _)| k.strip_prefix("relative_std_error_").map(str::to_string))
+            .collect()
+    }
+
     /// `t'` of the module docs for one operator's timing from the clock, for an operator that
     /// holds `kernel_share` of a kernel: 1 in a kernel of its own, its share of a merged GEMM
     /// ([`Join::Part`]), 0 fused into another kernel.

@@ -23,6 +23,13 @@ use serde_json::{json, Map, Value};
 
 /// Most tensors or metadata entries a header may declare.
 const MAX_ENTRIES: u64 = 1 << 20;
+/// Longest metadata key (the GGUF specification: a key is at most 65,535 bytes).
+const MAX_KEY_BYTES: u64 = 65_535;
+/// Longest tensor name: the specification's 64 bytes (`GGML_MAX_NAME`), with room for tools that
+/// write longer ones.
+const MAX_TENSOR_NAME_BYTES: u64 = 256;
+/// Bytes of a string value kept.
+const MAX_KEPT_STRING_BYTES: usize = 4096;
 /// Most dimensions of a tensor (`GGML_MAX_DIMS`).
 const MAX_DIMS: u32 = 4;
 /// Largest element count of one tensor, 2⁴⁸.
@@ -193,10 +200,23 @@ impl Cursor<'_> {
         Ok(u64::from_le_bytes(self.take(8, field)?.try_into().expect("8 bytes")))
     }
 
-    fn string(&mut self, field: &str) -> R<String> {
+    /// A string of at most `most` bytes (a longer one is refused before it is read).
+    fn string(&mut self, field: &str, most: u64) -> R<String> {
         let n = self.u64(field)?;
+        if n > most {
+            return Err(Stop::Bad(Error::invalid(field, format!("{n} bytes"), format!("at most {most} bytes"))));
+        }
         let bytes = self.take(n, field)?;
         Ok(printable(&String::from_utf8_lossy(bytes)))
+    }
+
+    /// A string value, its first [`MAX_KEPT_STRING_BYTES`] bytes kept (the ledger reads names and
+    /// architectures; a tokenizer's template or a hostile length is skipped, not held).
+    fn string_value(&mut self, field: &str) -> R<String> {
+        let n = self.u64(field)?;
+        let bytes = self.take(n, field)?;
+        let kept = &bytes[..bytes.len().min(MAX_KEPT_STRING_BYTES)];
+        Ok(printable(&String::from_utf8_lossy(kept)))
     }
 
     /// Skip a string without keeping it.
@@ -229,7 +249,7 @@ impl Cursor<'_> {
             11 => MetaValue::Int(int(self.take(8, key)?, true)),
             6 => MetaValue::Float(f64::from(f32::from_le_bytes(self.take(4, key)?.try_into().expect("4 bytes")))),
             12 => MetaValue::Float(f64::from_le_bytes(self.take(8, key)?.try_into().expect("8 bytes"))),
-            8 => MetaValue::Str(self.string(key)?),
+            8 => MetaValue::Str(self.string_value(key)?),
             9 => {
                 if depth >= MAX_ARRAY_DEPTH {
                     return Err(Stop::Bad(Error::invalid(
@@ -314,7 +334,7 @@ fn header(c: &mut Cursor) -> R<Gguf> {
     }
     let mut metadata = Vec::new();
     for _ in 0..n_kv {
-        let key = c.string("metadata key")?;
+        let key = c.string("metadata key", MAX_KEY_BYTES)?;
         let ty = c.u32(&key)?;
         let v = c.value(ty, &key, 0)?;
         metadata.push((key, v));
@@ -322,7 +342,7 @@ fn header(c: &mut Cursor) -> R<Gguf> {
     let mut tensors = Vec::new();
     let mut offsets = Vec::new();
     for _ in 0..n_tensors {
-        let name = c.string("tensor name")?;
+        let name = c.string("tensor name", MAX_TENSOR_NAME_BYTES)?;
         let n_dims = c.u32(&format!("{name}.n_dims"))?;
         if n_dims > MAX_DIMS {
             return Err(Stop::Bad(Error::invalid(format!("{name}.n_dims"), n_dims, format!("at most {MAX_DIMS}"))));
@@ -613,6 +633,28 @@ mod tests {
         ("llama.attention.head_count", 2),
         ("llama.vocab_size", 100),
     ];
+
+    /// A key or a tensor name longer than the specification allows is refused by its declared
+    /// length, before its bytes are asked for; a long string value is kept cut.
+    #[test]
+    fn long_keys_names_and_values_are_refused_or_cut_by_their_declared_length() {
+        let long_key = "k".repeat(70_000);
+        let h = header(&[(long_key.as_str(), 1)], &[]);
+        // The header's first bytes suffice: the length is refused, not read.
+        let e = parse(&h[..100], 1 << 40).unwrap_err().to_string();
+        assert!(e.contains("invalid `metadata key`: 70000 bytes (at most 65535 bytes)"), "{e}");
+        let name = "t".repeat(300);
+        let h = header(&LLAMA, &[(name, vec![256, 1], 0, 0)]);
+        let e = parse(&h, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("invalid `tensor name`: 300 bytes (at most 256 bytes)"), "{e}");
+        let mut c = Cursor { buf: &[], at: 0, file_bytes: 0 };
+        let mut value = (10_000u64).to_le_bytes().to_vec();
+        value.extend(vec![b'x'; 10_000]);
+        c.buf = &value;
+        c.file_bytes = value.len() as u64;
+        let Ok(kept) = c.string_value("v") else { panic!("a string value") };
+        assert_eq!(kept.len(), MAX_KEPT_STRING_BYTES);
+    }
 
     /// 51 F32 tensors of 256 × 1 at offset 0 of a 68 KB file claimed 51 × 1 KiB of weights; they
     /// share their bytes and are refused.
