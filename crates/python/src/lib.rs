@@ -765,10 +765,11 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
             }
             load.check_static().map_err(command_error)?;
             let sc = call.scenario()?;
+            // KeyboardInterrupt stops the search at its next step evaluation.
             if req.pareto().map_err(command_error)? {
-                return held(req.frontier(&sc).map_err(command_error)?, None);
+                return held(req.frontier_within(&sc, Some(cancel)).map_err(command_error)?, None);
             }
-            held(req.run(&sc).map_err(command_error)?, None)
+            held(req.run_within(&sc, Some(cancel)).map_err(command_error)?, None)
         }
         "simulate" => {
             let sc = call.scenario()?;

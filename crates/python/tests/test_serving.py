@@ -427,7 +427,7 @@ def test_ctrl_c_raises_keyboard_interrupt_during_a_long_simulation():
         "import llm_ledger as ll\n"
         "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
-        "    ll.simulate(rate='1..8', requests=1000000, prompt=1, output=100000, max_steps=10**12)\n"
+        "    ll.simulate(rate='1..8', requests=1000000, prompt=1, output=100000, max_steps=10**10)\n"
         "    print('returned')\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"

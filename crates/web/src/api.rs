@@ -51,6 +51,7 @@ use llm_ledger_report::latency::LatencyReport;
 use llm_ledger_report::plot::{self, PlotSize, Roofline};
 use llm_ledger_report::sweep::SweepPlan;
 use llm_ledger_report::{Format, LedgerReport, Report, TileReport};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 const FORMAT_KEY: &str = "format";
@@ -74,9 +75,14 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 /// A GET endpoint whose work grows with its parameters: `f` runs on the heavy-work pool
 /// ([`crate::work`]), and a request past its deadline is answered 503.
-pub(crate) fn heavy(f: fn(&AppState, Option<&str>) -> Result<Response, AppError>) -> MethodRouter<Arc<AppState>> {
+/// A route whose work runs off the async threads ([`Work::run`]), handed the request's
+/// cancellation flag: searches that check it stop, and free their slot, once the request's
+/// deadline passes or its client goes away.
+pub(crate) fn heavy(
+    f: fn(&AppState, Option<&str>, &AtomicBool) -> Result<Response, AppError>,
+) -> MethodRouter<Arc<AppState>> {
     get(move |State(state): State<Arc<AppState>>, Extension(work): Extension<Work>, RawQuery(q): RawQuery| async move {
-        work.run(move |_| f(&state, q.as_deref())).await.and_then(|r| r)
+        work.run(move |cancel| f(&state, q.as_deref(), cancel)).await.and_then(|r| r)
     })
 }
 
@@ -186,7 +192,7 @@ fn svg_response(svg: &str) -> Response {
 /// `zoom`'s inputs (the app's table: a test checks them).
 const ZOOM_KEYS: &[&str] = &["at"];
 
-fn zoom(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn zoom(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let (q, format) = command(q, ZOOM_KEYS)?;
     let r = q.resolve(&state.catalog)?;
     let req: ZoomRequest = q.extras_as(ZOOM_KEYS)?;
@@ -208,14 +214,14 @@ fn sweep_plan(state: &AppState, q: &PageQuery) -> Result<SweepPlan, AppError> {
     req.plan(base).map_err(|e| q.command_error(&e))
 }
 
-fn sweep(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn sweep(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let (q, format) = command(q, SWEEP_KEYS)?;
     let plan = sweep_plan(state, &q)?;
     let text = plan.render(format, MAX_POINTS).map_err(|e| q.core_error(&e))?;
     Ok(([(header::CONTENT_TYPE, content_type(format))], text).into_response())
 }
 
-fn batch_curve_svg(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn batch_curve_svg(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let q = PageQuery::parse(q, &[SWEEP_KEYS, &[SIZE_KEY]].concat())?;
     let size = plot_size(&q)?;
     let plan = sweep_plan(state, &q)?;
@@ -253,20 +259,20 @@ fn serving_inputs(
 const COST_KEYS: &[&str] = &["usd_per_hour", "reserve", "prompt", "output", "tpot_ms"];
 const LATENCY_KEYS: &[&str] = &["reserve", "prompt", "output"];
 
-fn cost(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn cost(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let (q, format) = command(q, COST_KEYS)?;
     let (sc, serving) = serving_inputs(state, &q, COST_KEYS, "cost")?;
     rendered(&CostReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format)
 }
 
-fn latency(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn latency(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let (q, format) = command(q, LATENCY_KEYS)?;
     let (sc, serving) = serving_inputs(state, &q, LATENCY_KEYS, "latency")?;
     rendered(&LatencyReport::build(&sc, &serving).map_err(|e| q.core_error(&e))?, format)
 }
 
 /// `llm-ledger tile`: the query is the command's flags (no scenario).
-fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn tile(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let q = PageQuery::parse(q, &[FORMAT_KEY])?;
     if q.config.is_some() {
         return Err(AppError::bad_request("unknown field `config`: `tile` takes no model", Some("config")));
@@ -286,7 +292,7 @@ fn tile(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
 /// `moe`'s inputs (the app's table: a test checks them).
 const MOE_KEYS: &[&str] = &["batch", "experts", "top_k"];
 
-fn moe(state: &AppState, q: Option<&str>) -> Result<Response, AppError> {
+fn moe(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<Response, AppError> {
     let (q, format) = command(q, MOE_KEYS)?;
     let base = q.resolve(&state.catalog)?.scenario;
     let req: MoeRequest = q.extras_as(MOE_KEYS)?;

@@ -25,6 +25,7 @@ use llm_ledger_app::Files;
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::Error;
 use llm_ledger_report::compare::CompareReport;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The routes.
@@ -98,7 +99,7 @@ pub(crate) fn web_budget(load: &mut PlanLoadRequest) -> Result<(), Error> {
     Ok(())
 }
 
-fn plan(state: &AppState, q: Option<&str>) -> Result<axum::response::Response, AppError> {
+fn plan(state: &AppState, q: Option<&str>, cancel: &AtomicBool) -> Result<axum::response::Response, AppError> {
     let (q, format) = command(q, PLAN_KEYS)?;
     if let Some(k) = NOT_PLAN.iter().find(|k| q.get(k).is_some()) {
         return Err(AppError::bad_request(
@@ -116,18 +117,19 @@ fn plan(state: &AppState, q: Option<&str>) -> Result<axum::response::Response, A
         web_budget(&mut load).map_err(|e| q.core_error(&e))?;
         let sc = q.resolve(&state.catalog)?.scenario;
         let s = req.serving(&sc).map_err(|e| q.command_error(&e))?;
-        let report = load.report(&sc, &s, checked, max_gpus, Files::None, None).map_err(|e| q.command_error(&e))?;
+        let report =
+            load.report(&sc, &s, checked, max_gpus, Files::None, Some(cancel)).map_err(|e| q.command_error(&e))?;
         return rendered(&report, format);
     }
     load.check_static().map_err(|e| q.command_error(&e))?;
     let sc = q.resolve(&state.catalog)?.scenario;
     if req.pareto().map_err(|e| q.command_error(&e))? {
-        return rendered(&req.frontier(&sc).map_err(|e| q.command_error(&e))?, format);
+        return rendered(&req.frontier_within(&sc, Some(cancel)).map_err(|e| q.command_error(&e))?, format);
     }
-    rendered(&req.run(&sc).map_err(|e| q.command_error(&e))?, format)
+    rendered(&req.run_within(&sc, Some(cancel)).map_err(|e| q.command_error(&e))?, format)
 }
 
-fn compare(state: &AppState, q: Option<&str>) -> Result<axum::response::Response, AppError> {
+fn compare(state: &AppState, q: Option<&str>, _cancel: &AtomicBool) -> Result<axum::response::Response, AppError> {
     let mut keys = SAVED_KEYS.to_vec();
     keys.push("reserve");
     let (q, format) = command(q, &keys)?;
@@ -144,9 +146,9 @@ fn compare(state: &AppState, q: Option<&str>) -> Result<axum::response::Response
 /// The What do I need page's keys (the app's table).
 pub(crate) const NEED_KEYS: &[&str] = &["max_gpus", "reserve", "tpot_ms"];
 
-fn need(state: &AppState, q: Option<&str>) -> Result<axum::response::Response, AppError> {
+fn need(state: &AppState, q: Option<&str>, cancel: &AtomicBool) -> Result<axum::response::Response, AppError> {
     let (q, format) = command(q, NEED_KEYS)?;
-    let r = crate::pages::need::report(&q, &state.catalog)?;
+    let r = crate::pages::need::report(&q, &state.catalog, cancel)?;
     rendered(&r, format)
 }
 

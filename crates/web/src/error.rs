@@ -1,6 +1,9 @@
 //! Errors at the web edge: a status, the one-line message (the core's own message wherever the
 //! core produced it) and, where known, the query parameter it is about. Pages show them inside the
 //! page; the JSON endpoints answer `{"error": {"message", "field"}}`.
+//!
+//! A message or a field may quote the request: both have their control characters escaped
+//! ([`shown`]) however the error is made, so an `ESC` sent in a query never reaches a page raw.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -28,9 +31,8 @@ impl AppError {
     pub fn bad_request(message: impl Into<String>, field: Option<&str>) -> Self {
         AppError {
             status: StatusCode::BAD_REQUEST,
-            // Control characters escaped: a message may quote the request.
-            message: llm_ledger_core::error::escape_controls(&message.into()).into_owned(),
-            field: field.map(str::to_string),
+            message: shown(&message.into()).into_owned(),
+            field: field.map(|f| shown(f).into_owned()),
             close: false,
         }
     }
@@ -49,7 +51,7 @@ impl AppError {
 
     /// The same error about `field`.
     pub fn with_field(mut self, field: &str) -> Self {
-        self.field = Some(field.to_string());
+        self.field = Some(shown(field).into_owned());
         self
     }
 
@@ -65,7 +67,7 @@ impl AppError {
             }
             _ => e.to_string(),
         };
-        let field = e.field().map(str::to_string);
+        let (message, field) = (shown(&message).into_owned(), e.field().map(|f| shown(f).into_owned()));
         // A non-finite number in a report is the explorer's fault, not the request's.
         let status = match e {
             llm_ledger_core::Error::NonFinite { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -73,6 +75,14 @@ impl AppError {
         };
         AppError { status, message, field, close: false }
     }
+}
+
+/// User text as the explorer shows it, in a page or a message: control characters (`ESC`, the
+/// other C0 and C1 controls, `DEL`, bidirectional overrides) written out as `\u{1b}`, the rule of
+/// the core's messages, the CLI's and the Python package's
+/// ([`llm_ledger_core::error::escape_controls`]).
+pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    llm_ledger_core::error::escape_controls(text)
 }
 
 impl std::fmt::Display for AppError {

@@ -55,7 +55,7 @@ pub(crate) fn layout(
                     }
                     (nav(page, links_query))
                     @if page.controls {
-                        (form::controls(state, page, query, error.and_then(|e| e.field.as_deref())))
+                        (form::controls(state, page, &query.shown(), error.and_then(|e| e.field.as_deref())))
                     }
                     main #content tabindex="-1" {
                         @match &body {

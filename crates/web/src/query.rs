@@ -1,13 +1,14 @@
 //! The URL query: the scenario (the core's `ScenarioRequest`, same names as the CLI flags), an
 //! uploaded model (`config`), and a page's own keys.
 //!
-//! Parsing: the query is split into pairs; `config` and the page's keys are taken out; pairs with
-//! an empty value are dropped (an HTML form sends every field, and an empty field means "the
-//! default", as leaving the flag out does on the CLI); everything else is deserialised into
-//! `ScenarioRequest` from the query string, so an unknown or repeated parameter is refused by serde
-//! (`deny_unknown_fields`) with its name, and the values go through the CLI's own resolver.
+//! Parsing: the query is split into pairs, every key with a value (a key without `=` is refused,
+//! naming it); `config` and the page's keys are taken out; pairs with an empty value are dropped
+//! (an HTML form sends every field, and an empty field means "the default", as leaving the flag
+//! out does on the CLI); everything else is deserialised into `ScenarioRequest` from the query
+//! string, so an unknown or repeated parameter is refused by serde (`deny_unknown_fields`) with
+//! its name, and the values go through the CLI's own resolver.
 
-use crate::error::AppError;
+use crate::error::{shown, AppError};
 use crate::upload;
 use axum::http::StatusCode;
 use llm_ledger_core::pairs::from_pairs;
@@ -63,9 +64,7 @@ impl PageQuery {
             )
             .with_status(StatusCode::URI_TOO_LONG));
         }
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
-            .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
-        Self::from_pairs(pairs, page_keys)
+        Self::from_pairs(pairs(raw)?, page_keys)
     }
 
     /// Split already-decoded pairs (form fields).
@@ -213,6 +212,24 @@ impl PageQuery {
         }
     }
 
+    /// The query as a page shows it (the form's boxes and hidden fields, the scenario bar): keys and
+    /// values with their control characters escaped ([`shown`]), so what a page echoes never
+    /// carries one raw. Borrowed when there is none, as in every query the explorer writes itself.
+    pub fn shown(&self) -> Cow<'_, PageQuery> {
+        let has = |s: &str| matches!(shown(s), Cow::Owned(_));
+        let pairs_have = |p: &[(String, String)]| p.iter().any(|(k, v)| has(k) || has(v));
+        if !pairs_have(&self.scenario) && !pairs_have(&self.extra) && !self.config.as_deref().is_some_and(has) {
+            return Cow::Borrowed(self);
+        }
+        let pairs =
+            |p: &[(String, String)]| p.iter().map(|(k, v)| (shown(k).into_owned(), shown(v).into_owned())).collect();
+        Cow::Owned(PageQuery {
+            scenario: pairs(&self.scenario),
+            config: self.config.as_deref().map(|c| shown(c).into_owned()),
+            extra: pairs(&self.extra),
+        })
+    }
+
     /// Only the uploaded model (for endpoints that take no scenario).
     pub fn config_only(&self) -> PageQuery {
         PageQuery { config: self.config.clone(), ..PageQuery::default() }
@@ -250,6 +267,47 @@ impl Hrefs {
             (true, false) => format!("{}&{extra}", self.base),
         }
     }
+}
+
+/// The decoded pairs of a raw query. Every key takes a value: a word without `=` (`?batch`) is
+/// refused, naming it, rather than read as an empty value (the default) as form decoding would;
+/// none of the explorer's keys is a flag. Empty segments (`?&batch=8&`) are nothing.
+pub(crate) fn pairs(raw: &str) -> Result<Vec<(String, String)>, AppError> {
+    let malformed =
+        |e: serde_urlencoded::de::Error| AppError::bad_request(format!("malformed query string: {e}"), None);
+    if let Some(word) = raw.split('&').find(|s| !s.is_empty() && !s.contains('=')) {
+        // Decoded as form encoding decodes a key (`+` a space, `%XX` a byte).
+        let key = serde_urlencoded::from_str::<Vec<(String, String)>>(&format!("{word}="))
+            .map_err(malformed)?
+            .pop()
+            .map_or_else(|| word.to_string(), |(k, _)| k);
+        let shown = llm_ledger_core::error::echo(&key);
+        return Err(AppError::bad_request(
+            format!("`{shown}` needs `=value` (every key of the explorer takes a value)"),
+            Some(&key),
+        ));
+    }
+    serde_urlencoded::from_str(raw).map_err(malformed)
+}
+
+/// A raw query string (a saved scenario's) with its control characters percent-encoded: the same
+/// query once decoded, and safe to show or to write into a link.
+pub(crate) fn without_controls(query: &str) -> Cow<'_, str> {
+    if !query.chars().any(char::is_control) {
+        return Cow::Borrowed(query);
+    }
+    let mut out = String::with_capacity(query.len() + 8);
+    for c in query.chars() {
+        if c.is_control() {
+            let mut utf8 = [0u8; 4];
+            for b in c.encode_utf8(&mut utf8).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `T` (a request struct of optional text fields) from query pairs. A refusal is about the pair
@@ -334,6 +392,28 @@ mod tests {
         // Invalid UTF-8 in a percent-escape decodes to U+FFFD, which the core then refuses.
         let e = PageQuery::parse(Some("batch=%FF"), &[]).unwrap().resolve(&Catalog::builtin()).err().unwrap();
         assert_eq!(e.field.as_deref(), Some("batch"));
+    }
+
+    #[test]
+    fn a_key_without_a_value_is_refused_and_controls_are_shown_escaped() {
+        let e = PageQuery::parse(Some("kv=fp8&batch&ctx"), &[]).unwrap_err();
+        assert_eq!(e.message, "`batch` needs `=value` (every key of the explorer takes a value)");
+        assert_eq!((e.status, e.field.as_deref()), (StatusCode::BAD_REQUEST, Some("batch")));
+        let e = PageQuery::parse(Some("%1B%5B2J"), &[]).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.field.as_deref()),
+            ("`\\u{1b}[2J` needs `=value` (every key of the explorer takes a value)", Some("\\u{1b}[2J"))
+        );
+        assert!(PageQuery::parse(Some("&batch=8&&"), &[]).is_ok());
+
+        let q = PageQuery::parse(Some("batch=8%1B&at=a%07&k%C2%9B=1"), &["at"]).unwrap();
+        let shown = q.shown();
+        assert_eq!(shown.get("batch"), Some("8\\u{1b}"));
+        assert_eq!(shown.extra("at"), Some("a\\u{7}"));
+        assert_eq!(shown.scenario[1].0, "k\\u{9b}");
+        let plain = PageQuery::parse(Some("batch=8"), &[]).unwrap();
+        assert!(matches!(plain.shown(), Cow::Borrowed(_)));
+        assert_eq!(without_controls("batch=8\u{b}&kv=fp8\u{85}"), "batch=8%0B&kv=fp8%C2%85");
     }
 
     /// A page never shows `NaN` or `inf` with status 200; a non-finite number in

@@ -17,7 +17,9 @@
 //! - **Security headers everywhere.** hyper answers some malformed requests itself, below the
 //!   router (400, a URI over 65,534 bytes: 414, a head over [`MAX_HEAD_BYTES`] or 100 fields:
 //!   431). Those answers are replaced on the way out by the same status with the headers of
-//!   every response ([`crate::security::HEADERS`]) and a one-line message.
+//!   every response ([`crate::security::HEADERS`]) and a one-line message. An interim answer
+//!   (`100 Continue`) is never taken for the final one: it passes as it is, and so does the
+//!   final answer after it unless that is one of hyper's own.
 
 use crate::{app, AppState, Limits};
 use axum::Router;
@@ -371,14 +373,24 @@ impl AsyncWrite for Guarded {
 
 /// If `out` starts with a complete error response (4xx, 5xx) that lacks the security headers —
 /// one hyper wrote itself: every response of the router has them — the same status with the
-/// headers and a one-line message (hyper closes the connection after these).
+/// headers and a one-line message (hyper closes the connection after these). Interim answers
+/// before it (`100 Continue` to `Expect: 100-continue`, any 1xx) are not the answer: they are
+/// passed over to the final one, and kept in front of its replacement.
 fn own_answer(out: &[u8]) -> Option<Vec<u8>> {
-    if !out.starts_with(b"HTTP/1.") {
-        return None;
-    }
-    let head_end = out.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&out[..head_end]).ok()?;
-    let status = head.strip_prefix("HTTP/1.")?.get(2..5)?;
+    let mut interim = 0;
+    let (head, status) = loop {
+        let rest = &out[interim..];
+        if !rest.starts_with(b"HTTP/1.") {
+            return None;
+        }
+        let head_end = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
+        let head = std::str::from_utf8(&rest[..head_end]).ok()?;
+        let status = head.strip_prefix("HTTP/1.")?.get(2..5)?;
+        if !status.starts_with('1') {
+            break (head, status);
+        }
+        interim += head_end + 4;
+    };
     if !(status.starts_with('4') || status.starts_with('5'))
         || head.to_ascii_lowercase().contains("content-security-policy:")
     {
@@ -394,12 +406,13 @@ fn own_answer(out: &[u8]) -> Option<Vec<u8>> {
         400 => "malformed HTTP request".to_string(),
         _ => code.canonical_reason().unwrap_or("error").to_string(),
     };
-    let mut answer = format!(
+    let mut answer = String::from_utf8_lossy(&out[..interim]).into_owned();
+    answer.push_str(&format!(
         "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n",
         code.as_u16(),
         code.canonical_reason().unwrap_or(""),
         message.len() + 1
-    );
+    ));
     for (name, value) in crate::security::HEADERS {
         answer.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -444,7 +457,31 @@ mod tests {
         let ours = b"HTTP/1.1 400 Bad Request\r\ncontent-security-policy: default-src 'none'\r\n\r\n";
         assert!(own_answer(ours).is_none());
         assert!(own_answer(b"HTTP/1.1 100 Continue\r\n\r\n").is_none());
+        assert!(own_answer(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_none());
         assert!(own_answer(b"HTTP/1.1 414 URI Too Long\r\ncontent-len").is_none());
         assert!(own_answer(b"{\"error\": 1}\r\n\r\n").is_none());
+    }
+
+    /// An interim answer is not the final one: hyper's own error after a `100 Continue` (or any
+    /// 1xx) in the same write still gets the headers and its message, the interim answers kept
+    /// in front of it as they were.
+    #[test]
+    fn an_interim_1xx_answer_is_not_taken_for_the_final_one() {
+        let interim = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\n";
+        let hyper_400 = format!("{interim}HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        let a = String::from_utf8(own_answer(hyper_400.as_bytes()).expect("rewritten")).unwrap();
+        let last = a.strip_prefix(interim).unwrap_or_else(|| panic!("the interim answers first: {a}"));
+        assert!(last.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{a}");
+        assert!(last.contains("\r\ncontent-security-policy: default-src 'none';"), "{a}");
+        let (head, body) = last.split_once("\r\n\r\n").unwrap();
+        assert_eq!(body, "malformed HTTP request\n");
+        assert!(head.contains(&format!("content-length: {}\r\n", body.len())), "{a}");
+        // The router's own answer after an interim one is left alone, as without it.
+        let ours =
+            format!("{interim}HTTP/1.1 413 Payload Too Large\r\ncontent-security-policy: default-src 'none'\r\n\r\n");
+        assert!(own_answer(ours.as_bytes()).is_none());
+        // Only interim answers so far: nothing to rewrite.
+        assert!(own_answer(interim.as_bytes()).is_none());
+        assert!(own_answer(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 431 Request").is_none());
     }
 }

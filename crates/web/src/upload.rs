@@ -101,6 +101,8 @@ pub(crate) fn preset(text: &str) -> Result<Preset, AppError> {
         .and_then(|v| v.get("_name_or_path").and_then(|n| n.as_str()).map(str::to_string))
         .filter(|n| !n.is_empty() && n.len() <= 200)
         .unwrap_or_else(|| spec.family.clone());
+    // Shown on every page and in every report: control characters escaped, as in messages.
+    let origin = llm_ledger_core::error::escape_controls(&origin);
     Ok(Preset::unpublished(UPLOAD_NAME.into(), format!("uploaded config.json ({origin})"), spec))
 }
 
@@ -124,8 +126,7 @@ async fn read_form(state: &Arc<AppState>, work: &Work, req: Request) -> Result<F
     let (parts, body) = req.into_parts();
     let body = read_body(work, &parts.headers, body).await?;
     if is_json {
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
-            .map_err(|e| AppError::bad_request(format!("malformed query string: {e}"), None))?;
+        let pairs = crate::query::pairs(parts.uri.query().unwrap_or(""))?;
         return Ok(Form { pairs, config: Some(body.to_vec()) });
     }
     // The body is whole and within the limit here: what is left to fail is its form.

@@ -16,11 +16,22 @@
 //! abandoned work still counts against the pool.
 //!
 //! **Other sites.** Any web page the user visits can send a GET to `http://127.0.0.1:…` (an
-//! image, a form, a link it follows). Heavy work is not run for those: a request that the browser
-//! marks as coming from another site (`Sec-Fetch-Site: cross-site` or `same-site`), or whose
-//! `Origin` is not the `Host` it was sent to, is answered 403 before it takes a slot. The
-//! explorer's own links, forms and script are `same-origin`, a typed or bookmarked URL is `none`,
-//! and clients that send neither header (curl, scripts) are served as before.
+//! image, a form, a link it follows). Heavy work is not run for those: a request is answered 403
+//! before it takes a slot ([`from_other_site`]) when
+//!
+//! - the browser marks it as coming from another site (`Sec-Fetch-Site: cross-site` or
+//!   `same-site`, another port or name of this machine);
+//! - its `Origin` is not this server's: scheme `http`, and the host and port of the `Host` header
+//!   the request was sent to (`https://…`, another port, `null` are refused);
+//! - a browser without Fetch Metadata says where it comes from by its `Referer` alone (an
+//!   `<img>` on another site's page), and that `Referer` is not an `http://` URL on the `Host`
+//!   (unless `Sec-Fetch-Site` says `same-origin` or `none`, or the `Origin` is this server's);
+//! - any of `Sec-Fetch-Site`, `Origin` or `Referer` comes more than once: which one counts would
+//!   be a guess, and a browser never sends two.
+//!
+//! The explorer's own links, forms and script are `same-origin` (and send no `Referer`: every
+//! answer says `Referrer-Policy: no-referrer`), a typed or bookmarked URL is `none`, and clients
+//! that send none of these headers (curl, scripts) are served as before.
 //!
 //! [`PageInfo::heavy`]: crate::pages::PageInfo::heavy
 //! [`Limits::heavy_workers`]: crate::Limits::heavy_workers
@@ -30,7 +41,7 @@ use crate::error::AppError;
 use crate::Limits;
 use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
 use axum::Router;
@@ -227,26 +238,62 @@ fn cross_site() -> AppError {
     .with_status(StatusCode::FORBIDDEN)
 }
 
-/// Whether the browser says the request comes from another site's page: `Sec-Fetch-Site` of
-/// `cross-site` or `same-site` (another port or name of this machine), or an `Origin` whose
-/// host and port are not the request's `Host`.
+/// Whether the request comes from another site's page (the rules are the module's): a
+/// `Sec-Fetch-Site` of `cross-site` or `same-site`; an `Origin` that is not `http://` and the
+/// request's `Host`; failing both, a `Referer` that is not an `http://` URL on the `Host`; or any
+/// of these headers more than once.
 pub(crate) fn from_other_site(headers: &HeaderMap) -> bool {
-    let fetch_site = headers.get("sec-fetch-site").map(|v| v.as_bytes().to_ascii_lowercase());
-    if fetch_site.is_some_and(|v| v == b"cross-site" || v == b"same-site") {
+    let (Some(fetch_site), Some(origin), Some(referer)) =
+        (only_one(headers, "sec-fetch-site"), only_one(headers, "origin"), only_one(headers, "referer"))
+    else {
+        return true;
+    };
+    let fetch_site = fetch_site.map(|v| v.as_bytes().to_ascii_lowercase());
+    if fetch_site.as_deref().is_some_and(|v| v == b"cross-site" || v == b"same-site") {
         return true;
     }
-    let Some(origin) = headers.get(header::ORIGIN) else { return false };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
-    let origin_host = origin
-        .to_str()
-        .ok()
-        .and_then(|o| o.split_once("://"))
-        .map(|(_, rest)| rest.trim_end_matches('/').to_ascii_lowercase());
-    match (origin_host, host) {
-        (Some(o), Some(h)) => o != h,
-        // `Origin: null` (a sandboxed frame, a file) or one that is not a URL.
-        _ => true,
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    if let Some(origin) = origin {
+        // The browser names the page that sent the request: this server's, or not.
+        return !is_this_server(origin, host, false);
     }
+    if fetch_site.as_deref().is_some_and(|v| v == b"same-origin" || v == b"none") {
+        return false;
+    }
+    referer.is_some_and(|r| !is_this_server(r, host, true))
+}
+
+/// The value of a header that may come at most once: `Some(None)` when absent, `None` when
+/// repeated.
+fn only_one<'a>(headers: &'a HeaderMap, name: &str) -> Option<Option<&'a HeaderValue>> {
+    let mut all = headers.get_all(name).iter();
+    match (all.next(), all.next()) {
+        (first, None) => Some(first),
+        _ => None,
+    }
+}
+
+/// Whether `url` (an `Origin`, or with `with_path` a `Referer`) is `http://` and the request's
+/// `host`, its port included (`:80` or none alike). The explorer is served over plain HTTP only,
+/// so another scheme is another origin; without a `Host` nothing is this server.
+fn is_this_server(url: &HeaderValue, host: Option<&str>, with_path: bool) -> bool {
+    let (Ok(url), Some(host)) = (url.to_str(), host) else { return false };
+    let Some(rest) = url.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| &url[7..]) else {
+        return false;
+    };
+    let authority = if with_path {
+        rest.split(['/', '?', '#']).next().unwrap_or("")
+    } else {
+        rest.strip_suffix('/').unwrap_or(rest)
+    };
+    let canonical = |a: &str| {
+        let a = a.to_ascii_lowercase();
+        match a.strip_suffix(":80") {
+            Some(without) => without.to_string(),
+            None => a,
+        }
+    };
+    !authority.is_empty() && canonical(authority) == canonical(host)
 }
 
 /// The error of a request not answered by its deadline (503).
@@ -338,25 +385,58 @@ mod tests {
         let headers = |pairs: &[(&'static str, &'static str)]| {
             let mut h = HeaderMap::new();
             for (k, v) in pairs {
-                h.insert(*k, v.parse().unwrap());
+                h.append(*k, v.parse().unwrap());
             }
             h
         };
+        const HOST: (&str, &str) = ("host", "127.0.0.1:8765");
         for other in [
             &[("sec-fetch-site", "cross-site")][..],
             &[("sec-fetch-site", "same-site")],
-            &[("host", "127.0.0.1:8765"), ("origin", "http://evil.example")],
-            &[("host", "127.0.0.1:8765"), ("origin", "http://127.0.0.1:9999")],
-            &[("host", "127.0.0.1:8765"), ("origin", "null")],
+            &[HOST, ("origin", "http://evil.example")],
+            &[HOST, ("origin", "http://127.0.0.1:9999")],
+            &[HOST, ("origin", "null")],
+            // The scheme counts: the explorer is served over http only.
+            &[HOST, ("origin", "https://127.0.0.1:8765")],
+            &[HOST, ("origin", "ftp://127.0.0.1:8765")],
+            &[HOST, ("origin", "127.0.0.1:8765")],
+            &[HOST, ("origin", "http://")],
+            &[("origin", "http://127.0.0.1:8765")],
+            // A browser without Fetch Metadata: the Referer alone says where it comes from.
+            &[HOST, ("referer", "http://evil.example/page.html")],
+            &[HOST, ("referer", "https://127.0.0.1:8765/ledger")],
+            &[HOST, ("referer", "http://127.0.0.1:9999/")],
+            &[HOST, ("referer", "http://127.0.0.1:8765.evil.example/")],
+            &[HOST, ("referer", "http://user@127.0.0.1:8765/")],
+            &[HOST, ("referer", "/ledger")],
+            &[HOST, ("sec-fetch-site", "unheard-of"), ("referer", "http://evil.example/")],
+            &[("referer", "http://127.0.0.1:8765/")],
+            // Twice, whatever the first says.
+            &[("sec-fetch-site", "same-origin"), ("sec-fetch-site", "cross-site")],
+            &[("sec-fetch-site", "same-origin"), ("sec-fetch-site", "same-origin")],
+            &[HOST, ("origin", "http://127.0.0.1:8765"), ("origin", "http://evil.example")],
+            &[HOST, ("origin", "http://127.0.0.1:8765"), ("origin", "http://127.0.0.1:8765")],
+            &[HOST, ("referer", "http://127.0.0.1:8765/"), ("referer", "http://evil.example/")],
+            // An Origin of this server does not excuse a cross-site fetch.
+            &[HOST, ("origin", "http://127.0.0.1:8765"), ("sec-fetch-site", "cross-site")],
         ] {
             assert!(from_other_site(&headers(other)), "{other:?}");
         }
         for own in [
             &[][..],
+            &[HOST],
             &[("sec-fetch-site", "same-origin")],
             &[("sec-fetch-site", "none")],
-            &[("host", "127.0.0.1:8765"), ("origin", "http://127.0.0.1:8765")],
+            &[HOST, ("origin", "http://127.0.0.1:8765")],
+            &[HOST, ("origin", "http://127.0.0.1:8765/")],
             &[("host", "localhost"), ("origin", "http://LOCALHOST")],
+            &[("host", "localhost"), ("origin", "HTTP://localhost:80")],
+            &[("host", "[::1]:8765"), ("origin", "http://[::1]:8765")],
+            &[HOST, ("referer", "http://127.0.0.1:8765/ledger?batch=8#x")],
+            &[HOST, ("referer", "http://127.0.0.1:8765")],
+            // Fetch Metadata or the Origin outrank the Referer.
+            &[HOST, ("sec-fetch-site", "same-origin"), ("referer", "http://evil.example/")],
+            &[HOST, ("origin", "http://127.0.0.1:8765"), ("referer", "http://evil.example/")],
         ] {
             assert!(!from_other_site(&headers(own)), "{own:?}");
         }

@@ -267,6 +267,112 @@ async fn bad_parameters_are_400_with_the_message_and_the_field() {
     assert!(r.body.contains("unknown format `xml`; accepted: table, json, csv, md"));
 }
 
+/// Control characters a terminal or a page would act on (`ESC`, `BEL`, the C1 `CSI`, a
+/// bidirectional override).
+const CONTROLS: [char; 4] = ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}'];
+
+#[track_caller]
+fn assert_no_raw_controls(what: &str, body: &str) {
+    if let Some(at) = body.find(CONTROLS) {
+        let from = body[..at].char_indices().rev().nth(120).map_or(0, |(i, _)| i);
+        panic!("{what}: a raw control character echoed: …{}…", body[from..(at + 40).min(body.len())].escape_debug());
+    }
+}
+
+/// Whatever the explorer echoes of a request — an error message and its field, the form's boxes
+/// and hidden fields, the scenario bar, a zoom notice, a search, a saved scenario, an uploaded
+/// model's name — carries its control characters escaped as the core's messages write them
+/// (`\u{1b}`), never raw: on every page, under every key it reads and an unknown one.
+#[tokio::test]
+async fn control_characters_in_a_query_are_never_echoed_raw() {
+    let r = get("/ledger?model=llama%1B%5B31m").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(page_error(&r.body).starts_with("unknown model `llama\\u{1b}[31m`"), "{}", page_error(&r.body));
+    assert!(r.body.contains("value=\"llama\\u{1b}[31m\""), "the form shows the value escaped");
+    let (_, message, field) = api_error("/api/ledger?ba%1Btch=1").await;
+    assert!(message.starts_with("unknown field `ba\\u{1b}tch`"), "{message}");
+    assert_eq!(field.as_deref(), Some("ba\\u{1b}tch"));
+    let values = ["a%1Bb", "8%1B", "%1B%5B2J", "layer.0%1B", "llama-3-8b%07", "8%C2%9B", "batch%3D8%E2%80%AE", "%1B"];
+    for page in PAGES {
+        let keys = SCENARIO_FIELDS.iter().chain(page.keys).chain(&["bad%1Bkey", "tp", "engine", "time_model"]);
+        for key in keys {
+            for value in values {
+                let uri = format!("{}?{key}={value}", page.path());
+                assert_no_raw_controls(&uri, &get(&uri).await.body);
+            }
+        }
+    }
+    // A saved scenario that resolves with a control character in it (a value's trailing vertical
+    // tab is trimmed) is linked and written percent-encoded.
+    let r = get("/compare?s1=batch%3D8%0B%26kv%3Dfp8").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", page_error(&r.body));
+    assert!(!r.body.contains('\u{b}'), "a raw vertical tab");
+    assert!(r.body.contains("href=\"/ledger?batch=8%0B&amp;kv=fp8\""), "the saved scenario's ledger link");
+    let r = get("/api/compare?s1=batch%3D8%0B%26kv%3Dfp8&format=csv").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(!r.body.contains('\u{b}') && r.body.contains("batch=8%0B&kv=fp8"), "{}", r.body);
+    // An uploaded model's name (`_name_or_path`) is shown in every page and report.
+    let config = r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
+        "vocab_size": 50257, "_name_or_path": "evil\u001b[31m\u009b"}"#;
+    for format in ["table", "md", "csv", "json"] {
+        let req = Request::post(format!("/api/ledger?format={format}")).body(Body::from(config)).unwrap();
+        let r = send(req).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_no_raw_controls(format, &r.body);
+    }
+    let r = send(multipart(&[("page", "ledger")], Some(config))).await;
+    let to = r.headers[header::LOCATION].to_str().unwrap().to_string();
+    let r = get(&to).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_no_raw_controls(&to, &r.body);
+    assert!(r.body.contains("evil\\u{1b}[31m\\u{9b}"), "the name is shown escaped");
+}
+
+/// A query word without `=` (`?batch`) is not read as the default: it is refused, naming the key.
+/// No key of the explorer is a flag. Empty segments are nothing.
+#[tokio::test]
+async fn a_query_key_without_a_value_is_refused_naming_it() {
+    for (uri, key) in [
+        ("/ledger?batch", "batch"),
+        ("/ledger?model=gpt2&batch", "batch"),
+        ("/ledger?ba+tch&batch=8", "ba tch"),
+        ("/compare?s1", "s1"),
+        ("/graph?expand", "expand"),
+        ("/powers-of-ten?pin", "pin"),
+        ("/gpus?format", "format"),
+    ] {
+        let r = get(uri).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(page_error(&r.body), format!("`{key}` needs `=value` (every key of the explorer takes a value)"));
+        assert!(r.body.contains(&format!("data-field=\"{key}\"")), "{uri}");
+    }
+    let (status, message, field) = api_error("/api/ledger?kv=fp8&batch").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(message, "`batch` needs `=value` (every key of the explorer takes a value)");
+    assert_eq!(field.as_deref(), Some("batch"));
+    assert_eq!(api_error("/api/gpus?format").await.2.as_deref(), Some("format"));
+    assert_eq!(api_error("/api/moe?experts=8&top_k=2&zipf").await.2.as_deref(), Some("zipf"));
+    // A saved scenario is a query too: `s1=NaN` is not the default scenario.
+    let r = get("/compare?s1=NaN").await;
+    assert_page_refuses(
+        &r,
+        "saved scenario A (`s1` = `NaN`): `NaN` needs `=value` (every key of the explorer takes a value)",
+        "s1",
+    );
+    // An upload's query too.
+    let req = Request::post("/upload?page=ledger&batch")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(r#"{"model_type": "gpt2"}"#))
+        .unwrap();
+    let r = send(req).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(page_error(&r.body), "`batch` needs `=value` (every key of the explorer takes a value)");
+    // Empty segments and empty values are as before: the default.
+    for uri in ["/ledger?&batch=8&", "/ledger?&&", "/ledger?batch=&kv=fp8", "/ledger?"] {
+        assert_eq!(get(uri).await.status, StatusCode::OK, "{uri}");
+    }
+}
+
 #[tokio::test]
 async fn oversized_queries_and_unknown_paths_are_refused_cleanly() {
     let long = format!("/ledger?contexts={}", "1,".repeat(31_000));
@@ -1543,6 +1649,61 @@ async fn heavy_requests_from_other_sites_are_refused() {
     }
 }
 
+/// A browser without Fetch Metadata marks another site's `<img>` or link by its `Referer` alone; a
+/// repeated `Sec-Fetch-Site`, `Origin` or `Referer` is refused whatever its first value says; an
+/// `Origin` must be this server's scheme (`http`), host and port. A cached answer is not a way
+/// round the refusal.
+#[tokio::test]
+async fn heavy_requests_are_refused_by_a_foreign_referer_a_repeated_header_or_another_scheme() {
+    let app = router();
+    let with = |uri: &str, headers: &[(&str, &str)]| {
+        let mut req = Request::get(uri).header("host", "127.0.0.1:8765");
+        for (k, v) in headers {
+            // Appended: a name given twice is sent twice.
+            req = req.header(*k, *v);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let (page, api) = ("/moe?experts=8&top_k=2&batches=1..4", "/api/moe?experts=8&top_k=2&batch=1..4");
+    // Asked for first by the explorer itself, so both answers are in the cache.
+    for uri in [page, api] {
+        let r = app.clone().oneshot(with(uri, &[("sec-fetch-site", "same-origin")])).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{uri}");
+    }
+    for other in [
+        &[("referer", "http://evil.example/cat.html")][..],
+        &[("referer", "http://127.0.0.1:9999/")],
+        &[("referer", "https://127.0.0.1:8765/moe")],
+        &[("sec-fetch-site", "same-origin"), ("sec-fetch-site", "cross-site")],
+        &[("sec-fetch-site", "none"), ("sec-fetch-site", "none")],
+        &[("origin", "http://127.0.0.1:8765"), ("origin", "http://evil.example")],
+        &[("origin", "http://127.0.0.1:8765"), ("origin", "http://127.0.0.1:8765")],
+        &[("origin", "https://127.0.0.1:8765")],
+        &[("origin", "ftp://127.0.0.1:8765")],
+    ] {
+        let r = app.clone().oneshot(with(page, other)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{other:?}");
+        let body = String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        assert!(
+            page_error(&body).starts_with("this page computes on request and is not answered to other sites"),
+            "{other:?}: {body:.300}"
+        );
+        let r = app.clone().oneshot(with(api, other)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{other:?}");
+        // A light page is not work: it is served.
+        assert_eq!(app.clone().oneshot(with("/gpus", other)).await.unwrap().status(), StatusCode::OK, "{other:?}");
+    }
+    for own in [
+        &[][..],
+        &[("referer", "http://127.0.0.1:8765/moe?experts=8")],
+        &[("origin", "http://127.0.0.1:8765")],
+        &[("sec-fetch-site", "same-origin"), ("referer", "http://evil.example/")],
+    ] {
+        let r = app.clone().oneshot(with(page, own)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{own:?}");
+    }
+}
+
 /// The issue's query (5,000 requests each decoding 460,000 tokens one at a time) is refused by
 /// its estimate before it runs, naming `requests`.
 #[tokio::test]
@@ -1710,6 +1871,48 @@ mod over_tcp {
             assert!(!answer.contains("100 Continue"), "{path}: {answer:.300}");
             assert!(answer.contains("the request body is over 81920 bytes"), "{path}: {answer:.600}");
         }
+    }
+
+    /// The final answer in what a server sent: past any interim (1xx) answers, which are not
+    /// the answer to the request.
+    fn final_answer(answer: &str) -> &str {
+        let mut rest = answer;
+        while rest.starts_with("HTTP/1.1 1") {
+            let Some((_, after)) = rest.split_once("\r\n\r\n") else { break };
+            rest = after;
+        }
+        rest
+    }
+
+    /// A client that asks `Expect: 100-continue` and waits for it gets `100 Continue`, sends its
+    /// body, and gets the final answer after the interim one: the upload and `POST /api/ledger`
+    /// answer as without it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn expect_100_continue_gets_the_interim_answer_then_the_final_one() {
+        let (addr, _stop) = start(Limits::default()).await;
+        let config = r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}"#;
+        for (path, status) in [("/api/ledger", "200 OK"), ("/upload?page=ledger", "303 See Other")] {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
+                config.len()
+            );
+            s.write_all(head.as_bytes()).await.unwrap();
+            let mut interim = Vec::new();
+            let mut buf = [0u8; 256];
+            while !interim.ends_with(b"\r\n\r\n") {
+                let n = timeout(BOUND, s.read(&mut buf)).await.expect("an interim answer").unwrap();
+                assert!(n > 0, "{path}: closed before 100 Continue");
+                interim.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(String::from_utf8_lossy(&interim), "HTTP/1.1 100 Continue\r\n\r\n", "{path}");
+            s.write_all(config.as_bytes()).await.unwrap();
+            let answer = format!("{}{}", String::from_utf8_lossy(&interim), read_answer(&mut s, BOUND).await);
+            let last = final_answer(&answer);
+            assert!(last.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{path}: {answer:.400}");
+            assert_security_headers_in(last);
+        }
+        assert_eq!(final_answer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"), "HTTP/1.1 200 OK\r\n\r\n");
     }
 
     /// Stalled uploads hold at most their slots: the rest are answered 503 at once and closed, so
@@ -2645,4 +2848,28 @@ async fn plots_come_at_a_phones_width_too() {
     let r = get("/ledger?time_model=roofline").await;
     assert!(r.body.contains("<th class=\"num time\" scope=\"col\">time</th>"), "{}", r.body);
     assert!(r.body.contains("<th class=\"share\" scope=\"col\">share of step</th>"));
+}
+
+/// A search abandoned at its deadline stops and frees its heavy-work slot: with one slot, two
+/// plan searches of thousands of candidate batches are answered 503 at the deadline, and a heavy
+/// request after them is answered within its own (before, each search held the slot until it
+/// ended, seconds later, and every heavy page was 503 meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_searches_free_their_slot_at_the_deadline() {
+    let limits = llm_ledger_web::Limits {
+        heavy_workers: 1,
+        request_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let app = app(Arc::new(AppState { limits, ..AppState::builtin() }));
+    let search = "/api/plan?batch=1..2000&tpot_ms=1000&max_gpus=8";
+    for _ in 0..2 {
+        let r = app.clone().oneshot(get_req(search)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    // A short wait for the stopped search to hand its slot back (it checks its flag before each
+    // step evaluation), well inside the next request's deadline of 300 ms.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let r = app.oneshot(get_req("/api/zoom?at=layer.0")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
 }

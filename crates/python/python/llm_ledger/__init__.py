@@ -28,6 +28,7 @@ import itertools as _itertools
 import json as _json
 import numbers as _numbers
 import os as _os
+import threading as _threading
 from functools import cached_property as _cached_property
 
 from . import _native
@@ -460,12 +461,18 @@ def plan(*, executor=None, **kwargs):
     A plan under load assesses its candidates (layout × max sequences × chunk) on every core of
     this machine. With ``executor`` — any ``concurrent.futures.Executor``, such as Dask's
     ``distributed.Client(...).get_executor()`` — each candidate is one task
-    (``executor.map``): the worker lays out the same search from the same keywords, assesses its
-    candidate under the call's own ``max_steps``, and sends the assessment back as JSON; the plan
-    gathered here equals the one made without it."""
+    (``executor.submit``; ``executor.map`` of them all on an executor with only ``map``): the
+    worker lays out the same search from the same keywords, assesses its candidate under the
+    call's own ``max_steps``, and sends the assessment back as JSON; the plan gathered here equals
+    the one made without it. An executor that sends back other than one assessment per candidate
+    is refused (:class:`InputError`, ``field`` ``"executor"``); Ctrl-C stops the wait for them
+    with ``KeyboardInterrupt`` within moments."""
     if executor is None:
         return _run("plan", kwargs)
-    return Report("plan", _native.plan_mapped(_call(kwargs), lambda tasks: list(executor.map(_plan_part, tasks))))
+    return Report(
+        "plan",
+        _native.plan_mapped(_call(kwargs), lambda tasks: _on_executor("plan", executor, _plan_part, tasks)),
+    )
 
 
 def _plan_part(task):
@@ -537,16 +544,220 @@ def simulate_many(runs, *, executor=None, **common):
     Without ``executor`` the runs go one after the other in this process. With one — any
     ``concurrent.futures.Executor``: a ``ThreadPoolExecutor`` (the simulator releases the GIL),
     a ``ProcessPoolExecutor``, or a cluster's, such as Dask's ``distributed.Client(...)
-    .get_executor()`` — each run is one task (``executor.map``), so a search fans out over every
-    worker it has, unchanged. A task sends back its report's outputs as text (JSON, table, plot),
-    so the results equal the runs made here. Bad input raises :class:`InputError` from the run
-    that has it."""
+    .get_executor()`` — each run is one task (``executor.submit``; ``executor.map`` of them all on
+    an executor with only ``map``, such as Ray's ``Pool``), so a search fans out over every worker
+    it has, unchanged. A task sends back its report's outputs as text (JSON, table, plot), so the
+    results equal the runs made here. Bad input raises :class:`InputError` from the run that has
+    it; so does an executor that sends back other than one report per run (``field``
+    ``"executor"``, naming it). Ctrl-C stops the wait for the results with ``KeyboardInterrupt``
+    within moments, and cancels the runs not yet started."""
     tasks = [{**common, **dict(run)} for run in runs]
     if executor is None:
         shipped = [_native.run("simulate", _call(kwargs)) for kwargs in tasks]
     else:
-        shipped = list(executor.map(_simulate_shipped, tasks))
+        shipped = _on_executor("simulate_many", executor, _simulate_shipped, tasks)
     return [Simulation("simulate", s) for s in shipped]
+
+
+#: The longest one wait on an executor's results lasts (seconds) before it waits again: between
+#: two waits Python runs its signal handlers, so Ctrl-C (KeyboardInterrupt) stops the call.
+_POLL_S = 0.05
+
+#: The keys of a report's human layout (what its text and HTML tables read).
+_HUMAN_KEYS = ("title", "header", "right_aligned", "rows", "footer")
+
+
+def _assessment(result):
+    """A result of :func:`_plan_part` as an executor sent it back: the JSON text of one
+    assessment (valid Unicode, which Rust reads), else None."""
+    if not isinstance(result, str):
+        return None
+    if not result.isascii():
+        try:
+            result.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    return result
+
+
+def _shipped(result):
+    """A result of :func:`_simulate_shipped` as an executor sent it back: a :class:`_Shipped`
+    whose outputs have their types (a worker's other package makes other objects), its JSON
+    parsed and kept for ``field``; else None."""
+    if not isinstance(result, _Shipped):
+        return None
+    values = vars(result)
+    human, svg = values.get("_human"), values.get("_svg")
+    if not (
+        isinstance(values.get("_json"), str)
+        and isinstance(values.get("_table"), str)
+        and isinstance(human, dict)
+        and all(k in human for k in _HUMAN_KEYS)
+        and (svg is None or isinstance(svg, str))
+        and isinstance(values.get("_csv_rows"), list)
+    ):
+        return None
+    if "_fields" not in values:
+        try:
+            fields = _json.loads(values["_json"])
+        except ValueError:
+            return None
+        if not isinstance(fields, dict):
+            return None
+        result._fields = fields
+    return result
+
+
+#: Each task function an executor runs: how its results are read, and what they must be.
+_TASKS = {
+    _plan_part: (_assessment, "the JSON text (a str) that `llm_ledger._plan_part` returns"),
+    _simulate_shipped: (_shipped, "the report that `llm_ledger._simulate_shipped` returns"),
+}
+
+
+def _a(value):
+    """A value's type as a message names it: `None`, `a str`, `an int`."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiouAEIOU' else 'a'} {name}"
+
+
+def _executor_error(message):
+    return _input_error(f"invalid `executor`: {message}", "executor")
+
+
+def _on_executor(function, executor, fn, tasks):
+    """`fn(task)` of each of `tasks` run on `executor`, in the order of `tasks`, each result read
+    as :data:`_TASKS` says (for `function`, the public function that sent them).
+
+    A ``concurrent.futures.Executor`` gets one ``submit`` per task; any other executor (one that
+    implements only ``map``, such as Ray's or ``multiprocessing``'s ``Pool``) one ``map`` of all
+    the tasks, called and read in a thread of its own. Either way this thread waits at most
+    `_POLL_S` at a time, so Ctrl-C (KeyboardInterrupt) stops the call within moments, and the
+    tasks not yet started are then cancelled. The executor must send back exactly one result per
+    task, each what `fn` returns: else :class:`InputError` naming the executor and `function`."""
+    import concurrent.futures as futures  # here: 16 ms of imports (logging) only executors need
+
+    kind = type(executor)
+    if isinstance(executor, futures.Executor) and kind.submit is not futures.Executor.submit:
+        return _submitted(function, executor, f"{kind.__name__}.submit", fn, tasks)
+    source = f"{kind.__name__}.map"
+    results = _mapped(function, executor, source, fn, tasks)
+    n, got = len(tasks), len(results)
+    if got != n:
+        told, missing = (f"more than {n}", "") if got > n else (f"{got}", f" ({n - got} missing)")
+        raise _executor_error(
+            f"{source} gave back {told} results for {n} tasks{missing}:"
+            f" `{function}` needs exactly one result per task"
+        )
+    return [_checked(function, source, fn, j, result) for j, result in enumerate(results)]
+
+
+def _checked(function, source, fn, j, result):
+    """Task `j`'s `result` read as :data:`_TASKS` says, or :class:`InputError` saying what came."""
+    read, expected = _TASKS[fn]
+    value = read(result)
+    if value is None:
+        if fn is _simulate_shipped and isinstance(result, _Shipped):
+            came = "a report of another shape (another llm_ledger on the worker?)"
+        elif fn is _plan_part and isinstance(result, str):
+            came = "a str that is not valid Unicode"
+        else:
+            came = _a(result)
+        raise _executor_error(f"task {j} of `{function}` came back from {source} as {came}, not {expected}")
+    return value
+
+
+def _submitted(function, executor, source, fn, tasks):
+    """One ``executor.submit(fn, task)`` per task, each result waited for in turn (at most
+    `_POLL_S` at a time) and read; on an error or a KeyboardInterrupt every future is cancelled
+    (those not yet running never run), as ``concurrent.futures``' own ``map`` does."""
+    futures = []
+    try:
+        for j, task in enumerate(tasks):
+            future = executor.submit(fn, task)
+            if not (callable(getattr(future, "result", None)) and callable(getattr(future, "done", None))):
+                raise _executor_error(
+                    f"{source} gave back {_a(future)} for task {j} of `{function}`,"
+                    " not a future (a concurrent.futures.Future)"
+                )
+            futures.append(future)
+        return [_checked(function, source, fn, j, _result(future)) for j, future in enumerate(futures)]
+    except BaseException:
+        for future in futures:
+            try:
+                future.cancel()
+            except Exception:
+                pass
+        raise
+
+
+def _result(future):
+    """A future's result, waited for at most `_POLL_S` at a time (a task's own TimeoutError is
+    raised as it is)."""
+    from concurrent.futures import TimeoutError as FuturesTimeout  # TimeoutError from Python 3.11
+
+    while not future.done():
+        try:
+            return future.result(timeout=_POLL_S)
+        except (TimeoutError, FuturesTimeout):
+            pass
+    return future.result()
+
+
+def _mapped(function, executor, source, fn, tasks):
+    """What ``executor.map(fn, tasks)`` gives back, as a list of at most one result more than
+    `tasks` (an endless map is cut there), called and read in a thread of its own while this one
+    waits at most `_POLL_S` at a time. After a KeyboardInterrupt here that thread stops reading at
+    the next result and closes the map's iterator (``concurrent.futures``' and Dask's cancel the
+    tasks not yet started); a result that never comes keeps it waiting (a daemon thread)."""
+    limit = len(tasks) + 1
+    stop, done = _threading.Event(), _threading.Event()
+    out = {}
+
+    def read():
+        try:
+            results = executor.map(fn, tasks)
+            try:
+                iterator = iter(results)
+            except TypeError:
+                raise _executor_error(
+                    f"{source} gave back {_a(results)}, not an iterable of results:"
+                    f" `{function}` needs exactly one result per task"
+                ) from None
+            got = []
+            try:
+                for result in iterator:
+                    if stop.is_set():
+                        break
+                    got.append(result)
+                    if len(got) == limit:
+                        break
+            finally:
+                close = getattr(iterator, "close", None)
+                if callable(close):
+                    close()
+            out["results"] = got
+        except BaseException as e:
+            out["error"] = e
+        finally:
+            done.set()
+
+    _threading.Thread(target=read, name=f"llm_ledger.{function}: {source}", daemon=True).start()
+    try:
+        while not done.wait(_POLL_S):
+            pass
+    except BaseException:
+        stop.set()
+        raise
+    error = out.pop("error", None)
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error
+    return out["results"]
 
 
 def sweep(**kwargs):

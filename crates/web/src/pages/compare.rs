@@ -79,7 +79,7 @@ pub(crate) fn saved_scenarios(q: &PageQuery, catalog: &Catalog) -> Result<(Vec<S
         };
         let saved = PageQuery::parse(Some(query), &[]).map_err(about)?;
         let sc = saved.resolve(catalog).map_err(about)?.scenario;
-        out.push((label, query.to_string(), sc));
+        out.push((label, crate::query::without_controls(query).into_owned(), sc));
     }
     Ok((out, reserve_bytes))
 }
@@ -264,7 +264,7 @@ fn front(ctx: &PageCtx) -> Result<(PageQuery, Result<FrontierReport, AppError>),
     // Bad inputs are the page's errors; a search that finds nothing is said in its section.
     req.serving(&sc).map_err(|e| q.command_error(&e))?;
     crate::api_deploy::web_max_gpus(req.max_gpus.as_deref()).map_err(|e| q.core_error(&e))?;
-    let found = req.frontier(&sc).map_err(|e| q.command_error(&e)).and_then(|r| q.checked(r));
+    let found = req.frontier_within(&sc, Some(ctx.cancel)).map_err(|e| q.command_error(&e)).and_then(|r| q.checked(r));
     Ok((base_q, found))
 }
 

@@ -10,7 +10,7 @@
 
 use super::parts::downloads;
 use super::PageCtx;
-use crate::error::AppError;
+use crate::error::{shown, AppError};
 use llm_ledger_core::ZoomTree;
 use llm_ledger_report::human;
 use llm_ledger_report::plot::graph::{matches, NetworkGraph, PartKind};
@@ -41,6 +41,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let powers = q.hrefs_to("/powers-of-ten");
     let zoom = |path: &str| powers.with(&[("at", path)]);
     let text = find.unwrap_or("");
+    // What the search form echoes: control characters escaped.
+    let shown_q = q.shown();
     // Each part with its drawing inside (a run of layers) and the search's hits in it.
     let parts: Vec<_> = g
         .parts
@@ -87,11 +89,11 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
             " · " (layers) " (" (tree.num_layers) " layers) · step " (human::seconds(g.step_time_s)) " (" (clock) ")"
         }
         form.graph-search #graph-search role="search" action="/graph" method="get" {
-            @for (k, v) in &q.scenario { input type="hidden" name=(k) value=(v); }
-            @if let Some(c) = &q.config { input type="hidden" name="config" value=(c); }
+            @for (k, v) in &shown_q.scenario { input type="hidden" name=(k) value=(v); }
+            @if let Some(c) = &shown_q.config { input type="hidden" name="config" value=(c); }
             @if expand { input type="hidden" name=(EXPAND) value="1"; }
             label for="graph-find" { "Find an operator" }
-            input #graph-find type="search" name=(FIND) value=(text) placeholder="e.g. proj, attn, up, lm_head" autocomplete="off"
+            input #graph-find type="search" name=(FIND) value=(shown(text)) placeholder="e.g. proj, attn, up, lm_head" autocomplete="off"
                 aria-describedby="graph-count";
             button type="submit" { "Find" }
             a #graph-expand .graph-fold href=(ctx.self_href(&[], &[(EXPAND, self_expand)])) {
@@ -101,9 +103,9 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         p #graph-count role="status" aria-live="polite" data-hits=(hits.len()) {
             @if let Some(t) = find {
                 @if hits.is_empty() {
-                    "Nothing matches “" (t) "”."
+                    "Nothing matches “" (shown(t)) "”."
                 } @else {
-                    (hits.len()) " " (if hits.len() == 1 { "operator matches" } else { "operators match" }) " “" (t) "”"
+                    (hits.len()) " " (if hits.len() == 1 { "operator matches" } else { "operators match" }) " “" (shown(t)) "”"
                     @if !expand && g.parts.iter().any(|p| p.layers() > 1) { " (in each run of layers, its first)" }
                     ": "
                     @for (n, (anchor, path, name)) in hits.iter().enumerate() {

@@ -21,6 +21,7 @@ use llm_ledger_report::need::NeedReport;
 use llm_ledger_report::plan_serving::ServingPlanReport;
 use llm_ledger_report::plot::MemoryWallChart;
 use maud::{html, Markup};
+use std::sync::atomic::AtomicBool;
 
 /// The page's keys: the app's `need` inputs, then those of the plan under load it takes.
 pub(super) const KEYS: &[&str] = &["max_gpus", "reserve", "tpot_ms", "rate", "ttft_ms", "prompt", "output", "requests"];
@@ -79,7 +80,7 @@ fn base(q: &PageQuery) -> PageQuery {
 /// The page's table: every GPU's answer for the query's scenario (its model, batch and context),
 /// searching at most [`MAX_WEB_GPUS`](crate::api_deploy::MAX_WEB_GPUS) GPUs per replica as the
 /// explorer's other searches do.
-pub(crate) fn report(q: &PageQuery, catalog: &Catalog) -> Result<NeedReport, AppError> {
+pub(crate) fn report(q: &PageQuery, catalog: &Catalog, cancel: &AtomicBool) -> Result<NeedReport, AppError> {
     let b = base(q);
     let r = b.resolve(catalog)?;
     let req: NeedRequest = q.extras_as(&["max_gpus", "reserve", "tpot_ms"])?;
@@ -87,7 +88,8 @@ pub(crate) fn report(q: &PageQuery, catalog: &Catalog) -> Result<NeedReport, App
     // Every GPU of the catalogue is searched: the explorer's cap on one answer's layouts.
     web_max_gpus(Some(&max_gpus)).map_err(|e| q.core_error(&e))?;
     let req = NeedRequest { max_gpus: Some(max_gpus), ..req };
-    let report = req.run(&b.request()?, &r.catalog, &r.scenario).map_err(|e| q.command_error(&e))?;
+    let report =
+        req.run_within(&b.request()?, &r.catalog, &r.scenario, Some(cancel)).map_err(|e| q.command_error(&e))?;
     q.checked(report)
 }
 
@@ -96,7 +98,7 @@ type UnderLoad = (String, Result<ServingPlanReport, AppError>);
 
 /// The plan under load on the scenario's GPU, when a rate is given: its query for `/api/plan`,
 /// and the report or why there is none (a bad input is the page's error).
-fn under_load(q: &PageQuery, catalog: &Catalog) -> Result<Option<UnderLoad>, AppError> {
+fn under_load(q: &PageQuery, catalog: &Catalog, cancel: &AtomicBool) -> Result<Option<UnderLoad>, AppError> {
     let Some(rate) = q.extra("rate") else {
         if let Some(k) = LOAD_KEYS.iter().find(|k| q.extra(k).is_some()) {
             return Err(AppError::bad_request(
@@ -140,15 +142,15 @@ fn under_load(q: &PageQuery, catalog: &Catalog) -> Result<Option<UnderLoad>, App
     page.retain(|(_, v)| v.is_some());
     let api = PageQuery { extra: Vec::new(), ..b }.href_page("/api/plan", &[], &page);
     // Bounds no deployment holds, or a search past the budget, are said in the section.
-    let report = load.report(&sc, &s, checked, gpus, Files::None, None).map_err(|e| q.command_error(&e));
+    let report = load.report(&sc, &s, checked, gpus, Files::None, Some(cancel)).map_err(|e| q.command_error(&e));
     Ok(Some((api, report)))
 }
 
 /// The page body.
 pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
     let q = ctx.query;
-    let r = report(q, &ctx.state.catalog)?;
-    let load = under_load(q, &ctx.state.catalog)?;
+    let r = report(q, &ctx.state.catalog, ctx.cancel)?;
+    let load = under_load(q, &ctx.state.catalog, ctx.cancel)?;
     let i = &r.inputs;
     let own = r.row(&i.gpu);
     let answer = own.and_then(|row| row.answer);

@@ -8,7 +8,7 @@
 
 use super::parts::{by_trend, claim, num, ratio, share_bar, thead, thead_marked};
 use super::{picture, PageCtx};
-use crate::error::AppError;
+use crate::error::{shown, AppError};
 use crate::query::PageQuery;
 use llm_ledger_app::zoom::ZoomRequest;
 use llm_ledger_core::zoom::{op_path, path_steps, Flip, GapKind, Level, TileLevel};
@@ -122,7 +122,7 @@ fn pin_bar(ctx: &PageCtx, q: &PageQuery, pin: &Option<ZoomReport>) -> Markup {
         p.pinbar #pinbar {
             @match (q.extra(PIN), pin) {
                 (Some(p), Some(r)) => {
-                    "Compared with the pinned scenario " code #pinned-scenario data-pin=(p) { (r.inputs.headline()) }
+                    "Compared with the pinned scenario " code #pinned-scenario data-pin=(shown(p)) { (r.inputs.headline()) }
                     ": every number above shows its change (Δ) and ratio. "
                     a #unpin href=(ctx.self_href(&[], &[(PIN, None)])) { "Unpin" }
                     " · "
@@ -240,7 +240,7 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
         }
         p.headline #headline { (report.inputs.headline()) }
         @if let Some(n) = &notice {
-            p.notice #zoom-notice role="status" data-asked=(at) { (n) }
+            p.notice #zoom-notice role="status" data-asked=(shown(at)) { (shown(n)) }
         }
         span #zoom-top {}
         nav.breadcrumb #zoom-path aria-label="zoom path" {
