@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import tomllib
 import zipfile
 from collections import defaultdict
@@ -48,10 +49,36 @@ WHEEL_SHA256 = "aadc4aad0a00bf8a61c477c62bef43de479849c3aa0b1c3078068e08309eccc4
 DATA_PREFIX = "aiconfigurator_core/systems/data/"
 SYSTEMS_PREFIX = "aiconfigurator_core/systems/"
 
+# Repo mode (--repo GIT_DIR --commit SHA): the same tables read from a commit of the public
+# AIConfigurator git repository, where the package lives under aic-core/src/.
+REPO_URL = "github.com/ai-dynamo/aiconfigurator"
+REPO_DATA_PREFIX = "aic-core/src/aiconfigurator_core/systems/data/"
+REPO_SYSTEMS_PREFIX = "aic-core/src/aiconfigurator_core/systems/"
+# The collector's manifest: the default runtime version per framework (plus per-family
+# overrides). Used for the 'current' version where systems/query_versions.yaml is absent.
+REPO_FRAMEWORK_MANIFEST = "collector/framework_manifest.yaml"
+
 # GPUs we keep (AIConfigurator system names). l4 is requested by the issue but the wheel ships no
 # data for it (only a .gitkeep), nor for a100_pcie, h100_pcie and a30.
 GPUS = ["a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s"]
+# Every GPU with data (the default in repo mode). b60 is Intel (vllm only; oneCCL, not NCCL).
+ALL_GPUS = ["a100_sxm", "b200_sxm", "b300_sxm", "b60", "gb200", "gb300", "h100_sxm", "h200_sxm",
+            "l40s", "rtx_pro_6000_server"]
 ENGINES = ["trtllm", "vllm", "sglang"]
+# The op families whose tables the 8 existing file kinds (and moe.bin) read, with their tables.
+FAMILY_TABLES = {
+    "gemm": ["gemm_perf"],
+    "attention": ["context_attention_perf", "generation_attention_perf"],
+    "mla": ["context_mla_perf", "generation_mla_perf"],
+    "mla_bmm": ["mla_bmm_perf"],
+    "comm": ["custom_allreduce_perf"],
+    "moe": ["moe_perf"],
+}
+# Outliers (report only): a measured point whose log-latency is off the log-space interpolation of
+# its two measured neighbours by more than this factor along EVERY axis where it has two.
+OUTLIER_FACTOR = 3.0
+# MoE: the routing distribution kept (AIConfigurator's uniform one).
+MOE_DISTRIBUTION = "balanced"
 
 # Thinning: drop whole grid planes (one value of one axis) only where log-space multilinear
 # interpolation over the kept grid reproduces every measured point of the full grid within this
@@ -144,9 +171,40 @@ def download_wheel(tmp: Path) -> Path:
 
 
 class Wheel:
-    def __init__(self, path: Path):
+    kind = "wheel"
+    data_prefix = DATA_PREFIX
+    systems_prefix = SYSTEMS_PREFIX
+
+    def __init__(self, path: Path, sha: str = ""):
         self.zip = zipfile.ZipFile(path)
         self.names = sorted(self.zip.namelist())
+        self.sha = sha
+        self._names = set(self.names)
+
+    def exists(self, name: str) -> bool:
+        return name in self._names
+
+    def provenance_lines(self) -> list[str]:
+        return [f"# package: {PACKAGE} {VERSION} (PyPI), wheel {WHEEL_NAME}",
+                f"# wheel_sha256: {self.sha}"]
+
+    def manifest_source(self) -> list[str]:
+        return [f"package = {toml_str(PACKAGE)}",
+                f"version = {toml_str(VERSION)}",
+                f"wheel = {toml_str(WHEEL_NAME)}",
+                f"wheel_sha256 = {toml_str(self.sha)}"]
+
+    def licence_intro(self, copyright: list[str]) -> list[str]:
+        return (["The files under crates/core/data/kernels/ are derived from NVIDIA AIConfigurator's performance",
+                 f"database as shipped in the PyPI package {PACKAGE} {VERSION}",
+                 f"(wheel {WHEEL_NAME}, sha256 {self.sha}),",
+                 "licensed under the Apache License, Version 2.0 (License-Expression: Apache-2.0 in the",
+                 "wheel's METADATA; SPDX-License-Identifier: Apache-2.0 in its source files).",
+                 "The wheel ships no LICENSE or NOTICE file; its files carry these copyright lines:",
+                 ""] + [f"    {c}" for c in copyright])
+
+    def licence_text(self) -> str:
+        return (HERE / "Apache-2.0.txt").read_text()
 
     def read(self, name: str) -> bytes:
         return self.zip.read(name)
@@ -158,12 +216,12 @@ class Wheel:
         return yaml.safe_load(self.read(name))
 
     def parquets(self):
-        return [n for n in self.names if n.startswith(DATA_PREFIX) and n.endswith(".parquet")]
+        return [n for n in self.names if n.startswith(self.data_prefix) and n.endswith(".parquet")]
 
     def copyright_lines(self) -> list[str]:
         lines = set()
         for n in self.names:
-            if n.startswith(SYSTEMS_PREFIX) and n.endswith(".yaml"):
+            if n.startswith(self.systems_prefix) and n.endswith(".yaml"):
                 for line in self.read(n).decode("utf-8", "replace").splitlines()[:5]:
                     m = re.match(r"#\s*SPDX-FileCopyrightText:\s*(.*)", line)
                     if m:
@@ -171,17 +229,84 @@ class Wheel:
         return sorted(lines)
 
 
+class GitRepo(Wheel):
+    """The same interface over one commit of a git directory (bare or not): every file is read
+    with `git cat-file --batch` from that commit's tree; nothing else is touched, no network."""
+
+    kind = "repo"
+    data_prefix = REPO_DATA_PREFIX
+    systems_prefix = REPO_SYSTEMS_PREFIX
+
+    def __init__(self, git_dir: Path, commit: str):
+        self.git_dir = str(git_dir)
+        self.commit = self._git("rev-parse", "--verify", f"{commit}^{{commit}}").strip()
+        ls = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit)
+        self.blobs = {}
+        for entry in ls.split("\0"):
+            if not entry:
+                continue
+            meta, path = entry.split("\t", 1)
+            _mode, typ, oid = meta.split()
+            if typ == "blob":
+                self.blobs[path] = oid
+        self.names = sorted(self.blobs)
+        self._names = set(self.names)
+        self.sha = self.commit
+        self._cat = subprocess.Popen(["git", "--git-dir", self.git_dir, "cat-file", "--batch"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def _git(self, *args) -> str:
+        return subprocess.run(["git", "--git-dir", self.git_dir, *args], check=True,
+                              capture_output=True).stdout.decode()
+
+    def read(self, name: str) -> bytes:
+        oid = self.blobs[name]
+        self._cat.stdin.write(oid.encode() + b"\n")
+        self._cat.stdin.flush()
+        head = self._cat.stdout.readline().split()
+        assert len(head) == 3 and head[1] == b"blob", (name, head)
+        size = int(head[2])
+        data = self._cat.stdout.read(size)
+        self._cat.stdout.read(1)  # the newline after the object
+        if data.startswith(b"version https://git-lfs"):
+            raise SystemExit(f"{name} is a Git LFS pointer in {self.git_dir}, not the file")
+        return data
+
+    def provenance_lines(self) -> list[str]:
+        return [f"# source: git repository {REPO_URL}, commit {self.commit}",
+                "# (read from the commit's tree with git cat-file; licence: LICENSE at the repository root)"]
+
+    def manifest_source(self) -> list[str]:
+        return [f"repository = {toml_str(REPO_URL)}",
+                f"commit = {toml_str(self.commit)}",
+                f"data_path = {toml_str(REPO_DATA_PREFIX)}"]
+
+    def licence_intro(self, copyright: list[str]) -> list[str]:
+        return (["The files under crates/core/data/kernels/ are derived from NVIDIA AIConfigurator's performance",
+                 f"database in the git repository {REPO_URL} at commit",
+                 f"{self.commit} (directory {REPO_DATA_PREFIX}),",
+                 "licensed under the Apache License, Version 2.0: the repository's LICENSE file, reproduced",
+                 "below. Its files carry these copyright lines (SPDX-FileCopyrightText):",
+                 ""] + [f"    {c}" for c in copyright])
+
+    def licence_text(self) -> str:
+        text = self.read("LICENSE").decode()
+        if "Apache License" not in text or "Version 2.0" not in text:
+            raise SystemExit("the repository's LICENSE is not the Apache License 2.0: stop and review")
+        return text
+
+
 # --------------------------------------------------------------------------------------------
 # Inventory
 # --------------------------------------------------------------------------------------------
 
 def inventory(wheel: Wheel) -> str:
-    out = ["# path (under aiconfigurator_core/systems/data/)\trows\tcolumns (name:type)"]
+    out = [f"# path (under {wheel.data_prefix})\trows\tcolumns (name:type)"]
     for n in wheel.parquets():
         md = pq.read_metadata(io.BytesIO(wheel.read(n)))
         schema = md.schema.to_arrow_schema()
         cols = ",".join(f"{f.name}:{f.type}" for f in schema)
-        out.append(f"{n[len(DATA_PREFIX):]}\t{md.num_rows}\t{cols}")
+        out.append(f"{n[len(wheel.data_prefix):]}\t{md.num_rows}\t{cols}")
     return "\n".join(out) + "\n"
 
 
@@ -270,6 +395,40 @@ class Grid:
         self.n_dropped = self.n_measured - self.n_kept()
         self.dropped_errs = errs[errs > 1e-12] if self.n_dropped else np.array([])
 
+    def outliers(self, factor: float = OUTLIER_FACTOR):
+        """Measured points off their neighbours: along every axis where the point has a measured
+        neighbour on each side, its ln(latency) differs from the log-space interpolation of the two
+        by more than ln(factor) (and there is at least one such axis). Computed on the full source
+        grid (before thinning). Yields (point text, value, estimate along the best-fitting axis,
+        signed ratio value/estimate of that axis, axes checked)."""
+        logv = np.log(self.values)
+        measured = np.isfinite(logv)
+        nd = len(self.axes)
+        best = np.full(logv.shape, np.inf)   # smallest |deviation| over checked axes
+        best_est = np.full(logv.shape, np.nan)
+        checked = np.zeros(logv.shape, dtype=int)
+        for d, (_, vals) in enumerate(self.axes):
+            if len(vals) < 3:
+                continue
+            x = np.log(np.asarray(vals, dtype=float))
+            sl = lambda a, b: tuple(slice(a, b) if e == d else slice(None) for e in range(nd))
+            lo, mid, hi = logv[sl(0, -2)], logv[sl(1, -1)], logv[sl(2, None)]
+            shape = [1] * nd
+            shape[d] = -1
+            w = ((x[1:-1] - x[:-2]) / (x[2:] - x[:-2])).reshape(shape)
+            est = lo + w * (hi - lo)
+            ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(mid)
+            dev = np.where(ok, np.abs(mid - est), np.inf)
+            better = ok & (dev < best[sl(1, -1)])
+            best_est[sl(1, -1)] = np.where(better, est, best_est[sl(1, -1)])
+            best[sl(1, -1)] = np.where(better, dev, best[sl(1, -1)])
+            checked[sl(1, -1)] += ok
+        flag = measured & (checked > 0) & (best > math.log(factor))
+        for idx in zip(*np.nonzero(flag)):
+            point = " ".join(f"{n}={vals[i]}" for (n, vals), i in zip(self.axes, idx))
+            v, e = float(np.exp(logv[idx])), float(np.exp(best_est[idx]))
+            yield point, v, e, v / e, int(checked[idx])
+
     def render_line(self, prev: "Grid | None") -> str:
         """'table KEYVALUES | AXIS0 | AXIS1 ...'; an axis equal to the previous table's is '='."""
         keys = [str(v) for v in self.attrs.values()]
@@ -332,18 +491,96 @@ def build_grids(rows, key_cols, axis_cols, rename=None, value_col="latency"):
 # Selection
 # --------------------------------------------------------------------------------------------
 
-def engine_versions(wheel: Wheel) -> dict:
-    q = wheel.yaml(SYSTEMS_PREFIX + "query_versions.yaml")
-    out = {}
-    for gpu in GPUS:
-        for eng in ENGINES:
-            slot = q.get("overrides", {}).get(gpu, {}).get(eng) or q["defaults"][eng]
-            out[(gpu, eng)] = slot["current"]
+def parse_version(v: str) -> tuple:
+    """AIConfigurator's own ordering of version directories (get_latest_database_version in
+    aic-core/src/aiconfigurator_core/sdk/perf_database.py): (major, minor, patch, stable, rc,
+    suffix number); a release sorts above its release candidates."""
+    v = v.lower()
+
+    def suffix_number(start: int) -> int:
+        m = re.search(r"(\d+)(?!.*\d)", v[start:])
+        return int(m.group(1)) if m else 0
+
+    def pre() -> list[int]:
+        m = re.search(r"rc(\d+)", v)
+        if m:
+            return [0, int(m.group(1))]
+        return [0, 0] if "rc" in v else [1, 0]
+
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", v)
+    if m:
+        return (*map(int, m.groups()), *pre(), suffix_number(m.end()))
+    m = re.search(r"v?(\d+)\.(\d+)", v)
+    if m:
+        return (*map(int, m.groups()), 0, *pre(), suffix_number(m.end()))
+    nums = [int(x) for x in re.findall(r"\d+", v)[:3]]
+    return (*(nums + [0] * (3 - len(nums))), 0, 0, 0) if nums else (0, 0, 0, -1, 0, 0)
+
+
+def table_versions(wheel: Wheel, gpu: str, eng: str) -> dict:
+    """{version: [tables]} of the tables we read (FAMILY_TABLES) for one GPU and engine."""
+    out = defaultdict(list)
+    for fam, tables in FAMILY_TABLES.items():
+        prefix = f"{wheel.data_prefix}{gpu}/{fam}/{eng}/"
+        for n in wheel.names:
+            if n.startswith(prefix) and n.endswith(".parquet"):
+                ver, fname = n[len(prefix):].split("/", 1)
+                if fname[:-len(".parquet")] in tables:
+                    out[ver].append(fname[:-len(".parquet")])
     return out
 
 
+def engine_versions(wheel: Wheel, gpus: list[str]) -> tuple[dict, str]:
+    """The 'current' engine version per (GPU, engine), and how it was chosen (for the manifest).
+
+    systems/query_versions.yaml where the source has one (the wheel). The git repository has none:
+    there the version is the collector's default runtime (collector/framework_manifest.yaml:
+    frameworks.<engine>.default.version) where the GPU has tables at that version, else the newest
+    version (AIConfigurator's ordering) that holds any of the tables we read; engines with no such
+    table on a GPU are absent (b60 has vllm only)."""
+    qpath = wheel.systems_prefix + "query_versions.yaml"
+    out = {}
+    if wheel.exists(qpath):
+        q = wheel.yaml(qpath)
+        for gpu in gpus:
+            for eng in ENGINES:
+                slot = q.get("overrides", {}).get(gpu, {}).get(eng) or q["defaults"].get(eng)
+                if slot and slot.get("current"):
+                    out[(gpu, eng)] = slot["current"]
+        return out, f"the 'current' slot of {qpath}"
+    fm = wheel.yaml(REPO_FRAMEWORK_MANIFEST)["frameworks"]
+    for gpu in gpus:
+        for eng in ENGINES:
+            have = table_versions(wheel, gpu, eng)
+            if not have:
+                continue
+            default = str(fm[eng]["default"]["version"])
+            out[(gpu, eng)] = default if default in have else max(have, key=parse_version)
+    return out, (f"no systems/query_versions.yaml at this commit: {REPO_FRAMEWORK_MANIFEST}'s default"
+                 " runtime per engine where the GPU has tables at it, else the newest version"
+                 " (AIConfigurator's version ordering) holding any gemm/attention/mla/mla_bmm/"
+                 "custom_allreduce/moe table")
+
+
 def nccl_version(wheel: Wheel, gpu: str) -> str:
-    return str(wheel.yaml(f"{SYSTEMS_PREFIX}{gpu}.yaml")["misc"]["nccl_version"])
+    return str(wheel.yaml(f"{wheel.systems_prefix}{gpu}.yaml")["misc"]["nccl_version"])
+
+
+def comm_source(wheel: Wheel, gpu: str):
+    """(library label, version, table path) of the GPU's collective table: NCCL at the version
+    the system YAML names, or, where that has no data and the YAML names a oneCCL version (b60),
+    oneCCL's table, whose columns are NCCL's."""
+    misc = wheel.yaml(f"{wheel.systems_prefix}{gpu}.yaml")["misc"]
+    nv = str(misc["nccl_version"])
+    src = f"{wheel.data_prefix}{gpu}/comm/nccl/{nv}/nccl_perf.parquet"
+    if wheel.exists(src):
+        return "nccl", nv, src
+    ov = misc.get("oneccl_version")
+    if ov is not None:
+        src = f"{wheel.data_prefix}{gpu}/comm/oneccl/{ov}/oneccl_perf.parquet"
+        if wheel.exists(src):
+            return "oneccl", str(ov), src
+    return "nccl", nv, None
 
 
 def device_name(rows) -> str:
@@ -363,13 +600,14 @@ class Writer:
         self.copyright = wheel.copyright_lines()
         self.manifest = []
         self.thin_report = []
+        self.outliers = []  # (file, keys, point, value, estimate, ratio, axes)
+        self.outlier_checked = {}  # file -> measured points checked
 
     def header(self, src: str, gpu: str, device: str, engine: str, engine_version: str, op: str,
                notes: list[str]) -> list[str]:
         h = [
             "# llm-ledger kernel table. Generated by scripts/kernel-data/fetch.py; do not edit by hand.",
-            f"# package: {PACKAGE} {VERSION} (PyPI), wheel {WHEEL_NAME}",
-            f"# wheel_sha256: {self.sha}",
+            *self.wheel.provenance_lines(),
             f"# source_path: {src}",
             f"# gpu: {gpu} (device: {device})",
             f"# engine: {engine} {engine_version}",
@@ -414,6 +652,11 @@ class Writer:
         measured = sum(g.n_measured for g in grids)
         kept = sum(g.n_kept() for g in grids)
         errs = [e for g in grids for e in getattr(g, "dropped_errs", [])]
+        self.outlier_checked[relpath] = measured
+        for g in grids:
+            for point, value, est, ratio, axes in g.outliers():
+                self.outliers.append((relpath, " ".join(f"{k}={v}" for k, v in g.attrs.items()),
+                                      point, value, est, ratio, axes))
         entry = dict(meta)
         entry.update({
             "file": relpath,
@@ -518,7 +761,37 @@ def dump(path: Path) -> str:
 # Main
 # --------------------------------------------------------------------------------------------
 
-def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
+def thin_joint(grids: list["Grid"], axis: str, tol: float = THIN_TOL):
+    """Drop values of `axis` from every grid at once (one shared axis, so every table line after
+    the first writes '='), only where each grid still reproduces every one of its measured
+    points within tol. Grids whose axis differs from the first's are thinned alone."""
+    if not grids:
+        return
+    d = [n for n, _ in grids[0].axes].index(axis)
+    ref = grids[0].axes[d][1]
+    same = [g for g in grids if g.axes[d][1] == ref]
+    for g in grids:
+        if g.axes[d][1] != ref:
+            g.thin([axis], tol)
+    keep = np.ones(len(ref), dtype=bool)
+    for i in range(1, len(ref) - 1):
+        keep[i] = False
+        for g in same:
+            k = [kk.copy() for kk in g.keep]
+            k[d] = keep
+            if g.interp_errors(k).max() > tol:
+                keep[i] = True
+                break
+    for g in same:
+        g.keep[d] = keep.copy()
+        errs = g.interp_errors(g.keep)
+        g.max_err = float(errs.max()) if errs.size else 0.0
+        g.n_dropped = g.n_measured - g.n_kept()
+        g.dropped_errs = errs[errs > 1e-12] if g.n_dropped else np.array([])
+
+
+def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = False,
+            moe_thin: str = "joint", outliers_path: Path | None = None):
     if out.exists():
         for p in sorted(out.rglob("*"), reverse=True):
             if p.is_file():
@@ -527,13 +800,17 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
                 p.rmdir()
     out.mkdir(parents=True, exist_ok=True)
     w = Writer(out, wheel, sha)
-    versions = engine_versions(wheel)
+    versions, version_rule = engine_versions(wheel, gpus)
     present = set(wheel.names)
+    comm = {gpu: comm_source(wheel, gpu) for gpu in gpus}
+    moe_distributions = {}
 
     for gpu in gpus:
         for eng in ENGINES:
-            ver = versions[(gpu, eng)]
-            base = f"{DATA_PREFIX}{gpu}"
+            ver = versions.get((gpu, eng))
+            if ver is None:
+                continue
+            base = f"{wheel.data_prefix}{gpu}"
 
             # GEMM: one grid per dtype over m x n x k.
             src = f"{base}/gemm/{eng}/{ver}/gemm_perf.parquet"
@@ -660,43 +937,101 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
                          "keys": ["op_name", "kernel", "dtype", "num_gpus"],
                          "axes": ["message_size"]})
 
-        # NCCL collectives: the system's own NCCL version (misc.nccl_version in <gpu>.yaml).
-        nv = nccl_version(wheel, gpu)
-        src = f"{DATA_PREFIX}{gpu}/comm/nccl/{nv}/nccl_perf.parquet"
-        if src in present:
+            # MoE (fused routed-expert kernel): one series per model shape and parallel layout over
+            # num_tokens, the uniform ('balanced') routing only.
+            src = f"{base}/moe/{eng}/{ver}/moe_perf.parquet"
+            if moe and src in present:
+                rows = rows_of(wheel.table(src))
+                dists = sorted({str(r["distribution"]) for r in rows})
+                moe_distributions[f"{gpu}/{eng}"] = dists
+                rows = [r for r in rows if r["distribution"] == MOE_DISTRIBUTION]
+                if not rows:
+                    print(f"skip {src}: no '{MOE_DISTRIBUTION}' rows (distributions: {dists})",
+                          file=sys.stderr)
+                    continue
+                assert len({r["op_name"] for r in rows}) <= 1
+                keys = ["kernel_source", "moe_dtype", "hidden_size", "inter_size", "topk",
+                        "num_experts", "moe_tp_size", "moe_ep_size"]
+                ren = {"kernel_source": "kernel"}
+                grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
+                if moe_thin == "joint":
+                    thin_joint(grids, "num_tokens")
+                elif moe_thin == "each":
+                    for g in grids:
+                        g.thin(["num_tokens"])
+                notes = [
+                    "keys: kernel, moe_dtype, hidden_size, inter_size (the model's, before tensor"
+                    " parallelism), topk, num_experts (the model's), moe_tp_size, moe_ep_size;"
+                    " axis: num_tokens (tokens entering the MoE layer on this GPU)",
+                    "one latency = the fused routed-expert computation of ONE MoE layer on one GPU"
+                    " (AIConfigurator op `moe`: gate/up GEMM, activation, down GEMM over the local"
+                    " experts), without the all-to-all or the router GEMM",
+                    f"routing: distribution '{MOE_DISTRIBUTION}' only (uniform expert load);"
+                    f" the source also has {', '.join(d for d in dists if d != MOE_DISTRIBUTION)}",
+                    (f"thinning: num_tokens values dropped from every table at once (one shared axis)"
+                     f" only where log-space interpolation reproduces every measured point of every"
+                     f" table within {THIN_TOL:.0%}") if moe_thin == "joint" else
+                    (f"thinning: num_tokens values dropped per table where log-space interpolation"
+                     f" reproduces every measured point within {THIN_TOL:.0%}") if moe_thin == "each"
+                    else "not thinned",
+                ]
+                w.write(f"{gpu}/{eng}/moe.bin",
+                        w.header(src, gpu, device_name(rows), eng, ver, "moe",
+                                 notes + repeats_note(dups)),
+                        grids, "latency_us",
+                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "moe",
+                         "repeats_averaged": dups, "source_path": src,
+                         "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
+
+        # NCCL collectives: the system's own NCCL version (misc.nccl_version in <gpu>.yaml); b60
+        # (Intel) has oneCCL's table instead, with the same columns.
+        lib, nv, src = comm[gpu]
+        if src is not None:
             rows = rows_of(wheel.table(src))
+            cols = set(rows[0]) if rows else set()
+            need = {"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}
+            if not need <= cols:
+                print(f"skip {src}: columns {sorted(cols)} lack {sorted(need - cols)}", file=sys.stderr)
+                src = None
+        if src is not None:
             grids, dups = build_grids(rows, ["op_name", "nccl_dtype", "num_gpus"], ["message_size"],
                                       rename={"nccl_dtype": "dtype"})
             inner = sorted({str(r.get("version")) for r in rows if r.get("version")})
-            notes = ["keys: op (all_gather, all_reduce, alltoall, reduce_scatter), dtype, num_gpus;"
+            ops = ", ".join(sorted({str(r["op_name"]) for r in rows}))
+            if lib == "nccl":
+                vnote = (f"nccl version: directory {nv} (misc.nccl_version of systems/{gpu}.yaml);"
+                         f" the table's own version column says {', '.join(inner) or '(none)'}")
+                label = nv
+            else:
+                vnote = (f"Intel oneCCL, not NCCL: directory comm/oneccl/{nv} (misc.oneccl_version of"
+                         f" systems/{gpu}.yaml; its nccl_version names no data); same columns as the"
+                         f" NCCL tables; the table's own version column says {', '.join(inner) or '(none)'}")
+                label = f"oneccl {nv}"
+            notes = [f"keys: op ({ops}), dtype, num_gpus;"
                      " axis: message_size (elements of dtype, as in the source)",
-                     f"nccl version: directory {nv} (misc.nccl_version of systems/{gpu}.yaml);"
-                     f" the table's own version column says {', '.join(inner) or '(none)'}",
+                     vnote,
                      "not thinned"]
             w.write(f"{gpu}/nccl.bin",
-                    w.header(src, gpu, device_name(rows), "nccl", nv, "nccl", notes + repeats_note(dups)),
+                    w.header(src, gpu, device_name(rows), lib, nv, "nccl", notes + repeats_note(dups)),
                     grids, "latency_us",
-                    {"gpu": gpu, "engine": "nccl", "engine_version": nv, "op": "nccl", "repeats_averaged": dups,
+                    {"gpu": gpu, "engine": "nccl", "engine_version": label, "op": "nccl", "repeats_averaged": dups,
                      "source_path": src, "keys": ["op_name", "dtype", "num_gpus"],
                      "axes": ["message_size"]})
 
     (out / ".gitattributes").write_text("*.bin binary\n")
 
     # Licence.
-    apache = (HERE / "Apache-2.0.txt").read_text()
-    lic = ["The files under crates/core/data/kernels/ are derived from NVIDIA AIConfigurator's performance",
-           f"database as shipped in the PyPI package {PACKAGE} {VERSION}",
-           f"(wheel {WHEEL_NAME}, sha256 {WHEEL_SHA256}),",
-           "licensed under the Apache License, Version 2.0 (License-Expression: Apache-2.0 in the",
-           "wheel's METADATA; SPDX-License-Identifier: Apache-2.0 in its source files).",
-           "The wheel ships no LICENSE or NOTICE file; its files carry these copyright lines:",
-           ""] + [f"    {c}" for c in w.copyright] + [
+    apache = wheel.licence_text()
+    lic = wheel.licence_intro(w.copyright) + [
            "",
            "Modifications by llm-ledger (scripts/kernel-data/fetch.py): selected tables were",
            "converted from parquet to grids with a text header and 16-bit log-encoded latencies",
            "(microseconds instead of milliseconds, relative rounding error <= 0.024 %), repeated",
            "measurements of one point averaged, and some grid planes of the attention and MLA",
-           "tables dropped where log-space interpolation reproduces them within 2 %.",
+           "tables dropped where log-space interpolation reproduces them within 2 %."
+           + (" MoE tables: the" if moe else ""),
+           *(["'balanced' routing distribution only, num_tokens values dropped under the same rule."]
+             if moe else []),
            "", "=" * 78, ""]
     (out / "LICENSE-aiconfigurator.txt").write_text("\n".join(lic) + apache)
 
@@ -707,10 +1042,7 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
          "# log-space interpolation error at a dropped point.",
          "",
          "[source]",
-         f"package = {toml_str(PACKAGE)}",
-         f"version = {toml_str(VERSION)}",
-         f"wheel = {toml_str(WHEEL_NAME)}",
-         f"wheel_sha256 = {toml_str(sha)}",
+         *wheel.manifest_source(),
          f"license = {toml_str('Apache-2.0')}",
          f"copyright = {toml_val(w.copyright)}",
          f"license_file = {toml_str('LICENSE-aiconfigurator.txt')}",
@@ -718,14 +1050,22 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
          f"thinning_tolerance = {THIN_TOL!r}",
          f"value_encoding = {toml_str(f'u16 LE; latency_us = {CODE_BASE_US} * exp(code / {CODE_SCALE}); {CODE_MISSING} = not measured')}",
          "",
-         "# Engine versions used per GPU: the 'current' slot of systems/query_versions.yaml;",
-         "# nccl = misc.nccl_version of systems/<gpu>.yaml.",
+         *textwrap.wrap(f"Engine versions used per GPU: {version_rule};", 96,
+                        initial_indent="# ", subsequent_indent="# "),
+         "# nccl = misc.nccl_version of systems/<gpu>.yaml (b60: 'oneccl' + misc.oneccl_version).",
          "[engine_versions]"]
     for gpu in gpus:
+        lib, nv, _ = comm[gpu]
         m.append(f"{gpu} = {{ " + ", ".join(
-            f"{eng} = {toml_str(versions[(gpu, eng)])}" for eng in ENGINES)
-            + f", nccl = {toml_str(nccl_version(wheel, gpu))} }}")
+            [f"{eng} = {toml_str(versions[(gpu, eng)])}" for eng in ENGINES if (gpu, eng) in versions]
+            + [f"nccl = {toml_str(nv if lib == 'nccl' else f'{lib} {nv}')}"]) + " }")
     m.append("")
+    if moe_distributions:
+        m.append(f"# MoE routing distributions in each source table (moe.bin keeps '{MOE_DISTRIBUTION}').")
+        m.append("[moe_distributions]")
+        for k in sorted(moe_distributions):
+            m.append(f"{toml_str(k)} = {toml_val(moe_distributions[k])}")
+        m.append("")
     for e in sorted(w.manifest, key=lambda e: e["file"]):
         m.append("[[file]]")
         e["columns"] = e["keys"] + e["axes"] + [e["value_column"]]
@@ -746,17 +1086,74 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str]):
     total = sum(e["bytes"] for e in w.manifest)
     print(f"\ntotal bytes of tables: {total}", file=sys.stderr)
 
+    # Outlier report (nothing is dropped for it).
+    if outliers_path is not None:
+        write_outliers(w, outliers_path)
+
+
+def write_outliers(w: "Writer", path: Path):
+    rows = sorted(w.outliers, key=lambda o: (-abs(math.log(o[5])), o[0], o[1], o[2]))
+    counts = defaultdict(int)
+    for o in rows:
+        counts[o[0]] += 1
+    lines = [f"# Outliers: measured points more than {OUTLIER_FACTOR:g}x off the log-space interpolation of"
+             " their two measured neighbours along EVERY grid axis where they have two (computed on the"
+             " full source grid, before thinning; reported only, nothing dropped). ratio = value /"
+             " estimate along the best-fitting axis. Worst first.",
+             "# count per file (file, outliers, measured points checked):"]
+    for f in sorted(w.outlier_checked):
+        if counts[f]:
+            lines.append(f"#   {f}\t{counts[f]}\t{w.outlier_checked[f]}")
+    lines.append(f"# total: {len(rows)} outliers in {sum(1 for f in counts if counts[f])} of"
+                 f" {len(w.outlier_checked)} files, {sum(w.outlier_checked.values())} points checked")
+    lines.append("file\tkeys\tpoint\tlatency_us\tneighbour_estimate_us\tratio\taxes_checked")
+    for f, keys, point, v, e, r, ax in rows:
+        lines.append(f"{f}\t{keys}\t{point}\t{fmt(v)}\t{fmt(e)}\t{r:.3g}\t{ax}")
+    Path(path).write_text("\n".join(lines) + "\n")
+    print(f"\n## Outliers (> {OUTLIER_FACTOR:g}x off their neighbours along every axis; {path})")
+    print("| file | outliers | points checked |")
+    print("|---|---|---|")
+    for f in sorted(w.outlier_checked):
+        if counts[f]:
+            print(f"| {f} | {counts[f]} | {w.outlier_checked[f]} |")
+    print(f"\ntotal {len(rows)} outliers; worst 20:")
+    for f, keys, point, v, e, r, ax in rows[:20]:
+        print(f"  {f}  {keys}  {point}: {fmt(v)} us vs {fmt(e)} us from neighbours (x{r:.3g})")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default=str(REPO / "crates" / "core" / "data" / "kernels"))
     ap.add_argument("--wheel", help="use this wheel file instead of downloading (sha256 checked)")
+    ap.add_argument("--repo", help="read a commit of a git directory of the AIConfigurator repository"
+                    " instead of the wheel (no network; needs --commit)")
+    ap.add_argument("--commit", help="the commit (SHA or ref) to read with --repo")
     ap.add_argument("--inventory", help="also write the inventory of every parquet table here")
-    ap.add_argument("--gpus", default=",".join(GPUS), help="comma-separated subset (testing)")
+    ap.add_argument("--gpus", help="comma-separated GPUs (default: the 5 of the wheel build; with"
+                    f" --repo all {len(ALL_GPUS)} with data)")
+    ap.add_argument("--moe", action=argparse.BooleanOptionalAction, default=None,
+                    help="also write <gpu>/<engine>/moe.bin (default: on with --repo, off for the wheel)")
+    ap.add_argument("--moe-thin", choices=["joint", "each", "none"], default="joint",
+                    help="MoE thinning: one num_tokens axis per file (joint), per table, or none")
+    ap.add_argument("--outliers", help="write the outlier report here (default: OUT/outliers.tsv"
+                    " with --repo; none for the wheel)")
     ap.add_argument("--dump", help="print a crates/core/data/kernels/*.bin file as text and exit")
     args = ap.parse_args()
     if args.dump:
         sys.stdout.write(dump(Path(args.dump)))
+        return
+    if args.repo:
+        if not args.commit:
+            ap.error("--repo needs --commit")
+        src = GitRepo(Path(args.repo), args.commit)
+        print(f"repo {args.repo} commit {src.commit}", file=sys.stderr)
+        gpus = args.gpus.split(",") if args.gpus else ALL_GPUS
+        moe = True if args.moe is None else args.moe
+        outliers = Path(args.outliers) if args.outliers else Path(args.out) / "outliers.tsv"
+        if args.inventory:
+            Path(args.inventory).write_text(inventory(src))
+        process(src, src.commit, Path(args.out), gpus, moe=moe, moe_thin=args.moe_thin,
+                outliers_path=outliers)
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="aic-kernel-data-"))
@@ -769,10 +1166,12 @@ def main():
         if sha != WHEEL_SHA256:
             raise SystemExit(f"sha256 mismatch for {wheel_path}: {sha} != pinned {WHEEL_SHA256}")
         print(f"wheel {wheel_path.name} sha256 {sha} (matches pin)", file=sys.stderr)
-        wheel = Wheel(wheel_path)
+        wheel = Wheel(wheel_path, sha)
         if args.inventory:
             Path(args.inventory).write_text(inventory(wheel))
-        process(wheel, sha, Path(args.out), args.gpus.split(","))
+        process(wheel, sha, Path(args.out), args.gpus.split(",") if args.gpus else GPUS,
+                moe=bool(args.moe), moe_thin=args.moe_thin,
+                outliers_path=Path(args.outliers) if args.outliers else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -113,6 +113,7 @@ fn unknown_flag_line(arg: &str, subcommand: Option<&str>) -> Option<String> {
 /// one ($COLUMNS first); `None` means every column.
 fn table_width(cli: &Cli) -> Option<usize> {
     if cli.wide {
+        llm_ledger_report::render::show_wide_columns(true);
         return None;
     }
     if let Some(w) = cli.width {

@@ -94,6 +94,135 @@ pub struct Timing {
     /// Why the work takes more than [`SLOW_LIMIT`] × its roofline time plus its kernel's fixed
     /// costs, where it does ([`Timed::cause`]); a sum keeps the first.
     pub slow: Option<SlowCause>,
+    /// Where its time came from ([`TimeSource`]); a sum of parts from different sources is
+    /// [`TimeSource::Mixed`]. `None` for work no clock timed (a zero).
+    pub source: Option<TimeSource>,
+}
+
+/// The measured kernel table an operator's time was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelTable {
+    /// Dense GEMMs (`gemm`).
+    Gemm,
+    /// Attention: prefill (context) or decode (generation) kernels.
+    Attention,
+    /// Multi-head latent attention's core.
+    Mla,
+    /// MLA's batched absorption GEMMs (`mla_bmm`).
+    MlaBatchedGemm,
+    /// The engine's custom all-reduce.
+    AllReduce,
+    /// NCCL's collectives.
+    Nccl,
+}
+
+impl KernelTable {
+    /// The table's name, as its data file is named.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelTable::Gemm => "gemm",
+            KernelTable::Attention => "attention",
+            KernelTable::Mla => "mla",
+            KernelTable::MlaBatchedGemm => "mla_bmm",
+            KernelTable::AllReduce => "custom_allreduce",
+            KernelTable::Nccl => "nccl",
+        }
+    }
+}
+
+/// The kind of kernel the measured clock's fitted model times where no table holds it (its
+/// achievable fractions of bandwidth and peak, its cost per kernel: `docs/fidelity.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FittedKernel {
+    /// A dense GEMM outside the tables (a format, shape or GPU they do not hold).
+    Gemm,
+    /// The routed experts' grouped GEMM (no grouped-GEMM table is embedded).
+    GroupedGemm,
+    /// Attention outside the tables (a sparse selection, pooled entries, a head size or format
+    /// they do not hold).
+    Attention,
+    /// A recurrent mixer's update or chunked scan.
+    Recurrence,
+    /// A sparse indexer's scoring.
+    Scoring,
+    /// Elementwise, norm and gather kernels (no table: bandwidth-bound by their bytes).
+    Vector,
+    /// The engine's host work per step.
+    Host,
+}
+
+impl FittedKernel {
+    /// Its name in [`TimeSource::words`].
+    pub fn name(self) -> &'static str {
+        match self {
+            FittedKernel::Gemm => "gemm",
+            FittedKernel::GroupedGemm => "moe-grouped-gemm",
+            FittedKernel::Attention => "attention",
+            FittedKernel::Recurrence => "recurrence",
+            FittedKernel::Scoring => "indexer",
+            FittedKernel::Vector => "vector",
+            FittedKernel::Host => "host",
+        }
+    }
+}
+
+/// Where an operator's time came from: the question a reader asks of every number ("which
+/// numbers are these?").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeSource {
+    /// The roofline clock: FLOPs and bytes against the peaks at the efficiency inputs.
+    Roofline,
+    /// A measured kernel table: the engine's kernels on this GPU (AIConfigurator's database).
+    Table {
+        /// The GPU measured.
+        gpu: crate::kernels::KernelGpu,
+        /// The engine whose kernels were measured (`None`: NCCL).
+        engine: Option<crate::kernels::Engine>,
+        /// The table.
+        table: KernelTable,
+    },
+    /// The measured clock's fitted model.
+    Fitted(FittedKernel),
+    /// Inside another operator's kernel: the time it adds there, from its roofs.
+    Fused,
+    /// A collective on the link model (`α + bytes ÷ β`), outside the measured tables.
+    LinkModel,
+    /// Parts timed from different sources (a row over layers of different kinds, a total).
+    Mixed,
+}
+
+impl TimeSource {
+    /// In words, for JSON, CSV and tables: `table:h100_sxm/trtllm/1.3.0rc20/gemm`,
+    /// `fitted:moe-grouped-gemm`, `roofline`, `fused`, `link-model`, `mixed`.
+    pub fn words(self) -> String {
+        match self {
+            TimeSource::Roofline => "roofline".into(),
+            TimeSource::Table { gpu, engine: Some(e), table } => {
+                format!("table:{}/{}/{}/{}", gpu.dir(), e, e.version(gpu), table.name())
+            }
+            TimeSource::Table { gpu, engine: None, table } => format!("table:{}/{}", gpu.dir(), table.name()),
+            TimeSource::Fitted(k) => format!("fitted:{}", k.name()),
+            TimeSource::Fused => "fused".into(),
+            TimeSource::LinkModel => "link-model".into(),
+            TimeSource::Mixed => "mixed".into(),
+        }
+    }
+
+    /// The source of a sum: one source where the parts share it, [`TimeSource::Mixed`] where
+    /// they differ.
+    pub fn join(a: Option<TimeSource>, b: Option<TimeSource>) -> Option<TimeSource> {
+        match (a, b) {
+            (None, x) | (x, None) => x,
+            (Some(x), Some(y)) if x == y => Some(x),
+            _ => Some(TimeSource::Mixed),
+        }
+    }
+}
+
+impl Serialize for TimeSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.words())
+    }
 }
 
 /// An operator taking more than this many times its roofline time, plus the fixed costs of its
@@ -156,6 +285,7 @@ impl Timing {
             hbm_bytes: cost.bytes(),
             fused: false,
             slow: None,
+            source: Some(TimeSource::Roofline),
         }
     }
 
@@ -203,6 +333,7 @@ impl Timing {
             hbm_bytes: self.hbm_bytes * n,
             fused: self.fused,
             slow: self.slow,
+            source: self.source,
         }
     }
 }
@@ -219,6 +350,7 @@ impl std::ops::Add for Timing {
             hbm_bytes: self.hbm_bytes + o.hbm_bytes,
             fused: self.fused && o.fused,
             slow: self.slow.or(o.slow),
+            source: TimeSource::join(self.source, o.source),
         }
     }
 }

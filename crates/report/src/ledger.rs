@@ -253,6 +253,12 @@ pub struct RowView {
     pub link_bytes: f64,
     /// Time on the link, seconds.
     pub link_time_s: f64,
+    /// Where the row's time came from: `table:<gpu>/<engine>/<version>/<table>` (a measured
+    /// kernel table), `fitted:<kernel>` (the measured clock's fitted model: `gemm`,
+    /// `moe-grouped-gemm`, `attention`, `recurrence`, `indexer`, `vector`, `host`), `fused`
+    /// (inside the kernel before it), `link-model`, `roofline`, or `mixed` for a row (or the total)
+    /// whose parts come from different ones; `null` for a pipeline wait.
+    pub time_source: Option<String>,
 }
 
 impl RowView {
@@ -295,6 +301,7 @@ impl RowView {
             time_s: timing.time_s,
             roofline_time_s: timing.roofline_s,
             hbm_bytes: timing.hbm_bytes,
+            time_source: timing.source.map(|t| t.words()),
             on_chip_bytes: (cost.bytes() - timing.hbm_bytes).max(0.0),
             mbu,
             mfu,
@@ -522,6 +529,18 @@ pub fn bounded_reads(sc: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// The legend of the `source` column (and of `time_source` in JSON and CSV).
+pub const SOURCE_LEGEND: &str = "source = where the row's time comes from: table:<t> the engine's measured kernel in that table of AIConfigurator's database (time_source names the GPU, engine and version); fitted:<k> the measured clock's fitted model of that kind of kernel (docs/fidelity.md); fused the time it adds inside the kernel before it; link-model a collective at α + bytes ÷ β; roofline the FLOPs and bytes at the efficiency inputs; mixed parts from several";
+
+/// The short form of a time source for the table: `table:gemm` for
+/// `table:h100_sxm/trtllm/1.3.0rc20/gemm`, the rest as they are.
+fn short_source(words: &str) -> String {
+    match words.strip_prefix("table:") {
+        Some(rest) => format!("table:{}", rest.rsplit('/').next().unwrap_or(rest)),
+        None => words.to_string(),
+    }
+}
+
 /// What the active counting mode includes.
 pub fn counting_note(sc: &Scenario) -> String {
     let w = &sc.workload;
@@ -553,6 +572,8 @@ impl Report for LedgerReport {
         let measured = self.inputs.engine.is_some();
         // A hybrid's recurrent layers move per-sequence state: a column of its own beside KV.
         let hybrid = self.total.state_bytes > 0.0;
+        // Where each row's time came from: a wide-only column (`--wide`), with its legend.
+        let sources = crate::render::wide_columns();
         let cells = |r: &RowView, link: Option<&String>| {
             let mut c = vec![
                 r.op.clone(),
@@ -580,6 +601,9 @@ impl Report for LedgerReport {
             }
             if hybrid {
                 c.insert(5, human::bytes(r.state_bytes));
+            }
+            if sources {
+                c.push(r.time_source.as_deref().map_or("—".to_string(), short_source));
             }
             c
         };
@@ -662,6 +686,11 @@ impl Report for LedgerReport {
             right_aligned.push(5);
             priority.insert(5, 3);
             footer.push("state = the recurrent layers' per-sequence state read and written back every step (and their convolutions' last inputs), whatever the context".into());
+        }
+        if sources {
+            header.push("source".into());
+            priority.push(3);
+            footer.push(SOURCE_LEGEND.into());
         }
         HumanTable { title: vec![self.inputs.headline()], header, rows, right_aligned, footer, priority }
     }

@@ -118,6 +118,19 @@ pub fn to_csv<R: Serialize>(rows: &[R]) -> String {
 /// terminal ([`fit_tables_to`]); pipes, files and the explorer leave it unset and get every column.
 static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether tables show their wide-only columns (a ledger's time source): set by `--wide`.
+static WIDE_COLUMNS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Show the wide-only columns in every table rendered from now on (`--wide`).
+pub fn show_wide_columns(on: bool) {
+    WIDE_COLUMNS.store(on, Ordering::Relaxed);
+}
+
+/// Whether the wide-only columns are shown ([`show_wide_columns`]).
+pub fn wide_columns() -> bool {
+    WIDE_COLUMNS.load(Ordering::Relaxed)
+}
+
 /// The width of the terminal stdout writes to, when it is one (`None` for a pipe or a file).
 pub fn terminal_width() -> Option<usize> {
     let table = comfy_table::Table::new();

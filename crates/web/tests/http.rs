@@ -2873,3 +2873,16 @@ async fn abandoned_searches_free_their_slot_at_the_deadline() {
     let r = app.oneshot(get_req("/api/zoom?at=layer.0")).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+/// The ledger page answers "which numbers are these?": each time carries where it came from
+/// (a tooltip and `data-source`), and a legend says what each source means and which rows the
+/// fitted model times.
+#[tokio::test]
+async fn the_ledger_page_says_where_each_time_comes_from() {
+    let page = get("/ledger?model=mixtral-8x7b").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains(r#"data-source="table:h100_sxm/trtllm/1.3.0rc20/gemm""#), "no table source");
+    assert!(page.body.contains("time from: fitted:moe-grouped-gemm"), "no fitted tooltip");
+    assert!(page.body.contains(r#"id="sources""#) && page.body.contains("Which numbers are these?"));
+    assert!(page.body.contains("Here the fitted model times"), "the legend names the fitted rows");
+}

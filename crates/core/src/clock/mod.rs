@@ -56,12 +56,15 @@
 use crate::engine::{Clock, Engine};
 use crate::hardware::{Achievable, Gpu};
 use crate::kernels::{self, GemmDtype, KernelGpu};
+use crate::kinds::OpClass;
 use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
 use crate::model::Reach;
 use crate::operator::Op;
 use crate::precision::{MathFormat, Precision};
-use crate::roofline::{Efficiency, Join, Roofline, SlowCause, TimeModel, Timed, Timing};
+use crate::roofline::{
+    Efficiency, FittedKernel, Join, KernelTable, Roofline, SlowCause, TimeModel, TimeSource, Timed, Timing,
+};
 use crate::workload::Phase;
 
 /// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
@@ -309,6 +312,11 @@ impl Measured {
     /// them: the grouped GEMM's roofs with one kernel's fixed cost. `gemm_envelope_us` is the
     /// fastest measured kernel for at least m rows: a bigger batch is never faster.
     pub fn table_s(&self, op: &Op) -> Option<f64> {
+        self.table_lookup(op).map(|(t, _)| t)
+    }
+
+    /// [`Measured::table_s`] with the table it read.
+    fn table_lookup(&self, op: &Op) -> Option<(f64, KernelTable)> {
         let (kgpu, kengine) = self.tables?;
         if op.attention.is_some() {
             return self.attention_table_s(op);
@@ -324,11 +332,36 @@ impl Measured {
                 .flatten();
             let us =
                 fp8.or_else(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
-            return Some(us * 1e-6);
+            return Some((us * 1e-6, KernelTable::MlaBatchedGemm));
         }
         let dtype = gemm_dtype(g.weight, op.math)?;
         let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
-        Some(us * 1e-6 * g.instances)
+        Some((us * 1e-6 * g.instances, KernelTable::Gemm))
+    }
+
+    /// Where the time of `op` in a kernel of its own comes from: the table it was read from, or
+    /// the fitted model of its kind of kernel.
+    fn own_source(&self, op: &Op, table: Option<KernelTable>) -> TimeSource {
+        if let (Some(t), Some((gpu, engine))) = (table, self.tables) {
+            return TimeSource::Table { gpu, engine: Some(engine), table: t };
+        }
+        let kind = match (op.kind.facts().class, op.kind.facts().shard) {
+            (_, Shard::Experts(_)) => FittedKernel::GroupedGemm,
+            (OpClass::Gemm, _) => FittedKernel::Gemm,
+            (OpClass::FusedAttention | OpClass::UnfusedAttention, _) => FittedKernel::Attention,
+            (OpClass::Recurrence, _) => FittedKernel::Recurrence,
+            (OpClass::Scoring, _) => FittedKernel::Scoring,
+            (OpClass::Host, _) => FittedKernel::Host,
+            (
+                OpClass::Elementwise
+                | OpClass::Gather
+                | OpClass::Collective(..)
+                | OpClass::PipelineSend
+                | OpClass::PipelineWait,
+                _,
+            ) => FittedKernel::Vector,
+        };
+        TimeSource::Fitted(kind)
     }
 
     /// The measured time of a FlashAttention operator (QKᵀ, softmax and P·V in one kernel, one
@@ -358,7 +391,7 @@ impl Measured {
     /// entries (sparse kernels gather), a KV cache in a format without a table, an engine version whose decode
     /// kernel is not today's ([`Engine::kv_read_per_query_head`]) in a step with decodes, or
     /// shapes the tables do not cover.
-    fn attention_table_s(&self, op: &Op) -> Option<f64> {
+    fn attention_table_s(&self, op: &Op) -> Option<(f64, KernelTable)> {
         let (kgpu, kengine) = self.tables?;
         let a = op.attention?;
         let dense_reach = matches!(a.reach, Reach::All | Reach::Window(_) | Reach::Chunk(_));
@@ -371,7 +404,7 @@ impl Measured {
             return None;
         }
         if a.qk_dim != a.v_dim {
-            return self.mla_table_s(op);
+            return self.mla_table_s(op).map(|t| (t, KernelTable::Mla));
         }
         let kv_element_bytes = a.k_bytes_per_position / (a.kv_heads * a.qk_dim);
         let kv_dtype = if kv_element_bytes == 2.0 {
@@ -408,7 +441,7 @@ impl Measured {
         } else {
             0.0
         };
-        Some((decode_us + chunk_us) * 1e-6)
+        Some(((decode_us + chunk_us) * 1e-6, KernelTable::Attention))
     }
 
     /// MLA's attention core in a decode step, seconds, from the engine's MLA generation tables
@@ -447,17 +480,21 @@ impl Measured {
     /// (a longer message is never faster). `None` without tables, outside them (more than 8
     /// GPUs), or over another link than the one they were measured on (AIConfigurator's systems:
     /// NVLink through NVSwitch on the SXM boards, PCIe on L40S servers).
-    fn collective_table_s(&self, call: &CollectiveCall) -> Option<f64> {
+    fn collective_table_s(&self, call: &CollectiveCall) -> Option<(f64, TimeSource)> {
         let (kgpu, kengine) = self.tables?;
         let measured_over = if kgpu == KernelGpu::L40s { LinkScope::Pcie } else { LinkScope::ScaleUp };
         if call.scope != measured_over {
             return None;
         }
-        let us = match call.op {
-            kernels::Collective::AllReduce => kernels::allreduce_us(kgpu, kengine, call.gpus, call.message_bytes),
-            op => kernels::nccl_us(kgpu, op, call.gpus, call.message_bytes),
-        }?;
-        Some(us * 1e-6)
+        let (us, engine, table) = match call.op {
+            kernels::Collective::AllReduce => (
+                kernels::allreduce_us(kgpu, kengine, call.gpus, call.message_bytes)?,
+                Some(kengine),
+                KernelTable::AllReduce,
+            ),
+            op => (kernels::nccl_us(kgpu, op, call.gpus, call.message_bytes)?, None, KernelTable::Nccl),
+        };
+        Some((us * 1e-6, TimeSource::Table { gpu: kgpu, engine, table }))
     }
 
     /// The fitted roofs of work `op` moving `hbm_bytes` through HBM, and the time it adds beyond
@@ -507,7 +544,9 @@ impl Measured {
         let kv_reread = self.kv_reread_bytes(op);
         let hbm_bytes = op.cost.bytes() + kv_reread;
         let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
-        let table = self.table_s(op);
+        let lookup = self.table_lookup(op);
+        let table = lookup.map(|(t, _)| t);
+        let source = self.own_source(op, lookup.map(|(_, k)| k));
         let time_s = match table {
             // Never below the HBM bytes at the achievable bandwidth, nor the FLOPs at the peak.
             Some(t) => t.max(memory_s).max(op.cost.flops / gpu.peak(op.math).unwrap_or(gpu.peak_flops_per_s.vector)),
@@ -527,7 +566,7 @@ impl Measured {
         } else {
             (op.attention.is_some() && self.phase == Phase::Prefill).then_some(SlowCause::AttentionKernel)
         };
-        (Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }, cause)
+        (Timing { compute_s, memory_s, time_s, hbm_bytes, source: Some(source), ..Timing::default() }, cause)
     }
 }
 
@@ -569,7 +608,8 @@ impl TimeModel for Measured {
                 let hbm_bytes = op.cost.bytes() - on_chip_bytes;
                 let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
                 let time_s = compute_s.max(memory_s) + extra_s;
-                (Timing { compute_s, memory_s, time_s, hbm_bytes, ..Timing::default() }, None)
+                let source = Some(TimeSource::Fused);
+                (Timing { compute_s, memory_s, time_s, hbm_bytes, source, ..Timing::default() }, None)
             }
         };
         Timed { timing, join, cause }
@@ -583,10 +623,10 @@ impl TimeModel for Measured {
     /// the group (`Measured::collective_table_s`), never faster than its link bytes at the
     /// link's full bandwidth; else the α + n/β time. Launched eagerly, at least [`HOST_LAUNCH_S`].
     fn link_time(&self, call: Option<&CollectiveCall>, link_s: f64) -> Timing {
-        let measured = call.and_then(|c| Some(self.collective_table_s(c)?.max(c.floor_s)));
-        let t = measured.unwrap_or(link_s);
+        let measured = call.and_then(|c| self.collective_table_s(c).map(|(t, source)| (t.max(c.floor_s), source)));
+        let (t, source) = measured.unwrap_or((link_s, TimeSource::LinkModel));
         let time_s = if self.engine.cuda_graphs() { t } else { t.max(HOST_LAUNCH_S) };
-        Timing { link_s: t, time_s, roofline_s: link_s, ..Timing::default() }
+        Timing { link_s: t, time_s, roofline_s: link_s, source: Some(source), ..Timing::default() }
     }
 
     fn kernel_fixed_s(&self) -> f64 {

@@ -62,3 +62,34 @@ fn flash_attention_takes_the_measured_attention_kernel() {
     let prefill = table(q(AttentionPhase::Context, 1.0, 4096.0));
     assert!((attention_s("prefill", "1", "4096") / prefill - 1.0).abs() < 1e-9);
 }
+
+/// Every row says where its time came from: the tables it was read from (GPU, engine, version,
+/// table), the fitted model of its kind of kernel where no table holds it, the kernel it is fused
+/// into, or the roofline.
+#[test]
+fn every_row_names_the_source_of_its_time() {
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, KernelTable, TimeSource};
+    use llm_ledger_core::Ledger;
+    let source = |pairs: &[(&str, &str)], kind: OpKind| {
+        let sc = llm_ledger_core::testing::scenario(pairs);
+        Ledger::build(&sc).rows.iter().find(|r| r.op == kind).and_then(|r| r.timing.source)
+    };
+    let gemm = source(&[], OpKind::QProj).unwrap();
+    assert!(matches!(gemm, TimeSource::Table { table: KernelTable::Gemm, .. }), "{gemm:?}");
+    assert_eq!(gemm.words(), "table:h100_sxm/trtllm/1.3.0rc20/gemm");
+    assert_eq!(source(&[], OpKind::Attention).unwrap().words(), "table:h100_sxm/trtllm/1.3.0rc20/attention");
+    assert_eq!(source(&[], OpKind::Softmax), Some(TimeSource::Fused));
+    assert_eq!(source(&[], OpKind::Act), Some(TimeSource::Fitted(FittedKernel::Vector)));
+    let experts = source(&[("model", "mixtral-8x7b")], OpKind::ExpertGate);
+    assert_eq!(experts, Some(TimeSource::Fitted(FittedKernel::GroupedGemm)));
+    // A GPU without tables: the fitted model; the roofline clock: the roofline.
+    assert_eq!(source(&[("gpu", "mi300x")], OpKind::QProj), Some(TimeSource::Fitted(FittedKernel::Gemm)));
+    assert_eq!(source(&[("time_model", "roofline")], OpKind::QProj), Some(TimeSource::Roofline));
+    // Collectives: the engine's all-reduce table, or the link model past the tables' eight GPUs.
+    let ar = source(&[("tp", "2")], OpKind::AllReduceAttn).unwrap();
+    assert_eq!(ar.words(), "table:h100_sxm/trtllm/1.3.0rc20/custom_allreduce");
+    // The total mixes them.
+    let sc = llm_ledger_core::testing::scenario(&[]);
+    assert_eq!(Ledger::build(&sc).summary.timing.source, Some(TimeSource::Mixed));
+}

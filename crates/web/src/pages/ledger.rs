@@ -87,6 +87,17 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                     (human::percent(report.inputs.bandwidth_efficiency)) " of bandwidth); the step is the sum of the rows."
                 }
             }
+            p #sources {
+                strong { "Which numbers are these? " }
+                "Hover a time to see where it comes from (" code { "time_source" } " in the JSON and CSV): "
+                code { "table:…" } " the engine's measured kernel in AIConfigurator's tables for this GPU, engine and version; "
+                code { "fitted:…" } " the measured clock's fitted model of that kind of kernel, where no table holds it; "
+                code { "fused" } " the time it adds inside the kernel before it; "
+                code { "link-model" } " a collective at α + bytes ÷ β; "
+                code { "roofline" } " FLOPs and bytes at the efficiency inputs."
+                @let fitted: Vec<&str> = report.rows.iter().filter(|r| r.time_source.as_deref().is_some_and(|s| s.starts_with("fitted:")) && r.time_share >= 0.01).map(|r| r.op.as_str()).collect();
+                @if !fitted.is_empty() { " Here the fitted model times " (fitted.join(", ")) "." }
+            }
             @for n in &report.notes { p.note { "note: " (n) } }
             p.downloads {
                 "This ledger as "
@@ -187,7 +198,8 @@ fn cells(r: &RowView, measured: bool) -> Markup {
             @if measured {
                 td.num.roofline data-value=(r.roofline_time_s) { (human::seconds(r.roofline_time_s)) }
             }
-            td.num.time data-value=(r.time_s) { (human::seconds(r.time_s)) }
+            td.num.time data-value=(r.time_s) data-source=[r.time_source.as_deref()]
+                title=[r.time_source.as_deref().map(|s| format!("time from: {s}"))] { (human::seconds(r.time_s)) }
             @if measured {
                 td.num.achieved data-value=[r.achieved] { (r.achieved.map(human::percent).unwrap_or_else(|| "—".into())) }
             }
