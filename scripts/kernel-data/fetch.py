@@ -547,7 +547,7 @@ def engine_versions(wheel: Wheel, gpus: list[str]) -> tuple[dict, str]:
                 slot = q.get("overrides", {}).get(gpu, {}).get(eng) or q["defaults"].get(eng)
                 if slot and slot.get("current"):
                     out[(gpu, eng)] = slot["current"]
-        return out, f"the 'current' slot of {qpath}"
+        return out, "the 'current' slot of systems/query_versions.yaml"
     fm = wheel.yaml(REPO_FRAMEWORK_MANIFEST)["frameworks"]
     for gpu in gpus:
         for eng in ENGINES:
@@ -962,11 +962,13 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
                 notes = [
                     "keys: kernel, moe_dtype, hidden_size, inter_size (the model's, before tensor"
                     " parallelism), topk, num_experts (the model's), moe_tp_size, moe_ep_size;"
-                    " axis: num_tokens (tokens entering the MoE layer on this GPU)",
+                    " axis: num_tokens (tokens entering the MoE layer, before expert-parallel"
+                    " dispatch; AIConfigurator queries it with tokens x attention-DP size)",
                     "one latency = the fused routed-expert computation of ONE MoE layer on one GPU"
                     " (AIConfigurator op `moe`: gate/up GEMM, activation, down GEMM over the local"
                     " experts), without the all-to-all or the router GEMM",
-                    f"routing: distribution '{MOE_DISTRIBUTION}' only (uniform expert load);"
+                    f"routing: distribution '{MOE_DISTRIBUTION}' only (uniform expert load, what"
+                    " AIConfigurator falls back to as 'uniform');"
                     f" the source also has {', '.join(d for d in dists if d != MOE_DISTRIBUTION)}",
                     (f"thinning: num_tokens values dropped from every table at once (one shared axis)"
                      f" only where log-space interpolation reproduces every measured point of every"
@@ -1052,7 +1054,9 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
          "",
          *textwrap.wrap(f"Engine versions used per GPU: {version_rule};", 96,
                         initial_indent="# ", subsequent_indent="# "),
-         "# nccl = misc.nccl_version of systems/<gpu>.yaml (b60: 'oneccl' + misc.oneccl_version).",
+         "# nccl = misc.nccl_version of systems/<gpu>.yaml"
+         + ("." if all(c[0] == "nccl" for c in comm.values())
+            else "; oneccl + misc.oneccl_version where the GPU has oneCCL's table instead (b60)."),
          "[engine_versions]"]
     for gpu in gpus:
         lib, nv, _ = comm[gpu]

@@ -155,7 +155,7 @@ fn bad_inputs_get_one_line_and_exit_code_2() {
     assert!(fails(&["ledger", "--model", &binary]).contains("is not UTF-8 text"));
 
     assert!(fails(&["ledger", "--gpu", "h900"])
-        .contains("unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm, a100-80gb-sxm, h100-sxm"));
+        .contains("unknown GPU `h900`; did you mean `h200`? (23 accepted); `llm-ledger gpus` lists them"));
     assert!(fails(&["ledger", "--weights", "int3"])
         .contains("unknown precision for `--weights` `int3`; did you mean `int8` or `int4`? accepted: fp32, bf16"));
     assert!(fails(&["ledger", "--model", "llama-9"]).contains("unknown model `llama-9`; did you mean `llama-3-8b`"));

@@ -20,9 +20,11 @@ fn a_mistyped_preset_or_gpu_gets_the_closest_names_and_the_command_that_lists_th
         fails(&["ledger", "--model", "bert-base"]),
         "error: unknown model `bert-base`; none of the 46 accepted names is close; `llm-ledger models` lists them"
     );
-    // The 16 GPUs are few enough to list after the closest one.
-    assert!(fails(&["ledger", "--gpu", "mi300"])
-        .starts_with("error: unknown GPU `mi300`; did you mean `mi300x`? accepted: a100-40gb-sxm, a100-80gb-sxm,"));
+    // The 23 GPUs are too many to list: the closest ones, and the command that lists them all.
+    assert_eq!(
+        fails(&["ledger", "--gpu", "mi300"]),
+        "error: unknown GPU `mi300`; did you mean `mi300x`? (23 accepted); `llm-ledger gpus` lists them"
+    );
     assert!(fails(&["sweep", "--gpu", "h100-sxm,rtx4090"]).contains("did you mean `rtx-4090`?"));
 }
 
