@@ -18,6 +18,8 @@ Usage:
     python3 scripts/kernel-data/fetch.py --wheel W.whl    # use a wheel already on disk (sha checked)
     python3 scripts/kernel-data/fetch.py --inventory scripts/kernel-data/inventory.tsv
     python3 scripts/kernel-data/fetch.py --dump crates/core/data/kernels/h100_sxm/trtllm/gemm.bin
+    # repo mode: a commit of the git repository (no network), all ten GPUs, moe.bin, outliers.tsv
+    python3 scripts/kernel-data/fetch.py --repo GIT_DIR --commit SHA --out /tmp/kernels-out
 """
 
 from __future__ import annotations

@@ -46,6 +46,15 @@ pub enum Engine {
 /// Engine names as the `engine` input accepts them (a version may follow `@`).
 pub const ENGINE_NAMES: &[&str] = &["trtllm", "trtllm@0.6", "vllm", "vllm@0.6", "sglang", "gpt-fast", "eager"];
 
+/// The largest head group (query heads per KV head) TensorRT-LLM's XQA decode kernels take:
+/// `supportConfigHMMA` and `supportConfigQGMMA` (TensorRT-LLM
+/// `cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/kernelUtils.cpp`)
+/// refuse `head_grp_size × beam_width > 32`, and the masked multi-head attention kernel decodes
+/// those groups. AIConfigurator's H100 tables (TensorRT-LLM 1.3.0rc20) show the step: a batch of
+/// 256 decodes with one cached token each, head size 64, one KV head, takes 16.8 µs with 32
+/// query heads and 151.6 µs with 64.
+pub const XQA_MAX_HEAD_GROUP: f64 = 32.0;
+
 /// Host time per step of vLLM's V0 engine, seconds: scheduling, preparing the model inputs and
 /// sampling run on the CPU between GPU steps (its CUDA graphs cover the decode forward only;
 /// vLLM's V1 announcement, January 2025, names this serial host work as what V1 removed).
@@ -95,9 +104,22 @@ impl Engine {
     }
 
     /// Whether its decode attention reads a GQA group's K and V once per query head rather than
-    /// once per KV head ([`Engine::TrtllmPreXqa`]).
-    pub fn kv_read_per_query_head(self) -> bool {
-        self == Engine::TrtllmPreXqa
+    /// once per KV head, for a group of `group` query heads per KV head: always before XQA
+    /// ([`Engine::TrtllmPreXqa`]); in today's TensorRT-LLM for groups above
+    /// [`XQA_MAX_HEAD_GROUP`], which its XQA kernels refuse, so that the masked multi-head
+    /// attention kernel decodes them; never in the other engines.
+    pub fn kv_read_per_query_head(self, group: f64) -> bool {
+        match self {
+            Engine::TrtllmPreXqa => true,
+            Engine::Trtllm => group > XQA_MAX_HEAD_GROUP,
+            Engine::Vllm | Engine::VllmV0 | Engine::Sglang | Engine::GptFast | Engine::Eager => false,
+        }
+    }
+
+    /// Whether its decode attention is the kernel the measured tables hold: every engine but
+    /// TensorRT-LLM before XQA ([`Engine::TrtllmPreXqa`]), whose tables are today's.
+    pub fn decode_attention_is_todays(self) -> bool {
+        self != Engine::TrtllmPreXqa
     }
 
     /// Host time per step that the GPU waits for, seconds: [`VLLM_V0_HOST_STEP_S`] for vLLM's V0

@@ -649,10 +649,7 @@ mod tests {
             "unknown value for `FLASH` `maybe`; accepted: on, off"
         );
         let gpu = cases[0].0.clone().map_field(|f| f.to_uppercase());
-        assert!(
-            gpu.to_string().starts_with("unknown GPU `h900`; did you mean `h200`? accepted: a100-40gb-sxm"),
-            "{gpu}"
-        );
+        assert!(gpu.to_string().starts_with("unknown GPU `h900`; did you mean `h200`? (23 accepted"), "{gpu}");
         assert_eq!(gpu.field(), Some("GPU"));
         assert_eq!(Error::NonFinite { path: "x".into() }.field(), None);
     }

@@ -5,7 +5,7 @@
 use crate::cost::Cost;
 use crate::gemm::Gemm;
 use crate::kinds::OpKind;
-use crate::precision::MathFormat;
+use crate::precision::{MathFormat, Precision};
 use serde::Serialize;
 
 /// Shape of an attention core (QKᵀ, softmax, P·V) for the tile-level model
@@ -41,6 +41,34 @@ pub struct AttentionShape {
     pub geometry: crate::workload::AttentionGeometry,
 }
 
+/// The MoE layer a routed expert's operator belongs to, as the measured MoE kernels are keyed
+/// ([`crate::clock`]): the model's shape, the step's tokens and the layout's split.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MoeShape {
+    /// Width of a token into the experts (the hidden size, or a latent MoE's latent width).
+    pub hidden: u64,
+    /// Each expert's intermediate size (the model's, before tensor parallelism).
+    pub intermediate: u64,
+    /// Experts per token.
+    pub top_k: u64,
+    /// Routed experts (the model's).
+    pub experts: u64,
+    /// Gate and up projections (three GEMMs) or one up projection (two).
+    pub gated: bool,
+    /// Tokens of the step entering the MoE layer (all of them, before the experts' split).
+    pub tokens: f64,
+    /// Tensor-parallel GPUs splitting each expert.
+    pub tp: u64,
+    /// Expert-parallel groups splitting the experts.
+    pub ep: u64,
+    /// Routing is uniform (the measured kernels' `balanced` tokens); a skewed one is not.
+    pub balanced: bool,
+    /// The experts' weight format.
+    pub weights: Precision,
+    /// The math format the experts' GEMMs run in (after GPU fallback).
+    pub math: MathFormat,
+}
+
 /// One operator instance in one layer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Op {
@@ -63,12 +91,15 @@ pub struct Op {
     /// GEMM that is always a kernel of its own (and for every other operator). Which engines
     /// merge is the time model's business ([`crate::clock::engine_join`]).
     pub merge_n: Option<u64>,
+    /// For a routed expert's operators (its GEMMs, activation and combine), the MoE layer they
+    /// run in; `None` for every other operator.
+    pub moe: Option<MoeShape>,
 }
 
 impl Op {
     /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
     pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
-        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None }
+        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None, moe: None }
     }
 
     /// This GEMM's share of the merged GEMM it belongs to ([`Op::merge_n`]): `n ÷ merge_n`, or 1.

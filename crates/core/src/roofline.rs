@@ -114,6 +114,8 @@ pub enum KernelTable {
     AllReduce,
     /// NCCL's collectives.
     Nccl,
+    /// The routed experts' fused-MoE kernel of one layer (`moe`).
+    Moe,
 }
 
 impl KernelTable {
@@ -126,6 +128,7 @@ impl KernelTable {
             KernelTable::MlaBatchedGemm => "mla_bmm",
             KernelTable::AllReduce => "custom_allreduce",
             KernelTable::Nccl => "nccl",
+            KernelTable::Moe => "moe",
         }
     }
 }
@@ -136,7 +139,8 @@ impl KernelTable {
 pub enum FittedKernel {
     /// A dense GEMM outside the tables (a format, shape or GPU they do not hold).
     Gemm,
-    /// The routed experts' grouped GEMM (no grouped-GEMM table is embedded).
+    /// The routed experts' grouped GEMM where no measured MoE table holds the layer (its shape,
+    /// format or split, skewed routing, or a GPU or engine without MoE tables).
     GroupedGemm,
     /// Attention outside the tables (a sparse selection, pooled entries, a head size or format
     /// they do not hold).
@@ -240,6 +244,10 @@ pub enum SlowCause {
     /// The engine's own kernel, as measured (the kernel tables): it runs this slowly at this
     /// shape (a launch-bound kernel, a slow path for the format).
     MeasuredKernel,
+    /// The engine's measured kernel is more than [`crate::clock::TABLE_SLOW_LIMIT`] × its
+    /// roofline at the measured shapes this lookup reads: a slow path the tables recorded, not
+    /// an extrapolation.
+    MeasuredSlowShape,
     /// Weight-only quantised weights are dequantised inside the GEMM, once per M tile.
     Dequantisation,
     /// The GEMM's tiles are mostly padding, or too few to fill the GPU (tile and wave
@@ -250,7 +258,8 @@ pub enum SlowCause {
     /// A calibration profile (`profile`) scales the clock's times.
     Profile,
     /// The engine's decode attention reads a GQA group's K and V once per query head
-    /// (TensorRT-LLM before its XQA kernel).
+    /// (TensorRT-LLM before its XQA kernel, and its MMHA fallback for a head group past
+    /// [`crate::engine::XQA_MAX_HEAD_GROUP`]).
     KvPerQueryHead,
 }
 
@@ -259,6 +268,9 @@ impl SlowCause {
     pub fn words(self) -> &'static str {
         match self {
             SlowCause::MeasuredKernel => "the engine's measured kernel runs this slowly at this shape",
+            SlowCause::MeasuredSlowShape => {
+                "the engine's measured kernel is over 10× its roofline at the measured shapes around this one"
+            }
             SlowCause::Dequantisation => "dequantising the weight-only quantised weights inside the GEMM",
             SlowCause::TileWaste => "tile padding and wave quantisation leave most of the tensor cores idle",
             SlowCause::AttentionKernel => "prefill attention at FlashAttention's measured fraction of peak",

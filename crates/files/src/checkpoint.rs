@@ -347,8 +347,8 @@ mod tests {
 
     /// Counts and lengths a header declares are checked before anything is read or held by them:
     /// a 96-byte file declaring 2²⁰ tensors, 2²⁰ entries and a 2⁴⁰-byte key is refused at once,
-    /// and a 300 MB sparse file whose first key declares 200 MB (bytes that are there, as zeros)
-    /// is refused by the header cap before it is read, where it once took 1.35 GB and 110 s.
+    /// and a 300 MB sparse file whose first string value declares 200 MB (bytes that are there, as
+    /// zeros) is refused by the header cap before it is read, where it once took 1.35 GB and 110 s.
     #[test]
     fn a_gguf_header_declaring_huge_counts_is_refused_without_holding_them() {
         let dir = std::env::temp_dir().join(format!("llm-ledger-gguf-{}", std::process::id()));
@@ -358,12 +358,18 @@ mod tests {
         bytes.resize(96, 0);
         std::fs::write(&small, &bytes).unwrap();
         let (e, peak) = peak_bytes(|| format!("{:#}", gguf_model(&small).unwrap_err()));
-        assert!(e.contains("invalid `metadata key`: 1099511627776 bytes at offset 32"), "{e}");
+        assert!(e.contains("invalid `metadata key`: 1099511627776 bytes (at most 65535 bytes)"), "{e}");
         assert!(peak < 64 << 10, "{peak} bytes held for a 96-byte file");
 
+        // A key is at most 65,535 bytes (the specification), refused before it is read; a string
+        // value may be long, so a 200 MB one runs into the header cap.
         let sparse = dir.join("sparse-key.gguf");
         let f = std::fs::File::create(&sparse).unwrap();
-        std::io::Write::write_all(&mut &f, &gguf_declaring(0, 1, 200 << 20)).unwrap();
+        let mut header = gguf_declaring(0, 1, 1);
+        header.push(b'a');
+        header.extend(8u32.to_le_bytes());
+        header.extend((200u64 << 20).to_le_bytes());
+        std::io::Write::write_all(&mut &f, &header).unwrap();
         f.set_len(300 << 20).unwrap();
         drop(f);
         let started = std::time::Instant::now();

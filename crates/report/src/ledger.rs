@@ -241,8 +241,8 @@ pub struct RowView {
     /// 1 (every operator's time is at least its bytes and FLOPs at the peaks).
     pub achieved: Option<f64>,
     /// Why the row takes more than 3× its roofline plus its kernels' fixed costs (`null` when
-    /// it does not): `measured_kernel`, `dequantisation`, `tile_waste`, `attention_kernel`,
-    /// `profile`.
+    /// it does not): `measured_kernel`, `measured_slow_shape`, `dequantisation`, `tile_waste`,
+    /// `attention_kernel`, `profile`, `kv_per_query_head`.
     pub slow_cause: Option<SlowCause>,
     /// Share of the step time.
     pub time_share: f64,

@@ -258,7 +258,8 @@ layer's, a step's, or the output tokens per second of `latency`), and reports
 * per regime, the **bias** = the median signed error and the median |error|.
 
 The expected time is the measured clock (`--time-model measured`, the default; `crates/core/src/clock`).
-On a catalogue GPU with measured kernel tables (A100-SXM, H100-SXM, H200, B200, L40S) and an engine
+On a catalogue GPU with measured kernel tables (A100-SXM, H100-SXM, H200, B200, B300, GB200, GB300,
+L40S, RTX PRO 6000 Server, Arc Pro B60) and an engine
 whose kernels were measured (trtllm, vllm, sglang), every GEMM in a kernel of its own takes the
 measured time of NVIDIA AIConfigurator's per-kernel database (`crates/core/data/kernels`, interpolated
 in log space, the fastest measured kernel for at least its m rows, and never less than its HBM bytes
@@ -266,8 +267,11 @@ at the achievable bandwidth: the database's benchmark reads L2-resident operands
 reads every layer's weights from HBM). Q, K and V (and gate and up) that the engine merges are one
 GEMM of their combined columns, each part charged its columns' share; MLA's absorption is one
 batched matmul from its own table; FlashAttention (prefill and decode) takes the engine's measured
-attention kernel at the step's sequences and length; the routed experts are one grouped GEMM on the fitted model (the
-tables hold no grouped GEMMs). So the AIConfigurator rows'
+attention kernel at the step's sequences and length, inside the head groups its tables measured; a
+layer's routed experts take the engine's measured fused-MoE kernel where the tables hold the model's
+exact shape and (TP, EP) split under uniform routing, else one grouped GEMM on the fitted model. The
+tables are AIConfigurator's git repository at commit 095f58a5, one engine version each (TensorRT-LLM
+1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14 on most GPUs). So the AIConfigurator rows'
 GEMMs are read from the tables AIConfigurator itself composes: those rows check everything else
 (norms, fusions, fixed costs), not the GEMM and attention times; the gpt-fast and LLMCompass rows are
 independent of the tables (gpt-fast and eager have none; everything there is the fitted model).

@@ -36,9 +36,9 @@ fn tp_ledger_json_has_link_rows_and_the_deployment() {
     // One GPU has neither key.
     let one = json(&["ledger", "--format", "json"]);
     assert!(one["inputs"].get("parallel").is_none() && one.get("deployment").is_none());
-    // CSV carries the link columns.
+    // CSV carries the link columns, then where each row's time came from.
     let csv = ok(&["ledger", "--model", "llama-3.1-70b", "--tp", "2", "--format", "csv"]);
-    assert!(csv.lines().next().unwrap().ends_with(",link_bytes,link_time_s"));
+    assert!(csv.lines().next().unwrap().ends_with(",link_bytes,link_time_s,time_source"));
 }
 
 #[test]

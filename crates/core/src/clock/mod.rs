@@ -32,23 +32,34 @@
 //!
 //! 1. **Measured kernel tables** ([`crate::kernels`], NVIDIA AIConfigurator's per-kernel database):
 //!    when the GPU is a catalogue GPU with tables ([`KernelGpu::for_gpu`]: A100-SXM, H100-SXM, H200,
-//!    B200, L40S; never a user's GPU file), the engine has measured kernels
-//!    ([`Engine::kernel_engine`]: trtllm, vllm, sglang; never gpt-fast or eager), and the operator is
-//!    a GEMM in a kernel of its own whose format has a table ([`gemm_dtype`]): its time is
-//!    `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest measured kernel for at least m rows: never faster for a bigger batch), the whole measured kernel (launch
-//!    included), and nothing is added ([`Measured::table_s`]); FlashAttention likewise from the
-//!    engine's attention tables (`Measured::attention_table_s`: a step's decodes on the generation
-//!    kernel and its prompt chunks on the context kernel; MLA's absorbed decode from its own
-//!    tables), and collectives from the all-reduce /
-//!    NCCL tables where the group is inside one server on the link they were measured over. A
-//!    measured time is never below the operator's HBM bytes at the achievable bandwidth nor its
-//!    FLOPs at the peak (a collective: its link bytes at the link's peak).
+//!    B200, B300, GB200, GB300, L40S, RTX PRO 6000 Server, Arc Pro B60; never a user's GPU file),
+//!    the engine has measured kernels there ([`kernel_tables`]: trtllm, vllm, sglang where
+//!    [`KernelGpu::engines`] lists them; never gpt-fast or eager), and the operator is a GEMM in a
+//!    kernel of its own whose format has a table timed as the engine runs it ([`gemm_dtype`],
+//!    [`GemmDtype::timed_in_cuda_graphs`]: vLLM's `fp8_block` tables were timed eagerly and are not
+//!    read): its time is `gemm_envelope_us(gpu, engine, dtype, m, n, k) × instances` µs (the fastest
+//!    measured kernel for at least m rows: never faster for a bigger batch), the whole measured
+//!    kernel (launch included), and nothing is added ([`Measured::table_s`]). A layer's routed
+//!    experts come from the engine's fused-MoE tables where they measured the model's exact shape,
+//!    format and (TP, EP) split under uniform routing (`Measured::moe_table_s`), shared among the
+//!    expert GEMM rows by weight, the activation and combine inside that kernel. FlashAttention
+//!    likewise from the engine's attention tables (`Measured::attention_table_s`: a step's decodes
+//!    on the generation kernel and its prompt chunks on the context kernel; MLA's absorbed decode
+//!    from its own tables), read only inside the head groups (query heads per KV head) the tables
+//!    measured; and collectives from the all-reduce / NCCL tables where the group is inside one
+//!    server on the link they were measured over. A measured time is never below the operator's
+//!    HBM bytes at the achievable bandwidth nor its FLOPs at the peak (a collective: its link bytes
+//!    at the link's peak); one above [`TABLE_SLOW_LIMIT`] × its roofline says so
+//!    ([`SlowCause::MeasuredSlowShape`]).
 //! 2. **The fitted model above** for everything else, and wherever a lookup returns `None`: the
 //!    operators an engine merges into the previous GEMM (K and V beside Q, up beside gate) keep
 //!    their marginal roofs in the fitted model (the table's time is for the first GEMM's own
 //!    shape), epilogue-fused operators their arithmetic; attention with a sliding window, MLA's
-//!    expanded form (prefill), unfused attention and TensorRT-LLM's decodes before XQA stay on the
-//!    fitted model; collectives across servers stay on the α + n/β model.
+//!    expanded form (prefill), unfused attention, a head group the tables never measured and
+//!    TensorRT-LLM's decodes on its per-query-head kernel (before XQA, or a head group past
+//!    [`crate::engine::XQA_MAX_HEAD_GROUP`]) stay on the fitted model; routed experts whose shape,
+//!    split or routing the MoE tables lack take the fitted grouped GEMM; collectives across servers
+//!    stay on the α + n/β model.
 //!
 //! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
 //! the roofline time is kept beside the expected time.
@@ -60,7 +71,8 @@ use crate::kinds::OpClass;
 use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
 use crate::model::Reach;
-use crate::operator::Op;
+use crate::moe::uniform_experts_touched;
+use crate::operator::{MoeShape, Op};
 use crate::precision::{MathFormat, Precision};
 use crate::roofline::{
     Efficiency, FittedKernel, Join, KernelTable, Roofline, SlowCause, TimeModel, TimeSource, Timed, Timing,
@@ -97,6 +109,12 @@ pub const EAGER_VECTOR_BANDWIDTH: f64 = 1.18 / 2.039;
 /// Rows of one M tile of a weight-only quantised GEMM kernel: each M tile dequantises the weights
 /// again (Marlin and TensorRT-LLM's mixed-input GEMMs use M tiles of 16–64; 64 here).
 pub const DEQUANT_TILE_M: f64 = 64.0;
+
+/// A table-timed operator taking more than this many times its roofline time, plus
+/// [`GRAPH_KERNEL_S`], names why the measured kernel is that slow
+/// ([`SlowCause::MeasuredSlowShape`], or a kernel path with a cause of its own): the limit the
+/// physics property test holds every table row to.
+pub const TABLE_SLOW_LIMIT: f64 = 10.0;
 
 /// CTA tile of the GEMM kernels for the shape efficiency: 128 columns, and 64 rows for skinny
 /// GEMMs (`m ≤ 64`), 128 otherwise — the common CUTLASS/cuBLAS tiles for sm80/sm90 16-bit GEMMs,
@@ -253,10 +271,11 @@ pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &Achievable) -> f64 {
 
 /// The measured kernel tables the measured clock reads for `engine` on `gpu`: where the GPU is a
 /// catalogue GPU with tables ([`KernelGpu::for_gpu`]; never a user's GPU file) and the engine has
-/// measured kernels ([`Engine::kernel_engine`]); `None` otherwise (the fitted model times every
-/// operator).
+/// measured kernels ([`Engine::kernel_engine`]) measured on it ([`KernelGpu::engines`]); `None`
+/// otherwise (the fitted model times every operator).
 pub fn kernel_tables(engine: Engine, gpu: &Gpu) -> Option<(KernelGpu, kernels::Engine)> {
-    Some((KernelGpu::for_gpu(gpu)?, engine.kernel_engine()?))
+    let (kgpu, kengine) = (KernelGpu::for_gpu(gpu)?, engine.kernel_engine()?);
+    kgpu.engines().contains(&kengine).then_some((kgpu, kengine))
 }
 
 /// The measured GEMM table format for a GEMM with `weight` weights running in `math`: 16-bit →
@@ -277,6 +296,26 @@ pub fn gemm_dtype(weight: Precision, math: MathFormat) -> Option<GemmDtype> {
     }
 }
 
+/// The measured MoE table format for routed experts with `weight` weights whose GEMMs run in
+/// `math`: 16-bit → bf16, fp8 per tensor in fp8 math → `Fp8`, fp8 in 128-blocks → `Fp8Block`,
+/// NVFP4 in fp4 math → `NvFp4`, MXFP4 with 16-bit math → `W4a16MxFp4` and with fp8 math →
+/// `W4a8MxFp4` (MXFP8 activations), int4 with 16-bit math → `Int4WeightOnly`; `None` for every
+/// other combination (the fitted model times it).
+pub fn moe_dtype(weight: Precision, math: MathFormat) -> Option<kernels::MoeDtype> {
+    use kernels::MoeDtype;
+    let wide_math = matches!(math, MathFormat::Bf16 | MathFormat::Fp16);
+    match weight {
+        Precision::Bf16 | Precision::Fp16 if wide_math => Some(MoeDtype::Bf16),
+        Precision::Fp8 if math == MathFormat::Fp8 => Some(MoeDtype::Fp8),
+        Precision::Fp8Block { block: 128 } if math == MathFormat::Fp8 => Some(MoeDtype::Fp8Block),
+        Precision::NvFp4 if math == MathFormat::Fp4 => Some(MoeDtype::NvFp4),
+        Precision::MxFp4 if wide_math => Some(MoeDtype::W4a16MxFp4),
+        Precision::MxFp4 if math == MathFormat::Fp8 => Some(MoeDtype::W4a8MxFp4),
+        Precision::Int4 | Precision::Int4Group { .. } if wide_math => Some(MoeDtype::Int4WeightOnly),
+        _ => None,
+    }
+}
+
 /// The measured time model for one engine and phase ([`TimeModel`]): per operator, compute
 /// `FLOPs ÷ (peak × achievable fraction × shape efficiency)` (+ dequantisation), memory `HBM bytes
 /// ÷ (bandwidth × achievable fraction)`, time `max(compute, memory)` plus the kernel's fixed cost
@@ -293,13 +332,22 @@ pub struct Measured {
     /// The measured kernel tables for this GPU and engine, where both have them (looked up once
     /// per step); `None`: the fitted model times every operator.
     pub tables: Option<(KernelGpu, kernels::Engine)>,
+    /// The bandwidth a kernel streams weights from HBM at on this GPU, bytes/s: the peak × the
+    /// achievable fraction ([`Achievable::bandwidth`]).
+    pub achievable_bandwidth_bytes_per_s: f64,
 }
 
 impl Measured {
     /// The measured model of `engine` in `phase` on `gpu`: its [`Achievable`], and the kernel tables
     /// where the GPU is a catalogue GPU with tables and the engine has measured kernels.
     pub fn new(engine: Engine, phase: Phase, gpu: &Gpu) -> Measured {
-        Measured { engine, phase, fit: gpu.achievable, tables: kernel_tables(engine, gpu) }
+        Measured {
+            engine,
+            phase,
+            fit: gpu.achievable,
+            tables: kernel_tables(engine, gpu),
+            achievable_bandwidth_bytes_per_s: gpu.memory_bandwidth_bytes_per_s * gpu.achievable.bandwidth,
+        }
     }
 
     /// The measured time of GEMM `op` in a kernel of its own from the kernel tables, seconds (the
@@ -307,9 +355,10 @@ impl Measured {
     /// for it. A GEMM of several instances is one batched kernel, not one kernel per instance:
     /// MLA's absorption (`q_absorb`, `v_up`: one matrix per head) comes from the MLA
     /// batched-matmul table by heads and tokens. The routed experts run as one grouped GEMM in
-    /// the engines' fused-MoE kernels, which the tables do not hold (a dense GEMM's measured
-    /// time, launch overhead and all, is not the grouped kernel's), so the fitted model times
-    /// them: the grouped GEMM's roofs with one kernel's fixed cost. `gemm_envelope_us` is the
+    /// the engines' fused-MoE kernels: their GEMM rows share the layer's measured MoE kernel
+    /// (`Measured::moe_table_s`; a dense GEMM's measured time, launch overhead and all, is not
+    /// the grouped kernel's, so never the GEMM table), else the fitted model times them: the
+    /// grouped GEMM's roofs with one kernel's fixed cost. `gemm_envelope_us` is the
     /// fastest measured kernel for at least m rows: a bigger batch is never faster.
     pub fn table_s(&self, op: &Op) -> Option<f64> {
         self.table_lookup(op).map(|(t, _)| t)
@@ -323,7 +372,12 @@ impl Measured {
         }
         let g = op.gemm?;
         if matches!(op.kind.facts().shard, Shard::Experts(_)) {
-            return None;
+            let m = op.moe?;
+            // This GEMM's part of the layer's expert GEMMs: its weights over all of theirs.
+            let matrices = if m.gated { 3.0 } else { 2.0 };
+            let all = matrices * m.hidden as f64 * m.intermediate as f64 / m.tp as f64;
+            let share = (g.n as f64 * g.k as f64 / all).min(1.0);
+            return Some((self.moe_table_s(op)? * share, KernelTable::Moe));
         }
         if g.instances > 1.0 && op.kind.facts().shard == Shard::HeadInstances {
             let bmm = if op.kind == OpKind::QAbsorb { kernels::MlaBmm::Pre } else { kernels::MlaBmm::Post };
@@ -334,7 +388,7 @@ impl Measured {
                 fp8.or_else(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
             return Some((us * 1e-6, KernelTable::MlaBatchedGemm));
         }
-        let dtype = gemm_dtype(g.weight, op.math)?;
+        let dtype = gemm_dtype(g.weight, op.math).filter(|d| d.timed_in_cuda_graphs(kengine))?;
         let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
         Some((us * 1e-6 * g.instances, KernelTable::Gemm))
     }
@@ -400,7 +454,7 @@ impl Measured {
         }
         let g = a.geometry;
         let (decodes, chunks) = (g.decode_sequences, g.sequences - g.decode_sequences);
-        if g.sequences < 1.0 || (decodes > 0.0 && self.engine.kv_read_per_query_head()) {
+        if g.sequences < 1.0 || (decodes > 0.0 && !self.engine.decode_attention_is_todays()) {
             return None;
         }
         if a.qk_dim != a.v_dim {
@@ -473,6 +527,68 @@ impl Measured {
         kernels::mla_us(kgpu, kengine, &q).map(|us| us * 1e-6)
     }
 
+    /// One layer's routed experts, seconds, from the engine's fused-MoE tables
+    /// ([`kernels::moe_us`]: the gate/up GEMM with its activation, the down GEMM, the permutes
+    /// and the weighted combine in the engine's MoE kernels), keyed as AIConfigurator keys them:
+    /// the model's hidden and intermediate sizes, top-k and experts, the experts' format
+    /// ([`moe_dtype`]), the tensor and expert parallelism that split the layer, and the tokens
+    /// entering it (all of the replica's, before the expert-parallel dispatch). `None` — the
+    /// fitted model — for skewed routing (the tables keep uniform routing only), a format
+    /// without a table, and a shape or split the tables never measured.
+    ///
+    /// The tables' uniform routing is AIConfigurator's `balanced_logits` (`collector/helper.py`):
+    /// token `t`'s `i`-th expert is `(t + i·⌈E/k⌉) mod E`, spread so that N tokens touch
+    /// `min(N·k, E)` distinct experts — every expert once N ≥ E/k. Tokens routed independently
+    /// touch fewer, `E·(1 − (1 − k/E)^N)` in expectation ([`uniform_experts_touched`]): Mixtral's
+    /// 4 tokens touch all 8 experts in the table's workload and 5.5 in a step. Below the
+    /// compute-bound batches each expert touched streams its weights from HBM once, so the
+    /// measured time less the weights of the `(min(N·k, E) − touched) ÷ EP` experts per GPU the
+    /// step does not touch, at the achievable bandwidth, is the step's (`moe_untouched_s`); the
+    /// row's floor (its own bytes at that bandwidth) still holds.
+    ///
+    /// The layer's time goes to its GEMM rows by their weights (`n·k` over all expert
+    /// matrices': a third each for gate, up and down); the activation and the combine run
+    /// inside the measured kernels (`Measured::join_of`).
+    fn moe_table_s(&self, op: &Op) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        let m = op.moe.filter(|m| m.balanced)?;
+        let q = kernels::MoeQuery {
+            dtype: moe_dtype(m.weights, m.math)?,
+            hidden: m.hidden,
+            intermediate: m.intermediate,
+            top_k: m.top_k,
+            experts: m.experts,
+            tp: m.tp,
+            ep: m.ep,
+            tokens: m.tokens,
+        };
+        let measured_s = kernels::moe_us(kgpu, kengine, &q)? * 1e-6;
+        Some((measured_s - self.moe_untouched_s(&m)).max(0.0))
+    }
+
+    /// Time the measured MoE kernel spends streaming the weights of experts its balanced workload
+    /// touched and independently routed tokens do not (`Measured::moe_table_s`), seconds per GPU:
+    /// `(min(N·k, E) − E·(1 − (1 − k/E)^N)) ÷ EP × matrices × hidden × intermediate ÷ TP ×
+    /// bytes per weight ÷ achievable bandwidth`.
+    fn moe_untouched_s(&self, m: &MoeShape) -> f64 {
+        let balanced = (m.tokens * m.top_k as f64).min(m.experts as f64);
+        let touched = uniform_experts_touched(m.experts, m.top_k, m.tokens);
+        let matrices = if m.gated { 3.0 } else { 2.0 };
+        let expert_bytes = matrices * m.hidden as f64 * m.intermediate as f64 / m.tp as f64 * m.weights.bytes();
+        (balanced - touched).max(0.0) / m.ep as f64 * expert_bytes / self.achievable_bandwidth_bytes_per_s
+    }
+
+    /// How the engine runs `op` ([`engine_join`]), except that the routed experts' activation
+    /// and weighted combine are inside the measured fused-MoE kernels where a table times the
+    /// layer (`Measured::moe_table_s`): [`Join::Fused`], every byte of theirs on chip (the
+    /// table's time already holds their traffic).
+    fn join_of(&self, op: &Op) -> Join {
+        if matches!(op.kind, OpKind::ExpertAct | OpKind::ExpertCombine) && self.moe_table_s(op).is_some() {
+            return Join::Fused { on_chip_bytes: op.cost.bytes() };
+        }
+        engine_join(self.engine, op)
+    }
+
     /// A collective from the measured tables, seconds: an all-reduce as the engine's
     /// [`kernels::allreduce_us`] (its custom kernel or NCCL, whichever is faster: TensorRT-LLM's
     /// `AllReduceStrategy.AUTO`, vLLM's and SGLang's custom all-reduce falling back to NCCL), every
@@ -482,7 +598,7 @@ impl Measured {
     /// NVLink through NVSwitch on the SXM boards, PCIe on L40S servers).
     fn collective_table_s(&self, call: &CollectiveCall) -> Option<(f64, TimeSource)> {
         let (kgpu, kengine) = self.tables?;
-        let measured_over = if kgpu == KernelGpu::L40s { LinkScope::Pcie } else { LinkScope::ScaleUp };
+        let measured_over = if kgpu.collectives_over_pcie() { LinkScope::Pcie } else { LinkScope::ScaleUp };
         if call.scope != measured_over {
             return None;
         }
@@ -518,15 +634,40 @@ impl Measured {
         (compute_s, memory_s, dequant_s(op, gpu, &fit))
     }
 
+    /// Whether the engine's decode attention reads `op`'s KV cache once per query head
+    /// ([`Engine::kv_read_per_query_head`] for its head group).
+    fn reads_kv_per_query_head(&self, op: &Op) -> bool {
+        op.attention.is_some_and(|a| {
+            self.phase == Phase::Decode && a.kv_heads > 0.0 && self.engine.kv_read_per_query_head(a.heads / a.kv_heads)
+        })
+    }
+
     /// KV bytes the engine's decode attention reads beyond the ledger's once-per-KV-head count:
     /// `kv_read_bytes × (heads ÷ kv_heads − 1)` when it reads a GQA group's K and V once per
-    /// query head ([`Engine::kv_read_per_query_head`]), else 0.
+    /// query head (`Measured::reads_kv_per_query_head`), else 0.
     fn kv_reread_bytes(&self, op: &Op) -> f64 {
         match op.attention {
-            Some(a) if self.engine.kv_read_per_query_head() && self.phase == Phase::Decode && a.kv_heads > 0.0 => {
+            Some(a) if self.reads_kv_per_query_head(op) => {
                 op.cost.kv_read_bytes * (a.heads / a.kv_heads - 1.0).max(0.0)
             }
             _ => 0.0,
+        }
+    }
+
+    /// Why a table-timed operator taking `time_s` is slow: its engine's decode attention reading
+    /// the KV cache once per query head (the table measured that kernel); else, above
+    /// [`TABLE_SLOW_LIMIT`] × its roofline plus [`GRAPH_KERNEL_S`], the measured kernel being
+    /// that slow at the measured shapes around it (a lookup reads only measured points, their
+    /// interpolation between head groups that were measured, and sizes beyond the grid in
+    /// proportion: it never reaches such a time unless the points it reads have it); else the
+    /// measured kernel.
+    fn table_cause(&self, op: &Op, time_s: f64, gpu: &Gpu, eff: Efficiency) -> SlowCause {
+        if self.reads_kv_per_query_head(op) {
+            SlowCause::KvPerQueryHead
+        } else if time_s > TABLE_SLOW_LIMIT * Timing::of(&op.cost, op.math, gpu, eff).time_s + GRAPH_KERNEL_S {
+            SlowCause::MeasuredSlowShape
+        } else {
+            SlowCause::MeasuredKernel
         }
     }
 
@@ -541,11 +682,13 @@ impl Measured {
     /// 34 MB q_proj weights stream at 2.0 TB/s, 2.3× the card's 864 GB/s), while in a step every
     /// layer's weights come from HBM.
     fn own_kernel(&self, op: &Op, gpu: &Gpu) -> (Timing, Option<SlowCause>) {
-        let kv_reread = self.kv_reread_bytes(op);
-        let hbm_bytes = op.cost.bytes() + kv_reread;
-        let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
         let lookup = self.table_lookup(op);
         let table = lookup.map(|(t, _)| t);
+        // A measured kernel's re-reads are in its time (and partly served from L2): the floor
+        // counts the ledger's bytes; the fitted model charges them to HBM.
+        let kv_reread = if table.is_some() { 0.0 } else { self.kv_reread_bytes(op) };
+        let hbm_bytes = op.cost.bytes() + kv_reread;
+        let (compute_s, memory_s, extra_s) = self.roofs(op, hbm_bytes, gpu);
         let source = self.own_source(op, lookup.map(|(_, k)| k));
         let time_s = match table {
             // Never below the HBM bytes at the achievable bandwidth, nor the FLOPs at the peak.
@@ -596,8 +739,8 @@ impl TimeModel for Measured {
     /// The operator joined as [`engine_join`] says: a kernel of its own, its share of the merged
     /// GEMM ([`merged_gemm`]) it is part of, or its fitted roofs inside the open kernel (no
     /// cause: fused work is never named slow).
-    fn timed(&self, op: &Op, gpu: &Gpu, _eff: Efficiency) -> Timed {
-        let join = engine_join(self.engine, op);
+    fn timed(&self, op: &Op, gpu: &Gpu, eff: Efficiency) -> Timed {
+        let join = self.join_of(op);
         let (timing, cause) = match join {
             Join::Own => self.own_kernel(op, gpu),
             Join::Part { share, .. } => {
@@ -612,11 +755,17 @@ impl TimeModel for Measured {
                 (Timing { compute_s, memory_s, time_s, hbm_bytes, source, ..Timing::default() }, None)
             }
         };
+        // A measured kernel's cause, against this operator's own roofline (a merged GEMM's
+        // part: its share of the time against its own work).
+        let cause = match cause {
+            Some(SlowCause::MeasuredKernel) => Some(self.table_cause(op, timing.time_s, gpu, eff)),
+            c => c,
+        };
         Timed { timing, join, cause }
     }
 
     fn join(&self, op: &Op) -> Join {
-        engine_join(self.engine, op)
+        self.join_of(op)
     }
 
     /// A collective: the engine's measured kernel where the tables have the GPU, the engine and

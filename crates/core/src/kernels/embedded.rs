@@ -2,7 +2,9 @@
 //! lookups on them.
 
 use super::table::{to_us, Envelope, Group, GroupPlan, KernelFile, OpSpec, Q};
-use super::{AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery};
+use super::{
+    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery, MoeQuery,
+};
 use crate::error::{Error, Result};
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -18,6 +20,7 @@ pub(crate) enum Op {
     MlaBmm,
     CustomAllreduce,
     Nccl,
+    Moe,
 }
 
 const ATTENTION_KEYS: &[&str] =
@@ -109,8 +112,24 @@ static NCCL: OpSpec = OpSpec {
     envelope: &[0],
 };
 
+// The routed experts' fused MoE kernel of one layer (gate/up GEMM with its activation, down
+// GEMM, the permutes and the weighted combine), keyed by the model's shape (exact: the kernel,
+// format, hidden and intermediate sizes, top-k, experts) and a measured pair of tensor and expert
+// parallelism, then the step's tokens. Only the
+// `balanced` routing of the source tables is kept (scripts/kernel-data).
+static MOE: OpSpec = OpSpec {
+    name: "moe",
+    keys: &["kernel", "moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"],
+    exact: 6,
+    inner: Some(6),
+    outer: Some(7),
+    axes: &["num_tokens"],
+    tie: None,
+    envelope: &[0],
+};
+
 impl Op {
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
 
     fn spec(self) -> &'static OpSpec {
         match self {
@@ -122,6 +141,7 @@ impl Op {
             Op::MlaBmm => &MLA_BMM,
             Op::CustomAllreduce => &CUSTOM_ALLREDUCE,
             Op::Nccl => &NCCL,
+            Op::Moe => &MOE,
         }
     }
 }
@@ -194,6 +214,7 @@ files! {
     A100Sxm Sglang Gemm "a100_sxm/sglang/gemm.bin";
     A100Sxm Sglang GenerationAttention "a100_sxm/sglang/generation_attention.bin";
     A100Sxm Sglang MlaBmm "a100_sxm/sglang/mla_bmm.bin";
+    A100Sxm Sglang Moe "a100_sxm/sglang/moe.bin";
     A100Sxm Trtllm ContextAttention "a100_sxm/trtllm/context_attention.bin";
     A100Sxm Trtllm ContextMla "a100_sxm/trtllm/context_mla.bin";
     A100Sxm Trtllm CustomAllreduce "a100_sxm/trtllm/custom_allreduce.bin";
@@ -202,9 +223,11 @@ files! {
     A100Sxm Trtllm GenerationMla "a100_sxm/trtllm/generation_mla.bin";
     A100Sxm Trtllm MlaBmm "a100_sxm/trtllm/mla_bmm.bin";
     A100Sxm Vllm ContextAttention "a100_sxm/vllm/context_attention.bin";
+    A100Sxm Vllm ContextMla "a100_sxm/vllm/context_mla.bin";
     A100Sxm Vllm CustomAllreduce "a100_sxm/vllm/custom_allreduce.bin";
     A100Sxm Vllm Gemm "a100_sxm/vllm/gemm.bin";
     A100Sxm Vllm GenerationAttention "a100_sxm/vllm/generation_attention.bin";
+    A100Sxm Vllm GenerationMla "a100_sxm/vllm/generation_mla.bin";
     B200Sxm _ Nccl "b200_sxm/nccl.bin";
     B200Sxm Sglang ContextAttention "b200_sxm/sglang/context_attention.bin";
     B200Sxm Sglang ContextMla "b200_sxm/sglang/context_mla.bin";
@@ -213,6 +236,7 @@ files! {
     B200Sxm Sglang GenerationAttention "b200_sxm/sglang/generation_attention.bin";
     B200Sxm Sglang GenerationMla "b200_sxm/sglang/generation_mla.bin";
     B200Sxm Sglang MlaBmm "b200_sxm/sglang/mla_bmm.bin";
+    B200Sxm Sglang Moe "b200_sxm/sglang/moe.bin";
     B200Sxm Trtllm ContextAttention "b200_sxm/trtllm/context_attention.bin";
     B200Sxm Trtllm ContextMla "b200_sxm/trtllm/context_mla.bin";
     B200Sxm Trtllm CustomAllreduce "b200_sxm/trtllm/custom_allreduce.bin";
@@ -220,11 +244,87 @@ files! {
     B200Sxm Trtllm GenerationAttention "b200_sxm/trtllm/generation_attention.bin";
     B200Sxm Trtllm GenerationMla "b200_sxm/trtllm/generation_mla.bin";
     B200Sxm Trtllm MlaBmm "b200_sxm/trtllm/mla_bmm.bin";
+    B200Sxm Trtllm Moe "b200_sxm/trtllm/moe.bin";
     B200Sxm Vllm ContextAttention "b200_sxm/vllm/context_attention.bin";
     B200Sxm Vllm CustomAllreduce "b200_sxm/vllm/custom_allreduce.bin";
     B200Sxm Vllm Gemm "b200_sxm/vllm/gemm.bin";
     B200Sxm Vllm GenerationAttention "b200_sxm/vllm/generation_attention.bin";
     B200Sxm Vllm MlaBmm "b200_sxm/vllm/mla_bmm.bin";
+    B200Sxm Vllm Moe "b200_sxm/vllm/moe.bin";
+    B300Sxm _ Nccl "b300_sxm/nccl.bin";
+    B300Sxm Sglang ContextAttention "b300_sxm/sglang/context_attention.bin";
+    B300Sxm Sglang ContextMla "b300_sxm/sglang/context_mla.bin";
+    B300Sxm Sglang CustomAllreduce "b300_sxm/sglang/custom_allreduce.bin";
+    B300Sxm Sglang Gemm "b300_sxm/sglang/gemm.bin";
+    B300Sxm Sglang GenerationAttention "b300_sxm/sglang/generation_attention.bin";
+    B300Sxm Sglang GenerationMla "b300_sxm/sglang/generation_mla.bin";
+    B300Sxm Sglang MlaBmm "b300_sxm/sglang/mla_bmm.bin";
+    B300Sxm Sglang Moe "b300_sxm/sglang/moe.bin";
+    B300Sxm Trtllm ContextAttention "b300_sxm/trtllm/context_attention.bin";
+    B300Sxm Trtllm ContextMla "b300_sxm/trtllm/context_mla.bin";
+    B300Sxm Trtllm CustomAllreduce "b300_sxm/trtllm/custom_allreduce.bin";
+    B300Sxm Trtllm Gemm "b300_sxm/trtllm/gemm.bin";
+    B300Sxm Trtllm GenerationAttention "b300_sxm/trtllm/generation_attention.bin";
+    B300Sxm Trtllm GenerationMla "b300_sxm/trtllm/generation_mla.bin";
+    B300Sxm Trtllm MlaBmm "b300_sxm/trtllm/mla_bmm.bin";
+    B300Sxm Trtllm Moe "b300_sxm/trtllm/moe.bin";
+    B300Sxm Vllm ContextAttention "b300_sxm/vllm/context_attention.bin";
+    B300Sxm Vllm CustomAllreduce "b300_sxm/vllm/custom_allreduce.bin";
+    B300Sxm Vllm Gemm "b300_sxm/vllm/gemm.bin";
+    B300Sxm Vllm GenerationAttention "b300_sxm/vllm/generation_attention.bin";
+    B300Sxm Vllm MlaBmm "b300_sxm/vllm/mla_bmm.bin";
+    B300Sxm Vllm Moe "b300_sxm/vllm/moe.bin";
+    B60 _ Nccl "b60/nccl.bin";
+    B60 Vllm ContextAttention "b60/vllm/context_attention.bin";
+    B60 Vllm CustomAllreduce "b60/vllm/custom_allreduce.bin";
+    B60 Vllm Gemm "b60/vllm/gemm.bin";
+    B60 Vllm GenerationAttention "b60/vllm/generation_attention.bin";
+    Gb200 _ Nccl "gb200/nccl.bin";
+    Gb200 Sglang ContextAttention "gb200/sglang/context_attention.bin";
+    Gb200 Sglang ContextMla "gb200/sglang/context_mla.bin";
+    Gb200 Sglang CustomAllreduce "gb200/sglang/custom_allreduce.bin";
+    Gb200 Sglang Gemm "gb200/sglang/gemm.bin";
+    Gb200 Sglang GenerationAttention "gb200/sglang/generation_attention.bin";
+    Gb200 Sglang GenerationMla "gb200/sglang/generation_mla.bin";
+    Gb200 Sglang MlaBmm "gb200/sglang/mla_bmm.bin";
+    Gb200 Sglang Moe "gb200/sglang/moe.bin";
+    Gb200 Trtllm ContextAttention "gb200/trtllm/context_attention.bin";
+    Gb200 Trtllm ContextMla "gb200/trtllm/context_mla.bin";
+    Gb200 Trtllm CustomAllreduce "gb200/trtllm/custom_allreduce.bin";
+    Gb200 Trtllm Gemm "gb200/trtllm/gemm.bin";
+    Gb200 Trtllm GenerationAttention "gb200/trtllm/generation_attention.bin";
+    Gb200 Trtllm GenerationMla "gb200/trtllm/generation_mla.bin";
+    Gb200 Trtllm MlaBmm "gb200/trtllm/mla_bmm.bin";
+    Gb200 Trtllm Moe "gb200/trtllm/moe.bin";
+    Gb200 Vllm ContextAttention "gb200/vllm/context_attention.bin";
+    Gb200 Vllm CustomAllreduce "gb200/vllm/custom_allreduce.bin";
+    Gb200 Vllm Gemm "gb200/vllm/gemm.bin";
+    Gb200 Vllm GenerationAttention "gb200/vllm/generation_attention.bin";
+    Gb200 Vllm MlaBmm "gb200/vllm/mla_bmm.bin";
+    Gb200 Vllm Moe "gb200/vllm/moe.bin";
+    Gb300 _ Nccl "gb300/nccl.bin";
+    Gb300 Sglang ContextAttention "gb300/sglang/context_attention.bin";
+    Gb300 Sglang ContextMla "gb300/sglang/context_mla.bin";
+    Gb300 Sglang CustomAllreduce "gb300/sglang/custom_allreduce.bin";
+    Gb300 Sglang Gemm "gb300/sglang/gemm.bin";
+    Gb300 Sglang GenerationAttention "gb300/sglang/generation_attention.bin";
+    Gb300 Sglang GenerationMla "gb300/sglang/generation_mla.bin";
+    Gb300 Sglang MlaBmm "gb300/sglang/mla_bmm.bin";
+    Gb300 Sglang Moe "gb300/sglang/moe.bin";
+    Gb300 Trtllm ContextAttention "gb300/trtllm/context_attention.bin";
+    Gb300 Trtllm ContextMla "gb300/trtllm/context_mla.bin";
+    Gb300 Trtllm CustomAllreduce "gb300/trtllm/custom_allreduce.bin";
+    Gb300 Trtllm Gemm "gb300/trtllm/gemm.bin";
+    Gb300 Trtllm GenerationAttention "gb300/trtllm/generation_attention.bin";
+    Gb300 Trtllm GenerationMla "gb300/trtllm/generation_mla.bin";
+    Gb300 Trtllm MlaBmm "gb300/trtllm/mla_bmm.bin";
+    Gb300 Trtllm Moe "gb300/trtllm/moe.bin";
+    Gb300 Vllm ContextAttention "gb300/vllm/context_attention.bin";
+    Gb300 Vllm CustomAllreduce "gb300/vllm/custom_allreduce.bin";
+    Gb300 Vllm Gemm "gb300/vllm/gemm.bin";
+    Gb300 Vllm GenerationAttention "gb300/vllm/generation_attention.bin";
+    Gb300 Vllm MlaBmm "gb300/vllm/mla_bmm.bin";
+    Gb300 Vllm Moe "gb300/vllm/moe.bin";
     H100Sxm _ Nccl "h100_sxm/nccl.bin";
     H100Sxm Sglang ContextAttention "h100_sxm/sglang/context_attention.bin";
     H100Sxm Sglang ContextMla "h100_sxm/sglang/context_mla.bin";
@@ -233,6 +333,7 @@ files! {
     H100Sxm Sglang GenerationAttention "h100_sxm/sglang/generation_attention.bin";
     H100Sxm Sglang GenerationMla "h100_sxm/sglang/generation_mla.bin";
     H100Sxm Sglang MlaBmm "h100_sxm/sglang/mla_bmm.bin";
+    H100Sxm Sglang Moe "h100_sxm/sglang/moe.bin";
     H100Sxm Trtllm ContextAttention "h100_sxm/trtllm/context_attention.bin";
     H100Sxm Trtllm ContextMla "h100_sxm/trtllm/context_mla.bin";
     H100Sxm Trtllm CustomAllreduce "h100_sxm/trtllm/custom_allreduce.bin";
@@ -240,11 +341,13 @@ files! {
     H100Sxm Trtllm GenerationAttention "h100_sxm/trtllm/generation_attention.bin";
     H100Sxm Trtllm GenerationMla "h100_sxm/trtllm/generation_mla.bin";
     H100Sxm Trtllm MlaBmm "h100_sxm/trtllm/mla_bmm.bin";
+    H100Sxm Trtllm Moe "h100_sxm/trtllm/moe.bin";
     H100Sxm Vllm ContextAttention "h100_sxm/vllm/context_attention.bin";
     H100Sxm Vllm CustomAllreduce "h100_sxm/vllm/custom_allreduce.bin";
     H100Sxm Vllm Gemm "h100_sxm/vllm/gemm.bin";
     H100Sxm Vllm GenerationAttention "h100_sxm/vllm/generation_attention.bin";
     H100Sxm Vllm MlaBmm "h100_sxm/vllm/mla_bmm.bin";
+    H100Sxm Vllm Moe "h100_sxm/vllm/moe.bin";
     H200Sxm _ Nccl "h200_sxm/nccl.bin";
     H200Sxm Sglang ContextAttention "h200_sxm/sglang/context_attention.bin";
     H200Sxm Sglang ContextMla "h200_sxm/sglang/context_mla.bin";
@@ -253,6 +356,7 @@ files! {
     H200Sxm Sglang GenerationAttention "h200_sxm/sglang/generation_attention.bin";
     H200Sxm Sglang GenerationMla "h200_sxm/sglang/generation_mla.bin";
     H200Sxm Sglang MlaBmm "h200_sxm/sglang/mla_bmm.bin";
+    H200Sxm Sglang Moe "h200_sxm/sglang/moe.bin";
     H200Sxm Trtllm ContextAttention "h200_sxm/trtllm/context_attention.bin";
     H200Sxm Trtllm ContextMla "h200_sxm/trtllm/context_mla.bin";
     H200Sxm Trtllm CustomAllreduce "h200_sxm/trtllm/custom_allreduce.bin";
@@ -260,11 +364,13 @@ files! {
     H200Sxm Trtllm GenerationAttention "h200_sxm/trtllm/generation_attention.bin";
     H200Sxm Trtllm GenerationMla "h200_sxm/trtllm/generation_mla.bin";
     H200Sxm Trtllm MlaBmm "h200_sxm/trtllm/mla_bmm.bin";
+    H200Sxm Trtllm Moe "h200_sxm/trtllm/moe.bin";
     H200Sxm Vllm ContextAttention "h200_sxm/vllm/context_attention.bin";
     H200Sxm Vllm CustomAllreduce "h200_sxm/vllm/custom_allreduce.bin";
     H200Sxm Vllm Gemm "h200_sxm/vllm/gemm.bin";
     H200Sxm Vllm GenerationAttention "h200_sxm/vllm/generation_attention.bin";
     H200Sxm Vllm MlaBmm "h200_sxm/vllm/mla_bmm.bin";
+    H200Sxm Vllm Moe "h200_sxm/vllm/moe.bin";
     L40s _ Nccl "l40s/nccl.bin";
     L40s Sglang ContextAttention "l40s/sglang/context_attention.bin";
     L40s Sglang ContextMla "l40s/sglang/context_mla.bin";
@@ -273,14 +379,39 @@ files! {
     L40s Sglang GenerationAttention "l40s/sglang/generation_attention.bin";
     L40s Sglang GenerationMla "l40s/sglang/generation_mla.bin";
     L40s Sglang MlaBmm "l40s/sglang/mla_bmm.bin";
+    L40s Sglang Moe "l40s/sglang/moe.bin";
     L40s Trtllm ContextAttention "l40s/trtllm/context_attention.bin";
     L40s Trtllm CustomAllreduce "l40s/trtllm/custom_allreduce.bin";
     L40s Trtllm Gemm "l40s/trtllm/gemm.bin";
     L40s Trtllm GenerationAttention "l40s/trtllm/generation_attention.bin";
     L40s Trtllm MlaBmm "l40s/trtllm/mla_bmm.bin";
+    L40s Trtllm Moe "l40s/trtllm/moe.bin";
     L40s Vllm ContextAttention "l40s/vllm/context_attention.bin";
     L40s Vllm Gemm "l40s/vllm/gemm.bin";
     L40s Vllm GenerationAttention "l40s/vllm/generation_attention.bin";
+    L40s Vllm Moe "l40s/vllm/moe.bin";
+    RtxPro6000Server _ Nccl "rtx_pro_6000_server/nccl.bin";
+    RtxPro6000Server Sglang ContextAttention "rtx_pro_6000_server/sglang/context_attention.bin";
+    RtxPro6000Server Sglang ContextMla "rtx_pro_6000_server/sglang/context_mla.bin";
+    RtxPro6000Server Sglang CustomAllreduce "rtx_pro_6000_server/sglang/custom_allreduce.bin";
+    RtxPro6000Server Sglang Gemm "rtx_pro_6000_server/sglang/gemm.bin";
+    RtxPro6000Server Sglang GenerationAttention "rtx_pro_6000_server/sglang/generation_attention.bin";
+    RtxPro6000Server Sglang GenerationMla "rtx_pro_6000_server/sglang/generation_mla.bin";
+    RtxPro6000Server Sglang MlaBmm "rtx_pro_6000_server/sglang/mla_bmm.bin";
+    RtxPro6000Server Sglang Moe "rtx_pro_6000_server/sglang/moe.bin";
+    RtxPro6000Server Trtllm ContextAttention "rtx_pro_6000_server/trtllm/context_attention.bin";
+    RtxPro6000Server Trtllm ContextMla "rtx_pro_6000_server/trtllm/context_mla.bin";
+    RtxPro6000Server Trtllm CustomAllreduce "rtx_pro_6000_server/trtllm/custom_allreduce.bin";
+    RtxPro6000Server Trtllm Gemm "rtx_pro_6000_server/trtllm/gemm.bin";
+    RtxPro6000Server Trtllm GenerationAttention "rtx_pro_6000_server/trtllm/generation_attention.bin";
+    RtxPro6000Server Trtllm GenerationMla "rtx_pro_6000_server/trtllm/generation_mla.bin";
+    RtxPro6000Server Trtllm MlaBmm "rtx_pro_6000_server/trtllm/mla_bmm.bin";
+    RtxPro6000Server Trtllm Moe "rtx_pro_6000_server/trtllm/moe.bin";
+    RtxPro6000Server Vllm ContextAttention "rtx_pro_6000_server/vllm/context_attention.bin";
+    RtxPro6000Server Vllm CustomAllreduce "rtx_pro_6000_server/vllm/custom_allreduce.bin";
+    RtxPro6000Server Vllm Gemm "rtx_pro_6000_server/vllm/gemm.bin";
+    RtxPro6000Server Vllm GenerationAttention "rtx_pro_6000_server/vllm/generation_attention.bin";
+    RtxPro6000Server Vllm Moe "rtx_pro_6000_server/vllm/moe.bin";
 }
 
 /// Every embedded file, in path order.
@@ -480,7 +611,7 @@ pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Opt
 fn default_attention_kernel(gpu: KernelGpu, engine: Engine) -> Option<&'static str> {
     match (engine, gpu.sm()) {
         (Engine::Sglang, 90) => Some("fa3"),
-        (Engine::Sglang, 100) => Some("triton"),
+        (Engine::Sglang, 100 | 103) => Some("triton"),
         _ => None,
     }
 }
@@ -664,7 +795,7 @@ fn planned_attention_us(
             ];
             match file.find(&key) {
                 None if q.window != 0 => KernelPlan::Unplanned,
-                g => KernelPlan::of(file, g, q.heads, q.kv_heads, true),
+                g => KernelPlan::of(file, g.filter(|g| g.holds(q.heads, q.kv_heads, true)), q.heads, q.kv_heads, true),
             }
         };
         LookupPlan {
@@ -699,6 +830,9 @@ fn attention_kernel(f: Envelope<'_>, kernel: &str, q: &AttentionQuery) -> Option
             (key(0)?, q.length, 2.0 * r - r * r)
         }
     };
+    if !group.holds(q.heads, q.kv_heads, true) {
+        return None;
+    }
     let v = f.eval_group(group, q.heads, q.kv_heads, true, |t| f.eval_ln(t, &[q.batch, length]))?;
     Some(if factor == 1.0 { v } else { v + factor.ln() })
 }
@@ -716,7 +850,12 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
     let group = |kernel: &str| f.file().find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())]);
     let make = || LookupPlan {
         default: None,
-        kernels: f.names(0).map(|kernel| KernelPlan::of(f.file(), group(kernel), q.heads, 1.0, false)).collect(),
+        kernels: f
+            .names(0)
+            .map(|kernel| {
+                KernelPlan::of(f.file(), group(kernel).filter(|g| g.holds(q.heads, 1.0, false)), q.heads, 1.0, false)
+            })
+            .collect(),
     };
     match planned(key, make, |t| f.eval_ln(t, &[q.batch, q.length])) {
         Some(us) => us,
@@ -728,6 +867,7 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
 fn mla_lookup_us(f: Envelope<'_>, q: &MlaQuery) -> Option<f64> {
     fastest(f.names(0).map(|kernel| {
         let g = f.find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())])?;
+        g.holds(q.heads, 1.0, false).then_some(())?;
         f.eval_group(g, q.heads, 1.0, false, |t| f.eval_ln(t, &[q.batch, q.length]))
     }))
     .map(to_us)
@@ -766,6 +906,29 @@ fn mla_bmm_lookup_us(f: &KernelFile, name: &str, dtype: AttnDtype, heads: f64, t
     fastest(f.names(1).map(|kernel| {
         let g = f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())])?;
         f.eval_group(g, heads, 1.0, false, |t| f.eval_ln(t, &[tokens]))
+    }))
+    .map(to_us)
+}
+
+pub(super) fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
+    if !positive(&[q.tokens, q.tp as f64, q.ep as f64]) {
+        return None;
+    }
+    let f = envelope(gpu, Some(engine), Op::Moe)?;
+    let keys = |kernel: &str| {
+        let n = |v: u64| Q::N(v as f64);
+        f.file().find(&[Q::S(kernel), Q::S(q.dtype.as_str()), n(q.hidden), n(q.intermediate), n(q.top_k), n(q.experts)])
+    };
+    let (tp, ep) = (q.tp as f64, q.ep as f64);
+    // The fastest kernel measured for this shape and format at exactly this tensor and expert
+    // parallelism (a split the tables never ran is not interpolated), as the engines pick one.
+    fastest(f.names(0).map(|kernel| {
+        let g = keys(kernel)?;
+        let level = g.outer.values.iter().position(|&v| v == ep)?;
+        if !g.levels[level].inner.values.contains(&tp) {
+            return None;
+        }
+        f.eval_group(g, tp, ep, false, |t| f.eval_ln(t, &[q.tokens]))
     }))
     .map(to_us)
 }

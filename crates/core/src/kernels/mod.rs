@@ -1,6 +1,7 @@
 //! Measured kernel times: the tables derived from NVIDIA AIConfigurator's per-kernel database
-//! (PyPI `aiconfigurator-core` 0.12.0, Apache-2.0; `crates/core/data/kernels/`, written by
-//! `scripts/kernel-data/fetch.py`, format in `scripts/kernel-data/README.md`), embedded with
+//! (its git repository at commit 095f58a5, Apache-2.0; ten GPUs, one engine version each;
+//! `crates/core/data/kernels/`, written by `scripts/kernel-data/fetch.py`, format in
+//! `scripts/kernel-data/README.md`), embedded with
 //! `include_bytes!` and read lazily: a file is parsed the first time a lookup needs it (one
 //! [`std::sync::OnceLock`] per file), so code that never asks pays nothing.
 //!
@@ -41,6 +42,12 @@
 //! * Custom all-reduce: the CUDA-graph variant where the engine has eager and graph variants (the
 //!   engines capture decode in CUDA graphs); trtllm has one kernel.
 //! * MLA batched matmuls: the fastest kernel measured for (op, dtype).
+//! * Fused MoE: the uniform-routing (`balanced`) tables only, at the model's exact hidden and
+//!   intermediate sizes, top-k, experts and (TP, EP) split, interpolated in tokens alone
+//!   ([`moe_us`]); skewed-routing tables are not kept.
+//! * Attention and MLA tables are read only inside the head groups (query heads per KV head)
+//!   they measured: a numeric key interpolates between measured values, but a group the tables
+//!   never held is not reached.
 //! * MLA cores are keyed by heads per GPU (`tp_size` × heads is the model's head count); where a
 //!   64-head and a 128-head model were measured at one per-GPU count (a100), the 128-head
 //!   model's table (DeepSeek-V3) is used.
@@ -65,7 +72,7 @@ pub use embedded::{embedded_files, EmbeddedFile, FileStats};
 pub use table::decode_us;
 
 /// Where the tables come from (recorded in every file's header and in `manifest.toml`).
-pub const SOURCE: &str = "NVIDIA AIConfigurator, PyPI aiconfigurator-core 0.12.0 (Apache-2.0)";
+pub const SOURCE: &str = "NVIDIA AIConfigurator, github.com/ai-dynamo/aiconfigurator at commit 095f58a5 (Apache-2.0)";
 
 /// Extrapolation power per axis name, above the largest measured value: latency scales by
 /// `(x / x_max)^p`. Axes not listed (and `num_gpus`) are not extrapolated upwards.
@@ -95,12 +102,32 @@ pub enum KernelGpu {
     B200Sxm,
     /// NVIDIA L40S (catalogue `l40s`).
     L40s,
+    /// NVIDIA B300 SXM (catalogue `b300`).
+    B300Sxm,
+    /// NVIDIA GB200 (catalogue `gb200`).
+    Gb200,
+    /// NVIDIA GB300 (catalogue `gb300`).
+    Gb300,
+    /// NVIDIA RTX PRO 6000 Blackwell Server Edition (catalogue `rtx-pro-6000`).
+    RtxPro6000Server,
+    /// Intel Arc Pro B60 (catalogue `b60`; vLLM's kernels only, oneCCL's collectives).
+    B60,
 }
 
 impl KernelGpu {
     /// Every GPU with tables.
-    pub const ALL: [KernelGpu; 5] =
-        [KernelGpu::A100Sxm, KernelGpu::H100Sxm, KernelGpu::H200Sxm, KernelGpu::B200Sxm, KernelGpu::L40s];
+    pub const ALL: [KernelGpu; 10] = [
+        KernelGpu::A100Sxm,
+        KernelGpu::H100Sxm,
+        KernelGpu::H200Sxm,
+        KernelGpu::B200Sxm,
+        KernelGpu::L40s,
+        KernelGpu::B300Sxm,
+        KernelGpu::Gb200,
+        KernelGpu::Gb300,
+        KernelGpu::RtxPro6000Server,
+        KernelGpu::B60,
+    ];
 
     /// The data folder's name (`h100_sxm`), AIConfigurator's system name.
     pub fn dir(self) -> &'static str {
@@ -110,6 +137,11 @@ impl KernelGpu {
             KernelGpu::H200Sxm => "h200_sxm",
             KernelGpu::B200Sxm => "b200_sxm",
             KernelGpu::L40s => "l40s",
+            KernelGpu::B300Sxm => "b300_sxm",
+            KernelGpu::Gb200 => "gb200",
+            KernelGpu::Gb300 => "gb300",
+            KernelGpu::RtxPro6000Server => "rtx_pro_6000_server",
+            KernelGpu::B60 => "b60",
         }
     }
 
@@ -128,13 +160,49 @@ impl KernelGpu {
         builtin_gpus().iter().any(|b| std::ptr::eq(&**b, gpu) || (b.name == gpu.name && **b == *gpu)).then_some(k)
     }
 
-    /// AIConfigurator's SM generation (for the engine's default attention kernel).
+    /// The SM generation (compute capability × 10; the engine's default attention kernel
+    /// depends on it); 0 for a GPU that is not NVIDIA's.
     fn sm(self) -> u32 {
         match self {
             KernelGpu::A100Sxm => 80,
             KernelGpu::H100Sxm | KernelGpu::H200Sxm => 90,
-            KernelGpu::B200Sxm => 100,
+            KernelGpu::B200Sxm | KernelGpu::Gb200 => 100,
+            KernelGpu::B300Sxm | KernelGpu::Gb300 => 103,
             KernelGpu::L40s => 89,
+            KernelGpu::RtxPro6000Server => 120,
+            KernelGpu::B60 => 0,
+        }
+    }
+
+    /// The engines whose kernels were measured on it: the three, or vLLM alone on the Arc Pro
+    /// B60 (AIConfigurator's only XPU collector).
+    pub fn engines(self) -> &'static [Engine] {
+        match self {
+            KernelGpu::B60 => &[Engine::Vllm],
+            KernelGpu::A100Sxm
+            | KernelGpu::H100Sxm
+            | KernelGpu::H200Sxm
+            | KernelGpu::B200Sxm
+            | KernelGpu::L40s
+            | KernelGpu::B300Sxm
+            | KernelGpu::Gb200
+            | KernelGpu::Gb300
+            | KernelGpu::RtxPro6000Server => &Engine::ALL,
+        }
+    }
+
+    /// Whether its collectives were measured over PCIe (no NVLink between its GPUs: the L40S,
+    /// RTX PRO 6000 and Arc Pro B60 servers) rather than NVLink.
+    pub fn collectives_over_pcie(self) -> bool {
+        match self {
+            KernelGpu::L40s | KernelGpu::RtxPro6000Server | KernelGpu::B60 => true,
+            KernelGpu::A100Sxm
+            | KernelGpu::H100Sxm
+            | KernelGpu::H200Sxm
+            | KernelGpu::B200Sxm
+            | KernelGpu::B300Sxm
+            | KernelGpu::Gb200
+            | KernelGpu::Gb300 => false,
         }
     }
 }
@@ -162,12 +230,15 @@ impl Engine {
         Engine::NAMES[self as usize]
     }
 
-    /// The engine version measured on `gpu` (AIConfigurator's "current" slot).
+    /// The engine version measured on `gpu` (the collector's default runtime where the GPU has
+    /// tables at it, else the newest that has: `scripts/kernel-data`, the manifest's
+    /// `[engine_versions]`).
     pub fn version(self, gpu: KernelGpu) -> &'static str {
         match (gpu, self) {
             (KernelGpu::A100Sxm, Engine::Trtllm) => "1.0.0",
             (KernelGpu::A100Sxm, Engine::Vllm) => "0.14.0",
             (KernelGpu::A100Sxm, Engine::Sglang) => "0.5.10",
+            (KernelGpu::B60, Engine::Vllm) => "0.20.0",
             (_, Engine::Trtllm) => "1.3.0rc20",
             (_, Engine::Vllm) => "0.24.0",
             (_, Engine::Sglang) => "0.5.14",
@@ -201,9 +272,10 @@ pub enum GemmDtype {
     Bf16,
     /// fp8 per-tensor scaled (`fp8`): every GPU but A100.
     Fp8,
-    /// fp8 with DeepSeek-style 128-block scales (`fp8_block`): Hopper, Blackwell, L40S.
+    /// fp8 with DeepSeek-style 128-block scales (`fp8_block`): Hopper and Blackwell, the L40S
+    /// (TensorRT-LLM, vLLM) and the RTX PRO 6000 (TensorRT-LLM, vLLM).
     Fp8Block,
-    /// NVFP4 (`nvfp4`): B200.
+    /// NVFP4 (`nvfp4`): B200, B300, GB200, GB300 and the RTX PRO 6000.
     Nvfp4,
     /// int4 weights, bf16 activations, W4A16 (`int4_wo`): A100 trtllm only.
     Int4WeightOnly,
@@ -224,6 +296,18 @@ impl GemmDtype {
         GemmDtype::Int8WeightOnly,
         GemmDtype::SmoothQuant,
     ];
+
+    /// Whether `engine`'s GEMM table for this format was timed inside a CUDA graph, as the
+    /// engines run their decode steps. vLLM's collector times its `fp8_block` GEMMs eagerly
+    /// (AIConfigurator `collector/vllm/collect_gemm.py`: `use_cuda_graph=gemm_type !=
+    /// "fp8_block"`), so each of their times holds the host's dispatch of the Python layer and
+    /// its activation-quantisation launches: 150–290 µs for a 1 × 32 × 32 GEMM on H100, H200,
+    /// B200, B300, L40S and the RTX PRO 6000, 420–640 µs on GB200 and GB300, where TensorRT-LLM's
+    /// and SGLang's fp8_block kernels take 3–12 µs. A clock of a CUDA-graph engine does not read
+    /// such a table.
+    pub fn timed_in_cuda_graphs(self, engine: Engine) -> bool {
+        !(engine == Engine::Vllm && self == GemmDtype::Fp8Block)
+    }
 
     /// The tables' name (`bfloat16`, `fp8_block`, `int4_wo` …).
     pub fn as_str(self) -> &'static str {
@@ -318,6 +402,61 @@ pub enum MlaBmm {
     Post,
 }
 
+/// The number format of a measured fused-MoE kernel (the tables' `moe_dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MoeDtype {
+    /// 16-bit weights and math (`bfloat16`).
+    Bf16,
+    /// fp8 weights and activations, per-tensor scales (`fp8`).
+    Fp8,
+    /// fp8 weights in 128 × 128 blocks (`fp8_block`).
+    Fp8Block,
+    /// NVFP4 weights and activations (`nvfp4`).
+    NvFp4,
+    /// MXFP4 weights, 16-bit activations (`w4a16_mxfp4`).
+    W4a16MxFp4,
+    /// MXFP4 weights, MXFP8 activations (`w4a8_mxfp4_mxfp8`).
+    W4a8MxFp4,
+    /// int4 weight-only (`int4_wo`).
+    Int4WeightOnly,
+}
+
+impl MoeDtype {
+    /// The tables' name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MoeDtype::Bf16 => "bfloat16",
+            MoeDtype::Fp8 => "fp8",
+            MoeDtype::Fp8Block => "fp8_block",
+            MoeDtype::NvFp4 => "nvfp4",
+            MoeDtype::W4a16MxFp4 => "w4a16_mxfp4",
+            MoeDtype::W4a8MxFp4 => "w4a8_mxfp4_mxfp8",
+            MoeDtype::Int4WeightOnly => "int4_wo",
+        }
+    }
+}
+
+/// One fused-MoE kernel call: one layer's routed experts for the whole step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoeQuery {
+    /// Weight and math format.
+    pub dtype: MoeDtype,
+    /// Token width into the experts.
+    pub hidden: u64,
+    /// Each expert's intermediate size (the model's).
+    pub intermediate: u64,
+    /// Experts per token.
+    pub top_k: u64,
+    /// Routed experts (the model's).
+    pub experts: u64,
+    /// Tensor-parallel GPUs splitting each expert.
+    pub tp: u64,
+    /// Expert-parallel groups.
+    pub ep: u64,
+    /// Tokens entering the layer.
+    pub tokens: f64,
+}
+
 /// A collective operation measured with NCCL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collective {
@@ -399,6 +538,17 @@ pub fn mla_bmm_us(
     tokens: f64,
 ) -> Option<f64> {
     embedded::mla_bmm_us(gpu, engine, op, dtype, heads, tokens)
+}
+
+/// Time of one layer's fused-MoE kernel (its routed experts' GEMMs, activation, permutes and
+/// combine) under uniform routing, µs: the fastest kernel measured for the model's exact shape
+/// and format at exactly this tensor and expert parallelism, the step's tokens interpolated in
+/// log space on its monotone envelope (more tokens are never faster; below the first measured
+/// count the first, above the last grown in proportion to the tokens). `None` where no kernel was
+/// measured for the shape, the format or the split: a model or a split the tables never held is
+/// timed by the fitted model.
+pub fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
+    embedded::moe_us(gpu, engine, q)
 }
 
 /// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of

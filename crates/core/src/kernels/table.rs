@@ -173,6 +173,40 @@ pub(crate) struct Group {
     pub levels: Vec<Level>,
 }
 
+impl Group {
+    /// The outer levels an interpolation at `outer` reads: the level on it, the two around it,
+    /// or the nearest one beyond either end.
+    fn levels_around(&self, outer: f64) -> impl Iterator<Item = usize> {
+        let values = &self.outer.values;
+        let p = Probe::new(values, outer);
+        let (first, last) = match (p.on_point, p.pos) {
+            (true, pos) => (pos - 1, pos - 1),
+            (false, 0) => (0, 0),
+            (false, pos) if pos == values.len() => (pos - 1, pos - 1),
+            (false, pos) => (pos - 1, pos),
+        };
+        first..=last
+    }
+
+    /// Whether the inner key `inner` at outer key `outer` lies within what was measured at the
+    /// levels an interpolation reads: the ratio `inner ÷ outer` (a head group: query heads per
+    /// KV head) within each level's measured ratios when `keep_ratio`, else `inner` itself within
+    /// each level's measured values. A numeric key is interpolated between measured values and
+    /// the outer key (KV heads) scaled beyond them, but a head group the tables never held is not
+    /// reached by either: a query outside this is not read from the tables.
+    pub(super) fn holds(&self, inner: f64, outer: f64, keep_ratio: bool) -> bool {
+        const SLACK: f64 = 1e-9;
+        !self.levels.is_empty()
+            && self.levels_around(outer).all(|j| {
+                let values = &self.levels[j].inner.values;
+                let (lo, hi) =
+                    (values.first().copied().unwrap_or(f64::NAN), values.last().copied().unwrap_or(f64::NAN));
+                let (x, scale) = if keep_ratio { (inner / outer, self.outer.values[j]) } else { (inner, 1.0) };
+                x >= lo / scale * (1.0 - SLACK) && x <= hi / scale * (1.0 + SLACK)
+            })
+    }
+}
+
 /// The tables of one outer key value.
 #[derive(Debug, Clone)]
 pub(crate) struct Level {

@@ -155,7 +155,16 @@ impl OpBuilder<'_> {
                 activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
-            f(Op { kind: OpKind::Attention, cost, math, gemm: None, attention: shape, fused: false, merge_n: None });
+            f(Op {
+                kind: OpKind::Attention,
+                cost,
+                math,
+                gemm: None,
+                attention: shape,
+                fused: false,
+                merge_n: None,
+                moe: None,
+            });
             if !self.seed {
                 let sm = Cost { flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
                 // Inside the FlashAttention kernel: charged the marginal time it adds there.
@@ -167,6 +176,7 @@ impl OpBuilder<'_> {
                     attention: None,
                     fused: true,
                     merge_n: None,
+                    moe: None,
                 });
             }
         } else {
@@ -186,6 +196,7 @@ impl OpBuilder<'_> {
                 attention: shape,
                 fused: false,
                 merge_n: None,
+                moe: None,
             });
             let sm = Cost {
                 flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
@@ -201,6 +212,7 @@ impl OpBuilder<'_> {
                 attention: None,
                 fused: false,
                 merge_n: None,
+                moe: None,
             });
             let pv = Cost {
                 flops: pv_flops,
@@ -217,6 +229,7 @@ impl OpBuilder<'_> {
                 attention: shape,
                 fused: false,
                 merge_n: None,
+                moe: None,
             });
         }
     }

@@ -1,7 +1,7 @@
 //! Feed-forward operators: the dense MLP (gated or not) and the MoE layer (router, routed
 //! experts, their combine, shared experts).
 
-use super::{Op, OpBuilder, OpKind};
+use super::{MoeShape, Op, OpBuilder, OpKind};
 use crate::conventions::{EXPERT_COMBINE_FLOPS_PER_ELEMENT, GATE_PRODUCT_FLOPS_PER_ELEMENT};
 use crate::cost::Cost;
 use crate::model::{DenseMlp, MoeMlp};
@@ -70,14 +70,29 @@ impl OpBuilder<'_> {
         if let Some(l) = m.latent {
             f(self.gemm(OpKind::LatentDown, self.dense(t, l.dim, h, wts.shared_experts)));
         }
+        // The layer the routed experts' operators run in, as the measured MoE kernels are keyed.
+        let shape = MoeShape {
+            hidden: width,
+            intermediate: m.expert.intermediate,
+            top_k: m.top_k,
+            experts: m.experts,
+            gated: m.expert.gated,
+            tokens: t,
+            tp: 1,
+            ep: 1,
+            balanced: matches!(self.sc.routing, crate::moe::Routing::Uniform),
+            weights: we,
+            math: self.math(crate::precision::gemm_math(we, self.sc.workload.gemm_activations)),
+        };
+        let experts = &mut |op: Op| f(Op { moe: Some(shape), ..op });
         if self.seed {
             let mats = if m.expert.gated { 3 } else { 2 };
-            f(self.gemm(
+            experts(self.gemm(
                 OpKind::ExpertUp,
                 self.dense(assignments, mats * m.expert.intermediate, width, we).split(touched),
             ));
         } else {
-            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, width, f);
+            self.mlp_body(assignments, &m.expert, we, touched, EXPERT_KINDS, width, experts);
             // Weighted sum of the k expert outputs per token.
             let cost = Cost {
                 flops: EXPERT_COMBINE_FLOPS_PER_ELEMENT * assignments * width as f64,
@@ -85,7 +100,7 @@ impl OpBuilder<'_> {
                 activation_written_bytes: t * width as f64 * self.a,
                 ..Cost::ZERO
             };
-            f(Op {
+            experts(Op {
                 kind: OpKind::ExpertCombine,
                 cost,
                 math: MathFormat::Vector,
@@ -93,6 +108,7 @@ impl OpBuilder<'_> {
                 attention: None,
                 fused: false,
                 merge_n: None,
+                moe: None,
             });
         }
         if let Some(l) = m.latent {

@@ -40,7 +40,7 @@ mod shard;
 mod sparse;
 
 pub use crate::kinds::{Block, OpKind};
-pub use crate::operator::{AttentionShape, Op};
+pub use crate::operator::{AttentionShape, MoeShape, Op};
 use mlp::DENSE_KINDS;
 pub use shard::{expert_share, ExpertShare, OpShard};
 
@@ -113,7 +113,7 @@ impl<'a> OpBuilder<'a> {
             ..Cost::ZERO
         };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
-        Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false, merge_n: None }
+        Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false, merge_n: None, moe: None }
     }
     /// Every operator of one decoder layer, in order.
     #[inline]

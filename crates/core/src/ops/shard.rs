@@ -232,6 +232,11 @@ impl OpShard {
     /// This GPU's share of one operator (table in the module docs; each kind's rule is its
     /// [`crate::kinds::KindFacts::shard`]).
     pub fn apply(&self, mut op: Op) -> Op {
+        // A routed expert's operators carry the layout that splits their layer.
+        if let Some(m) = op.moe.as_mut() {
+            m.tp = self.tp as u64;
+            m.ep = self.ep;
+        }
         use OpKind::*;
         let t = self.tp;
         // A merged GEMM's columns on this GPU: Q, K and V together are `qkv_share` of the whole;

@@ -621,7 +621,7 @@ mod tests {
         let e = parse_prefixed_trace_csv("0,100,5,x,64\n").unwrap_err().to_string();
         assert!(e.contains("line 1") && e.contains("prefix id"), "{e}");
         let e = parse_prefixed_trace_csv("0,100,5\n").unwrap_err().to_string();
-        assert!(e.contains("5 comma-separated numbers"), "{e}");
+        assert!(e.contains("line 1: 3 fields") && e.contains("or 5 with prefix_id"), "{e}");
         // A 5-column trace names prefixes; 4 columns is neither.
         assert_eq!(
             parse_trace_csv("0,100,5,7,64\n").unwrap()[0].prefix,

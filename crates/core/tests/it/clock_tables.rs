@@ -81,8 +81,16 @@ fn every_row_names_the_source_of_its_time() {
     assert_eq!(source(&[], OpKind::Attention).unwrap().words(), "table:h100_sxm/trtllm/1.3.0rc20/attention");
     assert_eq!(source(&[], OpKind::Softmax), Some(TimeSource::Fused));
     assert_eq!(source(&[], OpKind::Act), Some(TimeSource::Fitted(FittedKernel::Vector)));
-    let experts = source(&[("model", "mixtral-8x7b")], OpKind::ExpertGate);
-    assert_eq!(experts, Some(TimeSource::Fitted(FittedKernel::GroupedGemm)));
+    // Routed experts from the measured MoE table where it holds the model's shape (Mixtral's is
+    // measured), the activation inside that kernel; skewed routing (the tables are uniform) and
+    // a shape never measured on the fitted model.
+    let experts = source(&[("model", "mixtral-8x7b")], OpKind::ExpertGate).unwrap();
+    assert_eq!(experts.words(), "table:h100_sxm/trtllm/1.3.0rc20/moe");
+    assert_eq!(source(&[("model", "mixtral-8x7b")], OpKind::ExpertAct), Some(TimeSource::Fused));
+    let skewed = source(&[("model", "mixtral-8x7b"), ("zipf", "1.2")], OpKind::ExpertGate);
+    assert_eq!(skewed, Some(TimeSource::Fitted(FittedKernel::GroupedGemm)));
+    let unmeasured = source(&[("model", "deepseek-v2-lite")], OpKind::ExpertGate);
+    assert_eq!(unmeasured, Some(TimeSource::Fitted(FittedKernel::GroupedGemm)));
     // A GPU without tables: the fitted model; the roofline clock: the roofline.
     assert_eq!(source(&[("gpu", "mi300x")], OpKind::QProj), Some(TimeSource::Fitted(FittedKernel::Gemm)));
     assert_eq!(source(&[("time_model", "roofline")], OpKind::QProj), Some(TimeSource::Roofline));
@@ -92,4 +100,147 @@ fn every_row_names_the_source_of_its_time() {
     // The total mixes them.
     let sc = llm_ledger_core::testing::scenario(&[]);
     assert_eq!(Ledger::build(&sc).summary.timing.source, Some(TimeSource::Mixed));
+}
+
+/// The routed experts of one layer take the engine's measured fused-MoE kernel, split over the
+/// expert GEMM rows by their weights. Mixtral 8x7B decoding 16 sequences on an H100 under
+/// trtllm: AIConfigurator's table (`h100_sxm/trtllm/moe.bin`, kernel `moe_torch_flow_cutlass`,
+/// bf16, 4096 × 14336, top-2 of 8, TP 1, EP 1) reads 962.1 µs at 16 tokens (the Python decoder's
+/// dump). Physically: 16 tokens × top-2 touch all 8 experts, 8 × 3 × 4096 × 14336 × 2 B =
+/// 2.82 GB of weights, 841 µs at 3.35 TB/s: the kernel streams them at 87 % of the peak.
+#[test]
+fn routed_experts_take_the_measured_moe_kernel() {
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeDtype, MoeQuery};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::Ledger;
+    let q = MoeQuery {
+        dtype: MoeDtype::Bf16,
+        hidden: 4096,
+        intermediate: 14336,
+        top_k: 2,
+        experts: 8,
+        tp: 1,
+        ep: 1,
+        tokens: 16.0,
+    };
+    let us = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap();
+    assert!((us / 962.1 - 1.0).abs() < 1e-3, "{us}");
+    assert!(2.82e9 / 3.35e12 * 1e6 < us, "never faster than its weights at peak bandwidth");
+    // A split the tables never ran is not interpolated.
+    assert_eq!(moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &MoeQuery { tp: 3, ..q }), None);
+    assert_eq!(moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &MoeQuery { experts: 16, ..q }), None);
+    let sc = llm_ledger_core::testing::scenario(&[("model", "mixtral-8x7b"), ("batch", "16"), ("ctx", "512")]);
+    let l = Ledger::build(&sc);
+    let per_layer = |kind: OpKind| {
+        let r = l.rows.iter().find(|r| r.op == kind).unwrap();
+        r.timing.time_s / r.instances as f64
+    };
+    let gemms = per_layer(OpKind::ExpertGate) + per_layer(OpKind::ExpertUp) + per_layer(OpKind::ExpertDown);
+    // The table's time, each row at least its bytes at the H100's achievable bandwidth (2.90
+    // TB/s, a copy's): the kernel streams at 2.93 TB/s, so the floor lifts the rows by < 1 %.
+    let lift = gemms / (us * 1e-6) - 1.0;
+    assert!((0.0..0.01).contains(&lift), "{gemms} s vs {us} µs");
+    // Gate and up each hold a third of the expert weights: the same time each.
+    assert_eq!(per_layer(OpKind::ExpertGate), per_layer(OpKind::ExpertUp));
+    // The activation runs inside the kernel: it adds no time of its own beyond its vector work.
+    assert!(per_layer(OpKind::ExpertAct) < 1e-6);
+}
+
+/// The MoE tables' uniform routing spreads tokens so that N touch min(N·k, E) experts
+/// (AIConfigurator's `balanced_logits`); independently routed tokens touch E·(1 − (1 − k/E)^N).
+/// Mixtral's 4 decode tokens: the table's kernel streams all 8 experts, a step 5.47 of them, so
+/// the step's experts take the table's time less 2.53 experts' weights at the achievable
+/// bandwidth (hand-computed here from the shapes).
+#[test]
+fn routed_experts_do_not_pay_for_experts_the_step_leaves_untouched() {
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeDtype, MoeQuery};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::Ledger;
+    let q = MoeQuery {
+        dtype: MoeDtype::Bf16,
+        hidden: 4096,
+        intermediate: 14336,
+        top_k: 2,
+        experts: 8,
+        tp: 1,
+        ep: 1,
+        tokens: 4.0,
+    };
+    let table_s = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap() * 1e-6;
+    // 8 × (1 − 0.75⁴) = 5.46875 experts touched; 8 − 5.46875 = 2.53125 experts of
+    // 3 × 4096 × 14336 × 2 B = 352,321,536 B each, at 2.90 TB/s (the H100's copy bandwidth).
+    let untouched_s: f64 = 2.53125 * 352_321_536.0 / 2.90e12;
+    assert!((untouched_s / 307.53e-6 - 1.0).abs() < 1e-3, "{untouched_s}");
+    let sc = llm_ledger_core::testing::scenario(&[("model", "mixtral-8x7b"), ("batch", "4"), ("ctx", "512")]);
+    let l = Ledger::build(&sc);
+    let per_layer = |kind: OpKind| {
+        let r = l.rows.iter().find(|r| r.op == kind).unwrap();
+        r.timing.time_s / r.instances as f64
+    };
+    let gemms = per_layer(OpKind::ExpertGate) + per_layer(OpKind::ExpertUp) + per_layer(OpKind::ExpertDown);
+    // The table streamed 8 experts at 2.94 TB/s, a little faster than the copy bandwidth, so
+    // the step's time lands on its rows' floor: the touched experts' weights (and the tokens'
+    // activations) at 2.90 TB/s, 664.4 µs of weights — 0.2 µs of activations above it.
+    let touched_weights_s = 5.46875 * 352_321_536.0 / 2.90e12;
+    assert!(table_s - untouched_s < touched_weights_s);
+    assert!((gemms / touched_weights_s - 1.0).abs() < 2e-3, "{gemms} s vs {touched_weights_s} s");
+    assert!(gemms < table_s * 0.7, "{gemms} s vs the table's {table_s} s");
+}
+
+/// A table is read only inside the head groups it measured. Falcon-7B decodes 71 query heads on
+/// one KV head: TensorRT-LLM's tables hold that group (64 and 96 heads on one KV head, the
+/// masked multi-head attention kernel beyond XQA's 32, which reads the cache once per query head:
+/// the row names it); SGLang's FlashAttention-3 tables hold groups of at most 8 on one KV head,
+/// so its decode is the fitted model's.
+#[test]
+fn tables_are_read_inside_the_head_groups_they_measured() {
+    use llm_ledger_core::kernels::{attention_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, KernelGpu};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, SlowCause, TimeSource};
+    use llm_ledger_core::Ledger;
+    let falcon = AttentionQuery {
+        phase: AttentionPhase::Generation,
+        dtype: AttnDtype::Bf16,
+        kv_dtype: AttnDtype::Bf16,
+        head_dim: 64,
+        heads: 71.0,
+        kv_heads: 1.0,
+        window: 0,
+        batch: 256.0,
+        length: 1023.0,
+    };
+    let h200 = KernelGpu::H200Sxm;
+    assert!(attention_us(h200, Engine::Trtllm, &falcon).is_some());
+    assert_eq!(attention_us(h200, Engine::Sglang, &falcon), None);
+    assert!(attention_us(h200, Engine::Sglang, &AttentionQuery { heads: 8.0, ..falcon }).is_some());
+    assert!(attention_us(h200, Engine::Sglang, &AttentionQuery { heads: 64.0, kv_heads: 8.0, ..falcon }).is_some());
+    let row = |engine: &str| {
+        let pairs = [("model", "falcon-7b"), ("gpu", "h200"), ("engine", engine), ("batch", "256"), ("ctx", "1024")];
+        let sc = llm_ledger_core::testing::scenario(&pairs);
+        Ledger::build(&sc).rows.into_iter().find(|r| r.op == OpKind::Attention).unwrap()
+    };
+    let trt = row("trtllm");
+    assert!(matches!(trt.timing.source, Some(TimeSource::Table { .. })), "{:?}", trt.timing.source);
+    assert_eq!(trt.timing.slow, Some(SlowCause::KvPerQueryHead));
+    let sg = row("sglang");
+    assert_eq!(sg.timing.source, Some(TimeSource::Fitted(FittedKernel::Attention)));
+}
+
+/// vLLM's fp8_block GEMM tables were timed without CUDA graphs (the host's dispatch included:
+/// 150–640 µs for a 1 × 32 × 32 GEMM): a CUDA-graph clock does not read them.
+#[test]
+fn eagerly_timed_tables_are_not_read_by_a_graph_clock() {
+    use llm_ledger_core::kernels::{gemm_us, Engine, GemmDtype, KernelGpu};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, TimeSource};
+    use llm_ledger_core::Ledger;
+    assert!(gemm_us(KernelGpu::B200Sxm, Engine::Vllm, GemmDtype::Fp8Block, 1.0, 32.0, 32.0).unwrap() > 100.0);
+    assert!(!GemmDtype::Fp8Block.timed_in_cuda_graphs(Engine::Vllm));
+    assert!(GemmDtype::Fp8Block.timed_in_cuda_graphs(Engine::Sglang));
+    let source = |engine: &str| {
+        let sc = llm_ledger_core::testing::scenario(&[("model", "deepseek-v3"), ("gpu", "b200"), ("engine", engine)]);
+        Ledger::build(&sc).rows.into_iter().find(|r| r.op == OpKind::QAProj).unwrap().timing.source
+    };
+    assert_eq!(source("vllm"), Some(TimeSource::Fitted(FittedKernel::Gemm)));
+    assert_eq!(source("sglang").unwrap().words(), "table:b200_sxm/sglang/0.5.14/gemm");
 }

@@ -11,18 +11,22 @@
 //!   before them, and that kernel obeys the same bound; a collective takes at least its link
 //!   bytes ÷ the link's peak;
 //! * **upper bound**: an operator above [`SLOW_LIMIT`] × its roofline plus its kernel's fixed
-//!   costs names its cause ([`Timing::slow`]).
+//!   costs names its cause ([`Timing::slow`]); one read from a measured kernel table above
+//!   [`TABLE_SLOW_LIMIT`] × its roofline plus the launch floor ([`GRAPH_KERNEL_S`]) names the
+//!   measured shapes around it ([`SlowCause::MeasuredSlowShape`]) or its kernel path's own cause
+//!   (TensorRT-LLM's head groups beyond XQA, [`SlowCause::KvPerQueryHead`]).
 //!
 //! Under tensor, pipeline and expert parallelism the same bounds hold, and the zoom tree's step
 //! (the layer stack plus the rest of the step) is the ledger's total, exactly.
 
+use llm_ledger_core::clock::{GRAPH_KERNEL_S, TABLE_SLOW_LIMIT};
 use llm_ledger_core::engine::{Clock, Engine, TimeModelKind};
 use llm_ledger_core::hardware::builtin_gpus;
 use llm_ledger_core::model::builtin_presets;
 use llm_ledger_core::ops::{Op, OpKind};
 use llm_ledger_core::parallel::for_each_gpu_op;
-use llm_ledger_core::roofline::SLOW_LIMIT;
 use llm_ledger_core::roofline::{Join, TimeModel};
+use llm_ledger_core::roofline::{SlowCause, TimeSource, SLOW_LIMIT};
 use llm_ledger_core::testing::scenario;
 use llm_ledger_core::workload::{Contexts, Phase};
 use llm_ledger_core::{Scenario, Timing};
@@ -100,7 +104,11 @@ fn bounds(sc: &Scenario) -> Result<(), String> {
         // An engine whose decode attention reads a GQA group's K and V once per query head moves
         // (heads ÷ KV heads − 1) × the counted KV reads more.
         let reread = match op.attention {
-            Some(a) if sc.effective_clock().engine.kv_read_per_query_head() && decode && clock_measured => {
+            Some(a)
+                if sc.effective_clock().engine.kv_read_per_query_head(a.heads / a.kv_heads)
+                    && decode
+                    && clock_measured =>
+            {
                 op.cost.kv_read_bytes * (a.heads / a.kv_heads - 1.0)
             }
             _ => 0.0,
@@ -143,6 +151,20 @@ fn bounds(sc: &Scenario) -> Result<(), String> {
                     t.time_s,
                     t.time_s / t.roofline_s,
                     t.roofline_s
+                ));
+                return;
+            }
+            // A measured kernel far above its roofline says why: the points it was read from
+            // are that slow, or its engine's kernel path has a cause of its own.
+            let table = matches!(t.source, Some(TimeSource::Table { .. }));
+            let far = t.time_s > TABLE_SLOW_LIMIT * t.roofline_s + GRAPH_KERNEL_S;
+            if table && far && !matches!(t.slow, Some(SlowCause::MeasuredSlowShape | SlowCause::KvPerQueryHead)) {
+                err = fail(format!(
+                    "table time {:e} s is {:.1}× its roofline {:e} s with cause {:?}",
+                    t.time_s,
+                    t.time_s / t.roofline_s,
+                    t.roofline_s,
+                    t.slow
                 ));
                 return;
             }
