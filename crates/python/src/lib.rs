@@ -1266,6 +1266,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let input_error = m.py().get_type::<InputError>();
     // Shown as `llm_ledger.InputError`, where the package exports it.
     input_error.setattr("__module__", "llm_ledger")?;
+    // A report's text is the CLI's table with every column (`--wide`), its time sources included.
+    llm_ledger_report::render::show_wide_columns(true);
     m.add("InputError", input_error)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;

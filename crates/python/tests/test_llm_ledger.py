@@ -124,8 +124,8 @@ def test_a_bad_gpu_is_a_value_error_naming_gpu_and_the_accepted_values(cli):
     assert err.field == "gpu"
     assert "h100-sxm" in err.accepted and "a100-80gb-sxm" in err.accepted
     assert "h900" in str(err) and "`h200`" in str(err) and "(23 accepted)" in str(err)
-    # The CLI's one-line message, word for word.
-    assert cli("ledger", "--gpu", "h900", ok=False) == f"error: {err}"
+    # The CLI's one-line message, word for word, and the CLI's pointer to its list.
+    assert cli("ledger", "--gpu", "h900", ok=False) == f"error: {err}; `llm-ledger gpus` lists them"
 
 
 @pytest.mark.parametrize(
