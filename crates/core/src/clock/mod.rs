@@ -635,10 +635,19 @@ impl Measured {
     }
 
     /// Whether the engine's decode attention reads `op`'s KV cache once per query head
-    /// ([`Engine::kv_read_per_query_head`] for its head group).
+    /// ([`Engine::kv_read_per_query_head`] for its head group). Only the multi-head and grouped
+    /// attention kernels do (XQA, and the masked multi-head kernel it falls back to): MLA's
+    /// absorbed decode (`qk_dim ≠ v_dim`) runs on the engines' MLA kernels and top-k or pooled
+    /// reads on their sparse kernels, each of which loads a latent or selected entry once for all
+    /// the heads that share it (FlashMLA and its sparse form, TensorRT-LLM's `trtllm-gen` MLA).
     fn reads_kv_per_query_head(&self, op: &Op) -> bool {
         op.attention.is_some_and(|a| {
-            self.phase == Phase::Decode && a.kv_heads > 0.0 && self.engine.kv_read_per_query_head(a.heads / a.kv_heads)
+            let grouped_kernel =
+                a.qk_dim == a.v_dim && matches!(a.reach, Reach::All | Reach::Window(_) | Reach::Chunk(_)) && !a.pooled;
+            self.phase == Phase::Decode
+                && grouped_kernel
+                && a.kv_heads > 0.0
+                && self.engine.kv_read_per_query_head(a.heads / a.kv_heads)
         })
     }
 

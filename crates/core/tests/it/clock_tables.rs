@@ -226,6 +226,30 @@ fn tables_are_read_inside_the_head_groups_they_measured() {
     assert_eq!(sg.timing.source, Some(TimeSource::Fitted(FittedKernel::Attention)));
 }
 
+/// The per-query-head read is the grouped attention kernels' (XQA's limit, MMHA beyond it): MLA's
+/// absorbed decode has 128 query heads on one latent stream, a group of 128, but runs on the MLA
+/// kernels, which read each latent entry once. DeepSeek-V3.2's top-k MLA decode (fitted: the
+/// sparse kernel has no table) on TensorRT-LLM reads its cache once: the same time as on SGLang,
+/// within 3× its roofline, where reading it 128 times took 67× (51 ms of a 105 ms step).
+#[test]
+fn mla_decode_is_not_read_once_per_query_head() {
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::Ledger;
+    let row = |engine: &str| {
+        let pairs =
+            [("model", "deepseek-v3.2"), ("gpu", "h100-sxm"), ("engine", engine), ("batch", "16"), ("ctx", "1024")];
+        Ledger::build(&llm_ledger_core::testing::scenario(&pairs))
+            .rows
+            .into_iter()
+            .find(|r| r.op == OpKind::Attention)
+            .unwrap()
+    };
+    let (trt, sg) = (row("trtllm"), row("sglang"));
+    assert_ne!(trt.timing.slow, Some(llm_ledger_core::roofline::SlowCause::KvPerQueryHead));
+    assert!(trt.timing.time_s < 3.0 * trt.timing.roofline_s, "{:?}", trt.timing);
+    assert!((trt.timing.time_s / sg.timing.time_s - 1.0).abs() < 0.05, "{} vs {}", trt.timing.time_s, sg.timing.time_s);
+}
+
 /// vLLM's fp8_block GEMM tables were timed without CUDA graphs (the host's dispatch included:
 /// 150–640 µs for a 1 × 32 × 32 GEMM): a CUDA-graph clock does not read them.
 #[test]
