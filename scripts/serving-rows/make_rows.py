@@ -35,6 +35,8 @@ MODELS = {
     "Llama 3.1 8B": ("llama-3-8b", 32, 8, 128, 8.03e9, 2 * 128256 * 4096),
     "Llama 3.3 70B": ("llama-3.1-70b", 80, 8, 128, 70.6e9, 2 * 128256 * 8192),
     "Llama 3.1 405B": ("llama-3.1-405b", 126, 8, 128, 405.9e9, 2 * 128256 * 16384),
+    # The router (48 × 128 × 2048) is left unquantised too; 12.6 M parameters, within rounding.
+    "Qwen3-30B-A3B": ("qwen3-30b-a3b", 48, 4, 128, 30.5e9, 2 * 151936 * 2048),
 }
 
 
@@ -51,7 +53,10 @@ def safetensors_param_count(model, prec):
     return linear / 2 + linear / 16 + unquantised
 # GPU: (tool name, memory NVML reports, GiB).
 GPUS = {"H100": ("h100-sxm", 81559 / 1024), "H200": ("h200", 143771 / 1024),
-        "B200": ("b200", 183359 / 1024), "GB200": ("gb200", 189471 / 1024)}
+        "B200": ("b200", 183359 / 1024), "GB200": ("gb200", 189471 / 1024),
+        # 97887 MiB, as nvidia-smi reports it on AIConfigurator's collection host
+        # (systems/rtx_pro_6000_server.yaml at commit 095f58a5).
+        "RTX PRO 6000": ("rtx-pro-6000", 97887 / 1024)}
 # The page's tables: model -> [(GPU, TP, precision, [tok/s per ISL/OSL or None])].
 TRT = {
     "Llama 3.3 70B": [
@@ -69,6 +74,23 @@ TRT = {
     "Llama 3.1 8B": [
         ("H200", 1, "FP8", [27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804]),
         ("H100", 1, "FP8", [28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351]),
+    ],
+}
+
+
+# Added later (numbered after the rows above, so that their ids stay): the page's one-GPU columns
+# for the RTX 6000 Pro Blackwell Server Edition and for Qwen3-30B-A3B. The page runs its MoE models
+# with `enable_attention_dp` and `--ep`, which on one GPU change nothing (one attention replica, one
+# expert group). Its multi-GPU RTX columns are pipeline-parallel (left out) and its multi-GPU Qwen3
+# columns use attention data parallelism (left out).
+TRT_ONE_GPU = {
+    "Llama 3.3 70B": [
+        ("RTX PRO 6000", 1, "FP4", [3264, 2422, 1349, 1856, 1787, 1594, 393, 1074, 401, 142]),
+    ],
+    "Qwen3-30B-A3B": [
+        ("B200", 1, "FP4", [39827, 37844, 24953, 27817, 25828, 22051, 6251, 17554, 6142, 2944]),
+        ("GB200", 1, "FP4", [24107, 31311, 26337, 20604, 17481, 17177, 6595, 14719, 5908, 3203]),
+        ("RTX PRO 6000", 1, "FP4", [28011, 12540, 7491, 10695, 9910, 8378, 3257, 5908, 2530, 871]),
     ],
 }
 
@@ -102,7 +124,8 @@ def trtllm_bench_settings(model, gpu, tp, prec, isl, osl, kv_fraction=0.90):
 
 
 def trt_rows():
-    for model, cols in TRT.items():
+    tables = [(model, cols) for table in (TRT, TRT_ONE_GPU) for model, cols in table.items()]
+    for model, cols in tables:
         preset = MODELS[model][0]
         for gpu, tp, prec, values in cols:
             for (isl, osl), v in zip(ISL_OSL, values):

@@ -1,13 +1,13 @@
 //! Speed of the measured-kernel lookups (`core::kernels`), one case or more per kernel family:
 //! GEMMs (the raw table, and the envelope the clock reads, which keeps each shape's curve in m),
-//! attention in decode and prefill, MLA and its batched matmuls, the all-reduce and NCCL's other
-//! collectives; on and between grid points. The files are parsed before timing (the first lookup
+//! attention in decode and prefill, MLA and its batched matmuls, the fused MoE kernel, the
+//! all-reduce and NCCL's other collectives; on and between grid points. The files are parsed before timing (the first lookup
 //! of a file parses its header once). Run with `cargo bench -p llm-ledger-core --bench kernels`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use llm_ledger_core::kernels::{
-    allreduce_us, attention_us, gemm_envelope_us, gemm_us, mla_bmm_us, mla_us, nccl_us, AttentionPhase, AttentionQuery,
-    AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery,
+    allreduce_us, attention_us, gemm_envelope_us, gemm_us, mla_bmm_us, mla_us, moe_us, nccl_us, AttentionPhase,
+    AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery, MoeDtype, MoeQuery,
 };
 
 fn benches(c: &mut Criterion) {
@@ -32,6 +32,18 @@ fn benches(c: &mut Criterion) {
     assert!(mla_us(gpu, engine, &mla).is_some());
     assert!(mla_bmm_us(gpu, engine, MlaBmm::Pre, AttnDtype::Bf16, 16.0, 24.0).is_some());
     assert!(nccl_us(gpu, Collective::AllGather, 4, 1e6).is_some());
+    // Mixtral 8x7B's experts between measured token counts (24: between 16 and 32).
+    let moe = MoeQuery {
+        dtype: MoeDtype::Bf16,
+        hidden: 4096,
+        intermediate: 14336,
+        top_k: 2,
+        experts: 8,
+        tp: 1,
+        ep: 1,
+        tokens: 24.0,
+    };
+    assert!(moe_us(gpu, engine, &moe).is_some());
 
     let mut g = c.benchmark_group("kernels");
     g.bench_function("gemm on grid (4096, 4096, 4096)", |b| {
@@ -70,6 +82,9 @@ fn benches(c: &mut Criterion) {
     g.bench_function("mla decode between grid points", |b| b.iter(|| mla_us(gpu, engine, black_box(&mla))));
     g.bench_function("mla batched matmul (absorption)", |b| {
         b.iter(|| mla_bmm_us(gpu, engine, MlaBmm::Pre, AttnDtype::Bf16, black_box(16.0), black_box(24.0)))
+    });
+    g.bench_function("moe between token counts (mixtral-8x7b, 24 tokens)", |b| {
+        b.iter(|| moe_us(gpu, engine, black_box(&moe)))
     });
     g.bench_function("all-reduce 8 GPUs 3 MB", |b| b.iter(|| allreduce_us(gpu, engine, 8, black_box(3e6))));
     g.bench_function("nccl all-gather 4 GPUs 1 MB", |b| {
