@@ -987,6 +987,37 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
                          "repeats_averaged": dups, "source_path": src,
                          "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
 
+            # Gated DeltaNet (linear attention): the short convolution and the delta-rule kernels of
+            # one layer, per head shape, over batch x sequence length.
+            src = f"{base}/linear_attention/{eng}/{ver}/gdn_perf.parquet"
+            if src in present:
+                rows = rows_of(wheel.table(src))
+                keys = ["kernel_source", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"]
+                ren = {"kernel_source": "kernel"}
+                grids, dups = build_grids(rows, keys, ["batch_size", "seq_len"], rename=ren)
+                for g in grids:
+                    g.thin(["batch_size", "seq_len"])
+                kernels = sorted({(str(r["phase"]), str(r["kernel_source"])) for r in rows})
+                notes = [
+                    "keys: kernel, head_k_dim, head_v_dim, num_k_heads, num_v_heads (per GPU: the source"
+                    " measures tensor-parallel shards as head counts); axes: batch_size (sequences),"
+                    " seq_len (tokens per sequence: the prompt in the context phase, 1 in generation)",
+                    "kernels (phase: kernel): " + "; ".join(f"{ph}: {k}" for ph, k in kernels),
+                    "one latency = one Gated DeltaNet layer's kernel (causal_conv1d_* the short convolution;"
+                    " chunk_* the chunked delta rule of a prompt; fused_recurrent_* one decode step);"
+                    " the collector keeps the recurrent and convolution states in bf16"
+                    " (collector/<engine>/collect_gdn.py)",
+                    f"thinning: whole batch/length lines dropped only where log-space interpolation"
+                    f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+                ]
+                w.write(f"{gpu}/{eng}/linear_attention.bin",
+                        w.header(src, gpu, device_name(rows), eng, ver, "linear_attention",
+                                 notes + repeats_note(dups)),
+                        grids, "latency_us",
+                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "linear_attention",
+                         "repeats_averaged": dups, "source_path": src,
+                         "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", "seq_len"]})
+
         # NCCL collectives: the system's own NCCL version (misc.nccl_version in <gpu>.yaml); b60
         # (Intel) has oneCCL's table instead, with the same columns.
         lib, nv, src = comm[gpu]

@@ -69,6 +69,61 @@ pub struct MoeShape {
     pub math: MathFormat,
 }
 
+/// Which of a recurrent layer's own kernels an operator is, and the work the step gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum RecurrentPart {
+    /// The short convolution over the step's decodes and its prompt chunks together.
+    Conv,
+    /// The recurrent update of the step's decodes, one token each.
+    Decode,
+    /// The chunked algorithm over the step's prompt chunks.
+    Chunks,
+}
+
+/// The recurrent layer a short convolution or a scan belongs to, as the measured linear-attention
+/// kernels are keyed ([`crate::clock`]): the rule, the heads on this GPU and their sizes, the
+/// state's bytes per element, and the step's decodes and prompt chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RecurrentShape {
+    /// The update rule.
+    pub rule: crate::model::Recurrence,
+    /// Which kernel.
+    pub part: RecurrentPart,
+    /// Query/key heads on this GPU.
+    pub key_heads: f64,
+    /// Value heads on this GPU.
+    pub value_heads: f64,
+    /// Query/key head size.
+    pub key_head_dim: u64,
+    /// Value head size.
+    pub value_head_dim: u64,
+    /// Bytes per element of the recurrent state (the config's state dtype).
+    pub state_element_bytes: f64,
+    /// Sequences decoding one token.
+    pub decodes: f64,
+    /// Sequences with a prompt chunk.
+    pub prompt_sequences: f64,
+    /// Tokens of those chunks.
+    pub prompt_tokens: f64,
+}
+
+impl RecurrentShape {
+    /// The shape on a GPU holding `share` of the heads.
+    pub fn heads_scaled(self, share: f64) -> RecurrentShape {
+        RecurrentShape { key_heads: self.key_heads * share, value_heads: self.value_heads * share, ..self }
+    }
+
+    /// The shape with `share` of the step's sequences.
+    pub fn sequences_scaled(self, share: f64) -> RecurrentShape {
+        RecurrentShape {
+            decodes: self.decodes * share,
+            prompt_sequences: self.prompt_sequences * share,
+            prompt_tokens: self.prompt_tokens * share,
+            ..self
+        }
+    }
+}
+
 /// One operator instance in one layer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Op {
@@ -94,12 +149,15 @@ pub struct Op {
     /// For a routed expert's operators (its GEMMs, activation and combine), the MoE layer they
     /// run in; `None` for every other operator.
     pub moe: Option<MoeShape>,
+    /// For a recurrent layer's short convolution and scans, the layer and the step's work;
+    /// `None` for every other operator.
+    pub recurrent: Option<RecurrentShape>,
 }
 
 impl Op {
     /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
     pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
-        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None, moe: None }
+        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None, moe: None, recurrent: None }
     }
 
     /// This GEMM's share of the merged GEMM it belongs to ([`Op::merge_n`]): `n ÷ merge_n`, or 1.

@@ -116,6 +116,8 @@ pub enum KernelTable {
     Nccl,
     /// The routed experts' fused-MoE kernel of one layer (`moe`).
     Moe,
+    /// A Gated DeltaNet layer's short convolution and delta-rule kernels (`linear_attention`).
+    LinearAttention,
 }
 
 impl KernelTable {
@@ -129,6 +131,7 @@ impl KernelTable {
             KernelTable::AllReduce => "custom_allreduce",
             KernelTable::Nccl => "nccl",
             KernelTable::Moe => "moe",
+            KernelTable::LinearAttention => "linear_attention",
         }
     }
 }

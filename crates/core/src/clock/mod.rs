@@ -42,7 +42,10 @@
 //!    kernel (launch included), and nothing is added ([`Measured::table_s`]). A layer's routed
 //!    experts come from the engine's fused-MoE tables where they measured the model's exact shape,
 //!    format and (TP, EP) split under uniform routing (`Measured::moe_table_s`), shared among the
-//!    expert GEMM rows by weight, the activation and combine inside that kernel. FlashAttention
+//!    expert GEMM rows by weight, the activation and combine inside that kernel. Gated DeltaNet's
+//!    short convolution and delta rule come from the linear-attention tables at the heads on the
+//!    GPU (`Measured::linear_table_s`, the tables' bf16 state scaled to the model's state dtype by
+//!    its bytes). FlashAttention
 //!    likewise from the engine's attention tables (`Measured::attention_table_s`: a step's decodes
 //!    on the generation kernel and its prompt chunks on the context kernel; MLA's absorbed decode
 //!    from its own tables), read only inside the head groups (query heads per KV head) the tables
@@ -58,26 +61,32 @@
 //!    expanded form (prefill), unfused attention, a head group the tables never measured and
 //!    TensorRT-LLM's decodes on its per-query-head kernel (before XQA, or a head group past
 //!    [`crate::engine::XQA_MAX_HEAD_GROUP`]) stay on the fitted model; routed experts whose shape,
-//!    split or routing the MoE tables lack take the fitted grouped GEMM; collectives across servers
-//!    stay on the α + n/β model.
+//!    split or routing the MoE tables lack take the fitted grouped GEMM; Kimi Delta Attention's and
+//!    Mamba-2's kernels, a Gated DeltaNet shard the tables never ran and TensorRT-LLM's prompt
+//!    convolution stay on the fitted model; collectives across servers stay on the α + n/β model.
 //!
 //! The roofs (`compute_s`, `memory_s`, the bound column) are the fitted model's in every case, and
 //! the roofline time is kept beside the expected time.
 
 use crate::engine::{Clock, Engine};
 use crate::hardware::{Achievable, Gpu};
+use crate::kernels::AttentionPhase;
 use crate::kernels::{self, GemmDtype, KernelGpu};
 use crate::kinds::OpClass;
 use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
 use crate::model::Reach;
 use crate::moe::uniform_experts_touched;
-use crate::operator::{MoeShape, Op};
+use crate::operator::{MoeShape, Op, RecurrentPart, RecurrentShape};
 use crate::precision::{MathFormat, Precision};
 use crate::roofline::{
     Efficiency, FittedKernel, Join, KernelTable, Roofline, SlowCause, TimeModel, TimeSource, Timed, Timing,
 };
 use crate::workload::Phase;
+
+/// Bytes per element of the recurrent state in the measured linear-attention kernels: bf16
+/// (AIConfigurator `collector/trtllm/collect_gdn.py` and its vLLM and SGLang siblings).
+const COLLECTED_STATE_ELEMENT_BYTES: f64 = 2.0;
 
 /// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
 /// and the tail between dependent kernels, which a roofline does not see. **Fitted** (one constant)
@@ -370,6 +379,9 @@ impl Measured {
         if op.attention.is_some() {
             return self.attention_table_s(op);
         }
+        if let Some(r) = op.recurrent {
+            return self.linear_table_s(r).map(|t| (t, KernelTable::LinearAttention));
+        }
         let g = op.gemm?;
         if matches!(op.kind.facts().shard, Shard::Experts(_)) {
             let m = op.moe?;
@@ -576,6 +588,69 @@ impl Measured {
         let matrices = if m.gated { 3.0 } else { 2.0 };
         let expert_bytes = matrices * m.hidden as f64 * m.intermediate as f64 / m.tp as f64 * m.weights.bytes();
         (balanced - touched).max(0.0) / m.ep as f64 * expert_bytes / self.achievable_bandwidth_bytes_per_s
+    }
+
+    /// A Gated DeltaNet layer's short convolution or delta rule, seconds, from the engine's
+    /// linear-attention tables ([`kernels::linear_us`]): the convolution as the update kernel for
+    /// the step's decodes plus the prompt kernel for its chunks; the delta rule as the recurrent
+    /// kernel (decodes) or the chunked one (prompt chunks), each at the sequences and the tokens
+    /// per sequence of its part of the step, the heads on this GPU.
+    ///
+    /// The collectors keep the recurrent state in bf16 (`collector/<engine>/collect_gdn.py`:
+    /// `gdn_state` of `torch.bfloat16`), where a model's config may declare another state dtype
+    /// (Qwen3.5's `mamba_ssm_dtype: float32`). The state is read and written once per sequence,
+    /// so a state of `s` bytes per element adds `2 × (s − 2) × h_v × d_k × d_v` bytes per
+    /// sequence to the measured kernel, at the achievable bandwidth (`state_traffic_s`).
+    ///
+    /// `None` — the fitted model — for Kimi Delta Attention and Mamba-2 (their tables are not
+    /// imported), a head shape or shard the tables never ran, and TensorRT-LLM's prompt
+    /// convolution: its `causal_conv1d_fn` rows take 110–150 µs whatever the batch and length up
+    /// to 64 × 64 tokens on the H100 (vLLM's and SGLang's measurements of the same kernel: 3–26
+    /// µs), the signature of a benchmark that fell back from its CUDA graph to eager launches
+    /// (`benchmark_with_power(..., allow_graph_fail=True)`), host time a step's GPU work hides.
+    fn linear_table_s(&self, r: RecurrentShape) -> Option<f64> {
+        let (kgpu, kengine) = self.tables?;
+        if r.rule != crate::model::Recurrence::GatedDelta {
+            return None;
+        }
+        let lookup = |kernel, phase, batch: f64, seq_len: f64| {
+            let q = kernels::LinearQuery {
+                kernel,
+                phase,
+                key_heads: r.key_heads,
+                value_heads: r.value_heads,
+                key_head_dim: r.key_head_dim as f64,
+                value_head_dim: r.value_head_dim as f64,
+                batch,
+                seq_len,
+            };
+            kernels::linear_us(kgpu, kengine, &q).map(|us| us * 1e-6)
+        };
+        let (decodes, chunks) = (r.decodes, r.prompt_sequences);
+        let chunk_len = if chunks > 0.0 { r.prompt_tokens / chunks } else { 0.0 };
+        let state_traffic_s = |sequences: f64| {
+            let elements = r.value_heads * (r.key_head_dim * r.value_head_dim) as f64;
+            2.0 * (r.state_element_bytes - COLLECTED_STATE_ELEMENT_BYTES) * elements * sequences
+                / self.achievable_bandwidth_bytes_per_s
+        };
+        let (kernel, gen, ctx) = (kernels::LinearKernel::Conv, AttentionPhase::Generation, AttentionPhase::Context);
+        let t = match r.part {
+            RecurrentPart::Conv => {
+                if chunks > 0.0 && kengine == kernels::Engine::Trtllm {
+                    return None;
+                }
+                let decode_s = if decodes > 0.0 { lookup(kernel, gen, decodes, 1.0)? } else { 0.0 };
+                let chunk_s = if chunks > 0.0 { lookup(kernel, ctx, chunks, chunk_len)? } else { 0.0 };
+                decode_s + chunk_s
+            }
+            RecurrentPart::Decode => {
+                lookup(kernels::LinearKernel::DeltaRule, gen, decodes, 1.0)? + state_traffic_s(decodes)
+            }
+            RecurrentPart::Chunks => {
+                lookup(kernels::LinearKernel::DeltaRule, ctx, chunks, chunk_len)? + state_traffic_s(chunks)
+            }
+        };
+        Some(t.max(0.0))
     }
 
     /// How the engine runs `op` ([`engine_join`]), except that the routed experts' activation

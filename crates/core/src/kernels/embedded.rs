@@ -3,7 +3,8 @@
 
 use super::table::{to_us, Envelope, Group, GroupPlan, KernelFile, OpSpec, Q};
 use super::{
-    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery, MoeQuery,
+    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, LinearQuery, MlaBmm, MlaQuery,
+    MoeQuery,
 };
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -21,6 +22,7 @@ pub(crate) enum Op {
     CustomAllreduce,
     Nccl,
     Moe,
+    LinearAttention,
 }
 
 const ATTENTION_KEYS: &[&str] =
@@ -128,8 +130,22 @@ static MOE: OpSpec = OpSpec {
     envelope: &[0],
 };
 
+// A Gated DeltaNet layer's convolution and delta-rule kernels, keyed by the kernel and head sizes
+// (exact), the key heads per GPU (outer: a measured count only) and the value heads (inner), over
+// sequences and tokens per sequence.
+static LINEAR_ATTENTION: OpSpec = OpSpec {
+    name: "linear_attention",
+    keys: &["kernel", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"],
+    exact: 3,
+    inner: Some(4),
+    outer: Some(3),
+    axes: &["batch_size", "seq_len"],
+    tie: None,
+    envelope: &[0, 1],
+};
+
 impl Op {
-    const COUNT: usize = 9;
+    const COUNT: usize = 10;
 
     fn spec(self) -> &'static OpSpec {
         match self {
@@ -142,6 +158,7 @@ impl Op {
             Op::CustomAllreduce => &CUSTOM_ALLREDUCE,
             Op::Nccl => &NCCL,
             Op::Moe => &MOE,
+            Op::LinearAttention => &LINEAR_ATTENTION,
         }
     }
 }
@@ -213,6 +230,7 @@ files! {
     A100Sxm Sglang CustomAllreduce "a100_sxm/sglang/custom_allreduce.bin";
     A100Sxm Sglang Gemm "a100_sxm/sglang/gemm.bin";
     A100Sxm Sglang GenerationAttention "a100_sxm/sglang/generation_attention.bin";
+    A100Sxm Sglang LinearAttention "a100_sxm/sglang/linear_attention.bin";
     A100Sxm Sglang MlaBmm "a100_sxm/sglang/mla_bmm.bin";
     A100Sxm Sglang Moe "a100_sxm/sglang/moe.bin";
     A100Sxm Trtllm ContextAttention "a100_sxm/trtllm/context_attention.bin";
@@ -235,6 +253,7 @@ files! {
     B200Sxm Sglang Gemm "b200_sxm/sglang/gemm.bin";
     B200Sxm Sglang GenerationAttention "b200_sxm/sglang/generation_attention.bin";
     B200Sxm Sglang GenerationMla "b200_sxm/sglang/generation_mla.bin";
+    B200Sxm Sglang LinearAttention "b200_sxm/sglang/linear_attention.bin";
     B200Sxm Sglang MlaBmm "b200_sxm/sglang/mla_bmm.bin";
     B200Sxm Sglang Moe "b200_sxm/sglang/moe.bin";
     B200Sxm Trtllm ContextAttention "b200_sxm/trtllm/context_attention.bin";
@@ -243,12 +262,14 @@ files! {
     B200Sxm Trtllm Gemm "b200_sxm/trtllm/gemm.bin";
     B200Sxm Trtllm GenerationAttention "b200_sxm/trtllm/generation_attention.bin";
     B200Sxm Trtllm GenerationMla "b200_sxm/trtllm/generation_mla.bin";
+    B200Sxm Trtllm LinearAttention "b200_sxm/trtllm/linear_attention.bin";
     B200Sxm Trtllm MlaBmm "b200_sxm/trtllm/mla_bmm.bin";
     B200Sxm Trtllm Moe "b200_sxm/trtllm/moe.bin";
     B200Sxm Vllm ContextAttention "b200_sxm/vllm/context_attention.bin";
     B200Sxm Vllm CustomAllreduce "b200_sxm/vllm/custom_allreduce.bin";
     B200Sxm Vllm Gemm "b200_sxm/vllm/gemm.bin";
     B200Sxm Vllm GenerationAttention "b200_sxm/vllm/generation_attention.bin";
+    B200Sxm Vllm LinearAttention "b200_sxm/vllm/linear_attention.bin";
     B200Sxm Vllm MlaBmm "b200_sxm/vllm/mla_bmm.bin";
     B200Sxm Vllm Moe "b200_sxm/vllm/moe.bin";
     B300Sxm _ Nccl "b300_sxm/nccl.bin";
@@ -258,6 +279,7 @@ files! {
     B300Sxm Sglang Gemm "b300_sxm/sglang/gemm.bin";
     B300Sxm Sglang GenerationAttention "b300_sxm/sglang/generation_attention.bin";
     B300Sxm Sglang GenerationMla "b300_sxm/sglang/generation_mla.bin";
+    B300Sxm Sglang LinearAttention "b300_sxm/sglang/linear_attention.bin";
     B300Sxm Sglang MlaBmm "b300_sxm/sglang/mla_bmm.bin";
     B300Sxm Sglang Moe "b300_sxm/sglang/moe.bin";
     B300Sxm Trtllm ContextAttention "b300_sxm/trtllm/context_attention.bin";
@@ -266,12 +288,14 @@ files! {
     B300Sxm Trtllm Gemm "b300_sxm/trtllm/gemm.bin";
     B300Sxm Trtllm GenerationAttention "b300_sxm/trtllm/generation_attention.bin";
     B300Sxm Trtllm GenerationMla "b300_sxm/trtllm/generation_mla.bin";
+    B300Sxm Trtllm LinearAttention "b300_sxm/trtllm/linear_attention.bin";
     B300Sxm Trtllm MlaBmm "b300_sxm/trtllm/mla_bmm.bin";
     B300Sxm Trtllm Moe "b300_sxm/trtllm/moe.bin";
     B300Sxm Vllm ContextAttention "b300_sxm/vllm/context_attention.bin";
     B300Sxm Vllm CustomAllreduce "b300_sxm/vllm/custom_allreduce.bin";
     B300Sxm Vllm Gemm "b300_sxm/vllm/gemm.bin";
     B300Sxm Vllm GenerationAttention "b300_sxm/vllm/generation_attention.bin";
+    B300Sxm Vllm LinearAttention "b300_sxm/vllm/linear_attention.bin";
     B300Sxm Vllm MlaBmm "b300_sxm/vllm/mla_bmm.bin";
     B300Sxm Vllm Moe "b300_sxm/vllm/moe.bin";
     B60 _ Nccl "b60/nccl.bin";
@@ -286,6 +310,7 @@ files! {
     Gb200 Sglang Gemm "gb200/sglang/gemm.bin";
     Gb200 Sglang GenerationAttention "gb200/sglang/generation_attention.bin";
     Gb200 Sglang GenerationMla "gb200/sglang/generation_mla.bin";
+    Gb200 Sglang LinearAttention "gb200/sglang/linear_attention.bin";
     Gb200 Sglang MlaBmm "gb200/sglang/mla_bmm.bin";
     Gb200 Sglang Moe "gb200/sglang/moe.bin";
     Gb200 Trtllm ContextAttention "gb200/trtllm/context_attention.bin";
@@ -294,12 +319,14 @@ files! {
     Gb200 Trtllm Gemm "gb200/trtllm/gemm.bin";
     Gb200 Trtllm GenerationAttention "gb200/trtllm/generation_attention.bin";
     Gb200 Trtllm GenerationMla "gb200/trtllm/generation_mla.bin";
+    Gb200 Trtllm LinearAttention "gb200/trtllm/linear_attention.bin";
     Gb200 Trtllm MlaBmm "gb200/trtllm/mla_bmm.bin";
     Gb200 Trtllm Moe "gb200/trtllm/moe.bin";
     Gb200 Vllm ContextAttention "gb200/vllm/context_attention.bin";
     Gb200 Vllm CustomAllreduce "gb200/vllm/custom_allreduce.bin";
     Gb200 Vllm Gemm "gb200/vllm/gemm.bin";
     Gb200 Vllm GenerationAttention "gb200/vllm/generation_attention.bin";
+    Gb200 Vllm LinearAttention "gb200/vllm/linear_attention.bin";
     Gb200 Vllm MlaBmm "gb200/vllm/mla_bmm.bin";
     Gb200 Vllm Moe "gb200/vllm/moe.bin";
     Gb300 _ Nccl "gb300/nccl.bin";
@@ -309,6 +336,7 @@ files! {
     Gb300 Sglang Gemm "gb300/sglang/gemm.bin";
     Gb300 Sglang GenerationAttention "gb300/sglang/generation_attention.bin";
     Gb300 Sglang GenerationMla "gb300/sglang/generation_mla.bin";
+    Gb300 Sglang LinearAttention "gb300/sglang/linear_attention.bin";
     Gb300 Sglang MlaBmm "gb300/sglang/mla_bmm.bin";
     Gb300 Sglang Moe "gb300/sglang/moe.bin";
     Gb300 Trtllm ContextAttention "gb300/trtllm/context_attention.bin";
@@ -317,12 +345,14 @@ files! {
     Gb300 Trtllm Gemm "gb300/trtllm/gemm.bin";
     Gb300 Trtllm GenerationAttention "gb300/trtllm/generation_attention.bin";
     Gb300 Trtllm GenerationMla "gb300/trtllm/generation_mla.bin";
+    Gb300 Trtllm LinearAttention "gb300/trtllm/linear_attention.bin";
     Gb300 Trtllm MlaBmm "gb300/trtllm/mla_bmm.bin";
     Gb300 Trtllm Moe "gb300/trtllm/moe.bin";
     Gb300 Vllm ContextAttention "gb300/vllm/context_attention.bin";
     Gb300 Vllm CustomAllreduce "gb300/vllm/custom_allreduce.bin";
     Gb300 Vllm Gemm "gb300/vllm/gemm.bin";
     Gb300 Vllm GenerationAttention "gb300/vllm/generation_attention.bin";
+    Gb300 Vllm LinearAttention "gb300/vllm/linear_attention.bin";
     Gb300 Vllm MlaBmm "gb300/vllm/mla_bmm.bin";
     Gb300 Vllm Moe "gb300/vllm/moe.bin";
     H100Sxm _ Nccl "h100_sxm/nccl.bin";
@@ -332,6 +362,7 @@ files! {
     H100Sxm Sglang Gemm "h100_sxm/sglang/gemm.bin";
     H100Sxm Sglang GenerationAttention "h100_sxm/sglang/generation_attention.bin";
     H100Sxm Sglang GenerationMla "h100_sxm/sglang/generation_mla.bin";
+    H100Sxm Sglang LinearAttention "h100_sxm/sglang/linear_attention.bin";
     H100Sxm Sglang MlaBmm "h100_sxm/sglang/mla_bmm.bin";
     H100Sxm Sglang Moe "h100_sxm/sglang/moe.bin";
     H100Sxm Trtllm ContextAttention "h100_sxm/trtllm/context_attention.bin";
@@ -340,12 +371,14 @@ files! {
     H100Sxm Trtllm Gemm "h100_sxm/trtllm/gemm.bin";
     H100Sxm Trtllm GenerationAttention "h100_sxm/trtllm/generation_attention.bin";
     H100Sxm Trtllm GenerationMla "h100_sxm/trtllm/generation_mla.bin";
+    H100Sxm Trtllm LinearAttention "h100_sxm/trtllm/linear_attention.bin";
     H100Sxm Trtllm MlaBmm "h100_sxm/trtllm/mla_bmm.bin";
     H100Sxm Trtllm Moe "h100_sxm/trtllm/moe.bin";
     H100Sxm Vllm ContextAttention "h100_sxm/vllm/context_attention.bin";
     H100Sxm Vllm CustomAllreduce "h100_sxm/vllm/custom_allreduce.bin";
     H100Sxm Vllm Gemm "h100_sxm/vllm/gemm.bin";
     H100Sxm Vllm GenerationAttention "h100_sxm/vllm/generation_attention.bin";
+    H100Sxm Vllm LinearAttention "h100_sxm/vllm/linear_attention.bin";
     H100Sxm Vllm MlaBmm "h100_sxm/vllm/mla_bmm.bin";
     H100Sxm Vllm Moe "h100_sxm/vllm/moe.bin";
     H200Sxm _ Nccl "h200_sxm/nccl.bin";
@@ -355,6 +388,7 @@ files! {
     H200Sxm Sglang Gemm "h200_sxm/sglang/gemm.bin";
     H200Sxm Sglang GenerationAttention "h200_sxm/sglang/generation_attention.bin";
     H200Sxm Sglang GenerationMla "h200_sxm/sglang/generation_mla.bin";
+    H200Sxm Sglang LinearAttention "h200_sxm/sglang/linear_attention.bin";
     H200Sxm Sglang MlaBmm "h200_sxm/sglang/mla_bmm.bin";
     H200Sxm Sglang Moe "h200_sxm/sglang/moe.bin";
     H200Sxm Trtllm ContextAttention "h200_sxm/trtllm/context_attention.bin";
@@ -363,12 +397,14 @@ files! {
     H200Sxm Trtllm Gemm "h200_sxm/trtllm/gemm.bin";
     H200Sxm Trtllm GenerationAttention "h200_sxm/trtllm/generation_attention.bin";
     H200Sxm Trtllm GenerationMla "h200_sxm/trtllm/generation_mla.bin";
+    H200Sxm Trtllm LinearAttention "h200_sxm/trtllm/linear_attention.bin";
     H200Sxm Trtllm MlaBmm "h200_sxm/trtllm/mla_bmm.bin";
     H200Sxm Trtllm Moe "h200_sxm/trtllm/moe.bin";
     H200Sxm Vllm ContextAttention "h200_sxm/vllm/context_attention.bin";
     H200Sxm Vllm CustomAllreduce "h200_sxm/vllm/custom_allreduce.bin";
     H200Sxm Vllm Gemm "h200_sxm/vllm/gemm.bin";
     H200Sxm Vllm GenerationAttention "h200_sxm/vllm/generation_attention.bin";
+    H200Sxm Vllm LinearAttention "h200_sxm/vllm/linear_attention.bin";
     H200Sxm Vllm MlaBmm "h200_sxm/vllm/mla_bmm.bin";
     H200Sxm Vllm Moe "h200_sxm/vllm/moe.bin";
     L40s _ Nccl "l40s/nccl.bin";
@@ -378,17 +414,20 @@ files! {
     L40s Sglang Gemm "l40s/sglang/gemm.bin";
     L40s Sglang GenerationAttention "l40s/sglang/generation_attention.bin";
     L40s Sglang GenerationMla "l40s/sglang/generation_mla.bin";
+    L40s Sglang LinearAttention "l40s/sglang/linear_attention.bin";
     L40s Sglang MlaBmm "l40s/sglang/mla_bmm.bin";
     L40s Sglang Moe "l40s/sglang/moe.bin";
     L40s Trtllm ContextAttention "l40s/trtllm/context_attention.bin";
     L40s Trtllm CustomAllreduce "l40s/trtllm/custom_allreduce.bin";
     L40s Trtllm Gemm "l40s/trtllm/gemm.bin";
     L40s Trtllm GenerationAttention "l40s/trtllm/generation_attention.bin";
+    L40s Trtllm LinearAttention "l40s/trtllm/linear_attention.bin";
     L40s Trtllm MlaBmm "l40s/trtllm/mla_bmm.bin";
     L40s Trtllm Moe "l40s/trtllm/moe.bin";
     L40s Vllm ContextAttention "l40s/vllm/context_attention.bin";
     L40s Vllm Gemm "l40s/vllm/gemm.bin";
     L40s Vllm GenerationAttention "l40s/vllm/generation_attention.bin";
+    L40s Vllm LinearAttention "l40s/vllm/linear_attention.bin";
     L40s Vllm Moe "l40s/vllm/moe.bin";
     RtxPro6000Server _ Nccl "rtx_pro_6000_server/nccl.bin";
     RtxPro6000Server Sglang ContextAttention "rtx_pro_6000_server/sglang/context_attention.bin";
@@ -397,6 +436,7 @@ files! {
     RtxPro6000Server Sglang Gemm "rtx_pro_6000_server/sglang/gemm.bin";
     RtxPro6000Server Sglang GenerationAttention "rtx_pro_6000_server/sglang/generation_attention.bin";
     RtxPro6000Server Sglang GenerationMla "rtx_pro_6000_server/sglang/generation_mla.bin";
+    RtxPro6000Server Sglang LinearAttention "rtx_pro_6000_server/sglang/linear_attention.bin";
     RtxPro6000Server Sglang MlaBmm "rtx_pro_6000_server/sglang/mla_bmm.bin";
     RtxPro6000Server Sglang Moe "rtx_pro_6000_server/sglang/moe.bin";
     RtxPro6000Server Trtllm ContextAttention "rtx_pro_6000_server/trtllm/context_attention.bin";
@@ -405,12 +445,14 @@ files! {
     RtxPro6000Server Trtllm Gemm "rtx_pro_6000_server/trtllm/gemm.bin";
     RtxPro6000Server Trtllm GenerationAttention "rtx_pro_6000_server/trtllm/generation_attention.bin";
     RtxPro6000Server Trtllm GenerationMla "rtx_pro_6000_server/trtllm/generation_mla.bin";
+    RtxPro6000Server Trtllm LinearAttention "rtx_pro_6000_server/trtllm/linear_attention.bin";
     RtxPro6000Server Trtllm MlaBmm "rtx_pro_6000_server/trtllm/mla_bmm.bin";
     RtxPro6000Server Trtllm Moe "rtx_pro_6000_server/trtllm/moe.bin";
     RtxPro6000Server Vllm ContextAttention "rtx_pro_6000_server/vllm/context_attention.bin";
     RtxPro6000Server Vllm CustomAllreduce "rtx_pro_6000_server/vllm/custom_allreduce.bin";
     RtxPro6000Server Vllm Gemm "rtx_pro_6000_server/vllm/gemm.bin";
     RtxPro6000Server Vllm GenerationAttention "rtx_pro_6000_server/vllm/generation_attention.bin";
+    RtxPro6000Server Vllm LinearAttention "rtx_pro_6000_server/vllm/linear_attention.bin";
     RtxPro6000Server Vllm Moe "rtx_pro_6000_server/vllm/moe.bin";
 }
 
@@ -929,6 +971,27 @@ pub(super) fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64
             return None;
         }
         f.eval_group(g, tp, ep, false, |t| f.eval_ln(t, &[q.tokens]))
+    }))
+    .map(to_us)
+}
+
+pub(super) fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Option<f64> {
+    if !positive(&[q.key_heads, q.value_heads, q.key_head_dim, q.value_head_dim, q.batch, q.seq_len]) {
+        return None;
+    }
+    let f = envelope(gpu, Some(engine), Op::LinearAttention)?;
+    let (dk, dv) = (Q::N(q.key_head_dim), Q::N(q.value_head_dim));
+    // The fastest kernel measured for this kernel and phase, at exactly this key-head count (a
+    // shard the tables never ran is not interpolated) and value heads within those measured there.
+    fastest(f.names(0).filter(|name| q.kernel.is(q.phase, name)).map(|kernel| {
+        let g = f.file().find(&[Q::S(kernel), dk, dv])?;
+        let level = g.outer.values.iter().position(|&v| v == q.key_heads)?;
+        let values = &g.levels[level].inner.values;
+        let (lo, hi) = (*values.first()?, *values.last()?);
+        if q.value_heads < lo || q.value_heads > hi {
+            return None;
+        }
+        f.eval_group(g, q.value_heads, q.key_heads, false, |t| f.eval_ln(t, &[q.batch, q.seq_len]))
     }))
     .map(to_us)
 }

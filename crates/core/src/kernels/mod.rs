@@ -48,6 +48,8 @@
 //! * Attention and MLA tables are read only inside the head groups (query heads per KV head)
 //!   they measured: a numeric key interpolates between measured values, but a group the tables
 //!   never held is not reached.
+//! * Gated DeltaNet (`linear_attention`): the fastest kernel of the phase's kind ([`LinearKernel`]),
+//!   at a measured key-head count only, value heads between those measured there ([`linear_us`]).
 //! * MLA cores are keyed by heads per GPU (`tp_size` × heads is the model's head count); where a
 //!   64-head and a 128-head model were measured at one per-GPU count (a100), the 128-head
 //!   model's table (DeepSeek-V3) is used.
@@ -87,6 +89,9 @@ pub const AXIS_POWERS: &[(&str, f64)] = &[
     ("message_size", 1.0),
     ("num_heads", 1.0),
     ("num_kv_heads", 1.0),
+    ("seq_len", 1.0),
+    ("num_k_heads", 1.0),
+    ("num_v_heads", 1.0),
 ];
 
 /// A GPU with measured kernel tables.
@@ -457,6 +462,53 @@ pub struct MoeQuery {
     pub tokens: f64,
 }
 
+/// One of a Gated DeltaNet layer's own kernels (its projections are GEMMs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinearKernel {
+    /// The depthwise causal convolution over q, k and v (`causal_conv1d_fn` over a prompt,
+    /// `causal_conv1d_update` for one decode token).
+    Conv,
+    /// The delta rule over the state (`chunk_gated_delta_rule*` over a prompt,
+    /// `fused_recurrent_gated_delta_rule*` for one decode token).
+    DeltaRule,
+}
+
+impl LinearKernel {
+    /// Whether the measured kernel named `name` is this one in `phase`, by the names the
+    /// collectors record.
+    fn is(self, phase: AttentionPhase, name: &str) -> bool {
+        match (self, phase) {
+            (LinearKernel::Conv, AttentionPhase::Context) => name == "causal_conv1d_fn",
+            (LinearKernel::Conv, AttentionPhase::Generation) => name == "causal_conv1d_update",
+            (LinearKernel::DeltaRule, AttentionPhase::Context) => name.starts_with("chunk_gated_delta_rule"),
+            (LinearKernel::DeltaRule, AttentionPhase::Generation) => {
+                name.starts_with("fused_recurrent_gated_delta_rule")
+            }
+        }
+    }
+}
+
+/// One Gated DeltaNet kernel call: one layer, a batch of sequences, heads per GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinearQuery {
+    /// Which kernel.
+    pub kernel: LinearKernel,
+    /// A prompt (`Context`, `seq_len` its tokens) or one decode token (`Generation`, `seq_len` 1).
+    pub phase: AttentionPhase,
+    /// Query/key heads per GPU.
+    pub key_heads: f64,
+    /// Value heads per GPU.
+    pub value_heads: f64,
+    /// Query/key head size.
+    pub key_head_dim: f64,
+    /// Value head size.
+    pub value_head_dim: f64,
+    /// Sequences.
+    pub batch: f64,
+    /// Tokens per sequence.
+    pub seq_len: f64,
+}
+
 /// A collective operation measured with NCCL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collective {
@@ -549,6 +601,15 @@ pub fn mla_bmm_us(
 /// timed by the fitted model.
 pub fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
     embedded::moe_us(gpu, engine, q)
+}
+
+/// Time of one Gated DeltaNet kernel of one layer, µs, as `engine` runs it (the collectors' bf16
+/// states): the fastest kernel measured for the query's kernel and phase, at exactly its key
+/// heads per GPU and head sizes, its value heads within those measured at that count
+/// (interpolated between them), batch and length interpolated and scaled as every table is.
+/// `None` where no such kernel, key-head count or value-head range was measured.
+pub fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Option<f64> {
+    embedded::linear_us(gpu, engine, q)
 }
 
 /// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of

@@ -164,6 +164,7 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
                 moe: None,
+                recurrent: None,
             });
             if !self.seed {
                 let sm = Cost { flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
@@ -177,6 +178,7 @@ impl OpBuilder<'_> {
                     fused: true,
                     merge_n: None,
                     moe: None,
+                    recurrent: None,
                 });
             }
         } else {
@@ -197,6 +199,7 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
                 moe: None,
+                recurrent: None,
             });
             let sm = Cost {
                 flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
@@ -213,6 +216,7 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
                 moe: None,
+                recurrent: None,
             });
             let pv = Cost {
                 flops: pv_flops,
@@ -230,6 +234,7 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
                 moe: None,
+                recurrent: None,
             });
         }
     }

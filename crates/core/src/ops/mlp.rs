@@ -109,6 +109,7 @@ impl OpBuilder<'_> {
                 fused: false,
                 merge_n: None,
                 moe: None,
+                recurrent: None,
             });
         }
         if let Some(l) = m.latent {

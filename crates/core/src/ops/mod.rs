@@ -113,7 +113,17 @@ impl<'a> OpBuilder<'a> {
             ..Cost::ZERO
         };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
-        Op { kind, cost, math, gemm: Some(gemm), attention: None, fused: false, merge_n: None, moe: None }
+        Op {
+            kind,
+            cost,
+            math,
+            gemm: Some(gemm),
+            attention: None,
+            fused: false,
+            merge_n: None,
+            moe: None,
+            recurrent: None,
+        }
     }
     /// Every operator of one decoder layer, in order.
     #[inline]

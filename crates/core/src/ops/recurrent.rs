@@ -28,6 +28,7 @@ use crate::conventions::{
 };
 use crate::cost::Cost;
 use crate::model::{Reach, Recurrence, RecurrentMixer};
+use crate::operator::{RecurrentPart, RecurrentShape};
 use crate::precision::MathFormat;
 
 /// What one step asks of a recurrent layer: its decodes and its prompt chunks.
@@ -77,18 +78,32 @@ impl OpBuilder<'_> {
             prompt_tokens: g.queries - g.decode_sequences,
             prompt_sequences: g.sequences - g.decode_sequences,
         };
+        // Each kernel with the layer it belongs to, for the measured linear-attention kernels.
+        let shape = |part| RecurrentShape {
+            rule: m.rule,
+            part,
+            key_heads: m.key_heads as f64,
+            value_heads: m.value_heads as f64,
+            key_head_dim: m.key_head_dim,
+            value_head_dim: m.value_head_dim,
+            state_element_bytes: m.state.bytes(),
+            decodes: work.decodes,
+            prompt_sequences: work.prompt_sequences,
+            prompt_tokens: work.prompt_tokens,
+        };
+        let mut emit = |op: Op, part| f(Op { recurrent: Some(shape(part)), ..op });
         if !self.seed {
-            f(self.short_conv(m, work));
+            emit(self.short_conv(m, work), RecurrentPart::Conv);
         }
         let kind = match m.rule {
             Recurrence::GatedDelta | Recurrence::KimiDelta => OpKind::DeltaRule,
             Recurrence::Mamba2 => OpKind::SsmScan,
         };
         if work.decodes > 0.0 {
-            f(self.scan_decode(kind, m, work.decodes));
+            emit(self.scan_decode(kind, m, work.decodes), RecurrentPart::Decode);
         }
         if work.prompt_tokens > 0.0 {
-            f(self.scan_chunks(kind, m, work));
+            emit(self.scan_chunks(kind, m, work), RecurrentPart::Chunks);
         }
     }
 

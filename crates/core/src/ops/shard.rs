@@ -264,7 +264,12 @@ impl OpShard {
                     g.instances /= t;
                 }
             }
-            Shard::Elements(share) => scale(&mut op, self.share(share)),
+            Shard::Elements(share) => {
+                let share = self.share(share);
+                scale(&mut op, share);
+                // A recurrent layer's heads split as its elements do.
+                op.recurrent = op.recurrent.map(|r| r.heads_scaled(share));
+            }
             Shard::AttentionHeads => {
                 op.cost.flops /= t;
                 op.cost.activation_bytes /= t;
@@ -300,6 +305,7 @@ impl OpShard {
             if let Some(a) = op.attention.as_mut() {
                 a.geometry = a.geometry.scaled(self.token_share);
             }
+            op.recurrent = op.recurrent.map(|r| r.sequences_scaled(self.token_share));
         }
         op
     }

@@ -250,6 +250,63 @@ fn mla_decode_is_not_read_once_per_query_head() {
     assert!((trt.timing.time_s / sg.timing.time_s - 1.0).abs() < 0.05, "{} vs {}", trt.timing.time_s, sg.timing.time_s);
 }
 
+/// Gated DeltaNet's kernels from the linear-attention tables. The collectors keep the state in
+/// bf16; Qwen3.5-27B declares fp32, so the decode row is the table's time plus the second half
+/// of the state's bytes, read and written, at the H100's 2.90 TB/s. TensorRT-LLM's prompt
+/// convolution rows (eager fallbacks) and a key-head shard the tables never ran are fitted.
+#[test]
+fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
+    use llm_ledger_core::kernels::{linear_us, AttentionPhase, Engine, KernelGpu, LinearKernel, LinearQuery};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, TimeSource};
+    use llm_ledger_core::Ledger;
+    // h100_sxm/trtllm/linear_attention.bin: fused_recurrent_gated_delta_rule, 16 key heads, 48
+    // value heads of 128 × 128, batch 64: 107.3 µs.
+    let q = LinearQuery {
+        kernel: LinearKernel::DeltaRule,
+        phase: AttentionPhase::Generation,
+        key_heads: 16.0,
+        value_heads: 48.0,
+        key_head_dim: 128.0,
+        value_head_dim: 128.0,
+        batch: 64.0,
+        seq_len: 1.0,
+    };
+    let table_us = linear_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap();
+    assert!((table_us / 107.3 - 1.0).abs() < 1e-3, "{table_us}");
+    // A shard of 8 key heads was never run on TensorRT-LLM: no table.
+    assert_eq!(
+        linear_us(KernelGpu::H100Sxm, Engine::Trtllm, &LinearQuery { key_heads: 8.0, value_heads: 24.0, ..q }),
+        None
+    );
+    let ledger = |engine: &str, tp: &str, phase: &str| {
+        let pairs = [
+            ("model", "qwen3.5-27b"),
+            ("engine", engine),
+            ("tp", tp),
+            ("phase", phase),
+            ("batch", if phase == "decode" { "64" } else { "1" }),
+            ("ctx", "4096"),
+        ];
+        Ledger::build(&llm_ledger_core::testing::scenario(&pairs))
+    };
+    let row = |l: &Ledger, kind: OpKind| l.rows.iter().find(|r| r.op == kind).unwrap().clone();
+    let decode = ledger("trtllm", "1", "decode");
+    let scan = row(&decode, OpKind::DeltaRule);
+    // 64 sequences × 48 heads × 128 × 128 × (4 − 2) B, read and written: 201,326,592 B at 2.90 TB/s.
+    let extra_us = 201_326_592.0 / 2.90e12 * 1e6;
+    let per_layer_us = scan.timing.time_s / scan.instances as f64 * 1e6;
+    assert!((per_layer_us / (table_us + extra_us) - 1.0).abs() < 1e-3, "{per_layer_us} vs {table_us} + {extra_us}");
+    assert!(matches!(scan.timing.source, Some(TimeSource::Table { .. })), "{:?}", scan.timing.source);
+    let prefill = ledger("trtllm", "1", "prefill");
+    assert_eq!(row(&prefill, OpKind::ShortConv).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
+    assert!(matches!(row(&prefill, OpKind::DeltaRule).timing.source, Some(TimeSource::Table { .. })));
+    let tp4 = ledger("trtllm", "4", "decode");
+    assert_eq!(row(&tp4, OpKind::DeltaRule).timing.source, Some(TimeSource::Fitted(FittedKernel::Recurrence)));
+    let vllm_tp4 = ledger("vllm", "4", "decode");
+    assert!(matches!(row(&vllm_tp4, OpKind::DeltaRule).timing.source, Some(TimeSource::Table { .. })));
+}
+
 /// vLLM's fp8_block GEMM tables were timed without CUDA graphs (the host's dispatch included:
 /// 150–640 µs for a 1 × 32 × 32 GEMM): a CUDA-graph clock does not read them.
 #[test]
