@@ -7,7 +7,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use llm_ledger_core::kernels::{
     allreduce_us, attention_us, gemm_envelope_us, gemm_us, mla_bmm_us, mla_us, moe_us, nccl_us, AttentionPhase,
-    AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery, MoeDtype, MoeQuery,
+    AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, MlaBmm, MlaQuery,
 };
 
 fn benches(c: &mut Criterion) {
@@ -33,16 +33,7 @@ fn benches(c: &mut Criterion) {
     assert!(mla_bmm_us(gpu, engine, MlaBmm::Pre, AttnDtype::Bf16, 16.0, 24.0).is_some());
     assert!(nccl_us(gpu, Collective::AllGather, 4, 1e6).is_some());
     // Mixtral 8x7B's experts between measured token counts (24: between 16 and 32).
-    let moe = MoeQuery {
-        dtype: MoeDtype::Bf16,
-        hidden: 4096,
-        intermediate: 14336,
-        top_k: 2,
-        experts: 8,
-        tp: 1,
-        ep: 1,
-        tokens: 24.0,
-    };
+    let moe = llm_ledger_core::testing::mixtral_moe(24.0);
     assert!(moe_us(gpu, engine, &moe).is_some());
 
     let mut g = c.benchmark_group("kernels");

@@ -1,7 +1,7 @@
 //! Test support shared by this crate's tests and the report crate's: a scenario from
 //! `(field, value)` pairs of [`ScenarioRequest`], by field name.
 
-use crate::kernels::{AttentionPhase, AttentionQuery, AttnDtype};
+use crate::kernels::{AttentionPhase, AttentionQuery, AttnDtype, MoeDtype, MoeQuery};
 use crate::scenario::{Catalog, Scenario, ScenarioRequest};
 use serde_json::{Map, Value};
 
@@ -34,6 +34,12 @@ pub fn llama_attention(phase: AttentionPhase, batch: f64, length: f64) -> Attent
         batch,
         length,
     }
+}
+
+/// Mixtral 8x7B's routed experts on one GPU as the fused-MoE tables key them: bf16, hidden 4096,
+/// intermediate 14336, top-2 of 8 experts, no tensor or expert split; `tokens` into the layer.
+pub fn mixtral_moe(tokens: f64) -> MoeQuery {
+    MoeQuery { dtype: MoeDtype::Bf16, hidden: 4096, intermediate: 14336, top_k: 2, experts: 8, tp: 1, ep: 1, tokens }
 }
 
 /// A minimal user GPU file (no interconnect, the built-in `sm90` on-chip profile): 80 GB at

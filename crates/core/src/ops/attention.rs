@@ -155,31 +155,11 @@ impl OpBuilder<'_> {
                 activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::Attention,
-                cost,
-                math,
-                gemm: None,
-                attention: shape,
-                fused: false,
-                merge_n: None,
-                moe: None,
-                recurrent: None,
-            });
+            f(Op { attention: shape, ..Op::plain(OpKind::Attention, cost, math) });
             if !self.seed {
                 let sm = Cost { flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.pairs + sink_cols), ..Cost::ZERO };
                 // Inside the FlashAttention kernel: charged the marginal time it adds there.
-                f(Op {
-                    kind: OpKind::Softmax,
-                    cost: sm,
-                    math: MathFormat::Vector,
-                    gemm: None,
-                    attention: None,
-                    fused: true,
-                    merge_n: None,
-                    moe: None,
-                    recurrent: None,
-                });
+                f(Op { fused: true, ..Op::plain(OpKind::Softmax, sm, MathFormat::Vector) });
             }
         } else {
             let scores = c.heads * g.materialised_scores * self.a;
@@ -190,34 +170,14 @@ impl OpBuilder<'_> {
                 activation_written_bytes: scores,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::AttnScores,
-                cost: qk,
-                math,
-                gemm: None,
-                attention: shape,
-                fused: false,
-                merge_n: None,
-                moe: None,
-                recurrent: None,
-            });
+            f(Op { attention: shape, ..Op::plain(OpKind::AttnScores, qk, math) });
             let sm = Cost {
                 flops: SOFTMAX_FLOPS_PER_SCORE * (c.heads * g.materialised_scores + sink_cols),
                 activation_bytes: 2.0 * scores,
                 activation_written_bytes: scores,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::Softmax,
-                cost: sm,
-                math: MathFormat::Vector,
-                gemm: None,
-                attention: None,
-                fused: false,
-                merge_n: None,
-                moe: None,
-                recurrent: None,
-            });
+            f(Op::plain(OpKind::Softmax, sm, MathFormat::Vector));
             let pv = Cost {
                 flops: pv_flops,
                 kv_read_bytes: v_kv,
@@ -225,17 +185,7 @@ impl OpBuilder<'_> {
                 activation_written_bytes: o_bytes,
                 ..Cost::ZERO
             };
-            f(Op {
-                kind: OpKind::AttnValues,
-                cost: pv,
-                math,
-                gemm: None,
-                attention: shape,
-                fused: false,
-                merge_n: None,
-                moe: None,
-                recurrent: None,
-            });
+            f(Op { attention: shape, ..Op::plain(OpKind::AttnValues, pv, math) });
         }
     }
 

@@ -100,17 +100,7 @@ impl OpBuilder<'_> {
                 activation_written_bytes: t * width as f64 * self.a,
                 ..Cost::ZERO
             };
-            experts(Op {
-                kind: OpKind::ExpertCombine,
-                cost,
-                math: MathFormat::Vector,
-                gemm: None,
-                attention: None,
-                fused: false,
-                merge_n: None,
-                moe: None,
-                recurrent: None,
-            });
+            experts(Op::plain(OpKind::ExpertCombine, cost, MathFormat::Vector));
         }
         if let Some(l) = m.latent {
             f(self.gemm(OpKind::LatentUp, self.dense(t, h, l.dim, wts.shared_experts)));

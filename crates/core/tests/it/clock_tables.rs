@@ -110,19 +110,10 @@ fn every_row_names_the_source_of_its_time() {
 /// 2.82 GB of weights, 841 µs at 3.35 TB/s: the kernel streams them at 87 % of the peak.
 #[test]
 fn routed_experts_take_the_measured_moe_kernel() {
-    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeDtype, MoeQuery};
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeQuery};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
-    let q = MoeQuery {
-        dtype: MoeDtype::Bf16,
-        hidden: 4096,
-        intermediate: 14336,
-        top_k: 2,
-        experts: 8,
-        tp: 1,
-        ep: 1,
-        tokens: 16.0,
-    };
+    let q = llm_ledger_core::testing::mixtral_moe(16.0);
     let us = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap();
     assert!((us / 962.1 - 1.0).abs() < 1e-3, "{us}");
     assert!(2.82e9 / 3.35e12 * 1e6 < us, "never faster than its weights at peak bandwidth");
@@ -153,19 +144,10 @@ fn routed_experts_take_the_measured_moe_kernel() {
 /// bandwidth (hand-computed here from the shapes).
 #[test]
 fn routed_experts_do_not_pay_for_experts_the_step_leaves_untouched() {
-    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeDtype, MoeQuery};
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
-    let q = MoeQuery {
-        dtype: MoeDtype::Bf16,
-        hidden: 4096,
-        intermediate: 14336,
-        top_k: 2,
-        experts: 8,
-        tp: 1,
-        ep: 1,
-        tokens: 4.0,
-    };
+    let q = llm_ledger_core::testing::mixtral_moe(4.0);
     let table_s = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap() * 1e-6;
     // 8 × (1 − 0.75⁴) = 5.46875 experts touched; 8 − 5.46875 = 2.53125 experts of
     // 3 × 4096 × 14336 × 2 B = 352,321,536 B each, at 2.90 TB/s (the H100's copy bandwidth).
