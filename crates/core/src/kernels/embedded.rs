@@ -956,6 +956,29 @@ pub(super) fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64
     if !positive(&[q.tokens, q.tp as f64, q.ep as f64]) {
         return None;
     }
+    // A step asks one MoE layer's lookup for each of its expert GEMM rows and for the joins of
+    // its activation and combine: the last answer is kept.
+    let key =
+        MoeKey(gpu, engine, q.dtype, [q.hidden, q.intermediate, q.top_k, q.experts, q.tp, q.ep], q.tokens.to_bits());
+    if let Some(us) = RECENT_MOE.with_borrow(|r| r.get(&key)) {
+        return us;
+    }
+    let us = moe_lookup_us(gpu, engine, q);
+    RECENT_MOE.with_borrow_mut(|r| r.put(key, us));
+    us
+}
+
+/// A fused-MoE query with its numbers as integers and bits, and where it is looked up.
+#[derive(PartialEq, Eq, Hash)]
+struct MoeKey(KernelGpu, Engine, super::MoeDtype, [u64; 6], u64);
+
+thread_local! {
+    /// The fused-MoE lookup answered last on this thread.
+    static RECENT_MOE: RefCell<Recent<MoeKey, 1>> = const { RefCell::new(Recent::EMPTY) };
+}
+
+/// [`moe_us`] without the recent answer.
+fn moe_lookup_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
     let f = envelope(gpu, Some(engine), Op::Moe)?;
     let keys = |kernel: &str| {
         let n = |v: u64| Q::N(v as f64);
@@ -1076,6 +1099,14 @@ mod tests {
         }
         for (q, want) in queries.iter().zip(&first_attention).rev() {
             assert_eq!(attention_us(gpu, engine, q), *want, "{q:?}");
+        }
+        // Mixtral's experts at several token counts, asked again in turn: each its own answer.
+        let moe: Vec<MoeQuery> = [1.0, 4.0, 24.0, 512.0].map(crate::testing::mixtral_moe).to_vec();
+        let first_moe: Vec<Option<f64>> = moe.iter().map(|q| moe_us(gpu, engine, q)).collect();
+        assert!(first_moe.iter().all(Option::is_some) && first_moe[0] != first_moe[3]);
+        for (q, want) in moe.iter().zip(&first_moe).rev() {
+            assert_eq!(moe_us(gpu, engine, q), *want, "{q:?}");
+            assert_eq!(moe_lookup_us(gpu, engine, q), *want, "{q:?}");
         }
         // The shapes of one step spread over the slots (float keys differ only in high bits).
         let slots: std::collections::HashSet<usize> = shapes
