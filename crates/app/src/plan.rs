@@ -337,6 +337,11 @@ impl LoadSearch {
             r.tpot_bound_s,
             r.max_gpus,
             r.price,
+            format!(
+                "{} + {}",
+                llm_ledger_report::simulate::lengths_words(&r.sim.prompt),
+                llm_ledger_report::simulate::lengths_words(&r.sim.output)
+            ),
             self.requests,
             self.seed,
             plan,

@@ -4,12 +4,13 @@
 //! definition for every front end, so the same text gives the same numbers and the same messages.
 
 use crate::{CommandError, Files, Input};
+use llm_ledger_core::capacity::{self, Bounds};
 use llm_ledger_core::error::integer_in;
 use llm_ledger_core::error::Text;
 use llm_ledger_core::limits::MAX_GPUS_PER_REPLICA;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::scenario::parse_u64;
-use llm_ledger_core::serving::ServingRequest;
+use llm_ledger_core::serving::{Price, ServingRequest};
 use llm_ledger_core::simulate::budget::{MAX_STEPS_FIELD, MAX_STEPS_LIMIT};
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
@@ -27,6 +28,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 type Result<T, E = CommandError> = std::result::Result<T, E>;
+
+/// The word `rate` takes for a capacity search ([`capacity::find`]).
+pub const RATE_MAX: &str = "max";
 
 /// Most rates in one sweep.
 pub const MAX_RATES: usize = 1000;
@@ -173,6 +177,8 @@ pub struct SimRequest {
     pub router: Option<String>,
     /// Engine steps over every run of the command (the step budget).
     pub max_steps: Option<String>,
+    /// Price per GPU-hour (default: the catalogue's).
+    pub usd_per_hour: Option<String>,
 }
 
 /// `simulate`'s inputs besides the scenario, in [`SimRequest`]'s field order (a test checks the
@@ -182,7 +188,8 @@ pub fn inputs() -> &'static [Input] {
         Input::text(
             "rate",
             Some("10"),
-            "requests/s: a value, a list `2,4,8` or a range `1..40` (a sweep)",
+            "requests/s: a value, a list `2,4,8`, a range `1..40` (a sweep), or `max`: the largest rate that \
+             holds the p99 bounds ttft_ms and tpot_ms (capacity), with the saturation rate and the knee",
             "arrival rate",
         ),
         Input::text("arrivals", Some("poisson"), "poisson, gamma, closed or trace", "arrival process"),
@@ -344,6 +351,7 @@ pub fn inputs() -> &'static [Input] {
             "an integer from 1 to 10,000,000,000",
             "most engine steps over every run",
         ),
+        Input::text("usd_per_hour", None, "a number > 0 (default: the catalogue's price)", "price per GPU-hour"),
     ];
     INPUTS
 }
@@ -544,12 +552,7 @@ fn draft_model(sc: &Scenario, name: &str) -> Result<DraftModel> {
 
 /// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).
 pub fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
-    let arrivals = match &cfg.arrivals {
-        Arrivals::Poisson { .. } => Arrivals::Poisson { rate_per_s: rate },
-        Arrivals::Gamma { cv, .. } => Arrivals::Gamma { rate_per_s: rate, cv: *cv },
-        other => other.clone(),
-    };
-    SimConfig { arrivals, ..cfg.clone() }
+    cfg.at_rate(rate)
 }
 
 /// The rates to run: `rate`'s list for open loops (10/s when not given), one run (NaN: the
@@ -699,6 +702,10 @@ pub struct Resolved {
     pub disagg: Option<Disagg>,
     /// Identical replicas of the layout (1: one instance).
     pub replicas: u64,
+    /// `rate` `max`: search the largest rate that holds these p99 bounds ([`capacity::find`]).
+    pub capacity: Option<Bounds>,
+    /// The GPU-hour price the costs are at (`usd_per_hour`, else the catalogue's; none: no cost).
+    pub price: Option<Price>,
 }
 
 impl SimRequest {
@@ -707,7 +714,16 @@ impl SimRequest {
     /// both ways (the step budget, [`budget`], is the caller's: checked first).
     pub fn resolve(&self, sc: &Scenario, files: Files<'_>) -> Result<Resolved> {
         let cfg = config(self, sc, files)?;
-        let rates = rates(self.rate.as_deref(), &cfg)?;
+        let price = Price::of(self.usd_per_hour.as_deref(), sc)?;
+        let capacity = self
+            .rate
+            .as_deref()
+            .is_some_and(|r| r.trim().eq_ignore_ascii_case(RATE_MAX))
+            .then_some(Bounds { ttft_s: cfg.ttft_slo_s, tpot_s: cfg.tpot_slo_s });
+        let rates = match capacity {
+            Some(_) => vec![cfg.arrivals.rate_per_s().unwrap_or(f64::NAN)],
+            None => rates(self.rate.as_deref(), &cfg)?,
+        };
         let disagg = disagg(self, sc)?;
         let replicas = replicas(self)?;
         // With disagg every rate runs twice: disaggregated and aggregated.
@@ -715,7 +731,7 @@ impl SimRequest {
             check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
         }
         let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
-        Ok(Resolved { cfg, rates, disagg, replicas })
+        Ok(Resolved { cfg, rates, disagg, replicas, capacity, price })
     }
 }
 
@@ -755,7 +771,22 @@ impl Resolved {
 
     /// Run the simulations under `budget` (see [`run`]).
     pub fn run(self, sc: &Scenario, budget: &Budget, single: Option<SingleRun<'_>>) -> Result<SimRun> {
-        let Resolved { cfg, rates, disagg, replicas } = self;
+        let Resolved { cfg, rates, disagg, replicas, capacity, price } = self;
+        if let Some(bounds) = capacity {
+            if let Some((field, _)) = single {
+                return Err(Error::refused(field, "given", "a run at one {rate}, not {rate} max").into());
+            }
+            let deployment = match &disagg {
+                None => Deployment::Aggregated { replicas },
+                Some(d) => Deployment::Disaggregated(d.clone()),
+            };
+            let found = capacity::find(sc, &cfg, &deployment, bounds, budget)?;
+            let report = SimulateReport::new(sc, &cfg, vec![found.at.summary.clone()], false)
+                .replicated(replicas, cfg.router)
+                .priced(price)
+                .with_capacity(found.facts, &deployment);
+            return Ok(SimRun { report, runs: vec![found.at] });
+        }
         let sweep = rates.len() > 1;
         let runs = match single {
             Some((field, _)) if sweep => {
@@ -803,7 +834,7 @@ impl Resolved {
                 sweep,
             ),
         };
-        Ok(SimRun { report, runs })
+        Ok(SimRun { report: report.priced(price), runs })
     }
 }
 

@@ -669,7 +669,9 @@ pub struct SimulateArgs {
     pub setup: SetupArgs,
     #[command(flatten)]
     pub parallel: ParallelArgs,
-    /// Arrival rate, requests/s: a value, a list `2,4,8` or a range `1..40` (a sweep) (default 10).
+    /// Arrival rate, requests/s: a value, a list `2,4,8` or a range `1..40` (a sweep) (default
+    /// 10); or `max`: the largest rate that holds the p99 bounds --ttft-ms and --tpot-ms (the
+    /// deployment's capacity), with its saturation rate, its knee and the cost at the capacity.
     #[arg(long, allow_hyphen_values = true, help_heading = "Arrivals")]
     pub rate: Option<String>,
     /// Arrival process: poisson, gamma (bursty, with --cv), closed (a new request when one
@@ -809,6 +811,8 @@ pub struct SimulateArgs {
     /// need more are refused before they start, and runs that take more stop with an error.
     #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
     pub max_steps: Option<String>,
+    #[command(flatten)]
+    pub price: PriceArgs,
     #[command(flatten)]
     pub reserve: ReserveArgs,
     #[command(flatten)]
@@ -1288,6 +1292,7 @@ impl SimulateArgs {
             replicas: a.replicas,
             router: a.router,
             max_steps: a.max_steps,
+            usd_per_hour: a.price.usd_per_hour,
         }
     }
 }

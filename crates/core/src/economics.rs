@@ -1,6 +1,14 @@
 //! Money: a GPU-hour price turned into dollars per token, and the cheapest batch under a latency
 //! bound.
 //!
+//! **One cost model, three bases.** Every price the tool prints is a [`Bill`]: USD per million
+//! prompt tokens, per million output tokens and per request, with the [`CostBasis`] it was
+//! computed on — one decode step at a batch (the reference calculator's cost of a step:
+//! output tokens only), a static batch run together from its prompt to its last token (no
+//! arrivals, no queue), or a simulated run under load ([`Bill::under_load`]: the deployment's
+//! GPU-hours over what it served, idle time included). Two figures on different bases are
+//! never the same number; each answer states its basis.
+//!
 //! At a batch of `B` requests (prompt `P`, output `N`, see [`crate::latency`]) and a price of
 //! `p` USD per GPU-hour:
 //!
@@ -23,7 +31,112 @@ use crate::error::{Error, Result};
 use crate::latency::Latency;
 use crate::scenario::Scenario;
 use crate::serving::{Price, Serving};
+use crate::simulate::SimSummary;
 use serde::Serialize;
+
+/// What a price was computed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CostBasis {
+    /// One decode step at a batch: `GPUs · price ÷ (batch ÷ TPOT)`, output tokens only, no
+    /// prefill, no idle time (the reference calculator's cost of a step; `plan` without a rate).
+    DecodeStep,
+    /// A batch of requests run together from prompt to last token, no arrivals and no queue
+    /// (`cost`, `latency`): the prefill's time prices the prompt, the decode's the output.
+    StaticBatch,
+    /// A simulated run under load ([`Bill::under_load`]; `simulate`, `plan --rate`, capacity).
+    UnderLoad,
+}
+
+impl CostBasis {
+    /// The basis in a few words, for a report's answer line.
+    pub fn words(self) -> &'static str {
+        match self {
+            CostBasis::DecodeStep => "one decode step (output only, no prefill, no idle time)",
+            CostBasis::StaticBatch => "a static batch (prompt to last token together, no arrivals or queue)",
+            CostBasis::UnderLoad => "under load (simulated arrivals, idle time included)",
+        }
+    }
+}
+
+/// A price of serving: per million prompt tokens, per million output tokens and per request, on
+/// a stated basis. `None` where the basis has no such figure (a decode step prices no prompt).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bill {
+    /// What the figures were computed on.
+    pub basis: CostBasis,
+    /// The GPU-hour price.
+    pub price: Price,
+    /// GPUs paid for.
+    pub gpus: u64,
+    /// USD per million prompt tokens.
+    pub usd_per_million_input_tokens: Option<f64>,
+    /// USD per million output tokens.
+    pub usd_per_million_output_tokens: Option<f64>,
+    /// USD per request.
+    pub usd_per_request: Option<f64>,
+}
+
+impl Bill {
+    /// The price of a simulated run (`s`) on its deployment's GPUs (`s.gpus`) at `price`.
+    ///
+    /// The deployment costs `C = GPUs · price/3600 · duration` (idle time included: GPUs are
+    /// paid for whether a step runs or not). Requests pay `C ÷ completed`. The cost is shared
+    /// between prompt and output tokens as the GPUs' step time was: each step's time is shared
+    /// equally among the new tokens it computes (prompt chunks and decodes alike), so a prompt
+    /// share `f = prompt GPU-s ÷ (prompt GPU-s + output GPU-s)`
+    /// ([`SimSummary::prompt_busy_gpu_s`]) gives `$/M input = C · f ÷ prompt tokens · 10⁶` and
+    /// `$/M output = C · (1 − f) ÷ output tokens · 10⁶`. With the static batch's split (a
+    /// prefill step prices the prompt, a decode step the output) this is the same rule step by
+    /// step; a mixed step of a chunk and decodes is split by its tokens. The three figures add
+    /// up: `prompt tokens · $/M input + output tokens · $/M output = completed · $/request = C`
+    /// (per second: `input tok/s`, `output tok/s` and `requests/s` of the summary).
+    pub fn under_load(s: &SimSummary, price: Price) -> Bill {
+        let usd_per_s = price.usd_per_s() * s.gpus as f64;
+        let busy = s.prompt_busy_gpu_s + s.output_busy_gpu_s;
+        let prompt_share = if busy > 0.0 { s.prompt_busy_gpu_s / busy } else { 0.0 };
+        let per = |rate: f64, share: f64| (rate > 0.0).then(|| usd_per_s * share / rate);
+        Bill {
+            basis: CostBasis::UnderLoad,
+            price,
+            gpus: s.gpus,
+            usd_per_million_input_tokens: per(s.input_tokens_per_s, prompt_share).map(|u| u * 1e6),
+            usd_per_million_output_tokens: per(s.output_tokens_per_s, 1.0 - prompt_share).map(|u| u * 1e6),
+            usd_per_request: per(s.requests_per_s, 1.0),
+        }
+    }
+
+    /// The price of a static batch ([`CostPoint`]) on `gpus` GPUs.
+    pub fn static_batch(c: &CostPoint, gpus: u64) -> Bill {
+        Bill {
+            basis: CostBasis::StaticBatch,
+            price: c.price,
+            gpus,
+            usd_per_million_input_tokens: Some(c.usd_per_million_input_tokens),
+            usd_per_million_output_tokens: c.usd_per_million_output_tokens,
+            usd_per_request: Some(c.usd_per_request),
+        }
+    }
+
+    /// The price of one decode step of `batch` sequences taking `tpot_s` on `gpus` GPUs:
+    /// `GPUs · price/3600 · TPOT ÷ batch · 10⁶` per million output tokens.
+    pub fn decode_step(price: Price, gpus: u64, batch: u64, tpot_s: f64) -> Bill {
+        Bill {
+            basis: CostBasis::DecodeStep,
+            price,
+            gpus,
+            usd_per_million_input_tokens: None,
+            usd_per_million_output_tokens: Some(decode_step_usd_per_million_output(price, gpus, batch, tpot_s)),
+            usd_per_request: None,
+        }
+    }
+}
+
+/// USD per million output tokens of one decode step ([`CostBasis::DecodeStep`]):
+/// `GPUs · price/3600 · TPOT ÷ batch · 10⁶`.
+pub fn decode_step_usd_per_million_output(price: Price, gpus: u64, batch: u64, tpot_s: f64) -> f64 {
+    gpus as f64 * price.usd_per_s() * tpot_s / batch as f64 * 1e6
+}
 
 /// Cost of serving at one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

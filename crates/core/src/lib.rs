@@ -29,6 +29,7 @@
 //! ledger     ledger
 //! views      zoom  sweep  latency  crossover  measure  expert_step  calibrate
 //!            economics  levers  plan  advise  simulate  plan_serving
+//!            capacity (the load a deployment holds)
 //! ```
 //!
 //! ```
@@ -43,6 +44,7 @@
 pub mod advise;
 mod bisect;
 pub mod calibrate;
+pub mod capacity;
 pub mod clock;
 pub mod conventions;
 pub mod cost;

@@ -206,7 +206,7 @@ fn evaluate(sc: &Scenario, req: &PlanRequest, batch: u64, max_batch: u64) -> Pla
         tpot_s: tpot,
         tokens_per_s: per_s,
         tokens_per_s_per_gpu: per_s / gpus as f64,
-        usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() * tpot / batch as f64 * 1e6,
+        usd_per_million_tokens: crate::economics::decode_step_usd_per_million_output(req.price, gpus, batch, tpot),
         memory_bytes: fp.memory_bytes,
         weight_bytes: fp.weight_bytes,
         max_batch,

@@ -30,13 +30,15 @@
 //!   move's wait is in — until both hold (the same 5 % early stop, at most
 //!   [`MAX_INSTANCES`] instances and [`MAX_SERVING_GPUS`] GPUs), then bisects the prefill pool
 //!   down, then the decode pool.
-//! * **Cost**: `$/M output tokens = GPUs · price/3600 ÷ output tokens/s × 10⁶`, with
-//!   `GPUs = r · GPUs per replica` and the output tokens/s of `r` replicas (`r` times one
-//!   replica's), or `GPUs = X · prefill GPUs + Y · decode GPUs` and the deployment's tokens/s;
-//!   ranked cheapest first (then fewer GPUs). The Pareto front is over every simulated
+//! * **Cost**: the one cost model under load ([`Bill::under_load`]): per request `GPUs ·
+//!   price/3600 ÷ requests/s`, the cost shared between prompt and output tokens as the steps'
+//!   time was; one replica's prices are the deployment's (each of `r` replicas serves `R ÷ r` at
+//!   the same cost), `GPUs = X · prefill GPUs + Y · decode GPUs` for pools; ranked cheapest per
+//!   request first (then fewer GPUs). The Pareto front is over every simulated
 //!   deployment holding both SLAs: the points nothing beats on both cost and p99 end-to-end
 //!   latency. The closest deployment a refusal names is the closest aggregated one.
 
+use crate::economics::Bill;
 use crate::error::integer_in;
 use crate::error::{Error, Result};
 use crate::plan::layouts;
@@ -114,8 +116,12 @@ pub struct ServingPoint {
     pub e2e_p99_s: f64,
     /// Output tokens per second of all replicas.
     pub output_tokens_per_s: f64,
-    /// USD per million output tokens.
-    pub usd_per_million_tokens: f64,
+    /// USD per million prompt tokens, under load ([`Bill::under_load`] of the simulated run).
+    pub usd_per_million_input_tokens: f64,
+    /// USD per million output tokens, under load.
+    pub usd_per_million_output_tokens: f64,
+    /// USD per request, under load: what the deployment costs per second ÷ requests per second.
+    pub usd_per_request: f64,
     /// Both p99s within their bounds (and every request finished).
     pub meets_sla: bool,
     /// `aggregated` (`replicas` instances of the layout `tp × pp × ep`, each running prompts
@@ -268,6 +274,9 @@ fn simulate_at(
     let per_replica = p.gpus_per_replica();
     let gpus = per_replica * replicas;
     let tokens_per_s = s.output_tokens_per_s * replicas as f64;
+    // One replica's price per token and per request is the deployment's: each replica serves
+    // its share of the arrivals at the same cost.
+    let bill = Bill::under_load(&s, req.price);
     let point = ServingPoint {
         tp: p.tp,
         pp: p.pp,
@@ -282,8 +291,10 @@ fn simulate_at(
         tpot_p99_s: s.tpot_s.p99,
         e2e_p99_s: s.e2e_s.p99,
         output_tokens_per_s: tokens_per_s,
-        usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() / tokens_per_s * 1e6,
-        meets_sla: s.drained && s.ttft_s.p99 <= req.ttft_bound_s && s.tpot_s.p99 <= req.tpot_bound_s,
+        usd_per_million_input_tokens: bill.usd_per_million_input_tokens.unwrap_or(f64::INFINITY),
+        usd_per_million_output_tokens: bill.usd_per_million_output_tokens.unwrap_or(f64::INFINITY),
+        usd_per_request: bill.usd_per_request.unwrap_or(f64::INFINITY),
+        meets_sla: s.holds_p99(Some(req.ttft_bound_s), Some(req.tpot_bound_s)),
         serving: ServingKind::Aggregated,
         prefill_instances: None,
         prefill_tp: None,
@@ -393,6 +404,7 @@ fn simulate_split(
     let cfg = SimConfig { arrivals: Arrivals::Poisson { rate_per_s: req.rate_per_s }, ..cfg.clone() };
     let s = simulate_within(prefill, &cfg, &split, budget, |_| {})?.summary;
     let d = &decode.parallel;
+    let bill = Bill::under_load(&s, req.price);
     Ok(ServingPoint {
         tp: d.tp,
         pp: d.pp,
@@ -407,8 +419,10 @@ fn simulate_split(
         tpot_p99_s: s.tpot_s.p99,
         e2e_p99_s: s.e2e_s.p99,
         output_tokens_per_s: s.output_tokens_per_s,
-        usd_per_million_tokens: gpus as f64 * req.price.usd_per_s() / s.output_tokens_per_s * 1e6,
-        meets_sla: s.drained && s.ttft_s.p99 <= req.ttft_bound_s && s.tpot_s.p99 <= req.tpot_bound_s,
+        usd_per_million_input_tokens: bill.usd_per_million_input_tokens.unwrap_or(f64::INFINITY),
+        usd_per_million_output_tokens: bill.usd_per_million_output_tokens.unwrap_or(f64::INFINITY),
+        usd_per_request: bill.usd_per_request.unwrap_or(f64::INFINITY),
+        meets_sla: s.holds_p99(Some(req.ttft_bound_s), Some(req.tpot_bound_s)),
         serving: ServingKind::Disaggregated,
         prefill_instances: Some(x),
         prefill_tp: Some(lp.tp),
@@ -820,8 +834,8 @@ impl ServingSearch {
             })));
         }
         let order = |a: &ServingPoint, b: &ServingPoint| {
-            a.usd_per_million_tokens
-                .total_cmp(&b.usd_per_million_tokens)
+            a.usd_per_request
+                .total_cmp(&b.usd_per_request)
                 .then(a.gpus.cmp(&b.gpus))
                 .then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s))
         };
@@ -857,9 +871,7 @@ pub fn distinct(mut points: Vec<ServingPoint>) -> Vec<ServingPoint> {
 
 /// The points no other beats on both lower cost and lower p99 end-to-end latency, by cost.
 pub fn pareto(mut points: Vec<ServingPoint>) -> Vec<ServingPoint> {
-    points.sort_by(|a, b| {
-        a.usd_per_million_tokens.total_cmp(&b.usd_per_million_tokens).then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s))
-    });
+    points.sort_by(|a, b| a.usd_per_request.total_cmp(&b.usd_per_request).then(a.e2e_p99_s.total_cmp(&b.e2e_p99_s)));
     let mut front: Vec<ServingPoint> = Vec::new();
     for p in points {
         if front.last().is_none_or(|f| p.e2e_p99_s < f.e2e_p99_s) {

@@ -76,6 +76,17 @@ pub struct Price {
 }
 
 impl Price {
+    /// The price of `usd_per_hour`'s text (an input of that name), else the catalogue's
+    /// approximate price for the scenario's GPU, else none.
+    pub fn of(usd_per_hour: Option<&str>, sc: &Scenario) -> Result<Option<Price>> {
+        Ok(match usd_per_hour {
+            Some(s) => Some(Price { usd_per_hour: limits::USD_PER_HOUR.parse(s)?, source: PriceSource::User }),
+            None => {
+                sc.gpu.usd_per_gpu_hour.map(|p| Price { usd_per_hour: p, source: PriceSource::CatalogueApproximate })
+            }
+        })
+    }
+
     /// USD per GPU-second.
     pub fn usd_per_s(&self) -> f64 {
         self.usd_per_hour / 3600.0
@@ -145,12 +156,7 @@ pub use crate::size::parse_bytes;
 impl ServingRequest {
     /// Resolve against the scenario (for the GPU's catalogue price and capacity).
     pub fn resolve(&self, sc: &Scenario) -> Result<Serving> {
-        let price = match &self.usd_per_hour {
-            Some(s) => Some(Price { usd_per_hour: limits::USD_PER_HOUR.parse(s)?, source: PriceSource::User }),
-            None => {
-                sc.gpu.usd_per_gpu_hour.map(|p| Price { usd_per_hour: p, source: PriceSource::CatalogueApproximate })
-            }
-        };
+        let price = Price::of(self.usd_per_hour.as_deref(), sc)?;
         let reserve_bytes = match &self.reserve {
             Some(s) => parse_bytes("reserve", s)?,
             None => DEFAULT_RESERVE_BYTES,

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod bill;
 pub mod calibrate;
 pub mod catalog;
 pub mod compare;

@@ -1,20 +1,23 @@
 //! The `plan --rate` report: deployments found by simulation that hold p99 TTFT and p99 TPOT
-//! bounds at an arrival rate, ranked by dollars per million output tokens, and the Pareto front
-//! of cost against p99 end-to-end latency.
+//! bounds at an arrival rate, ranked by dollars per request under load (the one cost model,
+//! [`llm_ledger_core::economics::Bill::under_load`]), and the Pareto front of cost against p99
+//! end-to-end latency.
 //!
 //! JSON keys (stable): `inputs`, `rate_per_s`, `ttft_bound_s`, `tpot_bound_s`, `max_gpus`,
 //! `usd_per_hour`, `price_source`, `requests_per_candidate`, `seed`, `layouts`, `candidates`,
 //! `disaggregated_candidates`, `simulations`, `ranked[]` and `pareto[]` (each with `tp`, `pp`,
 //! `ep`, `gpus_per_replica`, `replicas`, `gpus`, `max_seqs`, `chunk_tokens`,
 //! `rate_per_replica_per_s`, `ttft_p99_s`, `tpot_p99_s`, `e2e_p99_s`, `output_tokens_per_s`,
-//! `usd_per_million_tokens`, `meets_sla`, `serving` (`aggregated` or `disaggregated`), and for a
+//! `usd_per_million_input_tokens`, `usd_per_million_output_tokens`, `usd_per_request`, `meets_sla`, `serving` (`aggregated` or `disaggregated`), and for a
 //! disaggregated deployment `prefill_instances`, `prefill_tp`, `prefill_ep`,
 //! `decode_instances`, `decode_tp`, `decode_ep`, null when aggregated; a disaggregated point's
 //! `tp`/`pp`/`ep` are its decode pool's, its `replicas` 1). CSV: the ranked deployments.
 
+use crate::bill;
 use crate::human::{self, usd};
 use crate::ledger::Inputs;
 use crate::render::{to_csv, to_json, to_markdown, to_table, Format, HumanTable, Report};
+use llm_ledger_core::economics::{Bill, CostBasis};
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::plan_refusal::ServingRefused;
 use llm_ledger_core::plan_serving::{ServingPlan, ServingPoint, SplitPoint};
@@ -42,6 +45,8 @@ pub struct ServingPlanReport {
     pub usd_per_hour: f64,
     /// Where the price comes from.
     pub price_source: PriceSource,
+    /// The requests' prompt and output lengths in words (`2000 + 300`).
+    pub lengths: String,
     /// Requests simulated per candidate.
     pub requests_per_candidate: u64,
     /// Seed of the draws.
@@ -70,6 +75,7 @@ impl ServingPlanReport {
         tpot_bound_s: f64,
         max_gpus: u64,
         price: Price,
+        lengths: String,
         requests_per_candidate: u64,
         seed: u64,
         plan: ServingPlan,
@@ -82,6 +88,7 @@ impl ServingPlanReport {
             max_gpus,
             usd_per_hour: price.usd_per_hour,
             price_source: price.source,
+            lengths,
             requests_per_candidate,
             seed,
             layouts: plan.layouts,
@@ -112,7 +119,9 @@ impl ServingPlanReport {
                     human::seconds(p.tpot_p99_s),
                     human::seconds(p.e2e_p99_s),
                     human::count(p.output_tokens_per_s.round() as u64),
-                    usd(p.usd_per_million_tokens),
+                    usd(p.usd_per_million_input_tokens),
+                    usd(p.usd_per_million_output_tokens),
+                    usd(p.usd_per_request),
                 ];
                 if rank {
                     r.insert(0, (i + 1).to_string());
@@ -131,18 +140,32 @@ impl ServingPlanReport {
             "p99 TPOT",
             "p99 e2e",
             "tok/s",
-            "$/M tokens",
+            "$/M in",
+            "$/M out",
+            "$/request",
         ]
         .map(String::from)
         .to_vec();
-        let mut right_aligned: Vec<usize> = (2..=10).collect();
-        let mut priority = vec![0, 0, 0, 0, 1, 1, 0, 0, 2, 2, 0];
+        let mut right_aligned: Vec<usize> = (2..=12).collect();
+        let mut priority = vec![0, 0, 0, 0, 1, 1, 0, 0, 2, 2, 1, 0, 1];
         if rank {
             header.insert(0, "#".into());
-            right_aligned = (0..=11).filter(|i| *i != 1 && *i != 2).collect();
+            right_aligned = (0..=13).filter(|i| *i != 1 && *i != 2).collect();
             priority.insert(0, 1);
         }
         HumanTable { title, header, rows, right_aligned, footer, priority }
+    }
+
+    /// A point's prices as the one cost model's bill under load.
+    fn bill(&self, p: &ServingPoint) -> Bill {
+        Bill {
+            basis: CostBasis::UnderLoad,
+            price: Price { usd_per_hour: self.usd_per_hour, source: self.price_source },
+            gpus: p.gpus,
+            usd_per_million_input_tokens: Some(p.usd_per_million_input_tokens),
+            usd_per_million_output_tokens: Some(p.usd_per_million_output_tokens),
+            usd_per_request: Some(p.usd_per_request),
+        }
     }
 
     fn ranked_table(&self) -> HumanTable {
@@ -164,14 +187,16 @@ impl ServingPlanReport {
                 None => replicas_words(b.replicas, b.tp, b.pp, b.ep),
                 Some(s) => format!("{}, {} GPUs in all", split_words(&s), b.gpus),
             };
+            let bill = self.bill(b);
             footer.push(format!(
-                "answer: {deployment}, max {} sequences, chunks of {} tokens: p99 TTFT {}, p99 TPOT {}, ${:.3} per million output tokens",
+                "answer: {deployment}, max {} sequences, chunks of {} tokens: {}",
                 human::count(b.max_seqs),
                 human::count(b.chunk_tokens),
-                human::seconds(b.ttft_p99_s),
-                human::seconds(b.tpot_p99_s),
-                b.usd_per_million_tokens
+                bill::figures(&bill),
             ));
+            let load =
+                bill::Load { requests_per_s: self.rate_per_s, ttft_p99_s: b.ttft_p99_s, tpot_p99_s: b.tpot_p99_s };
+            footer.push(format!("cost basis: {}", bill::load_basis(&bill, load, &self.lengths, &deployment)));
         }
         match self.ranked.len().saturating_sub(SHOWN) {
             0 => {}
@@ -187,14 +212,7 @@ impl ServingPlanReport {
             self.requests_per_candidate,
             self.seed
         ));
-        footer.push(format!(
-            "$/M tokens = GPUs × ${}/3600 ÷ output tokens/s × 10⁶ ({})",
-            self.usd_per_hour,
-            match self.price_source {
-                PriceSource::CatalogueApproximate => "catalogue price, approximate: set yours with --usd-per-hour",
-                PriceSource::User => "price given",
-            }
-        ));
+        footer.push(format!("{}; ranked by $/request", bill::UNDER_LOAD_FORMULA));
         self.table(title, &shown, true, footer)
     }
 

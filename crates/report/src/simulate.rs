@@ -26,12 +26,16 @@
 //! same GPUs (the most of them they fill). The table puts the two side by side,
 //! one row each per rate; CSV rows carry a `deployment` column.
 
+use crate::bill;
 use crate::fit::StepFit;
 use crate::human;
 use crate::ledger::Inputs;
 use crate::render::{HumanTable, Report};
+use llm_ledger_core::capacity::{CapacityFacts, KNEE_FACTOR, LIGHT_LOAD, RATE_PRECISION};
+use llm_ledger_core::economics::Bill;
 use llm_ledger_core::error::compact_f64;
 use llm_ledger_core::parallel::layout_words;
+use llm_ledger_core::serving::Price;
 use llm_ledger_core::simulate::stats::{Quantiles, RELATIVE_ACCURACY};
 use llm_ledger_core::simulate::workload::{Arrivals, Lengths};
 use llm_ledger_core::simulate::{Deployment, Disagg, KvLink, Router, Schedule, SimConfig, SimSummary};
@@ -216,6 +220,17 @@ pub struct SimulateReport {
     /// summaries are the whole deployment's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<ReplicaFacts>,
+    /// One rate's price under load ([`Bill::under_load`]); absent without a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Bill>,
+    /// A sweep's prices, one per rate (as `points`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub costs: Option<Vec<Bill>>,
+    /// `rate` `max`: the capacity search (the `summary` is the run at the capacity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityFacts>,
+    /// The deployment in words (`TP 8 (8 GPUs)`, `4 replicas of TP 2 (8 GPUs)`).
+    pub deployment: String,
     /// Whether an instance holds the weights and the step that sizes its KV cache.
     #[serde(flatten)]
     pub fit: StepFit,
@@ -305,6 +320,16 @@ impl DisaggFacts {
     }
 }
 
+/// A deployment of instances of `layout` (`TP 8 (8 GPUs)`) in words: the layout itself, `4
+/// replicas of TP 2 (2 GPUs)`, or `disagg 1:3 (prefill:decode instances)`.
+fn deployment_words(d: &Deployment, layout: &str) -> String {
+    match d {
+        Deployment::Aggregated { replicas: 1 } => layout.to_string(),
+        Deployment::Aggregated { replicas } => format!("{replicas} replicas of {layout}"),
+        Deployment::Disaggregated(d) => format!("disagg {}:{} (prefill:decode instances)", d.prefill, d.decode),
+    }
+}
+
 impl SimulateReport {
     /// A report of one run (`summaries` of length 1 and `sweep` false) or a sweep.
     pub fn new(sc: &Scenario, cfg: &SimConfig, summaries: Vec<SimSummary>, sweep: bool) -> SimulateReport {
@@ -323,7 +348,92 @@ impl SimulateReport {
             aggregated: None,
             aggregated_points: None,
             replicas: None,
+            cost: None,
+            costs: None,
+            capacity: None,
+            deployment: layout_words(sc.parallel.tp, sc.parallel.pp, sc.parallel.ep),
         }
+    }
+
+    /// This report with its runs priced at `price` (none: unpriced), on the one cost model
+    /// under load ([`Bill::under_load`]).
+    pub fn priced(mut self, price: Option<Price>) -> SimulateReport {
+        let Some(price) = price else { return self };
+        self.cost = self.summary.as_ref().map(|s| Bill::under_load(s, price));
+        self.costs = self.points.as_ref().map(|ps| ps.iter().map(|s| Bill::under_load(s, price)).collect());
+        self
+    }
+
+    /// This report as the answer of a capacity search (`rate` `max`) on `deployment`: the
+    /// summary is the run at the capacity.
+    pub fn with_capacity(mut self, facts: CapacityFacts, deployment: &Deployment) -> SimulateReport {
+        self.capacity = Some(facts);
+        self.deployment = deployment_words(deployment, &self.deployment);
+        self
+    }
+
+    /// The cost row of a single run.
+    pub fn cost_row(&self) -> (&'static str, String) {
+        match &self.cost {
+            Some(b) => ("cost", bill::figures(b)),
+            None => ("cost", "no price for this GPU: set one with --usd-per-hour".into()),
+        }
+    }
+
+    /// The footer lines that say what a single run's cost was computed on.
+    pub fn cost_basis_lines(&self) -> Vec<String> {
+        let (Some(b), Some(s)) = (&self.cost, &self.summary) else { return Vec::new() };
+        let lengths = format!("{} + {}", self.settings.prompt, self.settings.output);
+        let deployment = format!("{} of {}", self.deployment, self.inputs.gpu);
+        vec![
+            format!("cost basis: {}", bill::under_load_basis(b, s, &lengths, &deployment)),
+            bill::UNDER_LOAD_FORMULA.to_string(),
+        ]
+    }
+
+    /// The capacity search's rows.
+    pub fn capacity_rows(&self) -> Vec<(&'static str, String)> {
+        let Some(c) = &self.capacity else { return Vec::new() };
+        let bounds: Vec<String> = [("TTFT", c.bounds.ttft_s), ("TPOT", c.bounds.tpot_s)]
+            .into_iter()
+            .filter_map(|(n, b)| b.map(|b| format!("p99 {n} ≤ {}", human::seconds(b))))
+            .collect();
+        let bounds = bounds.join(" and ");
+        vec![
+            (
+                "capacity",
+                match c.capacity_per_s {
+                    Some(r) => format!(
+                        "{} requests/s within {bounds} (the largest rate found, to {})",
+                        human::sig3(r),
+                        human::percent(RATE_PRECISION)
+                    ),
+                    None => format!(
+                        "none: even {} requests/s ({} of saturation) misses {bounds}",
+                        human::sig3(c.light_rate_per_s),
+                        human::percent(LIGHT_LOAD)
+                    ),
+                },
+            ),
+            (
+                "saturation",
+                format!(
+                    "{} requests/s completed with {} always in flight",
+                    human::sig3(c.saturation_per_s),
+                    human::count(c.saturating_concurrency)
+                ),
+            ),
+            (
+                "knee",
+                format!(
+                    "{} requests/s (p99 e2e within {}× the light load's {})",
+                    human::sig3(c.knee_per_s),
+                    compact_f64(KNEE_FACTOR),
+                    human::seconds(c.light_e2e_p99_s)
+                ),
+            ),
+            ("search", format!("{} simulations", c.runs.len())),
+        ]
     }
 
     /// A disaggregated run (`summaries`) beside aggregated serving on the same GPUs (`aggregated`,
@@ -338,6 +448,7 @@ impl SimulateReport {
     ) -> SimulateReport {
         let mut r = SimulateReport::new(sc, cfg, summaries, sweep);
         r.disagg = Some(DisaggFacts::of(sc, d));
+        r.deployment = deployment_words(&Deployment::Disaggregated(d.clone()), &r.deployment);
         if sweep {
             r.aggregated_points = Some(aggregated);
         } else {
@@ -350,6 +461,9 @@ impl SimulateReport {
     /// `router` (one instance: unchanged).
     pub fn replicated(mut self, replicas: u64, router: Router) -> SimulateReport {
         self.replicas = (replicas > 1).then_some(ReplicaFacts { replicas, router });
+        if replicas > 1 {
+            self.deployment = deployment_words(&Deployment::Aggregated { replicas }, &self.deployment);
+        }
         self
     }
 
@@ -696,44 +810,45 @@ impl Report for SimulateReport {
                     format!("{} met by {}", both.join(" and "), human::percent(s.slo_attainment))
                 }
             };
-            return crate::facts::facts_table(
-                vec![self.title()],
-                vec![
-                    ("completed", format!("{} of {}", human::count(s.completed), human::count(s.requests))),
-                    ("arrival rate", format!("{} requests/s", human::sig3(s.arrival_rate_per_s))),
-                    ("duration", human::seconds(s.duration_s)),
-                    ("throughput", format!("{} requests/s", human::sig3(s.requests_per_s))),
-                    ("input tok/s", human::sig3(s.input_tokens_per_s)),
-                    ("output tok/s", human::sig3(s.output_tokens_per_s)),
-                    ("TTFT mean · p50 · p90 · p99", dist(&s.ttft_s)),
-                    ("TPOT mean · p50 · p90 · p99", dist(&s.tpot_s)),
-                    ("ITL mean · p50 · p90 · p99", dist(&s.itl_s)),
-                    ("e2e mean · p50 · p90 · p99", dist(&s.e2e_s)),
-                    ("goodput", format!("{} requests/s ({slo})", human::sig3(s.goodput_per_s))),
-                    ("in system (mean)", human::sig3(s.mean_in_system)),
-                    ("batch (mean · max)", format!("{} · {}", human::sig3(s.mean_batch), human::count(s.max_batch))),
-                    ("queue (mean · max)", format!("{} · {}", human::sig3(s.mean_queue), human::count(s.max_queue))),
-                    (
-                        "KV cache (mean · max used)",
-                        format!(
-                            "{} · {} of {} tokens",
-                            human::percent(s.mean_kv_utilisation),
-                            human::percent(s.max_kv_utilisation),
-                            human::count(s.kv_capacity_tokens)
-                        ),
+            let mut rows = self.capacity_rows();
+            rows.extend([
+                ("completed", format!("{} of {}", human::count(s.completed), human::count(s.requests))),
+                ("arrival rate", format!("{} requests/s", human::sig3(s.arrival_rate_per_s))),
+                ("duration", human::seconds(s.duration_s)),
+                ("throughput", format!("{} requests/s", human::sig3(s.requests_per_s))),
+                ("input tok/s", human::sig3(s.input_tokens_per_s)),
+                ("output tok/s", human::sig3(s.output_tokens_per_s)),
+                ("TTFT mean · p50 · p90 · p99", dist(&s.ttft_s)),
+                ("TPOT mean · p50 · p90 · p99", dist(&s.tpot_s)),
+                ("ITL mean · p50 · p90 · p99", dist(&s.itl_s)),
+                ("e2e mean · p50 · p90 · p99", dist(&s.e2e_s)),
+                ("goodput", format!("{} requests/s ({slo})", human::sig3(s.goodput_per_s))),
+                ("in system (mean)", human::sig3(s.mean_in_system)),
+                ("batch (mean · max)", format!("{} · {}", human::sig3(s.mean_batch), human::count(s.max_batch))),
+                ("queue (mean · max)", format!("{} · {}", human::sig3(s.mean_queue), human::count(s.max_queue))),
+                (
+                    "KV cache (mean · max used)",
+                    format!(
+                        "{} · {} of {} tokens",
+                        human::percent(s.mean_kv_utilisation),
+                        human::percent(s.max_kv_utilisation),
+                        human::count(s.kv_capacity_tokens)
                     ),
-                    (
-                        "preemptions",
-                        format!(
-                            "{} ({} tokens recomputed)",
-                            human::count(s.preemptions),
-                            human::count(s.recomputed_tokens)
-                        ),
+                ),
+                (
+                    "preemptions",
+                    format!(
+                        "{} ({} tokens recomputed)",
+                        human::count(s.preemptions),
+                        human::count(s.recomputed_tokens)
                     ),
-                    ("steps", human::count(s.steps)),
-                ],
-                self.footer(),
-            );
+                ),
+                ("steps", human::count(s.steps)),
+            ]);
+            rows.push(self.cost_row());
+            let mut footer = self.cost_basis_lines();
+            footer.extend(self.footer());
+            return crate::facts::facts_table(vec![self.title()], rows, footer);
         }
         let header = [
             "rate/s",
@@ -749,11 +864,16 @@ impl Report for SimulateReport {
             "batch",
             "queue",
             "preempt",
+            "$/M in",
+            "$/M out",
         ];
+        let costs = self.costs.clone().unwrap_or_default();
         let rows = self
             .summaries()
             .into_iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
+                let cost = |f: fn(&Bill) -> Option<f64>| costs.get(i).and_then(f).map_or("—".into(), human::usd);
                 vec![
                     human::sig3(s.offered_rate_per_s.unwrap_or(s.arrival_rate_per_s)),
                     human::sig3(s.requests_per_s),
@@ -768,6 +888,8 @@ impl Report for SimulateReport {
                     human::sig3(s.mean_batch),
                     human::sig3(s.mean_queue),
                     human::count(s.preemptions),
+                    cost(|b| b.usd_per_million_input_tokens),
+                    cost(|b| b.usd_per_million_output_tokens),
                 ]
             })
             .collect();
@@ -777,7 +899,7 @@ impl Report for SimulateReport {
             rows,
             right_aligned: (0..header.len()).collect(),
             footer: self.footer(),
-            priority: vec![0, 2, 1, 1, 0, 1, 0, 2, 2, 1, 2, 2, 2],
+            priority: vec![0, 2, 1, 1, 0, 1, 0, 2, 2, 1, 2, 2, 2, 1, 1],
         }
     }
 }

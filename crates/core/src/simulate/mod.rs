@@ -232,6 +232,17 @@ impl SimConfig {
         SimConfig { admission: p.admission, host: p.host, cuda_graphs: p.cuda_graphs, ..self }
     }
 
+    /// This configuration at another arrival rate (open loops; a closed loop or a trace is
+    /// unchanged).
+    pub fn at_rate(&self, rate_per_s: f64) -> SimConfig {
+        let arrivals = match &self.arrivals {
+            Arrivals::Poisson { .. } => Arrivals::Poisson { rate_per_s },
+            Arrivals::Gamma { cv, .. } => Arrivals::Gamma { rate_per_s, cv: *cv },
+            other => other.clone(),
+        };
+        SimConfig { arrivals, ..self.clone() }
+    }
+
     /// The requests a run offers: a trace's length, else [`SimConfig::requests`].
     pub fn offered_requests(&self) -> u64 {
         match &self.arrivals {
@@ -349,6 +360,15 @@ pub struct SimSummary {
     pub kv_capacity_tokens: u64,
     /// Every request finished (false: stopped at [`MAX_STEPS`]).
     pub drained: bool,
+    /// GPUs of the deployment: every instance's `tp × pp × ep`, summed.
+    pub gpus: u64,
+    /// GPU-seconds of steps spent on prompt tokens: each step's time × its instance's GPUs,
+    /// shared among the step's new tokens equally, the prompt chunks' share (a recomputation
+    /// after a preemption counts as prompt). The whole run, warm-up included.
+    pub prompt_busy_gpu_s: f64,
+    /// GPU-seconds of steps spent on output tokens (the decodes' share of each step, as
+    /// `prompt_busy_gpu_s`).
+    pub output_busy_gpu_s: f64,
     /// The prefix cache ([`SimConfig::prefix_cache`]): prompt tokens found in it ÷ prompt tokens
     /// looked up at admissions. Absent without the cache.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -365,6 +385,17 @@ pub struct SimSummary {
     /// `depth + 1`). Absent without speculation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_tokens_per_step: Option<f64>,
+}
+
+impl SimSummary {
+    /// Whether the run held p99 bounds (seconds) on TTFT and TPOT with every request finished:
+    /// what a deployment search ([`crate::plan_serving`]) and a capacity search
+    /// ([`crate::capacity`]) ask of a run. A bound of `None` is not checked.
+    pub fn holds_p99(&self, ttft_bound_s: Option<f64>, tpot_bound_s: Option<f64>) -> bool {
+        self.drained
+            && ttft_bound_s.is_none_or(|b| self.ttft_s.p99 <= b)
+            && tpot_bound_s.is_none_or(|b| self.tpot_s.count == 0 || self.tpot_s.p99 <= b)
+    }
 }
 
 /// One engine step, for a trace (`--trace-out`).
@@ -1030,6 +1061,9 @@ struct Engine<'a> {
     swap_link: Option<KvLink>,
     /// Completed requests counted in the summary (after the warm-up).
     measured_completed: u64,
+    /// GPU-seconds of steps on prompt and on output tokens ([`SimSummary::prompt_busy_gpu_s`]).
+    prompt_busy_gpu_s: f64,
+    output_busy_gpu_s: f64,
     /// Arrival of the first request after the warm-up, seconds from the start.
     window_start_s: f64,
 }
@@ -1305,6 +1339,8 @@ pub fn simulate_within(
         swap_link,
         measured_completed: 0,
         window_start_s: 0.0,
+        prompt_busy_gpu_s: 0.0,
+        output_busy_gpu_s: 0.0,
     };
     e.run(capacity, budget, &mut on_step)?;
     Ok(e.finish(capacity))
@@ -1530,7 +1566,7 @@ impl Engine<'_> {
             return Err(Error::invalid("block", self.cfg.block_tokens, "a block size the KV capacity can hold"));
         }
         chunks.clear();
-        let (mut decodes, mut prefills, mut tokens) = (0, 0, 0);
+        let (mut decodes, mut prefills, mut tokens, mut prompt_tokens) = (0, 0, 0, 0);
         for &(i, n) in &plan {
             let r = &inst.running[i];
             chunks.push(Chunk { new_tokens: n, cached_tokens: r.cached });
@@ -1538,6 +1574,7 @@ impl Engine<'_> {
                 decodes += 1;
             } else {
                 prefills += 1;
+                prompt_tokens += n;
             }
             tokens += n;
         }
@@ -1560,6 +1597,10 @@ impl Engine<'_> {
         };
         dt += self.draft_s(k, &plan, chunks);
         dt += self.swap_s(k)?;
+        let gpu_s = dt * self.pools[self.instances[k].pool].sc.parallel.gpus_per_replica() as f64;
+        let prompt_share = prompt_tokens as f64 / tokens as f64;
+        self.prompt_busy_gpu_s += gpu_s * prompt_share;
+        self.output_busy_gpu_s += gpu_s * (1.0 - prompt_share);
         let inst = &mut self.instances[k];
         inst.peak_running = inst.peak_running.max(inst.running.len() as u64);
         inst.batch.hold(plan.len() as f64, dt);
@@ -1854,6 +1895,9 @@ impl Engine<'_> {
             max_kv_utilisation: kv.max(),
             kv_capacity_tokens: capacity.whole,
             drained: self.completed == self.source.total(),
+            gpus: self.instances.iter().map(|i| self.pools[i.pool].sc.parallel.gpus_per_replica()).sum(),
+            prompt_busy_gpu_s: self.prompt_busy_gpu_s,
+            output_busy_gpu_s: self.output_busy_gpu_s,
             kv_transfer_s: self.link.is_some().then(|| self.transfer.quantiles()),
             prefix_cache_hit_rate: self.cfg.prefix_cache.then(|| {
                 let looked = sum(|i| i.looked_up_tokens);

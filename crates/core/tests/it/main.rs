@@ -4,6 +4,7 @@ mod architectures;
 mod checkpoint_headers;
 mod clock_tables;
 mod configs_2026;
+mod cost_under_load;
 mod disagg;
 mod econ;
 mod engines;

@@ -442,9 +442,13 @@ def simulate(
     replicas: Optional[int] = None,
     router: Optional[str] = None,
     max_steps: Optional[int] = None,
+    usd_per_hour: Optional[Number] = None,
 ) -> Simulation:
     """Serving under load: continuous batching, chunked prefill, paged KV; TTFT/TPOT/ITL
-    quantiles, goodput, one rate or a sweep of rates. ``disagg="1:3"`` runs prefill and decode
+    quantiles, goodput, and the cost under load (``cost``: $/M input, $/M output, $/request at
+    ``usd_per_hour``, default the catalogue's), one rate or a sweep of rates. ``rate="max"``
+    searches the largest rate within ``ttft_ms``/``tpot_ms`` (the JSON's ``capacity``: capacity,
+    saturation and knee; ``summary`` and ``cost`` are the run at the capacity). ``disagg="1:3"`` runs prefill and decode
     pools (KV moved over ``kv_link``; each pool's layout ``prefill_tp``, ``prefill_ep``,
     ``decode_tp``, ``decode_ep``, default the scenario's) beside aggregated serving on the same
     GPUs: the JSON then has ``aggregated`` (and ``aggregated_points``) beside ``summary``."""

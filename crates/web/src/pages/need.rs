@@ -263,8 +263,8 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                             (human::seconds(p.tpot_bound_s)) ": " strong { (best.replicas) " × " (layout_words(best.tp, best.pp, best.ep)) }
                             " = " strong #load-gpus data-value=(best.gpus) { (best.gpus) " " (p.inputs.gpu) } ", up to " (best.max_seqs)
                             " sequences per replica, p99 TTFT " (human::seconds(best.ttft_p99_s)) ", p99 TPOT " (human::seconds(best.tpot_p99_s))
-                            ", " (usd(best.usd_per_million_tokens)) " per million output tokens ("
-                            (human::count(p.simulations)) " simulations of " (human::count(p.requests_per_candidate)) " requests)."
+                            ": " strong #load-cost { (usd(best.usd_per_million_input_tokens)) "/M input · " (usd(best.usd_per_million_output_tokens)) "/M output · " (usd(best.usd_per_request)) "/request" }
+                            " under load, at " (usd(p.usd_per_hour)) "/GPU-hour (" (human::count(p.simulations)) " simulations of " (human::count(p.requests_per_candidate)) " requests)."
                         },
                         None => p #load-answer { "No simulated deployment holds both bounds." },
                     }

@@ -83,6 +83,7 @@ pub const KEYS: &[&str] = &[
     "replicas",
     "router",
     "max_steps",
+    "usd_per_hour",
 ];
 
 /// Scenario keys the simulation does not use (it builds its own steps).
@@ -93,7 +94,7 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "rate",
         label: "Arrival rate (requests/s)",
-        help: "requests/s, above 0 (default 10); a list (2,4,8) or range (1..16*2) of at most 12 sweeps the rate",
+        help: "requests/s, above 0 (default 10); a list (2,4,8) or range (1..16*2) of at most 12 sweeps the rate; max finds the largest rate within the TTFT and TPOT bounds",
         placeholder: "10",
     },
     PageInput {
@@ -304,6 +305,12 @@ pub const INPUTS: &[PageInput] = &[
         label: "Most engine steps",
         help: "over the answer's runs, 1 to 2,000,000 here (default 2,000,000)",
         placeholder: "2000000",
+    },
+    PageInput {
+        name: "usd_per_hour",
+        label: "Price ($/GPU-hour)",
+        help: "the cost under load is priced at it (default: the catalogue's approximate price)",
+        placeholder: "catalogue",
     },
 ];
 
@@ -529,6 +536,17 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 " Here the GPUs are split into prefill and decode pools: the numbers are that deployment's, and the table "
                 "below puts it beside aggregated serving on the same GPUs."
             }
+        }
+        @if report.capacity.is_some() {
+            dl.capacity #capacity {
+                @for (name, value) in report.capacity_rows() {
+                    dt { (name) } dd { (value) }
+                }
+            }
+        }
+        p #cost data-usd-per-request=[report.cost.and_then(|b| b.usd_per_request)] {
+            strong { (report.cost_row().1) }
+            @for line in report.cost_basis_lines() { br; (line) }
         }
         p.headline #headline {
             (i.model) " on " (i.gpu) " · " (st.arrivals)
