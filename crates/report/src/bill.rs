@@ -74,3 +74,14 @@ pub fn basis_name(basis: CostBasis) -> &'static str {
 
 /// How a bill under load is computed, for a footer.
 pub const UNDER_LOAD_FORMULA: &str = "cost = GPUs × $/GPU-hour × the run's hours (idle time included), per request ÷ requests completed; shared between prompt and output tokens as the steps' GPU time was (each step's time split equally among its new tokens)";
+
+/// The basis line of an answer on `basis`, pointing to the price under load where it is not one.
+pub fn basis_line(basis: CostBasis) -> String {
+    match basis {
+        CostBasis::UnderLoad => format!("cost basis: {}", basis.words()),
+        CostBasis::DecodeStep | CostBasis::StaticBatch => format!(
+            "cost basis: {} — the price under load, with prefill and queueing: simulate --rate max --ttft-ms … --tpot-ms … (or plan --rate)",
+            basis.words()
+        ),
+    }
+}

@@ -221,7 +221,10 @@ impl Report for CompareReport {
                 .to_vec(),
             rows,
             right_aligned: vec![3, 4, 5, 6, 7, 8],
-            footer: vec!["$/M tokens = GPUs × the catalogue's price ÷ 3600 ÷ tokens/s × 10⁶ (decode: output tokens; prefill: prompt tokens)".into()],
+            footer: vec![
+                "$/M tokens = GPUs × the catalogue's price ÷ 3600 ÷ tokens/s × 10⁶ (decode: output tokens; prefill: prompt tokens)".into(),
+                "cost basis: one step at its batch (no idle time, no queue) — the price under load: simulate --rate max --ttft-ms … --tpot-ms …".into(),
+            ],
             priority: vec![0, 0, 1, 0, 0, 1, 1, 2, 0, 2],
         }
     }

@@ -186,6 +186,7 @@ impl Report for CostReport {
             PriceSource::User => "price given",
         };
         let mut footer = vec![
+            crate::bill::basis_line(llm_ledger_core::economics::CostBasis::StaticBatch),
             format!("${}/GPU-hour: {source}", self.usd_per_hour),
             "$/M input = price/3600 · TTFT ÷ (batch · prompt) · 10⁶; $/M output = price/3600 · TPOT ÷ batch · 10⁶; $/request = price/3600 · e2e ÷ batch".into(),
             "the cheapest batch under a TPOT bound is the largest batch that meets it and fits (TPOT ÷ batch never rises with the batch)".into(),

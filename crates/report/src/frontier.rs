@@ -238,6 +238,7 @@ impl Report for FrontierReport {
             let n = self.front.iter().filter(|d| d.point.meets_bound).count();
             footer.push(format!("{n} of the {} on the front meet TPOT ≤ {}", self.front.len(), human::seconds(b)));
         }
+        footer.push(crate::bill::basis_line(llm_ledger_core::economics::CostBasis::DecodeStep));
         footer.push(self.fit_basis.rule(self.inputs.counting).into());
         HumanTable {
             title,

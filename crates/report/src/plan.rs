@@ -246,6 +246,7 @@ impl PlanReport {
             n => footer.push(format!("{n} more layouts meet the bound (--format json lists all)")),
         }
         footer.push(self.refusals());
+        footer.push(crate::bill::basis_line(llm_ledger_core::economics::CostBasis::DecodeStep));
         footer.push(format!(
             "$/M tokens = GPUs × ${}/3600 × TPOT ÷ batch × 10⁶ ({}); the largest batch that fits and meets the bound is each layout's cheapest",
             self.usd_per_hour,

@@ -921,7 +921,7 @@ mod tests {
                 simulate(&sc, &c, |_| {}).unwrap().summary
             })
             .collect();
-        SimulateReport::new(&sc, &cfg, runs, rates.len() > 1)
+        SimulateReport::new(&sc, &cfg, runs, rates.len() > 1).priced(Price::of(None, &sc).unwrap())
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn at_a_low_rate_one_gpu_holds_the_sla_and_is_the_cheapest() {
     assert!(best["ttft_p99_s"].as_f64().unwrap() <= 1.0);
     assert!(best["tpot_p99_s"].as_f64().unwrap() <= 0.05);
     let costs: Vec<f64> =
-        v["ranked"].as_array().unwrap().iter().map(|p| p["usd_per_million_tokens"].as_f64().unwrap()).collect();
+        v["ranked"].as_array().unwrap().iter().map(|p| p["usd_per_request"].as_f64().unwrap()).collect();
     assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
     assert!(v["layouts"].as_u64().unwrap() >= 2, "tp 1 and tp 2 were both considered");
     let front = v["pareto"].as_array().unwrap();
@@ -131,7 +131,7 @@ fn with_long_prompts_and_a_tight_tpot_a_disaggregated_deployment_is_cheapest() {
     assert_eq!((best["prefill_instances"].as_u64(), best["prefill_tp"].as_u64()), (Some(1), Some(1)), "{best}");
     assert_eq!((best["decode_instances"].as_u64(), best["decode_tp"].as_u64()), (Some(1), Some(2)), "{best}");
     assert_eq!((best["gpus"].as_u64(), best["replicas"].as_u64()), (Some(3), Some(1)));
-    let cost = |p: &Value| p["usd_per_million_tokens"].as_f64().unwrap();
+    let cost = |p: &Value| p["usd_per_request"].as_f64().unwrap();
     let ranked = v["ranked"].as_array().unwrap();
     let aggregated: Vec<&Value> = ranked.iter().filter(|p| p["serving"] == "aggregated").collect();
     assert!(!aggregated.is_empty() && aggregated.iter().all(|p| cost(p) > cost(best) && p["gpus"].as_u64() >= Some(4)));
@@ -146,4 +146,92 @@ fn with_long_prompts_and_a_tight_tpot_a_disaggregated_deployment_is_cheapest() {
         assert!(header.contains(&k), "{k}: {header:?}");
     }
     assert!(csv.lines().nth(1).unwrap().contains(",disaggregated,1,1,1,1,2,1"), "{csv}");
+}
+
+/// One question, one answer: the deployment `plan --rate` picks, run by `simulate` with the same
+/// scheduler, requests and seed at the replica's rate, costs the same to the last digit; and the
+/// capacity `simulate --rate max` finds costs what `simulate` at that rate costs.
+#[test]
+fn plan_under_load_simulate_and_capacity_give_one_price() {
+    let v = json(&args(&["--rate", "3", "--ttft-ms", "1000", "--tpot-ms", "50", "-f", "json"]));
+    let best = &v["ranked"][0];
+    assert_eq!(best["serving"], "aggregated", "{best}");
+    let n = |k: &str| best[k].as_u64().unwrap().to_string();
+    let rate = best["rate_per_replica_per_s"].as_f64().unwrap().to_string();
+    let (tp, seqs, chunk) = (n("tp"), n("max_seqs"), n("chunk_tokens"));
+    let sim = |rate: &str| {
+        json(&[
+            "simulate",
+            "--rate",
+            rate,
+            "--tp",
+            &tp,
+            "--max-seqs",
+            &seqs,
+            "--max-batched-tokens",
+            &chunk,
+            "--chunk",
+            &chunk,
+            "--requests",
+            "100",
+            "--prompt",
+            "256",
+            "--output",
+            "16",
+            "--ttft-ms",
+            "1000",
+            "--tpot-ms",
+            "50",
+            "-f",
+            "json",
+        ])
+    };
+    let s = sim(&rate);
+    for (plan_key, bill_key) in [
+        ("usd_per_million_input_tokens", "usd_per_million_input_tokens"),
+        ("usd_per_million_output_tokens", "usd_per_million_output_tokens"),
+        ("usd_per_request", "usd_per_request"),
+    ] {
+        assert_eq!(best[plan_key], s["cost"][bill_key], "{plan_key}: plan {best} simulate {}", s["cost"]);
+    }
+    assert_eq!(s["cost"]["basis"], "under-load");
+    // The capacity's price is simulate's at the capacity.
+    let c = json(&[
+        "simulate",
+        "--rate",
+        "max",
+        "--requests",
+        "100",
+        "--prompt",
+        "256",
+        "--output",
+        "16",
+        "--ttft-ms",
+        "1000",
+        "--tpot-ms",
+        "50",
+        "-f",
+        "json",
+    ]);
+    let cap = c["capacity"]["capacity_per_s"].as_f64().unwrap();
+    let at = json(&[
+        "simulate",
+        "--rate",
+        &cap.to_string(),
+        "--requests",
+        "100",
+        "--prompt",
+        "256",
+        "--output",
+        "16",
+        "--ttft-ms",
+        "1000",
+        "--tpot-ms",
+        "50",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(c["cost"], at["cost"]);
+    assert_eq!(c["summary"], at["summary"]);
+    assert!(c["capacity"]["saturation_per_s"].as_f64().unwrap() >= cap);
 }
