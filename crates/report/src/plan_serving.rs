@@ -221,7 +221,7 @@ impl ServingPlanReport {
             vec!["Pareto front: cost against p99 end-to-end latency (every simulated deployment holding the SLAs)"
                 .into()];
         let footer =
-            vec!["each point beats every other on $/M tokens or on p99 latency; more replicas cost more and wait less"
+            vec!["each point beats every other on $/request or on p99 latency; more replicas cost more and wait less"
                 .into()];
         self.table(title, &self.pareto, false, footer)
     }

@@ -537,17 +537,6 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 "below puts it beside aggregated serving on the same GPUs."
             }
         }
-        @if report.capacity.is_some() {
-            dl.capacity #capacity {
-                @for (name, value) in report.capacity_rows() {
-                    dt { (name) } dd { (value) }
-                }
-            }
-        }
-        p #cost data-usd-per-request=[report.cost.and_then(|b| b.usd_per_request)] {
-            strong { (report.cost_row().1) }
-            @for line in report.cost_basis_lines() { br; (line) }
-        }
         p.headline #headline {
             (i.model) " on " (i.gpu) " · " (st.arrivals)
             @if let Some(r) = s.offered_rate_per_s { " at " (human::sig3(r)) " requests/s" }
@@ -577,6 +566,17 @@ pub fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                 (latency_row("ITL", "itl", &s.itl_s))
                 (latency_row("end to end", "e2e", &s.e2e_s))
             }
+        }
+        @if report.capacity.is_some() {
+            dl.capacity #capacity {
+                @for (name, value) in report.capacity_rows() {
+                    dt { (name) } dd { (value) }
+                }
+            }
+        }
+        p #cost data-usd-per-request=[report.cost.and_then(|b| b.usd_per_request)] {
+            strong { (report.cost_row().1) }
+            @for line in report.cost_basis_lines() { br; (line) }
         }
         @if let Some(rate) = s.offered_rate_per_s {
             @let rates = sweep_rates(rate);
