@@ -141,7 +141,7 @@ pub fn find(
     let saturated = run(&closed)?.summary;
     runs.push(CapacityRun::of(None, &saturated, bounds));
     let mu = saturated.requests_per_s;
-    if !(mu > 0.0) {
+    if mu.is_nan() || mu <= 0.0 {
         return Err(Error::invalid("rate", "max", "a deployment that completes requests when full"));
     }
     let light_rate = LIGHT_LOAD * mu;
