@@ -157,80 +157,24 @@ fn plan_under_load_simulate_and_capacity_give_one_price() {
     let best = &v["ranked"][0];
     assert_eq!(best["serving"], "aggregated", "{best}");
     let n = |k: &str| best[k].as_u64().unwrap().to_string();
-    let rate = best["rate_per_replica_per_s"].as_f64().unwrap().to_string();
     let (tp, seqs, chunk) = (n("tp"), n("max_seqs"), n("chunk_tokens"));
-    let sim = |rate: &str| {
-        json(&[
-            "simulate",
-            "--rate",
-            rate,
-            "--tp",
-            &tp,
-            "--max-seqs",
-            &seqs,
-            "--max-batched-tokens",
-            &chunk,
-            "--chunk",
-            &chunk,
-            "--requests",
-            "100",
-            "--prompt",
-            "256",
-            "--output",
-            "16",
-            "--ttft-ms",
-            "1000",
-            "--tpot-ms",
-            "50",
-            "-f",
-            "json",
-        ])
+    // `simulate` at `rate` with the search's requests and bounds, and `extra` flags.
+    let sim = |rate: &str, extra: &[&str]| {
+        let mut a = vec!["simulate", "--rate", rate, "--requests", "100", "--prompt", "256", "--output", "16"];
+        a.extend_from_slice(&["--ttft-ms", "1000", "--tpot-ms", "50", "-f", "json"]);
+        a.extend_from_slice(extra);
+        json(&a)
     };
-    let s = sim(&rate);
-    for (plan_key, bill_key) in [
-        ("usd_per_million_input_tokens", "usd_per_million_input_tokens"),
-        ("usd_per_million_output_tokens", "usd_per_million_output_tokens"),
-        ("usd_per_request", "usd_per_request"),
-    ] {
-        assert_eq!(best[plan_key], s["cost"][bill_key], "{plan_key}: plan {best} simulate {}", s["cost"]);
+    let rate = best["rate_per_replica_per_s"].as_f64().unwrap().to_string();
+    let s = sim(&rate, &["--tp", &tp, "--max-seqs", &seqs, "--max-batched-tokens", &chunk, "--chunk", &chunk]);
+    for key in ["usd_per_million_input_tokens", "usd_per_million_output_tokens", "usd_per_request"] {
+        assert_eq!(best[key], s["cost"][key], "{key}: plan {best} simulate {}", s["cost"]);
     }
     assert_eq!(s["cost"]["basis"], "under-load");
     // The capacity's price is simulate's at the capacity.
-    let c = json(&[
-        "simulate",
-        "--rate",
-        "max",
-        "--requests",
-        "100",
-        "--prompt",
-        "256",
-        "--output",
-        "16",
-        "--ttft-ms",
-        "1000",
-        "--tpot-ms",
-        "50",
-        "-f",
-        "json",
-    ]);
+    let c = sim("max", &[]);
     let cap = c["capacity"]["capacity_per_s"].as_f64().unwrap();
-    let at = json(&[
-        "simulate",
-        "--rate",
-        &cap.to_string(),
-        "--requests",
-        "100",
-        "--prompt",
-        "256",
-        "--output",
-        "16",
-        "--ttft-ms",
-        "1000",
-        "--tpot-ms",
-        "50",
-        "-f",
-        "json",
-    ]);
+    let at = sim(&cap.to_string(), &[]);
     assert_eq!(c["cost"], at["cost"]);
     assert_eq!(c["summary"], at["summary"]);
     assert!(c["capacity"]["saturation_per_s"].as_f64().unwrap() >= cap);
