@@ -10,7 +10,9 @@ use llm_ledger_core::error::Text;
 use llm_ledger_core::limits::MAX_BATCH;
 use llm_ledger_core::limits::{parse_f64, TPOT_MS};
 use llm_ledger_core::plan::MAX_PLAN_GPUS;
-use llm_ledger_core::plan_serving::{Assessed, ServingPlanRequest, ServingSearch, DEFAULT_SEARCH_REQUESTS};
+use llm_ledger_core::plan_serving::{
+    Assessed, ServingPlanRequest, ServingSearch, DEFAULT_SEARCH_REQUESTS, MAX_SERVING_GPUS,
+};
 use llm_ledger_core::scenario::parse_u64;
 use llm_ledger_core::serving::{Serving, ServingRequest};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
@@ -153,6 +155,8 @@ pub struct PlanLoadRequest {
     pub rate: Option<String>,
     /// Bound on the p99 TTFT, milliseconds.
     pub ttft_ms: Option<String>,
+    /// Most GPUs of a deployment in all.
+    pub gpus_total: Option<String>,
     /// Requests simulated per candidate.
     pub requests: Option<String>,
     /// Seed of the draws.
@@ -170,6 +174,7 @@ impl PlanLoadRequest {
     pub fn check_static(&self) -> Result<()> {
         for (flag, given) in [
             ("ttft_ms", self.ttft_ms.is_some()),
+            ("gpus_total", self.gpus_total.is_some()),
             ("requests", self.requests.is_some()),
             ("seed", self.seed.is_some()),
             ("prompt", self.prompt.is_some()),
@@ -272,7 +277,8 @@ impl PlanLoadRequest {
             ..defaults
         };
         let (requests, seed) = (sim.requests, sim.seed);
-        let request = ServingPlanRequest { rate_per_s, ttft_bound_s, tpot_bound_s, max_gpus, price, sim };
+        let gpus_total = u("gpus_total", &self.gpus_total, MAX_SERVING_GPUS)?;
+        let request = ServingPlanRequest { rate_per_s, ttft_bound_s, tpot_bound_s, max_gpus, gpus_total, price, sim };
         let search = ServingSearch::new(sc, &request)?;
         Ok(LoadSearch { search, inputs: Inputs::of(sc), request, requests, seed, max_steps: self.max_steps.clone() })
     }
@@ -366,6 +372,12 @@ pub fn load_inputs() -> &'static [Input] {
     const INPUTS: &[Input] = &[
         Input::text("rate", None, "requests/s, a number > 0", "arrival rate of a plan under load (Poisson)"),
         Input::text("ttft_ms", None, "milliseconds", "bound on the p99 time to first token"),
+        Input::text(
+            "gpus_total",
+            Some("1024"),
+            "an integer from 1 to 1,024",
+            "most GPUs of a deployment in all (every replica, both pools; max_gpus bounds one replica)",
+        ),
         Input::text("requests", Some("2000"), "a positive integer", "requests simulated per candidate"),
         Input::text("seed", Some("0"), "an integer", "seed of the arrival and length draws"),
         Input::text("prompt", Some("2048"), "as simulate's prompt", "prompt tokens"),

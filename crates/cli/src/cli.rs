@@ -991,6 +991,10 @@ pub struct PlanLoadArgs {
     /// With --rate: bound on the p99 time to first token, milliseconds.
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub ttft_ms: Option<String>,
+    /// With --rate: most GPUs of a deployment in all, every replica and both pools (default
+    /// 1024); --max-gpus bounds one replica.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
+    pub gpus_total: Option<String>,
     /// With --rate: requests simulated per candidate (default 2000).
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub requests: Option<String>,
@@ -1304,6 +1308,7 @@ impl PlanLoadArgs {
         llm_ledger_app::plan::PlanLoadRequest {
             rate: a.rate,
             ttft_ms: a.ttft_ms,
+            gpus_total: a.gpus_total,
             requests: a.requests,
             seed: a.seed,
             prompt: a.prompt,

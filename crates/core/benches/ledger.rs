@@ -176,6 +176,7 @@ fn plan_rate(c: &mut Criterion) {
         ttft_bound_s: 2.0,
         tpot_bound_s: 0.05,
         max_gpus: 8,
+        gpus_total: 8,
         price: Price { usd_per_hour: 2.0, source: PriceSource::User },
         sim: SimConfig { requests: DEFAULT_SEARCH_REQUESTS, ..SimConfig::poisson(10.0) },
     };

@@ -15,7 +15,8 @@
 //!   hold them.
 //! * **Early stop**: a layout whose single decode step (batch 1, an empty cache) already exceeds
 //!   the TPOT bound is not simulated; doubling stops when the worse of the two p99 ÷ bound ratios
-//!   improves by less than 5 % (more replicas do not help), or past [`MAX_SERVING_GPUS`] GPUs.
+//!   improves by less than 5 % (more replicas do not help), or past `gpus_total` GPUs in all
+//!   (at most [`MAX_SERVING_GPUS`]).
 //! * **Disaggregated candidates** (prefill and decode pools, [`crate::simulate::disagg`]): per
 //!   pool the [`POOL_LAYOUTS`] layouts of the fewest GPUs (then the fastest) that hold the
 //!   lengths and meet that pool's bound alone (the mean prompt's prefill within the TTFT bound;
@@ -28,7 +29,7 @@
 //!   requests/s; fewer instances cannot keep up and are not tried), doubles the
 //!   pool that misses its SLA — the prefill pool for TTFT, the decode pool for TPOT, which the
 //!   move's wait is in — until both hold (the same 5 % early stop, at most
-//!   [`MAX_INSTANCES`] instances and [`MAX_SERVING_GPUS`] GPUs), then bisects the prefill pool
+//!   [`MAX_INSTANCES`] instances and `gpus_total` GPUs), then bisects the prefill pool
 //!   down, then the decode pool.
 //! * **Cost**: the one cost model under load ([`Bill::under_load`]): per request `GPUs ·
 //!   price/3600 ÷ requests/s`, the cost shared between prompt and output tokens as the steps'
@@ -79,6 +80,9 @@ pub struct ServingPlanRequest {
     pub tpot_bound_s: f64,
     /// Most GPUs per replica.
     pub max_gpus: u64,
+    /// Most GPUs of a deployment in all (every replica, or both pools), at most
+    /// [`MAX_SERVING_GPUS`].
+    pub gpus_total: u64,
     /// GPU-hour price.
     pub price: Price,
     /// Requests, seed, lengths, schedule, block and reserve of every simulation (its arrivals,
@@ -314,7 +318,10 @@ fn assess(on: OnLayout<'_>, req: &ServingPlanRequest, cfg: &SimConfig, budget: &
     let sc = on.sc;
     let mut out =
         Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, failed_at: None, error: None };
-    let max_replicas = MAX_SERVING_GPUS / sc.parallel.gpus_per_replica();
+    let max_replicas = req.gpus_total / sc.parallel.gpus_per_replica();
+    if max_replicas == 0 {
+        return Ok(out);
+    }
     // μ: requests/s of one replica decoding `max_seqs` sequences every step (an upper bound).
     let mut clock = StepClock::new(sc);
     let cached = cfg.prompt.mean_tokens().round() as u64;
@@ -381,9 +388,9 @@ fn fewest_meeting(
 }
 
 /// The most instances of a pool `other` instances leave, with `per` and `other_gpus` GPUs: at most
-/// [`MAX_INSTANCES`] instances and [`MAX_SERVING_GPUS`] GPUs in all.
-fn pool_room(per: u64, other: u64, other_gpus: u64) -> u64 {
-    MAX_INSTANCES.saturating_sub(other).min(MAX_SERVING_GPUS.saturating_sub(other_gpus) / per)
+/// [`MAX_INSTANCES`] instances and `gpus_total` GPUs in all.
+fn pool_room(per: u64, other: u64, other_gpus: u64, gpus_total: u64) -> u64 {
+    MAX_INSTANCES.saturating_sub(other).min(gpus_total.saturating_sub(other_gpus) / per)
 }
 
 /// One simulation of `x` prefill instances of `prefill` and `y` decode instances of `decode`
@@ -466,7 +473,7 @@ fn assess_split(
         Assessed { best: None, points: Vec::new(), closest: None, simulations: 0, failed_at: None, error: None };
     let (gp, gd) = (prefill.parallel.gpus_per_replica(), decode.parallel.gpus_per_replica());
     let (x0, y0) = split_start(prefill, decode, req, cfg);
-    if x0 + y0 > MAX_INSTANCES || x0 * gp + y0 * gd > MAX_SERVING_GPUS {
+    if x0 + y0 > MAX_INSTANCES || x0 * gp + y0 * gd > req.gpus_total {
         return Ok(out);
     }
     let run = |at: (u64, u64), out: &mut Assessed| -> Result<Option<ServingPoint>> {
@@ -503,11 +510,11 @@ fn assess_split(
         let (mut nx, mut ny) = (x, y);
         if ttft_miss {
             x_miss = x;
-            nx = (2 * x).min(pool_room(gp, y, y * gd));
+            nx = (2 * x).min(pool_room(gp, y, y * gd, req.gpus_total));
         }
         if tpot_miss {
             y_miss = y;
-            ny = (2 * y).min(pool_room(gd, nx, nx * gp));
+            ny = (2 * y).min(pool_room(gd, nx, nx * gp, req.gpus_total));
         }
         if (nx, ny) == (x, y) {
             return Ok(out); // at the most instances a deployment takes
@@ -690,9 +697,13 @@ impl ServingSearch {
         if !(1..=crate::plan::MAX_PLAN_GPUS).contains(&req.max_gpus) {
             return Err(Error::invalid("max_gpus", req.max_gpus, integer_in(1, crate::plan::MAX_PLAN_GPUS)));
         }
+        if !(1..=MAX_SERVING_GPUS).contains(&req.gpus_total) {
+            return Err(Error::invalid("gpus_total", req.gpus_total, integer_in(1, MAX_SERVING_GPUS)));
+        }
         SimConfig { ttft_slo_s: Some(req.ttft_bound_s), tpot_slo_s: Some(req.tpot_bound_s), ..req.sim.clone() }
             .validate()?;
-        let layouts: Vec<Scenario> = layouts(base, req.max_gpus).into_iter().filter(|sc| sc.parallel.pp == 1).collect();
+        let layouts: Vec<Scenario> =
+            layouts(base, req.max_gpus.min(req.gpus_total)).into_iter().filter(|sc| sc.parallel.pp == 1).collect();
         // Early stop: a layout whose fastest decode step misses the TPOT bound is not simulated.
         let quick: Vec<(usize, f64)> = layouts
             .iter()

@@ -43,6 +43,7 @@ pub(crate) const PLAN_KEYS: &[&str] = &[
     "pareto",
     "rate",
     "ttft_ms",
+    "gpus_total",
     "requests",
     "seed",
     "prompt",

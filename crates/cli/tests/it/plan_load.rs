@@ -179,3 +179,21 @@ fn plan_under_load_simulate_and_capacity_give_one_price() {
     assert_eq!(c["summary"], at["summary"]);
     assert!(c["capacity"]["saturation_per_s"].as_f64().unwrap() >= cap);
 }
+
+/// `--gpus-total` bounds the deployment's GPUs in all (every replica), where `--max-gpus` bounds
+/// one replica: a rate that takes several replicas gets no answer past the total.
+#[test]
+fn gpus_total_bounds_every_replica_together() {
+    let free = json(&args(&["--rate", "60", "--ttft-ms", "1000", "--tpot-ms", "50", "-f", "json"]));
+    let most = free["ranked"].as_array().unwrap().iter().map(|p| p["gpus"].as_u64().unwrap()).max().unwrap();
+    assert!(most > 2, "the unbounded search has deployments of more than 2 GPUs: {most}");
+    let bounded =
+        json(&args(&["--rate", "60", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus-total", "2", "-f", "json"]));
+    let ranked = bounded["ranked"].as_array().unwrap();
+    assert!(!ranked.is_empty());
+    assert!(ranked.iter().all(|p| p["gpus"].as_u64().unwrap() <= 2), "{ranked:?}");
+    let e = fails(&args(&["--rate", "60", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus-total", "0"]));
+    assert!(e.contains("--gpus-total"), "{e}");
+    let e = fails(&args(&["--gpus-total", "4", "--tpot-ms", "50"]));
+    assert!(e.contains("--gpus-total") && e.contains("--rate"), "{e}");
+}

@@ -360,6 +360,7 @@ def plan(
     link_efficiency: Optional[Number] = None,
     rate: Optional[Number] = None,
     ttft_ms: Optional[Number] = None,
+    gpus_total: Optional[int] = None,
     requests: Optional[int] = None,
     seed: Optional[int] = None,
     prompt: Optional[Lengths] = None,

@@ -24,10 +24,11 @@ use maud::{html, Markup};
 use std::sync::atomic::AtomicBool;
 
 /// The page's keys: the app's `need` inputs, then those of the plan under load it takes.
-pub(super) const KEYS: &[&str] = &["max_gpus", "reserve", "tpot_ms", "rate", "ttft_ms", "prompt", "output", "requests"];
+pub(super) const KEYS: &[&str] =
+    &["max_gpus", "reserve", "tpot_ms", "rate", "ttft_ms", "gpus_total", "prompt", "output", "requests"];
 
 /// The keys of the plan under load.
-const LOAD_KEYS: &[&str] = &["rate", "ttft_ms", "prompt", "output", "requests"];
+const LOAD_KEYS: &[&str] = &["rate", "ttft_ms", "gpus_total", "prompt", "output", "requests"];
 
 /// Requests simulated per candidate of the plan under load when none is given: fewer than the
 /// CLI's 2,000, so that a search stays within the explorer's step budget.
@@ -58,6 +59,12 @@ pub(super) const INPUTS: &[PageInput] = &[
         placeholder: "e.g. 2",
     },
     PageInput { name: "ttft_ms", label: "p99 TTFT bound (ms)", help: "with a rate", placeholder: "e.g. 1000" },
+    PageInput {
+        name: "gpus_total",
+        label: "GPUs in all",
+        help: "with a rate: most GPUs of the deployment, every replica counted (the GPU budget bounds one replica)",
+        placeholder: "1024",
+    },
     PageInput { name: "prompt", label: "Prompt tokens", help: "with a rate: per request", placeholder: "2048" },
     PageInput { name: "output", label: "Output tokens", help: "with a rate: per request", placeholder: "256" },
     PageInput {
@@ -119,6 +126,7 @@ fn under_load(q: &PageQuery, catalog: &Catalog, cancel: &AtomicBool) -> Result<O
     let mut load = PlanLoadRequest {
         rate: Some(rate.to_string()),
         ttft_ms: q.extra("ttft_ms").map(str::to_string),
+        gpus_total: q.extra("gpus_total").map(str::to_string),
         requests: Some(q.extra("requests").unwrap_or(WEB_REQUESTS).to_string()),
         prompt: q.extra("prompt").map(str::to_string),
         output: q.extra("output").map(str::to_string),
@@ -134,6 +142,7 @@ fn under_load(q: &PageQuery, catalog: &Catalog, cancel: &AtomicBool) -> Result<O
         ("reserve", req.reserve.as_deref()),
         ("rate", Some(rate)),
         ("ttft_ms", load.ttft_ms.as_deref()),
+        ("gpus_total", load.gpus_total.as_deref()),
         ("requests", load.requests.as_deref()),
         ("prompt", load.prompt.as_deref()),
         ("output", load.output.as_deref()),
