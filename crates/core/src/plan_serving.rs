@@ -201,6 +201,10 @@ pub struct ServingPlan {
     pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
+    /// Candidates not assessed: the search stopped at its budget or deadline first (they are
+    /// the ones with the most GPUs, [`ServingSearch::fewest_gpus_first`]); 0 for a whole search.
+    #[serde(default)]
+    pub unassessed: usize,
 }
 
 /// The worse of the two p99 ÷ bound ratios (≤ 1: both SLAs hold).
@@ -777,8 +781,30 @@ impl ServingSearch {
         }
     }
 
+    /// The candidates in the order a search that may stop early assesses them: the fewest GPUs
+    /// of one instance first (a disaggregated candidate: one instance of each pool), then in
+    /// candidate order.
+    pub fn fewest_gpus_first(&self) -> Vec<usize> {
+        let gpus = |c: &Candidate| match c {
+            Candidate::Aggregated(i, _) => self.layouts[*i].parallel.gpus_per_replica(),
+            Candidate::Disaggregated(p, d, _) => {
+                self.layouts[*p].parallel.gpus_per_replica() + self.layouts[*d].parallel.gpus_per_replica()
+            }
+        };
+        let mut order: Vec<usize> = (0..self.work.len()).collect();
+        order.sort_by_key(|&j| (gpus(&self.work[j]), j));
+        order
+    }
+
     /// The plan from every candidate's assessment, in candidate order.
     pub fn gather(&self, assessed: Vec<Assessed>) -> Result<ServingPlan> {
+        self.gather_partial(assessed.into_iter().map(Some).collect())
+    }
+
+    /// The plan from the candidates assessed, in candidate order (`None`: not assessed, the
+    /// search stopped first; [`ServingPlan::unassessed`] counts them). With none holding the
+    /// SLAs and some not assessed, the refusal says the search stopped and how to narrow it.
+    pub fn gather_partial(&self, assessed: Vec<Option<Assessed>>) -> Result<ServingPlan> {
         if assessed.len() != self.work.len() {
             return Err(Error::invalid(
                 "candidates",
@@ -786,6 +812,20 @@ impl ServingSearch {
                 format!("{} assessments, one per candidate", self.work.len()),
             ));
         }
+        let unassessed = assessed.iter().filter(|a| a.is_none()).count();
+        let assessed: Vec<Assessed> = assessed
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or(Assessed {
+                    best: None,
+                    points: Vec::new(),
+                    closest: None,
+                    simulations: 0,
+                    failed_at: None,
+                    error: None,
+                })
+            })
+            .collect();
         let (base, req, layouts, quick, work) = (&self.base, &self.req, &self.layouts, &self.quick, &self.work);
         let (mut ranked, mut meeting, mut closest, mut simulations) = (Vec::new(), Vec::new(), None, 0);
         // The first candidate whose simulation could not run: (candidate, replicas, its error).
@@ -803,6 +843,13 @@ impl ServingSearch {
                     closest = Some(c);
                 }
             }
+        }
+        if ranked.is_empty() && unassessed > 0 {
+            return Err(Error::refused(
+                "max_gpus",
+                format!("{} (the search stopped after {} of {} candidates)", req.max_gpus, work.len() - unassessed, work.len()),
+                "a narrower search: fewer GPUs per replica ({max_gpus}), fewer {requests} per candidate, or more {max_steps}",
+            ));
         }
         if ranked.is_empty() {
             // Every simulation failed to run: that reason (e.g. a prompt past every KV capacity).
@@ -858,6 +905,7 @@ impl ServingSearch {
             layouts: layouts.len(),
             candidates: work.len(),
             disaggregated_candidates: work.len() - self.aggregated,
+            unassessed,
             simulations,
         })
     }

@@ -59,6 +59,8 @@ pub struct ServingPlanReport {
     pub disaggregated_candidates: usize,
     /// Simulations run.
     pub simulations: u64,
+    /// Candidates not assessed: the search stopped at its budget or deadline (the most GPUs).
+    pub unassessed: usize,
     /// The fewest replicas of each candidate holding both SLAs, cheapest first.
     pub ranked: Vec<ServingPoint>,
     /// Cost against p99 end-to-end latency.
@@ -95,6 +97,7 @@ impl ServingPlanReport {
             candidates: plan.candidates,
             disaggregated_candidates: plan.disaggregated_candidates,
             simulations: plan.simulations,
+            unassessed: plan.unassessed,
             ranked: plan.ranked,
             pareto: plan.pareto,
         }
@@ -201,6 +204,14 @@ impl ServingPlanReport {
         match self.ranked.len().saturating_sub(SHOWN) {
             0 => {}
             n => footer.push(format!("{n} more deployments hold the SLAs (--format json lists all)")),
+        }
+        if self.unassessed > 0 {
+            footer.push(format!(
+                "partial: the search stopped at its budget with {} of {} candidates assessed, the fewest GPUs first; the {} not assessed (more GPUs per replica) might be cheaper",
+                self.candidates - self.unassessed,
+                self.candidates,
+                self.unassessed
+            ));
         }
         footer.push(format!(
             "searched {} layouts, {} candidates ({} aggregated: layout × max seqs × chunk; {} disaggregated: prefill layout × decode layout × max seqs), {} simulations of {} requests each (Poisson, seed {}); each replica is simulated at rate ÷ replicas, each disaggregated deployment at the rate",

@@ -16,17 +16,19 @@
 use crate::api::{command, heavy, rendered};
 use crate::error::AppError;
 use crate::pages::compare::{saved_scenarios, SAVED_KEYS};
-use crate::pages::serving::MAX_WEB_STEPS;
 use crate::query::PageQuery;
 use crate::AppState;
 use axum::Router;
 use llm_ledger_app::plan::{max_gpus, PlanLoadRequest, PlanRequest};
-use llm_ledger_app::Files;
+use llm_ledger_app::simulate::budget;
+use llm_ledger_app::{CommandError, Files};
 use llm_ledger_core::simulate::budget::MAX_STEPS_FIELD;
 use llm_ledger_core::Error;
 use llm_ledger_report::compare::CompareReport;
-use std::sync::atomic::AtomicBool;
+use llm_ledger_report::plan_serving::ServingPlanReport;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The routes.
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -80,24 +82,64 @@ pub(crate) fn web_max_gpus(text: Option<&str>) -> Result<u64, Error> {
     Ok(n)
 }
 
+/// Engine steps one plan under load on the explorer may take (and takes when none is given):
+/// its time is bounded by [`WEB_SEARCH`] rather than by steps, so this only stops a search whose
+/// steps are all cheap (memoised) from running on past what any answer needs.
+pub(crate) const MAX_WEB_PLAN_STEPS: u64 = 50_000_000;
+
+/// How long a plan under load searches before it answers with the candidates it has assessed,
+/// the fewest GPUs first ([`PlanLoadRequest::report_fewest_first`]): well inside the request's
+/// 10 s deadline, so a large model's search answers partially rather than not at all.
+pub(crate) const WEB_SEARCH: Duration = Duration::from_secs(6);
+
 /// A plan under load is held to the explorer's step budget: `max_steps` at most
-/// [`MAX_WEB_STEPS`], and that budget when none is given.
+/// [`MAX_WEB_PLAN_STEPS`], and that budget when none is given.
 pub(crate) fn web_budget(load: &mut PlanLoadRequest) -> Result<(), Error> {
     let asked = match &load.max_steps {
         Some(t) => llm_ledger_core::scenario::parse_u64(MAX_STEPS_FIELD, t)?,
-        None => MAX_WEB_STEPS,
+        None => MAX_WEB_PLAN_STEPS,
     };
-    if asked > MAX_WEB_STEPS {
+    if asked > MAX_WEB_PLAN_STEPS {
         return Err(Error::invalid(
             MAX_STEPS_FIELD,
             asked,
             format!(
-                "at most {MAX_WEB_STEPS} engine steps in one explorer answer (`llm-ledger plan --rate` takes more)"
+                "at most {MAX_WEB_PLAN_STEPS} engine steps in one explorer answer (`llm-ledger plan --rate` takes more)"
             ),
         ));
     }
     load.max_steps = Some(asked.to_string());
     Ok(())
+}
+
+/// The plan under load of `load` on the explorer: the fewest GPUs first, stopped at
+/// [`WEB_SEARCH`] (or when the request is cancelled) with what it has assessed.
+pub(crate) fn plan_under_load(
+    load: &PlanLoadRequest,
+    sc: &llm_ledger_core::Scenario,
+    s: &llm_ledger_core::serving::Serving,
+    checked: (f64, f64),
+    max_gpus: u64,
+    cancel: &AtomicBool,
+) -> Result<ServingPlanReport, CommandError> {
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let end = Instant::now() + WEB_SEARCH;
+            while !done.load(Ordering::Relaxed) {
+                if cancel.load(Ordering::Relaxed) || Instant::now() >= end {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let answer = budget(load.max_steps.as_deref(), Some(&stop))
+            .map_err(CommandError::from)
+            .and_then(|b| load.report_fewest_first(sc, s, checked, max_gpus, Files::None, &b));
+        done.store(true, Ordering::Relaxed);
+        answer
+    })
 }
 
 fn plan(state: &AppState, q: Option<&str>, cancel: &AtomicBool) -> Result<axum::response::Response, AppError> {
@@ -118,8 +160,7 @@ fn plan(state: &AppState, q: Option<&str>, cancel: &AtomicBool) -> Result<axum::
         web_budget(&mut load).map_err(|e| q.core_error(&e))?;
         let sc = q.resolve(&state.catalog)?.scenario;
         let s = req.serving(&sc).map_err(|e| q.command_error(&e))?;
-        let report =
-            load.report(&sc, &s, checked, max_gpus, Files::None, Some(cancel)).map_err(|e| q.command_error(&e))?;
+        let report = plan_under_load(&load, &sc, &s, checked, max_gpus, cancel).map_err(|e| q.command_error(&e))?;
         return rendered(&report, format);
     }
     load.check_static().map_err(|e| q.command_error(&e))?;

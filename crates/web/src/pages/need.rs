@@ -13,7 +13,6 @@ use crate::error::AppError;
 use crate::query::PageQuery;
 use llm_ledger_app::need::NeedRequest;
 use llm_ledger_app::plan::{PlanLoadRequest, PlanRequest};
-use llm_ledger_app::Files;
 use llm_ledger_core::parallel::layout_words;
 use llm_ledger_core::Catalog;
 use llm_ledger_report::human::{self, usd};
@@ -151,7 +150,8 @@ fn under_load(q: &PageQuery, catalog: &Catalog, cancel: &AtomicBool) -> Result<O
     page.retain(|(_, v)| v.is_some());
     let api = PageQuery { extra: Vec::new(), ..b }.href_page("/api/plan", &[], &page);
     // Bounds no deployment holds, or a search past the budget, are said in the section.
-    let report = load.report(&sc, &s, checked, gpus, Files::None, Some(cancel)).map_err(|e| q.command_error(&e));
+    let report =
+        crate::api_deploy::plan_under_load(&load, &sc, &s, checked, gpus, cancel).map_err(|e| q.command_error(&e));
     Ok(Some((api, report)))
 }
 
@@ -276,6 +276,14 @@ pub(super) fn render(ctx: &PageCtx) -> Result<Markup, AppError> {
                             " under load, at " (usd(p.usd_per_hour)) "/GPU-hour (" (human::count(p.simulations)) " simulations of " (human::count(p.requests_per_candidate)) " requests)."
                         },
                         None => p #load-answer { "No simulated deployment holds both bounds." },
+                    }
+                    @if p.unassessed > 0 {
+                        p.notice #load-partial role="status" {
+                            "Partial: the search answered at its deadline with " (human::count((p.candidates - p.unassessed) as u64))
+                            " of " (human::count(p.candidates as u64)) " candidates assessed, the fewest GPUs first; those left "
+                            "(more GPUs per replica) might be cheaper. A smaller GPU budget or fewer requests per candidate "
+                            "makes the search complete."
+                        }
                     }
                     p.downloads.notes {
                         "The plan under load as " a href=(api) { "JSON" } " (" code { "llm-ledger plan --rate --format json" } ", within the explorer's step budget)."
