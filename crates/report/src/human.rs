@@ -189,6 +189,11 @@ pub fn usd(v: f64) -> String {
     }
 }
 
+/// A count and its noun, plural unless it is one: `1 tile`, `32 tile rows`.
+pub fn plural(n: u64, what: &str) -> String {
+    format!("{} {what}{}", count(n), if n == 1 { "" } else { "s" })
+}
+
 /// A ratio of two like quantities, with its `×` after it: two decimals below 10 (`1.15×`,
 /// `0.66×`), three significant figures from 10 (`16.0×`, `123×`).
 pub fn ratio(v: f64) -> String {

@@ -717,7 +717,7 @@ impl SimulateReport {
         let rows =
             self.pairs().into_iter().flat_map(|(a, b)| [row(d.label(), a), row(d.aggregated_label(), b)]).collect();
         let mut footer = self.footer();
-        let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let plural = human::plural;
         let deployment = match d.gpus_per_instance {
             Some(per) => format!(
                 "{}: {} and {} of {} each ({} in all); aggregated ×{}: as many instances serving both, arrivals dealt round robin",

@@ -96,11 +96,6 @@ pub fn roofline_s(g: &GemmTiling, gpu: &Gpu, eff: Efficiency) -> f64 {
     (g.flops / (peak * eff.compute)).max(g.ideal_bytes / (gpu.memory_bandwidth_bytes_per_s * eff.bandwidth))
 }
 
-/// `1 tile row`, `32 tile rows`.
-pub fn plural(n: u64, what: &str) -> String {
-    format!("{} {what}{}", human::count(n), if n == 1 { "" } else { "s" })
-}
-
 fn limiters(o: &llm_ledger_core::tiling::Occupancy) -> String {
     o.limiters().map(|l| l.name()).collect::<Vec<_>>().join(" + ")
 }
@@ -227,7 +222,7 @@ pub fn gemm_lines(g: &GemmTiling, roofline_time_s: f64) -> Vec<String> {
             human::bytes(o.smem_carveout_bytes as f64),
         ),
         format!(
-            "grid: {} × {} tiles{batch} = {}, {} K steps; waves of {} ({} SMs × {}): {} wave{}, the last holding {} tiles ({} of a wave); {} of {} SMs busy",
+            "grid: {} × {} tiles{batch} = {}, {} K steps; waves of {} ({} SMs × {}): {} wave{}, the last holding {} ({} of a wave); {} of {} SMs busy",
             human::count(g.tiles_m),
             human::count(g.tiles_n),
             human::count(g.tiles),
@@ -237,7 +232,7 @@ pub fn gemm_lines(g: &GemmTiling, roofline_time_s: f64) -> Vec<String> {
             o.ctas_per_sm,
             g.waves,
             if g.waves == 1 { "" } else { "s" },
-            g.tail_tiles,
+            human::plural(g.tail_tiles, "tile"),
             human::percent(g.tail_utilisation),
             g.busy_sms,
             g.sm_count
@@ -247,9 +242,9 @@ pub fn gemm_lines(g: &GemmTiling, roofline_time_s: f64) -> Vec<String> {
             "bytes: read once {}; as tiled {} = A re-read by {} {} + B re-read by {} {} + C: reuse factor {}",
             human::bytes(g.ideal_bytes),
             human::bytes(g.tiled_bytes),
-            plural(g.tiles_n, "tile column"),
+            human::plural(g.tiles_n, "tile column"),
             human::bytes(g.tiled_a_bytes),
-            plural(g.tiles_m, "tile row"),
+            human::plural(g.tiles_m, "tile row"),
             human::bytes(g.tiled_b_bytes),
             human::ratio(g.reuse_factor)
         ),

@@ -359,9 +359,9 @@ fn gemm_addup_lines(n: &OpNode, a: &AddUp, counting_note: Option<&str>, with_rea
         "bytes {} (the reuse factor): each A strip ({} rows × K) is re-read by the {} of its row, each B strip (K × {} columns) by the {} of its column; {} instead of {}",
         human::ratio(a.bytes_ratio()),
         g.tile.bm,
-        crate::tile::plural(g.tiles_n, "tile"),
+        human::plural(g.tiles_n, "tile"),
         g.tile.bn,
-        crate::tile::plural(g.tiles_m, "tile"),
+        human::plural(g.tiles_m, "tile"),
         human::bytes(g.tiled_bytes),
         human::bytes(g.ideal_bytes)
     ));

@@ -24,6 +24,7 @@ pub(crate) fn layout(
     let links_query = refused.map(|f| query.clone_with(&[(f, None)]));
     let links_query = links_query.as_ref().unwrap_or(query);
     let title = match error {
+        Some(e) if e.status == axum::http::StatusCode::NOT_FOUND => "Not found · llm-ledger".to_string(),
         Some(_) => format!("{} · error · llm-ledger", page.title),
         None => format!("{} · llm-ledger", page.title),
     };
@@ -35,6 +36,8 @@ pub(crate) fn layout(
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 title { (title) }
+                // No icon: an empty one, so that browsers do not ask for /favicon.ico (a 404).
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href=(assets::css_path());
                 script src=(assets::js_path()) defer {}
             }
@@ -98,9 +101,10 @@ fn nav(current: &PageInfo, query: &PageQuery) -> Markup {
 /// A page that cannot show its result: the page's heading and what it shows, the error, and
 /// how to get back to a result (the control it is about, or the page without the input).
 pub(crate) fn error_page(e: &AppError, page: &PageInfo, query: &PageQuery) -> Markup {
+    let not_found = e.status == axum::http::StatusCode::NOT_FOUND;
     html! {
-        h1 { (page.title) }
-        p.lead { (page.summary) }
+        h1 { (if not_found { "Not found" } else { page.title }) }
+        p.lead { (if not_found { "There is no page at this address: the pages are listed above." } else { page.summary }) }
         (error_box(e, page, query))
         @if e.status.is_client_error() {
             p.note #error-help {

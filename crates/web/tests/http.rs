@@ -384,7 +384,16 @@ async fn oversized_queries_and_unknown_paths_are_refused_cleanly() {
     assert!(!r.body.contains("root:"));
     let r = get("/assets/../Cargo.toml").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert_eq!(get("/nope").await.status, StatusCode::NOT_FOUND);
+    let r = get("/nope").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Titled as what it is, not as the page its navigation is drawn from.
+    assert!(
+        r.body.contains("<title>Not found · llm-ledger</title>") && r.body.contains("<h1>Not found</h1>"),
+        "{}",
+        r.body
+    );
+    // Every page names an empty icon, so no browser asks for /favicon.ico.
+    assert!(get("/").await.body.contains(r#"<link rel="icon" href="data:,">"#));
 }
 
 /// The answer to `uri` asked for with `Accept-Encoding: encoding`: its headers and raw body.

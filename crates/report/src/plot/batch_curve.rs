@@ -142,7 +142,7 @@ impl BatchCurve {
             for (i, (batch, colour, what)) in markers.iter().enumerate() {
                 let Some(b) = batch.filter(|b| b.is_finite() && *b > 0.0) else { continue };
                 let x = lb(b);
-                let label = format!("{what}: batch {}", human::sig3(b));
+                let label = format!("{what}: batch {}", human::quantity(b));
                 let (lx, ly) = at(x0, top);
                 if x > x1 {
                     overlay.text(
@@ -177,7 +177,7 @@ impl BatchCurve {
                     let fits = (b.ceil() as u64).saturating_sub(1).max(1);
                     let tip = format!(
                         "memory wall: batch {} is the first that does not fit\nlargest batch that fits: {}",
-                        human::sig3(b),
+                        human::quantity(b),
                         human::count(fits)
                     );
                     ("wall", tip, fits)

@@ -157,7 +157,7 @@ impl MoeCurve {
                 let mut tip = format!(
                     "batch {} ({})\n{:.1} of {} experts touched ({})\n{:.2} tokens per touched expert",
                     human::count(p.batch),
-                    crate::tile::plural(p.tokens as u64, "token"),
+                    crate::human::plural(p.tokens as u64, "token"),
                     p.experts_touched,
                     self.experts,
                     human::percent(p.experts_touched / e),

@@ -314,8 +314,8 @@ impl TileGrid<'_> {
             let mut y = side_bottom + 10.0;
             let lines = [
                 (FG, format!("outlined: tile row {}, column {}", tr + 1, tc + 1)),
-                (STRIP_A, format!("its row: {} tiles read the same A strip", human::count(t.tiles_n))),
-                (STRIP_B, format!("its column: {} tiles read the same B strip", human::count(t.tiles_m))),
+                (STRIP_A, format!("its row: {} read the same A strip", human::plural(t.tiles_n, "tile"))),
+                (STRIP_B, format!("its column: {} read the same B strip", human::plural(t.tiles_m, "tile"))),
             ];
             for (colour, text) in lines {
                 o.raw(&strip_rect(x, y - 9.0, 14.0, 10.0, "legend", colour, 2.0));
@@ -326,11 +326,11 @@ impl TileGrid<'_> {
         }
         let height = (top + l.drawn(t).1 + 12.0).max(side_bottom + 8.0).min(f64::from(size.height)).ceil() as u32;
         let label = format!(
-            "Tile grid of a {} × {} × {} GEMM: {} tiles of {}×{} in {} wave{}",
+            "Tile grid of a {} × {} × {} GEMM: {} of {}×{} in {} wave{}",
             human::count(t.shape.m),
             human::count(t.shape.n),
             human::count(t.shape.k),
-            human::count(t.tiles),
+            human::plural(t.tiles, "tile"),
             t.tile.bm,
             t.tile.bn,
             t.waves,
@@ -353,10 +353,10 @@ impl TileGrid<'_> {
             o,
             &mut y,
             &format!(
-                "grid {} × {} = {} tiles",
+                "grid {} × {} = {}",
                 human::count(t.tiles_m),
                 human::count(t.tiles_n),
-                human::count(t.tiles)
+                human::plural(t.tiles, "tile")
             ),
             FONT - 1.0,
         );

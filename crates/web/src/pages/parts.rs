@@ -193,10 +193,11 @@ pub(crate) fn claim(measure: &str, before: Option<f64>, after: Option<f64>, word
 /// `after ÷ before` in the one ratio format ([`human::ratio`]: `1.15×`, `16.0×`), nothing when
 /// `before` is 0.
 pub(crate) fn ratio(before: f64, after: f64) -> String {
-    if before != 0.0 {
-        human::ratio(after / before)
-    } else {
-        String::new()
+    match after / before {
+        r if before == 0.0 || !r.is_finite() => String::new(),
+        // A fall past a tenth as its divisor (`÷412`), which two decimals would print as `0.00×`.
+        r if r > 0.0 && r < 0.1 => format!("÷{}", human::sig3(1.0 / r)),
+        r => human::ratio(r),
     }
 }
 
