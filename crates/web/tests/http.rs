@@ -2604,7 +2604,7 @@ async fn compare_refuses_bad_inputs_and_keeps_the_page() {
     assert_eq!(api_error("/api/plan").await.2.as_deref(), Some("tpot_ms"));
     assert_eq!(api_error("/api/plan?rate=1&pareto=on&tpot_ms=50&ttft_ms=500").await.2.as_deref(), Some("pareto"));
     assert_eq!(
-        api_error("/api/plan?rate=1&tpot_ms=50&ttft_ms=500&max_steps=9000000").await.2.as_deref(),
+        api_error("/api/plan?rate=1&tpot_ms=50&ttft_ms=500&max_steps=90000000").await.2.as_deref(),
         Some("max_steps")
     );
     // The static plan is the CLI's.
