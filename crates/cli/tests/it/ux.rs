@@ -164,6 +164,7 @@ fn valid(sub: &str, flag: &str, tmp: &std::path::Path) -> (Vec<String>, Vec<Stri
         ("plan", "rate") => s(&["2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "ttft-ms") => s(&["1000", "--rate", "2", "--requests", "50"]),
         ("plan", "requests") => s(&["50", "--rate", "2", "--ttft-ms", "1000"]),
+        ("plan", "gpus-total") => s(&["2", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "seed") => s(&["3", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "prompt") => s(&["500", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
         ("plan", "output") => s(&["50", "--rate", "2", "--ttft-ms", "1000", "--requests", "50"]),
