@@ -13,8 +13,11 @@
 //! `max_queue`, `queue_growth_per_s`, `mean_kv_utilisation`, `max_kv_utilisation`,
 //! `kv_capacity_tokens`, `drained`; and whether an instance fits ([`StepFit`]: `fits`,
 //! `memory_bytes`, `gpu_memory_bytes`, `plan_command`: the step that sizes the KV cache, with the
-//! simulator's reserve, on the fullest GPU of the layout). CSV: one row per rate with the
-//! distributions flattened (`ttft_p99_s`, …).
+//! simulator's reserve, on the fullest GPU of the layout); `cost` (one rate) or `costs[]` (a
+//! sweep), each a [`Bill`] under load (`basis`, `price`, `gpus`, `usd_per_million_input_tokens`,
+//! `usd_per_million_output_tokens`, `usd_per_request`), absent without a price; `deployment`; and
+//! with `rate` `max`, `capacity` ([`CapacityFacts`]). CSV: one row per rate with the
+//! distributions flattened (`ttft_p99_s`, …) and the three prices.
 //!
 //! With `--disagg X:Y` the `summary`/`points` are the disaggregated deployment's (each with
 //! `kv_transfer_s`), `aggregated`/`aggregated_points` the same GPUs serving aggregated (`X + Y`
@@ -231,6 +234,9 @@ pub struct SimulateReport {
     pub capacity: Option<CapacityFacts>,
     /// The deployment in words (`TP 8 (8 GPUs)`, `4 replicas of TP 2 (8 GPUs)`).
     pub deployment: String,
+    /// The price the costs are at (none: unpriced); in JSON within `cost`/`costs`.
+    #[serde(skip)]
+    pub price: Option<Price>,
     /// Whether an instance holds the weights and the step that sizes its KV cache.
     #[serde(flatten)]
     pub fit: StepFit,
@@ -352,12 +358,14 @@ impl SimulateReport {
             costs: None,
             capacity: None,
             deployment: layout_words(sc.parallel.tp, sc.parallel.pp, sc.parallel.ep),
+            price: None,
         }
     }
 
     /// This report with its runs priced at `price` (none: unpriced), on the one cost model
     /// under load ([`Bill::under_load`]).
     pub fn priced(mut self, price: Option<Price>) -> SimulateReport {
+        self.price = price;
         let Some(price) = price else { return self };
         self.cost = self.summary.as_ref().map(|s| Bill::under_load(s, price));
         self.costs = self.points.as_ref().map(|ps| ps.iter().map(|s| Bill::under_load(s, price)).collect());
@@ -540,6 +548,25 @@ pub struct SimulateRow {
     pub deployment: String,
     /// Disaggregated: p99 of the time from first token to KV cache at the decode pool.
     pub kv_transfer_p99_s: Option<f64>,
+    /// USD per million prompt tokens under load (empty without a price).
+    pub usd_per_million_input_tokens: Option<f64>,
+    /// USD per million output tokens under load.
+    pub usd_per_million_output_tokens: Option<f64>,
+    /// USD per request under load.
+    pub usd_per_request: Option<f64>,
+}
+
+impl SimulateRow {
+    /// The row of `s` with its price under load at `price`.
+    fn priced(s: &SimSummary, price: Option<Price>) -> SimulateRow {
+        let bill = price.map(|p| Bill::under_load(s, p));
+        SimulateRow {
+            usd_per_million_input_tokens: bill.and_then(|b| b.usd_per_million_input_tokens),
+            usd_per_million_output_tokens: bill.and_then(|b| b.usd_per_million_output_tokens),
+            usd_per_request: bill.and_then(|b| b.usd_per_request),
+            ..SimulateRow::from(s)
+        }
+    }
 }
 
 impl From<&SimSummary> for SimulateRow {
@@ -574,6 +601,9 @@ impl From<&SimSummary> for SimulateRow {
             drained: s.drained,
             deployment: "aggregated ×1".into(),
             kv_transfer_p99_s: s.kv_transfer_s.map(|q| q.p99),
+            usd_per_million_input_tokens: None,
+            usd_per_million_output_tokens: None,
+            usd_per_request: None,
         }
     }
 }
@@ -782,15 +812,16 @@ impl Report for SimulateReport {
     type CsvRow = SimulateRow;
 
     fn csv_rows(&self) -> Vec<SimulateRow> {
+        let row = |s: &SimSummary| SimulateRow::priced(s, self.price);
         match &self.disagg {
-            None => self.summaries().into_iter().map(SimulateRow::from).collect(),
+            None => self.summaries().into_iter().map(row).collect(),
             Some(d) => self
                 .pairs()
                 .into_iter()
                 .flat_map(|(a, b)| {
                     [
-                        SimulateRow { deployment: d.label(), ..SimulateRow::from(a) },
-                        SimulateRow { deployment: d.aggregated_label(), ..SimulateRow::from(b) },
+                        SimulateRow { deployment: d.label(), ..row(a) },
+                        SimulateRow { deployment: d.aggregated_label(), ..row(b) },
                     ]
                 })
                 .collect(),

@@ -177,6 +177,23 @@ fn plan_under_load_simulate_and_capacity_give_one_price() {
     let at = sim(&cap.to_string(), &[]);
     assert_eq!(c["cost"], at["cost"]);
     assert_eq!(c["summary"], at["summary"]);
+    // The CSV row carries the same prices.
+    let csv = ok(&[
+        "simulate",
+        "--rate",
+        &cap.to_string(),
+        "--requests",
+        "100",
+        "--prompt",
+        "256",
+        "--output",
+        "16",
+        "-f",
+        "csv",
+    ]);
+    let (header, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let field = |k: &str| row.split(',').nth(header.split(',').position(|h| h == k).unwrap()).unwrap().to_string();
+    assert_eq!(field("usd_per_request").parse::<f64>().unwrap(), at["cost"]["usd_per_request"].as_f64().unwrap());
     assert!(c["capacity"]["saturation_per_s"].as_f64().unwrap() >= cap);
 }
 
