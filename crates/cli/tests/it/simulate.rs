@@ -217,7 +217,8 @@ fn disaggregated_serving_is_reported_beside_aggregated_on_the_same_gpus() {
     assert_eq!(v["summary"]["kv_transfer_s"]["max"], 0.0);
     let args = one(&["--rate", "2,8", "-f", "csv"]);
     let csv = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let deployments: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth_back(1).unwrap()).collect();
+    let column = csv.lines().next().unwrap().split(',').position(|h| h == "deployment").unwrap();
+    let deployments: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(column).unwrap()).collect();
     assert_eq!(deployments, ["disagg 1:3", "aggregated ×4", "disagg 1:3", "aggregated ×4"], "{csv}");
     // The table: two rows a rate, and the link and the TTFT convention in the footer.
     let args = one(&["--rate", "6"]);
