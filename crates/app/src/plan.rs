@@ -245,44 +245,6 @@ impl PlanLoadRequest {
         search.report(assessed)
     }
 
-    /// [`PlanLoadRequest::report_within`] for a search that may stop before its end (the
-    /// explorer's, held to a deadline by `budget`'s cancellation): no estimate refuses it up
-    /// front; the candidates are assessed the fewest GPUs first
-    /// ([`ServingSearch::fewest_gpus_first`]), as many at once as there are cores, and once the
-    /// budget is spent or cancelled the plan is the one of those assessed, saying how many were
-    /// not ([`llm_ledger_core::plan_serving::ServingPlan::unassessed`]).
-    pub fn report_fewest_first(
-        &self,
-        sc: &Scenario,
-        s: &Serving,
-        checked: (f64, f64),
-        max_gpus: u64,
-        files: Files<'_>,
-        budget: &Budget,
-    ) -> Result<ServingPlanReport> {
-        let search = self.search(sc, s, checked, max_gpus, files)?;
-        let mut assessed: Vec<Option<Assessed>> = vec![None; search.search.len()];
-        let order = search.search.fewest_gpus_first();
-        for wave in order.chunks(rayon::current_num_threads().max(1)) {
-            let done = wave
-                .par_iter()
-                .map(|&j| match search.search.assess(j, budget) {
-                    Ok(a) => Ok((j, Some(a))),
-                    Err(Error::Cancelled | Error::OverBudget { .. }) => Ok((j, None)),
-                    Err(e) => Err(e),
-                })
-                .collect::<Result<Vec<_>, Error>>()?;
-            let stopped = done.iter().any(|(_, a)| a.is_none());
-            for (j, a) in done {
-                assessed[j] = a;
-            }
-            if stopped {
-                break;
-            }
-        }
-        search.report_partial(assessed)
-    }
-
     /// The search of [`PlanLoadRequest::report`] laid out, before any simulation, with what
     /// its report names: candidate `j` can then be assessed anywhere that builds the same search
     /// from the same inputs ([`LoadSearch::assess_json`]) and the assessments gathered here
@@ -368,6 +330,34 @@ impl LoadSearch {
             })
             .collect::<Result<Vec<_>>>()?;
         self.report(assessed)
+    }
+
+    /// The report of a search that may stop before its end (the explorer's, held to a deadline
+    /// by `budget`'s cancellation): no estimate refuses it up front; the candidates are assessed
+    /// the fewest GPUs first ([`ServingSearch::fewest_gpus_first`]), as many at once as there are
+    /// cores, and once the budget is spent or cancelled the plan is the one of those assessed,
+    /// saying how many were not ([`llm_ledger_core::plan_serving::ServingPlan::unassessed`]).
+    pub fn report_fewest_first(&self, budget: &Budget) -> Result<ServingPlanReport> {
+        let mut assessed: Vec<Option<Assessed>> = vec![None; self.search.len()];
+        let order = self.search.fewest_gpus_first();
+        for wave in order.chunks(rayon::current_num_threads().max(1)) {
+            let done = wave
+                .par_iter()
+                .map(|&j| match self.search.assess(j, budget) {
+                    Ok(a) => Ok((j, Some(a))),
+                    Err(Error::Cancelled | Error::OverBudget { .. }) => Ok((j, None)),
+                    Err(e) => Err(e),
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            let stopped = done.iter().any(|(_, a)| a.is_none());
+            for (j, a) in done {
+                assessed[j] = a;
+            }
+            if stopped {
+                break;
+            }
+        }
+        self.report_partial(assessed)
     }
 
     /// The report from every candidate's assessment, in candidate order.

@@ -550,11 +550,6 @@ fn draft_model(sc: &Scenario, name: &str) -> Result<DraftModel> {
     Ok(DraftModel(Arc::new(Scenario { model: spec, ..sc.clone() })))
 }
 
-/// `cfg` at another arrival rate (open loops; a closed loop or a trace is unchanged).
-pub fn with_rate(cfg: &SimConfig, rate: f64) -> SimConfig {
-    cfg.at_rate(rate)
-}
-
 /// The rates to run: `rate`'s list for open loops (10/s when not given), one run (NaN: the
 /// configuration's own arrivals) for a closed loop or a trace; at most [`MAX_SWEEP_REQUESTS`]
 /// requests over a sweep.
@@ -604,7 +599,7 @@ pub fn run_deployments(
     budget.admit(std::iter::repeat_n(cfg, jobs.len()))?;
     jobs.par_iter()
         .map(|&(rate, d)| {
-            let c = if rate.is_nan() { cfg.clone() } else { with_rate(cfg, rate) };
+            let c = if rate.is_nan() { cfg.clone() } else { cfg.at_rate(rate) };
             simulate_within(sc, &c, d, budget, |_| {})
         })
         .collect()
@@ -730,7 +725,7 @@ impl SimRequest {
         if rates.len() > 1 && disagg.is_some() {
             check_sweep_requests(&cfg, rates.len(), 2, ", run disaggregated and aggregated")?;
         }
-        let cfg = if rates.len() == 1 && !rates[0].is_nan() { with_rate(&cfg, rates[0]) } else { cfg };
+        let cfg = if rates.len() == 1 && !rates[0].is_nan() { cfg.at_rate(rates[0]) } else { cfg };
         Ok(Resolved { cfg, rates, disagg, replicas, capacity, price })
     }
 }

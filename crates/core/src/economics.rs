@@ -105,31 +105,6 @@ impl Bill {
             usd_per_request: per(s.requests_per_s, 1.0),
         }
     }
-
-    /// The price of a static batch ([`CostPoint`]) on `gpus` GPUs.
-    pub fn static_batch(c: &CostPoint, gpus: u64) -> Bill {
-        Bill {
-            basis: CostBasis::StaticBatch,
-            price: c.price,
-            gpus,
-            usd_per_million_input_tokens: Some(c.usd_per_million_input_tokens),
-            usd_per_million_output_tokens: c.usd_per_million_output_tokens,
-            usd_per_request: Some(c.usd_per_request),
-        }
-    }
-
-    /// The price of one decode step of `batch` sequences taking `tpot_s` on `gpus` GPUs:
-    /// `GPUs · price/3600 · TPOT ÷ batch · 10⁶` per million output tokens.
-    pub fn decode_step(price: Price, gpus: u64, batch: u64, tpot_s: f64) -> Bill {
-        Bill {
-            basis: CostBasis::DecodeStep,
-            price,
-            gpus,
-            usd_per_million_input_tokens: None,
-            usd_per_million_output_tokens: Some(decode_step_usd_per_million_output(price, gpus, batch, tpot_s)),
-            usd_per_request: None,
-        }
-    }
 }
 
 /// USD per million output tokens of one decode step ([`CostBasis::DecodeStep`]):

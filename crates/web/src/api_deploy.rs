@@ -88,7 +88,7 @@ pub(crate) fn web_max_gpus(text: Option<&str>) -> Result<u64, Error> {
 pub(crate) const MAX_WEB_PLAN_STEPS: u64 = 50_000_000;
 
 /// How long a plan under load searches before it answers with the candidates it has assessed,
-/// the fewest GPUs first ([`PlanLoadRequest::report_fewest_first`]): well inside the request's
+/// the fewest GPUs first ([`llm_ledger_app::plan::LoadSearch::report_fewest_first`]): well inside the request's
 /// 10 s deadline, so a large model's search answers partially rather than not at all.
 pub(crate) const WEB_SEARCH: Duration = Duration::from_secs(6);
 
@@ -136,7 +136,7 @@ pub(crate) fn plan_under_load(
         });
         let answer = budget(load.max_steps.as_deref(), Some(&stop))
             .map_err(CommandError::from)
-            .and_then(|b| load.report_fewest_first(sc, s, checked, max_gpus, Files::None, &b));
+            .and_then(|b| load.search(sc, s, checked, max_gpus, Files::None)?.report_fewest_first(&b));
         done.store(true, Ordering::Relaxed);
         answer
     })
