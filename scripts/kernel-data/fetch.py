@@ -41,6 +41,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import zstandard
 import pyarrow.parquet as pq
 import yaml
 
@@ -468,10 +469,17 @@ def build_grids(rows, key_cols, axis_cols, rename=None, value_col="latency"):
     of extra repeats so the header can say so."""
     rename = rename or {}
     raw = defaultdict(lambda: defaultdict(list))
+    empty = 0
     for r in rows:
         key = tuple(r[c] for c in key_cols)
         pt = tuple(int(r[c]) for c in axis_cols)
+        if min(pt) <= 0:
+            # A kernel of no work (a GEMM of m = 0: gb300 vllm 0.14.0 has such rows): not a grid point.
+            empty += 1
+            continue
         raw[key][pt].append(float(r[value_col]) * 1000.0)
+    if empty:
+        print(f"dropped {empty} rows with an axis value <= 0 (key columns {key_cols})", file=sys.stderr)
     dups = 0
     groups = {}
     for key, pts in raw.items():
@@ -701,6 +709,8 @@ def toml_val(v) -> str:
 def read_kernel_file(path: Path):
     """Returns (comment lines, [(attrs, [(axis, values)], value_col, np.ndarray)])."""
     raw = Path(path).read_bytes()
+    if str(path).endswith(".zst"):
+        raw = unpack(raw)
     pos = 0
     comments, tables = [], []
     keys = axes = col = None
@@ -792,8 +802,370 @@ def thin_joint(grids: list["Grid"], axis: str, tol: float = THIN_TOL):
         g.dropped_errs = errs[errs > 1e-12] if g.n_dropped else np.array([])
 
 
+# Our op (file name) per source table, for the tables every engine version may hold or reuse.
+VERSION_TABLES = {
+    "gemm_perf": ("gemm", "gemm"),
+    "context_attention_perf": ("attention", "context_attention"),
+    "generation_attention_perf": ("attention", "generation_attention"),
+    "context_mla_perf": ("mla", "context_mla"),
+    "generation_mla_perf": ("mla", "generation_mla"),
+    "mla_bmm_perf": ("mla_bmm", "mla_bmm"),
+    "custom_allreduce_perf": ("comm", "custom_allreduce"),
+    "moe_perf": ("moe", "moe"),
+    "gdn_perf": ("linear_attention", "linear_attention"),
+}
+
+
+def held_versions(wheel: Wheel, gpu: str, eng: str) -> list[str]:
+    """Every version of one GPU and engine that holds (own parquet) or reuses (reuse.yaml) one of
+    the tables we read, in AIConfigurator's version order."""
+    out = set()
+    for fam in sorted({f for f, _ in VERSION_TABLES.values()}):
+        prefix = f"{wheel.data_prefix}{gpu}/{fam}/{eng}/"
+        for n in wheel.names:
+            if not n.startswith(prefix):
+                continue
+            ver, fname = n[len(prefix):].split("/", 1)
+            table = fname.rsplit(".", 1)[0]
+            if (fname.endswith(".parquet") and table in VERSION_TABLES
+                    and VERSION_TABLES[table][0] == fam) or fname == "reuse.yaml":
+                out.add(ver)
+    return sorted(out, key=parse_version)
+
+
+def reuse_entries(wheel: Wheel, gpu: str, eng: str, ver: str) -> list[tuple]:
+    """(gpu, engine, version, op, from_version) of every table a version's reuse.yaml shares with
+    another version (schema_version 1: `reuse: [{table, from_version}]`), for the tables we read."""
+    out = []
+    for fam in sorted({f for f, _ in VERSION_TABLES.values()}):
+        path = f"{wheel.data_prefix}{gpu}/{fam}/{eng}/{ver}/reuse.yaml"
+        if not wheel.exists(path):
+            continue
+        doc = wheel.yaml(path)
+        assert doc.get("schema_version") == 1, (path, doc.get("schema_version"))
+        for e in doc.get("reuse") or []:
+            table = str(e["table"])
+            if table in VERSION_TABLES and VERSION_TABLES[table][0] == fam:
+                out.append((gpu, eng, ver, VERSION_TABLES[table][1], str(e["from_version"])))
+    return out
+
+
+def write_engine_version(w: "Writer", wheel: Wheel, present: set, gpu: str, eng: str, ver: str,
+                         dest: str, moe: bool, moe_thin: str, moe_distributions: dict):
+    """Every table we read of one GPU, engine and version, written under `dest`
+    (`<gpu>/<engine>` for the default version, `<gpu>/<engine>@<version>` for the others)."""
+    base = f"{wheel.data_prefix}{gpu}"
+
+    # GEMM: one grid per dtype over m x n x k.
+    src = f"{base}/gemm/{eng}/{ver}/gemm_perf.parquet"
+    if src in present:
+        rows = rows_of(wheel.table(src))
+        grids, dups = build_grids(rows, ["gemm_dtype"], ["m", "n", "k"],
+                                  rename={"gemm_dtype": "dtype"})
+        for g in grids:
+            g.thin(THIN_AXES["gemm"])
+        kernels = sorted({(r["gemm_dtype"], r["kernel_source"]) for r in rows})
+        notes = [
+            "columns: dtype (table key); m = tokens (rows of the activation), n = output"
+            " features, k = input features; latency_us",
+            "kernels measured (dtype: kernel_source): "
+            + "; ".join(f"{d}: {k}" for d, k in kernels),
+            f"thinning: whole m/n/k planes dropped only where log-space multilinear"
+            f" interpolation reproduces every dropped measurement within {THIN_TOL:.0%}",
+        ]
+        w.write(f"{dest}/gemm.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, "gemm", notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "gemm", "repeats_averaged": dups,
+                 "source_path": src, "keys": ["dtype"], "axes": ["m", "n", "k"]})
+
+    # Attention: one grid per series over batch x length.
+    for op, lencol in [("context_attention", "isl"), ("generation_attention", "step")]:
+        src = f"{base}/attention/{eng}/{ver}/{op}_perf.parquet"
+        if src not in present:
+            continue
+        rows = rows_of(wheel.table(src))
+        for r in rows:
+            r.setdefault("window_size", 0)
+            assert r.get("beam_width", 1) == 1
+        keys = ["kernel_source", "attn_dtype", "kv_cache_dtype", "head_dim", "window_size",
+                "num_heads", "num_key_value_heads"]
+        grids, dups = build_grids(rows, keys, ["batch_size", lencol],
+                                  rename={"num_key_value_heads": "num_kv_heads",
+                                          "kernel_source": "kernel"})
+        for g in grids:
+            g.thin(THIN_AXES[op])
+        if op == "context_attention":
+            lnote = ("isl = prompt tokens per sequence (prefill, no cached prefix);"
+                     " step column of the source is always 0")
+        else:
+            lnote = ("step = AIConfigurator's `step`: tokens already in the KV cache when one"
+                     " new token per sequence is decoded (measured at 2^j - 1); isl is 1")
+        notes = [
+            "keys: kernel, attn_dtype, kv_cache_dtype, head_dim, window_size (0 = full"
+            " attention), num_heads, num_kv_heads (per GPU, i.e. after tensor parallelism)",
+            f"axes: batch_size (sequences), {lencol}. {lnote}",
+            "one latency = the attention kernel of ONE layer (not including QKV/out projections)",
+            f"thinning: whole batch/length lines dropped only where log-space interpolation"
+            f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+        ]
+        w.write(f"{dest}/{op}.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, op, notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": op, "repeats_averaged": dups,
+                 "source_path": src, "keys": ["kernel", "attn_dtype", "kv_cache_dtype",
+                                              "head_dim", "window_size", "num_heads",
+                                              "num_kv_heads"],
+                 "axes": ["batch_size", lencol]})
+
+    # MLA (DeepSeek-style multi-head latent attention), small tables: where measured.
+    for op, fam, fname, lencol in [
+        ("context_mla", "mla", "context_mla_perf", "isl"),
+        ("generation_mla", "mla", "generation_mla_perf", "step"),
+    ]:
+        src = f"{base}/{fam}/{eng}/{ver}/{fname}.parquet"
+        if src not in present:
+            continue
+        rows = rows_of(wheel.table(src))
+        keys = ["kernel_source", "mla_dtype", "kv_cache_dtype", "num_heads", "tp_size"]
+        ren = {"kernel_source": "kernel"}
+        grids, dups = build_grids(rows, keys, ["batch_size", lencol], rename=ren)
+        for g in grids:
+            g.thin(["batch_size", lencol])
+        notes = [
+            "keys: kernel, mla_dtype, kv_cache_dtype, num_heads, tp_size (as in the source);"
+            f" axes: batch_size, {lencol} (same meaning as in the attention tables)",
+            "one latency = the MLA attention core of ONE layer",
+            f"thinning: whole batch/length lines dropped only where log-space interpolation"
+            f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+        ]
+        w.write(f"{dest}/{op}.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, op,
+                         notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": op,
+                 "repeats_averaged": dups, "source_path": src,
+                 "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", lencol]})
+    src = f"{base}/mla_bmm/{eng}/{ver}/mla_bmm_perf.parquet"
+    if src in present:
+        rows = rows_of(wheel.table(src))
+        keys = ["op_name", "kernel_source", "bmm_dtype", "num_heads"]
+        ren = {"kernel_source": "kernel", "bmm_dtype": "dtype"}
+        grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
+        notes = ["keys: op (mla_gen_pre / mla_gen_post: the batched matmuls around MLA"
+                 " decode), kernel, dtype, num_heads; axis: num_tokens", "not thinned"]
+        w.write(f"{dest}/mla_bmm.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, "mla_bmm",
+                         notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "mla_bmm",
+                 "repeats_averaged": dups, "source_path": src,
+                 "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
+
+    # Custom (engine-owned) all-reduce: grid per (kernel, dtype, num_gpus) over message size.
+    src = f"{base}/comm/{eng}/{ver}/custom_allreduce_perf.parquet"
+    if src in present:
+        rows = rows_of(wheel.table(src))
+        grids, dups = build_grids(rows, ["op_name", "kernel_source", "allreduce_dtype",
+                                         "num_gpus"], ["message_size"],
+                                  rename={"kernel_source": "kernel",
+                                          "allreduce_dtype": "dtype"})
+        notes = ["keys: op, kernel (eager / CUDA-graph variants where measured), dtype,"
+                 " num_gpus; axis: message_size (elements of dtype, as in the source)",
+                 "not thinned"]
+        w.write(f"{dest}/custom_allreduce.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, "custom_allreduce", notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver,
+                 "op": "custom_allreduce", "repeats_averaged": dups, "source_path": src,
+                 "keys": ["op_name", "kernel", "dtype", "num_gpus"],
+                 "axes": ["message_size"]})
+
+    if moe:
+        write_moe(w, wheel, present, base, gpu, eng, ver, dest, moe_thin, moe_distributions)
+
+    # Gated DeltaNet (linear attention): the short convolution and the delta-rule kernels of
+    # one layer, per head shape, over batch x sequence length.
+    src = f"{base}/linear_attention/{eng}/{ver}/gdn_perf.parquet"
+    if src in present:
+        rows = rows_of(wheel.table(src))
+        keys = ["kernel_source", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"]
+        ren = {"kernel_source": "kernel"}
+        grids, dups = build_grids(rows, keys, ["batch_size", "seq_len"], rename=ren)
+        for g in grids:
+            g.thin(["batch_size", "seq_len"])
+        kernels = sorted({(str(r["phase"]), str(r["kernel_source"])) for r in rows})
+        notes = [
+            "keys: kernel, head_k_dim, head_v_dim, num_k_heads, num_v_heads (per GPU: the source"
+            " measures tensor-parallel shards as head counts); axes: batch_size (sequences),"
+            " seq_len (tokens per sequence: the prompt in the context phase, 1 in generation)",
+            "kernels (phase: kernel): " + "; ".join(f"{ph}: {k}" for ph, k in kernels),
+            "one latency = one Gated DeltaNet layer's kernel (causal_conv1d_* the short convolution;"
+            " chunk_* the chunked delta rule of a prompt; fused_recurrent_* one decode step);"
+            " the collector keeps the recurrent and convolution states in bf16"
+            " (collector/<engine>/collect_gdn.py)",
+            f"thinning: whole batch/length lines dropped only where log-space interpolation"
+            f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+        ]
+        w.write(f"{dest}/linear_attention.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, "linear_attention",
+                         notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "linear_attention",
+                 "repeats_averaged": dups, "source_path": src,
+                 "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", "seq_len"]})
+
+
+def write_moe(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str, eng: str, ver: str,
+              dest: str, moe_thin: str, moe_distributions: dict):
+    # MoE (fused routed-expert kernel): one series per model shape and parallel layout over
+    # num_tokens, the uniform ('balanced') routing only.
+    src = f"{base}/moe/{eng}/{ver}/moe_perf.parquet"
+    if src in present:
+        rows = rows_of(wheel.table(src))
+        dists = sorted({str(r["distribution"]) for r in rows})
+        moe_distributions[dest] = dists
+        rows = [r for r in rows if r["distribution"] == MOE_DISTRIBUTION]
+        if not rows:
+            print(f"skip {src}: no '{MOE_DISTRIBUTION}' rows (distributions: {dists})",
+                  file=sys.stderr)
+            return
+        assert len({r["op_name"] for r in rows}) <= 1
+        keys = ["kernel_source", "moe_dtype", "hidden_size", "inter_size", "topk",
+                "num_experts", "moe_tp_size", "moe_ep_size"]
+        ren = {"kernel_source": "kernel"}
+        grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
+        if moe_thin == "joint":
+            thin_joint(grids, "num_tokens")
+        elif moe_thin == "each":
+            for g in grids:
+                g.thin(["num_tokens"])
+        notes = [
+            "keys: kernel, moe_dtype, hidden_size, inter_size (the model's, before tensor"
+            " parallelism), topk, num_experts (the model's), moe_tp_size, moe_ep_size;"
+            " axis: num_tokens (tokens entering the MoE layer, before expert-parallel"
+            " dispatch; AIConfigurator queries it with tokens x attention-DP size)",
+            "one latency = the fused routed-expert computation of ONE MoE layer on one GPU"
+            " (AIConfigurator op `moe`: gate/up GEMM, activation, down GEMM over the local"
+            " experts), without the all-to-all or the router GEMM",
+            f"routing: distribution '{MOE_DISTRIBUTION}' only (uniform expert load, what"
+            " AIConfigurator falls back to as 'uniform');"
+            f" the source also has {', '.join(d for d in dists if d != MOE_DISTRIBUTION)}",
+            (f"thinning: num_tokens values dropped from every table at once (one shared axis)"
+             f" only where log-space interpolation reproduces every measured point of every"
+             f" table within {THIN_TOL:.0%}") if moe_thin == "joint" else
+            (f"thinning: num_tokens values dropped per table where log-space interpolation"
+             f" reproduces every measured point within {THIN_TOL:.0%}") if moe_thin == "each"
+            else "not thinned",
+        ]
+        w.write(f"{dest}/moe.bin",
+                w.header(src, gpu, device_name(rows), eng, ver, "moe",
+                         notes + repeats_note(dups)),
+                grids, "latency_us",
+                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "moe",
+                 "repeats_averaged": dups, "source_path": src,
+                 "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
+
+
+# Packing: a file is stored as `<name>.bin.zst`, zstd (level PACK_LEVEL) of its header through the
+# `data N` line followed by its codes transformed so that smooth curves compress: each code minus
+# the one before it (mod 2^16; the first minus 0), then all low bytes followed by all high bytes.
+PACK_LEVEL = 19
+PACKING = ("zstd level 19 of: the header through the 'data N' line, then the N codes as differences"
+           " from the previous code (mod 2^16, the first from 0), all low bytes then all high bytes")
+
+
+def data_start(blob: bytes) -> int:
+    """Offset of the first code byte: just past the `data N` line."""
+    at = 0 if blob.startswith(b"data ") else blob.index(b"\ndata ") + 1
+    return blob.index(b"\n", at) + 1
+
+
+def pack(blob: bytes) -> bytes:
+    start = data_start(blob)
+    codes = np.frombuffer(blob[start:], dtype="<u2")
+    diff = np.diff(codes, prepend=np.uint16(0)).astype("<u2")
+    b = np.frombuffer(diff.tobytes(), np.uint8)
+    return zstandard.ZstdCompressor(level=PACK_LEVEL).compress(blob[:start] + b[0::2].tobytes() + b[1::2].tobytes())
+
+
+def unpack(stored: bytes) -> bytes:
+    raw = zstandard.ZstdDecompressor().decompress(stored)
+    start = data_start(raw)
+    b = np.frombuffer(raw[start:], np.uint8)
+    half = b.size // 2
+    diff = (b[:half].astype(np.uint16) | (b[half:].astype(np.uint16) << 8))
+    codes = np.cumsum(diff, dtype=np.uint16)
+    return raw[:start] + codes.astype("<u2").tobytes()
+
+
+def pack_file(out: Path, entry: dict):
+    """Replace `<file>` by its packed `<file>.zst` (checked to unpack to the same bytes)."""
+    path = out / entry["file"]
+    blob = path.read_bytes()
+    stored = pack(blob)
+    assert unpack(stored) == blob, entry["file"]
+    (out / (entry["file"] + ".zst")).write_bytes(stored)
+    path.unlink()
+    entry["stored"] = entry["file"] + ".zst"
+    entry["stored_bytes"] = len(stored)
+
+
+def resolve_reuse(manifest: list[dict], reuse: list[tuple]) -> list[tuple]:
+    """(gpu, engine, version, op, donor version) for every table a version reuses, the donor
+    followed through reuse links to a version whose file we wrote; a version's own file wins, and
+    a link to a table we did not write (no balanced MoE rows) is dropped."""
+    own = {(e["gpu"], e["engine"], e["engine_version"], e["op"]) for e in manifest}
+    link = {(g, e, v, op): d for g, e, v, op, d in reuse}
+    out = []
+    for key in sorted(link):
+        if key in own:
+            continue
+        seen, donor = {key}, link[key]
+        while (key[0], key[1], donor, key[3]) not in own:
+            nxt = (key[0], key[1], donor, key[3])
+            if nxt in seen or nxt not in link:
+                donor = None
+                break
+            seen.add(nxt)
+            donor = link[nxt]
+        if donor is not None:
+            out.append((*key, donor))
+    return out
+
+
+RUST_GPU = {"a100_sxm": "A100Sxm", "h100_sxm": "H100Sxm", "h200_sxm": "H200Sxm", "b200_sxm": "B200Sxm",
+            "l40s": "L40s", "b300_sxm": "B300Sxm", "gb200": "Gb200", "gb300": "Gb300",
+            "rtx_pro_6000_server": "RtxPro6000Server", "b60": "B60"}
+RUST_ENGINE = {"trtllm": "Trtllm", "vllm": "Vllm", "sglang": "Sglang", "nccl": "_"}
+
+
+def rust_ident(op: str) -> str:
+    return "".join(p.capitalize() for p in op.split("_"))
+
+
+def rust_index(manifest: list[dict], links: list[tuple]) -> str:
+    """The Rust list of the embedded files (`crates/core/src/kernels/embedded.rs` includes it)."""
+    lines = ["// Generated by scripts/kernel-data/fetch.py; do not edit by hand. Read by",
+             "// crates/core/src/kernels/embedded.rs: GPU, engine (`_`: the collectives library), op,",
+             "// engine version, whether it is the version read by default, file (stored as <file>.zst).",
+             "files! {"]
+    for e in sorted(manifest, key=lambda e: e["file"]):
+        default = "@" not in e["file"]
+        lines.append(f"    {RUST_GPU[e['gpu']]} {RUST_ENGINE[e['engine']]} {rust_ident(e['op'])}"
+                     f" {toml_str(e['engine_version'])} {'default' if default else 'other'} {toml_str(e['file'])};")
+    lines.append("}")
+    lines.append("// A version's tables shared with another version: GPU, engine, op, version, the version")
+    lines.append("// whose file holds them (from the version's reuse.yaml).")
+    lines.append("reuse! {")
+    for gpu, eng, ver, op, donor in links:
+        lines.append(f"    {RUST_GPU[gpu]} {RUST_ENGINE[eng]} {rust_ident(op)} {toml_str(ver)} {toml_str(donor)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = False,
-            moe_thin: str = "joint", outliers_path: Path | None = None):
+            moe_thin: str = "joint", outliers_path: Path | None = None, all_versions: bool = False):
     if out.exists():
         for p in sorted(out.rglob("*"), reverse=True):
             if p.is_file():
@@ -806,217 +1178,22 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
     present = set(wheel.names)
     comm = {gpu: comm_source(wheel, gpu) for gpu in gpus}
     moe_distributions = {}
+    reuse = []  # (gpu, engine, version, op, donor version) as the version's reuse.yaml says
 
     for gpu in gpus:
         for eng in ENGINES:
             ver = versions.get((gpu, eng))
             if ver is None:
                 continue
-            base = f"{wheel.data_prefix}{gpu}"
-
-            # GEMM: one grid per dtype over m x n x k.
-            src = f"{base}/gemm/{eng}/{ver}/gemm_perf.parquet"
-            if src in present:
-                rows = rows_of(wheel.table(src))
-                grids, dups = build_grids(rows, ["gemm_dtype"], ["m", "n", "k"],
-                                          rename={"gemm_dtype": "dtype"})
-                for g in grids:
-                    g.thin(THIN_AXES["gemm"])
-                kernels = sorted({(r["gemm_dtype"], r["kernel_source"]) for r in rows})
-                notes = [
-                    "columns: dtype (table key); m = tokens (rows of the activation), n = output"
-                    " features, k = input features; latency_us",
-                    "kernels measured (dtype: kernel_source): "
-                    + "; ".join(f"{d}: {k}" for d, k in kernels),
-                    f"thinning: whole m/n/k planes dropped only where log-space multilinear"
-                    f" interpolation reproduces every dropped measurement within {THIN_TOL:.0%}",
-                ]
-                w.write(f"{gpu}/{eng}/gemm.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, "gemm", notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "gemm", "repeats_averaged": dups,
-                         "source_path": src, "keys": ["dtype"], "axes": ["m", "n", "k"]})
-
-            # Attention: one grid per series over batch x length.
-            for op, lencol in [("context_attention", "isl"), ("generation_attention", "step")]:
-                src = f"{base}/attention/{eng}/{ver}/{op}_perf.parquet"
-                if src not in present:
-                    continue
-                rows = rows_of(wheel.table(src))
-                for r in rows:
-                    r.setdefault("window_size", 0)
-                    assert r.get("beam_width", 1) == 1
-                keys = ["kernel_source", "attn_dtype", "kv_cache_dtype", "head_dim", "window_size",
-                        "num_heads", "num_key_value_heads"]
-                grids, dups = build_grids(rows, keys, ["batch_size", lencol],
-                                          rename={"num_key_value_heads": "num_kv_heads",
-                                                  "kernel_source": "kernel"})
-                for g in grids:
-                    g.thin(THIN_AXES[op])
-                if op == "context_attention":
-                    lnote = ("isl = prompt tokens per sequence (prefill, no cached prefix);"
-                             " step column of the source is always 0")
-                else:
-                    lnote = ("step = AIConfigurator's `step`: tokens already in the KV cache when one"
-                             " new token per sequence is decoded (measured at 2^j - 1); isl is 1")
-                notes = [
-                    "keys: kernel, attn_dtype, kv_cache_dtype, head_dim, window_size (0 = full"
-                    " attention), num_heads, num_kv_heads (per GPU, i.e. after tensor parallelism)",
-                    f"axes: batch_size (sequences), {lencol}. {lnote}",
-                    "one latency = the attention kernel of ONE layer (not including QKV/out projections)",
-                    f"thinning: whole batch/length lines dropped only where log-space interpolation"
-                    f" reproduces every dropped measurement within {THIN_TOL:.0%}",
-                ]
-                w.write(f"{gpu}/{eng}/{op}.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, op, notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": op, "repeats_averaged": dups,
-                         "source_path": src, "keys": ["kernel", "attn_dtype", "kv_cache_dtype",
-                                                      "head_dim", "window_size", "num_heads",
-                                                      "num_kv_heads"],
-                         "axes": ["batch_size", lencol]})
-
-            # MLA (DeepSeek-style multi-head latent attention), small tables: where measured.
-            for op, fam, fname, lencol in [
-                ("context_mla", "mla", "context_mla_perf", "isl"),
-                ("generation_mla", "mla", "generation_mla_perf", "step"),
-            ]:
-                src = f"{base}/{fam}/{eng}/{ver}/{fname}.parquet"
-                if src not in present:
-                    continue
-                rows = rows_of(wheel.table(src))
-                keys = ["kernel_source", "mla_dtype", "kv_cache_dtype", "num_heads", "tp_size"]
-                ren = {"kernel_source": "kernel"}
-                grids, dups = build_grids(rows, keys, ["batch_size", lencol], rename=ren)
-                for g in grids:
-                    g.thin(["batch_size", lencol])
-                notes = [
-                    "keys: kernel, mla_dtype, kv_cache_dtype, num_heads, tp_size (as in the source);"
-                    f" axes: batch_size, {lencol} (same meaning as in the attention tables)",
-                    "one latency = the MLA attention core of ONE layer",
-                    f"thinning: whole batch/length lines dropped only where log-space interpolation"
-                    f" reproduces every dropped measurement within {THIN_TOL:.0%}",
-                ]
-                w.write(f"{gpu}/{eng}/{op}.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, op,
-                                 notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": op,
-                         "repeats_averaged": dups, "source_path": src,
-                         "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", lencol]})
-            src = f"{base}/mla_bmm/{eng}/{ver}/mla_bmm_perf.parquet"
-            if src in present:
-                rows = rows_of(wheel.table(src))
-                keys = ["op_name", "kernel_source", "bmm_dtype", "num_heads"]
-                ren = {"kernel_source": "kernel", "bmm_dtype": "dtype"}
-                grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
-                notes = ["keys: op (mla_gen_pre / mla_gen_post: the batched matmuls around MLA"
-                         " decode), kernel, dtype, num_heads; axis: num_tokens", "not thinned"]
-                w.write(f"{gpu}/{eng}/mla_bmm.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, "mla_bmm",
-                                 notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "mla_bmm",
-                         "repeats_averaged": dups, "source_path": src,
-                         "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
-
-            # Custom (engine-owned) all-reduce: grid per (kernel, dtype, num_gpus) over message size.
-            src = f"{base}/comm/{eng}/{ver}/custom_allreduce_perf.parquet"
-            if src in present:
-                rows = rows_of(wheel.table(src))
-                grids, dups = build_grids(rows, ["op_name", "kernel_source", "allreduce_dtype",
-                                                 "num_gpus"], ["message_size"],
-                                          rename={"kernel_source": "kernel",
-                                                  "allreduce_dtype": "dtype"})
-                notes = ["keys: op, kernel (eager / CUDA-graph variants where measured), dtype,"
-                         " num_gpus; axis: message_size (elements of dtype, as in the source)",
-                         "not thinned"]
-                w.write(f"{gpu}/{eng}/custom_allreduce.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, "custom_allreduce", notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver,
-                         "op": "custom_allreduce", "repeats_averaged": dups, "source_path": src,
-                         "keys": ["op_name", "kernel", "dtype", "num_gpus"],
-                         "axes": ["message_size"]})
-
-            # MoE (fused routed-expert kernel): one series per model shape and parallel layout over
-            # num_tokens, the uniform ('balanced') routing only.
-            src = f"{base}/moe/{eng}/{ver}/moe_perf.parquet"
-            if moe and src in present:
-                rows = rows_of(wheel.table(src))
-                dists = sorted({str(r["distribution"]) for r in rows})
-                moe_distributions[f"{gpu}/{eng}"] = dists
-                rows = [r for r in rows if r["distribution"] == MOE_DISTRIBUTION]
-                if not rows:
-                    print(f"skip {src}: no '{MOE_DISTRIBUTION}' rows (distributions: {dists})",
-                          file=sys.stderr)
-                    continue
-                assert len({r["op_name"] for r in rows}) <= 1
-                keys = ["kernel_source", "moe_dtype", "hidden_size", "inter_size", "topk",
-                        "num_experts", "moe_tp_size", "moe_ep_size"]
-                ren = {"kernel_source": "kernel"}
-                grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
-                if moe_thin == "joint":
-                    thin_joint(grids, "num_tokens")
-                elif moe_thin == "each":
-                    for g in grids:
-                        g.thin(["num_tokens"])
-                notes = [
-                    "keys: kernel, moe_dtype, hidden_size, inter_size (the model's, before tensor"
-                    " parallelism), topk, num_experts (the model's), moe_tp_size, moe_ep_size;"
-                    " axis: num_tokens (tokens entering the MoE layer, before expert-parallel"
-                    " dispatch; AIConfigurator queries it with tokens x attention-DP size)",
-                    "one latency = the fused routed-expert computation of ONE MoE layer on one GPU"
-                    " (AIConfigurator op `moe`: gate/up GEMM, activation, down GEMM over the local"
-                    " experts), without the all-to-all or the router GEMM",
-                    f"routing: distribution '{MOE_DISTRIBUTION}' only (uniform expert load, what"
-                    " AIConfigurator falls back to as 'uniform');"
-                    f" the source also has {', '.join(d for d in dists if d != MOE_DISTRIBUTION)}",
-                    (f"thinning: num_tokens values dropped from every table at once (one shared axis)"
-                     f" only where log-space interpolation reproduces every measured point of every"
-                     f" table within {THIN_TOL:.0%}") if moe_thin == "joint" else
-                    (f"thinning: num_tokens values dropped per table where log-space interpolation"
-                     f" reproduces every measured point within {THIN_TOL:.0%}") if moe_thin == "each"
-                    else "not thinned",
-                ]
-                w.write(f"{gpu}/{eng}/moe.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, "moe",
-                                 notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "moe",
-                         "repeats_averaged": dups, "source_path": src,
-                         "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
-
-            # Gated DeltaNet (linear attention): the short convolution and the delta-rule kernels of
-            # one layer, per head shape, over batch x sequence length.
-            src = f"{base}/linear_attention/{eng}/{ver}/gdn_perf.parquet"
-            if src in present:
-                rows = rows_of(wheel.table(src))
-                keys = ["kernel_source", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"]
-                ren = {"kernel_source": "kernel"}
-                grids, dups = build_grids(rows, keys, ["batch_size", "seq_len"], rename=ren)
-                for g in grids:
-                    g.thin(["batch_size", "seq_len"])
-                kernels = sorted({(str(r["phase"]), str(r["kernel_source"])) for r in rows})
-                notes = [
-                    "keys: kernel, head_k_dim, head_v_dim, num_k_heads, num_v_heads (per GPU: the source"
-                    " measures tensor-parallel shards as head counts); axes: batch_size (sequences),"
-                    " seq_len (tokens per sequence: the prompt in the context phase, 1 in generation)",
-                    "kernels (phase: kernel): " + "; ".join(f"{ph}: {k}" for ph, k in kernels),
-                    "one latency = one Gated DeltaNet layer's kernel (causal_conv1d_* the short convolution;"
-                    " chunk_* the chunked delta rule of a prompt; fused_recurrent_* one decode step);"
-                    " the collector keeps the recurrent and convolution states in bf16"
-                    " (collector/<engine>/collect_gdn.py)",
-                    f"thinning: whole batch/length lines dropped only where log-space interpolation"
-                    f" reproduces every dropped measurement within {THIN_TOL:.0%}",
-                ]
-                w.write(f"{gpu}/{eng}/linear_attention.bin",
-                        w.header(src, gpu, device_name(rows), eng, ver, "linear_attention",
-                                 notes + repeats_note(dups)),
-                        grids, "latency_us",
-                        {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "linear_attention",
-                         "repeats_averaged": dups, "source_path": src,
-                         "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", "seq_len"]})
+            write_engine_version(w, wheel, present, gpu, eng, ver, f"{gpu}/{eng}", moe, moe_thin,
+                                 moe_distributions)
+            if all_versions:
+                for other in held_versions(wheel, gpu, eng):
+                    if other != ver:
+                        write_engine_version(w, wheel, present, gpu, eng, other, f"{gpu}/{eng}@{other}", moe,
+                                             moe_thin, moe_distributions)
+                for other in held_versions(wheel, gpu, eng):
+                    reuse.extend(reuse_entries(wheel, gpu, eng, other))
 
         # NCCL collectives: the system's own NCCL version (misc.nccl_version in <gpu>.yaml); b60
         # (Intel) has oneCCL's table instead, with the same columns.
@@ -1053,7 +1230,7 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
                      "source_path": src, "keys": ["op_name", "dtype", "num_gpus"],
                      "axes": ["message_size"]})
 
-    (out / ".gitattributes").write_text("*.bin binary\n")
+    (out / ".gitattributes").write_text("*.bin binary\n*.zst binary\n")
 
     # Licence.
     apache = wheel.licence_text()
@@ -1070,6 +1247,12 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
            "", "=" * 78, ""]
     (out / "LICENSE-aiconfigurator.txt").write_text("\n".join(lic) + apache)
 
+    # Every file stored packed (zstd); the reuse links of versions that share another's tables.
+    for e in w.manifest:
+        pack_file(out, e)
+    links = resolve_reuse(w.manifest, reuse)
+    (out / "index.rs").write_text(rust_index(w.manifest, links))
+
     # Manifest.
     m = ["# Kernel tables derived from NVIDIA AIConfigurator (Apache-2.0). Generated by",
          "# scripts/kernel-data/fetch.py; do not edit by hand. rows = measured values kept,",
@@ -1084,6 +1267,7 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
          f"unit = {toml_str('latency_us: microseconds per call')}",
          f"thinning_tolerance = {THIN_TOL!r}",
          f"value_encoding = {toml_str(f'u16 LE; latency_us = {CODE_BASE_US} * exp(code / {CODE_SCALE}); {CODE_MISSING} = not measured')}",
+         f"stored_encoding = {toml_str(PACKING)}",
          "",
          *textwrap.wrap(f"Engine versions used per GPU: {version_rule};", 96,
                         initial_indent="# ", subsequent_indent="# "),
@@ -1106,11 +1290,17 @@ def process(wheel: Wheel, sha: str, out: Path, gpus: list[str], moe: bool = Fals
     for e in sorted(w.manifest, key=lambda e: e["file"]):
         m.append("[[file]]")
         e["columns"] = e["keys"] + e["axes"] + [e["value_column"]]
-        for k in ["file", "gpu", "engine", "engine_version", "op", "source_path", "columns", "keys",
+        for k in ["file", "stored", "gpu", "engine", "engine_version", "op", "source_path", "columns", "keys",
                   "axes", "value_column", "tables", "rows", "source_rows", "repeats_averaged", "bytes",
-                  "thinned_max_rel_err"]:
+                  "stored_bytes", "thinned_max_rel_err"]:
             m.append(f"{k} = {toml_val(e[k])}")
         m.append("")
+    if links:
+        m.append("# Tables a version shares with another (its reuse.yaml: `table`, `from_version`), followed")
+        m.append("# to the version whose file holds them.")
+    for gpu, eng, ver, op, donor in links:
+        m += ["[[reuse]]", f"gpu = {toml_str(gpu)}", f"engine = {toml_str(eng)}", f"engine_version = {toml_str(ver)}",
+              f"op = {toml_str(op)}", f"from_version = {toml_str(donor)}", ""]
     manifest_text = "\n".join(m)
     tomllib.loads(manifest_text)  # must parse
     (out / "manifest.toml").write_text(manifest_text)
@@ -1174,6 +1364,9 @@ def main():
                     help="MoE thinning: one num_tokens axis per file (joint), per table, or none")
     ap.add_argument("--outliers", help="write the outlier report here (default: OUT/outliers.tsv"
                     " with --repo; none for the wheel)")
+    ap.add_argument("--all-versions", action=argparse.BooleanOptionalAction, default=None,
+                    help="also write every other engine version as <gpu>/<engine>@<version>/ (default:"
+                    " on with --repo, off for the wheel)")
     ap.add_argument("--dump", help="print a crates/core/data/kernels/*.bin file as text and exit")
     args = ap.parse_args()
     if args.dump:
@@ -1190,7 +1383,7 @@ def main():
         if args.inventory:
             Path(args.inventory).write_text(inventory(src))
         process(src, src.commit, Path(args.out), gpus, moe=moe, moe_thin=args.moe_thin,
-                outliers_path=outliers)
+                outliers_path=outliers, all_versions=args.all_versions is not False)
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="aic-kernel-data-"))

@@ -4,6 +4,7 @@
 //! it.
 
 use crate::error::{Error, Result};
+use crate::kernels::EngineVersion;
 use serde::Serialize;
 use std::str::FromStr;
 
@@ -153,17 +154,21 @@ impl From<Engine> for &'static str {
     }
 }
 
-/// `major.minor` of a version string (`0.6`, `0.6.1`, `v0.5.0`), or `None`.
-fn major_minor(v: &str) -> Option<(u32, u32)> {
-    let mut parts = v.trim_start_matches('v').split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
-    Some((major, minor))
-}
-
 impl FromStr for Engine {
     type Err = Error;
     fn from_str(s: &str) -> Result<Engine> {
+        Engine::with_version(s).map(|(engine, _)| engine)
+    }
+}
+
+impl Engine {
+    /// The engine an `engine` input names, and the version after `@` that its kernel tables are
+    /// read at: `vllm@0.19` is vLLM's V1 engine timed from the tables measured at 0.19.0 (the
+    /// nearest at or below, per GPU: [`crate::kernels::Tables::at`]); the versions that are
+    /// engines of their own (`trtllm@0.6`: [`Engine::TrtllmPreXqa`], `vllm@0.6`:
+    /// [`Engine::VllmV0`], older than every table) read the default version's tables; gpt-fast
+    /// and eager take no version.
+    pub fn with_version(s: &str) -> Result<(Engine, Option<EngineVersion>)> {
         let t = s.trim().to_ascii_lowercase();
         let (name, version) = match t.split_once('@') {
             Some((n, v)) => (n, Some(v)),
@@ -177,20 +182,23 @@ impl FromStr for Engine {
             "eager" => Engine::Eager,
             _ => return Err(Error::unknown_for("engine", "engine", s, ENGINE_NAMES)),
         };
-        let Some(version) = version else { return Ok(family) };
+        let Some(version) = version else { return Ok((family, None)) };
         let bad = || {
             Error::invalid(
                 "engine",
                 format!("{s:?}"),
-                "a version as major.minor after @ (trtllm@0.6, vllm@0.6.3) for trtllm or vllm",
+                "a version as major.minor[.patch] after @ (trtllm@1.2, vllm@0.19, sglang@0.5.9) for trtllm, vllm or sglang",
             )
         };
-        let v = major_minor(version).ok_or_else(bad)?;
+        let v = EngineVersion::parse(version).ok_or_else(bad)?;
+        let legacy = |major_minor: (u64, u64)| {
+            v < EngineVersion::parse(&format!("{}.{}", major_minor.0, major_minor.1)).expect("a version")
+        };
         match family {
-            Engine::Trtllm if v < (0, 7) => Ok(Engine::TrtllmPreXqa),
-            Engine::Vllm if v < (0, 8) => Ok(Engine::VllmV0),
-            Engine::Trtllm | Engine::Vllm => Ok(family),
-            _ => Err(bad()),
+            Engine::Trtllm if legacy((0, 7)) => Ok((Engine::TrtllmPreXqa, None)),
+            Engine::Vllm if legacy((0, 8)) => Ok((Engine::VllmV0, None)),
+            Engine::Trtllm | Engine::Vllm | Engine::Sglang => Ok((family, Some(v))),
+            Engine::TrtllmPreXqa | Engine::VllmV0 | Engine::GptFast | Engine::Eager => Err(bad()),
         }
     }
 }
@@ -230,18 +238,27 @@ impl FromStr for TimeModelKind {
     }
 }
 
-/// The clock of a scenario: the time model and the engine it assumes.
+/// The clock of a scenario: the time model, the engine it assumes and the engine version its
+/// kernel tables are read at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct Clock {
     /// Time model.
     pub model: TimeModelKind,
     /// Engine (used by the measured model only).
     pub engine: Engine,
+    /// The engine version named (`vllm@0.19`), whose kernel tables the measured model reads
+    /// (the nearest measured at or below it); `None`: the default version's.
+    pub version: Option<EngineVersion>,
 }
 
 impl Clock {
     /// Today's roofline, whatever the engine.
-    pub const ROOFLINE: Clock = Clock { model: TimeModelKind::Roofline, engine: Engine::Trtllm };
+    pub const ROOFLINE: Clock = Clock { model: TimeModelKind::Roofline, engine: Engine::Trtllm, version: None };
+
+    /// The measured model of `engine`, at the default version's tables.
+    pub const fn measured(engine: Engine) -> Clock {
+        Clock { model: TimeModelKind::Measured, engine, version: None }
+    }
 
     /// Whether operators are timed by the plain roofline (expected time = roofline time).
     pub fn is_roofline(&self) -> bool {
@@ -271,9 +288,22 @@ mod tests {
         ] {
             assert_eq!(name.parse::<Engine>().unwrap(), e, "{name}");
         }
-        for bad in ["trtllm@", "trtllm@x.y", "sglang@0.3", "eager@1"] {
+        for bad in ["trtllm@", "trtllm@x.y", "eager@1", "gpt-fast@0.1", "vllm@1"] {
             let err = bad.parse::<Engine>().unwrap_err().to_string();
             assert!(err.starts_with("invalid `engine`") && err.contains("major.minor"), "{err}");
+        }
+        // A version its kernel tables are read at; the versions that are engines of their own
+        // read the default version's.
+        let v = |s: &str| EngineVersion::parse(s);
+        for (name, engine, version) in [
+            ("vllm@0.19", Engine::Vllm, v("0.19.0")),
+            ("sglang@0.5.9", Engine::Sglang, v("0.5.9")),
+            ("trtllm@1.3.0rc10", Engine::Trtllm, v("1.3.0rc10")),
+            ("trtllm@0.6", Engine::TrtllmPreXqa, None),
+            ("vllm@0.7.3", Engine::VllmV0, None),
+            ("vllm", Engine::Vllm, None),
+        ] {
+            assert_eq!(Engine::with_version(name).unwrap(), (engine, version), "{name}");
         }
         let err = "tgi".parse::<Engine>().unwrap_err().to_string();
         assert!(err.contains("engine") && err.contains("trtllm") && err.contains("eager"), "{err}");

@@ -99,42 +99,7 @@ pub struct Timing {
     pub source: Option<TimeSource>,
 }
 
-/// The measured kernel table an operator's time was read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KernelTable {
-    /// Dense GEMMs (`gemm`).
-    Gemm,
-    /// Attention: prefill (context) or decode (generation) kernels.
-    Attention,
-    /// Multi-head latent attention's core.
-    Mla,
-    /// MLA's batched absorption GEMMs (`mla_bmm`).
-    MlaBatchedGemm,
-    /// The engine's custom all-reduce.
-    AllReduce,
-    /// NCCL's collectives.
-    Nccl,
-    /// The routed experts' fused-MoE kernel of one layer (`moe`).
-    Moe,
-    /// A Gated DeltaNet layer's short convolution and delta-rule kernels (`linear_attention`).
-    LinearAttention,
-}
-
-impl KernelTable {
-    /// The table's name, as its data file is named.
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelTable::Gemm => "gemm",
-            KernelTable::Attention => "attention",
-            KernelTable::Mla => "mla",
-            KernelTable::MlaBatchedGemm => "mla_bmm",
-            KernelTable::AllReduce => "custom_allreduce",
-            KernelTable::Nccl => "nccl",
-            KernelTable::Moe => "moe",
-            KernelTable::LinearAttention => "linear_attention",
-        }
-    }
-}
+pub use crate::kernels::KernelTable;
 
 /// The kind of kernel the measured clock's fitted model times where no table holds it (its
 /// achievable fractions of bandwidth and peak, its cost per kernel: `docs/fidelity.md`).
@@ -185,6 +150,8 @@ pub enum TimeSource {
         gpu: crate::kernels::KernelGpu,
         /// The engine whose kernels were measured (`None`: NCCL).
         engine: Option<crate::kernels::Engine>,
+        /// The engine version measured (for NCCL, the library's).
+        version: &'static str,
         /// The table.
         table: KernelTable,
     },
@@ -204,10 +171,10 @@ impl TimeSource {
     pub fn words(self) -> String {
         match self {
             TimeSource::Roofline => "roofline".into(),
-            TimeSource::Table { gpu, engine: Some(e), table } => {
-                format!("table:{}/{}/{}/{}", gpu.dir(), e, e.version(gpu), table.name())
+            TimeSource::Table { gpu, engine: Some(e), version, table } => {
+                format!("table:{}/{}/{}/{}", gpu.dir(), e, version, table.name())
             }
-            TimeSource::Table { gpu, engine: None, table } => format!("table:{}/{}", gpu.dir(), table.name()),
+            TimeSource::Table { gpu, engine: None, table, .. } => format!("table:{}/{}", gpu.dir(), table.name()),
             TimeSource::Fitted(k) => format!("fitted:{}", k.name()),
             TimeSource::Fused => "fused".into(),
             TimeSource::LinkModel => "link-model".into(),

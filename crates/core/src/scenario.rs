@@ -733,10 +733,13 @@ impl ScenarioRequest {
             (None, None, None) => Routing::Uniform,
         };
         let mut sc = Scenario::new(model, gpu, workload, weights, efficiency, routing)?;
+        let (engine, version) = self.engine.as_deref().map(Engine::with_version).transpose()?.unwrap_or_default();
         sc.clock = Clock {
             model: self.time_model.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
-            engine: self.engine.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
+            engine,
+            version,
         };
+        crate::clock::kernel_tables(sc.clock, &sc.gpu)?;
         if let Some(p) = &self.profile {
             sc.profile = *p.0;
         }

@@ -10,6 +10,7 @@ use crate::deployment::{Layout, Totals};
 use crate::fit::StepFit;
 use crate::human;
 use crate::render::{HumanTable, Report};
+use llm_ledger_core::kernels::KernelTable;
 use llm_ledger_core::model::{Attention, Reach, WeightPrecisions};
 use llm_ledger_core::serving::DEFAULT_RESERVE_BYTES;
 use llm_ledger_core::workload::{Causal, ContextBucket, Counting, Logits, MlaForm};
@@ -74,14 +75,30 @@ pub struct Inputs {
 
 /// The kernel tables the scenario's measured clock reads, named for a reader:
 /// `h100_sxm/trtllm 1.3.0rc20 (AIConfigurator)` (GPU, engine and the engine version measured;
-/// the package is `core::kernels::SOURCE`).
+/// the package is `core::kernels::SOURCE`), with the version named where it was not measured
+/// (`h100_sxm/vllm 0.19.0 (AIConfigurator; the nearest measured at or below vllm@0.20.0)`) and
+/// the tables read from another version (`…; mla from 0.14.0`).
 fn kernel_tables(sc: &Scenario) -> Option<String> {
     let clock = sc.effective_clock();
     if clock.is_roofline() {
         return None;
     }
-    let (gpu, engine) = llm_ledger_core::clock::kernel_tables(clock.engine, &sc.gpu)?;
-    Some(format!("{}/{} {} (AIConfigurator)", gpu.dir(), engine, engine.version(gpu)))
+    let t = llm_ledger_core::clock::kernel_tables(clock, &sc.gpu).ok().flatten()?;
+    let mut notes = vec!["AIConfigurator".to_string()];
+    if let Some(asked) = clock.version.filter(|v| v.to_string() != t.version) {
+        notes.push(format!("the nearest measured at or below {}@{asked}", t.engine));
+    }
+    let elsewhere: Vec<String> = KernelTable::ALL
+        .into_iter()
+        .filter(|&table| table != KernelTable::Nccl)
+        .filter_map(|table| {
+            t.version_of(table).filter(|v| *v != t.version).map(|v| format!("{} from {v}", table.name()))
+        })
+        .collect();
+    if !elsewhere.is_empty() {
+        notes.push(elsewhere.join(", "));
+    }
+    Some(format!("{}/{} {} ({})", t.gpu.dir(), t.engine, t.version, notes.join("; ")))
 }
 
 impl Inputs {

@@ -438,7 +438,9 @@ fn control(c: &Control, catalog: &Catalog, q: &PageQuery, error_field: Option<&s
             label for=(id) { (c.label) }
             select #(id) name=(c.name) data-default=(default) disabled[disabled] aria-invalid=[invalid.then_some("true")] aria-describedby={ (id) "-help" } {
                 @if !known {
-                    option value=(selected) selected { (selected) " (not recognised)" }
+                    // A value the list does not hold: refused by the core ("not recognised"), or
+                    // one it accepts beyond the list (an engine version: `vllm@0.19`).
+                    option value=(selected) selected { (selected) @if invalid { " (not recognised)" } }
                 }
                 @for (value, label, more) in &options {
                     option value=(value) selected[*value == selected] { (label) @if let Some(m) = more { " — " (m) } }

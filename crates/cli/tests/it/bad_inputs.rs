@@ -305,6 +305,8 @@ fn cases() -> Vec<(&'static str, Input, &'static str)> {
         ("zipf 1e308", Args(&["--model", "mixtral-8x7b", "--zipf", "1e308"]), "invalid `--zipf`: 1e308 (a number in [0, 10])"),
         // The clock's inputs name their accepted values.
         ("unknown engine", Args(&["--engine", "tgi"]), "unknown engine for `--engine` `tgi`; accepted: trtllm, trtllm@0.6, vllm, vllm@0.6, sglang, gpt-fast, eager"),
+        ("engine version below the tables", Args(&["--engine", "vllm@0.10"]), "invalid `--engine`: vllm@0.10.0 (a version of vllm measured on h100_sxm (0.14.0, 0.19.0, 0.22.0, 0.24.0) or a later one)"),
+        ("a version of an engine without tables", Args(&["--engine", "eager@2.1"]), "invalid `--engine`: \"eager@2.1\" (a version as major.minor[.patch] after @"),
         ("unknown time model", Args(&["--time-model", "fast"]), "unknown time model for `--time-model` `fast`; accepted: measured, roofline"),
         ("empty engine on sweep", Cli(&["sweep", "--engine", ""]), "unknown engine for `--engine` ``; accepted: trtllm"),
         ("measure step 1e-320 ms", cmd(&["measure", "--step-ms", "1e-320"]), "invalid `--step-ms`: 1e-320 (a number in [0.001, 3.6e6])"),

@@ -291,3 +291,38 @@ vocab_size = 128256
     assert_eq!(mine["published_params"], 8_030_261_248.0);
     assert_eq!(mine["params"], 8_030_261_248u64);
 }
+
+#[test]
+fn an_engine_version_reads_its_own_tables_and_says_so() {
+    let sources = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v["rows"].as_array().unwrap().iter().filter_map(|r| r["time_source"].as_str().map(String::from)).collect()
+    };
+    // vLLM 0.19 on the H100: its own GEMM and attention tables, said in every table row and the
+    // inputs; a version between two measured ones reads the one below.
+    for (asked, tables) in [
+        ("vllm@0.19", "h100_sxm/vllm 0.19.0 (AIConfigurator)"),
+        ("vllm@0.21", "h100_sxm/vllm 0.19.0 (AIConfigurator; the nearest measured at or below vllm@0.21.0)"),
+    ] {
+        let v = json(&["ledger", "--engine", asked, "--batch", "16", "--format", "json"]);
+        assert_eq!(v["inputs"]["kernel_tables"], tables, "{asked}");
+        let s = sources(&v);
+        assert!(
+            s.contains("table:h100_sxm/vllm/0.19.0/gemm") && s.contains("table:h100_sxm/vllm/0.19.0/attention"),
+            "{s:?}"
+        );
+        assert!(!s.iter().any(|x| x.contains("0.24.0")), "{s:?}");
+    }
+    // vLLM 0.22 shares 0.24's tables (its reuse.yaml): the rows name the version measured.
+    let v = json(&["ledger", "--engine", "vllm@0.22", "--format", "json"]);
+    assert_eq!(
+        v["inputs"]["kernel_tables"],
+        "h100_sxm/vllm 0.22.0 (AIConfigurator; gemm from 0.24.0, attention from 0.24.0)"
+    );
+    assert!(sources(&v).contains("table:h100_sxm/vllm/0.24.0/gemm"));
+    // Another version's kernels are another step time.
+    let step = |engine: &str| {
+        json(&["ledger", "--engine", engine, "--batch", "16", "--format", "json"])["step_time_s"].as_f64().unwrap()
+    };
+    assert_ne!(step("vllm@0.19"), step("vllm"));
+    assert_eq!(step("vllm@0.24"), step("vllm"));
+}

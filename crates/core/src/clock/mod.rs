@@ -69,9 +69,10 @@
 //! the roofline time is kept beside the expected time.
 
 use crate::engine::{Clock, Engine};
+use crate::error::Result;
 use crate::hardware::{Achievable, Gpu};
 use crate::kernels::AttentionPhase;
-use crate::kernels::{self, GemmDtype, KernelGpu};
+use crate::kernels::{self, GemmDtype, KernelGpu, Tables};
 use crate::kinds::OpClass;
 use crate::kinds::{Epilogue, MergeGroup, OpKind, Shard};
 use crate::layout::{CollectiveCall, LinkScope};
@@ -282,9 +283,17 @@ pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &Achievable) -> f64 {
 /// catalogue GPU with tables ([`KernelGpu::for_gpu`]; never a user's GPU file) and the engine has
 /// measured kernels ([`Engine::kernel_engine`]) measured on it ([`KernelGpu::engines`]); `None`
 /// otherwise (the fitted model times every operator).
-pub fn kernel_tables(engine: Engine, gpu: &Gpu) -> Option<(KernelGpu, kernels::Engine)> {
-    let (kgpu, kengine) = (KernelGpu::for_gpu(gpu)?, engine.kernel_engine()?);
-    kgpu.engines().contains(&kengine).then_some((kgpu, kengine))
+/// At the engine version the clock names, the nearest measured at or below it ([`Tables::at`]:
+/// a version below every one measured on the GPU is refused, naming those measured); by default
+/// the default version's.
+pub fn kernel_tables(clock: Clock, gpu: &Gpu) -> Result<Option<Tables>> {
+    let (Some(kgpu), Some(kengine)) = (KernelGpu::for_gpu(gpu), clock.engine.kernel_engine()) else {
+        return Ok(None);
+    };
+    if !kgpu.engines().contains(&kengine) {
+        return Ok(None);
+    }
+    Tables::at(kgpu, kengine, clock.version).map(Some)
 }
 
 /// The measured GEMM table format for a GEMM with `weight` weights running in `math`: 16-bit →
@@ -340,21 +349,23 @@ pub struct Measured {
     pub fit: Achievable,
     /// The measured kernel tables for this GPU and engine, where both have them (looked up once
     /// per step); `None`: the fitted model times every operator.
-    pub tables: Option<(KernelGpu, kernels::Engine)>,
+    pub tables: Option<Tables>,
     /// The bandwidth a kernel streams weights from HBM at on this GPU, bytes/s: the peak × the
     /// achievable fraction ([`Achievable::bandwidth`]).
     pub achievable_bandwidth_bytes_per_s: f64,
 }
 
 impl Measured {
-    /// The measured model of `engine` in `phase` on `gpu`: its [`Achievable`], and the kernel tables
-    /// where the GPU is a catalogue GPU with tables and the engine has measured kernels.
-    pub fn new(engine: Engine, phase: Phase, gpu: &Gpu) -> Measured {
+    /// The measured model of `clock`'s engine in `phase` on `gpu`: its [`Achievable`], and the
+    /// kernel tables at the clock's engine version ([`kernel_tables`]) where the GPU is a
+    /// catalogue GPU with tables and the engine has measured kernels (a version the GPU's tables
+    /// do not reach, refused where a scenario is resolved, leaves the fitted model).
+    pub fn new(clock: Clock, phase: Phase, gpu: &Gpu) -> Measured {
         Measured {
-            engine,
+            engine: clock.engine,
             phase,
             fit: gpu.achievable,
-            tables: kernel_tables(engine, gpu),
+            tables: kernel_tables(clock, gpu).ok().flatten(),
             achievable_bandwidth_bytes_per_s: gpu.memory_bandwidth_bytes_per_s * gpu.achievable.bandwidth,
         }
     }
@@ -375,7 +386,7 @@ impl Measured {
 
     /// [`Measured::table_s`] with the table it read.
     fn table_lookup(&self, op: &Op) -> Option<(f64, KernelTable)> {
-        let (kgpu, kengine) = self.tables?;
+        let t = self.tables?;
         if op.attention.is_some() {
             return self.attention_table_s(op);
         }
@@ -394,22 +405,22 @@ impl Measured {
         if g.instances > 1.0 && op.kind.facts().shard == Shard::HeadInstances {
             let bmm = if op.kind == OpKind::QAbsorb { kernels::MlaBmm::Pre } else { kernels::MlaBmm::Post };
             let fp8 = (op.math == MathFormat::Fp8)
-                .then(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))
+                .then(|| kernels::mla_bmm_us(&t, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))
                 .flatten();
-            let us =
-                fp8.or_else(|| kernels::mla_bmm_us(kgpu, kengine, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
+            let us = fp8.or_else(|| kernels::mla_bmm_us(&t, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
             return Some((us * 1e-6, KernelTable::MlaBatchedGemm));
         }
-        let dtype = gemm_dtype(g.weight, op.math).filter(|d| d.timed_in_cuda_graphs(kengine))?;
-        let us = kernels::gemm_envelope_us(kgpu, kengine, dtype, g.m, g.n as f64, g.k as f64)?;
+        let dtype = gemm_dtype(g.weight, op.math).filter(|d| d.timed_in_cuda_graphs(t.engine))?;
+        let us = kernels::gemm_envelope_us(&t, dtype, g.m, g.n as f64, g.k as f64)?;
         Some((us * 1e-6 * g.instances, KernelTable::Gemm))
     }
 
     /// Where the time of `op` in a kernel of its own comes from: the table it was read from, or
     /// the fitted model of its kind of kernel.
     fn own_source(&self, op: &Op, table: Option<KernelTable>) -> TimeSource {
-        if let (Some(t), Some((gpu, engine))) = (table, self.tables) {
-            return TimeSource::Table { gpu, engine: Some(engine), table: t };
+        if let (Some(t), Some(tables)) = (table, self.tables) {
+            let version = tables.version_of(t).unwrap_or(tables.version);
+            return TimeSource::Table { gpu: tables.gpu, engine: Some(tables.engine), version, table: t };
         }
         let kind = match (op.kind.facts().class, op.kind.facts().shard) {
             (_, Shard::Experts(_)) => FittedKernel::GroupedGemm,
@@ -458,7 +469,7 @@ impl Measured {
     /// kernel is not today's ([`Engine::kv_read_per_query_head`]) in a step with decodes, or
     /// shapes the tables do not cover.
     fn attention_table_s(&self, op: &Op) -> Option<(f64, KernelTable)> {
-        let (kgpu, kengine) = self.tables?;
+        let t = self.tables?;
         let a = op.attention?;
         let dense_reach = matches!(a.reach, Reach::All | Reach::Window(_) | Reach::Chunk(_));
         if op.kind != OpKind::Attention || !dense_reach || a.pooled || a.kv_heads <= 0.0 {
@@ -493,7 +504,7 @@ impl Measured {
                 batch,
                 length: length.max(1.0),
             };
-            kernels::attention_us(kgpu, kengine, &q)
+            kernels::attention_us(&t, &q)
         };
         // Fractions of a sequence are a GPU's share of the step's tokens (data-parallel attention).
         let decode_us = if decodes > 0.0 {
@@ -517,7 +528,7 @@ impl Measured {
     /// — for the expanded (naive) form of prefill and of steps with prompt chunks, which the
     /// tables key by other shapes.
     fn mla_table_s(&self, op: &Op) -> Option<f64> {
-        let (kgpu, kengine) = self.tables?;
+        let t = self.tables?;
         let a = op.attention?;
         let g = a.geometry;
         if a.kv_heads != 1.0 || g.decode_sequences != g.sequences {
@@ -536,7 +547,7 @@ impl Measured {
             batch: g.sequences,
             length: (g.decode_pairs / g.sequences - 1.0).max(1.0),
         };
-        kernels::mla_us(kgpu, kengine, &q).map(|us| us * 1e-6)
+        kernels::mla_us(&t, &q).map(|us| us * 1e-6)
     }
 
     /// One layer's routed experts, seconds, from the engine's fused-MoE tables
@@ -562,7 +573,7 @@ impl Measured {
     /// matrices': a third each for gate, up and down); the activation and the combine run
     /// inside the measured kernels (`Measured::join_of`).
     fn moe_table_s(&self, op: &Op) -> Option<f64> {
-        let (kgpu, kengine) = self.tables?;
+        let t = self.tables?;
         let m = op.moe.filter(|m| m.balanced)?;
         let q = kernels::MoeQuery {
             dtype: moe_dtype(m.weights, m.math)?,
@@ -574,7 +585,7 @@ impl Measured {
             ep: m.ep,
             tokens: m.tokens,
         };
-        let measured_s = kernels::moe_us(kgpu, kengine, &q)? * 1e-6;
+        let measured_s = kernels::moe_us(&t, &q)? * 1e-6;
         Some((measured_s - self.moe_untouched_s(&m)).max(0.0))
     }
 
@@ -609,7 +620,7 @@ impl Measured {
     /// µs), the signature of a benchmark that fell back from its CUDA graph to eager launches
     /// (`benchmark_with_power(..., allow_graph_fail=True)`), host time a step's GPU work hides.
     fn linear_table_s(&self, r: RecurrentShape) -> Option<f64> {
-        let (kgpu, kengine) = self.tables?;
+        let t = self.tables?;
         if r.rule != crate::model::Recurrence::GatedDelta {
             return None;
         }
@@ -624,7 +635,7 @@ impl Measured {
                 batch,
                 seq_len,
             };
-            kernels::linear_us(kgpu, kengine, &q).map(|us| us * 1e-6)
+            kernels::linear_us(&t, &q).map(|us| us * 1e-6)
         };
         let (decodes, chunks) = (r.decodes, r.prompt_sequences);
         let chunk_len = if chunks > 0.0 { r.prompt_tokens / chunks } else { 0.0 };
@@ -636,7 +647,7 @@ impl Measured {
         let (kernel, gen, ctx) = (kernels::LinearKernel::Conv, AttentionPhase::Generation, AttentionPhase::Context);
         let t = match r.part {
             RecurrentPart::Conv => {
-                if chunks > 0.0 && kengine == kernels::Engine::Trtllm {
+                if chunks > 0.0 && t.engine == kernels::Engine::Trtllm {
                     return None;
                 }
                 let decode_s = if decodes > 0.0 { lookup(kernel, gen, decodes, 1.0)? } else { 0.0 };
@@ -672,20 +683,22 @@ impl Measured {
     /// GPUs), or over another link than the one they were measured on (AIConfigurator's systems:
     /// NVLink through NVSwitch on the SXM boards, PCIe on L40S servers).
     fn collective_table_s(&self, call: &CollectiveCall) -> Option<(f64, TimeSource)> {
-        let (kgpu, kengine) = self.tables?;
+        let tables = self.tables?;
+        let kgpu = tables.gpu;
         let measured_over = if kgpu.collectives_over_pcie() { LinkScope::Pcie } else { LinkScope::ScaleUp };
         if call.scope != measured_over {
             return None;
         }
         let (us, engine, table) = match call.op {
             kernels::Collective::AllReduce => (
-                kernels::allreduce_us(kgpu, kengine, call.gpus, call.message_bytes)?,
-                Some(kengine),
+                kernels::allreduce_us(&tables, call.gpus, call.message_bytes)?,
+                Some(tables.engine),
                 KernelTable::AllReduce,
             ),
             op => (kernels::nccl_us(kgpu, op, call.gpus, call.message_bytes)?, None, KernelTable::Nccl),
         };
-        Some((us * 1e-6, TimeSource::Table { gpu: kgpu, engine, table }))
+        let version = tables.version_of(table).unwrap_or(tables.version);
+        Some((us * 1e-6, TimeSource::Table { gpu: kgpu, engine, version, table }))
     }
 
     /// The fitted roofs of work `op` moving `hbm_bytes` through HBM, and the time it adds beyond
@@ -891,7 +904,7 @@ impl Model {
         if clock.is_roofline() {
             Model::Roofline
         } else {
-            Model::Measured(Measured::new(clock.engine, phase, gpu))
+            Model::Measured(Measured::new(clock, phase, gpu))
         }
     }
 }
@@ -966,7 +979,7 @@ pub fn w4a16_crossover_batch(
 ) -> Option<u64> {
     use crate::cost::Cost;
     use crate::gemm::Gemm;
-    let model = Measured { tables: None, ..Measured::new(engine, Phase::Decode, gpu) };
+    let model = Measured { tables: None, ..Measured::new(Clock::measured(engine), Phase::Decode, gpu) };
     let time = |m: f64, w: Precision| {
         let g = Gemm::new(m, n, k, w, Precision::Bf16);
         let cost = Cost {

@@ -53,12 +53,17 @@ fn gate_proj(m: f64) -> Op {
 #[test]
 fn a_gemm_on_a_catalogue_gpu_with_a_measured_engine_takes_the_tables_time() {
     let h100 = gpu("h100-sxm");
-    let model = Measured::new(Engine::Trtllm, Phase::Decode, h100);
-    assert_eq!(model.tables, Some((KernelGpu::H100Sxm, kernels::Engine::Trtllm)));
+    let model = Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, h100);
+    assert_eq!(model.tables, Some(kernels::Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm)));
     let op = gate_proj(8.0);
-    let table_us =
-        kernels::gemm_envelope_us(KernelGpu::H100Sxm, kernels::Engine::Trtllm, GemmDtype::Bf16, 8.0, 14336.0, 4096.0)
-            .unwrap();
+    let table_us = kernels::gemm_envelope_us(
+        &Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
+        GemmDtype::Bf16,
+        8.0,
+        14336.0,
+        4096.0,
+    )
+    .unwrap();
     let t = model.op_time(&op, h100, Efficiency::default());
     // Exactly the table's time (its envelope in m), nothing added; the roofs stay the fitted
     // model's.
@@ -82,13 +87,12 @@ fn a_gemm_on_a_catalogue_gpu_with_a_measured_engine_takes_the_tables_time() {
 fn mla_absorption_is_one_batched_matmul_from_its_table() {
     // DeepSeek-V3's q_absorb at batch 4 on one H200: 128 heads of [4 × 128]·[128 × 512].
     let h200 = gpu("h200");
-    let model = Measured::new(Engine::Trtllm, Phase::Decode, h200);
+    let model = Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, h200);
     let g = crate::gemm::Gemm::new(4.0 * 128.0, 512, 128, Precision::Bf16, Precision::Bf16).split(128.0);
     let cost = crate::cost::Cost { flops: g.flops(), weight_bytes: g.weight_bytes(), ..crate::cost::Cost::ZERO };
     let op = Op { gemm: Some(g), ..Op::plain(OpKind::QAbsorb, cost, MathFormat::Bf16) };
     let us = kernels::mla_bmm_us(
-        KernelGpu::H200Sxm,
-        kernels::Engine::Trtllm,
+        &Tables::newest(KernelGpu::H200Sxm, kernels::Engine::Trtllm),
         kernels::MlaBmm::Pre,
         kernels::AttnDtype::Bf16,
         128.0,
@@ -103,14 +107,19 @@ fn mla_absorption_is_one_batched_matmul_from_its_table() {
 fn merged_gemm_parts_are_charged_their_column_share_of_one_kernel() {
     // gate and up of Llama 3 8B at batch 8 as one [8 × 4096]·[4096 × 28672] GEMM: each half.
     let h100 = gpu("h100-sxm");
-    let model = Measured::new(Engine::Trtllm, Phase::Decode, h100);
+    let model = Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, h100);
     let gate = Op { merge_n: Some(2 * 14336), ..gate_proj(8.0) };
     let up = Op { kind: OpKind::UpProj, ..gate };
     assert_eq!(engine_join(Engine::Trtllm, &gate), Join::Part { first: true, share: 0.5 });
     assert_eq!(engine_join(Engine::Trtllm, &up), Join::Part { first: false, share: 0.5 });
-    let whole_us =
-        kernels::gemm_envelope_us(KernelGpu::H100Sxm, kernels::Engine::Trtllm, GemmDtype::Bf16, 8.0, 28672.0, 4096.0)
-            .unwrap();
+    let whole_us = kernels::gemm_envelope_us(
+        &Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
+        GemmDtype::Bf16,
+        8.0,
+        28672.0,
+        4096.0,
+    )
+    .unwrap();
     for part in [gate, up] {
         let t = model.op_time(&part, h100, Efficiency::default());
         assert_eq!(t.time_s, whole_us * 1e-6 * 0.5);
@@ -130,17 +139,17 @@ fn no_tables_for_user_gpus_gpt_fast_eager_or_merged_gemms() {
     // A user's GPU file: same name, other figures: the fitted model.
     let mut user = h100.clone();
     user.memory_bandwidth_bytes_per_s *= 1.1;
-    let m = Measured::new(Engine::Trtllm, Phase::Decode, &user);
+    let m = Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, &user);
     assert_eq!(m.tables, None);
-    let fitted = Measured { tables: None, ..Measured::new(Engine::Trtllm, Phase::Decode, h100) };
+    let fitted = Measured { tables: None, ..Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, h100) };
     let op = gate_proj(8.0);
     let (c, mem, extra) = m.roofs(&op, op.cost.bytes(), &user);
     let expected = kernel_time_s(Engine::Trtllm, c.max(mem) + extra);
     assert_eq!(m.op_time(&op, &user, Efficiency::default()).time_s, expected);
     // Engines without measured kernels.
-    assert_eq!(Measured::new(Engine::GptFast, Phase::Decode, h100).tables, None);
-    assert_eq!(Measured::new(Engine::Eager, Phase::Decode, h100).tables, None);
-    let model = Measured::new(Engine::Trtllm, Phase::Decode, h100);
+    assert_eq!(Measured::new(Clock::measured(Engine::GptFast), Phase::Decode, h100).tables, None);
+    assert_eq!(Measured::new(Clock::measured(Engine::Eager), Phase::Decode, h100).tables, None);
+    let model = Measured::new(Clock::measured(Engine::Trtllm), Phase::Decode, h100);
     // A format without a table (int4 weights on H100): the fitted model.
     let mut w4 = op;
     w4.gemm = Some(crate::gemm::Gemm { weight: Precision::Int4, ..op.gemm.unwrap() });

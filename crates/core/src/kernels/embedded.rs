@@ -3,8 +3,8 @@
 
 use super::table::{to_us, Envelope, Group, GroupPlan, KernelFile, OpSpec, Q};
 use super::{
-    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, GemmDtype, KernelGpu, LinearQuery, MlaBmm, MlaQuery,
-    MoeQuery,
+    AttentionPhase, AttentionQuery, AttnDtype, Collective, Engine, EngineVersion, GemmDtype, KernelGpu, KernelTable,
+    LinearQuery, MlaBmm, MlaQuery, MoeQuery,
 };
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -146,6 +146,32 @@ static LINEAR_ATTENTION: OpSpec = OpSpec {
 
 impl Op {
     const COUNT: usize = 10;
+    const ALL: [Op; Op::COUNT] = [
+        Op::Gemm,
+        Op::ContextAttention,
+        Op::GenerationAttention,
+        Op::ContextMla,
+        Op::GenerationMla,
+        Op::MlaBmm,
+        Op::CustomAllreduce,
+        Op::Nccl,
+        Op::Moe,
+        Op::LinearAttention,
+    ];
+
+    /// The table family its time is reported under (both attention phases are `attention`).
+    fn table(self) -> KernelTable {
+        match self {
+            Op::Gemm => KernelTable::Gemm,
+            Op::ContextAttention | Op::GenerationAttention => KernelTable::Attention,
+            Op::ContextMla | Op::GenerationMla => KernelTable::Mla,
+            Op::MlaBmm => KernelTable::MlaBatchedGemm,
+            Op::CustomAllreduce => KernelTable::AllReduce,
+            Op::Nccl => KernelTable::Nccl,
+            Op::Moe => KernelTable::Moe,
+            Op::LinearAttention => KernelTable::LinearAttention,
+        }
+    }
 
     fn spec(self) -> &'static OpSpec {
         match self {
@@ -166,14 +192,32 @@ impl Op {
 /// One embedded data file.
 #[derive(Debug)]
 pub struct EmbeddedFile {
-    /// Path under `crates/core/data/kernels/` (`h100_sxm/trtllm/gemm.bin`).
+    /// Path under `crates/core/data/kernels/` of the file as `scripts/kernel-data` writes it
+    /// (`h100_sxm/trtllm/gemm.bin`; another version than the default's: `h100_sxm/vllm@0.19.0/…`).
+    /// It is stored packed, as `<path>.zst` ([`unpack`]).
     pub path: &'static str,
     /// The GPU it was measured on.
     pub gpu: KernelGpu,
     /// The engine; `None` for NCCL.
     pub engine: Option<Engine>,
+    /// The engine version measured (for NCCL, the library's version).
+    pub version: &'static str,
+    /// Whether it is the version read when none is named (the collector's default runtime where
+    /// the GPU has tables at it, else the newest: the manifest's `[engine_versions]`).
+    pub default: bool,
     op: Op,
-    bytes: &'static [u8],
+    stored: &'static [u8],
+}
+
+/// A table a version shares with another (the version's `reuse.yaml` in AIConfigurator's data:
+/// `table`, `from_version`), followed by `scripts/kernel-data` to the version whose file holds it.
+#[derive(Debug)]
+struct Reuse {
+    gpu: KernelGpu,
+    engine: Engine,
+    op: Op,
+    version: &'static str,
+    from_version: &'static str,
 }
 
 /// What a parsed file holds.
@@ -185,8 +229,10 @@ pub struct FileStats {
     pub cells: usize,
     /// Measured cells (codes other than `0xFFFF`): the manifest's `rows`.
     pub measured: usize,
-    /// File size.
+    /// File size, unpacked (the manifest's `bytes`).
     pub bytes: usize,
+    /// Size as embedded, packed (the manifest's `stored_bytes`).
+    pub stored_bytes: usize,
 }
 
 impl EmbeddedFile {
@@ -197,9 +243,17 @@ impl EmbeddedFile {
 
     /// Parse the file (once; later calls reuse it) and count what it holds.
     pub fn stats(&self) -> Result<FileStats> {
-        let f = parsed_file(self)?;
+        let id = FileId(FILES.iter().position(|f| std::ptr::eq(f, self)).expect("an embedded file") as u16);
+        let u = parsed(id).as_ref().map_err(Clone::clone)?;
+        let f = &u.file;
         f.check_axes()?;
-        Ok(FileStats { tables: f.tables.len(), cells: f.cells, measured: f.measured(), bytes: self.bytes.len() })
+        Ok(FileStats {
+            tables: f.tables.len(),
+            cells: f.cells,
+            measured: f.measured(),
+            bytes: u.bytes,
+            stored_bytes: self.stored.len(),
+        })
     }
 }
 
@@ -212,289 +266,271 @@ macro_rules! engine {
     };
 }
 
+macro_rules! which {
+    (default) => {
+        true
+    };
+    (other) => {
+        false
+    };
+}
+
 macro_rules! files {
-    ($($gpu:ident $eng:tt $op:ident $path:literal;)*) => {
+    ($($gpu:ident $eng:tt $op:ident $version:literal $which:ident $path:literal;)*) => {
         static FILES: &[EmbeddedFile] = &[$(EmbeddedFile {
             path: $path,
             gpu: KernelGpu::$gpu,
             engine: engine!($eng),
+            version: $version,
+            default: which!($which),
             op: Op::$op,
-            bytes: include_bytes!(concat!("../../data/kernels/", $path)),
+            stored: include_bytes!(concat!("../../data/kernels/", $path, ".zst")),
+        },)*];
+        const FILE_COUNT: usize = [$($path),*].len();
+    };
+}
+
+macro_rules! reuse {
+    ($($gpu:ident $eng:ident $op:ident $version:literal $from:literal;)*) => {
+        static REUSE: &[Reuse] = &[$(Reuse {
+            gpu: KernelGpu::$gpu,
+            engine: Engine::$eng,
+            op: Op::$op,
+            version: $version,
+            from_version: $from,
         },)*];
     };
 }
 
-files! {
-    A100Sxm _ Nccl "a100_sxm/nccl.bin";
-    A100Sxm Sglang ContextAttention "a100_sxm/sglang/context_attention.bin";
-    A100Sxm Sglang CustomAllreduce "a100_sxm/sglang/custom_allreduce.bin";
-    A100Sxm Sglang Gemm "a100_sxm/sglang/gemm.bin";
-    A100Sxm Sglang GenerationAttention "a100_sxm/sglang/generation_attention.bin";
-    A100Sxm Sglang LinearAttention "a100_sxm/sglang/linear_attention.bin";
-    A100Sxm Sglang MlaBmm "a100_sxm/sglang/mla_bmm.bin";
-    A100Sxm Sglang Moe "a100_sxm/sglang/moe.bin";
-    A100Sxm Trtllm ContextAttention "a100_sxm/trtllm/context_attention.bin";
-    A100Sxm Trtllm ContextMla "a100_sxm/trtllm/context_mla.bin";
-    A100Sxm Trtllm CustomAllreduce "a100_sxm/trtllm/custom_allreduce.bin";
-    A100Sxm Trtllm Gemm "a100_sxm/trtllm/gemm.bin";
-    A100Sxm Trtllm GenerationAttention "a100_sxm/trtllm/generation_attention.bin";
-    A100Sxm Trtllm GenerationMla "a100_sxm/trtllm/generation_mla.bin";
-    A100Sxm Trtllm MlaBmm "a100_sxm/trtllm/mla_bmm.bin";
-    A100Sxm Vllm ContextAttention "a100_sxm/vllm/context_attention.bin";
-    A100Sxm Vllm ContextMla "a100_sxm/vllm/context_mla.bin";
-    A100Sxm Vllm CustomAllreduce "a100_sxm/vllm/custom_allreduce.bin";
-    A100Sxm Vllm Gemm "a100_sxm/vllm/gemm.bin";
-    A100Sxm Vllm GenerationAttention "a100_sxm/vllm/generation_attention.bin";
-    A100Sxm Vllm GenerationMla "a100_sxm/vllm/generation_mla.bin";
-    B200Sxm _ Nccl "b200_sxm/nccl.bin";
-    B200Sxm Sglang ContextAttention "b200_sxm/sglang/context_attention.bin";
-    B200Sxm Sglang ContextMla "b200_sxm/sglang/context_mla.bin";
-    B200Sxm Sglang CustomAllreduce "b200_sxm/sglang/custom_allreduce.bin";
-    B200Sxm Sglang Gemm "b200_sxm/sglang/gemm.bin";
-    B200Sxm Sglang GenerationAttention "b200_sxm/sglang/generation_attention.bin";
-    B200Sxm Sglang GenerationMla "b200_sxm/sglang/generation_mla.bin";
-    B200Sxm Sglang LinearAttention "b200_sxm/sglang/linear_attention.bin";
-    B200Sxm Sglang MlaBmm "b200_sxm/sglang/mla_bmm.bin";
-    B200Sxm Sglang Moe "b200_sxm/sglang/moe.bin";
-    B200Sxm Trtllm ContextAttention "b200_sxm/trtllm/context_attention.bin";
-    B200Sxm Trtllm ContextMla "b200_sxm/trtllm/context_mla.bin";
-    B200Sxm Trtllm CustomAllreduce "b200_sxm/trtllm/custom_allreduce.bin";
-    B200Sxm Trtllm Gemm "b200_sxm/trtllm/gemm.bin";
-    B200Sxm Trtllm GenerationAttention "b200_sxm/trtllm/generation_attention.bin";
-    B200Sxm Trtllm GenerationMla "b200_sxm/trtllm/generation_mla.bin";
-    B200Sxm Trtllm LinearAttention "b200_sxm/trtllm/linear_attention.bin";
-    B200Sxm Trtllm MlaBmm "b200_sxm/trtllm/mla_bmm.bin";
-    B200Sxm Trtllm Moe "b200_sxm/trtllm/moe.bin";
-    B200Sxm Vllm ContextAttention "b200_sxm/vllm/context_attention.bin";
-    B200Sxm Vllm CustomAllreduce "b200_sxm/vllm/custom_allreduce.bin";
-    B200Sxm Vllm Gemm "b200_sxm/vllm/gemm.bin";
-    B200Sxm Vllm GenerationAttention "b200_sxm/vllm/generation_attention.bin";
-    B200Sxm Vllm LinearAttention "b200_sxm/vllm/linear_attention.bin";
-    B200Sxm Vllm MlaBmm "b200_sxm/vllm/mla_bmm.bin";
-    B200Sxm Vllm Moe "b200_sxm/vllm/moe.bin";
-    B300Sxm _ Nccl "b300_sxm/nccl.bin";
-    B300Sxm Sglang ContextAttention "b300_sxm/sglang/context_attention.bin";
-    B300Sxm Sglang ContextMla "b300_sxm/sglang/context_mla.bin";
-    B300Sxm Sglang CustomAllreduce "b300_sxm/sglang/custom_allreduce.bin";
-    B300Sxm Sglang Gemm "b300_sxm/sglang/gemm.bin";
-    B300Sxm Sglang GenerationAttention "b300_sxm/sglang/generation_attention.bin";
-    B300Sxm Sglang GenerationMla "b300_sxm/sglang/generation_mla.bin";
-    B300Sxm Sglang LinearAttention "b300_sxm/sglang/linear_attention.bin";
-    B300Sxm Sglang MlaBmm "b300_sxm/sglang/mla_bmm.bin";
-    B300Sxm Sglang Moe "b300_sxm/sglang/moe.bin";
-    B300Sxm Trtllm ContextAttention "b300_sxm/trtllm/context_attention.bin";
-    B300Sxm Trtllm ContextMla "b300_sxm/trtllm/context_mla.bin";
-    B300Sxm Trtllm CustomAllreduce "b300_sxm/trtllm/custom_allreduce.bin";
-    B300Sxm Trtllm Gemm "b300_sxm/trtllm/gemm.bin";
-    B300Sxm Trtllm GenerationAttention "b300_sxm/trtllm/generation_attention.bin";
-    B300Sxm Trtllm GenerationMla "b300_sxm/trtllm/generation_mla.bin";
-    B300Sxm Trtllm LinearAttention "b300_sxm/trtllm/linear_attention.bin";
-    B300Sxm Trtllm MlaBmm "b300_sxm/trtllm/mla_bmm.bin";
-    B300Sxm Trtllm Moe "b300_sxm/trtllm/moe.bin";
-    B300Sxm Vllm ContextAttention "b300_sxm/vllm/context_attention.bin";
-    B300Sxm Vllm CustomAllreduce "b300_sxm/vllm/custom_allreduce.bin";
-    B300Sxm Vllm Gemm "b300_sxm/vllm/gemm.bin";
-    B300Sxm Vllm GenerationAttention "b300_sxm/vllm/generation_attention.bin";
-    B300Sxm Vllm LinearAttention "b300_sxm/vllm/linear_attention.bin";
-    B300Sxm Vllm MlaBmm "b300_sxm/vllm/mla_bmm.bin";
-    B300Sxm Vllm Moe "b300_sxm/vllm/moe.bin";
-    B60 _ Nccl "b60/nccl.bin";
-    B60 Vllm ContextAttention "b60/vllm/context_attention.bin";
-    B60 Vllm CustomAllreduce "b60/vllm/custom_allreduce.bin";
-    B60 Vllm Gemm "b60/vllm/gemm.bin";
-    B60 Vllm GenerationAttention "b60/vllm/generation_attention.bin";
-    Gb200 _ Nccl "gb200/nccl.bin";
-    Gb200 Sglang ContextAttention "gb200/sglang/context_attention.bin";
-    Gb200 Sglang ContextMla "gb200/sglang/context_mla.bin";
-    Gb200 Sglang CustomAllreduce "gb200/sglang/custom_allreduce.bin";
-    Gb200 Sglang Gemm "gb200/sglang/gemm.bin";
-    Gb200 Sglang GenerationAttention "gb200/sglang/generation_attention.bin";
-    Gb200 Sglang GenerationMla "gb200/sglang/generation_mla.bin";
-    Gb200 Sglang LinearAttention "gb200/sglang/linear_attention.bin";
-    Gb200 Sglang MlaBmm "gb200/sglang/mla_bmm.bin";
-    Gb200 Sglang Moe "gb200/sglang/moe.bin";
-    Gb200 Trtllm ContextAttention "gb200/trtllm/context_attention.bin";
-    Gb200 Trtllm ContextMla "gb200/trtllm/context_mla.bin";
-    Gb200 Trtllm CustomAllreduce "gb200/trtllm/custom_allreduce.bin";
-    Gb200 Trtllm Gemm "gb200/trtllm/gemm.bin";
-    Gb200 Trtllm GenerationAttention "gb200/trtllm/generation_attention.bin";
-    Gb200 Trtllm GenerationMla "gb200/trtllm/generation_mla.bin";
-    Gb200 Trtllm LinearAttention "gb200/trtllm/linear_attention.bin";
-    Gb200 Trtllm MlaBmm "gb200/trtllm/mla_bmm.bin";
-    Gb200 Trtllm Moe "gb200/trtllm/moe.bin";
-    Gb200 Vllm ContextAttention "gb200/vllm/context_attention.bin";
-    Gb200 Vllm CustomAllreduce "gb200/vllm/custom_allreduce.bin";
-    Gb200 Vllm Gemm "gb200/vllm/gemm.bin";
-    Gb200 Vllm GenerationAttention "gb200/vllm/generation_attention.bin";
-    Gb200 Vllm LinearAttention "gb200/vllm/linear_attention.bin";
-    Gb200 Vllm MlaBmm "gb200/vllm/mla_bmm.bin";
-    Gb200 Vllm Moe "gb200/vllm/moe.bin";
-    Gb300 _ Nccl "gb300/nccl.bin";
-    Gb300 Sglang ContextAttention "gb300/sglang/context_attention.bin";
-    Gb300 Sglang ContextMla "gb300/sglang/context_mla.bin";
-    Gb300 Sglang CustomAllreduce "gb300/sglang/custom_allreduce.bin";
-    Gb300 Sglang Gemm "gb300/sglang/gemm.bin";
-    Gb300 Sglang GenerationAttention "gb300/sglang/generation_attention.bin";
-    Gb300 Sglang GenerationMla "gb300/sglang/generation_mla.bin";
-    Gb300 Sglang LinearAttention "gb300/sglang/linear_attention.bin";
-    Gb300 Sglang MlaBmm "gb300/sglang/mla_bmm.bin";
-    Gb300 Sglang Moe "gb300/sglang/moe.bin";
-    Gb300 Trtllm ContextAttention "gb300/trtllm/context_attention.bin";
-    Gb300 Trtllm ContextMla "gb300/trtllm/context_mla.bin";
-    Gb300 Trtllm CustomAllreduce "gb300/trtllm/custom_allreduce.bin";
-    Gb300 Trtllm Gemm "gb300/trtllm/gemm.bin";
-    Gb300 Trtllm GenerationAttention "gb300/trtllm/generation_attention.bin";
-    Gb300 Trtllm GenerationMla "gb300/trtllm/generation_mla.bin";
-    Gb300 Trtllm LinearAttention "gb300/trtllm/linear_attention.bin";
-    Gb300 Trtllm MlaBmm "gb300/trtllm/mla_bmm.bin";
-    Gb300 Trtllm Moe "gb300/trtllm/moe.bin";
-    Gb300 Vllm ContextAttention "gb300/vllm/context_attention.bin";
-    Gb300 Vllm CustomAllreduce "gb300/vllm/custom_allreduce.bin";
-    Gb300 Vllm Gemm "gb300/vllm/gemm.bin";
-    Gb300 Vllm GenerationAttention "gb300/vllm/generation_attention.bin";
-    Gb300 Vllm LinearAttention "gb300/vllm/linear_attention.bin";
-    Gb300 Vllm MlaBmm "gb300/vllm/mla_bmm.bin";
-    Gb300 Vllm Moe "gb300/vllm/moe.bin";
-    H100Sxm _ Nccl "h100_sxm/nccl.bin";
-    H100Sxm Sglang ContextAttention "h100_sxm/sglang/context_attention.bin";
-    H100Sxm Sglang ContextMla "h100_sxm/sglang/context_mla.bin";
-    H100Sxm Sglang CustomAllreduce "h100_sxm/sglang/custom_allreduce.bin";
-    H100Sxm Sglang Gemm "h100_sxm/sglang/gemm.bin";
-    H100Sxm Sglang GenerationAttention "h100_sxm/sglang/generation_attention.bin";
-    H100Sxm Sglang GenerationMla "h100_sxm/sglang/generation_mla.bin";
-    H100Sxm Sglang LinearAttention "h100_sxm/sglang/linear_attention.bin";
-    H100Sxm Sglang MlaBmm "h100_sxm/sglang/mla_bmm.bin";
-    H100Sxm Sglang Moe "h100_sxm/sglang/moe.bin";
-    H100Sxm Trtllm ContextAttention "h100_sxm/trtllm/context_attention.bin";
-    H100Sxm Trtllm ContextMla "h100_sxm/trtllm/context_mla.bin";
-    H100Sxm Trtllm CustomAllreduce "h100_sxm/trtllm/custom_allreduce.bin";
-    H100Sxm Trtllm Gemm "h100_sxm/trtllm/gemm.bin";
-    H100Sxm Trtllm GenerationAttention "h100_sxm/trtllm/generation_attention.bin";
-    H100Sxm Trtllm GenerationMla "h100_sxm/trtllm/generation_mla.bin";
-    H100Sxm Trtllm LinearAttention "h100_sxm/trtllm/linear_attention.bin";
-    H100Sxm Trtllm MlaBmm "h100_sxm/trtllm/mla_bmm.bin";
-    H100Sxm Trtllm Moe "h100_sxm/trtllm/moe.bin";
-    H100Sxm Vllm ContextAttention "h100_sxm/vllm/context_attention.bin";
-    H100Sxm Vllm CustomAllreduce "h100_sxm/vllm/custom_allreduce.bin";
-    H100Sxm Vllm Gemm "h100_sxm/vllm/gemm.bin";
-    H100Sxm Vllm GenerationAttention "h100_sxm/vllm/generation_attention.bin";
-    H100Sxm Vllm LinearAttention "h100_sxm/vllm/linear_attention.bin";
-    H100Sxm Vllm MlaBmm "h100_sxm/vllm/mla_bmm.bin";
-    H100Sxm Vllm Moe "h100_sxm/vllm/moe.bin";
-    H200Sxm _ Nccl "h200_sxm/nccl.bin";
-    H200Sxm Sglang ContextAttention "h200_sxm/sglang/context_attention.bin";
-    H200Sxm Sglang ContextMla "h200_sxm/sglang/context_mla.bin";
-    H200Sxm Sglang CustomAllreduce "h200_sxm/sglang/custom_allreduce.bin";
-    H200Sxm Sglang Gemm "h200_sxm/sglang/gemm.bin";
-    H200Sxm Sglang GenerationAttention "h200_sxm/sglang/generation_attention.bin";
-    H200Sxm Sglang GenerationMla "h200_sxm/sglang/generation_mla.bin";
-    H200Sxm Sglang LinearAttention "h200_sxm/sglang/linear_attention.bin";
-    H200Sxm Sglang MlaBmm "h200_sxm/sglang/mla_bmm.bin";
-    H200Sxm Sglang Moe "h200_sxm/sglang/moe.bin";
-    H200Sxm Trtllm ContextAttention "h200_sxm/trtllm/context_attention.bin";
-    H200Sxm Trtllm ContextMla "h200_sxm/trtllm/context_mla.bin";
-    H200Sxm Trtllm CustomAllreduce "h200_sxm/trtllm/custom_allreduce.bin";
-    H200Sxm Trtllm Gemm "h200_sxm/trtllm/gemm.bin";
-    H200Sxm Trtllm GenerationAttention "h200_sxm/trtllm/generation_attention.bin";
-    H200Sxm Trtllm GenerationMla "h200_sxm/trtllm/generation_mla.bin";
-    H200Sxm Trtllm LinearAttention "h200_sxm/trtllm/linear_attention.bin";
-    H200Sxm Trtllm MlaBmm "h200_sxm/trtllm/mla_bmm.bin";
-    H200Sxm Trtllm Moe "h200_sxm/trtllm/moe.bin";
-    H200Sxm Vllm ContextAttention "h200_sxm/vllm/context_attention.bin";
-    H200Sxm Vllm CustomAllreduce "h200_sxm/vllm/custom_allreduce.bin";
-    H200Sxm Vllm Gemm "h200_sxm/vllm/gemm.bin";
-    H200Sxm Vllm GenerationAttention "h200_sxm/vllm/generation_attention.bin";
-    H200Sxm Vllm LinearAttention "h200_sxm/vllm/linear_attention.bin";
-    H200Sxm Vllm MlaBmm "h200_sxm/vllm/mla_bmm.bin";
-    H200Sxm Vllm Moe "h200_sxm/vllm/moe.bin";
-    L40s _ Nccl "l40s/nccl.bin";
-    L40s Sglang ContextAttention "l40s/sglang/context_attention.bin";
-    L40s Sglang ContextMla "l40s/sglang/context_mla.bin";
-    L40s Sglang CustomAllreduce "l40s/sglang/custom_allreduce.bin";
-    L40s Sglang Gemm "l40s/sglang/gemm.bin";
-    L40s Sglang GenerationAttention "l40s/sglang/generation_attention.bin";
-    L40s Sglang GenerationMla "l40s/sglang/generation_mla.bin";
-    L40s Sglang LinearAttention "l40s/sglang/linear_attention.bin";
-    L40s Sglang MlaBmm "l40s/sglang/mla_bmm.bin";
-    L40s Sglang Moe "l40s/sglang/moe.bin";
-    L40s Trtllm ContextAttention "l40s/trtllm/context_attention.bin";
-    L40s Trtllm CustomAllreduce "l40s/trtllm/custom_allreduce.bin";
-    L40s Trtllm Gemm "l40s/trtllm/gemm.bin";
-    L40s Trtllm GenerationAttention "l40s/trtllm/generation_attention.bin";
-    L40s Trtllm LinearAttention "l40s/trtllm/linear_attention.bin";
-    L40s Trtllm MlaBmm "l40s/trtllm/mla_bmm.bin";
-    L40s Trtllm Moe "l40s/trtllm/moe.bin";
-    L40s Vllm ContextAttention "l40s/vllm/context_attention.bin";
-    L40s Vllm Gemm "l40s/vllm/gemm.bin";
-    L40s Vllm GenerationAttention "l40s/vllm/generation_attention.bin";
-    L40s Vllm LinearAttention "l40s/vllm/linear_attention.bin";
-    L40s Vllm Moe "l40s/vllm/moe.bin";
-    RtxPro6000Server _ Nccl "rtx_pro_6000_server/nccl.bin";
-    RtxPro6000Server Sglang ContextAttention "rtx_pro_6000_server/sglang/context_attention.bin";
-    RtxPro6000Server Sglang ContextMla "rtx_pro_6000_server/sglang/context_mla.bin";
-    RtxPro6000Server Sglang CustomAllreduce "rtx_pro_6000_server/sglang/custom_allreduce.bin";
-    RtxPro6000Server Sglang Gemm "rtx_pro_6000_server/sglang/gemm.bin";
-    RtxPro6000Server Sglang GenerationAttention "rtx_pro_6000_server/sglang/generation_attention.bin";
-    RtxPro6000Server Sglang GenerationMla "rtx_pro_6000_server/sglang/generation_mla.bin";
-    RtxPro6000Server Sglang LinearAttention "rtx_pro_6000_server/sglang/linear_attention.bin";
-    RtxPro6000Server Sglang MlaBmm "rtx_pro_6000_server/sglang/mla_bmm.bin";
-    RtxPro6000Server Sglang Moe "rtx_pro_6000_server/sglang/moe.bin";
-    RtxPro6000Server Trtllm ContextAttention "rtx_pro_6000_server/trtllm/context_attention.bin";
-    RtxPro6000Server Trtllm ContextMla "rtx_pro_6000_server/trtllm/context_mla.bin";
-    RtxPro6000Server Trtllm CustomAllreduce "rtx_pro_6000_server/trtllm/custom_allreduce.bin";
-    RtxPro6000Server Trtllm Gemm "rtx_pro_6000_server/trtllm/gemm.bin";
-    RtxPro6000Server Trtllm GenerationAttention "rtx_pro_6000_server/trtllm/generation_attention.bin";
-    RtxPro6000Server Trtllm GenerationMla "rtx_pro_6000_server/trtllm/generation_mla.bin";
-    RtxPro6000Server Trtllm LinearAttention "rtx_pro_6000_server/trtllm/linear_attention.bin";
-    RtxPro6000Server Trtllm MlaBmm "rtx_pro_6000_server/trtllm/mla_bmm.bin";
-    RtxPro6000Server Trtllm Moe "rtx_pro_6000_server/trtllm/moe.bin";
-    RtxPro6000Server Vllm ContextAttention "rtx_pro_6000_server/vllm/context_attention.bin";
-    RtxPro6000Server Vllm CustomAllreduce "rtx_pro_6000_server/vllm/custom_allreduce.bin";
-    RtxPro6000Server Vllm Gemm "rtx_pro_6000_server/vllm/gemm.bin";
-    RtxPro6000Server Vllm GenerationAttention "rtx_pro_6000_server/vllm/generation_attention.bin";
-    RtxPro6000Server Vllm LinearAttention "rtx_pro_6000_server/vllm/linear_attention.bin";
-    RtxPro6000Server Vllm Moe "rtx_pro_6000_server/vllm/moe.bin";
-}
+include!("../../data/kernels/index.rs");
 
 /// Every embedded file, in path order.
 pub fn embedded_files() -> &'static [EmbeddedFile] {
     FILES
 }
 
-const SLOTS: usize = KernelGpu::ALL.len() * 4 * Op::COUNT;
+/// An embedded file: its place in [`FILES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FileId(u16);
 
-fn slot(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> usize {
-    let e = engine.map_or(3, |e| e as usize);
-    (gpu as usize * 4 + e) * Op::COUNT + op as usize
-}
-
-/// A parsed file, or why it did not parse; `None` where no file exists.
-type Slot = Option<Result<KernelFile>>;
-
-/// The parsed file per (GPU, engine, op), filled on first use.
-static PARSED: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
-
-fn slot_entry(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static Result<KernelFile>> {
-    PARSED[slot(gpu, engine, op)]
-        .get_or_init(|| {
-            let f = FILES.iter().find(|f| f.gpu == gpu && f.engine == engine && f.op == op)?;
-            Some(KernelFile::open(f.path, op.spec(), f.bytes))
-        })
-        .as_ref()
-}
-
-fn parsed_file(f: &EmbeddedFile) -> Result<&'static KernelFile> {
-    match slot_entry(f.gpu, f.engine, f.op) {
-        Some(Ok(k)) => Ok(k),
-        Some(Err(e)) => Err(e.clone()),
-        None => Err(Error::Malformed { what: format!("kernel table {}", f.path), message: "not registered".into() }),
+impl FileId {
+    fn file(self) -> &'static EmbeddedFile {
+        &FILES[usize::from(self.0)]
     }
 }
 
-/// The parsed file, or `None` where there is none or it does not parse (the tests check that
-/// every embedded file parses).
-fn file(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<&'static KernelFile> {
-    slot_entry(gpu, engine, op).and_then(|r| r.as_ref().ok())
+/// The file of `op` measured on `gpu` with `engine` at `version`.
+fn find_file(gpu: KernelGpu, engine: Option<Engine>, op: Op, version: &str) -> Option<FileId> {
+    FILES
+        .iter()
+        .position(|f| f.gpu == gpu && f.engine == engine && f.op == op && f.version == version)
+        .map(|i| FileId(i as u16))
+}
+
+/// The file of `op` read by default on `gpu` with `engine` (`None`: the collectives library's).
+fn default_file(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<FileId> {
+    FILES.iter().position(|f| f.gpu == gpu && f.engine == engine && f.op == op && f.default).map(|i| FileId(i as u16))
+}
+
+/// The file that holds `op` at `version`: the version's own, else the one its reuse names.
+fn file_at(gpu: KernelGpu, engine: Engine, op: Op, version: &str) -> Option<FileId> {
+    find_file(gpu, Some(engine), op, version).or_else(|| {
+        let r = REUSE.iter().find(|r| r.gpu == gpu && r.engine == engine && r.op == op && r.version == version)?;
+        find_file(gpu, Some(engine), op, r.from_version)
+    })
+}
+
+/// A file's bytes as `scripts/kernel-data` wrote them, from the packed form it is embedded in
+/// (`fetch.py`'s `pack`, the manifest's `stored_encoding`): zstd of the header through the
+/// `data N` line followed by the codes as differences from the code before (mod 2¹⁶, the first
+/// from 0), all low bytes then all high bytes. Unpacked once per process and kept, as the parsed
+/// file refers to it for as long as the process runs.
+fn unpack(f: &EmbeddedFile) -> Result<&'static [u8]> {
+    let malformed = |message: String| Error::Malformed { what: format!("kernel table {}", f.path), message };
+    let mut raw = zstd::stream::decode_all(f.stored).map_err(|e| malformed(format!("not zstd: {e}")))?;
+    let data_line = if raw.starts_with(b"data ") {
+        0
+    } else {
+        memchr::memmem::find(&raw, b"\ndata ").ok_or_else(|| malformed("no `data` line".into()))? + 1
+    };
+    let start = data_line + memchr::memchr(b'\n', &raw[data_line..]).ok_or_else(|| malformed("no data".into()))? + 1;
+    let codes = &mut raw[start..];
+    if codes.len() % 2 != 0 {
+        return Err(malformed(format!("{} code bytes, not whole 16-bit codes", codes.len())));
+    }
+    let half = codes.len() / 2;
+    let shuffled = codes.to_vec();
+    let mut code = 0u16;
+    for i in 0..half {
+        code = code.wrapping_add(u16::from_le_bytes([shuffled[i], shuffled[half + i]]));
+        codes[2 * i..2 * i + 2].copy_from_slice(&code.to_le_bytes());
+    }
+    Ok(Box::leak(raw.into_boxed_slice()))
+}
+
+/// The parsed file per embedded file, filled on first use.
+static PARSED: [OnceLock<Result<Unpacked>>; FILE_COUNT] = [const { OnceLock::new() }; FILE_COUNT];
+
+/// A parsed file and its size unpacked.
+#[derive(Debug)]
+struct Unpacked {
+    file: KernelFile,
+    bytes: usize,
+}
+
+fn parsed(id: FileId) -> &'static Result<Unpacked> {
+    PARSED[usize::from(id.0)].get_or_init(|| {
+        let f = id.file();
+        let bytes = unpack(f)?;
+        Ok(Unpacked { file: KernelFile::open(f.path, f.op.spec(), bytes)?, bytes: bytes.len() })
+    })
+}
+
+/// The parsed file, or `None` where it does not parse (the tests check that every embedded
+/// file parses).
+fn file(id: FileId) -> Option<&'static KernelFile> {
+    parsed(id).as_ref().ok().map(|u| &u.file)
+}
+
+/// The kernel tables one clock reads: a GPU, an engine, the engine version they stand for and,
+/// per operation, the file that answers it at that version.
+///
+/// A version is chosen per table family (GEMM, attention, MLA, MLA's batched matmuls, the
+/// all-reduce, MoE, linear attention): the nearest measured version at or below the one asked
+/// for, where that version's file or its reuse entry holds the family (so both attention phases,
+/// or both MLA phases, always come from one version); a family with no version at or below it
+/// has no table (the fitted model times it). With no version asked, every family reads the
+/// default version's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tables {
+    /// The GPU measured.
+    pub gpu: KernelGpu,
+    /// The engine measured.
+    pub engine: Engine,
+    /// The engine version the tables stand for: the default version, or the nearest measured at
+    /// or below the one asked for.
+    pub version: &'static str,
+    files: [Option<FileId>; Op::COUNT],
+    nccl: Option<FileId>,
+}
+
+impl Tables {
+    /// The default version's tables of `engine` on `gpu` (every file `None` where the engine was
+    /// not measured there).
+    pub fn newest(gpu: KernelGpu, engine: Engine) -> Tables {
+        static NEWEST: [OnceLock<Tables>; KernelGpu::ALL.len() * Engine::ALL.len()] =
+            [const { OnceLock::new() }; KernelGpu::ALL.len() * Engine::ALL.len()];
+        *NEWEST[gpu as usize * Engine::ALL.len() + engine as usize].get_or_init(|| {
+            let default = FILES.iter().find(|f| f.gpu == gpu && f.engine == Some(engine) && f.default);
+            Tables::resolve(gpu, engine, default.map_or("", |f| f.version))
+        })
+    }
+
+    /// The tables of `engine` on `gpu` at the version `asked` (`None`: [`Tables::newest`]):
+    /// those of the nearest version measured at or below it. A version below every one measured
+    /// there is refused, naming those measured.
+    pub fn at(gpu: KernelGpu, engine: Engine, asked: Option<EngineVersion>) -> Result<Tables> {
+        let Some(asked) = asked else { return Ok(Tables::newest(gpu, engine)) };
+        thread_local! {
+            static LAST: std::cell::Cell<Option<(KernelGpu, Engine, EngineVersion, Tables)>> =
+                const { std::cell::Cell::new(None) };
+        }
+        if let Some((g, e, v, t)) = LAST.get() {
+            if (g, e, v) == (gpu, engine, asked) {
+                return Ok(t);
+            }
+        }
+        let held = Tables::held_versions(gpu, engine);
+        let Some(version) = held.iter().copied().rfind(|v| EngineVersion::parse(v).is_some_and(|v| v <= asked)) else {
+            let what = format!("{engine}@{asked}");
+            return Err(if held.is_empty() {
+                Error::invalid("engine", what, format!("an engine measured on {} (no {engine} tables)", gpu.dir()))
+            } else {
+                Error::invalid(
+                    "engine",
+                    what,
+                    format!("a version of {engine} measured on {} ({}) or a later one", gpu.dir(), held.join(", ")),
+                )
+            });
+        };
+        let t = Tables::resolve(gpu, engine, version);
+        LAST.set(Some((gpu, engine, asked, t)));
+        Ok(t)
+    }
+
+    /// The tables at `version`, a version held: each family at the nearest version at or below
+    /// it that holds the family (a file of its own or a reuse entry), as AIConfigurator's older
+    /// versions fill what a newer one does not hold.
+    fn resolve(gpu: KernelGpu, engine: Engine, version: &'static str) -> Tables {
+        let top = EngineVersion::parse(version);
+        let held = Tables::held_versions(gpu, engine);
+        let mut files = [None; Op::COUNT];
+        for table in KernelTable::ALL {
+            let ops: Vec<Op> = Op::ALL.into_iter().filter(|op| op.table() == table && *op != Op::Nccl).collect();
+            let holding = held.iter().rev().copied().find(|v| {
+                EngineVersion::parse(v) <= top && ops.iter().any(|&op| file_at(gpu, engine, op, v).is_some())
+            });
+            if let Some(v) = holding {
+                for &op in &ops {
+                    files[op as usize] = file_at(gpu, engine, op, v);
+                }
+            }
+        }
+        Tables { gpu, engine, version, files, nccl: default_file(gpu, None, Op::Nccl) }
+    }
+
+    /// Every version of `engine` measured on `gpu` (a file of its own or a reuse entry), oldest
+    /// first, in AIConfigurator's order ([`EngineVersion`]).
+    pub fn held_versions(gpu: KernelGpu, engine: Engine) -> Vec<&'static str> {
+        let own = FILES.iter().filter(|f| f.gpu == gpu && f.engine == Some(engine)).map(|f| f.version);
+        let shared = REUSE.iter().filter(|r| r.gpu == gpu && r.engine == engine).map(|r| r.version);
+        let mut v: Vec<&'static str> = own.chain(shared).collect();
+        v.sort_by_key(|s| EngineVersion::parse(s));
+        v.dedup();
+        v
+    }
+
+    /// The version whose file answers `table` (`None` where no file does).
+    pub fn version_of(&self, table: KernelTable) -> Option<&'static str> {
+        self.versions_of(table).first().copied()
+    }
+
+    /// The distinct versions whose files answer the operations of `table` (one at most: a
+    /// family is read at one version).
+    pub fn versions_of(&self, table: KernelTable) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = Op::ALL
+            .into_iter()
+            .filter(|op| op.table() == table)
+            .filter_map(|op| self.file(op))
+            .map(|id| id.file().version)
+            .collect();
+        v.dedup();
+        v
+    }
+
+    /// The distinct versions whose files the engine's tables are read from (the collectives
+    /// library's aside), oldest first: `[self.version]` unless a family is shared from another
+    /// version or was measured only at an older one.
+    pub fn read_versions(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = self.files.iter().flatten().map(|id| id.file().version).collect();
+        v.sort_by_key(|s| EngineVersion::parse(s));
+        v.dedup();
+        v
+    }
+
+    /// The file answering `op`.
+    fn file(&self, op: Op) -> Option<FileId> {
+        if op == Op::Nccl {
+            self.nccl
+        } else {
+            self.files[op as usize]
+        }
+    }
+
+    /// Whether any table is there.
+    pub fn any(&self) -> bool {
+        self.files.iter().any(Option::is_some)
+    }
 }
 
 /// Every value positive and finite (NaN is neither).
@@ -512,32 +548,26 @@ fn fastest(candidates: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     candidates.flatten().reduce(f64::min)
 }
 
-pub(super) fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
+pub(super) fn gemm_us(t: &Tables, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
     if !positive(&[m, n, k]) {
         return None;
     }
-    let f = file(gpu, Some(engine), Op::Gemm)?;
+    let f = file(t.file(Op::Gemm)?)?;
     let g = f.find(&[Q::S(dtype.as_str())])?;
     f.eval_ln(g.levels[0].tables[0], &[m, n, k]).map(to_us)
 }
 
 /// The file's monotone envelope ([`KernelFile::envelope`]).
-fn envelope(gpu: KernelGpu, engine: Option<Engine>, op: Op) -> Option<Envelope<'static>> {
-    file(gpu, engine, op).map(KernelFile::envelope)
+fn envelope(id: FileId) -> Option<Envelope<'static>> {
+    file(id).map(KernelFile::envelope)
 }
 
-pub(super) fn gemm_envelope_us(
-    gpu: KernelGpu,
-    engine: Engine,
-    dtype: GemmDtype,
-    m: f64,
-    n: f64,
-    k: f64,
-) -> Option<f64> {
+pub(super) fn gemm_envelope_us(t: &Tables, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
     if !positive(&[m, n, k]) {
         return None;
     }
-    let key = (gpu, engine, dtype, n.to_bits(), k.to_bits());
+    let id = t.file(Op::Gemm)?;
+    let key = (id, dtype, n.to_bits(), k.to_bits());
     GEMM_CURVES.with(|c| {
         let mut curves = c.borrow_mut();
         let curves = &mut *curves;
@@ -550,8 +580,8 @@ pub(super) fn gemm_envelope_us(
         let at = match curves.shapes.iter().position(|c| c.key == key) {
             Some(at) => at,
             None => {
-                let f = envelope(gpu, Some(engine), Op::Gemm)?;
-                let table = gemm_table(gpu, engine, dtype)?;
+                let f = envelope(id)?;
+                let table = gemm_table(id, dtype)?;
                 if curves.shapes.len() == KEPT {
                     curves.shapes.remove(0);
                 }
@@ -566,8 +596,8 @@ pub(super) fn gemm_envelope_us(
     })
 }
 
-/// A GEMM's shape apart from m: GPU, engine, format, and n and k (as bits).
-type GemmKey = (KernelGpu, Engine, GemmDtype, u64, u64);
+/// A GEMM's shape apart from m: the file, format, and n and k (as bits).
+type GemmKey = (FileId, GemmDtype, u64, u64);
 
 /// Shapes kept per thread, each kind of lookup (a model has a handful of GEMM and attention
 /// shapes; a new one replaces the oldest).
@@ -631,21 +661,21 @@ thread_local! {
     static GEMM_CURVES: RefCell<GemmCurves> = const { RefCell::new(GemmCurves { shapes: Vec::new(), recent: Recent::EMPTY }) };
 }
 
-/// The GEMM table of a format in the envelope file, found once per (GPU, engine, format).
-fn gemm_table(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<usize> {
-    static TABLE: [OnceLock<Option<usize>>; KernelGpu::ALL.len() * 4 * GemmDtype::ALL.len()] =
-        [const { OnceLock::new() }; KernelGpu::ALL.len() * 4 * GemmDtype::ALL.len()];
-    let i = (gpu as usize * 4 + engine as usize) * GemmDtype::ALL.len() + dtype as usize;
+/// The GEMM table of a format in the envelope file, found once per (file, format).
+fn gemm_table(id: FileId, dtype: GemmDtype) -> Option<usize> {
+    static TABLE: [OnceLock<Option<usize>>; FILE_COUNT * GemmDtype::ALL.len()] =
+        [const { OnceLock::new() }; FILE_COUNT * GemmDtype::ALL.len()];
+    let i = usize::from(id.0) * GemmDtype::ALL.len() + dtype as usize;
     *TABLE[i].get_or_init(|| {
-        let f = envelope(gpu, Some(engine), Op::Gemm)?;
+        let f = envelope(id)?;
         Some(f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0])
     })
 }
 
-pub(super) fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
-    let f = file(gpu, Some(engine), Op::Gemm)?;
-    let t = f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0];
-    Some([&f.axis(t, 0)?.values, &f.axis(t, 1)?.values, &f.axis(t, 2)?.values])
+pub(super) fn gemm_axes(t: &Tables, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
+    let f = file(t.file(Op::Gemm)?)?;
+    let table = f.find(&[Q::S(dtype.as_str())])?.levels[0].tables[0];
+    Some([&f.axis(table, 0)?.values, &f.axis(table, 1)?.values, &f.axis(table, 2)?.values])
 }
 
 /// The engine's default attention kernel on `gpu`, where AIConfigurator's
@@ -658,7 +688,7 @@ fn default_attention_kernel(gpu: KernelGpu, engine: Engine) -> Option<&'static s
     }
 }
 
-pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
+pub(super) fn attention_us(t: &Tables, q: &AttentionQuery) -> Option<f64> {
     if !positive(&[q.heads, q.kv_heads, q.batch, q.length]) {
         return None;
     }
@@ -666,14 +696,15 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
         AttentionPhase::Context => Op::ContextAttention,
         AttentionPhase::Generation => Op::GenerationAttention,
     };
-    let key = AttentionKey::of(gpu, engine, q);
+    let id = t.file(op)?;
+    let key = AttentionKey::of(id, q);
     if let Some(us) = RECENT_ATTENTION.with_borrow(|r| r.get(&key)) {
         return us;
     }
-    let f = envelope(gpu, Some(engine), op)?;
-    let us = match planned_attention_us(f, gpu, engine, q) {
+    let f = envelope(id)?;
+    let us = match planned_attention_us(f, id, t, q) {
         Some(us) => us,
-        None => attention_lookup_us(f, gpu, engine, q),
+        None => attention_lookup_us(f, t, q),
     };
     RECENT_ATTENTION.with_borrow_mut(|r| r.put(key, us));
     us
@@ -681,12 +712,12 @@ pub(super) fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -
 
 /// An attention query with its numbers as bits, and where it is looked up.
 #[derive(PartialEq, Eq, Hash)]
-struct AttentionKey(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, [u64; 4]);
+struct AttentionKey(FileId, AttentionPhase, AttnDtype, AttnDtype, u32, u32, [u64; 4]);
 
 impl AttentionKey {
-    fn of(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Self {
+    fn of(id: FileId, q: &AttentionQuery) -> Self {
         let numbers = [q.heads, q.kv_heads, q.batch, q.length].map(f64::to_bits);
-        AttentionKey(gpu, engine, q.phase, q.dtype, q.kv_dtype, q.head_dim, q.window, numbers)
+        AttentionKey(id, q.phase, q.dtype, q.kv_dtype, q.head_dim, q.window, numbers)
     }
 }
 
@@ -697,9 +728,9 @@ thread_local! {
 }
 
 /// [`attention_us`] without a plan: every step of the lookup taken for this query.
-fn attention_lookup_us(f: Envelope<'_>, gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
+fn attention_lookup_us(f: Envelope<'_>, t: &Tables, q: &AttentionQuery) -> Option<f64> {
     let one = |kernel: &str| attention_kernel(f, kernel, q);
-    if let Some(v) = default_attention_kernel(gpu, engine).and_then(one) {
+    if let Some(v) = default_attention_kernel(t.gpu, t.engine).and_then(one) {
         return Some(to_us(v));
     }
     fastest(f.names(0).map(one)).map(to_us)
@@ -708,16 +739,16 @@ fn attention_lookup_us(f: Envelope<'_>, gpu: KernelGpu, engine: Engine, q: &Atte
 /// A lookup apart from its grid axes: the thread's plans are kept per key ([`LookupPlan`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum PlanKey {
-    /// GPU, engine, phase, formats, head dimension, window, and heads and KV heads (as bits).
-    Attention(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u32, u32, u64, u64),
-    /// GPU, engine, phase, formats and heads (as bits).
-    Mla(KernelGpu, Engine, AttentionPhase, AttnDtype, AttnDtype, u64),
-    /// GPU, engine, the matmul, its format and heads (as bits).
-    MlaBmm(KernelGpu, Engine, MlaBmm, AttnDtype, u64),
-    /// GPU, engine and GPUs of the engine's custom all-reduce.
-    CustomAllReduce(KernelGpu, Engine, u32),
-    /// GPU, collective and GPUs of NCCL's.
-    Nccl(KernelGpu, Collective, u32),
+    /// The file, phase, formats, head dimension, window, and heads and KV heads (as bits).
+    Attention(FileId, AttentionPhase, AttnDtype, AttnDtype, u32, u32, u64, u64),
+    /// The file, phase, formats and heads (as bits).
+    Mla(FileId, AttentionPhase, AttnDtype, AttnDtype, u64),
+    /// The file, the matmul, its format and heads (as bits).
+    MlaBmm(FileId, MlaBmm, AttnDtype, u64),
+    /// The file and GPUs of the engine's custom all-reduce.
+    CustomAllReduce(FileId, u32),
+    /// The file, collective and GPUs of NCCL's.
+    Nccl(FileId, Collective, u32),
 }
 
 /// One kernel's part of a lookup, resolved for its key ([`LookupPlan`]).
@@ -808,15 +839,9 @@ fn planned(
 }
 
 /// [`attention_us`] through the thread's plan for the query's key.
-fn planned_attention_us(
-    f: Envelope<'static>,
-    gpu: KernelGpu,
-    engine: Engine,
-    q: &AttentionQuery,
-) -> Option<Option<f64>> {
+fn planned_attention_us(f: Envelope<'static>, id: FileId, t: &Tables, q: &AttentionQuery) -> Option<Option<f64>> {
     let key = PlanKey::Attention(
-        gpu,
-        engine,
+        id,
         q.phase,
         q.dtype,
         q.kv_dtype,
@@ -841,7 +866,7 @@ fn planned_attention_us(
             }
         };
         LookupPlan {
-            default: default_attention_kernel(gpu, engine).map(kernel),
+            default: default_attention_kernel(t.gpu, t.engine).map(kernel),
             kernels: f.names(0).map(kernel).collect(),
         }
     };
@@ -879,7 +904,7 @@ fn attention_kernel(f: Envelope<'_>, kernel: &str, q: &AttentionQuery) -> Option
     Some(if factor == 1.0 { v } else { v + factor.ln() })
 }
 
-pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64> {
+pub(super) fn mla_us(t: &Tables, q: &MlaQuery) -> Option<f64> {
     if !positive(&[q.heads, q.batch, q.length]) {
         return None;
     }
@@ -887,8 +912,9 @@ pub(super) fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64
         AttentionPhase::Context => Op::ContextMla,
         AttentionPhase::Generation => Op::GenerationMla,
     };
-    let f = envelope(gpu, Some(engine), op)?;
-    let key = PlanKey::Mla(gpu, engine, q.phase, q.dtype, q.kv_dtype, q.heads.to_bits());
+    let id = t.file(op)?;
+    let f = envelope(id)?;
+    let key = PlanKey::Mla(id, q.phase, q.dtype, q.kv_dtype, q.heads.to_bits());
     let group = |kernel: &str| f.file().find(&[Q::S(kernel), Q::S(q.dtype.as_str()), Q::S(q.kv_dtype.as_str())]);
     let make = || LookupPlan {
         default: None,
@@ -915,23 +941,17 @@ fn mla_lookup_us(f: Envelope<'_>, q: &MlaQuery) -> Option<f64> {
     .map(to_us)
 }
 
-pub(super) fn mla_bmm_us(
-    gpu: KernelGpu,
-    engine: Engine,
-    op: MlaBmm,
-    dtype: AttnDtype,
-    heads: f64,
-    tokens: f64,
-) -> Option<f64> {
+pub(super) fn mla_bmm_us(t: &Tables, op: MlaBmm, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
     if !positive(&[heads, tokens]) {
         return None;
     }
-    let f = file(gpu, Some(engine), Op::MlaBmm)?;
+    let id = t.file(Op::MlaBmm)?;
+    let f = file(id)?;
     let name = match op {
         MlaBmm::Pre => "mla_gen_pre",
         MlaBmm::Post => "mla_gen_post",
     };
-    let key = PlanKey::MlaBmm(gpu, engine, op, dtype, heads.to_bits());
+    let key = PlanKey::MlaBmm(id, op, dtype, heads.to_bits());
     let group = |kernel: &str| f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())]);
     let make = || LookupPlan {
         default: None,
@@ -952,25 +972,25 @@ fn mla_bmm_lookup_us(f: &KernelFile, name: &str, dtype: AttnDtype, heads: f64, t
     .map(to_us)
 }
 
-pub(super) fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
+pub(super) fn moe_us(t: &Tables, q: &MoeQuery) -> Option<f64> {
     if !positive(&[q.tokens, q.tp as f64, q.ep as f64]) {
         return None;
     }
     // A step asks one MoE layer's lookup for each of its expert GEMM rows and for the joins of
     // its activation and combine: the last answer is kept.
-    let key =
-        MoeKey(gpu, engine, q.dtype, [q.hidden, q.intermediate, q.top_k, q.experts, q.tp, q.ep], q.tokens.to_bits());
+    let id = t.file(Op::Moe)?;
+    let key = MoeKey(id, q.dtype, [q.hidden, q.intermediate, q.top_k, q.experts, q.tp, q.ep], q.tokens.to_bits());
     if let Some(us) = RECENT_MOE.with_borrow(|r| r.get(&key)) {
         return us;
     }
-    let us = moe_lookup_us(gpu, engine, q);
+    let us = moe_lookup_us(id, q);
     RECENT_MOE.with_borrow_mut(|r| r.put(key, us));
     us
 }
 
 /// A fused-MoE query with its numbers as integers and bits, and where it is looked up.
 #[derive(PartialEq, Eq, Hash)]
-struct MoeKey(KernelGpu, Engine, super::MoeDtype, [u64; 6], u64);
+struct MoeKey(FileId, super::MoeDtype, [u64; 6], u64);
 
 thread_local! {
     /// The fused-MoE lookup answered last on this thread.
@@ -978,8 +998,8 @@ thread_local! {
 }
 
 /// [`moe_us`] without the recent answer.
-fn moe_lookup_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
-    let f = envelope(gpu, Some(engine), Op::Moe)?;
+fn moe_lookup_us(id: FileId, q: &MoeQuery) -> Option<f64> {
+    let f = envelope(id)?;
     let keys = |kernel: &str| {
         let n = |v: u64| Q::N(v as f64);
         f.file().find(&[Q::S(kernel), Q::S(q.dtype.as_str()), n(q.hidden), n(q.intermediate), n(q.top_k), n(q.experts)])
@@ -998,11 +1018,11 @@ fn moe_lookup_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
     .map(to_us)
 }
 
-pub(super) fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Option<f64> {
+pub(super) fn linear_us(t: &Tables, q: &LinearQuery) -> Option<f64> {
     if !positive(&[q.key_heads, q.value_heads, q.key_head_dim, q.value_head_dim, q.batch, q.seq_len]) {
         return None;
     }
-    let f = envelope(gpu, Some(engine), Op::LinearAttention)?;
+    let f = envelope(t.file(Op::LinearAttention)?)?;
     let (dk, dv) = (Q::N(q.key_head_dim), Q::N(q.value_head_dim));
     // The fastest kernel measured for this kernel and phase, at exactly this key-head count (a
     // shard the tables never ran is not interpolated) and value heads within those measured there.
@@ -1022,22 +1042,23 @@ pub(super) fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Opti
 /// Bytes per element of the 16-bit collective tables (bf16 / `half`).
 const COLLECTIVE_ELEMENT_BYTES: f64 = 2.0;
 
-pub(super) fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64) -> Option<f64> {
+pub(super) fn allreduce_us(t: &Tables, gpus: u32, bytes: f64) -> Option<f64> {
     if gpus == 0 || !positive(&[bytes]) {
         return None;
     }
     if gpus == 1 {
         return Some(0.0);
     }
-    let custom = envelope(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
+    let custom = t.file(Op::CustomAllreduce).and_then(|id| {
+        let f = envelope(id)?;
         // The CUDA-graph variant where there is one, else the engine's only kernel.
         let group = || {
             let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
             f.file().find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")])
         };
-        collective_us(f, PlanKey::CustomAllReduce(gpu, engine, gpus), group, gpus, bytes)
+        collective_us(f, PlanKey::CustomAllReduce(id, gpus), group, gpus, bytes)
     });
-    let nccl = nccl_us(gpu, Collective::AllReduce, gpus, bytes);
+    let nccl = nccl_us(t.gpu, Collective::AllReduce, gpus, bytes);
     fastest_us([custom, nccl].into_iter())
 }
 
@@ -1048,9 +1069,10 @@ pub(super) fn nccl_us(gpu: KernelGpu, op: Collective, gpus: u32, bytes: f64) -> 
     if gpus == 1 {
         return Some(0.0);
     }
-    let f = envelope(gpu, None, Op::Nccl)?;
+    let id = default_file(gpu, None, Op::Nccl)?;
+    let f = envelope(id)?;
     let group = || f.file().find(&[Q::S(op.as_str()), Q::S("half")]);
-    collective_us(f, PlanKey::Nccl(gpu, op, gpus), group, gpus, bytes)
+    collective_us(f, PlanKey::Nccl(id, op, gpus), group, gpus, bytes)
 }
 
 /// A collective's time from group `group()` of `f`, µs: the GPU count interpolated, then the
@@ -1078,42 +1100,53 @@ mod tests {
 
     const PHASES: [AttentionPhase; 2] = [AttentionPhase::Context, AttentionPhase::Generation];
 
+    /// The tables of GPU `g` and engine `e` at their `v`-th measured version (counting past the
+    /// last: the default version's).
+    fn tables(g: usize, e: usize, v: usize) -> Tables {
+        let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+        let held = Tables::held_versions(gpu, engine);
+        match held.get(v) {
+            Some(version) => Tables::at(gpu, engine, EngineVersion::parse(version)).expect("a held version"),
+            None => Tables::newest(gpu, engine),
+        }
+    }
+
     /// Lookups answered from the recent answers are each query's own: GEMM and attention
     /// queries asked in one order and then again in the other (so that every slot has held other
     /// queries in between) give what they gave the first time.
     #[test]
     fn recent_answers_are_each_querys_own() {
-        let (gpu, engine) = (KernelGpu::H100Sxm, Engine::Trtllm);
+        let t = Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm);
         let shapes = [(6144.0, 4096.0), (4096.0, 4096.0), (28672.0, 4096.0), (4096.0, 14336.0), (128256.0, 4096.0)];
         let gemms: Vec<(f64, f64, f64)> =
             [1.0, 3.0, 64.0, 1000.0].iter().flat_map(|&m| shapes.map(|(n, k)| (m, n, k))).collect();
         let attention = |batch, length| crate::testing::llama_attention(AttentionPhase::Generation, batch, length);
         let queries: Vec<AttentionQuery> =
             [1.0, 8.0, 64.0].iter().flat_map(|&b| [128.0, 2047.0, 8192.0].map(|l| attention(b, l))).collect();
-        let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(gpu, engine, GemmDtype::Bf16, m, n, k);
+        let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(&t, GemmDtype::Bf16, m, n, k);
         let first: Vec<Option<f64>> = gemms.iter().map(gemm).collect();
-        let first_attention: Vec<Option<f64>> = queries.iter().map(|q| attention_us(gpu, engine, q)).collect();
+        let first_attention: Vec<Option<f64>> = queries.iter().map(|q| attention_us(&t, q)).collect();
         assert!(first.iter().chain(&first_attention).all(Option::is_some));
         for (g, want) in gemms.iter().zip(&first).rev() {
             assert_eq!(gemm(g), *want, "{g:?}");
         }
         for (q, want) in queries.iter().zip(&first_attention).rev() {
-            assert_eq!(attention_us(gpu, engine, q), *want, "{q:?}");
+            assert_eq!(attention_us(&t, q), *want, "{q:?}");
         }
         // Mixtral's experts at several token counts, asked again in turn: each its own answer.
         let moe: Vec<MoeQuery> = [1.0, 4.0, 24.0, 512.0].map(crate::testing::mixtral_moe).to_vec();
-        let first_moe: Vec<Option<f64>> = moe.iter().map(|q| moe_us(gpu, engine, q)).collect();
+        let first_moe: Vec<Option<f64>> = moe.iter().map(|q| moe_us(&t, q)).collect();
         assert!(first_moe.iter().all(Option::is_some) && first_moe[0] != first_moe[3]);
         for (q, want) in moe.iter().zip(&first_moe).rev() {
-            assert_eq!(moe_us(gpu, engine, q), *want, "{q:?}");
-            assert_eq!(moe_lookup_us(gpu, engine, q), *want, "{q:?}");
+            assert_eq!(moe_us(&t, q), *want, "{q:?}");
+            assert_eq!(moe_lookup_us(t.file(Op::Moe).unwrap(), q), *want, "{q:?}");
         }
         // The shapes of one step spread over the slots (float keys differ only in high bits).
         let slots: std::collections::HashSet<usize> = shapes
             .iter()
             .map(|(n, k)| {
                 Recent::<(GemmKey, u64), 16>::slot(&(
-                    (gpu, engine, GemmDtype::Bf16, n.to_bits(), k.to_bits()),
+                    (t.file(Op::Gemm).unwrap(), GemmDtype::Bf16, n.to_bits(), k.to_bits()),
                     1f64.to_bits(),
                 ))
             })
@@ -1128,25 +1161,27 @@ mod tests {
         /// counts on, between and past the measured ones, messages across the grid.
         #[test]
         fn collective_plans_give_the_lookups_themselves(
-            g in 0usize..5, e in 0usize..3, op in 0usize..4, gpus in 2u32..12,
+            g in 0usize..10, e in 0usize..3, v in 0usize..6, op in 0usize..4, gpus in 2u32..12,
             bytes in prop_oneof![1.0f64..1e10, (0u32..34).prop_map(|p| 2f64.powi(p as i32))],
         ) {
-            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let t = tables(g, e, v);
+            let gpu = t.gpu;
             let op = [Collective::AllGather, Collective::AllReduce, Collective::AllToAll, Collective::ReduceScatter][op];
             let direct = |f: Envelope<'static>, g: Option<&'static Group>| {
                 f.eval_group(g?, f64::from(gpus), 1.0, false, |t| f.eval_ln(t, &[bytes / COLLECTIVE_ELEMENT_BYTES])).map(to_us)
             };
-            let nccl = envelope(gpu, None, Op::Nccl).and_then(|f| direct(f, f.file().find(&[Q::S(op.as_str()), Q::S("half")])));
-            let custom = envelope(gpu, Some(engine), Op::CustomAllreduce).and_then(|f| {
+            let nccl_file = || t.file(Op::Nccl).and_then(envelope);
+            let nccl = nccl_file().and_then(|f| direct(f, f.file().find(&[Q::S(op.as_str()), Q::S("half")])));
+            let custom = t.file(Op::CustomAllreduce).and_then(envelope).and_then(|f| {
                 let kernel = f.names(1).find(|k| k.ends_with("_graph")).or_else(|| f.names(1).next())?;
                 direct(f, f.file().find(&[Q::S("all_reduce"), Q::S(kernel), Q::S("bfloat16")]))
             });
-            let all_nccl = envelope(gpu, None, Op::Nccl)
+            let all_nccl = nccl_file()
                 .and_then(|f| direct(f, f.file().find(&[Q::S("all_reduce"), Q::S("half")])));
             let allreduce = fastest_us([custom, all_nccl].into_iter());
             for _ in 0..2 {
                 prop_assert_eq!(nccl_us(gpu, op, gpus, bytes).map(f64::to_bits), nccl.map(f64::to_bits));
-                prop_assert_eq!(allreduce_us(gpu, engine, gpus, bytes).map(f64::to_bits), allreduce.map(f64::to_bits));
+                prop_assert_eq!(allreduce_us(&t, gpus, bytes).map(f64::to_bits), allreduce.map(f64::to_bits));
             }
         }
 
@@ -1154,26 +1189,26 @@ mod tests {
         /// themselves, bit for bit, heads on and between the measured counts.
         #[test]
         fn mla_plans_give_the_lookups_themselves(
-            g in 0usize..5, e in 0usize..3, p in 0usize..2, kv_fp8 in any::<bool>(), pre in any::<bool>(),
+            g in 0usize..10, e in 0usize..3, v in 0usize..6, p in 0usize..2, kv_fp8 in any::<bool>(), pre in any::<bool>(),
             heads in prop_oneof![Just(16.0f64), Just(128.0), Just(1.0), 0.5f64..200.0],
             batch in prop_oneof![1.0f64..2048.0, (0u32..12).prop_map(|p| f64::from(1u32 << p))],
             length in prop_oneof![1.0f64..300_000.0, (0u32..18).prop_map(|p| f64::from(1u32 << p))],
         ) {
-            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let t = tables(g, e, v);
             let kv_dtype = if kv_fp8 { AttnDtype::Fp8 } else { AttnDtype::Bf16 };
             let q = MlaQuery { phase: PHASES[p], dtype: AttnDtype::Bf16, kv_dtype, heads, batch, length };
             let op = match q.phase {
                 AttentionPhase::Context => Op::ContextMla,
                 AttentionPhase::Generation => Op::GenerationMla,
             };
-            let direct = envelope(gpu, Some(engine), op).and_then(|f| mla_lookup_us(f, &q));
+            let direct = t.file(op).and_then(envelope).and_then(|f| mla_lookup_us(f, &q));
             let (bmm, name) = if pre { (MlaBmm::Pre, "mla_gen_pre") } else { (MlaBmm::Post, "mla_gen_post") };
-            let bmm_direct = file(gpu, Some(engine), Op::MlaBmm)
+            let bmm_direct = t.file(Op::MlaBmm).and_then(file)
                 .and_then(|f| mla_bmm_lookup_us(f, name, kv_dtype, heads, batch));
             for _ in 0..2 {
-                prop_assert_eq!(mla_us(gpu, engine, &q).map(f64::to_bits), direct.map(f64::to_bits));
+                prop_assert_eq!(mla_us(&t, &q).map(f64::to_bits), direct.map(f64::to_bits));
                 prop_assert_eq!(
-                    mla_bmm_us(gpu, engine, bmm, kv_dtype, heads, batch).map(f64::to_bits),
+                    mla_bmm_us(&t, bmm, kv_dtype, heads, batch).map(f64::to_bits),
                     bmm_direct.map(f64::to_bits)
                 );
             }
@@ -1183,19 +1218,20 @@ mod tests {
         /// on and between grid points, below and above the grid.
         #[test]
         fn a_gemm_curve_gives_the_tables_interpolation(
-            g in 0usize..5, e in 0usize..3, d in 0usize..7,
+            g in 0usize..10, e in 0usize..3, v in 0usize..6, d in 0usize..7,
             m in prop_oneof![1.0f64..70_000.0, (0u32..17).prop_map(|p| f64::from(1u32 << p))],
             n in prop_oneof![16.0f64..140_000.0, Just(4096.0), Just(6144.0), Just(14336.0)],
             k in prop_oneof![16.0f64..140_000.0, Just(4096.0), Just(28672.0)],
         ) {
-            let (gpu, engine, dtype) = (KernelGpu::ALL[g], Engine::ALL[e], GemmDtype::ALL[d]);
-            let direct = envelope(gpu, Some(engine), Op::Gemm)
-                .zip(gemm_table(gpu, engine, dtype))
-                .and_then(|(f, t)| f.eval_ln(t, &[m, n, k]))
+            let (t, dtype) = (tables(g, e, v), GemmDtype::ALL[d]);
+            let id = t.file(Op::Gemm);
+            let direct = id.and_then(envelope)
+                .zip(id.and_then(|id| gemm_table(id, dtype)))
+                .and_then(|(f, table)| f.eval_ln(table, &[m, n, k]))
                 .map(to_us);
             // Twice: the curve made, then the curve kept.
             for _ in 0..2 {
-                let curve = gemm_envelope_us(gpu, engine, dtype, m, n, k);
+                let curve = gemm_envelope_us(&t, dtype, m, n, k);
                 prop_assert_eq!(curve.map(f64::to_bits), direct.map(f64::to_bits));
             }
         }
@@ -1205,7 +1241,7 @@ mod tests {
         /// without tables of their own.
         #[test]
         fn an_attention_plan_gives_the_lookup_itself(
-            g in 0usize..5, e in 0usize..3, p in 0usize..2, fp8 in any::<bool>(), kv_fp8 in any::<bool>(),
+            g in 0usize..10, e in 0usize..3, v in 0usize..6, p in 0usize..2, fp8 in any::<bool>(), kv_fp8 in any::<bool>(),
             head_dim in prop_oneof![Just(64u32), Just(128), Just(256), Just(96)],
             kv_heads in prop_oneof![1.0f64..64.0, Just(8.0), Just(1.0), Just(4.0)],
             group in prop_oneof![Just(1.0f64), Just(4.0), Just(8.0), 1.0f64..16.0],
@@ -1213,7 +1249,7 @@ mod tests {
             batch in prop_oneof![1.0f64..2048.0, (0u32..12).prop_map(|p| f64::from(1u32 << p))],
             length in prop_oneof![1.0f64..300_000.0, (0u32..18).prop_map(|p| f64::from(1u32 << p))],
         ) {
-            let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
+            let t = tables(g, e, v);
             let dtype = |fp8: bool| if fp8 { AttnDtype::Fp8 } else { AttnDtype::Bf16 };
             let q = AttentionQuery {
                 phase: PHASES[p],
@@ -1230,9 +1266,9 @@ mod tests {
                 AttentionPhase::Context => Op::ContextAttention,
                 AttentionPhase::Generation => Op::GenerationAttention,
             };
-            let direct = envelope(gpu, Some(engine), op).and_then(|f| attention_lookup_us(f, gpu, engine, &q));
+            let direct = t.file(op).and_then(envelope).and_then(|f| attention_lookup_us(f, &t, &q));
             for _ in 0..2 {
-                prop_assert_eq!(attention_us(gpu, engine, &q).map(f64::to_bits), direct.map(f64::to_bits));
+                prop_assert_eq!(attention_us(&t, &q).map(f64::to_bits), direct.map(f64::to_bits));
             }
         }
     }

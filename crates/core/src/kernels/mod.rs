@@ -64,14 +64,16 @@
 mod embedded;
 mod grid;
 mod table;
+mod version;
 
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
 use std::fmt;
 use std::str::FromStr;
 
-pub use embedded::{embedded_files, EmbeddedFile, FileStats};
+pub use embedded::{embedded_files, EmbeddedFile, FileStats, Tables};
 pub use table::decode_us;
+pub use version::EngineVersion;
 
 /// Where the tables come from (recorded in every file's header and in `manifest.toml`).
 pub const SOURCE: &str = "NVIDIA AIConfigurator, github.com/ai-dynamo/aiconfigurator at commit 095f58a5 (Apache-2.0)";
@@ -212,6 +214,55 @@ impl KernelGpu {
     }
 }
 
+/// The measured kernel table an operator's time was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelTable {
+    /// Dense GEMMs (`gemm`).
+    Gemm,
+    /// Attention: prefill (context) or decode (generation) kernels.
+    Attention,
+    /// Multi-head latent attention's core.
+    Mla,
+    /// MLA's batched absorption GEMMs (`mla_bmm`).
+    MlaBatchedGemm,
+    /// The engine's custom all-reduce.
+    AllReduce,
+    /// NCCL's collectives.
+    Nccl,
+    /// The routed experts' fused-MoE kernel of one layer (`moe`).
+    Moe,
+    /// A Gated DeltaNet layer's short convolution and delta-rule kernels (`linear_attention`).
+    LinearAttention,
+}
+
+impl KernelTable {
+    /// Every table family.
+    pub const ALL: [KernelTable; 8] = [
+        KernelTable::Gemm,
+        KernelTable::Attention,
+        KernelTable::Mla,
+        KernelTable::MlaBatchedGemm,
+        KernelTable::AllReduce,
+        KernelTable::Nccl,
+        KernelTable::Moe,
+        KernelTable::LinearAttention,
+    ];
+
+    /// The table's name, as its data file is named.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelTable::Gemm => "gemm",
+            KernelTable::Attention => "attention",
+            KernelTable::Mla => "mla",
+            KernelTable::MlaBatchedGemm => "mla_bmm",
+            KernelTable::AllReduce => "custom_allreduce",
+            KernelTable::Nccl => "nccl",
+            KernelTable::Moe => "moe",
+            KernelTable::LinearAttention => "linear_attention",
+        }
+    }
+}
+
 /// An inference engine whose kernels were measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Engine {
@@ -233,21 +284,6 @@ impl Engine {
     /// The lower-case name (`trtllm`), also the data folder's name.
     pub fn as_str(self) -> &'static str {
         Engine::NAMES[self as usize]
-    }
-
-    /// The engine version measured on `gpu` (the collector's default runtime where the GPU has
-    /// tables at it, else the newest that has: `scripts/kernel-data`, the manifest's
-    /// `[engine_versions]`).
-    pub fn version(self, gpu: KernelGpu) -> &'static str {
-        match (gpu, self) {
-            (KernelGpu::A100Sxm, Engine::Trtllm) => "1.0.0",
-            (KernelGpu::A100Sxm, Engine::Vllm) => "0.14.0",
-            (KernelGpu::A100Sxm, Engine::Sglang) => "0.5.10",
-            (KernelGpu::B60, Engine::Vllm) => "0.20.0",
-            (_, Engine::Trtllm) => "1.3.0rc20",
-            (_, Engine::Vllm) => "0.24.0",
-            (_, Engine::Sglang) => "0.5.14",
-        }
     }
 }
 
@@ -539,8 +575,8 @@ impl Collective {
 /// (74 values, tile-boundary pairs like 256/257), n and k 32…65536; outside it the module's
 /// rules apply (clamp below, linear in m, n, k above). `None` where the GPU/engine has no table
 /// for `dtype` (e.g. fp8 on A100, nvfp4 off B200) or a size is not positive and finite.
-pub fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
-    embedded::gemm_us(gpu, engine, dtype, m, n, k)
+pub fn gemm_us(t: &Tables, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
+    embedded::gemm_us(t, dtype, m, n, k)
 }
 
 /// The fastest measured time for a GEMM of **at least** `m` rows, µs: `min over m' ≥ m` of
@@ -550,14 +586,14 @@ pub fn gemm_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64,
 /// exceeds the change with m (H200 trtllm bf16, n 768, k 2048: 7.65 µs at m = 1, 5.42 µs at
 /// m = 16). It equals [`gemm_us`] at every measured point where the table already grows with m.
 /// The clock uses this one, so that a bigger batch is never faster.
-pub fn gemm_envelope_us(gpu: KernelGpu, engine: Engine, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
-    embedded::gemm_envelope_us(gpu, engine, dtype, m, n, k)
+pub fn gemm_envelope_us(t: &Tables, dtype: GemmDtype, m: f64, n: f64, k: f64) -> Option<f64> {
+    embedded::gemm_envelope_us(t, dtype, m, n, k)
 }
 
 /// The measured grid of [`gemm_us`]: the m, n and k values (sorted), or `None` where there is no
 /// table.
-pub fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
-    embedded::gemm_axes(gpu, engine, dtype)
+pub fn gemm_axes(t: &Tables, dtype: GemmDtype) -> Option<[&'static [f64]; 3]> {
+    embedded::gemm_axes(t, dtype)
 }
 
 /// Time of one attention kernel call (one layer), µs. Keys: the kernel (module docs), `dtype`,
@@ -569,27 +605,20 @@ pub fn gemm_axes(gpu: KernelGpu, engine: Engine, dtype: GemmDtype) -> Option<[&'
 /// batch × length on the grid, on the tables' monotone envelope over batch and length (more or
 /// longer sequences are never faster: the fastest measured time for at least this batch and
 /// length).
-pub fn attention_us(gpu: KernelGpu, engine: Engine, q: &AttentionQuery) -> Option<f64> {
-    embedded::attention_us(gpu, engine, q)
+pub fn attention_us(t: &Tables, q: &AttentionQuery) -> Option<f64> {
+    embedded::attention_us(t, q)
 }
 
 /// Time of one MLA attention core call (one layer), µs: trtllm and sglang (vllm has only module
 /// tables, not kept). Heads interpolated in log space, then batch × length on the grid.
-pub fn mla_us(gpu: KernelGpu, engine: Engine, q: &MlaQuery) -> Option<f64> {
-    embedded::mla_us(gpu, engine, q)
+pub fn mla_us(t: &Tables, q: &MlaQuery) -> Option<f64> {
+    embedded::mla_us(t, q)
 }
 
 /// Time of one MLA batched matmul around decode attention, µs, for `heads` heads per GPU and
 /// `tokens` tokens (the fastest measured kernel for the op and dtype).
-pub fn mla_bmm_us(
-    gpu: KernelGpu,
-    engine: Engine,
-    op: MlaBmm,
-    dtype: AttnDtype,
-    heads: f64,
-    tokens: f64,
-) -> Option<f64> {
-    embedded::mla_bmm_us(gpu, engine, op, dtype, heads, tokens)
+pub fn mla_bmm_us(t: &Tables, op: MlaBmm, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
+    embedded::mla_bmm_us(t, op, dtype, heads, tokens)
 }
 
 /// Time of one layer's fused-MoE kernel (its routed experts' GEMMs, activation, permutes and
@@ -599,8 +628,8 @@ pub fn mla_bmm_us(
 /// count the first, above the last grown in proportion to the tokens). `None` where no kernel was
 /// measured for the shape, the format or the split: a model or a split the tables never held is
 /// timed by the fitted model.
-pub fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
-    embedded::moe_us(gpu, engine, q)
+pub fn moe_us(t: &Tables, q: &MoeQuery) -> Option<f64> {
+    embedded::moe_us(t, q)
 }
 
 /// Time of one Gated DeltaNet kernel of one layer, µs, as `engine` runs it (the collectors' bf16
@@ -608,8 +637,8 @@ pub fn moe_us(gpu: KernelGpu, engine: Engine, q: &MoeQuery) -> Option<f64> {
 /// heads per GPU and head sizes, its value heads within those measured at that count
 /// (interpolated between them), batch and length interpolated and scaled as every table is.
 /// `None` where no such kernel, key-head count or value-head range was measured.
-pub fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Option<f64> {
-    embedded::linear_us(gpu, engine, q)
+pub fn linear_us(t: &Tables, q: &LinearQuery) -> Option<f64> {
+    embedded::linear_us(t, q)
 }
 
 /// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of
@@ -617,8 +646,8 @@ pub fn linear_us(gpu: KernelGpu, engine: Engine, q: &LinearQuery) -> Option<f64>
 /// measured for `gpus` (CUDA-graph variant) and NCCL ([`nccl_us`]), as the engines choose
 /// between them; each on its monotone envelope over the message size. `gpus = 1` costs 0; `gpus` between
 /// measured counts (2, 4, 8) interpolates in log space; above 8, `None`.
-pub fn allreduce_us(gpu: KernelGpu, engine: Engine, gpus: u32, bytes: f64) -> Option<f64> {
-    embedded::allreduce_us(gpu, engine, gpus, bytes)
+pub fn allreduce_us(t: &Tables, gpus: u32, bytes: f64) -> Option<f64> {
+    embedded::allreduce_us(t, gpus, bytes)
 }
 
 /// Time of one NCCL collective moving `bytes` bytes (the per-GPU message) over `gpus` GPUs of one

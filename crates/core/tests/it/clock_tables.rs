@@ -36,7 +36,7 @@ fn llama_8b_decode_step_on_h100_is_within_10_percent_of_aiconfigurators_breakdow
 /// prefill its context kernel at length 4,096.
 #[test]
 fn flash_attention_takes_the_measured_attention_kernel() {
-    use llm_ledger_core::kernels::{attention_us, AttentionPhase, Engine, KernelGpu};
+    use llm_ledger_core::kernels::{attention_us, AttentionPhase, Engine, KernelGpu, Tables};
     use llm_ledger_core::ops::OpKind;
     let attention_s = |phase: &str, batch: &str, ctx: &str| {
         let s = ScenarioRequest {
@@ -54,7 +54,7 @@ fn flash_attention_takes_the_measured_attention_kernel() {
         r.timing.time_s / r.instances as f64
     };
     let q = llm_ledger_core::testing::llama_attention;
-    let table = |query| attention_us(KernelGpu::H100Sxm, Engine::Trtllm, &query).unwrap() * 1e-6;
+    let table = |query| attention_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &query).unwrap() * 1e-6;
     let decode = table(q(AttentionPhase::Generation, 8.0, 2048.0));
     // Never below its HBM bytes (8 × 2,049 positions × 8 KV heads × 128 × 2 × 2 B) at the peak.
     let floor = 8.0 * 2049.0 * 8.0 * 128.0 * 4.0 / 3.35e12;
@@ -110,16 +110,16 @@ fn every_row_names_the_source_of_its_time() {
 /// 2.82 GB of weights, 841 µs at 3.35 TB/s: the kernel streams them at 87 % of the peak.
 #[test]
 fn routed_experts_take_the_measured_moe_kernel() {
-    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeQuery};
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, MoeQuery, Tables};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
     let q = llm_ledger_core::testing::mixtral_moe(16.0);
-    let us = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap();
+    let us = moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
     assert!((us / 962.1 - 1.0).abs() < 1e-3, "{us}");
     assert!(2.82e9 / 3.35e12 * 1e6 < us, "never faster than its weights at peak bandwidth");
     // A split the tables never ran is not interpolated.
-    assert_eq!(moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &MoeQuery { tp: 3, ..q }), None);
-    assert_eq!(moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &MoeQuery { experts: 16, ..q }), None);
+    assert_eq!(moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { tp: 3, ..q }), None);
+    assert_eq!(moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { experts: 16, ..q }), None);
     let sc = llm_ledger_core::testing::scenario(&[("model", "mixtral-8x7b"), ("batch", "16"), ("ctx", "512")]);
     let l = Ledger::build(&sc);
     let per_layer = |kind: OpKind| {
@@ -144,11 +144,11 @@ fn routed_experts_take_the_measured_moe_kernel() {
 /// bandwidth (hand-computed here from the shapes).
 #[test]
 fn routed_experts_do_not_pay_for_experts_the_step_leaves_untouched() {
-    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu};
+    use llm_ledger_core::kernels::{moe_us, Engine, KernelGpu, Tables};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
     let q = llm_ledger_core::testing::mixtral_moe(4.0);
-    let table_s = moe_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap() * 1e-6;
+    let table_s = moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap() * 1e-6;
     // 8 × (1 − 0.75⁴) = 5.46875 experts touched; 8 − 5.46875 = 2.53125 experts of
     // 3 × 4096 × 14336 × 2 B = 352,321,536 B each, at 2.90 TB/s (the H100's copy bandwidth).
     let untouched_s: f64 = 2.53125 * 352_321_536.0 / 2.90e12;
@@ -176,7 +176,9 @@ fn routed_experts_do_not_pay_for_experts_the_step_leaves_untouched() {
 /// so its decode is the fitted model's.
 #[test]
 fn tables_are_read_inside_the_head_groups_they_measured() {
-    use llm_ledger_core::kernels::{attention_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, KernelGpu};
+    use llm_ledger_core::kernels::{
+        attention_us, AttentionPhase, AttentionQuery, AttnDtype, Engine, KernelGpu, Tables,
+    };
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::roofline::{FittedKernel, SlowCause, TimeSource};
     use llm_ledger_core::Ledger;
@@ -192,10 +194,14 @@ fn tables_are_read_inside_the_head_groups_they_measured() {
         length: 1023.0,
     };
     let h200 = KernelGpu::H200Sxm;
-    assert!(attention_us(h200, Engine::Trtllm, &falcon).is_some());
-    assert_eq!(attention_us(h200, Engine::Sglang, &falcon), None);
-    assert!(attention_us(h200, Engine::Sglang, &AttentionQuery { heads: 8.0, ..falcon }).is_some());
-    assert!(attention_us(h200, Engine::Sglang, &AttentionQuery { heads: 64.0, kv_heads: 8.0, ..falcon }).is_some());
+    assert!(attention_us(&Tables::newest(h200, Engine::Trtllm), &falcon).is_some());
+    assert_eq!(attention_us(&Tables::newest(h200, Engine::Sglang), &falcon), None);
+    assert!(attention_us(&Tables::newest(h200, Engine::Sglang), &AttentionQuery { heads: 8.0, ..falcon }).is_some());
+    assert!(attention_us(
+        &Tables::newest(h200, Engine::Sglang),
+        &AttentionQuery { heads: 64.0, kv_heads: 8.0, ..falcon }
+    )
+    .is_some());
     let row = |engine: &str| {
         let pairs = [("model", "falcon-7b"), ("gpu", "h200"), ("engine", engine), ("batch", "256"), ("ctx", "1024")];
         let sc = llm_ledger_core::testing::scenario(&pairs);
@@ -238,7 +244,7 @@ fn mla_decode_is_not_read_once_per_query_head() {
 /// convolution rows (eager fallbacks) and a key-head shard the tables never ran are fitted.
 #[test]
 fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
-    use llm_ledger_core::kernels::{linear_us, AttentionPhase, Engine, KernelGpu, LinearKernel, LinearQuery};
+    use llm_ledger_core::kernels::{linear_us, AttentionPhase, Engine, KernelGpu, LinearKernel, LinearQuery, Tables};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::roofline::{FittedKernel, TimeSource};
     use llm_ledger_core::Ledger;
@@ -254,11 +260,14 @@ fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
         batch: 64.0,
         seq_len: 1.0,
     };
-    let table_us = linear_us(KernelGpu::H100Sxm, Engine::Trtllm, &q).unwrap();
+    let table_us = linear_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
     assert!((table_us / 107.3 - 1.0).abs() < 1e-3, "{table_us}");
     // A shard of 8 key heads was never run on TensorRT-LLM: no table.
     assert_eq!(
-        linear_us(KernelGpu::H100Sxm, Engine::Trtllm, &LinearQuery { key_heads: 8.0, value_heads: 24.0, ..q }),
+        linear_us(
+            &Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm),
+            &LinearQuery { key_heads: 8.0, value_heads: 24.0, ..q }
+        ),
         None
     );
     let ledger = |engine: &str, tp: &str, phase: &str| {
@@ -293,11 +302,14 @@ fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
 /// 150–640 µs for a 1 × 32 × 32 GEMM): a CUDA-graph clock does not read them.
 #[test]
 fn eagerly_timed_tables_are_not_read_by_a_graph_clock() {
-    use llm_ledger_core::kernels::{gemm_us, Engine, GemmDtype, KernelGpu};
+    use llm_ledger_core::kernels::{gemm_us, Engine, GemmDtype, KernelGpu, Tables};
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::roofline::{FittedKernel, TimeSource};
     use llm_ledger_core::Ledger;
-    assert!(gemm_us(KernelGpu::B200Sxm, Engine::Vllm, GemmDtype::Fp8Block, 1.0, 32.0, 32.0).unwrap() > 100.0);
+    assert!(
+        gemm_us(&Tables::newest(KernelGpu::B200Sxm, Engine::Vllm), GemmDtype::Fp8Block, 1.0, 32.0, 32.0).unwrap()
+            > 100.0
+    );
     assert!(!GemmDtype::Fp8Block.timed_in_cuda_graphs(Engine::Vllm));
     assert!(GemmDtype::Fp8Block.timed_in_cuda_graphs(Engine::Sglang));
     let source = |engine: &str| {

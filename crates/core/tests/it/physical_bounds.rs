@@ -176,7 +176,7 @@ fn bounds(sc: &Scenario) -> Result<(), String> {
 
 fn clocks() -> Vec<Clock> {
     let mut v = vec![Clock::ROOFLINE];
-    v.extend(Engine::ALL.map(|engine| Clock { model: TimeModelKind::Measured, engine }));
+    v.extend(Engine::ALL.map(Clock::measured));
     v
 }
 
@@ -212,6 +212,46 @@ fn every_operator_of_every_preset_gpu_engine_and_workload_is_within_the_hardware
         }
     }
     assert!(checked > 20_000, "{checked} scenarios");
+    assert!(failures.is_empty(), "{} of {checked} scenarios out of bounds:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Every engine version measured on a GPU other than its default: the physical bounds (and the
+/// upper side's named causes) hold on every older table too.
+#[test]
+fn every_operator_at_every_measured_engine_version_is_within_the_hardware_limits() {
+    use llm_ledger_core::kernels::{EngineVersion, KernelGpu, Tables};
+    let (mut checked, mut failures) = (0, Vec::new());
+    for gpu in builtin_gpus() {
+        let Some(kgpu) = KernelGpu::for_gpu(gpu) else { continue };
+        for &engine in kgpu.engines() {
+            let default = Tables::newest(kgpu, engine).version;
+            for version in Tables::held_versions(kgpu, engine).into_iter().filter(|v| *v != default) {
+                let family = match engine {
+                    llm_ledger_core::kernels::Engine::Trtllm => Engine::Trtllm,
+                    llm_ledger_core::kernels::Engine::Vllm => Engine::Vllm,
+                    llm_ledger_core::kernels::Engine::Sglang => Engine::Sglang,
+                };
+                let clock = Clock { version: EngineVersion::parse(version), ..Clock::measured(family) };
+                for preset in builtin_presets() {
+                    let base = scenario(&[("model", preset.name.as_str()), ("gpu", gpu.name.as_str())]);
+                    for (phase, batch, ctx) in [(Phase::Decode, 16, 2048), (Phase::Prefill, 4, 2048)] {
+                        let mut w = base.workload.clone();
+                        w.phase = phase;
+                        w.contexts = Contexts::uniform(batch, ctx).unwrap();
+                        let sc = Scenario { clock, ..base.with_workload(w) };
+                        if let Err(e) = bounds(&sc) {
+                            failures.push(format!(
+                                "{} on {} · {engine}@{version} · {phase:?} {batch} × {ctx}: {e}",
+                                preset.name, gpu.name
+                            ));
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 2_000, "{checked} scenarios");
     assert!(failures.is_empty(), "{} of {checked} scenarios out of bounds:\n{}", failures.len(), failures.join("\n"));
 }
 
