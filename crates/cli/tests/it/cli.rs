@@ -316,7 +316,8 @@ fn an_engine_version_reads_its_own_tables_and_says_so() {
     let v = json(&["ledger", "--engine", "vllm@0.22", "--format", "json"]);
     assert_eq!(
         v["inputs"]["kernel_tables"],
-        "h100_sxm/vllm 0.22.0 (AIConfigurator; gemm from 0.24.0, attention from 0.24.0)"
+        "h100_sxm/vllm 0.22.0 (AIConfigurator; gemm from 0.24.0, attention from 0.24.0, mla from 0.14.0, \
+         moe from 0.24.0, linear_attention from 0.24.0)"
     );
     assert!(sources(&v).contains("table:h100_sxm/vllm/0.24.0/gemm"));
     // Another version's kernels are another step time.

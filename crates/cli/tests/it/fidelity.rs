@@ -270,8 +270,16 @@ batched matmul from its own table; FlashAttention (prefill and decode) takes the
 attention kernel at the step's sequences and length, inside the head groups its tables measured; a
 layer's routed experts take the engine's measured fused-MoE kernel where the tables hold the model's
 exact shape and (TP, EP) split under uniform routing, else one grouped GEMM on the fitted model. The
-tables are AIConfigurator's git repository at commit 095f58a5, one engine version each (TensorRT-LLM
-1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14 on most GPUs). So the AIConfigurator rows'
+tables are AIConfigurator's git repository at commit 095f58a5, every engine version it measured: by
+default the collector's default runtime (TensorRT-LLM 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14 on most
+GPUs), and with `--engine vllm@0.19` (or `trtllm@1.2`, `sglang@0.5.9`) the nearest version measured on
+the GPU at or below the one named. Each table family (GEMM, attention, MLA, MLA's batched matmuls, the
+all-reduce, MoE, linear attention) is read from that version's own file or the one its `reuse.yaml`
+shares (a family it lacks stays on the fitted model: an older version's table may be another
+kernel); every row's `time_source` names the version read (`table:h100_sxm/vllm/0.19.0/gemm`), the
+footer the version chosen, and a version below every one measured on the GPU is refused naming them.
+`trtllm@0.6` and `vllm@0.6` are engines of their own (pre-XQA decode attention, V0's serial host loop)
+on the default version's tables. So the AIConfigurator rows'
 GEMMs are read from the tables AIConfigurator itself composes: those rows check everything else
 (norms, fusions, fixed costs), not the GEMM and attention times; the gpt-fast and LLMCompass rows are
 independent of the tables (gpt-fast and eager have none; everything there is the fitted model).

@@ -395,12 +395,10 @@ fn file(id: FileId) -> Option<&'static KernelFile> {
 /// The kernel tables one clock reads: a GPU, an engine, the engine version they stand for and,
 /// per operation, the file that answers it at that version.
 ///
-/// A version is chosen per table family (GEMM, attention, MLA, MLA's batched matmuls, the
-/// all-reduce, MoE, linear attention): the nearest measured version at or below the one asked
-/// for, where that version's file or its reuse entry holds the family (so both attention phases,
-/// or both MLA phases, always come from one version); a family with no version at or below it
-/// has no table (the fitted model times it). With no version asked, every family reads the
-/// default version's files.
+/// The version is the nearest measured at or below the one asked for ([`Tables::at`]; the
+/// default version when none is named); each table family (GEMM, attention, MLA, MLA's batched
+/// matmuls, the all-reduce, MoE, linear attention) is read from that version's file or the one
+/// its reuse entry names, so both attention phases, or both MLA phases, come from one version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tables {
     /// The GPU measured.
@@ -427,8 +425,8 @@ impl Tables {
     }
 
     /// The tables of `engine` on `gpu` at the version `asked` (`None`: [`Tables::newest`]):
-    /// those of the nearest version measured at or below it. A version below every one measured
-    /// there is refused, naming those measured.
+    /// those of the nearest version measured at or below it ([`Tables::held_versions`]). A
+    /// version below every one measured there is refused, naming those measured.
     pub fn at(gpu: KernelGpu, engine: Engine, asked: Option<EngineVersion>) -> Result<Tables> {
         let Some(asked) = asked else { return Ok(Tables::newest(gpu, engine)) };
         thread_local! {
@@ -458,33 +456,31 @@ impl Tables {
         Ok(t)
     }
 
-    /// The tables at `version`, a version held: each family at the nearest version at or below
-    /// it that holds the family (a file of its own or a reuse entry), as AIConfigurator's older
-    /// versions fill what a newer one does not hold.
+    /// The tables at `version`, a version held: each family's file at that version, its own or
+    /// the one its reuse entry names (AIConfigurator's `reuse.yaml`: a table a version shares with
+    /// another). A family the version does not hold has no table (the fitted model times it): an
+    /// older version's table of it is not read, as it may be another kernel (vLLM 0.14.0's MLA
+    /// core is `vllm_flash_attn_mla`; 0.24.0 measured MLA as whole modules, which are not read).
     fn resolve(gpu: KernelGpu, engine: Engine, version: &'static str) -> Tables {
-        let top = EngineVersion::parse(version);
-        let held = Tables::held_versions(gpu, engine);
-        let mut files = [None; Op::COUNT];
-        for table in KernelTable::ALL {
-            let ops: Vec<Op> = Op::ALL.into_iter().filter(|op| op.table() == table && *op != Op::Nccl).collect();
-            let holding = held.iter().rev().copied().find(|v| {
-                EngineVersion::parse(v) <= top && ops.iter().any(|&op| file_at(gpu, engine, op, v).is_some())
-            });
-            if let Some(v) = holding {
-                for &op in &ops {
-                    files[op as usize] = file_at(gpu, engine, op, v);
-                }
-            }
-        }
+        let files = Op::ALL.map(|op| if op == Op::Nccl { None } else { file_at(gpu, engine, op, version) });
         Tables { gpu, engine, version, files, nccl: default_file(gpu, None, Op::Nccl) }
     }
 
-    /// Every version of `engine` measured on `gpu` (a file of its own or a reuse entry), oldest
-    /// first, in AIConfigurator's order ([`EngineVersion`]).
+    /// Every version of `engine` measured on `gpu`: those holding GEMM and attention tables (a
+    /// file of their own or a reuse entry), oldest first, in AIConfigurator's order
+    /// ([`EngineVersion`]). A version that holds one family alone (the collector's per-family
+    /// runs: sglang 0.5.16's MoE, trtllm 1.3.0rc23's DeepSeek-V4 MoE) is not a version of the
+    /// engine's kernels: a version named at or above it reads the complete one below.
     pub fn held_versions(gpu: KernelGpu, engine: Engine) -> Vec<&'static str> {
         let own = FILES.iter().filter(|f| f.gpu == gpu && f.engine == Some(engine)).map(|f| f.version);
         let shared = REUSE.iter().filter(|r| r.gpu == gpu && r.engine == engine).map(|r| r.version);
-        let mut v: Vec<&'static str> = own.chain(shared).collect();
+        let mut v: Vec<&'static str> = own
+            .chain(shared)
+            .filter(|v| {
+                let holds = |op| file_at(gpu, engine, op, v).is_some();
+                holds(Op::Gemm) && (holds(Op::ContextAttention) || holds(Op::GenerationAttention))
+            })
+            .collect();
         v.sort_by_key(|s| EngineVersion::parse(s));
         v.dedup();
         v
@@ -504,16 +500,6 @@ impl Tables {
             .filter_map(|op| self.file(op))
             .map(|id| id.file().version)
             .collect();
-        v.dedup();
-        v
-    }
-
-    /// The distinct versions whose files the engine's tables are read from (the collectives
-    /// library's aside), oldest first: `[self.version]` unless a family is shared from another
-    /// version or was measured only at an older one.
-    pub fn read_versions(&self) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = self.files.iter().flatten().map(|id| id.file().version).collect();
-        v.sort_by_key(|s| EngineVersion::parse(s));
         v.dedup();
         v
     }
