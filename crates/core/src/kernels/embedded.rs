@@ -347,7 +347,13 @@ fn file_at(gpu: KernelGpu, engine: Engine, op: Op, version: &str) -> Option<File
 /// file refers to it for as long as the process runs.
 fn unpack(f: &EmbeddedFile) -> Result<&'static [u8]> {
     let malformed = |message: String| Error::Malformed { what: format!("kernel table {}", f.path), message };
-    let mut raw = zstd::stream::decode_all(f.stored).map_err(|e| malformed(format!("not zstd: {e}")))?;
+    // The frame states its size (`fetch.py` writes it): one allocation, one call.
+    let size = zstd::zstd_safe::get_frame_content_size(f.stored)
+        .ok()
+        .flatten()
+        .filter(|&n| n <= MAX_UNPACKED_BYTES)
+        .ok_or_else(|| malformed(format!("not a zstd frame of at most {MAX_UNPACKED_BYTES} bytes")))?;
+    let mut raw = zstd::bulk::decompress(f.stored, size as usize).map_err(|e| malformed(format!("not zstd: {e}")))?;
     let data_line = if raw.starts_with(b"data ") {
         0
     } else {
@@ -358,15 +364,18 @@ fn unpack(f: &EmbeddedFile) -> Result<&'static [u8]> {
     if codes.len() % 2 != 0 {
         return Err(malformed(format!("{} code bytes, not whole 16-bit codes", codes.len())));
     }
-    let half = codes.len() / 2;
     let shuffled = codes.to_vec();
+    let (low, high) = shuffled.split_at(codes.len() / 2);
     let mut code = 0u16;
-    for i in 0..half {
-        code = code.wrapping_add(u16::from_le_bytes([shuffled[i], shuffled[half + i]]));
-        codes[2 * i..2 * i + 2].copy_from_slice(&code.to_le_bytes());
+    for (out, (&l, &h)) in codes.chunks_exact_mut(2).zip(low.iter().zip(high)) {
+        code = code.wrapping_add(u16::from_le_bytes([l, h]));
+        out.copy_from_slice(&code.to_le_bytes());
     }
     Ok(Box::leak(raw.into_boxed_slice()))
 }
+
+/// The largest file unpacked, bytes (the largest written is 2.5 MB).
+const MAX_UNPACKED_BYTES: u64 = 64 << 20;
 
 /// The parsed file per embedded file, filled on first use.
 static PARSED: [OnceLock<Result<Unpacked>>; FILE_COUNT] = [const { OnceLock::new() }; FILE_COUNT];

@@ -20,7 +20,7 @@
 //! (the layer stack plus the rest of the step) is the ledger's total, exactly.
 
 use llm_ledger_core::clock::{GRAPH_KERNEL_S, TABLE_SLOW_LIMIT};
-use llm_ledger_core::engine::{Clock, Engine, TimeModelKind};
+use llm_ledger_core::engine::{Clock, Engine};
 use llm_ledger_core::hardware::builtin_gpus;
 use llm_ledger_core::model::builtin_presets;
 use llm_ledger_core::ops::{Op, OpKind};
