@@ -194,7 +194,7 @@ impl Op {
 pub struct EmbeddedFile {
     /// Path under `crates/core/data/kernels/` of the file as `scripts/kernel-data` writes it
     /// (`h100_sxm/trtllm/gemm.bin`; another version than the default's: `h100_sxm/vllm@0.19.0/…`).
-    /// It is stored packed, as `<path>.zst` ([`unpack`]).
+    /// It is stored packed, as `<path>.zst` (unpacked on first use: `scripts/kernel-data/README.md`, "Packing").
     pub path: &'static str,
     /// The GPU it was measured on.
     pub gpu: KernelGpu,
