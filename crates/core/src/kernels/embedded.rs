@@ -941,16 +941,16 @@ pub(super) fn mla_bmm_us(t: &Tables, op: MlaBmm, dtype: AttnDtype, heads: f64, t
         return None;
     }
     let id = t.file(Op::MlaBmm)?;
-    let f = file(id)?;
+    let f = envelope(id)?;
     let name = match op {
         MlaBmm::Pre => "mla_gen_pre",
         MlaBmm::Post => "mla_gen_post",
     };
     let key = PlanKey::MlaBmm(id, op, dtype, heads.to_bits());
-    let group = |kernel: &str| f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())]);
+    let group = |kernel: &str| f.file().find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())]);
     let make = || LookupPlan {
         default: None,
-        kernels: f.names(1).map(|kernel| KernelPlan::of(f, group(kernel), heads, 1.0, false)).collect(),
+        kernels: f.names(1).map(|kernel| KernelPlan::of(f.file(), group(kernel), heads, 1.0, false)).collect(),
     };
     match planned(key, make, |t| f.eval_ln(t, &[tokens])) {
         Some(us) => us,
@@ -959,7 +959,7 @@ pub(super) fn mla_bmm_us(t: &Tables, op: MlaBmm, dtype: AttnDtype, heads: f64, t
 }
 
 /// [`mla_bmm_us`] without a plan: the fastest kernel, every step of the lookup taken.
-fn mla_bmm_lookup_us(f: &KernelFile, name: &str, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
+fn mla_bmm_lookup_us(f: Envelope<'_>, name: &str, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
     fastest(f.names(1).map(|kernel| {
         let g = f.find(&[Q::S(name), Q::S(kernel), Q::S(dtype.as_str())])?;
         f.eval_group(g, heads, 1.0, false, |t| f.eval_ln(t, &[tokens]))
@@ -1198,7 +1198,7 @@ mod tests {
             };
             let direct = t.file(op).and_then(envelope).and_then(|f| mla_lookup_us(f, &q));
             let (bmm, name) = if pre { (MlaBmm::Pre, "mla_gen_pre") } else { (MlaBmm::Post, "mla_gen_post") };
-            let bmm_direct = t.file(Op::MlaBmm).and_then(file)
+            let bmm_direct = t.file(Op::MlaBmm).and_then(envelope)
                 .and_then(|f| mla_bmm_lookup_us(f, name, kv_dtype, heads, batch));
             for _ in 0..2 {
                 prop_assert_eq!(mla_us(&t, &q).map(f64::to_bits), direct.map(f64::to_bits));

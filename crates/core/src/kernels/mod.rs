@@ -616,7 +616,9 @@ pub fn mla_us(t: &Tables, q: &MlaQuery) -> Option<f64> {
 }
 
 /// Time of one MLA batched matmul around decode attention, µs, for `heads` heads per GPU and
-/// `tokens` tokens (the fastest measured kernel for the op and dtype).
+/// `tokens` tokens (the fastest measured kernel for the op and dtype), on the table's monotone
+/// envelope over tokens (more tokens are never faster: GB200's TensorRT-LLM table is 1 % faster
+/// at 9 tokens than at 6 for some head counts, measurement noise).
 pub fn mla_bmm_us(t: &Tables, op: MlaBmm, dtype: AttnDtype, heads: f64, tokens: f64) -> Option<f64> {
     embedded::mla_bmm_us(t, op, dtype, heads, tokens)
 }

@@ -590,3 +590,27 @@ fn mla_decode_attention_is_the_measured_mla_kernel() {
         );
     }
 }
+
+#[test]
+fn mla_batched_matmuls_never_get_faster_with_more_tokens() {
+    for gpu in KernelGpu::ALL {
+        for &engine in gpu.engines() {
+            let t = Tables::newest(gpu, engine);
+            for (op, dtype, heads) in [MlaBmm::Pre, MlaBmm::Post]
+                .into_iter()
+                .flat_map(|op| [AttnDtype::Bf16, AttnDtype::Fp8].map(|d| (op, d)))
+                .flat_map(|(op, d)| [1.0, 2.0, 16.0, 128.0].map(|h| (op, d, h)))
+            {
+                let mut last = 0.0;
+                for tokens in (1..=512).map(f64::from) {
+                    let Some(us) = mla_bmm_us(&t, op, dtype, heads, tokens) else { break };
+                    assert!(
+                        us >= last,
+                        "{gpu:?} {engine} {op:?} {dtype:?} {heads} heads: {tokens} tokens {us} µs < {last}"
+                    );
+                    last = us;
+                }
+            }
+        }
+    }
+}
