@@ -9,7 +9,35 @@
   // Sliders (log scale) appear only with the script: without it the text box beside each is the control.
   function showSliders() {
     for (const s of document.querySelectorAll("input.slider[hidden]")) s.hidden = false;
+    keyboardScrolling();
   }
+
+  // A box that scrolls sideways (a wide table on a phone, a plot, the row of page links) takes the
+  // keyboard's focus, so that its arrow keys scroll it; one that fits does not add a tab stop.
+  function keyboardScrolling() {
+    for (const el of document.querySelectorAll("table, figure.plot, nav.pages ul")) {
+      const scrolls = el.scrollWidth > el.clientWidth + 1;
+      if (scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.dataset.scrollFocus = "1";
+        if (!el.hasAttribute("aria-label") && !el.hasAttribute("aria-labelledby")) {
+          el.setAttribute("aria-label", "scrolls sideways");
+        }
+      } else if (!scrolls && el.dataset.scrollFocus) {
+        el.removeAttribute("tabindex");
+        delete el.dataset.scrollFocus;
+      }
+    }
+    for (const nav of document.querySelectorAll("nav.pages ul")) markMore(nav);
+  }
+  window.addEventListener("resize", keyboardScrolling);
+  // The row of page links fades at its right edge while links are cut off there (CSS `.more`).
+  function markMore(el) {
+    el.classList.toggle("more", el.scrollLeft + el.clientWidth < el.scrollWidth - 1);
+  }
+  document.addEventListener("scroll", (e) => {
+    if (e.target instanceof Element && e.target.matches("nav.pages ul")) markMore(e.target);
+  }, true);
 
   // The panel of every control: closed unless the reader opened it, which is remembered.
   const PANEL_KEY = "llm-ledger.panel";

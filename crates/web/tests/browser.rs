@@ -622,7 +622,7 @@ const EVERY_PAGE: &[(&str, &str)] = &[
 ];
 
 /// On a 390 px wide phone no page scrolls sideways (tables and plots scroll in
-/// their own boxes), and plot text stays legible (at least 8 px as drawn); the line charts are
+/// their own boxes, each reachable by keyboard; the cut-off row of page links fades at its edge), and plot text stays legible (at least 8 px as drawn); the line charts are
 /// drawn for phones (no text under 10 px, the legend under the plot) in place of the wide ones;
 /// a screenshot of each.
 #[test]
@@ -688,6 +688,16 @@ fn on_a_390_px_phone_no_page_scrolls_sideways() {
                 )
                 .await
                 .text_err()?;
+            // Every box that scrolls sideways takes the keyboard's focus (its arrow keys scroll
+            // it), and the row of page links, cut off at the right, fades there.
+            let scrollers = c
+                .execute(
+                    "return [[...document.querySelectorAll('table, figure.plot, nav.pages ul')]                        .filter(e => e.scrollWidth > e.clientWidth + 1 && e.getAttribute('tabindex') !== '0')                        .map(e => e.tagName + '#' + e.id),                      document.querySelector('nav.pages ul').classList.contains('more')]",
+                    vec![],
+                )
+                .await
+                .text_err()?;
+            assert_eq!(scrollers, json!([[], true]), "/{slug}{query}: scrolling boxes without focus, page links faded");
             assert_eq!(narrow[1], json!(0), "/{slug}{query}: a wide plot shown on a phone");
             assert_eq!(narrow[2], json!([]), "/{slug}{query}: {narrow}");
             if ["ledger", "batching", "kv-cache", "moe", "serving", "need"].contains(slug) {
