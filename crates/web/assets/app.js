@@ -238,11 +238,15 @@
       return;
     }
     e.preventDefault();
-    // Every link that changes the view scrolls to what it changed: another page to its top; on
+    // Every link that changes the view scrolls to what it changed: another page to its top (to its
+    // result while the panel is kept open); on
     // Powers of ten a new node (a row, a block, the breadcrumb, an experiment) to the zoom path,
     // which then sticks to the top; on another page a new scenario to its result.
+    // With the panel of controls open (remembered from another page), another page opens at its
+    // result, the panel above it, rather than at the panel's top.
     let to = "top";
     if (url.pathname === location.pathname) to = document.getElementById("zoom-top") ? "zoom-top" : "content";
+    else if (storedPanel() === "open") to = "content";
     go(url.pathname + url.search, true, undefined, to);
   });
 

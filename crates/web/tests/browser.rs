@@ -1257,6 +1257,15 @@ fn the_first_result_is_on_the_first_screen_of_every_page() {
         wait_heading(&c, "KV cache").await?;
         let open = c.execute("return document.getElementById('panel').open", vec![]).await.text_err()?;
         assert_eq!(open, json!(true), "the open panel is remembered");
+        // ... and the page opens at its result, the open panel above it.
+        let (top, what) = first_result(&c).await?;
+        let shown = c.execute("return [scrollY, innerHeight]", vec![]).await.text_err()?;
+        let (scrolled, screen) = (shown[0].as_f64().unwrap_or(0.0), shown[1].as_f64().unwrap_or(0.0));
+        assert!(
+            top - scrolled >= 0.0 && top - scrolled + 60.0 <= screen,
+            "with the panel open the first result ({what}) is at {top:.0} px, the screen shows {scrolled:.0}–{:.0}",
+            scrolled + screen
+        );
         use std::io::Write;
         for l in lines {
             let _ = writeln!(std::io::stderr(), "first result: {l}");

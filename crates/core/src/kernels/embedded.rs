@@ -495,9 +495,10 @@ impl Tables {
         v
     }
 
-    /// The version whose file answers `table` (`None` where no file does).
+    /// The version whose file answers `table` (`None` where no file does); no allocation: every
+    /// timed row asks it.
     pub fn version_of(&self, table: KernelTable) -> Option<&'static str> {
-        self.versions_of(table).first().copied()
+        Op::ALL.into_iter().filter(|op| op.table() == table).find_map(|op| self.file(op)).map(|id| id.file().version)
     }
 
     /// The distinct versions whose files answer the operations of `table` (one at most: a
