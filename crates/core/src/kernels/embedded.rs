@@ -159,17 +159,18 @@ impl Op {
         Op::LinearAttention,
     ];
 
-    /// The table family its time is reported under (both attention phases are `attention`).
-    fn table(self) -> KernelTable {
-        match self {
-            Op::Gemm => KernelTable::Gemm,
-            Op::ContextAttention | Op::GenerationAttention => KernelTable::Attention,
-            Op::ContextMla | Op::GenerationMla => KernelTable::Mla,
-            Op::MlaBmm => KernelTable::MlaBatchedGemm,
-            Op::CustomAllreduce => KernelTable::AllReduce,
-            Op::Nccl => KernelTable::Nccl,
-            Op::Moe => KernelTable::Moe,
-            Op::LinearAttention => KernelTable::LinearAttention,
+    /// The operations of a table family (whose times are reported under its name: both attention
+    /// phases are `attention`).
+    fn of_table(table: KernelTable) -> &'static [Op] {
+        match table {
+            KernelTable::Gemm => &[Op::Gemm],
+            KernelTable::Attention => &[Op::GenerationAttention, Op::ContextAttention],
+            KernelTable::Mla => &[Op::GenerationMla, Op::ContextMla],
+            KernelTable::MlaBatchedGemm => &[Op::MlaBmm],
+            KernelTable::AllReduce => &[Op::CustomAllreduce],
+            KernelTable::Nccl => &[Op::Nccl],
+            KernelTable::Moe => &[Op::Moe],
+            KernelTable::LinearAttention => &[Op::LinearAttention],
         }
     }
 
@@ -498,18 +499,14 @@ impl Tables {
     /// The version whose file answers `table` (`None` where no file does); no allocation: every
     /// timed row asks it.
     pub fn version_of(&self, table: KernelTable) -> Option<&'static str> {
-        Op::ALL.into_iter().filter(|op| op.table() == table).find_map(|op| self.file(op)).map(|id| id.file().version)
+        Op::of_table(table).iter().find_map(|&op| self.file(op)).map(|id| id.file().version)
     }
 
     /// The distinct versions whose files answer the operations of `table` (one at most: a
     /// family is read at one version).
     pub fn versions_of(&self, table: KernelTable) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = Op::ALL
-            .into_iter()
-            .filter(|op| op.table() == table)
-            .filter_map(|op| self.file(op))
-            .map(|id| id.file().version)
-            .collect();
+        let mut v: Vec<&'static str> =
+            Op::of_table(table).iter().filter_map(|&op| self.file(op)).map(|id| id.file().version).collect();
         v.dedup();
         v
     }
@@ -1104,6 +1101,16 @@ mod tests {
         match held.get(v) {
             Some(version) => Tables::at(gpu, engine, EngineVersion::parse(version)).expect("a held version"),
             None => Tables::newest(gpu, engine),
+        }
+    }
+
+    /// Every operation but NCCL's is in one table family, NCCL's in its own.
+    #[test]
+    fn every_op_is_in_one_table_family() {
+        for op in Op::ALL {
+            let families: Vec<KernelTable> =
+                KernelTable::ALL.into_iter().filter(|t| Op::of_table(*t).contains(&op)).collect();
+            assert_eq!(families.len(), 1, "{op:?}: {families:?}");
         }
     }
 
