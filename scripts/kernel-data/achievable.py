@@ -2,7 +2,7 @@
 """Achievable fractions of the datasheet peaks, derived from the embedded GEMM kernel tables.
 
 For every GPU folder under crates/core/data/kernels/ (and every engine in it) this reads
-gemm.bin and prints
+gemm.bin (stored packed as gemm.bin.zst: fetch.py's `unpack`) and prints
 
   * the best GEMM throughput per dtype (bfloat16 -> bf16, fp8 (per-tensor) -> fp8,
     nvfp4 -> fp4): FLOPs = 2*m*n*k, TFLOP/s = FLOPs / latency, with the shape and engine;
@@ -26,7 +26,8 @@ else, marked FALLBACK), and only those measured on the folder's own device (the 
 "device:"; b300_sxm's SGLang table is the gb300 file). fp8_block (vLLM's was timed without CUDA
 graphs), int4_wo, int8_wo and sq are not used. The collectors time several copies of the weights
 against one activation, so L2 reuse is limited, but the bandwidth filter still asks for 4 x L2.
-Python 3.11+, standard library only; deterministic output.
+Python 3.11+ with `zstandard` (scripts/kernel-data/requirements.txt: the files are zstd-packed);
+deterministic output.
 
 Usage:  python3 scripts/kernel-data/achievable.py [--gpus a100_sxm,b200_sxm] [--tsv FILE]
 """
@@ -67,9 +68,27 @@ CONFIRM = 0.95
 NONRANDOM = {("vllm", "bfloat16"), ("vllm", "fp8")}
 
 
+def unpack(stored: bytes) -> bytes:
+    """A packed file's bytes (fetch.py's `pack` undone: zstd, then the codes' low and high bytes
+    interleaved again and summed from their differences, mod 2^16)."""
+    import zstandard
+
+    raw = zstandard.ZstdDecompressor().decompress(stored)
+    at = 0 if raw.startswith(b"data ") else raw.index(b"\ndata ") + 1
+    start = raw.index(b"\n", at) + 1
+    body = raw[start:]
+    half = len(body) // 2
+    out = bytearray(raw[:start])
+    code = 0
+    for low, high in zip(body[:half], body[half:]):
+        code = (code + (low | high << 8)) & 0xFFFF
+        out += code.to_bytes(2, "little")
+    return bytes(out)
+
+
 def read_gemm(path: Path):
     """(device named in the header, [(dtype, m_values, n_values, k_values, latency_us list (row-major, None = not measured))])."""
-    raw = path.read_bytes()
+    raw = unpack(path.read_bytes())
     pos, first = 0, True
     keys = axes = None
     device = None
@@ -232,7 +251,7 @@ def analyse(gpu_dir: str, entry: dict):
     res["bandwidth"] = {"random": Best(bw_peak), "all": Best(bw_peak)}
     files = {}
     for eng in ENGINES:
-        path = KERNELS / gpu_dir / eng / "gemm.bin"
+        path = KERNELS / gpu_dir / eng / "gemm.bin.zst"
         if path.exists():
             files[eng] = read_gemm(path)
     # a table measured on another device than the folder's other tables is left out
@@ -292,7 +311,7 @@ def main():
     args = ap.parse_args()
     by_dir, profiles = catalogue()
     versions = engine_versions()
-    dirs = sorted(p.name for p in KERNELS.iterdir() if (p.is_dir() and any((p / e / "gemm.bin").exists() for e in ENGINES)))
+    dirs = sorted(p.name for p in KERNELS.iterdir() if (p.is_dir() and any((p / e / "gemm.bin.zst").exists() for e in ENGINES)))
     if args.gpus:
         want = args.gpus.split(",")
         missing = [d for d in want if d not in dirs]

@@ -75,12 +75,12 @@ def interp(axes, vals, point) -> float:
 
 
 def gemm(gpu, eng, m, n, k):
-    axes, vals = find(DATA / gpu / eng / "gemm.bin", dtype="bfloat16")
+    axes, vals = find(DATA / gpu / eng / "gemm.bin.zst", dtype="bfloat16")
     return interp(axes, vals, (m, n, k))
 
 
 def attention(gpu, eng, op, batch, length):
-    path = DATA / gpu / eng / f"{op}.bin"
+    path = DATA / gpu / eng / f"{op}.bin.zst"
     for attrs, axes, _, vals in tables(path):
         if (attrs["attn_dtype"], attrs["kv_cache_dtype"], attrs["head_dim"], attrs["window_size"],
                 attrs["num_heads"], attrs["num_kv_heads"]) == (
