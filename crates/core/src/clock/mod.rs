@@ -286,7 +286,7 @@ pub fn dequant_s(op: &Op, gpu: &Gpu, fit: &Achievable) -> f64 {
 /// At the engine version the clock names, the nearest measured at or below it ([`Tables::at`]:
 /// a version below every one measured on the GPU is refused, naming those measured); by default
 /// the default version's.
-pub fn kernel_tables(clock: Clock, gpu: &Gpu) -> Result<Option<Tables>> {
+pub fn kernel_tables(clock: Clock, gpu: &Gpu) -> Result<Option<&'static Tables>> {
     let (Some(kgpu), Some(kengine)) = (KernelGpu::for_gpu(gpu), clock.engine.kernel_engine()) else {
         return Ok(None);
     };
@@ -349,7 +349,7 @@ pub struct Measured {
     pub fit: Achievable,
     /// The measured kernel tables for this GPU and engine, where both have them (looked up once
     /// per step); `None`: the fitted model times every operator.
-    pub tables: Option<Tables>,
+    pub tables: Option<&'static Tables>,
     /// The bandwidth a kernel streams weights from HBM at on this GPU, bytes/s: the peak × the
     /// achievable fraction ([`Achievable::bandwidth`]).
     pub achievable_bandwidth_bytes_per_s: f64,
@@ -405,13 +405,13 @@ impl Measured {
         if g.instances > 1.0 && op.kind.facts().shard == Shard::HeadInstances {
             let bmm = if op.kind == OpKind::QAbsorb { kernels::MlaBmm::Pre } else { kernels::MlaBmm::Post };
             let fp8 = (op.math == MathFormat::Fp8)
-                .then(|| kernels::mla_bmm_us(&t, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))
+                .then(|| kernels::mla_bmm_us(t, bmm, kernels::AttnDtype::Fp8, g.instances, g.m))
                 .flatten();
-            let us = fp8.or_else(|| kernels::mla_bmm_us(&t, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
+            let us = fp8.or_else(|| kernels::mla_bmm_us(t, bmm, kernels::AttnDtype::Bf16, g.instances, g.m))?;
             return Some((us * 1e-6, KernelTable::MlaBatchedGemm));
         }
         let dtype = gemm_dtype(g.weight, op.math).filter(|d| d.timed_in_cuda_graphs(t.engine))?;
-        let us = kernels::gemm_envelope_us(&t, dtype, g.m, g.n as f64, g.k as f64)?;
+        let us = kernels::gemm_envelope_us(t, dtype, g.m, g.n as f64, g.k as f64)?;
         Some((us * 1e-6 * g.instances, KernelTable::Gemm))
     }
 
@@ -504,7 +504,7 @@ impl Measured {
                 batch,
                 length: length.max(1.0),
             };
-            kernels::attention_us(&t, &q)
+            kernels::attention_us(t, &q)
         };
         // Fractions of a sequence are a GPU's share of the step's tokens (data-parallel attention).
         let decode_us = if decodes > 0.0 {
@@ -547,7 +547,7 @@ impl Measured {
             batch: g.sequences,
             length: (g.decode_pairs / g.sequences - 1.0).max(1.0),
         };
-        kernels::mla_us(&t, &q).map(|us| us * 1e-6)
+        kernels::mla_us(t, &q).map(|us| us * 1e-6)
     }
 
     /// One layer's routed experts, seconds, from the engine's fused-MoE tables
@@ -585,7 +585,7 @@ impl Measured {
             ep: m.ep,
             tokens: m.tokens,
         };
-        let measured_s = kernels::moe_us(&t, &q)? * 1e-6;
+        let measured_s = kernels::moe_us(t, &q)? * 1e-6;
         Some((measured_s - self.moe_untouched_s(&m)).max(0.0))
     }
 
@@ -635,7 +635,7 @@ impl Measured {
                 batch,
                 seq_len,
             };
-            kernels::linear_us(&t, &q).map(|us| us * 1e-6)
+            kernels::linear_us(t, &q).map(|us| us * 1e-6)
         };
         let (decodes, chunks) = (r.decodes, r.prompt_sequences);
         let chunk_len = if chunks > 0.0 { r.prompt_tokens / chunks } else { 0.0 };
@@ -691,7 +691,7 @@ impl Measured {
         }
         let (us, engine, table) = match call.op {
             kernels::Collective::AllReduce => (
-                kernels::allreduce_us(&tables, call.gpus, call.message_bytes)?,
+                kernels::allreduce_us(tables, call.gpus, call.message_bytes)?,
                 Some(tables.engine),
                 KernelTable::AllReduce,
             ),

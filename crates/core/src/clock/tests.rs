@@ -57,7 +57,7 @@ fn a_gemm_on_a_catalogue_gpu_with_a_measured_engine_takes_the_tables_time() {
     assert_eq!(model.tables, Some(kernels::Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm)));
     let op = gate_proj(8.0);
     let table_us = kernels::gemm_envelope_us(
-        &Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
+        Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
         GemmDtype::Bf16,
         8.0,
         14336.0,
@@ -92,7 +92,7 @@ fn mla_absorption_is_one_batched_matmul_from_its_table() {
     let cost = crate::cost::Cost { flops: g.flops(), weight_bytes: g.weight_bytes(), ..crate::cost::Cost::ZERO };
     let op = Op { gemm: Some(g), ..Op::plain(OpKind::QAbsorb, cost, MathFormat::Bf16) };
     let us = kernels::mla_bmm_us(
-        &Tables::newest(KernelGpu::H200Sxm, kernels::Engine::Trtllm),
+        Tables::newest(KernelGpu::H200Sxm, kernels::Engine::Trtllm),
         kernels::MlaBmm::Pre,
         kernels::AttnDtype::Bf16,
         128.0,
@@ -113,7 +113,7 @@ fn merged_gemm_parts_are_charged_their_column_share_of_one_kernel() {
     assert_eq!(engine_join(Engine::Trtllm, &gate), Join::Part { first: true, share: 0.5 });
     assert_eq!(engine_join(Engine::Trtllm, &up), Join::Part { first: false, share: 0.5 });
     let whole_us = kernels::gemm_envelope_us(
-        &Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
+        Tables::newest(KernelGpu::H100Sxm, kernels::Engine::Trtllm),
         GemmDtype::Bf16,
         8.0,
         28672.0,

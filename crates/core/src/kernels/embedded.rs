@@ -425,10 +425,10 @@ pub struct Tables {
 impl Tables {
     /// The default version's tables of `engine` on `gpu` (every file `None` where the engine was
     /// not measured there).
-    pub fn newest(gpu: KernelGpu, engine: Engine) -> Tables {
+    pub fn newest(gpu: KernelGpu, engine: Engine) -> &'static Tables {
         static NEWEST: [OnceLock<Tables>; KernelGpu::ALL.len() * Engine::ALL.len()] =
             [const { OnceLock::new() }; KernelGpu::ALL.len() * Engine::ALL.len()];
-        *NEWEST[gpu as usize * Engine::ALL.len() + engine as usize].get_or_init(|| {
+        NEWEST[gpu as usize * Engine::ALL.len() + engine as usize].get_or_init(|| {
             let default = FILES.iter().find(|f| f.gpu == gpu && f.engine == Some(engine) && f.default);
             Tables::resolve(gpu, engine, default.map_or("", |f| f.version))
         })
@@ -437,10 +437,12 @@ impl Tables {
     /// The tables of `engine` on `gpu` at the version `asked` (`None`: [`Tables::newest`]):
     /// those of the nearest version measured at or below it ([`Tables::held_versions`]). A
     /// version below every one measured there is refused, naming those measured.
-    pub fn at(gpu: KernelGpu, engine: Engine, asked: Option<EngineVersion>) -> Result<Tables> {
+    /// The tables are kept for the process (one per GPU, engine and version asked), so that a
+    /// clock holds a reference: a step's clock is made per step.
+    pub fn at(gpu: KernelGpu, engine: Engine, asked: Option<EngineVersion>) -> Result<&'static Tables> {
         let Some(asked) = asked else { return Ok(Tables::newest(gpu, engine)) };
         thread_local! {
-            static LAST: std::cell::Cell<Option<(KernelGpu, Engine, EngineVersion, Tables)>> =
+            static LAST: std::cell::Cell<Option<(KernelGpu, Engine, EngineVersion, &'static Tables)>> =
                 const { std::cell::Cell::new(None) };
         }
         if let Some((g, e, v, t)) = LAST.get() {
@@ -461,9 +463,21 @@ impl Tables {
                 )
             });
         };
-        let t = Tables::resolve(gpu, engine, version);
+        let t = Tables::interned(Tables::resolve(gpu, engine, version));
         LAST.set(Some((gpu, engine, asked, t)));
         Ok(t)
+    }
+
+    /// The one kept copy of `t` (at most one per GPU, engine and version measured).
+    fn interned(t: Tables) -> &'static Tables {
+        static KEPT: std::sync::Mutex<Vec<&'static Tables>> = std::sync::Mutex::new(Vec::new());
+        let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&k) = kept.iter().find(|k| ***k == t) {
+            return k;
+        }
+        let k: &'static Tables = Box::leak(Box::new(t));
+        kept.push(k);
+        k
     }
 
     /// The tables at `version`, a version held: each family's file at that version, its own or
@@ -1095,7 +1109,7 @@ mod tests {
 
     /// The tables of GPU `g` and engine `e` at their `v`-th measured version (counting past the
     /// last: the default version's).
-    fn tables(g: usize, e: usize, v: usize) -> Tables {
+    fn tables(g: usize, e: usize, v: usize) -> &'static Tables {
         let (gpu, engine) = (KernelGpu::ALL[g], Engine::ALL[e]);
         let held = Tables::held_versions(gpu, engine);
         match held.get(v) {
@@ -1126,22 +1140,22 @@ mod tests {
         let attention = |batch, length| crate::testing::llama_attention(AttentionPhase::Generation, batch, length);
         let queries: Vec<AttentionQuery> =
             [1.0, 8.0, 64.0].iter().flat_map(|&b| [128.0, 2047.0, 8192.0].map(|l| attention(b, l))).collect();
-        let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(&t, GemmDtype::Bf16, m, n, k);
+        let gemm = |&(m, n, k): &(f64, f64, f64)| gemm_envelope_us(t, GemmDtype::Bf16, m, n, k);
         let first: Vec<Option<f64>> = gemms.iter().map(gemm).collect();
-        let first_attention: Vec<Option<f64>> = queries.iter().map(|q| attention_us(&t, q)).collect();
+        let first_attention: Vec<Option<f64>> = queries.iter().map(|q| attention_us(t, q)).collect();
         assert!(first.iter().chain(&first_attention).all(Option::is_some));
         for (g, want) in gemms.iter().zip(&first).rev() {
             assert_eq!(gemm(g), *want, "{g:?}");
         }
         for (q, want) in queries.iter().zip(&first_attention).rev() {
-            assert_eq!(attention_us(&t, q), *want, "{q:?}");
+            assert_eq!(attention_us(t, q), *want, "{q:?}");
         }
         // Mixtral's experts at several token counts, asked again in turn: each its own answer.
         let moe: Vec<MoeQuery> = [1.0, 4.0, 24.0, 512.0].map(crate::testing::mixtral_moe).to_vec();
-        let first_moe: Vec<Option<f64>> = moe.iter().map(|q| moe_us(&t, q)).collect();
+        let first_moe: Vec<Option<f64>> = moe.iter().map(|q| moe_us(t, q)).collect();
         assert!(first_moe.iter().all(Option::is_some) && first_moe[0] != first_moe[3]);
         for (q, want) in moe.iter().zip(&first_moe).rev() {
-            assert_eq!(moe_us(&t, q), *want, "{q:?}");
+            assert_eq!(moe_us(t, q), *want, "{q:?}");
             assert_eq!(moe_lookup_us(t.file(Op::Moe).unwrap(), q), *want, "{q:?}");
         }
         // The shapes of one step spread over the slots (float keys differ only in high bits).
@@ -1184,7 +1198,7 @@ mod tests {
             let allreduce = fastest_us([custom, all_nccl].into_iter());
             for _ in 0..2 {
                 prop_assert_eq!(nccl_us(gpu, op, gpus, bytes).map(f64::to_bits), nccl.map(f64::to_bits));
-                prop_assert_eq!(allreduce_us(&t, gpus, bytes).map(f64::to_bits), allreduce.map(f64::to_bits));
+                prop_assert_eq!(allreduce_us(t, gpus, bytes).map(f64::to_bits), allreduce.map(f64::to_bits));
             }
         }
 
@@ -1209,9 +1223,9 @@ mod tests {
             let bmm_direct = t.file(Op::MlaBmm).and_then(envelope)
                 .and_then(|f| mla_bmm_lookup_us(f, name, kv_dtype, heads, batch));
             for _ in 0..2 {
-                prop_assert_eq!(mla_us(&t, &q).map(f64::to_bits), direct.map(f64::to_bits));
+                prop_assert_eq!(mla_us(t, &q).map(f64::to_bits), direct.map(f64::to_bits));
                 prop_assert_eq!(
-                    mla_bmm_us(&t, bmm, kv_dtype, heads, batch).map(f64::to_bits),
+                    mla_bmm_us(t, bmm, kv_dtype, heads, batch).map(f64::to_bits),
                     bmm_direct.map(f64::to_bits)
                 );
             }
@@ -1234,7 +1248,7 @@ mod tests {
                 .map(to_us);
             // Twice: the curve made, then the curve kept.
             for _ in 0..2 {
-                let curve = gemm_envelope_us(&t, dtype, m, n, k);
+                let curve = gemm_envelope_us(t, dtype, m, n, k);
                 prop_assert_eq!(curve.map(f64::to_bits), direct.map(f64::to_bits));
             }
         }
@@ -1269,9 +1283,9 @@ mod tests {
                 AttentionPhase::Context => Op::ContextAttention,
                 AttentionPhase::Generation => Op::GenerationAttention,
             };
-            let direct = t.file(op).and_then(envelope).and_then(|f| attention_lookup_us(f, &t, &q));
+            let direct = t.file(op).and_then(envelope).and_then(|f| attention_lookup_us(f, t, &q));
             for _ in 0..2 {
-                prop_assert_eq!(attention_us(&t, &q).map(f64::to_bits), direct.map(f64::to_bits));
+                prop_assert_eq!(attention_us(t, &q).map(f64::to_bits), direct.map(f64::to_bits));
             }
         }
     }

@@ -54,7 +54,7 @@ fn flash_attention_takes_the_measured_attention_kernel() {
         r.timing.time_s / r.instances as f64
     };
     let q = llm_ledger_core::testing::llama_attention;
-    let table = |query| attention_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &query).unwrap() * 1e-6;
+    let table = |query| attention_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &query).unwrap() * 1e-6;
     let decode = table(q(AttentionPhase::Generation, 8.0, 2048.0));
     // Never below its HBM bytes (8 × 2,049 positions × 8 KV heads × 128 × 2 × 2 B) at the peak.
     let floor = 8.0 * 2049.0 * 8.0 * 128.0 * 4.0 / 3.35e12;
@@ -114,12 +114,12 @@ fn routed_experts_take_the_measured_moe_kernel() {
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
     let q = llm_ledger_core::testing::mixtral_moe(16.0);
-    let us = moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
+    let us = moe_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
     assert!((us / 962.1 - 1.0).abs() < 1e-3, "{us}");
     assert!(2.82e9 / 3.35e12 * 1e6 < us, "never faster than its weights at peak bandwidth");
     // A split the tables never ran is not interpolated.
-    assert_eq!(moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { tp: 3, ..q }), None);
-    assert_eq!(moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { experts: 16, ..q }), None);
+    assert_eq!(moe_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { tp: 3, ..q }), None);
+    assert_eq!(moe_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &MoeQuery { experts: 16, ..q }), None);
     let sc = llm_ledger_core::testing::scenario(&[("model", "mixtral-8x7b"), ("batch", "16"), ("ctx", "512")]);
     let l = Ledger::build(&sc);
     let per_layer = |kind: OpKind| {
@@ -148,7 +148,7 @@ fn routed_experts_do_not_pay_for_experts_the_step_leaves_untouched() {
     use llm_ledger_core::ops::OpKind;
     use llm_ledger_core::Ledger;
     let q = llm_ledger_core::testing::mixtral_moe(4.0);
-    let table_s = moe_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap() * 1e-6;
+    let table_s = moe_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap() * 1e-6;
     // 8 × (1 − 0.75⁴) = 5.46875 experts touched; 8 − 5.46875 = 2.53125 experts of
     // 3 × 4096 × 14336 × 2 B = 352,321,536 B each, at 2.90 TB/s (the H100's copy bandwidth).
     let untouched_s: f64 = 2.53125 * 352_321_536.0 / 2.90e12;
@@ -194,11 +194,11 @@ fn tables_are_read_inside_the_head_groups_they_measured() {
         length: 1023.0,
     };
     let h200 = KernelGpu::H200Sxm;
-    assert!(attention_us(&Tables::newest(h200, Engine::Trtllm), &falcon).is_some());
-    assert_eq!(attention_us(&Tables::newest(h200, Engine::Sglang), &falcon), None);
-    assert!(attention_us(&Tables::newest(h200, Engine::Sglang), &AttentionQuery { heads: 8.0, ..falcon }).is_some());
+    assert!(attention_us(Tables::newest(h200, Engine::Trtllm), &falcon).is_some());
+    assert_eq!(attention_us(Tables::newest(h200, Engine::Sglang), &falcon), None);
+    assert!(attention_us(Tables::newest(h200, Engine::Sglang), &AttentionQuery { heads: 8.0, ..falcon }).is_some());
     assert!(attention_us(
-        &Tables::newest(h200, Engine::Sglang),
+        Tables::newest(h200, Engine::Sglang),
         &AttentionQuery { heads: 64.0, kv_heads: 8.0, ..falcon }
     )
     .is_some());
@@ -260,12 +260,12 @@ fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
         batch: 64.0,
         seq_len: 1.0,
     };
-    let table_us = linear_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
+    let table_us = linear_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &q).unwrap();
     assert!((table_us / 107.3 - 1.0).abs() < 1e-3, "{table_us}");
     // A shard of 8 key heads was never run on TensorRT-LLM: no table.
     assert_eq!(
         linear_us(
-            &Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm),
+            Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm),
             &LinearQuery { key_heads: 8.0, value_heads: 24.0, ..q }
         ),
         None
@@ -307,7 +307,7 @@ fn eagerly_timed_tables_are_not_read_by_a_graph_clock() {
     use llm_ledger_core::roofline::{FittedKernel, TimeSource};
     use llm_ledger_core::Ledger;
     assert!(
-        gemm_us(&Tables::newest(KernelGpu::B200Sxm, Engine::Vllm), GemmDtype::Fp8Block, 1.0, 32.0, 32.0).unwrap()
+        gemm_us(Tables::newest(KernelGpu::B200Sxm, Engine::Vllm), GemmDtype::Fp8Block, 1.0, 32.0, 32.0).unwrap()
             > 100.0
     );
     assert!(!GemmDtype::Fp8Block.timed_in_cuda_graphs(Engine::Vllm));

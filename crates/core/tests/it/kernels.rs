@@ -95,7 +95,7 @@ fn a_named_engine_version_reads_the_nearest_measured_at_or_below_it() {
     let (old, new) = (at("0.19"), Tables::newest(H100, vllm));
     let differ = [1.0, 16.0, 256.0, 4096.0]
         .iter()
-        .filter(|&&m| gemm_us(&old, BF16, m, 4096.0, 4096.0) != gemm_us(&new, BF16, m, 4096.0, 4096.0))
+        .filter(|&&m| gemm_us(old, BF16, m, 4096.0, 4096.0) != gemm_us(new, BF16, m, 4096.0, 4096.0))
         .count();
     assert!(differ >= 2, "{differ}");
     // Below every version measured on the GPU: refused, naming them.
@@ -133,17 +133,17 @@ fn exact_at_measured_points() {
     // (query, code read by the Python decoder); value = 0.001 · exp(code / 2048) µs.
     let cases: [(Option<f64>, u16); 9] = [
         // h100 trtllm bf16 GEMM 8192³: code 28990 → 0.001 · e^14.155… = 1404.61 µs.
-        (gemm_us(&Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0), 28990),
+        (gemm_us(Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0), 28990),
         // m = 1, n = k = 8192: code 22125 → 49.18 µs.
-        (gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 8192.0, 8192.0), 22125),
-        (gemm_us(&Tables::newest(H100, TRT), BF16, 4096.0, 4096.0, 4096.0), 24716),
-        (gemm_us(&Tables::newest(H100, TRT), BF16, 16.0, 6144.0, 4096.0), 20514),
+        (gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 8192.0, 8192.0), 22125),
+        (gemm_us(Tables::newest(H100, TRT), BF16, 4096.0, 4096.0, 4096.0), 24716),
+        (gemm_us(Tables::newest(H100, TRT), BF16, 16.0, 6144.0, 4096.0), 20514),
         // Llama-3-8B decode attention, bs 1 / 8 / 64 at step 2047: 13.91, 43.34, 193.46 µs.
-        (attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, 2047.0)), 19539),
-        (attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 8.0, 2047.0)), 21866),
-        (attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 64.0, 2047.0)), 24930),
+        (attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, 2047.0)), 19539),
+        (attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 8.0, 2047.0)), 21866),
+        (attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 64.0, 2047.0)), 24930),
         // Prefill, bs 1 × isl 2048: 124.54 µs.
-        (attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Context, 1.0, 2048.0)), 24028),
+        (attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Context, 1.0, 2048.0)), 24028),
         // NCCL all-reduce on 8 GPUs, 1,048,576 half elements = 2 MiB: 38.62 µs.
         (nccl_us(H100, Collective::AllReduce, 8, 2.0 * 1_048_576.0), 21630),
     ];
@@ -157,7 +157,7 @@ fn exact_at_measured_points() {
 }
 
 fn cases_first() -> f64 {
-    gemm_us(&Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0).unwrap()
+    gemm_us(Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0).unwrap()
 }
 
 #[test]
@@ -165,13 +165,13 @@ fn kernel_data_readme_example_numbers() {
     // scripts/kernel-data/README.md: a100 trtllm generation attention, bs 64 at step 2047, is
     // "188.9 µs" per layer (× 32 layers = 6.0 ms). Python decoder: code 24881 → 188.891 µs.
     let a100 = KernelGpu::A100Sxm;
-    let v = attention_us(&Tables::newest(a100, TRT), &llama(AttentionPhase::Generation, 64.0, 2047.0)).unwrap();
+    let v = attention_us(Tables::newest(a100, TRT), &llama(AttentionPhase::Generation, 64.0, 2047.0)).unwrap();
     assert_eq!(format!("{v:.1}"), "188.9");
     assert_eq!(format!("{:.1}", v * 32.0 / 1000.0), "6.0");
     // "bs = 128 × isl 2048 is not measured" for a100 trtllm context attention: the rule for
     // unmeasured corners still gives a number, from the nearest measured cells, above bs 64's.
-    let bs64 = attention_us(&Tables::newest(a100, TRT), &llama(AttentionPhase::Context, 64.0, 2048.0)).unwrap();
-    let bs128 = attention_us(&Tables::newest(a100, TRT), &llama(AttentionPhase::Context, 128.0, 2048.0)).unwrap();
+    let bs64 = attention_us(Tables::newest(a100, TRT), &llama(AttentionPhase::Context, 64.0, 2048.0)).unwrap();
+    let bs128 = attention_us(Tables::newest(a100, TRT), &llama(AttentionPhase::Context, 128.0, 2048.0)).unwrap();
     assert!(bs128 > bs64, "{bs128} > {bs64}");
     // Within the physical bound: twice the work of bs 64 costs at most ~4× (the isl² scaling
     // from a measured cell at half the length), never less than bs 64.
@@ -182,13 +182,13 @@ fn kernel_data_readme_example_numbers() {
 fn big_gemm_runs_at_60_to_90_percent_of_h100_peak() {
     // 8192³ bf16: 2 · 8192³ = 1.0995e12 FLOP. H100 SXM dense bf16 peak 989 TFLOP/s:
     // 60 % → 1.853 ms, 90 % → 1.235 ms. Measured 1404.6 µs → 782.8 TFLOP/s = 79 %.
-    let t_s = gemm_us(&Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0).unwrap() * 1e-6;
+    let t_s = gemm_us(Tables::newest(H100, TRT), BF16, 8192.0, 8192.0, 8192.0).unwrap() * 1e-6;
     let flops = 2.0 * 8192f64.powi(3);
     let achieved = flops / t_s / 989e12;
     assert!((0.60..=0.90).contains(&achieved), "{achieved}");
     // Every engine's kernel, the same band.
     for e in Engine::ALL {
-        let t_s = gemm_us(&Tables::newest(H100, e), BF16, 8192.0, 8192.0, 8192.0).unwrap() * 1e-6;
+        let t_s = gemm_us(Tables::newest(H100, e), BF16, 8192.0, 8192.0, 8192.0).unwrap() * 1e-6;
         let achieved = flops / t_s / 989e12;
         assert!((0.60..=0.92).contains(&achieved), "{e}: {achieved}");
     }
@@ -198,7 +198,7 @@ fn big_gemm_runs_at_60_to_90_percent_of_h100_peak() {
 fn decode_gemv_runs_near_h100_bandwidth() {
     // m = 1, n = k = 8192 bf16: the weights dominate, 8192 · 8192 · 2 = 134,217,728 bytes.
     // At 3.35 TB/s: 50 % → 80.1 µs, 95 % → 42.2 µs. Measured 49.18 µs → 2.73 TB/s = 81 %.
-    let t_s = gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 8192.0, 8192.0).unwrap() * 1e-6;
+    let t_s = gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 8192.0, 8192.0).unwrap() * 1e-6;
     let bytes = 8192.0 * 8192.0 * 2.0;
     let achieved = bytes / t_s / 3.35e12;
     assert!((0.50..=0.95).contains(&achieved), "{achieved}");
@@ -209,11 +209,11 @@ fn between_grid_points_log_space() {
     // n = 28672 (Llama-3-8B gate+up) lies between the grid's 16384 and 51200: the log-space
     // rule, t = t₀^(1−w) · t₁^w with w = ln(28672/16384) / ln(51200/16384).
     let (m, k) = (64.0, 4096.0);
-    let t0 = gemm_us(&Tables::newest(H100, TRT), BF16, m, 16384.0, k).unwrap();
-    let t1 = gemm_us(&Tables::newest(H100, TRT), BF16, m, 51200.0, k).unwrap();
+    let t0 = gemm_us(Tables::newest(H100, TRT), BF16, m, 16384.0, k).unwrap();
+    let t1 = gemm_us(Tables::newest(H100, TRT), BF16, m, 51200.0, k).unwrap();
     let w = (28672f64 / 16384.0).ln() / (51200f64 / 16384.0).ln();
     let want = t0.powf(1.0 - w) * t1.powf(w);
-    let got = gemm_us(&Tables::newest(H100, TRT), BF16, m, 28672.0, k).unwrap();
+    let got = gemm_us(Tables::newest(H100, TRT), BF16, m, 28672.0, k).unwrap();
     assert!(rel(got, want) < 1e-12, "{got} vs {want}");
     assert!(t0 < got && got < t1);
 }
@@ -221,25 +221,25 @@ fn between_grid_points_log_space() {
 #[test]
 fn outside_the_grid() {
     // Above the largest m (32768): linear in m from the last point.
-    let last = gemm_us(&Tables::newest(H100, TRT), BF16, 32768.0, 4096.0, 4096.0).unwrap();
-    let beyond = gemm_us(&Tables::newest(H100, TRT), BF16, 262144.0, 4096.0, 4096.0).unwrap();
+    let last = gemm_us(Tables::newest(H100, TRT), BF16, 32768.0, 4096.0, 4096.0).unwrap();
+    let beyond = gemm_us(Tables::newest(H100, TRT), BF16, 262144.0, 4096.0, 4096.0).unwrap();
     assert!(rel(beyond, 8.0 * last) < 1e-12);
     // Above the largest n (65536), e.g. Llama-3's vocabulary 128256: linear in n.
-    let last = gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 65536.0, 4096.0).unwrap();
-    let beyond = gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 128256.0, 4096.0).unwrap();
+    let last = gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 65536.0, 4096.0).unwrap();
+    let beyond = gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 128256.0, 4096.0).unwrap();
     assert!(rel(beyond, last * 128256.0 / 65536.0) < 1e-12);
     // Below the smallest n (32): the smallest point's value.
-    let first = gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 32.0, 4096.0).unwrap();
-    assert_eq!(gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 8.0, 4096.0), Some(first));
+    let first = gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 32.0, 4096.0).unwrap();
+    assert_eq!(gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 8.0, 4096.0), Some(first));
     // Prefill attention beyond isl 16384: ×(L / L_max)² from the largest measured length.
     let q = |l| llama(AttentionPhase::Context, 1.0, l);
-    let at = attention_us(&Tables::newest(H100, TRT), &q(16384.0)).unwrap();
-    let beyond = attention_us(&Tables::newest(H100, TRT), &q(65536.0)).unwrap();
+    let at = attention_us(Tables::newest(H100, TRT), &q(16384.0)).unwrap();
+    let beyond = attention_us(Tables::newest(H100, TRT), &q(65536.0)).unwrap();
     assert!(rel(beyond, at * 16.0) < 1e-12, "{beyond} vs 16 × {at}");
     // Non-positive or non-finite sizes: no number.
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-        assert_eq!(gemm_us(&Tables::newest(H100, TRT), BF16, bad, 4096.0, 4096.0), None);
-        assert_eq!(attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, bad)), None);
+        assert_eq!(gemm_us(Tables::newest(H100, TRT), BF16, bad, 4096.0, 4096.0), None);
+        assert_eq!(attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, bad)), None);
     }
 }
 
@@ -248,7 +248,7 @@ fn heads_between_measured_layouts() {
     // 40 heads with 8 KV heads is measured on h100 trtllm context attention; 36 / 8 is not: it
     // lies between 32 / 8 and 40 / 8 in log space.
     let mut q = llama(AttentionPhase::Context, 4.0, 4096.0);
-    let at = |q: &AttentionQuery| attention_us(&Tables::newest(H100, TRT), q).unwrap();
+    let at = |q: &AttentionQuery| attention_us(Tables::newest(H100, TRT), q).unwrap();
     let t32 = at(&q);
     q.heads = 40.0;
     let t40 = at(&q);
@@ -273,18 +273,18 @@ fn sliding_window() {
     let full = llama(AttentionPhase::Generation, 8.0, 2047.0);
     let mut win = full;
     win.window = 4096;
-    assert_eq!(attention_us(&Tables::newest(H100, TRT), &win), attention_us(&Tables::newest(H100, TRT), &full));
+    assert_eq!(attention_us(Tables::newest(H100, TRT), &win), attention_us(Tables::newest(H100, TRT), &full));
     // Decode with a window shorter than the cache reads `window` tokens.
     win.window = 1000;
     let mut short = full;
     short.length = 1000.0;
-    assert_eq!(attention_us(&Tables::newest(H100, TRT), &win), attention_us(&Tables::newest(H100, TRT), &short));
+    assert_eq!(attention_us(Tables::newest(H100, TRT), &win), attention_us(Tables::newest(H100, TRT), &short));
     // Prefill at L = 8192, w = 2048: the band's share 2w/L − (w/L)² = 0.5 − 0.0625 = 0.4375.
     let full = llama(AttentionPhase::Context, 1.0, 8192.0);
     let mut win = full;
     win.window = 2048;
-    let ratio = attention_us(&Tables::newest(H100, TRT), &win).unwrap()
-        / attention_us(&Tables::newest(H100, TRT), &full).unwrap();
+    let ratio = attention_us(Tables::newest(H100, TRT), &win).unwrap()
+        / attention_us(Tables::newest(H100, TRT), &full).unwrap();
     assert!(rel(ratio, 0.4375) < 1e-12, "{ratio}");
 }
 
@@ -321,16 +321,14 @@ fn none_where_there_is_no_data() {
     user.memory_bandwidth_bytes_per_s *= 1.1;
     assert_eq!(KernelGpu::for_gpu(&user), None);
     // Formats a GPU/engine was not measured in.
-    assert_eq!(gemm_us(&Tables::newest(KernelGpu::A100Sxm, TRT), GemmDtype::Fp8, 64.0, 4096.0, 4096.0), None);
-    assert_eq!(gemm_us(&Tables::newest(H100, TRT), GemmDtype::Nvfp4, 64.0, 4096.0, 4096.0), None);
-    assert!(gemm_us(&Tables::newest(KernelGpu::B200Sxm, TRT), GemmDtype::Nvfp4, 64.0, 4096.0, 4096.0).is_some());
-    assert!(
-        gemm_us(&Tables::newest(KernelGpu::A100Sxm, TRT), GemmDtype::Int4WeightOnly, 64.0, 4096.0, 4096.0).is_some()
-    );
+    assert_eq!(gemm_us(Tables::newest(KernelGpu::A100Sxm, TRT), GemmDtype::Fp8, 64.0, 4096.0, 4096.0), None);
+    assert_eq!(gemm_us(Tables::newest(H100, TRT), GemmDtype::Nvfp4, 64.0, 4096.0, 4096.0), None);
+    assert!(gemm_us(Tables::newest(KernelGpu::B200Sxm, TRT), GemmDtype::Nvfp4, 64.0, 4096.0, 4096.0).is_some());
+    assert!(gemm_us(Tables::newest(KernelGpu::A100Sxm, TRT), GemmDtype::Int4WeightOnly, 64.0, 4096.0, 4096.0).is_some());
     // A head_dim never measured.
     let mut q = llama(AttentionPhase::Generation, 1.0, 1023.0);
     q.head_dim = 80;
-    assert_eq!(attention_us(&Tables::newest(H100, TRT), &q), None);
+    assert_eq!(attention_us(Tables::newest(H100, TRT), &q), None);
     // vLLM 0.24.0 measured no MLA core on the H100 (0.14.0's table, another kernel, is not read
     // for it); the Arc Pro B60 has none at any version. More than 8 GPUs leaves the node.
     let mla = MlaQuery {
@@ -341,13 +339,13 @@ fn none_where_there_is_no_data() {
         batch: 8.0,
         length: 4095.0,
     };
-    assert_eq!(mla_us(&Tables::newest(H100, Engine::Vllm), &mla), None);
+    assert_eq!(mla_us(Tables::newest(H100, Engine::Vllm), &mla), None);
     assert_eq!(Tables::newest(H100, Engine::Vllm).version_of(KernelTable::Mla), None);
-    assert!(mla_us(&Tables::at(H100, Engine::Vllm, EngineVersion::parse("0.14")).unwrap(), &mla).is_some());
-    assert_eq!(mla_us(&Tables::newest(KernelGpu::B60, Engine::Vllm), &mla), None);
-    assert!(mla_us(&Tables::newest(H100, TRT), &mla).is_some());
+    assert!(mla_us(Tables::at(H100, Engine::Vllm, EngineVersion::parse("0.14")).unwrap(), &mla).is_some());
+    assert_eq!(mla_us(Tables::newest(KernelGpu::B60, Engine::Vllm), &mla), None);
+    assert!(mla_us(Tables::newest(H100, TRT), &mla).is_some());
     assert_eq!(nccl_us(H100, Collective::AllReduce, 16, 1e6), None);
-    assert_eq!(allreduce_us(&Tables::newest(H100, TRT), 16, 1e6), None);
+    assert_eq!(allreduce_us(Tables::newest(H100, TRT), 16, 1e6), None);
 }
 
 #[test]
@@ -365,14 +363,14 @@ fn engines_parse_with_the_typed_error() {
 #[test]
 fn collectives() {
     // One GPU: nothing to communicate.
-    assert_eq!(allreduce_us(&Tables::newest(H100, TRT), 1, 1e6), Some(0.0));
+    assert_eq!(allreduce_us(Tables::newest(H100, TRT), 1, 1e6), Some(0.0));
     // trtllm's custom all-reduce on 8 GPUs, 2 MiB of bf16 = 1,048,576 elements (a measured size).
-    let custom = allreduce_us(&Tables::newest(H100, TRT), 8, 2.0 * 1_048_576.0).unwrap();
+    let custom = allreduce_us(Tables::newest(H100, TRT), 8, 2.0 * 1_048_576.0).unwrap();
     let nccl = nccl_us(H100, Collective::AllReduce, 8, 2.0 * 1_048_576.0).unwrap();
     assert!(custom > 0.0 && nccl > 0.0);
     // l40s vllm has no custom all-reduce table: NCCL stands in.
     let l40s = KernelGpu::L40s;
-    assert_eq!(allreduce_us(&Tables::newest(l40s, Engine::Vllm), 4, 1e6), nccl_us(l40s, Collective::AllReduce, 4, 1e6));
+    assert_eq!(allreduce_us(Tables::newest(l40s, Engine::Vllm), 4, 1e6), nccl_us(l40s, Collective::AllReduce, 4, 1e6));
     // 6 GPUs lies between 4 and 8.
     let (t4, t6, t8) = (
         nccl_us(H100, Collective::AllGather, 4, 1e7).unwrap(),
@@ -399,20 +397,20 @@ fn every_gpu_and_engine_answers_the_common_queries() {
         for e in Engine::ALL {
             if !g.engines().contains(&e) {
                 // No kernel of an engine not measured on the GPU.
-                assert_eq!(gemm_us(&Tables::newest(g, e), BF16, 128.0, 4096.0, 4096.0), None, "{g:?} {e}");
+                assert_eq!(gemm_us(Tables::newest(g, e), BF16, 128.0, 4096.0, 4096.0), None, "{g:?} {e}");
                 continue;
             }
-            let gemm = gemm_us(&Tables::newest(g, e), BF16, 128.0, 4096.0, 4096.0);
+            let gemm = gemm_us(Tables::newest(g, e), BF16, 128.0, 4096.0, 4096.0);
             assert!(gemm.is_some_and(|v| v > 0.0), "{g:?} {e}");
             for phase in [AttentionPhase::Context, AttentionPhase::Generation] {
-                let v = attention_us(&Tables::newest(g, e), &llama(phase, 8.0, 1024.0));
+                let v = attention_us(Tables::newest(g, e), &llama(phase, 8.0, 1024.0));
                 assert!(v.is_some_and(|v| v > 0.0), "{g:?} {e} {phase:?}");
             }
-            assert!(allreduce_us(&Tables::newest(g, e), 2, 1e6).is_some(), "{g:?} {e}");
+            assert!(allreduce_us(Tables::newest(g, e), 2, 1e6).is_some(), "{g:?} {e}");
         }
     }
     // MLA batched matmuls.
-    let v = mla_bmm_us(&Tables::newest(H100, TRT), MlaBmm::Pre, AttnDtype::Bf16, 16.0, 64.0);
+    let v = mla_bmm_us(Tables::newest(H100, TRT), MlaBmm::Pre, AttnDtype::Bf16, 16.0, 64.0);
     assert!(v.is_some_and(|v| v > 0.0));
     assert!(kernels::SOURCE.contains("095f58a5"));
 }
@@ -431,8 +429,8 @@ fn at_large_m_the_envelope_grows_and_the_raw_table_does_not() {
             let (mut raw_max, mut env_prev) = (0.0f64, 0.0f64);
             let mut m = 4096.0f64;
             while m <= 65536.0 {
-                let raw = gemm_us(&Tables::newest(H100, TRT), BF16, m, n, k).unwrap();
-                let env = gemm_envelope_us(&Tables::newest(H100, TRT), BF16, m, n, k).unwrap();
+                let raw = gemm_us(Tables::newest(H100, TRT), BF16, m, n, k).unwrap();
+                let env = gemm_envelope_us(Tables::newest(H100, TRT), BF16, m, n, k).unwrap();
                 assert!(env >= env_prev * (1.0 - 1e-12), "n {n} k {k} m {m}: {env} after {env_prev}");
                 assert!(env <= raw * (1.0 + 1e-12), "n {n} k {k} m {m}: envelope {env} above raw {raw}");
                 worst_raw_dip = worst_raw_dip.max(1.0 - raw / raw_max.max(raw));
@@ -447,8 +445,8 @@ fn at_large_m_the_envelope_grows_and_the_raw_table_does_not() {
     let (n, k) = (8192.0, 8192.0);
     for m in [8192.0, 16384.0, last] {
         assert_eq!(
-            gemm_envelope_us(&Tables::newest(H100, TRT), BF16, m, n, k),
-            gemm_us(&Tables::newest(H100, TRT), BF16, m, n, k),
+            gemm_envelope_us(Tables::newest(H100, TRT), BF16, m, n, k),
+            gemm_us(Tables::newest(H100, TRT), BF16, m, n, k),
             "m {m}"
         );
     }
@@ -456,7 +454,7 @@ fn at_large_m_the_envelope_grows_and_the_raw_table_does_not() {
 
 /// The h100 trtllm bf16 grid, for the properties.
 fn grid() -> [&'static [f64]; 3] {
-    gemm_axes(&Tables::newest(H100, TRT), BF16).unwrap()
+    gemm_axes(Tables::newest(H100, TRT), BF16).unwrap()
 }
 
 proptest! {
@@ -472,7 +470,7 @@ proptest! {
         let gpu = KernelGpu::ALL[gi];
         let engine = Engine::ALL[ei];
         let (lo, hi) = (a.min(b).exp2(), a.max(b).exp2());
-        let (Some(t_lo), Some(t_hi)) = (gemm_envelope_us(&Tables::newest(gpu, engine), BF16, lo, n, k), gemm_envelope_us(&Tables::newest(gpu, engine), BF16, hi, n, k)) else {
+        let (Some(t_lo), Some(t_hi)) = (gemm_envelope_us(Tables::newest(gpu, engine), BF16, lo, n, k), gemm_envelope_us(Tables::newest(gpu, engine), BF16, hi, n, k)) else {
             return Ok(());
         };
         prop_assert!(t_hi >= t_lo * (1.0 - 1e-12), "{gpu:?} {engine}: m {lo} → {t_lo}, m {hi} → {t_hi}");
@@ -487,11 +485,11 @@ proptest! {
         let idx = [mi, ni, ki][axis].min(g[axis].len() - 2);
         let (x0, x1) = (g[axis][idx], g[axis][idx + 1]);
         at[axis] = x0;
-        let v0 = gemm_us(&Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
+        let v0 = gemm_us(Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
         at[axis] = x1;
-        let v1 = gemm_us(&Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
+        let v1 = gemm_us(Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
         at[axis] = (x0.ln() + t * (x1.ln() - x0.ln())).exp().clamp(x0, x1);
-        let v = gemm_us(&Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
+        let v = gemm_us(Tables::newest(H100, TRT), BF16, at[0], at[1], at[2]).unwrap();
         let (lo, hi) = (v0.min(v1), v0.max(v1));
         prop_assert!(lo * (1.0 - 1e-12) <= v && v <= hi * (1.0 + 1e-12), "{lo} ≤ {v} ≤ {hi} at {at:?}");
     }
@@ -503,17 +501,17 @@ fn envelope_is_the_minimum_over_larger_m_at_measured_points() {
     // grid m the envelope is the smallest raw value at that m or above, computed here by brute
     // force over the grid; at the top of the grid it is the raw value.
     let g = KernelGpu::H200Sxm;
-    let [ms, _, _] = gemm_axes(&Tables::newest(g, TRT), BF16).unwrap();
-    let raw: Vec<f64> = ms.iter().map(|&m| gemm_us(&Tables::newest(g, TRT), BF16, m, 768.0, 2048.0).unwrap()).collect();
+    let [ms, _, _] = gemm_axes(Tables::newest(g, TRT), BF16).unwrap();
+    let raw: Vec<f64> = ms.iter().map(|&m| gemm_us(Tables::newest(g, TRT), BF16, m, 768.0, 2048.0).unwrap()).collect();
     assert!(raw[0] > raw[4], "the shape is chosen because its raw times fall: {raw:?}");
     for (i, &m) in ms.iter().enumerate() {
         let want = raw[i..].iter().copied().fold(f64::INFINITY, f64::min);
-        assert_eq!(gemm_envelope_us(&Tables::newest(g, TRT), BF16, m, 768.0, 2048.0).unwrap(), want, "m {m}");
+        assert_eq!(gemm_envelope_us(Tables::newest(g, TRT), BF16, m, 768.0, 2048.0).unwrap(), want, "m {m}");
     }
     // Where the raw table grows from there on (H100, the QKV GEMM of Llama 3 8B at m = 8192), unchanged.
     assert_eq!(
-        gemm_envelope_us(&Tables::newest(H100, TRT), BF16, 8192.0, 6144.0, 4096.0),
-        gemm_us(&Tables::newest(H100, TRT), BF16, 8192.0, 6144.0, 4096.0)
+        gemm_envelope_us(Tables::newest(H100, TRT), BF16, 8192.0, 6144.0, 4096.0),
+        gemm_us(Tables::newest(H100, TRT), BF16, 8192.0, 6144.0, 4096.0)
     );
 }
 
@@ -526,9 +524,9 @@ fn aiconfigurator_own_breakdown_h100_llama_8b_decode() {
     let layers = 32.0;
     let ms = |us: f64| format!("{:.3}", us * layers / 1000.0);
     // QKV: n = (32 + 2 · 8) · 128 = 6144, k = 4096.
-    assert_eq!(ms(gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 6144.0, 4096.0).unwrap()), "0.707");
-    assert_eq!(ms(gemm_us(&Tables::newest(H100, TRT), BF16, 1.0, 4096.0, 4096.0).unwrap()), "0.530");
-    let attn = attention_us(&Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, 2048.0)).unwrap();
+    assert_eq!(ms(gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 6144.0, 4096.0).unwrap()), "0.707");
+    assert_eq!(ms(gemm_us(Tables::newest(H100, TRT), BF16, 1.0, 4096.0, 4096.0).unwrap()), "0.530");
+    let attn = attention_us(Tables::newest(H100, TRT), &llama(AttentionPhase::Generation, 1.0, 2048.0)).unwrap();
     assert!(rel(attn * layers / 1000.0, 0.444) < 0.01, "{}", ms(attn));
 }
 
@@ -546,7 +544,7 @@ fn a_mixed_step_times_its_decodes_and_its_chunks_as_two_measured_kernels() {
     let l = llm_ledger_core::Ledger::build(&step);
     let r = l.row(llm_ledger_core::ops::OpKind::Attention).unwrap();
     let at = |phase, batch: f64, length: f64| {
-        attention_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &llama(phase, batch, length)).unwrap() * 1e-6
+        attention_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), &llama(phase, batch, length)).unwrap() * 1e-6
     };
     // Decodes: 1001 and 3001 positions read, a mean of 2000 cached tokens; prompts: 512 each.
     let want = at(AttentionPhase::Generation, 2.0, 2000.0) + at(AttentionPhase::Context, 2.0, 512.0);
@@ -581,7 +579,7 @@ fn mla_decode_attention_is_the_measured_mla_kernel() {
             batch: batch as f64,
             length: ctx as f64,
         };
-        let table_s = mla_us(&Tables::newest(KernelGpu::H200Sxm, Engine::Trtllm), &q).unwrap() * 1e-6;
+        let table_s = mla_us(Tables::newest(KernelGpu::H200Sxm, Engine::Trtllm), &q).unwrap() * 1e-6;
         let floor_s = r.cost.bytes() / r.instances as f64 / (4.8e12 * (4.01 / 4.8));
         let got = r.timing.time_s / r.instances as f64;
         assert!(
@@ -603,7 +601,7 @@ fn mla_batched_matmuls_never_get_faster_with_more_tokens() {
             {
                 let mut last = 0.0;
                 for tokens in (1..=512).map(f64::from) {
-                    let Some(us) = mla_bmm_us(&t, op, dtype, heads, tokens) else { break };
+                    let Some(us) = mla_bmm_us(t, op, dtype, heads, tokens) else { break };
                     assert!(
                         us >= last,
                         "{gpu:?} {engine} {op:?} {dtype:?} {heads} heads: {tokens} tokens {us} µs < {last}"

@@ -341,7 +341,7 @@ fn collectives_on_the_measured_clock_are_the_measured_kernels() {
         let (t, roof, link) = per(&l, OpKind::AllReduceMlp);
         let message = batch as f64 * 8192.0 * 2.0;
         assert!(close(link, 2.0 * 7.0 / 8.0 * message, 1e-12));
-        let custom = allreduce_us(&Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), 8, message).unwrap();
+        let custom = allreduce_us(Tables::newest(KernelGpu::H100Sxm, Engine::Trtllm), 8, message).unwrap();
         let nccl = nccl_us(KernelGpu::H100Sxm, Collective::AllReduce, 8, message).unwrap();
         assert!(custom <= nccl + 1e-9, "the faster of the two: {custom} vs NCCL {nccl}");
         assert!(close(t, (custom * 1e-6).max(link / 450e9), 1e-12), "batch {batch}: {t} vs {custom} µs");
