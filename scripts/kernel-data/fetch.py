@@ -39,6 +39,7 @@ import tomllib
 import zipfile
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import zstandard
@@ -813,12 +814,16 @@ VERSION_TABLES = {
     "custom_allreduce_perf": ("comm", "custom_allreduce"),
     "moe_perf": ("moe", "moe"),
     "gdn_perf": ("linear_attention", "linear_attention"),
+    "mamba2_perf": ("linear_attention", "mamba2"),
+    "kda_perf": ("kda", "kda"),
 }
 
 
 def held_versions(wheel: Wheel, gpu: str, eng: str) -> list[str]:
     """Every version of one GPU and engine that holds (own parquet) or reuses (reuse.yaml) one of
-    the tables we read, in AIConfigurator's version order."""
+    the tables we read, in AIConfigurator's version order. A build from a source checkout
+    (`0.1.dev19262`, setuptools-scm's number for a commit past no release tag: vLLM's Kimi-K3
+    preview image) has no place in the release order and is not read."""
     out = set()
     for fam in sorted({f for f, _ in VERSION_TABLES.values()}):
         prefix = f"{wheel.data_prefix}{gpu}/{fam}/{eng}/"
@@ -830,7 +835,10 @@ def held_versions(wheel: Wheel, gpu: str, eng: str) -> list[str]:
             if (fname.endswith(".parquet") and table in VERSION_TABLES
                     and VERSION_TABLES[table][0] == fam) or fname == "reuse.yaml":
                 out.add(ver)
-    return sorted(out, key=parse_version)
+    dev = sorted(v for v in out if ".dev" in v)
+    if dev:
+        print(f"skip {gpu}/{eng} {', '.join(dev)}: a source build outside the release order", file=sys.stderr)
+    return sorted((v for v in out if ".dev" not in v), key=parse_version)
 
 
 def reuse_entries(wheel: Wheel, gpu: str, eng: str, ver: str) -> list[tuple]:
@@ -984,36 +992,81 @@ def write_engine_version(w: "Writer", wheel: Wheel, present: set, gpu: str, eng:
     if moe:
         write_moe(w, wheel, present, base, gpu, eng, ver, dest, moe_thin, moe_distributions)
 
-    # Gated DeltaNet (linear attention): the short convolution and the delta-rule kernels of
-    # one layer, per head shape, over batch x sequence length.
-    src = f"{base}/linear_attention/{eng}/{ver}/gdn_perf.parquet"
-    if src in present:
-        rows = rows_of(wheel.table(src))
-        keys = ["kernel_source", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"]
-        ren = {"kernel_source": "kernel"}
-        grids, dups = build_grids(rows, keys, ["batch_size", "seq_len"], rename=ren)
-        for g in grids:
-            g.thin(["batch_size", "seq_len"])
-        kernels = sorted({(str(r["phase"]), str(r["kernel_source"])) for r in rows})
-        notes = [
-            "keys: kernel, head_k_dim, head_v_dim, num_k_heads, num_v_heads (per GPU: the source"
-            " measures tensor-parallel shards as head counts); axes: batch_size (sequences),"
-            " seq_len (tokens per sequence: the prompt in the context phase, 1 in generation)",
-            "kernels (phase: kernel): " + "; ".join(f"{ph}: {k}" for ph, k in kernels),
-            "one latency = one Gated DeltaNet layer's kernel (causal_conv1d_* the short convolution;"
-            " chunk_* the chunked delta rule of a prompt; fused_recurrent_* one decode step);"
-            " the collector keeps the recurrent and convolution states in bf16"
-            " (collector/<engine>/collect_gdn.py)",
-            f"thinning: whole batch/length lines dropped only where log-space interpolation"
-            f" reproduces every dropped measurement within {THIN_TOL:.0%}",
-        ]
-        w.write(f"{dest}/linear_attention.bin",
-                w.header(src, gpu, device_name(rows), eng, ver, "linear_attention",
-                         notes + repeats_note(dups)),
-                grids, "latency_us",
-                {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "linear_attention",
-                 "repeats_averaged": dups, "source_path": src,
-                 "keys": [ren.get(k, k) for k in keys], "axes": ["batch_size", "seq_len"]})
+    for table in RECURRENT_TABLES:
+        write_recurrent(w, wheel, present, base, gpu, eng, ver, dest, table)
+
+
+class RecurrentTable(NamedTuple):
+    """One measured table of a recurrent (linear-attention or state-space) layer's own kernels."""
+    family: str  # the folder of AIConfigurator's data it sits in
+    parquet: str  # its file there
+    op: str  # the file we write (`<op>.bin`)
+    rename: dict  # source column -> our key name (RecurrentShape's: the key/value heads and sizes)
+    phases: tuple  # phases kept
+    description: str  # what one latency is, with the collector it comes from
+
+
+RECURRENT_KEYS = ["kernel", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"]
+
+RECURRENT_TABLES = [
+    RecurrentTable(
+        "linear_attention", "gdn_perf", "linear_attention", {"kernel_source": "kernel"},
+        ("context", "generation"),
+        "one latency = one Gated DeltaNet layer's kernel (causal_conv1d_* the short convolution;"
+        " chunk_* the chunked delta rule of a prompt; fused_recurrent_* one decode step);"
+        " the collector keeps the recurrent and convolution states in bf16"
+        " (collector/<engine>/collect_gdn.py)"),
+    RecurrentTable(
+        "kda", "kda_perf", "kda", {"kernel_source": "kernel"}, ("context", "generation"),
+        "one latency = one Kimi Delta Attention layer's kernel (causal_conv1d_* the short"
+        " convolutions of q, k and v; chunk_kda the chunked delta rule of a prompt;"
+        " kda_fused_decode / fused_recurrent_kda_packed_decode one decode step); the collector keeps"
+        " the recurrent state in float32 and the convolution state in bf16"
+        " (collector/sglang/collect_kda.py); the speculative 'verify' phase is not kept"),
+    RecurrentTable(
+        "linear_attention", "mamba2_perf", "mamba2",
+        {"kernel_source": "kernel", "d_state": "head_k_dim", "head_dim": "head_v_dim",
+         "n_groups": "num_k_heads", "nheads": "num_v_heads"}, ("context", "generation"),
+        "one latency = one Mamba-2 layer's short convolution over x, B and C (causal_conv1d_fn over"
+        " a prompt, causal_conv1d_update for one decode token; the table holds no scan kernel);"
+        " columns renamed as llm-ledger's RecurrentShape maps Mamba-2: d_state -> head_k_dim,"
+        " head_dim -> head_v_dim, n_groups -> num_k_heads, nheads -> num_v_heads; rows of one shape"
+        " measured for several models (d_model, chunk_size: not read by the convolution) averaged"
+        " (collector/trtllm/collect_mamba2.py)"),
+]
+
+
+def write_recurrent(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str, eng: str, ver: str,
+                    dest: str, table: RecurrentTable):
+    """A recurrent layer's measured kernels, per kernel and head shape, over batch x sequence
+    length: `<dest>/<table.op>.bin`."""
+    src = f"{base}/{table.family}/{eng}/{ver}/{table.parquet}.parquet"
+    if src not in present:
+        return
+    rows = [r for r in rows_of(wheel.table(src)) if str(r["phase"]) in table.phases]
+    if not rows:
+        return
+    source_keys = [next(k for k, v in table.rename.items() if v == key) if key in table.rename.values() else key
+                   for key in RECURRENT_KEYS]
+    axes = ["batch_size", "seq_len"]
+    grids, dups = build_grids(rows, source_keys, axes, rename=table.rename)
+    for g in grids:
+        g.thin(axes)
+    kernels = sorted({(str(r["phase"]), str(r["kernel_source"])) for r in rows})
+    notes = [
+        "keys: kernel, head_k_dim, head_v_dim, num_k_heads, num_v_heads (per GPU: the source"
+        " measures tensor-parallel shards as head counts); axes: batch_size (sequences),"
+        " seq_len (tokens per sequence: the prompt in the context phase, 1 in generation)",
+        "kernels (phase: kernel): " + "; ".join(f"{ph}: {k}" for ph, k in kernels),
+        table.description,
+        f"thinning: whole batch/length lines dropped only where log-space interpolation"
+        f" reproduces every dropped measurement within {THIN_TOL:.0%}",
+    ]
+    w.write(f"{dest}/{table.op}.bin",
+            w.header(src, gpu, device_name(rows), eng, ver, table.op, notes + repeats_note(dups)),
+            grids, "latency_us",
+            {"gpu": gpu, "engine": eng, "engine_version": ver, "op": table.op,
+             "repeats_averaged": dups, "source_path": src, "keys": RECURRENT_KEYS, "axes": axes})
 
 
 def write_moe(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str, eng: str, ver: str,

@@ -762,7 +762,8 @@ pub struct SimulateArgs {
     /// vllm@0.6 and eager, else overlapped) (default engine).
     #[arg(long, help_heading = "Engine")]
     pub host_time: Option<String>,
-    /// Decode steps per scheduling, vLLM's --num-scheduler-steps, 1 to 256 (default 1).
+    /// Decode steps per scheduling, vLLM's --num-scheduler-steps, 1 to 256 (default 1); a run's
+    /// tokens stream as one chunk after its last step (ITL: the gap between chunks).
     #[arg(long, allow_hyphen_values = true, help_heading = "Engine")]
     pub scheduler_steps: Option<String>,
     /// CUDA-graph padding of decode-only batches: off, or vllm (rounded up to vLLM's captured

@@ -46,6 +46,7 @@ files! {
     B200Sxm Sglang GenerationMla "0.5.10" other "b200_sxm/sglang@0.5.10/generation_mla.bin";
     B200Sxm Sglang MlaBmm "0.5.10" other "b200_sxm/sglang@0.5.10/mla_bmm.bin";
     B200Sxm Sglang Moe "0.5.10" other "b200_sxm/sglang@0.5.10/moe.bin";
+    B200Sxm Sglang Kda "0.5.16" other "b200_sxm/sglang@0.5.16/kda.bin";
     B200Sxm Sglang ContextAttention "0.5.9" other "b200_sxm/sglang@0.5.9/context_attention.bin";
     B200Sxm Sglang ContextMla "0.5.9" other "b200_sxm/sglang@0.5.9/context_mla.bin";
     B200Sxm Sglang CustomAllreduce "0.5.9" other "b200_sxm/sglang@0.5.9/custom_allreduce.bin";
@@ -62,6 +63,7 @@ files! {
     B200Sxm Trtllm GenerationAttention "1.3.0rc20" default "b200_sxm/trtllm/generation_attention.bin";
     B200Sxm Trtllm GenerationMla "1.3.0rc20" default "b200_sxm/trtllm/generation_mla.bin";
     B200Sxm Trtllm LinearAttention "1.3.0rc20" default "b200_sxm/trtllm/linear_attention.bin";
+    B200Sxm Trtllm Mamba2 "1.3.0rc20" default "b200_sxm/trtllm/mamba2.bin";
     B200Sxm Trtllm MlaBmm "1.3.0rc20" default "b200_sxm/trtllm/mla_bmm.bin";
     B200Sxm Trtllm Moe "1.3.0rc20" default "b200_sxm/trtllm/moe.bin";
     B200Sxm Trtllm ContextAttention "1.2.0rc5" other "b200_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -79,6 +81,7 @@ files! {
     B200Sxm Trtllm GenerationAttention "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/generation_attention.bin";
     B200Sxm Trtllm GenerationMla "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/generation_mla.bin";
     B200Sxm Trtllm LinearAttention "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/linear_attention.bin";
+    B200Sxm Trtllm Mamba2 "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/mamba2.bin";
     B200Sxm Trtllm MlaBmm "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/mla_bmm.bin";
     B200Sxm Trtllm Moe "1.3.0rc10" other "b200_sxm/trtllm@1.3.0rc10/moe.bin";
     B200Sxm Trtllm ContextAttention "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/context_attention.bin";
@@ -87,6 +90,7 @@ files! {
     B200Sxm Trtllm GenerationAttention "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/generation_attention.bin";
     B200Sxm Trtllm GenerationMla "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/generation_mla.bin";
     B200Sxm Trtllm LinearAttention "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/linear_attention.bin";
+    B200Sxm Trtllm Mamba2 "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/mamba2.bin";
     B200Sxm Trtllm MlaBmm "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/mla_bmm.bin";
     B200Sxm Trtllm Moe "1.3.0rc15" other "b200_sxm/trtllm@1.3.0rc15/moe.bin";
     B200Sxm Trtllm Moe "1.3.0rc23" other "b200_sxm/trtllm@1.3.0rc23/moe.bin";
@@ -127,6 +131,7 @@ files! {
     B300Sxm Sglang LinearAttention "0.5.10" other "b300_sxm/sglang@0.5.10/linear_attention.bin";
     B300Sxm Sglang MlaBmm "0.5.10" other "b300_sxm/sglang@0.5.10/mla_bmm.bin";
     B300Sxm Sglang Moe "0.5.10" other "b300_sxm/sglang@0.5.10/moe.bin";
+    B300Sxm Sglang Kda "0.5.16" other "b300_sxm/sglang@0.5.16/kda.bin";
     B300Sxm Sglang ContextAttention "0.5.9" other "b300_sxm/sglang@0.5.9/context_attention.bin";
     B300Sxm Sglang ContextMla "0.5.9" other "b300_sxm/sglang@0.5.9/context_mla.bin";
     B300Sxm Sglang CustomAllreduce "0.5.9" other "b300_sxm/sglang@0.5.9/custom_allreduce.bin";
@@ -142,6 +147,7 @@ files! {
     B300Sxm Trtllm GenerationAttention "1.3.0rc20" default "b300_sxm/trtllm/generation_attention.bin";
     B300Sxm Trtllm GenerationMla "1.3.0rc20" default "b300_sxm/trtllm/generation_mla.bin";
     B300Sxm Trtllm LinearAttention "1.3.0rc20" default "b300_sxm/trtllm/linear_attention.bin";
+    B300Sxm Trtllm Mamba2 "1.3.0rc20" default "b300_sxm/trtllm/mamba2.bin";
     B300Sxm Trtllm MlaBmm "1.3.0rc20" default "b300_sxm/trtllm/mla_bmm.bin";
     B300Sxm Trtllm Moe "1.3.0rc20" default "b300_sxm/trtllm/moe.bin";
     B300Sxm Trtllm ContextAttention "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/context_attention.bin";
@@ -151,6 +157,7 @@ files! {
     B300Sxm Trtllm GenerationAttention "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/generation_attention.bin";
     B300Sxm Trtllm GenerationMla "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/generation_mla.bin";
     B300Sxm Trtllm LinearAttention "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/linear_attention.bin";
+    B300Sxm Trtllm Mamba2 "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/mamba2.bin";
     B300Sxm Trtllm MlaBmm "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/mla_bmm.bin";
     B300Sxm Trtllm Moe "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/moe.bin";
     B300Sxm Trtllm Moe "1.3.0rc23" other "b300_sxm/trtllm@1.3.0rc23/moe.bin";
@@ -195,6 +202,7 @@ files! {
     Gb200 Sglang LinearAttention "0.5.10" other "gb200/sglang@0.5.10/linear_attention.bin";
     Gb200 Sglang MlaBmm "0.5.10" other "gb200/sglang@0.5.10/mla_bmm.bin";
     Gb200 Sglang Moe "0.5.10" other "gb200/sglang@0.5.10/moe.bin";
+    Gb200 Sglang Kda "0.5.16" other "gb200/sglang@0.5.16/kda.bin";
     Gb200 Sglang ContextAttention "0.5.9" other "gb200/sglang@0.5.9/context_attention.bin";
     Gb200 Sglang ContextMla "0.5.9" other "gb200/sglang@0.5.9/context_mla.bin";
     Gb200 Sglang CustomAllreduce "0.5.9" other "gb200/sglang@0.5.9/custom_allreduce.bin";
@@ -211,6 +219,7 @@ files! {
     Gb200 Trtllm GenerationAttention "1.3.0rc20" default "gb200/trtllm/generation_attention.bin";
     Gb200 Trtllm GenerationMla "1.3.0rc20" default "gb200/trtllm/generation_mla.bin";
     Gb200 Trtllm LinearAttention "1.3.0rc20" default "gb200/trtllm/linear_attention.bin";
+    Gb200 Trtllm Mamba2 "1.3.0rc20" default "gb200/trtllm/mamba2.bin";
     Gb200 Trtllm MlaBmm "1.3.0rc20" default "gb200/trtllm/mla_bmm.bin";
     Gb200 Trtllm Moe "1.3.0rc20" default "gb200/trtllm/moe.bin";
     Gb200 Trtllm ContextAttention "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/context_attention.bin";
@@ -220,12 +229,14 @@ files! {
     Gb200 Trtllm GenerationAttention "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/generation_attention.bin";
     Gb200 Trtllm GenerationMla "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/generation_mla.bin";
     Gb200 Trtllm LinearAttention "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/linear_attention.bin";
+    Gb200 Trtllm Mamba2 "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/mamba2.bin";
     Gb200 Trtllm MlaBmm "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/mla_bmm.bin";
     Gb200 Trtllm Moe "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/moe.bin";
     Gb200 Trtllm ContextAttention "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/context_attention.bin";
     Gb200 Trtllm Gemm "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/gemm.bin";
     Gb200 Trtllm GenerationAttention "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/generation_attention.bin";
     Gb200 Trtllm LinearAttention "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/linear_attention.bin";
+    Gb200 Trtllm Mamba2 "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/mamba2.bin";
     Gb200 Trtllm MlaBmm "1.3.0rc17" other "gb200/trtllm@1.3.0rc17/mla_bmm.bin";
     Gb200 Trtllm Moe "1.3.0rc23" other "gb200/trtllm@1.3.0rc23/moe.bin";
     Gb200 Vllm ContextAttention "0.24.0" default "gb200/vllm/context_attention.bin";
@@ -270,6 +281,7 @@ files! {
     Gb300 Sglang LinearAttention "0.5.10" other "gb300/sglang@0.5.10/linear_attention.bin";
     Gb300 Sglang MlaBmm "0.5.10" other "gb300/sglang@0.5.10/mla_bmm.bin";
     Gb300 Sglang Moe "0.5.10" other "gb300/sglang@0.5.10/moe.bin";
+    Gb300 Sglang Kda "0.5.16" other "gb300/sglang@0.5.16/kda.bin";
     Gb300 Sglang ContextAttention "0.5.9" other "gb300/sglang@0.5.9/context_attention.bin";
     Gb300 Sglang ContextMla "0.5.9" other "gb300/sglang@0.5.9/context_mla.bin";
     Gb300 Sglang CustomAllreduce "0.5.9" other "gb300/sglang@0.5.9/custom_allreduce.bin";
@@ -286,6 +298,7 @@ files! {
     Gb300 Trtllm GenerationAttention "1.3.0rc20" default "gb300/trtllm/generation_attention.bin";
     Gb300 Trtllm GenerationMla "1.3.0rc20" default "gb300/trtllm/generation_mla.bin";
     Gb300 Trtllm LinearAttention "1.3.0rc20" default "gb300/trtllm/linear_attention.bin";
+    Gb300 Trtllm Mamba2 "1.3.0rc20" default "gb300/trtllm/mamba2.bin";
     Gb300 Trtllm MlaBmm "1.3.0rc20" default "gb300/trtllm/mla_bmm.bin";
     Gb300 Trtllm Moe "1.3.0rc20" default "gb300/trtllm/moe.bin";
     Gb300 Trtllm ContextAttention "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/context_attention.bin";
@@ -295,6 +308,7 @@ files! {
     Gb300 Trtllm GenerationAttention "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/generation_attention.bin";
     Gb300 Trtllm GenerationMla "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/generation_mla.bin";
     Gb300 Trtllm LinearAttention "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/linear_attention.bin";
+    Gb300 Trtllm Mamba2 "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/mamba2.bin";
     Gb300 Trtllm MlaBmm "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/mla_bmm.bin";
     Gb300 Trtllm Moe "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/moe.bin";
     Gb300 Trtllm Moe "1.3.0rc23" other "gb300/trtllm@1.3.0rc23/moe.bin";
@@ -335,6 +349,7 @@ files! {
     H100Sxm Sglang LinearAttention "0.5.10" other "h100_sxm/sglang@0.5.10/linear_attention.bin";
     H100Sxm Sglang MlaBmm "0.5.10" other "h100_sxm/sglang@0.5.10/mla_bmm.bin";
     H100Sxm Sglang Moe "0.5.10" other "h100_sxm/sglang@0.5.10/moe.bin";
+    H100Sxm Sglang Kda "0.5.16" other "h100_sxm/sglang@0.5.16/kda.bin";
     H100Sxm Sglang ContextAttention "0.5.6.post2" other "h100_sxm/sglang@0.5.6.post2/context_attention.bin";
     H100Sxm Sglang ContextMla "0.5.6.post2" other "h100_sxm/sglang@0.5.6.post2/context_mla.bin";
     H100Sxm Sglang CustomAllreduce "0.5.6.post2" other "h100_sxm/sglang@0.5.6.post2/custom_allreduce.bin";
@@ -358,6 +373,7 @@ files! {
     H100Sxm Trtllm GenerationAttention "1.3.0rc20" default "h100_sxm/trtllm/generation_attention.bin";
     H100Sxm Trtllm GenerationMla "1.3.0rc20" default "h100_sxm/trtllm/generation_mla.bin";
     H100Sxm Trtllm LinearAttention "1.3.0rc20" default "h100_sxm/trtllm/linear_attention.bin";
+    H100Sxm Trtllm Mamba2 "1.3.0rc20" default "h100_sxm/trtllm/mamba2.bin";
     H100Sxm Trtllm MlaBmm "1.3.0rc20" default "h100_sxm/trtllm/mla_bmm.bin";
     H100Sxm Trtllm Moe "1.3.0rc20" default "h100_sxm/trtllm/moe.bin";
     H100Sxm Trtllm ContextAttention "1.2.0rc5" other "h100_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -375,6 +391,7 @@ files! {
     H100Sxm Trtllm GenerationAttention "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/generation_attention.bin";
     H100Sxm Trtllm GenerationMla "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/generation_mla.bin";
     H100Sxm Trtllm LinearAttention "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/linear_attention.bin";
+    H100Sxm Trtllm Mamba2 "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/mamba2.bin";
     H100Sxm Trtllm MlaBmm "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/mla_bmm.bin";
     H100Sxm Trtllm Moe "1.3.0rc10" other "h100_sxm/trtllm@1.3.0rc10/moe.bin";
     H100Sxm Vllm ContextAttention "0.24.0" default "h100_sxm/vllm/context_attention.bin";
@@ -415,6 +432,7 @@ files! {
     H200Sxm Sglang GenerationMla "0.5.10" other "h200_sxm/sglang@0.5.10/generation_mla.bin";
     H200Sxm Sglang MlaBmm "0.5.10" other "h200_sxm/sglang@0.5.10/mla_bmm.bin";
     H200Sxm Sglang Moe "0.5.10" other "h200_sxm/sglang@0.5.10/moe.bin";
+    H200Sxm Sglang Kda "0.5.16" other "h200_sxm/sglang@0.5.16/kda.bin";
     H200Sxm Sglang ContextAttention "0.5.6.post2" other "h200_sxm/sglang@0.5.6.post2/context_attention.bin";
     H200Sxm Sglang ContextMla "0.5.6.post2" other "h200_sxm/sglang@0.5.6.post2/context_mla.bin";
     H200Sxm Sglang CustomAllreduce "0.5.6.post2" other "h200_sxm/sglang@0.5.6.post2/custom_allreduce.bin";
@@ -438,6 +456,7 @@ files! {
     H200Sxm Trtllm GenerationAttention "1.3.0rc20" default "h200_sxm/trtllm/generation_attention.bin";
     H200Sxm Trtllm GenerationMla "1.3.0rc20" default "h200_sxm/trtllm/generation_mla.bin";
     H200Sxm Trtllm LinearAttention "1.3.0rc20" default "h200_sxm/trtllm/linear_attention.bin";
+    H200Sxm Trtllm Mamba2 "1.3.0rc20" default "h200_sxm/trtllm/mamba2.bin";
     H200Sxm Trtllm MlaBmm "1.3.0rc20" default "h200_sxm/trtllm/mla_bmm.bin";
     H200Sxm Trtllm Moe "1.3.0rc20" default "h200_sxm/trtllm/moe.bin";
     H200Sxm Trtllm ContextAttention "1.2.0rc5" other "h200_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -455,6 +474,7 @@ files! {
     H200Sxm Trtllm GenerationAttention "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/generation_attention.bin";
     H200Sxm Trtllm GenerationMla "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/generation_mla.bin";
     H200Sxm Trtllm LinearAttention "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/linear_attention.bin";
+    H200Sxm Trtllm Mamba2 "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/mamba2.bin";
     H200Sxm Trtllm MlaBmm "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/mla_bmm.bin";
     H200Sxm Trtllm Moe "1.3.0rc10" other "h200_sxm/trtllm@1.3.0rc10/moe.bin";
     H200Sxm Vllm ContextAttention "0.24.0" default "h200_sxm/vllm/context_attention.bin";
@@ -515,6 +535,7 @@ files! {
     L40s Sglang GenerationMla "0.5.12" other "l40s/sglang@0.5.12/generation_mla.bin";
     L40s Sglang MlaBmm "0.5.12" other "l40s/sglang@0.5.12/mla_bmm.bin";
     L40s Sglang Moe "0.5.12" other "l40s/sglang@0.5.12/moe.bin";
+    L40s Sglang Kda "0.5.16" other "l40s/sglang@0.5.16/kda.bin";
     L40s Sglang ContextAttention "0.5.9" other "l40s/sglang@0.5.9/context_attention.bin";
     L40s Sglang CustomAllreduce "0.5.9" other "l40s/sglang@0.5.9/custom_allreduce.bin";
     L40s Sglang Gemm "0.5.9" other "l40s/sglang@0.5.9/gemm.bin";
@@ -525,6 +546,7 @@ files! {
     L40s Trtllm Gemm "1.3.0rc20" default "l40s/trtllm/gemm.bin";
     L40s Trtllm GenerationAttention "1.3.0rc20" default "l40s/trtllm/generation_attention.bin";
     L40s Trtllm LinearAttention "1.3.0rc20" default "l40s/trtllm/linear_attention.bin";
+    L40s Trtllm Mamba2 "1.3.0rc20" default "l40s/trtllm/mamba2.bin";
     L40s Trtllm MlaBmm "1.3.0rc20" default "l40s/trtllm/mla_bmm.bin";
     L40s Trtllm Moe "1.3.0rc20" default "l40s/trtllm/moe.bin";
     L40s Trtllm ContextAttention "1.0.0" other "l40s/trtllm@1.0.0/context_attention.bin";
@@ -575,6 +597,7 @@ files! {
     RtxPro6000Server Sglang LinearAttention "0.5.10" other "rtx_pro_6000_server/sglang@0.5.10/linear_attention.bin";
     RtxPro6000Server Sglang MlaBmm "0.5.10" other "rtx_pro_6000_server/sglang@0.5.10/mla_bmm.bin";
     RtxPro6000Server Sglang Moe "0.5.10" other "rtx_pro_6000_server/sglang@0.5.10/moe.bin";
+    RtxPro6000Server Sglang Kda "0.5.16" other "rtx_pro_6000_server/sglang@0.5.16/kda.bin";
     RtxPro6000Server Trtllm ContextAttention "1.3.0rc20" default "rtx_pro_6000_server/trtllm/context_attention.bin";
     RtxPro6000Server Trtllm ContextMla "1.3.0rc20" default "rtx_pro_6000_server/trtllm/context_mla.bin";
     RtxPro6000Server Trtllm CustomAllreduce "1.3.0rc20" default "rtx_pro_6000_server/trtllm/custom_allreduce.bin";
@@ -582,6 +605,7 @@ files! {
     RtxPro6000Server Trtllm GenerationAttention "1.3.0rc20" default "rtx_pro_6000_server/trtllm/generation_attention.bin";
     RtxPro6000Server Trtllm GenerationMla "1.3.0rc20" default "rtx_pro_6000_server/trtllm/generation_mla.bin";
     RtxPro6000Server Trtllm LinearAttention "1.3.0rc20" default "rtx_pro_6000_server/trtllm/linear_attention.bin";
+    RtxPro6000Server Trtllm Mamba2 "1.3.0rc20" default "rtx_pro_6000_server/trtllm/mamba2.bin";
     RtxPro6000Server Trtllm MlaBmm "1.3.0rc20" default "rtx_pro_6000_server/trtllm/mla_bmm.bin";
     RtxPro6000Server Trtllm Moe "1.3.0rc20" default "rtx_pro_6000_server/trtllm/moe.bin";
     RtxPro6000Server Trtllm ContextAttention "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/context_attention.bin";
@@ -591,6 +615,7 @@ files! {
     RtxPro6000Server Trtllm GenerationAttention "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/generation_attention.bin";
     RtxPro6000Server Trtllm GenerationMla "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/generation_mla.bin";
     RtxPro6000Server Trtllm LinearAttention "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/linear_attention.bin";
+    RtxPro6000Server Trtllm Mamba2 "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/mamba2.bin";
     RtxPro6000Server Trtllm MlaBmm "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/mla_bmm.bin";
     RtxPro6000Server Trtllm Moe "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/moe.bin";
     RtxPro6000Server Vllm ContextAttention "0.24.0" default "rtx_pro_6000_server/vllm/context_attention.bin";
@@ -649,6 +674,7 @@ reuse! {
     B300Sxm Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    B300Sxm Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
@@ -671,6 +697,7 @@ reuse! {
     Gb200 Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    Gb200 Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
@@ -688,6 +715,7 @@ reuse! {
     Gb300 Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    Gb300 Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
@@ -710,6 +738,7 @@ reuse! {
     H100Sxm Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     H100Sxm Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     H100Sxm Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    H100Sxm Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     H100Sxm Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     H100Sxm Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     H100Sxm Vllm ContextAttention "0.22.0" "0.24.0";
@@ -733,6 +762,7 @@ reuse! {
     H200Sxm Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     H200Sxm Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     H200Sxm Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    H200Sxm Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     H200Sxm Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     H200Sxm Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     H200Sxm Vllm ContextMla "0.22.0" "0.14.0";
@@ -758,6 +788,7 @@ reuse! {
     RtxPro6000Server Trtllm GenerationAttention "1.3.0rc15" "1.3.0rc10";
     RtxPro6000Server Trtllm GenerationMla "1.3.0rc15" "1.3.0rc10";
     RtxPro6000Server Trtllm LinearAttention "1.3.0rc15" "1.3.0rc10";
+    RtxPro6000Server Trtllm Mamba2 "1.3.0rc15" "1.3.0rc10";
     RtxPro6000Server Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     RtxPro6000Server Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     RtxPro6000Server Trtllm ContextMla "1.3.0rc23" "1.3.0rc20";

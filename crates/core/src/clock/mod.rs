@@ -85,10 +85,6 @@ use crate::roofline::{
 };
 use crate::workload::Phase;
 
-/// Bytes per element of the recurrent state in the measured linear-attention kernels: bf16
-/// (AIConfigurator `collector/trtllm/collect_gdn.py` and its vLLM and SGLang siblings).
-const COLLECTED_STATE_ELEMENT_BYTES: f64 = 2.0;
-
 /// Fixed cost of one kernel in an engine that replays CUDA graphs, seconds: the launch, the ramp-up
 /// and the tail between dependent kernels, which a roofline does not see. **Fitted** (one constant)
 /// on the single-stream decode rows of `docs/fidelity.md` (gpt-fast and AIConfigurator batch-1
@@ -391,7 +387,7 @@ impl Measured {
             return self.attention_table_s(op);
         }
         if let Some(r) = op.recurrent {
-            return self.linear_table_s(r).map(|t| (t, KernelTable::LinearAttention));
+            return self.linear_table_s(r).map(|t| (t, kernels::recurrent_table(r.rule)));
         }
         let g = op.gemm?;
         if matches!(op.kind.facts().shard, Shard::Experts(_)) {
@@ -601,48 +597,45 @@ impl Measured {
         (balanced - touched).max(0.0) / m.ep as f64 * expert_bytes / self.achievable_bandwidth_bytes_per_s
     }
 
-    /// A Gated DeltaNet layer's short convolution or delta rule, seconds, from the engine's
-    /// linear-attention tables ([`kernels::linear_us`]): the convolution as the update kernel for
-    /// the step's decodes plus the prompt kernel for its chunks; the delta rule as the recurrent
-    /// kernel (decodes) or the chunked one (prompt chunks), each at the sequences and the tokens
-    /// per sequence of its part of the step, the heads on this GPU.
+    /// A recurrent layer's short convolution or delta rule, seconds, from the engine's table of
+    /// its rule ([`kernels::linear_us`]: Gated DeltaNet's `linear_attention`, Kimi Delta
+    /// Attention's `kda`, Mamba-2's `mamba2`): the convolution as the update kernel for the step's
+    /// decodes plus the prompt kernel for its chunks; the delta rule as the recurrent kernel
+    /// (decodes) or the chunked one (prompt chunks), each at the sequences and the tokens per
+    /// sequence of its part of the step, the heads on this GPU. Where a shard's decode runs the
+    /// convolution and the delta rule as one kernel (KDA's `kda_fused_decode`), the delta-rule row
+    /// holds that kernel's time and the convolution's decode part is 0.
     ///
-    /// The collectors keep the recurrent state in bf16 (`collector/<engine>/collect_gdn.py`:
-    /// `gdn_state` of `torch.bfloat16`), where a model's config may declare another state dtype
-    /// (Qwen3.5's `mamba_ssm_dtype: float32`). The state is read and written once per sequence,
-    /// so a state of `s` bytes per element adds `2 × (s − 2) × h_v × d_k × d_v` bytes per
-    /// sequence to the measured kernel, at the achievable bandwidth (`state_traffic_s`).
+    /// The collectors keep the recurrent state in one dtype
+    /// ([`kernels::collected_state_element_bytes`]: bf16 for Gated DeltaNet, float32 for KDA),
+    /// where a model's config may declare another (Qwen3.5's `mamba_ssm_dtype: float32`). The
+    /// state is read and written once per sequence, so a state of `s` bytes per element against
+    /// the collected `c` adds `2 × (s − c) × h_v × d_k × d_v` bytes per sequence to the measured
+    /// kernel (negative where it is smaller), at the achievable bandwidth (`state_traffic_s`).
     ///
-    /// `None` — the fitted model — for Kimi Delta Attention and Mamba-2 (their tables are not
-    /// imported), a head shape or shard the tables never ran, and TensorRT-LLM's prompt
-    /// convolution: its `causal_conv1d_fn` rows take 110–150 µs whatever the batch and length up
-    /// to 64 × 64 tokens on the H100 (vLLM's and SGLang's measurements of the same kernel: 3–26
-    /// µs), the signature of a benchmark that fell back from its CUDA graph to eager launches
-    /// (`benchmark_with_power(..., allow_graph_fail=True)`), host time a step's GPU work hides.
+    /// `None` — the fitted model — for Mamba-2's scan (its table holds the convolution alone), a
+    /// head shape or shard the tables never ran, and TensorRT-LLM's prompt convolution, whose
+    /// measurements are not the engine's call: its Gated DeltaNet `causal_conv1d_fn` rows take
+    /// 110–150 µs whatever the batch and length up to 64 × 64 tokens on the H100 (vLLM's and
+    /// SGLang's measurements of the same kernel: 3–26 µs), the signature of a benchmark that fell
+    /// back from its CUDA graph to eager launches (`benchmark_with_power(...,
+    /// allow_graph_fail=True)`); its Mamba-2 rows take 6.9 µs a sequence whatever its length up to
+    /// 512 tokens (64 × 1 tokens: 440 µs, ~100× the bytes' time), timed on a padded `(batch,
+    /// channels, length)` tensor (`collector/trtllm/collect_mamba2.py`) where the engine's mixer
+    /// passes the step's packed tokens with their offsets: host time or padding a step's GPU work
+    /// does not have.
     fn linear_table_s(&self, r: RecurrentShape) -> Option<f64> {
         let t = self.tables?;
-        if r.rule != crate::model::Recurrence::GatedDelta {
-            return None;
-        }
-        let lookup = |kernel, phase, batch: f64, seq_len: f64| {
-            let q = kernels::LinearQuery {
-                kernel,
-                phase,
-                key_heads: r.key_heads,
-                value_heads: r.value_heads,
-                key_head_dim: r.key_head_dim as f64,
-                value_head_dim: r.value_head_dim as f64,
-                batch,
-                seq_len,
-            };
-            kernels::linear_us(t, &q).map(|us| us * 1e-6)
-        };
+        let lookup = |kernel, phase, batch, seq_len| self.linear_kernel_s(r, kernel, phase, batch, seq_len);
         let (decodes, chunks) = (r.decodes, r.prompt_sequences);
         let chunk_len = if chunks > 0.0 { r.prompt_tokens / chunks } else { 0.0 };
-        let state_traffic_s = |sequences: f64| {
+        let state_traffic_s = |sequences: f64| -> Option<f64> {
+            let collected = kernels::collected_state_element_bytes(r.rule)?;
             let elements = r.value_heads * (r.key_head_dim * r.value_head_dim) as f64;
-            2.0 * (r.state_element_bytes - COLLECTED_STATE_ELEMENT_BYTES) * elements * sequences
-                / self.achievable_bandwidth_bytes_per_s
+            Some(
+                2.0 * (r.state_element_bytes - collected) * elements * sequences
+                    / self.achievable_bandwidth_bytes_per_s,
+            )
         };
         let (kernel, gen, ctx) = (kernels::LinearKernel::Conv, AttentionPhase::Generation, AttentionPhase::Context);
         let t = match r.part {
@@ -650,26 +643,70 @@ impl Measured {
                 if chunks > 0.0 && t.engine == kernels::Engine::Trtllm {
                     return None;
                 }
-                let decode_s = if decodes > 0.0 { lookup(kernel, gen, decodes, 1.0)? } else { 0.0 };
+                // Where the decode's convolution runs inside the delta rule's fused kernel (KDA's
+                // `kda_fused_decode`), the delta-rule row's time holds it.
+                let inside = || lookup(kernels::LinearKernel::FusedDecode, gen, decodes, 1.0).map(|_| 0.0);
+                let decode_s = if decodes > 0.0 { lookup(kernel, gen, decodes, 1.0).or_else(inside)? } else { 0.0 };
                 let chunk_s = if chunks > 0.0 { lookup(kernel, ctx, chunks, chunk_len)? } else { 0.0 };
                 decode_s + chunk_s
             }
             RecurrentPart::Decode => {
-                lookup(kernels::LinearKernel::DeltaRule, gen, decodes, 1.0)? + state_traffic_s(decodes)
+                lookup(kernels::LinearKernel::DeltaRule, gen, decodes, 1.0)? + state_traffic_s(decodes)?
             }
             RecurrentPart::Chunks => {
-                lookup(kernels::LinearKernel::DeltaRule, ctx, chunks, chunk_len)? + state_traffic_s(chunks)
+                lookup(kernels::LinearKernel::DeltaRule, ctx, chunks, chunk_len)? + state_traffic_s(chunks)?
             }
         };
         Some(t.max(0.0))
     }
 
+    /// One of `r`'s kernels from its rule's table at `batch` sequences of `seq_len` tokens,
+    /// seconds ([`kernels::linear_us`]); `None` without tables or outside them.
+    fn linear_kernel_s(
+        &self,
+        r: RecurrentShape,
+        kernel: kernels::LinearKernel,
+        phase: AttentionPhase,
+        batch: f64,
+        seq_len: f64,
+    ) -> Option<f64> {
+        let q = kernels::LinearQuery {
+            rule: r.rule,
+            kernel,
+            phase,
+            key_heads: r.key_heads,
+            value_heads: r.value_heads,
+            key_head_dim: r.key_head_dim as f64,
+            value_head_dim: r.value_head_dim as f64,
+            batch,
+            seq_len,
+        };
+        kernels::linear_us(self.tables?, &q).map(|us| us * 1e-6)
+    }
+
+    /// Whether `op` is a decode-only step's short convolution that runs inside the delta rule's
+    /// fused decode kernel (KDA's `kda_fused_decode`, measured in place of a convolution kernel
+    /// on the shards it covers): then the delta-rule row's measured time holds it.
+    fn conv_inside_fused_decode(&self, op: &Op) -> bool {
+        let Some(r) = op.recurrent.filter(|r| r.part == RecurrentPart::Conv && r.prompt_sequences == 0.0) else {
+            return false;
+        };
+        let gen = AttentionPhase::Generation;
+        r.decodes > 0.0
+            && self.linear_kernel_s(r, kernels::LinearKernel::Conv, gen, r.decodes, 1.0).is_none()
+            && self.linear_kernel_s(r, kernels::LinearKernel::FusedDecode, gen, r.decodes, 1.0).is_some()
+    }
+
     /// How the engine runs `op` ([`engine_join`]), except that the routed experts' activation
     /// and weighted combine are inside the measured fused-MoE kernels where a table times the
-    /// layer (`Measured::moe_table_s`): [`Join::Fused`], every byte of theirs on chip (the
-    /// table's time already holds their traffic).
+    /// layer (`Measured::moe_table_s`), and a decode's short convolution inside KDA's fused decode
+    /// kernel (`Measured::conv_inside_fused_decode`): [`Join::Fused`], every byte of theirs on
+    /// chip (the table's time already holds their traffic).
     fn join_of(&self, op: &Op) -> Join {
         if matches!(op.kind, OpKind::ExpertAct | OpKind::ExpertCombine) && self.moe_table_s(op).is_some() {
+            return Join::Fused { on_chip_bytes: op.cost.bytes() };
+        }
+        if self.conv_inside_fused_decode(op) {
             return Join::Fused { on_chip_bytes: op.cost.bytes() };
         }
         engine_join(self.engine, op)

@@ -23,6 +23,8 @@ pub(crate) enum Op {
     Nccl,
     Moe,
     LinearAttention,
+    Kda,
+    Mamba2,
 }
 
 const ATTENTION_KEYS: &[&str] =
@@ -130,22 +132,34 @@ static MOE: OpSpec = OpSpec {
     envelope: &[0],
 };
 
-// A Gated DeltaNet layer's convolution and delta-rule kernels, keyed by the kernel and head sizes
-// (exact), the key heads per GPU (outer: a measured count only) and the value heads (inner), over
-// sequences and tokens per sequence.
-static LINEAR_ATTENTION: OpSpec = OpSpec {
-    name: "linear_attention",
-    keys: &["kernel", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"],
-    exact: 3,
-    inner: Some(4),
-    outer: Some(3),
-    axes: &["batch_size", "seq_len"],
-    tie: None,
-    envelope: &[0, 1],
-};
+// A recurrent layer's own kernels (Gated DeltaNet's, Kimi Delta Attention's, Mamba-2's
+// convolution), keyed by the kernel and head sizes (exact), the key heads per GPU (outer: a
+// measured count only) and the value heads (inner), over sequences and tokens per sequence.
+// Mamba-2's columns are renamed to these keys by `scripts/kernel-data` (d_state, head_dim,
+// n_groups, nheads), as [`crate::operator::RecurrentShape`] maps them.
+const RECURRENT_KEYS: &[&str] = &["kernel", "head_k_dim", "head_v_dim", "num_k_heads", "num_v_heads"];
+
+/// The spec of a recurrent layer's table named `name`.
+const fn recurrent(name: &'static str) -> OpSpec {
+    OpSpec {
+        name,
+        keys: RECURRENT_KEYS,
+        exact: 3,
+        inner: Some(4),
+        outer: Some(3),
+        axes: &["batch_size", "seq_len"],
+        tie: None,
+        envelope: &[0, 1],
+    }
+}
+static LINEAR_ATTENTION: OpSpec = recurrent("linear_attention");
+static KDA: OpSpec = recurrent("kda");
+static MAMBA2: OpSpec = recurrent("mamba2");
 
 impl Op {
-    const COUNT: usize = 10;
+    const COUNT: usize = 12;
+    /// Every operation (the tests check each is in one table family).
+    #[cfg(test)]
     const ALL: [Op; Op::COUNT] = [
         Op::Gemm,
         Op::ContextAttention,
@@ -157,6 +171,8 @@ impl Op {
         Op::Nccl,
         Op::Moe,
         Op::LinearAttention,
+        Op::Kda,
+        Op::Mamba2,
     ];
 
     /// The operations of a table family (whose times are reported under its name: both attention
@@ -171,6 +187,8 @@ impl Op {
             KernelTable::Nccl => &[Op::Nccl],
             KernelTable::Moe => &[Op::Moe],
             KernelTable::LinearAttention => &[Op::LinearAttention],
+            KernelTable::Kda => &[Op::Kda],
+            KernelTable::Mamba2 => &[Op::Mamba2],
         }
     }
 
@@ -186,6 +204,8 @@ impl Op {
             Op::Nccl => &NCCL,
             Op::Moe => &MOE,
             Op::LinearAttention => &LINEAR_ATTENTION,
+            Op::Kda => &KDA,
+            Op::Mamba2 => &MAMBA2,
         }
     }
 }
@@ -430,7 +450,13 @@ impl Tables {
             [const { OnceLock::new() }; KernelGpu::ALL.len() * Engine::ALL.len()];
         NEWEST[gpu as usize * Engine::ALL.len() + engine as usize].get_or_init(|| {
             let default = FILES.iter().find(|f| f.gpu == gpu && f.engine == Some(engine) && f.default);
-            Tables::resolve(gpu, engine, default.map_or("", |f| f.version))
+            let version = default.map_or("", |f| f.version);
+            match EngineVersion::parse(version) {
+                Some(asked) => Tables::resolve(gpu, engine, version, asked),
+                None => {
+                    Tables { gpu, engine, version, files: [None; Op::COUNT], nccl: default_file(gpu, None, Op::Nccl) }
+                }
+            }
         })
     }
 
@@ -463,7 +489,7 @@ impl Tables {
                 )
             });
         };
-        let t = Tables::interned(Tables::resolve(gpu, engine, version));
+        let t = Tables::interned(Tables::resolve(gpu, engine, version, asked));
         LAST.set(Some((gpu, engine, asked, t)));
         Ok(t)
     }
@@ -480,13 +506,46 @@ impl Tables {
         k
     }
 
-    /// The tables at `version`, a version held: each family's file at that version, its own or
-    /// the one its reuse entry names (AIConfigurator's `reuse.yaml`: a table a version shares with
-    /// another). A family the version does not hold has no table (the fitted model times it): an
-    /// older version's table of it is not read, as it may be another kernel (vLLM 0.14.0's MLA
-    /// core is `vllm_flash_attn_mla`; 0.24.0 measured MLA as whole modules, which are not read).
-    fn resolve(gpu: KernelGpu, engine: Engine, version: &'static str) -> Tables {
-        let files = Op::ALL.map(|op| if op == Op::Nccl { None } else { file_at(gpu, engine, op, version) });
+    /// The tables at `version`, a version held, for a user asking for `asked` (at or above it):
+    /// each table family read from, in this order,
+    /// 1. the newest version from `version` to `asked` that holds it: `version`'s own file or the
+    ///    one its reuse entry names (AIConfigurator's `reuse.yaml`: a table a version shares with
+    ///    another), or a later version's up to the one asked (the collector's per-family runs:
+    ///    SGLang 0.5.16's MoE and Kimi Delta Attention are read at `sglang@0.5.16`);
+    /// 2. where no version at or below `asked` holds the family at all, the oldest version above
+    ///    it that does: the first release the collector measured those kernels with (SGLang's
+    ///    Kimi Delta Attention is measured at 0.5.16 alone, a kernel the default 0.5.14's tables
+    ///    lack);
+    /// 3. else none: the fitted model times it. An older version's table of a family `version`
+    ///    lacks is not read, as it may be another kernel (vLLM 0.14.0's MLA core is
+    ///    `vllm_flash_attn_mla`; 0.24.0 measured MLA as whole modules, which are not read).
+    fn resolve(gpu: KernelGpu, engine: Engine, version: &'static str, asked: EngineVersion) -> Tables {
+        let base = EngineVersion::parse(version);
+        let mut versions: Vec<(EngineVersion, &'static str)> = FILES
+            .iter()
+            .filter(|f| f.gpu == gpu && f.engine == Some(engine))
+            .map(|f| f.version)
+            .chain(REUSE.iter().filter(|r| r.gpu == gpu && r.engine == engine).map(|r| r.version))
+            .filter_map(|v| Some((EngineVersion::parse(v)?, v)))
+            .collect();
+        versions.sort();
+        versions.dedup();
+        let mut files = [None; Op::COUNT];
+        for table in KernelTable::ALL {
+            let ops = Op::of_table(table);
+            if ops.contains(&Op::Nccl) {
+                continue;
+            }
+            let holds = |v: &str| ops.iter().any(|&op| file_at(gpu, engine, op, v).is_some());
+            let held: Vec<&(EngineVersion, &'static str)> = versions.iter().filter(|(_, v)| holds(v)).collect();
+            let within = held.iter().rev().find(|(n, _)| Some(*n) >= base && *n <= asked);
+            let first_above = || held.first().filter(|(oldest, _)| *oldest > asked);
+            if let Some((_, v)) = within.or_else(first_above) {
+                for &op in ops {
+                    files[op as usize] = file_at(gpu, engine, op, v);
+                }
+            }
+        }
         Tables { gpu, engine, version, files, nccl: default_file(gpu, None, Op::Nccl) }
     }
 
@@ -1029,11 +1088,12 @@ pub(super) fn linear_us(t: &Tables, q: &LinearQuery) -> Option<f64> {
     if !positive(&[q.key_heads, q.value_heads, q.key_head_dim, q.value_head_dim, q.batch, q.seq_len]) {
         return None;
     }
-    let f = envelope(t.file(Op::LinearAttention)?)?;
+    let op = Op::of_table(super::recurrent_table(q.rule))[0];
+    let f = envelope(t.file(op)?)?;
     let (dk, dv) = (Q::N(q.key_head_dim), Q::N(q.value_head_dim));
     // The fastest kernel measured for this kernel and phase, at exactly this key-head count (a
     // shard the tables never ran is not interpolated) and value heads within those measured there.
-    fastest(f.names(0).filter(|name| q.kernel.is(q.phase, name)).map(|kernel| {
+    fastest(f.names(0).filter(|name| q.kernel.is(q.rule, q.phase, name)).map(|kernel| {
         let g = f.file().find(&[Q::S(kernel), dk, dv])?;
         let level = g.outer.values.iter().position(|&v| v == q.key_heads)?;
         let values = &g.levels[level].inner.values;

@@ -68,6 +68,7 @@ mod version;
 
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
+use crate::model::Recurrence;
 use std::fmt;
 use std::str::FromStr;
 
@@ -233,11 +234,15 @@ pub enum KernelTable {
     Moe,
     /// A Gated DeltaNet layer's short convolution and delta-rule kernels (`linear_attention`).
     LinearAttention,
+    /// A Kimi Delta Attention layer's short convolutions and delta-rule kernels (`kda`).
+    Kda,
+    /// A Mamba-2 layer's short convolution (`mamba2`; the tables hold no scan kernel).
+    Mamba2,
 }
 
 impl KernelTable {
     /// Every table family.
-    pub const ALL: [KernelTable; 8] = [
+    pub const ALL: [KernelTable; 10] = [
         KernelTable::Gemm,
         KernelTable::Attention,
         KernelTable::Mla,
@@ -246,6 +251,8 @@ impl KernelTable {
         KernelTable::Nccl,
         KernelTable::Moe,
         KernelTable::LinearAttention,
+        KernelTable::Kda,
+        KernelTable::Mamba2,
     ];
 
     /// The table's name, as its data file is named.
@@ -259,6 +266,8 @@ impl KernelTable {
             KernelTable::Nccl => "nccl",
             KernelTable::Moe => "moe",
             KernelTable::LinearAttention => "linear_attention",
+            KernelTable::Kda => "kda",
+            KernelTable::Mamba2 => "mamba2",
         }
     }
 }
@@ -498,44 +507,88 @@ pub struct MoeQuery {
     pub tokens: f64,
 }
 
-/// One of a Gated DeltaNet layer's own kernels (its projections are GEMMs).
+/// One of a recurrent layer's own kernels (its projections are GEMMs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LinearKernel {
-    /// The depthwise causal convolution over q, k and v (`causal_conv1d_fn` over a prompt,
-    /// `causal_conv1d_update` for one decode token).
+    /// The depthwise causal convolution over the mixer's inputs (`causal_conv1d_fn*` over a
+    /// prompt, `causal_conv1d_update` for one decode token).
     Conv,
-    /// The delta rule over the state (`chunk_gated_delta_rule*` over a prompt,
-    /// `fused_recurrent_gated_delta_rule*` for one decode token).
+    /// The delta rule over the state (Gated DeltaNet: `chunk_gated_delta_rule*` over a prompt,
+    /// `fused_recurrent_gated_delta_rule*` for one decode token; Kimi Delta Attention:
+    /// `chunk_kda`, and `kda_fused_decode` or `fused_recurrent_kda_packed_decode`). Mamba-2's
+    /// scan was not measured (AIConfigurator times it from its bytes).
     DeltaRule,
+    /// One decode step's convolution and delta rule as one kernel: SGLang's `kda_fused_decode`,
+    /// measured in place of the two on the shards it covers (Kimi-K3's 12-head shard:
+    /// `collector/sglang/collect_kda.py`, `_fused_decode_module`). Kimi Delta Attention only.
+    FusedDecode,
 }
 
 impl LinearKernel {
-    /// Whether the measured kernel named `name` is this one in `phase`, by the names the
-    /// collectors record.
-    fn is(self, phase: AttentionPhase, name: &str) -> bool {
+    /// Whether the measured kernel named `name` is this one of `rule` in `phase`, by the names
+    /// the collectors record (`collector/<engine>/collect_gdn.py`, `collect_kda.py`,
+    /// `collector/trtllm/collect_mamba2.py`).
+    fn is(self, rule: Recurrence, phase: AttentionPhase, name: &str) -> bool {
         match (self, phase) {
-            (LinearKernel::Conv, AttentionPhase::Context) => name == "causal_conv1d_fn",
+            (LinearKernel::Conv, AttentionPhase::Context) => match rule {
+                Recurrence::GatedDelta | Recurrence::Mamba2 => name == "causal_conv1d_fn",
+                // q, k and v convolved by three calls, timed as one row.
+                Recurrence::KimiDelta => name == "causal_conv1d_fn_qkv3",
+            },
             (LinearKernel::Conv, AttentionPhase::Generation) => name == "causal_conv1d_update",
-            (LinearKernel::DeltaRule, AttentionPhase::Context) => name.starts_with("chunk_gated_delta_rule"),
-            (LinearKernel::DeltaRule, AttentionPhase::Generation) => {
-                name.starts_with("fused_recurrent_gated_delta_rule")
+            (LinearKernel::DeltaRule, AttentionPhase::Context) => match rule {
+                Recurrence::GatedDelta => name.starts_with("chunk_gated_delta_rule"),
+                Recurrence::KimiDelta => name == "chunk_kda",
+                Recurrence::Mamba2 => false,
+            },
+            (LinearKernel::DeltaRule, AttentionPhase::Generation) => match rule {
+                Recurrence::GatedDelta => name.starts_with("fused_recurrent_gated_delta_rule"),
+                Recurrence::KimiDelta => name == "kda_fused_decode" || name == "fused_recurrent_kda_packed_decode",
+                Recurrence::Mamba2 => false,
+            },
+            (LinearKernel::FusedDecode, AttentionPhase::Generation) => {
+                rule == Recurrence::KimiDelta && name == "kda_fused_decode"
             }
+            (LinearKernel::FusedDecode, AttentionPhase::Context) => false,
         }
     }
 }
 
-/// One Gated DeltaNet kernel call: one layer, a batch of sequences, heads per GPU.
+/// The table family holding `rule`'s measured kernels.
+pub fn recurrent_table(rule: Recurrence) -> KernelTable {
+    match rule {
+        Recurrence::GatedDelta => KernelTable::LinearAttention,
+        Recurrence::KimiDelta => KernelTable::Kda,
+        Recurrence::Mamba2 => KernelTable::Mamba2,
+    }
+}
+
+/// Bytes per element of the recurrent state in `rule`'s measured delta-rule kernels: bf16 for
+/// Gated DeltaNet (`collector/<engine>/collect_gdn.py`: `gdn_state` of `torch.bfloat16`),
+/// float32 for Kimi Delta Attention (`collector/sglang/collect_kda.py`: `recurrent_state` of
+/// `torch.float32`); Mamba-2's scan was not measured (`None`).
+pub fn collected_state_element_bytes(rule: Recurrence) -> Option<f64> {
+    match rule {
+        Recurrence::GatedDelta => Some(2.0),
+        Recurrence::KimiDelta => Some(4.0),
+        Recurrence::Mamba2 => None,
+    }
+}
+
+/// One recurrent-layer kernel call: one layer, a batch of sequences, heads per GPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinearQuery {
+    /// The update rule, whose table answers.
+    pub rule: Recurrence,
     /// Which kernel.
     pub kernel: LinearKernel,
     /// A prompt (`Context`, `seq_len` its tokens) or one decode token (`Generation`, `seq_len` 1).
     pub phase: AttentionPhase,
-    /// Query/key heads per GPU.
+    /// Query/key heads per GPU (Mamba-2: B and C groups).
     pub key_heads: f64,
-    /// Value heads per GPU.
+    /// Value heads per GPU (Mamba-2: x heads).
     pub value_heads: f64,
-    /// Query/key head size.
+    /// Query/key head size (Mamba-2: the state size).
     pub key_head_dim: f64,
     /// Value head size.
     pub value_head_dim: f64,
@@ -634,8 +687,8 @@ pub fn moe_us(t: &Tables, q: &MoeQuery) -> Option<f64> {
     embedded::moe_us(t, q)
 }
 
-/// Time of one Gated DeltaNet kernel of one layer, µs, as `engine` runs it (the collectors' bf16
-/// states): the fastest kernel measured for the query's kernel and phase, at exactly its key
+/// Time of one recurrent-layer kernel of one layer, µs, as `engine` runs it (the collectors'
+/// states, [`collected_state_element_bytes`]), from the table of its rule: the fastest kernel measured for the query's kernel and phase, at exactly its key
 /// heads per GPU and head sizes, its value heads within those measured at that count
 /// (interpolated between them), batch and length interpolated and scaled as every table is.
 /// `None` where no such kernel, key-head count or value-head range was measured.

@@ -170,7 +170,12 @@ pub struct SimConfig {
     /// Decode steps per scheduling (vLLM's `--num-scheduler-steps`): after a scheduling whose
     /// step only decodes, the same sequences decode this many steps in a row (their blocks
     /// reserved for all of them), finished ones dropping out; nothing is admitted or preempted
-    /// until the last, and the host's time is paid once, in the first.
+    /// until the last, and the host's time is paid once, in the first. The run's tokens stream to
+    /// the client together after its last step (or a sequence's own last token): vLLM processes
+    /// the outputs of a multi-step run after its last forward when the GPU runs ahead of the CPU
+    /// (RFC vllm-project/vllm#6854, "Multi-Step Scheduling", and its author's answer on streaming),
+    /// so the inter-token latency is one sample per chunk, the gap between chunks, while the time
+    /// per output token is unchanged.
     pub scheduler_steps: u64,
     /// Whether host time per step is serial or overlapped with the GPU ([`HostTime`]).
     pub host: HostTime,
@@ -566,6 +571,9 @@ struct Req {
     generated: u64,
     first_token_s: f64,
     last_token_s: f64,
+    /// When its tokens last reached the client: the end of the step that produced them, or of
+    /// the multi-step run they were produced in ([`SimConfig::scheduler_steps`]).
+    streamed_s: f64,
     blocks: u64,
     /// Scheduled in the step being built.
     in_step: bool,
@@ -1417,6 +1425,7 @@ impl Engine<'_> {
             generated: 0,
             first_token_s: 0.0,
             last_token_s: 0.0,
+            streamed_s: 0.0,
             blocks: 0,
             in_step: false,
             swapped: false,
@@ -1691,6 +1700,8 @@ impl Engine<'_> {
         let mut leaving: Vec<(usize, bool)> = Vec::new();
         let inst = &mut self.instances[k];
         let acceptance = self.cfg.speculation.as_ref().map_or(0.0, |s| s.acceptance);
+        // The step's tokens stream to the client now unless more steps of a multi-step run follow.
+        let run_ends = inst.multi_left == 0;
         for &(i, n) in &plan {
             let r = &mut inst.running[i];
             let produced = if n > 1 && r.decoding() {
@@ -1723,11 +1734,17 @@ impl Engine<'_> {
                     r.shared += moved;
                 }
                 r.first_token_s = now;
+                r.streamed_s = now;
                 if r.measured {
                     self.ttft.add(now - r.arrival_s);
                 }
-            } else if r.measured {
-                self.itl.add(now - r.last_token_s);
+            } else if run_ends || r.generated == r.output {
+                // One inter-token sample per chunk streamed: the gap since the last chunk (a
+                // benchmark's ITL is the time between the stream's messages).
+                if r.measured {
+                    self.itl.add(now - r.streamed_s);
+                }
+                r.streamed_s = now;
             }
             r.last_token_s = now;
             if r.generated == r.output {

@@ -251,6 +251,7 @@ fn gated_deltanet_takes_the_measured_linear_attention_kernels() {
     // h100_sxm/trtllm/linear_attention.bin: fused_recurrent_gated_delta_rule, 16 key heads, 48
     // value heads of 128 × 128, batch 64: 107.3 µs.
     let q = LinearQuery {
+        rule: llm_ledger_core::model::Recurrence::GatedDelta,
         kernel: LinearKernel::DeltaRule,
         phase: AttentionPhase::Generation,
         key_heads: 16.0,
@@ -318,4 +319,92 @@ fn eagerly_timed_tables_are_not_read_by_a_graph_clock() {
     };
     assert_eq!(source("vllm"), Some(TimeSource::Fitted(FittedKernel::Gemm)));
     assert_eq!(source("sglang").unwrap().words(), "table:b200_sxm/sglang/0.5.14/gemm");
+}
+
+/// Kimi Delta Attention's kernels from the `kda` tables. SGLang measured them at 0.5.16 alone
+/// (the kimi-k3 branch build: `collector/sglang/collect_kda.py`, "KDA kernels do not exist in
+/// stock sglang releases"), so the default 0.5.14 reads that first version holding them, and
+/// says so. On Kimi-K3's TP 8 shard (12 heads) the decode is one fused kernel,
+/// `kda_fused_decode` (b200_sxm/kda/sglang/0.5.16/kda_perf.parquet, batch 16: 8.6816 µs): the
+/// delta-rule row is that kernel and the convolution runs inside it. vLLM's KDA measurement is
+/// a source build outside the release order (not embedded): fitted.
+#[test]
+fn kimi_delta_attention_takes_the_measured_kda_kernels() {
+    use llm_ledger_core::kernels::{Engine, KernelGpu, KernelTable, Tables};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, TimeSource};
+    use llm_ledger_core::Ledger;
+    let sglang = Tables::newest(KernelGpu::B200Sxm, Engine::Sglang);
+    assert_eq!((sglang.version, sglang.version_of(KernelTable::Kda)), ("0.5.14", Some("0.5.16")));
+    let ledger = |engine: &str, tp: &str| {
+        let pairs = [
+            ("model", "kimi-k3"),
+            ("gpu", "b200"),
+            ("engine", engine),
+            ("tp", tp),
+            ("phase", "decode"),
+            ("batch", "16"),
+            ("ctx", "2048"),
+        ];
+        Ledger::build(&llm_ledger_core::testing::scenario(&pairs))
+    };
+    let row = |l: &Ledger, kind: OpKind| l.rows.iter().find(|r| r.op == kind).unwrap().clone();
+    let tp8 = ledger("sglang", "8");
+    let scan = row(&tp8, OpKind::DeltaRule);
+    let kda = TimeSource::Table {
+        gpu: KernelGpu::B200Sxm,
+        engine: Some(Engine::Sglang),
+        version: "0.5.16",
+        table: KernelTable::Kda,
+    };
+    assert_eq!(scan.timing.source, Some(kda));
+    let per_layer_us = scan.timing.time_s / scan.instances as f64 * 1e6;
+    assert!((per_layer_us / 8.6816 - 1.0).abs() < 1e-3, "{per_layer_us}");
+    assert_eq!(row(&tp8, OpKind::ShortConv).timing.source, Some(TimeSource::Fused));
+    // TP 4 (24 heads): the separate convolution and packed recurrence kernels, both measured.
+    let tp4 = ledger("sglang", "4");
+    assert_eq!(row(&tp4, OpKind::ShortConv).timing.source, Some(kda));
+    assert_eq!(row(&tp4, OpKind::DeltaRule).timing.source, Some(kda));
+    let vllm = ledger("vllm", "8");
+    assert_eq!(row(&vllm, OpKind::DeltaRule).timing.source, Some(TimeSource::Fitted(FittedKernel::Recurrence)));
+}
+
+/// Mamba-2's short convolution from the `mamba2` tables (TensorRT-LLM; the tables hold no scan
+/// kernel, so the scan stays fitted). Nemotron 3 Nano (8 groups of 128, 64 heads of 64) on the
+/// H100, batch 64: `causal_conv1d_update` measured for two models of this shape, 5.2512 and
+/// 5.1360 µs (h100_sxm/linear_attention/trtllm/1.3.0rc20/mamba2_perf.parquet), averaged. The
+/// prompt convolution of TensorRT-LLM's table (a padded benchmark) is not read.
+#[test]
+fn mamba2_takes_the_measured_convolution_and_a_fitted_scan() {
+    use llm_ledger_core::kernels::{Engine, KernelGpu, KernelTable};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, TimeSource};
+    use llm_ledger_core::Ledger;
+    let ledger = |phase: &str, batch: &str| {
+        let pairs = [
+            ("model", "nemotron-3-nano-30b-a3b"),
+            ("gpu", "h100-sxm"),
+            ("engine", "trtllm"),
+            ("phase", phase),
+            ("batch", batch),
+            ("ctx", "2048"),
+        ];
+        Ledger::build(&llm_ledger_core::testing::scenario(&pairs))
+    };
+    let row = |l: &Ledger, kind: OpKind| l.rows.iter().find(|r| r.op == kind).unwrap().clone();
+    let decode = ledger("decode", "64");
+    let conv = row(&decode, OpKind::ShortConv);
+    let mamba2 = TimeSource::Table {
+        gpu: KernelGpu::H100Sxm,
+        engine: Some(Engine::Trtllm),
+        version: "1.3.0rc20",
+        table: KernelTable::Mamba2,
+    };
+    assert_eq!(conv.timing.source, Some(mamba2));
+    let per_layer_us = conv.timing.time_s / conv.instances as f64 * 1e6;
+    let measured_us = (5.2512 + 5.1360) / 2.0;
+    assert!((per_layer_us / measured_us - 1.0).abs() < 1e-3, "{per_layer_us} vs {measured_us}");
+    assert_eq!(row(&decode, OpKind::SsmScan).timing.source, Some(TimeSource::Fitted(FittedKernel::Recurrence)));
+    let prefill = ledger("prefill", "1");
+    assert_eq!(row(&prefill, OpKind::ShortConv).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
 }

@@ -295,6 +295,36 @@ fn multi_step_scheduling_decodes_n_steps_and_pays_the_host_once() {
     assert_eq!((single[2].decodes, single[2].prefills), (1, 1));
 }
 
+/// A multi-step run's tokens reach the client together after its last step (vLLM RFC #6854):
+/// one request of 9 output tokens under 4 steps per scheduling streams its first token after the
+/// prefill, then two chunks of 4 (steps 1–4 and 5–8): 2 inter-token samples, each the sum of its
+/// run's 4 step times, where one step per scheduling gives 8 of one step each. The time per
+/// output token is the same sum over 8 either way.
+#[test]
+fn multi_step_runs_stream_their_tokens_as_one_chunk() {
+    let sc = scenario(&[("engine", "vllm@0.6")]);
+    let trace = [TraceRequest { arrival_s: 0.0, prompt_tokens: 16, output_tokens: 9, prefix: None }];
+    let base = SimConfig { arrivals: Arrivals::Trace(trace.into()), ..SimConfig::poisson(1.0) };
+    let (multi, steps) = records(&sc, &SimConfig { scheduler_steps: 4, ..base.clone() });
+    assert_eq!(steps.len(), 9);
+    let run = |r: std::ops::Range<usize>| steps[r].iter().map(|s| s.time_s).sum::<f64>();
+    let (first, second) = (run(1..5), run(5..9));
+    assert_eq!(multi.itl_s.count, 2);
+    assert!(
+        close(multi.itl_s.mean, (first + second) / 2.0, 1e-12),
+        "{} vs {}",
+        multi.itl_s.mean,
+        (first + second) / 2.0
+    );
+    assert!(close(multi.itl_s.max, first.max(second), 1e-12));
+    assert!(close(multi.tpot_s.mean, (first + second) / 8.0, 1e-12));
+    let (single, one_steps) = records(&sc, &base);
+    assert_eq!(single.itl_s.count, 8);
+    let decode_s: f64 = one_steps[1..].iter().map(|s| s.time_s).sum();
+    assert!(close(single.itl_s.mean, decode_s / 8.0, 1e-12));
+    assert!(close(single.tpot_s.mean, single.itl_s.mean, 1e-12));
+}
+
 #[test]
 fn overlapped_host_time_hides_under_the_gpu_step() {
     let sc = scenario(&[("engine", "vllm@0.6")]);
