@@ -816,6 +816,7 @@ VERSION_TABLES = {
     "gdn_perf": ("linear_attention", "linear_attention"),
     "mamba2_perf": ("linear_attention", "mamba2"),
     "kda_perf": ("kda", "kda"),
+    "mhc_module_perf": ("mhc", "mhc"),
 }
 
 
@@ -994,6 +995,7 @@ def write_engine_version(w: "Writer", wheel: Wheel, present: set, gpu: str, eng:
 
     for table in RECURRENT_TABLES:
         write_recurrent(w, wheel, present, base, gpu, eng, ver, dest, table)
+    write_mhc(w, wheel, present, base, gpu, eng, ver, dest)
 
 
 class RecurrentTable(NamedTuple):
@@ -1067,6 +1069,48 @@ def write_recurrent(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str
             grids, "latency_us",
             {"gpu": gpu, "engine": eng, "engine_version": ver, "op": table.op,
              "repeats_averaged": dups, "source_path": src, "keys": RECURRENT_KEYS, "axes": axes})
+
+
+def write_mhc(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str, eng: str, ver: str, dest: str):
+    """DeepSeek-V4's manifold-constrained hyper-connections: the `pre` (streams mixed into a
+    block's input) and `post` (its output mixed back) kernels per kernel, hidden size and stream
+    count, over tokens: `<dest>/mhc.bin`, one site's time (the source times every site of a layer
+    in one row, `num_sites` of them)."""
+    src = f"{base}/mhc/{eng}/{ver}/mhc_module_perf.parquet"
+    if src not in present:
+        return
+    rows = rows_of(wheel.table(src))
+    if not rows or "num_sites" not in rows[0]:
+        # SGLang 0.5.10's earlier schema: what one row times (one site or a layer's) is not recorded.
+        print(f"skip {src}: no num_sites column", file=sys.stderr)
+        return
+    sinkhorn = sorted({int(r["sinkhorn_iters"]) for r in rows})
+    sites = sorted({int(r["num_sites"]) for r in rows})
+    rows = [{**r, "latency": float(r["latency"]) / int(r["num_sites"])} for r in rows]
+    keys = ["op_name", "kernel_source", "hidden_size", "hc_mult"]
+    ren = {"kernel_source": "kernel"}
+    grids, dups = build_grids(rows, keys, ["num_tokens"], rename=ren)
+    for g in grids:
+        g.thin(["num_tokens"])
+    kernels = sorted({(str(r["op_name"]), str(r["kernel_source"])) for r in rows})
+    notes = [
+        "keys: op_name (pre: the streams mixed into a block's input, with their RMSNorm, the"
+        " mixing projection and the Sinkhorn normalisation; post: the block's output mixed back"
+        " into the streams), kernel, hidden_size, hc_mult (streams); axis: num_tokens",
+        "kernels (op: kernel): " + "; ".join(f"{op}: {k}" for op, k in kernels),
+        f"one latency = one site's kernel: the source row times the {', '.join(map(str, sites))}"
+        " sites of a decoder layer (attention and MLP) in one CUDA graph and is divided by"
+        " num_sites (collector/<engine>/collect_mhc_module.py); sinkhorn_iters"
+        f" {', '.join(map(str, sinkhorn))} in every row (not a key)",
+        f"thinning: token points dropped only where log-space interpolation reproduces every"
+        f" dropped measurement within {THIN_TOL:.0%}",
+    ]
+    w.write(f"{dest}/mhc.bin",
+            w.header(src, gpu, device_name(rows), eng, ver, "mhc", notes + repeats_note(dups)),
+            grids, "latency_us",
+            {"gpu": gpu, "engine": eng, "engine_version": ver, "op": "mhc",
+             "repeats_averaged": dups, "source_path": src,
+             "keys": [ren.get(k, k) for k in keys], "axes": ["num_tokens"]})
 
 
 def write_moe(w: "Writer", wheel: Wheel, present: set, base: str, gpu: str, eng: str, ver: str,

@@ -69,6 +69,29 @@ pub struct MoeShape {
     pub math: MathFormat,
 }
 
+/// Which half of a hyper-connection an operator is ([`crate::ops`]' `hyper.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum HyperPart {
+    /// The streams mixed into a block's input.
+    Pre,
+    /// The block's output mixed back into the streams.
+    Post,
+}
+
+/// A hyper-connection site's mixing, as the measured mHC kernels are keyed ([`crate::clock`]):
+/// the half, the residual streams, the hidden size of one, and the step's tokens on this GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HyperShape {
+    /// Which half.
+    pub part: HyperPart,
+    /// Residual streams (`hc_mult`).
+    pub streams: u64,
+    /// Hidden size of one stream.
+    pub hidden: u64,
+    /// Tokens of the step on this GPU.
+    pub tokens: f64,
+}
+
 /// Which of a recurrent layer's own kernels an operator is, and the work the step gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum RecurrentPart {
@@ -152,12 +175,25 @@ pub struct Op {
     /// For a recurrent layer's short convolution and scans, the layer and the step's work;
     /// `None` for every other operator.
     pub recurrent: Option<RecurrentShape>,
+    /// For a hyper-connection's mixing, its site; `None` for every other operator.
+    pub hyper: Option<HyperShape>,
 }
 
 impl Op {
     /// An operator that is neither a GEMM nor attention and runs in a kernel of its own.
     pub fn plain(kind: OpKind, cost: Cost, math: MathFormat) -> Op {
-        Op { kind, cost, math, gemm: None, attention: None, fused: false, merge_n: None, moe: None, recurrent: None }
+        Op {
+            kind,
+            cost,
+            math,
+            gemm: None,
+            attention: None,
+            fused: false,
+            merge_n: None,
+            moe: None,
+            recurrent: None,
+            hyper: None,
+        }
     }
 
     /// This GEMM's share of the merged GEMM it belongs to ([`Op::merge_n`]): `n ÷ merge_n`, or 1.

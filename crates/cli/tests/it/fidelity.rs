@@ -274,7 +274,8 @@ tables are AIConfigurator's git repository at commit 095f58a5, every engine vers
 default the collector's default runtime (TensorRT-LLM 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14 on most
 GPUs), and with `--engine vllm@0.19` (or `trtllm@1.2`, `sglang@0.5.9`) the nearest version measured on
 the GPU at or below the one named. Each table family (GEMM, attention, MLA, MLA's batched matmuls, the
-all-reduce, MoE, Gated DeltaNet, Kimi Delta Attention, Mamba-2's convolution) is read from that
+all-reduce, MoE, Gated DeltaNet, Kimi Delta Attention, Mamba-2's convolution, DeepSeek-V4's
+hyper-connections) is read from that
 version's own file or the one its `reuse.yaml` shares, or from a later version up to the one named
 that measured it; a family no version at or below it measured comes from the first version that did
 (SGLang's Kimi Delta Attention: its kimi-k3 build, 0.5.16); a family only older versions hold stays

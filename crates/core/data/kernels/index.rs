@@ -36,6 +36,7 @@ files! {
     B200Sxm Sglang GenerationAttention "0.5.14" default "b200_sxm/sglang/generation_attention.bin";
     B200Sxm Sglang GenerationMla "0.5.14" default "b200_sxm/sglang/generation_mla.bin";
     B200Sxm Sglang LinearAttention "0.5.14" default "b200_sxm/sglang/linear_attention.bin";
+    B200Sxm Sglang Mhc "0.5.14" default "b200_sxm/sglang/mhc.bin";
     B200Sxm Sglang MlaBmm "0.5.14" default "b200_sxm/sglang/mla_bmm.bin";
     B200Sxm Sglang Moe "0.5.14" default "b200_sxm/sglang/moe.bin";
     B200Sxm Sglang ContextAttention "0.5.10" other "b200_sxm/sglang@0.5.10/context_attention.bin";
@@ -64,6 +65,7 @@ files! {
     B200Sxm Trtllm GenerationMla "1.3.0rc20" default "b200_sxm/trtllm/generation_mla.bin";
     B200Sxm Trtllm LinearAttention "1.3.0rc20" default "b200_sxm/trtllm/linear_attention.bin";
     B200Sxm Trtllm Mamba2 "1.3.0rc20" default "b200_sxm/trtllm/mamba2.bin";
+    B200Sxm Trtllm Mhc "1.3.0rc20" default "b200_sxm/trtllm/mhc.bin";
     B200Sxm Trtllm MlaBmm "1.3.0rc20" default "b200_sxm/trtllm/mla_bmm.bin";
     B200Sxm Trtllm Moe "1.3.0rc20" default "b200_sxm/trtllm/moe.bin";
     B200Sxm Trtllm ContextAttention "1.2.0rc5" other "b200_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -99,6 +101,7 @@ files! {
     B200Sxm Vllm Gemm "0.24.0" default "b200_sxm/vllm/gemm.bin";
     B200Sxm Vllm GenerationAttention "0.24.0" default "b200_sxm/vllm/generation_attention.bin";
     B200Sxm Vllm LinearAttention "0.24.0" default "b200_sxm/vllm/linear_attention.bin";
+    B200Sxm Vllm Mhc "0.24.0" default "b200_sxm/vllm/mhc.bin";
     B200Sxm Vllm MlaBmm "0.24.0" default "b200_sxm/vllm/mla_bmm.bin";
     B200Sxm Vllm Moe "0.24.0" default "b200_sxm/vllm/moe.bin";
     B200Sxm Vllm ContextAttention "0.19.0" other "b200_sxm/vllm@0.19.0/context_attention.bin";
@@ -120,6 +123,7 @@ files! {
     B300Sxm Sglang GenerationAttention "0.5.14" default "b300_sxm/sglang/generation_attention.bin";
     B300Sxm Sglang GenerationMla "0.5.14" default "b300_sxm/sglang/generation_mla.bin";
     B300Sxm Sglang LinearAttention "0.5.14" default "b300_sxm/sglang/linear_attention.bin";
+    B300Sxm Sglang Mhc "0.5.14" default "b300_sxm/sglang/mhc.bin";
     B300Sxm Sglang MlaBmm "0.5.14" default "b300_sxm/sglang/mla_bmm.bin";
     B300Sxm Sglang Moe "0.5.14" default "b300_sxm/sglang/moe.bin";
     B300Sxm Sglang ContextAttention "0.5.10" other "b300_sxm/sglang@0.5.10/context_attention.bin";
@@ -148,6 +152,7 @@ files! {
     B300Sxm Trtllm GenerationMla "1.3.0rc20" default "b300_sxm/trtllm/generation_mla.bin";
     B300Sxm Trtllm LinearAttention "1.3.0rc20" default "b300_sxm/trtllm/linear_attention.bin";
     B300Sxm Trtllm Mamba2 "1.3.0rc20" default "b300_sxm/trtllm/mamba2.bin";
+    B300Sxm Trtllm Mhc "1.3.0rc20" default "b300_sxm/trtllm/mhc.bin";
     B300Sxm Trtllm MlaBmm "1.3.0rc20" default "b300_sxm/trtllm/mla_bmm.bin";
     B300Sxm Trtllm Moe "1.3.0rc20" default "b300_sxm/trtllm/moe.bin";
     B300Sxm Trtllm ContextAttention "1.3.0rc10" other "b300_sxm/trtllm@1.3.0rc10/context_attention.bin";
@@ -166,6 +171,7 @@ files! {
     B300Sxm Vllm Gemm "0.24.0" default "b300_sxm/vllm/gemm.bin";
     B300Sxm Vllm GenerationAttention "0.24.0" default "b300_sxm/vllm/generation_attention.bin";
     B300Sxm Vllm LinearAttention "0.24.0" default "b300_sxm/vllm/linear_attention.bin";
+    B300Sxm Vllm Mhc "0.24.0" default "b300_sxm/vllm/mhc.bin";
     B300Sxm Vllm MlaBmm "0.24.0" default "b300_sxm/vllm/mla_bmm.bin";
     B300Sxm Vllm Moe "0.24.0" default "b300_sxm/vllm/moe.bin";
     B300Sxm Vllm ContextAttention "0.19.0" other "b300_sxm/vllm@0.19.0/context_attention.bin";
@@ -191,6 +197,7 @@ files! {
     Gb200 Sglang GenerationAttention "0.5.14" default "gb200/sglang/generation_attention.bin";
     Gb200 Sglang GenerationMla "0.5.14" default "gb200/sglang/generation_mla.bin";
     Gb200 Sglang LinearAttention "0.5.14" default "gb200/sglang/linear_attention.bin";
+    Gb200 Sglang Mhc "0.5.14" default "gb200/sglang/mhc.bin";
     Gb200 Sglang MlaBmm "0.5.14" default "gb200/sglang/mla_bmm.bin";
     Gb200 Sglang Moe "0.5.14" default "gb200/sglang/moe.bin";
     Gb200 Sglang ContextAttention "0.5.10" other "gb200/sglang@0.5.10/context_attention.bin";
@@ -220,6 +227,7 @@ files! {
     Gb200 Trtllm GenerationMla "1.3.0rc20" default "gb200/trtllm/generation_mla.bin";
     Gb200 Trtllm LinearAttention "1.3.0rc20" default "gb200/trtllm/linear_attention.bin";
     Gb200 Trtllm Mamba2 "1.3.0rc20" default "gb200/trtllm/mamba2.bin";
+    Gb200 Trtllm Mhc "1.3.0rc20" default "gb200/trtllm/mhc.bin";
     Gb200 Trtllm MlaBmm "1.3.0rc20" default "gb200/trtllm/mla_bmm.bin";
     Gb200 Trtllm Moe "1.3.0rc20" default "gb200/trtllm/moe.bin";
     Gb200 Trtllm ContextAttention "1.3.0rc10" other "gb200/trtllm@1.3.0rc10/context_attention.bin";
@@ -244,6 +252,7 @@ files! {
     Gb200 Vllm Gemm "0.24.0" default "gb200/vllm/gemm.bin";
     Gb200 Vllm GenerationAttention "0.24.0" default "gb200/vllm/generation_attention.bin";
     Gb200 Vllm LinearAttention "0.24.0" default "gb200/vllm/linear_attention.bin";
+    Gb200 Vllm Mhc "0.24.0" default "gb200/vllm/mhc.bin";
     Gb200 Vllm MlaBmm "0.24.0" default "gb200/vllm/mla_bmm.bin";
     Gb200 Vllm Moe "0.24.0" default "gb200/vllm/moe.bin";
     Gb200 Vllm ContextAttention "0.14.0" other "gb200/vllm@0.14.0/context_attention.bin";
@@ -270,6 +279,7 @@ files! {
     Gb300 Sglang GenerationAttention "0.5.14" default "gb300/sglang/generation_attention.bin";
     Gb300 Sglang GenerationMla "0.5.14" default "gb300/sglang/generation_mla.bin";
     Gb300 Sglang LinearAttention "0.5.14" default "gb300/sglang/linear_attention.bin";
+    Gb300 Sglang Mhc "0.5.14" default "gb300/sglang/mhc.bin";
     Gb300 Sglang MlaBmm "0.5.14" default "gb300/sglang/mla_bmm.bin";
     Gb300 Sglang Moe "0.5.14" default "gb300/sglang/moe.bin";
     Gb300 Sglang ContextAttention "0.5.10" other "gb300/sglang@0.5.10/context_attention.bin";
@@ -299,6 +309,7 @@ files! {
     Gb300 Trtllm GenerationMla "1.3.0rc20" default "gb300/trtllm/generation_mla.bin";
     Gb300 Trtllm LinearAttention "1.3.0rc20" default "gb300/trtllm/linear_attention.bin";
     Gb300 Trtllm Mamba2 "1.3.0rc20" default "gb300/trtllm/mamba2.bin";
+    Gb300 Trtllm Mhc "1.3.0rc20" default "gb300/trtllm/mhc.bin";
     Gb300 Trtllm MlaBmm "1.3.0rc20" default "gb300/trtllm/mla_bmm.bin";
     Gb300 Trtllm Moe "1.3.0rc20" default "gb300/trtllm/moe.bin";
     Gb300 Trtllm ContextAttention "1.3.0rc10" other "gb300/trtllm@1.3.0rc10/context_attention.bin";
@@ -317,6 +328,7 @@ files! {
     Gb300 Vllm Gemm "0.24.0" default "gb300/vllm/gemm.bin";
     Gb300 Vllm GenerationAttention "0.24.0" default "gb300/vllm/generation_attention.bin";
     Gb300 Vllm LinearAttention "0.24.0" default "gb300/vllm/linear_attention.bin";
+    Gb300 Vllm Mhc "0.24.0" default "gb300/vllm/mhc.bin";
     Gb300 Vllm MlaBmm "0.24.0" default "gb300/vllm/mla_bmm.bin";
     Gb300 Vllm Moe "0.24.0" default "gb300/vllm/moe.bin";
     Gb300 Vllm ContextAttention "0.14.0" other "gb300/vllm@0.14.0/context_attention.bin";
@@ -338,6 +350,7 @@ files! {
     H100Sxm Sglang GenerationAttention "0.5.14" default "h100_sxm/sglang/generation_attention.bin";
     H100Sxm Sglang GenerationMla "0.5.14" default "h100_sxm/sglang/generation_mla.bin";
     H100Sxm Sglang LinearAttention "0.5.14" default "h100_sxm/sglang/linear_attention.bin";
+    H100Sxm Sglang Mhc "0.5.14" default "h100_sxm/sglang/mhc.bin";
     H100Sxm Sglang MlaBmm "0.5.14" default "h100_sxm/sglang/mla_bmm.bin";
     H100Sxm Sglang Moe "0.5.14" default "h100_sxm/sglang/moe.bin";
     H100Sxm Sglang ContextAttention "0.5.10" other "h100_sxm/sglang@0.5.10/context_attention.bin";
@@ -374,6 +387,7 @@ files! {
     H100Sxm Trtllm GenerationMla "1.3.0rc20" default "h100_sxm/trtllm/generation_mla.bin";
     H100Sxm Trtllm LinearAttention "1.3.0rc20" default "h100_sxm/trtllm/linear_attention.bin";
     H100Sxm Trtllm Mamba2 "1.3.0rc20" default "h100_sxm/trtllm/mamba2.bin";
+    H100Sxm Trtllm Mhc "1.3.0rc20" default "h100_sxm/trtllm/mhc.bin";
     H100Sxm Trtllm MlaBmm "1.3.0rc20" default "h100_sxm/trtllm/mla_bmm.bin";
     H100Sxm Trtllm Moe "1.3.0rc20" default "h100_sxm/trtllm/moe.bin";
     H100Sxm Trtllm ContextAttention "1.2.0rc5" other "h100_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -399,6 +413,7 @@ files! {
     H100Sxm Vllm Gemm "0.24.0" default "h100_sxm/vllm/gemm.bin";
     H100Sxm Vllm GenerationAttention "0.24.0" default "h100_sxm/vllm/generation_attention.bin";
     H100Sxm Vllm LinearAttention "0.24.0" default "h100_sxm/vllm/linear_attention.bin";
+    H100Sxm Vllm Mhc "0.24.0" default "h100_sxm/vllm/mhc.bin";
     H100Sxm Vllm MlaBmm "0.24.0" default "h100_sxm/vllm/mla_bmm.bin";
     H100Sxm Vllm Moe "0.24.0" default "h100_sxm/vllm/moe.bin";
     H100Sxm Vllm ContextAttention "0.14.0" other "h100_sxm/vllm@0.14.0/context_attention.bin";
@@ -422,6 +437,7 @@ files! {
     H200Sxm Sglang GenerationAttention "0.5.14" default "h200_sxm/sglang/generation_attention.bin";
     H200Sxm Sglang GenerationMla "0.5.14" default "h200_sxm/sglang/generation_mla.bin";
     H200Sxm Sglang LinearAttention "0.5.14" default "h200_sxm/sglang/linear_attention.bin";
+    H200Sxm Sglang Mhc "0.5.14" default "h200_sxm/sglang/mhc.bin";
     H200Sxm Sglang MlaBmm "0.5.14" default "h200_sxm/sglang/mla_bmm.bin";
     H200Sxm Sglang Moe "0.5.14" default "h200_sxm/sglang/moe.bin";
     H200Sxm Sglang ContextAttention "0.5.10" other "h200_sxm/sglang@0.5.10/context_attention.bin";
@@ -457,6 +473,7 @@ files! {
     H200Sxm Trtllm GenerationMla "1.3.0rc20" default "h200_sxm/trtllm/generation_mla.bin";
     H200Sxm Trtllm LinearAttention "1.3.0rc20" default "h200_sxm/trtllm/linear_attention.bin";
     H200Sxm Trtllm Mamba2 "1.3.0rc20" default "h200_sxm/trtllm/mamba2.bin";
+    H200Sxm Trtllm Mhc "1.3.0rc20" default "h200_sxm/trtllm/mhc.bin";
     H200Sxm Trtllm MlaBmm "1.3.0rc20" default "h200_sxm/trtllm/mla_bmm.bin";
     H200Sxm Trtllm Moe "1.3.0rc20" default "h200_sxm/trtllm/moe.bin";
     H200Sxm Trtllm ContextAttention "1.2.0rc5" other "h200_sxm/trtllm@1.2.0rc5/context_attention.bin";
@@ -482,6 +499,7 @@ files! {
     H200Sxm Vllm Gemm "0.24.0" default "h200_sxm/vllm/gemm.bin";
     H200Sxm Vllm GenerationAttention "0.24.0" default "h200_sxm/vllm/generation_attention.bin";
     H200Sxm Vllm LinearAttention "0.24.0" default "h200_sxm/vllm/linear_attention.bin";
+    H200Sxm Vllm Mhc "0.24.0" default "h200_sxm/vllm/mhc.bin";
     H200Sxm Vllm MlaBmm "0.24.0" default "h200_sxm/vllm/mla_bmm.bin";
     H200Sxm Vllm Moe "0.24.0" default "h200_sxm/vllm/moe.bin";
     H200Sxm Vllm ContextAttention "0.14.0" other "h200_sxm/vllm@0.14.0/context_attention.bin";
@@ -547,6 +565,7 @@ files! {
     L40s Trtllm GenerationAttention "1.3.0rc20" default "l40s/trtllm/generation_attention.bin";
     L40s Trtllm LinearAttention "1.3.0rc20" default "l40s/trtllm/linear_attention.bin";
     L40s Trtllm Mamba2 "1.3.0rc20" default "l40s/trtllm/mamba2.bin";
+    L40s Trtllm Mhc "1.3.0rc20" default "l40s/trtllm/mhc.bin";
     L40s Trtllm MlaBmm "1.3.0rc20" default "l40s/trtllm/mla_bmm.bin";
     L40s Trtllm Moe "1.3.0rc20" default "l40s/trtllm/moe.bin";
     L40s Trtllm ContextAttention "1.0.0" other "l40s/trtllm@1.0.0/context_attention.bin";
@@ -566,6 +585,7 @@ files! {
     L40s Vllm Gemm "0.24.0" default "l40s/vllm/gemm.bin";
     L40s Vllm GenerationAttention "0.24.0" default "l40s/vllm/generation_attention.bin";
     L40s Vllm LinearAttention "0.24.0" default "l40s/vllm/linear_attention.bin";
+    L40s Vllm Mhc "0.24.0" default "l40s/vllm/mhc.bin";
     L40s Vllm Moe "0.24.0" default "l40s/vllm/moe.bin";
     L40s Vllm ContextAttention "0.14.0" other "l40s/vllm@0.14.0/context_attention.bin";
     L40s Vllm ContextMla "0.14.0" other "l40s/vllm@0.14.0/context_mla.bin";
@@ -586,6 +606,7 @@ files! {
     RtxPro6000Server Sglang GenerationAttention "0.5.14" default "rtx_pro_6000_server/sglang/generation_attention.bin";
     RtxPro6000Server Sglang GenerationMla "0.5.14" default "rtx_pro_6000_server/sglang/generation_mla.bin";
     RtxPro6000Server Sglang LinearAttention "0.5.14" default "rtx_pro_6000_server/sglang/linear_attention.bin";
+    RtxPro6000Server Sglang Mhc "0.5.14" default "rtx_pro_6000_server/sglang/mhc.bin";
     RtxPro6000Server Sglang MlaBmm "0.5.14" default "rtx_pro_6000_server/sglang/mla_bmm.bin";
     RtxPro6000Server Sglang Moe "0.5.14" default "rtx_pro_6000_server/sglang/moe.bin";
     RtxPro6000Server Sglang ContextAttention "0.5.10" other "rtx_pro_6000_server/sglang@0.5.10/context_attention.bin";
@@ -606,6 +627,7 @@ files! {
     RtxPro6000Server Trtllm GenerationMla "1.3.0rc20" default "rtx_pro_6000_server/trtllm/generation_mla.bin";
     RtxPro6000Server Trtllm LinearAttention "1.3.0rc20" default "rtx_pro_6000_server/trtllm/linear_attention.bin";
     RtxPro6000Server Trtllm Mamba2 "1.3.0rc20" default "rtx_pro_6000_server/trtllm/mamba2.bin";
+    RtxPro6000Server Trtllm Mhc "1.3.0rc20" default "rtx_pro_6000_server/trtllm/mhc.bin";
     RtxPro6000Server Trtllm MlaBmm "1.3.0rc20" default "rtx_pro_6000_server/trtllm/mla_bmm.bin";
     RtxPro6000Server Trtllm Moe "1.3.0rc20" default "rtx_pro_6000_server/trtllm/moe.bin";
     RtxPro6000Server Trtllm ContextAttention "1.3.0rc10" other "rtx_pro_6000_server/trtllm@1.3.0rc10/context_attention.bin";
@@ -657,15 +679,19 @@ reuse! {
     B200Sxm Sglang GenerationAttention "0.5.12" "0.5.14";
     B200Sxm Sglang GenerationMla "0.5.12" "0.5.14";
     B200Sxm Sglang LinearAttention "0.5.12" "0.5.14";
+    B200Sxm Sglang Mhc "0.5.12" "0.5.14";
     B200Sxm Sglang MlaBmm "0.5.12" "0.5.14";
     B200Sxm Sglang Moe "0.5.12" "0.5.14";
     B200Sxm Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
+    B200Sxm Trtllm Mhc "1.3.0rc23" "1.3.0rc20";
+    B200Sxm Vllm Mhc "0.22.0" "0.24.0";
     B300Sxm Sglang ContextAttention "0.5.12" "0.5.14";
     B300Sxm Sglang ContextMla "0.5.12" "0.5.14";
     B300Sxm Sglang Gemm "0.5.12" "0.5.14";
     B300Sxm Sglang GenerationAttention "0.5.12" "0.5.14";
     B300Sxm Sglang GenerationMla "0.5.12" "0.5.14";
     B300Sxm Sglang LinearAttention "0.5.12" "0.5.14";
+    B300Sxm Sglang Mhc "0.5.12" "0.5.14";
     B300Sxm Sglang MlaBmm "0.5.12" "0.5.14";
     B300Sxm Sglang Moe "0.5.12" "0.5.14";
     B300Sxm Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";
@@ -678,10 +704,12 @@ reuse! {
     B300Sxm Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     B300Sxm Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
+    B300Sxm Trtllm Mhc "1.3.0rc23" "1.3.0rc20";
     B300Sxm Vllm ContextAttention "0.22.0" "0.24.0";
     B300Sxm Vllm Gemm "0.22.0" "0.24.0";
     B300Sxm Vllm GenerationAttention "0.22.0" "0.24.0";
     B300Sxm Vllm LinearAttention "0.22.0" "0.24.0";
+    B300Sxm Vllm Mhc "0.22.0" "0.24.0";
     B300Sxm Vllm Moe "0.22.0" "0.24.0";
     Gb200 Sglang ContextAttention "0.5.12" "0.5.14";
     Gb200 Sglang ContextMla "0.5.12" "0.5.14";
@@ -689,6 +717,7 @@ reuse! {
     Gb200 Sglang GenerationAttention "0.5.12" "0.5.14";
     Gb200 Sglang GenerationMla "0.5.12" "0.5.14";
     Gb200 Sglang LinearAttention "0.5.12" "0.5.14";
+    Gb200 Sglang Mhc "0.5.12" "0.5.14";
     Gb200 Sglang MlaBmm "0.5.12" "0.5.14";
     Gb200 Sglang Moe "0.5.12" "0.5.14";
     Gb200 Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";
@@ -701,12 +730,15 @@ reuse! {
     Gb200 Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     Gb200 Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
+    Gb200 Trtllm Mhc "1.3.0rc23" "1.3.0rc20";
+    Gb200 Vllm Mhc "0.22.0" "0.24.0";
     Gb300 Sglang ContextAttention "0.5.12" "0.5.14";
     Gb300 Sglang ContextMla "0.5.12" "0.5.14";
     Gb300 Sglang Gemm "0.5.12" "0.5.14";
     Gb300 Sglang GenerationAttention "0.5.12" "0.5.14";
     Gb300 Sglang GenerationMla "0.5.12" "0.5.14";
     Gb300 Sglang LinearAttention "0.5.12" "0.5.14";
+    Gb300 Sglang Mhc "0.5.12" "0.5.14";
     Gb300 Sglang MlaBmm "0.5.12" "0.5.14";
     Gb300 Sglang Moe "0.5.12" "0.5.14";
     Gb300 Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";
@@ -719,10 +751,12 @@ reuse! {
     Gb300 Trtllm MlaBmm "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     Gb300 Trtllm Gemm "1.3.0rc23" "1.3.0rc20";
+    Gb300 Trtllm Mhc "1.3.0rc23" "1.3.0rc20";
     Gb300 Vllm ContextAttention "0.22.0" "0.24.0";
     Gb300 Vllm Gemm "0.22.0" "0.24.0";
     Gb300 Vllm GenerationAttention "0.22.0" "0.24.0";
     Gb300 Vllm LinearAttention "0.22.0" "0.24.0";
+    Gb300 Vllm Mhc "0.22.0" "0.24.0";
     Gb300 Vllm Moe "0.22.0" "0.24.0";
     H100Sxm Sglang ContextAttention "0.5.12" "0.5.14";
     H100Sxm Sglang ContextMla "0.5.12" "0.5.14";
@@ -730,6 +764,7 @@ reuse! {
     H100Sxm Sglang GenerationAttention "0.5.12" "0.5.14";
     H100Sxm Sglang GenerationMla "0.5.12" "0.5.14";
     H100Sxm Sglang LinearAttention "0.5.12" "0.5.14";
+    H100Sxm Sglang Mhc "0.5.12" "0.5.14";
     H100Sxm Sglang MlaBmm "0.5.12" "0.5.14";
     H100Sxm Sglang Moe "0.5.12" "0.5.14";
     H100Sxm Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";
@@ -747,6 +782,7 @@ reuse! {
     H100Sxm Vllm GenerationAttention "0.22.0" "0.24.0";
     H100Sxm Vllm GenerationMla "0.22.0" "0.14.0";
     H100Sxm Vllm LinearAttention "0.22.0" "0.24.0";
+    H100Sxm Vllm Mhc "0.22.0" "0.24.0";
     H100Sxm Vllm Moe "0.22.0" "0.24.0";
     H200Sxm Sglang ContextAttention "0.5.12" "0.5.14";
     H200Sxm Sglang ContextMla "0.5.12" "0.5.14";
@@ -754,6 +790,7 @@ reuse! {
     H200Sxm Sglang GenerationAttention "0.5.12" "0.5.14";
     H200Sxm Sglang GenerationMla "0.5.12" "0.5.14";
     H200Sxm Sglang LinearAttention "0.5.12" "0.5.14";
+    H200Sxm Sglang Mhc "0.5.12" "0.5.14";
     H200Sxm Sglang MlaBmm "0.5.12" "0.5.14";
     H200Sxm Sglang Moe "0.5.12" "0.5.14";
     H200Sxm Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";
@@ -767,6 +804,7 @@ reuse! {
     H200Sxm Trtllm Moe "1.3.0rc15" "1.3.0rc10";
     H200Sxm Vllm ContextMla "0.22.0" "0.14.0";
     H200Sxm Vllm GenerationMla "0.22.0" "0.14.0";
+    H200Sxm Vllm Mhc "0.22.0" "0.24.0";
     L40s Sglang LinearAttention "0.5.12" "0.5.14";
     L40s Trtllm ContextMla "1.3.0rc15" "1.0.0";
     L40s Trtllm GenerationMla "1.3.0rc15" "1.0.0";
@@ -774,12 +812,14 @@ reuse! {
     L40s Vllm ContextMla "0.22.0" "0.14.0";
     L40s Vllm GenerationMla "0.22.0" "0.14.0";
     L40s Vllm LinearAttention "0.22.0" "0.24.0";
+    L40s Vllm Mhc "0.22.0" "0.24.0";
     RtxPro6000Server Sglang ContextAttention "0.5.12" "0.5.14";
     RtxPro6000Server Sglang ContextMla "0.5.12" "0.5.14";
     RtxPro6000Server Sglang Gemm "0.5.12" "0.5.14";
     RtxPro6000Server Sglang GenerationAttention "0.5.12" "0.5.14";
     RtxPro6000Server Sglang GenerationMla "0.5.12" "0.5.14";
     RtxPro6000Server Sglang LinearAttention "0.5.12" "0.5.14";
+    RtxPro6000Server Sglang Mhc "0.5.12" "0.5.14";
     RtxPro6000Server Sglang MlaBmm "0.5.12" "0.5.14";
     RtxPro6000Server Sglang Moe "0.5.12" "0.5.14";
     RtxPro6000Server Trtllm ContextAttention "1.3.0rc15" "1.3.0rc10";

@@ -389,6 +389,10 @@ impl Measured {
         if let Some(r) = op.recurrent {
             return self.linear_table_s(r).map(|t| (t, kernels::recurrent_table(r.rule)));
         }
+        if let Some(h) = op.hyper {
+            let us = kernels::mhc_us(t, h.part, h.hidden, h.streams, h.tokens)?;
+            return Some((us * 1e-6, KernelTable::Mhc));
+        }
         let g = op.gemm?;
         if matches!(op.kind.facts().shard, Shard::Experts(_)) {
             let m = op.moe?;

@@ -25,6 +25,7 @@ pub(crate) enum Op {
     LinearAttention,
     Kda,
     Mamba2,
+    Mhc,
 }
 
 const ATTENTION_KEYS: &[&str] =
@@ -156,8 +157,21 @@ static LINEAR_ATTENTION: OpSpec = recurrent("linear_attention");
 static KDA: OpSpec = recurrent("kda");
 static MAMBA2: OpSpec = recurrent("mamba2");
 
+// A hyper-connection site's mixing kernel (DeepSeek-V4's mHC `pre` or `post`), keyed by the half,
+// the kernel, the hidden size and the streams (exact), over tokens; one site's time.
+static MHC: OpSpec = OpSpec {
+    name: "mhc",
+    keys: &["op_name", "kernel", "hidden_size", "hc_mult"],
+    exact: 4,
+    inner: None,
+    outer: None,
+    axes: &["num_tokens"],
+    tie: None,
+    envelope: &[0],
+};
+
 impl Op {
-    const COUNT: usize = 12;
+    const COUNT: usize = 13;
     /// Every operation (the tests check each is in one table family).
     #[cfg(test)]
     const ALL: [Op; Op::COUNT] = [
@@ -173,6 +187,7 @@ impl Op {
         Op::LinearAttention,
         Op::Kda,
         Op::Mamba2,
+        Op::Mhc,
     ];
 
     /// The operations of a table family (whose times are reported under its name: both attention
@@ -189,6 +204,7 @@ impl Op {
             KernelTable::LinearAttention => &[Op::LinearAttention],
             KernelTable::Kda => &[Op::Kda],
             KernelTable::Mamba2 => &[Op::Mamba2],
+            KernelTable::Mhc => &[Op::Mhc],
         }
     }
 
@@ -206,6 +222,7 @@ impl Op {
             Op::LinearAttention => &LINEAR_ATTENTION,
             Op::Kda => &KDA,
             Op::Mamba2 => &MAMBA2,
+            Op::Mhc => &MHC,
         }
     }
 }
@@ -1102,6 +1119,23 @@ pub(super) fn linear_us(t: &Tables, q: &LinearQuery) -> Option<f64> {
             return None;
         }
         f.eval_group(g, q.value_heads, q.key_heads, false, |t| f.eval_ln(t, &[q.batch, q.seq_len]))
+    }))
+    .map(to_us)
+}
+
+pub(super) fn mhc_us(t: &Tables, part: super::HyperPart, hidden: u64, streams: u64, tokens: f64) -> Option<f64> {
+    if !positive(&[tokens]) {
+        return None;
+    }
+    let f = envelope(t.file(Op::Mhc)?)?;
+    let half = match part {
+        super::HyperPart::Pre => "pre",
+        super::HyperPart::Post => "post",
+    };
+    // The fastest kernel measured for this half and shape, as the engine picks one.
+    fastest(f.names(1).map(|kernel| {
+        let g = f.file().find(&[Q::S(half), Q::S(kernel), Q::N(hidden as f64), Q::N(streams as f64)])?;
+        f.eval_ln(g.levels[0].tables[0], &[tokens])
     }))
     .map(to_us)
 }

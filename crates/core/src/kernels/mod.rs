@@ -69,6 +69,7 @@ mod version;
 use crate::error::{Error, Result};
 use crate::hardware::{builtin_gpus, Gpu};
 use crate::model::Recurrence;
+pub use crate::operator::HyperPart;
 use std::fmt;
 use std::str::FromStr;
 
@@ -238,11 +239,13 @@ pub enum KernelTable {
     Kda,
     /// A Mamba-2 layer's short convolution (`mamba2`; the tables hold no scan kernel).
     Mamba2,
+    /// A hyper-connection site's mixing kernels (`mhc`: DeepSeek-V4's `pre` and `post`).
+    Mhc,
 }
 
 impl KernelTable {
     /// Every table family.
-    pub const ALL: [KernelTable; 10] = [
+    pub const ALL: [KernelTable; 11] = [
         KernelTable::Gemm,
         KernelTable::Attention,
         KernelTable::Mla,
@@ -253,6 +256,7 @@ impl KernelTable {
         KernelTable::LinearAttention,
         KernelTable::Kda,
         KernelTable::Mamba2,
+        KernelTable::Mhc,
     ];
 
     /// The table's name, as its data file is named.
@@ -268,6 +272,7 @@ impl KernelTable {
             KernelTable::LinearAttention => "linear_attention",
             KernelTable::Kda => "kda",
             KernelTable::Mamba2 => "mamba2",
+            KernelTable::Mhc => "mhc",
         }
     }
 }
@@ -694,6 +699,15 @@ pub fn moe_us(t: &Tables, q: &MoeQuery) -> Option<f64> {
 /// `None` where no such kernel, key-head count or value-head range was measured.
 pub fn linear_us(t: &Tables, q: &LinearQuery) -> Option<f64> {
     embedded::linear_us(t, q)
+}
+
+/// Time of one hyper-connection site's `part` (DeepSeek-V4's mHC `pre` or `post`) over `tokens`
+/// tokens of `streams` residual streams of `hidden`, µs, as `engine` runs it: the fastest kernel
+/// measured at exactly this hidden size and stream count, the tokens interpolated on the monotone
+/// envelope (more tokens never faster). The source times a decoder layer's sites in one row and
+/// `scripts/kernel-data` divides it by their number. `None` where the shape was not measured.
+pub fn mhc_us(t: &Tables, part: HyperPart, hidden: u64, streams: u64, tokens: f64) -> Option<f64> {
+    embedded::mhc_us(t, part, hidden, streams, tokens)
 }
 
 /// Time of one all-reduce of `bytes` bytes of bf16 (2 bytes per element) over `gpus` GPUs of

@@ -18,6 +18,7 @@
 use super::{Op, OpBuilder, OpKind};
 use crate::conventions::RMSNORM_FLOPS_PER_ELEMENT;
 use crate::cost::Cost;
+use crate::operator::{HyperPart, HyperShape};
 use crate::precision::MathFormat;
 
 /// Sinkhorn iterations of the combination matrix (`hc_sinkhorn_iters`, 20 in every DeepSeek-V4
@@ -41,7 +42,13 @@ impl OpBuilder<'_> {
             activation_written_bytes: t * h * self.a,
             ..Cost::ZERO
         };
-        Op::plain(kind, cost, MathFormat::Vector)
+        self.hyper_site(kind, cost, HyperPart::Pre, n)
+    }
+
+    /// A site's mixing operator, with its shape for the measured kernels.
+    fn hyper_site(&self, kind: OpKind, cost: Cost, part: HyperPart, streams: u64) -> Op {
+        let hyper = HyperShape { part, streams, hidden: self.hidden, tokens: self.tokens };
+        Op { hyper: Some(hyper), ..Op::plain(kind, cost, MathFormat::Vector) }
     }
 
     /// The mixing of a block's output back into `n` streams (module docs).
@@ -54,7 +61,7 @@ impl OpBuilder<'_> {
             activation_written_bytes: t * width * self.a,
             ..Cost::ZERO
         };
-        Op::plain(kind, cost, MathFormat::Vector)
+        self.hyper_site(kind, cost, HyperPart::Post, n)
     }
 
     /// The collapse of `n` streams into one before the final norm (module docs).

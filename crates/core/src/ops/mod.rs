@@ -123,6 +123,7 @@ impl<'a> OpBuilder<'a> {
             merge_n: None,
             moe: None,
             recurrent: None,
+            hyper: None,
         }
     }
     /// Every operator of one decoder layer, in order.

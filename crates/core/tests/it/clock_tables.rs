@@ -408,3 +408,48 @@ fn mamba2_takes_the_measured_convolution_and_a_fitted_scan() {
     let prefill = ledger("prefill", "1");
     assert_eq!(row(&prefill, OpKind::ShortConv).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
 }
+
+/// DeepSeek-V4's hyper-connections from the `mhc` tables: one site's mixing kernel, the source's
+/// row over a decoder layer's two sites halved (b200_sxm/mhc/sglang/0.5.14/mhc_module_perf.parquet,
+/// hidden 4096, 4 streams, 16 tokens: `pre` 0.0187 ms and `post` 0.0064 ms for both sites). The
+/// final collapse was not measured (fitted), nor is anything on a GPU without the table.
+#[test]
+fn hyper_connections_take_the_measured_mhc_kernels() {
+    use llm_ledger_core::kernels::{Engine, KernelGpu, KernelTable};
+    use llm_ledger_core::ops::OpKind;
+    use llm_ledger_core::roofline::{FittedKernel, TimeSource};
+    use llm_ledger_core::Ledger;
+    let ledger = |gpu: &str| {
+        let pairs = [
+            ("model", "deepseek-v4-flash"),
+            ("gpu", gpu),
+            ("engine", "sglang"),
+            ("phase", "decode"),
+            ("batch", "16"),
+            ("ctx", "2048"),
+        ];
+        Ledger::build(&llm_ledger_core::testing::scenario(&pairs))
+    };
+    let row = |l: &Ledger, kind: OpKind| l.rows.iter().find(|r| r.op == kind).unwrap().clone();
+    let b200 = ledger("b200");
+    let mhc = TimeSource::Table {
+        gpu: KernelGpu::B200Sxm,
+        engine: Some(Engine::Sglang),
+        version: "0.5.14",
+        table: KernelTable::Mhc,
+    };
+    for (kind, both_sites_ms) in [
+        (OpKind::AttnHcPre, 0.0187),
+        (OpKind::MlpHcPre, 0.0187),
+        (OpKind::AttnHcPost, 0.0064),
+        (OpKind::MlpHcPost, 0.0064),
+    ] {
+        let r = row(&b200, kind);
+        assert_eq!(r.timing.source, Some(mhc), "{kind:?}");
+        let per_site_us = r.timing.time_s / r.instances as f64 * 1e6;
+        assert!((per_site_us / (both_sites_ms * 1e3 / 2.0) - 1.0).abs() < 2e-3, "{kind:?}: {per_site_us}");
+    }
+    assert_eq!(row(&b200, OpKind::HcHead).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
+    let a100 = ledger("a100-80gb-sxm");
+    assert_eq!(row(&a100, OpKind::AttnHcPre).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
+}
