@@ -129,7 +129,7 @@ fn describe(runs: &[&SimConfig]) -> String {
     let n = if runs.len() == 1 { "1 run".to_string() } else { format!("{} runs", runs.len()) };
     let what = match &first.arrivals {
         Arrivals::Trace(t) => format!("a trace of {} requests", t.len()),
-        _ => format!(
+        Arrivals::Poisson { .. } | Arrivals::Gamma { .. } | Arrivals::Closed { .. } => format!(
             "{} requests of {} + {} tokens",
             first.requests,
             compact_f64(first.prompt.mean_tokens()),
@@ -160,7 +160,7 @@ pub fn min_steps(cfg: &SimConfig) -> f64 {
             let own = (p / chunk).ceil() + decodes(r.output_tokens as f64);
             (s + own, k + p + r.output_tokens as f64 - 1.0, l.max(own))
         }),
-        _ => {
+        Arrivals::Poisson { .. } | Arrivals::Gamma { .. } | Arrivals::Closed { .. } => {
             let n = cfg.requests as f64;
             let (p, o) = (computed(cfg.prompt.mean_tokens()), cfg.output.mean_tokens());
             let own = (p / chunk).ceil() + decodes(o);

@@ -379,7 +379,9 @@ impl Deployment {
                 let gpus = prefill * p.prefill.gpus() + decode * p.decode.gpus();
                 Deployment::Aggregated { replicas: (gpus / p.aggregated.gpus()).max(1) }
             }
-            _ => Deployment::Aggregated { replicas: self.instances() },
+            Deployment::Aggregated { .. } | Deployment::Disaggregated(Disagg { pools: None, .. }) => {
+                Deployment::Aggregated { replicas: self.instances() }
+            }
         }
     }
 
@@ -398,7 +400,7 @@ impl Deployment {
                     format!("PREFILL:DECODE instances, each at least 1, together at most {MAX_INSTANCES}"),
                 ))
             }
-            _ => Ok(()),
+            Deployment::Aggregated { .. } | Deployment::Disaggregated(_) => Ok(()),
         }
     }
 }

@@ -80,11 +80,11 @@ impl Admission {
     /// watermark, SGLang its reservation ratio; gpt-fast and eager have no serving scheduler of
     /// their own and take the plain one.
     pub fn of_engine(engine: Engine) -> Admission {
-        match engine.family() {
-            Engine::Trtllm => Admission::GuaranteedNoEvict,
-            Engine::Vllm => Admission::VLLM,
+        match engine {
+            Engine::Trtllm | Engine::TrtllmPreXqa => Admission::GuaranteedNoEvict,
+            Engine::Vllm | Engine::VllmV0 => Admission::VLLM,
             Engine::Sglang => Admission::SGLANG,
-            _ => Admission::MaxUtilization,
+            Engine::GptFast | Engine::Eager => Admission::MaxUtilization,
         }
     }
 
@@ -105,7 +105,10 @@ impl Admission {
                     "ratios with 0 ≤ min ≤ init ≤ 1",
                 ))
             }
-            _ => Ok(()),
+            Admission::MaxUtilization
+            | Admission::GuaranteedNoEvict
+            | Admission::Watermark { .. }
+            | Admission::Sglang { .. } => Ok(()),
         }
     }
 }
@@ -290,7 +293,9 @@ impl HostTime {
     pub fn of_engine(engine: Engine) -> HostTime {
         match engine {
             Engine::VllmV0 | Engine::Eager => HostTime::Serial,
-            _ => HostTime::Overlapped,
+            Engine::Trtllm | Engine::TrtllmPreXqa | Engine::Vllm | Engine::Sglang | Engine::GptFast => {
+                HostTime::Overlapped
+            }
         }
     }
 }

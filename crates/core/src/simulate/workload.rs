@@ -75,7 +75,7 @@ impl Arrivals {
     pub fn rate_per_s(&self) -> Option<f64> {
         match self {
             Arrivals::Poisson { rate_per_s } | Arrivals::Gamma { rate_per_s, .. } => Some(*rate_per_s),
-            _ => None,
+            Arrivals::Closed { .. } | Arrivals::Trace(_) => None,
         }
     }
 
