@@ -267,7 +267,7 @@ impl PlanLoadRequest {
             Ok(v.as_deref().map(|s| parse_u64(field, s)).transpose()?.unwrap_or(default))
         };
         // Each candidate is served by the engine's own scheduler (as `simulate` runs it).
-        let defaults = SimConfig::poisson(rate_per_s).for_engine(sc.clock.engine);
+        let defaults = SimConfig::poisson(rate_per_s).for_engine(sc.clock.engine, &sc.gpu);
         let sim = SimConfig {
             requests: u("requests", &self.requests, DEFAULT_SEARCH_REQUESTS)?,
             seed: u("seed", &self.seed, defaults.seed)?,

@@ -224,8 +224,18 @@ pub fn inputs() -> &'static [Input] {
             "prompt tokens",
         ),
         Input::text("output", Some("256"), "as prompt", "output tokens"),
-        Input::text("max_seqs", Some("256"), "a positive integer", "most sequences per step"),
-        Input::text("max_batched_tokens", Some("8192"), "a positive integer", "most new tokens per step"),
+        Input::text(
+            "max_seqs",
+            None,
+            "a positive integer (default: the engine's own on the GPU)",
+            "most sequences per step",
+        ),
+        Input::text(
+            "max_batched_tokens",
+            None,
+            "a positive integer (default: the engine's own on the GPU)",
+            "most new tokens per step",
+        ),
         Input::text(
             "chunk",
             None,
@@ -386,7 +396,7 @@ pub fn config(args: &SimRequest, sc: &Scenario, files: Files<'_>) -> Result<SimC
     };
     // The engine the clock times is the engine whose scheduler runs: its admission, host time and
     // CUDA-graph padding are the defaults.
-    let d = SimConfig::poisson(10.0).for_engine(sc.clock.engine);
+    let d = SimConfig::poisson(10.0).for_engine(sc.clock.engine, &sc.gpu);
     let kind = args.arrivals.as_deref().unwrap_or(if args.trace.is_some() { "trace" } else { "poisson" });
     let arrivals = match (kind.trim().to_ascii_lowercase().as_str(), files) {
         ("poisson", _) => d.arrivals.clone(),

@@ -700,10 +700,13 @@ pub struct SimulateArgs {
     /// Output tokens, as --prompt (default 256).
     #[arg(long, allow_hyphen_values = true, help_heading = "Requests")]
     pub output: Option<String>,
-    /// Most sequences per step (default 256).
+    /// Most sequences per step (default: the engine's own on the GPU: vLLM 1024 on GPUs of 70 GiB
+    /// or more but the A100, else 256; SGLang 2048; others 256).
     #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
     pub max_seqs: Option<String>,
-    /// Most new tokens per step (default 8192).
+    /// Most new tokens per step (default: the engine's own on the GPU: vLLM 8192 on GPUs of 70
+    /// GiB or more but the A100, else 2048; SGLang its prefill chunk by memory, 2048 to 16384;
+    /// others 8192).
     #[arg(long, allow_hyphen_values = true, help_heading = "Scheduler")]
     pub max_batched_tokens: Option<String>,
     /// Most prompt tokens of one sequence per step, chunked prefill (default: --max-batched-tokens).

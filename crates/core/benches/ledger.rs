@@ -132,7 +132,7 @@ fn simulate(c: &mut Criterion) {
         ..SimConfig::poisson(20.0)
     };
     for engine in [Engine::Vllm, Engine::Trtllm] {
-        let cfg = base.clone().for_engine(engine);
+        let cfg = base.clone().for_engine(engine, &sc.gpu);
         group.bench_function(
             format!("10k requests 1024+256 llama-3-8b h100 at 20/s, {} scheduler", engine.name()),
             |b| b.iter(|| black_box(simulate(black_box(&sc), &cfg, |_| {}).unwrap().summary.completed)),

@@ -2016,7 +2016,8 @@ mod over_tcp {
 /// and the default engine's scheduler, TensorRT-LLM's).
 fn sim_config(rate: f64, requests: u64, seed: u64) -> llm_ledger_core::simulate::SimConfig {
     use llm_ledger_core::simulate::SimConfig;
-    SimConfig { requests, seed, ..SimConfig::poisson(rate).for_engine(llm_ledger_core::engine::Engine::Trtllm) }
+    let h100 = llm_ledger_core::Catalog::builtin().gpu("h100-sxm").expect("the catalogue's H100");
+    SimConfig { requests, seed, ..SimConfig::poisson(rate).for_engine(llm_ledger_core::engine::Engine::Trtllm, &h100) }
 }
 
 #[tokio::test]

@@ -133,9 +133,9 @@ impl SimConfig {
             seed: 0,
             prompt: Lengths::Fixed(2048),
             output: Lengths::Fixed(256),
-            max_seqs: 256,
-            max_batched_tokens: 8192,
-            chunk_tokens: 8192,
+            max_seqs: SchedulerLimits::PLAIN.max_seqs,
+            max_batched_tokens: SchedulerLimits::PLAIN.max_batched_tokens,
+            chunk_tokens: SchedulerLimits::PLAIN.max_batched_tokens,
             schedule: Schedule::DecodeFirst,
             block_tokens: 16,
             prefix_hit: 0.0,
@@ -155,10 +155,21 @@ impl SimConfig {
         }
     }
 
-    /// This configuration with `engine`'s own scheduler ([`EnginePolicy::of_engine`]).
-    pub fn for_engine(self, engine: crate::engine::Engine) -> SimConfig {
+    /// This configuration with `engine`'s own scheduler on `gpu` ([`EnginePolicy::of_engine`])
+    /// and its own step limits there ([`SchedulerLimits::of_engine`]; a prompt's chunk up to the
+    /// step's tokens).
+    pub fn for_engine(self, engine: crate::engine::Engine, gpu: &crate::hardware::Gpu) -> SimConfig {
         let p = EnginePolicy::of_engine(engine);
-        SimConfig { admission: p.admission, host: p.host, cuda_graphs: p.cuda_graphs, ..self }
+        let limits = SchedulerLimits::of_engine(engine, gpu);
+        SimConfig {
+            admission: p.admission,
+            host: p.host,
+            cuda_graphs: p.cuda_graphs,
+            max_seqs: limits.max_seqs,
+            max_batched_tokens: limits.max_batched_tokens,
+            chunk_tokens: limits.max_batched_tokens,
+            ..self
+        }
     }
 
     /// This configuration at another arrival rate (open loops; a closed loop or a trace is

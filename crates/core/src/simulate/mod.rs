@@ -93,7 +93,9 @@ pub use clock::{StepClock, DECODE_MEMO_ENTRIES};
 pub use config::{Pass, Schedule, SimConfig};
 pub use disagg::{Deployment, Disagg, KvLink, KvLinkChoice, PoolLayout, Pools};
 use instance::{Instance, Req, Role};
-pub use policy::{Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, Speculation};
+pub use policy::{
+    Admission, CudaGraphs, Draft, DraftModel, EnginePolicy, HostTime, Preemption, Router, SchedulerLimits, Speculation,
+};
 pub use prefix::PromptPrefix;
 use run::{Capacity, Pool, Run};
 use rustc_hash::FxHashMap;

@@ -420,6 +420,75 @@ impl Speculation {
     }
 }
 
+/// The limits of one engine step as an engine sets them when none are given: the most sequences
+/// in a step and the most new tokens (a prompt's chunk is at most the latter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerLimits {
+    /// Most sequences in one step ([`super::SimConfig::max_seqs`]).
+    pub max_seqs: u64,
+    /// Most new tokens in one step ([`super::SimConfig::max_batched_tokens`]).
+    pub max_batched_tokens: u64,
+}
+
+/// Bytes in a GiB (the engines compare GPU memory in binary units).
+const GIB_BYTES: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// SGLang's most running requests when none is given: `min(clamp(KV tokens ÷ context length ×
+/// 512, 2048, 4096), KV tokens ÷ 2)` (`ModelRunner`'s `max_num_reqs`), 2048 wherever the KV cache
+/// holds at most four context lengths of tokens, as it does for the models and GPUs here; its
+/// admission is then bounded by the KV cache ([`Admission::Sglang`]), not by a count.
+pub const SGLANG_MAX_RUNNING_REQUESTS: u64 = 2048;
+
+impl SchedulerLimits {
+    /// The simulator's plain limits, for an engine whose own are not taken from a source here:
+    /// 256 sequences and 8,192 tokens.
+    pub const PLAIN: SchedulerLimits = SchedulerLimits { max_seqs: 256, max_batched_tokens: 8192 };
+
+    /// The limits `engine` sets by default on `gpu` (its memory as the engine reads it):
+    ///
+    /// * **vLLM** (V1, the OpenAI server): on a GPU of at least 70 GiB that is not an A100,
+    ///   `max_num_seqs` 1024 and `max_num_batched_tokens` 8192, else 256 and 2048
+    ///   (`EngineArgs.get_batch_defaults` in `vllm/engine/arg_utils.py`: PR #12369 raised the
+    ///   H100/H200 token budget, PR #16158 kept 1024 sequences there only, PR #17885 the A100
+    ///   exception, a regression measured there);
+    /// * **SGLang**: [`SGLANG_MAX_RUNNING_REQUESTS`], and a prefill chunk of
+    ///   `chunked_prefill_size` by memory: 2,048 tokens below 35 GiB, 4,096 below 60 GiB, 8,192
+    ///   below 160 GiB, else 16,384 (`ServerArgs._handle_gpu_memory_settings` in
+    ///   `python/sglang/srt/server_args.py`; its comments: A10/4090, A100 40 GB/L40, H100/A100/
+    ///   H20/H200, B200/MI300);
+    /// * the others [`SchedulerLimits::PLAIN`]: vLLM V0's own are the same 256 sequences (its token
+    ///   budget follows the model's context with chunked prefill off, which a run states), and
+    ///   TensorRT-LLM's are not taken from a source here.
+    pub fn of_engine(engine: Engine, gpu: &crate::hardware::Gpu) -> SchedulerLimits {
+        let gib = gpu.memory_bytes / GIB_BYTES;
+        match engine {
+            Engine::Vllm => {
+                let a100 = gpu.name.to_ascii_lowercase().contains("a100");
+                if gib >= 70.0 && !a100 {
+                    SchedulerLimits { max_seqs: 1024, max_batched_tokens: 8192 }
+                } else {
+                    SchedulerLimits { max_seqs: 256, max_batched_tokens: 2048 }
+                }
+            }
+            Engine::Sglang => {
+                let chunk = if gib < 35.0 {
+                    2048
+                } else if gib < 60.0 {
+                    4096
+                } else if gib < 160.0 {
+                    8192
+                } else {
+                    16384
+                };
+                SchedulerLimits { max_seqs: SGLANG_MAX_RUNNING_REQUESTS, max_batched_tokens: chunk }
+            }
+            Engine::Trtllm | Engine::TrtllmPreXqa | Engine::VllmV0 | Engine::GptFast | Engine::Eager => {
+                SchedulerLimits::PLAIN
+            }
+        }
+    }
+}
+
 /// An engine's scheduler as the simulator runs it: the policy fields of [`super::SimConfig`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnginePolicy {

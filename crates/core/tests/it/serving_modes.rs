@@ -167,7 +167,8 @@ fn each_engine_has_its_policy() {
     assert!(matches!(Admission::of_engine(Engine::Sglang), Admission::Sglang { .. }));
     assert_eq!(EnginePolicy::of_engine(Engine::VllmV0).host, HostTime::Serial);
     assert_eq!(EnginePolicy::of_engine(Engine::Vllm).host, HostTime::Overlapped);
-    let cfg = SimConfig::poisson(1.0).for_engine(Engine::Vllm);
+    let sc = llama();
+    let cfg = SimConfig::poisson(1.0).for_engine(Engine::Vllm, &sc.gpu);
     assert_eq!(cfg.cuda_graphs.padded(3, 256), 4);
     assert_eq!(cfg.cuda_graphs.padded(17, 256), 24);
     assert_eq!(cfg.cuda_graphs.padded(512, 512), 512);
@@ -227,7 +228,7 @@ fn a_padding_slot_is_a_decode_not_a_one_token_prompt() {
     let as_prompts = clock.ledger_step_s(&with(Chunk { new_tokens: 1, cached_tokens: 0 }));
     assert!(plain <= as_decodes && as_decodes < as_prompts, "{plain} {as_decodes} {as_prompts}");
     // So a padded run steps at the padded decode batch.
-    let cfg = closed(17, 17, 256, 3).for_engine(sc.clock.engine);
+    let cfg = closed(17, 17, 256, 3).for_engine(sc.clock.engine, &sc.gpu);
     assert_eq!(cfg.cuda_graphs, CudaGraphs::vllm());
     let (_, steps) = records(&sc, &cfg);
     assert_eq!((steps[0].prefills, steps[1].decodes), (17, 17));
@@ -637,4 +638,39 @@ fn a_draft_model_takes_its_weights_and_its_kv_cache_from_the_target_s_pool() {
     let t1 = tokens(&with_draft);
     assert!(t1 + 16 > lo && t1 <= hi, "{t1} tokens beside the draft, expected in [{lo}, {hi}] (less a block)");
     assert!(t1 < t0 * 8 / 10, "the draft's cache and weights take over a fifth: {t1} of {t0}");
+}
+
+/// Each engine's step limits when none are given, by the GPU's memory as the engine reads it
+/// (binary units): vLLM V1's `get_batch_defaults` (1024 sequences and 8,192 tokens on a GPU of
+/// 70 GiB or more that is not an A100, else 256 and 2,048), SGLang's `chunked_prefill_size` tiers
+/// (2,048 below 35 GiB, 4,096 below 60, 8,192 below 160, else 16,384) with 2,048 running requests,
+/// and the plain 256 and 8,192 for the rest. A run's prompt chunk follows the step's tokens.
+#[test]
+fn each_engine_sets_its_own_step_limits_by_gpu_memory() {
+    use llm_ledger_core::engine::Engine;
+    use llm_ledger_core::simulate::SchedulerLimits;
+    let catalog = llm_ledger_core::Catalog::builtin();
+    let limits = |engine, gpu: &str| {
+        let l = SchedulerLimits::of_engine(engine, &catalog.gpu(gpu).unwrap());
+        (l.max_seqs, l.max_batched_tokens)
+    };
+    // H100 80 GB (74.5 GiB), H200 141 GB (131 GiB), B200 180 GB (168 GiB): the large defaults.
+    for gpu in ["h100-sxm", "h200", "b200"] {
+        assert_eq!(limits(Engine::Vllm, gpu), (1024, 8192), "{gpu}");
+    }
+    // The A100's 80 GB by name; the L40S's 48 GB and the L4's 24 GB by memory.
+    for gpu in ["a100-80gb-sxm", "l40s", "l4"] {
+        assert_eq!(limits(Engine::Vllm, gpu), (256, 2048), "{gpu}");
+    }
+    for (gpu, chunk) in
+        [("l4", 2048), ("l40s", 4096), ("a100-80gb-sxm", 8192), ("h100-sxm", 8192), ("h200", 8192), ("b200", 16384)]
+    {
+        assert_eq!(limits(Engine::Sglang, gpu), (2048, chunk), "{gpu}");
+    }
+    for engine in [Engine::Trtllm, Engine::VllmV0, Engine::GptFast, Engine::Eager] {
+        assert_eq!(limits(engine, "h100-sxm"), (256, 8192), "{engine:?}");
+    }
+    let l40s = catalog.gpu("l40s").unwrap();
+    let cfg = SimConfig::poisson(1.0).for_engine(Engine::Vllm, &l40s);
+    assert_eq!((cfg.max_seqs, cfg.max_batched_tokens, cfg.chunk_tokens), (256, 2048, 2048));
 }

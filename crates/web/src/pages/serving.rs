@@ -132,14 +132,14 @@ pub const INPUTS: &[PageInput] = &[
     PageInput {
         name: "max_seqs",
         label: "Max sequences per step",
-        help: "continuous batching (default 256)",
-        placeholder: "256",
+        help: "continuous batching (default: the engine's own — vLLM 1024 on 70 GiB GPUs but the A100, else 256; SGLang 2048; others 256)",
+        placeholder: "engine's own",
     },
     PageInput {
         name: "max_batched_tokens",
         label: "Max batched tokens per step",
-        help: "new tokens per step (default 8192)",
-        placeholder: "8192",
+        help: "new tokens per step (default: the engine's own — vLLM 8192 on 70 GiB GPUs but the A100, else 2048; SGLang 2048 to 16384 by memory; others 8192)",
+        placeholder: "engine's own",
     },
     PageInput {
         name: "chunk",
