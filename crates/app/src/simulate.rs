@@ -15,7 +15,7 @@ use llm_ledger_core::simulate::budget::{MAX_STEPS_FIELD, MAX_STEPS_LIMIT};
 use llm_ledger_core::simulate::workload::{check_rate, parse_trace_csv, Arrivals, Lengths};
 use llm_ledger_core::simulate::{
     simulate_within, Budget, Deployment, Disagg, Draft, DraftModel, PoolLayout, SimConfig, Simulation, Speculation,
-    DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
+    StepRecord, DEFAULT_MAX_STEPS, MAX_RATE_PER_S,
 };
 use llm_ledger_core::sweep::Axis;
 use llm_ledger_core::{Error, Scenario};
@@ -691,9 +691,10 @@ impl SimRun {
     }
 }
 
-/// A run that replaces the parallel runs of one rate (the CLI's step trace), with the input that
-/// asks for it (named in the refusal when a sweep or `disagg` is asked for too).
-pub type SingleRun<'a> = (&'a str, &'a dyn Fn(&SimConfig, &Budget) -> anyhow::Result<Simulation>);
+/// Where a single run's steps go as it takes them (the CLI's step trace), with the input that asks
+/// for it (named in the refusal when a sweep, `disagg` or replicas are asked for too). The front
+/// end owns what the sink writes to.
+pub type StepSink<'a> = (&'a str, &'a mut dyn FnMut(&StepRecord));
 
 /// `simulate`'s inputs resolved for a scenario: the configuration, the rates, the
 /// disaggregated deployment and the step budget; [`Resolved::run`] runs them.
@@ -742,30 +743,18 @@ impl SimRequest {
 
 /// Resolve `args` for `sc` and run `simulate`: one run per rate, in parallel, and with
 /// `disagg` the same rates aggregated on as many instances beside the disaggregated pools.
-/// `single` replaces the runs of a single rate without `disagg` (the CLI's step trace); it is
-/// refused with a sweep or `disagg` (`single_field` names its input). Every run is under the
+/// `sink` takes every step of a single run of one instance (the CLI's step trace); it is
+/// refused with a sweep, `disagg` or replicas (its field names the input). Every run is under the
 /// step budget of `max_steps` and stops once `cancel` becomes true ([`Error::Cancelled`]).
 pub fn run(
     sc: &Scenario,
     args: &SimRequest,
     files: Files<'_>,
-    single: Option<SingleRun<'_>>,
+    sink: Option<StepSink<'_>>,
     cancel: Option<&AtomicBool>,
 ) -> Result<SimRun> {
     let budget = budget(args.max_steps.as_deref(), cancel)?;
-    run_within(sc, args, files, single, &budget)
-}
-
-/// [`run`] under a budget the caller made from `max_steps` ([`budget`]) and holds, to watch its
-/// steps as the runs take them (the CLI's progress line).
-pub fn run_within(
-    sc: &Scenario,
-    args: &SimRequest,
-    files: Files<'_>,
-    single: Option<SingleRun<'_>>,
-    budget: &Budget,
-) -> Result<SimRun> {
-    args.resolve(sc, files)?.run(sc, budget, single)
+    args.resolve(sc, files)?.run(sc, &budget, sink)
 }
 
 impl Resolved {
@@ -774,13 +763,31 @@ impl Resolved {
         self.rates.len() > 1
     }
 
+    /// Refuse a step sink (its input `field`) where the runs are not one run of one instance: a
+    /// capacity search, a sweep of rates, `disagg` or replicas.
+    pub fn refuse_sink(&self, field: &str) -> Result<()> {
+        if self.capacity.is_some() {
+            return Err(Error::refused(field, "given", "a run at one {rate}, not {rate} max").into());
+        }
+        if self.sweep() {
+            return Err(Error::invalid(field, "given with a sweep of rates", "one rate").into());
+        }
+        if self.disagg.is_some() || self.replicas > 1 {
+            let with = if self.disagg.is_some() { "given with {disagg}" } else { "given with {replicas}" };
+            return Err(
+                Error::refused_text(field, Text::template(with), Text::template("a run of one instance")).into()
+            );
+        }
+        Ok(())
+    }
+
     /// Run the simulations under `budget` (see [`run`]).
-    pub fn run(self, sc: &Scenario, budget: &Budget, single: Option<SingleRun<'_>>) -> Result<SimRun> {
+    pub fn run(self, sc: &Scenario, budget: &Budget, sink: Option<StepSink<'_>>) -> Result<SimRun> {
+        if let Some((field, _)) = &sink {
+            self.refuse_sink(field)?;
+        }
         let Resolved { cfg, rates, disagg, replicas, capacity, price } = self;
         if let Some(bounds) = capacity {
-            if let Some((field, _)) = single {
-                return Err(Error::refused(field, "given", "a run at one {rate}, not {rate} max").into());
-            }
             let deployment = match &disagg {
                 None => Deployment::Aggregated { replicas },
                 Some(d) => Deployment::Disaggregated(d.clone()),
@@ -793,19 +800,10 @@ impl Resolved {
             return Ok(SimRun { report, runs: vec![found.at] });
         }
         let sweep = rates.len() > 1;
-        let runs = match single {
-            Some((field, _)) if sweep => {
-                return Err(Error::invalid(field, "given with a sweep of rates", "one rate").into());
-            }
-            Some((field, _)) if disagg.is_some() || replicas > 1 => {
-                let with = if disagg.is_some() { "given with {disagg}" } else { "given with {replicas}" };
-                return Err(
-                    Error::refused_text(field, Text::template(with), Text::template("a run of one instance")).into()
-                );
-            }
-            Some((_, one)) => {
+        let runs = match sink {
+            Some((_, on_step)) => {
                 budget.admit([&cfg])?;
-                vec![one(&cfg, budget).map_err(CommandError::from_anyhow)?]
+                vec![simulate_within(sc, &cfg, &Deployment::SINGLE, budget, on_step)?]
             }
             None => {
                 let deployments: Vec<Deployment> = match &disagg {

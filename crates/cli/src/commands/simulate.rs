@@ -1,10 +1,10 @@
-//! `llm-ledger simulate`: flags and files into a [`SimConfig`], one run per rate, the report and
-//! the plots. The simulation itself is the core's ([`llm_ledger_core::simulate`]).
+//! `llm-ledger simulate`: flags and files into a [`llm_ledger_core::simulate::SimConfig`], one run per rate, the
+//! report and the plots. The simulation itself is the core's ([`llm_ledger_core::simulate`]).
 
 use crate::cli::SimulateArgs;
 use crate::inputs;
 use anyhow::Result;
-use llm_ledger_core::simulate::{simulate_within, Budget, Deployment, SimConfig, Simulation, StepRecord};
+use llm_ledger_core::simulate::StepRecord;
 use llm_ledger_core::Error;
 use llm_ledger_report::plot::serving::ServingChart;
 use llm_ledger_report::plot::PlotSize;
@@ -14,37 +14,48 @@ use std::path::{Path, PathBuf};
 /// The files `simulate`'s inputs name, read from disk.
 pub const FILES: llm_ledger_app::Files<'static> = llm_ledger_app::Files::Read(&llm_ledger_files::read_text);
 
-/// The simulator's configuration from the flags (the rate is set per run): the shared resolver
-/// of the text inputs, [`llm_ledger_app::simulate::config`].
-pub fn config(args: &SimulateArgs, sc: &llm_ledger_core::Scenario) -> Result<SimConfig> {
-    Ok(llm_ledger_app::simulate::config(&args.sim(), sc, FILES)?)
+/// The step trace of `--trace-out`: every step of the run as a CSV row, written as the run takes
+/// it into a temporary file renamed over `path` only when the run finished ([`TraceFile::commit`]),
+/// so a failed run leaves the old file as it was.
+struct TraceFile {
+    path: String,
+    writer: csv::Writer<std::io::BufWriter<llm_ledger_files::output::OutputFile>>,
+    failed: Option<csv::Error>,
 }
 
-/// One run writing every step to the CSV file `path` as it goes, under `budget`: into a temporary
-/// file renamed over `path` only when the run finished, so a failed run leaves the old file as it
-/// was.
-fn traced(sc: &llm_ledger_core::Scenario, cfg: &SimConfig, budget: &Budget, path: &str) -> Result<Simulation> {
-    let file = llm_ledger_files::output::OutputFile::create(Path::new(path), "trace")?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
-    let mut failed: Option<csv::Error> = None;
-    let sim = simulate_within(sc, cfg, &Deployment::SINGLE, budget, |r: &StepRecord| {
-        if failed.is_none() {
-            failed = w.serialize(r).err();
-        }
-    })?;
-    let file = match (failed, w.into_inner()) {
-        (None, Ok(buffered)) => buffered.into_inner().map_err(|e| e.into_error()),
-        (Some(e), _) => Err(std::io::Error::other(e.to_string())),
-        (None, Err(e)) => Err(std::io::Error::other(e.to_string())),
-    };
-    match file {
-        Ok(file) => file.commit()?,
-        Err(e) => {
-            let what = llm_ledger_files::output::WriteFailed { what: "trace".into(), path: path.into(), error: e };
-            return Err(what.into());
+impl TraceFile {
+    fn create(path: &str) -> Result<TraceFile> {
+        let file = llm_ledger_files::output::OutputFile::create(Path::new(path), "trace")?;
+        Ok(TraceFile {
+            path: path.into(),
+            writer: csv::Writer::from_writer(std::io::BufWriter::new(file)),
+            failed: None,
+        })
+    }
+
+    /// One step (after a write error, nothing more: the error is reported at the end).
+    fn write(&mut self, r: &StepRecord) {
+        if self.failed.is_none() {
+            self.failed = self.writer.serialize(r).err();
         }
     }
-    Ok(sim)
+
+    /// The finished trace renamed over its path.
+    fn commit(self) -> Result<()> {
+        let file = match (self.failed, self.writer.into_inner()) {
+            (None, Ok(buffered)) => buffered.into_inner().map_err(|e| e.into_error()),
+            (Some(e), _) => Err(std::io::Error::other(e.to_string())),
+            (None, Err(e)) => Err(std::io::Error::other(e.to_string())),
+        };
+        match file {
+            Ok(file) => Ok(file.commit()?),
+            Err(error) => {
+                let what =
+                    llm_ledger_files::output::WriteFailed { what: "trace".into(), path: self.path.into(), error };
+                Err(what.into())
+            }
+        }
+    }
 }
 
 /// The files a simulation reads: the scenario's, the `--trace` and `hist:FILE` lengths.
@@ -66,19 +77,28 @@ pub fn run(args: &SimulateArgs) -> Result<String> {
     ];
     inputs::check_outputs(&outputs, &input_files(args))?;
     let sc = super::scenario(&args.scenario(), "simulate")?;
-    if args.plot_timeline.is_some()
-        && llm_ledger_app::simulate::rates(args.rate.as_deref(), &config(args, &sc)?)?.len() > 1
-    {
+    let req = args.sim();
+    // The step budget first, then the inputs, resolved once for every use below.
+    let budget = llm_ledger_app::simulate::budget(req.max_steps.as_deref(), Some(crate::interrupt::flag()))?;
+    let resolved = req.resolve(&sc, FILES)?;
+    if args.plot_timeline.is_some() && resolved.sweep() {
         return Err(Error::invalid("plot_timeline", "given with a sweep of rates", "one rate").into());
     }
-    let trace =
-        |cfg: &SimConfig, budget: &Budget| traced(&sc, cfg, budget, args.trace_out.as_deref().unwrap_or_default());
-    let single: Option<llm_ledger_app::simulate::SingleRun<'_>> =
-        args.trace_out.as_ref().map(|_| ("trace_out", &trace as &dyn Fn(&SimConfig, &Budget) -> Result<Simulation>));
-    let req = args.sim();
-    let budget = llm_ledger_app::simulate::budget(req.max_steps.as_deref(), Some(crate::interrupt::flag()))?;
-    let sim =
-        crate::progress::steps(&budget, || llm_ledger_app::simulate::run_within(&sc, &req, FILES, single, &budget))?;
+    if args.trace_out.is_some() {
+        resolved.refuse_sink("trace_out")?;
+    }
+    let mut trace = args.trace_out.as_deref().map(TraceFile::create).transpose()?;
+    let mut write = |r: &StepRecord| {
+        if let Some(t) = trace.as_mut() {
+            t.write(r);
+        }
+    };
+    let sink: Option<llm_ledger_app::simulate::StepSink<'_>> =
+        args.trace_out.as_ref().map(|_| ("trace_out", &mut write as &mut dyn FnMut(&StepRecord)));
+    let sim = crate::progress::steps(&budget, || resolved.run(&sc, &budget, sink))?;
+    if let Some(t) = trace {
+        t.commit()?;
+    }
     if let Some(path) = &args.plot {
         inputs::write_svg(path, &sim.chart().svg(PlotSize::default())?)?;
     }
