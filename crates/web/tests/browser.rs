@@ -1222,6 +1222,7 @@ async fn first_result(c: &Client) -> Result<(f64, String)> {
 fn the_first_result_is_on_the_first_screen_of_every_page() {
     in_browser_with(AppState::builtin(), Panel::Closed, &[], |c, base| async move {
         let mut lines = Vec::new();
+        let mut tiny = Vec::new();
         for (w, h) in [(390u32, 844u32), (1440, 900)] {
             c.set_window_size(w, h).await.text_err()?;
             let inner = c.execute("return [innerWidth, innerHeight]", vec![]).await.text_err()?;
@@ -1232,6 +1233,27 @@ fn the_first_result_is_on_the_first_screen_of_every_page() {
                 wait_heading(&c, page.title).await?;
                 let (top, what) = first_result(&c).await?;
                 lines.push(format!("{w}×{h} /{slug}{query}: the first result ({what}) at {top:.0} px"));
+                {
+                    // No plot's text is drawn under 10 px (a plot wider than its column scrolls
+                    // in its box rather than shrink its labels).
+                    let small = c
+                        .execute(
+                            "const bad = []; \
+                             for (const svg of document.querySelectorAll('svg.plot')) { \
+                               const box = svg.getBoundingClientRect(); if (box.width === 0 || !svg.viewBox.baseVal) continue; \
+                               const k = box.width / svg.viewBox.baseVal.width; \
+                               for (const t of svg.querySelectorAll('text')) { \
+                                 const px = parseFloat(getComputedStyle(t).fontSize) * k; \
+                                 if (px < 9.95) bad.push(svg.className.baseVal + ': ' + t.textContent.trim().slice(0, 30) + ' at ' + px.toFixed(1) + ' px'); } } \
+                             return bad.slice(0, 6)",
+                            vec![],
+                        )
+                        .await
+                        .text_err()?;
+                    if small != json!([]) {
+                        tiny.push(format!("/{slug}{query} at {w}×{h}: {small}"));
+                    }
+                }
                 // At least 60 px of it on the first screen.
                 assert!(top + 60.0 <= screen, "/{slug}{query} at {w}×{h}: the first result ({what}) starts at {top:.0} px, past the {screen} px screen");
                 if w == 390 {
@@ -1240,6 +1262,7 @@ fn the_first_result_is_on_the_first_screen_of_every_page() {
                 }
             }
         }
+        assert!(tiny.is_empty(), "plot text under 10 px: {tiny:#?}");
         // The panel opens from the bar, at the control, and stays open on the next page.
         c.set_window_size(390, 844).await.text_err()?;
         c.goto(&format!("{base}ledger")).await.text_err()?;

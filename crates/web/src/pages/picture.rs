@@ -342,7 +342,7 @@ pub(super) fn picture(
                 "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"{}\" text-anchor=\"end\" class=\"outside-label\">outside</text>",
                 x + w - 3.0,
                 ROW_H / 2.0 + FONT * 0.35,
-                FONT - 1.0
+                FONT
             );
         }
     }
