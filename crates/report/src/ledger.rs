@@ -77,7 +77,8 @@ pub struct Inputs {
 /// `h100_sxm/trtllm 1.3.0rc20 (AIConfigurator)` (GPU, engine and the engine version measured;
 /// the package is `core::kernels::SOURCE`), with the version named where it was not measured
 /// (`h100_sxm/vllm 0.19.0 (AIConfigurator; the nearest measured at or below vllm@0.20.0)`) and
-/// the tables read from another version (`…; mla from 0.14.0`).
+/// the tables of the model's operators read from another version (`…; mla from 0.14.0`;
+/// [`llm_ledger_core::clock::model_reads`]).
 fn kernel_tables(sc: &Scenario) -> Option<String> {
     let clock = sc.effective_clock();
     if clock.is_roofline() {
@@ -90,7 +91,7 @@ fn kernel_tables(sc: &Scenario) -> Option<String> {
     }
     let elsewhere: Vec<String> = KernelTable::ALL
         .into_iter()
-        .filter(|&table| table != KernelTable::Nccl)
+        .filter(|&table| table != KernelTable::Nccl && llm_ledger_core::clock::model_reads(&sc.model, table))
         .filter_map(|table| {
             t.version_of(table).filter(|v| *v != t.version).map(|v| format!("{} from {v}", table.name()))
         })

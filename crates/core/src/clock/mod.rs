@@ -292,6 +292,29 @@ pub fn kernel_tables(clock: Clock, gpu: &Gpu) -> Result<Option<&'static Tables>>
     Tables::at(kgpu, kengine, clock.version).map(Some)
 }
 
+/// Whether a model's operators can read `table`: the dense GEMMs and the collectives always; the
+/// attention tables for standard or compressed attention, MLA's for latent or compressed
+/// attention, MoE's for routed experts, each recurrent table for its rule's layers, the
+/// hyper-connection table for more than one residual stream (decoder layers and MTP layers).
+pub fn model_reads(model: &crate::model::ModelSpec, table: KernelTable) -> bool {
+    use crate::model::{Attention, Mlp};
+    let layers = model.layers().iter().chain(model.mtp.iter().flat_map(|m| m.layers.iter()));
+    let any = |f: &dyn Fn(&crate::model::LayerSpec) -> bool| layers.clone().any(f);
+    let recurrent = |rule: crate::model::Recurrence| move |l: &crate::model::LayerSpec| matches!(&l.attention, Attention::Recurrent(m) if m.rule == rule);
+    match table {
+        KernelTable::Gemm | KernelTable::AllReduce | KernelTable::Nccl => true,
+        KernelTable::Attention => any(&|l| matches!(l.attention, Attention::Standard(_) | Attention::Compressed(_))),
+        KernelTable::Mla | KernelTable::MlaBatchedGemm => {
+            any(&|l| matches!(l.attention, Attention::Latent(_) | Attention::Compressed(_)))
+        }
+        KernelTable::Moe => any(&|l| matches!(l.mlp, Mlp::Moe(_))),
+        KernelTable::LinearAttention => any(&recurrent(crate::model::Recurrence::GatedDelta)),
+        KernelTable::Kda => any(&recurrent(crate::model::Recurrence::KimiDelta)),
+        KernelTable::Mamba2 => any(&recurrent(crate::model::Recurrence::Mamba2)),
+        KernelTable::Mhc => any(&|l| l.residual_streams > 1),
+    }
+}
+
 /// The measured GEMM table format for a GEMM with `weight` weights running in `math`: 16-bit →
 /// bf16, fp8 (per tensor or 128-block scales) in fp8 math → `Fp8`/`Fp8Block`, NVFP4 → `Nvfp4`,
 /// int4 and int8 weights with 16-bit math → the weight-only kernels, int8 in int8 math →

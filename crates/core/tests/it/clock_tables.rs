@@ -453,3 +453,23 @@ fn hyper_connections_take_the_measured_mhc_kernels() {
     let a100 = ledger("a100-80gb-sxm");
     assert_eq!(row(&a100, OpKind::AttnHcPre).timing.source, Some(TimeSource::Fitted(FittedKernel::Vector)));
 }
+
+/// The table families a model's operators can read, for the footer's list of families read from
+/// another version: Llama 3 8B reads GEMMs, attention and the collectives only; each 2026 family
+/// its own.
+#[test]
+fn a_model_reads_the_tables_of_its_own_operators() {
+    use llm_ledger_core::clock::model_reads;
+    use llm_ledger_core::kernels::KernelTable;
+    let reads = |model: &str| -> Vec<&'static str> {
+        let sc = llm_ledger_core::testing::scenario(&[("model", model)]);
+        KernelTable::ALL.into_iter().filter(|&t| model_reads(&sc.model, t)).map(KernelTable::name).collect()
+    };
+    assert_eq!(reads("llama-3-8b"), ["gemm", "attention", "custom_allreduce", "nccl"]);
+    assert_eq!(reads("deepseek-v3"), ["gemm", "mla", "mla_bmm", "custom_allreduce", "nccl", "moe"]);
+    assert!(reads("kimi-k3").contains(&"kda") && reads("kimi-k3").contains(&"mla"));
+    assert!(reads("nemotron-3-nano-30b-a3b").contains(&"mamba2"));
+    assert!(reads("qwen3.5-27b").contains(&"linear_attention"));
+    assert!(reads("deepseek-v4-flash").contains(&"mhc"));
+    assert!(!reads("kimi-k3").contains(&"mhc"));
+}
