@@ -113,18 +113,7 @@ impl<'a> OpBuilder<'a> {
             ..Cost::ZERO
         };
         let math = self.math(gemm_math(w, self.sc.workload.gemm_activations));
-        Op {
-            kind,
-            cost,
-            math,
-            gemm: Some(gemm),
-            attention: None,
-            fused: false,
-            merge_n: None,
-            moe: None,
-            recurrent: None,
-            hyper: None,
-        }
+        Op { gemm: Some(gemm), ..Op::plain(kind, cost, math) }
     }
     /// Every operator of one decoder layer, in order.
     #[inline]
