@@ -177,8 +177,6 @@ impl PlanLoadRequest {
             ("gpus_total", self.gpus_total.is_some()),
             ("requests", self.requests.is_some()),
             ("seed", self.seed.is_some()),
-            ("prompt", self.prompt.is_some()),
-            ("output", self.output.is_some()),
             (MAX_STEPS_FIELD, self.max_steps.is_some()),
         ] {
             if given {
@@ -186,6 +184,36 @@ impl PlanLoadRequest {
             }
         }
         Ok(())
+    }
+
+    /// The static plan's context from `prompt` and `output` where either is given: the mean
+    /// context of a request's decode steps, `prompt + ⌊output ÷ 2⌋` tokens (its first decode step
+    /// reads the prompt, its last the prompt and every output token but one); `None` where neither
+    /// is. Fixed counts only (the static plan times one context; a distribution needs `rate`), and
+    /// not with `ctx` (one or the other). The static plan prices the decode steps alone (its basis
+    /// line says so); `rate` simulates the prefill too.
+    pub fn static_ctx(&self, ctx_given: bool) -> Result<Option<u64>> {
+        if self.prompt.is_none() && self.output.is_none() {
+            return Ok(None);
+        }
+        if ctx_given {
+            let value = Text::template("given with {prompt} or {output}");
+            return Err(Error::refused_text("ctx", value, Text::template("one or the other")).into());
+        }
+        let fixed = |field: &str, v: &Option<String>, default: u64| -> Result<u64> {
+            let Some(text) = v.as_deref() else { return Ok(default) };
+            text.trim().parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    text.trim(),
+                    "a number of tokens, at least 1 (a distribution needs --rate: the static plan times one context)",
+                )
+                .into()
+            })
+        };
+        let prompt = fixed("prompt", &self.prompt, llm_ledger_core::serving::DEFAULT_PROMPT_TOKENS)?;
+        let output = fixed("output", &self.output, llm_ledger_core::serving::DEFAULT_OUTPUT_TOKENS)?;
+        Ok(Some(prompt.saturating_add(output / 2)))
     }
 
     /// The rate (`rate`, the text of [`PlanLoadRequest::rate`]) and the TTFT bound in seconds,

@@ -1005,10 +1005,11 @@ pub struct PlanLoadArgs {
     /// With --rate: seed of the arrival and length draws (default 0).
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub seed: Option<String>,
-    /// With --rate: prompt tokens, as `simulate --prompt` (default 2048).
+    /// Prompt tokens (default 2048): with --rate as `simulate --prompt`; without, a number whose
+    /// requests' mean decode context, prompt + output ÷ 2, is the plan's context (in place of --ctx).
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub prompt: Option<String>,
-    /// With --rate: output tokens, as `simulate --output` (default 256).
+    /// Output tokens (default 256): with --rate as `simulate --output`; without, as --prompt.
     #[arg(long = "output", allow_hyphen_values = true, help_heading = "Under load")]
     pub output_tokens: Option<String>,
     /// With --rate: most engine steps over every simulation of the search (default

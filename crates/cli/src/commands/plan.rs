@@ -26,7 +26,11 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
         return Ok(report.render(format)?);
     }
     load.check_static()?;
-    let sc = super::scenario(&args.base(), "plan")?;
+    let mut base = args.base();
+    if let Some(ctx) = load.static_ctx(args.shape.ctx.is_some())? {
+        base.ctx = Some(ctx.to_string());
+    }
+    let sc = super::scenario(&base, "plan")?;
     // Ctrl-C stops the search at its next step evaluation.
     let cancel = Some(crate::interrupt::flag());
     if req.pareto()? {

@@ -331,3 +331,26 @@ fn an_engine_version_reads_its_own_tables_and_says_so() {
     assert!(tables.contains("mla_bmm from 0.24.0") && !tables.contains("mhc"), "{tables}");
     assert_eq!(step("vllm@0.24"), step("vllm"));
 }
+
+/// The static plan takes the workload as requests too: `--prompt P --output O` plans the decode
+/// step at the mean context of those requests' decode steps, `P + ⌊O ÷ 2⌋` tokens — the same
+/// answer as `--ctx` at that context (2,000 + 300 → 2,150), its basis line still the decode step.
+#[test]
+fn the_static_plan_takes_prompt_and_output_lengths() {
+    let by_lengths = json(&[
+        "plan",
+        "--model",
+        "llama-3.1-70b",
+        "--tpot-ms",
+        "50",
+        "--prompt",
+        "2000",
+        "--output",
+        "300",
+        "--format",
+        "json",
+    ]);
+    let by_ctx = json(&["plan", "--model", "llama-3.1-70b", "--tpot-ms", "50", "--ctx", "2150", "--format", "json"]);
+    assert_eq!(by_lengths, by_ctx);
+    assert_eq!(by_lengths["inputs"]["ctx"], 2150);
+}
