@@ -170,8 +170,11 @@ pub struct PlanLoadRequest {
 }
 
 impl PlanLoadRequest {
-    /// Refuse an input of the plan under load given without `rate` (the static plan).
-    pub fn check_static(&self) -> Result<()> {
+    /// Refuse an input of the plan under load given without `rate` (the static plan), and the
+    /// static plan's context from `prompt` and `output` ([`PlanLoadRequest::static_ctx`]), which
+    /// the front end sets as the scenario's `ctx`.
+    #[must_use = "the context from prompt and output replaces the scenario's ctx"]
+    pub fn check_static(&self, ctx_given: bool) -> Result<Option<u64>> {
         for (flag, given) in [
             ("ttft_ms", self.ttft_ms.is_some()),
             ("gpus_total", self.gpus_total.is_some()),
@@ -183,7 +186,7 @@ impl PlanLoadRequest {
                 return Err(Error::refused(flag, "given", "it applies only with {rate} (a plan under load)").into());
             }
         }
-        Ok(())
+        self.static_ctx(ctx_given)
     }
 
     /// The static plan's context from `prompt` and `output` where either is given: the mean
@@ -192,7 +195,7 @@ impl PlanLoadRequest {
     /// is. Fixed counts only (the static plan times one context; a distribution needs `rate`), and
     /// not with `ctx` (one or the other). The static plan prices the decode steps alone (its basis
     /// line says so); `rate` simulates the prefill too.
-    pub fn static_ctx(&self, ctx_given: bool) -> Result<Option<u64>> {
+    fn static_ctx(&self, ctx_given: bool) -> Result<Option<u64>> {
         if self.prompt.is_none() && self.output.is_none() {
             return Ok(None);
         }

@@ -288,7 +288,17 @@ impl Call {
     /// The scenario, resolved as the CLI resolves its flags: the core's resolver, with the files
     /// `model`, `gpu` and `profile` name (and a Hub id at `revision`) read by `llm_ledger_files`.
     fn scenario(&self) -> PyResult<Scenario> {
-        let pairs = self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        self.scenario_from(self.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// The scenario with input `key` set to `value` (another of that name left out).
+    fn scenario_with(&self, key: &str, value: &str) -> PyResult<Scenario> {
+        let others = self.scenario.iter().filter(|(k, _)| k != key).map(|(k, v)| (k.as_str(), v.as_str()));
+        self.scenario_from(others.chain(std::iter::once((key, value))))
+    }
+
+    /// The scenario of these `(input, value)` pairs.
+    fn scenario_from<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> PyResult<Scenario> {
         let req: ScenarioRequest = from_pairs(pairs).map_err(|e| pair_error(e, None))?;
         let files =
             FileInputs { revision: self.own_text("revision"), profile: self.own_text("profile"), ..Default::default() };
@@ -763,8 +773,11 @@ fn build(command: &str, call: &Call, cancel: &AtomicBool) -> PyResult<Output> {
                 let report = load.report(&sc, &s, checked, max_gpus, FILES, Some(cancel)).map_err(command_error)?;
                 return held(report, None);
             }
-            load.check_static().map_err(command_error)?;
-            let sc = call.scenario()?;
+            let ctx_given = call.scenario.iter().any(|(k, _)| k == "ctx");
+            let sc = match load.check_static(ctx_given).map_err(command_error)? {
+                Some(ctx) => call.scenario_with("ctx", &ctx.to_string())?,
+                None => call.scenario()?,
+            };
             // KeyboardInterrupt stops the search at its next step evaluation.
             if req.pareto().map_err(command_error)? {
                 return held(req.frontier_within(&sc, Some(cancel)).map_err(command_error)?, None);

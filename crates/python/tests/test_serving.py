@@ -139,6 +139,13 @@ def test_plan_under_load_equals_the_cli(cli_json, kwargs):
     assert got.json["pareto"] and got.rows[0]["gpus"] == best["gpus"]
 
 
+def test_the_static_plan_takes_lengths_as_the_cli_does(cli_json):
+    # The decode step at the requests' mean context, prompt + output / 2: 2,000 + 300 -> 2,150.
+    got = ll.plan(tpot_ms=50, max_gpus=2, prompt=2000, output=300)
+    assert got.json == ll.plan(tpot_ms=50, max_gpus=2, ctx=2150).json
+    assert got.json == cli_json("plan", *flags({"tpot_ms": 50, "max_gpus": 2, "prompt": 2000, "output": 300}))
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

@@ -163,7 +163,10 @@ fn plan(state: &AppState, q: Option<&str>, cancel: &AtomicBool) -> Result<axum::
         let report = plan_under_load(&load, &sc, &s, checked, max_gpus, cancel).map_err(|e| q.command_error(&e))?;
         return rendered(&report, format);
     }
-    load.check_static().map_err(|e| q.command_error(&e))?;
+    let q = match load.check_static(q.get("ctx").is_some()).map_err(|e| q.command_error(&e))? {
+        Some(ctx) => q.with_scenario("ctx", &ctx.to_string()),
+        None => q.clone(),
+    };
     let sc = q.resolve(&state.catalog)?.scenario;
     if req.pareto().map_err(|e| q.command_error(&e))? {
         return rendered(&req.frontier_within(&sc, Some(cancel)).map_err(|e| q.command_error(&e))?, format);

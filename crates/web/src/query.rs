@@ -96,6 +96,14 @@ impl PageQuery {
         self.scenario.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
+    /// The same query with scenario parameter `key` set to `value`.
+    pub fn with_scenario(&self, key: &str, value: &str) -> PageQuery {
+        let mut q = self.clone();
+        q.scenario.retain(|(k, _)| k != key);
+        q.scenario.push((key.to_string(), value.to_string()));
+        q
+    }
+
     /// A page key's raw value.
     pub fn extra(&self, key: &str) -> Option<&str> {
         self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())

@@ -2574,6 +2574,10 @@ async fn compare_draws_the_pareto_front_of_plan() {
     assert_eq!(json.body, llm_ledger_report::Report::render(&f, Format::Json).unwrap());
     assert!(r.body.contains("href=\"/api/plan?pareto=on&amp;max_gpus=2\""), "the JSON link");
     assert_eq!(get("/api/plan?pareto=on&max_gpus=2&format=csv").await.status, StatusCode::OK);
+    // The static plan takes requests' lengths: the decode step at their mean context, P + O/2.
+    let by_lengths = get("/api/plan?tpot_ms=50&max_gpus=2&prompt=2000&output=300").await;
+    assert_eq!(by_lengths.status, StatusCode::OK, "{}", by_lengths.body);
+    assert_eq!(by_lengths.body, get("/api/plan?tpot_ms=50&max_gpus=2&ctx=2150").await.body);
     assert_eq!(r.body.matches("<tr data-tp=").count(), f.front.len(), "one row per point of the front");
     // A bound marks the deployments that miss it.
     let r = get("/compare?max_gpus=2&tpot_ms=8").await;

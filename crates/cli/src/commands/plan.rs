@@ -25,9 +25,8 @@ pub fn plan(args: &PlanArgs) -> Result<String> {
             crate::progress::steps(&budget, || load.report_within(&sc, &s, checked, max_gpus, files, &budget))?;
         return Ok(report.render(format)?);
     }
-    load.check_static()?;
     let mut base = args.base();
-    if let Some(ctx) = load.static_ctx(args.shape.ctx.is_some())? {
+    if let Some(ctx) = load.check_static(args.shape.ctx.is_some())? {
         base.ctx = Some(ctx.to_string());
     }
     let sc = super::scenario(&base, "plan")?;
