@@ -171,7 +171,7 @@ pub struct PlanLoadRequest {
 
 impl PlanLoadRequest {
     /// Refuse an input of the plan under load given without `rate` (the static plan), and the
-    /// static plan's context from `prompt` and `output` ([`PlanLoadRequest::static_ctx`]), which
+    /// static plan's context from `prompt` and `output` (`prompt + ⌊output ÷ 2⌋`), which
     /// the front end sets as the scenario's `ctx`.
     #[must_use = "the context from prompt and output replaces the scenario's ctx"]
     pub fn check_static(&self, ctx_given: bool) -> Result<Option<u64>> {
