@@ -1006,7 +1006,8 @@ pub struct PlanLoadArgs {
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub seed: Option<String>,
     /// Prompt tokens (default 2048): with --rate as `simulate --prompt`; without, a number whose
-    /// requests' mean decode context, prompt + output ÷ 2, is the plan's context (in place of --ctx).
+    /// requests' mean decode context, prompt + output ÷ 2, is the plan's context (not with a
+    /// context given).
     #[arg(long, allow_hyphen_values = true, help_heading = "Under load")]
     pub prompt: Option<String>,
     /// Output tokens (default 256): with --rate as `simulate --output`; without, as --prompt.
